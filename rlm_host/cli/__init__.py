@@ -1,0 +1,1 @@
+"""The ``rlm`` command-line interface (typer); sub-command modules load only when used."""

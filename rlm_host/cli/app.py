@@ -1,0 +1,165 @@
+"""The ``rlm`` command: global options and a command group whose sub-commands load lazily.
+
+Built-in sub-commands and plugin-contributed ones are both listed by name and help text, and imported only
+when they run (or their own ``--help`` is asked for), so ``rlm --help`` stays fast with every plugin installed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+import typer
+from typer import _click as click  # typer vendors its click; commands must come from the same module
+from typer.core import TyperCommand, TyperGroup
+
+from rlm_host.errors import PluginError
+
+if TYPE_CHECKING:
+    from rlm_host.config import LoadedSettings
+
+#: Built-in sub-commands: name → (import path of a typer app or function, one-line help).
+BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "plugins": ("rlm_host.cli.plugins_cmd:app", "List installed plugins and check their readiness."),
+    "config": ("rlm_host.cli.config_cmd:app", "Show the effective settings and where each came from."),
+}
+
+
+@dataclass
+class CliState:
+    """Global options, shared with every sub-command through ``ctx.obj``."""
+
+    config_file: Optional[Path] = None
+    debug: bool = False
+    verbose: int = 0
+    log_json: bool = False
+    _settings: Any = field(default=None, repr=False)
+
+    def settings(self, overrides: dict[str, tuple[Any, str]] | None = None) -> "LoadedSettings":
+        """Settings from every source, component sections validated against the installed plugins."""
+        from rlm_host.config import load_settings
+        from rlm_host.plugins import get_host
+
+        if overrides:
+            return load_settings(overrides=overrides, config_file=self.config_file, host=get_host())
+        if self._settings is None:
+            self._settings = load_settings(config_file=self.config_file, host=get_host())
+        return self._settings
+
+
+def _to_click(target: Any, name: str) -> click.Command:
+    """A typer app, a vendored-click command or a plain function, as a click command called ``name``."""
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_command(target)
+    elif isinstance(target, click.Command):
+        command = target
+    elif callable(target):
+        wrapper = typer.Typer(rich_markup_mode=None, add_completion=False)
+        wrapper.command(name=name)(target)
+        command = typer.main.get_command(wrapper)
+    else:
+        raise PluginError(f"command {name!r}: expected a typer.Typer or a function, got {type(target).__name__}")
+    command.name = name
+    return command
+
+
+class LazyCommand(TyperCommand):
+    """Stands in for a sub-command in listings; imports the real one when it is invoked."""
+
+    def __init__(self, name: str, help_text: str, loader: Callable[[], click.Command]) -> None:
+        super().__init__(name, help=help_text, short_help=help_text)
+        self._loader = loader
+        self._real: click.Command | None = None
+
+    def real(self) -> click.Command:
+        if self._real is None:
+            self._real = self._loader()
+        return self._real
+
+    def make_context(self, info_name: Any, args: list[str], parent: Any = None, **extra: Any) -> click.Context:
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+
+class RlmGroup(TyperGroup):
+    """The root group: built-in and plugin sub-commands resolved by name, loaded on use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(self.commands) | set(BUILTIN_COMMANDS)
+        names |= {name for name in _plugin_commands() if name not in names}
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name in BUILTIN_COMMANDS:
+            path, help_text = BUILTIN_COMMANDS[cmd_name]
+            return LazyCommand(cmd_name, help_text, lambda: _load_command(cmd_name, path))
+        spec = _plugin_commands().get(cmd_name)
+        if spec is None:
+            return None
+        return LazyCommand(cmd_name, spec.help, lambda: _load_command(cmd_name, spec.app))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.UsageError as exc:
+            if args and "Did you mean" not in exc.message:
+                close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=2)
+                if close:
+                    exc.message = exc.message.rstrip(".") + ". Did you mean " + ", ".join(map(repr, close)) + "?"
+            raise
+
+
+def _plugin_commands() -> dict[str, Any]:
+    from rlm_host.plugins import get_host
+
+    registry = get_host().commands()
+    return {spec.name: spec for spec in registry if spec.name not in BUILTIN_COMMANDS}
+
+
+def _load_command(name: str, ref: Any) -> click.Command:
+    from rlm_host.components import resolve
+
+    return _to_click(resolve(ref, what=f"command {name!r}"), name)
+
+
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from rlm_host.plugins import discovery
+
+    typer.echo(f"rlm-host {discovery.host_version()}")
+    for dist in discovery.discover():
+        typer.echo(f"  {dist.name} {dist.version}")
+    raise typer.Exit()
+
+
+app = typer.Typer(
+    name="rlm",
+    cls=RlmGroup,
+    help="rlm: run, compare, benchmark and observe Recursive Language Model agents.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Show versions of rlm and its plugins."
+    ),
+    config: Optional[Path] = typer.Option(None, "--config", help="Project config file (default: ./rlm.toml)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False, help="More log output (-vv for debug)."),
+    log_json: bool = typer.Option(False, "--log-json", help="Log JSON lines on stderr."),
+) -> None:
+    from rlm_host import logs
+
+    ctx.obj = CliState(config_file=config, debug=debug, verbose=verbose, log_json=log_json)
+    logs.configure(verbose=verbose, json=log_json)

@@ -1,0 +1,74 @@
+"""``rlm plugins list`` and ``rlm plugins doctor``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from rlm_host.plugins import get_host
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+
+
+@app.callback()
+def plugins() -> None:
+    """Installed plugin distributions, their components and their readiness."""
+
+
+@app.command("list")
+def list_plugins(
+    all_: bool = typer.Option(False, "--all", help="Include the components built into rlm-host."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+) -> None:
+    """Each plugin distribution: version, status and what it provides per kind."""
+    host = get_host().collect_all()
+    dists = [d for d in host.distributions if all_ or not d.builtin]
+    if as_json:
+        typer.echo(json.dumps([d.as_dict() for d in dists], indent=2))
+        return
+    if not dists:
+        typer.echo("no plugin distributions installed (rlm plugins list --all shows the built-ins)")
+        return
+    for dist in dists:
+        label = f"{dist.name} {dist.version}" + (" (built-in)" if dist.builtin else "")
+        typer.echo(f"{label}  [{dist.status}]")
+        for kind, names in sorted(dist.provides.items()):
+            typer.echo(f"    {kind + ':':<13}{', '.join(sorted(names))}")
+        for error in dist.errors:
+            typer.echo(f"    error:       {error}")
+
+
+@app.command("doctor")
+def doctor(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Check every registered component and plugin; exit 1 if anything installed is not ready."""
+    host = get_host().collect_all()
+    rows: list[dict[str, Any]] = []
+    for dist in host.distributions:
+        if dist.status == "broken":
+            rows.append(_row("plugin", dist.name, dist.name, False, "; ".join(dist.errors), _fix_hint(dist.name)))
+    for kind, registry in {**host.component_registries(), "check": host.doctor_checks()}.items():
+        for record, owner in registry.items():
+            state = record.readiness()
+            rows.append(_row(kind, record.name, owner, state.ok, state.detail, state.hint))
+    failed = [r for r in rows if not r["ok"]]
+    if as_json:
+        typer.echo(json.dumps({"ok": not failed, "checks": rows}, indent=2))
+    else:
+        for row in rows:
+            mark = "ok  " if row["ok"] else "FAIL"
+            typer.echo(f"{mark} {row['kind']:<12} {row['name']:<20} {row['detail']}  ({row['plugin']})")
+            if not row["ok"] and row["hint"]:
+                typer.echo(f"     hint: {row['hint']}")
+        typer.echo(f"\n{len(rows) - len(failed)} ready, {len(failed)} not ready")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _row(kind: str, name: str, plugin: str, ok: bool, detail: str, hint: str) -> dict[str, Any]:
+    return {"kind": kind, "name": name, "plugin": plugin, "ok": ok, "detail": detail, "hint": hint}
+
+
+def _fix_hint(dist_name: str) -> str:
+    return f"reinstall or upgrade it (pip install -U {dist_name}), or skip it with RLM_PLUGINS"

@@ -1,0 +1,257 @@
+"""Typed registration records: what a plugin hands the host for each component it provides.
+
+Records are plain frozen dataclasses (not pydantic) so that registering plugins at CLI start costs almost
+nothing. Each record names its implementation lazily, as an import path ``"package.module:attribute"`` or a
+zero-argument callable that imports inside, so heavy frameworks load only when a component is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Union
+
+from rlm_host.errors import PluginError
+
+#: An implementation named lazily: "package.module:attribute", or a callable returning the object.
+LazyRef = Union[str, Callable[[], Any]]
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+def normalize_name(name: str) -> str:
+    """The form used to compare component names: lower case, '-' and '_' equivalent."""
+    return name.strip().lower().replace("-", "_")
+
+
+def resolve(ref: LazyRef, *, what: str = "object") -> Any:
+    """Import and return what a LazyRef names; a clear PluginError if it cannot be found."""
+    if callable(ref):
+        return ref()
+    module_name, sep, attr_path = ref.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise PluginError(f"{what}: bad import path {ref!r} (expected 'package.module:attribute')")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise PluginError(f"{what}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise PluginError(f"{what}: {module_name!r} has no attribute {attr_path!r}") from exc
+    return obj
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The answer of a readiness check: ok or not, a detail line, and how to fix it when not ok."""
+
+    ok: bool
+    detail: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Component:
+    """Fields shared by every kind of component; subclasses set ``kind`` and may add typed fields.
+
+    ``requires`` lists the top-level modules the implementation imports; the default readiness check looks
+    them up with ``importlib.util.find_spec`` (nothing is imported). ``check`` replaces that default check,
+    ``install_hint`` says how to make a missing requirement available, and ``settings`` names a pydantic
+    model validating the component's config section ``[<kind>.<name>]``.
+    """
+
+    kind: ClassVar[str] = "component"
+
+    name: str
+    description: str
+    factory: LazyRef
+    aliases: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    install_hint: str = ""
+    check: LazyRef | None = None
+    settings: LazyRef | None = None
+
+    def __post_init__(self) -> None:
+        for value in (self.name, *self.aliases):
+            if not isinstance(value, str) or not _NAME_RE.match(value):
+                raise PluginError(
+                    f"{self.kind} name {value!r} is not valid: use lower-case letters, digits, '.', '-' or '_'"
+                )
+        if not self.description or "\n" in self.description:
+            raise PluginError(f"{self.kind} {self.name!r}: description must be one non-empty line")
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, "requires", tuple(self.requires))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The name followed by its aliases."""
+        return (self.name, *self.aliases)
+
+    def load(self) -> Any:
+        """Import and return the implementation (a class or factory function)."""
+        return resolve(self.factory, what=f"{self.kind} {self.name!r}")
+
+    def settings_model(self) -> Any | None:
+        """The pydantic model for ``[<kind>.<name>]``, or None when the component takes no settings."""
+        if self.settings is None:
+            return None
+        return resolve(self.settings, what=f"{self.kind} {self.name!r} settings")
+
+    def readiness(self) -> Readiness:
+        """Whether the component can be used here; never raises."""
+        try:
+            if self.check is not None:
+                result = resolve(self.check, what=f"{self.kind} {self.name!r} check")()
+                if not isinstance(result, Readiness):
+                    return Readiness(False, f"readiness check returned {type(result).__name__}, not Readiness")
+                if not result.ok and not result.hint and self.install_hint:
+                    return Readiness(False, result.detail, self.install_hint)
+                return result
+            missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        except Exception as exc:  # a plugin's check must never take the doctor down
+            return Readiness(False, f"readiness check failed: {type(exc).__name__}: {exc}", self.install_hint)
+        if missing:
+            return Readiness(False, "missing module(s): " + ", ".join(missing), self.install_hint)
+        return Readiness(True, "requirements importable" if self.requires else "no external requirements")
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec(Component):
+    """An RLM environment: the rulebook of actions, prompts and rewards (pure_rlm, generic, traces…)."""
+
+    kind: ClassVar[str] = "environment"
+
+
+@dataclass(frozen=True)
+class FrameworkSpec(Component):
+    """A framework adapter running a task through another agent framework (DSPy, ADK, Pydantic AI…)."""
+
+    kind: ClassVar[str] = "framework"
+
+
+@dataclass(frozen=True)
+class SandboxSpec(Component):
+    """A sandbox runtime executing model-written code in a persistent REPL session.
+
+    ``security_boundary`` says whether the runtime isolates hostile code (Monty, Docker) or only crashes
+    (a plain subprocess). Runtimes that are not a boundary are used only when asked for by name.
+    """
+
+    kind: ClassVar[str] = "sandbox"
+
+    security_boundary: bool = False
+    isolation: str = ""
+
+
+@dataclass(frozen=True)
+class SinkSpec(Component):
+    """An observability sink that receives every run event (local JSONL, OpenTelemetry, MLflow…)."""
+
+    kind: ClassVar[str] = "sink"
+
+
+@dataclass(frozen=True)
+class BenchmarkPackSpec(Component):
+    """A benchmark pack: named presets of cases carrying their data and expected answers."""
+
+    kind: ClassVar[str] = "benchmark"
+
+
+@dataclass(frozen=True)
+class ProviderSpec(Component):
+    """An LLM provider, addressed in model strings as ``provider:model``.
+
+    ``key_env`` lists the environment variables that may hold its API key (checked, never printed).
+    """
+
+    kind: ClassVar[str] = "provider"
+
+    key_env: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "key_env", tuple(self.key_env))
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A CLI sub-command contributed by a plugin: ``rlm NAME …``.
+
+    ``app`` names a ``typer.Typer`` (a command group), a click command, or a plain function (one command);
+    it is imported only when the sub-command runs or its own help is shown.
+    """
+
+    name: str
+    help: str
+    app: LazyRef
+
+    kind: ClassVar[str] = "command"
+
+    def __post_init__(self) -> None:
+        if not _NAME_RE.match(self.name):
+            raise PluginError(f"command name {self.name!r} is not valid")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name,)
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """A named readiness check a plugin adds to ``rlm plugins doctor`` (e.g. "Docker engine reachable")."""
+
+    name: str
+    description: str
+    check: LazyRef
+
+    kind: ClassVar[str] = "check"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    def readiness(self) -> Readiness:
+        try:
+            result = resolve(self.check, what=f"check {self.name!r}")()
+        except Exception as exc:
+            return Readiness(False, f"check raised {type(exc).__name__}: {exc}")
+        if not isinstance(result, Readiness):
+            return Readiness(False, f"check returned {type(result).__name__}, not Readiness")
+        return result
+
+
+#: Every record type a registration hook may return, by kind.
+RECORD_TYPES: dict[str, type] = {
+    cls.kind: cls
+    for cls in (
+        EnvironmentSpec,
+        FrameworkSpec,
+        SandboxSpec,
+        SinkSpec,
+        BenchmarkPackSpec,
+        ProviderSpec,
+        CommandSpec,
+        DoctorCheck,
+    )
+}
+
+__all__ = [
+    "LazyRef",
+    "Readiness",
+    "Component",
+    "EnvironmentSpec",
+    "FrameworkSpec",
+    "SandboxSpec",
+    "SinkSpec",
+    "BenchmarkPackSpec",
+    "ProviderSpec",
+    "CommandSpec",
+    "DoctorCheck",
+    "RECORD_TYPES",
+    "normalize_name",
+    "resolve",
+]

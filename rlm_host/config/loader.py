@@ -1,0 +1,241 @@
+"""Read settings from their sources and remember where every value came from.
+
+Strongest first: CLI flags, environment variables (``RLM_<SECTION>__<KEY>``, e.g. ``RLM_RUN__MAX_STEPS=4`` or
+``RLM_SANDBOX__DOCKER__MEMORY=2g``; ``RLM_HOME`` for ``paths.home``), the project file (``rlm.toml`` in the
+current directory, or ``--config``), the user file (``~/.config/rlm/config.toml``), then the defaults.
+Every error names the file or variable and the key it came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from pydantic import BaseModel, ValidationError
+
+from rlm_host.config.models import COMPONENT_SECTIONS, Settings
+from rlm_host.errors import ConfigError, RlmError
+
+if TYPE_CHECKING:
+    from rlm_host.plugins.host import PluginHost
+
+PROJECT_FILE = "rlm.toml"
+ENV_PREFIX = "RLM_"
+DEFAULT = "default"
+
+Entry = tuple[str, Any, str]  # (dotted key, value, source label)
+
+
+@dataclass
+class LoadedSettings:
+    """Validated settings plus the source of each value and the validated component sections."""
+
+    settings: Settings
+    sources: dict[str, str]
+    files: list[Path] = field(default_factory=list)
+    components: dict[tuple[str, str], BaseModel] = field(default_factory=dict)
+
+    def source_of(self, dotted_key: str) -> str:
+        """Where a value came from: the longest configured prefix of the key, else "default"."""
+        parts = dotted_key.split(".")
+        for end in range(len(parts), 0, -1):
+            label = self.sources.get(".".join(parts[:end]))
+            if label:
+                return label
+        return DEFAULT
+
+    def rows(self) -> list[tuple[str, Any, str]]:
+        """(key, value, source) for every leaf of the effective settings, for ``rlm config show``."""
+        data = self.settings.model_dump(mode="json")
+        for (kind, name), model in self.components.items():
+            data.setdefault(kind, {})[name] = model.model_dump(mode="json")
+        return [(key, value, self.source_of(key)) for key, value in _flatten(data) if value != {}]
+
+    def component(self, kind: str, name: str) -> BaseModel | None:
+        """The validated section ``[<kind>.<name>]`` (defaults when absent), or None if it takes no settings."""
+        return self.components.get((kind, name))
+
+
+def load_settings(
+    *,
+    overrides: dict[str, tuple[Any, str]] | None = None,
+    config_file: Path | None = None,
+    environ: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    host: "PluginHost | None" = None,
+) -> LoadedSettings:
+    """Merge every source, validate, and (given a plugin host) validate the component sections too.
+
+    ``overrides`` maps dotted keys to ``(value, flag label)`` from the command line.
+    """
+    env = dict(os.environ if environ is None else environ)
+    here = Path.cwd() if cwd is None else cwd
+    entries: list[Entry] = []
+    files: list[Path] = []
+
+    user_file = _user_config_path(env)
+    if user_file.is_file():
+        entries += _flatten_labelled(_read_toml(user_file), f"user file {user_file}")
+        files.append(user_file)
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError(f"config file not found: {config_file}")
+        entries += _flatten_labelled(_read_toml(config_file), f"config file {config_file}")
+        files.append(config_file)
+    elif (here / PROJECT_FILE).is_file():
+        project_file = here / PROJECT_FILE
+        entries += _flatten_labelled(_read_toml(project_file), f"project file {project_file}")
+        files.append(project_file)
+    entries += _env_entries(env)
+    for key, (value, label) in (overrides or {}).items():
+        if value is not None:
+            entries.append((key, value, label))
+
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key, value, label in entries:
+        _set_dotted(merged, key, value)
+        sources = {k: v for k, v in sources.items() if not k.startswith(key + ".")}
+        sources[key] = label
+
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, sources, Settings)) from None
+    loaded = LoadedSettings(settings, sources, files)
+    if host is not None:
+        _validate_components(loaded, host)
+    return loaded
+
+
+def _validate_components(loaded: LoadedSettings, host: "PluginHost") -> None:
+    """Validate each ``[<kind>.<name>]`` with its component's model; fill in defaults for the rest."""
+    registries = host.component_registries()
+    for kind in COMPONENT_SECTIONS:
+        registry = registries[kind]
+        sections: dict[str, dict[str, Any]] = getattr(loaded.settings, kind)
+        for name, values in sections.items():
+            where = loaded.source_of(f"{kind}.{name}")
+            try:
+                spec = registry.get(name)
+            except RlmError as exc:
+                raise ConfigError(f"{where}: [{kind}.{name}]: {exc}", hint=exc.hint) from None
+            model = spec.settings_model()
+            if model is None:
+                raise ConfigError(f"{where}: [{kind}.{name}]: this {kind} takes no settings")
+            try:
+                loaded.components[(kind, spec.name)] = model.model_validate(values)
+            except ValidationError as exc:
+                raise ConfigError(_describe(exc, loaded.sources, model, prefix=f"{kind}.{name}")) from None
+        for spec in registry:
+            if (kind, spec.name) not in loaded.components and spec.settings is not None:
+                try:
+                    model = spec.settings_model()
+                    loaded.components[(kind, spec.name)] = model()
+                except Exception:  # a broken settings model is reported by the doctor, not here
+                    continue
+
+
+def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseModel], prefix: str = "") -> str:
+    """One line per problem: where it came from, the key, and what is wrong."""
+    lines = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        key = ".".join(filter(None, [prefix, *loc]))
+        where = _longest_source(key, sources)
+        if error["type"] == "extra_forbidden":
+            known = _known_fields(model, loc[:-1])
+            close = difflib.get_close_matches(loc[-1], known, n=1)
+            problem = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
+            if known and not close:
+                problem += "; known keys: " + ", ".join(known)
+        else:
+            problem = error["msg"]
+            if "input" in error and not isinstance(error["input"], dict):
+                problem += f" (got {error['input']!r})"
+        lines.append(f"{where}: {key}: {problem}")
+    return "; ".join(lines)
+
+
+def _known_fields(model: type[BaseModel], path: list[str]) -> list[str]:
+    current: Any = model
+    for part in path:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        current = fields[part].annotation
+    fields = getattr(current, "model_fields", None)
+    return sorted(fields) if fields else []
+
+
+def _longest_source(key: str, sources: dict[str, str]) -> str:
+    parts = key.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in sources:
+            return sources[".".join(parts[:end])]
+    return DEFAULT
+
+
+def _user_config_path(env: dict[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
+    return Path(base) / "rlm" / "config.toml"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _env_entries(env: dict[str, str]) -> list[Entry]:
+    entries: list[Entry] = []
+    if env.get("RLM_HOME"):
+        entries.append(("paths.home", env["RLM_HOME"], "env RLM_HOME"))
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        key = ".".join(part.lower() for part in name[len(ENV_PREFIX):].split("__"))
+        entries.append((key, _parse_env_value(env[name]), f"env {name}"))
+    return entries
+
+
+def _parse_env_value(raw: str) -> Any:
+    """Lists and tables may be given as JSON; everything else stays a string for pydantic to coerce."""
+    if raw[:1] in "[{":
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    for key, value in data.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            yield from _flatten(value, dotted)
+        else:
+            yield dotted, value
+
+
+def _flatten_labelled(data: dict[str, Any], label: str) -> list[Entry]:
+    return [(key, value, label) for key, value in _flatten(data)]
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            child = target[part] = {}
+        target = child
+    target[parts[-1]] = value

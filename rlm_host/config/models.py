@@ -1,0 +1,62 @@
+"""The host's settings models. Plugin components add their own sections, ``[<kind>.<name>]``, validated by
+the pydantic model their registration record names (see ``Component.settings``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+#: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
+COMPONENT_SECTIONS = ("environment", "framework", "sandbox", "sink", "benchmark", "provider")
+
+
+class Section(BaseModel):
+    """Base of every settings section: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RunSettings(Section):
+    """Defaults of ``rlm run`` (each one also a flag)."""
+
+    environment: str = Field("pure_rlm", description="environment of a run")
+    framework: str = Field("native", description="'native' (the rlm loop) or a framework adapter")
+    sandbox: str = Field("auto", description="sandbox runtime; 'auto' picks the best installed boundary")
+    model: str = Field("auto", description="root model as provider:model; 'auto' uses the configured default")
+    sub_model: str | None = Field(None, description="model for llm_query sub-calls (default: the root model)")
+    max_steps: int = Field(8, ge=1, le=1000, description="root turns before the run is stopped")
+    timeout: float = Field(600.0, gt=0, description="wall-clock limit of a run, seconds")
+    exec_timeout: float = Field(30.0, gt=0, description="limit of one code execution, seconds")
+    max_depth: int = Field(2, ge=0, le=8, description="recursion depth of rlm_query / delegate")
+    max_llm_calls: int = Field(50, ge=0, description="sub-model calls allowed per run")
+
+
+class LoggingSettings(Section):
+    level: Literal["debug", "info", "warning", "error"] = "warning"
+    json_lines: bool = Field(False, description="log JSON lines instead of readable lines")
+
+
+class PathsSettings(Section):
+    home: Path = Field(Path(".rlm"), description="where runs, benchmarks and caches are stored ($RLM_HOME)")
+
+
+class Settings(Section):
+    """All settings. Component sections stay raw dicts here and are validated by the plugin's own model."""
+
+    run: RunSettings = Field(default_factory=RunSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    paths: PathsSettings = Field(default_factory=PathsSettings)
+    environment: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    framework: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    sandbox: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    sink: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    benchmark: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    provider: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    _components: dict[tuple[str, str], BaseModel] = PrivateAttr(default_factory=dict)
+
+    def component(self, kind: str, name: str) -> BaseModel | None:
+        """The validated settings of one component (its defaults when the files have no section for it)."""
+        return self._components.get((kind, name))

@@ -1,0 +1,40 @@
+"""Errors a user can cause or fix: the CLI prints them as one clear line (with a hint) and no traceback."""
+
+from __future__ import annotations
+
+
+class RlmError(Exception):
+    """Base class of every error the CLI reports as a clear message instead of a traceback.
+
+    ``hint`` is an optional second line telling the user what to do; ``exit_code`` is what the CLI exits with.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PluginError(RlmError):
+    """A plugin could not be loaded, validated or used."""
+
+
+class UnknownComponentError(RlmError):
+    """A component name (environment, sandbox, provider…) that no installed plugin registers."""
+
+    exit_code = 2
+
+
+class ComponentClashError(RlmError):
+    """Two distributions register the same component name for the same kind."""
+
+
+class ConfigError(RlmError):
+    """A bad configuration value or file, reported with the file and key it came from."""
+
+    exit_code = 2

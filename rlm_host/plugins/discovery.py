@@ -1,0 +1,90 @@
+"""Find plugin distributions from installed metadata, without importing any of them.
+
+A plugin distribution declares one entry point in the ``rlm`` group pointing at its hookimpl module:
+
+    [project.entry-points.rlm]
+    my_plugin = "my_plugin.hooks"
+
+``RLM_PLUGINS`` selects which distributions load: unset loads all, ``RLM_PLUGINS=`` (empty) none,
+``RLM_PLUGINS=a,b`` only those.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+
+ENTRY_POINT_GROUP = "rlm"
+HOST_DISTRIBUTION = "rlm-host"
+
+
+def canonical_dist_name(name: str) -> str:
+    """PEP 503 normalisation, so ``RLM_PLUGINS=RLM_Sandbox.Docker`` finds ``rlm-sandbox-docker``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class PluginDistribution:
+    """One installed distribution that provides plugins, and what became of loading it."""
+
+    name: str
+    version: str
+    entry_points: list[tuple[str, str]] = field(default_factory=list)  # (entry name, "module[:attr]")
+    builtin: bool = False
+    status: str = "not loaded"  # "ok", "broken", "disabled" or "not loaded"
+    errors: list[str] = field(default_factory=list)
+    provides: dict[str, list[str]] = field(default_factory=dict)  # kind → component names
+
+    def mark_broken(self, error: str) -> None:
+        self.status = "broken"
+        if error not in self.errors:
+            self.errors.append(error)
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "builtin": self.builtin,
+            "status": self.status,
+            "errors": list(self.errors),
+            "entry_points": [f"{n} = {v}" for n, v in self.entry_points],
+            "provides": {kind: sorted(names) for kind, names in sorted(self.provides.items()) if names},
+        }
+
+
+def discover() -> list[PluginDistribution]:
+    """Every installed distribution with an ``rlm`` entry point, sorted by name; metadata only."""
+    found: dict[str, PluginDistribution] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist
+        dist_name = canonical_dist_name(dist.name if dist is not None else ep.value.split(".")[0])
+        version = dist.version if dist is not None else "unknown"
+        entry = found.setdefault(dist_name, PluginDistribution(dist_name, version))
+        if (ep.name, ep.value) not in entry.entry_points:
+            entry.entry_points.append((ep.name, ep.value))
+    return sorted(found.values(), key=lambda d: d.name)
+
+
+def host_version() -> str:
+    """The installed rlm-host version, or the source tree's when running uninstalled."""
+    try:
+        return metadata.version(HOST_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def selected_names(environ: dict[str, str] | None = None) -> set[str] | None:
+    """The distributions ``RLM_PLUGINS`` asks for: None means all, an empty set means none."""
+    env = os.environ if environ is None else environ
+    raw = env.get("RLM_PLUGINS")
+    if raw is None:
+        return None
+    return {canonical_dist_name(part) for part in raw.split(",") if part.strip()}
+
+
+def strict_mode(environ: dict[str, str] | None = None) -> bool:
+    """``RLM_STRICT_PLUGINS=1`` turns a broken plugin into a hard error (for plugin authors)."""
+    env = os.environ if environ is None else environ
+    return env.get("RLM_STRICT_PLUGINS", "").strip().lower() in {"1", "true", "yes", "on"}

@@ -1,0 +1,86 @@
+"""One registry per component kind: resolves names and aliases, and refuses ambiguous names."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Generic, Iterator, TypeVar
+
+from rlm_host.components import normalize_name
+from rlm_host.errors import ComponentClashError, UnknownComponentError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Components of one kind with the distribution that registered each.
+
+    A name (or alias) claimed by two distributions is poisoned: asking for it raises an error naming both,
+    so a user never silently gets the wrong implementation.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._records: list[tuple[T, str]] = []
+        self._by_key: dict[str, tuple[T, str]] = {}
+        self._clashes: dict[str, tuple[str, str]] = {}
+
+    def add(self, record: T, owner: str) -> str | None:
+        """Register ``record`` for distribution ``owner``; return a clash message instead when a name is taken."""
+        names = getattr(record, "names")
+        for name in names:
+            key = normalize_name(name)
+            taken = self._by_key.get(key)
+            if taken is not None:
+                message = (
+                    f"{self.kind} {name!r} is registered by both {taken[1]} and {owner}"
+                    if taken[1] != owner
+                    else f"{self.kind} {name!r} is registered twice by {owner}"
+                )
+                self._clashes[key] = (taken[1], owner)
+                return message
+        for name in names:
+            self._by_key[normalize_name(name)] = (record, owner)
+        self._records.append((record, owner))
+        return None
+
+    def get(self, name: str) -> T:
+        """The component called ``name`` (or one of its aliases); a clear error listing the choices if none."""
+        key = normalize_name(name)
+        if key in self._clashes:
+            first, second = self._clashes[key]
+            raise ComponentClashError(
+                f"{self.kind} {name!r} is registered by both {first} and {second}",
+                hint=f"uninstall one of them, or choose plugins with RLM_PLUGINS (e.g. RLM_PLUGINS={first})",
+            )
+        found = self._by_key.get(key)
+        if found is None:
+            choices = self.names()
+            close = difflib.get_close_matches(name, choices, n=1)
+            suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownComponentError(
+                f"unknown {self.kind} {name!r}{suggestion}",
+                hint=("choose one of: " + ", ".join(choices)) if choices else f"no {self.kind} is installed",
+            )
+        return found[0]
+
+    def owner(self, name: str) -> str:
+        """The distribution that registered ``name``."""
+        self.get(name)
+        return self._by_key[normalize_name(name)][1]
+
+    def names(self) -> list[str]:
+        """Primary names, in registration order (built-ins first)."""
+        return [getattr(record, "name") for record, _ in self._records]
+
+    def items(self) -> list[tuple[T, str]]:
+        """(record, owning distribution) pairs in registration order."""
+        return list(self._records)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and normalize_name(name) in self._by_key
+
+    def __iter__(self) -> Iterator[T]:
+        return (record for record, _ in self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
