@@ -1,8 +1,8 @@
 """Typed registration records: what a plugin hands the host for each component it provides.
 
 Records are plain frozen dataclasses (not pydantic) so that registering plugins at CLI start costs almost
-nothing. Each record names its implementation lazily, as an import path ``"package.module:attribute"`` or a
-zero-argument callable that imports inside, so heavy frameworks load only when a component is used.
+nothing. Each record names its implementation lazily, as an import path ``"package.module:attribute"``, so
+heavy frameworks load only when a component is used; an object given directly is used as it is.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import importlib
 import importlib.util
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Union
+from typing import Any, ClassVar, Union
 
 from rlm_host.errors import PluginError
 
-#: An implementation named lazily: "package.module:attribute", or a callable returning the object.
-LazyRef = Union[str, Callable[[], Any]]
+#: An implementation: "package.module:attribute" (imported on first use), or the object itself.
+LazyRef = Union[str, Any]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
@@ -28,8 +28,8 @@ def normalize_name(name: str) -> str:
 
 def resolve(ref: LazyRef, *, what: str = "object") -> Any:
     """Import and return what a LazyRef names; a clear PluginError if it cannot be found."""
-    if callable(ref):
-        return ref()
+    if not isinstance(ref, str):
+        return ref
     module_name, sep, attr_path = ref.partition(":")
     if not sep or not module_name or not attr_path:
         raise PluginError(f"{what}: bad import path {ref!r} (expected 'package.module:attribute')")

@@ -26,22 +26,32 @@ def configure(*, verbose: int = 0, json: bool = False, level: str | None = None)
 def _apply() -> None:
     import structlog
 
-    renderer: Any = (
-        structlog.processors.JSONRenderer()
-        if _state["json"]
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback)
-    )
+    processors: list[Any] = [structlog.processors.add_log_level]
+    if _state["json"]:
+        processors += [structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()]
+    else:
+        processors.append(
+            structlog.dev.ConsoleRenderer(
+                colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback, pad_event_to=0
+            )
+        )
     structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+        processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(_state["level"]),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),
         cache_logger_on_first_use=False,
     )
     _state["configured"] = True
+
+
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time (it is replaced under test capture)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def get_logger(name: str) -> Any:

@@ -42,12 +42,7 @@ class LoadedSettings:
 
     def source_of(self, dotted_key: str) -> str:
         """Where a value came from: the longest configured prefix of the key, else "default"."""
-        parts = dotted_key.split(".")
-        for end in range(len(parts), 0, -1):
-            label = self.sources.get(".".join(parts[:end]))
-            if label:
-                return label
-        return DEFAULT
+        return _source_for(dotted_key, self.sources)
 
     def rows(self) -> list[tuple[str, Any, str]]:
         """(key, value, source) for every leaf of the effective settings, for ``rlm config show``."""
@@ -119,17 +114,24 @@ def _validate_components(loaded: LoadedSettings, host: "PluginHost") -> None:
     for kind in COMPONENT_SECTIONS:
         registry = registries[kind]
         sections: dict[str, dict[str, Any]] = getattr(loaded.settings, kind)
+        # "test_box" (from RLM_SANDBOX__TEST_BOX__…) and "test-box" (from a file) are one section; sources
+        # were merged weakest first, so later spellings win.
+        by_spec: dict[str, tuple[Any, dict[str, Any], str]] = {}
         for name, values in sections.items():
             where = loaded.source_of(f"{kind}.{name}")
             try:
                 spec = registry.get(name)
             except RlmError as exc:
                 raise ConfigError(f"{where}: [{kind}.{name}]: {exc}", hint=exc.hint) from None
+            _, merged, _ = by_spec.setdefault(spec.name, (spec, {}, name))
+            merged.update(values)
+        for spec_name, (spec, values, name) in by_spec.items():
+            where = loaded.source_of(f"{kind}.{name}")
             model = spec.settings_model()
             if model is None:
                 raise ConfigError(f"{where}: [{kind}.{name}]: this {kind} takes no settings")
             try:
-                loaded.components[(kind, spec.name)] = model.model_validate(values)
+                loaded.components[(kind, spec_name)] = model.model_validate(values)
             except ValidationError as exc:
                 raise ConfigError(_describe(exc, loaded.sources, model, prefix=f"{kind}.{name}")) from None
         for spec in registry:
@@ -147,7 +149,7 @@ def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseMod
     for error in exc.errors():
         loc = [str(part) for part in error["loc"]]
         key = ".".join(filter(None, [prefix, *loc]))
-        where = _longest_source(key, sources)
+        where = _source_for(key, sources)
         if error["type"] == "extra_forbidden":
             known = _known_fields(model, loc[:-1])
             close = difflib.get_close_matches(loc[-1], known, n=1)
@@ -173,12 +175,15 @@ def _known_fields(model: type[BaseModel], path: list[str]) -> list[str]:
     return sorted(fields) if fields else []
 
 
-def _longest_source(key: str, sources: dict[str, str]) -> str:
+def _source_for(key: str, sources: dict[str, str]) -> str:
+    """The label of the longest configured prefix of ``key``; for a section, the source of a key inside it."""
     parts = key.split(".")
     for end in range(len(parts), 0, -1):
-        if ".".join(parts[:end]) in sources:
-            return sources[".".join(parts[:end])]
-    return DEFAULT
+        label = sources.get(".".join(parts[:end]))
+        if label:
+            return label
+    inner = sorted(label for name, label in sources.items() if name.startswith(key + "."))
+    return inner[0] if inner else DEFAULT
 
 
 def _user_config_path(env: dict[str, str]) -> Path:

@@ -118,9 +118,10 @@ class PluginHost:
         dist.mark_broken(error)
         if self.strict:
             raise PluginError(f"plugin {dist.name} is broken: {error}", hint="unset RLM_STRICT_PLUGINS to continue")
-        logs.get_logger("rlm.plugins").warning(
-            "plugin broken, skipped", plugin=dist.name, error=error, hint="see `rlm plugins doctor`"
-        )
+        logs.get_logger("rlm.plugins").warning(f"plugin {dist.name} is broken: {error} (see `rlm plugins doctor`)")
+
+    def _by_name(self, dist_name: str) -> PluginDistribution:
+        return next(d for d in self.distributions if d.name == dist_name)
 
     def _warn_unknown_selection(self) -> None:
         if not self._selected:
@@ -156,8 +157,10 @@ class PluginHost:
                     continue
                 for record in records:
                     clash = registry.add(record, dist.name)
-                    if clash:
-                        self._broken(dist, clash)
+                    if clash:  # both sides get the error: the name is unusable until one is removed
+                        message, other = clash
+                        self._broken(dist, message)
+                        self._by_name(other).mark_broken(message)
                     else:
                         dist.provides.setdefault(kind, []).append(record.name)
             self._registries[hook_name] = registry

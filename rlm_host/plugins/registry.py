@@ -24,8 +24,11 @@ class Registry(Generic[T]):
         self._by_key: dict[str, tuple[T, str]] = {}
         self._clashes: dict[str, tuple[str, str]] = {}
 
-    def add(self, record: T, owner: str) -> str | None:
-        """Register ``record`` for distribution ``owner``; return a clash message instead when a name is taken."""
+    def add(self, record: T, owner: str) -> tuple[str, str] | None:
+        """Register ``record`` for distribution ``owner``.
+
+        When a name is taken, nothing is registered and ``(message, other owner)`` is returned instead.
+        """
         names = getattr(record, "names")
         for name in names:
             key = normalize_name(name)
@@ -37,7 +40,7 @@ class Registry(Generic[T]):
                     else f"{self.kind} {name!r} is registered twice by {owner}"
                 )
                 self._clashes[key] = (taken[1], owner)
-                return message
+                return message, taken[1]
         for name in names:
             self._by_key[normalize_name(name)] = (record, owner)
         self._records.append((record, owner))

@@ -1,0 +1,13 @@
+"""Registers an environment name that rlm-test-good already uses, and one sink that is fine."""
+
+from rlm_host import EnvironmentSpec, SinkSpec, hookimpl
+
+
+@hookimpl
+def rlm_register_environments():
+    return [EnvironmentSpec("echo-env", "A second echo-env", "builtins:dict")]
+
+
+@hookimpl
+def rlm_register_sinks():
+    return [SinkSpec("clash-sink", "A sink that does not clash", "builtins:dict")]

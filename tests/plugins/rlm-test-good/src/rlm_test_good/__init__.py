@@ -1,0 +1,1 @@
+"""A well-behaved test plugin registering one component of every kind."""
