@@ -43,10 +43,20 @@ class CliState:
         from rlm_host.plugins import get_host
 
         if overrides:
-            return load_settings(overrides=overrides, config_file=self.config_file, host=get_host())
-        if self._settings is None:
-            self._settings = load_settings(config_file=self.config_file, host=get_host())
-        return self._settings
+            loaded = load_settings(overrides=overrides, config_file=self.config_file, host=get_host())
+        elif self._settings is None:
+            loaded = self._settings = load_settings(config_file=self.config_file, host=get_host())
+        else:
+            return self._settings
+        self._apply_logging(loaded)
+        return loaded
+
+    def _apply_logging(self, loaded: "LoadedSettings") -> None:
+        """The config file's [logging] section, unless -v / --log-json said otherwise."""
+        from rlm_host import logs
+
+        section = loaded.settings.logging
+        logs.configure(level=section.level, verbose=self.verbose, json=self.log_json or section.json_lines)
 
 
 def _to_click(target: Any, name: str) -> click.Command:

@@ -33,7 +33,8 @@ def list_plugins(
         return
     for dist in dists:
         label = f"{dist.name} {dist.version}" + (" (built-in)" if dist.builtin else "")
-        typer.echo(f"{label}  [{dist.status}]")
+        timing = f"  loaded in {dist.load_ms:.0f} ms" if dist.load_ms >= 20 else ""
+        typer.echo(f"{label}  [{dist.status}]{timing}")
         for kind, names in sorted(dist.provides.items()):
             typer.echo(f"    {kind + ':':<13}{', '.join(sorted(names))}")
         for error in dist.errors:

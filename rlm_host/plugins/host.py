@@ -12,6 +12,7 @@ import difflib
 import importlib
 import os
 import threading
+import time
 from typing import Any, Callable
 
 import pluggy
@@ -74,8 +75,10 @@ class PluginHost:
                 if self._selected is not None and dist.name not in self._selected:
                     dist.status = "disabled"
                     continue
+                started = time.perf_counter()
                 for entry_name, value in dist.entry_points:
                     self._load_entry_point(dist, entry_name, value)
+                dist.load_ms = (time.perf_counter() - started) * 1000
                 if dist.status == "not loaded":
                     dist.status = "ok"
             self._warn_unknown_selection()
