@@ -113,3 +113,20 @@ def test_help_and_listing_import_no_heavy_framework(plugin_site, isolated_env, t
         out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env)
         assert "HEAVY=[]" in out.stdout, (args, out.stdout[-300:], out.stderr[-300:])
     assert not marker.exists()
+
+
+def test_fast_paths_skip_pydantic_and_structlog_when_plugins_are_healthy(plugin_site, isolated_env):
+    """Guards the startup budget (benchmarks/cli_startup.py): these two imports cost ~0.2 s together."""
+    import os
+    import subprocess
+
+    probe = (
+        "import sys\n"
+        "from rlm_host.cli.main import main\n"
+        "main(sys.argv[1:])\n"
+        "print('LOADED=' + ','.join(m for m in ('pydantic', 'structlog') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(plugin_site), "RLM_PLUGINS": f"{GOOD},rlm-plugin-template"}
+    for args in (["--help"], ["plugins", "list"], ["--version"]):
+        out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env)
+        assert out.stdout.rstrip().endswith("LOADED="), (args, out.stdout[-200:], out.stderr[-300:])
