@@ -54,6 +54,11 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+def enabled(level: int) -> bool:
+    """Whether a message at ``level`` would be shown; check before debug logging on a hot or start-up path."""
+    return level >= _state["level"]
+
+
 def get_logger(name: str) -> Any:
     """A structlog logger bound to ``logger=name``; the first call imports and configures structlog."""
     if not _state["configured"]:

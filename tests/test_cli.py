@@ -130,3 +130,14 @@ def test_fast_paths_skip_pydantic_and_structlog_when_plugins_are_healthy(plugin_
     for args in (["--help"], ["plugins", "list"], ["--version"]):
         out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env)
         assert out.stdout.rstrip().endswith("LOADED="), (args, out.stdout[-200:], out.stderr[-300:])
+
+
+def test_log_format_and_verbosity_flags(rlm):
+    quiet = rlm("plugins", "list", plugins=[GOOD])
+    assert quiet.stderr == ""
+    verbose = rlm("-vv", "plugins", "list", plugins=[GOOD])
+    assert "plugin loaded" in verbose.stderr and GOOD in verbose.stderr
+    as_json = rlm("--log-json", "plugins", "list", plugins=["rlm-test-broken-import"])
+    (line,) = as_json.stderr.splitlines()
+    record = json.loads(line)
+    assert record["level"] == "warning" and "rlm-test-broken-import is broken" in record["event"]

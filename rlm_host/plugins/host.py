@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import logging
 import os
 import threading
 import time
@@ -79,6 +80,8 @@ class PluginHost:
                 for entry_name, value in dist.entry_points:
                     self._load_entry_point(dist, entry_name, value)
                 dist.load_ms = (time.perf_counter() - started) * 1000
+                if logs.enabled(logging.DEBUG):
+                    logs.get_logger("rlm.plugins").debug("plugin loaded", plugin=dist.name, ms=round(dist.load_ms, 1))
                 if dist.status == "not loaded":
                     dist.status = "ok"
             self._warn_unknown_selection()
