@@ -45,6 +45,17 @@ def resolve(ref: LazyRef, *, what: str = "object") -> Any:
     return obj
 
 
+def run_check(check: LazyRef, what: str) -> "Readiness":
+    """Call a readiness check; a check that raises or returns the wrong type is a failed check, not a crash."""
+    try:
+        result = resolve(check, what=f"{what} check")()
+    except Exception as exc:  # a plugin's check must never take the doctor down
+        return Readiness(False, f"{what} check raised {type(exc).__name__}: {exc}")
+    if not isinstance(result, Readiness):
+        return Readiness(False, f"{what} check returned {type(result).__name__}, not Readiness")
+    return result
+
+
 @dataclass(frozen=True)
 class Readiness:
     """The answer of a readiness check: ok or not, a detail line, and how to fix it when not ok."""
@@ -103,17 +114,12 @@ class Component:
 
     def readiness(self) -> Readiness:
         """Whether the component can be used here; never raises."""
-        try:
-            if self.check is not None:
-                result = resolve(self.check, what=f"{self.kind} {self.name!r} check")()
-                if not isinstance(result, Readiness):
-                    return Readiness(False, f"readiness check returned {type(result).__name__}, not Readiness")
-                if not result.ok and not result.hint and self.install_hint:
-                    return Readiness(False, result.detail, self.install_hint)
-                return result
-            missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
-        except Exception as exc:  # a plugin's check must never take the doctor down
-            return Readiness(False, f"readiness check failed: {type(exc).__name__}: {exc}", self.install_hint)
+        if self.check is not None:
+            result = run_check(self.check, f"{self.kind} {self.name!r}")
+            if not result.ok and not result.hint and self.install_hint:
+                return Readiness(False, result.detail, self.install_hint)
+            return result
+        missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
         if missing:
             return Readiness(False, "missing module(s): " + ", ".join(missing), self.install_hint)
         return Readiness(True, "requirements importable" if self.requires else "no external requirements")
@@ -215,13 +221,7 @@ class DoctorCheck:
         return (self.name,)
 
     def readiness(self) -> Readiness:
-        try:
-            result = resolve(self.check, what=f"check {self.name!r}")()
-        except Exception as exc:
-            return Readiness(False, f"check raised {type(exc).__name__}: {exc}")
-        if not isinstance(result, Readiness):
-            return Readiness(False, f"check returned {type(result).__name__}, not Readiness")
-        return result
+        return run_check(self.check, f"check {self.name!r}")
 
 
 #: Every record type a registration hook may return, by kind.
