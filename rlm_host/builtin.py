@@ -1,13 +1,75 @@
-"""The host's own components, registered through the same hooks as any external plugin.
-
-The engine issue adds the built-in environments (pure_rlm, generic), the ``process`` sandbox, the ``openai``
-provider and the local JSONL sink here; until then the host contributes its own doctor checks.
-"""
+"""The host's own components, registered through the same hooks as any external plugin."""
 
 from __future__ import annotations
 
-from rlm_host.components import DoctorCheck
+from rlm_host.components import DoctorCheck, EnvironmentSpec, ProviderSpec, SandboxSpec, SinkSpec
 from rlm_host.hookspecs import hookimpl
+
+
+@hookimpl
+def rlm_register_environments() -> list[EnvironmentSpec]:
+    return [
+        EnvironmentSpec(
+            "pure_rlm",
+            "Paper-faithful RLM: context as a REPL variable, llm_query from code, FINAL to finish",
+            "rlm_host.environments.pure_rlm.environment:PureRLMEnvironment",
+            aliases=("pure-rlm",),
+            settings="rlm_host.environments.pure_rlm.environment:PureRLMSettings",
+        ),
+        EnvironmentSpec(
+            "generic",
+            "JSON actions run_python / final / delegate with the seeds' reward formula",
+            "rlm_host.environments.generic:GenericEnvironment",
+            aliases=("rlm",),
+            settings="rlm_host.environments.generic:GenericSettings",
+        ),
+    ]
+
+
+@hookimpl
+def rlm_register_sandboxes() -> list[SandboxSpec]:
+    return [
+        SandboxSpec(
+            "process",
+            "A separate Python worker process: crash isolation only, NOT a security boundary (opt-in)",
+            "rlm_host.sandbox.process:create",
+            settings="rlm_host.sandbox.process:ProcessSettings",
+            security_boundary=False,
+            isolation="subprocess",
+        )
+    ]
+
+
+@hookimpl
+def rlm_register_providers() -> list[ProviderSpec]:
+    return [
+        ProviderSpec(
+            "openai",
+            "OpenAI, or any OpenAI-compatible server through OPENAI_BASE_URL / --base-url",
+            "rlm_host.llm.openai_provider:create",
+            requires=("openai",),
+            install_hint="pip install openai",
+            settings="rlm_host.llm.openai_provider:ProviderSettings",
+            key_env=("OPENAI_API_KEY",),
+        ),
+        ProviderSpec(
+            "scripted",
+            "Deterministic replies from a script file (scripted:PATH), for dry runs and tests",
+            "rlm_host.llm.scripted:create",
+        ),
+    ]
+
+
+@hookimpl
+def rlm_register_sinks() -> list[SinkSpec]:
+    return [
+        SinkSpec(
+            "local",
+            "Local JSONL files: runs.jsonl and one steps file per run",
+            "rlm_host.observability.local_jsonl:create",
+            settings="rlm_host.observability.local_jsonl:LocalSinkSettings",
+        )
+    ]
 
 
 @hookimpl

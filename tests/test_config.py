@@ -148,7 +148,7 @@ class TestPluginSections:
         with pytest.raises(ConfigError) as info:
             load(home, work, host=self.host())
         assert "[sandbox.dockr]: unknown sandbox 'dockr'" in str(info.value)
-        assert info.value.hint == "choose one of: test-box"
+        assert info.value.hint == "choose one of: process, test-box"
 
     def test_section_for_a_component_without_settings(self, dirs):
         home, work = dirs

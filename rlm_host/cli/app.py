@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 #: Built-in sub-commands: name → (import path of a typer app or function, one-line help).
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("rlm_host.cli.run_cmd:run", "Run a task with an RLM over a context (file, directory or stdin)."),
+    "runs": ("rlm_host.cli.runs_cmd:app", "List saved runs or show one with every step."),
+    "replay": ("rlm_host.cli.replay_cmd:app", "Step through a saved run: code, output, reward, sub-calls."),
     "plugins": ("rlm_host.cli.plugins_cmd:app", "List installed plugins and check their readiness."),
     "config": ("rlm_host.cli.config_cmd:app", "Show the effective settings and where each came from."),
 }

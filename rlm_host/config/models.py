@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlm_host.engine.rewards import RewardProfile
 
 #: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
 COMPONENT_SECTIONS = ("environment", "framework", "sandbox", "sink", "benchmark", "provider")
@@ -31,6 +33,10 @@ class RunSettings(Section):
     exec_timeout: float = Field(30.0, gt=0, description="limit of one code execution, seconds")
     max_depth: int = Field(2, ge=0, le=8, description="recursion depth of rlm_query / delegate")
     max_llm_calls: int = Field(50, ge=0, description="sub-model calls allowed per run")
+    max_tokens: int | None = Field(None, ge=1, description="token budget of a run tree (all roles)")
+    max_cost: float | None = Field(None, gt=0, description="cost budget of a run tree, USD")
+    base_url: str | None = Field(None, description="OpenAI-compatible server for the openai provider")
+    sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed")
 
 
 class LoggingSettings(Section):
@@ -48,6 +54,7 @@ class Settings(Section):
     run: RunSettings = Field(default_factory=RunSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     paths: PathsSettings = Field(default_factory=PathsSettings)
+    rewards: RewardProfile = Field(default_factory=RewardProfile)
     environment: dict[str, dict[str, Any]] = Field(default_factory=dict)
     framework: dict[str, dict[str, Any]] = Field(default_factory=dict)
     sandbox: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -55,8 +62,4 @@ class Settings(Section):
     benchmark: dict[str, dict[str, Any]] = Field(default_factory=dict)
     provider: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
-    _components: dict[tuple[str, str], BaseModel] = PrivateAttr(default_factory=dict)
 
-    def component(self, kind: str, name: str) -> BaseModel | None:
-        """The validated settings of one component (its defaults when the files have no section for it)."""
-        return self._components.get((kind, name))

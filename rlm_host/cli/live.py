@@ -1,0 +1,82 @@
+"""The live view of ``rlm run``: each step's code, output, sub-calls and tokens, printed on stderr as they
+happen (stdout stays free for ``--json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlm_host.events import RunEvent
+
+CODE_LINES = 12
+OUTPUT_CHARS = 600
+
+
+class LiveView:
+    """An event subscriber that renders with rich when stderr is a terminal, plain text otherwise."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def __call__(self, event: RunEvent) -> None:
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event, "  " * event.depth)
+
+    def _print(self, text: str, style: str = "") -> None:
+        from rich.markup import escape
+
+        self.console.print(f"[{style}]{escape(text)}[/]" if style else escape(text))
+
+    def _on_run_start(self, event: RunEvent, indent: str) -> None:
+        data = event.data
+        context = data.get("context", {})
+        size = f"{context.get('total_chars', 0):,} chars" if context.get("type") != "none" else "no context"
+        label = "run" if event.depth == 0 else "child run"
+        self._print(f"{indent}▶ {label} {event.run_id}  env={data['environment']} model={data['model']} "
+                    f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
+
+    def _on_step(self, event: RunEvent, indent: str) -> None:
+        data = event.data
+        usage = data.get("usage", {})
+        tokens = sum(usage.get(role, {}).get(k, 0) for role in ("root", "sub") for k in ("prompt_tokens", "completion_tokens"))
+        self._print(f"{indent}── step {data['step']} · {data['action']} · reward {data['reward']:+.2f} · "
+                    f"{tokens:,} tokens · {data['duration_s']:.2f}s", "cyan")  # fmt: skip
+        for block in data.get("observation", {}).get("blocks", []):
+            code_lines = block["code"].strip().splitlines()
+            shown = code_lines[:CODE_LINES] + ([f"… ({len(code_lines) - CODE_LINES} more lines)"] if len(code_lines) > CODE_LINES else [])
+            for line in shown:
+                self._print(f"{indent}  │ {line}", "dim")
+            output = (block.get("stdout") or "").strip()
+            if output:
+                clipped = output if len(output) <= OUTPUT_CHARS else output[:OUTPUT_CHARS] + " …"
+                for line in clipped.splitlines():
+                    self._print(f"{indent}  → {line}")
+            if block.get("error"):
+                self._print(f"{indent}  ✗ {block['error'].strip().splitlines()[-1]}", "red")
+        for note in data.get("observation", {}).get("notes", []):
+            self._print(f"{indent}  ! {note}", "yellow")
+
+    def _on_sub_call(self, event: RunEvent, indent: str) -> None:
+        data = event.data
+        usage = data.get("usage") or {}
+        tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        status = f"error: {data['error']}" if data.get("error") else f"{tokens:,} tokens"
+        self._print(f"{indent}  ↳ {data['kind']} {data.get('model', '')} {data.get('seconds', 0):.2f}s {status}",
+                    "red" if data.get("error") else "magenta")  # fmt: skip
+
+    def _on_compaction(self, event: RunEvent, indent: str) -> None:
+        self._print(f"{indent}  ⇣ history compacted: {event.data['turns_before']} → {event.data['turns_after']} turns", "yellow")
+
+    def _on_error(self, event: RunEvent, indent: str) -> None:
+        self._print(f"{indent}  ✗ {event.data['message']}", "red")
+
+    def _on_final(self, event: RunEvent, indent: str) -> None:
+        data: dict[str, Any] = event.data
+        usage = data["usage"]
+        tokens = {role: usage[role]["prompt_tokens"] + usage[role]["completion_tokens"] for role in ("root", "sub")}
+        mark = "✓" if data["completed"] else "■"
+        self._print(f"{indent}{mark} {data['termination_reason']} after {data['steps']} steps · reward "
+                    f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · "
+                    f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip

@@ -1,0 +1,64 @@
+"""``rlm run TASK``: run one task and show it live; ``--json`` prints the RunResult on stdout."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+EXIT_INCOMPLETE = 1
+EXIT_CANCELLED = 130
+
+
+def run(
+    ctx: typer.Context,
+    task: str = typer.Argument(..., help="The question or task."),
+    context: Optional[List[str]] = typer.Option(None, "--context", "-c", help="File, files, directory, or - for stdin."),
+    env: Optional[str] = typer.Option(None, "--env", help="Environment (pure_rlm, generic, …)."),
+    framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework adapter."),
+    model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
+    sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query (default: the root model)."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Root turns before stopping."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock limit of the run, seconds."),
+    exec_timeout: Optional[float] = typer.Option(None, "--exec-timeout", help="Limit of one code execution, seconds."),
+    max_depth: Optional[int] = typer.Option(None, "--max-depth", help="Recursion depth of rlm_query / delegate."),
+    max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help="Sub-model calls allowed."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget of the run tree."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget of the run tree, USD."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server URL."),
+    as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
+) -> None:
+    """Run a task with an RLM: the context stays in the sandbox, the model explores it with code."""
+    from rlm_host.context_files import load_context
+    from rlm_host.engine.runner import RLMRunner
+    from rlm_host.plugins import get_host
+
+    state = ctx.find_root().obj
+    loaded = state.settings()
+    runner = RLMRunner(settings=loaded, host=get_host())
+    on_event = None
+    if not quiet:
+        from rlm_host.cli.live import LiveView
+
+        on_event = LiveView()
+    result = runner.run_task(
+        task,
+        context=load_context(list(context or [])),
+        on_event=on_event,
+        environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
+        max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
+        max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, base_url=base_url,
+    )  # fmt: skip
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        typer.echo(result.final_response if result.final_response is not None else "(no answer)")
+        typer.echo(f"trajectory: {result.trajectory_path}", err=True)
+    if result.termination_reason == "cancelled":
+        raise typer.Exit(EXIT_CANCELLED)
+    if result.error and result.termination_reason == "error":
+        typer.echo(f"error: {result.error}", err=True)
+    if not result.completed:
+        raise typer.Exit(EXIT_INCOMPLETE)

@@ -1,0 +1,82 @@
+"""``rlm runs list`` and ``rlm runs show``: the saved runs under ``<home>/runs``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+
+
+@app.callback()
+def runs() -> None:
+    """Saved runs: list them, or show one with every step."""
+
+
+def run_home(ctx: typer.Context) -> Path:
+    """The run home directory from the effective settings (relative paths are relative to the cwd)."""
+    return Path(ctx.find_root().obj.settings().settings.paths.home).expanduser()
+
+
+@app.command("list")
+def list_runs(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+    limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most N runs (0: all)."),
+) -> None:
+    """Saved runs, newest first: id, start, outcome, steps, reward, tokens, cost and task."""
+    from rlm_host.trajectory import RunStore
+
+    store = RunStore(run_home(ctx))
+    summaries = store.list_runs()
+    shown = summaries[:limit] if limit else summaries
+    if as_json:
+        typer.echo(json.dumps([s.model_dump(mode="json") for s in shown], indent=2))
+        return
+    if not summaries:
+        typer.echo(f"no saved runs in {store.runs_dir}")
+        return
+    typer.echo(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
+               f"{'COST':>8}  TASK")  # fmt: skip
+    for s in shown:
+        started = s.started.strftime("%Y-%m-%d %H:%M") if s.started else "?"
+        tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
+        cost = f"${s.cost:.4f}" if s.cost is not None else "-"
+        task = s.task if len(s.task) <= 50 else s.task[:49] + "…"
+        typer.echo(
+            f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
+            f"{tokens:>8} {cost:>8}  {task}"
+        )
+    if len(shown) < len(summaries):
+        typer.echo(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    run_id: str = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path."),
+    as_json: bool = typer.Option(False, "--json", help="Print the RunResult and every event as JSON."),
+) -> None:
+    """One saved run: its summary, then every root step with its sub-calls and child runs."""
+    from rlm_host.trajectory import Replay, RunStore, render_step, render_summary
+
+    store = RunStore(run_home(ctx))
+    path = store.resolve(run_id)
+    events = store.load(path)
+    replay = Replay(events)
+    if as_json:
+        result = replay.result
+        payload = {
+            "run_id": replay.root.run_id,
+            "path": str(path),
+            "result": result.model_dump(mode="json") if result else None,
+            "events": [e.model_dump(mode="json") for e in events],
+        }
+        typer.echo(json.dumps(payload, indent=2, default=str))
+        return
+    typer.echo(render_summary(replay))
+    for step in replay.steps:
+        typer.echo("")
+        typer.echo(render_step(step, total=len(replay.steps)))

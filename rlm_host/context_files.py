@@ -1,0 +1,78 @@
+"""Load ``rlm run --context`` inputs: a file, several files, a directory (one document per file), or stdin.
+
+A ``.json`` file loads as the JSON value it holds; other files as text. Several files or a directory give a
+``Documents`` list whose ``names`` are the files' paths, so the REPL can offer ``list_files()`` / ``load_file()``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import IO, Any, Optional
+
+from rlm_host.errors import RlmError
+
+BINARY_PROBE = 8192
+
+
+class Documents(list):
+    """A list of documents that remembers where each came from."""
+
+    def __init__(self, documents: list[Any], names: list[str]) -> None:
+        super().__init__(documents)
+        self.names = names
+
+
+def load_context(paths: list[str], stdin: Optional[IO[str]] = None) -> Any:
+    """The context for a run from ``--context`` arguments (None when there are none)."""
+    if not paths:
+        return None
+    if paths == ["-"]:
+        return (stdin or sys.stdin).read()
+    if len(paths) == 1 and not Path(paths[0]).is_dir():
+        return _load_file(_existing(paths[0]))
+    documents, names = [], []
+    for raw in paths:
+        path = _existing(raw)
+        files = _files_under(path) if path.is_dir() else [path]
+        for file in files:
+            documents.append(_load_file(file))
+            names.append(str(file.relative_to(path)) if path.is_dir() else str(file))
+    if not documents:
+        raise RlmError(f"no readable text files under {', '.join(paths)}")
+    return Documents(documents, names)
+
+
+def _existing(raw: str) -> Path:
+    path = Path(raw).expanduser()
+    if not path.exists():
+        raise RlmError(f"context file not found: {raw}", hint="pass a file, several files, a directory, or - for stdin")
+    return path
+
+
+def _files_under(directory: Path) -> list[Path]:
+    files = []
+    for file in sorted(directory.rglob("*")):
+        relative = file.relative_to(directory)
+        if file.is_file() and not any(part.startswith(".") for part in relative.parts) and not _is_binary(file):
+            files.append(file)
+    return files
+
+
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return b"\x00" in handle.read(BINARY_PROBE)
+
+
+def _load_file(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise RlmError(f"cannot read context file {path}: {exc.strerror}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RlmError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    return text

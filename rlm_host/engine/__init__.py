@@ -1,0 +1,1 @@
+"""The RLM engine: the run loop, its budgets, rewards and recursion."""

@@ -1,0 +1,80 @@
+"""Limits shared by a run and all its child runs: wall clock, tokens, cost, sub-model calls, cancellation."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Optional
+
+from rlm_host.types import TerminationReason
+
+
+class BudgetExceeded(Exception):
+    """A limit was reached; ``reason`` is the run's termination reason."""
+
+    def __init__(self, reason: TerminationReason, message: str) -> None:
+        super().__init__(message)
+        self.reason: TerminationReason = reason
+
+
+class Budget:
+    """One budget for a whole run tree; thread-safe because batched sub-calls run concurrently."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        max_llm_calls: int,
+        max_tokens: Optional[int] = None,
+        max_cost: Optional[float] = None,
+        cancel: Optional[threading.Event] = None,
+    ) -> None:
+        self.deadline = time.monotonic() + timeout
+        self.timeout = timeout
+        self.max_llm_calls = max_llm_calls
+        self.max_tokens = max_tokens
+        self.max_cost = max_cost
+        self.cancel = cancel or threading.Event()
+        self.llm_calls = 0
+        self.llm_calls_refused = False  # set once a sub-call was refused: the runner then ends the run
+        self.tokens = 0
+        self.cost = 0.0
+        self._lock = threading.Lock()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def stop_reason(self) -> Optional[BudgetExceeded]:
+        """Why the run must stop now, or None."""
+        if self.cancel.is_set():
+            return BudgetExceeded("cancelled", "the run was cancelled")
+        if self.remaining() <= 0:
+            return BudgetExceeded("timeout", f"wall-clock limit of {self.timeout:g} s reached")
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return BudgetExceeded("budget", f"token budget of {self.max_tokens} reached ({self.tokens} used)")
+        if self.max_cost is not None and self.cost >= self.max_cost:
+            return BudgetExceeded("budget", f"cost budget of ${self.max_cost:g} reached (${self.cost:.4f} spent)")
+        return None
+
+    def check(self) -> None:
+        stop = self.stop_reason()
+        if stop is not None:
+            raise stop
+
+    def take_llm_call(self) -> int:
+        """Count one sub-model call; BudgetExceeded once ``max_llm_calls`` are used."""
+        self.check()
+        with self._lock:
+            if self.llm_calls >= self.max_llm_calls:
+                self.llm_calls_refused = True
+                raise BudgetExceeded(
+                    "max_llm_calls", f"max_llm_calls ({self.max_llm_calls}) reached: no more sub-model calls"
+                )
+            self.llm_calls += 1
+            return self.llm_calls
+
+    def charge(self, tokens: int, cost: Optional[float]) -> None:
+        with self._lock:
+            self.tokens += tokens
+            if cost:
+                self.cost += cost

@@ -1,0 +1,195 @@
+"""The run loop: ``RLMRunner.run_task``.
+
+Per step: the environment's prompt → the root model → the environment acts on the reply (runs code, detects
+the final answer, computes the raw reward) → the reward is clamped and scaled → the step is recorded as an
+event → done? A run stops on its final answer, max steps (then one extra call synthesises the best answer),
+the wall-clock limit, the token or cost budget, max_llm_calls, an error, or cancellation (Ctrl-C). Every run
+ends with a ``final`` event, so a trajectory always says how it ended.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from rlm_host.engine.budget import Budget, BudgetExceeded
+from rlm_host.engine.models import ModelClient
+from rlm_host.engine.recursion import RecursionGuard
+from rlm_host.engine.scope import RunScope
+from rlm_host.engine.setup import RunPlan, plan_run
+from rlm_host.environments.protocol import EnvironmentContext
+from rlm_host.environments.pure_rlm.prompts import describe_context
+from rlm_host.errors import RlmError
+from rlm_host.events import EventBus, RunEvent
+from rlm_host.llm.protocol import ModelConnector
+from rlm_host.sandbox.protocol import SandboxError
+from rlm_host.types import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
+
+
+class RLMRunner:
+    """Runs tasks with the installed plugins and the effective settings.
+
+    ``connectors`` (``{"root": …, "sub": …}``) lets a program pass ready model connectors instead of model
+    strings (used by tests and by embedding code).
+    """
+
+    def __init__(self, *, settings: Any = None, host: Any = None, home: Optional[Path] = None) -> None:
+        from rlm_host.config import load_settings
+        from rlm_host.plugins import get_host
+
+        self.host = host or get_host()
+        self.loaded = settings or load_settings(host=self.host)
+        self.home = Path(home or self.loaded.settings.paths.home)
+
+    def run_task(
+        self,
+        task: str,
+        *,
+        context: Any = None,
+        cancel: Optional[threading.Event] = None,
+        on_event: Optional[Callable[[RunEvent], None]] = None,
+        connectors: Optional[dict[str, ModelConnector]] = None,
+        **options: Any,
+    ) -> RunResult:
+        """Run ``task`` over ``context`` (str, list of documents, JSON object or None).
+
+        ``options`` override the ``[run]`` settings: environment, framework, model, sub_model, sandbox,
+        max_steps, timeout, exec_timeout, max_depth, max_llm_calls, max_tokens, max_cost, base_url.
+        """
+        plan = plan_run(self.host, self.loaded, self.home, options, connectors)
+        plan.limits = plan.limits.model_copy(update={"memory_mb": memory_for(context)})
+        budget = Budget(
+            timeout=plan.run.timeout,
+            max_llm_calls=plan.run.max_llm_calls,
+            max_tokens=plan.run.max_tokens,
+            max_cost=plan.run.max_cost,
+            cancel=cancel,
+        )
+        bus = EventBus()
+        closers = plan.attach_observers(bus)
+        if on_event is not None:
+            bus.subscribe("on_event", on_event)
+        scope = RunScope(plan.run_id, plan.run_id, 0, bus)
+        guard = RecursionGuard(plan.run.max_depth)
+        try:
+            return self._run(scope, task, context, plan, budget, guard)
+        finally:
+            for close in closers:
+                close()
+
+    # ------------------------------------------------------------------ one run (root or child)
+
+    def _run(self, scope: RunScope, task: str, context: Any, plan: RunPlan, budget: Budget,
+             guard: RecursionGuard) -> RunResult:  # fmt: skip
+        """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
+        started = time.monotonic()
+        usage, usage_lock = RunUsage(), threading.Lock()
+        root = ModelClient(plan.root_connector, "root", usage.root, budget, usage_lock)
+        sub = ModelClient(plan.sub_connector, "sub", usage.sub, budget, usage_lock)
+        scope.emit("run_start", plan.describe(task, describe_context(context)))
+        fingerprint = guard.enter(plan.run.environment, task)
+
+        def spawn_child(child_task: str, child_context: Any) -> RunResult:
+            guard.check(scope.depth + 1, plan.run.environment, child_task)
+            child = self._run(scope.child(plan.new_run_id()), child_task, child_context, plan, budget, guard)
+            with usage_lock:
+                usage.sub.merge(child.usage.root)
+                usage.sub.merge(child.usage.sub)
+            return child
+
+        ctx = EnvironmentContext(
+            task=task, context=context, scope=scope, root=root, sub=sub, budget=budget, rewards=plan.rewards,
+            limits=plan.limits, open_sandbox=plan.open_sandbox, spawn_child=spawn_child,
+            sub_model_for=lambda model: ModelClient(plan.connector_for(model), "sub", usage.sub, budget, usage_lock),
+            max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, settings=plan.environment_settings,
+        )  # fmt: skip
+        environment = plan.environment_factory(ctx)
+        steps, total_reward = 0, 0.0
+        final_response: Optional[str] = None
+        completed, error = False, None
+        reason: TerminationReason = "max_steps"
+        try:
+            environment.start()
+            for step in range(1, plan.run.max_steps + 1):
+                budget.check()
+                result, record = self._step(environment, step, root, sub, usage, plan, total_reward)
+                steps, total_reward = step, record.cumulative_reward
+                scope.emit("step", record.model_dump(mode="json"))
+                if result.done:
+                    completed, final_response, reason = True, result.final_response, "final"
+                    break
+                if budget.llm_calls_refused:
+                    reason = "max_llm_calls"
+                    break
+            if not completed:
+                final_response = self._synthesize(environment, scope)
+        except BudgetExceeded as exc:
+            reason, error = exc.reason, str(exc)
+        except KeyboardInterrupt:
+            budget.cancel.set()
+            reason, error = "cancelled", "interrupted by the user (Ctrl-C)"
+        except (RlmError, SandboxError) as exc:
+            reason, error = ("timeout", str(exc)) if budget.remaining() <= 0 else ("error", str(exc))
+            scope.emit("error", {"message": error, "where": type(exc).__name__})
+        except Exception as exc:  # an environment or plugin bug: recorded, never a lost trajectory
+            reason, error = "error", f"{type(exc).__name__}: {exc}"
+            scope.emit("error", {"message": error, "where": "internal"})
+        finally:
+            guard.leave(fingerprint)
+            try:
+                environment.close()
+            except Exception as exc:  # closing must not hide the run's own outcome
+                scope.emit("error", {"message": f"closing the environment failed: {exc}", "where": "close"})
+        result = RunResult(
+            run_id=scope.run_id, parent_run_id=scope.parent_run_id, depth=scope.depth, task=task,
+            environment=plan.run.environment, framework="native", model=root.name, sandbox=plan.sandbox_name,
+            completed=completed, final_response=final_response, steps=steps, total_reward=round(total_reward, 6),
+            usage=usage, cost=usage.cost, duration_s=round(time.monotonic() - started, 4),
+            termination_reason=reason, error=error, trajectory_path=str(plan.trajectory_path),
+        )  # fmt: skip
+        scope.emit("final", result.model_dump(mode="json"))
+        return result
+
+    def _step(self, environment: Any, step: int, root: ModelClient, sub: ModelClient, usage: RunUsage,
+              plan: RunPlan, total_reward: float) -> tuple[ActionResult, StepRecord]:  # fmt: skip
+        before = usage.model_copy(deep=True)
+        model_before = root.seconds + sub.seconds
+        step_started = time.monotonic()
+        messages = environment.messages(step)
+        completion = root.complete(messages)
+        result: ActionResult = environment.execute(completion, step)
+        reward = plan.rewards.apply_global_scale(result.reward)
+        record = StepRecord(
+            step=step, action=result.action, code=result.code, reply=completion.text,
+            observation=result.observation, reward=round(reward, 6), cumulative_reward=round(total_reward + reward, 6),
+            usage=_usage_delta(before, usage), model_seconds=round(root.seconds + sub.seconds - model_before, 4),
+            duration_s=round(time.monotonic() - step_started, 4),
+        )  # fmt: skip
+        if completion.raw.get("malformed"):
+            record.observation.setdefault("malformed_reply", completion.raw["malformed"])
+        return result, record
+
+    def _synthesize(self, environment: Any, scope: RunScope) -> Optional[str]:
+        """One extra root call for the best answer when the run ended without one; failures are recorded."""
+        try:
+            return environment.synthesize()
+        except (RlmError, BudgetExceeded) as exc:
+            scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
+            return None
+
+
+def memory_for(context: Any) -> int:
+    """Sandbox memory, MB: generous next to the context (a copy in transit plus the live value)."""
+    size = describe_context(context, preview_chars=0)["total_chars"]
+    return max(2048, 512 + 6 * size // 1_000_000)
+
+
+def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:
+    delta = RunUsage()
+    for role in ("root", "sub"):
+        old, new, out = getattr(before, role), getattr(after, role), getattr(delta, role)
+        out.add(new.prompt_tokens - old.prompt_tokens, new.completion_tokens - old.completion_tokens,
+                None if new.cost is None else new.cost - (old.cost or 0.0), calls=new.calls - old.calls)  # fmt: skip
+    return delta

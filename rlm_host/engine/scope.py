@@ -1,0 +1,31 @@
+"""Identity of one run inside a run tree, and the way it emits events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from rlm_host.events import EventBus, EventType, RunEvent
+
+
+@dataclass(frozen=True)
+class RunScope:
+    run_id: str
+    root_run_id: str
+    depth: int
+    bus: EventBus
+    parent_run_id: Optional[str] = None
+
+    def emit(self, type_: EventType, data: dict[str, Any]) -> RunEvent:
+        event = RunEvent(
+            type=type_,
+            run_id=self.run_id,
+            root_run_id=self.root_run_id,
+            parent_run_id=self.parent_run_id,
+            depth=self.depth,
+            data=data,
+        )
+        return self.bus.emit(event)
+
+    def child(self, run_id: str) -> "RunScope":
+        return RunScope(run_id, self.root_run_id, self.depth + 1, self.bus, parent_run_id=self.run_id)

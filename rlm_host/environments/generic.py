@@ -1,0 +1,200 @@
+"""The generic environment (the seeds' GenericRLMEnvironment): JSON actions, with delegation.
+
+Each reply is one JSON object: ``{"action": "run_python" | "final" | "delegate" | "delegate_batch", "code",
+"rationale", "done", "final_response", "task", "tasks", "context"}``. ``run_python`` is rewarded with the seeds'
+formula (base 0.1, +0.7 success, −0.3 failure, −0.1 stderr); ``final`` earns 1.0; a delegation refused by the
+cycle guard earns −0.25. The prompt shows the task, the last six memory notes and the last three steps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlm_host.environments.protocol import EnvironmentContext, RecursionRefused
+from rlm_host.environments.pure_rlm.environment import answer_text, truncate
+from rlm_host.environments.pure_rlm.prompts import describe_context, render_description
+from rlm_host.llm.protocol import Completion, Message
+from rlm_host.sandbox.protocol import SandboxSession
+from rlm_host.types import ActionResult
+
+SYSTEM_PROMPT = """\
+You are an RLM planner.
+Return ONLY valid JSON with keys: action, code, rationale, done, final_response.
+Valid action values: "run_python", "final", "delegate", "delegate_batch".
+- run_python: "code" is Python run in a persistent REPL (variables persist; `context` holds the task's context \
+if there is one); you see what it prints.
+- final: "final_response" is your answer; set "done": true.
+- delegate: "task" is a sub-task solved by a recursive run; optional "context" is passed to it.
+- delegate_batch: "tasks" is a list of sub-tasks solved by recursive runs.
+No markdown. JSON only."""
+
+_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
+MEMORY_LIMIT = 8
+
+
+class GenericSettings(BaseModel):
+    """``[environment.generic]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_output_chars: int = Field(4000, ge=200, description="output shown per step")
+    delegate_concurrency: int = Field(4, ge=1, le=16, description="children of delegate_batch run at once")
+
+
+class GenericEnvironment:
+    name = "generic"
+
+    def __init__(self, ctx: EnvironmentContext) -> None:
+        self.ctx = ctx
+        self.settings: GenericSettings = ctx.settings or GenericSettings()  # type: ignore[assignment]
+        self.session: Optional[SandboxSession] = None
+        self.memory: list[str] = []
+        self.steps: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        self.session = self.ctx.open_sandbox()
+        self.session.start()
+        if self.ctx.context is not None:
+            self.session.set_variable("context", self.ctx.context)
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.shutdown()
+            self.session = None
+
+    def messages(self, step: int) -> list[Message]:
+        lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}"]
+        if self.ctx.context is not None:
+            lines.append("Context (variable `context` in the REPL):\n" + render_description(describe_context(self.ctx.context)))
+        if self.memory:
+            lines.append("Memory:\n" + "\n".join(f"- {note}" for note in self.memory[-6:]))
+        if self.steps:
+            lines.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in self.steps[-3:]))
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
+
+    def execute(self, reply: Completion, step: int) -> ActionResult:
+        text = (reply.text or "").strip()
+        if not text:
+            detail = reply.raw.get("malformed", "the reply was empty")
+            return self._record(ActionResult(action="malformed_reply", observation={"error": detail},
+                                             reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
+        action = parse_action(text)
+        if action is None:  # the seeds' rule: a reply with no JSON at all is taken as the final answer
+            action = {"action": "final", "final_response": text}
+        name = str(action.get("action", "")).strip()
+        if name == "final" or action.get("done") is True and name not in ("run_python", "delegate", "delegate_batch"):
+            answer = action.get("final_response")
+            answer = answer if isinstance(answer, str) else json.dumps(answer, default=str)
+            return self._record(ActionResult(action="final", observation={"rationale": action.get("rationale")},
+                                             reward=self.ctx.rewards.final_reward, done=True, final_response=answer))  # fmt: skip
+        if name == "run_python":
+            return self._record(self._run_python(str(action.get("code") or "")))
+        if name == "delegate":
+            return self._record(self._delegate([action.get("task")], action.get("context"), batch=False))
+        if name == "delegate_batch":
+            tasks = action.get("tasks") if isinstance(action.get("tasks"), list) else []
+            return self._record(self._delegate(tasks, action.get("context"), batch=True))
+        return self._record(ActionResult(action="invalid_action", observation={"error": f"unknown action {name!r}"},
+                                         reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
+
+    def synthesize(self) -> Optional[str]:
+        messages = self.messages(self.ctx.max_steps) + [
+            {"role": "user", "content": "Steps are used up. Give your best final answer now as plain text."}
+        ]
+        completion = self.ctx.root.complete(messages)
+        return completion.text.strip() if completion.text else None
+
+    # ------------------------------------------------------------------ actions
+
+    def _run_python(self, code: str) -> ActionResult:
+        assert self.session is not None
+        if not code.strip():
+            return ActionResult(action="run_python", observation={"error": "no code given"},
+                                reward=self.ctx.rewards.code_step(ok=False, stderr=False))  # fmt: skip
+        result = self.session.execute(code, timeout=max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining())))
+        if result.final is not None:
+            return ActionResult(action="final", observation={"stdout": truncate(result.stdout, 2000)}, code=code,
+                                reward=self.ctx.rewards.final_reward, done=True, final_response=answer_text(result.final))  # fmt: skip
+        limit = self.settings.max_output_chars
+        observation = {"success": result.ok, "stdout": truncate(result.stdout, limit)}
+        if result.stderr:
+            observation["stderr"] = truncate(result.stderr, limit // 2)
+        if result.error:
+            observation["error"] = truncate(result.error, limit // 2)
+        reward = self.ctx.rewards.code_step(ok=result.ok, stderr=bool(result.stderr))
+        note = f"run_python {'ok' if result.ok else 'failed'}: {(result.error or result.stdout).strip()[:120]}"
+        return ActionResult(action="run_python", observation=observation, reward=reward, code=code, memory_note=note)
+
+    def _delegate(self, tasks: list[Any], context: Any, *, batch: bool) -> ActionResult:
+        tasks = [str(t) for t in tasks if isinstance(t, str) and t.strip()]
+        action = "delegate_batch" if batch else "delegate"
+        if not tasks:
+            return ActionResult(action=action, observation={"error": "no task given"}, reward=self.ctx.rewards.code_step(ok=False, stderr=False))
+        with ThreadPoolExecutor(max_workers=min(self.settings.delegate_concurrency, len(tasks))) as pool:
+            outcomes = list(pool.map(lambda task: self._one_child(task, context), tasks))
+        rewards = [reward for _, reward in outcomes]
+        observation: dict[str, Any] = {"children": [record for record, _ in outcomes]}
+        observation["success"] = all(r.get("completed") for r, _ in outcomes)
+        note = f"{action}: " + "; ".join(f"{r['task'][:40]} → {str(r.get('answer'))[:60]}" for r, _ in outcomes)
+        return ActionResult(action=action, observation=observation, reward=sum(rewards) / len(rewards), memory_note=note)
+
+    def _one_child(self, task: str, context: Any) -> tuple[dict[str, Any], float]:
+        try:
+            child = self.ctx.spawn_child(task, context)
+        except RecursionRefused as refused:
+            status = "blocked_by_cycle_guard" if refused.reason == "cycle" else "blocked_by_max_depth"
+            penalty = self.ctx.rewards.cycle_guard_penalty if refused.reason == "cycle" else -self.ctx.rewards.run_python_failure_penalty
+            return {"task": task, "status": status, "error": str(refused)}, penalty
+        record = {"task": task, "run_id": child.run_id, "completed": child.completed, "answer": child.final_response,
+                  "termination_reason": child.termination_reason}  # fmt: skip
+        return record, self.ctx.rewards.code_step(ok=child.completed, stderr=False)
+
+    def _record(self, result: ActionResult) -> ActionResult:
+        if result.memory_note:
+            self.memory = (self.memory + [result.memory_note])[-MEMORY_LIMIT:]
+        self.steps.append({"action": result.action, "success": result.observation.get("success", result.done),
+                           "reward": round(result.reward, 3)})  # fmt: skip
+        return result
+
+
+def parse_action(text: str) -> Optional[dict[str, Any]]:
+    """The JSON object in a reply: a fenced block first, else the first balanced {...} that parses."""
+    candidates = [m.group(1) for m in _FENCED_JSON.finditer(text)]
+    candidates += _balanced_objects(text)
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _balanced_objects(text: str) -> list[str]:
+    found, depth, start, in_string, escaped = [], 0, -1, False, False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char == "{":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                found.append(text[start: index + 1])
+    return found

@@ -1,0 +1,235 @@
+"""The pure_rlm environment: the paper-faithful RLM loop.
+
+``context`` lives in a persistent sandbox session and the root model sees only its metadata. Each reply's
+```repl blocks run in order; their (truncated) output is fed back; the run ends with FINAL / FINAL_VAR / SUBMIT
+called in code, or FINAL(...) / FINAL_VAR(...) at the start of a line of the reply.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlm_host.environments.protocol import EnvironmentContext
+from rlm_host.environments.pure_rlm import prompts
+from rlm_host.environments.pure_rlm.history import History
+from rlm_host.environments.pure_rlm.parsing import parse_reply
+from rlm_host.environments.pure_rlm.repl import HELPERS_SOURCE, SubCalls
+from rlm_host.llm.protocol import Completion, Message
+from rlm_host.sandbox.protocol import SandboxSession
+from rlm_host.types import ActionResult, ExecResult, FinalSignal
+
+
+class PureRLMSettings(BaseModel):
+    """``[environment.pure_rlm]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_output_chars: int = Field(8000, ge=200, description="REPL output fed back per block (head + tail)")
+    preview_chars: int = Field(200, ge=0, le=2000, description="characters of context shown as a preview")
+    batch_concurrency: int = Field(8, ge=1, le=64, description="llm_query_batched calls in flight at once")
+    compaction: bool = Field(True, description="summarise old turns when the history nears the context window")
+    compaction_threshold: float = Field(0.85, gt=0, le=1, description="share of the context window")
+    context_window: Optional[int] = Field(None, ge=1024, description="root model's window, tokens (default: provider's, else 32768)")
+    keep_last_turns: int = Field(4, ge=0, description="turns kept verbatim when compacting")
+    nudge_first_answer: bool = Field(True, description="refuse once a first-turn answer given without code")
+
+
+DEFAULT_CONTEXT_WINDOW = 32768
+
+
+class PureRLMEnvironment:
+    name = "pure_rlm"
+
+    def __init__(self, ctx: EnvironmentContext) -> None:
+        self.ctx = ctx
+        self.settings: PureRLMSettings = ctx.settings or PureRLMSettings()  # type: ignore[assignment]
+        self.session: Optional[SandboxSession] = None
+        self.meta = prompts.describe_context(ctx.context, self.settings.preview_chars)
+        self.nudged = False
+        self.history: Optional[History] = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        session = self.session = self.ctx.open_sandbox()
+        session.start()
+        calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
+        session.register_functions(calls.functions())
+        if self.ctx.context is not None:
+            session.set_variable("context", self.ctx.context)
+        session.set_variable("context_names", _document_names(self.ctx.context))
+        helpers = session.execute(HELPERS_SOURCE)
+        if not helpers.ok:
+            raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
+        notes = session.info.python_notes
+        system = prompts.SYSTEM_PROMPT.format(
+            max_steps=self.ctx.max_steps,
+            max_llm_calls=self.ctx.budget.max_llm_calls,
+            python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",
+        )
+        opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=prompts.render_description(self.meta))
+        self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening})
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.shutdown()
+            self.session = None
+
+    # ------------------------------------------------------------------ the step
+
+    def messages(self, step: int) -> list[Message]:
+        assert self.history is not None, "start() first"
+        window = self.settings.context_window or self.ctx.root.context_window or DEFAULT_CONTEXT_WINDOW
+        if self.settings.compaction and self.history.needs_compaction(
+            window, self.settings.compaction_threshold, self.settings.keep_last_turns
+        ):
+            before, after = self.history.compact(self._summarise, self.settings.keep_last_turns)
+            self.ctx.scope.emit(
+                "compaction", {"step": step, "turns_before": before, "turns_after": after, "summary": self.history.summary}
+            )
+        return self.history.messages()
+
+    def execute(self, reply: Completion, step: int) -> ActionResult:
+        assert self.history is not None and self.session is not None, "start() first"
+        if reply.prompt_tokens:
+            self.history.last_prompt_tokens = reply.prompt_tokens + reply.completion_tokens
+        text = reply.text
+        if not text or not text.strip():
+            detail = reply.raw.get("malformed", "the reply was empty")
+            self.history.add_turn(text or "", f"Your reply was empty ({detail}). {prompts.NO_CODE}")
+            return ActionResult(action="malformed_reply", observation={"error": detail}, reward=-self.ctx.rewards.no_action_penalty)
+
+        parsed = parse_reply(text)
+        results: list[ExecResult] = []
+        final: Optional[FinalSignal] = None
+        for code in parsed.code_blocks:
+            timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
+            result = self.session.execute(code, timeout=timeout)
+            results.append(result)
+            if result.final is not None:
+                final = result.final
+                break
+        notes: list[str] = []
+        if parsed.unclosed_fence:
+            notes.append("Your last code block was not closed with ```; it ran up to the end of your reply.")
+        source = "code" if final is not None else None
+        if final is None and parsed.final_kind is not None:
+            final, note = self._final_from_text(parsed.final_kind, parsed.final_text or "", step, ran_code=bool(results))
+            source = "text" if final is not None else None
+            if note:
+                notes.append(note)
+
+        code = "\n\n".join(parsed.code_blocks) or None
+        observation = {
+            "blocks": [_block_record(c, r) for c, r in zip(parsed.code_blocks, results)],
+            "success": all(r.ok for r in results),
+        }
+        if notes:
+            observation["notes"] = notes
+        if final is not None:
+            answer = answer_text(final)
+            observation["final_source"] = source
+            self.history.add_turn(text, "Final answer received.")
+            return ActionResult(action="final", observation=observation, reward=self.ctx.rewards.final_reward,
+                                done=True, final_response=answer, code=code)  # fmt: skip
+        if not results and not notes:
+            self.history.add_turn(text, prompts.NO_CODE)
+            return ActionResult(action="no_code", observation=observation, reward=-self.ctx.rewards.no_action_penalty)
+        feedback = "\n\n".join([*(self._render(i, r) for i, r in enumerate(results, 1)), *notes]) or prompts.NO_CODE
+        self.history.add_turn(text, feedback)
+        if results:
+            ok = all(r.ok for r in results)
+            reward = self.ctx.rewards.code_step(ok=ok, stderr=any(r.stderr for r in results))
+        else:
+            reward = 0.0
+        return ActionResult(action="run_code" if results else "nudge", observation=observation, reward=reward, code=code)
+
+    def synthesize(self) -> Optional[str]:
+        assert self.history is not None
+        messages = self.history.messages() + [{"role": "user", "content": prompts.SYNTHESIS_PROMPT}]
+        completion = self.ctx.root.complete(messages)
+        return completion.text.strip() if completion.text else None
+
+    # ------------------------------------------------------------------ helpers
+
+    def _final_from_text(self, kind: str, argument: str, step: int, *, ran_code: bool) -> tuple[Optional[FinalSignal], Optional[str]]:
+        assert self.session is not None
+        if (
+            kind == "direct"
+            and step == 1
+            and not ran_code
+            and not self.nudged
+            and self.settings.nudge_first_answer
+            and self.ctx.context is not None
+        ):
+            self.nudged = True
+            return None, prompts.NUDGE_FIRST_ANSWER
+        if kind == "variable":
+            try:
+                return FinalSignal(kind="variable", var=argument, value=self.session.get_variable(argument)), None
+            except KeyError:
+                return None, (
+                    f"FINAL_VAR({argument}) failed: there is no variable named {argument!r} in the REPL. "
+                    "Create it with code first (SHOW_VARS() lists your variables)."
+                )
+        return FinalSignal(kind="direct", value=argument), None
+
+    def _render(self, index: int, result: ExecResult) -> str:
+        limit = self.settings.max_output_chars
+        parts = [f"[block {index}] output:\n{truncate(result.stdout, limit) if result.stdout else '(nothing printed)'}"]
+        if result.stderr:
+            parts.append(f"[block {index}] stderr:\n{truncate(result.stderr, limit // 2)}")
+        if result.error:
+            parts.append(f"[block {index}] error:\n{truncate(result.error, limit // 2)}")
+        return "\n".join(parts)
+
+    def _summarise(self, messages: list[Message]) -> str:
+        completion = self.ctx.root.complete(messages + [{"role": "user", "content": prompts.COMPACTION_PROMPT}])
+        return (completion.text or "").strip() or "(the model returned no summary)"
+
+    def _model_for(self, model: Optional[str]):
+        return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
+
+
+def truncate(text: str, limit: int) -> str:
+    """Head and tail of ``text`` with a marker saying how much was cut from the middle."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n… [{len(text) - limit:,} characters cut] …\n{text[-tail:]}"
+
+
+def answer_text(final: FinalSignal) -> str:
+    """The final answer as a string: text as is, anything else as JSON (SUBMIT's single ``answer`` unwrapped)."""
+    value: Any = final.value
+    if final.kind == "submit" and isinstance(value, dict) and list(value) == ["answer"]:
+        value = value["answer"]
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _document_names(context: Any) -> list[str]:
+    if isinstance(context, list):
+        names = getattr(context, "names", None)
+        return list(names) if names else [f"document_{i}" for i in range(len(context))]
+    return []
+
+
+def _block_record(code: str, result: ExecResult) -> dict[str, Any]:
+    record: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, 4000), "duration_s": round(result.duration_s, 4)}
+    for key in ("stderr", "error"):
+        value = getattr(result, key)
+        if value:
+            record[key] = truncate(value, 4000)
+    if result.timed_out:
+        record["timed_out"] = True
+    if result.restarted:
+        record["restarted"] = True
+    if result.final is not None:
+        record["final"] = result.final.model_dump()
+    return record

@@ -1,0 +1,50 @@
+"""The growing message history of a pure_rlm run, and its compaction.
+
+History grows in full by default. When its estimated size passes a share of the root model's context window,
+the older turns are replaced by a model-written summary and the last ``keep_last_turns`` turns are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from rlm_host.llm.protocol import Message
+
+CHARS_PER_TOKEN = 4  # used when the provider reports no token counts
+
+
+@dataclass
+class History:
+    system: Message
+    opening: Message
+    turns: list[tuple[Message, Message]] = field(default_factory=list)  # (assistant reply, user observation)
+    summary: Optional[str] = None
+    last_prompt_tokens: int = 0  # what the provider counted for the last prompt; 0 when unknown
+
+    def messages(self) -> list[Message]:
+        out = [self.system, self.opening]
+        if self.summary:
+            out.append({"role": "user", "content": f"Summary of the earlier steps (compacted):\n{self.summary}"})
+        for reply, observation in self.turns:
+            out += [reply, observation]
+        return out
+
+    def add_turn(self, reply: str, observation: str) -> None:
+        self.turns.append(({"role": "assistant", "content": reply}, {"role": "user", "content": observation}))
+
+    def estimated_tokens(self) -> int:
+        counted = sum(len(m["content"]) for m in self.messages()) // CHARS_PER_TOKEN
+        return max(counted, self.last_prompt_tokens)
+
+    def needs_compaction(self, context_window: int, threshold: float, keep_last_turns: int) -> bool:
+        return len(self.turns) > keep_last_turns and self.estimated_tokens() > threshold * context_window
+
+    def compact(self, summarise: Callable[[list[Message]], str], keep_last_turns: int) -> tuple[int, int]:
+        """Replace all but the last turns with a summary; returns (turns before, turns after)."""
+        before = len(self.turns)
+        summary = summarise(self.messages())
+        self.summary = summary
+        self.turns = self.turns[-keep_last_turns:] if keep_last_turns else []
+        self.last_prompt_tokens = 0
+        return before, len(self.turns)

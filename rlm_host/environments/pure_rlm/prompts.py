@@ -1,0 +1,123 @@
+"""What the root model of a pure_rlm run is told: the REPL contract, and only metadata about ``context``.
+
+The prompt's size is bounded whatever the context's size: a fixed-length preview and at most
+``MAX_LISTED`` document lengths or keys.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_LISTED = 20
+
+SYSTEM_PROMPT = """\
+You are a Recursive Language Model (RLM). You answer a query about a context that may be far too large to read \
+directly. The context is stored in a Python REPL as the variable `context`; you only see a description of it.
+
+Work in steps. In each reply, write Python code in one or more fenced blocks that start with ```repl and end \
+with ```. The REPL runs them in order and shows you what they printed; long output is cut, so print sizes, \
+slices and summaries rather than whole documents. Variables persist from step to step.
+
+Available in the REPL:
+- `llm_query(prompt, model=None) -> str`: ask a sub-model; it reads about 100,000 characters per call. Use it to \
+read, extract from or classify chunks of the context.
+- `llm_query_batched(prompts) -> list[str]`: many llm_query calls at once, answers in the same order. Prefer it \
+over a loop of llm_query calls.
+- `rlm_query(prompt, context=None) -> str`: a recursive RLM with its own REPL, for a sub-problem that needs its \
+own exploration of the `context` you pass it.
+- `chunk_indices(total_length, chunk_size, overlap=0)` and `chunk_text(text, chunk_size, overlap=0)`: split text.
+- `list_files()` and `load_file(name)`: when the context is a set of files (names in `context_names`).
+- `SHOW_VARS()`: list your variables and their types.
+- `FINAL(answer)`: finish with this answer. `FINAL_VAR(name)`: finish with the value of the variable called \
+`name` (pass the name as a string). `SUBMIT(**fields)`: finish with named fields.
+
+You may also finish by writing FINAL(your answer) or FINAL_VAR(variable_name) at the start of a line outside any \
+code block. Do this only when you are done: first examine the context with code. A failed llm_query raises an \
+exception in your code; handle it or retry.
+
+Limits: {max_steps} steps, {max_llm_calls} sub-model calls in total.{python_notes}"""
+
+FIRST_USER_MESSAGE = """\
+Query: {task}
+
+The variable `context` holds:
+{description}
+
+Examine `context` with code before answering."""
+
+NUDGE_FIRST_ANSWER = (
+    "You answered without examining `context`. The answer must come from the context: look at it with code "
+    "first (```repl blocks). If you are certain, give the same answer again with FINAL(...)."
+)
+
+NO_CODE = (
+    "Your reply had no ```repl code block and no final answer. Write code in a ```repl block to examine "
+    "`context`, or finish with FINAL(answer) / FINAL_VAR(variable_name) at the start of a line."
+)
+
+SYNTHESIS_PROMPT = (
+    "You have used all your steps. From everything above, give your best final answer to the query now, as "
+    "plain text, without code and without calling FINAL."
+)
+
+COMPACTION_PROMPT = (
+    "Summarise the work so far for your own later use: what you learned about `context` (sizes, structure, "
+    "where relevant information is), which variables hold intermediate results, what has been tried and what "
+    "remains. Be specific and brief (at most 15 lines)."
+)
+
+
+def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
+    """Metadata about ``context`` for the prompt and the trajectory; never the content beyond a preview."""
+    if context is None:
+        return {"type": "none", "total_chars": 0}
+    if isinstance(context, str):
+        return {"type": "str", "total_chars": len(context), "preview": context[:preview_chars]}
+    if isinstance(context, list):
+        lengths = [len(doc) if isinstance(doc, str) else len(_compact_json(doc)) for doc in context]
+        first = context[0] if context else ""
+        preview = first if isinstance(first, str) else _compact_json(first)
+        return {
+            "type": "list",
+            "documents": len(context),
+            "total_chars": sum(lengths),
+            "document_lengths": lengths[:MAX_LISTED],
+            "preview": preview[:preview_chars],
+        }
+    text = _compact_json(context)
+    described: dict[str, Any] = {"type": type(context).__name__, "total_chars": len(text)}
+    if isinstance(context, dict):
+        described["keys"] = [str(k) for k in list(context)[:MAX_LISTED]]
+        described["key_count"] = len(context)
+    described["preview"] = text[:preview_chars]
+    return described
+
+
+def render_description(meta: dict[str, Any]) -> str:
+    """The metadata as a few lines of text for the first user message."""
+    kind = meta["type"]
+    if kind == "none":
+        return "nothing (context is None): answer from the query alone, using llm_query if useful."
+    lines = []
+    if kind == "str":
+        lines.append(f"a string of {meta['total_chars']:,} characters")
+    elif kind == "list":
+        lengths = meta["document_lengths"]
+        more = ", …" if meta["documents"] > len(lengths) else ""
+        lines.append(f"a list of {meta['documents']:,} documents, {meta['total_chars']:,} characters in total")
+        lines.append("document lengths: [" + ", ".join(f"{n:,}" for n in lengths) + more + "]")
+    else:
+        lines.append(f"a JSON {kind} of {meta['total_chars']:,} characters when serialised")
+        if "keys" in meta:
+            more = ", …" if meta["key_count"] > len(meta["keys"]) else ""
+            lines.append(f"{meta['key_count']:,} keys: {', '.join(meta['keys'])}{more}")
+    lines.append(f"preview of the start: {meta.get('preview', '')!r}")
+    return "\n".join(lines)
+
+
+def _compact_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)

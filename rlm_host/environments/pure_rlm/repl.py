@@ -1,0 +1,148 @@
+"""What pure_rlm puts in the REPL: helper functions (as sandbox-side Python source) and the sub-call
+host functions ``llm_query``, ``llm_query_batched`` and ``rlm_query``.
+
+The helper source sticks to the Python subset every runtime supports (Monty has no generators, no class
+inheritance), so it runs unchanged in the process, Monty and Docker sandboxes.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+from rlm_host.engine.budget import BudgetExceeded
+from rlm_host.engine.models import ModelClient
+from rlm_host.environments.protocol import EnvironmentContext, RecursionRefused
+from rlm_host.llm.protocol import ModelError
+
+HELPERS_SOURCE = '''
+def chunk_indices(total_length, chunk_size, overlap=0):
+    """(start, end) pairs covering range(total_length) in chunks of chunk_size, overlapping by overlap."""
+    if chunk_size <= 0 or overlap < 0 or overlap >= chunk_size:
+        raise ValueError("need chunk_size > 0 and 0 <= overlap < chunk_size")
+    spans = []
+    start = 0
+    while start < total_length:
+        end = min(start + chunk_size, total_length)
+        spans.append((start, end))
+        if end == total_length:
+            break
+        start = end - overlap
+    return spans
+
+
+def chunk_text(text, chunk_size, overlap=0):
+    """text cut into chunks of chunk_size characters, overlapping by overlap."""
+    return [text[s:e] for s, e in chunk_indices(len(text), chunk_size, overlap)]
+
+
+def list_files():
+    """Names of the documents when the context is a set of files."""
+    return list(context_names)
+
+
+def load_file(name):
+    """The text of one document of a file-set context, by name."""
+    if name not in context_names:
+        raise KeyError("no file named " + repr(name) + "; list_files() shows the names")
+    return context[context_names.index(name)]
+'''
+
+PREVIEW = 500
+
+
+def _clip(text: Optional[str], limit: int = PREVIEW) -> Optional[str]:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit:,} more characters]"
+
+
+class SubCalls:
+    """The host functions behind ``llm_query``, ``llm_query_batched`` and ``rlm_query``.
+
+    Every failure raises an exception inside the sandbox code (never a string that looks like an answer).
+    """
+
+    def __init__(self, ctx: EnvironmentContext, *, concurrency: int, model_for: Callable[[Optional[str]], ModelClient]):
+        self.ctx = ctx
+        self.concurrency = concurrency
+        self.model_for = model_for
+
+    def functions(self) -> dict[str, Callable[..., Any]]:
+        return {"llm_query": self.llm_query, "llm_query_batched": self.llm_query_batched, "rlm_query": self.rlm_query}
+
+    def llm_query(self, prompt: Any, model: Optional[str] = None) -> str:
+        return self._query(_as_prompt(prompt), model, kind="llm_query")
+
+    def llm_query_batched(self, prompts: Any, model: Optional[str] = None) -> list[str]:
+        if not isinstance(prompts, (list, tuple)):
+            raise TypeError("llm_query_batched expects a list of prompts")
+        items = [_as_prompt(p) for p in prompts]
+        if not items:
+            return []
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(items)))) as pool:
+            futures = [pool.submit(self._query, p, model, "llm_query_batched", i) for i, p in enumerate(items)]
+            answers, failures = [], []
+            for index, future in enumerate(futures):
+                try:
+                    answers.append(future.result())
+                except Exception as exc:
+                    failures.append(f"prompt {index}: {exc}")
+        if failures:
+            raise RuntimeError(f"llm_query_batched: {len(failures)} of {len(items)} calls failed: " + "; ".join(failures))
+        return answers
+
+    def rlm_query(self, prompt: Any, context: Any = None) -> str:
+        prompt = _as_prompt(prompt)
+        started = time.monotonic()
+        try:
+            child = self.ctx.spawn_child(prompt, context)
+        except RecursionRefused as refused:
+            if refused.reason != "max_depth":
+                raise RuntimeError(f"rlm_query refused: {refused}") from None
+            full = prompt if context is None else f"{prompt}\n\nContext:\n{context}"
+            return self._query(full, None, kind="rlm_query(max_depth: plain llm_query)")
+        self.ctx.scope.emit(
+            "sub_call",
+            {
+                "kind": "rlm_query",
+                "prompt": _clip(prompt),
+                "child_run_id": child.run_id,
+                "response": _clip(child.final_response),
+                "termination_reason": child.termination_reason,
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
+        if child.final_response is None:
+            raise RuntimeError(f"rlm_query: the child run ended without an answer ({child.termination_reason})")
+        return child.final_response
+
+    def _query(self, prompt: str, model: Optional[str], kind: str, index: Optional[int] = None) -> str:
+        started = time.monotonic()
+        event: dict[str, Any] = {"kind": kind, "prompt": _clip(prompt)}
+        if index is not None:
+            event["index"] = index
+        try:
+            self.ctx.budget.take_llm_call()
+            client = self.model_for(model)
+            event["model"] = client.name
+            completion = client.complete([{"role": "user", "content": prompt}])
+            event["usage"] = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+            if not completion.text:
+                detail = completion.raw.get("malformed", "no content")
+                raise ModelError(f"the sub-model returned an empty response ({detail})")
+            event["response"] = _clip(completion.text)
+            return completion.text
+        except (BudgetExceeded, ModelError) as exc:
+            event["error"] = str(exc)
+            raise RuntimeError(f"{kind} failed: {exc}") from None
+        finally:
+            event["seconds"] = round(time.monotonic() - started, 3)
+            self.ctx.scope.emit("sub_call", event)
+
+
+def _as_prompt(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return str(value)

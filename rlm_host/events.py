@@ -1,0 +1,79 @@
+"""Run events: the one stream the trajectory store, the live CLI view, replay and every sink read.
+
+The runner emits ``run_start``, ``step``, ``sub_call``, ``compaction``, ``final`` and ``error`` events on an
+``EventBus``; subscribers receive every event in order. A subscriber that raises is disabled with one warning so
+observability never breaks a run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import Any, Callable, Literal, Optional, Protocol
+
+from pydantic import BaseModel, Field
+
+EventType = Literal["run_start", "step", "sub_call", "compaction", "final", "error"]
+
+
+class RunEvent(BaseModel):
+    """One event. ``run_id`` is the run that emitted it; child runs carry their parent's id and depth + 1.
+
+    ``data`` per type:
+    - run_start: task, environment, framework, model, sub_model, sandbox, settings, context metadata
+    - step: a StepRecord (step, action, code, reply, observation, reward, usage, model_seconds, duration_s)
+    - sub_call: kind (llm_query, llm_query_batched, rlm_query, delegate), model, prompt (truncated),
+      response (truncated) or error, usage, seconds, child_run_id
+    - compaction: turns_before, turns_after, summary
+    - final: the RunResult
+    - error: message, where
+    """
+
+    type: EventType
+    run_id: str
+    root_run_id: str
+    parent_run_id: Optional[str] = None
+    depth: int = 0
+    seq: int = 0
+    ts: float = Field(default_factory=time.time)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Sink(Protocol):
+    """An observability sink: receives every event of every run, closed when the run tree ends."""
+
+    def handle(self, event: RunEvent) -> None: ...
+
+    def close(self) -> None: ...
+
+
+Subscriber = Callable[[RunEvent], None]
+
+
+class EventBus:
+    """Delivers events to subscribers synchronously, in emission order, from any thread."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[tuple[str, Subscriber]] = []
+        self._lock = threading.Lock()
+        self._seq = itertools.count(1)
+
+    def subscribe(self, name: str, subscriber: Subscriber) -> None:
+        self._subscribers.append((name, subscriber))
+
+    def emit(self, event: RunEvent) -> RunEvent:
+        with self._lock:
+            event.seq = next(self._seq)
+            for entry in list(self._subscribers):
+                name, subscriber = entry
+                try:
+                    subscriber(event)
+                except Exception as exc:  # a failing sink must never break the run
+                    self._subscribers.remove(entry)
+                    from rlm_host import logs
+
+                    logs.get_logger("rlm.events").warning(
+                        f"event subscriber {name} failed and was disabled: {type(exc).__name__}: {exc}"
+                    )
+        return event

@@ -1,0 +1,245 @@
+"""The ``scripted`` provider: a deterministic model that plays a script, for dry runs and CI of prompts.
+
+``--model scripted:PATH`` reads PATH, a JSON or JSONL file. JSON is either a list of responses or an object::
+
+    {
+      "responses": ["first reply", {"text": "second", "completion_tokens": 7}, {"error": "boom"}],
+      "rules": [{"match": "summari[sz]e", "text": "a summary"}],
+      "context_window": 8192
+    }
+
+JSONL holds one item a line: an object with ``"match"`` is a rule, anything else a response.
+
+- ``responses`` are consumed in order, one per ``complete`` call. An item is a string or an object with
+  ``text`` (a string, or null for a malformed reply), ``prompt_tokens``, ``completion_tokens``, ``delay``
+  (seconds to wait first), ``finish_reason`` and ``error`` (raise ModelError with that message instead).
+- ``rules`` are checked first and never consumed: the first whose ``match`` regex is found in the last user
+  message answers. They suit concurrent sub-calls whose order is not fixed.
+- When neither answers: ModelError "scripted model script PATH: no response left for call N".
+
+Token counts default to an estimate (characters // 4). Calls are thread-safe, and every call's messages are
+kept in ``calls`` so tests can assert what was sent. ``ScriptedConnector.from_responses([...])`` builds one in
+code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+
+DEFAULT_CONTEXT_WINDOW = 32_768
+
+
+class ScriptItem(BaseModel):
+    """One scripted reply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = None
+    prompt_tokens: int | None = Field(None, ge=0)
+    completion_tokens: int | None = Field(None, ge=0)
+    delay: float = Field(0.0, ge=0)
+    finish_reason: str | None = "stop"
+    error: str | None = None
+
+
+class ScriptRule(ScriptItem):
+    """A reply given whenever ``match`` (a regular expression) is found in the last user message."""
+
+    match: str
+
+    @field_validator("match")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"bad regular expression {value!r}: {exc}") from None
+        return value
+
+
+ItemLike = str | Mapping[str, Any] | ScriptItem
+
+
+def _item(value: ItemLike, where: str) -> ScriptItem:
+    if isinstance(value, ScriptItem):
+        return value
+    if isinstance(value, str):
+        return ScriptItem(text=value)
+    if isinstance(value, Mapping):
+        try:
+            return ScriptItem.model_validate(dict(value))
+        except ValidationError as exc:
+            raise ModelError(f"{where}: {_problems(exc)}") from None
+    raise ModelError(f"{where}: expected a string or an object, got {type(value).__name__}")
+
+
+def _rule(value: ScriptRule | Mapping[str, Any], where: str) -> ScriptRule:
+    if isinstance(value, ScriptRule):
+        return value
+    if not isinstance(value, Mapping):
+        raise ModelError(f"{where}: a rule is an object with 'match', got {type(value).__name__}")
+    try:
+        return ScriptRule.model_validate(dict(value))
+    except ValidationError as exc:
+        raise ModelError(f"{where}: {_problems(exc)}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors())
+
+
+def _last_user_message(messages: list[Message]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
+
+
+class ScriptedConnector:
+    """A ModelConnector replaying scripted responses and rules (see the module docstring)."""
+
+    def __init__(
+        self,
+        responses: Iterable[ItemLike] = (),
+        rules: Iterable[ScriptRule | Mapping[str, Any]] = (),
+        *,
+        name: str = "scripted:inline",
+        context_window: int | None = DEFAULT_CONTEXT_WINDOW,
+    ) -> None:
+        self.name = name
+        self.context_window = context_window
+        self.responses: list[ScriptItem] = [_item(r, f"{name}: response {i + 1}") for i, r in enumerate(responses)]
+        self.rules: list[ScriptRule] = [_rule(r, f"{name}: rule {i + 1}") for i, r in enumerate(rules)]
+        self._patterns = [re.compile(rule.match, re.DOTALL) for rule in self.rules]
+        self._next = 0
+        self._count = 0
+        self._lock = threading.Lock()
+        self.calls: list[list[Message]] = []  # the messages of every call, in arrival order
+
+    @classmethod
+    def from_responses(
+        cls, responses: Iterable[ItemLike], rules: Iterable[Mapping[str, Any]] = (), **kwargs: Any
+    ) -> ScriptedConnector:
+        """A scripted model from responses (and rules) given in code."""
+        return cls(responses, rules, **kwargs)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedConnector:
+        """Load a JSON or JSONL script; a clear ModelError for a missing or invalid file."""
+        path = Path(path)
+        where = f"scripted model script {path}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ModelError(f"{where}: cannot read: {exc.strerror or exc}", hint="use scripted:PATH/TO/script.json")
+        data: Any
+        if path.suffix.lower() == ".jsonl":
+            data = _parse_jsonl(text, where)
+        else:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                data = _parse_jsonl(text, where)  # several JSON values, one a line
+        if isinstance(data, list):
+            data = {"responses": data}
+        if not isinstance(data, dict):
+            raise ModelError(f"{where}: expected a list of responses or an object with 'responses' and 'rules'")
+        unknown = set(data) - {"responses", "rules", "context_window"}
+        if unknown:
+            raise ModelError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        for key in ("responses", "rules"):
+            if not isinstance(data.get(key, []), list):
+                raise ModelError(f"{where}: '{key}' must be a list")
+        window = data.get("context_window", DEFAULT_CONTEXT_WINDOW)
+        if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
+            raise ModelError(f"{where}: 'context_window' must be a positive integer")
+        return cls(data.get("responses", []), data.get("rules", []), name=f"scripted:{path}", context_window=window)
+
+    @property
+    def remaining(self) -> int:
+        """Responses not consumed yet."""
+        with self._lock:
+            return len(self.responses) - self._next
+
+    def _pick(self, messages: list[Message]) -> tuple[int, ScriptItem, dict[str, Any]]:
+        """Under the lock: the call number, the item answering it, and where it came from."""
+        with self._lock:
+            self._count += 1
+            self.calls.append([dict(m) for m in messages])
+            last = _last_user_message(messages)
+            for index, pattern in enumerate(self._patterns):
+                if pattern.search(last):
+                    return self._count, self.rules[index], {"rule": index + 1}
+            if self._next < len(self.responses):
+                self._next += 1
+                return self._count, self.responses[self._next - 1], {"response": self._next}
+            call = self._count
+        script = self.name.removeprefix("scripted:")
+        raise ModelError(f"scripted model script {script}: no response left for call {call}")
+
+    def complete(self, messages: list[Message], *, timeout: float | None = None, **_: Any) -> Completion:
+        """Play the next scripted reply (a rule first when one matches)."""
+        started = time.monotonic()
+        call, item, origin = self._pick(messages)
+        if item.delay:
+            if timeout is not None and item.delay > timeout:
+                time.sleep(timeout)
+                raise ModelError(
+                    f"{self.name}: no answer within {timeout:g} s (timeout, scripted delay {item.delay:g} s)"
+                )
+            time.sleep(item.delay)
+        if item.error is not None:
+            raise ModelError(item.error)
+        raw: dict[str, Any] = {"call": call, **origin}
+        if item.text is None:
+            raw["malformed"] = "scripted reply with text null"
+        elif item.text == "":
+            raw["malformed"] = "scripted reply with empty text"
+        prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
+        return Completion(
+            text=item.text,
+            model=self.name,
+            prompt_tokens=item.prompt_tokens if item.prompt_tokens is not None else prompt_chars // 4,
+            completion_tokens=(
+                item.completion_tokens if item.completion_tokens is not None else len(item.text or "") // 4
+            ),
+            cost=0.0,
+            finish_reason=item.finish_reason,
+            seconds=time.monotonic() - started,
+            raw=raw,
+        )
+
+
+def _parse_jsonl(text: str, where: str) -> dict[str, Any]:
+    """JSONL: one response or rule a line (blank lines skipped)."""
+    responses: list[Any] = []
+    rules: list[Any] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"{where}: line {number} is not JSON: {exc.msg}") from None
+        (rules if isinstance(value, dict) and "match" in value else responses).append(value)
+    return {"responses": responses, "rules": rules}
+
+
+def create(model: str, options: ModelOptions | None = None, settings: Any = None) -> ScriptedConnector:
+    """The provider factory named by the ``scripted`` ProviderSpec: ``scripted:PATH``."""
+    if not model:
+        raise ModelError("scripted: no script given (use scripted:PATH/TO/script.json)")
+    return ScriptedConnector.from_file(model)
+
+
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "ScriptItem", "ScriptRule", "ScriptedConnector", "create"]

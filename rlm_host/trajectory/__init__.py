@@ -1,0 +1,34 @@
+"""Trajectories: every run tree's events saved as JSON lines, listed, loaded and replayed step by step.
+
+``TrajectoryWriter`` subscribes to a run's ``EventBus`` and appends to ``<home>/runs/<root_run_id>.jsonl``;
+``RunStore`` lists and loads those files; ``Replay`` navigates the loaded events.
+"""
+
+from rlm_host.trajectory.replay import Replay, ReplayStep, RunTrace, SubCall, render_step, render_summary
+from rlm_host.trajectory.store import (
+    AmbiguousRunError,
+    CorruptTrajectoryError,
+    RunNotFoundError,
+    RunStore,
+    RunSummary,
+    TrajectoryError,
+    TrajectoryWriter,
+    new_run_id,
+)
+
+__all__ = [
+    "TrajectoryWriter",
+    "RunStore",
+    "RunSummary",
+    "new_run_id",
+    "TrajectoryError",
+    "RunNotFoundError",
+    "AmbiguousRunError",
+    "CorruptTrajectoryError",
+    "Replay",
+    "ReplayStep",
+    "RunTrace",
+    "SubCall",
+    "render_step",
+    "render_summary",
+]

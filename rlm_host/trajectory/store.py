@@ -1,0 +1,364 @@
+"""Trajectories on disk: one append-only JSON-lines file per run tree, and the store that finds and reads them.
+
+A root run and every child run it spawns share one file, ``<home>/runs/<root_run_id>.jsonl``, holding each
+``RunEvent`` as one JSON line in emission order. ``TrajectoryWriter`` flushes after every event, so a run that
+is killed keeps every step it finished; ``RunStore`` reads the files back, tolerating a last line cut short by
+such a kill.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Iterator, Optional
+
+from pydantic import BaseModel
+
+from rlm_host.errors import RlmError
+from rlm_host.events import RunEvent
+from rlm_host.types import RunResult, StepRecord
+
+RUNS_DIR = "runs"
+SUFFIX = ".jsonl"
+TASK_CHARS = 100
+_TAIL_BLOCK = 64 * 1024
+
+
+class TrajectoryError(RlmError):
+    """A saved run could not be found or read."""
+
+
+class RunNotFoundError(TrajectoryError):
+    """No saved run matches the id, prefix or path given."""
+
+    exit_code = 2
+
+
+class AmbiguousRunError(TrajectoryError):
+    """A prefix matches more than one saved run."""
+
+    exit_code = 2
+
+
+class CorruptTrajectoryError(TrajectoryError):
+    """A trajectory file holds a line that is not an event (other than a truncated last line)."""
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A sortable, unique, readable run id in UTC: ``run_20261122_181500_123456_ab12``."""
+    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return f"run_{now:%Y%m%d_%H%M%S_%f}_{secrets.token_hex(2)}"
+
+
+def _event_line(event: RunEvent) -> str:
+    """One event as one JSON line; values JSON cannot hold are written as their ``repr``."""
+    try:
+        return event.model_dump_json(fallback=repr)
+    except Exception:  # e.g. bytes that are not UTF-8: fall back to the standard library
+        return json.dumps(event.model_dump(), default=repr, ensure_ascii=False)
+
+
+class TrajectoryWriter:
+    """Event subscriber appending every event of one run tree to ``<home>/runs/<root_run_id>.jsonl``.
+
+    Events of other run trees (a bus shared by a benchmark) are ignored. Each line is flushed as soon as it is
+    written, so the file is readable, up to the last finished event, while the run goes on.
+    """
+
+    def __init__(self, home: Path, root_run_id: str) -> None:
+        self.root_run_id = root_run_id
+        self.path = Path(home).expanduser() / RUNS_DIR / f"{root_run_id}{SUFFIX}"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: Optional[IO[str]] = self.path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def __call__(self, event: RunEvent) -> None:
+        if event.root_run_id != self.root_run_id:
+            return
+        line = _event_line(event)
+        with self._lock:
+            if self._file is None:
+                raise TrajectoryError(f"trajectory writer for {self.root_run_id} is closed")
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> "TrajectoryWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class RunSummary(BaseModel):
+    """One saved run as ``rlm runs list`` shows it, from its root run's run_start and final events.
+
+    ``termination_reason`` is ``"interrupted"`` when the root run has no final event (killed or crashed).
+    """
+
+    run_id: str
+    task: str = ""
+    environment: str = ""
+    model: str = ""
+    started: Optional[datetime] = None
+    completed: bool = False
+    termination_reason: str = "interrupted"
+    steps: int = 0
+    total_reward: float = 0.0
+    tokens: Optional[int] = None
+    cost: Optional[float] = None
+    duration: Optional[float] = None
+    path: str = ""
+
+    @property
+    def interrupted(self) -> bool:
+        return self.termination_reason == "interrupted"
+
+
+def _iso(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, timezone.utc)
+
+
+def _truncate(text: str, limit: int = TASK_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tail_lines(path: Path) -> Iterator[bytes]:
+    """The non-blank lines of a file, last first, read backwards in blocks."""
+    with path.open("rb") as handle:
+        handle.seek(0, 2)
+        position = handle.tell()
+        rest = b""
+        while position > 0:
+            size = min(_TAIL_BLOCK, position)
+            position -= size
+            handle.seek(position)
+            lines = (handle.read(size) + rest).split(b"\n")
+            rest = lines[0]
+            for line in reversed(lines[1:]):
+                if line.strip():
+                    yield line
+        if rest.strip():
+            yield rest
+
+
+def _first_line(path: Path) -> Optional[dict[str, Any]]:
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                return _json_or_none(raw)
+    return None
+
+
+def _json_or_none(raw: bytes | str) -> Optional[dict[str, Any]]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class RunStore:
+    """The saved runs under ``<home>/runs``: list them, resolve ids, load events and results."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home).expanduser()
+        self.runs_dir = self.home / RUNS_DIR
+
+    def files(self) -> list[Path]:
+        """Every trajectory file, in name order (run ids sort by time)."""
+        if not self.runs_dir.is_dir():
+            return []
+        return sorted(p for p in self.runs_dir.iterdir() if p.suffix == SUFFIX and p.is_file())
+
+    def list_runs(self) -> list[RunSummary]:
+        """A summary of every saved run, newest first."""
+        summaries = [self.summarize(path) for path in self.files()]
+        epoch = datetime.fromtimestamp(0, timezone.utc)
+        return sorted(summaries, key=lambda s: (s.started or epoch, s.run_id), reverse=True)
+
+    def summarize(self, path: Path) -> RunSummary:
+        """A run's summary, reading only its first line and its tail (the whole file if it must)."""
+        first = _first_line(path)
+        if not first or first.get("type") != "run_start" or first.get("run_id") != first.get("root_run_id"):
+            return self._summary_from_events(path)
+        root = str(first["root_run_id"])
+        summary = self._start_fields(root, first, path)
+        for raw in _tail_lines(path):
+            event = _json_or_none(raw)
+            if not event or event.get("run_id") != root:
+                continue
+            if event.get("type") == "final":
+                return self._with_final(summary, event.get("data") or {})
+            if event.get("type") in ("step", "run_start"):
+                break  # the root run's last event is not its final one: it was interrupted
+        return self._summary_from_events(path)
+
+    def _summary_from_events(self, path: Path) -> RunSummary:
+        """The summary of a run without a root final event (or an odd first line), from all its events."""
+        events = self._read(path, strict=False)
+        root_id = events[0].root_run_id if events else path.stem
+        summary = RunSummary(run_id=root_id, path=str(path))
+        started = _iso(path.stat().st_mtime)
+        tokens = 0
+        for event in events:
+            if event.run_id != root_id:
+                continue
+            if event.type == "run_start":
+                summary = self._start_fields(root_id, event.model_dump(), path)
+                started = summary.started or started
+            elif event.type == "step":
+                try:
+                    record = StepRecord.model_validate(event.data)
+                except ValueError:
+                    continue
+                summary.steps += 1
+                summary.total_reward += record.reward
+                tokens += record.usage.total_tokens
+            elif event.type == "final":
+                return self._with_final(summary, event.data)
+        summary.started = started
+        summary.total_reward = round(summary.total_reward, 6)
+        summary.tokens = tokens or None
+        return summary
+
+    @staticmethod
+    def _start_fields(root: str, event: dict[str, Any], path: Path) -> RunSummary:
+        data = event.get("data") or {}
+        started = _iso(float(event["ts"])) if isinstance(event.get("ts"), (int, float)) else None
+        return RunSummary(
+            run_id=root,
+            task=_truncate(data.get("task") or ""),
+            environment=str(data.get("environment") or ""),
+            model=str(data.get("model") or ""),
+            started=started,
+            path=str(path),
+        )
+
+    @staticmethod
+    def _with_final(summary: RunSummary, data: dict[str, Any]) -> RunSummary:
+        try:
+            result = RunResult.model_validate(data)
+        except ValueError:
+            summary.termination_reason = str(data.get("termination_reason") or "error")
+            return summary
+        return summary.model_copy(
+            update={
+                "task": summary.task or _truncate(result.task),
+                "environment": summary.environment or result.environment,
+                "model": summary.model or result.model,
+                "completed": result.completed,
+                "termination_reason": result.termination_reason,
+                "steps": result.steps,
+                "total_reward": result.total_reward,
+                "tokens": result.usage.total_tokens,
+                "cost": result.cost if result.cost is not None else result.usage.cost,
+                "duration": result.duration_s,
+            }
+        )
+
+    def resolve(self, ref: str | Path) -> Path:
+        """The trajectory file of ``ref``: ``latest``, a run id, a unique prefix of one, or a ``.jsonl`` path."""
+        if isinstance(ref, Path):
+            if not ref.is_file():
+                raise RunNotFoundError(f"no trajectory file {ref}", hint="check the path, or give a run id")
+            return ref
+        ref = ref.strip()
+        if not ref:
+            raise RunNotFoundError("no run id given", hint="give a run id, a prefix of one, or 'latest'")
+        if ref.endswith(SUFFIX) or "/" in ref or "\\" in ref:
+            path = Path(ref).expanduser()
+            if not path.is_file():
+                raise RunNotFoundError(f"no trajectory file {path}", hint="check the path, or give a run id")
+            return path
+        if ref == "latest":
+            runs = self.list_runs()
+            if not runs:
+                raise RunNotFoundError(f"no saved runs in {self.runs_dir}", hint=self._no_runs_hint())
+            return Path(runs[0].path)
+        files = self.files()
+        for candidate in (ref, f"run_{ref}"):
+            exact = [p for p in files if p.stem == candidate]
+            if exact:
+                return exact[0]
+            matches = [p for p in files if p.stem.startswith(candidate)]
+            if len(matches) == 1:
+                return matches[0]
+            if len(matches) > 1:
+                shown = ", ".join(p.stem for p in matches[:5]) + (", …" if len(matches) > 5 else "")
+                raise AmbiguousRunError(
+                    f"run id prefix {ref!r} matches {len(matches)} runs: {shown}",
+                    hint="give more characters of the run id",
+                )
+        hint = "rlm runs list shows the saved runs" if files else self._no_runs_hint()
+        raise RunNotFoundError(f"no saved run matches {ref!r} in {self.runs_dir}", hint=hint)
+
+    def _no_runs_hint(self) -> str:
+        return "runs are saved by `rlm run`; set RLM_HOME or [paths] home if they live elsewhere"
+
+    def load(self, ref: str | Path) -> list[RunEvent]:
+        """Every event of a saved run tree, in order (see ``resolve`` for what ``ref`` may be)."""
+        return self._read(self.resolve(ref))
+
+    def result(self, ref: str | Path) -> Optional[RunResult]:
+        """The root run's RunResult from its final event; None when the run was interrupted."""
+        path = self.resolve(ref)
+        events = self._read(path)
+        root = events[0].root_run_id
+        for event in reversed(events):
+            if event.type == "final" and event.run_id == root:
+                result = RunResult.model_validate(event.data)
+                return result if result.trajectory_path else result.model_copy(update={"trajectory_path": str(path)})
+        return None
+
+    def _read(self, path: Path, *, strict: bool = True) -> list[RunEvent]:
+        """Parse a trajectory file; a bad last line (cut short by a kill) is skipped with a warning.
+
+        With ``strict=False`` (summaries) every bad line is skipped silently and an empty file is no error.
+        """
+        text = path.read_text(encoding="utf-8", errors="replace")
+        lines = [(number, line) for number, line in enumerate(text.split("\n"), 1) if line.strip()]
+        events: list[RunEvent] = []
+        for index, (number, line) in enumerate(lines):
+            try:
+                events.append(RunEvent.model_validate_json(line))
+            except ValueError as exc:
+                reason = _reason(exc)
+                if not strict:
+                    continue
+                if index == len(lines) - 1:
+                    _warn(f"{path}:{number}: skipped a truncated last line (the run was probably killed)")
+                    continue
+                raise CorruptTrajectoryError(
+                    f"{path}:{number}: not a valid run event ({reason})",
+                    hint="the file was damaged or edited by hand; remove that line or the file",
+                ) from exc
+        if not events and strict:
+            raise CorruptTrajectoryError(f"{path} holds no run events", hint="the run stopped before its first step")
+        return events
+
+
+def _reason(exc: ValueError) -> str:
+    """The first complaint of a validation error, in a few words."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(map(str, first.get("loc", ()))) or "line"
+        return f"{where}: {first.get('msg', 'invalid')}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _warn(message: str) -> None:
+    from rlm_host import logs
+
+    logs.get_logger("rlm.trajectory").warning(message)

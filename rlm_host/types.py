@@ -1,0 +1,133 @@
+"""Shared result types of a run: token usage per role, what a sandbox returns, steps and the run result."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Usage(BaseModel):
+    """Model calls and tokens of one role (root or sub); cost in USD when the price is known."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: Optional[float] = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, prompt_tokens: int, completion_tokens: int, cost: float | None = None, calls: int = 1) -> None:
+        self.calls += calls
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+
+    def merge(self, other: "Usage") -> None:
+        self.add(other.prompt_tokens, other.completion_tokens, other.cost, calls=other.calls)
+
+
+class RunUsage(BaseModel):
+    """Usage per role: ``root`` is the model driving the loop, ``sub`` every llm_query / child-run call."""
+
+    root: Usage = Field(default_factory=Usage)
+    sub: Usage = Field(default_factory=Usage)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.root.total_tokens + self.sub.total_tokens
+
+    @property
+    def cost(self) -> float | None:
+        costs = [u.cost for u in (self.root, self.sub) if u.cost is not None]
+        return sum(costs) if costs else None
+
+
+class FinalSignal(BaseModel):
+    """How code ended the run: FINAL(answer), FINAL_VAR(name) or SUBMIT(**fields).
+
+    ``value`` is the answer as JSON-compatible data (FINAL_VAR already resolved inside the sandbox).
+    """
+
+    kind: Literal["direct", "variable", "submit"]
+    value: Any = None
+    var: Optional[str] = None
+
+
+class ExecResult(BaseModel):
+    """What one ``execute(code)`` in a sandbox session returned.
+
+    ``error`` holds the exception as the sandbox saw it ("NameError: name 'x' is not defined", with a short
+    traceback); ``restarted`` means the session was replaced (timeout, crash, memory) and its variables,
+    except those the host set, are gone.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    stdout: str = ""
+    stderr: str = ""
+    error: Optional[str] = None
+    final: Optional[FinalSignal] = None
+    duration_s: float = 0.0
+    timed_out: bool = False
+    restarted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+class ActionResult(BaseModel):
+    """An environment's verdict on one model reply (the seeds' EnvironmentActionResult)."""
+
+    action: str
+    observation: dict[str, Any] = Field(default_factory=dict)
+    reward: float = 0.0
+    done: bool = False
+    final_response: Optional[str] = None
+    memory_note: Optional[str] = None
+    code: Optional[str] = None
+
+
+class StepRecord(BaseModel):
+    """One step of a run, as recorded in the trajectory."""
+
+    step: int
+    action: str
+    code: Optional[str] = None
+    reply: Optional[str] = None
+    observation: dict[str, Any] = Field(default_factory=dict)
+    reward: float = 0.0
+    cumulative_reward: float = 0.0
+    usage: "RunUsage" = Field(default_factory=lambda: RunUsage())
+    model_seconds: float = 0.0
+    duration_s: float = 0.0
+
+
+TerminationReason = Literal["final", "max_steps", "timeout", "budget", "max_llm_calls", "cancelled", "error"]
+
+
+class RunResult(BaseModel):
+    """The outcome of ``RLMRunner.run_task``."""
+
+    run_id: str
+    parent_run_id: Optional[str] = None
+    depth: int = 0
+    task: str
+    environment: str
+    framework: str = "native"
+    model: str = ""
+    sandbox: str = ""
+    completed: bool
+    final_response: Optional[str] = None
+    steps: int = 0
+    total_reward: float = 0.0
+    usage: RunUsage = Field(default_factory=RunUsage)
+    cost: Optional[float] = None
+    duration_s: float = 0.0
+    termination_reason: TerminationReason
+    error: Optional[str] = None
+    trajectory_path: Optional[str] = None

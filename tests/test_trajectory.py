@@ -1,0 +1,418 @@
+"""Trajectories on disk, replay, the local JSONL sink, and the ``rlm runs`` / ``rlm replay`` commands.
+
+Event streams are emitted through a real ``EventBus`` into the real subscribers: a root run with three steps
+(the second one an error), a child run started by ``rlm_query`` during the first step, and final events
+carrying RunResult dicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from rlm_host.events import EventBus, RunEvent
+from rlm_host.observability import LocalJSONLSink, LocalSinkSettings, create
+from rlm_host.trajectory import (
+    AmbiguousRunError,
+    CorruptTrajectoryError,
+    Replay,
+    RunNotFoundError,
+    RunStore,
+    TrajectoryWriter,
+    new_run_id,
+    render_step,
+    render_summary,
+)
+from rlm_host.types import RunResult, RunUsage, StepRecord, Usage
+
+T0 = 1_795_000_000.0  # a fixed clock, so "newest first" does not depend on how fast the test runs
+REPLIES = ["```repl\nprint(len(context))\n```", "```repl\nprint(x)\n```", "```repl\nFINAL('42')\n```"]
+
+
+class Emitter:
+    """Emits the events of one run tree on a bus, with timestamps from a fixed clock."""
+
+    def __init__(self, bus: EventBus, root: str, t0: float = T0) -> None:
+        self.bus, self.root, self.ts = bus, root, t0
+
+    def emit(self, type_: str, run_id: str, data: dict, parent: str | None = None, depth: int = 0) -> RunEvent:
+        self.ts += 1.0
+        event = RunEvent(
+            type=type_, run_id=run_id, root_run_id=self.root, parent_run_id=parent, depth=depth, ts=self.ts, data=data
+        )
+        return self.bus.emit(event)
+
+
+def step(n: int, action: str, *, code=None, reply=None, observation=None, reward=0.0, total=0.0, sub=0) -> dict:
+    """A step event's data, as the runner records it (root tokens 100 in / 20 out, ``sub`` sub-call tokens)."""
+    usage = RunUsage(root=Usage(calls=1, prompt_tokens=100, completion_tokens=20))
+    if sub:
+        usage.sub.add(sub, 0)
+    record = StepRecord(
+        step=n, action=action, code=code, reply=reply, observation=observation or {}, reward=reward,
+        cumulative_reward=total, usage=usage, duration_s=1.25,
+    )  # fmt: skip
+    return record.model_dump(mode="json")
+
+
+def block(code: str, stdout: str = "", error: str | None = None) -> dict:
+    """One executed code block in an observation (the pure_rlm environment's shape)."""
+    return {"code": code, "stdout": stdout, "duration_s": 0.01, **({"error": error} if error else {})}
+
+
+def result(run_id: str, *, steps: int, reward: float, parent=None, depth=0, answer="42", task="count") -> dict:
+    usage = RunUsage(root=Usage(calls=steps, prompt_tokens=300, completion_tokens=60, cost=0.003))
+    usage.sub.add(50, 10, 0.0005)
+    return RunResult(
+        run_id=run_id, parent_run_id=parent, depth=depth, task=task, environment="pure_rlm", model="openai:test",
+        sandbox="process", completed=True, final_response=answer, steps=steps, total_reward=reward, usage=usage,
+        cost=0.0035, duration_s=4.5, termination_reason="final",
+    ).model_dump(mode="json")  # fmt: skip
+
+
+def emit_run(bus: EventBus, root: str, *, t0: float = T0, final: bool = True, link_child: bool = True) -> str:
+    """A full run tree on ``bus``; returns the child run's id."""
+    child = f"{root}_c1"
+    em = Emitter(bus, root, t0)
+    start = {"task": "How many characters are in the context? " * 5, "environment": "pure_rlm",
+             "model": "openai:test", "sandbox": "process", "context": {"chars": 12345}}  # fmt: skip
+    em.emit("run_start", root, start)
+    # step 1: code that calls rlm_query (a child run) and llm_query
+    em.emit("run_start", child, {"task": "summarise chunk 0", "environment": "pure_rlm"}, root, 1)
+    em.emit("step", child, step(1, "final", code="FINAL('chunk ok')", reply="FINAL('chunk ok')", reward=1.0,
+                                total=1.0, observation={"blocks": [block("FINAL('chunk ok')")], "success": True,
+                                                        "final_source": "code"}), root, 1)  # fmt: skip
+    em.emit("final", child, result(child, steps=1, reward=1.0, parent=root, depth=1, answer="chunk ok"), root, 1)
+    if link_child:
+        em.emit("sub_call", root, {"kind": "rlm_query", "model": "openai:test", "prompt": "summarise chunk 0",
+                                   "response": "chunk ok", "seconds": 1.5, "child_run_id": child})  # fmt: skip
+    em.emit("sub_call", root, {"kind": "llm_query", "model": "openai:mini", "prompt": "classify",
+                               "response": "yes", "usage": {"prompt_tokens": 50, "completion_tokens": 10}})  # fmt: skip
+    code1 = "print(len(context))\nprint(rlm_query('summarise chunk 0'))"
+    first = {"blocks": [block(code1, "12345\nchunk ok\n")], "success": True}
+    em.emit("step", root, step(1, "run_code", code=code1, reply=REPLIES[0], reward=0.1, total=0.1, sub=60,
+                               observation=first))  # fmt: skip
+    em.emit("step", root, step(2, "run_code", code="print(x)", reply=REPLIES[1], reward=-0.1, total=0.0,
+                               observation={"blocks": [block("print(x)", error="NameError: name 'x' is not defined")],
+                                            "success": False}))  # fmt: skip
+    if final:
+        em.emit("step", root, step(3, "final", code="FINAL('42')", reply=REPLIES[2], reward=1.0, total=1.0,
+                                   observation={"blocks": [block("FINAL('42')")], "success": True,
+                                                "final_source": "code"}))  # fmt: skip
+        em.emit("final", root, result(root, steps=3, reward=1.0))
+    return child
+
+
+def record(home: Path, root: str, **kw) -> Path:
+    """Run ``emit_run`` with a TrajectoryWriter subscribed; returns the trajectory path."""
+    bus = EventBus()
+    with TrajectoryWriter(home, root) as writer:
+        bus.subscribe("trajectory", writer)
+        emit_run(bus, root, **kw)
+    return writer.path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "rlm-home"
+
+
+# --- writer and run ids ---------------------------------------------------------------------------------
+
+
+def test_new_run_id_is_readable_sortable_and_unique():
+    ids = [new_run_id() for _ in range(200)]
+    assert all(re.fullmatch(r"run_\d{8}_\d{6}_\d{6}_[0-9a-f]{4}", i) for i in ids)
+    assert len(set(ids)) == len(ids)
+    assert [i[:26] for i in ids] == sorted(i[:26] for i in ids)
+
+
+def test_writer_flushes_every_event_while_open(home):
+    bus, root = EventBus(), "run_a"
+    writer = TrajectoryWriter(home, root)
+    bus.subscribe("trajectory", writer)
+    em = Emitter(bus, root)
+    em.emit("run_start", root, {"task": "t"})
+    assert writer.path == home / "runs" / "run_a.jsonl"
+    assert len(writer.path.read_text().splitlines()) == 1  # read while the writer is still open
+    em.emit("step", root, step(1, "run_code", code="1"))
+    lines = writer.path.read_text().splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["run_start", "step"]
+    assert json.loads(lines[1])["seq"] == 2
+    Emitter(bus, "run_other").emit("run_start", "run_other", {})  # another run tree on the same bus
+    assert len(writer.path.read_text().splitlines()) == 2
+    writer.close()
+    writer.close()
+
+
+def test_writer_keeps_values_json_cannot_hold(home):
+    bus = EventBus()
+    with TrajectoryWriter(home, "run_b") as writer:
+        bus.subscribe("trajectory", writer)
+        Emitter(bus, "run_b").emit("run_start", "run_b", {"task": "t", "odd": object(), "raw": b"\xff"})
+    line = json.loads(writer.path.read_text())
+    assert line["data"]["task"] == "t" and "object" in line["data"]["odd"]
+
+
+# --- store ----------------------------------------------------------------------------------------------
+
+
+def test_list_runs_newest_first_with_summaries(home):
+    record(home, "run_20260101_000000_000000_aaaa", t0=T0)
+    record(home, "run_20260102_000000_000000_bbbb", t0=T0 + 86400)
+    record(home, "run_20260103_000000_000000_cccc", t0=T0 + 2 * 86400, final=False)
+    runs = RunStore(home).list_runs()
+    assert [r.run_id[-4:] for r in runs] == ["cccc", "bbbb", "aaaa"]
+    done = runs[1]
+    assert done.completed and done.termination_reason == "final" and not done.interrupted
+    assert (done.environment, done.model, done.steps, done.total_reward) == ("pure_rlm", "openai:test", 3, 1.0)
+    assert done.tokens == 420 and done.cost == pytest.approx(0.0035) and done.duration == 4.5
+    assert done.task.startswith("How many characters") and done.task.endswith("…") and len(done.task) <= 100
+    assert done.started is not None and done.started.timestamp() == T0 + 86400 + 1
+    interrupted = runs[0]
+    assert interrupted.termination_reason == "interrupted" and not interrupted.completed
+    assert interrupted.steps == 2 and interrupted.total_reward == pytest.approx(0.0)
+    assert RunStore(home / "nothing-here").list_runs() == []
+
+
+def test_load_by_latest_prefix_id_and_path(home):
+    old = record(home, "run_20260101_000000_000000_aaaa", t0=T0)
+    new = record(home, "run_20260102_000000_000000_bbbb", t0=T0 + 86400)
+    store = RunStore(home)
+    assert store.load("latest")[0].root_run_id == new.stem
+    assert store.load("run_20260101")[0].root_run_id == old.stem
+    assert store.load("20260101")[0].root_run_id == old.stem  # the run_ prefix may be left out
+    assert store.load(old.stem)[-1].type == "final"
+    assert len(store.load(str(old))) == len(old.read_text().splitlines())
+    assert store.result("latest").trajectory_path == str(new)
+    assert store.result(old.stem).final_response == "42"
+
+
+def test_unknown_and_ambiguous_ids_are_clear_errors(home):
+    store = RunStore(home)
+    with pytest.raises(RunNotFoundError) as empty:
+        store.load("latest")
+    assert "no saved runs" in empty.value.message and empty.value.hint
+    record(home, "run_20260101_000000_000000_aaaa")
+    record(home, "run_20260101_000000_000000_bbbb")
+    with pytest.raises(RunNotFoundError) as unknown:
+        store.load("run_1999")
+    assert "run_1999" in unknown.value.message and "rlm runs list" in unknown.value.hint
+    with pytest.raises(AmbiguousRunError) as ambiguous:
+        store.load("run_2026")
+    assert "matches 2 runs" in ambiguous.value.message and "more characters" in ambiguous.value.hint
+    with pytest.raises(RunNotFoundError):
+        store.load(str(home / "missing.jsonl"))
+
+
+def test_truncated_last_line_is_skipped_but_a_corrupt_middle_line_is_an_error(home, capsys):
+    path = record(home, "run_x", final=False)
+    count = len(path.read_text().splitlines())
+    with path.open("a") as handle:
+        handle.write('{"type": "step", "run_id": "run_x", "root_ru')  # killed mid-write
+    store = RunStore(home)
+    assert len(store.load("run_x")) == count
+    assert "truncated last line" in capsys.readouterr().err
+    assert store.list_runs()[0].termination_reason == "interrupted"
+    assert store.result("run_x") is None
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n")
+    with pytest.raises(CorruptTrajectoryError) as corrupt:
+        store.load("run_x")
+    assert ":2:" in corrupt.value.message and corrupt.value.hint
+
+
+# --- replay ---------------------------------------------------------------------------------------------
+
+
+def test_replay_navigation_nesting_errors_and_responses(home):
+    record(home, "run_r")
+    replay = Replay(RunStore(home).load("run_r"))
+    assert len(replay) == 3 and replay.result.final_response == "42"
+    assert [s.number for s in replay.steps] == [1, 2, 3]
+    assert replay.current.number == 1 and replay.prev() is None
+    assert replay.next().number == 2 and replay.next().number == 3 and replay.next() is None
+    assert replay.prev().number == 2 and replay.goto(0).number == 1
+    assert replay.errors() == [1]
+    assert replay.next_error().number == 2 and replay.next_error() is None
+    assert replay.step(1).error == "NameError: name 'x' is not defined"
+    with pytest.raises(IndexError):
+        replay.step(3)
+    first = replay.step(0)
+    assert [c.kind for c in first.sub_calls] == ["rlm_query", "llm_query"]
+    assert [c.run_id for c in first.children] == ["run_r_c1"]
+    child = first.children[0]
+    assert first.sub_calls[0].child is child and first.sub_calls[0].child_run_id == "run_r_c1"
+    assert (child.depth, child.parent_run_id, child.result.final_response) == (1, "run_r", "chunk ok")
+    assert [s.record.action for s in child.steps] == ["final"]
+    assert replay.step(1).sub_calls == [] and replay.step(1).children == []
+    assert replay.recorded_responses() == REPLIES
+    assert set(replay.runs) == {"run_r", "run_r_c1"}
+
+
+def test_child_without_sub_call_is_nested_by_event_order(home):
+    record(home, "run_o", link_child=False)
+    replay = Replay(RunStore(home).load("run_o"))
+    assert [c.run_id for c in replay.step(0).children] == ["run_o_c1"]
+
+
+def test_interrupted_run_replays_its_finished_steps(home):
+    record(home, "run_i", final=False)
+    replay = Replay(RunStore(home).load("run_i"))
+    assert replay.result is None and replay.root.interrupted and len(replay) == 2
+    assert "interrupted after 2 steps" in render_summary(replay)
+
+
+def test_errors_count_error_actions_and_observation_errors():
+    bus, events = EventBus(), []
+    bus.subscribe("list", events.append)
+    em = Emitter(bus, "run_e")
+    em.emit("run_start", "run_e", {"task": "t"})
+    em.emit("step", "run_e", step(1, "malformed_reply", reply=None, observation={"error": "the reply was empty"}))
+    em.emit("step", "run_e", step(2, "error", reply="boom"))
+    em.emit("step", "run_e", step(3, "run_code", code="1", observation={"blocks": [block("1", "1\n")]}))
+    replay = Replay(events)
+    assert replay.errors() == [0, 1] and replay.step(1).error == "boom"
+    assert replay.recorded_responses() == [None, "boom", None]
+    assert "error:\n    the reply was empty" in render_step(replay.step(0))
+    assert "error:\n    boom" in render_step(replay.step(1))
+
+
+def test_render_step_and_summary(home):
+    record(home, "run_t")
+    replay = Replay(RunStore(home).load("run_t"))
+    first = render_step(replay.step(0), total=3)
+    assert "step 1/3" in first and "action: run_code" in first and "reward +0.10" in first
+    assert "120 tokens (100 in / 20 out)" in first
+    assert "print(len(context))" in first and "12345" in first
+    assert "sub-calls (2):" in first and "rlm_query" in first and "llm_query" in first
+    assert "child run run_t_c1 (depth 1): 1 step, final" in first and "FINAL('chunk ok')" in first
+    second = render_step(replay.step(1))
+    assert "error:" in second and "NameError" in second
+    summary = render_summary(replay)
+    assert "run run_t" in summary and "status: final (completed)" in summary
+    assert "final answer: 42" in summary and "errors at steps 2" in summary and "1 child run," in summary
+
+
+# --- local sink -----------------------------------------------------------------------------------------
+
+
+def test_local_sink_writes_run_and_step_lines(home):
+    bus = EventBus()
+    sink = create(None, home)
+    bus.subscribe("local", sink.handle)
+    emit_run(bus, "run_s")
+    sink.close()
+    runs = [json.loads(line) for line in (home / "observability" / "runs.jsonl").read_text().splitlines()]
+    assert [(r["run_id"], r["parent_run_id"], r["depth"]) for r in runs] == [
+        ("run_s_c1", "run_s", 1),
+        ("run_s", None, 0),
+    ]
+    root = runs[1]
+    assert root["completed"] and root["termination_reason"] == "final" and root["steps"] == 3
+    assert root["tokens"]["root"] == {"calls": 3, "prompt": 300, "completion": 60, "total": 360}
+    assert root["tokens"]["sub"]["total"] == 60 and root["tokens"]["total"] == 420
+    assert root["cost"] == pytest.approx(0.0035) and root["duration"] == 4.5 and root["task"] == "count"
+    steps = [json.loads(line) for line in (home / "observability" / "steps" / "run_s.jsonl").read_text().splitlines()]
+    expected = [(1, "run_code", True), (2, "run_code", False), (3, "final", True)]
+    assert [(s["step"], s["action"], s["success"]) for s in steps] == expected
+    assert [s["cumulative_reward"] for s in steps] == pytest.approx([0.1, 0.0, 1.0])
+    assert set(steps[0]) == {"timestamp", "run_id", "step", "action", "reward", "cumulative_reward", "success"}
+    assert (home / "observability" / "steps" / "run_s_c1.jsonl").is_file()
+
+
+def test_local_sink_settings(tmp_path):
+    sink = LocalJSONLSink(LocalSinkSettings(directory=tmp_path / "obs"), tmp_path / "home")
+    assert sink.runs_file == tmp_path / "obs" / "runs.jsonl"
+    with pytest.raises(ValueError):
+        LocalSinkSettings(directry="x")
+
+
+# --- CLI ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cli(isolated_env, monkeypatch, tmp_path):
+    """``rlm`` in-process with the new commands registered, no external plugins, RLM_HOME in tmp_path."""
+    from rlm_host.cli import app as cli_app
+    from rlm_host.cli.main import main
+
+    monkeypatch.setitem(cli_app.BUILTIN_COMMANDS, "runs", ("rlm_host.cli.runs_cmd:app", "Saved runs."))
+    monkeypatch.setitem(cli_app.BUILTIN_COMMANDS, "replay", ("rlm_host.cli.replay_cmd:app", "Replay a run."))
+    monkeypatch.setenv("RLM_PLUGINS", "")
+    home = tmp_path / "cli-home"
+    monkeypatch.setenv("RLM_HOME", str(home))
+    record(home, "run_20260101_000000_000000_aaaa", t0=T0)
+    record(home, "run_20260102_000000_000000_bbbb", t0=T0 + 86400)
+    return main
+
+
+def test_cli_runs_list(cli, capsys):
+    assert cli(["runs", "list", "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [r["run_id"][-4:] for r in runs] == ["bbbb", "aaaa"] and runs[0]["termination_reason"] == "final"
+    assert cli(["runs", "list", "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "run_20260102_000000_000000_bbbb" in out and "aaaa" not in out.split("…")[0] and "1 older runs" in out
+
+
+def test_cli_runs_list_relative_home(cli, capsys, monkeypatch):
+    monkeypatch.setenv("RLM_HOME", "rel-home")
+    record(Path("rel-home"), "run_rel")
+    assert cli(["runs", "list", "--json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == ["run_rel"]
+
+
+def test_cli_runs_show(cli, capsys):
+    assert cli(["runs", "show", "run_20260101"]) == 0
+    out = capsys.readouterr().out
+    assert "run run_20260101_000000_000000_aaaa" in out
+    assert all(f"step {n}/3" in out for n in (1, 2, 3)) and "NameError" in out
+    assert cli(["runs", "show", "latest", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["result"]["final_response"] == "42" and payload["events"][0]["type"] == "run_start"
+
+
+def test_cli_replay_non_interactive(cli, capsys):
+    assert cli(["replay", "run_20260101", "--no-interactive"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"step {n}/3" in out for n in (1, 2, 3))
+    assert cli(["replay", "latest", "--errors"]) == 0  # stdin is not a terminal under pytest
+    out = capsys.readouterr().out
+    assert "step 2/3" in out and "step 1/3" not in out and "step 3/3" not in out
+    assert cli(["replay", "latest", "--step", "3", "--no-interactive"]) == 0
+    out = capsys.readouterr().out
+    assert "step 3/3" in out and "step 2/3" not in out
+
+
+def test_cli_unknown_run_is_one_error_line(cli, capsys):
+    assert cli(["replay", "run_1999", "--no-interactive"]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith("error: no saved run matches 'run_1999'") and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [err.splitlines()[0]]
+    assert cli(["runs", "show", "run_2026"]) == 2
+    assert "matches 2 runs" in capsys.readouterr().err
+    assert cli(["replay", "latest", "--step", "9"]) != 0
+    assert "has no step 9" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
+def test_cli_replay_interactive_through_a_pty(cli, capsys, monkeypatch):
+    """Drive the interactive loop with stdin on a pseudo-terminal: n, p, e, g N, an unknown key, q."""
+    import pty
+
+    leader, follower = pty.openpty()
+    os.write(leader, b"n\np\ne\ng 3\nzz\nn\nq\n")
+    with os.fdopen(follower, "r") as tty_in:
+        monkeypatch.setattr("sys.stdin", tty_in)
+        code = cli(["replay", "run_20260101"])
+    os.close(leader)
+    out = capsys.readouterr().out
+    assert code == 0
+    shown = re.findall(r"── step (\d)/3", out)
+    assert shown == ["1", "2", "1", "2", "3"]
+    assert "unknown command 'zz'" in out and "at the last step" in out
