@@ -351,7 +351,9 @@ class ProcessSandbox:
                 raise LookupError(f"no host function named {name!r}")
             answer = {"op": "return", "value": to_jsonable(function(*call.get("args", []), **call.get("kwargs", {})))}
         except Exception as exc:
-            answer = {"op": "raise", "error": f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__}
+            # the sandbox raises RuntimeError(error): name other exception types, which carry meaning
+            plain = isinstance(exc, RuntimeError) and type(exc) is RuntimeError and str(exc)
+            answer = {"op": "raise", "error": str(exc) if plain else f"{type(exc).__name__}: {exc}".rstrip(": ")}
         finally:
             self._calling_thread = None
         answer["call_id"] = call.get("call_id")

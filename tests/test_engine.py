@@ -1,0 +1,331 @@
+"""The run loop end to end: a scripted root and sub model, the real process sandbox, real trajectories."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from rlm_host.config import load_settings
+from rlm_host.engine.runner import RLMRunner
+from rlm_host.llm.protocol import ModelError
+from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.plugins.host import PluginHost
+
+HAYSTACK_NEEDLE = "The magic number is 4217."
+
+
+def haystack(chars: int) -> str:
+    filler = "lorem ipsum dolor sit amet "
+    body = (filler * (chars // len(filler) + 1))[:chars]
+    middle = chars // 2
+    return body[:middle] + HAYSTACK_NEEDLE + body[middle:]
+
+
+FIND_NEEDLE = (
+    "```repl\nidx = context.find('magic number')\nanswer = llm_query('Extract the number: ' + context[idx:idx+40])\n"
+    "print(answer)\n```"
+)
+
+
+@pytest.fixture
+def runner(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    host = PluginHost(environ={"RLM_PLUGINS": ""})
+    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
+    return RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+
+
+def run(runner, task, root, *, sub=(), sub_rules=(), context=None, **options):
+    """Run with scripted models; returns (result, events, root connector)."""
+    events = []
+    root_model = ScriptedConnector.from_responses(root, name="scripted:root")
+    sub_model = ScriptedConnector.from_responses(sub, rules=sub_rules, name="scripted:sub")
+    options.setdefault("sandbox", "process")
+    result = runner.run_task(
+        task, context=context, connectors={"root": root_model, "sub": sub_model}, on_event=events.append, **options
+    )
+    return result, events, root_model
+
+
+def trajectory(result) -> list[dict]:
+    return [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
+
+
+# ---------------------------------------------------------------- the main path
+
+
+def test_finds_the_needle_with_a_sub_call(runner):
+    result, events, root = run(
+        runner, "What is the magic number?", [FIND_NEEDLE, "FINAL_VAR(answer)"],
+        sub_rules=[{"match": "Extract the number", "text": "4217"}], context=haystack(200_000),
+    )  # fmt: skip
+    assert result.completed and result.final_response == "4217"
+    assert result.termination_reason == "final" and result.steps == 2
+    assert result.usage.root.calls == 2 and result.usage.sub.calls == 1
+    assert result.usage.root.prompt_tokens > 0 and result.usage.sub.completion_tokens > 0
+    assert result.total_reward == pytest.approx(0.8 + 1.0)
+    types = [e["type"] for e in trajectory(result)]
+    assert types == ["run_start", "sub_call", "step", "step", "final"]
+    assert [e.type for e in events] == types
+
+
+def test_context_never_enters_the_root_prompt_and_prompt_size_is_flat(runner):
+    sizes = {}
+    for chars in (1_000, 10_000_000):
+        _, _, root = run(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL(4217)"],
+                         sub_rules=[{"match": ".", "text": "4217"}], context=haystack(chars))  # fmt: skip
+        prompts = ["".join(m["content"] for m in call) for call in root.calls]
+        assert all(HAYSTACK_NEEDLE not in p for p in prompts)
+        sizes[chars] = len(prompts[0])
+    assert abs(sizes[10_000_000] - sizes[1_000]) < 40, sizes
+
+
+def test_list_and_json_contexts(runner):
+    docs = ["first doc", "second doc mentions 4217"]
+    result, _, _ = run(runner, "Which doc?", ["```repl\nprint(len(context), list_files())\nFINAL(load_file('document_1'))\n```"], context=docs)
+    assert result.final_response == "second doc mentions 4217"
+    result, _, _ = run(runner, "Key?", ["```repl\nFINAL(context['a']['b'])\n```"], context={"a": {"b": [1, 2]}})
+    assert result.final_response == "[1, 2]"
+
+
+# ---------------------------------------------------------------- termination paths
+
+
+def test_final_written_in_text_ends_the_run_but_a_mention_does_not(runner):
+    result, _, _ = run(runner, "q", [
+        "```repl\nprint(context[:5])\n```\nI will use FINAL(x) when I know.",
+        "The answer is below.\nFINAL(hello world)",
+    ], context="hello world")  # fmt: skip
+    assert result.steps == 2 and result.final_response == "hello world"
+
+
+def test_submit_ends_the_run_with_fields(runner):
+    result, _, _ = run(runner, "q", ["```repl\nSUBMIT(answer='a', confidence=0.9)\n```"], context="x")
+    assert json.loads(result.final_response) == {"answer": "a", "confidence": 0.9}
+    result, _, _ = run(runner, "q", ["```repl\nSUBMIT(answer='only')\n```"], context="x")
+    assert result.final_response == "only"
+
+
+def test_final_var_of_a_missing_variable_is_an_error_observation(runner):
+    result, events, root = run(runner, "q", ["```repl\nprint(1)\n```\nFINAL_VAR(nothing_here)", "```repl\nx = 'ok'\n```",
+                                             "FINAL_VAR(x)"], context="c")  # fmt: skip
+    assert result.final_response == "ok" and result.steps == 3
+    first = [e for e in events if e.type == "step"][0].data
+    assert not first["action"] == "final"
+    assert "no variable named 'nothing_here'" in " ".join(first["observation"]["notes"])
+    assert "no variable named 'nothing_here'" in root.calls[1][-1]["content"]
+
+
+def test_first_turn_answer_without_looking_gets_one_nudge(runner):
+    result, events, root = run(runner, "q", ["FINAL(a guess)", "FINAL(a guess)"], context="data")
+    assert result.steps == 2 and result.final_response == "a guess"
+    assert "without examining `context`" in root.calls[1][-1]["content"]
+
+
+def test_max_steps_synthesises_an_answer_with_one_extra_call(runner):
+    result, _, root = run(runner, "q", ["```repl\nprint(1)\n```"] * 3 + ["best guess: 7"], context="c", max_steps=3)
+    assert not result.completed and result.termination_reason == "max_steps"
+    assert result.final_response == "best guess: 7"
+    assert len(root.calls) == 4 and "used all your steps" in root.calls[-1][-1]["content"]
+    assert trajectory(result)[-1]["data"]["termination_reason"] == "max_steps"
+
+
+def test_timeout_stops_the_run_and_records_it(runner):
+    slow = {"text": "```repl\nprint(1)\n```", "delay": 0.6}
+    result, _, _ = run(runner, "q", [slow] * 5, context="c", timeout=1.0)
+    assert result.termination_reason == "timeout" and not result.completed
+    assert trajectory(result)[-1]["type"] == "final"
+
+
+def test_token_budget_stops_the_run(runner):
+    step = {"text": "```repl\nprint(1)\n```", "prompt_tokens": 600, "completion_tokens": 10}
+    result, _, _ = run(runner, "q", [step] * 5, context="c", max_tokens=1000)
+    assert result.termination_reason == "budget" and result.steps == 2
+
+
+def test_max_llm_calls_refuses_sub_calls_inside_the_repl_then_ends_the_run(runner):
+    code = "```repl\nout = []\nfor i in range(3):\n    out.append(llm_query('q' + str(i)))\nprint(out)\n```"
+    result, events, _ = run(runner, "q", [code, "my answer"], sub_rules=[{"match": ".", "text": "a"}],
+                            context="c", max_llm_calls=2)  # fmt: skip
+    assert result.termination_reason == "max_llm_calls" and result.usage.sub.calls == 2
+    step = [e for e in events if e.type == "step"][0].data
+    assert "max_llm_calls (2) reached" in step["observation"]["blocks"][0]["error"]
+    assert result.final_response == "my answer"  # synthesised
+
+
+def test_cancellation_from_another_thread(runner):
+    cancel = threading.Event()
+    steps = [{"text": "```repl\nprint(1)\n```", "delay": 0.2}] * 20
+    timer = threading.Timer(0.5, cancel.set)
+    timer.start()
+    result, _, _ = run(runner, "q", steps, context="c", cancel=cancel)
+    timer.cancel()
+    assert result.termination_reason == "cancelled" and 1 <= result.steps < 20
+
+
+def test_ctrl_c_finishes_cleanly_and_writes_the_final_event(runner):
+    class Interrupting(ScriptedConnector):
+        def complete(self, messages, *, timeout=None, **kw):
+            if len(self.calls) == 1:
+                raise KeyboardInterrupt
+            return super().complete(messages, timeout=timeout)
+
+    root = Interrupting(["```repl\nprint(1)\n```", "never"], name="scripted:root")
+    result = runner.run_task("q", context="c", sandbox="process", connectors={"root": root})
+    assert result.termination_reason == "cancelled" and result.steps == 1
+    assert trajectory(result)[-1]["data"]["termination_reason"] == "cancelled"
+
+
+def test_model_outage_is_recorded_as_an_error(runner):
+    result, _, _ = run(runner, "q", ["```repl\nprint(1)\n```", {"error": "HTTP 503 after 5 attempts"}], context="c")
+    assert result.termination_reason == "error" and "HTTP 503" in result.error
+    events = trajectory(result)
+    assert [e["type"] for e in events][-2:] == ["error", "final"]
+
+
+# ---------------------------------------------------------------- malformed replies
+
+
+@pytest.mark.parametrize("reply", [{"text": None}, {"text": ""}, "   "])
+def test_empty_or_null_content_is_recorded_and_the_run_goes_on(runner, reply):
+    result, events, root = run(runner, "q", [reply, "```repl\nFINAL('done')\n```"], context="c")
+    assert result.final_response == "done" and result.steps == 2
+    first = [e for e in events if e.type == "step"][0].data
+    assert first["action"] == "malformed_reply" and first["reward"] < 0
+
+
+def test_reply_without_code_gets_instructions(runner):
+    result, events, root = run(runner, "q", ["Let me think about it.", "```repl\nFINAL('x')\n```"], context="c")
+    assert result.completed and "no ```repl code block" in root.calls[1][-1]["content"]
+
+
+def test_unclosed_fence_still_runs_and_says_so(runner):
+    result, events, root = run(runner, "q", ["```repl\nv = len(context)\nprint(v)", "FINAL_VAR(v)"], context="abc")
+    assert result.final_response == "3"
+    assert "not closed" in root.calls[1][-1]["content"]
+
+
+# ---------------------------------------------------------------- sub-calls and recursion
+
+
+def test_a_failing_sub_call_raises_inside_the_repl(runner):
+    code = "```repl\ntry:\n    llm_query('x')\nexcept RuntimeError as e:\n    print('caught:', e)\n```"
+    result, events, _ = run(runner, "q", [code, "FINAL(ok)"], sub=[{"error": "HTTP 500 after 3 attempts"}], context="c")
+    step = [e for e in events if e.type == "step"][0].data
+    assert "caught: llm_query failed: HTTP 500 after 3 attempts" in step["observation"]["blocks"][0]["stdout"]
+    sub_call = [e for e in events if e.type == "sub_call"][0].data
+    assert sub_call["error"] == "HTTP 500 after 3 attempts"
+
+
+def test_batched_sub_calls_keep_order(runner):
+    code = "```repl\nanswers = llm_query_batched(['say ' + str(i) for i in range(6)])\nprint(answers)\nFINAL_VAR('answers')\n```"
+    rules = [{"match": f"say {i}", "text": f"A{i}", "delay": 0.05 * (6 - i)} for i in range(6)]
+    result, events, _ = run(runner, "q", [code], sub_rules=rules, context="c")
+    assert json.loads(result.final_response) == [f"A{i}" for i in range(6)]
+    assert len([e for e in events if e.type == "sub_call"]) == 6
+
+
+def test_rlm_query_runs_a_child_one_level_deeper(runner):
+    parent_code = "```repl\nr = rlm_query('Count the words', context='a b c')\nprint(r)\nFINAL_VAR('r')\n```"
+    child_reply = "```repl\nFINAL(str(len(context.split())))\n```"
+    root = ScriptedConnector.from_responses([parent_code], rules=[{"match": "Count the words", "text": child_reply}])
+    events = []
+    result = runner.run_task("q", context="ctx", sandbox="process", connectors={"root": root}, on_event=events.append)
+    assert result.final_response == "3"
+    child_final = [e for e in events if e.type == "final" and e.depth == 1][0]
+    assert child_final.parent_run_id == result.run_id
+    assert result.usage.sub.calls == child_final.data["usage"]["root"]["calls"] == 1
+
+
+def test_rlm_query_at_max_depth_is_a_plain_llm_query(runner):
+    code = "```repl\nr = rlm_query('sub question')\nFINAL_VAR('r')\n```"
+    result, events, _ = run(runner, "q", [code], sub_rules=[{"match": "sub question", "text": "plain"}], context="c", max_depth=0)
+    assert result.final_response == "plain"
+    assert [e.data["kind"] for e in events if e.type == "sub_call"] == ["rlm_query(max_depth: plain llm_query)"]
+
+
+# ---------------------------------------------------------------- the sandbox under the loop
+
+
+def test_worker_crash_mid_run_is_reported_and_the_run_goes_on(runner):
+    result, events, root = run(runner, "q", ["```repl\nimport os\nos._exit(3)\n```",
+                                             "```repl\nFINAL(str(len(context)))\n```"], context="abcd")  # fmt: skip
+    assert result.final_response == "4"
+    block = [e for e in events if e.type == "step"][0].data["observation"]["blocks"][0]
+    assert block.get("restarted")
+
+
+def test_history_compaction_keeps_the_last_turns(runner, tmp_path):
+    loaded = load_settings(environ={"HOME": str(tmp_path), "RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "1024",
+                                    "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"},
+                           cwd=tmp_path, host=runner.host)  # fmt: skip
+    compacting = RLMRunner(settings=loaded, host=runner.host, home=tmp_path / ".rlm")
+    noisy = "```repl\nprint('x' * 3000)\n```"
+    root = ScriptedConnector.from_responses([noisy, noisy, noisy, "FINAL(done)"],
+                                            rules=[{"match": "Summarise the work so far", "text": "SUMMARY-1"}])  # fmt: skip
+    events = []
+    result = compacting.run_task("q", context="c", sandbox="process", connectors={"root": root}, on_event=events.append)
+    assert result.completed
+    assert any(e.type == "compaction" for e in events)
+    last_prompt = root.calls[-1]
+    assert any("SUMMARY-1" in m["content"] for m in last_prompt)
+
+
+# ---------------------------------------------------------------- the generic environment
+
+
+def test_generic_environment_rewards_and_final(runner):
+    replies = [
+        json.dumps({"action": "run_python", "code": "x = 6 * 7\nprint(x)"}),
+        json.dumps({"action": "run_python", "code": "1/0"}),
+        json.dumps({"action": "run_python", "code": "import sys\nsys.stderr.write('warn')\nprint(x)"}),
+        "```json\n" + json.dumps({"action": "final", "final_response": "42", "done": True}) + "\n```",
+    ]
+    result, events, _ = run(runner, "compute", replies, environment="generic")
+    rewards = [e.data["reward"] for e in events if e.type == "step"]
+    assert rewards == pytest.approx([0.8, -0.2, 0.7, 1.0])
+    assert result.final_response == "42" and result.environment == "generic"
+
+
+def test_generic_delegate_and_the_cycle_guard(runner):
+    delegate_same = json.dumps({"action": "delegate", "task": "solve it"})
+    final = json.dumps({"action": "final", "final_response": "done"})
+    # root run: task "solve it" delegates "solve it" again → refused by the cycle guard
+    result, events, _ = run(runner, "solve it", [delegate_same, final], environment="generic")
+    step = [e for e in events if e.type == "step"][0].data
+    assert step["observation"]["children"][0]["status"] == "blocked_by_cycle_guard"
+    assert step["reward"] == pytest.approx(-0.25)
+    assert result.final_response == "done"
+
+
+def test_generic_delegate_runs_a_child(runner):
+    root = ScriptedConnector.from_responses(
+        [json.dumps({"action": "delegate", "task": "child task"}), json.dumps({"action": "final", "final_response": "ok"})],
+        rules=[{"match": "Task: child task", "text": json.dumps({"action": "final", "final_response": "child answer"})}],
+    )
+    events = []
+    result = runner.run_task("parent", environment="generic", sandbox="process", connectors={"root": root}, on_event=events.append)
+    step = [e for e in events if e.type == "step" and e.depth == 0][0].data
+    assert step["observation"]["children"][0]["answer"] == "child answer"
+    assert result.completed
+
+
+def test_unknown_names_fail_before_any_model_call(runner):
+    from rlm_host.errors import ConfigError, UnknownComponentError
+
+    with pytest.raises(UnknownComponentError, match="unknown environment 'pure'"):
+        run(runner, "q", ["x"], environment="pure")
+    with pytest.raises(UnknownComponentError, match="unknown framework 'dspy'"):
+        run(runner, "q", ["x"], framework="dspy")
+    with pytest.raises(ConfigError, match="no secure sandbox"):
+        run(runner, "q", ["x"], sandbox="auto")
+    with pytest.raises(ConfigError, match="max_steps"):
+        run(runner, "q", ["x"], max_steps=0)
+
+
+def test_scripted_model_errors_are_model_errors():
+    with pytest.raises(ModelError):
+        ScriptedConnector.from_responses([]).complete([{"role": "user", "content": "x"}])
