@@ -172,11 +172,15 @@ class ProviderSpec(Component):
     """An LLM provider, addressed in model strings as ``provider:model``.
 
     ``key_env`` lists the environment variables that may hold its API key (checked, never printed).
+    ``--model auto`` takes the first provider with ``default_model`` whose key is set, else the first
+    keyless one that is ready (the embedded local model).
     """
 
     kind: ClassVar[str] = "provider"
 
     key_env: tuple[str, ...] = ()
+    default_model: str = ""  # what ``--model auto`` runs when it picks this provider
+    default_notice: str = ""  # said to the user when auto picks it (e.g. "a tiny local model: …")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -36,6 +36,8 @@ class LiveView:
         label = "run" if event.depth == 0 else "child run"
         self._print(f"{indent}▶ {label} {event.run_id}  env={data['environment']} model={data['model']} "
                     f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
+        for notice in data.get("notices", []):
+            self._print(f"{indent}! {notice}", "yellow")
 
     def _on_step(self, event: RunEvent, indent: str) -> None:
         data = event.data

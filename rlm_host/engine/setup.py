@@ -18,7 +18,7 @@ from rlm_host.engine.rewards import RewardProfile
 from rlm_host.errors import ConfigError, RlmError, UnknownComponentError
 from rlm_host.events import EventBus
 from rlm_host.llm.protocol import ModelConnector, ModelOptions
-from rlm_host.llm.resolve import resolve_connector
+from rlm_host.llm.resolve import auto_model, resolve_connector
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
 
 NATIVE_FRAMEWORK = "native"
@@ -41,6 +41,7 @@ class RunPlan:
     sub_connector: ModelConnector
     sinks: list[tuple[str, Any]]
     make_connector: Callable[[str], ModelConnector]
+    notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
     _connectors: dict[str, ModelConnector] = field(default_factory=dict)
 
     @property
@@ -83,6 +84,7 @@ class RunPlan:
             "sandbox": self.sandbox_name,
             "settings": self.run.model_dump(mode="json"),
             "context": context_meta,
+            "notices": list(self.notices),
         }
 
 
@@ -100,6 +102,10 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any],
         return resolve_connector(model, host=host, settings=loaded, options=options_for_models)
 
     given = connectors or {}
+    notices = []
+    if "root" not in given and run.model == "auto":
+        run.model, notice = auto_model(host)
+        notices += [notice] if notice else []
     root = given.get("root") or make_connector(run.model)
     sub = given.get("sub") or (make_connector(run.sub_model) if run.sub_model else root)
     from rlm_host.trajectory.store import new_run_id
@@ -111,7 +117,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any],
         sandbox_name=sandbox_spec.name, sandbox_factory=sandbox_spec.load(),
         sandbox_settings=loaded.component("sandbox", sandbox_spec.name),
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
-        make_connector=make_connector,
+        make_connector=make_connector, notices=notices,
     )  # fmt: skip
 
 

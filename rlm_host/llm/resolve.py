@@ -26,14 +26,26 @@ def split_model_string(model: str) -> tuple[str, str]:
     return provider, name
 
 
-def auto_model(environ: Optional[dict[str, str]] = None) -> str:
-    """What ``--model auto`` means here: the configured OpenAI(-compatible) endpoint, if any."""
+def auto_model(host: "PluginHost", environ: Optional[dict[str, str]] = None) -> tuple[str, str]:
+    """What ``--model auto`` means here, and a notice for the user (empty when nothing needs saying).
+
+    A configured OpenAI(-compatible) endpoint wins; then any provider whose API key is set; then the first
+    ready provider that needs no key (the embedded local model).
+    """
     env = os.environ if environ is None else environ
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
-        return f"openai:{env.get('RLM_OPENAI_MODEL') or DEFAULT_OPENAI_MODEL}"
+        return f"openai:{env.get('RLM_OPENAI_MODEL') or DEFAULT_OPENAI_MODEL}", ""
+    candidates = [spec for spec in host.providers() if spec.default_model]
+    for spec in candidates:
+        if spec.key_env and any(env.get(name) for name in spec.key_env):
+            return f"{spec.name}:{spec.default_model}", spec.default_notice
+    for spec in candidates:
+        if not spec.key_env and spec.readiness().ok:
+            return f"{spec.name}:{spec.default_model}", spec.default_notice
     raise ConfigError(
         "no model configured",
-        hint="set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), or pass --model provider:model",
+        hint="set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), install a local model provider "
+        "(rlm-provider-llamacpp), or pass --model provider:model",
     )
 
 
@@ -46,7 +58,7 @@ def resolve_connector(
 ) -> ModelConnector:
     """A ready connector for ``model`` (``auto`` resolved), built by its provider plugin."""
     if model == "auto":
-        model = auto_model()
+        model, _ = auto_model(host)
     provider_name, model_name = split_model_string(model)
     spec = host.providers().get(provider_name)
     factory = spec.load()

@@ -1,0 +1,139 @@
+"""``rlm run`` as a user runs it: the console script, real files, a real HTTP model server on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.openai_server import OpenAIServer, answer
+
+NEEDLE = "The magic number is 4217."
+FIND_AND_CHECK = (
+    "```repl\nimport re\nm = re.search(r'magic number is (\\d+)', context)\nanswer = m.group(1)\n"
+    "check = llm_query('Is ' + answer + ' a number? Answer yes or no.')\nprint(answer, check)\n```"
+)
+
+
+def write_haystack(path: Path, chars: int) -> Path:
+    filler = "the quick brown fox jumps over the lazy dog "
+    with path.open("w") as handle:
+        half = chars // 2
+        for size in (half, chars - half):
+            written = 0
+            while written < size:
+                piece = filler[: min(len(filler), size - written)]
+                handle.write(piece)
+                written += len(piece)
+            if size == half:
+                handle.write(NEEDLE)
+    return path
+
+
+def write_script(path: Path, responses: list, rules: list | None = None) -> Path:
+    path.write_text(json.dumps({"responses": responses, "rules": rules or []}))
+    return path
+
+
+@pytest.fixture
+def work(isolated_env) -> Path:
+    return Path(isolated_env["WORK"])
+
+
+def test_run_json_with_a_scripted_model(rlm, work):
+    write_haystack(work / "hay.txt", 50_000)
+    write_script(work / "root.json", [FIND_AND_CHECK, "FINAL_VAR(answer)"], [{"match": "a number", "text": "yes"}])
+    result = rlm("run", "What is the magic number?", "--context", "hay.txt", "--model", "scripted:root.json",
+                 "--sandbox", "process", "--json", plugins=[])  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["completed"] and run["final_response"] == "4217" and run["steps"] == 2
+    assert run["usage"]["sub"]["calls"] == 1
+    assert "── step 1 · run_code" in result.stderr  # the live view goes to stderr
+    assert Path(work / run["trajectory_path"]).is_file()
+
+
+def test_context_from_stdin_and_from_a_directory(rlm, work):
+    write_script(work / "s.json", ["```repl\nFINAL(str(len(context)))\n```"])
+    result = rlm("run", "size?", "--context", "-", "--model", "scripted:s.json", "--sandbox", "process", "-q",
+                 plugins=[], input="12345")  # fmt: skip
+    assert result.stdout.strip() == "5"
+    docs = work / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.txt").write_text("alpha")
+    (docs / "sub" / "b.md").write_text("beta")
+    (docs / ".hidden").write_text("never")
+    write_script(work / "d.json", ["```repl\nFINAL(', '.join(list_files()) + ' / ' + load_file('sub/b.md'))\n```"])
+    result = rlm("run", "files?", "--context", "docs", "--model", "scripted:d.json", "--sandbox", "process", "-q",
+                 plugins=[])  # fmt: skip
+    assert result.stdout.strip() == "a.txt, sub/b.md / beta"
+
+
+def test_json_context_file_loads_as_an_object(rlm, work):
+    (work / "data.json").write_text(json.dumps({"items": [3, 4]}))
+    write_script(work / "s.json", ["```repl\nFINAL(sum(context['items']))\n```"])
+    result = rlm("run", "sum?", "-c", "data.json", "--model", "scripted:s.json", "--sandbox", "process", "-q", plugins=[])
+    assert result.stdout.strip() == "7"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--context", "missing.txt"], "error: context file not found: missing.txt"),
+        (["--env", "pure"], "error: unknown environment 'pure' (did you mean 'pure_rlm'?)"),
+        (["--sandbox", "auto"], "error: no secure sandbox is installed and ready"),
+        (["--max-steps", "0"], "error: invalid run option: max_steps"),
+        (["--model", "nocolon"], "error: model 'nocolon' is not of the form provider:model"),
+        (["--model", "scripted:absent.json"], "absent.json"),
+    ],
+)
+def test_bad_input_is_one_clear_error(rlm, work, args, message):
+    base = ["run", "q", "--model", "scripted:none.json", "--sandbox", "process"]
+    result = rlm(*base, *args, plugins=[])
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_no_model_configured(rlm, work):
+    result = rlm("run", "q", "--sandbox", "process", plugins=[], env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    assert result.returncode == 2
+    assert "error: no model configured" in result.stderr and "hint: set OPENAI_API_KEY" in result.stderr
+
+
+def test_incomplete_run_exits_1_with_the_synthesised_answer(rlm, work):
+    write_script(work / "s.json", ["```repl\nprint(1)\n```", "my best guess"])
+    result = rlm("run", "q", "--model", "scripted:s.json", "--sandbox", "process", "--max-steps", "1", "--json", plugins=[])
+    assert result.returncode == 1
+    run = json.loads(result.stdout)
+    assert run["termination_reason"] == "max_steps" and run["final_response"] == "my best guess"
+
+
+def haystack_over_http(rlm, work: Path, chars: int) -> dict:
+    hay = write_haystack(work / f"hay_{chars}.txt", chars)
+    with OpenAIServer() as server:
+        server.push(answer(FIND_AND_CHECK, prompt_tokens=900), answer("yes"), answer("FINAL_VAR(answer)"))
+        result = rlm("run", "What is the magic number?", "--context", str(hay), "--model", "openai:test-model",
+                     "--base-url", server.url, "--sandbox", "process", "--json", plugins=[],
+                     env={"OPENAI_API_KEY": ""})  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        root_prompts = [json.dumps(body) for body in server.bodies]
+    assert all(NEEDLE not in prompt for prompt in root_prompts)
+    assert max(len(p) for p in root_prompts) < 20_000
+    run = json.loads(result.stdout)
+    assert run["final_response"] == "4217" and run["usage"]["root"]["prompt_tokens"] > 0
+    replay = rlm("replay", run["run_id"], "--no-interactive", plugins=[])
+    assert replay.returncode == 0 and "FINAL_VAR(answer)" in replay.stdout and "4217" in replay.stdout
+    return run
+
+
+@pytest.mark.parametrize("chars", [1_000_000, 10_000_000])
+def test_haystack_through_an_openai_compatible_server(rlm, work, chars):
+    haystack_over_http(rlm, work, chars)
+
+
+@pytest.mark.slow
+def test_100mb_haystack_through_an_openai_compatible_server(rlm, work):
+    run = haystack_over_http(rlm, work, 100_000_000)
+    assert run["steps"] == 2
