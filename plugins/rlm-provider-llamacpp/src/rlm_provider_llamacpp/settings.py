@@ -1,0 +1,26 @@
+"""``[provider.llamacpp]`` in rlm.toml: how local models are loaded and sampled."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_N_CTX = 8192
+
+
+class LlamaCppSettings(BaseModel):
+    """Settings of the ``llamacpp`` provider; ``--max-tokens``-style model options given in code win over them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_ctx: int = Field(
+        DEFAULT_N_CTX, ge=256, description="context window in tokens (capped at the model's training context)"
+    )
+    n_threads: Optional[int] = Field(None, ge=1, description="CPU threads (default: the CPUs this process may use)")
+    max_tokens: int = Field(512, ge=1, description="most tokens generated per answer")
+    temperature: float = Field(0.2, ge=0, description="sampling temperature")
+    seed: int = Field(0, ge=0, description="sampling seed, fixed so that runs repeat")
+    model_dir: Optional[str] = Field(
+        None, description="directory where relative model names are looked up (llamacpp:NAME[.gguf])"
+    )
