@@ -56,7 +56,7 @@ def test_template_copies_renames_installs_and_passes_its_own_tests(tmp_path):
     env.update(PYTHONPATH=str(target), RLM_STRICT_PLUGINS="1", RLM_PLUGINS="rlm-sink-acme")
     listing = subprocess.run([RLM_SCRIPT, "plugins", "list", "--json"], capture_output=True, text=True, env=env)
     assert listing.returncode == 0, listing.stderr
-    (entry,) = json.loads(listing.stdout)
+    (entry,) = [e for e in json.loads(listing.stdout) if e["status"] != "disabled"]  # other plugins: not selected
     assert entry["name"] == "rlm-sink-acme" and entry["status"] == "ok"
     assert entry["provides"] == {"check": ["sink-acme-host"], "command": ["sink-acme"]}
     info = subprocess.run([RLM_SCRIPT, "sink-acme", "info"], capture_output=True, text=True, env=env)

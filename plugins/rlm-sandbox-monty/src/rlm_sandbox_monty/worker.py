@@ -1,0 +1,159 @@
+"""One sandbox session's Monty resources: a one-worker pool, the checked-out session and its step timer.
+
+``MontyWorker`` knows nothing of the REPL protocol; it opens a session (restoring the host-set variables in
+one feed), tells whether its worker process is alive, kills it, discards the session and closes everything.
+``pydantic_monty`` is imported here on first use, so a missing installation is a ``SandboxError`` with the
+install hint rather than an import failure of the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from rlm_host.sandbox.protocol import SandboxError, SandboxLimits
+from rlm_host.sandbox.worker import to_jsonable
+
+from rlm_sandbox_monty import INSTALL_HINT
+from rlm_sandbox_monty.settings import MontySettings
+from rlm_sandbox_monty.timer import StepTimer
+
+MIB = 1024 * 1024
+_monty: Any = None
+
+
+def load_monty() -> Any:
+    """The ``pydantic_monty`` module; SandboxError with the install hint if it cannot be imported."""
+    global _monty
+    if _monty is None:
+        try:
+            import pydantic_monty
+        except ImportError as exc:
+            raise SandboxError(f"Monty is not available ({exc}); install it: {INSTALL_HINT}") from None
+        _monty = pydantic_monty
+    return _monty
+
+
+def to_data(value: Any, _depth: int = 0) -> Any:
+    """A value from Monty as JSON-compatible data; instances of sandbox classes become ``Name(a=1)`` text."""
+    monty = load_monty()
+    if isinstance(value, monty.MontyClassProxy):
+        fields = ", ".join(f"{k}={v!r}" for k, v in value.attributes.items())
+        return f"{value.name}({fields})"
+    if _depth < 100:
+        if isinstance(value, (list, tuple)):
+            return [to_data(v, _depth + 1) for v in value]
+        if isinstance(value, dict):
+            return {(k if isinstance(k, str) else str(k)): to_data(v, _depth + 1) for k, v in value.items()}
+    return to_jsonable(value)
+
+
+class MontyWorker:
+    """The pool, the current session and its worker's pid; ``timer`` keeps the step time limit."""
+
+    def __init__(self, settings: MontySettings, limits: SandboxLimits) -> None:
+        self.settings = settings
+        self.limits = limits
+        self.pool: Any = None
+        self.session: Any = None
+        self.pid: int | None = None
+        self.timer = StepTimer()
+        self.backstop = settings.request_timeout or limits.exec_timeout + 60  # the pool's per-turn deadline
+
+    def _start_pool(self) -> None:
+        monty = load_monty()
+        try:
+            pool = monty.Monty(
+                binary_path=self.settings.binary_path, min_processes=1, max_processes=1,
+                checkout_timeout=self.settings.start_timeout, request_timeout=self.backstop,
+            )  # fmt: skip
+            pool.__enter__()
+        except Exception as exc:
+            raise SandboxError(f"Monty could not be started: {exc}. Install or repair it: {INSTALL_HINT}") from None
+        self.pool = pool
+
+    def open(self, host_vars: dict[str, Any]) -> None:
+        """Check out a fresh session, limit its worker and bind the host-set variables in it."""
+        if self.pool is None:
+            self._start_pool()
+        monty = load_monty()
+        limits = {
+            "max_memory": self.limits.memory_mb * MIB,
+            "max_recursion_depth": self.settings.max_recursion_depth,
+            "max_suspensions": self.settings.max_host_calls,
+        }
+        try:
+            session = self.pool.checkout(limits=limits)
+            session.__enter__()
+        except Exception as exc:
+            raise SandboxError(f"no Monty worker could be started: {exc}. {INSTALL_HINT}") from None
+        self.session, self.pid = session, session.worker_pid
+        self._limit_address_space()
+        if host_vars:
+            try:
+                session.feed_run("pass", inputs=dict(host_vars))
+            except monty.MontyError as exc:
+                self.discard()
+                raise SandboxError(f"restoring the sandbox's variables failed: {exc}") from None
+
+    def renew(self) -> None:
+        """The same namespace in a new checkout (Monty's per-session count of host calls starts again)."""
+        state = self.session.dump()
+        self.discard()
+        self.open({})
+        self.session.load_session(state)
+
+    def _limit_address_space(self) -> None:
+        """Defence in depth: the worker's address space is capped a little above Monty's heap limit."""
+        headroom = self.settings.os_memory_headroom_mb
+        if headroom is None or self.pid is None:
+            return
+        try:
+            import resource
+
+            limit = (self.limits.memory_mb + headroom) * MIB
+            resource.prlimit(self.pid, resource.RLIMIT_AS, (limit, limit))
+        except (ImportError, AttributeError, OSError, ValueError):
+            pass  # not Linux, or not allowed: Monty's own heap limit still applies
+
+    def alive(self) -> bool:
+        """Whether the session's worker process still runs (always True where /proc is missing)."""
+        if self.pid is None:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        except (OSError, IndexError):
+            return True
+        return state not in (b"Z", b"X")
+
+    def kill(self) -> None:
+        """Kill the worker now (the blocked feed then raises MontyCrashedError)."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def discard(self) -> None:
+        """Give up the session (its worker goes back to, or is replaced by, the pool)."""
+        session, self.session, self.pid = self.session, None, None
+        if session is not None:
+            try:
+                session.__exit__(None, None, None)
+            except Exception:
+                pass  # a crashed session has nothing left to release
+
+    def close(self) -> None:
+        """Discard the session, stop the pool and the timer (idempotent; also run by a finalizer)."""
+        self.discard()
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            try:
+                pool.__exit__(None, None, None)
+            except Exception:
+                pass
+        self.timer.stop()

@@ -1,0 +1,154 @@
+"""The monty runtime as users meet it: registered through its entry point, chosen by default, driving real runs
+of the engine with scripted models (the fixture pattern of the host's tests/test_engine.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pydantic_monty")
+
+from rlm_host.config import load_settings  # noqa: E402
+from rlm_host.engine.runner import RLMRunner  # noqa: E402
+from rlm_host.environments.pure_rlm.repl import HELPERS_SOURCE  # noqa: E402
+from rlm_host.errors import ConfigError  # noqa: E402
+from rlm_host.llm.scripted import ScriptedConnector  # noqa: E402
+from rlm_host.plugins.host import PluginHost  # noqa: E402
+
+from rlm_sandbox_monty.runtime import MontySandbox  # noqa: E402
+
+PLUGIN = "rlm-sandbox-monty"
+NEEDLE = "The magic number is 4217."
+FIND_NEEDLE = (
+    "```repl\nidx = context.find('magic number')\nanswer = llm_query('Extract the number: ' + context[idx:idx+40])\n"
+    "print(answer)\n```"
+)
+
+
+def haystack(chars: int) -> str:
+    filler = "lorem ipsum dolor sit amet "
+    body = (filler * (chars // len(filler) + 1))[:chars]
+    return body[: chars // 2] + NEEDLE + body[chars // 2:]
+
+
+@pytest.fixture
+def runner(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
+    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
+    return RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+
+
+def run(runner, task, root, *, sub=(), sub_rules=(), context=None, **options):
+    """Run with scripted models in the monty sandbox; returns (result, events, root connector)."""
+    events = []
+    root_model = ScriptedConnector.from_responses(root, name="scripted:root")
+    sub_model = ScriptedConnector.from_responses(sub, rules=sub_rules, name="scripted:sub")
+    options.setdefault("sandbox", "monty")
+    result = runner.run_task(
+        task, context=context, connectors={"root": root_model, "sub": sub_model}, on_event=events.append, **options
+    )
+    return result, events, root_model
+
+
+def test_registered_ready_and_listed():
+    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN}).collect_all()
+    dist = next(d for d in host.distributions if d.name == PLUGIN)
+    assert dist.status == "ok", dist.errors
+    assert dist.provides == {"sandbox": ["monty"]}
+    spec = host.sandboxes().get("monty")
+    assert spec.security_boundary and spec.readiness().ok
+    command = [str(Path(sys.executable).with_name("rlm")), "plugins", "list", "--json"]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RLM_")}, "RLM_PLUGINS": PLUGIN}
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    listed = {d["name"]: d for d in json.loads(out.stdout)}
+    assert listed[PLUGIN]["status"] == "ok" and listed[PLUGIN]["provides"] == {"sandbox": ["monty"]}
+
+
+def test_settings_section_is_validated(tmp_path):
+    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
+    (tmp_path / "rlm.toml").write_text("[sandbox.monty]\nmax_recursion_depth = 300\n")
+    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
+    assert loaded.component("sandbox", "monty").max_recursion_depth == 300
+    (tmp_path / "rlm.toml").write_text("[sandbox.monty]\nmax_recursion_dept = 300\n")
+    with pytest.raises(ConfigError, match="did you mean 'max_recursion_depth'"):
+        load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
+
+
+def test_helpers_run_in_monty():
+    with MontySandbox() as session:
+        session.set_variable("context", ["first doc", "second doc"])
+        session.set_variable("context_names", ["a.txt", "b.txt"])
+        assert session.execute(HELPERS_SOURCE).ok
+        result = session.execute(
+            "print(chunk_indices(10, 4, 1))\nprint(chunk_text('abcdefghij', 4))\n"
+            "print(list_files(), load_file('b.txt'))\n"
+            "try:\n    load_file('c.txt')\nexcept KeyError as e:\n    print('missing:', e)"
+        )
+        assert result.ok, result.error
+        lines = result.stdout.splitlines()
+        assert lines[0] == "[(0, 4), (3, 7), (6, 10)]"
+        assert lines[1] == "['abcd', 'efgh', 'ij']"
+        assert lines[2] == "['a.txt', 'b.txt'] second doc"
+        assert lines[3].startswith("missing:") and "no file named 'c.txt'" in lines[3]
+        assert session.execute("chunk_indices(10, 0)").error.startswith("ValueError: need chunk_size > 0")
+
+
+def test_finds_the_needle_with_a_sub_call(runner):
+    rules = [{"match": "Extract the number", "text": "4217"}]
+    result, events, root = run(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL_VAR(answer)"],
+                               sub_rules=rules, context=haystack(200_000))  # fmt: skip
+    assert result.completed and result.final_response == "4217", result.error
+    assert result.sandbox == "monty" and result.steps == 2 and result.usage.sub.calls == 1
+    system = root.calls[0][0]["content"]
+    assert "Monty" in system and "class inheritance" in system  # the python notes reach the model
+
+
+def test_monty_is_the_default_sandbox(runner):
+    result, _, _ = run(runner, "q", ["```repl\nFINAL(str(len(context)))\n```"], context="abcd", sandbox="auto")
+    assert result.sandbox == "monty" and result.final_response == "4"
+
+
+def test_a_10_mb_context_runs_with_a_flat_prompt(runner):
+    sizes = {}
+    for chars in (1_000, 10_000_000):
+        result, _, root = run(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL(4217)"],
+                              sub_rules=[{"match": ".", "text": "4217"}], context=haystack(chars))  # fmt: skip
+        assert result.final_response == "4217", result.error
+        prompts = ["".join(m["content"] for m in call) for call in root.calls]
+        assert all(NEEDLE not in p for p in prompts)
+        sizes[chars] = len(prompts[0])
+    assert abs(sizes[10_000_000] - sizes[1_000]) < 40, sizes
+
+
+def test_documents_context_and_submit(runner):
+    docs = ["first doc", "second doc mentions 4217"]
+    code = "```repl\nprint(len(context), list_files())\nSUBMIT(answer=load_file('document_1'))\n```"
+    result, _, _ = run(runner, "Which doc?", [code], context=docs)
+    assert result.final_response == "second doc mentions 4217"
+
+
+def test_rlm_query_runs_a_child_in_its_own_monty_session(runner):
+    parent_code = "```repl\nr = rlm_query('Count the words', context='a b c')\nprint(r)\nFINAL_VAR('r')\n```"
+    child_reply = "```repl\nFINAL(str(len(context.split())))\n```"
+    root = ScriptedConnector.from_responses([parent_code], rules=[{"match": "Count the words", "text": child_reply}])
+    events = []
+    result = runner.run_task("q", context="ctx", sandbox="monty", connectors={"root": root},
+                             on_event=events.append)  # fmt: skip
+    assert result.final_response == "3", result.error
+    assert [e for e in events if e.type == "final" and e.depth == 1]
+
+
+def test_a_step_that_times_out_is_reported_and_the_run_goes_on(runner):
+    result, events, root = run(runner, "q", ["```repl\nmine = 1\nwhile True:\n    pass\n```",
+                                             "```repl\nFINAL(str(len(context)))\n```"],
+                               context="abcd", exec_timeout=1.0)  # fmt: skip
+    assert result.final_response == "4"
+    block = [e for e in events if e.type == "step"][0].data["observation"]["blocks"][0]
+    assert block.get("timed_out") and block.get("restarted")
+    assert "time limit" in root.calls[1][-1]["content"]
