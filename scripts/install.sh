@@ -18,6 +18,17 @@ for dir in plugins/*/; do
   case "$(basename "$dir")" in _*) continue ;; esac  # _template is copied, not installed
   packages+=(-e "$dir")
 done
+# rlm-provider-llamacpp depends on llama-cpp-python, which pip builds from source (≈ 5 min on 2 cores; once:
+# pip leaves an installed llama-cpp-python alone, so re-running this script does not rebuild it). Its default
+# build uses -march=native, which crashes on machines whose CPU advertises AVX-512/AMX that does not work; these
+# flags build a portable AVX2 binary instead. CMAKE_ARGS only affects source builds (a prebuilt wheel ignores it);
+# set it yourself to build differently (e.g. -DGGML_CUDA=on). Note pip's wheel cache does not key on CMAKE_ARGS:
+# after a bad build, `pip cache remove llama_cpp_python` before re-installing.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
+if [ -d plugins/rlm-provider-llamacpp ] && ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
+  echo "building llama-cpp-python from source for rlm-provider-llamacpp (takes a few minutes, once)…"
+fi
 "${pip[@]}" install --quiet "${packages[@]}"
 "${pip[@]}" check
 echo "installed into .venv: $(.venv/bin/rlm --version | tr '\n' ' ')"

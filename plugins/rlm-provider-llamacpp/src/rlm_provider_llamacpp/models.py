@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import struct
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, BinaryIO, Optional
 
 from rlm_host.llm.protocol import ModelError
@@ -105,12 +106,11 @@ def _read_value(stream: BinaryIO, kind: int, keep: bool) -> Any:
     raise ValueError(f"unknown GGUF value type {kind}")
 
 
-def gguf_metadata(path: Path, wanted: Optional[set[str]] = None) -> dict[str, Any]:
-    """Key/value metadata from a GGUF file's header (arrays skipped); stops early once ``wanted`` are all found.
+def iter_gguf_metadata(path: Path) -> Iterator[tuple[str, Any]]:
+    """Key/value pairs of a GGUF file's header, in file order; array values are skipped (yielded as None).
 
     Raises ValueError when the file is not GGUF or the header is malformed.
     """
-    found: dict[str, Any] = {}
     with open(path, "rb") as stream:
         if stream.read(4) != GGUF_MAGIC:
             raise ValueError(f"{path} is not a GGUF file")
@@ -120,22 +120,32 @@ def gguf_metadata(path: Path, wanted: Optional[set[str]] = None) -> dict[str, An
         _read(stream, "Q")  # tensor count
         for _ in range(_read(stream, "Q")):
             key = _read_string(stream)
-            value = _read_value(stream, _read(stream, "I"), keep=False)
-            if value is not None:
-                found[key] = value
-            if wanted and wanted <= found.keys():
-                break
-    return found
+            yield key, _read_value(stream, _read(stream, "I"), keep=False)
+
+
+def gguf_metadata(path: Path) -> dict[str, Any]:
+    """The scalar and string metadata of a GGUF file (arrays such as the vocabulary left out)."""
+    return {key: value for key, value in iter_gguf_metadata(path) if value is not None}
 
 
 def training_context(path: Path) -> Optional[int]:
-    """The context length the model was trained with (``<architecture>.context_length``), None if unknown."""
+    """The context length the model was trained with (``<architecture>.context_length``), None if unknown.
+
+    Reads only as far into the header as needed (the vocabulary usually comes after).
+    """
+    arch: Optional[str] = None
+    lengths: dict[str, Any] = {}
     try:
-        meta = gguf_metadata(path)
+        for key, value in iter_gguf_metadata(path):
+            if key == "general.architecture":
+                arch = str(value)
+            elif key.endswith(".context_length"):
+                lengths[key] = value
+            if arch and f"{arch}.context_length" in lengths:
+                break
     except (OSError, ValueError):
         return None
-    arch = meta.get("general.architecture")
-    value = meta.get(f"{arch}.context_length") if arch else None
+    value = lengths.get(f"{arch}.context_length")
     return int(value) if isinstance(value, int) and value > 0 else None
 
 

@@ -20,7 +20,15 @@ class LlamaCppSettings(BaseModel):
     n_threads: Optional[int] = Field(None, ge=1, description="CPU threads (default: the CPUs this process may use)")
     max_tokens: int = Field(512, ge=1, description="most tokens generated per answer")
     temperature: float = Field(0.2, ge=0, description="sampling temperature")
+    repeat_penalty: float = Field(
+        1.1, ge=1.0, description="penalty on recently generated tokens (1.0: none); small models loop without it"
+    )
     seed: int = Field(0, ge=0, description="sampling seed, fixed so that runs repeat")
+    prefix_cache: bool = Field(
+        False,
+        description="reuse the previous call's evaluated prompt prefix: faster for long growing prompts, "
+        "but answers then depend on earlier calls",
+    )
     model_dir: Optional[str] = Field(
         None, description="directory where relative model names are looked up (llamacpp:NAME[.gguf])"
     )

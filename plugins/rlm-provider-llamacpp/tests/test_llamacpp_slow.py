@@ -1,0 +1,164 @@
+"""The real SmolLM2-135M model: in-process, behind llama.cpp's OpenAI-compatible server, and inside an RLM run.
+
+Marked slow (they need the llama-cpp-python build and load a ~100 MB model); answers are kept short so the whole
+file runs in well under a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+from rlm_host.config import load_settings
+from rlm_host.engine.runner import RLMRunner
+from rlm_host.llm.openai_provider import OpenAIConnector
+from rlm_host.llm.protocol import ModelError, ModelOptions
+from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.plugins.host import PluginHost
+
+from rlm_provider_llamacpp.connector import LlamaCppConnector, create
+from rlm_provider_llamacpp.models import bundled_path
+
+pytestmark = pytest.mark.slow
+
+MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant. Answer briefly."},
+    {"role": "user", "content": "What is the capital of France?"},
+]
+SERVER_START_LIMIT = 120.0  # seconds
+
+
+@pytest.fixture(scope="module")
+def local() -> LlamaCppConnector:
+    """The embedded model, loaded in this process, answering at most 24 tokens."""
+    connector = create("smollm2", ModelOptions(max_tokens=24))
+    connector.load()
+    return connector
+
+
+# ------------------------------------------------------------------------------ in-process
+
+
+def test_in_process_chat_answers_with_real_token_counts(local):
+    result = local.complete(MESSAGES)
+    assert result.text and result.text.strip(), result
+    assert result.prompt_tokens > 10 and 0 < result.completion_tokens <= 24
+    assert result.finish_reason in ("stop", "length") and result.seconds > 0
+    assert result.model == "smollm2" and "malformed" not in result.raw
+    again = local.complete(MESSAGES)
+    assert again.text == result.text  # fixed seed: the same question gets the same answer
+
+
+def test_connectors_of_one_model_share_it_and_concurrent_calls_are_serialised(local):
+    other = create("smollm2", ModelOptions(max_tokens=8))
+    assert other.load() is local.load()
+    results: list = []
+    threads = [
+        threading.Thread(target=lambda c=c: results.append(c.complete(MESSAGES))) for c in (local, other, local)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(results) == 3 and all(r.completion_tokens > 0 for r in results)
+
+
+def test_timeout_and_over_long_prompt_are_model_errors(local):
+    with pytest.raises(ModelError, match="no answer within"):
+        local.complete(MESSAGES, timeout=0.001)
+    too_long = [{"role": "user", "content": "apple " * 9000}]
+    with pytest.raises(ModelError, match="context window") as info:
+        local.complete(too_long)
+    assert "n_ctx" in info.value.hint
+    assert local.complete(MESSAGES).completion_tokens > 0  # still usable afterwards
+
+
+# ------------------------------------------------------------------------------ OpenAI-compatible server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    """``python -m llama_cpp.server`` with the embedded model on a free loopback port; its base URL."""
+    port = free_port()
+    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+")
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_path()),
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+    ]  # fmt: skip
+    started = time.monotonic()
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"llama_cpp.server exited with {process.returncode}:\n{log.read()[-3000:]}")
+            if time.monotonic() - started > SERVER_START_LIMIT:
+                pytest.fail(f"llama_cpp.server not ready within {SERVER_START_LIMIT:g} s")
+            try:
+                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.2)
+        print(f"llama_cpp.server ready in {time.monotonic() - started:.1f} s")
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        log.close()
+
+
+def test_builtin_openai_provider_against_a_real_llama_cpp_server(llama_server):
+    connector = OpenAIConnector("smollm2", ModelOptions(base_url=llama_server, max_tokens=24, temperature=0.2))
+    try:
+        result = connector.complete(MESSAGES)
+    finally:
+        connector.close()
+    assert result.text and result.text.strip(), result
+    assert result.prompt_tokens > 10 and 0 < result.completion_tokens <= 24
+    assert result.finish_reason in ("stop", "length") and "malformed" not in result.raw
+
+
+# ------------------------------------------------------------------------------ an RLM run
+
+
+def test_pure_rlm_run_whose_llm_query_reaches_the_real_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    host = PluginHost(environ={"RLM_PLUGINS": ""})
+    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
+    runner = RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+    root = ScriptedConnector.from_responses(
+        [
+            "```repl\nanswer = llm_query('In one word, what colour is the sky? Context: ' + context[:60])\n"
+            "print(repr(answer))\n```",
+            "FINAL_VAR(answer)",
+        ],
+        name="scripted:root",
+    )
+    sub = create("smollm2", ModelOptions(max_tokens=16))
+    result = runner.run_task(
+        "What colour is the sky?",
+        context="A note about the weather: the sky is blue on a clear day.",
+        connectors={"root": root, "sub": sub},
+        sandbox="process",
+    )
+    assert result.completed and result.termination_reason == "final", result.error
+    assert result.usage.sub.calls == 1
+    assert result.usage.sub.prompt_tokens > 0 and result.usage.sub.completion_tokens > 0
+    assert result.final_response is not None
