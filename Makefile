@@ -1,8 +1,12 @@
 # The two quickstart commands (see README.md) and a few helpers. Each target installs what it needs first.
 .PHONY: run test test-fast install bench
 
-run: install          ## install everything, then the main job
+QUESTION ?= Which sensor failed on day 117, and what did it read before failing?
+
+run: install          ## install everything, then the main job: a real RLM run on the sample document
 	.venv/bin/rlm plugins doctor
+	@# exit 1 means "no final answer" (the tiny default model often gives none): the run still happened
+	.venv/bin/rlm run "$(QUESTION)" --context samples/station_log.txt --max-steps 4 || [ $$? -eq 1 ]
 
 test: install         ## install everything, then the whole test suite (slow integration tests included)
 	.venv/bin/pytest -m "slow or not slow"
@@ -15,3 +19,4 @@ install:
 
 bench: install        ## measuring scripts: print figures, assert nothing
 	.venv/bin/python benchmarks/cli_startup.py
+	.venv/bin/python benchmarks/engine_overhead.py

@@ -6,13 +6,17 @@ object per line, never pickle) over the stdin/stdout it was started with:
 host → worker   {"id": n, "op": "execute", "code": str}        → {"id": n, "op": "result", "stdout", "stderr",
                                                                    "error", "final"}
                 {"id": n, "op": "set", "name": str, "value": v} → {"id": n, "op": "result"}
+                {"id": n, "op": "set_file", "name": str, "path": str, "format": "text"|"json"}
+                                                                → {"id": n, "op": "result"}
                 {"id": n, "op": "get", "name": str}             → {"id": n, "op": "result", "value": v} or "missing"
                 {"id": n, "op": "list"}                         → {"id": n, "op": "result", "variables": {name: type}}
                 {"id": n, "op": "register", "names": [str]}     → {"id": n, "op": "result"}
 worker → host   {"op": "call", "call_id": k, "name": fn, "args": [...], "kwargs": {...}} while executing; the host
                 answers {"op": "return", "call_id": k, "value": v} or {"op": "raise", "call_id": k, "error": msg}.
 A request that fails carries ``"error": "ExcType: message"`` in its result. On start the worker sends
-{"op": "ready", "pid": ..., "python": ...}.
+{"op": "ready", "pid": ..., "python": ...}. ``set_file`` binds a large value from a file the host prepared (UTF-8
+text read as is, or a JSON document) instead of streaming it through the channel; container runtimes mount the
+host's directory read-only. When the host closes the channel the worker exits at once, even while code runs.
 
 User code cannot corrupt the channel by accident: at start the protocol moves to private close-on-exec file
 descriptors and fds 0/1 point at /dev/null; ``print`` goes to a per-execute capture (stdout and stderr).
@@ -265,6 +269,9 @@ class Worker:
         if op == "set":
             self.ns[message["name"]] = message.get("value")
             return {}
+        if op == "set_file":
+            self.ns[message["name"]] = read_value_file(message["path"], message.get("format", "text"))
+            return {}
         if op == "get":
             name = message["name"]
             if name not in self.ns:
@@ -293,6 +300,17 @@ class Worker:
                 reply = {"error": f"{type(exc).__name__}: {exc}"}
             reply.update(id=message["id"], op="result")
             self.send(reply)
+
+
+def read_value_file(path, fmt):
+    """The value stored in ``path``: UTF-8 text read as is (no newline translation), or a JSON document."""
+    if fmt == "text":
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    if fmt == "json":
+        with open(path, "rb") as f:
+            return json.load(f)
+    raise ValueError(f"unknown file format {fmt!r} (expected 'text' or 'json')")
 
 
 def format_error(exc):
@@ -324,6 +342,25 @@ def _private_channel():
     return os.fdopen(fd_in, "rb", buffering=1 << 20), os.fdopen(fd_out, "wb", buffering=1 << 16)
 
 
+def _exit_when_host_closes(fd):
+    """Exit at once when the host closes the channel, even while user code is busy (a thread polling for HUP)."""
+    import select
+
+    poller = select.poll()
+    poller.register(fd, 0)  # no POLLIN: only hang-up, error and invalid-fd events are reported
+
+    def watch():
+        while True:
+            try:
+                events = poller.poll()
+            except InterruptedError:
+                continue
+            if any(event & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, event in events):
+                os._exit(0)
+
+    threading.Thread(target=watch, name="rlm-host-watch", daemon=True).start()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="rlm sandbox worker (JSON lines on stdin/stdout)")
     parser.add_argument("--memory-mb", type=int, default=0, help="address-space limit (0: none)")
@@ -338,8 +375,10 @@ def main(argv=None):
 
     faulthandler.enable()  # a segfault leaves a Python traceback on stderr for the host to report
     proto_in, proto_out = _private_channel()
+    _exit_when_host_closes(proto_in.fileno())
     sys.argv = [""]
     Worker(proto_in, proto_out, args.max_output_chars).serve()
+    os._exit(0)  # the host has gone: do not wait for threads user code left running
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""``rlm sandbox …``: build the Docker sandbox image, remove stale containers (imported only when run)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from rlm_sandbox_docker import DEFAULT_IMAGE
+
+app = typer.Typer(help="Docker sandbox: build its image, remove stale containers.", rich_markup_mode=None,
+                  no_args_is_help=True)
+
+
+@app.callback()
+def main() -> None:
+    """Docker sandbox: build its image, remove stale containers."""
+
+
+@app.command("build-image")
+def build_image(
+    tag: str = typer.Option(DEFAULT_IMAGE, "--tag", help="Image name to create."),
+    suite: str = typer.Option("bookworm", "--suite", help="Debian suite to bootstrap."),
+    mirror: str = typer.Option("http://deb.debian.org/debian", "--mirror", help="Debian package mirror."),
+    include: list[str] = typer.Option([], "--include", help="Extra Debian package (repeatable), e.g. python3-numpy."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even if the image exists."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Build the sandbox image locally (debootstrap + import; no registry needed). Needs root and an engine."""
+    from rlm_sandbox_docker.image import build_image as build
+
+    log = (lambda message: typer.echo(message, err=True)) if as_json else typer.echo
+    result = build(tag, suite=suite, mirror=mirror, include=tuple(include), force=force, log=log)
+    if as_json:
+        typer.echo(json.dumps(result))
+
+
+@app.command("cleanup")
+def cleanup(
+    everything: bool = typer.Option(False, "--all", help="Also remove containers of rlm processes still running."),
+) -> None:
+    """Remove sandbox containers left behind by rlm processes that were killed."""
+    from rlm_sandbox_docker.engine import connect, remove_stale
+
+    removed = remove_stale(connect(cached=False), everything=everything)
+    typer.echo(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))

@@ -1,0 +1,32 @@
+"""The plugin's hook implementations: imported at every ``rlm`` start, so it imports rlm_host only."""
+
+from rlm_host import CommandSpec, DoctorCheck, SandboxSpec, hookimpl
+
+
+@hookimpl
+def rlm_register_sandboxes():
+    return [
+        SandboxSpec(
+            "docker",
+            "A hardened, persistent Docker container per session: a security boundary (needs a Docker engine)",
+            "rlm_sandbox_docker.runtime:create",
+            settings="rlm_sandbox_docker.settings:DockerSettings",
+            security_boundary=True,
+            isolation="Docker container: no network, read-only root, non-root user, no capabilities",
+            requires=("docker",),
+            install_hint="pip install docker",
+            check="rlm_sandbox_docker.checks:sandbox_ready",
+        )
+    ]
+
+
+@hookimpl
+def rlm_register_commands():
+    return [CommandSpec("sandbox", "Docker sandbox: build its image, remove stale containers.",
+                        "rlm_sandbox_docker.commands:app")]
+
+
+@hookimpl
+def rlm_doctor_checks():
+    return [DoctorCheck("docker-engine", "the Docker engine answers (for the docker sandbox)",
+                        "rlm_sandbox_docker.checks:engine_ready")]

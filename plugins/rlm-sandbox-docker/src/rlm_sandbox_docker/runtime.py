@@ -1,0 +1,230 @@
+"""The ``docker`` sandbox runtime: one hardened, persistent container per sandbox session.
+
+A session (one per run, one per child run) starts one container running the host's stdlib-only ``worker.py``
+and talks to it in JSON lines over the container's attach socket (``channel.py``); host functions such as
+``llm_query`` travel over the same channel, so the container has no network at all. The request/response
+logic, timeouts and restarts (a fresh container with the host-set variables and functions restored) are the
+host's ``WorkerSession``, shared with the ``process`` runtime.
+
+By default the container has no network, a read-only root filesystem with a size-limited tmpfs work dir, a
+non-root user, no capabilities, no-new-privileges, memory / CPU / pids limits, and an explicit minimal
+environment (nothing from the host's). A per-session host directory is mounted read-only at ``/rlm-input``:
+a large value given to ``set_variable`` (above ``file_threshold`` bytes) is written there and the worker loads
+it from the file (``set_file``) instead of receiving it through the channel. The container is removed when the
+session ends or is restarted; containers left by killed rlm processes are removed at the next start (and by
+``rlm sandbox cleanup``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rlm_host.sandbox import worker as worker_module
+from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
+from rlm_host.sandbox.session import WorkerSession
+
+from rlm_sandbox_docker import LABEL
+from rlm_sandbox_docker.channel import ContainerChannel
+from rlm_sandbox_docker.engine import (
+    HOST_DIR_LABEL, HOST_DIR_PREFIX, OWNER_LABEL, DockerSandboxError, connect, engine_address, forget_client,
+    owner_label, require_image, sweep_once,
+)
+from rlm_sandbox_docker.settings import DockerSettings, size_bytes
+
+ISOLATION = "Docker container: no network, read-only root, non-root user, no capabilities"
+IMAGE_WORKER = "/opt/rlm/worker.py"  # where `rlm sandbox build-image` puts the worker
+HOST_WORKER = "/opt/rlm-host/worker.py"  # where the host's worker is mounted (worker = "host")
+
+
+class DockerSandbox(WorkerSession):
+    """A persistent REPL session in a hardened container (a security boundary)."""
+
+    info = SandboxInfo(name="docker", security_boundary=True, isolation=ISOLATION,
+                       python_notes="Full CPython with its standard library; no network, and files can be "
+                       "written only under the working directory.")
+
+    def __init__(self, settings: DockerSettings | None = None, limits: SandboxLimits | None = None, *,
+                 run_id: str | None = None) -> None:  # fmt: skip
+        super().__init__(limits)
+        self.settings = settings or DockerSettings()
+        self.start_timeout = self.settings.start_timeout
+        self.control_timeout = self.settings.control_timeout
+        self.session_id = uuid.uuid4().hex[:12]
+        self.run_id = run_id or self.session_id  # the engine's factory does not pass the run id
+        self._client: Any = None
+        self._dir: Path | None = None  # host side: <dir>/input (mounted read-only), <dir>/worker.py
+        self._files: dict[str, tuple[Path, Any]] = {}  # host variable → (its file, the value written there)
+        self._counter = itertools.count(1)
+
+    # -- what tests and tools look at ---------------------------------------------------------------------
+    @property
+    def container(self) -> Any:
+        """The running container (docker SDK object), None when there is none."""
+        channel = self._res.channel
+        return channel.container if channel is not None else None
+
+    @property
+    def container_id(self) -> str | None:
+        container = self.container
+        return container.id if container is not None else None
+
+    @property
+    def input_dir(self) -> Path | None:
+        """The host directory mounted read-only in the container (None before the first start)."""
+        return self._dir / "input" if self._dir else None
+
+    def labels(self) -> dict[str, str]:
+        """The labels every container of this session carries."""
+        return {LABEL: "1", "rlm.run": self.run_id, "rlm.session": self.session_id, OWNER_LABEL: owner_label(),
+                HOST_DIR_LABEL: str(self._dir or "")}
+
+    # -- launching ----------------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        """Once per session: reach the engine, check the image, sweep stale containers, make the host dir."""
+        client = connect(self.settings.base_url)
+        require_image(client, self.settings.image)
+        if self.settings.cleanup_stale:
+            sweep_once(client, engine_address(self.settings.base_url))
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix=HOST_DIR_PREFIX))  # 0700: private on the host
+            directory = self._dir
+            self._res.cleanups.append(lambda: shutil.rmtree(directory, ignore_errors=True))
+            (directory / "input").mkdir()
+            os.chmod(directory / "input", 0o755)  # the mount bypasses the private parent; the container's user reads
+            shutil.copyfile(worker_module.__file__, directory / "worker.py")
+            os.chmod(directory / "worker.py", 0o644)
+        self._client = client
+
+    def _container_options(self) -> dict[str, Any]:
+        s = self.settings
+        memory_mb = self.limits.memory_mb
+        memory = s.memory or f"{memory_mb + size_bytes(s.tmpfs_size) // 2**20 + 256}m"
+        rlimit_mb = min(memory_mb, size_bytes(memory) // 2**20)
+        worker = IMAGE_WORKER if s.worker == "image" else HOST_WORKER
+        volumes = {str(self._dir / "input"): {"bind": s.input_dir, "mode": "ro"}}
+        if s.worker == "host":
+            volumes[str(self._dir / "worker.py")] = {"bind": HOST_WORKER, "mode": "ro"}
+        options = dict(
+            image=s.image,
+            command=[s.python, "-I", "-u", worker, "--memory-mb", str(rlimit_mb),
+                     "--max-output-chars", str(self.limits.max_output_chars)],
+            name=f"rlm-{self.session_id}-{next(self._counter)}",
+            labels=self.labels(),
+            stdin_open=True, tty=False, detach=False,  # detach=False: StdinOnce, so stdin closes with us
+            network_mode=s.network_mode, read_only=s.read_only, user=s.user,
+            cap_drop=list(s.cap_drop), security_opt=list(s.security_opt),
+            mem_limit=memory, memswap_limit=memory, nano_cpus=int(s.cpus * 1e9), pids_limit=s.pids_limit,
+            ipc_mode=s.ipc_mode,
+            tmpfs={s.workdir: f"rw,noexec,nosuid,nodev,size={s.tmpfs_size},mode=1777"},
+            volumes=volumes, working_dir=s.workdir, hostname="rlm-sandbox",
+            environment={"HOME": s.workdir, "TMPDIR": s.workdir, "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+                         "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/local/bin:/usr/bin:/bin", **s.env},
+        )  # fmt: skip
+        if s.runtime:
+            options["runtime"] = s.runtime
+        return options
+
+    def _launch(self) -> ContainerChannel:
+        """Create, attach and start a new container for this session."""
+        if self._client is None:
+            self._prepare()
+        import docker.errors
+
+        options = self._container_options()
+        try:
+            container = self._client.containers.create(**options)
+        except docker.errors.ImageNotFound:
+            require_image(self._client, self.settings.image)  # raises the error naming the fix
+            raise
+        except docker.errors.APIError as exc:
+            raise DockerSandboxError(f"cannot create the sandbox container: {exc.explanation or exc}") from None
+        except docker.errors.DockerException as exc:
+            raise self._engine_lost(exc) from None
+        except OSError as exc:  # requests' ConnectionError is an OSError
+            raise self._engine_lost(exc) from None
+        note = f"the container's limit is {options['mem_limit']}"
+        try:
+            return ContainerChannel(self._client, container, memory_note=note)
+        except Exception as exc:
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+            explanation = getattr(exc, "explanation", None) or exc
+            raise DockerSandboxError(f"cannot start the sandbox container from {self.settings.image}: "
+                                     f"{explanation}") from None
+
+    def _engine_lost(self, exc: BaseException) -> DockerSandboxError:
+        forget_client(self.settings.base_url)
+        self._client = None
+        try:
+            connect(self.settings.base_url)
+        except DockerSandboxError as unreachable:
+            return unreachable
+        return DockerSandboxError(f"the Docker engine failed: {exc}")
+
+    # -- large values as read-only files ------------------------------------------------------------------
+    def _set_request(self, name: str, value: Any) -> dict:
+        """Small values go through the channel; large strings and JSON values go as a read-only file."""
+        previous = self._files.get(name)
+        if previous is not None and previous[1] is value:  # restoring after a restart: the file is still there
+            return self._file_message(name, previous[0])
+        data = self._encode_large(value)
+        if previous is not None:
+            previous[0].unlink(missing_ok=True)
+            del self._files[name]
+        if data is None:
+            return {"op": "set", "name": name, "value": value}
+        payload, fmt = data
+        if self._dir is None:
+            self._prepare()
+        path = self._dir / "input" / f"{name}-{next(self._counter)}.{fmt}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.fchmod(fd, 0o644)
+            with os.fdopen(fd, "wb", closefd=False) as f:
+                f.write(payload)
+        finally:
+            os.close(fd)
+        self._files[name] = (path, value)
+        return self._file_message(name, path)
+
+    def _encode_large(self, value: Any) -> tuple[bytes, str] | None:
+        """(bytes, 'text' | 'json') for a value above the threshold, None for one the channel should carry."""
+        threshold = self.settings.file_threshold
+        if threshold <= 0:
+            return None
+        if isinstance(value, str):
+            if len(value) <= threshold:
+                return None
+            try:
+                return value.encode("utf-8"), "text"
+            except UnicodeEncodeError:  # lone surrogates: JSON escapes them
+                return json.dumps(value).encode("ascii"), "json"
+        if not isinstance(value, (list, dict, tuple)):
+            return None
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))  # TypeError if not JSON data
+        if len(text) <= threshold:
+            return None
+        try:
+            return text.encode("utf-8"), "json"
+        except UnicodeEncodeError:
+            return json.dumps(value, separators=(",", ":")).encode("ascii"), "json"
+
+    def _file_message(self, name: str, path: Path) -> dict:
+        fmt = "text" if path.suffix == ".text" else "json"
+        return {"op": "set_file", "name": name, "path": f"{self.settings.input_dir}/{path.name}", "format": fmt}
+
+
+def create(settings: DockerSettings | None, limits: SandboxLimits | None) -> DockerSandbox:
+    """The ``SandboxSpec`` factory: ``create(settings, limits) -> DockerSandbox``."""
+    if isinstance(settings, dict):
+        settings = DockerSettings(**settings)
+    return DockerSandbox(settings, limits)
