@@ -38,8 +38,12 @@ HEAVY_MODULES = (
     "langchain_core",
     "openai",
     "anthropic",
+    "google.genai",
     "llama_cpp",
     "rlm_test_good.heavy",
+    "rlm_host.testing",  # the test helpers for plugin authors, and pytest with them
+    "pytest",
+    "_pytest",
 )
 
 

@@ -1,0 +1,32 @@
+"""The plugin's hook implementations: imported at every ``rlm`` start, so they import ``rlm_host`` only.
+
+The ``anthropic`` SDK is imported only when a model is called (``rlm_provider_anthropic.connector``).
+"""
+
+from rlm_host import ProviderSpec, hookimpl
+
+#: The environment variable ``--model auto`` looks at (the connector reads ``[provider.anthropic] api_key_env``).
+KEY_ENV = "ANTHROPIC_API_KEY"
+
+#: What ``--model auto`` runs when only ANTHROPIC_API_KEY is set: a current small Claude model (in the SDK's
+#: list of model ids).
+DEFAULT_MODEL = "claude-haiku-5-5"
+
+INSTALL_HINT = "pip install rlm-provider-anthropic (it depends on the official anthropic SDK)"
+
+
+@hookimpl
+def rlm_register_providers():
+    return [
+        ProviderSpec(
+            "anthropic",
+            "Anthropic Claude models through the official anthropic SDK (Messages API)",
+            "rlm_provider_anthropic.connector:create",
+            aliases=("claude",),
+            requires=("anthropic",),
+            install_hint=INSTALL_HINT,
+            settings="rlm_provider_anthropic.settings:AnthropicSettings",
+            key_env=(KEY_ENV,),
+            default_model=DEFAULT_MODEL,
+        )
+    ]

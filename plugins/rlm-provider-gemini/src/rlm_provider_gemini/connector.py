@@ -1,0 +1,434 @@
+"""The ``gemini`` provider: Gemini models through the official ``google-genai`` SDK (Gemini Developer API).
+
+The SDK is imported only when the first request is made, so importing this module (as the plugin registry may)
+stays cheap. The SDK's own retries are switched off (``HttpRetryOptions(attempts=1)``):
+:func:`rlm_host.llm.retry.call_with_retries` retries 429 (honouring ``Retry-After``, or the ``RetryInfo``
+delay Google puts in the error body), 5xx, timeouts and connection errors with jittered backoff, and ends with
+one clear ModelError; a rejected key (401/403, or Google's 400 ``API_KEY_INVALID``) fails at once saying which
+variable to set.
+
+Where things come from, strongest first:
+
+- base URL: ``options.base_url``, ``[provider.gemini] base_url``, ``$GOOGLE_GEMINI_BASE_URL`` (the SDK's own
+  variable), the SDK default (https://generativelanguage.googleapis.com);
+- API key: ``options.api_key``, then the variable named by ``api_key_env``, else ``$GOOGLE_API_KEY`` then
+  ``$GEMINI_API_KEY`` (the SDK's order); with a custom base URL and no key a placeholder is sent. The client is
+  always built for the Gemini Developer API (``vertexai=False``) with the key passed explicitly;
+- ``max_tokens`` / ``temperature``: the options when given, else the section, else the model's defaults;
+- timeout and max_retries: set explicitly in ``options``, else the section, else the options' defaults.
+
+Messages are converted to ``contents``: every ``system`` message goes, in order, into ``system_instruction``;
+the ``assistant`` role becomes ``model``; messages with empty content are left out and consecutive messages of
+the same role are merged into one turn (joined by a blank line).
+
+Malformed answers (no candidates — e.g. a blocked prompt —, a candidate without parts — e.g. stopped for
+SAFETY —, no text part, empty text) are not errors: they come back as a Completion with ``text=None`` and
+``raw["malformed"]`` naming the finish or block reason, for the caller to record. Thought-summary parts are
+not part of the answer; thinking tokens count as completion tokens (they are billed as output).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from rlm_host.errors import ConfigError
+from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host.llm.retry import (
+    Failure,
+    RetryCallback,
+    RetryPolicy,
+    call_with_retries,
+    is_retryable_status,
+    retry_after_from_headers,
+    status_text,
+)
+
+from rlm_provider_gemini.hooks import INSTALL_HINT, KEY_ENVS
+from rlm_provider_gemini.settings import GeminiSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from google import genai
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+#: Sent when a custom base URL is set but no key exists: local Gemini-compatible servers ignore it.
+PLACEHOLDER_KEY = "no-key-required"
+
+#: Context windows (input tokens), matched by the longest prefix of the model name.
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gemini-1.0-pro": 32_760,
+    "gemini-pro": 32_760,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-2.0-flash": 1_048_576,
+    "gemini-2.0-pro": 2_097_152,
+    "gemini-2.5-flash": 1_048_576,
+    "gemini-2.5-pro": 1_048_576,
+    "gemini-3": 1_048_576,
+    "gemini-flash-latest": 1_048_576,
+    "gemini-flash-lite-latest": 1_048_576,
+    "gemini-pro-latest": 1_048_576,
+}
+
+#: Parts of a response that hold no answer text, named as the API names them.
+_PART_FIELDS = ("text", "inline_data", "file_data", "function_call", "function_response", "executable_code",
+                "code_execution_result", "thought")  # fmt: skip
+
+
+def context_window_for(model: str) -> int | None:
+    """The context window of a known model (longest matching prefix of :data:`CONTEXT_WINDOWS`), else None."""
+    name = model.rsplit("/", 1)[-1].lower()  # "models/gemini-2.5-flash" is accepted too
+    best = max((p for p in CONTEXT_WINDOWS if name.startswith(p)), key=len, default=None)
+    return CONTEXT_WINDOWS[best] if best else None
+
+
+def to_gemini_contents(messages: list[Message], *, what: str = "gemini") -> tuple[str | None, list[dict[str, Any]]]:
+    """``(system_instruction, contents)``: system text apart, ``assistant`` → ``model``, same-role turns merged."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        content = "" if content is None else str(content)
+        if role == "system":
+            if content.strip():
+                system.append(content)
+            continue
+        if role not in ("user", "assistant"):
+            raise ModelError(f"{what}: unsupported message role {role!r} (expected system, user or assistant)")
+        if not content.strip():
+            continue
+        api_role = "model" if role == "assistant" else "user"
+        if turns and turns[-1]["role"] == api_role:
+            turns[-1]["parts"][0]["text"] += "\n\n" + content
+        else:
+            turns.append({"role": api_role, "parts": [{"text": content}]})
+    if not turns:
+        raise ModelError(f"{what}: no user or assistant message to send (the API needs at least one)")
+    return ("\n\n".join(system) or None), turns
+
+
+class GeminiConnector:
+    """A ModelConnector for the Gemini API's ``generateContent``.
+
+    ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
+    ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        options: ModelOptions | None = None,
+        settings: GeminiSettings | Mapping[str, Any] | None = None,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        on_retry: RetryCallback | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if not model:
+            raise ModelError("gemini: empty model name (use gemini:MODEL, e.g. gemini:gemini-3.8-flash)")
+        options = options or ModelOptions()
+        settings = _validate_settings(settings)
+        env = os.environ if environ is None else environ
+
+        self.model = model
+        self.name = f"gemini:{model}"
+        self.options = options
+        self.settings = settings
+        self.context_window: int | None = settings.context_window or context_window_for(model)
+        self.on_retry = on_retry
+        self.max_tokens = options.max_tokens if options.max_tokens is not None else settings.max_tokens
+        self.temperature = options.temperature if options.temperature is not None else settings.temperature
+
+        explicit = options.model_fields_set
+        self.timeout = options.timeout if "timeout" in explicit or settings.timeout is None else settings.timeout
+        max_retries = (
+            options.max_retries if "max_retries" in explicit or settings.max_retries is None else settings.max_retries
+        )
+        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=settings.max_retry_wait)
+
+        self._custom_base_url = options.base_url or settings.base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None
+        self.base_url = (self._custom_base_url or DEFAULT_BASE_URL).rstrip("/")
+        key_envs = (settings.api_key_env,) if settings.api_key_env else KEY_ENVS
+        self.key_env = settings.api_key_env or "GEMINI_API_KEY"  # named in messages
+        self._key_help = settings.api_key_env or "GEMINI_API_KEY (or GOOGLE_API_KEY)"
+        key = options.api_key or next((env[name] for name in key_envs if env.get(name)), None)
+        if key is None and self._custom_base_url is None:
+            raise ModelError(
+                f"no API key for gemini: set {self._key_help}",
+                hint=f"export {self.key_env}=… (from aistudio.google.com), or pass --model for another provider",
+            )
+        self._api_key = key or PLACEHOLDER_KEY
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GeminiConnector({self.name!r}, base_url={self.base_url!r})"
+
+    # -- the SDK client ------------------------------------------------------------------------------------------
+
+    def client(self) -> genai.Client:
+        """The SDK client, created on first use (this is where ``google.genai`` is imported); thread-safe."""
+        with self._lock:
+            if self._client is None:
+                try:
+                    from google import genai
+                    from google.genai import types
+                except ImportError as exc:
+                    raise ModelError(f"gemini: cannot import the google-genai SDK ({exc})", hint=INSTALL_HINT) from None
+                http_options = types.HttpOptions(
+                    base_url=self.base_url,  # always given: the SDK must not pick one on its own
+                    timeout=_millis(self.timeout),
+                    retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours (rlm_host.llm.retry)
+                )
+                if self.settings.api_version:
+                    http_options.api_version = self.settings.api_version
+                self._client = genai.Client(vertexai=False, api_key=self._api_key, http_options=http_options)
+            return self._client
+
+    def close(self) -> None:
+        """Close the SDK client's connections (a later call opens new ones)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # -- one call ------------------------------------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        timeout: float | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> Completion:
+        """Answer ``messages``; retries transient failures and raises one ModelError when they persist."""
+        limit = timeout if timeout is not None else self.timeout
+        request = self.request(messages, limit)
+        client = self.client()
+        attempts = 0
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return client.models.generate_content(**request)
+
+        started = time.monotonic()
+        response = call_with_retries(
+            attempt,
+            lambda exc: self.classify(exc, limit),
+            policy=self.retry_policy,
+            what=self.name,
+            on_retry=on_retry or self.on_retry,
+        )
+        return self._completion(response, time.monotonic() - started, attempts)
+
+    def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
+        """The keyword arguments of ``models.generate_content`` for ``messages`` (config as a plain dict)."""
+        system, contents = to_gemini_contents(messages, what=self.name)
+        config: dict[str, Any] = {"http_options": {"timeout": _millis(timeout)}}
+        if system is not None:
+            config["system_instruction"] = system
+        if self.max_tokens is not None:
+            config["max_output_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            config["temperature"] = self.temperature
+        return {"model": self.model, "contents": contents, "config": config}
+
+    def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
+        """Turn an SDK GenerateContentResponse into a Completion, flagging (never raising for) malformed content."""
+        raw: dict[str, Any] = {}
+        if getattr(response, "response_id", None):
+            raw["id"] = response.response_id
+        if attempts > 1:
+            raw["attempts"] = attempts
+        text: str | None = None
+        finish_reason: str | None = None
+        candidates = getattr(response, "candidates", None)
+        if not candidates:
+            feedback = getattr(response, "prompt_feedback", None)
+            block = _enum_text(getattr(feedback, "block_reason", None))
+            if block:
+                raw["block_reason"] = block
+                said = getattr(feedback, "block_reason_message", None)
+                raw["malformed"] = f"no candidates: prompt blocked ({block})" + (f": {said}" if said else "")
+            else:
+                raw["malformed"] = "no candidates in response"
+        else:
+            candidate = candidates[0]
+            finish_reason = _enum_text(getattr(candidate, "finish_reason", None))
+            why = f" (finish reason: {finish_reason})" if finish_reason else ""
+            if getattr(candidate, "finish_message", None):
+                raw["finish_message"] = candidate.finish_message
+            parts = getattr(getattr(candidate, "content", None), "parts", None)
+            if not parts:
+                raw["malformed"] = "candidate has no content parts" + why
+            else:
+                texts = [p.text for p in parts if isinstance(getattr(p, "text", None), str) and not p.thought]
+                if not texts:
+                    kinds = ", ".join(_part_kind(p) for p in parts)
+                    raw["malformed"] = f"no text part in content (parts: {kinds})" + why
+                elif not "".join(texts):
+                    raw["malformed"] = "text is empty" + why
+                else:
+                    text = "".join(texts)
+        usage = getattr(response, "usage_metadata", None)
+        thoughts = _int(getattr(usage, "thoughts_token_count", 0))
+        if thoughts:
+            raw["thoughts_tokens"] = thoughts
+        return Completion(
+            text=text,
+            model=getattr(response, "model_version", None) or self.model,
+            prompt_tokens=_int(getattr(usage, "prompt_token_count", 0)),
+            completion_tokens=_int(getattr(usage, "candidates_token_count", 0)) + thoughts,
+            finish_reason=finish_reason,
+            seconds=seconds,
+            raw=raw,
+        )
+
+    # -- failures ------------------------------------------------------------------------------------------------
+
+    def classify(self, exc: BaseException, timeout: float) -> Failure | None:
+        """Map an SDK (or its HTTP library's) exception to a retry verdict; None for unknown exceptions."""
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            return self._status_failure(exc)
+        if isinstance(exc, (errors.UnknownApiResponseError, json.JSONDecodeError)):
+            return Failure(True, f"malformed JSON in response from {self.base_url} (truncated body?)")
+        for httpx in _http_libraries():
+            if isinstance(exc, httpx.TimeoutException):
+                return Failure(True, f"no answer from {self.base_url} within {timeout:g} s (timeout)")
+            if isinstance(exc, httpx.TransportError):
+                broken, detail = _connection_detail(exc)
+                if broken:
+                    return Failure(True, f"connection to {self.base_url} broken mid-response: {detail}")
+                return Failure(
+                    True,
+                    f"cannot reach {self.base_url}: {detail}",
+                    hint="check your network, or the server named by --base-url / GOOGLE_GEMINI_BASE_URL",
+                )
+        return None
+
+    def _status_failure(self, exc: Any) -> Failure:
+        status = int(getattr(exc, "code", 0) or 0)
+        detail = str(getattr(exc, "message", None) or "")
+        reasons = _detail_values(exc, "reason")
+        said = f"the server said: {detail[:200]}" if detail else ""
+        if status == 401 or (status == 400 and ("API_KEY_INVALID" in reasons or "API key not valid" in detail)):
+            where = "" if self._custom_base_url is None else f" for {self.base_url}"
+            return Failure(False, f"{status_text(status)}: invalid API key{where} — set {self._key_help}", hint=said)
+        if status == 403:
+            return Failure(
+                False,
+                f"{status_text(status)}: the API key may not use this" + (f": {detail[:200]}" if detail else ""),
+                hint=f"check the key's project and permissions, or set {self._key_help} to another key",
+            )
+        if status and is_retryable_status(status):
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            retry_after = retry_after_from_headers(headers)
+            if retry_after is None:
+                retry_after = _retry_info_delay(exc)
+            return Failure(True, status_text(status), retry_after=retry_after)
+        message = (status_text(status) if status else "API error") + (f": {detail[:300]}" if detail else "")
+        hint = f"is '{self.model}' a Gemini model id (e.g. gemini-3.8-flash)?" if status == 404 else ""
+        return Failure(False, message, hint=hint)
+
+
+def _http_libraries() -> list[Any]:
+    """The HTTP libraries the SDK may be using (``httpx2`` and/or ``httpx``), among those already imported."""
+    return [module for module in (sys.modules.get("httpx2"), sys.modules.get("httpx")) if module is not None]
+
+
+def _millis(seconds: float) -> int:
+    """HttpOptions.timeout is in whole milliseconds."""
+    return max(1, math.ceil(seconds * 1000))
+
+
+def _enum_text(value: Any) -> str | None:
+    """``FinishReason.STOP`` → ``"STOP"``; plain strings as they are; None stays None."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value)) or None
+
+
+def _part_kind(part: Any) -> str:
+    """What a part holds: ``function_call``, ``thought``, ``inline_data``… (``empty`` when nothing)."""
+    if getattr(part, "thought", False):
+        return "thought"
+    kinds = [name for name in _PART_FIELDS if getattr(part, name, None) not in (None, False)]
+    return "/".join(kinds) or "empty"
+
+
+def _detail_values(exc: Any, key: str) -> list[str]:
+    """Values of ``key`` in the ``details`` list of a Google error body."""
+    body = getattr(exc, "details", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    if not isinstance(details, list):
+        return []
+    return [str(item[key]) for item in details if isinstance(item, dict) and key in item]
+
+
+def _retry_info_delay(exc: Any) -> float | None:
+    """The ``google.rpc.RetryInfo`` delay of an error body (``"retryDelay": "37s"``), in seconds."""
+    for value in _detail_values(exc, "retryDelay"):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)s\s*", value)
+        if match:
+            return float(match.group(1))
+    return None
+
+
+def _int(value: Any) -> int:
+    """A token count, 0 when absent or not a number."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _connection_detail(exc: BaseException) -> tuple[bool, str]:
+    """(broken mid-response?, 'connection refused' / 'unknown host' / the innermost cause's message)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 20:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
+        return False, "connection refused"
+    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+        return False, "unknown host"
+    innermost = chain[-1]
+    broken = any(type(e).__name__ in ("RemoteProtocolError", "ReadError") for e in chain)
+    return broken, str(innermost) or type(innermost).__name__
+
+
+def _validate_settings(settings: GeminiSettings | Mapping[str, Any] | None) -> GeminiSettings:
+    if settings is None:
+        return GeminiSettings()
+    if isinstance(settings, GeminiSettings):
+        return settings
+    try:
+        return GeminiSettings.model_validate(dict(settings))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"[provider.gemini]: {problems}") from None
+
+
+def create(
+    model: str, options: ModelOptions | None = None, settings: GeminiSettings | Mapping[str, Any] | None = None
+) -> GeminiConnector:
+    """The provider factory named by the ``gemini`` ProviderSpec: ``gemini:MODEL``."""
+    return GeminiConnector(model, options, settings)
+
+
+__all__ = ["CONTEXT_WINDOWS", "GeminiConnector", "GeminiSettings", "context_window_for", "create", "to_gemini_contents"]

@@ -1,0 +1,250 @@
+"""A real HTTP server on 127.0.0.1 speaking the Gemini API's ``generateContent`` wire format, for tests.
+
+The real Gemini API is paid (or quota-limited) and unreachable from the test machines, so the provider is
+tested with the REAL official ``google-genai`` SDK pointed at this server (``HttpOptions.base_url``).
+``POST /{version}/models/{model}:generateContent`` — the URL the installed SDK sends (``v1`` by default,
+``v1beta`` when asked) — answers with the next queued :class:`Behaviour` (a response with ``usageMetadata``,
+429 with Retry-After or with a ``google.rpc.RetryInfo`` delay, 5xx, a slow answer, a body cut short, no
+candidates with ``promptFeedback.blockReason``, a candidate stopped for SAFETY without content, only a
+``functionCall`` part, empty text…), with Google-style error bodies
+(``{"error": {"code": 429, "message": …, "status": "RESOURCE_EXHAUSTED", "details": [...]}}``). Every request is
+recorded — path, headers and JSON body — with its arrival time, so tests can assert what the SDK sent
+(``systemInstruction``, ``contents`` roles, ``generationConfig``) and how long it waited between attempts. When
+the queue is empty the server answers 418 (not retried), so a test that under-provisions the queue fails loudly
+instead of hanging.
+
+What it checks: the route (404 for anything but ``POST /v1*/models/MODEL:generateContent``) and that the body
+is JSON; the model named in the path is recorded (``RecordedRequest.model``). What it does NOT check:
+authentication (any ``x-goog-api-key`` is accepted; tests assert the recorded header), the request schema
+(roles, part types, generationConfig ranges), model ids, nor streaming (``streamGenerateContent``) — the real
+API validates all of these.
+
+    with GeminiServer() as server:
+        server.push(rate_limited(retry_after="0.3"), answer("hello"))
+        ...  # point the SDK at server.url ("http://127.0.0.1:PORT")
+
+``server_fixture`` below is the pytest fixture ``server``: import it into a test module (plugin test folders have
+no conftest.py, which would shadow the host tests' own ``conftest``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+ROUTE = re.compile(r"^/(?P<version>v1[a-z0-9]*)/models/(?P<model>[^/:?]+):generateContent$")
+
+
+@dataclass
+class Behaviour:
+    """One scripted HTTP answer. ``body`` is JSON-encoded unless it is bytes (sent as is)."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering
+    content_length: int | None = None  # declare a different length than sent (a cut connection)
+
+
+def response_body(
+    text: Any = "hello",
+    *,
+    parts: list[dict[str, Any]] | None = None,
+    candidates: list[dict[str, Any]] | None = None,
+    prompt_tokens: int = 11,
+    output_tokens: int = 7,
+    thoughts_tokens: int | None = None,
+    finish_reason: str = "STOP",
+    model_version: str = "gemini-test-001",
+    usage: bool = True,
+) -> dict[str, Any]:
+    """A ``GenerateContentResponse`` body: one candidate whose parts are ``[{"text": text}]`` unless given."""
+    if candidates is None:
+        content = {"role": "model", "parts": parts if parts is not None else [{"text": text}]}
+        candidates = [{"content": content, "finishReason": finish_reason, "index": 0}]
+    body: dict[str, Any] = {"candidates": candidates, "modelVersion": model_version, "responseId": "resp-test-01"}
+    if usage:
+        metadata = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+                    "totalTokenCount": prompt_tokens + output_tokens + (thoughts_tokens or 0)}  # fmt: skip
+        if thoughts_tokens is not None:
+            metadata["thoughtsTokenCount"] = thoughts_tokens
+        body["usageMetadata"] = metadata
+    return body
+
+
+def error(status: int, google_status: str, message: str, details: list[Any] | None = None, **extra: Any) -> Behaviour:
+    """An error status with Google's error body."""
+    error_body: dict[str, Any] = {"code": status, "message": message, "status": google_status}
+    if details is not None:
+        error_body["details"] = details
+    return Behaviour(status=status, body={"error": error_body}, **extra)
+
+
+def answer(text: str, **kwargs: Any) -> Behaviour:
+    """A normal answer with usage."""
+    return Behaviour(body=response_body(text, **kwargs))
+
+
+def rate_limited(retry_after: str | None = "1", *, retry_delay: str | None = None) -> Behaviour:
+    """429 RESOURCE_EXHAUSTED, with a Retry-After header and/or a ``google.rpc.RetryInfo`` delay ("0.3s")."""
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    details = None
+    if retry_delay is not None:
+        details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}]
+    return error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).", details,
+                 headers=headers)  # fmt: skip
+
+
+def server_error(status: int = 500) -> Behaviour:
+    """A 5xx with Google's error body (INTERNAL, UNAVAILABLE…)."""
+    google_status = {500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}.get(status, "UNKNOWN")
+    return error(status, google_status, "An internal error has occurred.")
+
+
+def invalid_key() -> Behaviour:
+    """What the Gemini API answers to a bad key: 400 INVALID_ARGUMENT with reason API_KEY_INVALID."""
+    details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]  # fmt: skip
+    return error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", details)
+
+
+def slow(seconds: float, text: str = "late") -> Behaviour:
+    """A normal answer sent only after ``seconds`` (longer than the client's timeout)."""
+    return Behaviour(body=response_body(text), delay=seconds)
+
+
+def truncated(*, cut_connection: bool = False) -> Behaviour:
+    """A 200 whose JSON body is cut in half; with ``cut_connection`` it also declares the full length."""
+    full = json.dumps(response_body("this answer is cut")).encode()
+    return Behaviour(body=full[: len(full) // 2], content_length=len(full) if cut_connection else None)
+
+
+@dataclass
+class RecordedRequest:
+    """What the server received: method, path, headers (lower-case names), JSON body (None if not JSON), the
+    model named in the path, and arrival time."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    at: float  # time.monotonic() on arrival
+    model: str = ""
+
+
+class GeminiServer:
+    """The server: start it (or use ``with``), ``push`` behaviours, read ``requests``; ``stop`` ends it."""
+
+    def __init__(self) -> None:
+        self._queue: deque[Behaviour] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.requests: list[RecordedRequest] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> GeminiServer:
+        """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="gemini-test-server", daemon=True)  # fmt: skip
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Wake slow handlers, stop serving and close the socket."""
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> GeminiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """The base URL to give the SDK: ``http://127.0.0.1:PORT`` (the SDK appends ``/v1/models/…``)."""
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def push(self, *behaviours: Behaviour) -> GeminiServer:
+        """Queue behaviours, answered one per request in order."""
+        with self._lock:
+            self._queue.extend(behaviours)
+        return self
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON bodies received, in order."""
+        with self._lock:
+            return [r.body for r in self.requests]
+
+    def _next(self, request: RecordedRequest) -> Behaviour:
+        with self._lock:
+            self.requests.append(request)
+            match = ROUTE.match(request.path.split("?")[0])
+            if match is None:
+                return error(404, "NOT_FOUND", f"test server: no route {request.path}")
+            request.model = match.group("model")
+            if request.body is None:
+                return error(400, "INVALID_ARGUMENT", "test server: the body is not JSON")
+            if self._queue:
+                return self._queue.popleft()
+        return error(418, "FAILED_PRECONDITION", "test server: no behaviour queued for this request")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_state: GeminiServer  # set on the per-server subclass
+    protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers after stop()
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(min(length, 10_000_000)) if length > 0 else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self._send(self.server_state._next(RecordedRequest("POST", self.path, headers, body, time.monotonic())))
+
+    def _send(self, behaviour: Behaviour) -> None:
+        if behaviour.delay and self.server_state._stopping.wait(behaviour.delay):
+            return  # the server is stopping: drop the request
+        payload = behaviour.body if isinstance(behaviour.body, bytes) else json.dumps(behaviour.body).encode()
+        try:
+            self.send_response(behaviour.status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(behaviour.content_length or len(payload)))
+            for name, value in behaviour.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): nothing to answer
+
+
+@pytest.fixture(name="server")
+def server_fixture():
+    """The fixture ``server``: a started :class:`GeminiServer`, stopped after the test."""
+    with GeminiServer() as srv:
+        yield srv
