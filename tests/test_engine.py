@@ -4,54 +4,20 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
-from rlm_host.config import load_settings
-from rlm_host.engine.runner import RLMRunner
 from rlm_host.llm.protocol import ModelError
 from rlm_host.llm.scripted import ScriptedConnector
-from rlm_host.plugins.host import PluginHost
-
-HAYSTACK_NEEDLE = "The magic number is 4217."
-
-
-def haystack(chars: int) -> str:
-    filler = "lorem ipsum dolor sit amet "
-    body = (filler * (chars // len(filler) + 1))[:chars]
-    middle = chars // 2
-    return body[:middle] + HAYSTACK_NEEDLE + body[middle:]
-
-
-FIND_NEEDLE = (
-    "```repl\nidx = context.find('magic number')\nanswer = llm_query('Extract the number: ' + context[idx:idx+40])\n"
-    "print(answer)\n```"
-)
+from rlm_host.testing.engine import FIND_NEEDLE, assert_context_stays_out_of_the_prompt, haystack, isolated_runner
+from rlm_host.testing.engine import run_scripted as run  # (runner, task, root replies, *, sub, sub_rules, context)
+from rlm_host.testing.engine import trajectory
 
 
 @pytest.fixture
 def runner(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    host = PluginHost(environ={"RLM_PLUGINS": ""})
-    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
-    return RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
-
-
-def run(runner, task, root, *, sub=(), sub_rules=(), context=None, **options):
-    """Run with scripted models; returns (result, events, root connector)."""
-    events = []
-    root_model = ScriptedConnector.from_responses(root, name="scripted:root")
-    sub_model = ScriptedConnector.from_responses(sub, rules=sub_rules, name="scripted:sub")
-    options.setdefault("sandbox", "process")
-    result = runner.run_task(
-        task, context=context, connectors={"root": root_model, "sub": sub_model}, on_event=events.append, **options
-    )
-    return result, events, root_model
-
-
-def trajectory(result) -> list[dict]:
-    return [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
+    return isolated_runner(tmp_path, sandbox="process")
 
 
 # ---------------------------------------------------------------- the main path
@@ -73,14 +39,7 @@ def test_finds_the_needle_with_a_sub_call(runner):
 
 
 def test_context_never_enters_the_root_prompt_and_prompt_size_is_flat(runner):
-    sizes = {}
-    for chars in (1_000, 10_000_000):
-        _, _, root = run(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL(4217)"],
-                         sub_rules=[{"match": ".", "text": "4217"}], context=haystack(chars))  # fmt: skip
-        prompts = ["".join(m["content"] for m in call) for call in root.calls]
-        assert all(HAYSTACK_NEEDLE not in p for p in prompts)
-        sizes[chars] = len(prompts[0])
-    assert abs(sizes[10_000_000] - sizes[1_000]) < 40, sizes
+    assert_context_stays_out_of_the_prompt(runner)
 
 
 def test_list_and_json_contexts(runner):
@@ -259,10 +218,9 @@ def test_worker_crash_mid_run_is_reported_and_the_run_goes_on(runner):
 
 
 def test_history_compaction_keeps_the_last_turns(runner, tmp_path):
-    loaded = load_settings(environ={"HOME": str(tmp_path), "RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "1024",
-                                    "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"},
-                           cwd=tmp_path, host=runner.host)  # fmt: skip
-    compacting = RLMRunner(settings=loaded, host=runner.host, home=tmp_path / ".rlm")
+    compacting = isolated_runner(tmp_path, sandbox="process", host=runner.host,
+                                 environ={"RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "1024",
+                                          "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"})  # fmt: skip
     noisy = "```repl\nprint('x' * 3000)\n```"
     root = ScriptedConnector.from_responses([noisy, noisy, noisy, "FINAL(done)"],
                                             rules=[{"match": "Summarise the work so far", "text": "SUMMARY-1"}])  # fmt: skip

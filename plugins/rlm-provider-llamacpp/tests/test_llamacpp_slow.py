@@ -14,12 +14,10 @@ import time
 import urllib.request
 
 import pytest
-from rlm_host.config import load_settings
-from rlm_host.engine.runner import RLMRunner
 from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.protocol import ModelError, ModelOptions
 from rlm_host.llm.scripted import ScriptedConnector
-from rlm_host.plugins.host import PluginHost
+from rlm_host.testing.engine import isolated_runner
 
 from rlm_provider_llamacpp.connector import LlamaCppConnector, create
 from rlm_provider_llamacpp.models import bundled_path
@@ -140,9 +138,7 @@ def test_builtin_openai_provider_against_a_real_llama_cpp_server(llama_server):
 
 def test_pure_rlm_run_whose_llm_query_reaches_the_real_model(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    host = PluginHost(environ={"RLM_PLUGINS": ""})
-    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
-    runner = RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+    runner = isolated_runner(tmp_path)
     root = ScriptedConnector.from_responses(
         [
             "```repl\nanswer = llm_query('In one word, what colour is the sky? Context: ' + context[:60])\n"

@@ -3,39 +3,23 @@
 from __future__ import annotations
 
 import os
-import statistics
 import time
 
 import pytest
 
-from rlm_host.config import load_settings
-from rlm_host.engine.runner import RLMRunner
 from rlm_host.llm.scripted import ScriptedConnector
-from rlm_host.plugins.host import PluginHost
+from rlm_host.testing.engine import FIND_NEEDLE, HAYSTACK_NEEDLE, haystack, isolated_runner, run_scripted
+from rlm_host.testing.sandbox_contract import median_step_seconds
 
-from docker_fixtures import containers_of, docker_client, docker_engine, limits, sandbox  # noqa: F401 (fixtures)
+from docker_fixtures import docker_client, docker_engine  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
-
-NEEDLE = "The magic number is 4217."
-FIND_NEEDLE = (
-    "```repl\nidx = context.find('magic number')\nanswer = llm_query('Extract the number: ' + context[idx:idx+40])\n"
-    "print(answer)\n```"
-)
-
-
-def haystack(chars: int) -> str:
-    filler = "lorem ipsum dolor sit amet "
-    body = (filler * (chars // len(filler) + 1))[:chars]
-    return body[: chars // 2] + NEEDLE + body[chars // 2:]
 
 
 @pytest.fixture
 def runner(docker_engine, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    host = PluginHost(environ={"RLM_PLUGINS": "rlm-sandbox-docker"})
-    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
-    return RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+    return isolated_runner(tmp_path, plugins="rlm-sandbox-docker", sandbox="docker")
 
 
 def my_containers(client) -> list:
@@ -46,12 +30,9 @@ def my_containers(client) -> list:
 
 
 def test_haystack_run_end_to_end(runner, docker_client):
-    root = ScriptedConnector.from_responses([FIND_NEEDLE, "FINAL_VAR(answer)"], name="scripted:root")
-    sub = ScriptedConnector.from_responses([], rules=[{"match": "Extract the number", "text": "4217"}],
-                                           name="scripted:sub")
-    events = []
-    result = runner.run_task("What is the magic number?", context=haystack(2_000_000), sandbox="docker",
-                             connectors={"root": root, "sub": sub}, on_event=events.append)
+    result, events, _ = run_scripted(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL_VAR(answer)"],
+                                     sub_rules=[{"match": "Extract the number", "text": "4217"}],
+                                     context=haystack(2_000_000))  # fmt: skip
     assert result.completed and result.final_response == "4217", result.error
     assert result.sandbox == "docker" and result.steps == 2 and result.usage.sub.calls == 1
     assert [e.type for e in events] == ["run_start", "sub_call", "step", "step", "final"]
@@ -95,16 +76,16 @@ def test_ten_megabyte_context_goes_through_the_read_only_mount(docker_engine):
     session = DockerSandbox()
     try:
         session.set_variable("context", "small")
-        small = _trivial_latency(session)
+        small = median_step_seconds(session)
         started = time.monotonic()
         session.set_variable("context", haystack(10_000_000))
         setup = time.monotonic() - started
         [file] = list(session.input_dir.iterdir())
-        assert file.stat().st_size == 10_000_000 + len(NEEDLE)
+        assert file.stat().st_size == 10_000_000 + len(HAYSTACK_NEEDLE)
         out = session.execute("print(len(context), context.find('magic number'))\n"
                               "import os\nprint(sorted(os.listdir('/rlm-input')))")
-        assert out.stdout.splitlines() == [f"{10_000_000 + len(NEEDLE)} {5_000_000 + 4}", f"['{file.name}']"]
-        large = _trivial_latency(session)
+        assert out.stdout.splitlines() == [f"{10_000_000 + len(HAYSTACK_NEEDLE)} {5_000_000 + 4}", f"['{file.name}']"]
+        large = median_step_seconds(session)
         print(f"\n10 MB context set-up {setup * 1000:.0f} ms; trivial execute {small * 1000:.2f} ms with a small "
               f"context, {large * 1000:.2f} ms with 10 MB")
         assert setup < 5
@@ -112,13 +93,3 @@ def test_ten_megabyte_context_goes_through_the_read_only_mount(docker_engine):
     finally:
         session.shutdown()
 
-
-def _trivial_latency(session) -> float:
-    for _ in range(3):
-        session.execute("pass")
-    samples = []
-    for _ in range(20):
-        started = time.monotonic()
-        assert session.execute("x = 1").ok
-        samples.append(time.monotonic() - started)
-    return statistics.median(samples)

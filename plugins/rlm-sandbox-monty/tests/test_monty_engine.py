@@ -1,5 +1,5 @@
 """The monty runtime as users meet it: registered through its entry point, chosen by default, driving real runs
-of the engine with scripted models (the fixture pattern of the host's tests/test_engine.py)."""
+of the engine with scripted models (``rlm_host.testing.engine``)."""
 
 from __future__ import annotations
 
@@ -14,46 +14,23 @@ import pytest
 pytest.importorskip("pydantic_monty")
 
 from rlm_host.config import load_settings  # noqa: E402
-from rlm_host.engine.runner import RLMRunner  # noqa: E402
 from rlm_host.environments.pure_rlm.repl import HELPERS_SOURCE  # noqa: E402
 from rlm_host.errors import ConfigError  # noqa: E402
 from rlm_host.llm.scripted import ScriptedConnector  # noqa: E402
 from rlm_host.plugins.host import PluginHost  # noqa: E402
+from rlm_host.testing.engine import FIND_NEEDLE, assert_context_stays_out_of_the_prompt, haystack  # noqa: E402
+from rlm_host.testing.engine import isolated_runner  # noqa: E402
+from rlm_host.testing.engine import run_scripted as run  # noqa: E402
 
 from rlm_sandbox_monty.runtime import MontySandbox  # noqa: E402
 
 PLUGIN = "rlm-sandbox-monty"
-NEEDLE = "The magic number is 4217."
-FIND_NEEDLE = (
-    "```repl\nidx = context.find('magic number')\nanswer = llm_query('Extract the number: ' + context[idx:idx+40])\n"
-    "print(answer)\n```"
-)
-
-
-def haystack(chars: int) -> str:
-    filler = "lorem ipsum dolor sit amet "
-    body = (filler * (chars // len(filler) + 1))[:chars]
-    return body[: chars // 2] + NEEDLE + body[chars // 2:]
 
 
 @pytest.fixture
 def runner(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
-    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
-    return RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
-
-
-def run(runner, task, root, *, sub=(), sub_rules=(), context=None, **options):
-    """Run with scripted models in the monty sandbox; returns (result, events, root connector)."""
-    events = []
-    root_model = ScriptedConnector.from_responses(root, name="scripted:root")
-    sub_model = ScriptedConnector.from_responses(sub, rules=sub_rules, name="scripted:sub")
-    options.setdefault("sandbox", "monty")
-    result = runner.run_task(
-        task, context=context, connectors={"root": root_model, "sub": sub_model}, on_event=events.append, **options
-    )
-    return result, events, root_model
+    return isolated_runner(tmp_path, plugins=PLUGIN, sandbox="monty")
 
 
 def test_registered_ready_and_listed():
@@ -115,15 +92,7 @@ def test_monty_is_the_default_sandbox(runner):
 
 
 def test_a_10_mb_context_runs_with_a_flat_prompt(runner):
-    sizes = {}
-    for chars in (1_000, 10_000_000):
-        result, _, root = run(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL(4217)"],
-                              sub_rules=[{"match": ".", "text": "4217"}], context=haystack(chars))  # fmt: skip
-        assert result.final_response == "4217", result.error
-        prompts = ["".join(m["content"] for m in call) for call in root.calls]
-        assert all(NEEDLE not in p for p in prompts)
-        sizes[chars] = len(prompts[0])
-    assert abs(sizes[10_000_000] - sizes[1_000]) < 40, sizes
+    assert_context_stays_out_of_the_prompt(runner, sizes=(1_000, 10_000_000))
 
 
 def test_documents_context_and_submit(runner):
