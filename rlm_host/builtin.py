@@ -42,6 +42,8 @@ def rlm_register_sandboxes() -> list[SandboxSpec]:
 
 @hookimpl
 def rlm_register_providers() -> list[ProviderSpec]:
+    from rlm_host.llm.compatible import provider_specs as compatible_provider_specs
+
     return [
         ProviderSpec(
             "openai",
@@ -57,6 +59,13 @@ def rlm_register_providers() -> list[ProviderSpec]:
             "Deterministic replies from a script file (scripted:PATH), for dry runs and tests",
             "rlm_host.llm.scripted:create",
         ),
+        ProviderSpec(
+            "replay",
+            "Answers with the model replies recorded in a saved run (replay:RUN_ID, a prefix, latest or a .jsonl path)",
+            "rlm_host.llm.replay_provider:create",
+            settings="rlm_host.llm.replay_provider:ReplaySettings",
+        ),
+        *compatible_provider_specs(),
     ]
 
 

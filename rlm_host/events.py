@@ -1,8 +1,8 @@
 """Run events: the one stream the trajectory store, the live CLI view, replay and every sink read.
 
-The runner emits ``run_start``, ``step``, ``sub_call``, ``compaction``, ``final`` and ``error`` events on an
-``EventBus``; subscribers receive every event in order. A subscriber that raises is disabled with one warning so
-observability never breaks a run.
+The runner emits ``run_start``, ``step``, ``sub_call``, ``compaction``, ``model_retry``, ``final`` and ``error``
+events on an ``EventBus``; subscribers receive every event in order. A subscriber that raises is disabled with
+one warning so observability never breaks a run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field
 
-EventType = Literal["run_start", "step", "sub_call", "compaction", "final", "error"]
+EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error"]
 
 
 class RunEvent(BaseModel):
@@ -24,8 +24,11 @@ class RunEvent(BaseModel):
     - run_start: task, environment, framework, model, sub_model, sandbox, settings, context metadata
     - step: a StepRecord (step, action, code, reply, observation, reward, usage, model_seconds, duration_s)
     - sub_call: kind (llm_query, llm_query_batched, rlm_query, delegate), model, prompt (truncated),
-      response (truncated) or error, usage, seconds, child_run_id
+      prompt_hash, response (truncated; ``response_full`` holds the whole text when it was cut) or error, usage,
+      seconds, child_run_id
     - compaction: turns_before, turns_after, summary
+    - model_retry: role (root / sub), model, attempt (1-based number of the attempt that failed), wait (seconds
+      before the next attempt), reason ("HTTP 429 Too Many Requests")
     - final: the RunResult
     - error: message, where
     """

@@ -126,8 +126,9 @@ class TestPluginSections:
     def test_components_without_a_section_get_their_defaults(self, dirs):
         loaded = load(*dirs, host=self.host())
         assert loaded.component("sandbox", "test-box").memory_mb == 256
-        rows = {key: (value, source) for key, value, source in loaded.rows()}
+        rows = {key: (value, source) for key, value, source in loaded.rows(all_components=True)}
         assert rows["sandbox.test-box.memory_mb"] == (256, "default")
+        assert "sandbox.test-box.memory_mb" not in {key for key, _, _ in loaded.rows()}  # unconfigured: hidden
 
     def test_bad_value_in_plugin_section_names_file_and_key(self, dirs):
         home, work = dirs
@@ -166,7 +167,7 @@ def test_config_show_prints_values_and_sources(rlm, tmp_path):
     assert settings["run.max_steps"]["source"].startswith("project file ")
     assert settings["run.timeout"] == {"value": 12.5, "source": "env RLM_RUN__TIMEOUT"}
     assert settings["sandbox.test-box.network"]["value"] is True
-    assert settings["sandbox.test-box.memory_mb"] == {"value": 256, "source": "default"}
+    assert settings["sandbox.test-box.memory_mb"] == {"value": 256, "source": "default"}  # its section is set
     text = rlm("config", "show", plugins=[GOOD]).stdout
     assert "run.max_steps" in text and "# project file" in text
 

@@ -15,10 +15,14 @@ def config() -> None:
 
 
 @app.command("show")
-def show(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def show(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    all_: bool = typer.Option(False, "--all", help="Also every installed component's default settings."),
+) -> None:
     """Every setting with its value and source (flag, environment variable, file or default)."""
     loaded = ctx.find_root().obj.settings()
-    rows = loaded.rows()
+    rows = loaded.rows(all_components=all_)
     if as_json:
         payload = {
             "files": [str(p) for p in loaded.files],

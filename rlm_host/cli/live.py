@@ -17,7 +17,7 @@ class LiveView:
     def __init__(self) -> None:
         from rich.console import Console
 
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # "openai:x:" stays text
 
     def __call__(self, event: RunEvent) -> None:
         handler = getattr(self, f"_on_{event.type}", None)
@@ -71,6 +71,11 @@ class LiveView:
     def _on_compaction(self, event: RunEvent, indent: str) -> None:
         self._print(f"{indent}  ⇣ history compacted: {event.data['turns_before']} → {event.data['turns_after']} turns", "yellow")
 
+    def _on_model_retry(self, event: RunEvent, indent: str) -> None:
+        data = event.data
+        self._print(f"{indent}  ⟳ {data.get('role', '')} {data.get('model', '')} · {data.get('reason', '')} · retry "
+                    f"(attempt {data.get('attempt', 0) + 1}) in {data.get('wait', 0):.1f}s", "yellow")  # fmt: skip
+
     def _on_error(self, event: RunEvent, indent: str) -> None:
         self._print(f"{indent}  ✗ {event.data['message']}", "red")
 
@@ -79,6 +84,17 @@ class LiveView:
         usage = data["usage"]
         tokens = {role: usage[role]["prompt_tokens"] + usage[role]["completion_tokens"] for role in ("root", "sub")}
         mark = "✓" if data["completed"] else "■"
+        cost = final_cost(data)
+        spent = f"${cost:.4f} · " if cost is not None else ""
         self._print(f"{indent}{mark} {data['termination_reason']} after {data['steps']} steps · reward "
-                    f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · "
+                    f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
                     f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip
+
+
+def final_cost(result: dict[str, Any]) -> float | None:
+    """A RunResult's cost in USD (its own, else the sum over roles), None when no price was known."""
+    if result.get("cost") is not None:
+        return float(result["cost"])
+    costs = [u.get("cost") for u in (result.get("usage") or {}).values() if isinstance(u, dict)]
+    known = [float(c) for c in costs if c is not None]
+    return sum(known) if known else None

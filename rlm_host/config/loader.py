@@ -44,11 +44,15 @@ class LoadedSettings:
         """Where a value came from: the longest configured prefix of the key, else "default"."""
         return _source_for(dotted_key, self.sources)
 
-    def rows(self) -> list[tuple[str, Any, str]]:
-        """(key, value, source) for every leaf of the effective settings, for ``rlm config show``."""
+    def rows(self, *, all_components: bool = False) -> list[tuple[str, Any, str]]:
+        """(key, value, source) for every leaf of the effective settings, for ``rlm config show``.
+
+        Component sections appear when configured; ``all_components`` adds every component's defaults.
+        """
         data = self.settings.model_dump(mode="json")
         for (kind, name), model in self.components.items():
-            data.setdefault(kind, {})[name] = model.model_dump(mode="json")
+            if all_components or self.source_of(f"{kind}.{name}") != DEFAULT:
+                data.setdefault(kind, {})[name] = model.model_dump(mode="json")
         return [(key, value, self.source_of(key)) for key, value in _flatten(data) if value != {}]
 
     def component(self, kind: str, name: str) -> BaseModel | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlm_host.engine.rewards import RewardProfile
 
@@ -48,6 +48,25 @@ class PathsSettings(Section):
     home: Path = Field(Path(".rlm"), description="where runs, benchmarks and caches are stored ($RLM_HOME)")
 
 
+class PriceSettings(Section):
+    """One ``[[prices]]`` entry: USD per million tokens for the models matching ``model`` (provider:prefix).
+
+    A list of tables rather than a table keyed by model, because model names hold dots (``gpt-4.1``).
+    """
+
+    model: str = Field(description="provider:model-prefix, e.g. 'openai:gpt-4o-mini' ('vllm:*': every model)")
+    input: float = Field(ge=0, description="USD per 1M input (prompt) tokens")
+    output: float = Field(ge=0, description="USD per 1M output (completion) tokens")
+
+    @field_validator("model")
+    @classmethod
+    def _provider_and_prefix(cls, value: str) -> str:
+        from rlm_host.llm.prices import parse_key
+
+        parse_key(value)  # ValueError names the expected form
+        return value.strip()
+
+
 class Settings(Section):
     """All settings. Component sections stay raw dicts here and are validated by the plugin's own model."""
 
@@ -55,6 +74,7 @@ class Settings(Section):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     paths: PathsSettings = Field(default_factory=PathsSettings)
     rewards: RewardProfile = Field(default_factory=RewardProfile)
+    prices: list[PriceSettings] = Field(default_factory=list, description="model prices overriding the built-in table")
     environment: dict[str, dict[str, Any]] = Field(default_factory=dict)
     framework: dict[str, dict[str, Any]] = Field(default_factory=dict)
     sandbox: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -23,6 +23,7 @@ from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.pure_rlm.prompts import describe_context
 from rlm_host.errors import RlmError
 from rlm_host.events import EventBus, RunEvent
+from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError
 from rlm_host.types import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
@@ -42,6 +43,7 @@ class RLMRunner:
         self.host = host or get_host()
         self.loaded = settings or load_settings(host=self.host)
         self.home = Path(home or self.loaded.settings.paths.home)
+        self.prices = PriceTable.from_settings(self.loaded.settings)
 
     def run_task(
         self,
@@ -86,8 +88,9 @@ class RLMRunner:
         """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
         started = time.monotonic()
         usage, usage_lock = RunUsage(), threading.Lock()
-        root = ModelClient(plan.root_connector, "root", usage.root, budget, usage_lock)
-        sub = ModelClient(plan.sub_connector, "sub", usage.sub, budget, usage_lock)
+        clients = {"scope": scope, "prices": self.prices}  # retries are emitted on this run; costs priced
+        root = ModelClient(plan.root_connector, "root", usage.root, budget, usage_lock, **clients)
+        sub = ModelClient(plan.sub_connector, "sub", usage.sub, budget, usage_lock, **clients)
         scope.emit("run_start", plan.describe(task, describe_context(context)))
         fingerprint = guard.enter(plan.run.environment, task)
 
@@ -102,7 +105,8 @@ class RLMRunner:
         ctx = EnvironmentContext(
             task=task, context=context, scope=scope, root=root, sub=sub, budget=budget, rewards=plan.rewards,
             limits=plan.limits, open_sandbox=plan.open_sandbox, spawn_child=spawn_child,
-            sub_model_for=lambda model: ModelClient(plan.connector_for(model), "sub", usage.sub, budget, usage_lock),
+            sub_model_for=lambda model: ModelClient(plan.connector_for(model), "sub", usage.sub, budget, usage_lock,
+                                                    **clients),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, settings=plan.environment_settings,
         )  # fmt: skip
         environment = plan.environment_factory(ctx)

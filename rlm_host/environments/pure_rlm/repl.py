@@ -7,6 +7,7 @@ inheritance), so it runs unchanged in the process, Monty and Docker sandboxes.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
@@ -120,7 +121,7 @@ class SubCalls:
 
     def _query(self, prompt: str, model: Optional[str], kind: str, index: Optional[int] = None) -> str:
         started = time.monotonic()
-        event: dict[str, Any] = {"kind": kind, "prompt": _clip(prompt)}
+        event: dict[str, Any] = {"kind": kind, "prompt": _clip(prompt), "prompt_hash": prompt_hash(prompt)}
         if index is not None:
             event["index"] = index
         try:
@@ -133,6 +134,8 @@ class SubCalls:
                 detail = completion.raw.get("malformed", "no content")
                 raise ModelError(f"the sub-model returned an empty response ({detail})")
             event["response"] = _clip(completion.text)
+            if event["response"] != completion.text:
+                event["response_full"] = completion.text  # the exact text, for the replay provider
             return completion.text
         except (BudgetExceeded, ModelError) as exc:
             event["error"] = str(exc)
@@ -140,6 +143,11 @@ class SubCalls:
         finally:
             event["seconds"] = round(time.monotonic() - started, 3)
             self.ctx.scope.emit("sub_call", event)
+
+
+def prompt_hash(prompt: str) -> str:
+    """A short digest of a whole sub-call prompt, recorded so a replay can match calls made in any order."""
+    return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _as_prompt(value: Any) -> str:

@@ -1,0 +1,172 @@
+"""``rlm models list``: every model provider with its key status, base URL and readiness, and which models
+``rlm run`` would use here.
+
+Key variables are reported by name with ``set`` / ``not set``; their values are never read into the output.
+A credential written into a base URL (``https://user:secret@host``) is masked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Optional
+from urllib.parse import urlsplit, urlunsplit
+
+import typer
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+
+
+@app.callback()
+def models() -> None:
+    """Model providers: what is installed, which keys are set, what --model auto picks."""
+
+
+@app.command("list")
+def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Every provider (built-in and plugins): description, default model, key, base URL, readiness."""
+    from rlm_host.plugins import get_host
+
+    host = get_host()
+    loaded = ctx.find_root().obj.settings()
+    rows = [provider_row(spec, owner, loaded.component("provider", spec.name))
+            for spec, owner in host.providers().items()]
+    report = {"providers": rows, "run": configured_models(host, loaded.settings.run)}
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    for row in rows:
+        typer.echo(f"{row['name']:<12} {row['status']:<10} {row['description']}")
+        if row["default_model"]:
+            details = [f"default model: {row['default_model']}"]
+        else:
+            details = [f"e.g. {row['name']}:{row['example_model']}" if row["example_model"] else "no default model"]
+        if row["keys"]:
+            states = (f"{k['variable']} ({'set' if k['set'] else 'not set'})" for k in row["keys"])
+            details.append("key: " + ", ".join(states))
+        if row["base_url"]:
+            details.append(f"base URL: {row['base_url']}")
+        typer.echo(f"{'':<12} {' · '.join(details)}  ({row['plugin']})")
+        if row["hint"]:
+            typer.echo(f"{'':<12} hint: {row['hint']}")
+    run = report["run"]
+    typer.echo("")
+    typer.echo(f"run.model      {run['model']}")
+    typer.echo(f"run.sub_model  {run['sub_model'] or '(the root model)'}")
+    if run["auto"]:
+        typer.echo(f"auto           {run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else ""))
+    else:
+        typer.echo(f"auto           none: {run['auto_error']}")
+
+
+def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    """One provider as ``rlm models list`` shows it (no key value is ever included)."""
+    env = os.environ if environ is None else environ
+    variables = key_variables(spec, settings)
+    keys = [{"variable": name, "set": bool(env.get(name))} for name in variables]
+    readiness = spec.readiness()
+    if not readiness.ok:
+        status = "not ready"
+    elif keys and not any(k["set"] for k in keys) and not _key_optional(spec.name, settings, env):
+        status = "no key"
+    else:
+        status = "ready"
+    hint = readiness.hint if not readiness.ok else ""
+    if status == "no key":
+        hint = f"export {variables[0]}=… to use it"
+    return {
+        "name": spec.name,
+        "aliases": list(spec.aliases),
+        "description": spec.description,
+        "plugin": owner,
+        "default_model": default_model(spec, env),
+        "example_model": _example_model(spec.name),
+        "keys": keys,
+        "base_url": mask_url(base_url(spec.name, settings, env)),
+        "ready": readiness.ok,
+        "status": status,
+        "detail": readiness.detail,
+        "hint": hint,
+    }
+
+
+def default_model(spec: Any, environ: Mapping[str, str]) -> str:
+    """What ``provider:`` runs when ``--model auto`` picks the provider (``openai``: $RLM_OPENAI_MODEL or its
+    built-in default)."""
+    if spec.name == "openai" and not spec.default_model:
+        from rlm_host.llm.resolve import DEFAULT_OPENAI_MODEL
+
+        return environ.get("RLM_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
+    return spec.default_model
+
+
+def key_variables(spec: Any, settings: Any) -> list[str]:
+    """The variables that may hold the provider's key: its configured ``api_key_env`` first, then ``key_env``."""
+    names = list(spec.key_env)
+    configured = getattr(settings, "api_key_env", None)
+    if isinstance(configured, str) and configured and configured not in names:
+        names.insert(0, configured)
+    return names
+
+
+def base_url(name: str, settings: Any, environ: Mapping[str, str]) -> Optional[str]:
+    """Where the provider sends requests, when that is a URL: configured, else its known default."""
+    from rlm_host.llm import compatible
+
+    configured = getattr(settings, "base_url", None)
+    if isinstance(configured, str) and configured:
+        return configured
+    if name in compatible.PROVIDERS:
+        return compatible.PROVIDERS[name].base_url
+    if name == "openai":
+        from rlm_host.llm.openai_provider import DEFAULT_BASE_URL
+
+        return environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    return None
+
+
+def mask_url(url: Optional[str]) -> Optional[str]:
+    """``url`` with any user name and password replaced by ``***``."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***"
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def configured_models(host: Any, run: Any) -> dict[str, Any]:
+    """``run.model`` and ``run.sub_model`` as configured, and what ``auto`` resolves to in this environment."""
+    from rlm_host.errors import RlmError
+    from rlm_host.llm.resolve import auto_model
+
+    report: dict[str, Any] = {"model": run.model, "sub_model": run.sub_model, "auto": None, "auto_notice": "",
+                              "auto_error": ""}  # fmt: skip
+    try:
+        report["auto"], report["auto_notice"] = auto_model(host)
+    except RlmError as exc:
+        report["auto_error"] = exc.message + (f" ({exc.hint})" if exc.hint else "")
+    return report
+
+
+def _key_optional(name: str, settings: Any, environ: Mapping[str, str]) -> bool:
+    """Local servers need no key; neither does ``openai`` pointed at another server."""
+    from rlm_host.llm import compatible
+
+    service = compatible.PROVIDERS.get(name)
+    if service is not None:
+        return service.local
+    return name == "openai" and bool(getattr(settings, "base_url", None) or environ.get("OPENAI_BASE_URL"))
+
+
+def _example_model(name: str) -> str:
+    from rlm_host.llm import compatible
+
+    service = compatible.PROVIDERS.get(name)
+    return service.example_model if service is not None else ""

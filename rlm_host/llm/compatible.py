@@ -1,0 +1,185 @@
+"""OpenAI-compatible providers by name: local servers (Ollama, LM Studio, vLLM, SGLang, TGI) and hosted APIs
+(OpenRouter, Groq, Together, DeepSeek, Fireworks, Mistral, xAI, Cerebras, DeepInfra).
+
+Each is a provider of its own — ``ollama:llama3.2``, ``groq:llama-3.3-70b-versatile`` — served by the
+``openai`` connector with the provider's usual base URL and API-key variable; the connector keeps the
+provider's name (``connector.name == "ollama:llama3.2"``), in errors and trajectories too. The base URL can be
+changed per provider with ``[provider.<name>] base_url`` or for a run with ``--base-url``; the key variable with
+``[provider.<name>] api_key_env``. Hosted APIs need their key; local servers take one when it is set (vLLM's
+``--api-key``) and send a placeholder otherwise.
+
+These providers have no ``default_model``, so ``--model auto`` never picks them: an API key that happens to be
+in the environment does not silently choose where a run is sent. Their ``example_model`` is shown by
+``rlm models list`` and in hints.
+
+This module is imported when the host registers its built-in components, so it imports nothing heavy: the
+``openai`` connector is imported by the factory, when a model is first made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from rlm_host.components import ProviderSpec
+
+if TYPE_CHECKING:
+    from rlm_host.llm.openai_provider import OpenAIConnector
+    from rlm_host.llm.protocol import ModelOptions
+
+SETTINGS = "rlm_host.llm.compatible_settings:CompatibleSettings"
+
+
+@dataclass(frozen=True)
+class CompatibleProvider:
+    """One OpenAI-compatible service: where it listens and which variables may hold its key."""
+
+    name: str
+    label: str
+    base_url: str
+    key_env: tuple[str, ...] = ()
+    local: bool = False  # a server on this machine: no key required, costs nothing
+    example_model: str = ""
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def description(self) -> str:
+        where = "local" if self.local else "hosted"
+        key = f", key in ${self.key_env[0]}" if self.key_env and not self.local else ""
+        return f"{self.label} ({where} OpenAI-compatible API at {self.base_url}{key})"
+
+
+#: The known services, by provider name.
+PROVIDERS: dict[str, CompatibleProvider] = {
+    p.name: p
+    for p in (
+        CompatibleProvider("ollama", "Ollama", "http://localhost:11434/v1", local=True, example_model="llama3.2"),
+        CompatibleProvider("lmstudio", "LM Studio", "http://localhost:1234/v1", local=True,
+                           example_model="qwen2.5-7b-instruct", aliases=("lm_studio",)),
+        CompatibleProvider("vllm", "vLLM", "http://localhost:8000/v1", ("VLLM_API_KEY",), local=True,
+                           example_model="Qwen/Qwen2.5-7B-Instruct"),
+        CompatibleProvider("sglang", "SGLang", "http://localhost:30000/v1", local=True,
+                           example_model="Qwen/Qwen2.5-7B-Instruct"),
+        CompatibleProvider("tgi", "Hugging Face TGI", "http://localhost:8080/v1", local=True, example_model="tgi"),
+        CompatibleProvider("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",),
+                           example_model="openai/gpt-4o-mini"),
+        CompatibleProvider("groq", "Groq", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",),
+                           example_model="llama-3.3-70b-versatile"),
+        CompatibleProvider("together", "Together AI", "https://api.together.xyz/v1", ("TOGETHER_API_KEY",),
+                           example_model="meta-llama/Llama-3.3-70B-Instruct-Turbo", aliases=("togetherai",)),
+        CompatibleProvider("deepseek", "DeepSeek", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",),
+                           example_model="deepseek-chat"),
+        CompatibleProvider("fireworks", "Fireworks AI", "https://api.fireworks.ai/inference/v1",
+                           ("FIREWORKS_API_KEY",), example_model="accounts/fireworks/models/llama-v3p3-70b-instruct"),
+        CompatibleProvider("mistral", "Mistral AI", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",),
+                           example_model="mistral-small-latest"),
+        CompatibleProvider("xai", "xAI", "https://api.x.ai/v1", ("XAI_API_KEY",), example_model="grok-3-mini"),
+        CompatibleProvider("cerebras", "Cerebras", "https://api.cerebras.ai/v1", ("CEREBRAS_API_KEY",),
+                           example_model="llama-3.3-70b"),
+        CompatibleProvider("deepinfra", "DeepInfra", "https://api.deepinfra.com/v1/openai", ("DEEPINFRA_API_KEY",),
+                           example_model="meta-llama/Llama-3.3-70B-Instruct"),
+    )
+}  # fmt: skip
+
+
+def local_provider_names() -> list[str]:
+    """Names of the local servers (they cost nothing)."""
+    return [p.name for p in PROVIDERS.values() if p.local]
+
+
+def provider_specs() -> list[ProviderSpec]:
+    """The registration records of every OpenAI-compatible provider, for the host's built-in components."""
+    return [
+        ProviderSpec(
+            p.name,
+            p.description,
+            CompatibleFactory(p.name),
+            aliases=p.aliases,
+            requires=("openai",),
+            install_hint="pip install openai",
+            settings=SETTINGS,
+            key_env=p.key_env,
+        )
+        for p in PROVIDERS.values()
+    ]
+
+
+@dataclass(frozen=True)
+class CompatibleFactory:
+    """The provider factory of one service: ``factory(model, options, settings) -> OpenAIConnector``."""
+
+    provider: str
+
+    def __call__(self, model: str, options: Optional["ModelOptions"] = None, settings: Any = None) -> "OpenAIConnector":
+        return create(self.provider, model, options, settings)
+
+
+def base_url_for(provider: str, settings: Any = None, options: Optional["ModelOptions"] = None) -> str:
+    """Where ``provider`` is reached: ``--base-url``, ``[provider.<name>] base_url``, else its usual URL."""
+    return (
+        (options.base_url if options is not None else None)
+        or _setting(settings, "base_url")
+        or PROVIDERS[provider].base_url
+    )
+
+
+def key_variable(provider: str, settings: Any = None, environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The variable the key is read from: ``api_key_env`` when configured, else the first of the provider's
+    variables that is set (else its first one); None for a local server without one."""
+    configured = _setting(settings, "api_key_env")
+    if configured:
+        return str(configured)
+    names = PROVIDERS[provider].key_env
+    env = os.environ if environ is None else environ
+    return next((name for name in names if env.get(name)), names[0] if names else None)
+
+
+def create(provider: str, model: str, options: Optional["ModelOptions"] = None, settings: Any = None, *,
+           environ: Optional[Mapping[str, str]] = None) -> "OpenAIConnector":  # fmt: skip
+    """An OpenAI connector for ``provider:model`` with the service's base URL and key."""
+    from rlm_host.llm.openai_provider import OpenAIConnector, ProviderSettings
+    from rlm_host.llm.protocol import ModelError, ModelOptions
+
+    service = PROVIDERS[provider]
+    if not model:
+        example = f"{provider}:{service.example_model}" if service.example_model else f"{provider}:MODEL"
+        raise ModelError(f"{provider}: empty model name (use {provider}:MODEL, e.g. {example})")
+    options = options or ModelOptions()
+    env = os.environ if environ is None else environ
+    variable = key_variable(provider, settings, env)
+    if not service.local and not options.api_key and not (variable and env.get(variable)):
+        raise ModelError(
+            f"no API key for {provider}: set {variable}",
+            hint=f"export {variable}=… (the {service.label} API key), or choose another provider",
+        )
+    values = {key: _setting(settings, key) for key in ("timeout", "max_retries", "max_retry_wait", "context_window")}
+    connector_settings = ProviderSettings(
+        base_url=base_url_for(provider, settings, options),
+        api_key_env=variable or f"{provider.upper()}_API_KEY",
+        **{key: value for key, value in values.items() if value is not None},
+    )
+    connector = OpenAIConnector(model, options, connector_settings, environ=env)
+    connector.name = f"{provider}:{model}"
+    return connector
+
+
+def _setting(settings: Any, key: str) -> Any:
+    if settings is None:
+        return None
+    if isinstance(settings, Mapping):
+        return settings.get(key)
+    return getattr(settings, key, None)
+
+
+__all__ = [
+    "PROVIDERS",
+    "CompatibleFactory",
+    "CompatibleProvider",
+    "base_url_for",
+    "create",
+    "key_variable",
+    "local_provider_names",
+    "provider_specs",
+]
