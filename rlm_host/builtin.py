@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from rlm_host.components import DoctorCheck, EnvironmentSpec, ProviderSpec, SandboxSpec, SinkSpec
+from rlm_host.components import (
+    BenchmarkPackSpec,
+    DoctorCheck,
+    EnvironmentSpec,
+    ProviderSpec,
+    SandboxSpec,
+    SinkSpec,
+)
 from rlm_host.hookspecs import hookimpl
 
 
@@ -88,3 +95,10 @@ def rlm_doctor_checks() -> list[DoctorCheck]:
         DoctorCheck("config", "configuration files parse and validate", "rlm_host.checks:config_valid"),
         DoctorCheck("home", "run directory (.rlm or $RLM_HOME) is writable", "rlm_host.checks:home_writable"),
     ]
+
+
+@hookimpl
+def rlm_register_benchmark_packs() -> list[BenchmarkPackSpec]:
+    from rlm_host.bench.packs import builtin_pack_specs  # imports only rlm_host.components
+
+    return builtin_pack_specs()

@@ -1,0 +1,26 @@
+"""Helpers shared by the benchmark tests: an in-process RLMRunner, scripted-model files, repl replies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rlm_host.testing.engine import isolated_runner
+
+DATA = Path(__file__).resolve().parent
+
+
+def make_runner(tmp_path: Path) -> Any:
+    """An RLMRunner over built-in components only (the process sandbox), home in ``tmp_path/.rlm``."""
+    return isolated_runner(tmp_path)
+
+
+def write_script(path: Path, rules: list[dict[str, Any]], responses: list[Any] | None = None, **extra: Any) -> Path:
+    path.write_text(json.dumps({"responses": responses or [], "rules": rules, **extra}))
+    return path
+
+
+def repl(code: str) -> str:
+    """A pure_rlm reply running ``code``."""
+    return f"```repl\n{code}\n```"
