@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -110,13 +111,13 @@ def test_incomplete_run_exits_1_with_the_synthesised_answer(rlm, work):
     assert run["termination_reason"] == "max_steps" and run["final_response"] == "my best guess"
 
 
-def haystack_over_http(rlm, work: Path, chars: int) -> dict:
+def haystack_over_http(rlm, work: Path, chars: int, sandbox: str = "process", plugins: tuple = ()) -> dict:
     hay = write_haystack(work / f"hay_{chars}.txt", chars)
     with OpenAIServer() as server:
         server.push(answer(FIND_AND_CHECK, prompt_tokens=900), answer("yes"), answer("FINAL_VAR(answer)"))
         result = rlm("run", "What is the magic number?", "--context", str(hay), "--model", "openai:test-model",
-                     "--base-url", server.url, "--sandbox", "process", "--json", plugins=[],
-                     env={"OPENAI_API_KEY": ""})  # fmt: skip
+                     "--base-url", server.url, "--sandbox", sandbox, "--json", plugins=list(plugins),
+                     env={"OPENAI_API_KEY": "", "DOCKER_HOST": os.environ.get("DOCKER_HOST", "")})  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         root_prompts = [json.dumps(body) for body in server.bodies]
     assert all(NEEDLE not in prompt for prompt in root_prompts)
@@ -134,9 +135,25 @@ def test_haystack_through_an_openai_compatible_server(rlm, work, chars):
 
 
 @pytest.mark.slow
-def test_100mb_haystack_through_an_openai_compatible_server(rlm, work):
-    run = haystack_over_http(rlm, work, 100_000_000)
-    assert run["steps"] == 2
+@pytest.mark.parametrize("sandbox", ["process", "monty", "docker"])
+def test_100mb_haystack_through_an_openai_compatible_server(rlm, work, sandbox):
+    """The engine issue's task in every runtime: the sandboxes' own plugins are selected, and Docker gets a
+    real engine (found or started once per session)."""
+    plugins = {"process": (), "monty": ("rlm-sandbox-monty",), "docker": ("rlm-sandbox-docker",)}[sandbox]
+    if sandbox == "monty":
+        pytest.importorskip("rlm_sandbox_monty")
+    if sandbox != "docker":
+        run = haystack_over_http(rlm, work, 100_000_000, sandbox, plugins)
+    else:
+        pytest.importorskip("rlm_sandbox_docker")
+        from rlm_sandbox_docker.testing import prepare_engine, release_engine
+
+        prepare_engine()
+        try:
+            run = haystack_over_http(rlm, work, 100_000_000, sandbox, plugins)
+        finally:
+            release_engine()  # stops the daemon only if this test started it
+    assert run["steps"] == 2 and run["sandbox"] == sandbox
 
 
 def test_ctrl_c_writes_the_final_event_and_exits_130(plugin_site, work):
