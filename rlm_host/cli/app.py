@@ -26,6 +26,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("rlm_host.cli.runs_cmd:app", "List saved runs or show one with every step."),
     "replay": ("rlm_host.cli.replay_cmd:app", "Step through a saved run: code, output, reward, sub-calls."),
     "bench": ("rlm_host.cli.bench_cmd:app", "Benchmarks with real data and answers: run presets, compare, report."),
+    "leaderboard": ("rlm_host.cli.leaderboard_cmd:app", "Rank saved benchmarks by accuracy, reward, cost, tokens, …"),
     "models": ("rlm_host.cli.models_cmd:app", "List model providers, their keys and readiness, and what auto picks."),
     "plugins": ("rlm_host.cli.plugins_cmd:app", "List installed plugins and check their readiness."),
     "config": ("rlm_host.cli.config_cmd:app", "Show the effective settings and where each came from."),

@@ -1,4 +1,5 @@
-"""``rlm bench``: list presets, run a benchmark (resumable), compare two with CI gates, report, judge."""
+"""``rlm bench``: list presets, run a benchmark (resumable), compare two with CI gates, report (markdown, csv,
+json or a self-contained HTML page with charts), judge."""
 
 from __future__ import annotations
 
@@ -190,22 +191,42 @@ def compare(
 @app.command("report")
 def report(
     ctx: typer.Context,
-    benchmark: str = typer.Argument("latest", help="An id, a unique prefix, latest, previous or a path."),
-    fmt: str = typer.Option("markdown", "--format", "-f", help="markdown, csv or json."),
+    benchmarks: Optional[List[str]] = typer.Argument(
+        None, help="An id, a unique prefix, latest, previous or a path (default: latest); several with --format html."
+    ),
+    fmt: str = typer.Option("markdown", "--format", "-f", help="markdown, csv, json or html."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Add a comparison with this benchmark."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Write to this file instead of stdout (html: default next to the summary)."
+    ),
 ) -> None:
-    """A benchmark's report in markdown, csv or json (with a comparison when --baseline is given)."""
+    """A benchmark's report in markdown, csv or json (with a comparison when --baseline is given), or a
+    self-contained HTML page with charts (several benchmarks are overlaid, by mode and model)."""
     from rlm_host.bench.compare import compare as run_compare
     from rlm_host.bench.report import FORMATS, render
     from rlm_host.errors import RlmError
 
-    if fmt not in (*FORMATS, "md"):
-        raise RlmError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join(FORMATS))
-    from rlm_host.bench.store import BenchStore
+    refs = list(benchmarks or ["latest"])
+    if fmt not in (*FORMATS, "md", "html"):
+        raise RlmError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join((*FORMATS, "html")))
+    from rlm_host.bench.store import BenchStore, load_summary
 
     store = BenchStore(_home(ctx))
-    summary = store.load(benchmark)
+    if fmt == "html":
+        from rlm_host.bench.html_report import render_html
+
+        paths = [store.resolve(ref) for ref in refs] + ([store.resolve(baseline)] if baseline else [])
+        summaries = [load_summary(p) for p in paths]
+        if output is None:
+            extra = f"+{len(paths) - 1}" if len(paths) > 1 else ""
+            output = paths[0].with_name(f"{paths[0].stem}{extra}.html")
+        output.write_text(render_html(summaries), encoding="utf-8")
+        typer.echo(f"report: {output}", err=True)
+        return
+    if len(refs) > 1:
+        raise RlmError(f"{fmt} reports cover one benchmark, got {len(refs)}",
+                       hint="use --baseline to compare two, or --format html to overlay several")  # fmt: skip
+    summary = store.load(refs[0])
     base = store.load(baseline) if baseline else None
     text = render(summary, fmt, run_compare(summary, base) if base else None, base)
     if output:
