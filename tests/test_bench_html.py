@@ -164,8 +164,12 @@ def chromium() -> str:
     problem = ""
     if not found:
         if os.geteuid() == 0 and shutil.which("apt-get"):
-            run = subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, text=True,
-                                 timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+            apt_env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            for command in (["apt-get", "install", "-y", "chromium"], ["apt-get", "update"],
+                            ["apt-get", "install", "-y", "chromium"]):  # a fresh machine needs the update first
+                run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=apt_env)
+                if command[1] == "install" and run.returncode == 0:
+                    break  # fmt: skip
             found = shutil.which("chromium")
             problem = "" if found else f"apt-get install chromium failed: {run.stderr.strip()[-300:]}"
         else:
