@@ -221,7 +221,7 @@ def test_history_compaction_keeps_the_last_turns(runner, tmp_path):
     compacting = isolated_runner(tmp_path, sandbox="process", host=runner.host,
                                  environ={"RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "1024",
                                           "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"})  # fmt: skip
-    noisy = "```repl\nprint('x' * 3000)\n```"
+    noisy = "Thinking aloud: " + "x" * 3000 + "\n```repl\nprint('x' * 3000)\n```"  # replies are kept whole
     root = ScriptedConnector.from_responses([noisy, noisy, noisy, "FINAL(done)"],
                                             rules=[{"match": "Summarise the work so far", "text": "SUMMARY-1"}])  # fmt: skip
     events = []
@@ -287,3 +287,12 @@ def test_unknown_names_fail_before_any_model_call(runner):
 def test_scripted_model_errors_are_model_errors():
     with pytest.raises(ModelError):
         ScriptedConnector.from_responses([]).complete([{"role": "user", "content": "x"}])
+
+
+def test_block_output_is_capped_to_a_tenth_of_a_small_window(runner, tmp_path):
+    small = isolated_runner(tmp_path, sandbox="process", host=runner.host,
+                            environ={"RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "2048"})  # fmt: skip
+    root = ScriptedConnector.from_responses(["```repl\nprint('y' * 50000)\n```", "FINAL(ok)"])
+    small.run_task("q", context="c", sandbox="process", connectors={"root": root})
+    fed_back = root.calls[1][-1]["content"]
+    assert 800 < len(fed_back) < 1000 and "characters cut" in fed_back

@@ -158,3 +158,32 @@ def test_pure_rlm_run_whose_llm_query_reaches_the_real_model(tmp_path, monkeypat
     assert result.usage.sub.calls == 1
     assert result.usage.sub.prompt_tokens > 0 and result.usage.sub.completion_tokens > 0
     assert result.final_response is not None
+
+
+def test_cli_run_against_the_real_server_then_replay_without_it(llama_server, tmp_path):
+    """`rlm run` whose root AND sub model are the real model behind llama.cpp's server (a tiny model: it may not
+    finish, then the answer is synthesised), then `--model replay:RUN_ID` reproduces the final answer with the
+    server gone."""
+    import json
+    import os
+    from pathlib import Path
+
+    rlm = str(Path(sys.executable).with_name("rlm"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OPENAI_"))}
+    env.update(HOME=str(tmp_path), RLM_PLUGINS="rlm-sandbox-monty", RLM_PROVIDER__OPENAI__MAX_RETRIES="1",
+               RLM_PROVIDER__OPENAI__CONTEXT_WINDOW="4096")  # the server's n_ctx: the history is compacted to fit
+    (tmp_path / "notes.txt").write_text("Weather log. Day 3: the sky was blue. Day 4: rain.\n" * 20)
+    common = ["What colour was the sky on day 3?", "--context", "notes.txt", "--max-steps", "2", "--json"]
+    first = subprocess.run([rlm, "run", *common, "--model", "openai:smollm2", "--base-url", llama_server],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert first.returncode in (0, 1), first.stderr[-2000:]
+    recorded = json.loads(first.stdout)
+    assert recorded["termination_reason"] in ("final", "max_steps"), recorded["error"]
+    assert recorded["usage"]["root"]["prompt_tokens"] > 0 and recorded["usage"]["root"]["completion_tokens"] > 0
+    assert recorded["final_response"], recorded
+    run_id = recorded["run_id"]
+    again = subprocess.run([rlm, "run", *common, "--model", f"replay:{run_id}", "--sub-model", f"replay:{run_id}"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    replayed = json.loads(again.stdout)
+    assert replayed["final_response"] == recorded["final_response"], again.stderr[-2000:]
+    assert replayed["steps"] == recorded["steps"] and replayed["run_id"] != run_id

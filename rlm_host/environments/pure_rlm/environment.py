@@ -82,7 +82,7 @@ class PureRLMEnvironment:
 
     def messages(self, step: int) -> list[Message]:
         assert self.history is not None, "start() first"
-        window = self.settings.context_window or self.ctx.root.context_window or DEFAULT_CONTEXT_WINDOW
+        window = self._window()
         if self.settings.compaction and self.history.needs_compaction(
             window, self.settings.compaction_threshold, self.settings.keep_last_turns
         ):
@@ -177,8 +177,13 @@ class PureRLMEnvironment:
                 )
         return FinalSignal(kind="direct", value=argument), None
 
+    def _window(self) -> int:
+        return self.settings.context_window or self.ctx.root.context_window or DEFAULT_CONTEXT_WINDOW
+
     def _render(self, index: int, result: ExecResult) -> str:
-        limit = self.settings.max_output_chars
+        # a block's output may take at most a tenth of the window (≈4 characters a token): small local models
+        # would otherwise overflow their context after a single noisy step
+        limit = max(200, min(self.settings.max_output_chars, self._window() * 4 // 10))
         parts = [f"[block {index}] output:\n{truncate(result.stdout, limit) if result.stdout else '(nothing printed)'}"]
         if result.stderr:
             parts.append(f"[block {index}] stderr:\n{truncate(result.stderr, limit // 2)}")

@@ -38,13 +38,16 @@ class History:
         return max(counted, self.last_prompt_tokens)
 
     def needs_compaction(self, context_window: int, threshold: float, keep_last_turns: int) -> bool:
-        return len(self.turns) > keep_last_turns and self.estimated_tokens() > threshold * context_window
+        """Over the threshold with at least one turn to fold in (fewer than ``keep_last_turns`` are kept then)."""
+        return bool(self.turns) and self.estimated_tokens() > threshold * context_window
 
     def compact(self, summarise: Callable[[list[Message]], str], keep_last_turns: int) -> tuple[int, int]:
-        """Replace all but the last turns with a summary; returns (turns before, turns after)."""
+        """Replace older turns with a summary, keeping the last ``keep_last_turns`` (always folding at least one);
+        returns (turns before, turns after)."""
         before = len(self.turns)
+        keep = min(keep_last_turns, before - 1)
         summary = summarise(self.messages())
         self.summary = summary
-        self.turns = self.turns[-keep_last_turns:] if keep_last_turns else []
+        self.turns = self.turns[-keep:] if keep > 0 else []
         self.last_prompt_tokens = 0
         return before, len(self.turns)
