@@ -296,3 +296,15 @@ def test_block_output_is_capped_to_a_tenth_of_a_small_window(runner, tmp_path):
     small.run_task("q", context="c", sandbox="process", connectors={"root": root})
     fed_back = root.calls[1][-1]["content"]
     assert 800 < len(fed_back) < 1000 and "characters cut" in fed_back
+
+
+def test_the_summarising_call_fits_the_window_even_when_the_history_does_not():
+    from rlm_host.environments.pure_rlm.history import History
+
+    history = History({"role": "system", "content": "s" * 2000}, {"role": "user", "content": "task"})
+    history.add_turn("r" * 20000, "o" * 20000)
+    assert history.needs_compaction(context_window=4096, threshold=0.85, keep_last_turns=4)
+    seen = []
+    before, after = history.compact(lambda messages: seen.append(messages) or "S", 4, context_window=4096)
+    assert (before, after) == (1, 0) and history.summary == "S"
+    assert sum(len(m["content"]) for m in seen[0]) <= 0.7 * 4096 * 4 + 100

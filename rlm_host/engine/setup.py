@@ -96,7 +96,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any],
     env_spec = host.environments().get(run.environment)
     run.environment = env_spec.name
     sandbox_spec = _choose_sandbox(host, run.sandbox)
-    options_for_models = ModelOptions(base_url=run.base_url)
+    options_for_models = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens)
 
     def make_connector(model: str) -> ModelConnector:
         return resolve_connector(model, host=host, settings=loaded, options=options_for_models)

@@ -86,7 +86,7 @@ class PureRLMEnvironment:
         if self.settings.compaction and self.history.needs_compaction(
             window, self.settings.compaction_threshold, self.settings.keep_last_turns
         ):
-            before, after = self.history.compact(self._summarise, self.settings.keep_last_turns)
+            before, after = self.history.compact(self._summarise, self.settings.keep_last_turns, window)
             self.ctx.scope.emit(
                 "compaction", {"step": step, "turns_before": before, "turns_after": after, "summary": self.history.summary}
             )

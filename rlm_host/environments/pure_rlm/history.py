@@ -41,12 +41,21 @@ class History:
         """Over the threshold with at least one turn to fold in (fewer than ``keep_last_turns`` are kept then)."""
         return bool(self.turns) and self.estimated_tokens() > threshold * context_window
 
-    def compact(self, summarise: Callable[[list[Message]], str], keep_last_turns: int) -> tuple[int, int]:
+    def clipped_messages(self, max_tokens: int) -> list[Message]:
+        """The messages with each one cut to an equal share of ``max_tokens``, so the summarising call itself
+        fits the window even when the history no longer does."""
+        messages = self.messages()
+        share = max(200, max_tokens * CHARS_PER_TOKEN // len(messages))
+        return [m if len(m["content"]) <= share else {**m, "content": m["content"][: share // 2] + "\n…\n"
+                                                       + m["content"][-share // 2:]} for m in messages]  # fmt: skip
+
+    def compact(self, summarise: Callable[[list[Message]], str], keep_last_turns: int,
+                context_window: int = 1 << 30) -> tuple[int, int]:  # fmt: skip
         """Replace older turns with a summary, keeping the last ``keep_last_turns`` (always folding at least one);
         returns (turns before, turns after)."""
         before = len(self.turns)
         keep = min(keep_last_turns, before - 1)
-        summary = summarise(self.messages())
+        summary = summarise(self.clipped_messages(int(context_window * 0.7)))
         self.summary = summary
         self.turns = self.turns[-keep:] if keep > 0 else []
         self.last_prompt_tokens = 0
