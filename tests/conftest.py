@@ -122,3 +122,19 @@ def rlm(plugin_site: Path, isolated_env: dict[str, str]):
         )
 
     return run
+
+
+@pytest.fixture
+def cli(isolated_env, monkeypatch, capsys):
+    """Run ``rlm`` in-process (built-ins only, isolated home and cwd); returns (exit code, stdout, stderr)."""
+    from rlm_host.cli.main import main
+
+    monkeypatch.setenv("RLM_PLUGINS", "")
+
+    def run(*args: str):
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

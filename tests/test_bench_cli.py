@@ -16,21 +16,8 @@ from conftest import RLM_SCRIPT
 from bench_data import DATA, repl, write_script
 from rlm_host.bench.store import BenchStore
 from rlm_host.bench.summary import BenchmarkSummary
-from rlm_host.cli.main import main
 
 
-@pytest.fixture
-def cli(isolated_env, monkeypatch, capsys):
-    """Run ``rlm`` in-process with the bench command and packs registered; returns (exit code, stdout, stderr)."""
-    monkeypatch.setenv("RLM_PLUGINS", "")
-
-    def run(*args: str):
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 @pytest.fixture

@@ -15,30 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from bench_data import DATA, repl, write_script
+from bench_data import SMOKE_RULES, DATA, repl, write_script
 from rlm_host.bench.html_report import render_html
 from rlm_host.bench.store import BenchStore
-from rlm_host.cli.main import main
 
-SMOKE_RULES = [
-    {"match": "How many characters", "text": repl("FINAL(len(context))")},
-    {"match": "first word", "text": repl("FINAL(context.split()[0])")},
-    {"match": "lantern", "text": repl("import re\nFINAL(len(re.findall(r'\\blantern\\b', context, re.I)))")},
-]
 EVIL = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>Kasrin"
 
 
-@pytest.fixture
-def cli(isolated_env, monkeypatch, capsys):
-    monkeypatch.setenv("RLM_PLUGINS", "")
-
-    def run(*args: str):
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 @pytest.fixture

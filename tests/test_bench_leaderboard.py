@@ -9,16 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench_data import DATA, repl, write_script
+from bench_data import SMOKE_RULES, DATA, repl, write_script
 from rlm_host.bench import leaderboard as lb
 from rlm_host.bench.store import BenchStore
-from rlm_host.cli.main import main
 
-SMOKE_RULES = [
-    {"match": "How many characters", "text": repl("FINAL(len(context))")},
-    {"match": "first word", "text": repl("FINAL(context.split()[0])")},
-    {"match": "lantern", "text": repl("import re\nFINAL(len(re.findall(r'\\blantern\\b', context, re.I)))")},
-]
 HALF_RULES = [  # the first word wrong, then a long search for the count: more steps
     SMOKE_RULES[0],
     {"match": "first word", "text": repl("FINAL('Harbours')")},
@@ -27,17 +21,6 @@ HALF_RULES = [  # the first word wrong, then a long search for the count: more s
 ]
 
 
-@pytest.fixture
-def cli(isolated_env, monkeypatch, capsys):
-    monkeypatch.setenv("RLM_PLUGINS", "")
-
-    def run(*args: str):
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 @pytest.fixture

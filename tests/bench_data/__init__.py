@@ -24,3 +24,11 @@ def write_script(path: Path, rules: list[dict[str, Any]], responses: list[Any] |
 def repl(code: str) -> str:
     """A pure_rlm reply running ``code``."""
     return f"```repl\n{code}\n```"
+
+
+#: A scripted model answering the pure_rlm_smoke preset correctly (by real code over each case's context).
+SMOKE_RULES = [
+    {"match": "How many characters", "text": repl("FINAL(len(context))")},
+    {"match": "first word", "text": repl("FINAL(context.split()[0])")},
+    {"match": "lantern", "text": repl("import re\nFINAL(len(re.findall(r'\\blantern\\b', context, re.I)))")},
+]
