@@ -139,7 +139,7 @@ def test_a_recorded_sub_call_failure_fails_again(tmp_path, monkeypatch):
 def test_compaction_summaries_are_replayed_when_the_settings_force_compaction(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     settings = {"RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "1024", "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"}
-    noisy = "```repl\nprint('x' * 3000)\n```"
+    noisy = "Thinking aloud: " + "x" * 3000 + "\n```repl\nprint('x' * 3000)\n```"  # replies are kept whole
     rules = [{"match": "Summarise the work so far", "text": "SUMMARY"}]
     root = ScriptedConnector.from_responses([noisy, noisy, noisy, "FINAL(done)"], rules=rules)
     original = make_runner(tmp_path, environ=settings).run_task("q", context="c", sandbox="process",

@@ -19,25 +19,21 @@ Completion whose ``raw["malformed"]`` says what was wrong, for the caller to rec
 from __future__ import annotations
 
 import json
-import os
-import threading
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
-from rlm_host.llm.retry import (
-    Failure,
-    RetryCallback,
-    RetryPolicy,
-    call_with_retries,
-    is_retryable_status,
-    retry_after_from_headers,
-    status_text,
+from rlm_host.llm.connector_base import (
+    MalformedBody,
+    RetryingConnector,
+    context_window_of,
+    reject_raw_text,
+    retry_after_of,
+    token_count,
 )
+from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import openai
@@ -84,21 +80,11 @@ class ProviderSettings(BaseModel):
 
 def context_window_for(model: str) -> int | None:
     """The context window of a known model (longest matching prefix of :data:`CONTEXT_WINDOWS`), else None."""
-    name = model.rsplit("/", 1)[-1].lower()
-    best = max((p for p in CONTEXT_WINDOWS if name.startswith(p)), key=len, default=None)
-    return CONTEXT_WINDOWS[best] if best else None
+    return context_window_of(model.rsplit("/", 1)[-1].lower(), CONTEXT_WINDOWS)
 
 
-class _MalformedBody(Exception):
-    """The server answered 2xx with a body that is not a chat completion (retried like a transient error)."""
-
-
-class OpenAIConnector:
-    """A ModelConnector for the OpenAI chat completions API.
-
-    ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
-    ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
-    """
+class OpenAIConnector(RetryingConnector):
+    """A ModelConnector for the OpenAI chat completions API. (retries: see :class:`RetryingConnector`)."""
 
     def __init__(
         self,
@@ -112,27 +98,13 @@ class OpenAIConnector:
     ) -> None:
         if not model:
             raise ModelError("openai: empty model name (use openai:MODEL, e.g. openai:gpt-4o-mini)")
-        options = options or ModelOptions()
-        settings = _validate_settings(settings)
-        env = os.environ if environ is None else environ
-
-        self.model = model
-        self.name = f"openai:{model}"
-        self.options = options
-        self.settings = settings
+        env = self._configure(
+            "openai", model, options, settings, settings_type=ProviderSettings, environ=environ,
+            context_window=context_window_for(model), retry_policy=retry_policy, on_retry=on_retry,
+            base_url_env="OPENAI_BASE_URL", default_base_url=DEFAULT_BASE_URL,
+        )  # fmt: skip
+        options, settings = self.options, self.settings
         self.key_env = settings.api_key_env
-        self.context_window: int | None = settings.context_window or context_window_for(model)
-        self.on_retry = on_retry
-
-        explicit = options.model_fields_set
-        self.timeout = options.timeout if "timeout" in explicit or settings.timeout is None else settings.timeout
-        max_retries = (
-            options.max_retries if "max_retries" in explicit or settings.max_retries is None else settings.max_retries
-        )
-        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=settings.max_retry_wait)
-
-        self._custom_base_url = options.base_url or settings.base_url or env.get("OPENAI_BASE_URL") or None
-        self.base_url = (self._custom_base_url or DEFAULT_BASE_URL).rstrip("/")
         key = options.api_key or env.get(self.key_env) or None
         if key is None and self._custom_base_url is None:
             raise ModelError(
@@ -140,11 +112,6 @@ class OpenAIConnector:
                 hint=f"export {self.key_env}=sk-… for OpenAI, or --base-url http://127.0.0.1:8000/v1 (local server)",
             )
         self._api_key = key or PLACEHOLDER_KEY
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"OpenAIConnector({self.name!r}, base_url={self.base_url!r})"
 
     # -- the SDK client ------------------------------------------------------------------------------------------
 
@@ -165,47 +132,14 @@ class OpenAIConnector:
                 self._client = openai.OpenAI(**kwargs)
             return self._client
 
-    def close(self) -> None:
-        """Close the SDK client's connections (a later call opens new ones)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
     # -- one call ------------------------------------------------------------------------------------------------
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        timeout: float | None = None,
-        on_retry: RetryCallback | None = None,
-    ) -> Completion:
-        """Answer ``messages``; retries transient failures and raises one ModelError when they persist."""
-        client = self.client()
-        limit = timeout if timeout is not None else self.timeout
-        request = self._request(messages, limit)
-        attempts = 0
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        """One ``chat.completions.create`` call."""
+        return reject_raw_text(client.chat.completions.create(**request))
 
-        def attempt() -> Any:
-            nonlocal attempts
-            attempts += 1
-            response = client.chat.completions.create(**request)
-            if isinstance(response, (str, bytes)):  # the SDK hands back raw text it could not parse as JSON
-                raise _MalformedBody(f"response body is not JSON: {str(response)[:80]!r}")
-            return response
-
-        started = time.monotonic()
-        response = call_with_retries(
-            attempt,
-            lambda exc: self.classify(exc, limit),
-            policy=self.retry_policy,
-            what=self.name,
-            on_retry=on_retry or self.on_retry,
-        )
-        return self._completion(response, time.monotonic() - started, attempts)
-
-    def _request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
+    def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``messages``."""
         request: dict[str, Any] = {"model": self.model, "messages": list(messages), "timeout": timeout}
         if self.options.temperature is not None:
             request["temperature"] = self.options.temperature
@@ -246,8 +180,8 @@ class OpenAIConnector:
         return Completion(
             text=text,
             model=getattr(response, "model", None) or self.model,
-            prompt_tokens=_int(getattr(usage, "prompt_tokens", 0)),
-            completion_tokens=_int(getattr(usage, "completion_tokens", 0)),
+            prompt_tokens=token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=token_count(getattr(usage, "completion_tokens", 0)),
             finish_reason=finish_reason,
             seconds=seconds,
             raw=raw,
@@ -260,22 +194,15 @@ class OpenAIConnector:
         import openai
 
         if isinstance(exc, openai.APITimeoutError):
-            return Failure(True, f"no answer from {self.base_url} within {timeout:g} s (timeout)")
+            return self.timeout_failure(timeout)
         if isinstance(exc, openai.APIConnectionError):
-            broken, detail = _connection_detail(exc)
-            if broken:
-                return Failure(True, f"connection to {self.base_url} broken mid-response: {detail}")
-            return Failure(
-                True,
-                f"cannot reach {self.base_url}: {detail}",
-                hint="check that the server is running and --base-url is right",
-            )
+            return self.connection_failure(exc, "check that the server is running and --base-url is right")
         if isinstance(exc, openai.APIStatusError):
             return self._status_failure(exc)
         if isinstance(exc, json.JSONDecodeError):
-            return Failure(True, f"malformed JSON in response from {self.base_url} (truncated body?)")
-        if isinstance(exc, _MalformedBody):
-            return Failure(True, f"malformed response from {self.base_url}: {exc}")
+            return self.malformed_json_failure()
+        if isinstance(exc, MalformedBody):
+            return self.malformed_failure(exc)
         if isinstance(exc, openai.OpenAIError):
             return Failure(False, f"{type(exc).__name__}: {exc}")
         return None
@@ -284,28 +211,14 @@ class OpenAIConnector:
         status = exc.status_code
         code, detail = _error_body(exc)
         if status == 401:
-            where = "" if self._custom_base_url is None else f" for {self.base_url}"
-            return Failure(
-                False,
-                f"{status_text(status)}: invalid API key{where} — set {self.key_env}",
-                hint=f"the server said: {detail[:200]}" if detail else "",
-            )
+            return self.invalid_key_failure(status, self.key_env, f"the server said: {detail[:200]}" if detail else "")
         if status == 429 and code == "insufficient_quota":
             return Failure(False, f"{status_text(status)}: insufficient quota", hint="check your plan and billing")
         if is_retryable_status(status):
-            headers = getattr(getattr(exc, "response", None), "headers", None)
-            return Failure(True, status_text(status), retry_after=retry_after_from_headers(headers))
-        message = status_text(status) + (f": {detail[:300]}" if detail else "")
-        hint = f"is '{self.model}' a model this server serves?" if status == 404 else ""
-        return Failure(False, message, hint=hint)
-
-
-def _int(value: Any) -> int:
-    """A token count, 0 when absent or not a number."""
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+            return Failure(True, status_text(status), retry_after=retry_after_of(exc))
+        return self.final_status_failure(
+            status_text(status), status, detail, f"is '{self.model}' a model this server serves?"
+        )
 
 
 def _error_body(exc: Any) -> tuple[str, str]:
@@ -317,35 +230,6 @@ def _error_body(exc: Any) -> tuple[str, str]:
             return str(error.get("code") or ""), str(error.get("message") or "")
         return "", str(error)
     return str(getattr(exc, "code", "") or ""), str(body or getattr(exc, "message", "") or "")
-
-
-def _connection_detail(exc: BaseException) -> tuple[bool, str]:
-    """(broken mid-response?, 'connection refused' / 'unknown host' / the innermost cause's message)."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain and len(chain) < 20:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    text = " ".join(str(e) for e in chain).lower()
-    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
-        return False, "connection refused"
-    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
-        return False, "unknown host"
-    innermost = chain[-1]
-    broken = any(type(e).__name__ in ("RemoteProtocolError", "ReadError") for e in chain)
-    return broken, str(innermost) or type(innermost).__name__
-
-
-def _validate_settings(settings: ProviderSettings | Mapping[str, Any] | None) -> ProviderSettings:
-    if settings is None:
-        return ProviderSettings()
-    if isinstance(settings, ProviderSettings):
-        return settings
-    try:
-        return ProviderSettings.model_validate(dict(settings))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"[provider.openai]: {problems}") from None
 
 
 def create(

@@ -4,6 +4,8 @@
   pass. Subclass it in a ``Test…`` class of your plugin's tests and implement ``make_sandbox``.
 - ``rlm_host.testing.engine``: drive real runs of the engine with scripted models (``isolated_runner``,
   ``run_scripted``, ``haystack``…).
+- ``rlm_host.testing.fake_http``: ``FakeHTTPServer``, a loopback HTTP server answering from a queue of scripted
+  ``Behaviour``s and recording every request; subclass it with an API's route and error body to fake that API.
 
 Nothing in the host imports this package: the ``rlm`` command never loads pytest.
 """

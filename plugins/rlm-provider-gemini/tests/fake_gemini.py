@@ -31,27 +31,14 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-import time
-from collections import deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from rlm_host.testing.fake_http import Behaviour, FakeHTTPServer
+from rlm_host.testing.fake_http import RecordedRequest as _BaseRecord
 
 ROUTE = re.compile(r"^/(?P<version>v1[a-z0-9]*)/models/(?P<model>[^/:?]+):generateContent$")
-
-
-@dataclass
-class Behaviour:
-    """One scripted HTTP answer. ``body`` is JSON-encoded unless it is bytes (sent as is)."""
-
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0  # seconds to wait before answering
-    content_length: int | None = None  # declare a different length than sent (a cut connection)
 
 
 def response_body(
@@ -128,119 +115,34 @@ def truncated(*, cut_connection: bool = False) -> Behaviour:
 
 
 @dataclass
-class RecordedRequest:
+class RecordedRequest(_BaseRecord):
     """What the server received: method, path, headers (lower-case names), JSON body (None if not JSON), the
     model named in the path, and arrival time."""
 
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    at: float  # time.monotonic() on arrival
     model: str = ""
 
 
-class GeminiServer:
-    """The server: start it (or use ``with``), ``push`` behaviours, read ``requests``; ``stop`` ends it."""
+class GeminiServer(FakeHTTPServer):
+    """The server: start it (or use ``with``), ``push`` behaviours, read ``requests``; ``stop`` ends it.
 
-    def __init__(self) -> None:
-        self._queue: deque[Behaviour] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self.requests: list[RecordedRequest] = []
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+    ``url`` is the base URL to give the SDK: ``http://127.0.0.1:PORT`` (the SDK appends ``/v1/models/…``).
+    """
 
-    def start(self) -> GeminiServer:
-        """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
-        handler = type("Handler", (_Handler,), {"server_state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="gemini-test-server", daemon=True)  # fmt: skip
-        self._thread.start()
-        return self
+    thread_name = "gemini-test-server"
+    content_type = "application/json; charset=UTF-8"
+    record_type = RecordedRequest
 
-    def stop(self) -> None:
-        """Wake slow handlers, stop serving and close the socket."""
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = self._thread = None
+    def route(self, request: RecordedRequest) -> Behaviour | None:
+        match = ROUTE.match(request.path.split("?")[0])
+        if match is None:
+            return error(404, "NOT_FOUND", f"test server: no route {request.path}")
+        request.model = match.group("model")
+        if request.body is None:
+            return error(400, "INVALID_ARGUMENT", "test server: the body is not JSON")
+        return None
 
-    def __enter__(self) -> GeminiServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The base URL to give the SDK: ``http://127.0.0.1:PORT`` (the SDK appends ``/v1/models/…``)."""
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def push(self, *behaviours: Behaviour) -> GeminiServer:
-        """Queue behaviours, answered one per request in order."""
-        with self._lock:
-            self._queue.extend(behaviours)
-        return self
-
-    @property
-    def bodies(self) -> list[Any]:
-        """The JSON bodies received, in order."""
-        with self._lock:
-            return [r.body for r in self.requests]
-
-    def _next(self, request: RecordedRequest) -> Behaviour:
-        with self._lock:
-            self.requests.append(request)
-            match = ROUTE.match(request.path.split("?")[0])
-            if match is None:
-                return error(404, "NOT_FOUND", f"test server: no route {request.path}")
-            request.model = match.group("model")
-            if request.body is None:
-                return error(400, "INVALID_ARGUMENT", "test server: the body is not JSON")
-            if self._queue:
-                return self._queue.popleft()
+    def no_behaviour(self) -> Behaviour:
         return error(418, "FAILED_PRECONDITION", "test server: no behaviour queued for this request")
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_state: GeminiServer  # set on the per-server subclass
-    protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers after stop()
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-        pass
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(min(length, 10_000_000)) if length > 0 else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        self._send(self.server_state._next(RecordedRequest("POST", self.path, headers, body, time.monotonic())))
-
-    def _send(self, behaviour: Behaviour) -> None:
-        if behaviour.delay and self.server_state._stopping.wait(behaviour.delay):
-            return  # the server is stopping: drop the request
-        payload = behaviour.body if isinstance(behaviour.body, bytes) else json.dumps(behaviour.body).encode()
-        try:
-            self.send_response(behaviour.status)
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
-            self.send_header("Content-Length", str(behaviour.content_length or len(payload)))
-            for name, value in behaviour.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout): nothing to answer
 
 
 @pytest.fixture(name="server")

@@ -29,24 +29,19 @@ Completion with ``text=None`` and ``raw["malformed"]`` saying what was wrong, fo
 from __future__ import annotations
 
 import json
-import os
-import threading
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
-from rlm_host.llm.retry import (
-    Failure,
-    RetryCallback,
-    RetryPolicy,
-    call_with_retries,
-    is_retryable_status,
-    retry_after_from_headers,
-    status_text,
+from rlm_host.llm.connector_base import (
+    MalformedBody,
+    RetryingConnector,
+    context_window_of,
+    reject_raw_text,
+    retry_after_of,
+    token_count,
 )
+from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
 
 from rlm_provider_anthropic.hooks import INSTALL_HINT
 from rlm_provider_anthropic.settings import AnthropicSettings
@@ -75,9 +70,7 @@ CONTEXT_WINDOWS: dict[str, int] = {
 
 def context_window_for(model: str) -> int | None:
     """The context window of a known model (longest matching prefix of :data:`CONTEXT_WINDOWS`), else None."""
-    name = model.lower()
-    best = max((p for p in CONTEXT_WINDOWS if name.startswith(p)), key=len, default=None)
-    return CONTEXT_WINDOWS[best] if best else None
+    return context_window_of(model.lower(), CONTEXT_WINDOWS)
 
 
 def to_messages_api(messages: list[Message], *, what: str = "anthropic") -> tuple[str | None, list[dict[str, str]]]:
@@ -107,16 +100,8 @@ def to_messages_api(messages: list[Message], *, what: str = "anthropic") -> tupl
     return ("\n\n".join(system) or None), turns
 
 
-class _MalformedBody(Exception):
-    """The server answered 2xx with a body that is not a message (retried like a transient error)."""
-
-
-class AnthropicConnector:
-    """A ModelConnector for the Anthropic Messages API.
-
-    ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
-    ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
-    """
+class AnthropicConnector(RetryingConnector):
+    """A ModelConnector for the Anthropic Messages API. (retries: see :class:`RetryingConnector`)."""
 
     def __init__(
         self,
@@ -130,28 +115,14 @@ class AnthropicConnector:
     ) -> None:
         if not model:
             raise ModelError("anthropic: empty model name (use anthropic:MODEL, e.g. anthropic:claude-haiku-5-5)")
-        options = options or ModelOptions()
-        settings = _validate_settings(settings)
-        env = os.environ if environ is None else environ
-
-        self.model = model
-        self.name = f"anthropic:{model}"
-        self.options = options
-        self.settings = settings
+        env = self._configure(
+            "anthropic", model, options, settings, settings_type=AnthropicSettings, environ=environ,
+            context_window=context_window_for(model), retry_policy=retry_policy, on_retry=on_retry,
+            base_url_env="ANTHROPIC_BASE_URL", default_base_url=DEFAULT_BASE_URL,
+        )  # fmt: skip
+        options, settings = self.options, self.settings
         self.key_env = settings.api_key_env
-        self.context_window: int | None = settings.context_window or context_window_for(model)
-        self.on_retry = on_retry
         self.max_tokens = options.max_tokens if options.max_tokens is not None else settings.max_tokens
-
-        explicit = options.model_fields_set
-        self.timeout = options.timeout if "timeout" in explicit or settings.timeout is None else settings.timeout
-        max_retries = (
-            options.max_retries if "max_retries" in explicit or settings.max_retries is None else settings.max_retries
-        )
-        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=settings.max_retry_wait)
-
-        self._custom_base_url = options.base_url or settings.base_url or env.get("ANTHROPIC_BASE_URL") or None
-        self.base_url = (self._custom_base_url or DEFAULT_BASE_URL).rstrip("/")
         key = options.api_key or env.get(self.key_env) or None
         if key is None and self._custom_base_url is None:
             raise ModelError(
@@ -160,11 +131,6 @@ class AnthropicConnector:
                 "provider",
             )
         self._api_key = key or PLACEHOLDER_KEY
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"AnthropicConnector({self.name!r}, base_url={self.base_url!r})"
 
     # -- the SDK client ------------------------------------------------------------------------------------------
 
@@ -184,45 +150,11 @@ class AnthropicConnector:
                 )
             return self._client
 
-    def close(self) -> None:
-        """Close the SDK client's connections (a later call opens new ones)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
     # -- one call ------------------------------------------------------------------------------------------------
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        timeout: float | None = None,
-        on_retry: RetryCallback | None = None,
-    ) -> Completion:
-        """Answer ``messages``; retries transient failures and raises one ModelError when they persist."""
-        limit = timeout if timeout is not None else self.timeout
-        request = self.request(messages, limit)
-        client = self.client()
-        attempts = 0
-
-        def attempt() -> Any:
-            nonlocal attempts
-            attempts += 1
-            response = client.messages.create(**request)
-            if isinstance(response, (str, bytes)):  # the SDK hands back raw text it could not parse as JSON
-                raise _MalformedBody(f"response body is not JSON: {str(response)[:80]!r}")
-            return response
-
-        started = time.monotonic()
-        response = call_with_retries(
-            attempt,
-            lambda exc: self.classify(exc, limit),
-            policy=self.retry_policy,
-            what=self.name,
-            on_retry=on_retry or self.on_retry,
-        )
-        return self._completion(response, time.monotonic() - started, attempts)
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        """One ``messages.create`` call."""
+        return reject_raw_text(client.messages.create(**request))
 
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``messages``."""
@@ -262,15 +194,15 @@ class AnthropicConnector:
             else:
                 text = "".join(texts)
         usage = getattr(response, "usage", None)
-        cache_written = _int(getattr(usage, "cache_creation_input_tokens", 0))
-        cache_read = _int(getattr(usage, "cache_read_input_tokens", 0))
+        cache_written = token_count(getattr(usage, "cache_creation_input_tokens", 0))
+        cache_read = token_count(getattr(usage, "cache_read_input_tokens", 0))
         if cache_written or cache_read:
             raw["cache_creation_input_tokens"], raw["cache_read_input_tokens"] = cache_written, cache_read
         return Completion(
             text=text,
             model=getattr(response, "model", None) or self.model,
-            prompt_tokens=_int(getattr(usage, "input_tokens", 0)) + cache_written + cache_read,
-            completion_tokens=_int(getattr(usage, "output_tokens", 0)),
+            prompt_tokens=token_count(getattr(usage, "input_tokens", 0)) + cache_written + cache_read,
+            completion_tokens=token_count(getattr(usage, "output_tokens", 0)),
             finish_reason=stop_reason,
             seconds=seconds,
             raw=raw,
@@ -283,24 +215,19 @@ class AnthropicConnector:
         import anthropic
 
         if isinstance(exc, anthropic.APITimeoutError):
-            return Failure(True, f"no answer from {self.base_url} within {timeout:g} s (timeout)")
+            return self.timeout_failure(timeout)
         if isinstance(exc, anthropic.APIConnectionError):
-            broken, detail = _connection_detail(exc)
-            if broken:
-                return Failure(True, f"connection to {self.base_url} broken mid-response: {detail}")
-            return Failure(
-                True,
-                f"cannot reach {self.base_url}: {detail}",
-                hint="check your network, or the server named by --base-url / ANTHROPIC_BASE_URL",
+            return self.connection_failure(
+                exc, "check your network, or the server named by --base-url / ANTHROPIC_BASE_URL"
             )
         if isinstance(exc, anthropic.APIStatusError):
             return self._status_failure(exc)
         if isinstance(exc, anthropic.APIResponseValidationError):
-            return Failure(True, f"malformed response from {self.base_url}: {exc}")
+            return self.malformed_failure(exc)
         if isinstance(exc, json.JSONDecodeError):
-            return Failure(True, f"malformed JSON in response from {self.base_url} (truncated body?)")
-        if isinstance(exc, _MalformedBody):
-            return Failure(True, f"malformed response from {self.base_url}: {exc}")
+            return self.malformed_json_failure()
+        if isinstance(exc, MalformedBody):
+            return self.malformed_failure(exc)
         if isinstance(exc, anthropic.AnthropicError):
             return Failure(False, f"{type(exc).__name__}: {exc}")
         return None
@@ -310,8 +237,7 @@ class AnthropicConnector:
         kind, detail = _error_body(exc)
         said = f"the server said: {detail[:200]}" if detail else ""
         if status == 401:
-            where = "" if self._custom_base_url is None else f" for {self.base_url}"
-            return Failure(False, f"{status_text(status)}: invalid API key{where} — set {self.key_env}", hint=said)
+            return self.invalid_key_failure(status, self.key_env, said)
         if status == 403:
             return Failure(
                 False,
@@ -320,22 +246,13 @@ class AnthropicConnector:
                 hint=f"check the key's workspace and permissions, or set {self.key_env} to another key",
             )
         if is_retryable_status(status):
-            headers = getattr(getattr(exc, "response", None), "headers", None)
             message = status_text(status)
             if kind == "overloaded_error" or status == 529:
                 message = f"HTTP {status} Overloaded"
-            return Failure(True, message, retry_after=retry_after_from_headers(headers))
-        message = status_text(status) + (f": {detail[:300]}" if detail else "")
-        hint = f"is '{self.model}' a Claude model id (e.g. claude-haiku-5-5)?" if status == 404 else ""
-        return Failure(False, message, hint=hint)
-
-
-def _int(value: Any) -> int:
-    """A token count, 0 when absent or not a number."""
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+            return Failure(True, message, retry_after=retry_after_of(exc))
+        return self.final_status_failure(
+            status_text(status), status, detail, f"is '{self.model}' a Claude model id (e.g. claude-haiku-5-5)?"
+        )
 
 
 def _error_body(exc: Any) -> tuple[str, str]:
@@ -347,35 +264,6 @@ def _error_body(exc: Any) -> tuple[str, str]:
             return str(error.get("type") or ""), str(error.get("message") or "")
         return "", str(error)
     return "", str(body or "")
-
-
-def _connection_detail(exc: BaseException) -> tuple[bool, str]:
-    """(broken mid-response?, 'connection refused' / 'unknown host' / the innermost cause's message)."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain and len(chain) < 20:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    text = " ".join(str(e) for e in chain).lower()
-    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
-        return False, "connection refused"
-    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
-        return False, "unknown host"
-    innermost = chain[-1]
-    broken = any(type(e).__name__ in ("RemoteProtocolError", "ReadError") for e in chain)
-    return broken, str(innermost) or type(innermost).__name__
-
-
-def _validate_settings(settings: AnthropicSettings | Mapping[str, Any] | None) -> AnthropicSettings:
-    if settings is None:
-        return AnthropicSettings()
-    if isinstance(settings, AnthropicSettings):
-        return settings
-    try:
-        return AnthropicSettings.model_validate(dict(settings))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"[provider.anthropic]: {problems}") from None
 
 
 def create(

@@ -31,26 +31,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import sys
-import threading
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
-from rlm_host.llm.retry import (
-    Failure,
-    RetryCallback,
-    RetryPolicy,
-    call_with_retries,
-    is_retryable_status,
-    retry_after_from_headers,
-    status_text,
+from rlm_host.llm.connector_base import (
+    RetryingConnector,
+    context_window_of,
+    retry_after_of,
+    token_count,
 )
+from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
 
 from rlm_provider_gemini.hooks import INSTALL_HINT, KEY_ENVS
 from rlm_provider_gemini.settings import GeminiSettings
@@ -85,9 +78,7 @@ _PART_FIELDS = ("text", "inline_data", "file_data", "function_call", "function_r
 
 def context_window_for(model: str) -> int | None:
     """The context window of a known model (longest matching prefix of :data:`CONTEXT_WINDOWS`), else None."""
-    name = model.rsplit("/", 1)[-1].lower()  # "models/gemini-2.5-flash" is accepted too
-    best = max((p for p in CONTEXT_WINDOWS if name.startswith(p)), key=len, default=None)
-    return CONTEXT_WINDOWS[best] if best else None
+    return context_window_of(model.rsplit("/", 1)[-1].lower(), CONTEXT_WINDOWS)  # "models/gemini-…" too
 
 
 def to_gemini_contents(messages: list[Message], *, what: str = "gemini") -> tuple[str | None, list[dict[str, Any]]]:
@@ -116,12 +107,8 @@ def to_gemini_contents(messages: list[Message], *, what: str = "gemini") -> tupl
     return ("\n\n".join(system) or None), turns
 
 
-class GeminiConnector:
-    """A ModelConnector for the Gemini API's ``generateContent``.
-
-    ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
-    ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
-    """
+class GeminiConnector(RetryingConnector):
+    """A ModelConnector for the Gemini API's ``generateContent``. (retries: see :class:`RetryingConnector`)."""
 
     def __init__(
         self,
@@ -135,28 +122,14 @@ class GeminiConnector:
     ) -> None:
         if not model:
             raise ModelError("gemini: empty model name (use gemini:MODEL, e.g. gemini:gemini-3.8-flash)")
-        options = options or ModelOptions()
-        settings = _validate_settings(settings)
-        env = os.environ if environ is None else environ
-
-        self.model = model
-        self.name = f"gemini:{model}"
-        self.options = options
-        self.settings = settings
-        self.context_window: int | None = settings.context_window or context_window_for(model)
-        self.on_retry = on_retry
+        env = self._configure(
+            "gemini", model, options, settings, settings_type=GeminiSettings, environ=environ,
+            context_window=context_window_for(model), retry_policy=retry_policy, on_retry=on_retry,
+            base_url_env="GOOGLE_GEMINI_BASE_URL", default_base_url=DEFAULT_BASE_URL,
+        )  # fmt: skip
+        options, settings = self.options, self.settings
         self.max_tokens = options.max_tokens if options.max_tokens is not None else settings.max_tokens
         self.temperature = options.temperature if options.temperature is not None else settings.temperature
-
-        explicit = options.model_fields_set
-        self.timeout = options.timeout if "timeout" in explicit or settings.timeout is None else settings.timeout
-        max_retries = (
-            options.max_retries if "max_retries" in explicit or settings.max_retries is None else settings.max_retries
-        )
-        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=settings.max_retry_wait)
-
-        self._custom_base_url = options.base_url or settings.base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None
-        self.base_url = (self._custom_base_url or DEFAULT_BASE_URL).rstrip("/")
         key_envs = (settings.api_key_env,) if settings.api_key_env else KEY_ENVS
         self.key_env = settings.api_key_env or "GEMINI_API_KEY"  # named in messages
         self._key_help = settings.api_key_env or "GEMINI_API_KEY (or GOOGLE_API_KEY)"
@@ -167,11 +140,6 @@ class GeminiConnector:
                 hint=f"export {self.key_env}=… (from aistudio.google.com), or pass --model for another provider",
             )
         self._api_key = key or PLACEHOLDER_KEY
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"GeminiConnector({self.name!r}, base_url={self.base_url!r})"
 
     # -- the SDK client ------------------------------------------------------------------------------------------
 
@@ -194,42 +162,11 @@ class GeminiConnector:
                 self._client = genai.Client(vertexai=False, api_key=self._api_key, http_options=http_options)
             return self._client
 
-    def close(self) -> None:
-        """Close the SDK client's connections (a later call opens new ones)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
     # -- one call ------------------------------------------------------------------------------------------------
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        timeout: float | None = None,
-        on_retry: RetryCallback | None = None,
-    ) -> Completion:
-        """Answer ``messages``; retries transient failures and raises one ModelError when they persist."""
-        limit = timeout if timeout is not None else self.timeout
-        request = self.request(messages, limit)
-        client = self.client()
-        attempts = 0
-
-        def attempt() -> Any:
-            nonlocal attempts
-            attempts += 1
-            return client.models.generate_content(**request)
-
-        started = time.monotonic()
-        response = call_with_retries(
-            attempt,
-            lambda exc: self.classify(exc, limit),
-            policy=self.retry_policy,
-            what=self.name,
-            on_retry=on_retry or self.on_retry,
-        )
-        return self._completion(response, time.monotonic() - started, attempts)
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        """One ``models.generate_content`` call."""
+        return client.models.generate_content(**request)
 
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
         """The keyword arguments of ``models.generate_content`` for ``messages`` (config as a plain dict)."""
@@ -281,14 +218,14 @@ class GeminiConnector:
                 else:
                     text = "".join(texts)
         usage = getattr(response, "usage_metadata", None)
-        thoughts = _int(getattr(usage, "thoughts_token_count", 0))
+        thoughts = token_count(getattr(usage, "thoughts_token_count", 0))
         if thoughts:
             raw["thoughts_tokens"] = thoughts
         return Completion(
             text=text,
             model=getattr(response, "model_version", None) or self.model,
-            prompt_tokens=_int(getattr(usage, "prompt_token_count", 0)),
-            completion_tokens=_int(getattr(usage, "candidates_token_count", 0)) + thoughts,
+            prompt_tokens=token_count(getattr(usage, "prompt_token_count", 0)),
+            completion_tokens=token_count(getattr(usage, "candidates_token_count", 0)) + thoughts,
             finish_reason=finish_reason,
             seconds=seconds,
             raw=raw,
@@ -303,18 +240,13 @@ class GeminiConnector:
         if isinstance(exc, errors.APIError):
             return self._status_failure(exc)
         if isinstance(exc, (errors.UnknownApiResponseError, json.JSONDecodeError)):
-            return Failure(True, f"malformed JSON in response from {self.base_url} (truncated body?)")
+            return self.malformed_json_failure()
         for httpx in _http_libraries():
             if isinstance(exc, httpx.TimeoutException):
-                return Failure(True, f"no answer from {self.base_url} within {timeout:g} s (timeout)")
+                return self.timeout_failure(timeout)
             if isinstance(exc, httpx.TransportError):
-                broken, detail = _connection_detail(exc)
-                if broken:
-                    return Failure(True, f"connection to {self.base_url} broken mid-response: {detail}")
-                return Failure(
-                    True,
-                    f"cannot reach {self.base_url}: {detail}",
-                    hint="check your network, or the server named by --base-url / GOOGLE_GEMINI_BASE_URL",
+                return self.connection_failure(
+                    exc, "check your network, or the server named by --base-url / GOOGLE_GEMINI_BASE_URL"
                 )
         return None
 
@@ -324,8 +256,7 @@ class GeminiConnector:
         reasons = _detail_values(exc, "reason")
         said = f"the server said: {detail[:200]}" if detail else ""
         if status == 401 or (status == 400 and ("API_KEY_INVALID" in reasons or "API key not valid" in detail)):
-            where = "" if self._custom_base_url is None else f" for {self.base_url}"
-            return Failure(False, f"{status_text(status)}: invalid API key{where} — set {self._key_help}", hint=said)
+            return self.invalid_key_failure(status, self._key_help, said)
         if status == 403:
             return Failure(
                 False,
@@ -333,14 +264,14 @@ class GeminiConnector:
                 hint=f"check the key's project and permissions, or set {self._key_help} to another key",
             )
         if status and is_retryable_status(status):
-            headers = getattr(getattr(exc, "response", None), "headers", None)
-            retry_after = retry_after_from_headers(headers)
+            retry_after = retry_after_of(exc)
             if retry_after is None:
                 retry_after = _retry_info_delay(exc)
             return Failure(True, status_text(status), retry_after=retry_after)
-        message = (status_text(status) if status else "API error") + (f": {detail[:300]}" if detail else "")
-        hint = f"is '{self.model}' a Gemini model id (e.g. gemini-3.8-flash)?" if status == 404 else ""
-        return Failure(False, message, hint=hint)
+        return self.final_status_failure(
+            status_text(status) if status else "API error", status, detail,
+            f"is '{self.model}' a Gemini model id (e.g. gemini-3.8-flash)?",
+        )  # fmt: skip
 
 
 def _http_libraries() -> list[Any]:
@@ -385,43 +316,6 @@ def _retry_info_delay(exc: Any) -> float | None:
         if match:
             return float(match.group(1))
     return None
-
-
-def _int(value: Any) -> int:
-    """A token count, 0 when absent or not a number."""
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
-def _connection_detail(exc: BaseException) -> tuple[bool, str]:
-    """(broken mid-response?, 'connection refused' / 'unknown host' / the innermost cause's message)."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain and len(chain) < 20:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    text = " ".join(str(e) for e in chain).lower()
-    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
-        return False, "connection refused"
-    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
-        return False, "unknown host"
-    innermost = chain[-1]
-    broken = any(type(e).__name__ in ("RemoteProtocolError", "ReadError") for e in chain)
-    return broken, str(innermost) or type(innermost).__name__
-
-
-def _validate_settings(settings: GeminiSettings | Mapping[str, Any] | None) -> GeminiSettings:
-    if settings is None:
-        return GeminiSettings()
-    if isinstance(settings, GeminiSettings):
-        return settings
-    try:
-        return GeminiSettings.model_validate(dict(settings))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"[provider.gemini]: {problems}") from None
 
 
 def create(

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import ValidationError
-from rlm_host.errors import ConfigError
+from rlm_host.llm.connector_base import validate_settings
 from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
 
 from rlm_provider_llamacpp.hooks import INSTALL_HINT
@@ -130,7 +129,7 @@ class LlamaCppConnector:
         if not model:
             raise ModelError("llamacpp: empty model name (use llamacpp:smollm2 or llamacpp:/path/to/model.gguf)")
         options = options or ModelOptions()
-        self.settings = settings = _validate_settings(settings)
+        self.settings = settings = validate_settings(LlamaCppSettings, settings, "llamacpp")
         self.model = model
         self.name = f"llamacpp:{model}"
         self.path = resolve_model_path(model, settings.model_dir)
@@ -203,18 +202,6 @@ class LlamaCppConnector:
             seconds=seconds,
             raw=raw,
         )
-
-
-def _validate_settings(settings: LlamaCppSettings | Mapping[str, Any] | None) -> LlamaCppSettings:
-    if settings is None:
-        return LlamaCppSettings()
-    if isinstance(settings, LlamaCppSettings):
-        return settings
-    try:
-        return LlamaCppSettings.model_validate(dict(settings))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"[provider.llamacpp]: {problems}") from None
 
 
 def create(

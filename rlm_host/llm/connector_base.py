@@ -1,0 +1,255 @@
+"""What the provider connectors share: settings validation, retries, timeout and connection failures.
+
+:class:`RetryingConnector` is the base of the connectors that call a remote API through an SDK (``openai``,
+``anthropic``, ``gemini``): it resolves the timeout, the retry policy and the base URL, holds the lazily built
+SDK client, and runs :meth:`RetryingConnector.complete` — the request built by the subclass, sent with
+:func:`rlm_host.llm.retry.call_with_retries`, then turned into a Completion by the subclass. The functions below
+are the helpers every connector needs (in-process ones like ``llamacpp`` too).
+
+Nothing here imports an SDK: importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from rlm_host.errors import ConfigError
+from rlm_host.llm.protocol import Completion, Message, ModelOptions
+from rlm_host.llm.retry import (
+    Failure,
+    RetryCallback,
+    RetryPolicy,
+    call_with_retries,
+    retry_after_from_headers,
+    status_text,
+)
+
+_Settings = TypeVar("_Settings", bound=BaseModel)
+
+
+class MalformedBody(Exception):
+    """The server answered 2xx with a body the SDK could not parse (retried like a transient error)."""
+
+
+def validate_settings(cls: type[_Settings], settings: _Settings | Mapping[str, Any] | None, section: str) -> _Settings:
+    """``settings`` as a ``cls`` (defaults when None); ConfigError naming ``[provider.SECTION]`` when invalid."""
+    if settings is None:
+        return cls()
+    if isinstance(settings, cls):
+        return settings
+    try:
+        return cls.model_validate(dict(settings))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"[provider.{section}]: {problems}") from None
+
+
+def context_window_of(name: str, windows: Mapping[str, int]) -> int | None:
+    """The context window of the longest key of ``windows`` that ``name`` starts with, else None."""
+    best = max((p for p in windows if name.startswith(p)), key=len, default=None)
+    return windows[best] if best else None
+
+
+def token_count(value: Any) -> int:
+    """A token count, 0 when absent or not a number."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def connection_detail(exc: BaseException) -> tuple[bool, str]:
+    """(broken mid-response?, 'connection refused' / 'unknown host' / the innermost cause's message)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 20:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
+        return False, "connection refused"
+    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+        return False, "unknown host"
+    innermost = chain[-1]
+    broken = any(type(e).__name__ in ("RemoteProtocolError", "ReadError") for e in chain)
+    return broken, str(innermost) or type(innermost).__name__
+
+
+def reject_raw_text(response: Any) -> Any:
+    """``response``, unless the SDK handed back raw text it could not parse as JSON (then MalformedBody)."""
+    if isinstance(response, (str, bytes)):
+        raise MalformedBody(f"response body is not JSON: {str(response)[:80]!r}")
+    return response
+
+
+def retry_after_of(exc: Any) -> float | None:
+    """The ``Retry-After`` delay of an SDK status error's HTTP response, if any."""
+    return retry_after_from_headers(getattr(getattr(exc, "response", None), "headers", None))
+
+
+class RetryingConnector:
+    """Base of the SDK connectors: subclasses implement ``client``, ``request``, ``send``, ``_completion`` and
+    ``classify``, and call :meth:`_configure` from their ``__init__``.
+
+    ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
+    ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
+    """
+
+    model: str
+    name: str
+    options: ModelOptions
+    settings: Any
+    context_window: int | None
+    on_retry: RetryCallback | None
+    timeout: float
+    retry_policy: RetryPolicy
+    base_url: str
+    _custom_base_url: str | None
+
+    def _configure(
+        self,
+        provider: str,
+        model: str,
+        options: ModelOptions | None,
+        settings: BaseModel | Mapping[str, Any] | None,
+        *,
+        settings_type: type[BaseModel],
+        context_window: int | None,
+        retry_policy: RetryPolicy | None,
+        on_retry: RetryCallback | None,
+        base_url_env: str,
+        default_base_url: str,
+        environ: Mapping[str, str] | None,
+    ) -> Mapping[str, str]:
+        """Set what every SDK connector has and return the environment to read (``os.environ`` when None).
+
+        ``settings`` are validated as ``settings_type`` (``[provider.PROVIDER]``); timeout and max_retries come
+        from ``options`` when set explicitly there, else the settings, else the options' defaults; the base URL
+        from the options, the settings, ``$BASE_URL_ENV``, else ``default_base_url``."""
+        options = options or ModelOptions()
+        settings = validate_settings(settings_type, settings, provider)
+        env = os.environ if environ is None else environ
+        self.model = model
+        self.name = f"{provider}:{model}"
+        self.options = options
+        self.settings = settings
+        self.context_window = settings.context_window or context_window
+        self.on_retry = on_retry
+
+        explicit = options.model_fields_set
+        self.timeout = options.timeout if "timeout" in explicit or settings.timeout is None else settings.timeout
+        max_retries = (
+            options.max_retries if "max_retries" in explicit or settings.max_retries is None else settings.max_retries
+        )
+        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=settings.max_retry_wait)
+
+        self._custom_base_url = options.base_url or settings.base_url or env.get(base_url_env) or None
+        self.base_url = (self._custom_base_url or default_base_url).rstrip("/")
+        self._client: Any = None
+        self._lock = threading.Lock()
+        return env
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, base_url={self.base_url!r})"
+
+    # -- to implement --------------------------------------------------------------------------------------------
+
+    def client(self) -> Any:
+        """The SDK client, created on first use (under ``self._lock``)."""
+        raise NotImplementedError
+
+    def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
+        """The keyword arguments of one SDK call for ``messages``."""
+        raise NotImplementedError
+
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        """One attempt: the SDK call with ``request``."""
+        raise NotImplementedError
+
+    def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
+        raise NotImplementedError
+
+    def classify(self, exc: BaseException, timeout: float) -> Failure | None:
+        """Map an SDK exception to a retry verdict with a readable message; None for unknown exceptions."""
+        raise NotImplementedError
+
+    # -- shared --------------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the SDK client's connections (a later call opens new ones)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        timeout: float | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> Completion:
+        """Answer ``messages``; retries transient failures and raises one ModelError when they persist."""
+        limit = timeout if timeout is not None else self.timeout
+        request = self.request(messages, limit)
+        client = self.client()
+        attempts = 0
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return self.send(client, request)
+
+        started = time.monotonic()
+        response = call_with_retries(
+            attempt,
+            lambda exc: self.classify(exc, limit),
+            policy=self.retry_policy,
+            what=self.name,
+            on_retry=on_retry or self.on_retry,
+        )
+        return self._completion(response, time.monotonic() - started, attempts)
+
+    def timeout_failure(self, timeout: float) -> Failure:
+        return Failure(True, f"no answer from {self.base_url} within {timeout:g} s (timeout)")
+
+    def connection_failure(self, exc: BaseException, hint: str) -> Failure:
+        """A connection error: broken mid-response, or the server cannot be reached (with ``hint``)."""
+        broken, detail = connection_detail(exc)
+        if broken:
+            return Failure(True, f"connection to {self.base_url} broken mid-response: {detail}")
+        return Failure(True, f"cannot reach {self.base_url}: {detail}", hint=hint)
+
+    def malformed_json_failure(self) -> Failure:
+        return Failure(True, f"malformed JSON in response from {self.base_url} (truncated body?)")
+
+    def malformed_failure(self, exc: BaseException) -> Failure:
+        return Failure(True, f"malformed response from {self.base_url}: {exc}")
+
+    def invalid_key_failure(self, status: int, key_help: str, hint: str) -> Failure:
+        """401 (or the like): the key was refused; ``key_help`` names the variable to set."""
+        where = "" if self._custom_base_url is None else f" for {self.base_url}"
+        return Failure(False, f"{status_text(status)}: invalid API key{where} — set {key_help}", hint=hint)
+
+    def final_status_failure(self, status_message: str, status: int, detail: str, hint_404: str) -> Failure:
+        """A status that is not retried: its text, the server's message, and ``hint_404`` for a 404."""
+        message = status_message + (f": {detail[:300]}" if detail else "")
+        return Failure(False, message, hint=hint_404 if status == 404 else "")
+
+
+__all__ = [
+    "MalformedBody",
+    "RetryingConnector",
+    "connection_detail",
+    "context_window_of",
+    "reject_raw_text",
+    "retry_after_of",
+    "token_count",
+    "validate_settings",
+]
