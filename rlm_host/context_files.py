@@ -31,13 +31,13 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None) -> Any:
     if paths == ["-"]:
         return (stdin or sys.stdin).read()
     if len(paths) == 1 and not Path(paths[0]).is_dir():
-        return _load_file(_existing(paths[0]))
+        return load_file(_existing(paths[0]))
     documents, names = [], []
     for raw in paths:
         path = _existing(raw)
         files = _files_under(path) if path.is_dir() else [path]
         for file in files:
-            documents.append(_load_file(file))
+            documents.append(load_file(file))
             names.append(str(file.relative_to(path)) if path.is_dir() else str(file))
     if not documents:
         raise RlmError(f"no readable text files under {', '.join(paths)}")
@@ -65,7 +65,8 @@ def _is_binary(path: Path) -> bool:
         return b"\x00" in handle.read(BINARY_PROBE)
 
 
-def _load_file(path: Path) -> Any:
+def load_file(path: Path) -> Any:
+    """One context file: a .json file as the JSON value it holds, anything else as text."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:

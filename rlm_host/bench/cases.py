@@ -20,6 +20,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlm_host.bench.scorers import canonical
+from rlm_host.context_files import load_file
 from rlm_host.errors import RlmError
 
 #: Run options a case may set besides its environment, max_steps and exec_timeout.
@@ -194,12 +195,6 @@ def _canonical_json(value: Any) -> str:
 def _read_file(path: Path, base_dir: Optional[Path]) -> Any:
     full = path if path.is_absolute() or base_dir is None else base_dir / path
     try:
-        text = full.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise CaseError(f"cannot read context file {full}: {exc.strerror or exc}") from None
-    if full.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaseError(f"{full}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return text
+        return load_file(full)
+    except RlmError as exc:
+        raise CaseError(str(exc)) from None
