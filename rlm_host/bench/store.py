@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, ValidationError
 
-from rlm_host.bench.summary import BenchmarkSummary, CaseResult, Mode, utc_now
+from rlm_host.bench.summary import BenchmarkIdentity, BenchmarkSummary, CaseResult, utc_now
 from rlm_host.errors import RlmError
 
 BENCH_DIR = "benchmarks"
@@ -35,25 +35,13 @@ class BenchmarkNotFoundError(RlmError):
     exit_code = 2
 
 
-class Manifest(BaseModel):
+class Manifest(BenchmarkIdentity):
     """What a benchmark was asked to run; a resumed benchmark runs the same thing."""
 
     schema_version: int = 1
-    benchmark_id: str
-    preset: str
-    source: str = "builtin"
-    description: str = ""
-    pack_file: Optional[str] = None
-    mode: Mode = "native"
-    framework: str = "native"
-    environment: Optional[str] = None
     model: Optional[str] = None
-    sub_model: Optional[str] = None
-    sandbox: Optional[str] = None
-    judge_model: Optional[str] = None
     case_ids: list[str]
     started_at: datetime = Field(default_factory=utc_now)
-    host_version: str = ""
 
 
 def new_benchmark_id(now: Optional[datetime] = None) -> str:

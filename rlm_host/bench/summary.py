@@ -119,10 +119,9 @@ class Aggregate(BaseModel):
     latency_s: Latency = Field(default_factory=Latency)
 
 
-class BenchmarkSummary(BaseModel):
-    """The summary JSON of one benchmark (see the module docstring for every field)."""
+class BenchmarkIdentity(BaseModel):
+    """What a benchmark ran: shared by its manifest (written at start) and its summary (written at the end)."""
 
-    schema_version: int = SCHEMA_VERSION
     benchmark_id: str
     preset: str
     source: str = "builtin"
@@ -131,13 +130,19 @@ class BenchmarkSummary(BaseModel):
     mode: Mode = "native"
     framework: str = "native"
     environment: Optional[str] = None
-    model: str = ""
     sub_model: Optional[str] = None
     sandbox: Optional[str] = None
     judge_model: Optional[str] = None
+    host_version: str = ""
+
+
+class BenchmarkSummary(BenchmarkIdentity):
+    """The summary JSON of one benchmark (see the module docstring for every field)."""
+
+    schema_version: int = SCHEMA_VERSION
+    model: str = ""
     started_at: datetime
     finished_at: datetime
-    host_version: str = ""
     cases_planned: int = 0
     resumed_cases: int = 0
     metrics: Aggregate
