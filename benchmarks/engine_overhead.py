@@ -66,7 +66,7 @@ def main() -> None:
     sandboxes = [s for s in (args.sandboxes.split(",") if args.sandboxes else available) if s in available]
     with tempfile.TemporaryDirectory() as home:
         loaded = load_settings(host=host, environ={"HOME": home}, cwd=Path(home))
-        runner = RLMRunner(settings=loaded, host=host, home=Path(home))
+        runner = RLMRunner(loaded=loaded, host=host, home=Path(home))
         loaded.settings.run.sinks = []
         print(f"{'sandbox':<9}{'context':>10}{'engine ms/step':>16}{'x 1 KB':>8}{'start+stop s':>17}{'run s':>8}")
         for sandbox in sandboxes:

@@ -1,9 +1,17 @@
-"""rlm-host: the minimal host of the rlm framework for Recursive Language Models.
+"""rlm-host: the host of the rlm framework for Recursive Language Models, and its public SDK.
 
-Plugin authors need only this module: ``hookimpl`` to mark hook implementations, and the typed records
-(``EnvironmentSpec``, ``SandboxSpec``, …) their registration hooks return. Importing it stays cheap: no
-pydantic, no plugin, no framework.
+Everything a plugin (or a program embedding rlm) uses is importable from here — ``from rlm_host import
+ProviderSpec, ModelConnector, Completion, hookimpl`` — and nothing else of the host is public: its modules may
+move between releases, these names do not. Test helpers and the contract suites are in ``rlm_host.testing``.
+
+Importing this module stays cheap (no pydantic, no plugin, no framework): the registration records, errors
+and ``hookimpl`` load at once, every other name on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from rlm_host.components import (
     BenchmarkPackSpec,
@@ -12,27 +20,110 @@ from rlm_host.components import (
     DoctorCheck,
     EnvironmentSpec,
     FrameworkSpec,
+    LazyRef,
     ProviderSpec,
     Readiness,
     SandboxSpec,
     SinkSpec,
 )
-from rlm_host.errors import RlmError
+from rlm_host.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ModelError,
+    PluginError,
+    RecursionRefused,
+    RlmError,
+    SandboxError,
+    UnknownComponentError,
+)
 from rlm_host.hookspecs import hookimpl
 
+#: Public name → the module that defines it, imported on first use.
+_LAZY: dict[str, str] = {
+    # the factory convention: factory(settings, services)
+    "HostServices": "rlm_host.services",
+    "ProviderServices": "rlm_host.services",
+    "SandboxServices": "rlm_host.services",
+    # models: the connector protocol and the kit shared by SDK-based connectors
+    "ModelConnector": "rlm_host.llm.protocol",
+    "Completion": "rlm_host.llm.protocol",
+    "Message": "rlm_host.llm.protocol",
+    "ModelOptions": "rlm_host.llm.protocol",
+    "RetryCallback": "rlm_host.llm.protocol",
+    "RetryPolicy": "rlm_host.llm.retry",
+    "Failure": "rlm_host.llm.retry",
+    "is_retryable_status": "rlm_host.llm.retry",
+    "status_text": "rlm_host.llm.retry",
+    "RetryingConnector": "rlm_host.llm.connector_base",
+    "MalformedBody": "rlm_host.llm.connector_base",
+    "validate_settings": "rlm_host.llm.connector_base",
+    "context_window_of": "rlm_host.llm.connector_base",
+    "token_count": "rlm_host.llm.connector_base",
+    "reject_raw_text": "rlm_host.llm.connector_base",
+    "retry_after_of": "rlm_host.llm.connector_base",
+    # sandboxes: the session protocol and the kit shared by worker-based runtimes
+    "SandboxSession": "rlm_host.sandbox.protocol",
+    "SandboxLimits": "rlm_host.sandbox.protocol",
+    "SandboxInfo": "rlm_host.sandbox.protocol",
+    "HostFunction": "rlm_host.sandbox.protocol",
+    "ExecResult": "rlm_host.results",
+    "FinalSignal": "rlm_host.results",
+    "WorkerSession": "rlm_host.sandbox.session",
+    "Channel": "rlm_host.sandbox.session",
+    "WORKER_SCRIPT": "rlm_host.sandbox.session",
+    "to_jsonable": "rlm_host.sandbox.worker",
+    "Capture": "rlm_host.sandbox.worker",
+    # environments
+    "Environment": "rlm_host.environments.protocol",
+    "EnvironmentContext": "rlm_host.environments.protocol",
+    "ActionResult": "rlm_host.results",
+    # events, sinks and results
+    "RunEvent": "rlm_host.events",
+    "Sink": "rlm_host.events",
+    "RunResult": "rlm_host.results",
+    "StepRecord": "rlm_host.results",
+    "Usage": "rlm_host.results",
+    "RunUsage": "rlm_host.results",
+    # context
+    "Documents": "rlm_host.context",
+    "load_context": "rlm_host.context",
+    "load_file": "rlm_host.context",
+    "describe_context": "rlm_host.context",
+    # running the engine from a program
+    "RLMRunner": "rlm_host.engine.runner",
+    "load_settings": "rlm_host.config",
+    "LoadedSettings": "rlm_host.config",
+    "PluginHost": "rlm_host.plugins.host",
+    "get_host": "rlm_host.plugins.host",
+    "resolve_connector": "rlm_host.llm.resolve",
+    "auto_model": "rlm_host.llm.resolve",
+    "RunStore": "rlm_host.trajectory.store",
+}
 
-def __getattr__(name: str) -> str:
+
+def __getattr__(name: str) -> Any:
     if name == "__version__":  # read from metadata on demand, not at import
         from rlm_host.plugins.discovery import host_version
 
         return host_version()
-    raise AttributeError(f"module 'rlm_host' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlm_host' has no attribute {name!r}")
+    value = importlib.import_module(module)
+    value = value if name == module.rpartition(".")[2] else getattr(value, name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 __all__ = [
     "__version__",
     "hookimpl",
-    "RlmError",
+    # registration records
+    "LazyRef",
     "Readiness",
     "Component",
     "EnvironmentSpec",
@@ -43,4 +134,41 @@ __all__ = [
     "ProviderSpec",
     "CommandSpec",
     "DoctorCheck",
+    # errors
+    "RlmError",
+    "PluginError",
+    "ConfigError",
+    "UnknownComponentError",
+    "ModelError",
+    "SandboxError",
+    "BudgetExceeded",
+    "RecursionRefused",
+    *_LAZY,
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from rlm_host.config import LoadedSettings, load_settings
+    from rlm_host.context import Documents, describe_context, load_context, load_file
+    from rlm_host.engine.runner import RLMRunner
+    from rlm_host.environments.protocol import Environment, EnvironmentContext
+    from rlm_host.events import RunEvent, Sink
+    from rlm_host.llm.connector_base import (
+        MalformedBody,
+        RetryingConnector,
+        context_window_of,
+        reject_raw_text,
+        retry_after_of,
+        token_count,
+        validate_settings,
+    )
+    from rlm_host.llm.protocol import Completion, Message, ModelConnector, ModelOptions
+    from rlm_host.llm.resolve import auto_model, resolve_connector
+    from rlm_host.llm.protocol import RetryCallback
+    from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
+    from rlm_host.plugins.host import PluginHost, get_host
+    from rlm_host.results import ActionResult, ExecResult, FinalSignal, RunResult, RunUsage, StepRecord, Usage
+    from rlm_host.sandbox.protocol import HostFunction, SandboxInfo, SandboxLimits, SandboxSession
+    from rlm_host.sandbox.session import WORKER_SCRIPT, Channel, WorkerSession
+    from rlm_host.sandbox.worker import Capture, to_jsonable
+    from rlm_host.services import HostServices, ProviderServices, SandboxServices
+    from rlm_host.trajectory.store import RunStore

@@ -1,4 +1,5 @@
-"""The host's own doctor checks (registered in ``rlm_host.builtin``)."""
+"""The host's own doctor checks (registered by ``rlm_host.default_plugins.doctor``); each receives the loaded
+settings (None when the configuration did not load)."""
 
 from __future__ import annotations
 
@@ -6,39 +7,31 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rlm_host.components import Readiness
-from rlm_host.errors import RlmError
 
 MIN_PYTHON = (3, 11)
 
 
-def python_version() -> Readiness:
+def python_version(loaded: Any = None) -> Readiness:
     version = ".".join(map(str, sys.version_info[:3]))
     if sys.version_info[:2] < MIN_PYTHON:
         return Readiness(False, f"Python {version}", f"use Python {'.'.join(map(str, MIN_PYTHON))} or newer")
     return Readiness(True, f"Python {version} at {sys.executable}")
 
 
-def config_valid() -> Readiness:
-    from rlm_host.config import load_settings
-    from rlm_host.plugins import get_host
-
-    try:
-        loaded = load_settings(host=get_host())
-    except RlmError as exc:
-        return Readiness(False, str(exc), exc.hint or "fix the file or variable named above")
+def config_valid(loaded: Any) -> Readiness:
+    if loaded is None:
+        return Readiness(False, "the configuration did not load (see the error above)", "fix the file or variable")
     files = ", ".join(str(p) for p in loaded.files) or "no config file; defaults and environment only"
     return Readiness(True, files)
 
 
-def home_writable() -> Readiness:
-    from rlm_host.config import load_settings
-
-    try:
-        home = Path(load_settings().settings.paths.home).expanduser()
-    except RlmError as exc:
-        return Readiness(False, f"cannot resolve the run directory: {exc}")
+def home_writable(loaded: Any) -> Readiness:
+    if loaded is None:
+        return Readiness(False, "cannot resolve the run directory: the configuration did not load")
+    home = loaded.home
     probe_dir = home if home.exists() else _nearest_existing_parent(home)
     if not os.access(probe_dir, os.W_OK):
         return Readiness(False, f"{probe_dir} is not writable", "set RLM_HOME or [paths] home to a writable folder")

@@ -45,10 +45,11 @@ def resolve(ref: LazyRef, *, what: str = "object") -> Any:
     return obj
 
 
-def run_check(check: LazyRef, what: str) -> "Readiness":
-    """Call a readiness check; a check that raises or returns the wrong type is a failed check, not a crash."""
+def run_check(check: LazyRef, what: str, settings: Any = None) -> "Readiness":
+    """Call a readiness check as ``check(settings)``; one that raises or returns the wrong type is a failed
+    check, not a crash."""
     try:
-        result = resolve(check, what=f"{what} check")()
+        result = resolve(check, what=f"{what} check")(settings)
     except Exception as exc:  # a plugin's check must never take the doctor down
         return Readiness(False, f"{what} check raised {type(exc).__name__}: {exc}")
     if not isinstance(result, Readiness):
@@ -69,10 +70,11 @@ class Readiness:
 class Component:
     """Fields shared by every kind of component; subclasses set ``kind`` and may add typed fields.
 
-    ``requires`` lists the top-level modules the implementation imports; the default readiness check looks
-    them up with ``importlib.util.find_spec`` (nothing is imported). ``check`` replaces that default check,
-    ``install_hint`` says how to make a missing requirement available, and ``settings`` names a pydantic
-    model validating the component's config section ``[<kind>.<name>]``.
+    ``factory`` is called as ``factory(settings, services)`` (see ``rlm_host.services``). ``requires`` lists
+    the top-level modules the implementation imports; the default readiness check looks them up with
+    ``importlib.util.find_spec`` (nothing is imported). ``check`` replaces that default check and is called as
+    ``check(settings)``; ``install_hint`` says how to make a missing requirement available, and ``settings``
+    names a pydantic model validating the component's config section ``[<kind>.<name>]``.
     """
 
     kind: ClassVar[str] = "component"
@@ -106,16 +108,20 @@ class Component:
         """Import and return the implementation (a class or factory function)."""
         return resolve(self.factory, what=f"{self.kind} {self.name!r}")
 
+    def create(self, settings: Any, services: Any) -> Any:
+        """Build the component: ``factory(settings, services)``, the one convention of every kind."""
+        return self.load()(settings, services)
+
     def settings_model(self) -> Any | None:
         """The pydantic model for ``[<kind>.<name>]``, or None when the component takes no settings."""
         if self.settings is None:
             return None
         return resolve(self.settings, what=f"{self.kind} {self.name!r} settings")
 
-    def readiness(self) -> Readiness:
-        """Whether the component can be used here; never raises."""
+    def readiness(self, settings: Any = None) -> Readiness:
+        """Whether the component can be used here (``settings``: its validated section); never raises."""
         if self.check is not None:
-            result = run_check(self.check, f"{self.kind} {self.name!r}")
+            result = run_check(self.check, f"{self.kind} {self.name!r}", settings)
             if not result.ok and not result.hint and self.install_hint:
                 return Readiness(False, result.detail, self.install_hint)
             return result
@@ -145,12 +151,14 @@ class SandboxSpec(Component):
 
     ``security_boundary`` says whether the runtime isolates hostile code (Monty, Docker) or only crashes
     (a plain subprocess). Runtimes that are not a boundary are used only when asked for by name.
+    ``priority`` ranks the boundaries for ``--sandbox auto``: the ready one with the highest priority wins.
     """
 
     kind: ClassVar[str] = "sandbox"
 
     security_boundary: bool = False
     isolation: str = ""
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,16 +179,27 @@ class BenchmarkPackSpec(Component):
 class ProviderSpec(Component):
     """An LLM provider, addressed in model strings as ``provider:model``.
 
-    ``key_env`` lists the environment variables that may hold its API key (checked, never printed).
-    ``--model auto`` takes the first provider with ``default_model`` whose key is set, else the first
-    keyless one that is ready (the embedded local model).
+    ``key_env`` lists the environment variables that may hold its API key (checked, never printed);
+    ``key_optional`` says the provider works without one (a local server). ``base_url`` is where it sends
+    requests by default (shown by ``rlm models list``; ``base_url_env`` names a variable overriding it), and
+    ``example_model`` a model to show in listings and hints.
+
+    ``--model auto`` considers only providers with a ``default_model`` (``default_model_env`` names a
+    variable overriding it), highest ``auto_priority`` first: the first one whose key (or base-URL variable)
+    is set, else the first that needs no key and is ready (the embedded local model).
     """
 
     kind: ClassVar[str] = "provider"
 
     key_env: tuple[str, ...] = ()
+    key_optional: bool = False
+    base_url: str = ""
+    base_url_env: str = ""
+    example_model: str = ""
     default_model: str = ""  # what ``--model auto`` runs when it picks this provider
+    default_model_env: str = ""
     default_notice: str = ""  # said to the user when auto picks it (e.g. "a tiny local model: …")
+    auto_priority: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -212,11 +231,16 @@ class CommandSpec:
 
 @dataclass(frozen=True)
 class DoctorCheck:
-    """A named readiness check a plugin adds to ``rlm plugins doctor`` (e.g. "Docker engine reachable")."""
+    """A named readiness check a plugin adds to ``rlm plugins doctor`` (e.g. "Docker engine reachable").
+
+    ``check`` is called as ``check(settings)``: the validated section named by ``section`` (``"sandbox.docker"``),
+    or the whole ``LoadedSettings`` when ``section`` is empty.
+    """
 
     name: str
     description: str
     check: LazyRef
+    section: str = ""
 
     kind: ClassVar[str] = "check"
 
@@ -224,24 +248,38 @@ class DoctorCheck:
     def names(self) -> tuple[str, ...]:
         return (self.name,)
 
-    def readiness(self) -> Readiness:
-        return run_check(self.check, f"check {self.name!r}")
+    def readiness(self, settings: Any = None) -> Readiness:
+        return run_check(self.check, f"check {self.name!r}", settings)
 
 
-#: Every record type a registration hook may return, by kind.
-RECORD_TYPES: dict[str, type] = {
-    cls.kind: cls
-    for cls in (
-        EnvironmentSpec,
-        FrameworkSpec,
-        SandboxSpec,
-        SinkSpec,
-        BenchmarkPackSpec,
-        ProviderSpec,
-        CommandSpec,
-        DoctorCheck,
-    )
-}
+@dataclass(frozen=True)
+class Kind:
+    """One kind of plugin contribution: its registration hook, record type and facade method.
+
+    ``configurable`` kinds have per-component config sections ``[<name>.<component>]``. This table is the one
+    source the hook map, the record types, the config sections and ``PluginHost``'s facade derive from.
+    """
+
+    name: str
+    hook: str
+    record: type
+    plural: str
+    configurable: bool = True
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("environment", "rlm_register_environments", EnvironmentSpec, "environments"),
+    Kind("framework", "rlm_register_frameworks", FrameworkSpec, "frameworks"),
+    Kind("sandbox", "rlm_register_sandboxes", SandboxSpec, "sandboxes"),
+    Kind("sink", "rlm_register_sinks", SinkSpec, "sinks"),
+    Kind("benchmark", "rlm_register_benchmark_packs", BenchmarkPackSpec, "benchmark_packs"),
+    Kind("provider", "rlm_register_providers", ProviderSpec, "providers"),
+    Kind("command", "rlm_register_commands", CommandSpec, "commands", configurable=False),
+    Kind("check", "rlm_doctor_checks", DoctorCheck, "doctor_checks", configurable=False),
+)
+KIND_BY_HOOK: dict[str, Kind] = {kind.hook: kind for kind in KINDS}
+#: Kinds whose components have config sections, in table order.
+COMPONENT_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS if kind.configurable)
 
 __all__ = [
     "LazyRef",
@@ -255,7 +293,10 @@ __all__ = [
     "ProviderSpec",
     "CommandSpec",
     "DoctorCheck",
-    "RECORD_TYPES",
+    "Kind",
+    "KINDS",
+    "KIND_BY_HOOK",
+    "COMPONENT_KINDS",
     "normalize_name",
     "resolve",
 ]

@@ -38,3 +38,27 @@ class ConfigError(RlmError):
     """A bad configuration value or file, reported with the file and key it came from."""
 
     exit_code = 2
+
+
+class ModelError(RlmError):
+    """A model call failed after retries (unreachable server, bad key, quota, malformed response)."""
+
+
+class SandboxError(Exception):
+    """The sandbox session cannot go on (failed to start, or crashed and could not be restarted)."""
+
+
+class BudgetExceeded(Exception):
+    """A limit of the run tree was reached; ``reason`` is the run's termination reason."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class RecursionRefused(Exception):
+    """A child run was not started: ``reason`` is "max_depth" or "cycle"."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason

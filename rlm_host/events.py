@@ -7,12 +7,15 @@ one warning so observability never breaks a run.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 import time
 from typing import Any, Callable, Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field
+
+from rlm_host.text import clip
 
 EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error"]
 
@@ -44,11 +47,31 @@ class RunEvent(BaseModel):
 
 
 class Sink(Protocol):
-    """An observability sink: receives every event of every run, closed when the run tree ends."""
+    """An observability sink (``SinkSpec`` factory: ``factory(settings, services) -> Sink``).
+
+    ``handle`` receives every event of a run tree in order, from the thread that emitted it (batched sub-calls
+    emit from several threads, one at a time): keep it fast and buffer slow work yourself. ``close`` is called
+    once when the run tree ends, also after a failure; it must be safe to call twice. An exception disables the
+    sink for the rest of the run with one warning; the run goes on.
+    """
 
     def handle(self, event: RunEvent) -> None: ...
 
     def close(self) -> None: ...
+
+
+#: Characters of a prompt or a response kept in a ``sub_call`` event (the whole text is hashed).
+SUB_CALL_TEXT_CHARS = 500
+
+
+def prompt_hash(prompt: str) -> str:
+    """A short digest of a whole sub-call prompt, recorded so a replay can match calls made in any order."""
+    return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def sub_call_text(text: Optional[str]) -> Optional[str]:
+    """A prompt or response as a ``sub_call`` event keeps it."""
+    return clip(text, SUB_CALL_TEXT_CHARS, "count")
 
 
 Subscriber = Callable[[RunEvent], None]

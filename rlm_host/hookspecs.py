@@ -1,10 +1,29 @@
-"""The hook specifications: the whole contract between the host and its plugins.
+"""The hook specifications: the whole contract between the host and its plugins, one hook per kind.
 
 A plugin is a module of functions marked ``@rlm_host.hookimpl`` and named after the hooks below; its
-distribution points at it from the ``rlm`` entry-point group. Every registration hook returns a list of typed
-records (see ``rlm_host.components``) and must stay cheap: import heavy libraries inside the factories the
-records name, never at module level, so ``rlm --help`` stays fast. Built-in components register through these
-same hooks (``rlm_host.builtin``).
+distribution points at it from the ``rlm`` entry-point group (``[project.entry-points.rlm]``). The host's own
+components are plugins too: the modules of ``rlm_host.default_plugins``, registered by name before any
+distribution's, through these same hooks.
+
+Every hook here is a *registration* hook: it takes no argument and returns a list of typed records
+(``rlm_host.components``). The host calls each implementation on its own, once per process, the first time a
+component of that kind is needed (``rlm plugins list`` and ``rlm plugins doctor`` call them all). A record names
+its implementation lazily, as ``"package.module:attribute"``, so a hook must stay cheap: import heavy libraries
+inside the factories, never at the hook module's top level, and ``rlm --help`` stays fast.
+
+What becomes of a hook's result:
+
+- each record is validated (a name of lower-case letters, digits, ``.``, ``-`` or ``_``; a one-line
+  description); a result that is not a list of the hook's record type marks the plugin *broken*, and so does an
+  exception raised by the hook — the other plugins, and this plugin's other hooks, keep working;
+- a name (or alias) registered by two distributions for the same kind is refused for both, with an error naming
+  them;
+- ``@hookimpl(tryfirst=True)`` / ``trylast=True`` order a plugin's records before or after the others' (which
+  matters only for listings and for ties of ``priority``); ``wrapper=True`` and ``hookwrapper=True`` are
+  refused, since a registration hook has nothing to wrap.
+
+Every component factory is called as ``factory(settings, services)`` and every readiness check as
+``check(settings)``: see ``rlm_host.services`` for what each kind receives and returns.
 """
 
 from __future__ import annotations
@@ -28,55 +47,96 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+# --------------------------------------------------------------------------------------------- running a task
+
+
 @hookspec
 def rlm_register_environments() -> list[EnvironmentSpec]:
-    """Environments: the action set, prompts and reward rules of a run (``rlm run --env NAME``)."""
+    """Environments: the rulebook of a run — its prompts, actions and rewards (``rlm run --env NAME``).
+
+    Called when a run is planned and by listings. The factory is called once per run (and per child run) as
+    ``factory(settings, ctx: EnvironmentContext) -> Environment``; the runner then calls ``start()``, then
+    ``messages(step)`` / ``execute(reply, step)`` each step, ``synthesize()`` when steps ran out, and
+    ``close()`` at the end (see ``rlm_host.environments.protocol``). Test it with
+    ``rlm_host.testing.EnvironmentContract``.
+    """
 
 
 @hookspec
 def rlm_register_frameworks() -> list[FrameworkSpec]:
-    """Framework adapters that run a task through another agent framework (``rlm run --framework NAME``)."""
+    """Framework adapters that run a task through another agent framework (``rlm run --framework NAME``).
+
+    Registered and listed today; the adapter contract (what the factory receives and the runner calls) is
+    defined together with the first adapters, and until then ``rlm run`` refuses a framework other than
+    ``native`` with a clear message.
+    """
 
 
 @hookspec
 def rlm_register_sandboxes() -> list[SandboxSpec]:
-    """Sandbox runtimes executing model-written code in a persistent REPL (``rlm run --sandbox NAME``)."""
+    """Sandbox runtimes executing model-written code in a persistent REPL (``rlm run --sandbox NAME``).
 
-
-@hookspec
-def rlm_register_sinks() -> list[SinkSpec]:
-    """Observability sinks receiving the event stream of every run."""
-
-
-@hookspec
-def rlm_register_benchmark_packs() -> list[BenchmarkPackSpec]:
-    """Benchmark packs: presets of cases with their data and expected answers (``rlm bench run``)."""
+    The factory is called once per run (and per child run) as ``factory(settings, services: SandboxServices)
+    -> SandboxSession`` (``rlm_host.sandbox.protocol``). ``--sandbox auto`` picks the ready runtime with
+    ``security_boundary=True`` and the highest ``priority``; a runtime that is not a boundary is used only when
+    named. Test it with ``rlm_host.testing.SandboxContract``.
+    """
 
 
 @hookspec
 def rlm_register_providers() -> list[ProviderSpec]:
-    """LLM providers, addressed as ``provider:model`` in ``--model`` and ``--sub-model``."""
+    """LLM providers, addressed as ``provider:model`` in ``--model`` and ``--sub-model``.
+
+    The factory is called once per model string of a run tree as ``factory(settings, services:
+    ProviderServices) -> ModelConnector`` (``services.model`` is the part after ``provider:``). The record's
+    fields tell the host what it needs without knowing the provider: key variables, default base URL, example
+    and default models, and whether and how eagerly ``--model auto`` may pick it. Test it with
+    ``rlm_host.testing.ProviderContract``.
+    """
+
+
+# --------------------------------------------------------------------------------------------- observing runs
+
+
+@hookspec
+def rlm_register_sinks() -> list[SinkSpec]:
+    """Observability sinks: receive the event stream of the runs that name them in ``run.sinks``.
+
+    The factory is called once per run tree as ``factory(settings, services: HostServices) -> Sink``; the sink's
+    ``handle(event)`` gets every ``RunEvent`` in order and ``close()`` is called when the run tree ends. A sink
+    that raises is disabled for the run with one warning; the run goes on. Test it with
+    ``rlm_host.testing.SinkContract``.
+    """
+
+
+@hookspec
+def rlm_register_benchmark_packs() -> list[BenchmarkPackSpec]:
+    """Benchmark packs: presets of cases carrying their data and expected answers (``rlm bench run``).
+
+    The factory is called when a preset is listed in detail or run, as ``factory(settings, services:
+    HostServices)``, and returns the preset's cases: a list of dicts (or of the benchmark application's
+    ``BenchmarkCase``) with a unique ``case_id``, a ``task`` (or a generated context that brings one) and an
+    ``expected`` answer. Test it with ``rlm_host.testing.BenchmarkPackContract``.
+    """
+
+
+# --------------------------------------------------------------------------------------------- the command line
 
 
 @hookspec
 def rlm_register_commands() -> list[CommandSpec]:
-    """CLI sub-commands added to ``rlm`` (shown in ``rlm --help``, imported only when run)."""
+    """Sub-commands of ``rlm`` (the built-in ``run``, ``runs``, ``models``… come through this hook too).
+
+    Listed by ``rlm --help`` from the record alone; ``app`` (a ``typer.Typer``, a click command or a plain
+    function) is imported only when the sub-command runs or its own help is shown. A name taken by two
+    distributions, a built-in included, is refused for both.
+    """
 
 
 @hookspec
 def rlm_doctor_checks() -> list[DoctorCheck]:
-    """Extra readiness checks shown by ``rlm plugins doctor`` (an engine reachable, a key present…)."""
+    """Extra readiness checks shown by ``rlm plugins doctor`` (an engine reachable, a model file present…).
 
-
-#: Registration hook name → the component kind its records belong to. The facade in
-#: ``rlm_host.plugins.host`` has one typed method per entry.
-REGISTRATION_HOOKS: dict[str, str] = {
-    "rlm_register_environments": EnvironmentSpec.kind,
-    "rlm_register_frameworks": FrameworkSpec.kind,
-    "rlm_register_sandboxes": SandboxSpec.kind,
-    "rlm_register_sinks": SinkSpec.kind,
-    "rlm_register_benchmark_packs": BenchmarkPackSpec.kind,
-    "rlm_register_providers": ProviderSpec.kind,
-    "rlm_register_commands": CommandSpec.kind,
-    "rlm_doctor_checks": DoctorCheck.kind,
-}
+    Each ``check`` is called as ``check(settings)`` — the validated section the record's ``section`` names, or
+    the whole loaded settings — and returns a ``Readiness``; one that raises counts as not ready.
+    """

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlm_host.cli.main import main
-from rlm_host.llm import compatible
+from rlm_host.llm import openai_compatible as compatible
 from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.protocol import ModelError, ModelOptions
 from rlm_host.plugins import get_host
@@ -113,7 +113,7 @@ def test_rlm_run_with_a_named_compatible_provider(isolated_env, monkeypatch, cap
 
 
 def test_importing_the_table_stays_light():
-    probe = ("import sys, rlm_host.llm.compatible as c; c.provider_specs(); "
+    probe = ("import sys, rlm_host.llm.openai_compatible as c; c.provider_specs(); "
              "print(sorted(m for m in ('pydantic', 'openai') if m in sys.modules))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -12,14 +12,14 @@ from rich.console import Console
 from rlm_host.cli.live import LiveView, final_cost
 from rlm_host.config import load_settings
 from rlm_host.engine.budget import Budget
-from rlm_host.engine.models import ModelClient
+from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.errors import ConfigError
 from rlm_host.events import RunEvent
 from rlm_host.llm.prices import FREE, Price, PriceTable, default_table, matches
 from rlm_host.llm.protocol import Completion
 from rlm_host.plugins.host import PluginHost
-from rlm_host.types import Usage
+from rlm_host.results import Usage
 
 
 @pytest.mark.parametrize(
@@ -143,7 +143,7 @@ def test_run_result_and_usage_per_role_carry_the_cost(tmp_path, monkeypatch):
     host = PluginHost(environ={"RLM_PLUGINS": ""})
     (tmp_path / "rlm.toml").write_text('[[prices]]\nmodel = "test:sub"\ninput = 1.0\noutput = 10.0\n')
     loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
-    runner = RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+    runner = RLMRunner(loaded=loaded, host=host, home=tmp_path / ".rlm")
     root = Priced("openai:gpt-4o-mini", ["```repl\nx = llm_query('hi')\n```", "FINAL_VAR(x)"])
     sub = Priced("test:sub", ["hello"])
     result = runner.run_task("q", context="c", sandbox="process", connectors={"root": root, "sub": sub})

@@ -3,7 +3,8 @@
 import pytest
 
 from rlm_host.environments.pure_rlm.parsing import parse_reply
-from rlm_host.environments.pure_rlm.prompts import describe_context, render_description
+from rlm_host.context import describe_context
+from rlm_host.environments.kit import render_description
 
 
 def test_repl_and_python_blocks_run_in_order_other_fences_do_not():

@@ -12,7 +12,7 @@ from rlm_host.cli.main import main
 from rlm_host.config import load_settings
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.llm.protocol import ModelError
-from rlm_host.llm.replay_provider import Recording, ReplayConnector, create, ordinal
+from rlm_host.trajectory.replay_provider import Recording, ReplayConnector, create, ordinal
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 from rlm_host.trajectory.store import RunStore
@@ -40,7 +40,7 @@ ANSWER = "4217/bc/1500/child says 4217"
 def make_runner(tmp_path: Path, plugins: str = "", environ: dict | None = None) -> RLMRunner:
     host = PluginHost(environ={"RLM_PLUGINS": plugins})
     loaded = load_settings(environ={"HOME": str(tmp_path), **(environ or {})}, cwd=tmp_path, host=host)
-    return RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+    return RLMRunner(loaded=loaded, host=host, home=tmp_path / ".rlm")
 
 
 def record(tmp_path: Path, **options):

@@ -16,6 +16,7 @@ import pytest
 
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.observability import LocalJSONLSink, LocalSinkSettings, create
+from rlm_host.engine.scope import new_run_id
 from rlm_host.trajectory import (
     AmbiguousRunError,
     CorruptTrajectoryError,
@@ -23,11 +24,11 @@ from rlm_host.trajectory import (
     RunNotFoundError,
     RunStore,
     TrajectoryWriter,
-    new_run_id,
+
     render_step,
     render_summary,
 )
-from rlm_host.types import RunResult, RunUsage, StepRecord, Usage
+from rlm_host.results import RunResult, RunUsage, StepRecord, Usage
 
 T0 = 1_795_000_000.0  # a fixed clock, so "newest first" does not depend on how fast the test runs
 REPLIES = ["```repl\nprint(len(context))\n```", "```repl\nprint(x)\n```", "```repl\nFINAL('42')\n```"]

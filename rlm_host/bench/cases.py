@@ -20,7 +20,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlm_host.bench.scorers import canonical
-from rlm_host.context_files import load_file
+from rlm_host.context import load_file
 from rlm_host.errors import RlmError
 
 #: Run options a case may set besides its environment, max_steps and exec_timeout.

@@ -20,19 +20,6 @@ from rlm_host.errors import PluginError
 if TYPE_CHECKING:
     from rlm_host.config import LoadedSettings
 
-#: Built-in sub-commands: name → (import path of a typer app or function, one-line help).
-BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("rlm_host.cli.run_cmd:run", "Run a task with an RLM over a context (file, directory or stdin)."),
-    "runs": ("rlm_host.cli.runs_cmd:app", "List saved runs or show one with every step."),
-    "replay": ("rlm_host.cli.replay_cmd:app", "Step through a saved run: code, output, reward, sub-calls."),
-    "bench": ("rlm_host.cli.bench_cmd:app", "Benchmarks with real data and answers: run presets, compare, report."),
-    "leaderboard": ("rlm_host.cli.leaderboard_cmd:app", "Rank saved benchmarks by accuracy, reward, cost, tokens, …"),
-    "models": ("rlm_host.cli.models_cmd:app", "List model providers, their keys and readiness, and what auto picks."),
-    "plugins": ("rlm_host.cli.plugins_cmd:app", "List installed plugins and check their readiness."),
-    "config": ("rlm_host.cli.config_cmd:app", "Show the effective settings and where each came from."),
-}
-
-
 @dataclass
 class CliState:
     """Global options, shared with every sub-command through ``ctx.obj``."""
@@ -43,19 +30,15 @@ class CliState:
     log_json: bool = False
     _settings: Any = field(default=None, repr=False)
 
-    def settings(self, overrides: dict[str, tuple[Any, str]] | None = None) -> "LoadedSettings":
-        """Settings from every source, component sections validated against the installed plugins."""
+    def settings(self) -> "LoadedSettings":
+        """Settings from every source, component sections validated against the installed plugins (once)."""
         from rlm_host.config import load_settings
         from rlm_host.plugins import get_host
 
-        if overrides:
-            loaded = load_settings(overrides=overrides, config_file=self.config_file, host=get_host())
-        elif self._settings is None:
-            loaded = self._settings = load_settings(config_file=self.config_file, host=get_host())
-        else:
-            return self._settings
-        self._apply_logging(loaded)
-        return loaded
+        if self._settings is None:
+            self._settings = load_settings(config_file=self.config_file, host=get_host())
+            self._apply_logging(self._settings)
+        return self._settings
 
     def _apply_logging(self, loaded: "LoadedSettings") -> None:
         """The config file's [logging] section, unless -v / --log-json said otherwise."""
@@ -99,22 +82,22 @@ class LazyCommand(TyperCommand):
 
 
 class RlmGroup(TyperGroup):
-    """The root group: built-in and plugin sub-commands resolved by name, loaded on use."""
+    """The root group: every sub-command (the default plugins' and the installed plugins') comes from the
+    ``rlm_register_commands`` registry, is listed by name and help, and is loaded on use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        names = set(self.commands) | set(BUILTIN_COMMANDS)
-        names |= {name for name in _plugin_commands() if name not in names}
-        return sorted(names)
+        return sorted(set(self.commands) | set(_commands().names()))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
             return self.commands[cmd_name]
-        if cmd_name in BUILTIN_COMMANDS:
-            path, help_text = BUILTIN_COMMANDS[cmd_name]
-            return LazyCommand(cmd_name, help_text, lambda: _load_command(cmd_name, path))
-        spec = _plugin_commands().get(cmd_name)
-        if spec is None:
+        registry = _commands()
+        if cmd_name not in registry:
             return None
+        if cmd_name not in registry.usable_names():  # claimed twice: running it says so, naming both
+            return LazyCommand(cmd_name, "(refused: two plugins register this command)",
+                               lambda: registry.get(cmd_name))  # fmt: skip
+        spec = registry.get(cmd_name)
         return LazyCommand(cmd_name, spec.help, lambda: _load_command(cmd_name, spec.app))
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
@@ -128,11 +111,11 @@ class RlmGroup(TyperGroup):
             raise
 
 
-def _plugin_commands() -> dict[str, Any]:
+def _commands() -> Any:
+    """The registry of sub-commands (``rlm_register_commands``)."""
     from rlm_host.plugins import get_host
 
-    registry = get_host().commands()
-    return {spec.name: spec for spec in registry if spec.name not in BUILTIN_COMMANDS}
+    return get_host().commands()
 
 
 def _load_command(name: str, ref: Any) -> click.Command:

@@ -81,7 +81,7 @@ def run(
 
     if mode not in ("native", "direct-llm"):
         raise RlmError(f"unknown mode {mode!r}", hint="choose native or direct-llm")
-    runner = RLMRunner(settings=_state(ctx).settings(), host=get_host())
+    runner = RLMRunner(loaded=_state(ctx).settings(), host=get_host())
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
                             on_case=progress.case if progress else None)  # fmt: skip

@@ -112,7 +112,7 @@ def key_variables(spec: Any, settings: Any) -> list[str]:
 
 def base_url(name: str, settings: Any, environ: Mapping[str, str]) -> Optional[str]:
     """Where the provider sends requests, when that is a URL: configured, else its known default."""
-    from rlm_host.llm import compatible
+    from rlm_host.llm import openai_compatible as compatible
 
     configured = getattr(settings, "base_url", None)
     if isinstance(configured, str) and configured:
@@ -157,7 +157,7 @@ def configured_models(host: Any, run: Any) -> dict[str, Any]:
 
 def _key_optional(name: str, settings: Any, environ: Mapping[str, str]) -> bool:
     """Local servers need no key; neither does ``openai`` pointed at another server."""
-    from rlm_host.llm import compatible
+    from rlm_host.llm import openai_compatible as compatible
 
     service = compatible.PROVIDERS.get(name)
     if service is not None:
@@ -166,7 +166,7 @@ def _key_optional(name: str, settings: Any, environ: Mapping[str, str]) -> bool:
 
 
 def _example_model(name: str) -> str:
-    from rlm_host.llm import compatible
+    from rlm_host.llm import openai_compatible as compatible
 
     service = compatible.PROVIDERS.get(name)
     return service.example_model if service is not None else ""

@@ -42,16 +42,23 @@ def list_plugins(
 
 
 @app.command("doctor")
-def doctor(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def doctor(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Check every registered component and plugin; exit 1 if anything installed is not ready."""
+    from rlm_host.errors import RlmError
+
     host = get_host().collect_all()
     rows: list[dict[str, Any]] = []
+    try:
+        loaded = ctx.find_root().obj.settings()
+    except RlmError as exc:  # every check still runs, with default settings
+        loaded = None
+        rows.append(_row("config", "settings", "rlm-host", False, exc.message, exc.hint or "fix the file or variable"))
     for dist in host.distributions:
         if dist.status == "broken":
             rows.append(_row("plugin", dist.name, dist.name, False, "; ".join(dist.errors), _fix_hint(dist.name)))
     for kind, registry in {**host.component_registries(), "check": host.doctor_checks()}.items():
         for record, owner in registry.items():
-            state = record.readiness()
+            state = record.readiness(_settings_for(kind, record, loaded))
             rows.append(_row(kind, record.name, owner, state.ok, state.detail, state.hint))
     failed = [r for r in rows if not r["ok"]]
     if as_json:
@@ -65,6 +72,19 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         typer.echo(f"\n{len(rows) - len(failed)} ready, {len(failed)} not ready")
     if failed:
         raise typer.Exit(1)
+
+
+def _settings_for(kind: str, record: Any, loaded: Any) -> Any:
+    """What a readiness check receives: its component's validated section; for a doctor check, the section
+    its record names, else the whole loaded settings (None when the configuration did not load)."""
+    if loaded is None:
+        return None
+    if kind != "check":
+        return loaded.component(kind, record.name)
+    if record.section:
+        section_kind, _, name = record.section.partition(".")
+        return loaded.component(section_kind, name)
+    return loaded
 
 
 def _row(kind: str, name: str, plugin: str, ok: bool, detail: str, hint: str) -> dict[str, Any]:

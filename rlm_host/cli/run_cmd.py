@@ -31,13 +31,13 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
 ) -> None:
     """Run a task with an RLM: the context stays in the sandbox, the model explores it with code."""
-    from rlm_host.context_files import load_context
+    from rlm_host.context import load_context
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.plugins import get_host
 
     state = ctx.find_root().obj
     loaded = state.settings()
-    runner = RLMRunner(settings=loaded, host=get_host())
+    runner = RLMRunner(loaded=loaded, host=get_host())
     on_event = None
     if not quiet:
         from rlm_host.cli.live import LiveView

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pydantic import BaseModel, ValidationError
 
-from rlm_host.config.models import COMPONENT_SECTIONS, Settings
+from rlm_host.config.schema import COMPONENT_SECTIONS, Settings
 from rlm_host.errors import ConfigError, RlmError
 
 if TYPE_CHECKING:
@@ -39,6 +39,11 @@ class LoadedSettings:
     sources: dict[str, str]
     files: list[Path] = field(default_factory=list)
     components: dict[tuple[str, str], BaseModel] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Path:
+        """The run home (``[paths] home``, ``$RLM_HOME``), with ``~`` expanded."""
+        return self.settings.paths.home
 
     def source_of(self, dotted_key: str) -> str:
         """Where a value came from: the longest configured prefix of the key, else "default"."""

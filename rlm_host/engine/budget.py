@@ -6,15 +6,9 @@ import threading
 import time
 from typing import Optional
 
-from rlm_host.types import TerminationReason
+from rlm_host.errors import BudgetExceeded
 
-
-class BudgetExceeded(Exception):
-    """A limit was reached; ``reason`` is the run's termination reason."""
-
-    def __init__(self, reason: TerminationReason, message: str) -> None:
-        super().__init__(message)
-        self.reason: TerminationReason = reason
+__all__ = ["Budget", "BudgetExceeded"]
 
 
 class Budget:

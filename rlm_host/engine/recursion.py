@@ -11,7 +11,7 @@ import hashlib
 import threading
 from collections import Counter
 
-from rlm_host.environments.protocol import RecursionRefused
+from rlm_host.errors import RecursionRefused
 
 
 def fingerprint(environment: str, task: str) -> str:

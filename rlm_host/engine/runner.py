@@ -14,35 +14,37 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from rlm_host.engine.budget import Budget, BudgetExceeded
-from rlm_host.engine.models import ModelClient
+from rlm_host.engine.budget import Budget
+from rlm_host.errors import BudgetExceeded
+from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.recursion import RecursionGuard
-from rlm_host.engine.scope import RunScope
-from rlm_host.engine.setup import RunPlan, plan_run
+from rlm_host.context import describe_context
+from rlm_host.engine.scope import RunScope, new_run_id
+from rlm_host.engine.plan import RunPlan, plan_run
 from rlm_host.environments.protocol import EnvironmentContext
-from rlm_host.environments.pure_rlm.prompts import describe_context
 from rlm_host.errors import RlmError
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError
-from rlm_host.types import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
+from rlm_host.results import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
 
 
 class RLMRunner:
     """Runs tasks with the installed plugins and the effective settings.
 
-    ``connectors`` (``{"root": …, "sub": …}``) lets a program pass ready model connectors instead of model
-    strings (used by tests and by embedding code).
+    ``loaded`` are the loaded settings (read from every source when None), ``home`` overrides their run home.
+    ``connectors`` (``{"root": …, "sub": …}``) of ``run_task`` lets a program pass ready model connectors
+    instead of model strings (used by tests and by embedding code).
     """
 
-    def __init__(self, *, settings: Any = None, host: Any = None, home: Optional[Path] = None) -> None:
+    def __init__(self, *, loaded: Any = None, host: Any = None, home: Optional[Path] = None) -> None:
         from rlm_host.config import load_settings
         from rlm_host.plugins import get_host
 
         self.host = host or get_host()
-        self.loaded = settings or load_settings(host=self.host)
-        self.home = Path(home or self.loaded.settings.paths.home)
+        self.loaded = loaded or load_settings(host=self.host)
+        self.home = Path(home).expanduser() if home is not None else self.loaded.home
         self.prices = PriceTable.from_settings(self.loaded.settings)
 
     def run_task(
@@ -60,8 +62,7 @@ class RLMRunner:
         ``options`` override the ``[run]`` settings: environment, framework, model, sub_model, sandbox,
         max_steps, timeout, exec_timeout, max_depth, max_llm_calls, max_tokens, max_cost, base_url.
         """
-        plan = plan_run(self.host, self.loaded, self.home, options, connectors)
-        plan.limits = plan.limits.model_copy(update={"memory_mb": memory_for(context)})
+        plan = plan_run(self.host, self.loaded, self.home, options, context, connectors)
         budget = Budget(
             timeout=plan.run.timeout,
             max_llm_calls=plan.run.max_llm_calls,
@@ -88,15 +89,20 @@ class RLMRunner:
         """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
         started = time.monotonic()
         usage, usage_lock = RunUsage(), threading.Lock()
-        clients = {"scope": scope, "prices": self.prices}  # retries are emitted on this run; costs priced
-        root = ModelClient(plan.root_connector, "root", usage.root, budget, usage_lock, **clients)
-        sub = ModelClient(plan.sub_connector, "sub", usage.sub, budget, usage_lock, **clients)
-        scope.emit("run_start", plan.describe(task, describe_context(context)))
+
+        def client(connector: ModelConnector, role: str) -> ModelClient:
+            """A connector bound to a role of this run: usage counted, retries emitted on it, costs priced."""
+            return ModelClient(connector, role, getattr(usage, role), budget, usage_lock, scope=scope,
+                               prices=self.prices)  # fmt: skip
+
+        root, sub = client(plan.root_connector, "root"), client(plan.sub_connector, "sub")
+        meta = plan.context_meta if scope.depth == 0 else describe_context(context)
+        scope.emit("run_start", plan.describe(task, meta))
         fingerprint = guard.enter(plan.run.environment, task)
 
         def spawn_child(child_task: str, child_context: Any) -> RunResult:
             guard.check(scope.depth + 1, plan.run.environment, child_task)
-            child = self._run(scope.child(plan.new_run_id()), child_task, child_context, plan, budget, guard)
+            child = self._run(scope.child(new_run_id()), child_task, child_context, plan, budget, guard)
             with usage_lock:
                 usage.sub.merge(child.usage.root)
                 usage.sub.merge(child.usage.sub)
@@ -105,11 +111,11 @@ class RLMRunner:
         ctx = EnvironmentContext(
             task=task, context=context, scope=scope, root=root, sub=sub, budget=budget, rewards=plan.rewards,
             limits=plan.limits, open_sandbox=plan.open_sandbox, spawn_child=spawn_child,
-            sub_model_for=lambda model: ModelClient(plan.connector_for(model), "sub", usage.sub, budget, usage_lock,
-                                                    **clients),
-            max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, settings=plan.environment_settings,
+            sub_model_for=lambda model: client(plan.connector_for(model), "sub"),
+            max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
+            context_meta=meta,
         )  # fmt: skip
-        environment = plan.environment_factory(ctx)
+        environment = plan.environment_factory(plan.environment_settings, ctx)
         steps, total_reward = 0, 0.0
         final_response: Optional[str] = None
         completed, error = False, None
@@ -182,12 +188,6 @@ class RLMRunner:
         except (RlmError, BudgetExceeded) as exc:
             scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
             return None
-
-
-def memory_for(context: Any) -> int:
-    """Sandbox memory, MB: generous next to the context (a copy in transit plus the live value)."""
-    size = describe_context(context, preview_chars=0)["total_chars"]
-    return max(2048, 512 + 6 * size // 1_000_000)
 
 
 def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Optional
 
 from rlm_host.events import EventBus, EventType, RunEvent
@@ -29,3 +31,9 @@ class RunScope:
 
     def child(self, run_id: str) -> "RunScope":
         return RunScope(run_id, self.root_run_id, self.depth + 1, self.bus, parent_run_id=self.run_id)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A sortable, unique, readable run id in UTC: ``run_20261122_181500_123456_ab12``."""
+    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return f"run_{now:%Y%m%d_%H%M%S_%f}_{secrets.token_hex(2)}"

@@ -15,12 +15,12 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.environments.protocol import EnvironmentContext, RecursionRefused
-from rlm_host.environments.pure_rlm.environment import answer_text, truncate
-from rlm_host.environments.pure_rlm.prompts import describe_context, render_description
+from rlm_host.environments.protocol import EnvironmentContext
+from rlm_host.errors import RecursionRefused
+from rlm_host.environments.kit import answer_text, render_description, truncate, with_preview
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
-from rlm_host.types import ActionResult
+from rlm_host.results import ActionResult
 
 SYSTEM_PROMPT = """\
 You are an RLM planner.
@@ -49,9 +49,9 @@ class GenericSettings(BaseModel):
 class GenericEnvironment:
     name = "generic"
 
-    def __init__(self, ctx: EnvironmentContext) -> None:
+    def __init__(self, settings: Optional[GenericSettings], ctx: EnvironmentContext) -> None:
         self.ctx = ctx
-        self.settings: GenericSettings = ctx.settings or GenericSettings()  # type: ignore[assignment]
+        self.settings = settings or GenericSettings()
         self.session: Optional[SandboxSession] = None
         self.memory: list[str] = []
         self.steps: list[dict[str, Any]] = []
@@ -70,7 +70,7 @@ class GenericEnvironment:
     def messages(self, step: int) -> list[Message]:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}"]
         if self.ctx.context is not None:
-            lines.append("Context (variable `context` in the REPL):\n" + render_description(describe_context(self.ctx.context)))
+            lines.append("Context (variable `context` in the REPL):\n" + render_description(with_preview(self.ctx.context_meta, 200)))
         if self.memory:
             lines.append("Memory:\n" + "\n".join(f"- {note}" for note in self.memory[-6:]))
         if self.steps:
@@ -106,7 +106,7 @@ class GenericEnvironment:
         messages = self.messages(self.ctx.max_steps) + [
             {"role": "user", "content": "Steps are used up. Give your best final answer now as plain text."}
         ]
-        completion = self.ctx.root.complete(messages)
+        completion = self.ctx.root.complete(messages, purpose="synthesis")
         return completion.text.strip() if completion.text else None
 
     # ------------------------------------------------------------------ actions

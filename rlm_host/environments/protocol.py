@@ -1,57 +1,88 @@
 """The environment protocol and what the runner hands an environment.
 
-An environment plugin registers an ``EnvironmentSpec`` whose factory is called as
-``factory(ctx: EnvironmentContext) -> Environment``. Each step the runner asks ``messages()``, sends them to the
-root model, and passes the reply to ``execute()``; the returned ``ActionResult`` says whether the run is done.
+An environment plugin registers an ``EnvironmentSpec`` whose factory is called as ``factory(settings, ctx:
+EnvironmentContext) -> Environment``. Each step the runner asks ``messages()``, sends them to the root model,
+and passes the reply to ``execute()``; the returned ``ActionResult`` says whether the run is done.
+
+The context's members are typed by the small protocols below, not by the engine's classes: this module sits
+under the engine, which implements them (``ModelClient``, ``Budget``, ``RunScope``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
-from pydantic import BaseModel
-
-from rlm_host.engine.budget import Budget
-from rlm_host.engine.models import ModelClient
-from rlm_host.engine.rewards import RewardProfile
-from rlm_host.engine.scope import RunScope
-from rlm_host.llm.protocol import Completion, Message
+from rlm_host.config.schema import RewardProfile
+from rlm_host.llm.protocol import Completion, Message, Purpose
+from rlm_host.results import ActionResult, RunResult
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
-from rlm_host.types import ActionResult, RunResult
+
+__all__ = ["BudgetView", "Emitter", "Environment", "EnvironmentContext", "ModelRole"]
 
 
-class RecursionRefused(Exception):
-    """A child run was not started: ``reason`` is "max_depth" or "cycle"."""
+class ModelRole(Protocol):
+    """A model bound to a role of the run (root or sub): usage counted, budget enforced, retries reported."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def context_window(self) -> Optional[int]: ...
+
+    def complete(self, messages: list[Message], purpose: Optional[Purpose] = None) -> Completion: ...
+
+
+class BudgetView(Protocol):
+    """The run tree's budget as an environment sees it."""
+
+    def check(self) -> None:
+        """Raise ``BudgetExceeded`` when the run must stop (time, tokens, cost, cancellation)."""
+
+    def take_llm_call(self) -> int:
+        """Count one sub-model call; ``BudgetExceeded`` once ``max_llm_calls`` are used."""
+
+    def remaining(self) -> float:
+        """Seconds left before the run's wall-clock limit."""
+
+    @property
+    def max_llm_calls(self) -> int:
+        """Sub-model calls allowed in the run tree."""
+
+
+class Emitter(Protocol):
+    """Where an environment emits its own events (``sub_call``, ``compaction``…) for the run it belongs to."""
+
+    run_id: str
+    depth: int
+
+    def emit(self, type_: Any, data: dict[str, Any]) -> Any: ...
 
 
 @dataclass
 class EnvironmentContext:
-    """Everything an environment may use.
+    """Everything an environment may use (the ``services`` of its factory).
 
-    ``spawn_child(task, context)`` runs a child RLM one level deeper (sharing the budget) and returns its
-    RunResult, or raises RecursionRefused; ``sub_model_for("provider:model")`` is a sub-role client for another
-    model (``llm_query(prompt, model=...)``).
+    ``context_meta`` is the context's description (``rlm_host.context.describe_context``), computed once per
+    run: use it rather than describing ``context`` again. ``spawn_child(task, context)`` runs a child RLM one
+    level deeper (sharing the budget) and returns its RunResult, or raises ``RecursionRefused``;
+    ``sub_model_for("provider:model")`` is a sub-role model for another model (``llm_query(prompt, model=...)``).
     """
 
     task: str
     context: Any
-    scope: RunScope
-    root: ModelClient
-    sub: ModelClient
-    budget: Budget
+    scope: Emitter
+    root: ModelRole
+    sub: ModelRole
+    budget: BudgetView
     rewards: RewardProfile
     limits: SandboxLimits
     open_sandbox: Callable[[], SandboxSession]
     spawn_child: Callable[[str, Any], RunResult]
-    sub_model_for: Callable[[str], ModelClient]
+    sub_model_for: Callable[[str], ModelRole]
     max_steps: int
     max_depth: int
-    settings: Optional[BaseModel] = None
+    context_meta: dict[str, Any] = field(default_factory=dict)
 
 
 class Environment(Protocol):

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import Completion, Message, ModelOptions
+from rlm_host.llm.protocol import Completion, Message, ModelOptions, Purpose
 from rlm_host.llm.retry import (
     Failure,
     RetryCallback,
@@ -194,6 +194,7 @@ class RetryingConnector:
         *,
         timeout: float | None = None,
         on_retry: RetryCallback | None = None,
+        purpose: Purpose = "turn",
     ) -> Completion:
         """Answer ``messages``; retries transient failures and raises one ModelError when they persist."""
         limit = timeout if timeout is not None else self.timeout

@@ -38,6 +38,8 @@ from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable
 if TYPE_CHECKING:  # pragma: no cover
     import openai
 
+    from rlm_host.services import ProviderServices
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent when a base URL is set but no key exists: local OpenAI-compatible servers ignore it.
 PLACEHOLDER_KEY = "sk-no-key-required"
@@ -232,11 +234,9 @@ def _error_body(exc: Any) -> tuple[str, str]:
     return str(getattr(exc, "code", "") or ""), str(body or getattr(exc, "message", "") or "")
 
 
-def create(
-    model: str, options: ModelOptions | None = None, settings: ProviderSettings | Mapping[str, Any] | None = None
-) -> OpenAIConnector:
+def create(settings: ProviderSettings | Mapping[str, Any] | None, services: "ProviderServices") -> OpenAIConnector:
     """The provider factory named by the ``openai`` ProviderSpec: ``openai:MODEL``."""
-    return OpenAIConnector(model, options, settings)
+    return OpenAIConnector(services.model, services.options, settings)
 
 
 __all__ = ["CONTEXT_WINDOWS", "OpenAIConnector", "ProviderSettings", "context_window_for", "create"]

@@ -1,7 +1,7 @@
 """Model prices: USD per million input (prompt) and output (completion) tokens, to give usage a cost.
 
 A provider that knows what a call cost puts it in ``Completion.cost``; when it does not (``cost`` is None), the
-engine asks a :class:`PriceTable` (see ``rlm_host.engine.models.ModelClient``). Prices are keyed by provider
+engine asks a :class:`PriceTable` (see ``rlm_host.engine.model_client.ModelClient``). Prices are keyed by provider
 and model-name prefix, and the longest matching prefix wins: ``openai:gpt-4o-mini-2024-07-18`` is priced as
 ``gpt-4o-mini``, not ``gpt-4o``. A prefix matches at a name boundary only (see :func:`matches`), so a newer
 model (``gpt-5.4``) is not silently priced as an older one (``gpt-5``). Local and test providers (llama.cpp,
@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
+from rlm_host.config.schema import parse_key, provider_key
+
 PER_TOKENS = 1_000_000
-WILDCARD = "*"
 SEPARATORS = "-._:/@"
 
 
@@ -103,7 +104,6 @@ BUILTIN_PRICES: dict[str, dict[str, Price]] = {
 }
 
 #: Other names a provider is known by (its registration aliases).
-PROVIDER_ALIASES = {"claude": "anthropic", "google": "gemini"}
 
 #: Where each priced provider's official API lives: the built-in prices apply only there (or to no base URL).
 OFFICIAL_HOSTS = {
@@ -118,26 +118,9 @@ FREE_PROVIDERS = frozenset({"llamacpp", "llama_cpp", "scripted", "replay"})
 
 def free_providers() -> frozenset[str]:
     """The free providers, the local OpenAI-compatible servers (ollama, vllm, …) included."""
-    from rlm_host.llm.compatible import local_provider_names
+    from rlm_host.llm.openai_compatible import local_provider_names
 
     return FREE_PROVIDERS | frozenset(local_provider_names())
-
-
-def _provider(name: str) -> str:
-    key = name.strip().lower().replace("-", "_")
-    return PROVIDER_ALIASES.get(key, key)
-
-
-def parse_key(key: str) -> tuple[str, str]:
-    """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; ``"vllm:*"`` → ``("vllm", "")``.
-
-    Raises ValueError when ``key`` is not ``provider:model-prefix``.
-    """
-    provider, sep, prefix = key.strip().partition(":")
-    if not sep or not provider.strip() or not prefix.strip():
-        raise ValueError(f"{key!r} is not provider:model-prefix (e.g. 'openai:gpt-4o-mini', or 'vllm:*')")
-    prefix = prefix.strip().lower()
-    return _provider(provider), "" if prefix == WILDCARD else prefix
 
 
 def _official(provider: str, base_url: Optional[str]) -> bool:
@@ -186,7 +169,7 @@ class PriceTable:
         provider, sep, name = model.partition(":")
         if not sep or not name:
             return None
-        provider = _provider(provider)
+        provider = provider_key(provider)
         lowered = name.strip().lower()
         names = (lowered, lowered.rsplit("/", 1)[-1])  # "models/gemini-2.5-pro" is priced as "gemini-2.5-pro"
         length, price = _longest(self.overrides.get(provider, {}), names)

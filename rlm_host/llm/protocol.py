@@ -1,19 +1,26 @@
 """The model connector protocol every provider implements.
 
-A provider plugin registers a ``ProviderSpec`` whose factory is called as
-``factory(model: str, options: ModelOptions, settings) -> ModelConnector``, where ``model`` is the part after
-``provider:`` in a model string and ``settings`` the validated ``[provider.<name>]`` section (or None).
+A provider plugin registers a ``ProviderSpec`` whose factory is called as ``factory(settings, services:
+ProviderServices) -> ModelConnector``: ``settings`` is the validated ``[provider.<name>]`` section (or None),
+``services.model`` the part after ``provider:`` in the model string and ``services.options`` the run's
+connection options.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Literal, Optional, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from rlm_host.errors import RlmError
+from rlm_host.errors import ModelError
+
+__all__ = ["Completion", "Message", "ModelConnector", "ModelError", "ModelOptions", "Purpose", "RetryCallback"]
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+#: Why a call is made: a turn of the loop, a sub-call from code, a compaction summary, a last-step synthesis.
+Purpose = Literal["turn", "sub_call", "compaction", "synthesis"]
+#: ``on_retry(attempt, wait_seconds, reason)``: told before each retry a connector makes.
+RetryCallback = Callable[[int, float, str], None]
 
 
 class ModelOptions(BaseModel):
@@ -40,16 +47,20 @@ class Completion(BaseModel):
     raw: dict[str, Any] = Field(default_factory=dict)  # provider details worth keeping (ids, warnings)
 
 
-class ModelError(RlmError):
-    """A model call failed after retries (unreachable server, bad key, quota, malformed response)."""
-
-
 @runtime_checkable
 class ModelConnector(Protocol):
-    """A chat model. ``name`` is the full model string; ``context_window`` in tokens when known."""
+    """A chat model. ``name`` is the full model string; ``context_window`` in tokens when known.
+
+    A connector may also have a ``base_url`` (str) attribute: prices then apply only to the official endpoint.
+    """
 
     name: str
     context_window: Optional[int]
 
-    def complete(self, messages: list[Message], *, timeout: float | None = None) -> Completion:
-        """Answer ``messages``; raise ModelError when the call fails for good."""
+    def complete(self, messages: list[Message], *, timeout: float | None = None,
+                 on_retry: RetryCallback | None = None, purpose: Purpose = "turn") -> Completion:  # fmt: skip
+        """Answer ``messages`` within ``timeout`` seconds; raise ModelError when the call fails for good.
+
+        Call ``on_retry`` before each retry of a transient failure (it becomes a ``model_retry`` event).
+        ``purpose`` says why the call is made; most connectors ignore it (the replay provider does not).
+        """

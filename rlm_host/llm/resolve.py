@@ -1,18 +1,21 @@
-"""Turn a model string (``provider:model``) into a connector through the provider registry."""
+"""Turn a model string (``provider:model``) into a connector through the provider registry, and say what
+``--model auto`` means here. Nothing in this module knows a provider by name: the records say it all."""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host.errors import ConfigError
 from rlm_host.llm.protocol import ModelConnector, ModelOptions
+from rlm_host.services import ProviderServices
 
 if TYPE_CHECKING:
+    from rlm_host.components import ProviderSpec
     from rlm_host.config import LoadedSettings
     from rlm_host.plugins.host import PluginHost
-
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
 
 def split_model_string(model: str) -> tuple[str, str]:
@@ -26,26 +29,37 @@ def split_model_string(model: str) -> tuple[str, str]:
     return provider, name
 
 
-def auto_model(host: "PluginHost", environ: Optional[dict[str, str]] = None) -> tuple[str, str]:
+def default_model(spec: "ProviderSpec", environ: Mapping[str, str]) -> str:
+    """What ``provider:`` runs when ``--model auto`` picks it: ``$default_model_env`` or ``default_model``."""
+    return (environ.get(spec.default_model_env) if spec.default_model_env else None) or spec.default_model
+
+
+def configured_here(spec: "ProviderSpec", environ: Mapping[str, str]) -> bool:
+    """Whether the environment points at the provider: one of its key variables, or its base-URL variable."""
+    names = (*spec.key_env, *((spec.base_url_env,) if spec.base_url_env else ()))
+    return any(environ.get(name) for name in names)
+
+
+def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) -> tuple[str, str]:
     """What ``--model auto`` means here, and a notice for the user (empty when nothing needs saying).
 
-    A configured OpenAI(-compatible) endpoint wins; then any provider whose API key is set; then the first
-    ready provider that needs no key (the embedded local model).
+    Among providers with a default model, highest ``auto_priority`` first: the first the environment points
+    at (a key or base-URL variable set); else the first that needs no key and is ready (a local model).
     """
     env = os.environ if environ is None else environ
-    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
-        return f"openai:{env.get('RLM_OPENAI_MODEL') or DEFAULT_OPENAI_MODEL}", ""
-    candidates = [spec for spec in host.providers() if spec.default_model]
+    candidates = sorted((spec for spec in host.providers() if spec.default_model),
+                        key=lambda spec: -spec.auto_priority)  # fmt: skip
     for spec in candidates:
-        if spec.key_env and any(env.get(name) for name in spec.key_env):
-            return f"{spec.name}:{spec.default_model}", spec.default_notice
+        if configured_here(spec, env):
+            return f"{spec.name}:{default_model(spec, env)}", spec.default_notice
     for spec in candidates:
         if not spec.key_env and spec.readiness().ok:
-            return f"{spec.name}:{spec.default_model}", spec.default_notice
+            return f"{spec.name}:{default_model(spec, env)}", spec.default_notice
+    keyed = [f"{spec.key_env[0]} ({spec.name})" for spec in candidates if spec.key_env]
     raise ConfigError(
         "no model configured",
-        hint="set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), install a local model provider "
-        "(rlm-provider-llamacpp), or pass --model provider:model",
+        hint="set " + (" or ".join(keyed) if keyed else "a provider's API key")
+        + ", install a local model provider, or pass --model provider:model",
     )
 
 
@@ -55,11 +69,13 @@ def resolve_connector(
     host: "PluginHost",
     settings: "LoadedSettings",
     options: Optional[ModelOptions] = None,
+    home: Optional[Path] = None,
 ) -> ModelConnector:
     """A ready connector for ``model`` (``auto`` resolved), built by its provider plugin."""
     if model == "auto":
         model, _ = auto_model(host)
     provider_name, model_name = split_model_string(model)
     spec = host.providers().get(provider_name)
-    factory = spec.load()
-    return factory(model_name, options or ModelOptions(), settings.component("provider", spec.name))
+    services = ProviderServices(home=home or settings.home, model=model_name, options=options or ModelOptions())
+    connector: Any = spec.create(settings.component("provider", spec.name), services)
+    return connector

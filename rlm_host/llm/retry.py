@@ -23,6 +23,8 @@ from datetime import datetime, timezone
 from http import HTTPStatus
 from typing import TypeVar
 
+from rlm_host.llm.protocol import RetryCallback
+
 from rlm_host.llm.protocol import ModelError
 
 T = TypeVar("T")
@@ -31,7 +33,6 @@ T = TypeVar("T")
 RETRYABLE_4XX = frozenset({408, 409, 429})
 
 #: ``on_retry(attempt, wait_seconds, reason)``: ``attempt`` is the 1-based number of the attempt that failed.
-RetryCallback = Callable[[int, float, str], None]
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host.llm.protocol import Completion, Message, ModelError
 
 DEFAULT_CONTEXT_WINDOW = 32_768
 
@@ -187,7 +187,8 @@ class ScriptedConnector:
         script = self.name.removeprefix("scripted:")
         raise ModelError(f"scripted model script {script}: no response left for call {call}")
 
-    def complete(self, messages: list[Message], *, timeout: float | None = None, **_: Any) -> Completion:
+    def complete(self, messages: list[Message], *, timeout: float | None = None, on_retry: Any = None,
+                 purpose: Any = "turn") -> Completion:  # fmt: skip
         """Play the next scripted reply (a rule first when one matches)."""
         started = time.monotonic()
         call, item, origin = self._pick(messages)
@@ -235,11 +236,11 @@ def _parse_jsonl(text: str, where: str) -> dict[str, Any]:
     return {"responses": responses, "rules": rules}
 
 
-def create(model: str, options: ModelOptions | None = None, settings: Any = None) -> ScriptedConnector:
+def create(settings: Any, services: Any) -> ScriptedConnector:
     """The provider factory named by the ``scripted`` ProviderSpec: ``scripted:PATH``."""
-    if not model:
+    if not services.model:
         raise ModelError("scripted: no script given (use scripted:PATH/TO/script.json)")
-    return ScriptedConnector.from_file(model)
+    return ScriptedConnector.from_file(services.model)
 
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "ScriptItem", "ScriptRule", "ScriptedConnector", "create"]

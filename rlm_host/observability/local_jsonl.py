@@ -22,7 +22,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.events import RunEvent
-from rlm_host.types import RunResult, Usage
+from rlm_host.results import RunResult, Usage
 
 RUNS_FILE = "runs.jsonl"
 STEPS_DIR = "steps"
@@ -56,7 +56,7 @@ def _role_tokens(usage: Usage) -> dict[str, Any]:
 
 def step_success(data: dict[str, Any]) -> bool:
     """A step succeeded unless its observation records an error (or says so) or its action is ``error``."""
-    from rlm_host.trajectory.replay import observation_error
+    from rlm_host.trajectory.tree import observation_error
 
     observation = data.get("observation") or {}
     if data.get("action") == "error" or observation_error(observation) is not None:
@@ -143,6 +143,6 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 
-def create(settings: Optional[LocalSinkSettings], home: Path) -> LocalJSONLSink:
-    """The sink factory named by the ``local`` SinkSpec."""
-    return LocalJSONLSink(settings, home)
+def create(settings: Optional[LocalSinkSettings], services: Any) -> LocalJSONLSink:
+    """The sink factory named by the ``local`` SinkSpec: ``create(settings, services)``."""
+    return LocalJSONLSink(settings, services.home)

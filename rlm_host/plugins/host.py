@@ -14,13 +14,14 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 
-from rlm_host import builtin, hookspecs, logs
+from rlm_host import hookspecs, logs
 from rlm_host.components import (
-    RECORD_TYPES,
+    KIND_BY_HOOK,
+    KINDS,
     BenchmarkPackSpec,
     CommandSpec,
     DoctorCheck,
@@ -35,18 +36,27 @@ from rlm_host.plugins import discovery
 from rlm_host.plugins.discovery import PluginDistribution
 from rlm_host.plugins.registry import Registry
 
-_HOOK_NAMES = frozenset(hookspecs.REGISTRATION_HOOKS)
-_IMPL_MARK = f"{hookspecs.PROJECT}_impl"
+#: The host's own components: ordinary plugin modules, registered by name before any distribution's.
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "rlm_host.default_plugins.environments",
+    "rlm_host.default_plugins.sandboxes",
+    "rlm_host.default_plugins.providers",
+    "rlm_host.default_plugins.sinks",
+    "rlm_host.default_plugins.commands",
+    "rlm_host.default_plugins.doctor",
+)
+_HOOK_NAMES = frozenset(KIND_BY_HOOK)
+#: hookimpl options that mean nothing for a registration hook (it has nothing to wrap): refused, not ignored.
+_REFUSED_OPTIONS = ("wrapper", "hookwrapper")
 
 
 class PluginHost:
     """Discovers and loads plugins once, then answers registry questions by kind."""
 
-    def __init__(self, *, environ: dict[str, str] | None = None, include_builtins: bool = True) -> None:
+    def __init__(self, *, environ: dict[str, str] | None = None) -> None:
         env = dict(os.environ if environ is None else environ)
         self.strict = discovery.strict_mode(env)
         self._selected = discovery.selected_names(env)
-        self._include_builtins = include_builtins
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.distributions: list[PluginDistribution] = []
@@ -58,17 +68,17 @@ class PluginHost:
     # ----------------------------------------------------------------- loading
 
     def load(self) -> "PluginHost":
-        """Register the built-ins, then import every selected plugin distribution's hook module."""
+        """Register the default plugins, then import every selected plugin distribution's hook module."""
         with self._lock:
             if self._loaded:
                 return self
             self._loaded = True
-            if self._include_builtins:
-                host = PluginDistribution(discovery.HOST_DISTRIBUTION, discovery.host_version(), builtin=True)
-                host.entry_points.append(("builtin", builtin.__name__))
-                self.distributions.append(host)
-                self._register(host, builtin.__name__, builtin)
-                host.status = "ok" if host.status == "not loaded" else host.status
+            host = PluginDistribution(discovery.HOST_DISTRIBUTION, discovery.host_version(), builtin=True)
+            self.distributions.append(host)
+            for module_name in DEFAULT_PLUGINS:
+                host.entry_points.append((module_name.rpartition(".")[2], module_name))
+                self._load_entry_point(host, module_name.rpartition(".")[2], module_name)
+            host.status = "ok" if host.status == "not loaded" else host.status
             for dist in discovery.discover():
                 if dist.name == discovery.HOST_DISTRIBUTION:
                     continue
@@ -102,16 +112,21 @@ class PluginHost:
         self._register(dist, f"{dist.name}:{entry_name}", obj)
 
     def _register(self, dist: PluginDistribution, plugin_name: str, obj: Any) -> None:
-        unknown = sorted(
-            name
-            for name in dir(obj)
-            if getattr(getattr(obj, name, None), _IMPL_MARK, None) is not None and name not in _HOOK_NAMES
-        )
-        for name in unknown:
-            close = difflib.get_close_matches(name, sorted(_HOOK_NAMES), n=1)
-            suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-            self._broken(dist, f"implements unknown hook {name!r}{suggestion}")
-        if unknown:
+        problems = []
+        for name in dir(obj):
+            options = self.pm.parse_hookimpl_opts(obj, name)
+            if options is None:
+                continue
+            if name not in _HOOK_NAMES:
+                close = difflib.get_close_matches(name, sorted(_HOOK_NAMES), n=1)
+                suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"implements unknown hook {name!r}{suggestion}")
+            for option in _REFUSED_OPTIONS:
+                if options.get(option):
+                    problems.append(f"{name}: @hookimpl({option}=True) is not supported by registration hooks")
+        for problem in problems:
+            self._broken(dist, problem)
+        if problems:
             return
         try:
             self.pm.register(obj, name=plugin_name)
@@ -146,10 +161,10 @@ class PluginHost:
         with self._lock:
             if hook_name in self._registries:
                 return self._registries[hook_name]
-            kind = hookspecs.REGISTRATION_HOOKS[hook_name]
-            record_type = RECORD_TYPES[kind]
+            kind = KIND_BY_HOOK[hook_name].name
+            record_type = KIND_BY_HOOK[hook_name].record
             registry: Registry[Any] = Registry(kind)
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            for impl in _in_call_order(getattr(self.pm.hook, hook_name).get_hookimpls()):
                 dist = self._owner[impl.plugin_name]
                 try:
                     records = impl.function()
@@ -174,9 +189,13 @@ class PluginHost:
 
     def collect_all(self) -> "PluginHost":
         """Run every registration hook (for listings and the doctor)."""
-        for hook_name in hookspecs.REGISTRATION_HOOKS:
-            self._registry(hook_name)
+        for kind in KINDS:
+            self._registry(kind.hook)
         return self
+
+    def registry(self, kind: str) -> Registry[Any]:
+        """The registry of one kind by its name (``"sandbox"``…); the typed methods below are the same."""
+        return self._registry(next(k.hook for k in KINDS if k.name == kind))
 
     # ----------------------------------------------------------------- the typed facade
 
@@ -205,19 +224,17 @@ class PluginHost:
         return self._registry("rlm_doctor_checks")
 
     def component_registries(self) -> dict[str, Registry[Any]]:
-        """Registries of the six component kinds, keyed by kind (what config sections may name)."""
-        getters: list[Callable[[], Registry[Any]]] = [
-            self.environments,
-            self.frameworks,
-            self.sandboxes,
-            self.sinks,
-            self.benchmark_packs,
-            self.providers,
-        ]
-        return {registry.kind: registry for registry in (get() for get in getters)}
+        """Registries of the configurable kinds, keyed by kind (what config sections may name)."""
+        return {kind.name: self._registry(kind.hook) for kind in KINDS if kind.configurable}
 
     def broken(self) -> list[PluginDistribution]:
         return [d for d in self.distributions if d.status == "broken"]
+
+
+def _in_call_order(impls: list[Any]) -> list[Any]:
+    """Implementations in registration order (the default plugins first), ``tryfirst`` ones before and
+    ``trylast`` ones after the rest."""
+    return sorted(impls, key=lambda impl: 0 if impl.tryfirst else 2 if impl.trylast else 1)
 
 
 _HOST: PluginHost | None = None

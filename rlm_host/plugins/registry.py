@@ -75,6 +75,10 @@ class Registry(Generic[T]):
         """Primary names, in registration order (built-ins first)."""
         return [getattr(record, "name") for record, _ in self._records]
 
+    def usable_names(self) -> set[str]:
+        """Primary names that resolve (not refused because of a clash)."""
+        return {name for name in self.names() if normalize_name(name) not in self._clashes}
+
     def items(self) -> list[tuple[T, str]]:
         """(record, owning distribution) pairs in registration order."""
         return list(self._records)

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -167,8 +168,8 @@ class ProcessSandbox(WorkerSession):
             raise SandboxError(f"cannot start the sandbox worker ({argv[0]}): {exc}") from exc
 
 
-def create(settings: ProcessSettings | None, limits: SandboxLimits | None) -> ProcessSandbox:
-    """The ``SandboxSpec`` factory: ``create(settings, limits) -> ProcessSandbox``."""
+def create(settings: ProcessSettings | None, services: Any) -> ProcessSandbox:
+    """The ``SandboxSpec`` factory: ``create(settings, services) -> ProcessSandbox``."""
     if isinstance(settings, dict):
         settings = ProcessSettings(**settings)
-    return ProcessSandbox(settings, limits)
+    return ProcessSandbox(settings, services.limits)

@@ -20,7 +20,10 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from rlm_host.types import ExecResult
+from rlm_host.errors import SandboxError
+from rlm_host.results import ExecResult
+
+__all__ = ["HostFunction", "SandboxError", "SandboxInfo", "SandboxLimits", "SandboxSession"]
 
 HostFunction = Callable[..., Any]
 
@@ -40,10 +43,6 @@ class SandboxInfo(BaseModel):
     security_boundary: bool
     isolation: str
     python_notes: str = ""  # e.g. Monty's Python subset, told to the model so it does not waste turns
-
-
-class SandboxError(Exception):
-    """The session cannot go on (failed to start, or crashed and could not be restarted)."""
 
 
 @runtime_checkable

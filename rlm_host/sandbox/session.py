@@ -15,14 +15,17 @@ import queue
 import threading
 import time
 import weakref
+from pathlib import Path
 from typing import Any, Callable
 
 from rlm_host.sandbox.protocol import HostFunction, SandboxError, SandboxInfo, SandboxLimits
 from rlm_host.sandbox.worker import encode_line, to_jsonable
-from rlm_host.types import ExecResult, FinalSignal
+from rlm_host.results import ExecResult, FinalSignal
 
 RESERVED = frozenset({"FINAL", "FINAL_VAR", "SUBMIT", "SHOW_VARS"})
 STDERR_TAIL = 2000
+#: The standard-library-only REPL worker: runtimes copy it into their image or run it with any Python 3.
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
 
 class WorkerGone(Exception):

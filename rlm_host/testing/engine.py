@@ -65,7 +65,7 @@ def isolated_runner(
     host = host or PluginHost(environ={"RLM_PLUGINS": plugins})
     env = {"HOME": str(tmp_path), **({"RLM_RUN__SANDBOX": sandbox} if sandbox else {}), **(environ or {})}
     loaded = load_settings(environ=env, cwd=tmp_path, host=host)
-    return RLMRunner(settings=loaded, host=host, home=tmp_path / ".rlm")
+    return RLMRunner(loaded=loaded, host=host, home=tmp_path / ".rlm")
 
 
 def run_scripted(

@@ -4,7 +4,7 @@
 ``RunStore`` lists and loads those files; ``Replay`` navigates the loaded events.
 """
 
-from rlm_host.trajectory.replay import Replay, ReplayStep, RunTrace, SubCall, render_step, render_summary
+from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, SubCall, render_step, render_summary
 from rlm_host.trajectory.store import (
     AmbiguousRunError,
     CorruptTrajectoryError,
@@ -13,14 +13,12 @@ from rlm_host.trajectory.store import (
     RunSummary,
     TrajectoryError,
     TrajectoryWriter,
-    new_run_id,
 )
 
 __all__ = [
     "TrajectoryWriter",
     "RunStore",
     "RunSummary",
-    "new_run_id",
     "TrajectoryError",
     "RunNotFoundError",
     "AmbiguousRunError",

@@ -9,7 +9,6 @@ such a kill.
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +18,8 @@ from pydantic import BaseModel
 
 from rlm_host.errors import RlmError
 from rlm_host.events import RunEvent
-from rlm_host.types import RunResult, StepRecord
+from rlm_host.results import RunResult, StepRecord
+from rlm_host.text import clip
 
 RUNS_DIR = "runs"
 SUFFIX = ".jsonl"
@@ -45,12 +45,6 @@ class AmbiguousRunError(TrajectoryError):
 
 class CorruptTrajectoryError(TrajectoryError):
     """A trajectory file holds a line that is not an event (other than a truncated last line)."""
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """A sortable, unique, readable run id in UTC: ``run_20261122_181500_123456_ab12``."""
-    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return f"run_{now:%Y%m%d_%H%M%S_%f}_{secrets.token_hex(2)}"
 
 
 def _event_line(event: RunEvent) -> str:
@@ -126,11 +120,6 @@ class RunSummary(BaseModel):
 
 def _iso(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, timezone.utc)
-
-
-def _truncate(text: str, limit: int = TASK_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _tail_lines(path: Path) -> Iterator[bytes]:
@@ -238,7 +227,7 @@ class RunStore:
         started = _iso(float(event["ts"])) if isinstance(event.get("ts"), (int, float)) else None
         return RunSummary(
             run_id=root,
-            task=_truncate(data.get("task") or ""),
+            task=clip(str(data.get("task") or ""), TASK_CHARS, one_line=True),
             environment=str(data.get("environment") or ""),
             model=str(data.get("model") or ""),
             started=started,
@@ -254,7 +243,7 @@ class RunStore:
             return summary
         return summary.model_copy(
             update={
-                "task": summary.task or _truncate(result.task),
+                "task": summary.task or clip(result.task, TASK_CHARS, one_line=True),
                 "environment": summary.environment or result.environment,
                 "model": summary.model or result.model,
                 "completed": result.completed,

@@ -24,7 +24,7 @@ import pytest
 
 from rlm_host.plugins.host import PluginHost
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
-from rlm_host.types import ExecResult
+from rlm_host.results import ExecResult
 
 SENTINEL = "ESCAPED"
 FAKE_KEY = "sk-fake-rlm-security-test-0123456789"

@@ -10,13 +10,13 @@ from rlm_host import builtin
 from rlm_host.cli import app as cli_app
 from rlm_host.components import ProviderSpec
 from rlm_host.hookspecs import hookimpl
-from rlm_host.llm.compatible import provider_specs
+from rlm_host.llm.openai_compatible import provider_specs
 
 REPLAY_SPEC = ProviderSpec(
     "replay",
     "Answers with the model replies recorded in a saved run (replay:RUN_ID, a prefix, latest or a .jsonl path)",
-    "rlm_host.llm.replay_provider:create",
-    settings="rlm_host.llm.replay_provider:ReplaySettings",
+    "rlm_host.trajectory.replay_provider:create",
+    settings="rlm_host.trajectory.replay_provider:ReplaySettings",
 )
 MODELS_COMMAND = ("rlm_host.cli.models_cmd:app", "List model providers, their keys and readiness, and what auto picks.")
 

@@ -67,7 +67,7 @@ def test_a_run_without_an_engine_ends_with_the_fix(dead_engine, tmp_path, monkey
 
     monkeypatch.chdir(tmp_path)
     host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
-    runner = RLMRunner(settings=load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host), host=host,
+    runner = RLMRunner(loaded=load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host), host=host,
                        home=tmp_path / ".rlm")
     root = ScriptedConnector.from_responses(["```repl\nprint(1)\n```"], name="scripted:root")
     result = runner.run_task("q", context="c", sandbox="docker", connectors={"root": root})

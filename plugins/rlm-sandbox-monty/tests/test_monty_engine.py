@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("pydantic_monty")
 
 from rlm_host.config import load_settings  # noqa: E402
-from rlm_host.environments.pure_rlm.repl import HELPERS_SOURCE  # noqa: E402
+from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE  # noqa: E402
 from rlm_host.errors import ConfigError  # noqa: E402
 from rlm_host.llm.scripted import ScriptedConnector  # noqa: E402
 from rlm_host.plugins.host import PluginHost  # noqa: E402

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rlm_host.bench.generators import Generated
 from rlm_host.bench.generators._text import make_rng, tokens_to_chars, unique_words
-from rlm_host.context_files import Documents
+from rlm_host.context import Documents
 
 LETTERS = "ABCD"
 _VERBS = ("load", "parse", "compute", "merge", "render", "check", "store", "fetch", "build", "update", "scan", "emit")

@@ -7,19 +7,19 @@ called in code, or FINAL(...) / FINAL_VAR(...) at the start of a line of the rep
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlm_host.environments.kit import answer_text, render_description, truncate, with_preview
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
 from rlm_host.environments.pure_rlm.parsing import parse_reply
-from rlm_host.environments.pure_rlm.repl import HELPERS_SOURCE, SubCalls
+from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE, SubCalls
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
-from rlm_host.types import ActionResult, ExecResult, FinalSignal
+from rlm_host.results import ActionResult, ExecResult, FinalSignal
 
 
 class PureRLMSettings(BaseModel):
@@ -43,11 +43,11 @@ DEFAULT_CONTEXT_WINDOW = 32768
 class PureRLMEnvironment:
     name = "pure_rlm"
 
-    def __init__(self, ctx: EnvironmentContext) -> None:
+    def __init__(self, settings: Optional[PureRLMSettings], ctx: EnvironmentContext) -> None:
         self.ctx = ctx
-        self.settings: PureRLMSettings = ctx.settings or PureRLMSettings()  # type: ignore[assignment]
+        self.settings = settings or PureRLMSettings()
         self.session: Optional[SandboxSession] = None
-        self.meta = prompts.describe_context(ctx.context, self.settings.preview_chars)
+        self.meta = with_preview(ctx.context_meta, self.settings.preview_chars)
         self.nudged = False
         self.history: Optional[History] = None
 
@@ -70,7 +70,7 @@ class PureRLMEnvironment:
             max_llm_calls=self.ctx.budget.max_llm_calls,
             python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",
         )
-        opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=prompts.render_description(self.meta))
+        opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening})
 
     def close(self) -> None:
@@ -150,7 +150,7 @@ class PureRLMEnvironment:
     def synthesize(self) -> Optional[str]:
         assert self.history is not None
         messages = self.history.messages() + [{"role": "user", "content": prompts.SYNTHESIS_PROMPT}]
-        completion = self.ctx.root.complete(messages)
+        completion = self.ctx.root.complete(messages, purpose="synthesis")
         return completion.text.strip() if completion.text else None
 
     # ------------------------------------------------------------------ helpers
@@ -192,30 +192,12 @@ class PureRLMEnvironment:
         return "\n".join(parts)
 
     def _summarise(self, messages: list[Message]) -> str:
-        completion = self.ctx.root.complete(messages + [{"role": "user", "content": prompts.COMPACTION_PROMPT}])
+        completion = self.ctx.root.complete(messages + [{"role": "user", "content": prompts.COMPACTION_PROMPT}],
+                                            purpose="compaction")  # fmt: skip
         return (completion.text or "").strip() or "(the model returned no summary)"
 
     def _model_for(self, model: Optional[str]):
         return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
-
-
-def truncate(text: str, limit: int) -> str:
-    """Head and tail of ``text`` with a marker saying how much was cut from the middle."""
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    return f"{text[:head]}\n… [{len(text) - limit:,} characters cut] …\n{text[-tail:]}"
-
-
-def answer_text(final: FinalSignal) -> str:
-    """The final answer as a string: text as is, anything else as JSON (SUBMIT's single ``answer`` unwrapped)."""
-    value: Any = final.value
-    if final.kind == "submit" and isinstance(value, dict) and list(value) == ["answer"]:
-        value = value["answer"]
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _document_names(context: Any) -> list[str]:

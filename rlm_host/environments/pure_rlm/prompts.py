@@ -6,10 +6,7 @@ The prompt's size is bounded whatever the context's size: a fixed-length preview
 
 from __future__ import annotations
 
-import json
-from typing import Any
 
-MAX_LISTED = 20
 
 SYSTEM_PROMPT = """\
 You are a Recursive Language Model (RLM). You answer a query about a context that may be far too large to read \
@@ -68,56 +65,3 @@ COMPACTION_PROMPT = (
 )
 
 
-def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
-    """Metadata about ``context`` for the prompt and the trajectory; never the content beyond a preview."""
-    if context is None:
-        return {"type": "none", "total_chars": 0}
-    if isinstance(context, str):
-        return {"type": "str", "total_chars": len(context), "preview": context[:preview_chars]}
-    if isinstance(context, list):
-        lengths = [len(doc) if isinstance(doc, str) else len(_compact_json(doc)) for doc in context]
-        first = context[0] if context else ""
-        preview = first if isinstance(first, str) else _compact_json(first)
-        return {
-            "type": "list",
-            "documents": len(context),
-            "total_chars": sum(lengths),
-            "document_lengths": lengths[:MAX_LISTED],
-            "preview": preview[:preview_chars],
-        }
-    text = _compact_json(context)
-    described: dict[str, Any] = {"type": type(context).__name__, "total_chars": len(text)}
-    if isinstance(context, dict):
-        described["keys"] = [str(k) for k in list(context)[:MAX_LISTED]]
-        described["key_count"] = len(context)
-    described["preview"] = text[:preview_chars]
-    return described
-
-
-def render_description(meta: dict[str, Any]) -> str:
-    """The metadata as a few lines of text for the first user message."""
-    kind = meta["type"]
-    if kind == "none":
-        return "nothing (context is None): answer from the query alone, using llm_query if useful."
-    lines = []
-    if kind == "str":
-        lines.append(f"a string of {meta['total_chars']:,} characters")
-    elif kind == "list":
-        lengths = meta["document_lengths"]
-        more = ", …" if meta["documents"] > len(lengths) else ""
-        lines.append(f"a list of {meta['documents']:,} documents, {meta['total_chars']:,} characters in total")
-        lines.append("document lengths: [" + ", ".join(f"{n:,}" for n in lengths) + more + "]")
-    else:
-        lines.append(f"a JSON {kind} of {meta['total_chars']:,} characters when serialised")
-        if "keys" in meta:
-            more = ", …" if meta["key_count"] > len(meta["keys"]) else ""
-            lines.append(f"{meta['key_count']:,} keys: {', '.join(meta['keys'])}{more}")
-    lines.append(f"preview of the start: {meta.get('preview', '')!r}")
-    return "\n".join(lines)
-
-
-def _compact_json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return str(value)

@@ -29,7 +29,7 @@ from typing import Any
 
 from rlm_host.sandbox.protocol import HostFunction, SandboxError, SandboxInfo, SandboxLimits
 from rlm_host.sandbox.worker import Capture, to_jsonable
-from rlm_host.types import ExecResult, FinalSignal
+from rlm_host.results import ExecResult, FinalSignal
 
 from rlm_sandbox_monty import INSTALL_HINT
 from rlm_sandbox_monty.errors import format_error, is_call_limit, is_stop, missing_variable

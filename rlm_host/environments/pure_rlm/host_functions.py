@@ -7,14 +7,14 @@ inheritance), so it runs unchanged in the process, Monty and Docker sandboxes.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
-from rlm_host.engine.budget import BudgetExceeded
-from rlm_host.engine.models import ModelClient
-from rlm_host.environments.protocol import EnvironmentContext, RecursionRefused
+from rlm_host.environments.protocol import ModelRole
+from rlm_host.environments.protocol import EnvironmentContext
+from rlm_host.errors import BudgetExceeded, RecursionRefused
+from rlm_host.events import prompt_hash, sub_call_text
 from rlm_host.llm.protocol import ModelError
 
 HELPERS_SOURCE = '''
@@ -50,22 +50,13 @@ def load_file(name):
     return context[context_names.index(name)]
 '''
 
-PREVIEW = 500
-
-
-def _clip(text: Optional[str], limit: int = PREVIEW) -> Optional[str]:
-    if text is None or len(text) <= limit:
-        return text
-    return text[:limit] + f"… [{len(text) - limit:,} more characters]"
-
-
 class SubCalls:
     """The host functions behind ``llm_query``, ``llm_query_batched`` and ``rlm_query``.
 
     Every failure raises an exception inside the sandbox code (never a string that looks like an answer).
     """
 
-    def __init__(self, ctx: EnvironmentContext, *, concurrency: int, model_for: Callable[[Optional[str]], ModelClient]):
+    def __init__(self, ctx: EnvironmentContext, *, concurrency: int, model_for: Callable[[Optional[str]], ModelRole]):
         self.ctx = ctx
         self.concurrency = concurrency
         self.model_for = model_for
@@ -108,9 +99,9 @@ class SubCalls:
             "sub_call",
             {
                 "kind": "rlm_query",
-                "prompt": _clip(prompt),
+                "prompt": sub_call_text(prompt),
                 "child_run_id": child.run_id,
-                "response": _clip(child.final_response),
+                "response": sub_call_text(child.final_response),
                 "termination_reason": child.termination_reason,
                 "seconds": round(time.monotonic() - started, 3),
             },
@@ -121,7 +112,7 @@ class SubCalls:
 
     def _query(self, prompt: str, model: Optional[str], kind: str, index: Optional[int] = None) -> str:
         started = time.monotonic()
-        event: dict[str, Any] = {"kind": kind, "prompt": _clip(prompt), "prompt_hash": prompt_hash(prompt)}
+        event: dict[str, Any] = {"kind": kind, "prompt": sub_call_text(prompt), "prompt_hash": prompt_hash(prompt)}
         if index is not None:
             event["index"] = index
         try:
@@ -133,7 +124,7 @@ class SubCalls:
             if not completion.text:
                 detail = completion.raw.get("malformed", "no content")
                 raise ModelError(f"the sub-model returned an empty response ({detail})")
-            event["response"] = _clip(completion.text)
+            event["response"] = sub_call_text(completion.text)
             if event["response"] != completion.text:
                 event["response_full"] = completion.text  # the exact text, for the replay provider
             return completion.text
@@ -143,11 +134,6 @@ class SubCalls:
         finally:
             event["seconds"] = round(time.monotonic() - started, 3)
             self.ctx.scope.emit("sub_call", event)
-
-
-def prompt_hash(prompt: str) -> str:
-    """A short digest of a whole sub-call prompt, recorded so a replay can match calls made in any order."""
-    return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _as_prompt(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""``[provider.<name>]`` for the OpenAI-compatible providers of :mod:`rlm_host.llm.compatible`.
+"""``[provider.<name>]`` for the OpenAI-compatible providers of :mod:`rlm_host.llm.openai_compatible`.
 
 Kept apart from that module because pydantic is not imported while the host registers its components.
 """

@@ -23,14 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from rlm_host.components import ProviderSpec
 
 if TYPE_CHECKING:
     from rlm_host.llm.openai_provider import OpenAIConnector
     from rlm_host.llm.protocol import ModelOptions
-
-SETTINGS = "rlm_host.llm.compatible_settings:CompatibleSettings"
-
+    from rlm_host.services import ProviderServices
 
 @dataclass(frozen=True)
 class CompatibleProvider:
@@ -89,31 +86,14 @@ def local_provider_names() -> list[str]:
     return [p.name for p in PROVIDERS.values() if p.local]
 
 
-def provider_specs() -> list[ProviderSpec]:
-    """The registration records of every OpenAI-compatible provider, for the host's built-in components."""
-    return [
-        ProviderSpec(
-            p.name,
-            p.description,
-            CompatibleFactory(p.name),
-            aliases=p.aliases,
-            requires=("openai",),
-            install_hint="pip install openai",
-            settings=SETTINGS,
-            key_env=p.key_env,
-        )
-        for p in PROVIDERS.values()
-    ]
-
-
 @dataclass(frozen=True)
 class CompatibleFactory:
-    """The provider factory of one service: ``factory(model, options, settings) -> OpenAIConnector``."""
+    """The provider factory of one service: ``factory(settings, services) -> OpenAIConnector``."""
 
     provider: str
 
-    def __call__(self, model: str, options: Optional["ModelOptions"] = None, settings: Any = None) -> "OpenAIConnector":
-        return create(self.provider, model, options, settings)
+    def __call__(self, settings: Any, services: "ProviderServices") -> "OpenAIConnector":
+        return create(self.provider, services.model, services.options, settings)
 
 
 def base_url_for(provider: str, settings: Any = None, options: Optional["ModelOptions"] = None) -> str:
@@ -181,5 +161,4 @@ __all__ = [
     "create",
     "key_variable",
     "local_provider_names",
-    "provider_specs",
 ]

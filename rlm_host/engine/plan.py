@@ -13,33 +13,37 @@ from typing import Any, Callable, Optional
 from pydantic import BaseModel, ValidationError
 
 from rlm_host import logs
-from rlm_host.config.models import RunSettings
-from rlm_host.engine.rewards import RewardProfile
+from rlm_host.config.schema import RewardProfile, RunSettings
+from rlm_host.context import describe_context
+from rlm_host.engine.scope import new_run_id
 from rlm_host.errors import ConfigError, RlmError, UnknownComponentError
-from rlm_host.events import EventBus
+from rlm_host.events import EventBus, Sink
 from rlm_host.llm.protocol import ModelConnector, ModelOptions
 from rlm_host.llm.resolve import auto_model, resolve_connector
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
+from rlm_host.services import HostServices, SandboxServices
 
 NATIVE_FRAMEWORK = "native"
-PREFERRED_SANDBOXES = ("monty", "docker")  # the default when installed and ready, in this order
 
 
 @dataclass
 class RunPlan:
+    """A run tree ready to start: every component resolved, the context described once."""
+
     run: RunSettings
     run_id: str
     home: Path
     rewards: RewardProfile
     limits: SandboxLimits
+    context_meta: dict[str, Any]
     environment_factory: Callable[..., Any]
     environment_settings: Optional[BaseModel]
     sandbox_name: str
-    sandbox_factory: Callable[..., SandboxSession]
+    sandbox_spec: Any
     sandbox_settings: Optional[BaseModel]
     root_connector: ModelConnector
     sub_connector: ModelConnector
-    sinks: list[tuple[str, Any]]
+    sinks: list[tuple[str, Sink]]
     make_connector: Callable[[str], ModelConnector]
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
     _connectors: dict[str, ModelConnector] = field(default_factory=dict)
@@ -48,13 +52,11 @@ class RunPlan:
     def trajectory_path(self) -> Path:
         return self.home / "runs" / f"{self.run_id}.jsonl"
 
-    def new_run_id(self) -> str:
-        from rlm_host.trajectory.store import new_run_id
-
-        return new_run_id()
-
     def open_sandbox(self) -> SandboxSession:
-        return self.sandbox_factory(self.sandbox_settings, self.limits)
+        session: SandboxSession = self.sandbox_spec.create(
+            self.sandbox_settings, SandboxServices(home=self.home, limits=self.limits)
+        )
+        return session
 
     def connector_for(self, model: str) -> ModelConnector:
         """A connector for ``llm_query(..., model="provider:model")``, built once per run tree."""
@@ -75,6 +77,7 @@ class RunPlan:
         return closers
 
     def describe(self, task: str, context_meta: dict[str, Any]) -> dict[str, Any]:
+        """The ``run_start`` event's data."""
         return {
             "task": task,
             "environment": self.run.environment,
@@ -88,18 +91,20 @@ class RunPlan:
         }
 
 
-def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any],
+def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], context: Any,
              connectors: Optional[dict[str, ModelConnector]]) -> RunPlan:  # fmt: skip
+    """Resolve every name and value of a run before its first step (one clear error if any is wrong)."""
     run = _effective_run_settings(loaded.settings.run, options)
     if run.framework != NATIVE_FRAMEWORK:
         _refuse_framework(host, run.framework)
     env_spec = host.environments().get(run.environment)
     run.environment = env_spec.name
-    sandbox_spec = _choose_sandbox(host, run.sandbox)
+    sandbox_spec = _choose_sandbox(host, loaded, run.sandbox)
     options_for_models = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens)
+    context_meta = describe_context(context)
 
     def make_connector(model: str) -> ModelConnector:
-        return resolve_connector(model, host=host, settings=loaded, options=options_for_models)
+        return resolve_connector(model, host=host, settings=loaded, options=options_for_models, home=home)
 
     given = connectors or {}
     notices = []
@@ -108,13 +113,12 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any],
         notices += [notice] if notice else []
     root = given.get("root") or make_connector(run.model)
     sub = given.get("sub") or (make_connector(run.sub_model) if run.sub_model else root)
-    from rlm_host.trajectory.store import new_run_id
-
     return RunPlan(
         run=run, run_id=new_run_id(), home=home, rewards=loaded.settings.rewards,
-        limits=SandboxLimits(exec_timeout=run.exec_timeout),
+        limits=SandboxLimits(exec_timeout=run.exec_timeout, memory_mb=memory_for(context_meta)),
+        context_meta=context_meta,
         environment_factory=env_spec.load(), environment_settings=loaded.component("environment", env_spec.name),
-        sandbox_name=sandbox_spec.name, sandbox_factory=sandbox_spec.load(),
+        sandbox_name=sandbox_spec.name, sandbox_spec=sandbox_spec,
         sandbox_settings=loaded.component("sandbox", sandbox_spec.name),
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
         make_connector=make_connector, notices=notices,
@@ -144,31 +148,37 @@ def _refuse_framework(host: Any, name: str) -> None:
     )
 
 
-def _choose_sandbox(host: Any, name: str) -> Any:
+def memory_for(context_meta: dict[str, Any]) -> int:
+    """Sandbox memory, MB: generous next to the context (a copy in transit plus the live value)."""
+    return max(2048, 512 + 6 * int(context_meta.get("total_chars", 0)) // 1_000_000)
+
+
+def _choose_sandbox(host: Any, loaded: Any, name: str) -> Any:
+    """The named runtime, or for ``auto`` the ready security boundary with the highest priority."""
     registry = host.sandboxes()
     if name != "auto":
         return registry.get(name)
-    ranked = sorted(
-        (spec for spec in registry if spec.security_boundary),
-        key=lambda spec: PREFERRED_SANDBOXES.index(spec.name) if spec.name in PREFERRED_SANDBOXES else len(PREFERRED_SANDBOXES),
-    )
+    ranked = sorted((spec for spec in registry if spec.security_boundary), key=lambda spec: -spec.priority)
     for spec in ranked:
-        if spec.readiness().ok:
+        if spec.readiness(loaded.component("sandbox", spec.name)).ok:
             return spec
+    not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
     raise ConfigError(
         "no secure sandbox is installed and ready",
-        hint="install one (pip install rlm-sandbox-monty), or opt in to the `process` runtime, which is crash "
-        "isolation and NOT a security boundary, with --sandbox process",
-    )
+        hint="install a sandbox plugin that is a security boundary (`rlm plugins doctor` shows what is not ready)"
+        + (f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox"
+           f" {not_boundaries[0]}" if not_boundaries else ""),
+    )  # fmt: skip
 
 
-def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str]) -> list[tuple[str, Any]]:
+def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str]) -> list[tuple[str, Sink]]:
     """Sinks named in ``run.sinks``; one that fails to start is skipped with a warning (never fatal)."""
     sinks = []
+    services = HostServices(home=home)
     for name in names:
         spec = host.sinks().get(name)
         try:
-            sinks.append((spec.name, spec.load()(loaded.component("sink", spec.name), home)))
+            sinks.append((spec.name, spec.create(loaded.component("sink", spec.name), services)))
         except Exception as exc:
             logs.get_logger("rlm.sinks").warning(f"sink {spec.name} could not start and is skipped: {exc}")
     return sinks

@@ -6,12 +6,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from rlm_host.engine.rewards import RewardProfile
+from rlm_host.components import COMPONENT_KINDS
 
 #: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
-COMPONENT_SECTIONS = ("environment", "framework", "sandbox", "sink", "benchmark", "provider")
+COMPONENT_SECTIONS = COMPONENT_KINDS
+#: Provider names that price lookups treat as one (``claude:…`` is priced as ``anthropic:…``).
+PROVIDER_ALIASES = {"claude": "anthropic", "google": "gemini"}
+WILDCARD = "*"
+
+
+def provider_key(name: str) -> str:
+    """A provider name as price keys compare it: lower case, ``_`` for ``-``, aliases resolved."""
+    key = name.strip().lower().replace("-", "_")
+    return PROVIDER_ALIASES.get(key, key)
+
+
+def parse_key(key: str) -> tuple[str, str]:
+    """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; ``"vllm:*"`` → ``("vllm", "")``.
+
+    Raises ValueError when ``key`` is not ``provider:model-prefix``.
+    """
+    provider, sep, prefix = key.strip().partition(":")
+    if not sep or not provider.strip() or not prefix.strip():
+        raise ValueError(f"{key!r} is not provider:model-prefix (e.g. 'openai:gpt-4o-mini', or 'vllm:*')")
+    prefix = prefix.strip().lower()
+    return provider_key(provider), "" if prefix == WILDCARD else prefix
 
 
 class Section(BaseModel):
@@ -48,6 +69,11 @@ class LoggingSettings(Section):
 class PathsSettings(Section):
     home: Path = Field(Path(".rlm"), description="where runs, benchmarks and caches are stored ($RLM_HOME)")
 
+    @field_validator("home")
+    @classmethod
+    def _expanded(cls, value: Path) -> Path:
+        return value.expanduser()  # once, here: every reader gets the same path
+
 
 class PriceSettings(Section):
     """One ``[[prices]]`` entry: USD per million tokens for the models matching ``model`` (provider:prefix).
@@ -62,10 +88,41 @@ class PriceSettings(Section):
     @field_validator("model")
     @classmethod
     def _provider_and_prefix(cls, value: str) -> str:
-        from rlm_host.llm.prices import parse_key
-
         parse_key(value)  # ValueError names the expected form
         return value.strip()
+
+
+class RewardProfile(Section):
+    """The reward profile (the seeds' RLMRewardProfile), ``[rewards]``: named weights, clamping, global scale.
+
+    Every environment computes a raw reward per step from these weights; the runner clamps it to [-1, 1] and
+    multiplies by ``global_scale``.
+    """
+
+    run_python_base: float = Field(0.1, description="any executed code step")
+    run_python_success_bonus: float = Field(0.7, description="the code ran without error")
+    run_python_failure_penalty: float = Field(0.3, description="the code raised or timed out")
+    run_python_stderr_penalty: float = Field(0.1, description="the code wrote to stderr")
+    final_reward: float = Field(1.0, description="the step that gives the final answer")
+    no_action_penalty: float = Field(0.1, description="a reply with neither code nor a final answer")
+    cycle_guard_penalty: float = Field(-0.25, description="a delegation refused by the cycle guard")
+    global_scale: float = Field(1.0, ge=0, description="multiplies every clamped step reward")
+
+    @staticmethod
+    def clamp(value: float) -> float:
+        return max(-1.0, min(1.0, float(value)))
+
+    def apply_global_scale(self, raw: float) -> float:
+        """The reward the runner records: clamped to [-1, 1], then scaled."""
+        return self.clamp(raw) * self.global_scale
+
+    def code_step(self, *, ok: bool, stderr: bool) -> float:
+        """The seeds' run_python formula: base + success bonus, or − failure penalty; − stderr penalty."""
+        reward = self.run_python_base
+        reward += self.run_python_success_bonus if ok else -self.run_python_failure_penalty
+        if stderr:
+            reward -= self.run_python_stderr_penalty
+        return self.clamp(reward)
 
 
 class Settings(Section):
@@ -76,11 +133,17 @@ class Settings(Section):
     paths: PathsSettings = Field(default_factory=PathsSettings)
     rewards: RewardProfile = Field(default_factory=RewardProfile)
     prices: list[PriceSettings] = Field(default_factory=list, description="model prices overriding the built-in table")
-    environment: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    framework: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    sandbox: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    sink: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    benchmark: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    provider: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # One raw section per configurable component kind (``[sandbox.docker]`` …), added below from the kinds table.
+
+
+def _with_component_sections(base: type[Section]) -> type[Section]:
+    """``Settings`` with a ``dict[name, dict]`` field per configurable kind of ``rlm_host.components.KINDS``."""
+    fields: dict[str, Any] = {kind: (dict[str, dict[str, Any]], Field(default_factory=dict)) for kind in COMPONENT_KINDS}
+    model = create_model("Settings", __base__=base, __module__=__name__, **fields)
+    model.__doc__ = base.__doc__
+    return model
+
+
+Settings = _with_component_sections(Settings)  # type: ignore[misc]
 
 

@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Optional
 
 from rlm_host.events import RunEvent
-from rlm_host.types import RunResult, StepRecord
+from rlm_host.results import RunResult, StepRecord
+from rlm_host.text import clip, clip_lines
 
 OUTPUT_LINES = 40
 SUB_TEXT_CHARS = 80
@@ -224,17 +225,8 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
 
 
-def _clip(text: str, max_lines: int = OUTPUT_LINES) -> str:
-    lines = text.rstrip("\n").splitlines()
-    if len(lines) <= max_lines:
-        return "\n".join(lines)
-    return "\n".join(lines[:max_lines] + [f"… ({len(lines) - max_lines} more lines)"])
-
-
 def _short(value: Any, limit: int = SUB_TEXT_CHARS) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(value if isinstance(value, str) else json.dumps(value, default=str), limit, one_line=True)
 
 
 def _plural(count: int, noun: str) -> str:
@@ -246,7 +238,7 @@ def _tokens(prompt: int, completion: int) -> str:
 
 
 def _section(label: str, text: Any, max_lines: int) -> list[str]:
-    return [f"{label}:", _indent(_clip(str(text), max_lines), "    ")] if text not in (None, "") else []
+    return [f"{label}:", _indent(clip_lines(str(text), max_lines), "    ")] if text not in (None, "") else []
 
 
 def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = OUTPUT_LINES) -> str:

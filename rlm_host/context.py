@@ -1,7 +1,9 @@
-"""Load ``rlm run --context`` inputs: a file, several files, a directory (one document per file), or stdin.
+"""The context of a run: loading it (``rlm run --context``) and describing it without showing it.
 
 A ``.json`` file loads as the JSON value it holds; other files as text. Several files or a directory give a
 ``Documents`` list whose ``names`` are the files' paths, so the REPL can offer ``list_files()`` / ``load_file()``.
+``describe_context`` gives the metadata a model and a trajectory see instead of the content; the runner computes
+it once per run (a large JSON context is serialised once, not at every step).
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from typing import IO, Any, Optional
 from rlm_host.errors import RlmError
 
 BINARY_PROBE = 8192
+#: How many document lengths or keys a description lists.
+MAX_LISTED = 20
+#: Preview characters kept in a run's description (environments show fewer if they like).
+PREVIEW_CHARS = 2000
 
 
 class Documents(list):
@@ -77,3 +83,36 @@ def load_file(path: Path) -> Any:
         except json.JSONDecodeError as exc:
             raise RlmError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     return text
+
+
+def describe_context(context: Any, preview_chars: int = PREVIEW_CHARS) -> dict[str, Any]:
+    """Metadata about ``context`` for the prompt and the trajectory; never the content beyond a preview."""
+    if context is None:
+        return {"type": "none", "total_chars": 0}
+    if isinstance(context, str):
+        return {"type": "str", "total_chars": len(context), "preview": context[:preview_chars]}
+    if isinstance(context, list):
+        lengths = [len(doc) if isinstance(doc, str) else len(_compact_json(doc)) for doc in context]
+        first = context[0] if context else ""
+        preview = first if isinstance(first, str) else _compact_json(first)
+        return {
+            "type": "list",
+            "documents": len(context),
+            "total_chars": sum(lengths),
+            "document_lengths": lengths[:MAX_LISTED],
+            "preview": preview[:preview_chars],
+        }
+    text = _compact_json(context)
+    described: dict[str, Any] = {"type": type(context).__name__, "total_chars": len(text)}
+    if isinstance(context, dict):
+        described["keys"] = [str(k) for k in list(context)[:MAX_LISTED]]
+        described["key_count"] = len(context)
+    described["preview"] = text[:preview_chars]
+    return described
+
+
+def _compact_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)

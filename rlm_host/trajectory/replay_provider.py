@@ -25,7 +25,6 @@ not replay exactly.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -35,9 +34,9 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.errors import RlmError
 from rlm_host.events import RunEvent
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host.events import prompt_hash, sub_call_text
+from rlm_host.llm.protocol import Completion, Message, ModelError, Purpose
 
 #: Large enough that history compaction never triggers on the connector's account.
 REPLAY_CONTEXT_WINDOW = 1 << 30
@@ -82,7 +81,7 @@ class Recording:
     @classmethod
     def from_events(cls, events: Iterable[RunEvent]) -> "Recording":
         """Read the answers out of a trajectory's events (see the module docstring)."""
-        from rlm_host.trajectory.replay import Replay
+        from rlm_host.trajectory.tree import Replay
 
         replay = Replay(events)
         result = replay.result
@@ -168,11 +167,12 @@ class ReplayConnector:
         self._sub_used = [False] * len(recording.sub)
         self._lock = threading.Lock()
 
-    def complete(self, messages: list[Message], *, timeout: Optional[float] = None, **_: Any) -> Completion:
+    def complete(self, messages: list[Message], *, timeout: Optional[float] = None, on_retry: Any = None,
+                 purpose: Purpose = "turn") -> Completion:  # fmt: skip
         """The next recorded answer for this kind of call (see the module docstring)."""
         started = time.monotonic()
         if messages and messages[0].get("role") == "system":
-            kind = "compaction" if _is_compaction(messages) else "root"
+            kind = "compaction" if purpose == "compaction" else "root"
             reply = self._take_next(kind)
         else:
             reply = self._take_sub(str(messages[-1].get("content") or "") if messages else "")
@@ -201,9 +201,7 @@ class ReplayConnector:
         raise self._exhausted(len(replies), "compaction summary", "compaction summaries")
 
     def _take_sub(self, prompt: str) -> RecordedReply:
-        from rlm_host.environments.pure_rlm.repl import _clip, prompt_hash
-
-        digest, clipped = prompt_hash(prompt), _clip(prompt)
+        digest, clipped = prompt_hash(prompt), sub_call_text(prompt)
         replies = self.recording.sub
         with self._lock:
             unused = [i for i, used in enumerate(self._sub_used) if not used]
@@ -228,46 +226,25 @@ class ReplayConnector:
         )
 
 
-def _is_compaction(messages: list[Message]) -> bool:
-    from rlm_host.environments.pure_rlm.prompts import COMPACTION_PROMPT
-
-    return messages[-1].get("content") == COMPACTION_PROMPT
-
-
-def default_home() -> Path:
-    """The run home as ``rlm run`` reads it (``$RLM_HOME``, rlm.toml, the user config), else ``.rlm``."""
-    try:
-        from rlm_host.config import load_settings
-
-        return Path(load_settings().settings.paths.home).expanduser()
-    except RlmError:
-        return Path(os.environ.get("RLM_HOME") or ".rlm").expanduser()
-
-
-def load_recording(ref: str, home: Optional[Path] = None) -> Recording:
+def load_recording(ref: str, home: Path) -> Recording:
     """The recording of the saved run ``ref`` (id, prefix, ``latest`` or a .jsonl path) under ``home``."""
     from rlm_host.trajectory.store import RunStore
 
-    store = RunStore(home if home is not None else default_home())
+    store = RunStore(home)
     return Recording.from_events(store.load(store.resolve(ref)))
 
 
-def create(
-    model: str,
-    options: Optional[ModelOptions] = None,
-    settings: ReplaySettings | Mapping[str, Any] | None = None,
-    *,
-    home: Optional[Path] = None,
-) -> ReplayConnector:
-    """The provider factory named by the ``replay`` ProviderSpec: ``replay:RUN``; ``home`` overrides where
-    runs are looked up."""
-    ref = model.strip()
+def create(settings: ReplaySettings | Mapping[str, Any] | None, services: Any) -> ReplayConnector:
+    """The provider factory named by the ``replay`` ProviderSpec: ``replay:RUN``, looked up in
+    ``[provider.replay] home`` when set, else in the run home the host passes."""
+    ref = services.model.strip()
+    home: Path = services.home
     if not ref:
         raise ModelError("replay: no run given", hint="use replay:RUN_ID, replay:latest or replay:PATH/TO/run.jsonl")
     if isinstance(settings, Mapping):
         settings = ReplaySettings.model_validate(dict(settings))
-    if home is None and settings is not None and settings.home is not None:
-        home = settings.home
+    if settings is not None and settings.home is not None:
+        home = Path(settings.home).expanduser()
     return ReplayConnector(load_recording(ref, home))
 
 

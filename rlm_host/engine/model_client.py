@@ -3,14 +3,13 @@ and their retries."""
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from rlm_host.engine.budget import Budget
-from rlm_host.llm.protocol import Completion, Message, ModelConnector
-from rlm_host.types import Usage
+from rlm_host.llm.protocol import Completion, Message, ModelConnector, Purpose
+from rlm_host.results import Usage
 
 if TYPE_CHECKING:
     from rlm_host.engine.scope import RunScope
@@ -23,7 +22,7 @@ class ModelClient:
     Usage is added to ``usage`` (shared by every run of the tree for that role) and charged to the budget;
     the request timeout never exceeds the time left in the run. A completion without a cost gets one from
     ``prices`` (the built-in table when None) when the model's price is known. With a ``scope``, each retry the
-    connector reports (connectors whose ``complete`` takes ``on_retry``) is emitted as a ``model_retry`` event.
+    connector reports through ``on_retry`` is emitted as a ``model_retry`` event.
     """
 
     def __init__(self, connector: ModelConnector, role: str, usage: Usage, budget: Budget,
@@ -36,7 +35,6 @@ class ModelClient:
         self.scope = scope
         self.prices = prices
         self._lock = lock or threading.Lock()  # shared with whoever else writes to ``usage``
-        self._reports_retries = scope is not None and _takes_on_retry(connector)
         self.seconds = 0.0  # wall time spent waiting for this role's model, all calls
 
     @property
@@ -47,12 +45,15 @@ class ModelClient:
     def context_window(self) -> Optional[int]:
         return self.connector.context_window
 
-    def complete(self, messages: list[Message]) -> Completion:
+    def complete(self, messages: list[Message], purpose: Optional[Purpose] = None) -> Completion:
+        """One call; ``purpose`` defaults to ``turn`` for the root role and ``sub_call`` for the sub role."""
         self.budget.check()
         started = time.monotonic()
-        extra: dict[str, Any] = {"on_retry": self._on_retry} if self._reports_retries else {}
+        purpose = purpose or ("turn" if self.role == "root" else "sub_call")
+        on_retry = self._on_retry if self.scope is not None else None
         try:
-            completion = self.connector.complete(messages, timeout=max(1.0, self.budget.remaining()), **extra)
+            completion = self.connector.complete(messages, timeout=max(1.0, self.budget.remaining()),
+                                                 on_retry=on_retry, purpose=purpose)  # fmt: skip
         finally:
             with self._lock:
                 self.seconds += time.monotonic() - started
@@ -77,12 +78,3 @@ class ModelClient:
         assert self.scope is not None
         self.scope.emit("model_retry", {"role": self.role, "model": self.name, "attempt": attempt,
                                         "wait": round(wait, 3), "reason": reason})  # fmt: skip
-
-
-def _takes_on_retry(connector: Any) -> bool:
-    """Whether ``connector.complete`` accepts an ``on_retry`` keyword (by name or through ``**kwargs``)."""
-    try:
-        parameters = inspect.signature(connector.complete).parameters.values()
-    except (TypeError, ValueError, AttributeError):
-        return False
-    return any(p.name == "on_retry" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)

@@ -1,0 +1,21 @@
+"""Built-in sub-commands of ``rlm``, registered like any plugin's (and so refused like them on a clash)."""
+
+from __future__ import annotations
+
+from rlm_host.components import CommandSpec
+from rlm_host.hookspecs import hookimpl
+
+
+@hookimpl
+def rlm_register_commands() -> list[CommandSpec]:
+    return [
+        CommandSpec("run", "Run a task with an RLM over a context (file, directory or stdin).",
+                    "rlm_host.cli.run_cmd:run"),
+        CommandSpec("runs", "List saved runs or show one with every step.", "rlm_host.cli.runs_cmd:app"),
+        CommandSpec("replay", "Step through a saved run: code, output, reward, sub-calls.",
+                    "rlm_host.cli.replay_cmd:app"),
+        CommandSpec("models", "List model providers, their keys and readiness, and what auto picks.",
+                    "rlm_host.cli.models_cmd:app"),
+        CommandSpec("plugins", "List installed plugins and check their readiness.", "rlm_host.cli.plugins_cmd:app"),
+        CommandSpec("config", "Show the effective settings and where each came from.", "rlm_host.cli.config_cmd:app"),
+    ]  # fmt: skip
