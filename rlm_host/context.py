@@ -18,7 +18,7 @@ from rlm_host.errors import RlmError
 BINARY_PROBE = 8192
 #: How many document lengths or keys a description lists.
 MAX_LISTED = 20
-#: Preview characters kept in a run's description (environments show fewer if they like).
+#: Preview characters kept in a run's description (environments show fewer: pure_rlm 200 by default).
 PREVIEW_CHARS = 2000
 
 
@@ -85,7 +85,7 @@ def load_file(path: Path) -> Any:
     return text
 
 
-def describe_context(context: Any, preview_chars: int = PREVIEW_CHARS) -> dict[str, Any]:
+def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
     """Metadata about ``context`` for the prompt and the trajectory; never the content beyond a preview."""
     if context is None:
         return {"type": "none", "total_chars": 0}

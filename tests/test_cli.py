@@ -51,7 +51,7 @@ def test_doctor_passes_with_healthy_plugins(rlm):
     result = rlm("plugins", "doctor", plugins=[GOOD, "rlm-plugin-template"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 not ready" in result.stdout
-    assert "good-check" in result.stdout and "plugin-template-host" in result.stdout
+    assert "good-check" in result.stdout and "plugin-template-output" in result.stdout
 
 
 def test_doctor_fails_on_a_broken_plugin_and_reports_it(rlm):

@@ -59,20 +59,20 @@ def test_readiness_finds_missing_requirements_without_importing():
 
 
 def test_readiness_uses_custom_check_and_contains_its_failures():
-    ok = EnvironmentSpec("a", "a", "builtins:dict", check=lambda: Readiness(True, "fine"))
+    ok = EnvironmentSpec("a", "a", "builtins:dict", check=lambda settings: Readiness(True, "fine"))
     assert ok.readiness() == Readiness(True, "fine")
 
-    def explode():
+    def explode(settings):
         raise OSError("socket gone")
 
     bad = EnvironmentSpec("b", "b", "builtins:dict", check=explode, install_hint="start the engine")
     state = bad.readiness()
     assert not state.ok and "socket gone" in state.detail and state.hint == "start the engine"
 
-    wrong = EnvironmentSpec("c", "c", "builtins:dict", check=lambda: True)
+    wrong = EnvironmentSpec("c", "c", "builtins:dict", check=lambda settings: True)
     assert "not Readiness" in wrong.readiness().detail
 
 
 def test_failed_custom_check_falls_back_to_install_hint():
-    spec = EnvironmentSpec("d", "d", "builtins:dict", check=lambda: Readiness(False, "no"), install_hint="do this")
+    spec = EnvironmentSpec("d", "d", "builtins:dict", check=lambda settings: Readiness(False, "no"), install_hint="do this")
     assert spec.readiness() == Readiness(False, "no", "do this")

@@ -10,7 +10,6 @@ import pytest
 
 from rlm_host.cli.main import main
 from rlm_host.cli.models_cmd import mask_url
-from support.extra_providers import register
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-proj-SECRET-openai-0123456789",
@@ -21,7 +20,6 @@ SECRETS = {
 
 @pytest.fixture
 def models(isolated_env, monkeypatch, capsys):
-    register(monkeypatch)
     monkeypatch.setenv("RLM_PLUGINS", "")
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RLM_OPENAI_MODEL", "OPENROUTER_API_KEY", "GROQ_API_KEY"):
         monkeypatch.delenv(name, raising=False)

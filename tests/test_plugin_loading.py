@@ -1,9 +1,14 @@
 """Discovery and contained loading of real plugin distributions, found through their entry points."""
 
+import json
+import types
+
 import pytest
 
 from conftest import BROKEN_ALL, GOOD
+from rlm_host import EnvironmentSpec, SinkSpec, hookimpl
 from rlm_host.errors import ComponentClashError, PluginError
+from rlm_host.plugins.discovery import PluginDistribution
 from rlm_host.plugins.host import PluginHost
 
 pytestmark = pytest.mark.usefixtures("use_plugin_site")
@@ -114,3 +119,51 @@ def test_every_broken_kind_at_once_leaves_the_good_plugin_usable():
     host = PluginHost(environ={}).collect_all()
     assert {d.name for d in host.broken()} >= set(BROKEN_ALL)
     assert host.frameworks().get("test-framework").load().__name__ == "Echo"
+
+
+def test_a_command_named_like_a_builtin_is_refused_naming_both(rlm):
+    """Built-in sub-commands come through the same hook as plugins', so a clash is the same clear error."""
+    result = rlm("runs", "list", plugins=["rlm-test-clash"])
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "command 'runs' is registered by both rlm-host and rlm-test-clash" in result.stderr
+    listing = json.loads(rlm("plugins", "list", "--all", "--json", plugins=["rlm-test-clash"]).stdout)
+    entries = {entry["name"]: entry for entry in listing}
+    assert entries["rlm-host"]["status"] == "ok"  # a plugin's clash does not break the host
+    assert any("command 'runs'" in error for error in entries["rlm-test-clash"]["errors"])
+    assert rlm("--help", plugins=["rlm-test-clash"]).returncode == 0
+
+
+def _inline_host(module: object) -> PluginHost:
+    """The default plugins plus ``module`` registered as if a distribution's hook module."""
+    host = PluginHost(environ={"RLM_PLUGINS": ""}).load()
+    inline = PluginDistribution("rlm-test-inline", "0.0.1", status="ok")
+    host.distributions.append(inline)
+    host._register(inline, "rlm-test-inline:hooks", module)
+    return host
+
+
+def test_tryfirst_and_trylast_order_the_records():
+    @hookimpl(tryfirst=True)
+    def rlm_register_sinks():
+        return [SinkSpec("first-sink", "Registered before the built-ins", "builtins:dict")]
+
+    @hookimpl(trylast=True)
+    def rlm_register_environments():
+        return [EnvironmentSpec("last-env", "Registered after everything", "builtins:dict")]
+
+    host = _inline_host(types.SimpleNamespace(rlm_register_sinks=rlm_register_sinks,
+                                              rlm_register_environments=rlm_register_environments))  # fmt: skip
+    assert host.sinks().names()[0] == "first-sink"
+    assert host.environments().names()[-1] == "last-env"
+
+
+def test_wrapper_hookimpls_are_refused_not_silently_ignored():
+    @hookimpl(wrapper=True)
+    def rlm_register_sinks():
+        return (yield)
+
+    host = _inline_host(types.SimpleNamespace(rlm_register_sinks=rlm_register_sinks))
+    inline = next(d for d in host.distributions if d.name == "rlm-test-inline")
+    assert inline.status == "broken"
+    assert inline.errors == ["rlm_register_sinks: @hookimpl(wrapper=True) is not supported by registration hooks"]
+    assert "local" in host.sinks()

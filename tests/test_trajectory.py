@@ -17,6 +17,8 @@ import pytest
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.observability import LocalJSONLSink, LocalSinkSettings, create
 from rlm_host.engine.scope import new_run_id
+from rlm_host.services import HostServices
+from rlm_host.cli.render import render_step, render_summary
 from rlm_host.trajectory import (
     AmbiguousRunError,
     CorruptTrajectoryError,
@@ -25,8 +27,6 @@ from rlm_host.trajectory import (
     RunStore,
     TrajectoryWriter,
 
-    render_step,
-    render_summary,
 )
 from rlm_host.results import RunResult, RunUsage, StepRecord, Usage
 
@@ -304,7 +304,7 @@ def test_render_step_and_summary(home):
 
 def test_local_sink_writes_run_and_step_lines(home):
     bus = EventBus()
-    sink = create(None, home)
+    sink = create(None, HostServices(home=home))
     bus.subscribe("local", sink.handle)
     emit_run(bus, "run_s")
     sink.close()
@@ -338,12 +338,9 @@ def test_local_sink_settings(tmp_path):
 
 @pytest.fixture
 def cli(isolated_env, monkeypatch, tmp_path):
-    """``rlm`` in-process with the new commands registered, no external plugins, RLM_HOME in tmp_path."""
-    from rlm_host.cli import app as cli_app
+    """``rlm`` in-process, no external plugins, RLM_HOME in tmp_path."""
     from rlm_host.cli.main import main
 
-    monkeypatch.setitem(cli_app.BUILTIN_COMMANDS, "runs", ("rlm_host.cli.runs_cmd:app", "Saved runs."))
-    monkeypatch.setitem(cli_app.BUILTIN_COMMANDS, "replay", ("rlm_host.cli.replay_cmd:app", "Replay a run."))
     monkeypatch.setenv("RLM_PLUGINS", "")
     home = tmp_path / "cli-home"
     monkeypatch.setenv("RLM_HOME", str(home))

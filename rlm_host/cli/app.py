@@ -101,6 +101,11 @@ class RlmGroup(TyperGroup):
         return LazyCommand(cmd_name, spec.help, lambda: _load_command(cmd_name, spec.app))
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        # click resolves the sub-command (which loads the plugins) before the group's callback runs: apply the
+        # logging flags first, so plugin loading logs at the level asked for.
+        from rlm_host import logs
+
+        logs.configure(verbose=ctx.params.get("verbose") or 0, json=bool(ctx.params.get("log_json")))
         try:
             return super().resolve_command(ctx, args)
         except click.exceptions.UsageError as exc:

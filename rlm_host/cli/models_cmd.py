@@ -62,13 +62,15 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
 
 def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     """One provider as ``rlm models list`` shows it (no key value is ever included)."""
+    from rlm_host.llm.resolve import default_model
+
     env = os.environ if environ is None else environ
     variables = key_variables(spec, settings)
     keys = [{"variable": name, "set": bool(env.get(name))} for name in variables]
-    readiness = spec.readiness()
+    readiness = spec.readiness(settings)
     if not readiness.ok:
         status = "not ready"
-    elif keys and not any(k["set"] for k in keys) and not _key_optional(spec.name, settings, env):
+    elif keys and not any(k["set"] for k in keys) and not _key_optional(spec, settings, env):
         status = "no key"
     else:
         status = "ready"
@@ -81,24 +83,14 @@ def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping
         "description": spec.description,
         "plugin": owner,
         "default_model": default_model(spec, env),
-        "example_model": _example_model(spec.name),
+        "example_model": spec.example_model,
         "keys": keys,
-        "base_url": mask_url(base_url(spec.name, settings, env)),
+        "base_url": mask_url(base_url(spec, settings, env)),
         "ready": readiness.ok,
         "status": status,
         "detail": readiness.detail,
         "hint": hint,
     }
-
-
-def default_model(spec: Any, environ: Mapping[str, str]) -> str:
-    """What ``provider:`` runs when ``--model auto`` picks the provider (``openai``: $RLM_OPENAI_MODEL or its
-    built-in default)."""
-    if spec.name == "openai" and not spec.default_model:
-        from rlm_host.llm.resolve import DEFAULT_OPENAI_MODEL
-
-        return environ.get("RLM_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
-    return spec.default_model
 
 
 def key_variables(spec: Any, settings: Any) -> list[str]:
@@ -110,20 +102,12 @@ def key_variables(spec: Any, settings: Any) -> list[str]:
     return names
 
 
-def base_url(name: str, settings: Any, environ: Mapping[str, str]) -> Optional[str]:
-    """Where the provider sends requests, when that is a URL: configured, else its known default."""
-    from rlm_host.llm import openai_compatible as compatible
-
+def base_url(spec: Any, settings: Any, environ: Mapping[str, str]) -> Optional[str]:
+    """Where the provider sends requests, when that is a URL: configured, its variable, else its default."""
     configured = getattr(settings, "base_url", None)
     if isinstance(configured, str) and configured:
         return configured
-    if name in compatible.PROVIDERS:
-        return compatible.PROVIDERS[name].base_url
-    if name == "openai":
-        from rlm_host.llm.openai_provider import DEFAULT_BASE_URL
-
-        return environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    return None
+    return (environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url or None
 
 
 def mask_url(url: Optional[str]) -> Optional[str]:
@@ -155,18 +139,9 @@ def configured_models(host: Any, run: Any) -> dict[str, Any]:
     return report
 
 
-def _key_optional(name: str, settings: Any, environ: Mapping[str, str]) -> bool:
-    """Local servers need no key; neither does ``openai`` pointed at another server."""
-    from rlm_host.llm import openai_compatible as compatible
-
-    service = compatible.PROVIDERS.get(name)
-    if service is not None:
-        return service.local
-    return name == "openai" and bool(getattr(settings, "base_url", None) or environ.get("OPENAI_BASE_URL"))
-
-
-def _example_model(name: str) -> str:
-    from rlm_host.llm import openai_compatible as compatible
-
-    service = compatible.PROVIDERS.get(name)
-    return service.example_model if service is not None else ""
+def _key_optional(spec: Any, settings: Any, environ: Mapping[str, str]) -> bool:
+    """Local servers need no key; neither does a provider pointed at another server than its default."""
+    if spec.key_optional:
+        return True
+    pointed = getattr(settings, "base_url", None) or (environ.get(spec.base_url_env) if spec.base_url_env else None)
+    return bool(spec.base_url_env and pointed)

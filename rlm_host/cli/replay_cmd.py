@@ -32,7 +32,8 @@ def replay(
 ) -> None:
     """Step through a saved run: each step's code, output, reward, tokens, sub-calls and child runs."""
     from rlm_host.cli.runs_cmd import run_home
-    from rlm_host.trajectory import Replay, RunStore, render_summary
+    from rlm_host.cli.render import render_summary
+    from rlm_host.trajectory import Replay, RunStore
 
     store = RunStore(run_home(ctx))
     player = Replay(store.load(store.resolve(run_id)))
@@ -59,7 +60,7 @@ def _start_index(player: "Replay", number: Optional[int]) -> int:
 
 
 def _show(player: "Replay", index: int) -> None:
-    from rlm_host.trajectory import render_step
+    from rlm_host.cli.render import render_step
 
     typer.echo("")
     typer.echo(render_step(player.step(index), total=len(player.steps)))

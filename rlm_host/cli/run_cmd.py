@@ -26,7 +26,7 @@ def run(
     max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help="Sub-model calls allowed."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget of the run tree."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget of the run tree, USD."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server URL."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Server URL for the model's provider (e.g. a local OpenAI-compatible server)."),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
 ) -> None:

@@ -17,7 +17,7 @@ def runs() -> None:
 
 def run_home(ctx: typer.Context) -> Path:
     """The run home directory from the effective settings (relative paths are relative to the cwd)."""
-    return Path(ctx.find_root().obj.settings().settings.paths.home).expanduser()
+    return ctx.find_root().obj.settings().home
 
 
 @app.command("list")
@@ -60,7 +60,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult and every event as JSON."),
 ) -> None:
     """One saved run: its summary, then every root step with its sub-calls and child runs."""
-    from rlm_host.trajectory import Replay, RunStore, render_step, render_summary
+    from rlm_host.cli.render import render_step, render_summary
+    from rlm_host.trajectory import Replay, RunStore
 
     store = RunStore(run_home(ctx))
     path = store.resolve(run_id)

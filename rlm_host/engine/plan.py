@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from rlm_host import logs
 from rlm_host.config.schema import RewardProfile, RunSettings
-from rlm_host.context import describe_context
+from rlm_host.context import PREVIEW_CHARS, describe_context
 from rlm_host.engine.scope import new_run_id
 from rlm_host.errors import ConfigError, RlmError, UnknownComponentError
 from rlm_host.events import EventBus, Sink
@@ -101,7 +101,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
     run.environment = env_spec.name
     sandbox_spec = _choose_sandbox(host, loaded, run.sandbox)
     options_for_models = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens)
-    context_meta = describe_context(context)
+    context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
 
     def make_connector(model: str) -> ModelConnector:
         return resolve_connector(model, host=host, settings=loaded, options=options_for_models, home=home)

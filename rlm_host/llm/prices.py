@@ -103,8 +103,6 @@ BUILTIN_PRICES: dict[str, dict[str, Price]] = {
     },
 }
 
-#: Other names a provider is known by (its registration aliases).
-
 #: Where each priced provider's official API lives: the built-in prices apply only there (or to no base URL).
 OFFICIAL_HOSTS = {
     "openai": "api.openai.com",
@@ -112,8 +110,9 @@ OFFICIAL_HOSTS = {
     "gemini": "generativelanguage.googleapis.com",
 }
 
-#: Providers that never cost money: in-process models, scripts, replays.
-FREE_PROVIDERS = frozenset({"llamacpp", "llama_cpp", "scripted", "replay"})
+#: Built-in providers that never cost money (scripts, replays). A plugin's free model says so itself: its
+#: completions carry ``cost=0.0``.
+FREE_PROVIDERS = frozenset({"scripted", "replay"})
 
 
 def free_providers() -> frozenset[str]:

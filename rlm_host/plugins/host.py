@@ -178,10 +178,11 @@ class PluginHost:
                     continue
                 for record in records:
                     clash = registry.add(record, dist.name)
-                    if clash:  # both sides get the error: the name is unusable until one is removed
+                    if clash:  # both plugins get the error: the name is unusable until one is removed
                         message, other = clash
                         self._broken(dist, message)
-                        self._by_name(other).mark_broken(message)
+                        if not self._by_name(other).builtin:  # the host itself is not broken by a plugin
+                            self._by_name(other).mark_broken(message)
                     else:
                         dist.provides.setdefault(kind, []).append(record.name)
             self._registries[hook_name] = registry

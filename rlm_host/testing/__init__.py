@@ -1,28 +1,68 @@
 """Test helpers for rlm and for anyone writing an rlm plugin (needs pytest: ``pip install rlm-host[test]``).
 
-- ``rlm_host.testing.sandbox_contract``: ``SandboxContract``, the protocol test suite every sandbox runtime must
-  pass. Subclass it in a ``Test…`` class of your plugin's tests and implement ``make_sandbox``.
-- ``rlm_host.testing.engine``: drive real runs of the engine with scripted models (``isolated_runner``,
-  ``run_scripted``, ``haystack``…).
-- ``rlm_host.testing.fake_http``: ``FakeHTTPServer``, a loopback HTTP server answering from a queue of scripted
-  ``Behaviour``s and recording every request; subclass it with an API's route and error body to fake that API.
+The public names, importable from here:
+
+- contract suites, one per kind: subclass one in a ``Test…`` class of your plugin's tests and fill in the
+  few hooks it names; pytest then runs the whole protocol suite against your component —
+  ``SandboxContract``, ``ProviderContract``, ``EnvironmentContract``, ``SinkContract``,
+  ``BenchmarkPackContract``;
+- engine drivers: ``isolated_runner``, ``run_scripted``, ``haystack``, ``trajectory``, ``FIND_NEEDLE``,
+  ``HAYSTACK_NEEDLE``, ``assert_context_stays_out_of_the_prompt``; ``ScriptedConnector`` (a model answering
+  from a script);
+- ``FakeHTTPServer``, ``Behaviour``, ``RecordedRequest``: a loopback HTTP server answering from a queue of
+  scripted behaviours and recording every request; subclass it with an API's route and error body;
+- fixtures (no import needed: this package is a pytest plugin): ``rlm_isolated``, ``rlm_cli``,
+  ``rlm_plugin_host`` (see ``rlm_host.testing.pytest_plugin``).
 
 Nothing in the host imports this package: the ``rlm`` command never loads pytest.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import pytest
 
-# Plain ``assert`` statements of the contract give pytest's detailed failure messages in the plugins' tests.
-pytest.register_assert_rewrite("rlm_host.testing.sandbox_contract", "rlm_host.testing.engine")
+# Plain ``assert`` statements of the suites give pytest's detailed failure messages in the plugins' tests.
+pytest.register_assert_rewrite(
+    "rlm_host.testing.sandbox_contract",
+    "rlm_host.testing.provider_contract",
+    "rlm_host.testing.environment_contract",
+    "rlm_host.testing.sink_contract",
+    "rlm_host.testing.benchmark_contract",
+    "rlm_host.testing.engine",
+)
 
-__all__ = ["SandboxContract"]
+_LAZY: dict[str, str] = {
+    "SandboxContract": "rlm_host.testing.sandbox_contract",
+    "median_step_seconds": "rlm_host.testing.sandbox_contract",
+    "ProviderContract": "rlm_host.testing.provider_contract",
+    "EnvironmentContract": "rlm_host.testing.environment_contract",
+    "SinkContract": "rlm_host.testing.sink_contract",
+    "BenchmarkPackContract": "rlm_host.testing.benchmark_contract",
+    "isolated_runner": "rlm_host.testing.engine",
+    "run_scripted": "rlm_host.testing.engine",
+    "haystack": "rlm_host.testing.engine",
+    "trajectory": "rlm_host.testing.engine",
+    "FIND_NEEDLE": "rlm_host.testing.engine",
+    "HAYSTACK_NEEDLE": "rlm_host.testing.engine",
+    "assert_context_stays_out_of_the_prompt": "rlm_host.testing.engine",
+    "ScriptedConnector": "rlm_host.llm.scripted",
+    "FakeHTTPServer": "rlm_host.testing.fake_http",
+    "Behaviour": "rlm_host.testing.fake_http",
+    "RecordedRequest": "rlm_host.testing.fake_http",
+    "Isolated": "rlm_host.testing.pytest_plugin",
+    "CliResult": "rlm_host.testing.pytest_plugin",
+}
+
+__all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    if name == "SandboxContract":
-        from rlm_host.testing.sandbox_contract import SandboxContract
-
-        return SandboxContract
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

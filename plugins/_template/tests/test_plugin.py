@@ -1,27 +1,42 @@
-"""Tests of the plugin through the host, as a user would meet it (run after `pip install -e .`)."""
+"""Tests of the plugin through the host, as a user meets it (run after `pip install -e .`).
 
+The fixtures ``rlm_cli`` and ``rlm_plugin_host`` and the ``SinkContract`` suite come with rlm-host's test helpers
+(``pip install rlm-host[test]``); no conftest.py is needed.
+"""
+
+import csv
 import json
 
-from rlm_host.cli.main import main
-from rlm_host.plugins.host import PluginHost
+from rlm_host.testing import SinkContract
+
+PLUGIN = "rlm-plugin-template"
 
 
-def test_registers_through_entry_point():
-    host = PluginHost(environ={"RLM_PLUGINS": "rlm-plugin-template"}).collect_all()
-    dist = next(d for d in host.distributions if d.name == "rlm-plugin-template")
+def test_registers_through_its_entry_point(rlm_plugin_host):
+    host = rlm_plugin_host(PLUGIN).collect_all()
+    dist = next(d for d in host.distributions if d.name == PLUGIN)
     assert dist.status == "ok", dist.errors
-    assert dist.provides == {"command": ["plugin-template"], "check": ["plugin-template-host"]}
+    assert dist.provides == {"sink": ["plugin-template-csv"], "command": ["plugin-template"],
+                             "check": ["plugin-template-output"]}  # fmt: skip
 
 
-def test_doctor_check_passes():
-    host = PluginHost(environ={"RLM_PLUGINS": "rlm-plugin-template"})
-    assert host.doctor_checks().get("plugin-template-host").readiness().ok
+def test_command_and_doctor_check_run(rlm_cli):
+    info = rlm_cli("plugin-template", "info", "--json", plugins=PLUGIN)
+    assert info.code == 0 and json.loads(info.out)["plugin"] == PLUGIN
+    doctor = rlm_cli("plugins", "doctor", "--json", plugins=PLUGIN)
+    checks = {row["name"]: row for row in json.loads(doctor.out)["checks"]}
+    assert checks["plugin-template-output"]["ok"] and "runs.csv" in checks["plugin-template-output"]["detail"]
 
 
-def test_command_runs(capsys, monkeypatch):
-    monkeypatch.setenv("RLM_PLUGINS", "rlm-plugin-template")
-    from rlm_host.plugins import reset_host
+class TestCsvSink(SinkContract):
+    """The whole sink protocol suite, run against this plugin's sink."""
 
-    reset_host()
-    assert main(["plugin-template", "info", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["plugin"] == "rlm-plugin-template"
+    sink = "plugin-template-csv"
+    distribution = PLUGIN
+
+    def check_output(self, events, home):
+        rows = {row["run_id"]: row for row in csv.DictReader((home / "runs.csv").open())}
+        for final in (e for e in events if e.type == "final"):
+            row = rows[final.run_id]
+            assert row["steps"] == str(final.data["steps"]) and row["depth"] == str(final.depth)
+            assert row["termination_reason"] == final.data["termination_reason"]

@@ -1,5 +1,3 @@
-"""rlm-plugin-template: a copyable rlm plugin distribution."""
+"""rlm-plugin-template: a copyable rlm plugin distribution (a sink, a command and a doctor check)."""
 
 PLUGIN_NAME = "rlm-plugin-template"
-#: The oldest rlm-host this plugin works with (checked by its doctor check).
-MIN_HOST_VERSION = (0, 1)

@@ -1,23 +1,21 @@
-"""Doctor checks of the plugin: each returns a Readiness and never raises."""
+"""The plugin's doctor check: it receives the loaded settings (None when they did not load) and never raises."""
 
-import rlm_host
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
 from rlm_host import Readiness
 
-from rlm_plugin_template import MIN_HOST_VERSION, PLUGIN_NAME
+from rlm_plugin_template.sink import output_path
 
 
-def _release(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split("+")[0].split("."):
-        if not piece.isdigit():
-            break
-        parts.append(int(piece))
-    return tuple(parts)
-
-
-def host_compatible() -> Readiness:
-    found = rlm_host.__version__
-    needed = ".".join(map(str, MIN_HOST_VERSION))
-    if _release(found) < MIN_HOST_VERSION:
-        return Readiness(False, f"rlm-host {found} is older than {needed}", f"pip install -U 'rlm-host>={needed}'")
-    return Readiness(True, f"rlm-host {found} (needs >= {needed}) for {PLUGIN_NAME}")
+def output_writable(loaded: Any) -> Readiness:
+    if loaded is None:
+        return Readiness(False, "the configuration did not load", "see `rlm config show`")
+    path = output_path(loaded.component("sink", "plugin-template-csv"), loaded.home)
+    folder = next((p for p in [path.parent, *path.parent.absolute().parents] if p.exists()), Path.cwd())
+    if not os.access(folder, os.W_OK):
+        return Readiness(False, f"{folder} is not writable", "set [sink.plugin-template-csv] path to a writable file")
+    return Readiness(True, f"rows go to {path}")

@@ -1,6 +1,18 @@
-"""The plugin's hook implementations: imported at every ``rlm`` start, so it imports nothing heavy."""
+"""The plugin's hook implementations: imported at every ``rlm`` start, so it imports only ``rlm_host``."""
 
-from rlm_host import CommandSpec, DoctorCheck, hookimpl
+from rlm_host import CommandSpec, DoctorCheck, SinkSpec, hookimpl
+
+
+@hookimpl
+def rlm_register_sinks():
+    return [
+        SinkSpec(
+            "plugin-template-csv",  # run.sinks = ["plugin-template-csv"]; settings in [sink.plugin-template-csv]
+            "One CSV row per finished run (id, depth, outcome, steps, reward, tokens, cost) for spreadsheets",
+            "rlm_plugin_template.sink:create",  # imported only when a run uses the sink
+            settings="rlm_plugin_template.sink:CsvSinkSettings",
+        )
+    ]
 
 
 @hookimpl
@@ -12,8 +24,8 @@ def rlm_register_commands():
 def rlm_doctor_checks():
     return [
         DoctorCheck(
-            "plugin-template-host",
-            "rlm-host is recent enough for rlm-plugin-template",
-            "rlm_plugin_template.checks:host_compatible",
+            "plugin-template-output",
+            "the CSV sink's output folder is writable",
+            "rlm_plugin_template.checks:output_writable",  # called with the loaded settings
         )
     ]

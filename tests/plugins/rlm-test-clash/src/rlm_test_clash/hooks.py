@@ -1,6 +1,7 @@
-"""Registers an environment name that rlm-test-good already uses, and one sink that is fine."""
+"""Registers an environment name that rlm-test-good already uses, a command named like a built-in one, and one
+sink that is fine."""
 
-from rlm_host import EnvironmentSpec, SinkSpec, hookimpl
+from rlm_host import CommandSpec, EnvironmentSpec, SinkSpec, hookimpl
 
 
 @hookimpl
@@ -11,3 +12,8 @@ def rlm_register_environments():
 @hookimpl
 def rlm_register_sinks():
     return [SinkSpec("clash-sink", "A sink that does not clash", "builtins:dict")]
+
+
+@hookimpl
+def rlm_register_commands():
+    return [CommandSpec("runs", "A command named like the built-in `rlm runs`", "builtins:print")]

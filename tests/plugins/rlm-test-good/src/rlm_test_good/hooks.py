@@ -57,7 +57,7 @@ def rlm_register_commands():
     return [CommandSpec("hello-test", "Say hello from the good test plugin.", "rlm_test_good.cli:app")]
 
 
-def _always_ready():
+def _always_ready(settings):
     return Readiness(True, "the good plugin is fine")
 
 

@@ -1,0 +1,153 @@
+"""Text renderings of a saved run for ``rlm runs show`` and ``rlm replay``: one step, a child run, a summary."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from rlm_host.text import clip, clip_lines
+from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, SubCall, observation_error
+
+OUTPUT_LINES = 40
+SUB_TEXT_CHARS = 80
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
+
+
+def _short(value: Any, limit: int = SUB_TEXT_CHARS) -> str:
+    return clip(value if isinstance(value, str) else json.dumps(value, default=str), limit, one_line=True)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _tokens(prompt: int, completion: int) -> str:
+    return f"{prompt + completion:,} tokens ({prompt:,} in / {completion:,} out)"
+
+
+def _section(label: str, text: Any, max_lines: int) -> list[str]:
+    return [f"{label}:", _indent(clip_lines(str(text), max_lines), "    ")] if text not in (None, "") else []
+
+
+def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = OUTPUT_LINES) -> str:
+    """One step as text: number, action, reward, tokens, code, output, error, sub-calls and child runs."""
+    record = step.record
+    root, sub = record.usage.root, record.usage.sub
+    head = [f"step {record.step}{f'/{total}' if total else ''}", f"action: {record.action}",
+            f"reward {record.reward:+.2f}"]  # fmt: skip
+    if root.total_tokens:
+        head.append(_tokens(root.prompt_tokens, root.completion_tokens))
+    if sub.total_tokens:
+        head.append(f"sub {sub.total_tokens:,} tokens")
+    if record.duration_s:
+        head.append(f"{record.duration_s:.1f} s")
+    depth = f" [depth {step.event.depth}]" if step.event.depth else ""
+    lines = [f"── {' · '.join(head)}{depth} ──"]
+    observation = dict(record.observation)
+    blocks = [b for b in observation.pop("blocks", None) or [] if isinstance(b, dict)]
+    if blocks:
+        for number, block in enumerate(blocks, 1):
+            suffix = f" {number}/{len(blocks)}" if len(blocks) > 1 else ""
+            lines += _section(f"code{suffix}", block.get("code"), max_lines)
+            lines += _section("output", (block.get("stdout") or "").rstrip("\n"), max_lines)
+            lines += _section("stderr", block.get("stderr"), max_lines)
+            timed_out = "timed out" if block.get("timed_out") else None
+            lines += _section("error", block.get("error") or timed_out, max_lines)
+    elif record.code:
+        lines += _section("code", record.code, max_lines)
+    else:
+        lines += _section("reply", record.reply, max_lines)
+    for label, keys in (("output", ("stdout", "output")), ("stderr", ("stderr",)), ("error", ("error",))):
+        text = next((observation[k] for k in keys if observation.get(k)), None)
+        for key in keys:
+            observation.pop(key, None)
+        lines += _section(label, text, max_lines)
+    if record.action == "error" and step.error and not observation_error(record.observation):
+        lines += _section("error", step.error, max_lines)
+    for note in observation.pop("notes", None) or []:
+        lines.append(f"note: {note}")
+    observation.pop("success", None)
+    rest = {k: v for k, v in observation.items() if v not in (None, "", [], {}, False)}
+    if rest:
+        lines.append("observation: " + ", ".join(f"{k}={_short(v, 60)}" for k, v in rest.items()))
+    if step.sub_calls:
+        lines.append(f"sub-calls ({len(step.sub_calls)}):")
+        lines += ["    " + _render_sub_call(call) for call in step.sub_calls]
+    if step.children:
+        lines.append(f"child runs ({len(step.children)}):")
+        lines += [_indent(render_child(child, max_lines=max_lines), "    ") for child in step.children]
+    return "\n".join(lines)
+
+
+def _render_sub_call(call: SubCall) -> str:
+    data = call.event.data
+    parts = [call.kind]
+    if data.get("model"):
+        parts.append(str(data["model"]))
+    usage = data.get("usage") or {}
+    if usage:
+        parts.append(_tokens(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
+    if data.get("seconds"):
+        parts.append(f"{float(data['seconds']):.1f} s")
+    text = " · ".join(parts)
+    if data.get("prompt"):
+        text += f"  {_short(data['prompt'])!r}"
+    if data.get("error"):
+        text += f"  → error: {_short(data['error'])}"
+    elif data.get("response") is not None:
+        text += f"  → {_short(data['response'])!r}"
+    if call.child_run_id:
+        text += f"  (child run {call.child_run_id})"
+    return text
+
+
+def render_child(child: RunTrace, *, max_lines: int = OUTPUT_LINES) -> str:
+    """A child run: a header line, then each of its steps rendered and indented."""
+    result = child.result
+    status = "interrupted" if result is None else result.termination_reason
+    count = len(child.steps)
+    head = f"▸ child run {child.run_id} (depth {child.depth}): {_plural(count, 'step')}, {status}"
+    if result is not None and result.final_response is not None:
+        head += f", final {_short(result.final_response)!r}"
+    task = child.start.get("task")
+    lines = [head] + ([f"  task: {_short(task)}"] if task else [])
+    for step in child.steps:
+        lines.append(_indent(render_step(step, max_lines=max_lines), "  "))
+    return "\n".join(lines)
+
+
+def render_summary(replay: Replay) -> str:
+    """The run's header: id, task, components, outcome, steps, reward, tokens, cost, duration, answer."""
+    root, result, start = replay.root, replay.result, replay.root.start
+    started = datetime.fromtimestamp(replay.events[0].ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    parts = [f"run {root.run_id}  started {started}"]
+    task = start.get("task") or (result.task if result else "")
+    if task:
+        parts.append(f"task: {_short(task, 200)}")
+    setup = {k: start.get(k) or (getattr(result, k, "") if result else "") for k in ("environment", "model", "sandbox")}
+    parts.append("  ".join(f"{k}: {v}" for k, v in setup.items() if v) or "setup: unknown")
+    if result is None:
+        parts.append(f"status: interrupted after {len(replay.steps)} steps (no final event)")
+    else:
+        cost = result.cost if result.cost is not None else result.usage.cost
+        parts.append(
+            f"status: {result.termination_reason} ({'completed' if result.completed else 'not completed'})  "
+            f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}  "
+            + (f"cost: ${cost:.4f}  " if cost is not None else "")
+            + f"duration: {result.duration_s:.1f} s"
+        )
+        if result.final_response is not None:
+            parts.append(f"final answer: {_short(result.final_response, 200)}")
+        if result.error:
+            parts.append(f"error: {_short(result.error, 200)}")
+    children = [r for r in replay.runs.values() if r.run_id != root.run_id]
+    errors = replay.errors()
+    parts.append(
+        f"{_plural(len(replay.steps), 'root step')}, {_plural(len(children), 'child run')}, "
+        + (f"errors at steps {', '.join(str(replay.steps[i].number) for i in errors)}" if errors else "no error steps")
+    )
+    return "\n".join(parts)

@@ -1,0 +1,187 @@
+"""``SinkContract``: the test suite of the observability sink protocol (``rlm_host.events.Sink``).
+
+A sink plugin proves it keeps the protocol by subclassing it in its tests::
+
+    from rlm_host.testing import SinkContract
+
+
+    class TestMySink(SinkContract):
+        sink = "mine"                        # the registered name
+        distribution = "rlm-sink-mine"       # RLM_PLUGINS: the distribution registering it ("" for built-ins)
+
+        def settings(self, home):            # optional: the [sink.mine] section to build it with
+            return MySinkSettings(endpoint=...)
+
+        def check_output(self, events, home):
+            ...                              # assert the sink recorded what ``events`` (one run tree) hold
+
+pytest then feeds the sink the events of real runs (a scripted root run with a child run, in the ``process``
+sandbox) and checks what every sink owes the runner: built by its registered factory as ``factory(settings,
+HostServices(home))``; events it does not know are ignored; ``close()`` is idempotent, also with no event;
+concurrent ``handle`` calls from many threads (batched sub-calls emit that way) are safe; and, named in
+``run.sinks``, it receives a real run. ``feed_trajectory(sink, source)`` replays a saved run into any sink.
+Real example: the host's tests/test_local_sink.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Union
+
+import pytest
+
+from rlm_host.events import RunEvent, Sink
+from rlm_host.plugins.host import PluginHost
+from rlm_host.results import RunResult
+from rlm_host.services import HostServices
+from rlm_host.testing.engine import isolated_runner, run_scripted
+from rlm_host.trajectory.store import RunStore
+
+#: A root run that calls a child run (rlm_query) and then answers: every common event type appears.
+ROOT_REPLIES = [
+    "```repl\nprint(len(context))\nnote = rlm_query('Summarise the context', context)\nprint(note)\n```",
+    "FINAL(42)",
+]
+CHILD_REPLIES = ["```repl\nprint(context[:10])\n```", "FINAL('a summary')"]
+
+
+def feed_trajectory(sink: Sink, source: Union[RunResult, str, Path, Iterable[RunEvent]]) -> list[RunEvent]:
+    """Send a saved run's events to ``sink`` in order (a RunResult, a trajectory path, or events); return them."""
+    if isinstance(source, RunResult):
+        source = Path(source.trajectory_path)
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        events = RunStore(path.parent).load(path)
+    else:
+        events = list(source)
+    for event in events:
+        sink.handle(event)
+    return events
+
+
+class SinkContract:
+    """Subclass in a ``Test…`` class, set ``sink`` and ``distribution`` and implement ``check_output``."""
+
+    sink: str = ""
+    distribution: str = ""
+
+    def settings(self, home: Path) -> Any:
+        """The settings the sink is built with (default: its settings model's defaults, or None)."""
+        spec = PluginHost(environ={"RLM_PLUGINS": self.distribution}).sinks().get(self.sink)
+        model = spec.settings_model()
+        return model() if model is not None else None
+
+    def check_output(self, events: list[RunEvent], home: Path) -> None:
+        """Assert that the sink recorded what ``events`` (the whole event stream of one run tree) hold."""
+        raise NotImplementedError("a SinkContract subclass says what its sink must have recorded")
+
+    # ------------------------------------------------------------------ fixtures
+
+    @pytest.fixture
+    def home(self, tmp_path: Path) -> Path:
+        return tmp_path / "sink-home"
+
+    @pytest.fixture
+    def make_sink(self, home: Path):
+        """``make_sink()`` → the sink built by its registered factory; every sink made is closed afterwards."""
+        made: list[Sink] = []
+
+        def make() -> Sink:
+            spec = PluginHost(environ={"RLM_PLUGINS": self.distribution}).sinks().get(self.sink)
+            sink: Sink = spec.create(self.settings(home), HostServices(home=home))
+            made.append(sink)
+            return sink
+
+        yield make
+        for sink in made:
+            sink.close()
+
+    @pytest.fixture
+    def recorded(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunResult:
+        """A real run tree (root and one child run), recorded in its own run home."""
+        monkeypatch.chdir(tmp_path)
+        runner = isolated_runner(tmp_path / "recorded", sandbox="process", environ={"RLM_RUN__SINKS": "[]"})
+        result, _, _ = run_scripted(runner, "What is the answer?", ROOT_REPLIES[:1] + CHILD_REPLIES + ROOT_REPLIES[1:],
+                                    context="a context of a few words", max_depth=1)  # fmt: skip
+        assert result.completed, result.error
+        return result
+
+    # ------------------------------------------------------------------ the protocol
+
+    def test_is_registered_and_built_by_its_factory(self, make_sink) -> None:
+        sink = make_sink()
+        assert callable(getattr(sink, "handle", None)) and callable(getattr(sink, "close", None))
+
+    def test_records_a_real_run_tree(self, make_sink, recorded: RunResult, home: Path) -> None:
+        sink = make_sink()
+        events = feed_trajectory(sink, recorded)
+        assert {e.type for e in events} >= {"run_start", "step", "sub_call", "final"}
+        assert len({e.run_id for e in events}) == 2, "the recorded tree has a root and a child run"
+        sink.close()
+        self.check_output(events, home)
+
+    def test_ignores_event_types_it_does_not_know(self, make_sink) -> None:
+        sink = make_sink()
+        future = RunEvent.model_construct(type="from_a_future_version", run_id="run_x", root_run_id="run_x",
+                                          parent_run_id=None, depth=0, seq=1, ts=0.0, data={"anything": [1, 2]})  # fmt: skip
+        sink.handle(future)
+
+    def test_close_is_idempotent_also_with_no_event(self, make_sink, recorded: RunResult) -> None:
+        idle = make_sink()
+        idle.close()
+        idle.close()
+        used = make_sink()
+        feed_trajectory(used, recorded)
+        used.close()
+        used.close()
+
+    def test_concurrent_handle_calls_are_safe(self, make_sink, recorded: RunResult, home: Path) -> None:
+        sink = make_sink()
+        events = RunStore(Path(recorded.trajectory_path).parent).load(recorded.trajectory_path)
+        copies = [_renamed(events, f"_t{i}") for i in range(8)]
+        errors: list[BaseException] = []
+
+        def feed(copy: list[RunEvent]) -> None:
+            try:
+                feed_trajectory(sink, copy)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=feed, args=(copy,)) for copy in copies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        sink.close()
+        assert not errors, errors
+        for copy in copies:
+            self.check_output(copy, home)
+
+    def test_named_in_run_sinks_it_receives_a_real_run(self, tmp_path: Path, monkeypatch, home: Path) -> None:
+        monkeypatch.chdir(tmp_path)
+        environ = {"RLM_RUN__SINKS": f'["{self.sink}"]', **self.run_environ(home)}
+        runner = isolated_runner(tmp_path, plugins=self.distribution, sandbox="process", environ=environ)
+        runner.home = home
+        result, events, _ = run_scripted(runner, "What is the answer?", ["```repl\nprint(1)\n```", "FINAL(42)"],
+                                         context="ctx")  # fmt: skip
+        assert result.completed, result.error
+        self.check_output(events, home)
+
+    def run_environ(self, home: Path) -> dict[str, str]:
+        """``RLM_SINK__<NAME>__…`` variables configuring the sink for the end-to-end run (default: none)."""
+        return {}
+
+
+def _renamed(events: list[RunEvent], suffix: str) -> list[RunEvent]:
+    """The same run tree under other run ids (so concurrent copies are told apart)."""
+    renamed = []
+    for event in events:
+        update: dict[str, Any] = {"run_id": event.run_id + suffix, "root_run_id": event.root_run_id + suffix,
+                                  "parent_run_id": event.parent_run_id + suffix if event.parent_run_id else None}  # fmt: skip
+        data = dict(event.data)
+        for key in ("run_id", "parent_run_id", "child_run_id"):
+            if isinstance(data.get(key), str):
+                data[key] += suffix
+        renamed.append(event.model_copy(update={**update, "data": data}))
+    return renamed

@@ -1,0 +1,130 @@
+"""The architecture the README promises, checked on the source: one public face, one table of kinds, and
+imports that only run downwards (CLI → runner → environment → sandbox / model)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rlm_host
+from conftest import REPO
+from rlm_host import hookspecs, testing
+from rlm_host.components import KINDS
+from rlm_host.config.schema import Settings
+from rlm_host.plugins.host import PluginHost
+
+HOST = REPO / "rlm_host"
+PLUGIN_SOURCES = sorted((REPO / "plugins").glob("*/src/**/*.py"))
+PLUGIN_TESTS = sorted((REPO / "plugins").glob("*/tests/**/*.py"))
+
+#: Lower layers never import higher ones (imports under ``if TYPE_CHECKING:`` are for type checkers only).
+LAYERS: list[tuple[str, int]] = [
+    ("rlm_host.errors", 0), ("rlm_host.components", 0), ("rlm_host.hookspecs", 0), ("rlm_host.text", 0),
+    ("rlm_host.services", 0), ("rlm_host.results", 0), ("rlm_host.logs", 0),
+    ("rlm_host.events", 1), ("rlm_host.context", 1), ("rlm_host.config", 1),
+    ("rlm_host.llm.protocol", 2), ("rlm_host.sandbox.protocol", 2),
+    ("rlm_host.environments.protocol", 3), ("rlm_host.environments.kit", 3),
+    ("rlm_host.llm", 3), ("rlm_host.sandbox", 3), ("rlm_host.trajectory", 3), ("rlm_host.observability", 3),
+    ("rlm_host.environments", 4),
+    ("rlm_host.engine", 5), ("rlm_host.plugins", 5),
+    ("rlm_host.default_plugins", 6), ("rlm_host.checks", 6),
+    ("rlm_host.cli", 7), ("rlm_host.testing", 7), ("rlm_host.__main__", 7),
+]  # fmt: skip
+
+
+def layer(module: str) -> int | None:
+    best = max((prefix for prefix, _ in LAYERS if module == prefix or module.startswith(prefix + ".")),
+               key=len, default=None)  # fmt: skip
+    return dict(LAYERS)[best] if best else None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[str, list[str], int]]:
+    """(module, imported names, line) of every import outside ``if TYPE_CHECKING:`` blocks."""
+    tree = ast.parse(path.read_text())
+    skipped = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+               and "TYPE_CHECKING" in ast.unparse(block.test) for node in ast.walk(block)}  # fmt: skip
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(alias.name, [], node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, [alias.name for alias in node.names], node.lineno))
+    return found
+
+
+def test_host_imports_only_run_downwards():
+    upward = []
+    for path in sorted(HOST.rglob("*.py")):
+        here = module_name(path)
+        if here == "rlm_host":
+            continue  # the public face re-exports from every layer, lazily
+        mine = layer(here)
+        assert mine is not None, f"{here} is in no layer of LAYERS"
+        for module, names, line in imports(path):
+            targets = [module] + [f"{module}.{name}" for name in names]
+            theirs = max((layer(t) for t in targets if t.startswith("rlm_host.") and layer(t) is not None),
+                         default=None)  # fmt: skip
+            if theirs is not None and theirs > mine and not here.startswith("rlm_host.testing"):
+                upward.append(f"{path.relative_to(REPO)}:{line}: {here} (layer {mine}) imports {module} ({theirs})")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_host_names_no_plugin():
+    """No component name, package or distribution of a plugin in the host's code (model vendors' names in the
+    price data are not plugins)."""
+    plugins = [p for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file()]
+    words = {"monty", "docker", "llamacpp", *(p.name for p in plugins), *(s.name for p in plugins for s in p.glob("src/*"))}
+    mentions = []
+    for path in sorted(HOST.rglob("*.py")):
+        for number, text in enumerate(path.read_text().splitlines(), 1):
+            code = text.split("#")[0]
+            if any(f'"{w}"' in code or f"'{w}'" in code or f"import {w}" in code for w in words):
+                mentions.append(f"{path.relative_to(REPO)}:{number}: {text.strip()}")
+    assert not mentions, "\n".join(mentions)
+
+
+@pytest.mark.parametrize("path", PLUGIN_SOURCES + PLUGIN_TESTS, ids=lambda p: str(p.relative_to(REPO / "plugins")))
+def test_plugins_import_only_the_public_faces(path):
+    allowed = {"rlm_host": set(rlm_host.__all__)}
+    if path in PLUGIN_TESTS:
+        allowed["rlm_host.testing"] = set(testing.__all__)
+    for module, names, line in imports(path):
+        if module != "rlm_host" and not module.startswith("rlm_host."):
+            continue
+        assert module in allowed, f"line {line}: imports {module}; a plugin uses only {sorted(allowed)}"
+        unknown = set(names) - allowed[module]
+        assert not unknown, f"line {line}: {sorted(unknown)} not in {module}.__all__"
+
+
+def test_every_public_name_resolves_and_the_face_stays_cheap():
+    for name in rlm_host.__all__:
+        assert getattr(rlm_host, name) is not None, name
+    for name in testing.__all__:
+        assert getattr(testing, name) is not None, name
+    probe = "import sys, rlm_host; print(sorted(m for m in ('pydantic', 'typer', 'structlog') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", "importing rlm_host must not import pydantic, typer or structlog"
+
+
+def test_one_table_of_kinds():
+    hook_functions = {name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("rlm_")}
+    assert hook_functions == {kind.hook for kind in KINDS}
+    for kind in KINDS:
+        method = getattr(PluginHost, kind.plural)
+        assert inspect.signature(method).return_annotation.endswith(f"Registry[{kind.record.__name__}]")
+        assert kind.record.kind == kind.name
+        assert (kind.name in Settings.model_fields) == kind.configurable
+    assert importlib.import_module("rlm_host.default_plugins")
