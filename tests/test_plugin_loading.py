@@ -167,3 +167,21 @@ def test_wrapper_hookimpls_are_refused_not_silently_ignored():
     assert inline.status == "broken"
     assert inline.errors == ["rlm_register_sinks: @hookimpl(wrapper=True) is not supported by registration hooks"]
     assert "local" in host.sinks()
+
+
+def test_an_unpackaged_hook_module_loads_from_rlm_plugin_modules(tmp_path, monkeypatch, rlm):
+    """A plugin being written can be tried without packaging it: RLM_PLUGIN_MODULES names its hook module."""
+    (tmp_path / "my_sink_hooks.py").write_text(
+        "from rlm_host import SinkSpec, hookimpl\n\n"
+        "@hookimpl\ndef rlm_register_sinks():\n"
+        "    return [SinkSpec('my-sink', 'A sink tried before packaging', 'builtins:dict')]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    host = PluginHost(environ={"RLM_PLUGINS": "", "RLM_PLUGIN_MODULES": "my_sink_hooks, missing_module"}).collect_all()
+    assert host.sinks().get("my-sink").description == "A sink tried before packaging"
+    assert dist(host, "local:my_sink_hooks").status == "ok"
+    assert dist(host, "local:missing_module").status == "broken"
+    listing = rlm("plugins", "list", "--json", plugins=[],
+                  env={"RLM_PLUGIN_MODULES": "my_sink_hooks", "PYTHONPATH": str(tmp_path)})  # fmt: skip
+    entry = next(e for e in json.loads(listing.stdout) if e["name"] == "local:my_sink_hooks")
+    assert entry["status"] == "ok" and entry["provides"] == {"sink": ["my-sink"]}

@@ -6,7 +6,8 @@ A plugin distribution declares one entry point in the ``rlm`` group pointing at 
     my_plugin = "my_plugin.hooks"
 
 ``RLM_PLUGINS`` selects which distributions load: unset loads all, ``RLM_PLUGINS=`` (empty) none,
-``RLM_PLUGINS=a,b`` only those.
+``RLM_PLUGINS=a,b`` only those. ``RLM_PLUGIN_MODULES=my_sink,tools.my_env`` also loads hook modules that are
+importable but not packaged (a plugin being written, a module next to a notebook), like pytest's conftest.py.
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ def selected_names(environ: dict[str, str] | None = None) -> set[str] | None:
     if raw is None:
         return None
     return {canonical_dist_name(part) for part in raw.split(",") if part.strip()}
+
+
+def local_modules(environ: dict[str, str] | None = None) -> list[str]:
+    """The unpackaged hook modules ``RLM_PLUGIN_MODULES`` names, in order."""
+    env = os.environ if environ is None else environ
+    return [part.strip() for part in env.get("RLM_PLUGIN_MODULES", "").split(",") if part.strip()]
 
 
 def strict_mode(environ: dict[str, str] | None = None) -> bool:

@@ -57,6 +57,7 @@ class PluginHost:
         env = dict(os.environ if environ is None else environ)
         self.strict = discovery.strict_mode(env)
         self._selected = discovery.selected_names(env)
+        self._local_modules = discovery.local_modules(env)
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.distributions: list[PluginDistribution] = []
@@ -94,6 +95,11 @@ class PluginHost:
                     logs.get_logger("rlm.plugins").debug("plugin loaded", plugin=dist.name, ms=round(dist.load_ms, 1))
                 if dist.status == "not loaded":
                     dist.status = "ok"
+            for module_name in self._local_modules:  # RLM_PLUGIN_MODULES: hook modules not packaged
+                local = PluginDistribution(f"local:{module_name}", "local")
+                self.distributions.append(local)
+                self._load_entry_point(local, module_name, module_name)
+                local.status = "ok" if local.status == "not loaded" else local.status
             self._warn_unknown_selection()
             self.pm.check_pending()
             return self
