@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, NamedTuple, Union
 
 from rlm_host.errors import PluginError
 
@@ -252,12 +252,12 @@ class DoctorCheck:
         return run_check(self.check, f"check {self.name!r}", settings)
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     """One kind of plugin contribution: its registration hook, record type and facade method.
 
     ``configurable`` kinds have per-component config sections ``[<name>.<component>]``. This table is the one
-    source the hook map, the record types, the config sections and ``PluginHost``'s facade derive from.
+    source the hook map, the record types, the config sections and ``PluginHost``'s facade derive from. (A
+    NamedTuple, not a dataclass: it is built at every ``rlm`` start, and that is seven times cheaper.)
     """
 
     name: str

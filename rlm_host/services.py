@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rlm_host.llm.protocol import ModelOptions
-    from rlm_host.sandbox.protocol import SandboxLimits
+from rlm_host.llm.protocol import ModelOptions
+from rlm_host.sandbox.protocol import SandboxLimits
 
 
 @dataclass(frozen=True)
@@ -39,24 +37,11 @@ class ProviderServices(HostServices):
     """``model``: the part after ``provider:`` in the model string; ``options``: the connection options of the run."""
 
     model: str = ""
-    options: "ModelOptions" = None  # type: ignore[assignment]  # filled in __post_init__
-
-    def __post_init__(self) -> None:
-        if self.options is None:
-            from rlm_host.llm.protocol import ModelOptions
-
-            object.__setattr__(self, "options", ModelOptions())
+    options: ModelOptions = field(default_factory=ModelOptions)
 
 
 @dataclass(frozen=True)
 class SandboxServices(HostServices):
     """``limits``: what a session must enforce (exec timeout, memory, output size)."""
 
-    limits: "SandboxLimits" = None  # type: ignore[assignment]  # filled in __post_init__
-
-    def __post_init__(self) -> None:
-        if self.limits is None:
-            from rlm_host.sandbox.protocol import SandboxLimits
-
-            object.__setattr__(self, "limits", SandboxLimits())
-
+    limits: SandboxLimits = field(default_factory=SandboxLimits)

@@ -26,10 +26,10 @@ PLUGIN_TESTS = sorted((REPO / "plugins").glob("*/tests/**/*.py"))
 #: Lower layers never import higher ones (imports under ``if TYPE_CHECKING:`` are for type checkers only).
 LAYERS: list[tuple[str, int]] = [
     ("rlm_host.errors", 0), ("rlm_host.components", 0), ("rlm_host.hookspecs", 0), ("rlm_host.text", 0),
-    ("rlm_host.services", 0), ("rlm_host.results", 0), ("rlm_host.logs", 0),
+    ("rlm_host.results", 0), ("rlm_host.logs", 0),
     ("rlm_host.events", 1), ("rlm_host.context", 1), ("rlm_host.config", 1),
     ("rlm_host.llm.protocol", 2), ("rlm_host.sandbox.protocol", 2),
-    ("rlm_host.environments.protocol", 3), ("rlm_host.environments.kit", 3),
+    ("rlm_host.environments.protocol", 3), ("rlm_host.environments.kit", 3), ("rlm_host.services", 3),
     ("rlm_host.llm", 3), ("rlm_host.sandbox", 3), ("rlm_host.trajectory", 3), ("rlm_host.observability", 3),
     ("rlm_host.environments", 4),
     ("rlm_host.engine", 5), ("rlm_host.plugins", 5),
@@ -72,7 +72,9 @@ def test_host_imports_only_run_downwards():
         if here == "rlm_host":
             continue  # the public face re-exports from every layer, lazily
         mine = layer(here)
-        assert mine is not None, f"{here} is in no layer of LAYERS"
+        if mine is None:
+            upward.append(f"{here} is in no layer of LAYERS")
+            continue
         for module, names, line in imports(path):
             targets = [module] + [f"{module}.{name}" for name in names]
             theirs = max((layer(t) for t in targets if t.startswith("rlm_host.") and layer(t) is not None),

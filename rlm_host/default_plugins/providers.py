@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from rlm_host.components import ProviderSpec
 from rlm_host.hookspecs import hookimpl
-from rlm_host.llm.openai_compatible import PROVIDERS, CompatibleFactory
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 @hookimpl
 def rlm_register_providers() -> list[ProviderSpec]:
+    from rlm_host.llm.openai_compatible import PROVIDERS, CompatibleFactory  # not needed by `rlm --help`
+
     return [
         ProviderSpec(
             "openai",
