@@ -98,6 +98,8 @@ _LAZY: dict[str, str] = {
     "resolve_connector": "rlm_host.llm.resolve",
     "auto_model": "rlm_host.llm.resolve",
     "RunStore": "rlm_host.trajectory.store",
+    # plugin sub-commands of `rlm`
+    "command_settings": "rlm_host.cli.app",
 }
 
 
@@ -147,6 +149,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from rlm_host.cli.app import command_settings
     from rlm_host.config import LoadedSettings, load_settings
     from rlm_host.context import Documents, describe_context, load_context, load_file
     from rlm_host.engine.runner import RLMRunner

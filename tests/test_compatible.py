@@ -15,7 +15,6 @@ from rlm_host.llm import openai_compatible as compatible
 from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.protocol import ModelError, ModelOptions
 from rlm_host.plugins import get_host
-from support.extra_providers import register
 from support.openai_server import OpenAIServer, answer, unauthorized
 
 EXPECTED = {
@@ -44,7 +43,6 @@ def test_the_table_and_the_registration_records():
 
 
 def test_registered_providers_resolve_by_name_and_alias(monkeypatch):
-    register(monkeypatch)
     monkeypatch.setenv("RLM_PLUGINS", "")
     providers = get_host().providers()
     assert providers.get("lm-studio").name == "lmstudio" and providers.get("togetherai").name == "together"
@@ -94,7 +92,6 @@ def test_requests_go_to_the_server_with_the_right_key(monkeypatch):
 
 def test_rlm_run_with_a_named_compatible_provider(isolated_env, monkeypatch, capsys):
     work = Path(isolated_env["WORK"])
-    register(monkeypatch)
     monkeypatch.setenv("RLM_PLUGINS", "")
     with OpenAIServer() as server:
         (work / "rlm.toml").write_text(f'[provider.ollama]\nbase_url = "{server.url}"\n')

@@ -16,7 +16,6 @@ from rlm_host.trajectory.replay_provider import Recording, ReplayConnector, crea
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 from rlm_host.trajectory.store import RunStore
-from support.extra_providers import register
 
 NEEDLE = "The magic number is 4217."
 CONTEXT = "lorem ipsum " * 2000 + NEEDLE + " dolor sit amet" * 2000
@@ -165,7 +164,6 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_rlm_run_with_replay_reproduces_the_final_answer_in_another_sandbox(isolated_env, monkeypatch, capsys):
     work = Path(isolated_env["WORK"])
-    register(monkeypatch)
     monkeypatch.setenv("RLM_PLUGINS", "rlm-sandbox-monty")
     (work / "hay.txt").write_text(CONTEXT)
     (work / "root.json").write_text(json.dumps({"responses": ROOT}))
@@ -189,7 +187,6 @@ def test_rlm_run_with_replay_reproduces_the_final_answer_in_another_sandbox(isol
 
 
 def test_rlm_run_with_an_unknown_replay_id_is_one_clear_error(isolated_env, monkeypatch, capsys):
-    register(monkeypatch)
     monkeypatch.setenv("RLM_PLUGINS", "")
     code, _, err = cli(capsys, "run", "q", "--model", "replay:nope", "--sandbox", "process")
     assert code == 2 and "error: no saved run matches 'nope'" in err and "Traceback" not in err

@@ -48,6 +48,15 @@ class CliState:
         logs.configure(level=section.level, verbose=self.verbose, json=self.log_json or section.json_lines)
 
 
+def command_settings(ctx: click.Context) -> "LoadedSettings":
+    """The settings of the running ``rlm`` command (``--config`` and the global flags honoured): what a plugin's
+    sub-command reads instead of loading the configuration again."""
+    state = ctx.find_root().obj
+    if not isinstance(state, CliState):
+        raise RuntimeError("command_settings() is for sub-commands of `rlm`")
+    return state.settings()
+
+
 def _to_click(target: Any, name: str) -> click.Command:
     """A typer app, a vendored-click command or a plain function, as a click command called ``name``."""
     if isinstance(target, typer.Typer):

@@ -154,7 +154,7 @@ class RLMRunner:
                 scope.emit("error", {"message": f"closing the environment failed: {exc}", "where": "close"})
         result = RunResult(
             run_id=scope.run_id, parent_run_id=scope.parent_run_id, depth=scope.depth, task=task,
-            environment=plan.run.environment, framework="native", model=root.name, sandbox=plan.sandbox_name,
+            environment=plan.run.environment, framework=plan.run.framework, model=root.name, sandbox=plan.sandbox_name,
             completed=completed, final_response=final_response, steps=steps, total_reward=round(total_reward, 6),
             usage=usage, cost=usage.cost, duration_s=round(time.monotonic() - started, 4),
             termination_reason=reason, error=error, trajectory_path=str(plan.trajectory_path),

@@ -7,7 +7,7 @@ Installed with rlm-host, so every plugin's tests get them without a ``conftest.p
 - ``rlm_cli``: runs ``rlm`` in-process, ``rlm_cli("plugins", "list", plugins="rlm-sandbox-mine")`` →
   ``CliResult(code, out, err)``; ``plugins`` is ``RLM_PLUGINS`` (which installed distributions load).
 - ``rlm_plugin_host``: ``rlm_plugin_host("rlm-sandbox-mine")`` → a loaded ``PluginHost`` seeing the default
-  plugins and only the named distributions.
+  plugins and only the named distributions (``modules=["my_hooks"]`` adds unpackaged hook modules).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import pytest
 
@@ -76,7 +76,9 @@ def rlm_plugin_host() -> Callable[..., object]:
     """A loaded plugin host that sees the default plugins and only the named distributions."""
     from rlm_host.plugins.host import PluginHost
 
-    def make(*distributions: str) -> PluginHost:
-        return PluginHost(environ={"RLM_PLUGINS": ",".join(distributions)}).load()
+    def make(*distributions: str, modules: Sequence[str] = ()) -> PluginHost:
+        """``modules``: unpackaged hook modules to load too (``RLM_PLUGIN_MODULES``), importable by name."""
+        environ = {"RLM_PLUGINS": ",".join(distributions), "RLM_PLUGIN_MODULES": ",".join(modules)}
+        return PluginHost(environ=environ).load()
 
     return make

@@ -1,0 +1,255 @@
+"""``rlm bench``: list presets, run a benchmark (resumable), compare two with CI gates, report (markdown, csv,
+json or a self-contained HTML page with charts), judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from rlm_host import RLMRunner, RlmError, command_settings, get_host, resolve_connector
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+
+EXIT_GATE_FAILED = 1
+
+
+@app.callback()
+def bench() -> None:
+    """Benchmarks with real data and answers: list, run, compare (CI gates), report, judge."""
+
+
+def _home(ctx: typer.Context) -> Path:
+    return command_settings(ctx).home
+
+
+@app.command("list")
+def list_presets(
+    ctx: typer.Context,
+    pack: Optional[List[Path]] = typer.Option(None, "--pack", help="Also list the presets of this YAML/JSON/JSONL file."),
+    as_json: bool = typer.Option(False, "--json", help="Print every preset with its cases as JSON."),
+) -> None:
+    """Benchmark presets: name, cases, where they come from, description."""
+    from rlm_bench.catalog import list_presets as find_all
+
+    presets = find_all(get_host(), [str(p) for p in pack or []], loaded=command_settings(ctx))
+    if as_json:
+        payload = [{"name": p.name, "description": p.description, "source": p.source,
+                    "cases": [c.model_dump(mode="json") for c in p.cases]} for p in presets]  # fmt: skip
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    if not presets:
+        typer.echo("no benchmark presets registered (install a pack, or pass --pack FILE)")
+        return
+    typer.echo(f"{'PRESET':<24} {'CASES':>5}  {'SOURCE':<10} DESCRIPTION")
+    for p in presets:
+        source = p.source if len(p.source) <= 10 else "…" + p.source[-9:]
+        typer.echo(f"{p.name:<24} {len(p.cases):>5}  {source:<10} {p.description}")
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Preset to run (`rlm bench list`)."),
+    pack: Optional[List[Path]] = typer.Option(None, "--pack", help="A YAML/JSON/JSONL pack file holding the preset."),
+    mode: str = typer.Option("native", "--mode", help="native (the RLM loop) or direct-llm (one call, the baseline)."),
+    framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework adapter."),
+    env: Optional[str] = typer.Option(None, "--env", help="Run every case in this environment instead of its own."),
+    model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
+    sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query (default: the root model)."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Model judging cases scored by 'judge'."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Run only the first N cases."),
+    concurrency: int = typer.Option(1, "--concurrency", "-j", min=1, max=64, help="Cases run at once."),
+    resume: Optional[str] = typer.Option(
+        None, "--resume", help="Finish an interrupted benchmark (its id), with its own preset, mode and models."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary JSON on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Run a preset's cases, score their answers, save each result as it finishes and a summary at the end."""
+    from rlm_bench.catalog import find_preset
+    from rlm_bench.runner import BenchmarkRunner, BenchOptions
+
+    if mode not in ("native", "direct-llm"):
+        raise RlmError(f"unknown mode {mode!r}", hint="choose native or direct-llm")
+    runner = RLMRunner(loaded=command_settings(ctx), host=get_host())
+    progress = None if quiet else _Progress()
+    bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
+                            on_case=progress.case if progress else None)  # fmt: skip
+    try:
+        if resume:
+            manifest = bench.store.load_manifest(resume)
+            if preset and preset.replace("-", "_") != manifest.preset.replace("-", "_"):
+                raise RlmError(f"benchmark {resume} ran preset {manifest.preset!r}, not {preset!r}")
+            summary = bench.resume(resume, concurrency=concurrency)
+        else:
+            chosen = find_preset(preset, get_host(), [str(p) for p in pack or []], loaded=runner.loaded)
+            options = BenchOptions(mode=mode, framework=framework, environment=env, model=model,  # type: ignore[arg-type]
+                                   sub_model=sub_model, sandbox=sandbox, judge_model=judge_model, limit=limit,
+                                   concurrency=concurrency)  # fmt: skip
+            summary = bench.run(chosen, options)
+    finally:
+        if progress:
+            progress.stop()
+    path = bench.store.summary_path(summary.benchmark_id)
+    if as_json:
+        typer.echo(summary.model_dump_json(indent=2))
+    else:
+        _print_overview(summary)
+    typer.echo(f"summary: {path}", err=True)
+
+
+class _Progress:
+    """A rich progress bar on stderr, with one line per finished case."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = Console(stderr=True)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=self.console, transient=False)  # fmt: skip
+        self.task: Any = None
+
+    def start(self, total: int, done: int) -> None:
+        self.bar.start()
+        self.task = self.bar.add_task("cases", total=total, completed=done)
+        if done:
+            self.bar.console.print(f"resuming: {done} of {total} cases already finished")
+
+    def case(self, result: Any, done: int, total: int) -> None:
+        mark = {"completed": "✓", "incomplete": "…", "error": "✗"}[result.status]
+        score = "-" if result.score is None else f"{result.score:.2f}"
+        self.bar.console.print(f"{mark} {result.case_id}  score {score}  steps {result.steps}  "
+                               f"tokens {result.tokens.total:,}  {result.duration_s:.1f}s", highlight=False)  # fmt: skip
+        self.bar.update(self.task, completed=done)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+def _print_overview(summary: Any) -> None:
+    m = summary.metrics
+    accuracy = "-" if m.accuracy is None else f"{100 * m.accuracy:.1f}%"
+    typer.echo(f"benchmark {summary.benchmark_id}  preset {summary.preset}  mode {summary.mode}  model {summary.model}")
+    typer.echo(f"{'CASE':<30} {'STATUS':<11} {'SCORE':>6} {'STEPS':>5} {'TOKENS':>9} {'SECONDS':>8}")
+    for c in summary.cases:
+        score = "-" if c.score is None else f"{c.score:.3f}"
+        typer.echo(f"{c.case_id:<30} {c.status:<11} {score:>6} {c.steps:>5} {c.tokens.total:>9,} {c.duration_s:>8.2f}")
+    typer.echo(
+        f"accuracy {accuracy} ({m.correct}/{m.scored} correct) · completion {m.completed}/{m.cases} · "
+        f"avg reward {m.avg_reward:.3f} · avg steps {m.avg_steps:.2f} · tokens {m.tokens.total:,} · "
+        f"latency p50/p95/p99 {m.latency_s.p50:.2f}/{m.latency_s.p95:.2f}/{m.latency_s.p99:.2f} s"
+    )
+
+
+@app.command("compare")
+def compare(
+    ctx: typer.Context,
+    candidate: str = typer.Argument(..., help="Candidate: an id, a unique prefix, latest, previous or a path."),
+    baseline: str = typer.Argument(..., help="Baseline: an id, a unique prefix, latest, previous or a path."),
+    min_reward_delta: float = typer.Option(0.0, "--min-reward-delta", help="Gate: avg reward delta ≥ this."),
+    min_completion_delta: float = typer.Option(0.0, "--min-completion-delta", help="Gate: completion rate delta ≥ this."),
+    max_steps_increase: float = typer.Option(0.0, "--max-steps-increase", help="Gate: avg steps increase ≤ this."),
+    min_accuracy_delta: float = typer.Option(0.0, "--min-accuracy-delta", help="Gate: accuracy delta ≥ this."),
+    allow_regressions: bool = typer.Option(
+        False, "--allow-completion-regressions", help="Do not gate on cases that stop completing."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Gate a candidate benchmark against a baseline; exit 1 when a gate fails (for CI)."""
+    from rlm_bench.compare import Gates
+    from rlm_bench.compare import compare as run_compare
+    from rlm_bench.report import comparison_markdown
+    from rlm_bench.store import BenchStore
+
+    store = BenchStore(_home(ctx))
+    gates = Gates(min_reward_delta=min_reward_delta, min_completion_delta=min_completion_delta,
+                  max_steps_increase=max_steps_increase, min_accuracy_delta=min_accuracy_delta,
+                  fail_on_completion_regression=not allow_regressions)  # fmt: skip
+    result = run_compare(store.load(candidate), store.load(baseline), gates)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        typer.echo(f"candidate {result.candidate_id} vs baseline {result.baseline_id}")
+        typer.echo("\n".join(comparison_markdown(result)))
+    if not result.passed:
+        failed = ", ".join(g.name for g in result.gates if not g.passed)
+        typer.echo(f"gates failed: {failed}", err=True)
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+@app.command("report")
+def report(
+    ctx: typer.Context,
+    benchmarks: Optional[List[str]] = typer.Argument(
+        None, help="An id, a unique prefix, latest, previous or a path (default: latest); several with --format html."
+    ),
+    fmt: str = typer.Option("markdown", "--format", "-f", help="markdown, csv, json or html."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Add a comparison with this benchmark."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Write to this file instead of stdout (html: default next to the summary)."
+    ),
+) -> None:
+    """A benchmark's report in markdown, csv or json (with a comparison when --baseline is given), or a
+    self-contained HTML page with charts (several benchmarks are overlaid, by mode and model)."""
+    from rlm_bench.compare import compare as run_compare
+    from rlm_bench.report import FORMATS, render
+
+    refs = list(benchmarks or ["latest"])
+    if fmt not in (*FORMATS, "md", "html"):
+        raise RlmError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join((*FORMATS, "html")))
+    from rlm_bench.store import BenchStore, load_summary
+
+    store = BenchStore(_home(ctx))
+    if fmt == "html":
+        from rlm_bench.html_report import render_html
+
+        paths = [store.resolve(ref) for ref in refs] + ([store.resolve(baseline)] if baseline else [])
+        summaries = [load_summary(p) for p in paths]
+        if output is None:
+            extra = f"+{len(paths) - 1}" if len(paths) > 1 else ""
+            output = paths[0].with_name(f"{paths[0].stem}{extra}.html")
+        output.write_text(render_html(summaries), encoding="utf-8")
+        typer.echo(f"report: {output}", err=True)
+        return
+    if len(refs) > 1:
+        raise RlmError(f"{fmt} reports cover one benchmark, got {len(refs)}",
+                       hint="use --baseline to compare two, or --format html to overlay several")  # fmt: skip
+    summary = store.load(refs[0])
+    base = store.load(baseline) if baseline else None
+    text = render(summary, fmt, run_compare(summary, base) if base else None, base)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"report: {output}", err=True)
+    else:
+        typer.echo(text, nl=False)
+
+
+@app.command("judge")
+def judge(
+    ctx: typer.Context,
+    predictions: Path = typer.Argument(..., help="JSONL of predictions with question_id and hypothesis/prediction."),
+    reference: Path = typer.Option(
+        ..., "--reference", "-r", help="JSON/JSONL with question_id, question, answer, question_type."
+    ),
+    model: Optional[str] = typer.Option(None, "--model", help="Judge model as provider:model."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Results file (default: PREDICTIONS.judged.jsonl)."),
+) -> None:
+    """Judge predictions with an LLM (yes/no, question-type prompts); resumes, skipping ids already judged."""
+    from rlm_bench.judge import judge_predictions
+
+    loaded = command_settings(ctx)
+    connector = resolve_connector(model or loaded.settings.run.model, host=get_host(), settings=loaded)
+    out = output or predictions.with_name(predictions.stem + ".judged.jsonl")
+    result = judge_predictions(predictions, reference, out, connector)
+    accuracy = "-" if result.accuracy is None else f"{100 * result.accuracy:.1f}%"
+    typer.echo(f"judged {result.judged}, skipped {result.skipped} already judged; accuracy {accuracy} over {result.total}")
+    for kind, value in result.by_type.items():
+        typer.echo(f"  {kind:<28} {100 * value:.1f}%")
+    if result.missing_reference:
+        typer.echo(f"no reference for: {', '.join(result.missing_reference)}", err=True)
+    typer.echo(f"results: {out}", err=True)

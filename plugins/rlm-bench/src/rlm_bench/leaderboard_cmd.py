@@ -1,0 +1,53 @@
+"""``rlm leaderboard``: rank the saved benchmark summaries under ``<home>/benchmarks`` by a metric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from rlm_host import command_settings
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False)
+
+
+@app.command("leaderboard")
+def leaderboard(
+    ctx: typer.Context,
+    metric: str = typer.Option(
+        "accuracy", "--metric", "-m",
+        help="accuracy, reward, completion, efficiency (higher is better); steps, tokens, cost, duration (lower).",
+    ),
+    filters: Optional[List[str]] = typer.Option(
+        None, "--filter", "-F",
+        help="KEY=VALUE, repeatable: preset, model, mode, environment, sandbox, tag, min_cases, since, until, "
+        "min_accuracy, max_accuracy, min_reward, max_reward, min_completion.",
+    ),
+    limit: int = typer.Option(0, "--limit", "-n", min=0, help="Show at most N benchmarks (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ranked rows and statistics as JSON."),
+    as_csv: bool = typer.Option(False, "--csv", help="Print the ranked rows as CSV."),
+    as_markdown: bool = typer.Option(False, "--markdown", help="Print a markdown table with statistics."),
+) -> None:
+    """Rank saved benchmarks: one row per benchmark with accuracy, reward, completion, steps, tokens, cost, latency."""
+    from rlm_bench.leaderboard import LeaderboardError, check_metric, load_summaries, parse_filters, rank, render
+    from rlm_bench.store import BenchStore
+
+    chosen = [name for name, on in (("json", as_json), ("csv", as_csv), ("markdown", as_markdown)) if on]
+    if len(chosen) > 1:
+        raise LeaderboardError("choose one of --json, --csv, --markdown")
+    name = check_metric(metric)
+    where = parse_filters(filters or [])
+    store = BenchStore(command_settings(ctx).home)
+    paths = store.summaries()
+
+    def warn(path: Path, message: str) -> None:
+        typer.echo(f"warning: skipped {path.name}: {message}", err=True)
+
+    rows = rank(load_summaries(paths, on_error=warn), name, where, limit or None)
+    fmt = chosen[0] if chosen else "table"
+    if fmt == "table" and not rows:
+        what = "no saved benchmarks" if not paths else "no benchmark matches the filters"
+        typer.echo(f"{what} under {store.root}")
+        return
+    typer.echo(render(rows, name, fmt), nl=False)

@@ -1,0 +1,280 @@
+"""Running a benchmark: up to N cases at once, each result saved as it finishes, resumable after a kill.
+
+``BenchmarkRunner.run(preset, options)`` selects the cases, writes the manifest, runs every case and writes the
+summary; ``resume(benchmark_id)`` reloads the manifest and runs only the cases without a saved result. A case
+runs in the native loop (``RLMRunner.run_task``, the context in the sandbox) or as one direct LLM call
+(``direct-llm``, the baseline); a case may force its own mode. Its answer is then scored.
+
+Ctrl-C (or a case cancelled underneath) stops the benchmark: running cases are cancelled, finished ones stay
+saved, and ``BenchmarkInterrupted`` says how to resume. An error raised by ``run_task`` itself (a bad model,
+sandbox or framework name: nothing ran) stops the benchmark with that error; a case that fails while running is
+recorded as an ``error`` result.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from rlm_bench.cases import BenchmarkCase, length_bucket
+from rlm_bench.catalog import Preset, find_preset
+from rlm_bench.direct import run_direct
+from rlm_bench.scorers import score
+from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
+from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals, build_summary
+import rlm_host
+from rlm_host import ModelConnector, ModelError, ModelOptions, RlmError, resolve_connector
+
+
+class BenchmarkInterrupted(RlmError):
+    """The benchmark stopped before every case finished; finished cases are saved."""
+
+    exit_code = 130
+
+    def __init__(self, benchmark_id: str, done: int, total: int) -> None:
+        super().__init__(
+            f"benchmark {benchmark_id} interrupted: {done} of {total} cases finished and saved",
+            hint=f"resume it with: rlm bench run --resume {benchmark_id}",
+        )
+        self.benchmark_id, self.done, self.total = benchmark_id, done, total
+
+
+@dataclass
+class BenchOptions:
+    """How to run a benchmark (None: the ``[run]`` settings' value)."""
+
+    mode: Mode = "native"
+    framework: Optional[str] = None
+    environment: Optional[str] = None
+    model: Optional[str] = None
+    sub_model: Optional[str] = None
+    sandbox: Optional[str] = None
+    judge_model: Optional[str] = None
+    limit: Optional[int] = None
+    concurrency: int = 1
+
+
+ProgressHook = Callable[[CaseResult, int, int], None]
+
+
+class BenchmarkRunner:
+    """Runs benchmarks with an ``RLMRunner`` (its host, settings and home); ``connectors`` are passed to every
+    run (``{"root", "sub", "judge"}``, for tests and embedding)."""
+
+    def __init__(self, runner: Any, *, connectors: Optional[dict[str, ModelConnector]] = None,
+                 on_start: Optional[Callable[[int, int], None]] = None,
+                 on_case: Optional[ProgressHook] = None) -> None:  # fmt: skip
+        self.runner = runner
+        self.store = BenchStore(runner.home)
+        self.connectors = dict(connectors or {})
+        self.on_start = on_start
+        self.on_case = on_case
+
+    # ------------------------------------------------------------------ entry points
+
+    def run(self, preset: Preset, options: BenchOptions) -> BenchmarkSummary:
+        cases = preset.cases[: options.limit] if options.limit else list(preset.cases)
+        if not cases:
+            raise RlmError(f"preset {preset.name!r} has no cases")
+        manifest = Manifest(
+            benchmark_id=new_benchmark_id(), preset=preset.name, source=preset.source, description=preset.description,
+            pack_file=preset.pack_file, mode=options.mode, framework=options.framework or "native",
+            environment=options.environment, model=options.model, sub_model=options.sub_model, sandbox=options.sandbox,
+            judge_model=options.judge_model, case_ids=[c.case_id for c in cases], host_version=rlm_host.__version__,
+        )  # fmt: skip
+        self.store.write_manifest(manifest)
+        try:
+            return self._execute(manifest, cases, {}, max(1, options.concurrency))
+        except BenchmarkInterrupted:
+            raise
+        except BaseException:
+            if not self.store.load_cases(manifest.benchmark_id):  # nothing ran (a bad model name…): leave no trace
+                self.store.remove(manifest.benchmark_id)
+            raise
+
+    def resume(self, benchmark_id: str, concurrency: int = 1) -> BenchmarkSummary:
+        manifest = self.store.load_manifest(benchmark_id)
+        preset = find_preset(manifest.preset, self.runner.host, [manifest.pack_file] if manifest.pack_file else [],
+                             loaded=self.runner.loaded)
+        by_id = {c.case_id: c for c in preset.cases}
+        missing = [case_id for case_id in manifest.case_ids if case_id not in by_id]
+        if missing:
+            gone = ", ".join(missing)
+            raise RlmError(f"cannot resume {benchmark_id}: preset {preset.name!r} no longer has case(s) {gone}")
+        done = {k: v for k, v in self.store.load_cases(benchmark_id).items() if k in by_id}
+        return self._execute(manifest, [by_id[i] for i in manifest.case_ids], done, max(1, concurrency))
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _execute(self, manifest: Manifest, cases: list[BenchmarkCase], done: dict[str, CaseResult],
+                 concurrency: int) -> BenchmarkSummary:  # fmt: skip
+        total = len(cases)
+        results = dict(done)
+        pending = iter([c for c in cases if c.case_id not in done])
+        if self.on_start:
+            self.on_start(total, len(done))
+        cancel = threading.Event()
+        interrupted = False
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bench") as pool:
+            running: dict[Future[Optional[CaseResult]], BenchmarkCase] = {}
+
+            def fill() -> None:
+                while len(running) < concurrency and not cancel.is_set():
+                    case = next(pending, None)
+                    if case is None:
+                        return
+                    running[pool.submit(self._run_case, case, manifest, cancel)] = case
+
+            try:
+                fill()
+                while running:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        running.pop(future)
+                        result = self._collect(future, manifest, cancel)
+                        if result is None:
+                            interrupted = True
+                            continue
+                        results[result.case_id] = result
+                        if self.on_case:
+                            self.on_case(result, len(results), total)
+                    fill()
+            except KeyboardInterrupt:
+                interrupted = True
+                cancel.set()
+                for future in list(running):  # let running cases end (cancelled) and keep any that finished
+                    result = self._collect(future, manifest, cancel, quiet=True)
+                    if result is not None:
+                        results[result.case_id] = result
+        if interrupted or len(results) < total:
+            raise BenchmarkInterrupted(manifest.benchmark_id, len(results), total)
+        summary = build_summary(manifest, list(results.values()), resumed=len(done))
+        self.store.write_summary(summary)
+        return summary
+
+    def _collect(self, future: Future[Optional[CaseResult]], manifest: Manifest, cancel: threading.Event,
+                 quiet: bool = False) -> Optional[CaseResult]:  # fmt: skip
+        """A finished case's result, saved; None when it was cancelled. Setup errors stop the benchmark."""
+        try:
+            result = future.result()
+        except KeyboardInterrupt:
+            cancel.set()
+            return None
+        except BaseException:
+            cancel.set()
+            if quiet:
+                return None
+            raise
+        if result is None:
+            cancel.set()
+            return None
+        self.store.save_case(manifest.benchmark_id, result)
+        return result
+
+    # ------------------------------------------------------------------ one case
+
+    def _run_case(self, case: BenchmarkCase, manifest: Manifest, cancel: threading.Event) -> Optional[CaseResult]:
+        started = time.monotonic()
+        mode: Mode = case.mode or manifest.mode
+        tags = case.all_tags()
+        base = dict(case_id=case.case_id, preset=manifest.preset, description=case.description, mode=mode,
+                    environment=manifest.environment or case.environment)  # fmt: skip
+        try:
+            ready = case.materialize()
+        except Exception as exc:  # a missing file, bad parameters, a generator bug: this case fails, not the run
+            error = str(exc) if isinstance(exc, RlmError) else f"{type(exc).__name__}: {exc}"
+            return CaseResult(**base, tags=tags, task=case.task or "", status="error", error=error,
+                              expected=case.expected, scorer=case.scorer, score=0.0 if case.has_answer else None,
+                              correct=False if case.has_answer else None, termination_reason="error",
+                              duration_s=round(time.monotonic() - started, 4))  # fmt: skip
+        if ready.context is not None:
+            tags.setdefault("length_bucket", length_bucket(ready.chars // 4))
+        if mode == "native":
+            fields = self._native(case, ready, manifest, cancel)
+        else:
+            fields = self._direct(ready, manifest, started)
+        if fields is None:
+            return None
+        ready.context = None  # the context is not kept past its case
+        result = CaseResult(**{**base, **fields}, tags=tags, task=ready.task, expected=ready.expected,
+                            scorer=ready.scorer, context_chars=ready.chars, context_tokens=ready.chars // 4)  # fmt: skip
+        if ready.expected is not None:
+            self._score(result, manifest, tags)
+        return result
+
+    def _native(self, case: BenchmarkCase, ready: Any, manifest: Manifest,
+                cancel: threading.Event) -> Optional[dict[str, Any]]:  # fmt: skip
+        connectors = {k: v for k, v in self.connectors.items() if k in ("root", "sub")} or None
+        run = self.runner.run_task(
+            ready.task, context=ready.context, cancel=cancel, connectors=connectors,
+            environment=manifest.environment or case.environment, framework=manifest.framework,
+            model=manifest.model, sub_model=manifest.sub_model, sandbox=manifest.sandbox,
+            max_steps=case.max_steps, exec_timeout=case.exec_timeout, **case.options,
+        )  # fmt: skip
+        if run.termination_reason == "cancelled":
+            return None
+        usage = run.usage
+        status = "completed" if run.completed else "error" if run.termination_reason == "error" else "incomplete"
+        return dict(
+            environment=run.environment, model=run.model, sandbox=run.sandbox, status=status,
+            termination_reason=run.termination_reason, final_response=run.final_response, steps=run.steps, reward=run.total_reward,
+            tokens=TokenTotals(prompt=usage.root.prompt_tokens + usage.sub.prompt_tokens,
+                               completion=usage.root.completion_tokens + usage.sub.completion_tokens,
+                               total=usage.total_tokens, root=usage.root.total_tokens, sub=usage.sub.total_tokens),
+            llm_calls=usage.root.calls + usage.sub.calls, cost=run.cost, duration_s=run.duration_s,
+            run_id=run.run_id, trajectory_path=run.trajectory_path, error=run.error,
+        )  # fmt: skip
+
+    def _direct(self, ready: Any, manifest: Manifest, started: float) -> dict[str, Any]:
+        connector = self._root(manifest)
+        outcome = run_direct(connector, ready.task, ready.context, timeout=self.runner.loaded.settings.run.timeout)
+        answered = outcome.error is None and bool(outcome.text)
+        total = outcome.prompt_tokens + outcome.completion_tokens
+        status = "completed" if answered else "error" if outcome.error else "incomplete"
+        reward = self.runner.loaded.settings.rewards.final_reward if answered else 0.0
+        return dict(
+            environment="direct-llm", model=connector.name, status=status,
+            termination_reason="final" if answered else "error" if outcome.error else "no_answer",
+            final_response=outcome.text, steps=1, reward=reward,
+            tokens=TokenTotals(prompt=outcome.prompt_tokens, completion=outcome.completion_tokens, total=total, root=total),
+            llm_calls=1, cost=outcome.cost, duration_s=round(time.monotonic() - started, 4), error=outcome.error,
+            notes=outcome.notes,
+        )  # fmt: skip
+
+    def _score(self, result: CaseResult, manifest: Manifest, tags: dict[str, str]) -> None:
+        if result.scorer == "judge":
+            from rlm_bench.judge import judge_answer
+
+            try:
+                connector = self._judge(manifest)
+                verdict = judge_answer(connector, result.task, result.expected, result.final_response,
+                                       tags.get("question_type"))  # fmt: skip
+            except ModelError as exc:
+                result.notes.append(f"judge failed: {exc}")
+                return
+            result.score, result.correct = float(verdict.label), verdict.label
+            result.score_detail = {"judge": verdict.model, "label": verdict.label, "raw": verdict.raw,
+                                   "question_type": verdict.question_type}  # fmt: skip
+            return
+        outcome = score(result.scorer or "normalized_exact", result.final_response, result.expected)
+        result.score, result.correct, result.score_detail = outcome.value, outcome.correct, outcome.detail
+
+    def _root(self, manifest: Manifest) -> ModelConnector:
+        return self.connectors.get("root") or self._build(manifest.model)
+
+    def _judge(self, manifest: Manifest) -> ModelConnector:
+        """The judge: an injected one, else ``--judge-model``, else the root model."""
+        if "judge" in self.connectors:
+            return self.connectors["judge"]
+        return self._build(manifest.judge_model) if manifest.judge_model else self._root(manifest)
+
+    def _build(self, model: Optional[str]) -> ModelConnector:
+        """A fresh connector for ``model`` (the ``[run]`` model when None), as the native loop builds one per run
+        (a scripted model then replays its script from the start for every case)."""
+        settings = self.runner.loaded.settings.run
+        options = ModelOptions(base_url=settings.base_url)
+        loaded, host = self.runner.loaded, self.runner.host
+        return resolve_connector(model or settings.model, host=host, settings=loaded, options=options)

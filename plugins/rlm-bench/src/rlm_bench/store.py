@@ -1,0 +1,165 @@
+"""Where benchmarks live: ``<home>/benchmarks``.
+
+::
+
+    <home>/benchmarks/<benchmark_id>.json              the summary (BenchmarkSummary), written at the end
+    <home>/benchmarks/<benchmark_id>/manifest.json      what was asked: preset, mode, models, case ids
+    <home>/benchmarks/<benchmark_id>/cases/<case>.json  one CaseResult per finished case, written as it finishes
+
+Case files are written to a temporary name and renamed, so a kill never leaves half a result: a resumed
+benchmark runs exactly the cases without a file. Summaries are found by id, unique id prefix, ``latest``,
+``previous`` (the one before the latest) or path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field, ValidationError
+
+from rlm_bench.summary import BenchmarkIdentity, BenchmarkSummary, CaseResult, utc_now
+from rlm_host import RlmError
+
+BENCH_DIR = "benchmarks"
+
+
+class BenchmarkNotFoundError(RlmError):
+    exit_code = 2
+
+
+class Manifest(BenchmarkIdentity):
+    """What a benchmark was asked to run; a resumed benchmark runs the same thing."""
+
+    schema_version: int = 1
+    model: Optional[str] = None
+    case_ids: list[str]
+    started_at: datetime = Field(default_factory=utc_now)
+
+
+def new_benchmark_id(now: Optional[datetime] = None) -> str:
+    """``bench_YYYYMMDD_HHMMSS_ffffff_xxxx`` in UTC: sortable by time, unique."""
+    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return f"bench_{now:%Y%m%d_%H%M%S_%f}_{secrets.token_hex(2)}"
+
+
+def case_file_name(case_id: str) -> str:
+    """A file name for a case id: the id itself when it is safe, else a cleaned id plus a short hash."""
+    clean = re.sub(r"[^A-Za-z0-9._-]", "_", case_id)[:80]
+    if clean == case_id and not case_id.startswith("."):
+        return f"{case_id}.json"
+    return f"{clean.lstrip('.')}-{hashlib.sha1(case_id.encode()).hexdigest()[:8]}.json"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(3)}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+class BenchStore:
+    """Reads and writes the files of ``<home>/benchmarks``."""
+
+    def __init__(self, home: Path) -> None:
+        self.root = Path(home).expanduser() / BENCH_DIR
+
+    def summary_path(self, benchmark_id: str) -> Path:
+        return self.root / f"{benchmark_id}.json"
+
+    def manifest_path(self, benchmark_id: str) -> Path:
+        return self.root / benchmark_id / "manifest.json"
+
+    def case_path(self, benchmark_id: str, case_id: str) -> Path:
+        return self.root / benchmark_id / "cases" / case_file_name(case_id)
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        _write_atomic(self.manifest_path(manifest.benchmark_id), manifest.model_dump_json(indent=2))
+
+    def load_manifest(self, benchmark_id: str) -> Manifest:
+        path = self.manifest_path(benchmark_id)
+        if not path.is_file():
+            known = sorted(p.parent.name for p in self.root.glob("*/manifest.json")) if self.root.is_dir() else []
+            hint = f"known benchmarks: {', '.join(known[-5:])}" if known else f"nothing under {self.root}"
+            raise BenchmarkNotFoundError(f"no benchmark {benchmark_id!r} to resume", hint=hint)
+        try:
+            return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            raise RlmError(f"{path}: not a benchmark manifest: {exc.errors()[0]['msg']}") from None
+
+    def save_case(self, benchmark_id: str, result: CaseResult) -> Path:
+        path = self.case_path(benchmark_id, result.case_id)
+        _write_atomic(path, result.model_dump_json(indent=2))
+        return path
+
+    def remove(self, benchmark_id: str) -> None:
+        """Delete a benchmark's manifest, case results and summary."""
+        shutil.rmtree(self.root / benchmark_id, ignore_errors=True)
+        self.summary_path(benchmark_id).unlink(missing_ok=True)
+
+    def load_cases(self, benchmark_id: str) -> dict[str, CaseResult]:
+        """Finished case results by case id (an unreadable file counts as not finished)."""
+        results: dict[str, CaseResult] = {}
+        directory = self.root / benchmark_id / "cases"
+        for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+            try:
+                result = CaseResult.model_validate_json(path.read_text(encoding="utf-8"))
+            except (OSError, ValidationError, ValueError):
+                continue
+            results[result.case_id] = result
+        return results
+
+    def write_summary(self, summary: BenchmarkSummary) -> Path:
+        path = self.summary_path(summary.benchmark_id)
+        _write_atomic(path, summary.model_dump_json(indent=2))
+        return path
+
+    def summaries(self) -> list[Path]:
+        """Summary files, oldest first (ids sort by time)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.glob("*.json") if p.is_file())
+
+    def resolve(self, ref: str) -> Path:
+        """A summary path from an id, a unique id prefix, ``latest``, ``previous`` or a path."""
+        candidate = Path(ref).expanduser()
+        if candidate.suffix == ".json" and candidate.is_file():
+            return candidate
+        found = self.summaries()
+        if ref in ("latest", "previous"):
+            need = 1 if ref == "latest" else 2
+            if len(found) < need:
+                raise BenchmarkNotFoundError(
+                    f"no {ref} benchmark: {len(found)} saved under {self.root}",
+                    hint="run one with `rlm bench run --preset NAME`",
+                )
+            return found[-need]
+        matches = [p for p in found if p.stem == ref] or [p for p in found if p.stem.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            hint = "give an id, a unique prefix of one, latest, previous or a .json path"
+            raise BenchmarkNotFoundError(f"no benchmark matches {ref!r}", hint=hint)
+        raise BenchmarkNotFoundError(f"{ref!r} matches {len(matches)} benchmarks", hint="give more of the id")
+
+    def load(self, ref: str) -> BenchmarkSummary:
+        return load_summary(self.resolve(ref))
+
+
+def load_summary(path: Path) -> BenchmarkSummary:
+    try:
+        data: Any = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RlmError(f"cannot read benchmark summary {path}: {exc}") from None
+    try:
+        return BenchmarkSummary.model_validate(data)
+    except ValidationError as exc:
+        where = ".".join(map(str, exc.errors()[0]["loc"]))
+        raise RlmError(f"{path} is not a benchmark summary ({where}: {exc.errors()[0]['msg']})") from None
