@@ -15,6 +15,7 @@ from rlm_host.llm.protocol import ModelError
 from rlm_host.trajectory.replay_provider import Recording, ReplayConnector, create, ordinal
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
+from rlm_host.services import ProviderServices
 from rlm_host.trajectory.store import RunStore
 
 NEEDLE = "The magic number is 4217."
@@ -79,7 +80,7 @@ def test_recording_holds_root_replies_depth_first_and_the_sub_responses(recorded
 @pytest.mark.parametrize("sandbox, plugins", [("process", ""), ("monty", "rlm-sandbox-monty")])
 def test_replay_through_the_engine_reproduces_the_run(recorded, tmp_path, sandbox, plugins):
     home = tmp_path / ".rlm"
-    replay = create(recorded.run_id[:-3], home=home)  # a unique prefix
+    replay = create(None, ProviderServices(home=home, model=recorded.run_id[:-3]))  # a unique prefix
     runner = make_runner(tmp_path, plugins)
     result = runner.run_task("What is the magic number?", context=CONTEXT, sandbox=sandbox,
                              connectors={"root": replay, "sub": replay})  # fmt: skip
@@ -97,7 +98,7 @@ def test_asking_for_more_than_was_recorded_is_a_clear_error(tmp_path, monkeypatc
     short = make_runner(tmp_path).run_task("q", context="c", sandbox="process", connectors={"root": root}, max_steps=2)
     assert short.termination_reason == "max_steps" and short.final_response == "my best guess"
 
-    replay = create("latest", home=tmp_path / ".rlm")
+    replay = create(None, ProviderServices(home=tmp_path / ".rlm", model="latest"))
     assert [r.text for r in replay.recording.root][-1] == "my best guess"  # the synthesised answer is replayed
     runner = make_runner(tmp_path)
     result = runner.run_task("q", context="c", sandbox="process", connectors={"root": replay}, max_steps=5)
@@ -126,7 +127,7 @@ def test_a_recorded_sub_call_failure_fails_again(tmp_path, monkeypatch):
     sub = ScriptedConnector.from_responses([{"error": "upstream said no"}])
     original = make_runner(tmp_path).run_task("q", context="c", sandbox="process",
                                               connectors={"root": ScriptedConnector.from_responses([code]), "sub": sub})
-    replay = create(original.run_id, home=tmp_path / ".rlm")
+    replay = create(None, ProviderServices(home=tmp_path / ".rlm", model=original.run_id))
     events = []
     result = make_runner(tmp_path).run_task("q", context="c", sandbox="process", connectors={"root": replay},
                                             on_event=events.append)  # fmt: skip
@@ -145,7 +146,7 @@ def test_compaction_summaries_are_replayed_when_the_settings_force_compaction(tm
                                                                 connectors={"root": root})  # fmt: skip
     summaries = [e for e in events_of(original) if e["type"] == "compaction"]
     assert original.completed and summaries
-    replay = create(original.run_id, home=tmp_path / ".rlm")
+    replay = create(None, ProviderServices(home=tmp_path / ".rlm", model=original.run_id))
     events = []
     result = make_runner(tmp_path, environ=settings).run_task("q", context="c", sandbox="process",
                                                               connectors={"root": replay}, on_event=events.append)

@@ -68,21 +68,11 @@ class Retrying:
     name = "test:retrying"
     context_window = None
 
-    def complete(self, messages, *, timeout=None, on_retry=None):
+    def complete(self, messages, *, timeout=None, on_retry=None, purpose="turn"):
         for attempt, reason in ((1, "HTTP 429 Too Many Requests"), (2, "connection reset")):
             if on_retry is not None:
                 on_retry(attempt, 0.25, reason)
         return Completion(text="ok", prompt_tokens=3, completion_tokens=1)
-
-
-class NoRetryParameter:
-    """A connector whose ``complete`` takes no ``on_retry`` (as the protocol allows): it must not get one."""
-
-    name = "test:plain"
-    context_window = None
-
-    def complete(self, messages, *, timeout=None):
-        return Completion(text="ok")
 
 
 def test_model_client_emits_retries_on_its_scope_with_its_role():
@@ -98,8 +88,6 @@ def test_model_client_emits_retries_on_its_scope_with_its_role():
         ("model_retry", {"role": "sub", "model": "test:retrying", "attempt": 2, "wait": 0.25,
                          "reason": "connection reset"}),
     ]  # fmt: skip
-    plain = ModelClient(NoRetryParameter(), "root", Usage(), budget, scope=scope)
-    assert plain.complete([{"role": "user", "content": "hi"}]).text == "ok"
     without_scope = ModelClient(Retrying(), "root", Usage(), budget)
     assert without_scope.complete([{"role": "user", "content": "hi"}]).text == "ok"
     assert len(events) == 2
