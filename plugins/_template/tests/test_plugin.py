@@ -7,7 +7,9 @@ The fixtures ``rlm_cli`` and ``rlm_plugin_host`` and the ``SinkContract`` suite 
 import csv
 import json
 
-from rlm_host.testing import SinkContract
+import pytest
+
+from rlm_host.testing import BenchmarkPackContract, SinkContract
 
 PLUGIN = "rlm-plugin-template"
 
@@ -16,8 +18,8 @@ def test_registers_through_its_entry_point(rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN).collect_all()
     dist = next(d for d in host.distributions if d.name == PLUGIN)
     assert dist.status == "ok", dist.errors
-    assert dist.provides == {"sink": ["plugin-template-csv"], "command": ["plugin-template"],
-                             "check": ["plugin-template-output"]}  # fmt: skip
+    assert dist.provides == {"sink": ["plugin-template-csv"], "benchmark": ["plugin-template-qa"],
+                             "command": ["plugin-template"], "check": ["plugin-template-output"]}  # fmt: skip
 
 
 def test_command_and_doctor_check_run(rlm_cli):
@@ -40,3 +42,27 @@ class TestCsvSink(SinkContract):
             row = rows[final.run_id]
             assert row["steps"] == str(final.data["steps"]) and row["depth"] == str(final.depth)
             assert row["termination_reason"] == final.data["termination_reason"]
+
+
+class TestQaPack(BenchmarkPackContract):
+    """The benchmark pack contract, run against this plugin's pack."""
+
+    distribution = PLUGIN
+    packs = ("plugin-template-qa",)
+
+    def check_case(self, pack, case):
+        assert case["context"]["value"], "every built-in case asks about the log"
+
+
+def test_the_pack_reads_your_own_cases_and_names_a_bad_file(tmp_path):
+    from rlm_plugin_template.pack import QaPackSettings, create
+    from rlm_host import ConfigError, HostServices
+
+    mine = tmp_path / "cases.jsonl"
+    mine.write_text(json.dumps({"id": "q1", "question": "Capital of France?", "answer": "Paris"}) + "\n")
+    (case,) = create(QaPackSettings(path=mine), HostServices(home=tmp_path))
+    assert case == {"case_id": "q1", "task": "Capital of France?", "expected": "Paris",
+                    "context": {"kind": "inline", "value": ""}}  # fmt: skip
+    mine.write_text("{not json\n")
+    with pytest.raises(ConfigError, match="line 1 is not JSON"):
+        create(QaPackSettings(path=mine), HostServices(home=tmp_path))

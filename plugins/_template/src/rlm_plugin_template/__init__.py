@@ -1,3 +1,3 @@
-"""rlm-plugin-template: a copyable rlm plugin distribution (a sink, a command and a doctor check)."""
+"""rlm-plugin-template: a copyable rlm plugin distribution (a sink, a benchmark pack, a command, a doctor check)."""
 
 PLUGIN_NAME = "rlm-plugin-template"

@@ -1,6 +1,6 @@
 """The plugin's hook implementations: imported at every ``rlm`` start, so it imports only ``rlm_host``."""
 
-from rlm_host import CommandSpec, DoctorCheck, SinkSpec, hookimpl
+from rlm_host import BenchmarkPackSpec, CommandSpec, DoctorCheck, SinkSpec, hookimpl
 
 
 @hookimpl
@@ -11,6 +11,18 @@ def rlm_register_sinks():
             "One CSV row per finished run (id, depth, outcome, steps, reward, tokens, cost) for spreadsheets",
             "rlm_plugin_template.sink:create",  # imported only when a run uses the sink
             settings="rlm_plugin_template.sink:CsvSinkSettings",
+        )
+    ]
+
+
+@hookimpl
+def rlm_register_benchmark_packs():
+    return [
+        BenchmarkPackSpec(
+            "plugin-template-qa",  # rlm bench run --preset plugin-template-qa; settings in [benchmark.plugin-template-qa]
+            "Questions over a maintenance log (or your own JSON-lines file), each with its answer (3 cases)",
+            "rlm_plugin_template.pack:create",  # imported only when the preset is listed in detail or run
+            settings="rlm_plugin_template.pack:QaPackSettings",
         )
     ]
 
