@@ -58,7 +58,8 @@ def test_template_copies_renames_installs_and_passes_its_own_tests(tmp_path):
     assert listing.returncode == 0, listing.stderr
     (entry,) = [e for e in json.loads(listing.stdout) if e["status"] != "disabled"]  # other plugins: not selected
     assert entry["name"] == "rlm-sink-acme" and entry["status"] == "ok"
-    assert entry["provides"] == {"check": ["sink-acme-output"], "command": ["sink-acme"], "sink": ["sink-acme-csv"]}
+    assert entry["provides"] == {"benchmark": ["sink-acme-qa"], "check": ["sink-acme-output"], "command": ["sink-acme"],
+                                 "sink": ["sink-acme-csv"]}  # fmt: skip
     info = subprocess.run([RLM_SCRIPT, "sink-acme", "info"], capture_output=True, text=True, env=env)
     assert info.stdout.startswith("plugin=rlm-sink-acme version=0.1.0 host=")
     tests = subprocess.run(
@@ -66,4 +67,4 @@ def test_template_copies_renames_installs_and_passes_its_own_tests(tmp_path):
         cwd=plugin, capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-2000:]
-    assert "8 passed" in tests.stdout  # its own tests and the SinkContract suite
+    assert "14 passed" in tests.stdout  # its own tests, the SinkContract and the BenchmarkPackContract suites
