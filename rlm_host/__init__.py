@@ -50,6 +50,7 @@ _LAZY: dict[str, str] = {
     "Message": "rlm_host.llm.protocol",
     "ModelOptions": "rlm_host.llm.protocol",
     "RetryCallback": "rlm_host.llm.protocol",
+    "Purpose": "rlm_host.llm.protocol",
     "RetryPolicy": "rlm_host.llm.retry",
     "Failure": "rlm_host.llm.retry",
     "is_retryable_status": "rlm_host.llm.retry",
@@ -61,15 +62,16 @@ _LAZY: dict[str, str] = {
     "token_count": "rlm_host.llm.connector_base",
     "reject_raw_text": "rlm_host.llm.connector_base",
     "retry_after_of": "rlm_host.llm.connector_base",
-    # sandboxes: the session protocol and the kit shared by worker-based runtimes
+    # sandboxes: the session protocol, the lifecycle every runtime shares, and the kit of worker-based runtimes
     "SandboxSession": "rlm_host.sandbox.protocol",
     "SandboxLimits": "rlm_host.sandbox.protocol",
     "SandboxInfo": "rlm_host.sandbox.protocol",
     "HostFunction": "rlm_host.sandbox.protocol",
     "ExecResult": "rlm_host.results",
     "FinalSignal": "rlm_host.results",
+    "SessionBase": "rlm_host.sandbox.session_base",
     "WorkerSession": "rlm_host.sandbox.session",
-    "Channel": "rlm_host.sandbox.session",
+    "Channel": "rlm_host.sandbox.channel",
     "WORKER_SCRIPT": "rlm_host.sandbox.session",
     "to_jsonable": "rlm_host.sandbox.worker",
     "Capture": "rlm_host.sandbox.worker",
@@ -166,12 +168,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from rlm_host.llm.protocol import Completion, Message, ModelConnector, ModelOptions
     from rlm_host.llm.resolve import auto_model, resolve_connector
-    from rlm_host.llm.protocol import RetryCallback
+    from rlm_host.llm.protocol import Purpose, RetryCallback
     from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
     from rlm_host.plugins.host import PluginHost, get_host
     from rlm_host.results import ActionResult, ExecResult, FinalSignal, RunResult, RunUsage, StepRecord, Usage
     from rlm_host.sandbox.protocol import HostFunction, SandboxInfo, SandboxLimits, SandboxSession
-    from rlm_host.sandbox.session import WORKER_SCRIPT, Channel, WorkerSession
+    from rlm_host.sandbox.channel import Channel
+    from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
+    from rlm_host.sandbox.session_base import SessionBase
     from rlm_host.sandbox.worker import Capture, to_jsonable
     from rlm_host.services import HostServices, ProviderServices, SandboxServices
     from rlm_host.trajectory.store import RunStore

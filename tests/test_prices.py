@@ -44,7 +44,6 @@ from rlm_host.results import Usage
         ("gemini:gemini-2.0-flash-001", Price(0.10, 0.40)),
         ("scripted:replies.json", FREE),
         ("replay:run_1", FREE),
-        ("llamacpp:smollm2", FREE),
         ("ollama:llama3.2", FREE),
         ("vllm:Qwen/Qwen2.5-7B-Instruct", FREE),
         ("groq:llama-3.3-70b-versatile", None),

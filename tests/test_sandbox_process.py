@@ -15,6 +15,7 @@ import pytest
 
 from rlm_host.sandbox.process import ProcessSandbox, ProcessSettings, create
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits
+from rlm_host.services import SandboxServices
 from rlm_host.testing.sandbox_contract import SandboxContract
 
 
@@ -29,7 +30,7 @@ class TestProcessSandbox(SandboxContract):
 
 
 def test_factory_and_settings():
-    session = create(None, None)
+    session = create(None, SandboxServices())
     assert isinstance(session, ProcessSandbox)
     with pytest.raises(ValueError):
         ProcessSettings(unknown_key=1)

@@ -22,15 +22,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.sandbox.protocol import SandboxError, SandboxInfo, SandboxLimits
-from rlm_host.sandbox.session import Channel, WorkerSession
-
-WORKER = Path(__file__).with_name("worker.py")
+from rlm_host.errors import SandboxError
+from rlm_host.sandbox.channel import Channel
+from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
+from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
+from rlm_host.services import SandboxServices
 
 
 class ProcessSettings(BaseModel):
@@ -104,7 +103,7 @@ class _ProcessChannel(Channel):
                 how += " (out of memory, or killed from outside)"
         else:
             how = f"exit code {code}"
-        tail = self.stderr_text(drop=lambda line: WORKER.name + '"' in line)  # no worker frames
+        tail = self.stderr_text(drop=lambda line: WORKER_SCRIPT.name + '"' in line)  # no worker frames
         return how + (f".\nThe process's last stderr output:\n{tail}\n" if tail else "")
 
     def kill(self) -> None:
@@ -160,7 +159,7 @@ class ProcessSandbox(WorkerSession):
         workdir = self._workdir
         env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
                "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8", **self.settings.env}
-        argv = [self.settings.python or sys.executable, "-I", "-u", str(WORKER),
+        argv = [self.settings.python or sys.executable, "-I", "-u", str(WORKER_SCRIPT),
                 "--memory-mb", str(self.limits.memory_mb), "--max-output-chars", str(self.limits.max_output_chars)]
         try:
             return _ProcessChannel(argv, workdir, env)
@@ -168,7 +167,7 @@ class ProcessSandbox(WorkerSession):
             raise SandboxError(f"cannot start the sandbox worker ({argv[0]}): {exc}") from exc
 
 
-def create(settings: ProcessSettings | None, services: Any) -> ProcessSandbox:
+def create(settings: ProcessSettings | dict | None, services: SandboxServices) -> ProcessSandbox:
     """The ``SandboxSpec`` factory: ``create(settings, services) -> ProcessSandbox``."""
     if isinstance(settings, dict):
         settings = ProcessSettings(**settings)

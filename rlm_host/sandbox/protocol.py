@@ -1,8 +1,10 @@
 """The sandbox runtime protocol: a persistent REPL session the engine runs model-written code in.
 
 A runtime plugin registers a ``SandboxSpec`` whose factory is called as
-``factory(settings, limits) -> SandboxSession``; ``settings`` is the validated ``[sandbox.<name>]`` section (or
-None) and ``limits`` the per-run limits below.
+``factory(settings, services) -> SandboxSession``; ``settings`` is the validated ``[sandbox.<name>]`` section (or
+None) and ``services`` a ``SandboxServices`` whose ``limits`` are the per-run limits below. ``SessionBase``
+(``session_base.py``) implements the lifecycle every session shares; ``WorkerSession`` (``session.py``) adds the
+host side of the stdlib-only JSON-lines worker.
 
 Every session provides the REPL contract in the sandbox's global namespace:
 - ``FINAL(answer)``, ``FINAL_VAR(name)``, ``SUBMIT(**fields)`` end the current ``execute`` at once and are

@@ -2,8 +2,8 @@
 
 A sandbox plugin proves it keeps the protocol by subclassing it in its tests::
 
-    from rlm_host.sandbox.protocol import SandboxLimits
-    from rlm_host.testing.sandbox_contract import SandboxContract
+    from rlm_host import SandboxLimits
+    from rlm_host.testing import SandboxContract
 
     from rlm_sandbox_mine.runtime import MySandbox
 
@@ -54,6 +54,7 @@ from typing import Any
 
 import pytest
 
+from rlm_host.plugins.host import PluginHost
 from rlm_host.sandbox.protocol import SandboxError, SandboxInfo, SandboxLimits, SandboxSession
 
 #: The first line of an error: an exception type name, then ": message" (or nothing).
@@ -166,6 +167,20 @@ class SandboxContract:
             assert words in session.info.python_notes
         session.shutdown()
         session.shutdown()  # idempotent, even when never started
+
+    def test_info_agrees_with_the_registration(self):
+        """What the session tells the model (its info) is what its ``SandboxSpec`` tells listings and
+        ``--sandbox auto``; skipped for a runtime no installed plugin registers."""
+        registry = PluginHost(environ={}).sandboxes()
+        if self.name not in registry:
+            pytest.skip(f"no installed plugin registers a sandbox named {self.name!r}")
+        spec = registry.get(self.name)
+        session = self.make_sandbox(self.limits)
+        try:
+            assert spec.security_boundary is session.info.security_boundary
+            assert spec.isolation == session.info.isolation
+        finally:
+            session.shutdown()
 
     def test_namespace_persists_and_print_is_captured(self, sandbox):
         first = sandbox.execute("x = 41\nprint('hello')\nimport sys\nprint('warn', file=sys.stderr)")

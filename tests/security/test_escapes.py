@@ -24,6 +24,7 @@ import pytest
 
 from rlm_host.plugins.host import PluginHost
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
+from rlm_host.services import SandboxServices
 from rlm_host.results import ExecResult
 
 SENTINEL = "ESCAPED"
@@ -162,15 +163,16 @@ def _from_registry(name: str) -> Callable[[], SandboxSession]:
         if name not in registry:
             pytest.skip(f"sandbox runtime {name!r} is not installed")
         if name == "docker":  # a real engine: found or started once per session (fails under RLM_REQUIRE_DOCKER=1)
-            from rlm_sandbox_docker.testing import prepare_engine
+            from support.docker_engine import prepare_engine
 
             prepare_engine()
         spec = registry.get(name)
-        readiness = spec.readiness()
+        model = spec.settings_model()
+        settings = model() if model else None
+        readiness = spec.readiness(settings)
         if not readiness.ok:
             pytest.skip(f"sandbox runtime {name!r} is not ready: {readiness.detail} {readiness.hint}")
-        model = spec.settings_model()
-        return spec.load()(model() if model else None, LIMITS)
+        return spec.create(settings, SandboxServices(limits=LIMITS))
 
     return factory
 
@@ -237,7 +239,7 @@ def session_for(attack_env):
     for session in sessions.values():
         session.shutdown()
     if "docker" in sessions:  # stop the engine if this session started it
-        from rlm_sandbox_docker.testing import release_engine
+        from support.docker_engine import release_engine
 
         release_engine()
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from rlm_host.llm.scripted import ScriptedConnector
-from rlm_host.testing.engine import FIND_NEEDLE, HAYSTACK_NEEDLE, haystack, isolated_runner, run_scripted
-from rlm_host.testing.sandbox_contract import median_step_seconds
+from rlm_host.testing import (
+    FIND_NEEDLE, HAYSTACK_NEEDLE, ScriptedConnector, haystack, isolated_runner, median_step_seconds, run_scripted,
+)  # fmt: skip
 
 from docker_fixtures import docker_client, docker_engine  # noqa: F401 (fixtures)
 

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from rlm_host.plugins.host import PluginHost
+from rlm_host import WORKER_SCRIPT, ConfigError, SandboxError, load_settings
+from rlm_host.testing import ScriptedConnector, isolated_runner
 
 PLUGIN = "rlm-sandbox-docker"
 
@@ -23,8 +24,8 @@ def dead_engine(tmp_path, monkeypatch):
     return address
 
 
-def test_registered_through_the_entry_point():
-    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN}).collect_all()
+def test_registered_through_the_entry_point(rlm_plugin_host):
+    host = rlm_plugin_host(PLUGIN).collect_all()
     dist = next(d for d in host.distributions if d.name == PLUGIN)
     assert dist.status == "ok", dist.errors
     assert dist.provides == {"sandbox": ["docker"], "command": ["sandbox"], "check": ["docker-engine"]}
@@ -39,8 +40,8 @@ def test_hooks_import_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
-def test_readiness_without_an_engine_names_the_fix(dead_engine):
-    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
+def test_readiness_without_an_engine_names_the_fix(dead_engine, rlm_plugin_host):
+    host = rlm_plugin_host(PLUGIN)
     ready = host.sandboxes().get("docker").readiness()
     assert not ready.ok
     assert ready.detail == f"cannot reach the Docker engine at {dead_engine} (no engine socket there): start the engine"
@@ -49,9 +50,20 @@ def test_readiness_without_an_engine_names_the_fix(dead_engine):
     assert not check.ok and "cannot reach the Docker engine" in check.detail
 
 
-def test_starting_without_an_engine_is_a_clear_error(dead_engine):
-    from rlm_host.sandbox.protocol import SandboxError
+def test_readiness_and_commands_use_the_configuration_of_the_command(dead_engine, rlm_cli, rlm_isolated):
+    """``rlm --config other.toml`` reaches the checks and the commands: its [sandbox.docker] base_url, not
+    DOCKER_HOST nor the ./rlm.toml, is the engine they try."""
+    configured = f"unix://{rlm_isolated.work}/configured.sock"
+    (rlm_isolated.work / "other.toml").write_text(f'[sandbox.docker]\nbase_url = "{configured}"\n')
+    doctor = rlm_cli("--config", "other.toml", "plugins", "doctor", "--json", plugins=PLUGIN)
+    rows = {row["name"]: row for row in json.loads(doctor.out)["checks"]}
+    for name in ("docker", "docker-engine"):
+        assert not rows[name]["ok"] and configured in rows[name]["detail"], rows[name]
+    cleanup = rlm_cli("--config", "other.toml", "sandbox", "cleanup", plugins=PLUGIN)
+    assert cleanup.code == 1 and f"cannot reach the Docker engine at {configured}" in cleanup.err
 
+
+def test_starting_without_an_engine_is_a_clear_error(dead_engine):
     from rlm_sandbox_docker.runtime import DockerSandbox
 
     session = DockerSandbox()
@@ -61,40 +73,22 @@ def test_starting_without_an_engine_is_a_clear_error(dead_engine):
 
 
 def test_a_run_without_an_engine_ends_with_the_fix(dead_engine, tmp_path, monkeypatch):
-    from rlm_host.config import load_settings
-    from rlm_host.engine.runner import RLMRunner
-    from rlm_host.llm.scripted import ScriptedConnector
-
     monkeypatch.chdir(tmp_path)
-    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
-    runner = RLMRunner(loaded=load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host), host=host,
-                       home=tmp_path / ".rlm")
+    runner = isolated_runner(tmp_path, plugins=PLUGIN)
     root = ScriptedConnector.from_responses(["```repl\nprint(1)\n```"], name="scripted:root")
     result = runner.run_task("q", context="c", sandbox="docker", connectors={"root": root})
     assert result.termination_reason == "error" and "cannot reach the Docker engine" in result.error
     assert "start it" in result.error
 
 
-def test_commands_without_an_engine(dead_engine, monkeypatch, capsys):
-    from rlm_host.cli.main import main
-    from rlm_host.plugins import reset_host
-
-    monkeypatch.setenv("RLM_PLUGINS", PLUGIN)
-    reset_host()
-    try:
-        assert main(["sandbox", "--help"]) == 0
-        out = capsys.readouterr().out
-        assert "build-image" in out and "cleanup" in out
-        assert main(["sandbox", "cleanup"]) == 1
-        assert "cannot reach the Docker engine" in capsys.readouterr().err
-    finally:
-        reset_host()
+def test_commands_without_an_engine(dead_engine, rlm_cli):
+    helped = rlm_cli("sandbox", "--help", plugins=PLUGIN)
+    assert helped.code == 0 and "build-image" in helped.out and "cleanup" in helped.out
+    cleanup = rlm_cli("sandbox", "cleanup", plugins=PLUGIN)
+    assert cleanup.code == 1 and "cannot reach the Docker engine" in cleanup.err
 
 
-def test_settings_are_validated(tmp_path):
-    from rlm_host.config import load_settings
-    from rlm_host.errors import ConfigError
-
+def test_settings_are_validated(tmp_path, rlm_plugin_host):
     from rlm_sandbox_docker.settings import DockerSettings, size_bytes
 
     defaults = DockerSettings()
@@ -105,7 +99,7 @@ def test_settings_are_validated(tmp_path):
     with pytest.raises(ValueError):
         DockerSettings(memory="lots")
     assert size_bytes("512m") == 512 * 2**20 and size_bytes("2g") == 2 * 2**30 and size_bytes("100") == 100
-    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
+    host = rlm_plugin_host(PLUGIN)
     loaded = load_settings(environ={"HOME": str(tmp_path), "RLM_SANDBOX__DOCKER__MEMORY": "2g"}, cwd=tmp_path,
                            host=host)
     assert loaded.component("sandbox", "docker").memory == "2g"
@@ -141,8 +135,6 @@ def test_owners_of_stale_containers():
 
 
 def test_worker_set_file_loads_text_and_json(tmp_path):
-    from rlm_host.sandbox import worker
-
     text = "line one\r\nline two é\n"
     (tmp_path / "v.text").write_bytes(text.encode())
     (tmp_path / "v.json").write_text(json.dumps({"a": [1, 2], "s": "\ud800"}))
@@ -154,7 +146,7 @@ def test_worker_set_file_loads_text_and_json(tmp_path):
         {"id": 5, "op": "set_file", "name": "x", "path": str(tmp_path / "missing"), "format": "text"},
         {"id": 6, "op": "set_file", "name": "x", "path": str(tmp_path / "v.text"), "format": "yaml"},
     ]
-    proc = subprocess.Popen([sys.executable, "-I", "-u", worker.__file__], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-I", "-u", str(WORKER_SCRIPT)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
     try:
         proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())

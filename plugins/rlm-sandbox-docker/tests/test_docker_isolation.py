@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rlm_host.sandbox.protocol import SandboxLimits
+from rlm_host import SandboxLimits
 
 from docker_fixtures import containers_of, docker_client, docker_engine, limits, sandbox  # noqa: F401 (fixtures)
 
@@ -189,25 +189,18 @@ def test_a_killed_host_leaves_a_stopped_container_that_the_next_start_removes(do
     assert not os.path.exists(host_dir)  # the dead session's copy of its context is gone too
 
 
-def test_cleanup_command_removes_stale_containers(docker_engine, docker_client, capsys, monkeypatch):
-    from rlm_host.cli.main import main
-
+def test_cleanup_command_removes_stale_containers(docker_engine, docker_client, rlm_cli):
     stale = docker_client.containers.create("rlm-sandbox:py3", ["true"], labels={
         "rlm.sandbox": "1", "rlm.owner": f"{os.uname().nodename}:999999999:1"})
     live = docker_client.containers.create("rlm-sandbox:py3", ["true"], labels={"rlm.sandbox": "1",
                                                                                  "rlm.owner": "another-machine:1:1"})
     try:
-        monkeypatch.setenv("RLM_PLUGINS", "rlm-sandbox-docker")
-        from rlm_host.plugins import reset_host
-
-        reset_host()
-        assert main(["sandbox", "cleanup"]) == 0
-        assert stale.name in capsys.readouterr().out
+        done = rlm_cli("sandbox", "cleanup", plugins="rlm-sandbox-docker")
+        assert done.code == 0 and stale.name in done.out
         names = [c.name for c in docker_client.containers.list(all=True, filters={"label": "rlm.sandbox=1"})]
         assert stale.name not in names and live.name in names
     finally:
         live.remove(force=True)
-        reset_host()
 
 
 def test_missing_image_names_the_fix(docker_engine):

@@ -1,12 +1,12 @@
-"""The docker runtime keeps the sandbox protocol: the contract suite (``rlm_host.testing.sandbox_contract``) in a
+"""The docker runtime keeps the sandbox protocol: the contract suite (``rlm_host.testing.SandboxContract``) in a
 real container of a real engine (no mocks), and what is particular to containers."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlm_host.sandbox.protocol import SandboxLimits
-from rlm_host.testing.sandbox_contract import SandboxContract
+from rlm_host import SandboxLimits, SandboxServices
+from rlm_host.testing import SandboxContract
 
 from docker_fixtures import containers_of, docker_client, docker_engine  # noqa: F401 (fixtures)
 
@@ -48,8 +48,9 @@ class TestDockerSandbox(SandboxContract):
     def test_the_factory_makes_a_docker_sandbox(self):
         from rlm_sandbox_docker.runtime import DockerSandbox, create
 
-        session = create(None, None)
+        session = create({"memory": "600m"}, SandboxServices(limits=self.limits))
         assert isinstance(session, DockerSandbox)
+        assert session.settings.memory == "600m" and session.limits == self.limits
         session.shutdown()
 
     def test_large_values_travel_as_files_of_the_input_mount(self, sandbox):

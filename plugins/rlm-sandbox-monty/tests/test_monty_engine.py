@@ -1,5 +1,5 @@
 """The monty runtime as users meet it: registered through its entry point, chosen by default, driving real runs
-of the engine with scripted models (``rlm_host.testing.engine``)."""
+of the engine with scripted models (``rlm_host.testing``)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,11 @@ import pytest
 
 pytest.importorskip("pydantic_monty")
 
-from rlm_host.config import load_settings  # noqa: E402
-from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE  # noqa: E402
-from rlm_host.errors import ConfigError  # noqa: E402
-from rlm_host.llm.scripted import ScriptedConnector  # noqa: E402
-from rlm_host.plugins.host import PluginHost  # noqa: E402
-from rlm_host.testing.engine import FIND_NEEDLE, assert_context_stays_out_of_the_prompt, haystack  # noqa: E402
-from rlm_host.testing.engine import isolated_runner  # noqa: E402
-from rlm_host.testing.engine import run_scripted as run  # noqa: E402
+from rlm_host import ConfigError, load_settings  # noqa: E402
+from rlm_host.testing import (  # noqa: E402
+    FIND_NEEDLE, HELPERS_SOURCE, ScriptedConnector, assert_context_stays_out_of_the_prompt, haystack, isolated_runner,
+)  # fmt: skip
+from rlm_host.testing import run_scripted as run  # noqa: E402
 
 from rlm_sandbox_monty.runtime import MontySandbox  # noqa: E402
 
@@ -33,8 +30,8 @@ def runner(tmp_path, monkeypatch):
     return isolated_runner(tmp_path, plugins=PLUGIN, sandbox="monty")
 
 
-def test_registered_ready_and_listed():
-    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN}).collect_all()
+def test_registered_ready_and_listed(rlm_plugin_host):
+    host = rlm_plugin_host(PLUGIN).collect_all()
     dist = next(d for d in host.distributions if d.name == PLUGIN)
     assert dist.status == "ok", dist.errors
     assert dist.provides == {"sandbox": ["monty"]}
@@ -47,8 +44,8 @@ def test_registered_ready_and_listed():
     assert listed[PLUGIN]["status"] == "ok" and listed[PLUGIN]["provides"] == {"sandbox": ["monty"]}
 
 
-def test_settings_section_is_validated(tmp_path):
-    host = PluginHost(environ={"RLM_PLUGINS": PLUGIN})
+def test_settings_section_is_validated(tmp_path, rlm_plugin_host):
+    host = rlm_plugin_host(PLUGIN)
     (tmp_path / "rlm.toml").write_text("[sandbox.monty]\nmax_recursion_depth = 300\n")
     loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
     assert loaded.component("sandbox", "monty").max_recursion_depth == 300
@@ -84,6 +81,13 @@ def test_finds_the_needle_with_a_sub_call(runner):
     assert result.sandbox == "monty" and result.steps == 2 and result.usage.sub.calls == 1
     system = root.calls[0][0]["content"]
     assert "Monty" in system and "class inheritance" in system  # the python notes reach the model
+
+
+def test_monty_ranks_first_for_auto(rlm_plugin_host):
+    """Of the installed security boundaries, ``--sandbox auto`` tries monty first (docker, needing an engine, next)."""
+    sandboxes = rlm_plugin_host(PLUGIN, "rlm-sandbox-docker").sandboxes()
+    ranked = sorted((spec for spec in sandboxes if spec.security_boundary), key=lambda spec: -spec.priority)
+    assert ranked[0].name == "monty" and all(spec.priority < ranked[0].priority for spec in ranked[1:])
 
 
 def test_monty_is_the_default_sandbox(runner):

@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("pydantic_monty")
 
-from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession  # noqa: E402
-from rlm_host.testing.sandbox_contract import SandboxContract  # noqa: E402
+from rlm_host import SandboxError, SandboxLimits, SandboxServices, SandboxSession  # noqa: E402
+from rlm_host.testing import SandboxContract  # noqa: E402
 
 from rlm_sandbox_monty.runtime import MontySandbox, MontySettings, create  # noqa: E402
 
@@ -37,9 +37,9 @@ class TestMontySandbox(SandboxContract):
 
 
 def test_factory_and_settings():
-    session = create({"max_recursion_depth": 200}, None)
+    session = create({"max_recursion_depth": 200}, SandboxServices(limits=SandboxLimits(memory_mb=512)))
     assert isinstance(session, SandboxSession) and isinstance(session, MontySandbox)
-    assert session.settings.max_recursion_depth == 200
+    assert session.settings.max_recursion_depth == 200 and session.limits.memory_mb == 512
     with pytest.raises(ValueError):
         MontySettings(unknown_key=1)
     session.shutdown()

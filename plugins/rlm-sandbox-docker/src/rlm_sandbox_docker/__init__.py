@@ -11,5 +11,7 @@ DEFAULT_IMAGE = "rlm-sandbox:py3"
 #: Every container this plugin creates carries this label (``rlm sandbox cleanup`` looks for it).
 LABEL = "rlm.sandbox"
 BUILD_HINT = "run `rlm sandbox build-image` (or set [sandbox.docker] image to one you can pull)"
+#: What the runtime isolates, said once: in its registration (listings) and in its session's info (the prompt).
+ISOLATION = "Docker container: no network, read-only root, non-root user, no capabilities"
 ENGINE_HINT = ("start it (`sudo systemctl start docker`, or as root `scripts/docker-engine.sh` from the rlm "
                "repository), or point DOCKER_HOST at a running engine")

@@ -14,8 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rlm_host.errors import RlmError
-from rlm_host.sandbox.protocol import SandboxError
+from rlm_host import RlmError, SandboxError
 
 from rlm_sandbox_docker import DEFAULT_IMAGE, ENGINE_HINT, LABEL
 

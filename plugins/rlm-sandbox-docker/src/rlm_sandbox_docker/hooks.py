@@ -2,6 +2,8 @@
 
 from rlm_host import CommandSpec, DoctorCheck, SandboxSpec, hookimpl
 
+from rlm_sandbox_docker import ISOLATION
+
 
 @hookimpl
 def rlm_register_sandboxes():
@@ -12,7 +14,8 @@ def rlm_register_sandboxes():
             "rlm_sandbox_docker.runtime:create",
             settings="rlm_sandbox_docker.settings:DockerSettings",
             security_boundary=True,
-            isolation="Docker container: no network, read-only root, non-root user, no capabilities",
+            isolation=ISOLATION,
+            priority=10,  # after monty (20): a container costs an engine and a start per run
             requires=("docker",),
             install_hint="pip install docker",
             check="rlm_sandbox_docker.checks:sandbox_ready",
@@ -29,4 +32,4 @@ def rlm_register_commands():
 @hookimpl
 def rlm_doctor_checks():
     return [DoctorCheck("docker-engine", "the Docker engine answers (for the docker sandbox)",
-                        "rlm_sandbox_docker.checks:engine_ready")]
+                        "rlm_sandbox_docker.checks:engine_ready", section="sandbox.docker")]

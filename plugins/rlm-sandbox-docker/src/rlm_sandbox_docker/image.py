@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlm_host.sandbox import worker as worker_module
+from rlm_host import WORKER_SCRIPT
 
 from rlm_sandbox_docker import DEFAULT_IMAGE
 from rlm_sandbox_docker.engine import DockerSandboxError, connect
@@ -100,7 +100,7 @@ def _finish_rootfs(rootfs: Path) -> None:
                 else:
                     child.unlink(missing_ok=True)
     (rootfs / "opt" / "rlm").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(worker_module.__file__, rootfs / "opt" / "rlm" / "worker.py")
+    shutil.copyfile(WORKER_SCRIPT, rootfs / "opt" / "rlm" / "worker.py")
     os.chmod(rootfs / "opt" / "rlm" / "worker.py", 0o644)
     for mount_point, mode in (("work", 0o1777), ("rlm-input", 0o755), ("opt/rlm-host", 0o755)):
         (rootfs / mount_point).mkdir(parents=True, exist_ok=True)

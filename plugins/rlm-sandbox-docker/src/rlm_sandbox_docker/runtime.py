@@ -26,11 +26,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from rlm_host.sandbox import worker as worker_module
-from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
-from rlm_host.sandbox.session import WorkerSession
+from rlm_host import WORKER_SCRIPT, SandboxInfo, SandboxLimits, SandboxServices, WorkerSession
 
-from rlm_sandbox_docker import LABEL
+from rlm_sandbox_docker import ISOLATION, LABEL
 from rlm_sandbox_docker.channel import ContainerChannel
 from rlm_sandbox_docker.engine import (
     HOST_DIR_LABEL, HOST_DIR_PREFIX, OWNER_LABEL, DockerSandboxError, connect, engine_address, forget_client,
@@ -38,7 +36,6 @@ from rlm_sandbox_docker.engine import (
 )
 from rlm_sandbox_docker.settings import DockerSettings, size_bytes
 
-ISOLATION = "Docker container: no network, read-only root, non-root user, no capabilities"
 IMAGE_WORKER = "/opt/rlm/worker.py"  # where `rlm sandbox build-image` puts the worker
 HOST_WORKER = "/opt/rlm-host/worker.py"  # where the host's worker is mounted (worker = "host")
 
@@ -98,7 +95,7 @@ class DockerSandbox(WorkerSession):
             self._res.cleanups.append(lambda: shutil.rmtree(directory, ignore_errors=True))
             (directory / "input").mkdir()
             os.chmod(directory / "input", 0o755)  # the mount bypasses the private parent; the container's user reads
-            shutil.copyfile(worker_module.__file__, directory / "worker.py")
+            shutil.copyfile(WORKER_SCRIPT, directory / "worker.py")
             os.chmod(directory / "worker.py", 0o644)
         self._client = client
 
@@ -223,8 +220,8 @@ class DockerSandbox(WorkerSession):
         return {"op": "set_file", "name": name, "path": f"{self.settings.input_dir}/{path.name}", "format": fmt}
 
 
-def create(settings: DockerSettings | None, limits: SandboxLimits | None) -> DockerSandbox:
-    """The ``SandboxSpec`` factory: ``create(settings, limits) -> DockerSandbox``."""
+def create(settings: DockerSettings | dict | None, services: SandboxServices) -> DockerSandbox:
+    """The ``SandboxSpec`` factory: ``create(settings, services) -> DockerSandbox``."""
     if isinstance(settings, dict):
         settings = DockerSettings(**settings)
-    return DockerSandbox(settings, limits)
+    return DockerSandbox(settings, services.limits)

@@ -7,3 +7,5 @@ run uses the sandbox); ``notes`` is what the model is told about Monty's Python 
 
 PLUGIN_NAME = "rlm-sandbox-monty"
 INSTALL_HINT = "pip install rlm-sandbox-monty (it brings pydantic-monty and its `monty` worker binary)"
+#: What the runtime isolates, said once: in its registration (listings) and in its session's info (the prompt).
+ISOLATION = "Monty interpreter (Rust): no filesystem, network, environment or imports beyond its own modules"

@@ -2,7 +2,7 @@
 
 from rlm_host import SandboxSpec, hookimpl
 
-from rlm_sandbox_monty import INSTALL_HINT
+from rlm_sandbox_monty import INSTALL_HINT, ISOLATION
 
 
 @hookimpl
@@ -14,8 +14,8 @@ def rlm_register_sandboxes():
             "rlm_sandbox_monty.runtime:create",
             settings="rlm_sandbox_monty.settings:MontySettings",
             security_boundary=True,
-            isolation="Monty interpreter (Rust): no filesystem, network, environment or imports beyond its own "
-            "modules",
+            isolation=ISOLATION,
+            priority=20,  # the default sandbox: ahead of docker (10), which needs an engine
             requires=("pydantic_monty",),
             install_hint=INSTALL_HINT,
         )

@@ -1,6 +1,6 @@
 """What the model is told about Monty's Python subset (``SandboxInfo.python_notes``).
 
-Every claim here is checked against the installed pydantic-monty by ``tests/test_python_notes.py``
+Every claim here is checked against the installed pydantic-monty by ``tests/test_monty_python_notes.py``
 (``AVAILABLE_MODULES`` import, ``MISSING_MODULES`` do not, each unsupported feature fails), so the prompt
 cannot silently drift from what the interpreter does.
 """

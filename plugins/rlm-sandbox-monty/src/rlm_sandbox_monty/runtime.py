@@ -3,7 +3,9 @@
 A security boundary: sandbox code has no filesystem, network, environment, subprocess or import beyond Monty's
 own modules, and every Monty interpreter runs in a ``monty`` worker process with an empty environment. Each
 ``MontySandbox`` owns a one-worker ``pydantic_monty.Monty`` pool and one checked-out session (a REPL whose
-variables persist across ``execute`` calls); a child run opens its own sandbox, so its own session.
+variables persist across ``execute`` calls); a child run opens its own sandbox, so its own session. The
+lifecycle every runtime shares (host state kept across restarts, locking, restarts told to the model) is the
+host's ``SessionBase``; what is Monty's is here.
 
 How the protocol maps onto Monty:
 - ``set_variable`` sends the value once, as a feed input: a step never re-sends the context, so its cost does
@@ -22,108 +24,57 @@ How the protocol maps onto Monty:
 from __future__ import annotations
 
 import keyword
-import threading
 import time
-import weakref
 from typing import Any
 
-from rlm_host.sandbox.protocol import HostFunction, SandboxError, SandboxInfo, SandboxLimits
-from rlm_host.sandbox.worker import Capture, to_jsonable
-from rlm_host.results import ExecResult, FinalSignal
+from rlm_host import Capture, ExecResult, FinalSignal, HostFunction, SandboxError, SandboxInfo, SandboxLimits
+from rlm_host import SandboxServices, SessionBase, to_jsonable
 
-from rlm_sandbox_monty import INSTALL_HINT
+from rlm_sandbox_monty import INSTALL_HINT, ISOLATION
 from rlm_sandbox_monty.errors import format_error, is_call_limit, is_stop, missing_variable
 from rlm_sandbox_monty.notes import PYTHON_NOTES
 from rlm_sandbox_monty.settings import MontySettings
 from rlm_sandbox_monty.worker import MontyWorker, load_monty, to_data
 
-RESERVED = frozenset({"FINAL", "FINAL_VAR", "SUBMIT", "SHOW_VARS"})
 STOP = "the run has ended (FINAL, FINAL_VAR or SUBMIT was called)"  # SystemExit message ending a step
 SHOW_MARK = "\x00rlm:SHOW_VARS\x00"  # where SHOW_VARS() was called; replaced by the listing after the step
 PENDING = object()  # a FINAL_VAR value not read yet
 
 
-class MontySandbox:
+class MontySandbox(SessionBase):
     """A persistent REPL session in Monty (a security boundary)."""
 
-    info = SandboxInfo(
-        name="monty",
-        security_boundary=True,
-        isolation="Monty interpreter (Rust): no filesystem, network, environment or imports beyond its own modules",
-        python_notes=PYTHON_NOTES,
-    )
+    info = SandboxInfo(name="monty", security_boundary=True, isolation=ISOLATION, python_notes=PYTHON_NOTES)
+    worker_noun = "the Monty worker"
 
     def __init__(self, settings: MontySettings | None = None, limits: SandboxLimits | None = None) -> None:
         self.settings = settings or MontySettings()
-        self.limits = limits or SandboxLimits()
-        self._host_vars: dict[str, Any] = {}
-        self._functions: dict[str, HostFunction] = {}
+        self._worker = MontyWorker(self.settings, limits or SandboxLimits())
+        super().__init__(self._worker.limits, release=self._worker.close)
         self._lookup: dict[str, Any] = {
             "FINAL": self._FINAL, "FINAL_VAR": self._FINAL_VAR, "SUBMIT": self._SUBMIT, "SHOW_VARS": self._SHOW_VARS,
         }  # fmt: skip
-        self._worker = MontyWorker(self.settings, self.limits)
-        self._finalizer = weakref.finalize(self, self._worker.close)
-        self._lock = threading.RLock()
-        self._calling_thread: int | None = None  # set while a host function runs
         self._interrupted: BaseException | None = None  # a KeyboardInterrupt… raised inside a host function
-        self._unreported: str | None = None  # a restart the model has not been told about yet
-        self._closed = False
         self._final: dict[str, Any] | None = None
         self._out: Capture | None = None
 
-    # -- lifecycle ----------------------------------------------------------------------------------------
     @property
     def pid(self) -> int | None:
         """The worker's process id (None before start and after shutdown)."""
         return self._worker.pid
 
-    def start(self) -> None:
-        """Start the worker pool and the session (idempotent); SandboxError if Monty cannot start."""
-        with self._guard():
-            self._session()
+    # -- the worker (SessionBase's hooks) -----------------------------------------------------------------
+    def _has_worker(self) -> bool:
+        return self._worker.session is not None
 
-    def shutdown(self) -> None:
-        """End the session and the worker pool (idempotent)."""
-        with self._lock:
-            self._closed = True
-            self._finalizer()
+    def _worker_exit(self) -> str | None:
+        return None if self._worker.alive() else f"its process (pid {self._worker.pid}) is gone"
 
-    def __enter__(self) -> "MontySandbox":
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-
-    def _guard(self):
-        """Serialize use across threads; refuse use after shutdown or from inside a host function."""
-        if self._closed:
-            raise SandboxError("the monty sandbox has been shut down")
-        if self._calling_thread == threading.get_ident():
-            raise SandboxError("the sandbox cannot be used from inside one of its own host functions")
-        return self._lock
-
-    def _session(self):
-        """The live Monty session: opened if needed, replaced if its worker died since it was last used."""
-        worker = self._worker
-        if worker.session is not None and not worker.alive():
-            self._restart(f"the Monty worker (pid {worker.pid}) had exited since the previous step")
-        elif worker.session is None:
-            worker.open(self._host_vars)
-        return worker.session
-
-    def _restart(self, why: str | None = None) -> None:
-        """A fresh session with the host's variables (SandboxError if that fails); ``why`` is told later."""
-        self._unreported = why
-        self._worker.discard()
+    def _spawn(self) -> None:
         self._worker.open(self._host_vars)
 
-    def _lost_state_note(self) -> str:
-        kept = [*self._host_vars, *self._functions]
-        if kept:
-            return ("all variables you created are lost; only the host-provided ones are still defined: "
-                    + ", ".join(kept) + ".")
-        return "all variables you created are lost."
+    def _discard(self) -> None:
+        self._worker.discard()
 
     # -- REPL builtins (external functions) ---------------------------------------------------------------
     def _stop(self, kind: str, value: Any, var: str | None = None) -> None:
@@ -154,63 +105,49 @@ class MontySandbox:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self._worker.timer.pause()
-            self._calling_thread = threading.get_ident()
             try:
-                return to_jsonable(function(*to_data(list(args)), **to_data(kwargs)))
-            except Exception as exc:
-                plain = type(exc) is RuntimeError and str(exc)
-                raise RuntimeError(str(exc) if plain else f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
+                with self._host_call():
+                    return to_jsonable(function(*to_data(list(args)), **to_data(kwargs)))
+            except Exception:
+                raise  # RuntimeError(message): what sandbox code sees
             except BaseException as exc:  # Ctrl-C…: stop the step now, re-raise in the host after it
                 self._interrupted = exc
                 self._worker.kill()
                 raise
             finally:
-                self._calling_thread = None
                 self._worker.timer.resume()
 
         call.__name__ = call.__qualname__ = name
         return call
 
-    # -- the session protocol -----------------------------------------------------------------------------
-    def execute(self, code: str, *, timeout: float | None = None) -> ExecResult:
-        """Run ``code`` in the persistent namespace; never raises for errors in the code itself."""
-        limit = self.limits.exec_timeout if timeout is None else timeout
-        with self._guard():
-            started = time.monotonic()
-            session = self._session()
-            if self._unreported:
-                why, self._unreported = self._unreported, None
-                return ExecResult(
-                    error=f"SandboxCrash: the sandbox was restarted and your code was NOT run: "
-                    f"{self._lost_state_note()} Run your code again.\nCause: {why}",
-                    restarted=True, duration_s=time.monotonic() - started)
-            out = self._out = Capture(self.limits.max_output_chars)
-            err = Capture(self.limits.max_output_chars)
-            self._final, self._interrupted = None, None
-            streams = {"stdout": out, "stderr": err}
-            crash = error = None
-            self._worker.timer.arm(self._worker.pid, limit)
-            try:
-                session.feed_run(code, external_lookup=self._lookup,
-                                 print_callback=lambda stream, text: streams.get(stream, out).write(text))
-            except load_monty().MontyCrashedError as exc:
-                crash = exc
-            except (load_monty().MontyError, RuntimeError) as exc:  # RuntimeError: the session is gone
-                error = exc
-            finally:
-                timed_out = self._worker.timer.disarm()
-                self._out = None
-            if error is not None and not self._worker.alive():  # e.g. the worker was over its memory limit
-                crash, error = error, None
-            if self._interrupted is not None:
-                self._worker.discard()  # reopened at the next use, and the model told then
-                self._unreported = "the host was interrupted while the sandbox was busy, and the sandbox was stopped"
-                raise self._interrupted
-            if timed_out or crash is not None:
-                return self._after_crash(crash, timed_out, limit, started, out, err)
-            final, error_text = self._resolve_final(error)
-            if error_text and is_call_limit(error_text):
-                self._worker.renew()
+    # -- running code -------------------------------------------------------------------------------------
+    def _execute(self, code: str, limit: float, started: float) -> ExecResult:
+        out = self._out = Capture(self.limits.max_output_chars)
+        err = Capture(self.limits.max_output_chars)
+        self._final, self._interrupted = None, None
+        streams = {"stdout": out, "stderr": err}
+        crash = error = None
+        self._worker.timer.arm(self._worker.pid, limit)
+        try:
+            self._worker.session.feed_run(code, external_lookup=self._lookup,
+                                          print_callback=lambda stream, text: streams.get(stream, out).write(text))
+        except load_monty().MontyCrashedError as exc:
+            crash = exc
+        except (load_monty().MontyError, RuntimeError) as exc:  # RuntimeError: the session is gone
+            error = exc
+        finally:
+            timed_out = self._worker.timer.disarm()
+            self._out = None
+        if error is not None and not self._worker.alive():  # e.g. the worker was over its memory limit
+            crash, error = error, None
+        if self._interrupted is not None:
+            self._abandon()  # reopened at the next use, and the model told then
+            raise self._interrupted
+        if timed_out or crash is not None:
+            return self._after_crash(crash, timed_out, limit, started, out, err)
+        final, error_text = self._resolve_final(error)
+        if error_text and is_call_limit(error_text):
+            self._worker.renew()
         return ExecResult(
             stdout=self._show_vars(out.getvalue()), stderr=err.getvalue(), error=error_text,
             final=FinalSignal(**final) if final else None, duration_s=time.monotonic() - started,
@@ -233,15 +170,10 @@ class MontySandbox:
         if not timed_out and crash is not None and getattr(crash, "timed_out", False):
             timed_out, limit = True, min(limit, self._worker.backstop)  # the pool's request_timeout backstop
         self._restart()
-        if timed_out:
-            error = (f"TimeoutError: this step exceeded the time limit of {limit:g} s and was stopped. The sandbox "
-                     f"was restarted: {self._lost_state_note()} Split the work into smaller steps.")
-        else:
-            error = (f"SandboxCrash: the Monty worker died during this step and was restarted: "
-                     f"{self._lost_state_note()}\nCause: {crash}")
         stdout = out.getvalue().replace(SHOW_MARK, "(SHOW_VARS: the variables are gone with the restart)\n")
-        return ExecResult(stdout=stdout, stderr=err.getvalue(), error=error, timed_out=timed_out, restarted=True,
-                          duration_s=time.monotonic() - started)  # fmt: skip
+        if timed_out:
+            return self._timeout_result(limit, started, stdout, err.getvalue())
+        return self._crash_result(crash, started, stdout, err.getvalue())
 
     def _show_vars(self, stdout: str) -> str:
         """Replace the SHOW_VARS markers by the listing of the user variables (as at the end of the step)."""
@@ -252,6 +184,7 @@ class MontySandbox:
             "No variables defined yet."]  # fmt: skip
         return stdout.replace(SHOW_MARK, "\n".join(lines) + "\n")
 
+    # -- the namespace ------------------------------------------------------------------------------------
     def _control(self, code: str) -> Any:
         """Evaluate one expression of the runtime's own; SandboxError (and a fresh session) if the worker died."""
         try:
@@ -269,26 +202,24 @@ class MontySandbox:
     def _user_variables(self) -> dict[str, str]:
         return {n: t for n, t in self._all_variables().items() if not n.startswith("_")}
 
-    def set_variable(self, name: str, value: Any) -> None:
-        """Bind a JSON-compatible value in the namespace, sent once; kept across restarts."""
-        _check_name(name)
+    def _bind(self, name: str, value: Any) -> None:
+        """Send the value once, as a feed input."""
         monty = load_monty()
-        with self._guard():
-            session = self._session()
-            try:
-                session.feed_run("pass", inputs={name: value})
-            except (monty.MontyError, RuntimeError, TypeError, ValueError, OverflowError) as exc:
-                if self._worker.alive():
-                    raise TypeError(f"set_variable({name!r}): the value is not JSON-compatible: {exc}") from None
-                self._restart(f"the Monty worker died while receiving the variable {name!r}")
-                raise SandboxError(f"the Monty worker died while receiving {name!r} (is it too large for the memory "
-                                   f"limit of {self.limits.memory_mb} MB?): {exc}") from None
-            self._host_vars[name] = value
+        self._live()
+        try:
+            self._worker.session.feed_run("pass", inputs={name: value})
+        except (monty.MontyError, RuntimeError, TypeError, ValueError, OverflowError) as exc:
+            if self._worker.alive():
+                raise TypeError(f"set_variable({name!r}): the value is not JSON-compatible: {exc}") from None
+            raise self._lost_while_binding(name, exc) from None
+
+    def _register(self, functions: dict[str, HostFunction]) -> None:
+        self._lookup.update({name: self._host_function(name, f) for name, f in functions.items()})
 
     def get_variable(self, name: str) -> Any:
         """A variable's value as JSON-compatible data; KeyError if it does not exist."""
         with self._guard():
-            self._session()
+            self._live()
             if not isinstance(name, str) or name not in self._all_variables():
                 raise KeyError(name)
             return to_data(self._control(name))
@@ -296,33 +227,15 @@ class MontySandbox:
     def list_variables(self) -> dict[str, str]:
         """User variables and their type names (host functions, REPL builtins and _names excluded)."""
         with self._guard():
-            self._session()
+            self._live()
             return self._user_variables()
 
-    def register_functions(self, functions: dict[str, HostFunction]) -> None:
-        """Make host callables available to sandbox code under these names; kept across restarts."""
-        for name, function in functions.items():
-            _check_name(name)
-            if not callable(function):
-                raise TypeError(f"host function {name!r} is not callable")
-        with self._guard():
-            self._functions.update(functions)
-            self._lookup.update({name: self._host_function(name, f) for name, f in functions.items()})
 
-
-def _check_name(name: str) -> None:
-    """A host-provided name must be a plain identifier that does not shadow a REPL builtin."""
-    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_") or keyword.iskeyword(name):
-        raise ValueError(f"{name!r} is not a valid variable name (an identifier not starting with '_')")
-    if name in RESERVED:
-        raise ValueError(f"{name!r} is a REPL builtin of the sandbox and cannot be replaced")
-
-
-def create(settings: MontySettings | dict | None, limits: SandboxLimits | None) -> MontySandbox:
-    """The ``SandboxSpec`` factory: ``create(settings, limits) -> MontySandbox``."""
+def create(settings: MontySettings | dict | None, services: SandboxServices) -> MontySandbox:
+    """The ``SandboxSpec`` factory: ``create(settings, services) -> MontySandbox``."""
     if isinstance(settings, dict):
         settings = MontySettings(**settings)
-    return MontySandbox(settings, limits)
+    return MontySandbox(settings, services.limits)
 
 
 __all__ = ["MontySandbox", "MontySettings", "create", "INSTALL_HINT"]

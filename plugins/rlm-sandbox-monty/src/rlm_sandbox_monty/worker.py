@@ -12,8 +12,7 @@ import os
 import signal
 from typing import Any
 
-from rlm_host.sandbox.protocol import SandboxError, SandboxLimits
-from rlm_host.sandbox.worker import to_jsonable
+from rlm_host import SandboxError, SandboxLimits, to_jsonable
 
 from rlm_sandbox_monty import INSTALL_HINT
 from rlm_sandbox_monty.settings import MontySettings
