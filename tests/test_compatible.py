@@ -15,6 +15,7 @@ from rlm_host.llm import openai_compatible as compatible
 from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.protocol import ModelError, ModelOptions
 from rlm_host.plugins import get_host
+from rlm_host.services import ProviderServices
 from support.openai_server import OpenAIServer, answer, unauthorized
 
 EXPECTED = {
@@ -32,8 +33,9 @@ EXPECTED = {
 }
 
 
-def test_the_table_and_the_registration_records():
-    specs = {spec.name: spec for spec in compatible.provider_specs()}
+def test_the_table_and_the_registration_records(monkeypatch):
+    monkeypatch.setenv("RLM_PLUGINS", "")
+    specs = {spec.name: spec for spec in get_host().providers()}
     for name, (url, keys) in EXPECTED.items():
         assert compatible.PROVIDERS[name].base_url == url
         spec = specs[name]
@@ -46,7 +48,7 @@ def test_registered_providers_resolve_by_name_and_alias(monkeypatch):
     monkeypatch.setenv("RLM_PLUGINS", "")
     providers = get_host().providers()
     assert providers.get("lm-studio").name == "lmstudio" and providers.get("togetherai").name == "together"
-    connector = providers.get("ollama").load()("llama3", ModelOptions(), None)
+    connector = providers.get("ollama").create(None, ProviderServices(model="llama3"))
     assert isinstance(connector, OpenAIConnector)
     assert connector.name == "ollama:llama3" and connector.base_url == "http://localhost:11434/v1"
 
@@ -110,7 +112,7 @@ def test_rlm_run_with_a_named_compatible_provider(isolated_env, monkeypatch, cap
 
 
 def test_importing_the_table_stays_light():
-    probe = ("import sys, rlm_host.llm.openai_compatible as c; c.provider_specs(); "
+    probe = ("import sys, rlm_host.default_plugins.providers as p; p.rlm_register_providers(); "
              "print(sorted(m for m in ('pydantic', 'openai') if m in sys.modules))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

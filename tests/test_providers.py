@@ -1,42 +1,58 @@
 """The openai and scripted providers and the retry policy.
 
 The openai connector is exercised through the real ``openai`` SDK against a real HTTP server on 127.0.0.1
-(``tests/support/openai_server.py``); waits are kept short so the whole file runs in a few seconds.
+(``tests/support/openai_server.py``): ``TestOpenAIContract`` runs the provider contract suite, the tests beside
+it what is OpenAI's own (the request sent, reasoning models, quota, the settings section). Waits are kept short
+so the whole file runs in a few seconds.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
-from support.openai_server import (
-    OpenAIServer,
-    answer,
-    no_choices,
-    null_content,
-    rate_limited,
-    server_error,
-    slow,
-    truncated,
-    unauthorized,
-)
+from support.openai_server import OpenAIServer, answer, error, no_choices, null_content, rate_limited
 
 from rlm_host.errors import ConfigError
-from rlm_host.llm import openai_provider, scripted
-from rlm_host.llm.openai_provider import OpenAIConnector, ProviderSettings, context_window_for
+from rlm_host.llm import scripted
+from rlm_host.llm.openai_provider import OpenAIConnector, ProviderSettings
 from rlm_host.llm.protocol import ModelConnector, ModelError, ModelOptions
 from rlm_host.llm.retry import Failure, RetryPolicy, call_with_retries, parse_retry_after, retry_after_from_headers
 from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.services import ProviderServices
+from rlm_host.testing import ProviderContract
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "What is 2+2?"}]
+
+
+class TestOpenAIContract(ProviderContract):
+    provider = "openai"
+    model = "gpt-4o-mini"
+    key_help = "OPENAI_API_KEY"
+    context_windows = {"gpt-4o": 128_000, "gpt-4o-mini-2024-07-18": 128_000, "gpt-4.1-nano": 1_047_576,
+                       "gpt-4": 8_192, "o3-mini": 200_000, "llama-3-8b": None}  # fmt: skip
+    lazy_modules = ("openai",)
+    fake_server = OpenAIServer
+
+    def answer(self, text, usage=(11, 7)):
+        if usage is None:
+            return answer(text, usage=False)
+        return answer(text, prompt_tokens=usage[0], completion_tokens=usage[1])
+
+    def error(self, status, message):
+        return error(status, message)
+
+    def malformed_answers(self):
+        return [(no_choices(), "empty 'choices' list"), (null_content(), "message.content is null")]
+
+    def sent_key(self, request):
+        return request.headers["authorization"].removeprefix("Bearer ")
 
 
 @pytest.fixture
@@ -45,36 +61,19 @@ def server():
         yield srv
 
 
-def connect(server: OpenAIServer, *, retries: int = 2, timeout: float = 5.0, **options) -> tuple[OpenAIConnector, list]:
-    """A connector to the test server with fast backoff, and the list its retries are reported to."""
-    reported: list[tuple[int, float, str]] = []
-    connector = OpenAIConnector(
-        "gpt-4o-mini",
-        ModelOptions(base_url=server.url, api_key="sk-test", timeout=timeout, **options),
-        retry_policy=RetryPolicy(max_retries=retries, base_delay=0.01, max_delay=2.0),
-        on_retry=lambda *args: reported.append(args),
-    )
-    return connector, reported
+def connect(server: OpenAIServer, **options) -> OpenAIConnector:
+    """A connector to the test server that does not retry."""
+    options = {"base_url": server.url, "api_key": "sk-test", "max_retries": 0, **options}
+    return OpenAIConnector("gpt-4o-mini", ModelOptions(**options))
 
 
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# -- openai: what is its own -----------------------------------------------------------------------------------
 
 
-# -- openai: answers -------------------------------------------------------------------------------------------
-
-
-def test_chat_answer_with_usage_and_the_request_sent(server):
+def test_the_request_sent_and_the_answer(server):
     server.push(answer("4", prompt_tokens=12, completion_tokens=1))
-    connector, reported = connect(server, temperature=0.0, max_tokens=5)
-    assert isinstance(connector, ModelConnector)
-    result = connector.complete(MESSAGES)
-    assert (result.text, result.prompt_tokens, result.completion_tokens) == ("4", 12, 1)
-    assert result.finish_reason == "stop" and result.model == "test-model" and result.seconds > 0
-    assert "malformed" not in result.raw and reported == []
+    result = connect(server, temperature=0.0, max_tokens=5).complete(MESSAGES)
+    assert result.finish_reason == "stop" and result.model == "test-model" and result.raw == {"id": "chatcmpl-test"}
     [request] = server.requests
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
@@ -82,140 +81,23 @@ def test_chat_answer_with_usage_and_the_request_sent(server):
     assert request.body["temperature"] == 0.0 and request.body["max_tokens"] == 5
 
 
-def test_missing_usage_counts_zero(server):
-    server.push(answer("ok", usage=False))
-    result = connect(server)[0].complete(MESSAGES)
-    assert (result.text, result.prompt_tokens, result.completion_tokens) == ("ok", 0, 0)
+def test_reasoning_models_are_given_max_completion_tokens(server):
+    server.push(answer("4"))
+    OpenAIConnector("o3-mini", ModelOptions(base_url=server.url, api_key="k", max_tokens=5)).complete(MESSAGES)
+    assert server.bodies[0]["max_completion_tokens"] == 5 and "max_tokens" not in server.bodies[0]
 
 
-@pytest.mark.parametrize(
-    "behaviour, problem", [(no_choices(), "empty 'choices' list"), (null_content(), "message.content is null")]
-)
-def test_malformed_answers_come_back_flagged_not_raised_nor_retried(server, behaviour, problem):
-    server.push(behaviour)
-    result = connect(server)[0].complete(MESSAGES)
-    assert result.text is None and result.raw["malformed"] == problem
-    assert len(server.requests) == 1
-
-
-def test_concurrent_calls_share_one_client(server):
-    server.push(*[answer(f"a{i}") for i in range(8)])
-    connector, _ = connect(server)
-    with ThreadPoolExecutor(8) as pool:
-        texts = list(pool.map(lambda _: connector.complete(MESSAGES).text, range(8)))
-    assert sorted(texts) == sorted(f"a{i}" for i in range(8))
-
-
-# -- openai: retries -------------------------------------------------------------------------------------------
-
-
-def test_429_is_retried_after_the_retry_after_wait(server):
-    server.push(rate_limited(retry_after="0.4"), answer("done"))
-    connector, reported = connect(server)
-    result = connector.complete(MESSAGES)
-    assert result.text == "done" and result.raw["attempts"] == 2
-    first, second = server.requests
-    assert second.at - first.at >= 0.4
-    assert reported == [(1, 0.4, "HTTP 429 Too Many Requests")]
-
-
-def test_500_then_success(server):
-    server.push(server_error(500), server_error(503), answer("fine"))
-    connector, reported = connect(server, retries=3)
-    assert connector.complete(MESSAGES).text == "fine"
-    assert [r[2] for r in reported] == ["HTTP 500 Internal Server Error", "HTTP 503 Service Unavailable"]
-    assert all(0 <= r[1] <= 2.0 for r in reported)
-
-
-def test_final_error_after_max_retries_is_one_clear_message(server):
-    server.push(*[rate_limited(retry_after=None)] * 3)
-    connector, reported = connect(server, retries=2)
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES)
-    assert str(info.value) == "openai:gpt-4o-mini: HTTP 429 Too Many Requests after 3 attempts"
-    assert len(server.requests) == 3 and [r[0] for r in reported] == [1, 2]
-
-
-def test_timeout_is_retried_then_a_clear_error(server):
-    server.push(slow(3.0), slow(3.0))
-    connector, reported = connect(server, retries=1)
-    started = time.monotonic()
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES, timeout=0.3)
-    assert time.monotonic() - started < 2.5
-    assert str(info.value) == f"openai:gpt-4o-mini: no answer from {server.url} within 0.3 s (timeout) after 2 attempts"
-    assert len(server.requests) == 2 and len(reported) == 1
-
-
-def test_timeout_then_success(server):
-    server.push(slow(3.0), answer("in time"))
-    connector, _ = connect(server, timeout=0.3)
-    assert connector.complete(MESSAGES).text == "in time"
-
-
-@pytest.mark.parametrize("cut", [False, True], ids=["bad-json", "cut-connection"])
-def test_truncated_json_is_retried_then_a_clear_error(server, cut):
-    server.push(truncated(cut_connection=cut), answer("whole"))
-    connector, reported = connect(server, retries=1)
-    assert connector.complete(MESSAGES).text == "whole" and len(reported) == 1
-    server.push(truncated(cut_connection=cut), truncated(cut_connection=cut))
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES)
-    expected = "broken mid-response" if cut else "malformed JSON in response"
-    assert expected in str(info.value) and str(info.value).endswith("after 2 attempts")
-
-
-def test_bad_key_is_not_retried(server):
-    server.push(unauthorized())
-    connector, reported = connect(server)
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES)
-    assert "HTTP 401 Unauthorized: invalid API key" in str(info.value) and "set OPENAI_API_KEY" in str(info.value)
-    assert "Incorrect API key" in info.value.hint
-    assert len(server.requests) == 1 and reported == []
-
-
-def test_other_4xx_and_exhausted_quota_are_not_retried(server):
-    from support.openai_server import Behaviour
-
-    server.push(Behaviour(400, {"error": {"message": "context too long", "code": "context_length_exceeded"}}))
+def test_exhausted_quota_is_not_retried(server):
     server.push(rate_limited(code="insufficient_quota"))
-    connector, reported = connect(server)
-    with pytest.raises(ModelError, match=r"HTTP 400 Bad Request: context too long$"):
-        connector.complete(MESSAGES)
-    with pytest.raises(ModelError, match="insufficient quota"):
-        connector.complete(MESSAGES)
-    assert len(server.requests) == 2 and reported == []
+    with pytest.raises(ModelError, match="HTTP 429 Too Many Requests: insufficient quota") as info:
+        connect(server, max_retries=2).complete(MESSAGES)
+    assert info.value.hint == "check your plan and billing" and len(server.requests) == 1
 
 
-def test_connection_refused_names_the_url():
-    url = f"http://127.0.0.1:{free_port()}/v1"
-    connector = OpenAIConnector(
-        "gpt-4o-mini", ModelOptions(base_url=url), retry_policy=RetryPolicy(max_retries=1, base_delay=0.01)
-    )
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES)
-    assert str(info.value) == f"openai:gpt-4o-mini: cannot reach {url}: connection refused after 2 attempts"
-    assert "--base-url" in info.value.hint
-
-
-# -- openai: configuration -------------------------------------------------------------------------------------
-
-
-def test_missing_key_without_base_url_is_a_clear_error():
+def test_missing_key_without_base_url_says_a_base_url_would_do():
     with pytest.raises(ModelError) as info:
         OpenAIConnector("gpt-4o-mini", ModelOptions(), environ={})
     assert str(info.value) == "no API key for openai: set OPENAI_API_KEY or pass --base-url"
-
-
-def test_key_and_base_url_from_the_environment_and_placeholder_key(server):
-    server.push(answer("a"), answer("b"))
-    OpenAIConnector("m", ModelOptions(), environ={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-env"}).complete(
-        MESSAGES
-    )
-    OpenAIConnector("m", ModelOptions(), environ={"OPENAI_BASE_URL": server.url}).complete(MESSAGES)
-    keys = [r.headers["authorization"] for r in server.requests]
-    assert keys == ["Bearer sk-env", f"Bearer {openai_provider.PLACEHOLDER_KEY}"]
 
 
 def test_settings_section(server):
@@ -232,14 +114,6 @@ def test_settings_section(server):
     assert (explicit.retry_policy.max_retries, explicit.timeout) == (0, 3)
     with pytest.raises(ConfigError, match="max_retry: Extra inputs"):
         OpenAIConnector("m", ModelOptions(base_url=server.url), {"max_retry": 2})
-
-
-def test_context_windows():
-    assert context_window_for("gpt-4o") == context_window_for("gpt-4o-mini-2024-07-18") == 128_000
-    assert context_window_for("gpt-4.1-nano") == 1_047_576 and context_window_for("gpt-4") == 8_192
-    assert context_window_for("o3-mini") == 200_000 and context_window_for("llama-3-8b") is None
-    connector = openai_provider.create("gpt-4o", ModelOptions(api_key="k"), None)
-    assert connector.name == "openai:gpt-4o" and connector.context_window == 128_000
 
 
 def test_importing_the_providers_does_not_import_openai():
@@ -300,6 +174,11 @@ def test_backoff_is_full_jitter_and_capped():
 # -- scripted --------------------------------------------------------------------------------------------------
 
 
+def scripted_file(path) -> ScriptedConnector:
+    """The ``scripted:PATH`` connector, built by the provider's factory."""
+    return scripted.create(None, ProviderServices(model=str(path)))
+
+
 def test_scripted_plays_responses_in_order_with_token_estimates():
     model = ScriptedConnector.from_responses(["first", {"text": "second", "completion_tokens": 9, "prompt_tokens": 2}])
     assert isinstance(model, ModelConnector) and model.context_window == 32_768
@@ -346,7 +225,7 @@ def test_scripted_is_thread_safe():
 def test_scripted_files(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"responses": ["a"], "rules": [{"match": "x", "text": "X"}], "context_window": 8192}))
-    model = scripted.create(str(script), ModelOptions(), None)
+    model = scripted_file(script)
     assert model.name == f"scripted:{script}" and model.context_window == 8192
     assert model.complete([{"role": "user", "content": "x"}]).text == "X"
     assert model.complete(MESSAGES).text == "a"
@@ -355,11 +234,11 @@ def test_scripted_files(tmp_path):
 
     listed = tmp_path / "list.json"
     listed.write_text('["one", "two"]')
-    assert scripted.create(str(listed)).complete(MESSAGES).text == "one"
+    assert scripted_file(listed).complete(MESSAGES).text == "one"
 
     lines = tmp_path / "script.jsonl"
     lines.write_text('{"text": "first"}\n\n"second"\n{"match": "hi", "text": "hello"}\n')
-    model = scripted.create(str(lines))
+    model = scripted_file(lines)
     assert [model.complete(MESSAGES).text, model.complete(MESSAGES).text] == ["first", "second"]
     assert len(model.rules) == 1
 
@@ -378,9 +257,9 @@ def test_scripted_bad_scripts_are_clear_errors(tmp_path, content, message):
     script = tmp_path / "bad.json"
     script.write_text(content)
     with pytest.raises(ModelError, match=message):
-        scripted.create(str(script))
+        scripted_file(script)
 
 
 def test_scripted_missing_file(tmp_path):
     with pytest.raises(ModelError, match="cannot read"):
-        scripted.create(str(tmp_path / "nope.json"))
+        scripted_file(tmp_path / "nope.json")

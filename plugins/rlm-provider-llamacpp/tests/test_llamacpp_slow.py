@@ -14,12 +14,10 @@ import time
 import urllib.request
 
 import pytest
-from rlm_host.llm.openai_provider import OpenAIConnector
-from rlm_host.llm.protocol import ModelError, ModelOptions
-from rlm_host.llm.scripted import ScriptedConnector
-from rlm_host.testing.engine import isolated_runner
+from rlm_host import ModelError, ModelOptions, load_settings, resolve_connector
+from rlm_host.testing import ScriptedConnector, isolated_runner
 
-from rlm_provider_llamacpp.connector import LlamaCppConnector, create
+from rlm_provider_llamacpp.connector import LlamaCppConnector
 from rlm_provider_llamacpp.models import bundled_path
 
 pytestmark = pytest.mark.slow
@@ -34,7 +32,7 @@ SERVER_START_LIMIT = 120.0  # seconds
 @pytest.fixture(scope="module")
 def local() -> LlamaCppConnector:
     """The embedded model, loaded in this process, answering at most 24 tokens."""
-    connector = create("smollm2", ModelOptions(max_tokens=24))
+    connector = LlamaCppConnector("smollm2", ModelOptions(max_tokens=24))
     connector.load()
     return connector
 
@@ -53,7 +51,7 @@ def test_in_process_chat_answers_with_real_token_counts(local):
 
 
 def test_connectors_of_one_model_share_it_and_concurrent_calls_are_serialised(local):
-    other = create("smollm2", ModelOptions(max_tokens=8))
+    other = LlamaCppConnector("smollm2", ModelOptions(max_tokens=8))
     assert other.load() is local.load()
     results: list = []
     threads = [
@@ -122,8 +120,11 @@ def llama_server(tmp_path_factory):
         log.close()
 
 
-def test_builtin_openai_provider_against_a_real_llama_cpp_server(llama_server):
-    connector = OpenAIConnector("smollm2", ModelOptions(base_url=llama_server, max_tokens=24, temperature=0.2))
+def test_builtin_openai_provider_against_a_real_llama_cpp_server(llama_server, rlm_isolated, rlm_plugin_host):
+    host = rlm_plugin_host()
+    settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host)
+    options = ModelOptions(base_url=llama_server, max_tokens=24, temperature=0.2)
+    connector = resolve_connector("openai:smollm2", host=host, settings=settings, options=options)
     try:
         result = connector.complete(MESSAGES)
     finally:
@@ -147,7 +148,7 @@ def test_pure_rlm_run_whose_llm_query_reaches_the_real_model(tmp_path, monkeypat
         ],
         name="scripted:root",
     )
-    sub = create("smollm2", ModelOptions(max_tokens=16))
+    sub = LlamaCppConnector("smollm2", ModelOptions(max_tokens=16))
     result = runner.run_task(
         "What colour is the sky?",
         context="A note about the weather: the sky is blue on a clear day.",
@@ -158,6 +159,7 @@ def test_pure_rlm_run_whose_llm_query_reaches_the_real_model(tmp_path, monkeypat
     assert result.usage.sub.calls == 1
     assert result.usage.sub.prompt_tokens > 0 and result.usage.sub.completion_tokens > 0
     assert result.final_response is not None
+    assert result.usage.sub.cost == 0.0  # a local model costs nothing, and the run says so rather than "unknown"
 
 
 def test_cli_run_against_the_real_server_then_replay_without_it(llama_server, tmp_path):

@@ -1,9 +1,9 @@
 """The ``anthropic`` provider: Claude models through the official ``anthropic`` SDK (Messages API).
 
 The SDK is imported only when the first request is made, so importing this module (as the plugin registry may)
-stays cheap. The SDK's own retries are switched off: :func:`rlm_host.llm.retry.call_with_retries` retries 429
-(honouring ``Retry-After``), 5xx (529 "overloaded" included), timeouts and connection errors with jittered
-backoff, and ends with one clear ModelError; 401/403 fail at once saying which variable to set.
+stays cheap. The SDK's own retries are switched off: :class:`rlm_host.RetryingConnector` retries 429 (honouring
+``Retry-After``), 5xx (529 "overloaded" included), timeouts and connection errors with jittered backoff, and
+ends with one clear ModelError; 401/403 fail at once saying which variable to set.
 
 Where things come from, strongest first:
 
@@ -32,24 +32,31 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rlm_host.llm.connector_base import (
+from rlm_host import (
+    Completion,
+    Failure,
     MalformedBody,
+    Message,
+    ModelError,
+    ModelOptions,
+    RetryCallback,
     RetryingConnector,
+    RetryPolicy,
     context_window_of,
+    is_retryable_status,
     reject_raw_text,
     retry_after_of,
+    status_text,
     token_count,
 )
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
-from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
 
-from rlm_provider_anthropic.hooks import INSTALL_HINT
+from rlm_provider_anthropic.hooks import DEFAULT_BASE_URL, INSTALL_HINT
 from rlm_provider_anthropic.settings import AnthropicSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     import anthropic
+    from rlm_host import ProviderServices
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: Sent when a custom base URL is set but no key exists: local Anthropic-compatible servers ignore it.
 PLACEHOLDER_KEY = "sk-ant-no-key-required"
 
@@ -145,7 +152,7 @@ class AnthropicConnector(RetryingConnector):
                 self._client = anthropic.Anthropic(
                     api_key=self._api_key,
                     base_url=self.base_url,  # always given: the SDK must not pick one on its own
-                    max_retries=0,  # retries are ours (rlm_host.llm.retry)
+                    max_retries=0,  # retries are ours (RetryingConnector)
                     timeout=self.timeout,
                 )
             return self._client
@@ -266,11 +273,9 @@ def _error_body(exc: Any) -> tuple[str, str]:
     return "", str(body or "")
 
 
-def create(
-    model: str, options: ModelOptions | None = None, settings: AnthropicSettings | Mapping[str, Any] | None = None
-) -> AnthropicConnector:
+def create(settings: AnthropicSettings | None, services: ProviderServices) -> AnthropicConnector:
     """The provider factory named by the ``anthropic`` ProviderSpec: ``anthropic:MODEL``."""
-    return AnthropicConnector(model, options, settings)
+    return AnthropicConnector(services.model, services.options, settings)
 
 
 __all__ = [

@@ -8,6 +8,10 @@ from rlm_host import ProviderSpec, hookimpl
 #: The environment variable ``--model auto`` looks at (the connector reads ``[provider.anthropic] api_key_env``).
 KEY_ENV = "ANTHROPIC_API_KEY"
 
+#: Where requests go unless ``[provider.anthropic] base_url``, ``--base-url`` or ``$ANTHROPIC_BASE_URL`` say
+#: otherwise.
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
 #: What ``--model auto`` runs when only ANTHROPIC_API_KEY is set: a current small Claude model (in the SDK's
 #: list of model ids).
 DEFAULT_MODEL = "claude-haiku-5-5"
@@ -27,6 +31,11 @@ def rlm_register_providers():
             install_hint=INSTALL_HINT,
             settings="rlm_provider_anthropic.settings:AnthropicSettings",
             key_env=(KEY_ENV,),
+            base_url=DEFAULT_BASE_URL,
+            # No base_url_env: ANTHROPIC_BASE_URL alone (set by other tools for their own gateways) must not make
+            # `--model auto` pick this provider; the connector still honours it.
+            example_model=DEFAULT_MODEL,
             default_model=DEFAULT_MODEL,
+            auto_priority=20,  # below a configured OpenAI endpoint (100), above gemini (10)
         )
     ]

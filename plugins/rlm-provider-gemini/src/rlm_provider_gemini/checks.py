@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
+from typing import TYPE_CHECKING
 
 from rlm_host import Readiness
 
 from rlm_provider_gemini.hooks import INSTALL_HINT
 
+if TYPE_CHECKING:  # pragma: no cover
+    from rlm_provider_gemini.settings import GeminiSettings
 
-def sdk_installed() -> Readiness:
-    """``google.genai`` can be found (``find_spec`` raises, rather than returning None, when ``google`` is absent)."""
+
+def sdk_installed(settings: GeminiSettings | None = None) -> Readiness:
+    """``google.genai`` can be found (``find_spec`` raises, rather than returning None, when ``google`` is absent).
+
+    Called as ``check(settings)`` with ``[provider.gemini]``, which does not change where the SDK is found."""
     try:
         found = importlib.util.find_spec("google.genai") is not None
     except (ImportError, ValueError):

@@ -2,9 +2,9 @@
 
 The SDK is imported only when the first request is made, so importing this module (as the plugin registry may)
 stays cheap. The SDK's own retries are switched off (``HttpRetryOptions(attempts=1)``):
-:func:`rlm_host.llm.retry.call_with_retries` retries 429 (honouring ``Retry-After``, or the ``RetryInfo``
-delay Google puts in the error body), 5xx, timeouts and connection errors with jittered backoff, and ends with
-one clear ModelError; a rejected key (401/403, or Google's 400 ``API_KEY_INVALID``) fails at once saying which
+:class:`rlm_host.RetryingConnector` retries 429 (honouring ``Retry-After``, or the ``RetryInfo`` delay Google
+puts in the error body), 5xx, timeouts and connection errors with jittered backoff, and ends with one clear
+ModelError; a rejected key (401/403, or Google's 400 ``API_KEY_INVALID``) fails at once saying which
 variable to set.
 
 Where things come from, strongest first:
@@ -36,22 +36,29 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rlm_host.llm.connector_base import (
+from rlm_host import (
+    Completion,
+    Failure,
+    Message,
+    ModelError,
+    ModelOptions,
+    RetryCallback,
     RetryingConnector,
+    RetryPolicy,
     context_window_of,
+    is_retryable_status,
     retry_after_of,
+    status_text,
     token_count,
 )
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
-from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
 
-from rlm_provider_gemini.hooks import INSTALL_HINT, KEY_ENVS
+from rlm_provider_gemini.hooks import DEFAULT_BASE_URL, INSTALL_HINT, KEY_ENVS
 from rlm_provider_gemini.settings import GeminiSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from google import genai
+    from rlm_host import ProviderServices
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 #: Sent when a custom base URL is set but no key exists: local Gemini-compatible servers ignore it.
 PLACEHOLDER_KEY = "no-key-required"
 
@@ -155,7 +162,7 @@ class GeminiConnector(RetryingConnector):
                 http_options = types.HttpOptions(
                     base_url=self.base_url,  # always given: the SDK must not pick one on its own
                     timeout=_millis(self.timeout),
-                    retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours (rlm_host.llm.retry)
+                    retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours (RetryingConnector)
                 )
                 if self.settings.api_version:
                     http_options.api_version = self.settings.api_version
@@ -318,11 +325,9 @@ def _retry_info_delay(exc: Any) -> float | None:
     return None
 
 
-def create(
-    model: str, options: ModelOptions | None = None, settings: GeminiSettings | Mapping[str, Any] | None = None
-) -> GeminiConnector:
+def create(settings: GeminiSettings | None, services: ProviderServices) -> GeminiConnector:
     """The provider factory named by the ``gemini`` ProviderSpec: ``gemini:MODEL``."""
-    return GeminiConnector(model, options, settings)
+    return GeminiConnector(services.model, services.options, settings)
 
 
 __all__ = ["CONTEXT_WINDOWS", "GeminiConnector", "GeminiSettings", "context_window_for", "create", "to_gemini_contents"]

@@ -9,6 +9,10 @@ from rlm_host import ProviderSpec, hookimpl
 #: GOOGLE_API_KEY when both are set).
 KEY_ENVS = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 
+#: Where requests go unless ``[provider.gemini] base_url``, ``--base-url`` or ``$GOOGLE_GEMINI_BASE_URL`` say
+#: otherwise.
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+
 #: What ``--model auto`` runs when only a Gemini key is set: the current Flash model of the SDK's model list.
 DEFAULT_MODEL = "gemini-3.8-flash"
 
@@ -27,6 +31,11 @@ def rlm_register_providers():
             install_hint=INSTALL_HINT,
             settings="rlm_provider_gemini.settings:GeminiSettings",
             key_env=KEY_ENVS,
+            base_url=DEFAULT_BASE_URL,
+            # No base_url_env: GOOGLE_GEMINI_BASE_URL alone must not make `--model auto` pick this provider (as
+            # before); the connector still honours it.
+            example_model=DEFAULT_MODEL,
             default_model=DEFAULT_MODEL,
+            auto_priority=10,  # below a configured OpenAI endpoint (100) and anthropic (20)
         )
     ]

