@@ -12,23 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bench_data import BENCH, DATA, RLM_SCRIPT, repl, write_script
+from bench_data import BENCH, DATA, RLM_SCRIPT, SMOKE_RULES, repl, write_script
+from bench_data.fixtures import cli, isolated_env, work  # noqa: F401 (fixtures)
 from rlm_bench.store import BenchStore
 from rlm_bench.summary import BenchmarkSummary
-
-
-
-
-@pytest.fixture
-def work(isolated_env) -> Path:
-    return Path(isolated_env["WORK"])
-
-
-SMOKE_RULES = [
-    {"match": "How many characters", "text": repl("FINAL(len(context))")},
-    {"match": "first word", "text": repl("FINAL(context.split()[0])")},
-    {"match": "lantern", "text": repl("import re\nFINAL(len(re.findall(r'\\blantern\\b', context, re.I)))")},
-]
 
 
 def test_list_shows_every_preset_and_json_carries_the_answers(cli):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench_data import SMOKE_RULES, DATA, repl, write_script
+from bench_data.fixtures import cli, isolated_env  # noqa: F401 (fixtures)
 from rlm_bench import leaderboard as lb
 from rlm_bench.store import BenchStore
 

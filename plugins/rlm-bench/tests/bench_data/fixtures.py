@@ -1,5 +1,9 @@
 """Fixtures of the benchmark tests, on top of the ``rlm_host.testing`` pytest plugin's ``rlm_cli`` and
-``rlm_isolated``: ``rlm`` runs in-process with this distribution (and only it) loaded."""
+``rlm_isolated``: ``rlm`` runs in-process with this distribution (and only it) loaded.
+
+Test modules import them by name (``from bench_data.fixtures import cli, work``): a ``conftest.py`` here would
+be a second module named ``conftest`` beside the host's, which plain ``from conftest import …`` could then
+resolve to the wrong one when the whole repository's tests run together."""
 
 from __future__ import annotations
 
