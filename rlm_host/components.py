@@ -57,8 +57,7 @@ def run_check(check: LazyRef, what: str, settings: Any = None) -> "Readiness":
     return result
 
 
-@dataclass(frozen=True)
-class Readiness:
+class Readiness(NamedTuple):
     """The answer of a readiness check: ok or not, a detail line, and how to fix it when not ok."""
 
     ok: bool
@@ -69,6 +68,9 @@ class Readiness:
 @dataclass(frozen=True)
 class Component:
     """Fields shared by every kind of component; subclasses set ``kind`` and may add typed fields.
+
+    A kind that adds no field subclasses this without ``@dataclass`` (it inherits the generated methods, and
+    ``rlm`` starts faster: each decorated class costs about 0.6 ms at every start).
 
     ``factory`` is called as ``factory(settings, services)`` (see ``rlm_host.services``). ``requires`` lists
     the top-level modules the implementation imports; the default readiness check looks them up with
@@ -131,14 +133,12 @@ class Component:
         return Readiness(True, "requirements importable" if self.requires else "no external requirements")
 
 
-@dataclass(frozen=True)
 class EnvironmentSpec(Component):
     """An RLM environment: the rulebook of actions, prompts and rewards (pure_rlm, generic, traces…)."""
 
     kind: ClassVar[str] = "environment"
 
 
-@dataclass(frozen=True)
 class FrameworkSpec(Component):
     """A framework adapter running a task through another agent framework (DSPy, ADK, Pydantic AI…)."""
 
@@ -161,14 +161,12 @@ class SandboxSpec(Component):
     priority: int = 0
 
 
-@dataclass(frozen=True)
 class SinkSpec(Component):
     """An observability sink that receives every run event (local JSONL, OpenTelemetry, MLflow…)."""
 
     kind: ClassVar[str] = "sink"
 
 
-@dataclass(frozen=True)
 class BenchmarkPackSpec(Component):
     """A benchmark pack: named presets of cases carrying their data and expected answers."""
 

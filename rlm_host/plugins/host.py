@@ -74,7 +74,7 @@ class PluginHost:
             if self._loaded:
                 return self
             self._loaded = True
-            host = PluginDistribution(discovery.HOST_DISTRIBUTION, discovery.host_version(), builtin=True)
+            host = PluginDistribution(discovery.HOST_DISTRIBUTION, discovery.host_version, builtin=True)
             self.distributions.append(host)
             for module_name in DEFAULT_PLUGINS:
                 host.entry_points.append((module_name.rpartition(".")[2], module_name))
@@ -118,26 +118,28 @@ class PluginHost:
         self._register(dist, f"{dist.name}:{entry_name}", obj)
 
     def _register(self, dist: PluginDistribution, plugin_name: str, obj: Any) -> None:
-        problems = []
-        for name in dir(obj):
-            options = self.pm.parse_hookimpl_opts(obj, name)
-            if options is None:
-                continue
-            if name not in _HOOK_NAMES:
-                close = difflib.get_close_matches(name, sorted(_HOOK_NAMES), n=1)
-                suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append(f"implements unknown hook {name!r}{suggestion}")
-            for option in _REFUSED_OPTIONS:
-                if options.get(option):
-                    problems.append(f"{name}: @hookimpl({option}=True) is not supported by registration hooks")
-        for problem in problems:
-            self._broken(dist, problem)
-        if problems:
-            return
+        """Register ``obj``'s hook implementations with pluggy, then refuse the plugin (unregistering it) if one
+        names an unknown hook ("did you mean") or asks for an option a registration hook cannot honour."""
         try:
             self.pm.register(obj, name=plugin_name)
         except Exception as exc:
             self._broken(dist, f"hook validation failed: {exc}")
+            return
+        problems = []
+        for caller in self.pm.get_hookcallers(obj) or []:
+            if caller.name not in _HOOK_NAMES:
+                close = difflib.get_close_matches(caller.name, sorted(_HOOK_NAMES), n=1)
+                suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"implements unknown hook {caller.name!r}{suggestion}")
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.plugin is obj:
+                    problems += [f"{caller.name}: @hookimpl({option}=True) is not supported by registration hooks"
+                                 for option in _REFUSED_OPTIONS if getattr(impl, option)]  # fmt: skip
+        if problems:
+            self.pm.unregister(obj)
+            for problem in problems:
+                self._broken(dist, problem)
             return
         self._owner[plugin_name] = dist
 

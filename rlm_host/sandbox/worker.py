@@ -128,6 +128,7 @@ class Worker:
     def __init__(self, proto_in, proto_out, max_output_chars):
         self._in = proto_in
         self._out = proto_out
+        self._pid = os.getpid()
         self._max_output = max_output_chars
         self._send_lock = threading.Lock()
         self._call_lock = threading.Lock()
@@ -147,8 +148,23 @@ class Worker:
         self.ns.update(self._system)
 
     # -- channel ------------------------------------------------------------------------------------------
+    def _only_the_worker(self):
+        """A process user code forked shares the channel's file descriptors: it must never speak on it (it would
+        answer the host's next request in the worker's place), so it ends here."""
+        if os.getpid() != self._pid:
+            os._exit(0)
+
+    def _reap(self):
+        """Collect the exit status of children user code left behind, so dead ones do not hold process slots."""
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+
     def send(self, message):
         """Write one protocol message in one go."""
+        self._only_the_worker()
         try:
             data = encode_line(message)
         except (TypeError, ValueError) as exc:  # e.g. an int too large to print: report instead of hanging
@@ -162,6 +178,7 @@ class Worker:
 
     def recv(self):
         """The next message from the host, or None when the host has gone."""
+        self._only_the_worker()
         while True:
             line = self._in.readline()
             if not line:
@@ -259,6 +276,8 @@ class Worker:
             error = format_error(exc)
         finally:
             sys.stdout, sys.stderr = saved
+        self._only_the_worker()  # a fork of user code that got this far stops before the protocol
+        self._reap()
         return {"stdout": out.getvalue(), "stderr": err.getvalue(), "error": error, "final": self._final}
 
     def handle(self, message):

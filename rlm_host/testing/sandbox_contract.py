@@ -420,6 +420,22 @@ class SandboxContract:
         assert result.stdout.startswith("A" * half) and result.stdout.endswith("B" * (half - 1) + "\n")
         assert "characters cut" in result.stdout and len(result.stdout) < self.limits.max_output_chars + 200
 
+    def test_processes_forked_by_user_code_never_answer_for_the_sandbox(self, sandbox):
+        """A fork of the worker shares its channel: no child may answer a step in the worker's place, and the
+        steps after a burst of forks run at once with the right output. (The burst is bounded: 8 processes; a
+        real fork bomb belongs in tests/security, against runtimes with a process limit.)"""
+        self._needs_full_cpython("no os.fork()")
+        sandbox.set_variable("context", "kept")
+        worker = sandbox.execute("import os\nprint(os.getpid())").stdout.strip()
+        for _ in range(3):
+            result = sandbox.execute("pid = os.fork()\nprint('parent' if pid else 'child', os.getpid())", timeout=10)
+            assert result.stdout == f"parent {worker}\n", result
+        burst = sandbox.execute("for _ in range(3):\n    os.fork()\nprint(os.getpid())", timeout=10)
+        assert burst.stdout == f"{worker}\n", burst
+        for n in range(5):
+            after = sandbox.execute(f"print({n}, context, os.getpid())", timeout=5)
+            assert after.stdout == f"{n} kept {worker}\n" and not after.timed_out, after
+
     def test_user_code_cannot_corrupt_the_channel(self, sandbox):
         self._needs_full_cpython("no os.write() to the worker's file descriptors")
         result = sandbox.execute("import os, sys\nos.write(1, b'garbage\\n')\nsys.__stdout__.write('{bad json\\n')")

@@ -258,12 +258,8 @@ def test_escape_attempt_is_blocked(runtime, attempt, session_for, attack_env):
         attempt.blocked(result, attack_env)
     # the host stays healthy, and the session goes on with the host's variables
     assert os.environ["OPENAI_API_KEY"] == FAKE_KEY and open(attack_env["ssh_key"]).read() == FAKE_SSH_KEY
-    after = session.execute("print(6 * 7, context)")
-    if after.timed_out and after.restarted:
-        # processes a fork bomb left behind can starve the next step; the timeout replaces the sandbox, and
-        # the step after that must work (known gap: the worker does not yet reap stray children itself)
-        after = session.execute("print(6 * 7, context)")
-    assert after.stdout.endswith("42 the secret plan is 42\n"), after
+    after = session.execute("print(6 * 7, context)")  # at once: a fork bomb's survivors end at their first
+    assert after.stdout.endswith("42 the secret plan is 42\n"), after  # failed fork, none answers for the worker
 
 
 def test_every_runtime_that_claims_a_boundary_blocks_everything():
