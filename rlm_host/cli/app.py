@@ -58,17 +58,23 @@ def command_settings(ctx: click.Context) -> "LoadedSettings":
 
 
 def _to_click(target: Any, name: str) -> click.Command:
-    """A typer app, a vendored-click command or a plain function, as a click command called ``name``."""
+    """A typer app, a click command (typer's copy or the click package's) or a plain function, as a command of
+    the ``rlm`` group called ``name``."""
+    from rlm_host.cli.click_commands import delegate, is_click_command
+
     if isinstance(target, typer.Typer):
         command = typer.main.get_command(target)
     elif isinstance(target, click.Command):
         command = target
+    elif is_click_command(target):
+        command = delegate(target, name)
     elif callable(target):
         wrapper = typer.Typer(rich_markup_mode=None, add_completion=False)
         wrapper.command(name=name)(target)
         command = typer.main.get_command(wrapper)
     else:
-        raise PluginError(f"command {name!r}: expected a typer.Typer or a function, got {type(target).__name__}")
+        raise PluginError(f"command {name!r}: expected a typer.Typer, a click command or a function, "
+                          f"got {type(target).__name__}")
     command.name = name
     return command
 
