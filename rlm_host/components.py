@@ -182,9 +182,10 @@ class ProviderSpec(Component):
     requests by default (shown by ``rlm models list``; ``base_url_env`` names a variable overriding it), and
     ``example_model`` a model to show in listings and hints.
 
-    ``--model auto`` considers only providers with a ``default_model`` (``default_model_env`` names a
-    variable overriding it), highest ``auto_priority`` first: the first one whose key (or base-URL variable)
-    is set, else the first that needs no key and is ready (the embedded local model).
+    ``--model auto`` considers only providers with a ``default_model``, highest ``auto_priority`` first: the
+    first one whose key (or base-URL variable) is set, else the first that needs no key and is ready (the
+    embedded local model). A user who wants another model names it (``--model``, ``[run] model``,
+    ``RLM_RUN__MODEL``): there is no per-provider variable for it.
     """
 
     kind: ClassVar[str] = "provider"
@@ -195,7 +196,6 @@ class ProviderSpec(Component):
     base_url_env: str = ""
     example_model: str = ""
     default_model: str = ""  # what ``--model auto`` runs when it picks this provider
-    default_model_env: str = ""
     default_notice: str = ""  # said to the user when auto picks it (e.g. "a tiny local model: …")
     auto_priority: int = 0
 

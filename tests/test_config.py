@@ -65,6 +65,27 @@ def test_explicit_config_file_replaces_the_project_file(dirs, tmp_path):
         load(home, work, config_file=tmp_path / "missing.toml")
 
 
+def test_tool_rlm_in_pyproject_is_the_project_file_unless_rlm_toml_exists(dirs, tmp_path):
+    home, work = dirs
+    pyproject = write(work / "pyproject.toml", "[project]\nname = 'x'\n\n[tool.rlm.run]\nmax_steps = 6\n")
+    loaded = load(home, work)
+    assert loaded.settings.run.max_steps == 6 and loaded.files == [pyproject]
+    assert loaded.source_of("run.max_steps") == f"project file {pyproject}"
+    write(work / "rlm.toml", "[run]\nmax_depth = 3\n")  # rlm.toml wins as a whole, as ruff.toml does for ruff
+    assert load(home, work).settings.run.max_steps == 8
+    assert load(home, work, config_file=pyproject).settings.run.max_steps == 6  # --config pyproject.toml too
+    write(work / "pyproject.toml", "[tool.rlm.run]\nmax_step = 6\n")
+    (work / "rlm.toml").unlink()
+    with pytest.raises(ConfigError, match=r"pyproject.toml: run.max_step: unknown key \(did you mean 'max_steps'\?\)"):
+        load(home, work)
+
+
+def test_a_pyproject_without_tool_rlm_is_not_a_config_file(dirs):
+    home, work = dirs
+    write(work / "pyproject.toml", "[project]\nname = 'x'\n")
+    assert load(home, work).files == []
+
+
 def test_rlm_home_and_xdg_config_home(dirs, tmp_path):
     home, work = dirs
     write(tmp_path / "xdg" / "rlm" / "config.toml", "[paths]\nhome = '/from/xdg'\n")

@@ -21,7 +21,7 @@ SECRETS = {
 @pytest.fixture
 def models(isolated_env, monkeypatch, capsys):
     monkeypatch.setenv("RLM_PLUGINS", "")
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RLM_OPENAI_MODEL", "OPENROUTER_API_KEY", "GROQ_API_KEY"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "GROQ_API_KEY"):
         monkeypatch.delenv(name, raising=False)
 
     def run(*args: str) -> tuple[int, str, str]:

@@ -62,8 +62,6 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
 
 def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     """One provider as ``rlm models list`` shows it (no key value is ever included)."""
-    from rlm_host.llm.resolve import default_model
-
     env = os.environ if environ is None else environ
     variables = key_variables(spec, settings)
     keys = [{"variable": name, "set": bool(env.get(name))} for name in variables]
@@ -82,7 +80,7 @@ def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping
         "aliases": list(spec.aliases),
         "description": spec.description,
         "plugin": owner,
-        "default_model": default_model(spec, env),
+        "default_model": spec.default_model,
         "example_model": spec.example_model,
         "keys": keys,
         "base_url": mask_url(base_url(spec, settings, env)),

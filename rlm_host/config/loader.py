@@ -1,8 +1,9 @@
 """Read settings from their sources and remember where every value came from.
 
 Strongest first: CLI flags, environment variables (``RLM_<SECTION>__<KEY>``, e.g. ``RLM_RUN__MAX_STEPS=4`` or
-``RLM_SANDBOX__DOCKER__MEMORY=2g``; ``RLM_HOME`` for ``paths.home``), the project file (``rlm.toml`` in the
-current directory, or ``--config``), the user file (``~/.config/rlm/config.toml``), then the defaults.
+``RLM_SANDBOX__DOCKER__MEMORY=2g``; ``RLM_HOME`` for ``paths.home``), the project file (``--config FILE``, else
+``rlm.toml`` in the current directory, else the ``[tool.rlm]`` table of ``pyproject.toml`` there, as ruff and
+pytest read theirs), the user file (``~/.config/rlm/config.toml``), then the defaults.
 Every error names the file or variable and the key it came from.
 """
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from rlm_host.plugins.host import PluginHost
 
 PROJECT_FILE = "rlm.toml"
+PYPROJECT = "pyproject.toml"  # its [tool.rlm] table, when there is no rlm.toml
 ENV_PREFIX = "RLM_"
 DEFAULT = "default"
 
@@ -89,12 +91,14 @@ def load_settings(
     if config_file is not None:
         if not config_file.is_file():
             raise ConfigError(f"config file not found: {config_file}")
-        entries += _flatten_labelled(_read_toml(config_file), f"config file {config_file}")
+        entries += _flatten_labelled(_project_table(config_file), f"config file {config_file}")
         files.append(config_file)
-    elif (here / PROJECT_FILE).is_file():
-        project_file = here / PROJECT_FILE
-        entries += _flatten_labelled(_read_toml(project_file), f"project file {project_file}")
-        files.append(project_file)
+    else:
+        project_file = next((f for f in (here / PROJECT_FILE, here / PYPROJECT) if f.is_file()), None)
+        table = _project_table(project_file) if project_file is not None else {}
+        if project_file is not None and (table or project_file.name == PROJECT_FILE):
+            entries += _flatten_labelled(table, f"project file {project_file}")
+            files.append(project_file)
     entries += _env_entries(env)
     for key, (value, label) in (overrides or {}).items():
         if value is not None:
@@ -198,6 +202,17 @@ def _source_for(key: str, sources: dict[str, str]) -> str:
 def _user_config_path(env: dict[str, str]) -> Path:
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
     return Path(base) / "rlm" / "config.toml"
+
+
+def _project_table(path: Path) -> dict[str, Any]:
+    """The settings a project file holds: all of an ``rlm.toml``, the ``[tool.rlm]`` table of a pyproject.toml."""
+    data = _read_toml(path)
+    if path.name != PYPROJECT:
+        return data
+    table = data.get("tool", {}).get("rlm", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.rlm] must be a table")
+    return table
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -26,7 +26,6 @@ def rlm_register_providers() -> list[ProviderSpec]:
             base_url_env="OPENAI_BASE_URL",
             example_model="gpt-4o-mini",
             default_model="gpt-4o-mini",
-            default_model_env="RLM_OPENAI_MODEL",
             auto_priority=100,  # a configured OpenAI(-compatible) endpoint wins over other keys
         ),
         ProviderSpec(

@@ -29,11 +29,6 @@ def split_model_string(model: str) -> tuple[str, str]:
     return provider, name
 
 
-def default_model(spec: "ProviderSpec", environ: Mapping[str, str]) -> str:
-    """What ``provider:`` runs when ``--model auto`` picks it: ``$default_model_env`` or ``default_model``."""
-    return (environ.get(spec.default_model_env) if spec.default_model_env else None) or spec.default_model
-
-
 def configured_here(spec: "ProviderSpec", environ: Mapping[str, str]) -> bool:
     """Whether the environment points at the provider: one of its key variables, or its base-URL variable."""
     names = (*spec.key_env, *((spec.base_url_env,) if spec.base_url_env else ()))
@@ -51,10 +46,10 @@ def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) 
                         key=lambda spec: -spec.auto_priority)  # fmt: skip
     for spec in candidates:
         if configured_here(spec, env):
-            return f"{spec.name}:{default_model(spec, env)}", spec.default_notice
+            return f"{spec.name}:{spec.default_model}", spec.default_notice
     for spec in candidates:
         if not spec.key_env and spec.readiness().ok:
-            return f"{spec.name}:{default_model(spec, env)}", spec.default_notice
+            return f"{spec.name}:{spec.default_model}", spec.default_notice
     keyed = [f"{spec.key_env[0]} ({spec.name})" for spec in candidates if spec.key_env]
     raise ConfigError(
         "no model configured",

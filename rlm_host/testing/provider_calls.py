@@ -120,7 +120,7 @@ class ProviderCalls:
     def _clean_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """No key, base URL or default model of the provider from the developer's shell."""
         spec = self.spec()
-        for name in (*spec.key_env, spec.base_url_env, spec.default_model_env, *self.other_env, KEY_VARIABLE):
+        for name in (*spec.key_env, spec.base_url_env, *self.other_env, KEY_VARIABLE):
             if name:
                 monkeypatch.delenv(name, raising=False)
 
