@@ -263,3 +263,28 @@ def test_scripted_bad_scripts_are_clear_errors(tmp_path, content, message):
 def test_scripted_missing_file(tmp_path):
     with pytest.raises(ModelError, match="cannot read"):
         scripted_file(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize(("model", "message", "hint"), [
+    ("gpt-4o-mini", "names no provider", "--model openai:gpt-4o-mini"),
+    ("claude-haiku-4-5", "names no provider", "--model anthropic:claude-haiku-4-5"),
+    ("openai", "names no provider", "--model openai:gpt-4o-mini"),
+    ("Qwen/Qwen2.5-7B", "names no provider", "--model vllm:Qwen/Qwen2.5-7B"),
+])
+def test_model_strings_of_other_tools_get_the_exact_provider_model_to_type(model, message, hint):
+    from rlm_host import ConfigError, PluginHost
+    from rlm_host.llm.resolve import split_model_string
+
+    with pytest.raises(ConfigError, match=message) as caught:
+        split_model_string(model, PluginHost())
+    assert hint in caught.value.hint
+
+
+def test_litellm_style_provider_slash_model_is_accepted_when_the_provider_exists():
+    from rlm_host import PluginHost
+    from rlm_host.llm.resolve import split_model_string
+
+    host = PluginHost(environ={"RLM_PLUGINS": ""})
+    assert split_model_string("openai/gpt-4o-mini", host) == ("openai", "gpt-4o-mini")
+    assert split_model_string("openrouter/meta-llama/llama-3-8b", host) == ("openrouter", "meta-llama/llama-3-8b")
+    assert split_model_string("vllm:Qwen/Qwen2.5-7B", host) == ("vllm", "Qwen/Qwen2.5-7B")

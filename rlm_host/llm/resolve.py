@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -18,15 +19,35 @@ if TYPE_CHECKING:
     from rlm_host.plugins.host import PluginHost
 
 
-def split_model_string(model: str) -> tuple[str, str]:
-    """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; the model part may itself contain colons."""
+def split_model_string(model: str, host: "PluginHost") -> tuple[str, str]:
+    """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; the model part may itself contain colons.
+
+    Model strings written for other tools are met half-way: ``openai/gpt-4o-mini`` (DSPy, LiteLLM) is accepted
+    when the part before the first ``/`` is a registered provider; a bare ``gpt-4o-mini`` (simonw/llm) gets a
+    hint naming the providers whose models look like it, never a guess that could bill the wrong API.
+    """
     provider, sep, name = model.partition(":")
-    if not sep or not provider or not name:
-        raise ConfigError(
-            f"model {model!r} is not of the form provider:model",
-            hint="e.g. --model openai:gpt-4o-mini, or --model scripted:replies.json",
-        )
-    return provider, name
+    if sep and provider and name:
+        return provider, name
+    registry = host.providers()
+    head, slash, rest = model.partition("/")
+    if slash and rest and head in registry:
+        return registry.get(head).name, rest
+    raise ConfigError(f"model {model!r} names no provider: write provider:model", hint=_provider_hint(model, registry))
+
+
+def _provider_hint(model: str, registry: Any) -> str:
+    """Suggest ``provider:model`` strings for a model string that names no provider."""
+    if model in registry:  # a provider without its model
+        spec = registry.get(model)
+        return f"name the model too, e.g. --model {spec.name}:{spec.example_model or 'MODEL'}"
+    family = re.match(r"[a-z]+", model.lower())
+    alike = [spec.name for spec in registry if family and any(
+        re.match(r"[a-z]+", example.lower()) and re.match(r"[a-z]+", example.lower()).group(0) == family.group(0)
+        for example in (spec.example_model, spec.default_model) if example)]  # fmt: skip
+    if alike:
+        return "did you mean " + " or ".join(f"--model {name}:{model}" for name in alike[:4]) + "?"
+    return f"e.g. --model openai:{model} (`rlm models list` shows the providers)"
 
 
 def configured_here(spec: "ProviderSpec", environ: Mapping[str, str]) -> bool:
@@ -69,7 +90,7 @@ def resolve_connector(
     """A ready connector for ``model`` (``auto`` resolved), built by its provider plugin."""
     if model == "auto":
         model, _ = auto_model(host)
-    provider_name, model_name = split_model_string(model)
+    provider_name, model_name = split_model_string(model, host)
     spec = host.providers().get(provider_name)
     services = ProviderServices(home=home or settings.home, model=model_name, options=options or ModelOptions())
     connector: Any = spec.create(settings.component("provider", spec.name), services)
