@@ -29,6 +29,7 @@ from rlm_host.components import (
 from rlm_host.errors import (
     BudgetExceeded,
     ConfigError,
+    InputError,
     ModelError,
     PluginError,
     RecursionRefused,
@@ -142,6 +143,7 @@ __all__ = [
     "RlmError",
     "PluginError",
     "ConfigError",
+    "InputError",
     "UnknownComponentError",
     "ModelError",
     "SandboxError",

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Optional
 
-from rlm_host.errors import RlmError
+from rlm_host.errors import InputError
 
 BINARY_PROBE = 8192
 #: How many document lengths or keys a description lists.
@@ -46,14 +46,14 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None) -> Any:
             documents.append(load_file(file))
             names.append(str(file.relative_to(path)) if path.is_dir() else str(file))
     if not documents:
-        raise RlmError(f"no readable text files under {', '.join(paths)}")
+        raise InputError(f"no readable text files under {', '.join(paths)}")
     return Documents(documents, names)
 
 
 def _existing(raw: str) -> Path:
     path = Path(raw).expanduser()
     if not path.exists():
-        raise RlmError(f"context file not found: {raw}", hint="pass a file, several files, a directory, or - for stdin")
+        raise InputError(f"context file not found: {raw}", hint="pass a file, several files, a directory, or - for stdin")
     return path
 
 
@@ -76,12 +76,12 @@ def load_file(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise RlmError(f"cannot read context file {path}: {exc.strerror}") from None
+        raise InputError(f"cannot read context file {path}: {exc.strerror}") from None
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise RlmError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+            raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     return text
 
 

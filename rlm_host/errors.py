@@ -40,6 +40,12 @@ class ConfigError(RlmError):
     exit_code = 2
 
 
+class InputError(RlmError):
+    """Input the user gave that cannot be used: a missing or unreadable file, a malformed document."""
+
+    exit_code = 2
+
+
 class ModelError(RlmError):
     """A model call failed after retries (unreachable server, bad key, quota, malformed response)."""
 

@@ -85,16 +85,29 @@ def test_json_context_file_loads_as_an_object(rlm, work):
         (["--env", "pure"], "error: unknown environment 'pure' (did you mean 'pure_rlm'?)"),
         (["--sandbox", "auto"], "error: no secure sandbox is installed and ready"),
         (["--max-steps", "0"], "error: invalid run option: max_steps"),
-        (["--model", "nocolon"], "error: model 'nocolon' is not of the form provider:model"),
-        (["--model", "scripted:absent.json"], "absent.json"),
+        (["--model", "nocolon"], "error: model 'nocolon' names no provider: write provider:model"),
     ],
 )
-def test_bad_input_is_one_clear_error(rlm, work, args, message):
+def test_bad_input_is_one_clear_error_and_exits_2(rlm, work, args, message):
     base = ["run", "q", "--model", "scripted:none.json", "--sandbox", "process"]
     result = rlm(*base, *args, plugins=[])
-    assert result.returncode != 0
+    assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_missing_script_file_is_one_clear_error(rlm, work):
+    result = rlm("run", "q", "--model", "scripted:absent.json", "--sandbox", "process", plugins=[])
+    assert result.returncode != 0 and "absent.json" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["run", "q", "--context", "missing.txt"], ["run", "q", "--model", "gpt-4o"],
+                                  ["plugins", "list", "--bogus"]])  # fmt: skip
+def test_with_json_an_error_is_a_json_object_on_stdout(rlm, work, args):
+    result = rlm(*args, "--json", plugins=[])
+    error = json.loads(result.stdout)
+    assert error["exit_code"] == result.returncode == 2 and error["error"] in result.stderr
+    assert set(error) == {"error", "hint", "exit_code"}
 
 
 def test_no_model_configured(rlm, work):

@@ -2,11 +2,13 @@
 
 Errors a user can cause (``RlmError``, usage errors) print ``error: …`` and an optional ``hint: …`` line, and
 exit non-zero. Anything else prints one line pointing at ``--debug``; only ``--debug`` (or ``RLM_DEBUG=1``)
-shows tracebacks.
+shows tracebacks. A command asked for ``--json`` also gets the error as one JSON object on stdout,
+``{"error": …, "hint": …, "exit_code": …}``, so a script reads what went wrong without parsing prose.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import traceback
@@ -24,6 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``rlm`` with ``argv`` (default: the process arguments) and return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("RLM_DEBUG", "") not in ("", "0")
+    as_json = "--json" in args
     from typer.main import get_command
 
     from rlm_host.cli.app import app
@@ -35,31 +38,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exit as exc:
         return exc.exit_code
     except Abort:
-        _error("aborted")
-        return EXIT_INTERRUPTED
+        return _error("aborted", "", EXIT_INTERRUPTED, as_json)
     except click.exceptions.ClickException as exc:
         exc.show()
-        return exc.exit_code
+        return _error(exc.format_message(), "", exc.exit_code, as_json, shown=True)
     except RlmError as exc:
         if debug:
             traceback.print_exc()
-        _error(exc.message, exc.hint)
-        return exc.exit_code
+        return _error(exc.message, exc.hint, exc.exit_code, as_json)
     except KeyboardInterrupt:
-        _error("interrupted")
-        return EXIT_INTERRUPTED
+        return _error("interrupted", "", EXIT_INTERRUPTED, as_json)
     except Exception as exc:  # an unexpected failure: one line unless --debug
         if debug:
             traceback.print_exc()
             return 1
-        _error(f"internal error: {type(exc).__name__}: {exc}", "run again with --debug for the traceback")
-        return 1
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        return _error(message, "run again with --debug for the traceback", 1, as_json)
 
 
-def _error(message: str, hint: str = "") -> None:
-    print(f"error: {message}", file=sys.stderr)
-    if hint:
-        print(f"hint: {hint}", file=sys.stderr)
+def _error(message: str, hint: str, code: int, as_json: bool, *, shown: bool = False) -> int:
+    """Say what went wrong on stderr (unless click already did) and, for ``--json``, on stdout; the exit code."""
+    if not shown:
+        print(f"error: {message}", file=sys.stderr)
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message, "hint": hint or None, "exit_code": code}))
+    return code
 
 
 def run() -> None:
