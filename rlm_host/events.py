@@ -2,7 +2,9 @@
 
 The runner emits ``run_start``, ``step``, ``sub_call``, ``compaction``, ``model_retry``, ``final`` and ``error``
 events on an ``EventBus``; subscribers receive every event in order. A subscriber that raises is disabled with
-one warning so observability never breaks a run.
+one warning so observability never breaks a run. Names follow the OpenTelemetry GenAI conventions where they
+have one (``operation``, ``provider``, ``input_tokens`` / ``output_tokens``), so a sink maps them one to one;
+docs/schemas.md describes every field.
 """
 
 from __future__ import annotations
@@ -11,32 +13,51 @@ import hashlib
 import itertools
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, Callable, Literal, Optional, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from rlm_host.text import clip
 
 EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error"]
+#: What an event describes, as ``gen_ai.operation.name``: a run, a model call, a sandbox code execution.
+Operation = Literal["invoke_agent", "chat", "execute_tool"]
+
+
+def operation_of(type_: str, data: Mapping[str, Any]) -> Optional[Operation]:
+    """The operation an event describes: run_start and final bracket a run (invoke_agent); a sub_call is a model
+    call (chat) or a child run (invoke_agent, it names ``child_run_id``); a compaction is the summary's model call;
+    a step ran code in the sandbox (execute_tool, it has ``code``) or was a model reply alone (chat). model_retry
+    and error describe no operation of their own (None)."""
+    if type_ in ("run_start", "final"):
+        return "invoke_agent"
+    if type_ == "sub_call":
+        return "invoke_agent" if data.get("child_run_id") else "chat"
+    if type_ == "step":
+        return "execute_tool" if data.get("code") else "chat"
+    return "chat" if type_ == "compaction" else None
 
 
 class RunEvent(BaseModel):
     """One event. ``run_id`` is the run that emitted it; child runs carry their parent's id and depth + 1.
 
-    ``data`` per type:
-    - run_start: task, environment, framework, model, sub_model, sandbox, settings, context metadata
+    ``operation`` is derived from the type and data when not given (see :func:`operation_of`). ``data`` per type:
+    - run_start: schema_version, task, environment, framework, model, provider, sub_model, sub_provider, sandbox,
+      settings, context metadata, notices
     - step: a StepRecord (step, action, code, reply, observation, reward, usage, model_seconds, duration_s)
-    - sub_call: kind (llm_query, llm_query_batched, rlm_query, delegate), model, prompt (truncated),
-      prompt_hash, response (truncated; ``response_full`` holds the whole text when it was cut) or error, usage,
-      seconds, child_run_id
-    - compaction: turns_before, turns_after, summary
-    - model_retry: role (root / sub), model, attempt (1-based number of the attempt that failed), wait (seconds
-      before the next attempt), reason ("HTTP 429 Too Many Requests")
+    - sub_call: kind (llm_query, llm_query_batched, rlm_query, delegate), model, provider, prompt (truncated),
+      prompt_hash, response (truncated; ``response_full`` holds the whole text when it was cut) or error, usage
+      (input_tokens, output_tokens), seconds, child_run_id
+    - compaction: step, turns_before, turns_after, summary
+    - model_retry: role (root / sub), model, provider, attempt (1-based number of the attempt that failed), wait
+      (seconds before the next attempt), reason ("HTTP 429 Too Many Requests")
     - final: the RunResult
     - error: message, where
     """
 
     type: EventType
+    operation: Optional[Operation] = None
     run_id: str
     root_run_id: str
     parent_run_id: Optional[str] = None
@@ -44,6 +65,12 @@ class RunEvent(BaseModel):
     seq: int = 0
     ts: float = Field(default_factory=time.time)
     data: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _derive_operation(self) -> "RunEvent":
+        if self.operation is None:
+            self.operation = operation_of(self.type, self.data)
+        return self
 
 
 class Sink(Protocol):
@@ -99,7 +126,6 @@ class EventBus:
                     self._subscribers.remove(entry)
                     from rlm_host import logs
 
-                    logs.get_logger("rlm.events").warning(
-                        f"event subscriber {name} failed and was disabled: {type(exc).__name__}: {exc}"
-                    )
+                    logs.get_logger("rlm.events").warning("event subscriber disabled", subscriber=name,
+                                                         error=f"{type(exc).__name__}: {exc}")  # fmt: skip
         return event

@@ -1,6 +1,15 @@
-"""Logging through structlog, configured once and imported lazily (structlog costs ~0.1 s to import).
+"""Logging: one format and one level for rlm's own events and for every library's (openai, httpx, anthropic,
+google-genai, docker), through structlog's standard-library bridge.
 
-Readable key=value lines on stderr by default, JSON lines with ``--log-json``, debug level with ``-v``.
+rlm logs constant event names with key-value fields (``log.warning("plugin broken", plugin=…, error=…)``) on
+structlog loggers that sit on standard-library loggers under ``rlm``; the libraries log through the standard
+library. Both end in one handler on the root logger that renders with structlog: readable key=value lines on
+stderr, or JSON lines with ``--log-json``. Levels: warnings by default; rlm's info with ``-v``; everything's
+debug with ``-vv`` (the SDKs' requests and retries included) or ``[logging] level = "debug"``.
+
+structlog costs ~0.1 s to import: it is imported at the first record, never at start. ``configure`` may be
+called again as flags and settings become known: it only changes levels and the state read when a record is
+rendered, so handlers and structlog are set up once per process.
 """
 
 from __future__ import annotations
@@ -9,49 +18,37 @@ import logging
 import sys
 from typing import Any
 
-_state: dict[str, Any] = {"level": logging.WARNING, "json": False, "configured": False}
+ROOT = "rlm"
+_state: dict[str, Any] = {"level": logging.WARNING, "json": False}
 
 
 def configure(*, verbose: int = 0, json: bool = False, level: str | None = None) -> None:
-    """Set level and format; takes effect for loggers created before and after the call."""
+    """Set the level (``level`` from settings, raised by ``-v`` / ``-vv``) and the format (``json``)."""
     if level is not None:
         _state["level"] = logging.getLevelName(level.upper()) if isinstance(level, str) else level
     if verbose:
         _state["level"] = logging.DEBUG if verbose > 1 else min(_state["level"], logging.INFO)
     _state["json"] = json
-    if _state["configured"]:
-        _apply()
+    root = logging.getLogger()
+    if not any(isinstance(handler, _Bridge) for handler in root.handlers):
+        root.addHandler(_Bridge())
+    logging.getLogger(ROOT).setLevel(_state["level"])
+    # libraries speak at the default level (warnings), and all of them at debug: their INFO is per-request noise
+    root.setLevel(logging.DEBUG if _state["level"] <= logging.DEBUG else logging.WARNING)
 
 
-def _apply() -> None:
-    import structlog
+def say(text: str, *, event: str, level: str = "info", **fields: Any) -> None:
+    """A line for the person at the terminal, on stderr: ``text`` as it is, or, with ``--log-json``, a JSON
+    record (``event`` and ``fields``) like every log line, so that stderr stays machine-readable."""
+    if not _state["json"]:
+        print(text, file=sys.stderr)
+        return
+    import json
+    from datetime import datetime, timezone
 
-    processors: list[Any] = [structlog.processors.add_log_level]
-    if _state["json"]:
-        processors += [structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()]
-    else:
-        processors.append(
-            structlog.dev.ConsoleRenderer(
-                colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback, pad_event_to=0
-            )
-        )
-    structlog.configure(
-        processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(_state["level"]),
-        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),
-        cache_logger_on_first_use=False,
-    )
-    _state["configured"] = True
-
-
-class _CurrentStderr:
-    """Writes to whatever ``sys.stderr`` is at the time (it is replaced under test capture)."""
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
+    stamp = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    record = {"event": event, **fields, "logger": f"{ROOT}.cli", "level": level, "timestamp": stamp}
+    print(json.dumps(record, default=str), file=sys.stderr)
 
 
 def enabled(level: int) -> bool:
@@ -60,9 +57,59 @@ def enabled(level: int) -> bool:
 
 
 def get_logger(name: str) -> Any:
-    """A structlog logger bound to ``logger=name``; the first call imports and configures structlog."""
-    if not _state["configured"]:
-        _apply()
+    """A structlog logger on the standard-library logger ``name`` (under ``rlm``); imports structlog once."""
     import structlog
 
-    return structlog.get_logger().bind(logger=name)
+    if not structlog.is_configured():
+        if not any(isinstance(handler, _Bridge) for handler in logging.getLogger().handlers):
+            configure(level=logging.getLevelName(_state["level"]), json=_state["json"])
+        structlog.configure(
+            processors=[structlog.stdlib.filter_by_level, structlog.stdlib.add_logger_name,
+                        structlog.stdlib.ProcessorFormatter.wrap_for_formatter],  # fmt: skip
+            logger_factory=structlog.stdlib.LoggerFactory(),
+            wrapper_class=structlog.stdlib.BoundLogger,
+            cache_logger_on_first_use=True,
+        )
+    return structlog.get_logger(name)
+
+
+class _Bridge(logging.Handler):
+    """The root handler: renders every record, rlm's or a library's, with structlog onto the current stderr
+    (the one in place at the time: tests capture it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._formatter: logging.Formatter | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self._formatter is None:
+                self._formatter = _structlog_formatter()
+            sys.stderr.write(self._formatter.format(record) + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def _structlog_formatter() -> logging.Formatter:
+    import structlog
+
+    to_json = [structlog.processors.format_exc_info, structlog.processors.TimeStamper(fmt="iso", utc=True),
+               structlog.processors.JSONRenderer()]  # fmt: skip
+    console = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), pad_event_to=0,
+                                            exception_formatter=structlog.dev.plain_traceback)  # fmt: skip
+
+    def render(logger: Any, method: str, event: Any) -> str:
+        """The format asked for now (``--log-json`` may come after the first record)."""
+        if not _state["json"]:
+            return str(console(logger, method, event))
+        for step in to_json:
+            event = step(logger, method, event)
+        return str(event)
+
+    formatter: logging.Formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.add_logger_name],
+        processors=[structlog.stdlib.add_log_level, structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    render],  # fmt: skip
+    )
+    return formatter

@@ -44,7 +44,8 @@ def test_plugins_list_text_shows_errors(rlm):
     assert "rlm-test-broken-import 0.0.1  [broken]" in result.stdout
     assert "ImportError: libfoo.so.1" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
-    assert "plugin rlm-test-broken-import is broken" in result.stderr  # one warning line
+    (warning,) = result.stderr.splitlines()  # one warning line, a constant event with its fields
+    assert "plugin broken" in warning and "plugin=rlm-test-broken-import" in warning
 
 
 def test_doctor_passes_with_healthy_plugins(rlm):
@@ -141,4 +142,6 @@ def test_log_format_and_verbosity_flags(rlm):
     as_json = rlm("--log-json", "plugins", "list", plugins=["rlm-test-broken-import"])
     (line,) = as_json.stderr.splitlines()
     record = json.loads(line)
-    assert record["level"] == "warning" and "rlm-test-broken-import is broken" in record["event"]
+    assert record["level"] == "warning" and record["event"] == "plugin broken"
+    assert record["plugin"] == "rlm-test-broken-import" and "libfoo" in record["error"]
+    assert record["logger"] == "rlm.plugins"

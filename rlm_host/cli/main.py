@@ -59,9 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _error(message: str, hint: str, code: int, as_json: bool, *, shown: bool = False) -> int:
     """Say what went wrong on stderr (unless click already did) and, for ``--json``, on stdout; the exit code."""
     if not shown:
-        print(f"error: {message}", file=sys.stderr)
-        if hint:
-            print(f"hint: {hint}", file=sys.stderr)
+        from rlm_host import logs
+
+        text = f"error: {message}" + (f"\nhint: {hint}" if hint else "")
+        logs.say(text, event="error", level="error", error=message, hint=hint or None, exit_code=code)
     if as_json:
         print(json.dumps({"error": message, "hint": hint or None, "exit_code": code}))
     return code

@@ -31,6 +31,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
 ) -> None:
     """Run a task with an RLM: the context stays in the sandbox, the model explores it with code."""
+    from rlm_host import logs
     from rlm_host.context import load_context
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.plugins import get_host
@@ -39,7 +40,7 @@ def run(
     loaded = state.settings()
     runner = RLMRunner(loaded=loaded, host=get_host())
     on_event = None
-    if not quiet:
+    if not quiet and not state.log_json:  # the live view is prose: not with JSON log lines on stderr
         from rlm_host.cli.live import LiveView
 
         on_event = LiveView()
@@ -55,10 +56,10 @@ def run(
         typer.echo(result.model_dump_json(indent=2))
     else:
         typer.echo(result.final_response if result.final_response is not None else "(no answer)")
-        typer.echo(f"trajectory: {result.trajectory_path}", err=True)
+        logs.say(f"trajectory: {result.trajectory_path}", event="trajectory", path=str(result.trajectory_path))
     if result.termination_reason == "cancelled":
         raise typer.Exit(EXIT_CANCELLED)
     if result.error and result.termination_reason == "error":
-        typer.echo(f"error: {result.error}", err=True)
+        logs.say(f"error: {result.error}", event="run failed", level="error", error=result.error)
     if not result.completed:
         raise typer.Exit(EXIT_INCOMPLETE)

@@ -17,8 +17,9 @@ from rlm_host.config.schema import RewardProfile, RunSettings
 from rlm_host.context import PREVIEW_CHARS, describe_context
 from rlm_host.engine.scope import new_run_id
 from rlm_host.errors import ConfigError, RlmError, UnknownComponentError
+from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus, Sink
-from rlm_host.llm.protocol import ModelConnector, ModelOptions
+from rlm_host.llm.protocol import ModelConnector, ModelOptions, provider_of
 from rlm_host.llm.resolve import auto_model, resolve_connector
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
 from rlm_host.services import HostServices, SandboxServices
@@ -77,13 +78,16 @@ class RunPlan:
         return closers
 
     def describe(self, task: str, context_meta: dict[str, Any]) -> dict[str, Any]:
-        """The ``run_start`` event's data."""
+        """The ``run_start`` event's data; its ``schema_version`` tells a reader the format of the whole file."""
         return {
+            "schema_version": SCHEMA_VERSION,
             "task": task,
             "environment": self.run.environment,
             "framework": self.run.framework,
             "model": self.root_connector.name,
+            "provider": provider_of(self.root_connector),
             "sub_model": self.sub_connector.name,
+            "sub_provider": provider_of(self.sub_connector),
             "sandbox": self.sandbox_name,
             "settings": self.run.model_dump(mode="json"),
             "context": context_meta,
@@ -180,5 +184,5 @@ def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str]) -> list[tu
         try:
             sinks.append((spec.name, spec.create(loaded.component("sink", spec.name), services)))
         except Exception as exc:
-            logs.get_logger("rlm.sinks").warning(f"sink {spec.name} could not start and is skipped: {exc}")
+            logs.get_logger("rlm.sinks").warning("sink skipped", sink=spec.name, error=f"could not start: {exc}")
     return sinks

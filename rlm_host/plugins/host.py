@@ -147,7 +147,8 @@ class PluginHost:
         dist.mark_broken(error)
         if self.strict:
             raise PluginError(f"plugin {dist.name} is broken: {error}", hint="unset RLM_STRICT_PLUGINS to continue")
-        logs.get_logger("rlm.plugins").warning(f"plugin {dist.name} is broken: {error} (see `rlm plugins doctor`)")
+        logs.get_logger("rlm.plugins").warning("plugin broken", plugin=dist.name, error=error,
+                                              hint="see `rlm plugins doctor`")  # fmt: skip
 
     def _by_name(self, dist_name: str) -> PluginDistribution:
         return next(d for d in self.distributions if d.name == dist_name)

@@ -1,9 +1,10 @@
 """Trajectories on disk: one append-only JSON-lines file per run tree, and the store that finds and reads them.
 
 A root run and every child run it spawns share one file, ``<home>/runs/<root_run_id>.jsonl``, holding each
-``RunEvent`` as one JSON line in emission order. ``TrajectoryWriter`` flushes after every event, so a run that
-is killed keeps every step it finished; ``RunStore`` reads the files back, tolerating a last line cut short by
-such a kill.
+``RunEvent`` as one JSON line in emission order (the format's version is the ``schema_version`` of each
+``run_start`` event). ``TrajectoryWriter`` flushes after every event, so a run that is killed keeps every step it
+finished; ``RunStore`` reads the files back, tolerating a last line cut short by such a kill, and reads files of
+older schemas with today's names.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rlm_host.errors import RlmError
 from rlm_host.events import RunEvent
 from rlm_host.results import RunResult, StepRecord
 from rlm_host.text import clip
+from rlm_host.trajectory.compat import upgrade_event
 
 RUNS_DIR = "runs"
 SUFFIX = ".jsonl"
@@ -149,12 +151,19 @@ def _first_line(path: Path) -> Optional[dict[str, Any]]:
     return None
 
 
+def _line_dict(raw: bytes | str) -> dict[str, Any]:
+    """A trajectory line parsed, with today's names (files of older schemas: ``compat``); ValueError if not JSON."""
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError(f"a JSON {type(value).__name__}, not an object")
+    return upgrade_event(value)
+
+
 def _json_or_none(raw: bytes | str) -> Optional[dict[str, Any]]:
     try:
-        value = json.loads(raw)
+        return _line_dict(raw)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
 
 
 class RunStore:
@@ -320,13 +329,13 @@ class RunStore:
         events: list[RunEvent] = []
         for index, (number, line) in enumerate(lines):
             try:
-                events.append(RunEvent.model_validate_json(line))
+                events.append(RunEvent.model_validate(_line_dict(line)))
             except ValueError as exc:
                 reason = _reason(exc)
                 if not strict:
                     continue
                 if index == len(lines) - 1:
-                    _warn(f"{path}:{number}: skipped a truncated last line (the run was probably killed)")
+                    _warn("truncated last line skipped", path=str(path), line=number, why="the run was probably killed")
                     continue
                 raise CorruptTrajectoryError(
                     f"{path}:{number}: not a valid run event ({reason})",
@@ -347,7 +356,7 @@ def _reason(exc: ValueError) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _warn(message: str) -> None:
+def _warn(event: str, **fields: Any) -> None:
     from rlm_host import logs
 
-    logs.get_logger("rlm.trajectory").warning(message)
+    logs.get_logger("rlm.trajectory").warning(event, **fields)
