@@ -8,6 +8,8 @@ Installed with rlm-host, so every plugin's tests get them without a ``conftest.p
   ``CliResult(code, out, err)``; ``plugins`` is ``RLM_PLUGINS`` (which installed distributions load).
 - ``rlm_plugin_host``: ``rlm_plugin_host("rlm-sandbox-mine")`` → a loaded ``PluginHost`` seeing the default
   plugins and only the named distributions (``modules=["my_hooks"]`` adds unpackaged hook modules).
+- ``rlm_script``: ``rlm_script(["```repl\n…\n```", "FINAL(42)"])`` → ``"scripted:/…/script-1.json"``, a model
+  answering from that script (for ``rlm_cli("run", …, "--model", model)``).
 """
 
 from __future__ import annotations
@@ -82,3 +84,22 @@ def rlm_plugin_host() -> Callable[..., object]:
         return PluginHost(environ=environ).load()
 
     return make
+
+
+@pytest.fixture
+def rlm_script(rlm_isolated: Isolated) -> Callable[..., str]:
+    """Write a script of model replies for the ``scripted`` provider; returns the model string to pass.
+
+    ``rlm_script(["```repl\\nprint(len(context))\\n```", "FINAL(42)"], rules=[{"match": "Extract", "text": "7"}])``
+    → ``"scripted:/…/work/script-1.json"``: replies in order, and ``rules`` answering any prompt that matches.
+    """
+    import json
+
+    counter = iter(range(1, 1_000_000))
+
+    def write(replies: Sequence[object] = (), *, rules: Sequence[dict] = ()) -> str:
+        path = rlm_isolated.work / f"script-{next(counter)}.json"
+        path.write_text(json.dumps({"responses": list(replies), "rules": list(rules)}))
+        return f"scripted:{path}"
+
+    return write

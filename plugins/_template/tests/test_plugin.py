@@ -66,3 +66,17 @@ def test_the_pack_reads_your_own_cases_and_names_a_bad_file(tmp_path):
     mine.write_text("{not json\n")
     with pytest.raises(ConfigError, match="line 1 is not JSON"):
         create(QaPackSettings(path=mine), HostServices(home=tmp_path))
+
+
+def test_a_run_with_the_sink_named_records_it(rlm_cli, rlm_script, rlm_isolated):
+    model = rlm_script(["```repl\nprint(6 * 7)\n```", "FINAL(42)"])
+    result = rlm_cli("run", "What is 6 x 7?", "--model", model, "--sandbox", "process", "-q", plugins=PLUGIN)
+    assert result.code == 0 and result.out.strip() == "42", result.err
+    # the sink is named in run.sinks through the environment, as a user would in rlm.toml
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RLM_RUN__SINKS", '["plugin-template-csv"]')
+        result = rlm_cli("run", "What is 6 x 7?", "--model", rlm_script(["FINAL(42)"]), "--sandbox", "process", "-q",
+                         plugins=PLUGIN)  # fmt: skip
+    assert result.code == 0, result.err
+    rows = list(csv.DictReader((rlm_isolated.runs / "runs.csv").open()))
+    assert [(row["task"], row["completed"]) for row in rows] == [("What is 6 x 7?", "True")]

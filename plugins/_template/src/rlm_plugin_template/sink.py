@@ -45,7 +45,7 @@ class CsvSink:
         result: dict[str, Any] = event.data
         usage = result.get("usage") or {}
         tokens = sum(int(role.get(key) or 0) for role in usage.values() if isinstance(role, dict)
-                     for key in ("prompt_tokens", "completion_tokens"))  # fmt: skip
+                     for key in ("input_tokens", "output_tokens"))  # fmt: skip
         row = {**{column: result.get(column) for column in COLUMNS}, "run_id": event.run_id, "depth": event.depth,
                "parent_run_id": event.parent_run_id or "", "tokens": tokens}  # fmt: skip
         with self._lock:
