@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal, Optional, overload
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Style = Literal["ellipsis", "count", "middle"]
 
@@ -36,6 +39,14 @@ def clip(text: Optional[str], limit: int, style: Style = "ellipsis", *, one_line
         tail = limit - head
         return f"{text[:head]}\n… [{len(text) - limit:,} characters cut] …\n{text[-tail:]}"
     return text[: max(limit - 1, 0)] + "…"
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate (what a JSON ``"\\ud800"`` decodes to) replaced by U+FFFD, and
+    split surrogate pairs joined, so it encodes as UTF-8; text without surrogates comes back as it is."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def clip_lines(text: str, max_lines: int) -> str:

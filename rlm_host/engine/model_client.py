@@ -8,8 +8,10 @@ import time
 from typing import TYPE_CHECKING, Optional
 
 from rlm_host.engine.budget import Budget
-from rlm_host.llm.protocol import Completion, Message, ModelConnector, Purpose
+from rlm_host.llm.protocol import Completion, Message, ModelConnector, Purpose, provider_of
 from rlm_host.results import Usage
+from rlm_host.text import valid_unicode
+from rlm_host.tokens import count_tokens
 
 if TYPE_CHECKING:
     from rlm_host.engine.scope import RunScope
@@ -42,6 +44,11 @@ class ModelClient:
         return self.connector.name
 
     @property
+    def provider(self) -> str:
+        """The provider as OpenTelemetry names it (``gen_ai.provider.name``), for events."""
+        return provider_of(self.connector)
+
+    @property
     def context_window(self) -> Optional[int]:
         return self.connector.context_window
 
@@ -57,24 +64,30 @@ class ModelClient:
         finally:
             with self._lock:
                 self.seconds += time.monotonic() - started
+        text = valid_unicode(completion.text) if completion.text else completion.text
+        if text is not completion.text:  # lone surrogates from a JSON body: U+FFFD, so the text encodes
+            completion = completion.model_copy(update={"text": text})
         if completion.cost is None:
             cost = self._price(completion)
             if cost is not None:
                 completion = completion.model_copy(update={"cost": cost})
         with self._lock:
-            self.usage.add(completion.prompt_tokens, completion.completion_tokens, completion.cost)
-        self.budget.charge(completion.prompt_tokens + completion.completion_tokens, completion.cost)
+            self.usage.add(completion.input_tokens, completion.output_tokens, completion.cost)
+        self.budget.charge(completion.input_tokens + completion.output_tokens, completion.cost)
         return completion
 
+    def count_tokens(self, text: str) -> int:
+        """The tokens of ``text`` for this model: the connector's own count when it has one, else the estimate."""
+        return count_tokens(text, self.connector)
+
     def _price(self, completion: Completion) -> Optional[float]:
-        from rlm_host.llm.prices import default_table
+        from rlm_host.llm.prices import default_table, endpoint
 
         table = self.prices or default_table()
-        base_url = getattr(self.connector, "base_url", None)
-        return table.cost(self.name, completion.prompt_tokens, completion.completion_tokens,
-                          base_url=base_url if isinstance(base_url, str) else None)  # fmt: skip
+        return table.cost(self.name, completion.input_tokens, completion.output_tokens,
+                          base_url=endpoint(self.connector))  # fmt: skip
 
     def _on_retry(self, attempt: int, wait: float, reason: str) -> None:
         assert self.scope is not None
-        self.scope.emit("model_retry", {"role": self.role, "model": self.name, "attempt": attempt,
-                                        "wait": round(wait, 3), "reason": reason})  # fmt: skip
+        self.scope.emit("model_retry", {"role": self.role, "model": self.name, "provider": self.provider,
+                                        "attempt": attempt, "wait": round(wait, 3), "reason": reason})  # fmt: skip

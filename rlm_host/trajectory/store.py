@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rlm_host.errors import RlmError
 from rlm_host.events import RunEvent
 from rlm_host.results import RunResult, StepRecord
-from rlm_host.text import clip
+from rlm_host.text import clip, valid_unicode
 from rlm_host.trajectory.compat import upgrade_event
 
 RUNS_DIR = "runs"
@@ -50,11 +50,11 @@ class CorruptTrajectoryError(TrajectoryError):
 
 
 def _event_line(event: RunEvent) -> str:
-    """One event as one JSON line; values JSON cannot hold are written as their ``repr``."""
+    """One event as one JSON line of valid UTF-8; values JSON cannot hold are written as their ``repr``."""
     try:
         return event.model_dump_json(fallback=repr)
-    except Exception:  # e.g. bytes that are not UTF-8: fall back to the standard library
-        return json.dumps(event.model_dump(), default=repr, ensure_ascii=False)
+    except Exception:  # lone surrogates (sandbox output, a model's text), bytes that are not UTF-8
+        return valid_unicode(json.dumps(event.model_dump(), default=repr, ensure_ascii=False))
 
 
 class TrajectoryWriter:

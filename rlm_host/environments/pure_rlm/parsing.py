@@ -10,8 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-_FENCE_OPEN = re.compile(r"```[ \t]*(repl|python|py)[ \t]*\n", re.IGNORECASE)
-_ANY_FENCE = re.compile(r"```[^\n]*\n.*?(```|\Z)", re.DOTALL)
+_NEWLINES = re.compile(r"\r\n?")
+_OPENING = re.compile(r"```[ \t]*([^\n`]*)\n")  # a fence and its language, up to the end of its line
+_CLOSING = re.compile(r"^[ \t]*```", re.MULTILINE)  # closes only at the start of a line: never a ``` in a string
+_CODE_LANGUAGES = frozenset({"repl", "python", "py"})
 _FINAL_LINE = re.compile(r"^[ \t]*(FINAL_VAR|FINAL)\((.*)", re.MULTILINE | re.DOTALL)
 
 
@@ -26,23 +28,29 @@ class ParsedReply:
 
 
 def parse_reply(text: str) -> ParsedReply:
+    """One pass over the reply, linear in its length whatever it holds; line endings may be CRLF or CR."""
+    text = _NEWLINES.sub("\n", text)
     parsed = ParsedReply()
+    prose: list[str] = []
     position = 0
     while True:
-        opening = _FENCE_OPEN.search(text, position)
+        opening = _OPENING.search(text, position)
         if opening is None:
+            prose.append(text[position:])
             break
-        closing = text.find("```", opening.end())
-        if closing == -1:  # an unclosed fence: run what is there, and say so
-            parsed.code_blocks.append(text[opening.end():].rstrip())
-            parsed.unclosed_fence = True
+        prose.append(text[position:opening.start()])
+        closing = _CLOSING.search(text, opening.end())
+        body = text[opening.end():closing.start() if closing else len(text)]
+        if opening.group(1).strip().lower() in _CODE_LANGUAGES:
+            if closing is None:  # an unclosed fence: run what is there, and say so
+                body = body.rstrip()
+                parsed.unclosed_fence = bool(body.strip())
+            if body.strip():
+                parsed.code_blocks.append(body)
+        if closing is None:
             break
-        block = text[opening.end():closing]
-        if block.strip():
-            parsed.code_blocks.append(block)
-        position = closing + 3
-    prose = _ANY_FENCE.sub("", text)
-    match = _FINAL_LINE.search(prose)
+        position = closing.end()
+    match = _FINAL_LINE.search("".join(prose))  # a FINAL in a fence (code or an example) is not one in text
     if match:
         kind = "variable" if match.group(1) == "FINAL_VAR" else "direct"
         argument = _closing_argument(match.group(2))
