@@ -86,9 +86,14 @@ def test_json_context_file_loads_as_an_object(rlm, work):
         (["--sandbox", "auto"], "error: no secure sandbox is installed and ready"),
         (["--max-steps", "0"], "error: invalid run option: max_steps"),
         (["--model", "nocolon"], "error: model 'nocolon' names no provider: write provider:model"),
+        (["--context", "bad.json"], "error: bad.json: not valid JSON (line 1, column 2"),
+        (["--context", "empty-dir"], "error: no readable text files under empty-dir"),
+        (["--max-cost", "lots"], "Invalid value for '--max-cost'"),
     ],
 )
 def test_bad_input_is_one_clear_error_and_exits_2(rlm, work, args, message):
+    (work / "bad.json").write_text("{nope")
+    (work / "empty-dir").mkdir(exist_ok=True)
     base = ["run", "q", "--model", "scripted:none.json", "--sandbox", "process"]
     result = rlm(*base, *args, plugins=[])
     assert result.returncode == 2, result.stderr
@@ -136,7 +141,7 @@ def haystack_over_http(rlm, work: Path, chars: int, sandbox: str = "process", pl
     assert all(NEEDLE not in prompt for prompt in root_prompts)
     assert max(len(p) for p in root_prompts) < 20_000
     run = json.loads(result.stdout)
-    assert run["final_response"] == "4217" and run["usage"]["root"]["prompt_tokens"] > 0
+    assert run["final_response"] == "4217" and run["usage"]["root"]["input_tokens"] > 0
     replay = rlm("replay", run["run_id"], "--no-interactive", plugins=[])
     assert replay.returncode == 0 and "FINAL_VAR(answer)" in replay.stdout and "4217" in replay.stdout
     return run
