@@ -11,7 +11,7 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 pip=(.venv/bin/python -m pip --disable-pip-version-check)
-"${pip[@]}" install --quiet --upgrade pip "setuptools>=68" wheel
+"${pip[@]}" install --quiet --upgrade pip "setuptools>=77" wheel
 
 packages=(-e ".[test]")
 for dir in plugins/*/; do
