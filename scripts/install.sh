@@ -26,8 +26,11 @@ done
 # after a bad build, `pip cache remove llama_cpp_python` before re-installing.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
+# The C++ build uses every core (scikit-build-core passes this to CMake).
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
 if [ -d plugins/rlm-provider-llamacpp ] && ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
-  echo "building llama-cpp-python from source for rlm-provider-llamacpp (takes a few minutes, once)…"
+  echo "building llama-cpp-python from source for rlm-provider-llamacpp on $CMAKE_BUILD_PARALLEL_LEVEL cores" \
+       "(about 5 minutes, once; pip is quiet meanwhile)…"
 fi
 "${pip[@]}" install --quiet "${packages[@]}"
 "${pip[@]}" check
