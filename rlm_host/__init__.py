@@ -63,6 +63,10 @@ _LAZY: dict[str, str] = {
     "token_count": "rlm_host.llm.connector_base",
     "reject_raw_text": "rlm_host.llm.connector_base",
     "retry_after_of": "rlm_host.llm.connector_base",
+    # token counts: the model's own (a connector's optional ``count_tokens``), else the estimate
+    "CHARS_PER_TOKEN": "rlm_host.tokens",
+    "count_tokens": "rlm_host.tokens",
+    "estimate_tokens": "rlm_host.tokens",
     # sandboxes: the session protocol, the lifecycle every runtime shares, and the kit of worker-based runtimes
     "SandboxSession": "rlm_host.sandbox.protocol",
     "SandboxLimits": "rlm_host.sandbox.protocol",
@@ -180,4 +184,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.sandbox.session_base import SessionBase
     from rlm_host.sandbox.worker import Capture, to_jsonable
     from rlm_host.services import HostServices, ProviderServices, SandboxServices
+    from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens, estimate_tokens
     from rlm_host.trajectory.store import RunStore

@@ -6,28 +6,40 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: Version of the run result and trajectory formats (docs/schemas.md). Version 1, which had no such field, named
+#: token counts ``prompt_tokens`` / ``completion_tokens``; ``rlm_host.trajectory.compat`` still reads it.
+SCHEMA_VERSION = 2
+
 
 class Usage(BaseModel):
-    """Model calls and tokens of one role (root or sub); cost in USD when the price is known."""
+    """Model calls and tokens of one role (root or sub); cost in USD when the price is known.
+
+    Token counts are named as the OpenTelemetry GenAI conventions name them (``gen_ai.usage.input_tokens``).
+    """
 
     calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
     cost: Optional[float] = None
+    unpriced_calls: int = 0  # calls of unknown cost: ``cost`` then covers only the other calls
 
     @property
     def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
+        return self.input_tokens + self.output_tokens
 
-    def add(self, prompt_tokens: int, completion_tokens: int, cost: float | None = None, calls: int = 1) -> None:
+    def add(self, input_tokens: int, output_tokens: int, cost: float | None = None, calls: int = 1,
+            unpriced_calls: Optional[int] = None) -> None:  # fmt: skip
+        """Count ``calls`` calls; without ``unpriced_calls``, all of them are unpriced when ``cost`` is None."""
         self.calls += calls
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost
+        self.unpriced_calls += (calls if cost is None else 0) if unpriced_calls is None else unpriced_calls
 
     def merge(self, other: "Usage") -> None:
-        self.add(other.prompt_tokens, other.completion_tokens, other.cost, calls=other.calls)
+        self.add(other.input_tokens, other.output_tokens, other.cost, calls=other.calls,
+                 unpriced_calls=other.unpriced_calls)  # fmt: skip
 
 
 class RunUsage(BaseModel):
@@ -44,6 +56,10 @@ class RunUsage(BaseModel):
     def cost(self) -> float | None:
         costs = [u.cost for u in (self.root, self.sub) if u.cost is not None]
         return sum(costs) if costs else None
+
+    @property
+    def unpriced_calls(self) -> int:
+        return self.root.unpriced_calls + self.sub.unpriced_calls
 
 
 class FinalSignal(BaseModel):
@@ -111,8 +127,9 @@ TerminationReason = Literal["final", "max_steps", "timeout", "budget", "max_llm_
 
 
 class RunResult(BaseModel):
-    """The outcome of ``RLMRunner.run_task``."""
+    """The outcome of ``RLMRunner.run_task``: the run JSON of ``rlm run --json`` and the ``final`` event's data."""
 
+    schema_version: int = SCHEMA_VERSION
     run_id: str
     parent_run_id: Optional[str] = None
     depth: int = 0
@@ -127,6 +144,7 @@ class RunResult(BaseModel):
     total_reward: float = 0.0
     usage: RunUsage = Field(default_factory=RunUsage)
     cost: Optional[float] = None
+    cost_complete: bool = True  # False when some call's cost is unknown: ``cost`` covers only the priced calls
     duration_s: float = 0.0
     termination_reason: TerminationReason
     error: Optional[str] = None

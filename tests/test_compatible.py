@@ -62,6 +62,14 @@ def test_base_url_from_settings_or_options(monkeypatch):
     assert compatible.create("vllm", "m", options, configured).base_url == "http://flag:9/v1"
 
 
+def test_context_windows_are_genai_prices_for_the_service_unless_configured():
+    env = {"CEREBRAS_API_KEY": "k"}
+    assert compatible.create("cerebras", "llama-3.3-70b", environ=env).context_window == 128_000
+    configured = compatible.create("cerebras", "llama-3.3-70b", None, {"context_window": 4096}, environ=env)
+    assert configured.context_window == 4096
+    assert compatible.create("ollama", "llama3.2").context_window is None  # a local server's model: unknown
+
+
 def test_hosted_providers_need_their_key(monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY", raising=False)
     with pytest.raises(ModelError, match="no API key for groq: set GROQ_API_KEY") as info:

@@ -31,7 +31,7 @@ def test_finds_the_needle_with_a_sub_call(runner):
     assert result.completed and result.final_response == "4217"
     assert result.termination_reason == "final" and result.steps == 2
     assert result.usage.root.calls == 2 and result.usage.sub.calls == 1
-    assert result.usage.root.prompt_tokens > 0 and result.usage.sub.completion_tokens > 0
+    assert result.usage.root.input_tokens > 0 and result.usage.sub.output_tokens > 0
     assert result.total_reward == pytest.approx(0.8 + 1.0)
     types = [e["type"] for e in trajectory(result)]
     assert types == ["run_start", "sub_call", "step", "step", "final"]
@@ -100,7 +100,7 @@ def test_timeout_stops_the_run_and_records_it(runner):
 
 
 def test_token_budget_stops_the_run(runner):
-    step = {"text": "```repl\nprint(1)\n```", "prompt_tokens": 600, "completion_tokens": 10}
+    step = {"text": "```repl\nprint(1)\n```", "input_tokens": 600, "output_tokens": 10}
     result, _, _ = run(runner, "q", [step] * 5, context="c", max_tokens=1000)
     assert result.termination_reason == "budget" and result.steps == 2
 

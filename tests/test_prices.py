@@ -1,5 +1,5 @@
-"""Prices: the built-in table (longest prefix at a name boundary, free local providers, official endpoints
-only), config overrides and their validation, and cost counted per role by the engine and shown live."""
+"""Prices: genai-prices' (tiers, official endpoints only), free local providers, config overrides (longest
+prefix at a name boundary) and their validation, and cost counted per role by the engine and shown live."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from rlm_host.results import Usage
         ("openai:o4-mini", Price(1.10, 4.40)),
         ("openai:o3", Price(2.00, 8.00)),
         ("openai:o3-pro", Price(20.00, 80.00)),
-        ("openai:gpt-5.4-mini", None),  # not gpt-5's price: a different model, unknown here
+        ("openai:gpt-5.4-mini", Price(0.75, 4.50)),  # its own price, not gpt-5's
         ("openai:GPT-4o", Price(2.50, 10.00)),
         ("anthropic:claude-sonnet-4-5-20250929", Price(3.00, 15.00)),
         ("anthropic:claude-opus-4-1", Price(15.00, 75.00)),
@@ -46,13 +46,32 @@ from rlm_host.results import Usage
         ("replay:run_1", FREE),
         ("ollama:llama3.2", FREE),
         ("vllm:Qwen/Qwen2.5-7B-Instruct", FREE),
-        ("groq:llama-3.3-70b-versatile", None),
+        ("groq:llama-3.3-70b-versatile", Price(0.59, 0.79)),
+        ("mistral:mistral-large-latest", Price(2.00, 6.00)),
+        ("cerebras:llama-3.3-70b", Price(0.85, 1.20)),
+        ("openrouter:openai/gpt-4o-mini", Price(0.15, 0.60)),
+        ("anthropic:claude-mythos-5", Price(10.00, 50.00)),  # not in genai-prices: our UNLISTED entry
+        ("anthropic:claude-mythos-5-2", Price(8.00, 40.00)),  # in genai-prices: its own price, not Mythos 5's
+        ("deepinfra:meta-llama/Llama-3.3-70B-Instruct", None),  # genai-prices has no DeepInfra
         ("openai:my-finetune", None),
         ("nocolon", None),
     ],
 )
 def test_builtin_lookup(model, price):
     assert default_table().lookup(model) == price
+
+
+def test_deepseek_is_priced_at_its_time_of_day_rate():
+    assert default_table().lookup("deepseek:deepseek-chat") in (Price(0.27, 1.10), Price(0.135, 0.55))
+
+
+def test_tiered_prices_charge_a_long_prompt_its_tier_rate():
+    """Claude Sonnet 4.5 costs $3 per million input tokens up to 200k, then $6 for the whole prompt (and $22.50
+    instead of $15 per million output tokens): a flat table said $0.915 for 300k + 1k."""
+    table = default_table()
+    assert table.cost("anthropic:claude-sonnet-4-5", 300_000, 1_000) == pytest.approx(1.8225)
+    assert table.cost("anthropic:claude-sonnet-4-5-20250929", 100_000, 1_000) == pytest.approx(0.315)
+    assert table.lookup("anthropic:claude-sonnet-4-5") == Price(3.00, 15.00)  # its first tier's rates
 
 
 def test_prefixes_match_at_name_boundaries():
@@ -65,6 +84,8 @@ def test_builtin_prices_apply_to_the_official_endpoint_only():
     table = default_table()
     assert table.lookup("openai:gpt-4o", base_url="https://api.openai.com/v1") == Price(2.50, 10.00)
     assert table.lookup("openai:gpt-4o", base_url="http://127.0.0.1:8000/v1") is None
+    assert table.lookup("groq:llama-3.3-70b-versatile", base_url="https://api.groq.com/openai/v1") is not None
+    assert table.lookup("groq:llama-3.3-70b-versatile", base_url="http://127.0.0.1:8000/v1") is None
     assert table.cost("openai:gpt-4o-mini", 1_000_000, 1_000_000) == pytest.approx(0.75)
     assert table.cost("openai:gpt-4o-mini", 2000, 500) == pytest.approx((2000 * 0.15 + 500 * 0.60) / 1e6)
 
@@ -123,7 +144,7 @@ class Priced:
         self.name, self.replies, self.cost = name, list(replies), cost
 
     def complete(self, messages, *, timeout=None, **_):
-        return Completion(text=self.replies.pop(0), prompt_tokens=1000, completion_tokens=100, cost=self.cost)
+        return Completion(text=self.replies.pop(0), input_tokens=1000, output_tokens=100, cost=self.cost)
 
 
 def test_model_client_prices_completions_without_a_cost():
@@ -162,7 +183,7 @@ def final_line(data: dict) -> str:
 
 
 def test_the_live_view_shows_the_cost_when_known():
-    role = {"calls": 1, "prompt_tokens": 10, "completion_tokens": 5, "cost": None}
+    role = {"calls": 1, "input_tokens": 10, "output_tokens": 5, "cost": None}
     data = {"completed": True, "termination_reason": "final", "steps": 1, "total_reward": 1.0, "duration_s": 0.5,
             "usage": {"root": dict(role), "sub": dict(role)}, "cost": None}  # fmt: skip
     assert "$" not in final_line(data)

@@ -35,8 +35,9 @@ class TestOpenAIContract(ProviderContract):
     provider = "openai"
     model = "gpt-4o-mini"
     key_help = "OPENAI_API_KEY"
-    context_windows = {"gpt-4o": 128_000, "gpt-4o-mini-2024-07-18": 128_000, "gpt-4.1-nano": 1_047_576,
-                       "gpt-4": 8_192, "o3-mini": 200_000, "llama-3-8b": None}  # fmt: skip
+    # genai-prices' windows (gpt-4.1's rounded to 1M), else our table's for a model it lists without one
+    context_windows = {"gpt-4o": 128_000, "gpt-4o-mini-2024-07-18": 128_000, "gpt-4.1-nano": 1_000_000,
+                       "gpt-4": 8_192, "o3-mini": 200_000, "gpt-4.5-preview": 128_000, "llama-3-8b": None}  # fmt: skip
     lazy_modules = ("openai",)
     fake_server = OpenAIServer
 
@@ -180,11 +181,11 @@ def scripted_file(path) -> ScriptedConnector:
 
 
 def test_scripted_plays_responses_in_order_with_token_estimates():
-    model = ScriptedConnector.from_responses(["first", {"text": "second", "completion_tokens": 9, "prompt_tokens": 2}])
+    model = ScriptedConnector.from_responses(["first", {"text": "second", "output_tokens": 9, "input_tokens": 2}])
     assert isinstance(model, ModelConnector) and model.context_window == 32_768
     one, two = model.complete(MESSAGES), model.complete(MESSAGES)
-    assert (one.text, one.completion_tokens, one.prompt_tokens) == ("first", 1, len("be briefWhat is 2+2?") // 4)
-    assert (two.text, two.completion_tokens, two.prompt_tokens) == ("second", 9, 2)
+    assert (one.text, one.output_tokens, one.input_tokens) == ("first", 1, len("be briefWhat is 2+2?") // 4)
+    assert (two.text, two.output_tokens, two.input_tokens) == ("second", 9, 2)
     assert model.calls == [MESSAGES, MESSAGES] and model.remaining == 0
     with pytest.raises(ModelError, match="^scripted model script inline: no response left for call 3$"):
         model.complete(MESSAGES)

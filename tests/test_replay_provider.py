@@ -87,8 +87,8 @@ def test_replay_through_the_engine_reproduces_the_run(recorded, tmp_path, sandbo
     assert result.completed, result.error
     assert result.final_response == ANSWER and result.steps == recorded.steps == 3
     assert result.sandbox == sandbox and result.model == f"replay:{recorded.run_id}"
-    assert result.usage.root.prompt_tokens == recorded.usage.root.prompt_tokens
-    assert result.usage.sub.completion_tokens == recorded.usage.sub.completion_tokens
+    assert result.usage.root.input_tokens == recorded.usage.root.input_tokens
+    assert result.usage.sub.output_tokens == recorded.usage.sub.output_tokens
     assert result.cost == 0.0
 
 

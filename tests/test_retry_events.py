@@ -37,6 +37,7 @@ def test_429_then_500_then_ok_records_two_retries(rlm, isolated_env):
     assert [e["data"]["attempt"] for e in retries] == [1, 2]
     assert [e["data"]["reason"] for e in retries] == ["HTTP 429 Too Many Requests", "HTTP 500 Internal Server Error"]
     assert all(e["data"]["role"] == "root" and e["data"]["model"] == "openai:x" for e in retries)
+    assert all(e["data"]["provider"] == "openai" and e["operation"] is None for e in retries)  # OTel's names
     assert retries[0]["data"]["wait"] == 0.1  # the server's Retry-After
     assert 0 <= retries[1]["data"]["wait"] <= 0.2  # backoff, capped by [provider.openai] max_retry_wait
     assert all(e["run_id"] == run["run_id"] for e in retries)
@@ -72,7 +73,7 @@ class Retrying:
         for attempt, reason in ((1, "HTTP 429 Too Many Requests"), (2, "connection reset")):
             if on_retry is not None:
                 on_retry(attempt, 0.25, reason)
-        return Completion(text="ok", prompt_tokens=3, completion_tokens=1)
+        return Completion(text="ok", input_tokens=3, output_tokens=1)
 
 
 def test_model_client_emits_retries_on_its_scope_with_its_role():
@@ -83,9 +84,9 @@ def test_model_client_emits_retries_on_its_scope_with_its_role():
     client = ModelClient(Retrying(), "sub", Usage(), budget, threading.Lock(), scope=scope)
     assert client.complete([{"role": "user", "content": "hi"}]).text == "ok"
     assert [(e.type, e.data) for e in events] == [
-        ("model_retry", {"role": "sub", "model": "test:retrying", "attempt": 1, "wait": 0.25,
+        ("model_retry", {"role": "sub", "model": "test:retrying", "provider": "test", "attempt": 1, "wait": 0.25,
                          "reason": "HTTP 429 Too Many Requests"}),
-        ("model_retry", {"role": "sub", "model": "test:retrying", "attempt": 2, "wait": 0.25,
+        ("model_retry", {"role": "sub", "model": "test:retrying", "provider": "test", "attempt": 2, "wait": 0.25,
                          "reason": "connection reset"}),
     ]  # fmt: skip
     without_scope = ModelClient(Retrying(), "root", Usage(), budget)

@@ -50,7 +50,7 @@ class Emitter:
 
 def step(n: int, action: str, *, code=None, reply=None, observation=None, reward=0.0, total=0.0, sub=0) -> dict:
     """A step event's data, as the runner records it (root tokens 100 in / 20 out, ``sub`` sub-call tokens)."""
-    usage = RunUsage(root=Usage(calls=1, prompt_tokens=100, completion_tokens=20))
+    usage = RunUsage(root=Usage(calls=1, input_tokens=100, output_tokens=20))
     if sub:
         usage.sub.add(sub, 0)
     record = StepRecord(
@@ -66,7 +66,7 @@ def block(code: str, stdout: str = "", error: str | None = None) -> dict:
 
 
 def result(run_id: str, *, steps: int, reward: float, parent=None, depth=0, answer="42", task="count") -> dict:
-    usage = RunUsage(root=Usage(calls=steps, prompt_tokens=300, completion_tokens=60, cost=0.003))
+    usage = RunUsage(root=Usage(calls=steps, input_tokens=300, output_tokens=60, cost=0.003))
     usage.sub.add(50, 10, 0.0005)
     return RunResult(
         run_id=run_id, parent_run_id=parent, depth=depth, task=task, environment="pure_rlm", model="openai:test",
@@ -92,7 +92,7 @@ def emit_run(bus: EventBus, root: str, *, t0: float = T0, final: bool = True, li
         em.emit("sub_call", root, {"kind": "rlm_query", "model": "openai:test", "prompt": "summarise chunk 0",
                                    "response": "chunk ok", "seconds": 1.5, "child_run_id": child})  # fmt: skip
     em.emit("sub_call", root, {"kind": "llm_query", "model": "openai:mini", "prompt": "classify",
-                               "response": "yes", "usage": {"prompt_tokens": 50, "completion_tokens": 10}})  # fmt: skip
+                               "response": "yes", "usage": {"input_tokens": 50, "output_tokens": 10}})  # fmt: skip
     code1 = "print(len(context))\nprint(rlm_query('summarise chunk 0'))"
     first = {"blocks": [block(code1, "12345\nchunk ok\n")], "success": True}
     em.emit("step", root, step(1, "run_code", code=code1, reply=REPLIES[0], reward=0.1, total=0.1, sub=60,
@@ -315,7 +315,7 @@ def test_local_sink_writes_run_and_step_lines(home):
     ]
     root = runs[1]
     assert root["completed"] and root["termination_reason"] == "final" and root["steps"] == 3
-    assert root["tokens"]["root"] == {"calls": 3, "prompt": 300, "completion": 60, "total": 360}
+    assert root["tokens"]["root"] == {"calls": 3, "input": 300, "output": 60, "total": 360}
     assert root["tokens"]["sub"]["total"] == 60 and root["tokens"]["total"] == 420
     assert root["cost"] == pytest.approx(0.0035) and root["duration"] == 4.5 and root["task"] == "count"
     steps = [json.loads(line) for line in (home / "observability" / "steps" / "run_s.jsonl").read_text().splitlines()]

@@ -36,13 +36,14 @@ class LiveView:
         label = "run" if event.depth == 0 else "child run"
         self._print(f"{indent}▶ {label} {event.run_id}  env={data['environment']} model={data['model']} "
                     f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
-        for notice in data.get("notices", []):
+        for notice in data.get("notices", []) if event.depth == 0 else []:  # a child run repeats its root's
             self._print(f"{indent}! {notice}", "yellow")
 
     def _on_step(self, event: RunEvent, indent: str) -> None:
         data = event.data
         usage = data.get("usage", {})
-        tokens = sum(usage.get(role, {}).get(k, 0) for role in ("root", "sub") for k in ("prompt_tokens", "completion_tokens"))
+        tokens = sum(usage.get(role, {}).get(key, 0) for role in ("root", "sub")
+                     for key in ("input_tokens", "output_tokens"))  # fmt: skip
         self._print(f"{indent}── step {data['step']} · {data['action']} · reward {data['reward']:+.2f} · "
                     f"{tokens:,} tokens · {data['duration_s']:.2f}s", "cyan")  # fmt: skip
         for block in data.get("observation", {}).get("blocks", []):
@@ -63,7 +64,7 @@ class LiveView:
     def _on_sub_call(self, event: RunEvent, indent: str) -> None:
         data = event.data
         usage = data.get("usage") or {}
-        tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
         status = f"error: {data['error']}" if data.get("error") else f"{tokens:,} tokens"
         self._print(f"{indent}  ↳ {data['kind']} {data.get('model', '')} {data.get('seconds', 0):.2f}s {status}",
                     "red" if data.get("error") else "magenta")  # fmt: skip
@@ -82,10 +83,13 @@ class LiveView:
     def _on_final(self, event: RunEvent, indent: str) -> None:
         data: dict[str, Any] = event.data
         usage = data["usage"]
-        tokens = {role: usage[role]["prompt_tokens"] + usage[role]["completion_tokens"] for role in ("root", "sub")}
+        tokens = {role: usage[role]["input_tokens"] + usage[role]["output_tokens"] for role in ("root", "sub")}
         mark = "✓" if data["completed"] else "■"
         cost = final_cost(data)
-        spent = f"${cost:.4f} · " if cost is not None else ""
+        unpriced = sum(int(usage[role].get("unpriced_calls", 0)) for role in ("root", "sub"))
+        spent = " + ".join(([f"${cost:.4f}"] if cost is not None else [])
+                           + ([f"{unpriced} call(s) of unknown cost"] if unpriced else []))  # fmt: skip
+        spent += " · " if spent else ""
         self._print(f"{indent}{mark} {data['termination_reason']} after {data['steps']} steps · reward "
                     f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
                     f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip

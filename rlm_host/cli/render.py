@@ -25,8 +25,8 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _tokens(prompt: int, completion: int) -> str:
-    return f"{prompt + completion:,} tokens ({prompt:,} in / {completion:,} out)"
+def _tokens(input_tokens: int, output_tokens: int) -> str:
+    return f"{input_tokens + output_tokens:,} tokens ({input_tokens:,} in / {output_tokens:,} out)"
 
 
 def _section(label: str, text: Any, max_lines: int) -> list[str]:
@@ -40,7 +40,7 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
     head = [f"step {record.step}{f'/{total}' if total else ''}", f"action: {record.action}",
             f"reward {record.reward:+.2f}"]  # fmt: skip
     if root.total_tokens:
-        head.append(_tokens(root.prompt_tokens, root.completion_tokens))
+        head.append(_tokens(root.input_tokens, root.output_tokens))
     if sub.total_tokens:
         head.append(f"sub {sub.total_tokens:,} tokens")
     if record.duration_s:
@@ -90,7 +90,7 @@ def _render_sub_call(call: SubCall) -> str:
         parts.append(str(data["model"]))
     usage = data.get("usage") or {}
     if usage:
-        parts.append(_tokens(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
+        parts.append(_tokens(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)))
     if data.get("seconds"):
         parts.append(f"{float(data['seconds']):.1f} s")
     text = " · ".join(parts)
@@ -137,7 +137,7 @@ def render_summary(replay: Replay) -> str:
         parts.append(
             f"status: {result.termination_reason} ({'completed' if result.completed else 'not completed'})  "
             f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}  "
-            + (f"cost: ${cost:.4f}  " if cost is not None else "")
+            + (f"cost: ${cost:.4f}{'' if result.cost_complete else ' (incomplete)'}  " if cost is not None else "")
             + f"duration: {result.duration_s:.1f} s"
         )
         if result.final_response is not None:

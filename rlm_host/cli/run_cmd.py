@@ -26,6 +26,7 @@ def run(
     max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help="Sub-model calls allowed."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget of the run tree."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget of the run tree, USD."),
+    strict: Optional[bool] = typer.Option(None, "--strict", help="Refuse a run whose --max-cost cannot be enforced."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="Server URL for the model's provider (e.g. a local OpenAI-compatible server)."),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
@@ -50,7 +51,7 @@ def run(
         on_event=on_event,
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
-        max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, base_url=base_url,
+        max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
     )  # fmt: skip
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

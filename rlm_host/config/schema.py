@@ -56,6 +56,7 @@ class RunSettings(Section):
     max_llm_calls: int = Field(50, ge=0, description="sub-model calls allowed per run")
     max_tokens: int | None = Field(None, ge=1, description="token budget of a run tree (all roles)")
     max_cost: float | None = Field(None, gt=0, description="cost budget of a run tree, USD")
+    strict: bool = Field(False, description="refuse a run whose cost budget cannot be enforced (a model with no price)")
     base_url: str | None = Field(None, description="server URL for the providers of this run (overrides theirs)")
     max_reply_tokens: int | None = Field(None, ge=16, description="cap on each model reply (default: the provider's)")
     sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed")

@@ -12,7 +12,13 @@ __all__ = ["Budget", "BudgetExceeded"]
 
 
 class Budget:
-    """One budget for a whole run tree; thread-safe because batched sub-calls run concurrently."""
+    """One budget for a whole run tree; thread-safe because batched sub-calls run concurrently.
+
+    A call whose cost is unknown (a model nobody prices) is not counted as free: it is counted in
+    ``unpriced_calls``. The run goes on — a cost limit stops on what it can measure, and the run start already
+    said the model cannot be priced (or refused it, with ``strict``) — and its result says the cost is
+    incomplete.
+    """
 
     def __init__(
         self,
@@ -33,6 +39,7 @@ class Budget:
         self.llm_calls_refused = False  # set once a sub-call was refused: the runner then ends the run
         self.tokens = 0
         self.cost = 0.0
+        self.unpriced_calls = 0  # calls charged with an unknown cost: ``cost`` covers only the others
         self._lock = threading.Lock()
 
     def remaining(self) -> float:
@@ -47,7 +54,9 @@ class Budget:
         if self.max_tokens is not None and self.tokens >= self.max_tokens:
             return BudgetExceeded("budget", f"token budget of {self.max_tokens} reached ({self.tokens} used)")
         if self.max_cost is not None and self.cost >= self.max_cost:
-            return BudgetExceeded("budget", f"cost budget of ${self.max_cost:g} reached (${self.cost:.4f} spent)")
+            unpriced = f" and {self.unpriced_calls} call(s) of unknown cost" if self.unpriced_calls else ""
+            spent = f"${self.cost:.4f} spent{unpriced}"
+            return BudgetExceeded("budget", f"cost budget of ${self.max_cost:g} reached ({spent})")
         return None
 
     def check(self) -> None:
@@ -68,7 +77,10 @@ class Budget:
             return self.llm_calls
 
     def charge(self, tokens: int, cost: Optional[float]) -> None:
+        """Count one call's tokens and cost (None: unknown, counted in ``unpriced_calls``)."""
         with self._lock:
             self.tokens += tokens
-            if cost:
+            if cost is None:
+                self.unpriced_calls += 1
+            else:
                 self.cost += cost

@@ -19,6 +19,7 @@ from rlm_host.engine.scope import new_run_id
 from rlm_host.errors import ConfigError, RlmError, UnknownComponentError
 from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus, Sink
+from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector, ModelOptions, provider_of
 from rlm_host.llm.resolve import auto_model, resolve_connector
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
@@ -96,8 +97,12 @@ class RunPlan:
 
 
 def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], context: Any,
-             connectors: Optional[dict[str, ModelConnector]]) -> RunPlan:  # fmt: skip
-    """Resolve every name and value of a run before its first step (one clear error if any is wrong)."""
+             connectors: Optional[dict[str, ModelConnector]],
+             prices: Optional[PriceTable] = None) -> RunPlan:  # fmt: skip
+    """Resolve every name and value of a run before its first step (one clear error if any is wrong).
+
+    ``prices`` (the table the run's costs are counted with; by default the settings' own) says whether a cost
+    budget can be enforced: see :func:`cost_notices`."""
     run = _effective_run_settings(loaded.settings.run, options)
     if run.framework != NATIVE_FRAMEWORK:
         _refuse_framework(host, run.framework)
@@ -117,6 +122,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         notices += [notice] if notice else []
     root = given.get("root") or make_connector(run.model)
     sub = given.get("sub") or (make_connector(run.sub_model) if run.sub_model else root)
+    notices += cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     return RunPlan(
         run=run, run_id=new_run_id(), home=home, rewards=loaded.settings.rewards,
         limits=SandboxLimits(exec_timeout=run.exec_timeout, memory_mb=memory_for(context_meta)),
@@ -127,6 +133,24 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
         make_connector=make_connector, notices=notices,
     )  # fmt: skip
+
+
+def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTable) -> list[str]:
+    """Under a cost budget, a notice naming the models nobody can price (no ``[[prices]]`` entry, not free, not in
+    genai-prices, and the connector does not report its cost), whose calls the budget cannot count; with
+    ``run.strict``, a ConfigError refusing the run instead. Nothing without a budget."""
+    if run.max_cost is None:
+        return []
+    unpriced = sorted({model.name for model in models if not prices.can_price(model)})
+    if not unpriced:
+        return []
+    names = ", ".join(unpriced)
+    hint = f'give it a price in rlm.toml: [[prices]] model = "{unpriced[0]}" input = … output = … (USD per 1M)'
+    if run.strict:
+        raise ConfigError(f"--max-cost ${run.max_cost:g} cannot be enforced: no price is known for {names}",
+                          hint=hint + ", or run without --strict")  # fmt: skip
+    return [f"no price is known for {names}: --max-cost ${run.max_cost:g} counts only the calls it can price "
+            f"({hint}; --strict refuses such a run)"]  # fmt: skip
 
 
 def _effective_run_settings(base: RunSettings, options: dict[str, Any]) -> RunSettings:

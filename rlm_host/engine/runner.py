@@ -60,9 +60,9 @@ class RLMRunner:
         """Run ``task`` over ``context`` (str, list of documents, JSON object or None).
 
         ``options`` override the ``[run]`` settings: environment, framework, model, sub_model, sandbox,
-        max_steps, timeout, exec_timeout, max_depth, max_llm_calls, max_tokens, max_cost, base_url.
+        max_steps, timeout, exec_timeout, max_depth, max_llm_calls, max_tokens, max_cost, strict, base_url.
         """
-        plan = plan_run(self.host, self.loaded, self.home, options, context, connectors)
+        plan = plan_run(self.host, self.loaded, self.home, options, context, connectors, self.prices)
         budget = Budget(
             timeout=plan.run.timeout,
             max_llm_calls=plan.run.max_llm_calls,
@@ -156,7 +156,8 @@ class RLMRunner:
             run_id=scope.run_id, parent_run_id=scope.parent_run_id, depth=scope.depth, task=task,
             environment=plan.run.environment, framework=plan.run.framework, model=root.name, sandbox=plan.sandbox_name,
             completed=completed, final_response=final_response, steps=steps, total_reward=round(total_reward, 6),
-            usage=usage, cost=usage.cost, duration_s=round(time.monotonic() - started, 4),
+            usage=usage, cost=usage.cost, cost_complete=not usage.unpriced_calls,
+            duration_s=round(time.monotonic() - started, 4),
             termination_reason=reason, error=error, trajectory_path=str(plan.trajectory_path),
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
@@ -194,6 +195,7 @@ def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:
     delta = RunUsage()
     for role in ("root", "sub"):
         old, new, out = getattr(before, role), getattr(after, role), getattr(delta, role)
-        out.add(new.prompt_tokens - old.prompt_tokens, new.completion_tokens - old.completion_tokens,
-                None if new.cost is None else new.cost - (old.cost or 0.0), calls=new.calls - old.calls)  # fmt: skip
+        out.add(new.input_tokens - old.input_tokens, new.output_tokens - old.output_tokens,
+                None if new.cost is None else new.cost - (old.cost or 0.0), calls=new.calls - old.calls,
+                unpriced_calls=new.unpriced_calls - old.unpriced_calls)  # fmt: skip
     return delta

@@ -28,7 +28,14 @@ class ModelRole(Protocol):
     def name(self) -> str: ...
 
     @property
+    def provider(self) -> str:
+        """The provider as OpenTelemetry names it (``gen_ai.provider.name``), for the events naming the model."""
+
+    @property
     def context_window(self) -> Optional[int]: ...
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens of ``text`` for this model: exact when its connector can count, else estimated."""
 
     def complete(self, messages: list[Message], purpose: Optional[Purpose] = None) -> Completion: ...
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from rlm_host.errors import ConfigError
+from rlm_host.llm import catalog
 from rlm_host.llm.protocol import Completion, Message, ModelOptions, Purpose
 from rlm_host.llm.retry import (
     Failure,
@@ -131,7 +132,9 @@ class RetryingConnector:
 
         ``settings`` are validated as ``settings_type`` (``[provider.PROVIDER]``); timeout and max_retries come
         from ``options`` when set explicitly there, else the settings, else the options' defaults; the base URL
-        from the options, the settings, ``$BASE_URL_ENV``, else ``default_base_url``."""
+        from the options, the settings, ``$BASE_URL_ENV``, else ``default_base_url``; the context window from
+        the settings, else genai-prices (:mod:`rlm_host.llm.catalog`), else ``context_window`` (the connector's
+        own table, for the models genai-prices lacks)."""
         options = options or ModelOptions()
         settings = validate_settings(settings_type, settings, provider)
         env = os.environ if environ is None else environ
@@ -139,7 +142,7 @@ class RetryingConnector:
         self.name = f"{provider}:{model}"
         self.options = options
         self.settings = settings
-        self.context_window = settings.context_window or context_window
+        self.context_window = settings.context_window or catalog.context_window(provider, model) or context_window
         self.on_retry = on_retry
 
         explicit = options.model_fields_set

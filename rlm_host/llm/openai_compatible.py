@@ -6,7 +6,8 @@ Each is a provider of its own — ``ollama:llama3.2``, ``groq:llama-3.3-70b-vers
 provider's name (``connector.name == "ollama:llama3.2"``), in errors and trajectories too. The base URL can be
 changed per provider with ``[provider.<name>] base_url`` or for a run with ``--base-url``; the key variable with
 ``[provider.<name>] api_key_env``. Hosted APIs need their key; local servers take one when it is set (vLLM's
-``--api-key``) and send a placeholder otherwise.
+``--api-key``) and send a placeholder otherwise. Events name the service as the OpenTelemetry GenAI conventions
+do (``connector.provider``: ``x_ai`` for xai, ``mistral_ai`` for mistral, the provider's own name otherwise).
 
 These providers have no ``default_model``, so ``--model auto`` never picks them: an API key that happens to be
 in the environment does not silently choose where a run is sent. Their ``example_model`` is shown by
@@ -40,6 +41,7 @@ class CompatibleProvider:
     local: bool = False  # a server on this machine: no key required, costs nothing
     example_model: str = ""
     aliases: tuple[str, ...] = ()
+    otel_name: str = ""  # its gen_ai.provider.name in the OpenTelemetry GenAI conventions, when that is not ``name``
 
     @property
     def description(self) -> str:
@@ -71,8 +73,9 @@ PROVIDERS: dict[str, CompatibleProvider] = {
         CompatibleProvider("fireworks", "Fireworks AI", "https://api.fireworks.ai/inference/v1",
                            ("FIREWORKS_API_KEY",), example_model="accounts/fireworks/models/llama-v3p3-70b-instruct"),
         CompatibleProvider("mistral", "Mistral AI", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",),
-                           example_model="mistral-small-latest"),
-        CompatibleProvider("xai", "xAI", "https://api.x.ai/v1", ("XAI_API_KEY",), example_model="grok-3-mini"),
+                           example_model="mistral-small-latest", otel_name="mistral_ai"),
+        CompatibleProvider("xai", "xAI", "https://api.x.ai/v1", ("XAI_API_KEY",), example_model="grok-3-mini",
+                           otel_name="x_ai"),
         CompatibleProvider("cerebras", "Cerebras", "https://api.cerebras.ai/v1", ("CEREBRAS_API_KEY",),
                            example_model="llama-3.3-70b"),
         CompatibleProvider("deepinfra", "DeepInfra", "https://api.deepinfra.com/v1/openai", ("DEEPINFRA_API_KEY",),
@@ -119,6 +122,7 @@ def key_variable(provider: str, settings: Any = None, environ: Optional[Mapping[
 def create(provider: str, model: str, options: Optional["ModelOptions"] = None, settings: Any = None, *,
            environ: Optional[Mapping[str, str]] = None) -> "OpenAIConnector":  # fmt: skip
     """An OpenAI connector for ``provider:model`` with the service's base URL and key."""
+    from rlm_host.llm import catalog
     from rlm_host.llm.openai_provider import OpenAIConnector, ProviderSettings
     from rlm_host.llm.protocol import ModelError, ModelOptions
 
@@ -135,6 +139,8 @@ def create(provider: str, model: str, options: Optional["ModelOptions"] = None, 
             hint=f"export {variable}=… (the {service.label} API key), or choose another provider",
         )
     values = {key: _setting(settings, key) for key in ("timeout", "max_retries", "max_retry_wait", "context_window")}
+    # the window genai-prices gives for this service's model (the openai connector would look it up as OpenAI's)
+    values["context_window"] = values["context_window"] or catalog.context_window(provider, model)
     connector_settings = ProviderSettings(
         base_url=base_url_for(provider, settings, options),
         api_key_env=variable or f"{provider.upper()}_API_KEY",
@@ -142,6 +148,7 @@ def create(provider: str, model: str, options: Optional["ModelOptions"] = None, 
     )
     connector = OpenAIConnector(model, options, connector_settings, environ=env)
     connector.name = f"{provider}:{model}"
+    connector.provider = service.otel_name or provider
     return connector
 
 

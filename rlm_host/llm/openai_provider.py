@@ -44,22 +44,10 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent when a base URL is set but no key exists: local OpenAI-compatible servers ignore it.
 PLACEHOLDER_KEY = "sk-no-key-required"
 
-#: Context windows (tokens) of common models, matched by the longest prefix of the model name.
+#: Context windows (tokens) of the models genai-prices lists without one (it gives every other OpenAI model's),
+#: matched by the longest prefix of the model name.
 CONTEXT_WINDOWS: dict[str, int] = {
-    "gpt-3.5-turbo": 16_385,
-    "gpt-4": 8_192,
-    "gpt-4-32k": 32_768,
-    "gpt-4-turbo": 128_000,
-    "gpt-4o": 128_000,
-    "gpt-4o-mini": 128_000,
-    "gpt-4.1": 1_047_576,
     "gpt-4.5": 128_000,
-    "gpt-5": 400_000,
-    "o1": 200_000,
-    "o1-mini": 128_000,
-    "o3": 200_000,
-    "o3-mini": 200_000,
-    "o4-mini": 200_000,
 }
 
 #: Reasoning models take ``max_completion_tokens`` instead of ``max_tokens``.
@@ -81,12 +69,14 @@ class ProviderSettings(BaseModel):
 
 
 def context_window_for(model: str) -> int | None:
-    """The context window of a known model (longest matching prefix of :data:`CONTEXT_WINDOWS`), else None."""
+    """The context window of a model genai-prices lacks (longest matching prefix of :data:`CONTEXT_WINDOWS`)."""
     return context_window_of(model.rsplit("/", 1)[-1].lower(), CONTEXT_WINDOWS)
 
 
 class OpenAIConnector(RetryingConnector):
     """A ModelConnector for the OpenAI chat completions API. (retries: see :class:`RetryingConnector`)."""
+
+    provider = "openai"  # gen_ai.provider.name; an OpenAI-compatible service's connector is given its own
 
     def __init__(
         self,
@@ -182,8 +172,8 @@ class OpenAIConnector(RetryingConnector):
         return Completion(
             text=text,
             model=getattr(response, "model", None) or self.model,
-            prompt_tokens=token_count(getattr(usage, "prompt_tokens", 0)),
-            completion_tokens=token_count(getattr(usage, "completion_tokens", 0)),
+            input_tokens=token_count(getattr(usage, "prompt_tokens", 0)),
+            output_tokens=token_count(getattr(usage, "completion_tokens", 0)),
             finish_reason=finish_reason,
             seconds=seconds,
             raw=raw,

@@ -1,35 +1,39 @@
-"""Model prices: USD per million input (prompt) and output (completion) tokens, to give usage a cost.
+"""Model prices: what one call cost in USD, for usage its provider did not price.
 
 A provider that knows what a call cost puts it in ``Completion.cost``; when it does not (``cost`` is None), the
-engine asks a :class:`PriceTable` (see ``rlm_host.engine.model_client.ModelClient``). Prices are keyed by provider
-and model-name prefix, and the longest matching prefix wins: ``openai:gpt-4o-mini-2024-07-18`` is priced as
-``gpt-4o-mini``, not ``gpt-4o``. A prefix matches at a name boundary only (see :func:`matches`), so a newer
-model (``gpt-5.4``) is not silently priced as an older one (``gpt-5``). Local and test providers (llama.cpp,
-scripted, replay and the local OpenAI-compatible servers) cost nothing. A model that matches nothing has no
-price: its cost stays unknown (None), never a guess.
+engine asks a :class:`PriceTable` (see ``rlm_host.engine.model_client.ModelClient``). Where a price comes from:
 
-The built-in table is a snapshot of public list prices (standard tier, no caching or batch discounts; Gemini
-2.5 Pro at its ≤200k-token and Claude Haiku 5.5 at its ≤100k-token prompt rate). It applies only to a
-provider's official endpoint: ``openai:gpt-4o`` served by some other ``--base-url`` is not OpenAI's bill.
-Prices change; override or add entries in the config::
+- the user's ``[[prices]]`` entries, keyed by provider and model-name prefix (the longest matching prefix wins;
+  a prefix matches at a name boundary only, see :func:`matches`, so ``gpt-5`` does not price ``gpt-5.4``);
+- the ``genai-prices`` package (:mod:`rlm_host.llm.catalog`): list prices of the hosted providers, tiers
+  included (a 300k-token Claude Sonnet 4.5 prompt pays $6, not $3, per million), applied only at the
+  provider's own API: ``openai:gpt-4o`` served by some other ``--base-url`` is not OpenAI's bill;
+- :data:`UNLISTED`, the few models genai-prices lacks;
+- nothing, for the local and test providers (llama.cpp, scripted, replay and the local OpenAI-compatible
+  servers): they are free.
+
+A ``[[prices]]`` entry competes with genai-prices by length: genai-prices' match counts as long as the part of
+the model name it shares with its model id, so an entry for ``openai:gpt-4.1`` prices ``gpt-4.1-2025-04-14``
+but not ``gpt-4.1-mini``, which genai-prices knows by that name. Entries apply to every endpoint, so a model
+served through a proxy or a local server can be priced too::
 
     [[prices]]
     model = "openai:gpt-4o-mini"     # provider:model-prefix ("provider:*" matches every model)
     input = 0.15                     # USD per 1M input tokens
     output = 0.60                    # USD per 1M output tokens
 
-Overrides join the table (replacing an entry with the same key) and apply to every endpoint, so a price for
-a model served through a proxy or a local server can be given too. This module imports nothing heavy.
+A model that matches nothing has no price: its cost stays unknown (None), never a guess. This module imports
+nothing heavy; genai-prices is loaded by the first lookup of a hosted provider's model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Optional
-from urllib.parse import urlsplit
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 from rlm_host.config.schema import parse_key, provider_key
+from rlm_host.llm import catalog
 
 PER_TOKENS = 1_000_000
 SEPARATORS = "-._:/@"
@@ -37,81 +41,32 @@ SEPARATORS = "-._:/@"
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million input and output tokens."""
+    """USD per million input and output tokens (the first tier's rates, for a tiered price).
+
+    ``tiered`` is genai-prices' own calculation when the price comes from there; prices compare by rates only.
+    """
 
     input: float
     output: float
+    tiered: Optional[Callable[[int, int], float]] = field(default=None, compare=False, repr=False)
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
         """The cost of one call, USD."""
-        return (prompt_tokens * self.input + completion_tokens * self.output) / PER_TOKENS
+        if self.tiered is not None:
+            return self.tiered(input_tokens, output_tokens)
+        return (input_tokens * self.input + output_tokens * self.output) / PER_TOKENS
 
 
 FREE = Price(0.0, 0.0)
 
-#: List prices by provider, then model-name prefix.
-BUILTIN_PRICES: dict[str, dict[str, Price]] = {
-    "openai": {
-        "gpt-3.5-turbo": Price(0.50, 1.50),
-        "gpt-4": Price(30.00, 60.00),
-        "gpt-4-turbo": Price(10.00, 30.00),
-        "gpt-4o": Price(2.50, 10.00),
-        "gpt-4o-mini": Price(0.15, 0.60),
-        "gpt-4.1": Price(2.00, 8.00),
-        "gpt-4.1-mini": Price(0.40, 1.60),
-        "gpt-4.1-nano": Price(0.10, 0.40),
-        "gpt-5": Price(1.25, 10.00),
-        "gpt-5-mini": Price(0.25, 2.00),
-        "gpt-5-nano": Price(0.05, 0.40),
-        "o1": Price(15.00, 60.00),
-        "o1-mini": Price(1.10, 4.40),
-        "o1-pro": Price(150.00, 600.00),
-        "o3": Price(2.00, 8.00),
-        "o3-pro": Price(20.00, 80.00),
-        "o3-mini": Price(1.10, 4.40),
-        "o4-mini": Price(1.10, 4.40),
-    },
-    "anthropic": {
-        "claude-3-haiku": Price(0.25, 1.25),
-        "claude-3-5-haiku": Price(0.80, 4.00),
-        "claude-haiku-4": Price(1.00, 5.00),
-        "claude-haiku-5-5": Price(0.10, 0.50),  # prompts up to 100k tokens
-        "claude-3-5-sonnet": Price(3.00, 15.00),
-        "claude-3-7-sonnet": Price(3.00, 15.00),
-        "claude-sonnet-4": Price(3.00, 15.00),
-        "claude-sonnet-5": Price(2.00, 10.00),
-        "claude-3-opus": Price(15.00, 75.00),
-        "claude-opus-4": Price(15.00, 75.00),
-        "claude-opus-4-5": Price(5.00, 25.00),
-        "claude-opus-4-6": Price(5.00, 25.00),
-        "claude-opus-4-7": Price(5.00, 25.00),
-        "claude-opus-4-8": Price(5.00, 25.00),
-        "claude-opus-5": Price(5.00, 25.00),
-        "claude-opus-5-5": Price(4.00, 20.00),
-        "claude-fable-5": Price(10.00, 50.00),
-        "claude-mythos-5": Price(10.00, 50.00),
-    },
-    "gemini": {
-        "gemini-1.5-flash": Price(0.075, 0.30),
-        "gemini-1.5-pro": Price(1.25, 5.00),
-        "gemini-2.0-flash": Price(0.10, 0.40),
-        "gemini-2.0-flash-lite": Price(0.075, 0.30),
-        "gemini-2.5-flash": Price(0.30, 2.50),
-        "gemini-2.5-flash-lite": Price(0.10, 0.40),
-        "gemini-2.5-pro": Price(1.25, 10.00),
-        "gemini-3.8-flash": Price(0.75, 3.75),
-    },
-}
-
-#: Where each priced provider's official API lives: the built-in prices apply only there (or to no base URL).
-OFFICIAL_HOSTS = {
-    "openai": "api.openai.com",
-    "anthropic": "api.anthropic.com",
-    "gemini": "generativelanguage.googleapis.com",
+#: Models genai-prices (0.2.3) lacks, by provider, then model-name prefix: it lists Claude Mythos 5.2 but not
+#: Claude Mythos 5. Official endpoints only, like genai-prices' own prices.
+UNLISTED: dict[str, dict[str, Price]] = {
+    "anthropic": {"claude-mythos-5": Price(10.00, 50.00)},
 }
 
 #: Built-in providers that never cost money (scripts, replays). A plugin's free model says so itself: its
-#: completions carry ``cost=0.0``.
+#: completions carry ``cost=0.0`` and the connector has ``reports_cost = True``.
 FREE_PROVIDERS = frozenset({"scripted", "replay"})
 
 
@@ -120,14 +75,6 @@ def free_providers() -> frozenset[str]:
     from rlm_host.llm.openai_compatible import local_provider_names
 
     return FREE_PROVIDERS | frozenset(local_provider_names())
-
-
-def _official(provider: str, base_url: Optional[str]) -> bool:
-    """True when ``base_url`` is absent or the provider's official API host."""
-    if not base_url:
-        return True
-    host = OFFICIAL_HOSTS.get(provider)
-    return host is not None and (urlsplit(base_url).hostname or "").lower() == host
 
 
 def matches(prefix: str, name: str) -> bool:
@@ -148,8 +95,28 @@ def _longest(table: Mapping[str, Price], names: Iterable[str]) -> tuple[int, Opt
     return best
 
 
+def _from_catalog(found: catalog.CatalogModel) -> tuple[int, Price]:
+    """A genai-prices match as (length it counts for against a prefix, price): the length of the start the
+    looked-up name shares with genai-prices' model id (``claude-3-5-haiku-20241022`` and
+    ``claude-3-5-haiku-latest`` share ``claude-3-5-haiku``)."""
+    shared = 0
+    for ours, theirs in zip(found.name, found.model.id.lower()):
+        if ours != theirs:
+            break
+        shared += 1
+    length = len(found.name[:shared].rstrip(SEPARATORS))
+    return length, Price(*found.rates(), tiered=found.cost)
+
+
+def endpoint(connector: Any) -> Optional[str]:
+    """A connector's ``base_url`` when it has one (prices of hosted providers apply only at their own API)."""
+    base_url = getattr(connector, "base_url", None)
+    return base_url if isinstance(base_url, str) else None
+
+
 class PriceTable:
-    """The built-in prices plus overrides; ``lookup`` and ``cost`` answer per model string."""
+    """The ``[[prices]]`` overrides over genai-prices and :data:`UNLISTED`; ``lookup`` and ``cost`` answer per
+    model string."""
 
     def __init__(self, overrides: Mapping[str, Any] | Iterable[Any] = ()) -> None:
         self.overrides: dict[str, dict[str, Price]] = {}
@@ -166,25 +133,34 @@ class PriceTable:
     def lookup(self, model: str, *, base_url: Optional[str] = None) -> Optional[Price]:
         """The price of ``provider:model`` (served from ``base_url``, when known); None when unknown."""
         provider, sep, name = model.partition(":")
-        if not sep or not name:
+        if not sep or not name.strip():
             return None
         provider = provider_key(provider)
-        lowered = name.strip().lower()
-        names = (lowered, lowered.rsplit("/", 1)[-1])  # "models/gemini-2.5-pro" is priced as "gemini-2.5-pro"
+        names = catalog.model_names(name)  # "models/gemini-2.5-pro" is priced as "gemini-2.5-pro"
         length, price = _longest(self.overrides.get(provider, {}), names)
-        if _official(provider, base_url):
-            builtin_length, builtin = _longest(BUILTIN_PRICES.get(provider, {}), names)
-            if builtin_length > length:
-                price = builtin
+        if catalog.serves(provider, base_url):
+            found = catalog.find(provider, names)
+            candidates = [_from_catalog(found)] if found is not None else []
+            candidates.append(_longest(UNLISTED.get(provider, {}), names))
+            for other_length, other in candidates:
+                if other_length > length:
+                    length, price = other_length, other
         if price is None and provider in free_providers():
             return FREE
         return price
 
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int, *,
+    def cost(self, model: str, input_tokens: int, output_tokens: int, *,
              base_url: Optional[str] = None) -> Optional[float]:  # fmt: skip
         """The cost of one call in USD, or None when the model's price is unknown."""
         price = self.lookup(model, base_url=base_url)
-        return None if price is None else price.cost(prompt_tokens, completion_tokens)
+        return None if price is None else price.cost(input_tokens, output_tokens)
+
+    def can_price(self, connector: Any) -> bool:
+        """Whether every completion of ``connector`` gets a cost: it reports its own (``reports_cost``), or its
+        model has a price here."""
+        if getattr(connector, "reports_cost", False) is True:
+            return True
+        return self.lookup(connector.name, base_url=endpoint(connector)) is not None
 
 
 def _key(entry: Any) -> str:
@@ -211,12 +187,13 @@ def default_table() -> PriceTable:
 
 
 __all__ = [
-    "BUILTIN_PRICES",
     "FREE",
     "FREE_PROVIDERS",
+    "UNLISTED",
     "Price",
     "PriceTable",
     "default_table",
+    "endpoint",
     "free_providers",
     "matches",
     "parse_key",

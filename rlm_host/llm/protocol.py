@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 
 from rlm_host.errors import ModelError
 
-__all__ = ["Completion", "Message", "ModelConnector", "ModelError", "ModelOptions", "Purpose", "RetryCallback"]
+__all__ = [
+    "Completion", "Message", "ModelConnector", "ModelError", "ModelOptions", "Purpose", "RetryCallback", "provider_of",
+]  # fmt: skip
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 #: Why a call is made: a turn of the loop, a sub-call from code, a compaction summary, a last-step synthesis.
@@ -35,12 +37,15 @@ class ModelOptions(BaseModel):
 
 
 class Completion(BaseModel):
-    """One model answer. ``text`` is None when the provider returned no content (recorded, never dropped)."""
+    """One model answer. ``text`` is None when the provider returned no content (recorded, never dropped).
+
+    ``model`` is the model that answered; token counts are named as in the OpenTelemetry GenAI conventions.
+    """
 
     text: Optional[str]
     model: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
     cost: Optional[float] = None
     finish_reason: Optional[str] = None
     seconds: float = 0.0
@@ -51,7 +56,14 @@ class Completion(BaseModel):
 class ModelConnector(Protocol):
     """A chat model. ``name`` is the full model string; ``context_window`` in tokens when known.
 
-    A connector may also have a ``base_url`` (str) attribute: prices then apply only to the official endpoint.
+    A connector may also have a ``base_url`` (str) attribute: prices then apply only to the official endpoint;
+    and a ``provider`` (str) attribute: the service as the OpenTelemetry GenAI conventions name it
+    (``gen_ai.provider.name``: openai, anthropic, gcp.gemini, x_ai, mistral_ai…), see :func:`provider_of`.
+
+    Optional too: ``reports_cost = True`` when every completion carries its own ``cost`` (a local model's honest
+    0.0), so a run with a cost limit knows it can be priced; and ``count_tokens(text) -> int``, the model's
+    exact token count, offered only when it is cheap and offline (llama.cpp's tokenizer) — the host uses it
+    through :func:`rlm_host.tokens.count_tokens`, which estimates for connectors without it.
     """
 
     name: str
@@ -64,3 +76,10 @@ class ModelConnector(Protocol):
         Call ``on_retry`` before each retry of a transient failure (it becomes a ``model_retry`` event).
         ``purpose`` says why the call is made; most connectors ignore it (the replay provider does not).
         """
+
+
+def provider_of(connector: ModelConnector) -> str:
+    """The ``provider`` events name for a connector: its ``provider`` attribute, else its name's part before the
+    colon (a provider with no well-known OpenTelemetry name keeps its own, e.g. ``vllm``)."""
+    declared = getattr(connector, "provider", None)
+    return declared if isinstance(declared, str) and declared else connector.name.partition(":")[0]

@@ -3,7 +3,7 @@
 ``--model scripted:PATH`` reads PATH, a JSON or JSONL file. JSON is either a list of responses or an object::
 
     {
-      "responses": ["first reply", {"text": "second", "completion_tokens": 7}, {"error": "boom"}],
+      "responses": ["first reply", {"text": "second", "output_tokens": 7}, {"error": "boom"}],
       "rules": [{"match": "summari[sz]e", "text": "a summary"}],
       "context_window": 8192
     }
@@ -11,15 +11,15 @@
 JSONL holds one item a line: an object with ``"match"`` is a rule, anything else a response.
 
 - ``responses`` are consumed in order, one per ``complete`` call. An item is a string or an object with
-  ``text`` (a string, or null for a malformed reply), ``prompt_tokens``, ``completion_tokens``, ``delay``
+  ``text`` (a string, or null for a malformed reply), ``input_tokens``, ``output_tokens``, ``delay``
   (seconds to wait first), ``finish_reason`` and ``error`` (raise ModelError with that message instead).
 - ``rules`` are checked first and never consumed: the first whose ``match`` regex is found in the last user
   message answers. They suit concurrent sub-calls whose order is not fixed.
 - When neither answers: ModelError "scripted model script PATH: no response left for call N".
 
-Token counts default to an estimate (characters // 4). Calls are thread-safe, and every call's messages are
-kept in ``calls`` so tests can assert what was sent. ``ScriptedConnector.from_responses([...])`` builds one in
-code.
+Token counts default to an estimate (``rlm_host.tokens.estimate_tokens``). Calls are thread-safe, and every
+call's messages are kept in ``calls`` so tests can assert what was sent. ``ScriptedConnector.from_responses([...])``
+builds one in code.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rlm_host.llm.protocol import Completion, Message, ModelError
+from rlm_host.tokens import estimate_tokens
 
 DEFAULT_CONTEXT_WINDOW = 32_768
 
@@ -45,8 +46,8 @@ class ScriptItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str | None = None
-    prompt_tokens: int | None = Field(None, ge=0)
-    completion_tokens: int | None = Field(None, ge=0)
+    input_tokens: int | None = Field(None, ge=0)
+    output_tokens: int | None = Field(None, ge=0)
     delay: float = Field(0.0, ge=0)
     finish_reason: str | None = "stop"
     error: str | None = None
@@ -206,14 +207,12 @@ class ScriptedConnector:
             raw["malformed"] = "scripted reply with text null"
         elif item.text == "":
             raw["malformed"] = "scripted reply with empty text"
-        prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
+        prompt = "".join(str(m.get("content") or "") for m in messages)
         return Completion(
             text=item.text,
             model=self.name,
-            prompt_tokens=item.prompt_tokens if item.prompt_tokens is not None else prompt_chars // 4,
-            completion_tokens=(
-                item.completion_tokens if item.completion_tokens is not None else len(item.text or "") // 4
-            ),
+            input_tokens=item.input_tokens if item.input_tokens is not None else estimate_tokens(prompt),
+            output_tokens=item.output_tokens if item.output_tokens is not None else estimate_tokens(item.text or ""),
             cost=0.0,
             finish_reason=item.finish_reason,
             seconds=time.monotonic() - started,

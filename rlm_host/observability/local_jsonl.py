@@ -48,8 +48,8 @@ def _file_name(run_id: str) -> str:
 def _role_tokens(usage: Usage) -> dict[str, Any]:
     return {
         "calls": usage.calls,
-        "prompt": usage.prompt_tokens,
-        "completion": usage.completion_tokens,
+        "input": usage.input_tokens,
+        "output": usage.output_tokens,
         "total": usage.total_tokens,
     }
 

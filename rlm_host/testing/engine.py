@@ -14,7 +14,7 @@
         assert result.final_response == "4217"
 
 Replies and rules are those of the ``scripted`` provider (``rlm_host.llm.scripted``): a reply is a string or a
-dict (``text``, ``delay``, ``error``, ``prompt_tokens``…); a rule answers every prompt matching ``match``.
+dict (``text``, ``delay``, ``error``, ``input_tokens``…); a rule answers every prompt matching ``match``.
 """
 
 from __future__ import annotations

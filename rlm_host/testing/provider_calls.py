@@ -56,6 +56,9 @@ class ProviderCalls:
     distribution: str = ""
     #: A model id the tests build connectors for (required).
     model: str = ""
+    #: The provider as events name it, ``gen_ai.provider.name`` of the OpenTelemetry GenAI conventions (a
+    #: well-known value such as "gcp.gemini"); "" when that is the registered name (a well-known one, or none).
+    otel_provider: str = ""
     #: Model id → the context window a connector for it must report (None: unknown). At least one entry.
     context_windows: Mapping[str, Optional[int]] = {}
     #: Modules that building a connector must not import (the SDK, the model package): they load on first call.
@@ -76,7 +79,7 @@ class ProviderCalls:
 
     # -- hooks of HTTP providers ----------------------------------------------------------------------------
     def answer(self, text: str, usage: Optional[tuple[int, int]] = (11, 7)) -> Behaviour:
-        """A 200 answering ``text`` with ``usage`` (prompt tokens, completion tokens); None: no usage in it."""
+        """A 200 answering ``text`` with ``usage`` (input tokens, output tokens); None: no usage in it."""
         raise NotImplementedError(f"{type(self).__name__} must implement answer(text, usage)")
 
     def error(self, status: int, message: str) -> Behaviour:
@@ -155,7 +158,7 @@ class ProviderCalls:
     def test_missing_usage_counts_zero(self, server):
         server.push(self.answer("ok", usage=None))
         result = self.connect(server.url).complete(MESSAGES)
-        assert (result.text, result.prompt_tokens, result.completion_tokens) == ("ok", 0, 0)
+        assert (result.text, result.input_tokens, result.output_tokens) == ("ok", 0, 0)
 
     def test_malformed_answers_come_back_flagged_not_raised_nor_retried(self, server):
         cases = self.malformed_answers()

@@ -12,6 +12,7 @@ A provider plugin proves it keeps them by subclassing it in its tests::
         provider = "mine"                    # the registered name
         distribution = "rlm-provider-mine"   # RLM_PLUGINS: the distribution registering it ("" for built-ins)
         model = "mine-small"                 # a model id the tests use
+        otel_provider = "mine_ai"            # gen_ai.provider.name, when it is not the registered name
         key_help = "MINE_API_KEY"            # what errors tell the user to set
         context_windows = {"mine-small": 32_000, "not-a-mine-model": None}
         lazy_modules = ("mine_sdk",)         # imported only by the first call, never by building a connector
@@ -35,8 +36,9 @@ started ``fake_server``. What they check, beyond the protocol's docstrings:
 
 - registration: ready, aliases resolve, the key variables are named; ``--model auto`` and ``rlm models list`` do
   what the spec's fields say; the settings section is validated by the host; the SDK is imported lazily;
-- a connector is named ``provider:model``, knows its context window, and ``complete(messages, timeout=,
-  on_retry=, purpose=)`` returns a Completion with the usage the server reported (0 when it sent none);
+- a connector is named ``provider:model``, knows its context window, names its provider as OpenTelemetry does
+  (``otel_provider``), and ``complete(messages, timeout=, on_retry=, purpose=)`` returns a Completion with the
+  usage the server reported (0 when it sent none);
 - malformed answers come back flagged in ``raw["malformed"]`` with ``text=None``, neither raised nor retried;
 - 429 (after its ``Retry-After``), 5xx, timeouts and broken or malformed bodies are retried, each retry told to
   ``on_retry(attempt, wait, reason)``, ``raw["attempts"]`` counting them; when retries run out, one ModelError
@@ -65,7 +67,7 @@ import pytest
 
 from rlm_host.config import load_settings
 from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import Completion, ModelConnector, ModelError, ModelOptions
+from rlm_host.llm.protocol import Completion, ModelConnector, ModelError, ModelOptions, provider_of
 from rlm_host.llm.resolve import auto_model, resolve_connector
 from rlm_host.plugins.discovery import HOST_DISTRIBUTION
 from rlm_host.testing.provider_calls import KEY, MESSAGES, ProviderCalls
@@ -93,6 +95,10 @@ class ProviderContract(ProviderCalls):
             connector = self.make_connector(model, ModelOptions(api_key=KEY))
             assert isinstance(connector, ModelConnector)
             assert (connector.name, connector.context_window) == (f"{self.provider}:{model}", window)
+
+    def test_events_name_the_provider_as_opentelemetry_does(self):
+        connector = self.make_connector(self.model, ModelOptions(api_key=KEY))
+        assert provider_of(connector) == (self.otel_provider or self.provider)
 
     def test_model_auto(self, rlm_plugin_host):
         host = rlm_plugin_host(self.distribution)
@@ -181,9 +187,9 @@ class ProviderContract(ProviderCalls):
         assert result.text and result.model and result.seconds > 0 and "malformed" not in result.raw, result
         assert reported == []
         if server is None:
-            assert result.prompt_tokens > 0 and result.completion_tokens > 0, result
+            assert result.input_tokens > 0 and result.output_tokens > 0, result
         else:
-            assert (result.text, result.prompt_tokens, result.completion_tokens) == ("4", 12, 1)
+            assert (result.text, result.input_tokens, result.output_tokens) == ("4", 12, 1)
             assert len(server.requests) == 1
 
     def test_concurrent_calls_each_get_their_answer(self, request):

@@ -59,8 +59,8 @@ class RecordedReply:
     """
 
     text: Optional[str]
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
     where: str = ""
     prompt_hash: Optional[str] = None
     prompt: Optional[str] = None
@@ -99,16 +99,16 @@ class Recording:
 
     def _add_root(self, run: Any, summaries: dict[tuple[str, int], str]) -> None:
         """A run's root answers depth first: per step its reply, then its children's; the synthesis last."""
-        steps_prompt = steps_completion = 0
+        steps_input = steps_output = 0
         for step in run.steps:
             summary = summaries.get((run.run_id, step.number))
             if summary is not None:
                 self.compaction.append(RecordedReply(summary, where=f"compaction before step {step.number}"))
             usage = step.record.usage.root
-            steps_prompt += usage.prompt_tokens
-            steps_completion += usage.completion_tokens
+            steps_input += usage.input_tokens
+            steps_output += usage.output_tokens
             where = f"step {step.number} of {run.run_id}"
-            self.root.append(RecordedReply(step.record.reply, usage.prompt_tokens, usage.completion_tokens, where))
+            self.root.append(RecordedReply(step.record.reply, usage.input_tokens, usage.output_tokens, where))
             for child in step.children:
                 self._add_root(child, summaries)
         for child in run.pending_children:
@@ -120,8 +120,8 @@ class Recording:
             return  # the synthesis call failed: it answered nothing
         usage = result.usage.root  # what the run's own steps did not use went to the synthesis
         self.root.append(RecordedReply(
-            result.final_response, max(0, usage.prompt_tokens - steps_prompt),
-            max(0, usage.completion_tokens - steps_completion), f"synthesised answer of {run.run_id}",
+            result.final_response, max(0, usage.input_tokens - steps_input),
+            max(0, usage.output_tokens - steps_output), f"synthesised answer of {run.run_id}",
         ))  # fmt: skip
 
 
@@ -137,8 +137,8 @@ def _sub_reply(event: RunEvent) -> RecordedReply:
     text = data.get("response_full", data.get("response"))
     return RecordedReply(
         None if text is None else str(text),
-        int(usage.get("prompt_tokens") or 0),
-        int(usage.get("completion_tokens") or 0),
+        int(usage.get("input_tokens") or 0),
+        int(usage.get("output_tokens") or 0),
         f"{data.get('kind', 'sub_call')} in {event.run_id}",
         prompt_hash=data.get("prompt_hash"),
         prompt=data.get("prompt"),
@@ -184,8 +184,8 @@ class ReplayConnector:
         elif reply.text == "":
             raw["malformed"] = "the recorded reply was empty"
         return Completion(
-            text=reply.text, model=self.recording.model or self.name, prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens, cost=0.0, finish_reason="stop",
+            text=reply.text, model=self.recording.model or self.name, input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens, cost=0.0, finish_reason="stop",
             seconds=time.monotonic() - started, raw=raw,
         )  # fmt: skip
 

@@ -127,9 +127,10 @@ def test_compare_fails_on_an_injected_regression_and_report_formats(cli, work):
     code, out, _ = cli("bench", "report", "latest", "--format", "csv")
     rows = out.strip().splitlines()
     assert rows[0].startswith("case_id,preset,mode") and len(rows) == 4
+    assert ",input_tokens,output_tokens,total_tokens," in rows[0]
     code, out, _ = cli("bench", "report", "previous", "--format", "json", "--baseline", "latest")
     payload = json.loads(out)
-    assert payload["schema_version"] == 1 and payload["comparison"]["gates"][0] == {
+    assert payload["schema_version"] == 2 and payload["comparison"]["gates"][0] == {
         "name": "reward", "passed": False, "value": -0.733333, "threshold": 0.0, "rule": "avg_reward delta ≥ threshold"}
     code, _, err = cli("bench", "report", "latest", "--format", "md", "--output", str(work / "r.md"))
     assert code == 0 and (work / "r.md").read_text().startswith("# Benchmark")

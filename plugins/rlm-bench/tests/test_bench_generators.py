@@ -12,14 +12,14 @@ import pytest
 from rlm_bench.cases import length_bucket
 from rlm_bench.generators import GeneratorError, generate
 from rlm_bench.generators.oolong import LABELS
+from rlm_host import estimate_tokens
 
-CHARS_PER_TOKEN = 4
 LABEL_RE = re.compile(r"User: (\d+) \|\| Instance: .*? \|\| Label: (.+)$", re.MULTILINE)
 
 
 def tokens(context) -> int:
     text = context if isinstance(context, str) else "".join(context)
-    return len(text) // CHARS_PER_TOKEN
+    return estimate_tokens(text)
 
 
 @pytest.mark.parametrize("name, params", [

@@ -101,7 +101,7 @@ def test_paradigms_native_codeact_and_direct_in_one_preset(runner):
                     "paradigm_direct": ("direct-llm", "direct-llm", 1.0, 1)}  # fmt: skip
     assert {k: v.accuracy for k, v in summary.by_tag["paradigm"].items()} == {"codeact": 1.0, "direct": 1.0, "pure_rlm": 0.0}
     direct = next(c for c in summary.cases if c.mode == "direct-llm")
-    assert direct.notes == [] and direct.tokens.prompt > 32000 and direct.llm_calls == 1
+    assert direct.notes == [] and direct.tokens.input > 32000 and direct.llm_calls == 1
 
 
 def test_direct_llm_baseline_truncates_to_the_window_and_loses_the_needle(runner):
@@ -185,15 +185,15 @@ def test_token_efficiency_native_over_a_million_tokens_keeps_the_prompt_flat(run
     rows = {c.case_id: (c.score, c.tags["length_bucket"], c.context_tokens) for c in summary.cases}
     assert rows == {"tokens_niah_8k": (1.0, "8K", 8191), "tokens_niah_128k": (1.0, "128K", 131071),
                     "tokens_niah_1m": (1.0, ">1M", 1_099_999)}  # fmt: skip
-    prompts = [c.tokens.prompt for c in summary.cases]
+    prompts = [c.tokens.input for c in summary.cases]
     assert max(prompts) - min(prompts) < 10  # the context stays in the sandbox: the root prompt does not grow
 
 
 def test_the_summary_schema_is_stable():
     """The leaderboard and the HTML report read these fields: changing them is a schema_version bump."""
-    from rlm_bench.summary import SCHEMA_VERSION, Aggregate, CaseResult
+    from rlm_bench.summary import SCHEMA_VERSION, Aggregate, CaseResult, TokenTotals
 
-    assert SCHEMA_VERSION == 1
+    assert SCHEMA_VERSION == 2
     assert set(BenchmarkSummary.model_fields) == {
         "schema_version", "benchmark_id", "preset", "source", "description", "pack_file", "mode", "framework",
         "environment", "model", "sub_model", "sandbox", "judge_model", "started_at", "finished_at", "host_version",
@@ -201,6 +201,7 @@ def test_the_summary_schema_is_stable():
     assert set(Aggregate.model_fields) == {
         "cases", "completed", "completion_rate", "errors", "scored", "accuracy", "correct", "avg_reward", "avg_steps",
         "avg_tokens", "tokens", "cost", "latency_s"}  # fmt: skip
+    assert set(TokenTotals.model_fields) == {"input", "output", "total", "root", "sub"}  # OpenTelemetry's names
     assert {"case_id", "status", "score", "correct", "expected", "final_response", "tags", "context_tokens", "cost",
             "duration_s", "model", "mode", "sandbox"} <= set(CaseResult.model_fields)  # fmt: skip
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)

@@ -43,9 +43,10 @@ class TestAnthropicContract(ProviderContract):
     distribution = DIST
     model = DEFAULT_MODEL
     key_help = "ANTHROPIC_API_KEY"
-    context_windows = {"claude-haiku-5-5": 200_000, "claude-3-5-haiku-20241022": 200_000,
-                       "claude-opus-4-8": 200_000, "claude-sonnet-4-5-20250929": 200_000, "claude-2.1": 100_000,
-                       "gpt-4o": None}  # fmt: skip
+    # genai-prices' windows, else our table's for a model it lacks (claude-mythos-5, claude-instant)
+    context_windows = {"claude-haiku-5-5": 1_000_000, "claude-3-5-haiku-20241022": 200_000,
+                       "claude-opus-4-8": 1_000_000, "claude-sonnet-4-5-20250929": 200_000, "claude-2.1": 200_000,
+                       "claude-mythos-5": 200_000, "claude-instant-1.2": 100_000, "gpt-4o": None}  # fmt: skip
     lazy_modules = ("anthropic",)
     fake_server = AnthropicServer
     other_env = ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")  # read by the connector and by the SDK
@@ -141,11 +142,11 @@ def test_conversion_errors_are_clear_and_send_nothing():
         to_messages_api([{"role": "tool", "content": "x"}])
 
 
-def test_cache_tokens_count_as_prompt_tokens(server):
+def test_cache_tokens_count_as_input_tokens(server):
     usage = {"input_tokens": 5, "output_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 7}
     server.push(answer("ok", usage=usage))
     result = connect(server).complete(MESSAGES)
-    assert (result.prompt_tokens, result.completion_tokens) == (112, 3)
+    assert (result.input_tokens, result.output_tokens) == (112, 3)
     assert result.raw["cache_creation_input_tokens"] == 100 and result.raw["cache_read_input_tokens"] == 7
 
 

@@ -32,10 +32,10 @@ def in_process() -> None:
     print(f"model load             {loaded.load_seconds:6.2f} s  (n_ctx={connector.n_ctx}, {connector.n_threads} threads)")
     connector.complete([{"role": "user", "content": "hi"}])  # warm up
     result = connector.complete(PROMPT)
-    rate = result.completion_tokens / result.seconds
+    rate = result.output_tokens / result.seconds
     print(
-        f"generation             {rate:6.1f} tokens/s  ({result.completion_tokens} tokens, "
-        f"{result.prompt_tokens} prompt tokens, {result.seconds:.2f} s, finish={result.finish_reason})"
+        f"generation             {rate:6.1f} tokens/s  ({result.output_tokens} tokens, "
+        f"{result.input_tokens} input tokens, {result.seconds:.2f} s, finish={result.finish_reason})"
     )
 
 

@@ -14,7 +14,7 @@ import time
 import urllib.request
 
 import pytest
-from rlm_host import ModelError, ModelOptions, load_settings, resolve_connector
+from rlm_host import ModelError, ModelOptions, count_tokens, estimate_tokens, load_settings, resolve_connector
 from rlm_host.testing import ScriptedConnector, isolated_runner
 
 from rlm_provider_llamacpp.connector import LlamaCppConnector
@@ -43,11 +43,18 @@ def local() -> LlamaCppConnector:
 def test_in_process_chat_answers_with_real_token_counts(local):
     result = local.complete(MESSAGES)
     assert result.text and result.text.strip(), result
-    assert result.prompt_tokens > 10 and 0 < result.completion_tokens <= 24
+    assert result.input_tokens > 10 and 0 < result.output_tokens <= 24
     assert result.finish_reason in ("stop", "length") and result.seconds > 0
     assert result.model == "smollm2" and "malformed" not in result.raw
     again = local.complete(MESSAGES)
     assert again.text == result.text  # fixed seed: the same question gets the same answer
+
+
+def test_count_tokens_is_the_models_own_tokenizer(local):
+    text = "x = [i ** 2 for i in range(10)]"  # code: more tokens than the estimate's four characters each
+    assert local.count_tokens(text) == len(local.load().llama.tokenize(text.encode(), add_bos=False))
+    assert count_tokens(text, local) == local.count_tokens(text) != estimate_tokens(text)  # the host uses it
+    assert local.reports_cost and local.complete(MESSAGES).cost == 0.0  # a cost limit needs no price for it
 
 
 def test_connectors_of_one_model_share_it_and_concurrent_calls_are_serialised(local):
@@ -61,7 +68,7 @@ def test_connectors_of_one_model_share_it_and_concurrent_calls_are_serialised(lo
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert len(results) == 3 and all(r.completion_tokens > 0 for r in results)
+    assert len(results) == 3 and all(r.output_tokens > 0 for r in results)
 
 
 def test_timeout_and_over_long_prompt_are_model_errors(local):
@@ -71,7 +78,7 @@ def test_timeout_and_over_long_prompt_are_model_errors(local):
     with pytest.raises(ModelError, match="context window") as info:
         local.complete(too_long)
     assert "n_ctx" in info.value.hint
-    assert local.complete(MESSAGES).completion_tokens > 0  # still usable afterwards
+    assert local.complete(MESSAGES).output_tokens > 0  # still usable afterwards
 
 
 # ------------------------------------------------------------------------------ OpenAI-compatible server
@@ -130,7 +137,7 @@ def test_builtin_openai_provider_against_a_real_llama_cpp_server(llama_server, r
     finally:
         connector.close()
     assert result.text and result.text.strip(), result
-    assert result.prompt_tokens > 10 and 0 < result.completion_tokens <= 24
+    assert result.input_tokens > 10 and 0 < result.output_tokens <= 24
     assert result.finish_reason in ("stop", "length") and "malformed" not in result.raw
 
 
@@ -157,7 +164,7 @@ def test_pure_rlm_run_whose_llm_query_reaches_the_real_model(tmp_path, monkeypat
     )
     assert result.completed and result.termination_reason == "final", result.error
     assert result.usage.sub.calls == 1
-    assert result.usage.sub.prompt_tokens > 0 and result.usage.sub.completion_tokens > 0
+    assert result.usage.sub.input_tokens > 0 and result.usage.sub.output_tokens > 0
     assert result.final_response is not None
     assert result.usage.sub.cost == 0.0  # a local model costs nothing, and the run says so rather than "unknown"
 
@@ -182,7 +189,7 @@ def test_cli_run_against_the_real_server_then_replay_without_it(llama_server, tm
     assert first.returncode in (0, 1), first.stderr[-2000:]
     recorded = json.loads(first.stdout)
     assert recorded["termination_reason"] in ("final", "max_steps"), recorded["error"]
-    assert recorded["usage"]["root"]["prompt_tokens"] > 0 and recorded["usage"]["root"]["completion_tokens"] > 0
+    assert recorded["usage"]["root"]["input_tokens"] > 0 and recorded["usage"]["root"]["output_tokens"] > 0
     assert recorded["final_response"], recorded
     run_id = recorded["run_id"]
     again = subprocess.run([rlm, "run", *common, "--model", f"replay:{run_id}", "--sub-model", f"replay:{run_id}"],

@@ -20,6 +20,7 @@ from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE, SubCal
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult, ExecResult, FinalSignal
+from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens
 
 
 class PureRLMSettings(BaseModel):
@@ -71,7 +72,8 @@ class PureRLMEnvironment:
             python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",
         )
         opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
-        self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening})
+        self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
+                               count=lambda text: count_tokens(text, self.ctx.root))  # fmt: skip
 
     def close(self) -> None:
         if self.session is not None:
@@ -94,8 +96,8 @@ class PureRLMEnvironment:
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
         assert self.history is not None and self.session is not None, "start() first"
-        if reply.prompt_tokens:
-            self.history.last_prompt_tokens = reply.prompt_tokens + reply.completion_tokens
+        if reply.input_tokens:
+            self.history.last_prompt_tokens = reply.input_tokens + reply.output_tokens
         text = reply.text
         if not text or not text.strip():
             detail = reply.raw.get("malformed", "the reply was empty")
@@ -181,9 +183,9 @@ class PureRLMEnvironment:
         return self.settings.context_window or self.ctx.root.context_window or DEFAULT_CONTEXT_WINDOW
 
     def _render(self, index: int, result: ExecResult) -> str:
-        # a block's output may take at most a tenth of the window (≈4 characters a token): small local models
-        # would otherwise overflow their context after a single noisy step
-        limit = max(200, min(self.settings.max_output_chars, self._window() * 4 // 10))
+        # a block's output may take at most a tenth of the window: small local models would otherwise overflow
+        # their context after a single noisy step
+        limit = max(200, min(self.settings.max_output_chars, self._window() * CHARS_PER_TOKEN // 10))
         parts = [f"[block {index}] output:\n{truncate(result.stdout, limit) if result.stdout else '(nothing printed)'}"]
         if result.stderr:
             parts.append(f"[block {index}] stderr:\n{truncate(result.stderr, limit // 2)}")

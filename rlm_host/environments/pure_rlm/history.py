@@ -1,7 +1,9 @@
 """The growing message history of a pure_rlm run, and its compaction.
 
-History grows in full by default. When its estimated size passes a share of the root model's context window,
-the older turns are replaced by a model-written summary and the last ``keep_last_turns`` turns are kept.
+History grows in full by default. When its size passes a share of the root model's context window, the older
+turns are replaced by a model-written summary and the last ``keep_last_turns`` turns are kept. The size is the
+larger of what the provider counted for the last prompt and ``count`` over the messages: the root model's own
+token count when its connector offers one, else the estimate (``rlm_host.tokens``).
 """
 
 from __future__ import annotations
@@ -10,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from rlm_host.llm.protocol import Message
-
-CHARS_PER_TOKEN = 4  # used when the provider reports no token counts
+from rlm_host.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 
 @dataclass
@@ -21,6 +22,7 @@ class History:
     turns: list[tuple[Message, Message]] = field(default_factory=list)  # (assistant reply, user observation)
     summary: Optional[str] = None
     last_prompt_tokens: int = 0  # what the provider counted for the last prompt; 0 when unknown
+    count: Callable[[str], int] = estimate_tokens  # tokens of a text for the root model
 
     def messages(self) -> list[Message]:
         out = [self.system, self.opening]
@@ -34,7 +36,7 @@ class History:
         self.turns.append(({"role": "assistant", "content": reply}, {"role": "user", "content": observation}))
 
     def estimated_tokens(self) -> int:
-        counted = sum(len(m["content"]) for m in self.messages()) // CHARS_PER_TOKEN
+        counted = self.count("".join(m["content"] for m in self.messages()))
         return max(counted, self.last_prompt_tokens)
 
     def needs_compaction(self, context_window: int, threshold: float, keep_last_turns: int) -> bool:

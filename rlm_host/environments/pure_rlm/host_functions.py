@@ -118,9 +118,9 @@ class SubCalls:
         try:
             self.ctx.budget.take_llm_call()
             client = self.model_for(model)
-            event["model"] = client.name
+            event["model"], event["provider"] = client.name, client.provider
             completion = client.complete([{"role": "user", "content": prompt}])
-            event["usage"] = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+            event["usage"] = {"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
             if not completion.text:
                 detail = completion.raw.get("malformed", "no content")
                 raise ModelError(f"the sub-model returned an empty response ({detail})")

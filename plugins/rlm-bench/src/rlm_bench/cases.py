@@ -20,7 +20,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlm_bench.scorers import canonical
-from rlm_host import RlmError, load_file
+from rlm_host import RlmError, estimate_tokens, load_file
 
 #: Run options a case may set besides its environment, max_steps and exec_timeout.
 CASE_RUN_OPTIONS = frozenset({"timeout", "max_depth", "max_llm_calls", "max_tokens", "max_cost"})
@@ -78,7 +78,7 @@ class ContextSpec(BaseModel):
         if self.kind == "generator":
             return int(self.params.get("tokens", 8192))
         if self.kind == "inline" and self.value is not None:
-            return context_chars(self.value) // 4
+            return estimate_tokens(context_chars(self.value))
         return None
 
 

@@ -2,7 +2,8 @@
 
 The context is written into the prompt as text (documents one after another, JSON as JSON) and, when it does
 not fit the model's window, cut in the middle to fit (the head and the tail are kept); the case result notes
-the cut. One model call, no REPL, no sub-calls.
+the cut. Tokens are counted by the model when its connector can (``count_tokens``), else estimated. One model
+call, no REPL, no sub-calls.
 """
 
 from __future__ import annotations
@@ -10,21 +11,20 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from rlm_host import ModelConnector, ModelError
+from rlm_host import ModelConnector, ModelError, count_tokens
 
 DEFAULT_WINDOW = 32_768  # tokens, when the connector does not say
 RESERVED_TOKENS = 1_024  # room left for the instructions and the answer
-CHARS_PER_TOKEN = 4
 SYSTEM = "Answer the question using the context. Reply with the answer only, as briefly as possible."
 
 
 @dataclass
 class DirectOutcome:
     text: Optional[str]
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
     cost: Optional[float] = None
     seconds: float = 0.0
     error: Optional[str] = None
@@ -56,11 +56,32 @@ def fit(text: str, max_chars: int) -> tuple[str, Optional[str]]:
     return fitted, f"context truncated for direct-llm: {len(text):,} → {head + tail:,} characters kept (middle cut)"
 
 
-def build_messages(task: str, context: Any, window_tokens: Optional[int]) -> tuple[list[dict[str, str]], list[str]]:
-    """The one prompt of a direct call, sized to ``window_tokens``; notes about any truncation."""
+def fit_tokens(text: str, max_tokens: int, count: Callable[[str], int]) -> tuple[str, Optional[str]]:
+    """``text`` cut in the middle (see :func:`fit`) until ``count`` makes it at most ``max_tokens`` tokens, and a
+    note saying so; unchanged if it fits. Each try keeps as many characters as the last one's tokens allow."""
+    tokens = count(text)
+    if tokens <= max_tokens:
+        return text, None
+    max_chars = len(text) * max_tokens // tokens
+    while True:
+        fitted, note = fit(text, max_chars)
+        tokens = count(fitted)
+        if max_chars <= 0 or tokens <= max_tokens:
+            return fitted, note
+        max_chars = min(max_chars - 1, max_chars * max_tokens // tokens)
+
+
+def build_messages(task: str, context: Any, window_tokens: Optional[int],
+                   model: Any = None) -> tuple[list[dict[str, str]], list[str]]:  # fmt: skip
+    """The one prompt of a direct call, sized to ``window_tokens`` in ``model``'s tokens (estimated when it
+    cannot count them); notes about any truncation."""
     window = window_tokens or DEFAULT_WINDOW
-    budget = max(0, (window - RESERVED_TOKENS) * CHARS_PER_TOKEN - len(task) - len(SYSTEM))
-    text, note = fit(render_context(context), budget)
+
+    def count(text: str) -> int:
+        return count_tokens(text, model)
+
+    budget = max(0, window - RESERVED_TOKENS - count(task) - count(SYSTEM))
+    text, note = fit_tokens(render_context(context), budget, count)
     notes = [note] if note else []
     if window_tokens is None:
         notes.append(f"model window unknown: {DEFAULT_WINDOW:,} tokens assumed")
@@ -70,7 +91,7 @@ def build_messages(task: str, context: Any, window_tokens: Optional[int]) -> tup
 
 def run_direct(connector: ModelConnector, task: str, context: Any, timeout: Optional[float] = None) -> DirectOutcome:
     """One call; a ModelError becomes the outcome's error (the case is then recorded as an error)."""
-    messages, notes = build_messages(task, context, connector.context_window)
+    messages, notes = build_messages(task, context, connector.context_window, connector)
     started = time.monotonic()
     try:
         completion = connector.complete(messages, timeout=timeout)
@@ -78,6 +99,6 @@ def run_direct(connector: ModelConnector, task: str, context: Any, timeout: Opti
         return DirectOutcome(None, seconds=time.monotonic() - started, error=str(exc), notes=notes)
     return DirectOutcome(
         text=completion.text.strip() if completion.text else completion.text,
-        prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens, cost=completion.cost,
+        input_tokens=completion.input_tokens, output_tokens=completion.output_tokens, cost=completion.cost,
         seconds=time.monotonic() - started, notes=notes,
     )  # fmt: skip

@@ -19,7 +19,7 @@ from rlm_bench.summary import Aggregate, BenchmarkSummary
 FORMATS = ("markdown", "csv", "json")
 CSV_COLUMNS = (
     "case_id", "preset", "mode", "environment", "model", "status", "termination_reason", "scorer", "score", "correct",
-    "expected", "final_response", "steps", "reward", "prompt_tokens", "completion_tokens", "total_tokens", "cost",
+    "expected", "final_response", "steps", "reward", "input_tokens", "output_tokens", "total_tokens", "cost",
     "duration_s", "context_tokens", "tags", "error",
 )  # fmt: skip
 
@@ -119,7 +119,7 @@ def to_csv(summary: BenchmarkSummary, baseline: Optional[BenchmarkSummary] = Non
     base = {c.case_id: c for c in baseline.cases} if baseline is not None else {}
     for c in summary.cases:
         row = c.model_dump(mode="json")
-        row.update(prompt_tokens=c.tokens.prompt, completion_tokens=c.tokens.completion, total_tokens=c.tokens.total,
+        row.update(input_tokens=c.tokens.input, output_tokens=c.tokens.output, total_tokens=c.tokens.total,
                    expected=json.dumps(c.expected, ensure_ascii=False),
                    tags=";".join(f"{k}={v}" for k, v in c.tags.items()))  # fmt: skip
         if baseline is not None:

@@ -26,7 +26,7 @@ from rlm_bench.scorers import score
 from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
 from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals, build_summary
 import rlm_host
-from rlm_host import ModelConnector, ModelError, ModelOptions, RlmError, resolve_connector
+from rlm_host import ModelConnector, ModelError, ModelOptions, RlmError, estimate_tokens, resolve_connector
 
 
 class BenchmarkInterrupted(RlmError):
@@ -191,7 +191,7 @@ class BenchmarkRunner:
                               correct=False if case.has_answer else None, termination_reason="error",
                               duration_s=round(time.monotonic() - started, 4))  # fmt: skip
         if ready.context is not None:
-            tags.setdefault("length_bucket", length_bucket(ready.chars // 4))
+            tags.setdefault("length_bucket", length_bucket(estimate_tokens(ready.chars)))
         if mode == "native":
             fields = self._native(case, ready, manifest, cancel)
         else:
@@ -200,7 +200,8 @@ class BenchmarkRunner:
             return None
         ready.context = None  # the context is not kept past its case
         result = CaseResult(**{**base, **fields}, tags=tags, task=ready.task, expected=ready.expected,
-                            scorer=ready.scorer, context_chars=ready.chars, context_tokens=ready.chars // 4)  # fmt: skip
+                            scorer=ready.scorer, context_chars=ready.chars,
+                            context_tokens=estimate_tokens(ready.chars))  # fmt: skip
         if ready.expected is not None:
             self._score(result, manifest, tags)
         return result
@@ -221,8 +222,8 @@ class BenchmarkRunner:
         return dict(
             environment=run.environment, model=run.model, sandbox=run.sandbox, status=status,
             termination_reason=run.termination_reason, final_response=run.final_response, steps=run.steps, reward=run.total_reward,
-            tokens=TokenTotals(prompt=usage.root.prompt_tokens + usage.sub.prompt_tokens,
-                               completion=usage.root.completion_tokens + usage.sub.completion_tokens,
+            tokens=TokenTotals(input=usage.root.input_tokens + usage.sub.input_tokens,
+                               output=usage.root.output_tokens + usage.sub.output_tokens,
                                total=usage.total_tokens, root=usage.root.total_tokens, sub=usage.sub.total_tokens),
             llm_calls=usage.root.calls + usage.sub.calls, cost=run.cost, duration_s=run.duration_s,
             run_id=run.run_id, trajectory_path=run.trajectory_path, error=run.error,
@@ -232,14 +233,14 @@ class BenchmarkRunner:
         connector = self._root(manifest)
         outcome = run_direct(connector, ready.task, ready.context, timeout=self.runner.loaded.settings.run.timeout)
         answered = outcome.error is None and bool(outcome.text)
-        total = outcome.prompt_tokens + outcome.completion_tokens
+        total = outcome.input_tokens + outcome.output_tokens
         status = "completed" if answered else "error" if outcome.error else "incomplete"
         reward = self.runner.loaded.settings.rewards.final_reward if answered else 0.0
         return dict(
             environment="direct-llm", model=connector.name, status=status,
             termination_reason="final" if answered else "error" if outcome.error else "no_answer",
             final_response=outcome.text, steps=1, reward=reward,
-            tokens=TokenTotals(prompt=outcome.prompt_tokens, completion=outcome.completion_tokens, total=total, root=total),
+            tokens=TokenTotals(input=outcome.input_tokens, output=outcome.output_tokens, total=total, root=total),
             llm_calls=1, cost=outcome.cost, duration_s=round(time.monotonic() - started, 4), error=outcome.error,
             notes=outcome.notes,
         )  # fmt: skip

@@ -7,7 +7,8 @@
     <home>/benchmarks/<benchmark_id>/cases/<case>.json  one CaseResult per finished case, written as it finishes
 
 Case files are written to a temporary name and renamed, so a kill never leaves half a result: a resumed
-benchmark runs exactly the cases without a file. Summaries are found by id, unique id prefix, ``latest``,
+benchmark runs exactly the cases without a file. Summaries and case files of older schemas load with today's
+names (``rlm_bench.compat``). Summaries are found by id, unique id prefix, ``latest``,
 ``previous`` (the one before the latest) or path.
 """
 
@@ -25,6 +26,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, ValidationError
 
+from rlm_bench.compat import upgrade_summary, upgrade_tokens
 from rlm_bench.summary import BenchmarkIdentity, BenchmarkSummary, CaseResult, utc_now
 from rlm_host import RlmError
 
@@ -110,7 +112,7 @@ class BenchStore:
         directory = self.root / benchmark_id / "cases"
         for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
             try:
-                result = CaseResult.model_validate_json(path.read_text(encoding="utf-8"))
+                result = CaseResult.model_validate(upgrade_tokens(json.loads(path.read_text(encoding="utf-8"))))
             except (OSError, ValidationError, ValueError):
                 continue
             results[result.case_id] = result
@@ -159,7 +161,7 @@ def load_summary(path: Path) -> BenchmarkSummary:
     except (OSError, json.JSONDecodeError) as exc:
         raise RlmError(f"cannot read benchmark summary {path}: {exc}") from None
     try:
-        return BenchmarkSummary.model_validate(data)
+        return BenchmarkSummary.model_validate(upgrade_summary(data))
     except ValidationError as exc:
         where = ".".join(map(str, exc.errors()[0]["loc"]))
         raise RlmError(f"{path} is not a benchmark summary ({where}: {exc.errors()[0]['msg']})") from None

@@ -1,9 +1,10 @@
-"""The benchmark summary JSON: a stable, documented schema (``BenchmarkSummary``, ``schema_version`` 1).
+"""The benchmark summary JSON: a stable, documented schema (``BenchmarkSummary``, ``schema_version`` 2).
 
 One file per benchmark, ``<home>/benchmarks/<benchmark_id>.json``, written when every case has a result::
 
     BenchmarkSummary
-      schema_version   1 (a breaking change bumps it; fields are only ever added otherwise)
+      schema_version   2 (a breaking change bumps it; fields are only ever added otherwise; 1 named the token
+                       counts prompt / completion, and still loads: ``rlm_bench.compat``)
       benchmark_id     "bench_20261122_181500_123456_ab12" (sortable by time)
       preset, source, description, pack_file      which cases: a registered preset or a pack file
       mode             "native" (the RLM loop) | "direct-llm" (one call, context in the prompt: the baseline)
@@ -21,13 +22,15 @@ One file per benchmark, ``<home>/benchmarks/<benchmark_id>.json``, written when 
       scored           cases with an expected answer;  accuracy = mean score over them (null when none)
       correct          scored cases with a full score (1.0)
       avg_reward, avg_steps, avg_tokens
-      tokens           {prompt, completion, total, root, sub}
+      tokens           {input, output, total, root, sub} (input / output: OpenTelemetry's input_tokens /
+                       output_tokens)
       cost             USD, null when no model reported a price
       latency_s        {avg, p50, p95, p99, max} (percentiles linearly interpolated between ranks)
 
 A CaseResult is one case's outcome: status (``completed`` = a final answer, ``incomplete``, ``error``), the
 answer and expected answer, the scorer, ``score`` in [0, 1] (null when unscored) and ``correct``, steps,
 reward, tokens, cost, latency, context size, the run id and trajectory, and notes (e.g. a truncated prompt).
+docs/schemas.md describes every field.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 Mode = Literal["native", "direct-llm"]
 
 
@@ -47,8 +50,10 @@ def utc_now() -> datetime:
 
 
 class TokenTotals(BaseModel):
-    prompt: int = 0
-    completion: int = 0
+    """Tokens of a case or a group: input and output (as OpenTelemetry's gen_ai.usage.*), their total, per role."""
+
+    input: int = 0
+    output: int = 0
     total: int = 0
     root: int = 0
     sub: int = 0
@@ -176,7 +181,7 @@ def aggregate(results: Iterable[CaseResult]) -> Aggregate:
     durations = [r.duration_s for r in items]
     tokens = TokenTotals()
     for r in items:
-        for key in ("prompt", "completion", "total", "root", "sub"):
+        for key in TokenTotals.model_fields:
             setattr(tokens, key, getattr(tokens, key) + getattr(r.tokens, key))
     completed = sum(r.completed for r in items)
     return Aggregate(

@@ -60,13 +60,11 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Sent when a custom base URL is set but no key exists: local Anthropic-compatible servers ignore it.
 PLACEHOLDER_KEY = "sk-ant-no-key-required"
 
-#: Context windows (tokens), matched by the longest prefix of the model name. Every Claude 3 and later model
-#: (claude-3-…, claude-opus-4-…, claude-sonnet-4-5, claude-haiku-5-5…) has 200k; some accept 1M behind a beta
-#: flag this provider does not send.
+#: Context windows (tokens) of the models genai-prices lacks (it gives every Claude 2 and 3 model's and most
+#: later ones'), matched by the longest prefix of the model name: older Claude Instant, and a newer model of a
+#: known family (claude-opus-…, claude-sonnet-…) before genai-prices lists it, at the 200k every family has.
 CONTEXT_WINDOWS: dict[str, int] = {
     "claude-instant": 100_000,
-    "claude-2": 100_000,
-    "claude-3": 200_000,
     "claude-opus-": 200_000,
     "claude-sonnet-": 200_000,
     "claude-haiku-": 200_000,
@@ -76,7 +74,7 @@ CONTEXT_WINDOWS: dict[str, int] = {
 
 
 def context_window_for(model: str) -> int | None:
-    """The context window of a known model (longest matching prefix of :data:`CONTEXT_WINDOWS`), else None."""
+    """The context window of a model genai-prices lacks (longest matching prefix of :data:`CONTEXT_WINDOWS`)."""
     return context_window_of(model.lower(), CONTEXT_WINDOWS)
 
 
@@ -208,8 +206,8 @@ class AnthropicConnector(RetryingConnector):
         return Completion(
             text=text,
             model=getattr(response, "model", None) or self.model,
-            prompt_tokens=token_count(getattr(usage, "input_tokens", 0)) + cache_written + cache_read,
-            completion_tokens=token_count(getattr(usage, "output_tokens", 0)),
+            input_tokens=token_count(getattr(usage, "input_tokens", 0)) + cache_written + cache_read,
+            output_tokens=token_count(getattr(usage, "output_tokens", 0)),
             finish_reason=stop_reason,
             seconds=seconds,
             raw=raw,

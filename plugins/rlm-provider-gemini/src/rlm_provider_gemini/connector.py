@@ -24,7 +24,8 @@ the same role are merged into one turn (joined by a blank line).
 Malformed answers (no candidates — e.g. a blocked prompt —, a candidate without parts — e.g. stopped for
 SAFETY —, no text part, empty text) are not errors: they come back as a Completion with ``text=None`` and
 ``raw["malformed"]`` naming the finish or block reason, for the caller to record. Thought-summary parts are
-not part of the answer; thinking tokens count as completion tokens (they are billed as output).
+not part of the answer; thinking tokens count as output tokens (they are billed as output). Events name the
+provider ``gcp.gemini``, as the OpenTelemetry GenAI conventions do.
 """
 
 from __future__ import annotations
@@ -62,19 +63,12 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Sent when a custom base URL is set but no key exists: local Gemini-compatible servers ignore it.
 PLACEHOLDER_KEY = "no-key-required"
 
-#: Context windows (input tokens), matched by the longest prefix of the model name.
+#: Context windows (input tokens) of the models genai-prices lacks or lists without one, matched by the longest
+#: prefix of the model name (genai-prices gives the others').
 CONTEXT_WINDOWS: dict[str, int] = {
-    "gemini-1.0-pro": 32_760,
-    "gemini-pro": 32_760,
-    "gemini-1.5-flash": 1_048_576,
-    "gemini-1.5-pro": 2_097_152,
-    "gemini-2.0-flash": 1_048_576,
     "gemini-2.0-pro": 2_097_152,
-    "gemini-2.5-flash": 1_048_576,
     "gemini-2.5-pro": 1_048_576,
     "gemini-3": 1_048_576,
-    "gemini-flash-latest": 1_048_576,
-    "gemini-flash-lite-latest": 1_048_576,
     "gemini-pro-latest": 1_048_576,
 }
 
@@ -84,7 +78,7 @@ _PART_FIELDS = ("text", "inline_data", "file_data", "function_call", "function_r
 
 
 def context_window_for(model: str) -> int | None:
-    """The context window of a known model (longest matching prefix of :data:`CONTEXT_WINDOWS`), else None."""
+    """The context window of a model genai-prices lacks (longest matching prefix of :data:`CONTEXT_WINDOWS`)."""
     return context_window_of(model.rsplit("/", 1)[-1].lower(), CONTEXT_WINDOWS)  # "models/gemini-…" too
 
 
@@ -116,6 +110,8 @@ def to_gemini_contents(messages: list[Message], *, what: str = "gemini") -> tupl
 
 class GeminiConnector(RetryingConnector):
     """A ModelConnector for the Gemini API's ``generateContent``. (retries: see :class:`RetryingConnector`)."""
+
+    provider = "gcp.gemini"  # the Gemini API's gen_ai.provider.name in the OpenTelemetry GenAI conventions
 
     def __init__(
         self,
@@ -231,8 +227,8 @@ class GeminiConnector(RetryingConnector):
         return Completion(
             text=text,
             model=getattr(response, "model_version", None) or self.model,
-            prompt_tokens=token_count(getattr(usage, "prompt_token_count", 0)),
-            completion_tokens=token_count(getattr(usage, "candidates_token_count", 0)) + thoughts,
+            input_tokens=token_count(getattr(usage, "prompt_token_count", 0)),
+            output_tokens=token_count(getattr(usage, "candidates_token_count", 0)) + thoughts,
             finish_reason=finish_reason,
             seconds=seconds,
             raw=raw,

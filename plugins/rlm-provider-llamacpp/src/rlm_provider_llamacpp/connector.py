@@ -122,6 +122,8 @@ class _Deadline:
 class LlamaCppConnector:
     """A ModelConnector running a local GGUF model in-process; ``context_window`` is the context size used."""
 
+    reports_cost = True  # every completion costs an honest 0.0: a run with a cost limit needs no price for it
+
     def __init__(
         self,
         model: str,
@@ -151,6 +153,11 @@ class LlamaCppConnector:
     def load(self) -> LoadedModel:
         """Load the model now (the first call does it otherwise); shared with every connector of the same model."""
         return load_model(self.path, self.n_ctx, self.n_threads)
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens of ``text`` by the model's own tokenizer (loads the model; no lock: tokenizing only reads
+        the vocabulary, never the context a call is generating with)."""
+        return len(self.load().llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def complete(
         self,
@@ -208,8 +215,8 @@ class LlamaCppConnector:
         return Completion(
             text=text,
             model=self.model,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"),
             seconds=seconds,
             cost=0.0,  # the model runs on this machine: the run's cost stays an honest zero, not "unknown"

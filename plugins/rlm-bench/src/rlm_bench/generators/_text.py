@@ -1,7 +1,7 @@
 """Shared building blocks of the long-context generators: seeded randomness, invented names and filler prose.
 
 Everything is deterministic from a seed (``random.Random`` seeded with a string, stable across Python versions
-and platforms). Sizes are counted in tokens at :data:`CHARS_PER_TOKEN` characters each. Filler text is built
+and platforms). Sizes are counted in tokens at the host's ``CHARS_PER_TOKEN`` characters each. Filler text is built
 from a fixed pool of neutral sentences that contain no digits and none of the words the generators use for
 their needles, so a needle or a fact can never occur by accident.
 """
@@ -9,7 +9,8 @@ their needles, so a needle or a fact can never occur by accident.
 from __future__ import annotations
 
 import random
-CHARS_PER_TOKEN = 4
+
+from rlm_host import CHARS_PER_TOKEN  # the host's estimate: sizes here and token counts there agree
 
 _SYLLABLES = (
     "ka", "lo", "mi", "ven", "tor", "sa", "rin", "qua", "del", "mor", "ith", "bel", "zan", "ost", "ru", "fen",

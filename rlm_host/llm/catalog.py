@@ -1,0 +1,114 @@
+"""Hosted models' prices and context windows, from the maintained ``genai-prices`` package.
+
+Its data ships inside the wheel and is never fetched (``UpdatePrices`` is not used), and it knows tiered prices
+(a long Claude or Gemini prompt costs more per token). ``genai_prices`` is imported on the first lookup only
+(≈ 0.2 s, then ≈ 20 ms to load its data; a lookup after that takes ≈ 0.1 ms): nothing calls it at CLI start.
+
+Model strings name our providers (``groq:…``, ``gemini:…``); :data:`PROVIDER_IDS` is the one place that says
+which genai-prices provider each one is. A provider missing from it (the local servers, DeepInfra, which
+genai-prices does not list) is never found here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Optional
+
+#: Our provider names, as price keys spell them (``rlm_host.config.schema.provider_key``), → genai-prices ids.
+PROVIDER_IDS: dict[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "gemini": "google",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "mistral": "mistral",
+    "openrouter": "openrouter",
+    "together": "together",
+    "fireworks": "fireworks",
+    "xai": "x-ai",
+    "cerebras": "cerebras",
+}
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """A model genai-prices knows, found under ``name`` (one of the names looked up)."""
+
+    name: str
+    provider: Any  # genai_prices.types.Provider
+    model: Any  # genai_prices.types.ModelInfo
+
+    @property
+    def context_window(self) -> Optional[int]:
+        return self.model.context_window
+
+    def rates(self) -> tuple[float, float]:
+        """USD per million input and output tokens at the first tier (0 for a side the model does not bill)."""
+        price = self.model.get_prices(datetime.now(tz=UTC))
+        return _base(getattr(price, "input_mtok", None)), _base(getattr(price, "output_mtok", None))
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """The cost of one call in USD, tiers applied (a prompt past a tier's threshold pays its rate)."""
+        from genai_prices import Usage
+
+        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        return float(self.model.calc_price(usage, self.provider).total_price)
+
+
+def find(provider: str, names: Iterable[str]) -> Optional[CatalogModel]:
+    """The first of ``names`` (lower-case model names) genai-prices knows for ``provider``; None when it knows none."""
+    provider_id = PROVIDER_IDS.get(provider)
+    if provider_id is None:
+        return None
+    from genai_prices import Usage, calc_price
+
+    for name in names:
+        try:
+            found = calc_price(Usage(), name, provider_id=provider_id)
+        except LookupError:
+            continue
+        return CatalogModel(name, found.provider, found.model)
+    return None
+
+
+def serves(provider: str, base_url: Optional[str]) -> bool:
+    """Whether ``base_url`` is ``provider``'s own API (or absent): only there are its list prices the bill."""
+    if not base_url:
+        return True
+    provider_id = PROVIDER_IDS.get(provider)
+    if provider_id is None:
+        return False
+    from genai_prices.data_snapshot import get_snapshot
+
+    try:
+        record = get_snapshot().find_provider(None, provider_id, None)
+    except LookupError:
+        return False
+    return re.match(record.api_pattern, base_url) is not None
+
+
+def context_window(provider: str, model: str) -> Optional[int]:
+    """``provider:model``'s context window in tokens per genai-prices, None when it does not say."""
+    found = find(provider, model_names(model))
+    return found.context_window if found is not None else None
+
+
+def model_names(model: str) -> tuple[str, ...]:
+    """The names a model is looked up by: the name in lower case, then its last path segment
+    (``models/gemini-2.5-pro`` is ``gemini-2.5-pro``; ``openai/gpt-4o`` on OpenRouter matches whole first)."""
+    lowered = model.strip().lower()
+    last = lowered.rsplit("/", 1)[-1]
+    return (lowered, last) if last != lowered else (lowered,)
+
+
+def _base(price: Any) -> float:
+    """A genai-prices price (Decimal, tiered, or None) as a float at its first tier."""
+    if price is None:
+        return 0.0
+    return float(getattr(price, "base", price))
+
+
+__all__ = ["PROVIDER_IDS", "CatalogModel", "context_window", "find", "model_names", "serves"]
