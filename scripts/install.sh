@@ -32,6 +32,8 @@ if [ -d plugins/rlm-provider-llamacpp ] && ! .venv/bin/python -c 'import llama_c
   echo "building llama-cpp-python from source for rlm-provider-llamacpp on $CMAKE_BUILD_PARALLEL_LEVEL cores" \
        "(about 5 minutes, once; pip is quiet meanwhile)…"
 fi
-"${pip[@]}" install --quiet "${packages[@]}"
+# setuptools warns that an editable install of a flat layout (rlm_host/ at the top) could shadow imports: it is
+# the layout we chose, and the warning is a wall of asterisks on every install.
+PYTHONWARNINGS="ignore::UserWarning" "${pip[@]}" install --quiet "${packages[@]}"
 "${pip[@]}" check
 echo "installed into .venv: $(.venv/bin/rlm --version | tr '\n' ' ')"
