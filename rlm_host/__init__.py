@@ -52,6 +52,8 @@ _LAZY: dict[str, str] = {
     "ModelOptions": "rlm_host.llm.protocol",
     "RetryCallback": "rlm_host.llm.protocol",
     "Purpose": "rlm_host.llm.protocol",
+    "ReplyFormat": "rlm_host.llm.protocol",
+    "ReplyFormatMode": "rlm_host.llm.protocol",
     "RetryPolicy": "rlm_host.llm.retry",
     "Failure": "rlm_host.llm.retry",
     "is_retryable_status": "rlm_host.llm.retry",
@@ -84,6 +86,8 @@ _LAZY: dict[str, str] = {
     "Environment": "rlm_host.environments.protocol",
     "EnvironmentContext": "rlm_host.environments.protocol",
     "ActionResult": "rlm_host.results",
+    "parse_action": "rlm_host.environments.generic",
+    "truncate": "rlm_host.environments.kit",
     # events, sinks and results
     "RunEvent": "rlm_host.events",
     "Sink": "rlm_host.events",
@@ -161,6 +165,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.config import LoadedSettings, load_settings
     from rlm_host.context import Documents, describe_context, load_context, load_file
     from rlm_host.engine.runner import RLMRunner
+    from rlm_host.environments.generic import parse_action
+    from rlm_host.environments.kit import truncate
     from rlm_host.environments.protocol import Environment, EnvironmentContext
     from rlm_host.events import RunEvent, Sink
     from rlm_host.llm.connector_base import (
@@ -174,7 +180,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from rlm_host.llm.protocol import Completion, Message, ModelConnector, ModelOptions
     from rlm_host.llm.resolve import auto_model, resolve_connector
-    from rlm_host.llm.protocol import Purpose, RetryCallback
+    from rlm_host.llm.protocol import Purpose, ReplyFormat, ReplyFormatMode, RetryCallback
     from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
     from rlm_host.plugins.host import PluginHost, get_host
     from rlm_host.results import ActionResult, ExecResult, FinalSignal, RunResult, RunUsage, StepRecord, Usage

@@ -133,10 +133,18 @@ class Component:
         return Readiness(True, "requirements importable" if self.requires else "no external requirements")
 
 
+@dataclass(frozen=True)
 class EnvironmentSpec(Component):
-    """An RLM environment: the rulebook of actions, prompts and rewards (pure_rlm, generic, traces…)."""
+    """An RLM environment: the rulebook of actions, prompts and rewards (pure_rlm, generic, traces…).
+
+    ``context_as_path``: the environment reads its ``--context`` file itself, so ``rlm run`` does not load it
+    and the environment receives the file's ``pathlib.Path``, unread, as ``ctx.context`` (a file of gigabytes
+    never enters memory). Such an environment takes exactly one file.
+    """
 
     kind: ClassVar[str] = "environment"
+
+    context_as_path: bool = False
 
 
 class FrameworkSpec(Component):

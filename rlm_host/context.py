@@ -30,10 +30,17 @@ class Documents(list):
         self.names = names
 
 
-def load_context(paths: list[str], stdin: Optional[IO[str]] = None) -> Any:
-    """The context for a run from ``--context`` arguments (None when there are none)."""
+def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: bool = False) -> Any:
+    """The context for a run from ``--context`` arguments (None when there are none).
+
+    ``as_path`` (for an environment whose spec says ``context_as_path``): the one file's resolved ``Path``,
+    checked to exist but not read."""
     if not paths:
         return None
+    if as_path:
+        if len(paths) != 1 or paths == ["-"] or Path(paths[0]).is_dir():
+            raise InputError("this environment reads one context file itself", hint="pass exactly one --context FILE")
+        return _existing(paths[0]).resolve()
     if paths == ["-"]:
         return (stdin or sys.stdin).read()
     if len(paths) == 1 and not Path(paths[0]).is_dir():
@@ -89,6 +96,8 @@ def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
     """Metadata about ``context`` for the prompt and the trajectory; never the content beyond a preview."""
     if context is None:
         return {"type": "none", "total_chars": 0}
+    if isinstance(context, Path):  # a file the environment reads itself (``context_as_path``)
+        return {"type": "path", "path": str(context), "total_chars": 0, "bytes": context.stat().st_size}
     if isinstance(context, str):
         return {"type": "str", "total_chars": len(context), "preview": context[:preview_chars]}
     if isinstance(context, list):

@@ -57,8 +57,9 @@ def rlm_register_environments() -> list[EnvironmentSpec]:
     Called when a run is planned and by listings. The factory is called once per run (and per child run) as
     ``factory(settings, ctx: EnvironmentContext) -> Environment``; the runner then calls ``start()``, then
     ``messages(step)`` / ``execute(reply, step)`` each step, ``synthesize()`` when steps ran out, and
-    ``close()`` at the end (see ``rlm_host.environments.protocol``). Test it with
-    ``rlm_host.testing.EnvironmentContract``.
+    ``close()`` at the end (see ``rlm_host.environments.protocol``). An environment may declare a
+    ``reply_format`` (``rlm_host.ReplyFormat``: a GBNF grammar, a JSON schema), which the runner hands to the
+    root model's connector on each turn where it can be enforced. Test it with ``rlm_host.testing.EnvironmentContract``.
     """
 
 
@@ -90,8 +91,9 @@ def rlm_register_providers() -> list[ProviderSpec]:
     The factory is called once per model string of a run tree as ``factory(settings, services:
     ProviderServices) -> ModelConnector`` (``services.model`` is the part after ``provider:``). The record's
     fields tell the host what it needs without knowing the provider: key variables, default base URL, example
-    and default models, and whether and how eagerly ``--model auto`` may pick it. Test it with
-    ``rlm_host.testing.ProviderContract``.
+    and default models, and whether and how eagerly ``--model auto`` may pick it. A connector that can enforce
+    an environment's reply format declares the kinds in ``reply_formats`` (``rlm_host.ModelConnector``). Test it
+    with ``rlm_host.testing.ProviderContract``.
     """
 
 

@@ -24,6 +24,7 @@ EXPECTED = {
     "sglang": ("http://localhost:30000/v1", ()),
     "tgi": ("http://localhost:8080/v1", ()),
     "ollama": ("http://localhost:11434/v1", ()),
+    "llamacpp_server": ("http://localhost:8080/v1", ()),
     "openrouter": ("https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
     "groq": ("https://api.groq.com/openai/v1", ("GROQ_API_KEY",)),
     "together": ("https://api.together.xyz/v1", ("TOGETHER_API_KEY",)),
@@ -41,7 +42,7 @@ def test_the_table_and_the_registration_records(monkeypatch):
         spec = specs[name]
         assert spec.key_env == keys and spec.requires == ("openai",) and not spec.default_model  # never auto-picked
         assert url in spec.description and spec.readiness().ok
-    assert set(compatible.local_provider_names()) == {"ollama", "lmstudio", "vllm", "sglang", "tgi"}
+    assert set(compatible.local_provider_names()) == {"ollama", "llamacpp_server", "lmstudio", "vllm", "sglang", "tgi"}
 
 
 def test_registered_providers_resolve_by_name_and_alias(monkeypatch):

@@ -53,6 +53,11 @@ def test_run_json_with_a_scripted_model(rlm, work):
     assert run["usage"]["sub"]["calls"] == 1
     assert "── step 1 · run_code" in result.stderr  # the live view goes to stderr
     assert Path(work / run["trajectory_path"]).is_file()
+    lines = result.stderr.splitlines()
+    header, code, sub_call, step_2 = (next(i for i, line in enumerate(lines) if text in line)
+                                      for text in ("── step 1", "│ import re", "↳ llm_query", "── step 2"))  # fmt: skip
+    assert header < code < sub_call < step_2  # a step's sub-calls are shown under its code
+    assert "✓ final after 2 steps" in result.stderr
 
 
 def test_context_from_stdin_and_from_a_directory(rlm, work):

@@ -1,5 +1,5 @@
 """The live view of ``rlm run``: each step's code, output, sub-calls and tokens, printed on stderr as they
-happen (stdout stays free for ``--json``)."""
+happen (stdout stays free for ``--json``). A step's sub-calls are shown under its code, once the step is over."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ class LiveView:
         from rich.console import Console
 
         self.console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # "openai:x:" stays text
+        self.sub_calls: dict[str, list[RunEvent]] = {}  # per run: the sub-calls of the step under way
 
     def __call__(self, event: RunEvent) -> None:
         handler = getattr(self, f"_on_{event.type}", None)
@@ -32,7 +33,8 @@ class LiveView:
     def _on_run_start(self, event: RunEvent, indent: str) -> None:
         data = event.data
         context = data.get("context", {})
-        size = f"{context.get('total_chars', 0):,} chars" if context.get("type") != "none" else "no context"
+        size = {"none": "no context", "path": f"{context.get('path')} ({context.get('bytes', 0):,} bytes, unread)"}.get(
+            context.get("type"), f"{context.get('total_chars', 0):,} chars")
         label = "run" if event.depth == 0 else "child run"
         self._print(f"{indent}▶ {label} {event.run_id}  env={data['environment']} model={data['model']} "
                     f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
@@ -58,11 +60,19 @@ class LiveView:
                     self._print(f"{indent}  → {line}")
             if block.get("error"):
                 self._print(f"{indent}  ✗ {block['error'].strip().splitlines()[-1]}", "red")
+        self._flush_sub_calls(event.run_id, indent)
         for note in data.get("observation", {}).get("notes", []):
             self._print(f"{indent}  ! {note}", "yellow")
 
     def _on_sub_call(self, event: RunEvent, indent: str) -> None:
-        data = event.data
+        """Kept until its step is shown: a sub-call is made by the step's code, and the step is reported after."""
+        self.sub_calls.setdefault(event.run_id, []).append(event)
+
+    def _flush_sub_calls(self, run_id: str, indent: str) -> None:
+        for event in self.sub_calls.pop(run_id, []):
+            self._show_sub_call(event.data, indent)
+
+    def _show_sub_call(self, data: dict[str, Any], indent: str) -> None:
         usage = data.get("usage") or {}
         tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
         status = f"error: {data['error']}" if data.get("error") else f"{tokens:,} tokens"
@@ -78,9 +88,11 @@ class LiveView:
                     f"(attempt {data.get('attempt', 0) + 1}) in {data.get('wait', 0):.1f}s", "yellow")  # fmt: skip
 
     def _on_error(self, event: RunEvent, indent: str) -> None:
+        self._flush_sub_calls(event.run_id, indent)  # made by a step the error stopped
         self._print(f"{indent}  ✗ {event.data['message']}", "red")
 
     def _on_final(self, event: RunEvent, indent: str) -> None:
+        self._flush_sub_calls(event.run_id, indent)
         data: dict[str, Any] = event.data
         usage = data["usage"]
         tokens = {role: usage[role]["input_tokens"] + usage[role]["output_tokens"] for role in ("root", "sub")}
@@ -90,7 +102,8 @@ class LiveView:
         spent = " + ".join(([f"${cost:.4f}"] if cost is not None else [])
                            + ([f"{unpriced} call(s) of unknown cost"] if unpriced else []))  # fmt: skip
         spent += " · " if spent else ""
-        self._print(f"{indent}{mark} {data['termination_reason']} after {data['steps']} steps · reward "
+        steps = f"{data['steps']} step" + ("" if data["steps"] == 1 else "s")
+        self._print(f"{indent}{mark} {data['termination_reason']} after {steps} · reward "
                     f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
                     f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip
 

@@ -28,6 +28,8 @@ def run(
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget of the run tree, USD."),
     strict: Optional[bool] = typer.Option(None, "--strict", help="Refuse a run whose --max-cost cannot be enforced."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="Server URL for the model's provider (e.g. a local OpenAI-compatible server)."),
+    reply_format: Optional[str] = typer.Option(None, "--reply-format", help="Enforce the environment's reply shape (a grammar, a JSON schema) on the root model: "
+                                                 "auto (local llama.cpp), on (wherever the provider can), off."),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
 ) -> None:
@@ -39,7 +41,9 @@ def run(
 
     state = ctx.find_root().obj
     loaded = state.settings()
-    runner = RLMRunner(loaded=loaded, host=get_host())
+    host = get_host()
+    runner = RLMRunner(loaded=loaded, host=host)
+    as_path = host.environments().get(env or loaded.settings.run.environment).context_as_path
     on_event = None
     if not quiet and not state.log_json:  # the live view is prose: not with JSON log lines on stderr
         from rlm_host.cli.live import LiveView
@@ -47,11 +51,12 @@ def run(
         on_event = LiveView()
     result = runner.run_task(
         task,
-        context=load_context(list(context or [])),
+        context=load_context(list(context or []), as_path=as_path),
         on_event=on_event,
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
         max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
+        reply_format=reply_format,
     )  # fmt: skip
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

@@ -59,6 +59,9 @@ class RunSettings(Section):
     strict: bool = Field(False, description="refuse a run whose cost budget cannot be enforced (a model with no price)")
     base_url: str | None = Field(None, description="server URL for the providers of this run (overrides theirs)")
     max_reply_tokens: int | None = Field(None, ge=16, description="cap on each model reply (default: the provider's)")
+    reply_format: Literal["auto", "on", "off"] = Field(
+        "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
+        "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
     sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed")
 
 

@@ -8,7 +8,16 @@ import time
 from typing import TYPE_CHECKING, Optional
 
 from rlm_host.engine.budget import Budget
-from rlm_host.llm.protocol import Completion, Message, ModelConnector, Purpose, provider_of
+from rlm_host.llm.protocol import (
+    Completion,
+    Message,
+    ModelConnector,
+    Purpose,
+    ReplyFormat,
+    ReplyFormatMode,
+    provider_of,
+    reply_format_for,
+)
 from rlm_host.results import Usage
 from rlm_host.text import valid_unicode
 from rlm_host.tokens import count_tokens
@@ -24,18 +33,21 @@ class ModelClient:
     Usage is added to ``usage`` (shared by every run of the tree for that role) and charged to the budget;
     the request timeout never exceeds the time left in the run. A completion without a cost gets one from
     ``prices`` (the built-in table when None) when the model's price is known. With a ``scope``, each retry the
-    connector reports through ``on_retry`` is emitted as a ``model_retry`` event.
+    connector reports through ``on_retry`` is emitted as a ``model_retry`` event. A turn's reply format reaches
+    the connector as ``reply_format_mode`` (``[run] reply_format``) and the connector's declarations allow.
     """
 
     def __init__(self, connector: ModelConnector, role: str, usage: Usage, budget: Budget,
                  lock: Optional[threading.Lock] = None, *, scope: Optional["RunScope"] = None,
-                 prices: Optional["PriceTable"] = None) -> None:  # fmt: skip
+                 prices: Optional["PriceTable"] = None,
+                 reply_format_mode: ReplyFormatMode = "auto") -> None:  # fmt: skip
         self.connector = connector
         self.role = role
         self.usage = usage
         self.budget = budget
         self.scope = scope
         self.prices = prices
+        self.reply_format_mode = reply_format_mode
         self._lock = lock or threading.Lock()  # shared with whoever else writes to ``usage``
         self.seconds = 0.0  # wall time spent waiting for this role's model, all calls
 
@@ -52,15 +64,24 @@ class ModelClient:
     def context_window(self) -> Optional[int]:
         return self.connector.context_window
 
-    def complete(self, messages: list[Message], purpose: Optional[Purpose] = None) -> Completion:
-        """One call; ``purpose`` defaults to ``turn`` for the root role and ``sub_call`` for the sub role."""
+    def complete(self, messages: list[Message], purpose: Optional[Purpose] = None,
+                 reply_format: Optional[ReplyFormat] = None) -> Completion:  # fmt: skip
+        """One call; ``purpose`` defaults to ``turn`` for the root role and ``sub_call`` for the sub role.
+
+        ``reply_format`` (the environment's) is passed on for turns only, when :func:`reply_format_for` allows;
+        the keyword is left out otherwise, so a connector written before it existed keeps working.
+        """
         self.budget.check()
         started = time.monotonic()
         purpose = purpose or ("turn" if self.role == "root" else "sub_call")
+        extra: dict[str, ReplyFormat] = {}
+        enforced = reply_format_for(self.connector, reply_format, self.reply_format_mode) if purpose == "turn" else None
+        if enforced is not None:
+            extra["reply_format"] = enforced
         on_retry = self._on_retry if self.scope is not None else None
         try:
             completion = self.connector.complete(messages, timeout=max(1.0, self.budget.remaining()),
-                                                 on_retry=on_retry, purpose=purpose)  # fmt: skip
+                                                 on_retry=on_retry, purpose=purpose, **extra)  # fmt: skip
         finally:
             with self._lock:
                 self.seconds += time.monotonic() - started

@@ -21,7 +21,7 @@ from rlm_host.engine.recursion import RecursionGuard
 from rlm_host.context import describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, plan_run
-from rlm_host.environments.protocol import EnvironmentContext
+from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.llm.prices import PriceTable
@@ -93,7 +93,7 @@ class RLMRunner:
         def client(connector: ModelConnector, role: str) -> ModelClient:
             """A connector bound to a role of this run: usage counted, retries emitted on it, costs priced."""
             return ModelClient(connector, role, getattr(usage, role), budget, usage_lock, scope=scope,
-                               prices=self.prices)  # fmt: skip
+                               prices=self.prices, reply_format_mode=plan.run.reply_format)  # fmt: skip
 
         root, sub = client(plan.root_connector, "root"), client(plan.sub_connector, "sub")
         meta = plan.context_meta if scope.depth == 0 else describe_context(context)
@@ -169,7 +169,7 @@ class RLMRunner:
         model_before = root.seconds + sub.seconds
         step_started = time.monotonic()
         messages = environment.messages(step)
-        completion = root.complete(messages)
+        completion = root.complete(messages, reply_format=reply_format_of(environment))
         result: ActionResult = environment.execute(completion, step)
         reward = plan.rewards.apply_global_scale(result.reward)
         record = StepRecord(

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RecursionRefused
 from rlm_host.environments.kit import answer_text, render_description, truncate, with_preview
-from rlm_host.llm.protocol import Completion, Message
+from rlm_host.llm.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult
 
@@ -32,6 +32,26 @@ if there is one); you see what it prints.
 - delegate: "task" is a sub-task solved by a recursive run; optional "context" is passed to it.
 - delegate_batch: "tasks" is a list of sub-tasks solved by recursive runs.
 No markdown. JSON only."""
+
+#: The action object as a JSON schema, in the strict form OpenAI's structured outputs require (every key present,
+#: null where unused); llama.cpp turns it into a grammar. Replies that break it are still read by parse_action.
+_NULLABLE_TEXT = {"type": ["string", "null"]}
+ACTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["run_python", "final", "delegate", "delegate_batch"]},
+        "code": _NULLABLE_TEXT,
+        "rationale": _NULLABLE_TEXT,
+        "done": {"type": "boolean"},
+        "final_response": _NULLABLE_TEXT,
+        "task": _NULLABLE_TEXT,
+        "tasks": {"type": ["array", "null"], "items": {"type": "string"}},
+        "context": _NULLABLE_TEXT,
+    },
+    "required": ["action", "code", "rationale", "done", "final_response", "task", "tasks", "context"],
+    "additionalProperties": False,
+}
+REPLY_FORMAT = ReplyFormat("generic_action", json_schema=ACTION_SCHEMA)
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 MEMORY_LIMIT = 8
@@ -48,6 +68,7 @@ class GenericSettings(BaseModel):
 
 class GenericEnvironment:
     name = "generic"
+    reply_format = REPLY_FORMAT  # one action object: enforced where the connector can
 
     def __init__(self, settings: Optional[GenericSettings], ctx: EnvironmentContext) -> None:
         self.ctx = ctx

@@ -37,6 +37,8 @@ def render_description(meta: dict[str, Any]) -> str:
     kind = meta["type"]
     if kind == "none":
         return "nothing (context is None): answer from the query alone, using llm_query if useful."
+    if kind == "path":
+        return f"the file {meta['path']} ({meta['bytes']:,} bytes), read by the environment, not loaded"
     lines = []
     if kind == "str":
         lines.append(f"a string of {meta['total_chars']:,} characters")

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
 from rlm_host.config.schema import RewardProfile
-from rlm_host.llm.protocol import Completion, Message, Purpose
+from rlm_host.llm.protocol import Completion, Message, Purpose, ReplyFormat
 from rlm_host.results import ActionResult, RunResult
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
 
-__all__ = ["BudgetView", "Emitter", "Environment", "EnvironmentContext", "ModelRole"]
+__all__ = ["BudgetView", "Emitter", "Environment", "EnvironmentContext", "ModelRole", "reply_format_of"]
 
 
 class ModelRole(Protocol):
@@ -93,6 +93,10 @@ class EnvironmentContext:
 
 
 class Environment(Protocol):
+    """One kind of RLM loop. Optional too: a ``reply_format`` attribute (a :class:`ReplyFormat`, or None), the
+    shape the root model's replies must have; the runner hands it to connectors that can enforce it (a GBNF
+    grammar, a JSON schema) as ``[run] reply_format`` says. Replies that break it must still be handled."""
+
     name: str
 
     def start(self) -> None:
@@ -109,3 +113,9 @@ class Environment(Protocol):
 
     def close(self) -> None:
         """Release the sandbox session (idempotent)."""
+
+
+def reply_format_of(environment: Any) -> Optional[ReplyFormat]:
+    """The environment's ``reply_format``, None when it declares none."""
+    value = getattr(environment, "reply_format", None)
+    return value if isinstance(value, ReplyFormat) else None

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from rlm_host.errors import ConfigError
 from rlm_host.llm import catalog
-from rlm_host.llm.protocol import Completion, Message, ModelOptions, Purpose
+from rlm_host.llm.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
 from rlm_host.llm.retry import (
     Failure,
     RetryCallback,
@@ -96,7 +96,8 @@ def retry_after_of(exc: Any) -> float | None:
 
 class RetryingConnector:
     """Base of the SDK connectors: subclasses implement ``client``, ``request``, ``send``, ``_completion`` and
-    ``classify``, and call :meth:`_configure` from their ``__init__``.
+    ``classify`` (and ``constrain`` when they declare ``reply_formats``), and call :meth:`_configure` from their
+    ``__init__``.
 
     ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
     ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
@@ -112,6 +113,8 @@ class RetryingConnector:
     retry_policy: RetryPolicy
     base_url: str
     _custom_base_url: str | None
+    #: The ReplyFormat kinds this connector enforces (through :meth:`constrain`); none unless a subclass says so.
+    reply_formats: frozenset[str] = frozenset()
 
     def _configure(
         self,
@@ -175,6 +178,10 @@ class RetryingConnector:
         """One attempt: the SDK call with ``request``."""
         raise NotImplementedError
 
+    def constrain(self, request: dict[str, Any], reply_format: ReplyFormat) -> None:
+        """Add ``reply_format`` to ``request`` (called only when ``reply_formats`` holds one of its kinds)."""
+        raise NotImplementedError
+
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         raise NotImplementedError
 
@@ -198,10 +205,18 @@ class RetryingConnector:
         timeout: float | None = None,
         on_retry: RetryCallback | None = None,
         purpose: Purpose = "turn",
+        reply_format: ReplyFormat | None = None,
     ) -> Completion:
-        """Answer ``messages``; retries transient failures and raises one ModelError when they persist."""
+        """Answer ``messages``; retries transient failures and raises one ModelError when they persist.
+
+        A ``reply_format`` is added to the request by :meth:`constrain` when the connector supports one of its
+        kinds (``reply_formats``), and ignored otherwise; the completion's ``raw["reply_format"]`` names it then.
+        """
         limit = timeout if timeout is not None else self.timeout
         request = self.request(messages, limit)
+        enforced = reply_format is not None and bool(reply_format.kinds & self.reply_formats)
+        if enforced:
+            self.constrain(request, reply_format)
         client = self.client()
         attempts = 0
 
@@ -218,7 +233,10 @@ class RetryingConnector:
             what=self.name,
             on_retry=on_retry or self.on_retry,
         )
-        return self._completion(response, time.monotonic() - started, attempts)
+        completion = self._completion(response, time.monotonic() - started, attempts)
+        if enforced:
+            completion.raw["reply_format"] = reply_format.name
+        return completion
 
     def timeout_failure(self, timeout: float) -> Failure:
         return Failure(True, f"no answer from {self.base_url} within {timeout:g} s (timeout)")

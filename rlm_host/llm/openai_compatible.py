@@ -1,5 +1,5 @@
-"""OpenAI-compatible providers by name: local servers (Ollama, LM Studio, vLLM, SGLang, TGI) and hosted APIs
-(OpenRouter, Groq, Together, DeepSeek, Fireworks, Mistral, xAI, Cerebras, DeepInfra).
+"""OpenAI-compatible providers by name: local servers (Ollama, llama.cpp's server, LM Studio, vLLM, SGLang, TGI)
+and hosted APIs (OpenRouter, Groq, Together, DeepSeek, Fireworks, Mistral, xAI, Cerebras, DeepInfra).
 
 Each is a provider of its own — ``ollama:llama3.2``, ``groq:llama-3.3-70b-versatile`` — served by the
 ``openai`` connector with the provider's usual base URL and API-key variable; the connector keeps the
@@ -8,6 +8,8 @@ changed per provider with ``[provider.<name>] base_url`` or for a run with ``--b
 ``[provider.<name>] api_key_env``. Hosted APIs need their key; local servers take one when it is set (vLLM's
 ``--api-key``) and send a placeholder otherwise. Events name the service as the OpenTelemetry GenAI conventions
 do (``connector.provider``: ``x_ai`` for xai, ``mistral_ai`` for mistral, the provider's own name otherwise).
+Each service's ``reply_fields`` say how it takes an environment's reply format (a GBNF grammar, a JSON schema),
+and whether it is enforced by default (llama.cpp's server only).
 
 These providers have no ``default_model``, so ``--model auto`` never picks them: an API key that happens to be
 in the environment does not silently choose where a run is sent. Their ``example_model`` is shown by
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
 
 if TYPE_CHECKING:
     from rlm_host.llm.openai_provider import OpenAIConnector
@@ -42,6 +45,7 @@ class CompatibleProvider:
     example_model: str = ""
     aliases: tuple[str, ...] = ()
     otel_name: str = ""  # its gen_ai.provider.name in the OpenTelemetry GenAI conventions, when that is not ``name``
+    reply_fields: ReplyFormatFields = ReplyFormatFields()  # how it takes a reply format (grammar, JSON schema)
 
     @property
     def description(self) -> str:
@@ -50,34 +54,45 @@ class CompatibleProvider:
         return f"{self.label} ({where} OpenAI-compatible API at {self.base_url}{key})"
 
 
+#: llama.cpp's server (the C++ ``llama-server`` and ``python -m llama_cpp.server``): a GBNF grammar in ``grammar``,
+#: a JSON schema as a ``json_object`` response format; enforced by default, as for the in-process llamacpp provider.
+LLAMA_CPP_SERVER = ReplyFormatFields(grammar="grammar", json_schema="json_object", by_default=True)
+
 #: The known services, by provider name.
 PROVIDERS: dict[str, CompatibleProvider] = {
     p.name: p
     for p in (
-        CompatibleProvider("ollama", "Ollama", "http://localhost:11434/v1", local=True, example_model="llama3.2"),
+        CompatibleProvider("ollama", "Ollama", "http://localhost:11434/v1", local=True, example_model="llama3.2",
+                           reply_fields=OPENAI_STYLE),
+        CompatibleProvider("llamacpp_server", "llama.cpp server", "http://localhost:8080/v1", local=True,
+                           example_model="smollm2", aliases=("llama-server",), reply_fields=LLAMA_CPP_SERVER),
         CompatibleProvider("lmstudio", "LM Studio", "http://localhost:1234/v1", local=True,
-                           example_model="qwen2.5-7b-instruct", aliases=("lm_studio",)),
+                           example_model="qwen2.5-7b-instruct", aliases=("lm_studio",), reply_fields=OPENAI_STYLE),
         CompatibleProvider("vllm", "vLLM", "http://localhost:8000/v1", ("VLLM_API_KEY",), local=True,
-                           example_model="Qwen/Qwen2.5-7B-Instruct"),
+                           example_model="Qwen/Qwen2.5-7B-Instruct",
+                           reply_fields=ReplyFormatFields("structured_outputs.grammar", "json_schema")),
         CompatibleProvider("sglang", "SGLang", "http://localhost:30000/v1", local=True,
-                           example_model="Qwen/Qwen2.5-7B-Instruct"),
+                           example_model="Qwen/Qwen2.5-7B-Instruct",
+                           reply_fields=ReplyFormatFields("ebnf", "json_schema")),
         CompatibleProvider("tgi", "Hugging Face TGI", "http://localhost:8080/v1", local=True, example_model="tgi"),
         CompatibleProvider("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",),
-                           example_model="openai/gpt-4o-mini"),
+                           example_model="openai/gpt-4o-mini", reply_fields=OPENAI_STYLE),
         CompatibleProvider("groq", "Groq", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",),
-                           example_model="llama-3.3-70b-versatile"),
+                           example_model="llama-3.3-70b-versatile", reply_fields=OPENAI_STYLE),
         CompatibleProvider("together", "Together AI", "https://api.together.xyz/v1", ("TOGETHER_API_KEY",),
-                           example_model="meta-llama/Llama-3.3-70B-Instruct-Turbo", aliases=("togetherai",)),
+                           example_model="meta-llama/Llama-3.3-70B-Instruct-Turbo", aliases=("togetherai",),
+                           reply_fields=OPENAI_STYLE),
         CompatibleProvider("deepseek", "DeepSeek", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",),
                            example_model="deepseek-chat"),
         CompatibleProvider("fireworks", "Fireworks AI", "https://api.fireworks.ai/inference/v1",
-                           ("FIREWORKS_API_KEY",), example_model="accounts/fireworks/models/llama-v3p3-70b-instruct"),
+                           ("FIREWORKS_API_KEY",), example_model="accounts/fireworks/models/llama-v3p3-70b-instruct",
+                           reply_fields=OPENAI_STYLE),
         CompatibleProvider("mistral", "Mistral AI", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",),
-                           example_model="mistral-small-latest", otel_name="mistral_ai"),
+                           example_model="mistral-small-latest", otel_name="mistral_ai", reply_fields=OPENAI_STYLE),
         CompatibleProvider("xai", "xAI", "https://api.x.ai/v1", ("XAI_API_KEY",), example_model="grok-3-mini",
-                           otel_name="x_ai"),
+                           otel_name="x_ai", reply_fields=OPENAI_STYLE),
         CompatibleProvider("cerebras", "Cerebras", "https://api.cerebras.ai/v1", ("CEREBRAS_API_KEY",),
-                           example_model="llama-3.3-70b"),
+                           example_model="llama-3.3-70b", reply_fields=OPENAI_STYLE),
         CompatibleProvider("deepinfra", "DeepInfra", "https://api.deepinfra.com/v1/openai", ("DEEPINFRA_API_KEY",),
                            example_model="meta-llama/Llama-3.3-70B-Instruct"),
     )
@@ -149,6 +164,7 @@ def create(provider: str, model: str, options: Optional["ModelOptions"] = None, 
     connector = OpenAIConnector(model, options, connector_settings, environ=env)
     connector.name = f"{provider}:{model}"
     connector.provider = service.otel_name or provider
+    connector.reply_fields = service.reply_fields
     return connector
 
 

@@ -32,7 +32,8 @@ from rlm_host.llm.connector_base import (
     retry_after_of,
     token_count,
 )
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions
+from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions, ReplyFormat
+from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
 from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,9 +75,23 @@ def context_window_for(model: str) -> int | None:
 
 
 class OpenAIConnector(RetryingConnector):
-    """A ModelConnector for the OpenAI chat completions API. (retries: see :class:`RetryingConnector`)."""
+    """A ModelConnector for the OpenAI chat completions API. (retries: see :class:`RetryingConnector`).
+
+    ``reply_fields`` says how the server takes a reply format: OpenAI's JSON schemas here, each OpenAI-compatible
+    service's own fields when :mod:`rlm_host.llm.openai_compatible` builds the connector.
+    """
 
     provider = "openai"  # gen_ai.provider.name; an OpenAI-compatible service's connector is given its own
+    reply_fields: ReplyFormatFields = OPENAI_STYLE
+
+    @property
+    def reply_formats(self) -> frozenset[str]:
+        """The reply-format kinds the server enforces (see :class:`ReplyFormatFields`)."""
+        return self.reply_fields.kinds
+
+    @property
+    def reply_format_by_default(self) -> bool:
+        return self.reply_fields.by_default
 
     def __init__(
         self,
@@ -139,6 +154,10 @@ class OpenAIConnector(RetryingConnector):
             reasoning = self.model.lower().startswith(_REASONING_PREFIXES)
             request["max_completion_tokens" if reasoning else "max_tokens"] = self.options.max_tokens
         return request
+
+    def constrain(self, request: dict[str, Any], reply_format: ReplyFormat) -> None:
+        """The reply format in the fields this server reads."""
+        self.reply_fields.apply(request, reply_format)
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         """Turn an SDK response into a Completion, flagging (never raising for) malformed content."""

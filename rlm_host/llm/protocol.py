@@ -8,6 +8,8 @@ connection options.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Optional, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -15,7 +17,8 @@ from pydantic import BaseModel, Field
 from rlm_host.errors import ModelError
 
 __all__ = [
-    "Completion", "Message", "ModelConnector", "ModelError", "ModelOptions", "Purpose", "RetryCallback", "provider_of",
+    "Completion", "Message", "ModelConnector", "ModelError", "ModelOptions", "Purpose", "ReplyFormat",
+    "ReplyFormatMode", "RetryCallback", "provider_of", "reply_format_for",
 ]  # fmt: skip
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
@@ -23,6 +26,28 @@ Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content":
 Purpose = Literal["turn", "sub_call", "compaction", "synthesis"]
 #: ``on_retry(attempt, wait_seconds, reason)``: told before each retry a connector makes.
 RetryCallback = Callable[[int, float, str], None]
+#: When a root turn's reply format is enforced (``[run] reply_format``): ``auto`` where the connector enforces by
+#: default (local llama.cpp models), ``on`` wherever the connector can, ``off`` never.
+ReplyFormatMode = Literal["auto", "on", "off"]
+
+
+@dataclass(frozen=True)
+class ReplyFormat:
+    """The shape an environment's replies must have, for connectors that can enforce it while the model writes
+    (constrained decoding), so that even a small model answers in a form the environment can act on.
+
+    ``gbnf`` is a llama.cpp GBNF grammar (its start rule is ``root``); ``json_schema`` a JSON schema of the reply
+    when it is one JSON value. An environment gives one or both; a connector enforces the kind it supports.
+    """
+
+    name: str
+    gbnf: Optional[str] = None
+    json_schema: Optional[Mapping[str, Any]] = field(default=None, hash=False)
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The kinds this format comes in: ``gbnf``, ``json_schema``."""
+        return frozenset(kind for kind in ("gbnf", "json_schema") if getattr(self, kind) is not None)
 
 
 class ModelOptions(BaseModel):
@@ -64,17 +89,25 @@ class ModelConnector(Protocol):
     0.0), so a run with a cost limit knows it can be priced; and ``count_tokens(text) -> int``, the model's
     exact token count, offered only when it is cheap and offline (llama.cpp's tokenizer) — the host uses it
     through :func:`rlm_host.tokens.count_tokens`, which estimates for connectors without it.
+
+    A connector that can enforce a :class:`ReplyFormat` says which kinds in ``reply_formats`` (a frozenset of
+    ``"gbnf"`` / ``"json_schema"``; absent means none) and, with ``reply_format_by_default = True``, that it
+    enforces one unless the run says ``reply_format = "off"`` (local llama.cpp models); see
+    :func:`reply_format_for`.
     """
 
     name: str
     context_window: Optional[int]
 
     def complete(self, messages: list[Message], *, timeout: float | None = None,
-                 on_retry: RetryCallback | None = None, purpose: Purpose = "turn") -> Completion:  # fmt: skip
+                 on_retry: RetryCallback | None = None, purpose: Purpose = "turn",
+                 reply_format: ReplyFormat | None = None) -> Completion:  # fmt: skip
         """Answer ``messages`` within ``timeout`` seconds; raise ModelError when the call fails for good.
 
         Call ``on_retry`` before each retry of a transient failure (it becomes a ``model_retry`` event).
         ``purpose`` says why the call is made; most connectors ignore it (the replay provider does not).
+        ``reply_format``, given only to a connector declaring ``reply_formats``, is the shape the answer must have:
+        enforce it (and say so in ``Completion.raw["reply_format"]``); connectors that cannot accept and ignore it.
         """
 
 
@@ -83,3 +116,15 @@ def provider_of(connector: ModelConnector) -> str:
     colon (a provider with no well-known OpenTelemetry name keeps its own, e.g. ``vllm``)."""
     declared = getattr(connector, "provider", None)
     return declared if isinstance(declared, str) and declared else connector.name.partition(":")[0]
+
+
+def reply_format_for(connector: Any, reply_format: Optional[ReplyFormat],
+                     mode: ReplyFormatMode) -> Optional[ReplyFormat]:  # fmt: skip
+    """The reply format to hand ``connector`` for a root turn under ``mode``, or None: never with ``off``, only
+    where the connector enforces by default with ``auto``, and only when it supports one of the format's kinds."""
+    if reply_format is None or mode == "off":
+        return None
+    if mode == "auto" and not getattr(connector, "reply_format_by_default", False):
+        return None
+    supported = getattr(connector, "reply_formats", frozenset())
+    return reply_format if reply_format.kinds & supported else None

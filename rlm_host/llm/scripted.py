@@ -189,8 +189,8 @@ class ScriptedConnector:
         raise ModelError(f"scripted model script {script}: no response left for call {call}")
 
     def complete(self, messages: list[Message], *, timeout: float | None = None, on_retry: Any = None,
-                 purpose: Any = "turn") -> Completion:  # fmt: skip
-        """Play the next scripted reply (a rule first when one matches)."""
+                 purpose: Any = "turn", reply_format: Any = None) -> Completion:  # fmt: skip
+        """Play the next scripted reply (a rule first when one matches); a script enforces no reply format."""
         started = time.monotonic()
         call, item, origin = self._pick(messages)
         if item.delay:

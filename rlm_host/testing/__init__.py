@@ -9,6 +9,8 @@ The public names, importable from here:
 - engine drivers: ``isolated_runner``, ``run_scripted``, ``haystack``, ``trajectory``, ``FIND_NEEDLE``,
   ``HAYSTACK_NEEDLE``, ``assert_context_stays_out_of_the_prompt``; ``ScriptedConnector`` (a model answering
   from a script); ``HELPERS_SOURCE`` (the REPL helpers pure_rlm runs in every sandbox: a runtime must run them);
+  ``ENVIRONMENT_REPLY_FORMATS`` (each built-in environment's reply format, with whether the environment can act
+  on a reply: for providers that enforce them);
 - ``FakeHTTPServer``, ``Behaviour``, ``RecordedRequest``: a loopback HTTP server answering from a queue of
   scripted behaviours and recording every request; subclass it with an API's route and error body;
 - fixtures (no import needed: this package is a pytest plugin): ``rlm_isolated``, ``rlm_cli``,
@@ -51,6 +53,7 @@ _LAZY: dict[str, str] = {
     "assert_context_stays_out_of_the_prompt": "rlm_host.testing.engine",
     "ScriptedConnector": "rlm_host.llm.scripted",
     "HELPERS_SOURCE": "rlm_host.environments.pure_rlm.host_functions",
+    "ENVIRONMENT_REPLY_FORMATS": "rlm_host.testing.reply_formats",
     "FakeHTTPServer": "rlm_host.testing.fake_http",
     "Behaviour": "rlm_host.testing.fake_http",
     "RecordedRequest": "rlm_host.testing.fake_http",

@@ -20,11 +20,13 @@ tests/test_environments_contract.py (pure_rlm, generic).
 What the contract checks, beyond the protocol's docstrings, is what the runner and the user rely on: the context
 never enters a prompt (only its description); an empty or malformed reply is a step, never an exception;
 ``close()`` is idempotent and safe before ``start()``; ``synthesize()`` returns text or None; a finished run's
-trajectory holds ``run_start``, one ``step`` per turn and ``final``.
+trajectory holds ``run_start``, one ``step`` per turn and ``final``; a declared ``reply_format`` is a
+``ReplyFormat`` with a grammar or a JSON-serialisable schema.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any, Optional
@@ -37,7 +39,7 @@ from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.scope import RunScope
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.events import EventBus, RunEvent
-from rlm_host.llm.protocol import Completion
+from rlm_host.llm.protocol import Completion, ReplyFormat
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 from rlm_host.results import ActionResult, RunUsage
@@ -171,6 +173,14 @@ class EnvironmentContract:
         environment.start()
         environment.close()
         environment.close()
+
+    def test_a_declared_reply_format_has_a_grammar_or_a_schema(self, make_environment) -> None:
+        declared = getattr(make_environment(context="x"), "reply_format", None)
+        if declared is None:
+            pytest.skip("no reply_format declared: no connector is asked to enforce a shape")
+        assert isinstance(declared, ReplyFormat) and declared.kinds, declared
+        if declared.json_schema is not None:
+            json.dumps(dict(declared.json_schema))  # it is sent as JSON
 
     def test_synthesize_returns_text_or_none(self, make_environment) -> None:
         environment = make_environment(context="x", root_replies=("my best guess",))

@@ -45,7 +45,10 @@ started ``fake_server``. What they check, beyond the protocol's docstrings:
   ``provider:model: <what happened> after N attempts``; a refused connection names the URL;
 - other 4xx fail at once: 401 says "invalid API key — set <key_help>", a 404's hint names the model;
 - keys are read from the spec's ``key_env`` variables (and ``api_key_env`` when the settings have it), are
-  optional for a server given by URL, and are never printed: not in errors, ``repr``, nor ``rlm models list``.
+  optional for a server given by URL, and are never printed: not in errors, ``repr``, nor ``rlm models list``;
+- ``complete(…, reply_format=)`` is accepted by every connector: one declaring a kind of the format in
+  ``reply_formats`` enforces it (the real model answers in its shape; an HTTP request carries it) and names it in
+  ``raw["reply_format"]``, any other ignores it.
 
 Class attributes declare what differs legitimately between providers. A provider running its model in this
 process (``in_process = True``, e.g. llamacpp) has no HTTP API: the tests of one are skipped, saying so, and the
@@ -67,10 +70,27 @@ import pytest
 
 from rlm_host.config import load_settings
 from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import Completion, ModelConnector, ModelError, ModelOptions, provider_of
+from rlm_host.llm.protocol import Completion, ModelConnector, ModelError, ModelOptions, ReplyFormat, provider_of
 from rlm_host.llm.resolve import auto_model, resolve_connector
 from rlm_host.plugins.discovery import HOST_DISTRIBUTION
 from rlm_host.testing.provider_calls import KEY, MESSAGES, ProviderCalls
+
+
+#: The reply format the suite asks for: "yes" or "no", as a grammar and as a JSON schema.
+YES_NO = ReplyFormat(
+    "contract_yes_no",
+    gbnf='root ::= "yes" | "no"\n',
+    json_schema={"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+                 "required": ["answer"], "additionalProperties": False},
+)  # fmt: skip
+
+
+def carries(value: Any, reply_format: ReplyFormat) -> bool:
+    """Whether a request body holds the format's grammar or JSON schema anywhere."""
+    if value == reply_format.gbnf or value == reply_format.json_schema:
+        return True
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return any(carries(child, reply_format) for child in children)
 
 
 class ProviderContract(ProviderCalls):
@@ -191,6 +211,22 @@ class ProviderContract(ProviderCalls):
         else:
             assert (result.text, result.input_tokens, result.output_tokens) == ("4", 12, 1)
             assert len(server.requests) == 1
+
+    def test_a_reply_format_is_honoured_or_ignored(self, request):
+        server = self._server(request)
+        if server is not None:
+            server.push(self.answer("yes"))
+        connector = self.connect(server and server.url)
+        kinds = YES_NO.kinds & getattr(connector, "reply_formats", frozenset())
+        result = connector.complete(MESSAGES, timeout=60, purpose="turn", reply_format=YES_NO)
+        assert isinstance(result, Completion) and result.text, result
+        assert result.raw.get("reply_format") == (YES_NO.name if kinds else None), result.raw
+        if server is not None:
+            assert carries(server.requests[0].body, YES_NO) == bool(kinds), server.requests[0].body
+        elif "gbnf" in kinds:
+            assert result.text in ("yes", "no"), result.text
+        elif kinds:
+            assert json.loads(result.text)["answer"] in ("yes", "no"), result.text
 
     def test_concurrent_calls_each_get_their_answer(self, request):
         server = self._server(request)

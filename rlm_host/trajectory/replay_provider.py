@@ -168,8 +168,9 @@ class ReplayConnector:
         self._lock = threading.Lock()
 
     def complete(self, messages: list[Message], *, timeout: Optional[float] = None, on_retry: Any = None,
-                 purpose: Purpose = "turn") -> Completion:  # fmt: skip
-        """The next recorded answer for this kind of call (see the module docstring)."""
+                 purpose: Purpose = "turn", reply_format: Any = None) -> Completion:  # fmt: skip
+        """The next recorded answer for this kind of call (see the module docstring); recorded replies already
+        have whatever shape they had, so a ``reply_format`` changes nothing."""
         started = time.monotonic()
         if messages and messages[0].get("role") == "system":
             kind = "compaction" if purpose == "compaction" else "root"

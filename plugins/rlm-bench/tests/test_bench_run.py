@@ -92,7 +92,7 @@ def test_paradigms_native_codeact_and_direct_in_one_preset(runner):
     rules = [
         {"match": "^Context:", "text": "4118146"},  # direct: the whole context is in the prompt
         {"match": "^Task: ", "text": json.dumps({"action": "run_python", "code": code})},  # generic (CodeAct)
-        {"match": "^Query: ", "text": repl("print(len(context))\nFINAL('1234567')")},  # pure RLM, wrong on purpose
+        {"match": "Your query: ", "text": repl("print(len(context))\nFINAL('1234567')")},  # pure RLM, wrong on purpose
     ]
     model = scripted(rules, context_window=65_536)  # the 32K-token context fits the direct prompt whole
     summary = BenchmarkRunner(runner, connectors={"root": model}).run(preset("paradigm_comparison"), BenchOptions(sandbox="process"))

@@ -16,6 +16,7 @@ from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
 from rlm_host.environments.pure_rlm.parsing import parse_reply
+from rlm_host.environments.pure_rlm.reply_format import REPLY_FORMAT
 from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE, SubCalls
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
@@ -43,6 +44,7 @@ DEFAULT_CONTEXT_WINDOW = 32768
 
 class PureRLMEnvironment:
     name = "pure_rlm"
+    reply_format = REPLY_FORMAT  # prose, then ```repl blocks or a FINAL line: enforced where the connector can
 
     def __init__(self, settings: Optional[PureRLMSettings], ctx: EnvironmentContext) -> None:
         self.ctx = ctx

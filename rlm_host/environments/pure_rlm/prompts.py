@@ -1,7 +1,9 @@
 """What the root model of a pure_rlm run is told: the REPL contract, and only metadata about ``context``.
 
 The prompt's size is bounded whatever the context's size: a fixed-length preview and at most
-``MAX_LISTED`` document lengths or keys.
+``MAX_LISTED`` document lengths or keys. The first message ends with a worked example for another query (find
+the query's main word, read around it, ask a sub-model about that chunk, finish with the variable), then the
+query itself: a large model reads it as a hint, a tiny one imitates it with the query's own word and question.
 """
 
 from __future__ import annotations
@@ -36,12 +38,29 @@ exception in your code; handle it or retry.
 Limits: {max_steps} steps, {max_llm_calls} sub-model calls in total.{python_notes}"""
 
 FIRST_USER_MESSAGE = """\
-Query: {task}
-
 The variable `context` holds:
 {description}
 
-Examine `context` with code before answering."""
+Examine `context` with code before answering, in steps: each reply is one step, ```repl code (or the final \
+answer). An example, for another query:
+
+Query: "Which pump broke on day 42, and why?"
+Step 1. Find where the query's main word occurs in `context` and print the text around it:
+```repl
+i = context.find("broke")
+print(context[i - 300:i + 300])
+```
+Step 2. Ask a sub-model the question about that part of `context`:
+```repl
+answer = llm_query(context[i - 300:i + 300] + "\\n\\nQuestion: Which pump broke on day 42, and why?\\nAnswer in one \
+sentence, from the text above.")
+print(answer)
+```
+Step 3. Finish with the answer:
+FINAL_VAR(answer)
+
+Your query: "{task}"
+Step 1."""
 
 NUDGE_FIRST_ANSWER = (
     "You answered without examining `context`. The answer must come from the context: look at it with code "

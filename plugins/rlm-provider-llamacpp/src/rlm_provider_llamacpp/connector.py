@@ -13,8 +13,13 @@
   the previous call's common prefix (``prefix_cache = true``) is faster for long, growing prompts, but changes
   the logits slightly (a different batch shape), so answers would then depend on earlier calls. ``max_tokens``
   and ``temperature`` come from the model options when given there, else from ``[provider.llamacpp]``.
-- A call that exceeds its timeout (waiting for the lock included) is stopped at its next token and raises
-  ModelError, as does a prompt longer than the context window.
+- A call that exceeds its timeout (waiting for the lock included) is stopped at its next token (a reply held to
+  a grammar: at the first point the grammar lets it end) and raises ModelError, as does a prompt longer than the
+  context window.
+- A root turn's reply format (the environment's GBNF grammar, or its JSON schema turned into one by llama.cpp) is
+  enforced by default: the model can only write replies of that shape (``[run] reply_format = "off"`` stops it).
+  Such a reply is sampled without ``repeat_penalty``: the grammar bounds it, and a penalty on repeated tokens
+  garbles code (which repeats its variable names) in a small model.
 """
 
 from __future__ import annotations
@@ -27,8 +32,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from rlm_host import Completion, Message, ModelError, ModelOptions, Purpose, RetryCallback, validate_settings
+from rlm_host import (
+    Completion,
+    Message,
+    ModelError,
+    ModelOptions,
+    Purpose,
+    ReplyFormat,
+    RetryCallback,
+    validate_settings,
+)
 
+from rlm_provider_llamacpp.grammars import compiled_grammar
 from rlm_provider_llamacpp.hooks import INSTALL_HINT
 from rlm_provider_llamacpp.models import check_gguf, resolve_model_path, training_context
 from rlm_provider_llamacpp.settings import LlamaCppSettings
@@ -98,12 +113,14 @@ def unload_all() -> None:
 
 
 class _Deadline:
-    """A llama.cpp logits processor that forces end-of-sequence once a monotonic deadline has passed.
+    """A llama.cpp logits processor that ends generation once a monotonic deadline has passed.
 
     ``create_chat_completion`` takes no stopping criteria, but a logits processor runs before every token: past
-    the deadline it leaves only the end-of-sequence token possible, so generation stops at the next token.
-    llama-cpp-python runs it first in the sampler chain, on the full vocabulary in token-id order, so ``scores``
-    is indexed by token id.
+    the deadline it makes end-of-sequence far likelier than any other token, so generation stops at the next
+    token. Not the only possible one: a grammar, applied after this processor, may forbid the end at that point
+    (mid-line), and a step with no allowed token aborts the process; the model then writes on, within the
+    grammar, to the first point where it may end. llama-cpp-python runs the processor first in the sampler
+    chain, on the full vocabulary in token-id order, so ``scores`` is indexed by token id.
     """
 
     def __init__(self, deadline: float) -> None:
@@ -114,8 +131,7 @@ class _Deadline:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         if self.eos is not None and time.monotonic() >= self.deadline:
             self.hit = True
-            scores[:] = float("-inf")
-            scores[self.eos] = 0.0
+            scores[self.eos] = scores.max() + 1000.0
         return scores
 
 
@@ -123,6 +139,8 @@ class LlamaCppConnector:
     """A ModelConnector running a local GGUF model in-process; ``context_window`` is the context size used."""
 
     reports_cost = True  # every completion costs an honest 0.0: a run with a cost limit needs no price for it
+    reply_formats = frozenset({"gbnf", "json_schema"})  # a grammar, or a JSON schema made into one
+    reply_format_by_default = True  # a local model, often a small one: the grammar is what keeps its replies usable
 
     def __init__(
         self,
@@ -166,26 +184,32 @@ class LlamaCppConnector:
         timeout: float | None = None,
         on_retry: RetryCallback | None = None,
         purpose: Purpose = "turn",
+        reply_format: ReplyFormat | None = None,
     ) -> Completion:
         """Answer ``messages`` with the model's chat template; ModelError on timeout or an over-long prompt.
 
         A local call has nothing to retry, so ``on_retry`` is never called; ``purpose`` changes nothing here.
+        With ``reply_format``, sampling follows its grammar (``raw["reply_format"]`` names it).
         """
         started = time.monotonic()
         limit = timeout if timeout is not None else self.timeout
         deadline = _Deadline(started + limit)
         loaded = self.load()
+        grammar = None if reply_format is None else compiled_grammar(_import_llama_cpp(), loaded.llama, reply_format)
         if not loaded.lock.acquire(timeout=max(0.0, deadline.deadline - time.monotonic())):
             raise ModelError(f"{self.name}: no answer within {limit:g} s (the model was busy with other calls)")
         try:
-            response = self._generate(loaded.llama, messages, deadline)
+            response = self._generate(loaded.llama, messages, deadline, grammar)
         finally:
             loaded.lock.release()
         if deadline.hit:
             raise ModelError(f"{self.name}: no answer within {limit:g} s (timeout; generation stopped)")
-        return self._completion(response, time.monotonic() - started)
+        completion = self._completion(response, time.monotonic() - started)
+        if grammar is not None:
+            completion.raw["reply_format"] = reply_format.name
+        return completion
 
-    def _generate(self, llama: Any, messages: list[Message], deadline: _Deadline) -> dict[str, Any]:
+    def _generate(self, llama: Any, messages: list[Message], deadline: _Deadline, grammar: Any) -> dict[str, Any]:
         llama_cpp = _import_llama_cpp()
         deadline.eos = llama.token_eos()
         if not self.settings.prefix_cache:
@@ -195,8 +219,9 @@ class LlamaCppConnector:
                 messages=[dict(m) for m in messages],
                 max_tokens=self.max_tokens,
                 temperature=self.temperature,
-                repeat_penalty=self.settings.repeat_penalty,
+                repeat_penalty=1.0 if grammar is not None else self.settings.repeat_penalty,
                 seed=self.seed,
+                grammar=grammar,
                 logits_processor=llama_cpp.LogitsProcessorList([deadline]),
             )
         except ValueError as exc:  # e.g. "Requested tokens (9000) exceed context window of 8192"

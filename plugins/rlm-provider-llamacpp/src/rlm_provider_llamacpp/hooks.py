@@ -12,7 +12,7 @@ DEFAULT_MODEL = "smollm2"
 #: Said when ``--model auto`` falls back to the embedded model.
 DEFAULT_NOTICE = (
     "no API key configured: using the embedded SmolLM2-135M model through llama.cpp. It shows a real RLM loop, "
-    "not good answers; set OPENAI_API_KEY (or pass --model) for real results."
+    "but a 135M model gives weak answers; set OPENAI_API_KEY (or pass --model) for real results."
 )
 
 INSTALL_HINT = (

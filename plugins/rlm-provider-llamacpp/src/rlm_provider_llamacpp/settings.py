@@ -19,9 +19,10 @@ class LlamaCppSettings(BaseModel):
     )
     n_threads: Optional[int] = Field(None, ge=1, description="CPU threads (default: the CPUs this process may use)")
     max_tokens: int = Field(512, ge=1, description="most tokens generated per answer")
-    temperature: float = Field(0.2, ge=0, description="sampling temperature")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature (0: greedy, so a run repeats)")
     repeat_penalty: float = Field(
-        1.1, ge=1.0, description="penalty on recently generated tokens (1.0: none); small models loop without it"
+        1.1, ge=1.0, description="penalty on recently generated tokens (1.0: none) in free-text replies; small "
+        "models loop without it. Replies held to a grammar get none: the grammar bounds them, and code repeats names"
     )
     seed: int = Field(0, ge=0, description="sampling seed, fixed so that runs repeat")
     prefix_cache: bool = Field(

@@ -1,0 +1,71 @@
+"""Index build speed, peak memory, and view/search latency on a generated trace file of a given size.
+
+    python benchmarks/index_speed.py 1G [--format flat|otlp|mixed] [--dir DIR]
+
+Generates the file (not timed), builds its sidecar index in one pass (timed: MB/s), reloads the stored index,
+then times ``view_trace`` and ``search_trace`` on traces spread through the file. Peak RSS is the process's
+high-water mark (generation streams, so it is the index's), and that of the largest worker process of a
+parallel build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rlm_env_traces.generate import generate
+from rlm_env_traces.index import build
+from rlm_env_traces.store import TraceStore
+
+SAMPLES = 50
+
+
+def size_of(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("size", help="file size: bytes, or 200M, 1G …")
+    parser.add_argument("--format", default="flat", choices=("flat", "otlp", "mixed"))
+    parser.add_argument("--dir", type=Path, default=None, help="where the file goes (default: a temporary folder)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as folder:
+        path = Path(folder) / f"bench.{args.format}.jsonl"
+        started = time.perf_counter()
+        info = generate(path, size_bytes=size_of(args.size), fmt=args.format)
+        print(f"generated {info['bytes'] / 1e6:,.0f} MB, {info['traces']:,} traces in {time.perf_counter() - started:.1f}s")
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        started = time.perf_counter()
+        index = build(path)
+        seconds = time.perf_counter() - started
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        workers_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"index build: {seconds:.2f}s = {path.stat().st_size / 1e6 / seconds:,.0f} MB/s "
+              f"({index.spans:,} spans, {len(index.traces):,} traces)")
+        print(f"peak RSS: {rss:,.0f} MB (before the build: {rss_before:,.0f} MB); "
+              f"largest index worker: {workers_rss:,.0f} MB")
+        TraceStore.load(path)  # builds the index again and stores it next to the file
+        started = time.perf_counter()
+        store = TraceStore.load(path)
+        print(f"stored index: {store.index_path.stat().st_size / 1e6:,.1f} MB, "
+              f"loaded for reuse in {(time.perf_counter() - started) * 1000:,.0f} ms")
+        ids = random.Random(1).sample(list(store.index.traces), min(SAMPLES, len(store.index.traces)))
+        for name, call in (("view_trace", lambda t: store.view_trace(t)),
+                           ("search_trace", lambda t: store.search_trace(t, "web_search"))):
+            timings = []
+            for trace_id in ids:
+                started = time.perf_counter()
+                call(trace_id)
+                timings.append((time.perf_counter() - started) * 1000)
+            print(f"{name}: median {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms over {len(ids)} traces")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+"""rlm-env-traces: the ``trace_analysis`` environment and ``rlm traces`` over OpenTelemetry trace files."""
+
+PLUGIN_NAME = "rlm-env-traces"

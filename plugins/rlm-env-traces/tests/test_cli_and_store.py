@@ -1,0 +1,131 @@
+"""``rlm traces …`` through the host, and the TraceStore's promises: the index, its reuse, its caps and errors."""
+
+import json
+import os
+
+import pytest
+
+from rlm_env_traces import store as store_module
+from rlm_env_traces.generate import SYSTEMIC_MESSAGE, generate
+from rlm_env_traces.store import TraceStore
+
+PLUGIN = "rlm-env-traces"
+
+
+def test_registers_the_environment_and_the_command(rlm_plugin_host):
+    host = rlm_plugin_host(PLUGIN).collect_all()
+    dist = next(d for d in host.distributions if d.name == PLUGIN)
+    assert dist.status == "ok", dist.errors
+    assert dist.provides == {"environment": ["trace_analysis", "trace_rlm"], "command": ["traces"]}
+
+
+def test_cli_commands(rlm_cli, rlm_isolated, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the table's width, as on a wide terminal
+    path = rlm_isolated.work / "t.jsonl.gz"
+    info = generate(path, traces=12, fmt="mixed", malformed=2)
+    failing = info["error_trace_ids"][0]
+    index = json.loads(rlm_cli("traces", "index", str(path), "--json", plugins=PLUGIN).out)
+    assert index["traces"] == 12 and index["malformed_lines"] == 2
+    overview = json.loads(rlm_cli("traces", "overview", str(path), "--json", plugins=PLUGIN).out)
+    assert overview["error_traces"] == 3 and overview["agents"] == {"researcher": 6, "support": 6}
+    query = json.loads(rlm_cli("traces", "query", str(path), "--errors", "--agent", "researcher", "--json",
+                               plugins=PLUGIN).out)  # fmt: skip
+    assert query["total"] == 2
+    assert len(json.loads(rlm_cli("traces", "view", str(path), failing, plugins=PLUGIN).out)["spans"]) == 7
+    search = json.loads(rlm_cli("traces", "search", str(path), failing, "time.?out", "--regex", "--json",
+                                plugins=PLUGIN).out)  # fmt: skip
+    assert search["match_count"] == 1
+    table = rlm_cli("traces", "query", str(path), "--model", "gpt-4o-mini", plugins=PLUGIN)
+    assert table.code == 0 and "6 traces" in table.out and "gpt-4o-mini" in table.out
+    exported = rlm_cli("traces", "export", str(path), "out", "--errors", plugins=PLUGIN)
+    assert exported.code == 0 and SYSTEMIC_MESSAGE in (rlm_isolated.work / "out" / "summary.md").read_text()
+    missing = rlm_cli("traces", "overview", "nope.jsonl", plugins=PLUGIN)
+    assert missing.code == 2 and "trace file not found" in missing.err
+
+
+def test_the_index_is_reused_until_the_file_changes(tmp_path, monkeypatch):
+    path = tmp_path / "t.jsonl"
+    generate(path, traces=5)
+    first = TraceStore.load(path)
+    calls = []
+    monkeypatch.setattr("rlm_env_traces.index.build", lambda *a: calls.append(a) or pytest.fail("rebuilt"))
+    assert TraceStore.load(path).index == first.index and not calls
+    monkeypatch.undo()
+    with path.open("a") as handle:
+        handle.write("not json\n")
+    assert TraceStore.load(path).index.malformed == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_puts_the_index_in_the_cache(tmp_path, monkeypatch):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    generate(folder / "t.jsonl", traces=3)
+    folder.chmod(0o555)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    try:
+        store = TraceStore.load(folder / "t.jsonl")
+    finally:
+        folder.chmod(0o755)
+    assert store.index_path.is_relative_to(tmp_path / "cache") and store.index_path.is_file()
+
+
+def test_the_cache_is_used_when_the_sidecar_cannot_be_written(tmp_path, monkeypatch):
+    """The same fallback as a read-only folder, forced for a test run as root."""
+    path = tmp_path / "t.jsonl"
+    generate(path, traces=3)
+    monkeypatch.setattr("rlm_env_traces.index.sidecar_path", lambda p: tmp_path / "missing-dir-file" / "x")
+    (tmp_path / "missing-dir-file").write_text("a file, so no folder can be made here")
+    store = TraceStore.load(path, cache_dir=tmp_path / "cache")
+    assert store.index_path.parent == tmp_path / "cache"
+
+
+def test_oversized_traces_get_a_diagnostic_and_attributes_are_capped(tmp_path, monkeypatch):
+    path = tmp_path / "big.jsonl"
+    span = {"trace_id": "t1", "span_id": "s1", "name": "chat", "status": {"code": "OK"},
+            "attributes": {"gen_ai.prompt": "x" * 40_000}, "start_time": "2026-01-01T00:00:00Z"}  # fmt: skip
+    path.write_text("\n".join(json.dumps({**span, "span_id": f"s{i}"}) for i in range(5)) + "\n")
+    monkeypatch.setattr(store_module, "VIEW_TRACE_CHARS", 100_000)
+    store = TraceStore.load(path)
+    view = store.view_trace("t1")
+    assert view["oversized"] and view["span_count"] == 5 and view["chars"] > 100_000
+    assert "x" * 1000 not in json.dumps(view)
+    (one,) = store.view_spans("t1", ["s3", "zz"])["spans"]
+    assert 16_000 < len(one["attributes"]["gen_ai.prompt"]) < 16_500
+    assert store.view_spans("t1", ["s3", "zz"])["missing_span_ids"] == ["zz"]
+    assert store.index.traces["t1"].start == 1_767_225_600_000_000_000
+
+
+def test_an_empty_file_is_an_error(tmp_path):
+    (tmp_path / "e.jsonl").write_text("")
+    with pytest.raises(Exception, match="trace file is empty"):
+        TraceStore.load(tmp_path / "e.jsonl")
+
+
+@pytest.mark.parametrize("fmt", ["flat", "otlp", "mixed"])
+def test_a_parallel_build_equals_a_single_pass(tmp_path, monkeypatch, fmt):
+    from rlm_env_traces import index
+
+    path = tmp_path / "t.jsonl"
+    generate(path, traces=40, fmt=fmt, malformed=4)
+    single = index.build(path, workers=1)
+    monkeypatch.setattr(index, "PARALLEL_BYTES", 0)
+    parallel = index.build(path, workers=3)
+    assert parallel == single and single.malformed == 4 and len(single.traces) == 40
+
+
+def test_a_trace_split_across_lines_and_parts_is_merged(tmp_path, monkeypatch):
+    """Interleaved traces: ranges per line, sums and names merged across the parts of a parallel build."""
+    from rlm_env_traces import index
+
+    path = tmp_path / "t.jsonl"
+    spans = [{"trace_id": f"t{i % 2}", "span_id": f"s{i}", "status": {"code": "ERROR" if i == 3 else "OK"},
+              "attributes": {"gen_ai.usage.input_tokens": 10, "gen_ai.agent.name": f"a{i % 3}"},
+              "resource": {"service.name": "svc"}, "start_time": 100 + i, "end_time": 200 + i} for i in range(8)]  # fmt: skip
+    path.write_text("".join(json.dumps(s) + "\n" for s in spans))
+    monkeypatch.setattr(index, "PARALLEL_BYTES", 0)
+    built = index.build(path, workers=2)
+    odd = built.traces["t1"]
+    assert (odd.spans, odd.error_spans, odd.input_tokens, odd.start, odd.end) == (4, 1, 40, 101, 207)
+    assert odd.agents == ["a0", "a1", "a2"] and len(odd.ranges) == 4
+    assert [s["span_id"] for s in TraceStore(path, built, path).trace_spans("t1")] == ["s1", "s3", "s5", "s7"]

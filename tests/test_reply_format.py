@@ -1,0 +1,192 @@
+"""Structured replies: an environment's ReplyFormat reaches the connectors that can enforce it, on the root
+model's turns only, as ``[run] reply_format`` (auto / on / off, ``--reply-format``) says; the OpenAI-compatible
+services put it in their own request fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rlm_host.environments.generic import ACTION_SCHEMA, parse_action
+from rlm_host.environments.generic import REPLY_FORMAT as GENERIC
+from rlm_host.environments.protocol import reply_format_of
+from rlm_host.environments.pure_rlm.environment import PureRLMEnvironment
+from rlm_host.environments.pure_rlm.reply_format import REPLY_FORMAT as PURE_RLM
+from rlm_host.llm import openai_compatible as compatible
+from rlm_host.llm.openai_provider import OpenAIConnector
+from rlm_host.llm.protocol import ReplyFormat, reply_format_for
+from rlm_host.testing import ScriptedConnector, isolated_runner
+from support.openai_server import OpenAIServer, answer
+
+ABSENT = "absent"  # the keyword was not passed at all
+
+
+class Recording:
+    """A scripted model that declares which reply formats it enforces and records what each call was given."""
+
+    def __init__(self, replies: list[str], *, kinds: frozenset[str] = frozenset({"gbnf", "json_schema"}),
+                 by_default: bool = True) -> None:  # fmt: skip
+        self.inner = ScriptedConnector.from_responses(replies, name="scripted:recording")
+        self.name, self.context_window = self.inner.name, self.inner.context_window
+        self.reply_formats, self.reply_format_by_default = kinds, by_default
+        self.calls: list[tuple[str, Any]] = []
+
+    def complete(self, messages, **kwargs):
+        self.calls.append((kwargs.get("purpose"), kwargs.get("reply_format", ABSENT)))
+        return self.inner.complete(messages, **kwargs)
+
+
+class Plain:
+    """A connector declaring nothing about reply formats."""
+
+
+def declaring(kinds: set[str], by_default: bool) -> Any:
+    connector = Plain()
+    connector.reply_formats, connector.reply_format_by_default = frozenset(kinds), by_default
+    return connector
+
+
+# ------------------------------------------------------------------------------ the record and the choice
+
+
+def test_a_reply_format_is_a_hashable_record_of_its_kinds():
+    assert PURE_RLM.kinds == {"gbnf"} and GENERIC.kinds == {"json_schema"}
+    assert ReplyFormat("both", gbnf="root ::= x", json_schema={}).kinds == {"gbnf", "json_schema"}
+    assert ReplyFormat("none").kinds == frozenset()
+    assert len({GENERIC, GENERIC}) == 1  # the schema (a dict) does not stop hashing
+    with pytest.raises(AttributeError):
+        PURE_RLM.gbnf = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kinds", "by_default", "mode", "given"),
+    [
+        ({"gbnf"}, True, "auto", True),
+        ({"gbnf"}, True, "on", True),
+        ({"gbnf"}, True, "off", False),
+        ({"gbnf"}, False, "auto", False),  # a hosted chat model: only when asked for
+        ({"gbnf"}, False, "on", True),
+        ({"json_schema"}, False, "on", False),  # it cannot enforce a grammar
+        (set(), True, "on", False),
+    ],
+)
+def test_which_connector_gets_the_format(kinds, by_default, mode, given):
+    assert reply_format_for(declaring(kinds, by_default), PURE_RLM, mode) == (PURE_RLM if given else None)
+
+
+def test_connectors_declaring_nothing_never_get_one():
+    assert reply_format_for(Plain(), PURE_RLM, "on") is None
+    assert reply_format_for(declaring({"gbnf"}, True), None, "on") is None
+
+
+def test_the_environments_offer_their_format():
+    assert reply_format_of(PureRLMEnvironment.__new__(PureRLMEnvironment)) is PURE_RLM
+    assert reply_format_of(Plain()) is None
+    assert GENERIC.json_schema is ACTION_SCHEMA
+
+
+def test_the_generic_schema_is_what_parse_action_reads():
+    reply = {"action": "run_python", "code": "print(1)", "rationale": None, "done": False, "final_response": None,
+             "task": None, "tasks": None, "context": None}  # fmt: skip
+    assert set(ACTION_SCHEMA["required"]) == set(reply) == set(ACTION_SCHEMA["properties"])
+    assert parse_action(json.dumps(reply)) == reply
+    assert set(ACTION_SCHEMA["properties"]["action"]["enum"]) == {"run_python", "final", "delegate", "delegate_batch"}
+
+
+# ------------------------------------------------------------------------------ through a run
+
+
+def run_with(tmp_path, monkeypatch, model: Recording, **options) -> list[tuple[str, Any]]:
+    monkeypatch.chdir(tmp_path)
+    runner = isolated_runner(tmp_path, environ=options.pop("environ", {}))
+    result = runner.run_task("q", context="some text", connectors={"root": model, "sub": model}, sandbox="process",
+                             **options)  # fmt: skip
+    assert result.completed, result.error
+    return model.calls
+
+
+PURE_SCRIPT = ["```repl\nx = llm_query('hi')\nprint(x)\n```", "the sub-model's answer", "FINAL_VAR(x)"]
+
+
+@pytest.mark.parametrize(("mode", "by_default", "given"),
+                         [("auto", True, True), ("auto", False, False), ("on", False, True), ("off", True, False)])
+def test_turns_get_the_environments_format_and_sub_calls_never(tmp_path, monkeypatch, mode, by_default, given):
+    calls = run_with(tmp_path, monkeypatch, Recording(PURE_SCRIPT, by_default=by_default), reply_format=mode)
+    expected = PURE_RLM if given else ABSENT
+    assert calls == [("turn", expected), ("sub_call", ABSENT), ("turn", expected)]
+
+
+def test_the_setting_comes_from_the_configuration(tmp_path, monkeypatch):
+    calls = run_with(tmp_path, monkeypatch, Recording(PURE_SCRIPT), environ={"RLM_RUN__REPLY_FORMAT": "off"})
+    assert {given for _, given in calls} == {ABSENT}
+
+
+def test_the_generic_environment_asks_for_its_action_schema(tmp_path, monkeypatch):
+    final = json.dumps({"action": "final", "final_response": "done", "done": True})
+    calls = run_with(tmp_path, monkeypatch, Recording([final], kinds=frozenset({"json_schema"})), environment="generic")
+    assert calls == [("turn", GENERIC)]
+
+
+def test_synthesis_after_the_last_step_is_free_text(tmp_path, monkeypatch):
+    model = Recording(["```repl\nprint(1)\n```", "my best answer"])
+    monkeypatch.chdir(tmp_path)
+    result = isolated_runner(tmp_path).run_task("q", context="t", connectors={"root": model, "sub": model},
+                                                sandbox="process", max_steps=1)  # fmt: skip
+    assert result.final_response == "my best answer"
+    assert model.calls == [("turn", PURE_RLM), ("synthesis", ABSENT)]
+
+
+def test_a_bad_mode_is_a_usage_error(rlm_cli):
+    result = rlm_cli("run", "q", "--reply-format", "sometimes", "--model", "scripted:none.json")
+    assert result.code == 2 and "reply_format" in result.err and "'auto', 'on' or 'off'" in result.err
+
+
+# ------------------------------------------------------------------------------ OpenAI-compatible services
+
+
+def request_for(provider: str, reply_format: ReplyFormat) -> dict[str, Any]:
+    """The body ``provider``'s connector sends for a turn with ``reply_format`` (to a recording server)."""
+    with OpenAIServer() as server:
+        server.push(answer("ok"))
+        connector = compatible.create(provider, "m", environ={"KEY": "k"}, settings={"base_url": server.url,
+                                                                                    "api_key_env": "KEY"})  # fmt: skip
+        result = connector.complete([{"role": "user", "content": "hi"}], reply_format=reply_format)
+        body = server.requests[0].body
+    enforced = reply_format.kinds & connector.reply_formats
+    assert result.raw.get("reply_format") == (reply_format.name if enforced else None)
+    return body
+
+
+STRICT_SCHEMA = {"type": "json_schema",
+                 "json_schema": {"name": "generic_action", "schema": ACTION_SCHEMA, "strict": True}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("provider", "grammar_fields", "schema_fields"),
+    [
+        ("llamacpp_server", {"grammar": PURE_RLM.gbnf},
+         {"response_format": {"type": "json_object", "schema": ACTION_SCHEMA}}),
+        ("vllm", {"structured_outputs": {"grammar": PURE_RLM.gbnf}}, {"response_format": STRICT_SCHEMA}),
+        ("sglang", {"ebnf": PURE_RLM.gbnf}, {"response_format": STRICT_SCHEMA}),
+        ("ollama", {}, {"response_format": STRICT_SCHEMA}),
+        ("groq", {}, {"response_format": STRICT_SCHEMA}),
+        ("deepseek", {}, {}),  # JSON mode only, no schema: nothing it could enforce
+        ("tgi", {}, {}),
+    ],
+)  # fmt: skip
+def test_each_service_gets_the_format_in_its_own_fields(provider, grammar_fields, schema_fields):
+    plain = {"model", "messages", "max_tokens", "temperature"}
+    grammar_body = request_for(provider, PURE_RLM)
+    assert {k: v for k, v in grammar_body.items() if k not in plain} == grammar_fields
+    schema_body = request_for(provider, GENERIC)
+    assert {k: v for k, v in schema_body.items() if k not in plain} == schema_fields
+
+
+def test_only_llama_cpp_servers_enforce_by_default():
+    by_default = {name for name, service in compatible.PROVIDERS.items() if service.reply_fields.by_default}
+    assert by_default == {"llamacpp_server"}
+    assert compatible.create("llamacpp_server", "m").reply_format_by_default
+    openai = OpenAIConnector("gpt-4o-mini", environ={"OPENAI_API_KEY": "k"})
+    assert openai.reply_formats == {"json_schema"} and not openai.reply_format_by_default
