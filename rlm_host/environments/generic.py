@@ -99,14 +99,10 @@ class GenericEnvironment:
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
-        text = (reply.text or "").strip()
-        if not text:
-            detail = reply.raw.get("malformed", "the reply was empty")
-            return self._record(ActionResult(action="malformed_reply", observation={"error": detail},
+        action, problem = reply_action(reply)
+        if action is None:
+            return self._record(ActionResult(action="malformed_reply", observation={"error": problem},
                                              reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
-        action = parse_action(text)
-        if action is None:  # the seeds' rule: a reply with no JSON at all is taken as the final answer
-            action = {"action": "final", "final_response": text}
         name = str(action.get("action", "")).strip()
         if name == "final" or action.get("done") is True and name not in ("run_python", "delegate", "delegate_batch"):
             answer = action.get("final_response")
@@ -181,6 +177,18 @@ class GenericEnvironment:
         self.steps.append({"action": result.action, "success": result.observation.get("success", result.done),
                            "reward": round(result.reward, 3)})  # fmt: skip
         return result
+
+
+def reply_action(reply: Completion) -> tuple[Optional[dict[str, Any]], str]:
+    """``(action, "")`` for the action a JSON-action reply holds, or ``(None, why)`` for an empty reply.
+
+    The seeds' rule for every JSON-action environment: a reply with no JSON object at all is its final answer.
+    """
+    text = (reply.text or "").strip()
+    if not text:
+        return None, reply.raw.get("malformed", "the reply was empty")
+    action = parse_action(text)
+    return (action if action is not None else {"action": "final", "final_response": text}), ""
 
 
 def parse_action(text: str) -> Optional[dict[str, Any]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import ActionResult, Completion, EnvironmentContext, InputError, Message, parse_action, truncate
+from rlm_host import ActionResult, Completion, EnvironmentContext, InputError, Message, reply_action, truncate
 
 from rlm_env_traces.paths import confined, trace_path_of
 from rlm_env_traces.store import TraceStore
@@ -89,14 +89,10 @@ class TraceAnalysisEnvironment:
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
-        text = (reply.text or "").strip()
-        if not text:
-            detail = reply.raw.get("malformed", "the reply was empty")
-            return self._record(ActionResult(action="malformed_reply", observation={"error": detail},
+        action, problem = reply_action(reply)  # the generic environment's reading, the seeds' rule included
+        if action is None:
+            return self._record(ActionResult(action="malformed_reply", observation={"error": problem},
                                              reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
-        action = parse_action(text)
-        if action is None:  # the seeds' rule, as in the generic environment: prose alone is the final answer
-            action = {"action": "final", "final_response": text}
         name = str(action.get("action", "")).strip()
         if name == "final":
             answer = action.get("final_response")
