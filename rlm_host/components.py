@@ -140,11 +140,14 @@ class EnvironmentSpec(Component):
     ``context_as_path``: the environment reads its ``--context`` file itself, so ``rlm run`` does not load it
     and the environment receives the file's ``pathlib.Path``, unread, as ``ctx.context`` (a file of gigabytes
     never enters memory). Such an environment takes exactly one file.
+    ``runs_code``: False for an environment whose actions never run model code (trace analysis over an index):
+    ``--sandbox auto`` then picks and checks no sandbox, and the run records its sandbox as ``none``.
     """
 
     kind: ClassVar[str] = "environment"
 
     context_as_path: bool = False
+    runs_code: bool = True
 
 
 class FrameworkSpec(Component):

@@ -22,10 +22,11 @@ from rlm_host.events import EventBus, Sink
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector, ModelOptions, provider_of
 from rlm_host.llm.resolve import auto_model, resolve_connector
-from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
+from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import HostServices, SandboxServices
 
 NATIVE_FRAMEWORK = "native"
+NO_SANDBOX = "none"  # the sandbox name recorded by a run whose environment runs no code
 
 
 @dataclass
@@ -55,6 +56,9 @@ class RunPlan:
         return self.home / "runs" / f"{self.run_id}.jsonl"
 
     def open_sandbox(self) -> SandboxSession:
+        if self.sandbox_spec is None:
+            raise SandboxError(f"the {self.run.environment} environment declares that it runs no code, so this run "
+                               "has no sandbox")  # fmt: skip
         session: SandboxSession = self.sandbox_spec.create(
             self.sandbox_settings, SandboxServices(home=self.home, limits=self.limits)
         )
@@ -108,7 +112,8 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         _refuse_framework(host, run.framework)
     env_spec = host.environments().get(run.environment)
     run.environment = env_spec.name
-    sandbox_spec = _choose_sandbox(host, loaded, run.sandbox)
+    needs_sandbox = env_spec.runs_code or run.sandbox != "auto"
+    sandbox_spec = _choose_sandbox(host, loaded, run.sandbox) if needs_sandbox else None
     options_for_models = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens)
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
 
@@ -128,8 +133,8 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         limits=SandboxLimits(exec_timeout=run.exec_timeout, memory_mb=memory_for(context_meta)),
         context_meta=context_meta,
         environment_factory=env_spec.load(), environment_settings=loaded.component("environment", env_spec.name),
-        sandbox_name=sandbox_spec.name, sandbox_spec=sandbox_spec,
-        sandbox_settings=loaded.component("sandbox", sandbox_spec.name),
+        sandbox_name=sandbox_spec.name if sandbox_spec else NO_SANDBOX, sandbox_spec=sandbox_spec,
+        sandbox_settings=loaded.component("sandbox", sandbox_spec.name) if sandbox_spec else None,
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
         make_connector=make_connector, notices=notices,
     )  # fmt: skip

@@ -11,9 +11,12 @@ parallel build.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +44,7 @@ def main() -> None:
         started = time.perf_counter()
         info = generate(path, size_bytes=size_of(args.size), fmt=args.format)
         print(f"generated {info['bytes'] / 1e6:,.0f} MB, {info['traces']:,} traces in {time.perf_counter() - started:.1f}s")
+        os.sync()  # the generator's dirty pages written back now, not during the timed build
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         started = time.perf_counter()
         index = build(path)
@@ -56,6 +60,8 @@ def main() -> None:
         store = TraceStore.load(path)
         print(f"stored index: {store.index_path.stat().st_size / 1e6:,.1f} MB, "
               f"loaded for reuse in {(time.perf_counter() - started) * 1000:,.0f} ms")
+        print(f"a fresh process holding the stored index: {_loaded_rss(path):,.0f} MB RSS "
+              f"({len(store.index.traces):,} traces, {len(store.index.name_sets)} name sets)")
         ids = random.Random(1).sample(list(store.index.traces), min(SAMPLES, len(store.index.traces)))
         for name, call in (("view_trace", lambda t: store.view_trace(t)),
                            ("search_trace", lambda t: store.search_trace(t, "web_search"))):
@@ -65,6 +71,15 @@ def main() -> None:
                 call(trace_id)
                 timings.append((time.perf_counter() - started) * 1000)
             print(f"{name}: median {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms over {len(ids)} traces")
+
+
+def _loaded_rss(path: Path) -> float:
+    """Resident memory (MB) of a new interpreter once it has loaded the stored index: what a run over the file
+    holds. (Current, not peak, RSS: a forked child's peak counts its parent's.)"""
+    code = ("import sys; from rlm_env_traces.store import TraceStore; store = TraceStore.load(sys.argv[1]); "
+            "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS:')))")
+    kilobytes = subprocess.run([sys.executable, "-c", code, str(path)], check=True, capture_output=True, text=True)
+    return int(kilobytes.stdout) / 1024
 
 
 if __name__ == "__main__":

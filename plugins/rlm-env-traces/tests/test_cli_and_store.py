@@ -127,5 +127,5 @@ def test_a_trace_split_across_lines_and_parts_is_merged(tmp_path, monkeypatch):
     built = index.build(path, workers=2)
     odd = built.traces["t1"]
     assert (odd.spans, odd.error_spans, odd.input_tokens, odd.start, odd.end) == (4, 1, 40, 101, 207)
-    assert odd.agents == ["a0", "a1", "a2"] and len(odd.ranges) == 4
+    assert built.names(odd).agents == ("a0", "a1", "a2") and len(odd.ranges) == 4
     assert [s["span_id"] for s in TraceStore(path, built, path).trace_spans("t1")] == ["s1", "s3", "s5", "s7"]

@@ -20,11 +20,11 @@ class TestTraceAnalysis(EnvironmentContract):
     working_reply = '{"action": "get_dataset_overview"}'
 
 
-# The environment runs no code, but `rlm run` resolves a sandbox for every run: `process` needs no plugin.
+# Only this plugin is loaded: no sandbox that is a security boundary exists, and none is needed (runs_code=False).
 def run_json(rlm_cli, rlm_script, path, actions, task="Find systemic failures."):
     model = rlm_script([json.dumps(a) for a in actions])
     result = rlm_cli("run", task, "--env", "traces", "--context", str(path), "--model", model, "--json",
-                     "--max-steps", str(len(actions)), "--sandbox", "process", plugins=PLUGIN)  # fmt: skip
+                     "--max-steps", str(len(actions)), plugins=PLUGIN)  # fmt: skip
     assert result.code == 0, result.out + result.err
     return json.loads(result.out)
 
@@ -47,6 +47,7 @@ def test_a_run_finds_the_systemic_failure_in_every_format(rlm_cli, rlm_script, r
         {"action": "final", "final_response": f"web_search times out, e.g. {failing}"},
     ])  # fmt: skip
     assert run["completed"] and run["final_response"].endswith(failing) and run["environment"] == "trace_analysis"
+    assert run["sandbox"] == "none", "an environment that runs no code starts no sandbox"
     steps = observations(run)
     assert [s["action"] for s in steps] == ["count_traces", "query_traces", "search_trace", "final"]
     assert [s["reward"] for s in steps] == [0.35, 0.5, 0.65, 1.0]
@@ -64,7 +65,7 @@ def test_the_prompt_carries_the_live_overview_and_the_context_stays_unread(rlm_c
     model = rlm_script([], rules=[{"match": '"traces": 10, "spans": 70, "error_traces": 3, "malformed_lines": 1',
                                    "text": final}])  # answers only a prompt showing the overview
     result = rlm_cli("run", "Overview?", "--env", "traces", "--context", str(path), "--model", model, "--json",
-                     "--sandbox", "process", plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)  # fmt: skip
     run = json.loads(result.out)
     assert run["final_response"] == "seen", result.err
     assert f"{path} ({path.stat().st_size:,} bytes, unread)" in result.err
@@ -107,7 +108,7 @@ def test_the_task_can_name_the_trace_file(rlm_cli, rlm_script, rlm_isolated):
     generate(rlm_isolated.work / "t.jsonl", traces=6)
     model = rlm_script([json.dumps({"action": "count_traces"}), json.dumps({"action": "final", "final_response": "6"})])
     result = rlm_cli("run", "How many traces? trace=t.jsonl", "--env", "trace_analysis", "--model", model, "--json",
-                     "--sandbox", "process", plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)  # fmt: skip
     run = json.loads(result.out)
     assert observations(run)[0]["observation"]["result"]["count"] == 6
 
@@ -115,5 +116,5 @@ def test_the_task_can_name_the_trace_file(rlm_cli, rlm_script, rlm_isolated):
 def test_an_empty_trace_file_is_a_clear_error(rlm_cli, rlm_script, rlm_isolated):
     (rlm_isolated.work / "empty.jsonl").write_text("")
     result = rlm_cli("run", "x", "--env", "traces", "--context", "empty.jsonl", "--model", rlm_script(["{}"]),
-                     "--sandbox", "process", plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)  # fmt: skip
     assert result.code != 0 and "trace file is empty" in result.err

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlm_env_traces.index import TraceEntry
 from rlm_env_traces.spans import is_error
-from rlm_env_traces.store import TraceStore, summary
+from rlm_env_traces.store import TraceStore
 
 PATTERNS_LISTED = 20
 IDS_PER_PATTERN = 5
@@ -52,7 +52,7 @@ def _markdown(store: TraceStore, selected: list[tuple[str, TraceEntry]], filters
     lines += ["", "## Traces", "", "| trace | spans | errors | services | models | agents | tokens in/out |",
               "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for trace_id, entry in selected:
-        row = summary(trace_id, entry)
+        row = store.summary(trace_id, entry)
         lines.append(f"| `{trace_id}` | {row['spans']} | {row['error_spans']} | {', '.join(row['services'])} | "
                      f"{', '.join(row['models'])} | {', '.join(row['agents'])} | "
                      f"{row['input_tokens']}/{row['output_tokens']} |")  # fmt: skip

@@ -14,6 +14,7 @@ def rlm_register_environments():
             requires=("msgspec",),
             settings="rlm_env_traces.environment:TraceSettings",  # [environment.trace_analysis]
             context_as_path=True,  # `--context FILE` arrives as its Path, never read into memory
+            runs_code=False,  # JSON actions over the index: no sandbox is chosen or started
         ),
         EnvironmentSpec(
             "trace_rlm",

@@ -15,14 +15,14 @@ import hashlib
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional
+from typing import IO, Any, Iterable, Iterator, Optional
 
 import msgspec
 from rlm_host import InputError
 
 from rlm_env_traces.spans import MalformedLine, summaries
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 SUFFIX = ".rlm-index"
 #: Malformed line numbers kept for the report (all are counted).
 MALFORMED_LISTED = 20
@@ -32,14 +32,14 @@ PARALLEL_BYTES = 32 << 20
 
 class TraceEntry(msgspec.Struct, array_like=True, gc=False):
     """One trace: where its lines are and what they say (untracked by the cyclic GC: it holds no cycles, and
-    hundreds of thousands of tracked entries make every collection slow)."""
+    hundreds of thousands of tracked entries make every collection slow). Its services, models and agents are
+    one row of the index's ``name_sets`` table: most traces share a handful of combinations, and a list of
+    strings per trace was a third of the index's memory."""
 
     ranges: list[tuple[int, int]]  # (offset, length) in the (decompressed) file
     spans: int = 0
     error_spans: int = 0
-    services: list[str] = []
-    models: list[str] = []
-    agents: list[str] = []
+    names: int = 0  # row in TraceIndex.name_sets
     input_tokens: int = 0
     output_tokens: int = 0
     start: Optional[int] = None  # unix nanoseconds
@@ -48,6 +48,14 @@ class TraceEntry(msgspec.Struct, array_like=True, gc=False):
     @property
     def has_errors(self) -> bool:
         return self.error_spans > 0
+
+
+class NameSet(msgspec.Struct, array_like=True, gc=False):
+    """The sorted services, models and agents of one or more traces."""
+
+    services: tuple[str, ...]
+    models: tuple[str, ...]
+    agents: tuple[str, ...]
 
 
 class TraceIndex(msgspec.Struct):
@@ -61,6 +69,10 @@ class TraceIndex(msgspec.Struct):
     malformed: int
     malformed_lines: list[int]
     traces: dict[str, TraceEntry]
+    name_sets: list[NameSet]
+
+    def names(self, entry: TraceEntry) -> NameSet:
+        return self.name_sets[entry.names]
 
 
 def open_trace_file(path: Path) -> IO[bytes]:
@@ -137,8 +149,20 @@ def build(path: Path, stat: Optional[os.stat_result] = None, workers: Optional[i
             parts = list(pool.map(_scan_encoded, [path] * (len(bounds) - 1), bounds[:-1], bounds[1:]))
         with _no_gc():
             part = _merge([msgspec.msgpack.decode(p, type=_Part) for p in parts])
+    name_sets = _sorted_names(part)
     return TraceIndex(INDEX_VERSION, stat.st_size, stat.st_mtime_ns, part.lines, part.spans, part.malformed,
-                      part.malformed_lines[:MALFORMED_LISTED], part.traces)  # fmt: skip
+                      part.malformed_lines[:MALFORMED_LISTED], part.traces, name_sets)  # fmt: skip
+
+
+def _sorted_names(part: _Part) -> list[NameSet]:
+    """The name sets the traces use, sorted, the traces renumbered to match: the same file gives the same index
+    however many parts it was scanned in (a merge leaves behind the rows of traces it joined)."""
+    used = {entry.names for entry in part.traces.values()}
+    order = sorted(used, key=lambda row: msgspec.structs.astuple(part.name_sets[row]))
+    renumbered = {old: new for new, old in enumerate(order)}
+    for entry in part.traces.values():
+        entry.names = renumbered[entry.names]
+    return [part.name_sets[row] for row in order]
 
 
 class _Part(msgspec.Struct):
@@ -149,6 +173,23 @@ class _Part(msgspec.Struct):
     malformed: int
     malformed_lines: list[int]
     traces: dict[str, TraceEntry]
+    name_sets: list[NameSet]
+
+
+class _NameTable:
+    """Name sets numbered as they are first seen, each stored once."""
+
+    def __init__(self) -> None:
+        self.rows: list[NameSet] = []
+        self._ids: dict[tuple[tuple[str, ...], ...], int] = {}
+
+    def id(self, services: Iterable[str], models: Iterable[str], agents: Iterable[str]) -> int:
+        key = (tuple(sorted(set(services))), tuple(sorted(set(models))), tuple(sorted(set(agents))))
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self.rows)
+            self.rows.append(NameSet(*key))
+        return found
 
 
 def _line_bounds(path: Path, size: int, parts: int) -> list[int]:
@@ -230,14 +271,16 @@ def _scan_lines(path: Path, start: int, end: Optional[int]) -> _Part:
             offset += length
             if end is not None and offset >= end:
                 break
-    traces = {trace_id: TraceEntry(state[0], state[1], int(state[2]), *_names(state[7]), *state[3:7])
+    table = _NameTable()
+    traces = {trace_id: TraceEntry(state[0], state[1], int(state[2]), _names_id(table, state[7]), *state[3:7])
               for trace_id, state in states.items()}  # fmt: skip
-    return _Part(lines, spans, malformed, malformed_lines, traces)
+    return _Part(lines, spans, malformed, malformed_lines, traces, table.rows)
 
 
-def _names(triples: set[tuple[Optional[str], ...]]) -> list[list[str]]:
-    """The sorted services, models and agents of a trace's (service, model, agent) triples."""
-    return [sorted(set(filter(None, names))) for names in zip(*triples)]
+def _names_id(table: _NameTable, triples: set[tuple[Optional[str], ...]]) -> int:
+    """The table row of a trace's (service, model, agent) triples, the missing names left out."""
+    services, models, agents = (filter(None, names) for names in zip(*triples))
+    return table.id(services, models, agents)
 
 
 def _add_range(ranges: list[tuple[int, int]], offset: int, length: int) -> None:
@@ -251,14 +294,17 @@ def _add_range(ranges: list[tuple[int, int]], offset: int, length: int) -> None:
 
 def _merge(parts: list[_Part]) -> _Part:
     """The parts of a file, in order, as one: a trace found in several parts has their ranges and sums."""
-    merged = _Part(0, 0, 0, [], {})
+    table = _NameTable()
+    merged = _Part(0, 0, 0, [], {}, table.rows)
     for part in parts:
         merged.malformed_lines += [merged.lines + number for number in part.malformed_lines]
         merged.lines, merged.spans, merged.malformed = (merged.lines + part.lines, merged.spans + part.spans,
                                                         merged.malformed + part.malformed)  # fmt: skip
+        renumbered = [table.id(*names) for names in (msgspec.structs.astuple(row) for row in part.name_sets)]
         for trace_id, entry in part.traces.items():
             known = merged.traces.get(trace_id)
             if known is None:
+                entry.names = renumbered[entry.names]
                 merged.traces[trace_id] = entry
                 continue
             for offset, length in entry.ranges:
@@ -270,6 +316,7 @@ def _merge(parts: list[_Part]) -> _Part:
             starts = [v for v in (known.start, entry.start) if v is not None]
             ends = [v for v in (known.end, entry.end) if v is not None]
             known.start, known.end = min(starts, default=None), max(ends, default=None)
-            known.services, known.models, known.agents = (sorted({*a, *b}) for a, b in (
-                (known.services, entry.services), (known.models, entry.models), (known.agents, entry.agents)))
+            ours, theirs = table.rows[known.names], part.name_sets[entry.names]
+            known.names = table.id(ours.services + theirs.services, ours.models + theirs.models,
+                                   ours.agents + theirs.agents)  # fmt: skip
     return merged

@@ -49,10 +49,11 @@ class TraceStore:
         if self._overview is None:
             traces = self.index.traces
             services, models, agents = Counter(), Counter(), Counter()
-            for entry in traces.values():
-                services.update(entry.services)
-                models.update(entry.models)
-                agents.update(entry.agents)
+            for row, count in Counter(entry.names for entry in traces.values()).items():
+                names = self.index.name_sets[row]
+                services.update(dict.fromkeys(names.services, count))
+                models.update(dict.fromkeys(names.models, count))
+                agents.update(dict.fromkeys(names.agents, count))
             errors = [trace_id for trace_id, entry in traces.items() if entry.has_errors]
             self._overview = {
                 "trace_path": str(self.path), "traces": len(traces), "spans": self.index.spans,
@@ -73,7 +74,7 @@ class TraceStore:
         matching = list(self._matching(has_errors, model, service, agent))
         page = matching[max(0, offset): max(0, offset) + max(0, limit)]
         return {"total": len(matching), "offset": offset, "limit": limit,
-                "traces": [summary(trace_id, entry) for trace_id, entry in page]}  # fmt: skip
+                "traces": [self.summary(trace_id, entry) for trace_id, entry in page]}  # fmt: skip
 
     def count_traces(self, has_errors: Optional[bool] = None, model: Optional[str] = None,
                      service: Optional[str] = None, agent: Optional[str] = None) -> int:  # fmt: skip
@@ -81,14 +82,23 @@ class TraceStore:
 
     def _matching(self, has_errors: Optional[bool], model: Optional[str], service: Optional[str],
                   agent: Optional[str]) -> Iterator[tuple[str, TraceEntry]]:  # fmt: skip
+        rows = {row for row, names in enumerate(self.index.name_sets)
+                if (not model or model in names.models) and (not service or service in names.services)
+                and (not agent or agent in names.agents)}  # fmt: skip
         for trace_id, entry in self.index.traces.items():
             if has_errors is not None and entry.has_errors != has_errors:
                 continue
-            if (model and model not in entry.models) or (service and service not in entry.services):
-                continue
-            if agent and agent not in entry.agents:
-                continue
-            yield trace_id, entry
+            if entry.names in rows:
+                yield trace_id, entry
+
+    def summary(self, trace_id: str, entry: TraceEntry) -> dict[str, Any]:
+        """One trace's line in a listing."""
+        names = self.index.names(entry)
+        duration = (entry.end - entry.start) / 1e6 if entry.start is not None and entry.end is not None else None
+        return {"trace_id": trace_id, "spans": entry.spans, "has_errors": entry.has_errors,
+                "error_spans": entry.error_spans, "services": list(names.services), "models": list(names.models),
+                "agents": list(names.agents), "input_tokens": entry.input_tokens,
+                "output_tokens": entry.output_tokens, "start": entry.start, "duration_ms": duration}  # fmt: skip
 
     # ------------------------------------------------------------------ reading a trace's lines
 
@@ -158,15 +168,6 @@ class TraceStore:
             if key in self.index.traces:
                 return key, self.index.traces[key]
         raise InputError(f"no trace {trace_id!r} in {self.path.name}", hint="query_traces lists trace ids")
-
-
-def summary(trace_id: str, entry: TraceEntry) -> dict[str, Any]:
-    """One trace's line in a listing."""
-    duration = (entry.end - entry.start) / 1e6 if entry.start is not None and entry.end is not None else None
-    return {"trace_id": trace_id, "spans": entry.spans, "has_errors": entry.has_errors,
-            "error_spans": entry.error_spans, "services": entry.services, "models": entry.models,
-            "agents": entry.agents, "input_tokens": entry.input_tokens, "output_tokens": entry.output_tokens,
-            "start": entry.start, "duration_ms": duration}  # fmt: skip
 
 
 def _capped(span: dict[str, Any]) -> dict[str, Any]:
