@@ -82,6 +82,10 @@ _LAZY: dict[str, str] = {
     "WORKER_SCRIPT": "rlm_host.sandbox.session",
     "to_jsonable": "rlm_host.sandbox.worker",
     "Capture": "rlm_host.sandbox.worker",
+    "CommandResult": "rlm_host.sandbox.commands",
+    "run_command": "rlm_host.sandbox.commands",
+    "run_in_session": "rlm_host.sandbox.commands",
+    "PYTHON": "rlm_host.sandbox.commands",
     # environments
     "Environment": "rlm_host.environments.protocol",
     "EnvironmentContext": "rlm_host.environments.protocol",
@@ -89,6 +93,7 @@ _LAZY: dict[str, str] = {
     "parse_action": "rlm_host.environments.generic",
     "reply_action": "rlm_host.environments.generic",
     "truncate": "rlm_host.environments.kit",
+    "SubCalls": "rlm_host.environments.pure_rlm.host_functions",
     # events, sinks and results
     "RunEvent": "rlm_host.events",
     "Sink": "rlm_host.events",
@@ -168,6 +173,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.environments.generic import parse_action, reply_action
     from rlm_host.environments.kit import truncate
+    from rlm_host.environments.pure_rlm.host_functions import SubCalls
     from rlm_host.environments.protocol import Environment, EnvironmentContext
     from rlm_host.events import RunEvent, Sink
     from rlm_host.llm.connector_base import (
@@ -185,6 +191,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
     from rlm_host.plugins.host import PluginHost, get_host
     from rlm_host.results import ActionResult, ExecResult, FinalSignal, RunResult, RunUsage, StepRecord, Usage
+    from rlm_host.sandbox.commands import PYTHON, CommandResult, run_command, run_in_session
     from rlm_host.sandbox.protocol import HostFunction, SandboxInfo, SandboxLimits, SandboxSession
     from rlm_host.sandbox.channel import Channel
     from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession

@@ -142,12 +142,17 @@ class EnvironmentSpec(Component):
     never enters memory). Such an environment takes exactly one file.
     ``runs_code``: False for an environment whose actions never run model code (trace analysis over an index):
     ``--sandbox auto`` then picks and checks no sandbox, and the run records its sandbox as ``none``.
+    ``workspace``: the environment edits the run's project folder (``--workdir``) through its sandbox, so only a
+    runtime declaring ``workspace=True`` can serve it; ``sandbox_packages``: what its sandbox must be able to
+    import (``SandboxServices.packages``).
     """
 
     kind: ClassVar[str] = "environment"
 
     context_as_path: bool = False
     runs_code: bool = True
+    workspace: bool = False
+    sandbox_packages: tuple[str, ...] = ()
 
 
 class FrameworkSpec(Component):
@@ -163,6 +168,9 @@ class SandboxSpec(Component):
     ``security_boundary`` says whether the runtime isolates hostile code (Monty, Docker) or only crashes
     (a plain subprocess). Runtimes that are not a boundary are used only when asked for by name.
     ``priority`` ranks the boundaries for ``--sandbox auto``: the ready one with the highest priority wins.
+    ``workspace``: the runtime can make a host folder its sessions' read-write working directory
+    (``SandboxServices.workspace``), which environments that edit a project need; Monty, with no filesystem,
+    cannot.
     """
 
     kind: ClassVar[str] = "sandbox"
@@ -170,6 +178,7 @@ class SandboxSpec(Component):
     security_boundary: bool = False
     isolation: str = ""
     priority: int = 0
+    workspace: bool = False
 
 
 class SinkSpec(Component):

@@ -8,7 +8,7 @@ frozen objects below. Readiness checks are called as ``check(settings)`` with th
 kind          services                                           the factory returns
 ============  =================================================  ==========================================
 provider      ``ProviderServices`` (home, model, options)        a ``ModelConnector``
-sandbox       ``SandboxServices`` (home, limits)                 a ``SandboxSession``
+sandbox       ``SandboxServices`` (home, limits, workspace…)     a ``SandboxSession``
 environment   ``EnvironmentContext`` (the run: models, sandbox…)  an ``Environment``
 sink          ``HostServices`` (home)                            a ``Sink``
 benchmark     ``HostServices`` (home)                            a list of cases (``BenchmarkCase`` or dicts)
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from rlm_host.llm.protocol import ModelOptions
 from rlm_host.sandbox.protocol import SandboxLimits
@@ -42,6 +43,14 @@ class ProviderServices(HostServices):
 
 @dataclass(frozen=True)
 class SandboxServices(HostServices):
-    """``limits``: what a session must enforce (exec timeout, memory, output size)."""
+    """``limits``: what a session must enforce (exec timeout, memory, output size).
+
+    ``workspace``: a host folder the session must make its working directory, read-write, and the only host
+    folder code in it can write (given only to runtimes whose spec declares ``workspace=True``; an environment
+    that edits a project asks for it). ``packages``: Python distributions (pip requirement strings) the session's
+    interpreter must be able to import, e.g. ``("dspy", "pytest")`` for a verifier; a runtime that cannot provide
+    them says so with the command that would (the Docker runtime: a derived image)."""
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    workspace: Optional[Path] = None
+    packages: tuple[str, ...] = ()

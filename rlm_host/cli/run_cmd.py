@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import List, Optional
 
 import typer
@@ -19,6 +20,8 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
     sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query (default: the root model)."),
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="Project folder for environments that edit files "
+                                           "(e.g. dspy): the sandbox's read-write working directory."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Root turns before stopping."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock limit of the run, seconds."),
     exec_timeout: Optional[float] = typer.Option(None, "--exec-timeout", help="Limit of one code execution, seconds."),
@@ -56,7 +59,7 @@ def run(
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
         max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
-        reply_format=reply_format,
+        reply_format=reply_format, workdir=workdir,
     )  # fmt: skip
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

@@ -63,6 +63,8 @@ class RunSettings(Section):
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
     sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed")
+    workdir: Path | None = Field(None, description="project folder an environment that edits files works in (mounted "
+                                 "read-write into the sandbox; default: the current directory)")
 
 
 class LoggingSettings(Section):
@@ -110,6 +112,17 @@ class RewardProfile(Section):
     final_reward: float = Field(1.0, description="the step that gives the final answer")
     no_action_penalty: float = Field(0.1, description="a reply with neither code nor a final answer")
     cycle_guard_penalty: float = Field(-0.25, description="a delegation refused by the cycle guard")
+    unsupported_action_penalty: float = Field(0.2, description="a JSON action the environment does not know")
+    # the verifier of environments that edit a project (dspy): after a file is written or patched
+    verifier_compile_bonus: float = Field(0.20, description="the written file compiles")
+    verifier_compile_penalty: float = Field(0.20, description="the written file does not compile")
+    verifier_pytest_bonus: float = Field(0.25, description="its tests (or run_tests) pass")
+    verifier_pytest_penalty: float = Field(0.25, description="its tests (or run_tests) fail")
+    verifier_validation_bonus: float = Field(0.15, description="the code analysis finds it sound")
+    verifier_validation_penalty: float = Field(0.15, description="the code analysis finds problems")
+    dspy_pattern_match_bonus: float = Field(0.05, description="per DSPy pattern in written or run code "
+                                            "(import dspy, Signature, InputField, OutputField, Module, forward)")
+    dspy_pattern_bonus_cap: float = Field(0.20, description="the most the DSPy patterns of one step earn")
     global_scale: float = Field(1.0, ge=0, description="multiplies every clamped step reward")
 
     @staticmethod

@@ -15,6 +15,7 @@ def rlm_register_sandboxes() -> list[SandboxSpec]:
             "rlm_host.sandbox.process:create",
             settings="rlm_host.sandbox.process:ProcessSettings",
             security_boundary=False,
+            workspace=True,  # the working directory only: writes are not confined to it
             # as ProcessSandbox.info says (SandboxContract checks it; that module is not imported at start)
             isolation="separate OS process: crash isolation only, NOT a security boundary "
             "(same user, same filesystem, network not blocked)",

@@ -49,6 +49,8 @@ class RunPlan:
     sinks: list[tuple[str, Sink]]
     make_connector: Callable[[str], ModelConnector]
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
+    workdir: Optional[Path] = None  # the project folder, for an environment whose spec says workspace=True
+    sandbox_packages: tuple[str, ...] = ()
     _connectors: dict[str, ModelConnector] = field(default_factory=dict)
 
     @property
@@ -59,9 +61,9 @@ class RunPlan:
         if self.sandbox_spec is None:
             raise SandboxError(f"the {self.run.environment} environment declares that it runs no code, so this run "
                                "has no sandbox")  # fmt: skip
-        session: SandboxSession = self.sandbox_spec.create(
-            self.sandbox_settings, SandboxServices(home=self.home, limits=self.limits)
-        )
+        services = SandboxServices(home=self.home, limits=self.limits, workspace=self.workdir,
+                                   packages=self.sandbox_packages)  # fmt: skip
+        session: SandboxSession = self.sandbox_spec.create(self.sandbox_settings, services)
         return session
 
     def connector_for(self, model: str) -> ModelConnector:
@@ -113,7 +115,8 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
     env_spec = host.environments().get(run.environment)
     run.environment = env_spec.name
     needs_sandbox = env_spec.runs_code or run.sandbox != "auto"
-    sandbox_spec = _choose_sandbox(host, loaded, run.sandbox) if needs_sandbox else None
+    sandbox_spec = choose_sandbox(host, loaded, run.sandbox, env_spec) if needs_sandbox else None
+    workdir = project_folder(run.workdir) if env_spec.workspace else None
     options_for_models = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens)
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
 
@@ -136,7 +139,8 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         sandbox_name=sandbox_spec.name if sandbox_spec else NO_SANDBOX, sandbox_spec=sandbox_spec,
         sandbox_settings=loaded.component("sandbox", sandbox_spec.name) if sandbox_spec else None,
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
-        make_connector=make_connector, notices=notices,
+        make_connector=make_connector, notices=notices, workdir=workdir,
+        sandbox_packages=tuple(env_spec.sandbox_packages),
     )  # fmt: skip
 
 
@@ -186,15 +190,26 @@ def memory_for(context_meta: dict[str, Any]) -> int:
     return max(2048, 512 + 6 * int(context_meta.get("total_chars", 0)) // 1_000_000)
 
 
-def _choose_sandbox(host: Any, loaded: Any, name: str) -> Any:
-    """The named runtime, or for ``auto`` the ready security boundary with the highest priority."""
+def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None) -> Any:
+    """The named runtime, or for ``auto`` the ready security boundary with the highest priority; for an
+    environment that needs a workspace, only runtimes that can mount one."""
     registry = host.sandboxes()
+    needs_workspace = bool(env_spec is not None and env_spec.workspace)
+    able = [spec.name for spec in registry if spec.workspace]
     if name != "auto":
-        return registry.get(name)
-    ranked = sorted((spec for spec in registry if spec.security_boundary), key=lambda spec: -spec.priority)
+        spec = registry.get(name)
+        if needs_workspace and not spec.workspace:
+            raise ConfigError(f"the {env_spec.name} environment edits a project folder, and the {spec.name} sandbox "
+                              "cannot mount one", hint=_workspace_hint(registry, able))  # fmt: skip
+        return spec
+    ranked = sorted((spec for spec in registry if spec.security_boundary and (spec.workspace or not needs_workspace)),
+                    key=lambda spec: -spec.priority)  # fmt: skip
     for spec in ranked:
         if spec.readiness(loaded.component("sandbox", spec.name)).ok:
             return spec
+    if needs_workspace:
+        raise ConfigError(f"no sandbox that can mount the {env_spec.name} environment's project folder is ready",
+                          hint=_workspace_hint(registry, able))  # fmt: skip
     not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
     raise ConfigError(
         "no secure sandbox is installed and ready",
@@ -202,6 +217,22 @@ def _choose_sandbox(host: Any, loaded: Any, name: str) -> Any:
         + (f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox"
            f" {not_boundaries[0]}" if not_boundaries else ""),
     )  # fmt: skip
+
+
+def _workspace_hint(registry: Any, able: list[str]) -> str:
+    if not able:
+        return "install a sandbox plugin that can (rlm-sandbox-docker)"
+    labelled = [name if registry.get(name).security_boundary else f"{name} (NOT a security boundary)" for name in able]
+    return "runtimes that can: " + ", ".join(labelled) + " (`rlm plugins doctor` shows which are ready)"
+
+
+def project_folder(workdir: Optional[Path]) -> Path:
+    """The run's project folder, resolved: ``--workdir`` (created when missing), else the current directory."""
+    folder = Path(workdir or ".").expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--workdir {folder} is not a directory")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str]) -> list[tuple[str, Sink]]:

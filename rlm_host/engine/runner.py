@@ -20,13 +20,14 @@ from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.recursion import RecursionGuard
 from rlm_host.context import describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
-from rlm_host.engine.plan import RunPlan, plan_run
+from rlm_host.engine.plan import RunPlan, choose_sandbox, memory_for, plan_run
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
-from rlm_host.sandbox.protocol import SandboxError
+from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
+from rlm_host.services import SandboxServices
 from rlm_host.results import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
 
 
@@ -82,6 +83,20 @@ class RLMRunner:
             for close in closers:
                 close()
 
+    def open_sandbox(self, *, sandbox: Optional[str] = None, environment: Optional[str] = None,
+                     workspace: Optional[Path] = None, exec_timeout: Optional[float] = None) -> SandboxSession:
+        """A fresh, unstarted sandbox session chosen as a run of ``environment`` would choose it (workspace and
+        packages included): for work done outside any run, such as scoring a benchmark case's project with its
+        hidden tests where the model's code never ran. The caller starts and shuts it down."""
+        run = self.loaded.settings.run
+        env_spec = self.host.environments().get(environment or run.environment)
+        spec = choose_sandbox(self.host, self.loaded, sandbox or run.sandbox, env_spec)
+        limits = SandboxLimits(exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}))
+        services = SandboxServices(home=self.home, limits=limits, workspace=workspace,
+                                   packages=tuple(env_spec.sandbox_packages))  # fmt: skip
+        session: SandboxSession = spec.create(self.loaded.component("sandbox", spec.name), services)
+        return session
+
     # ------------------------------------------------------------------ one run (root or child)
 
     def _run(self, scope: RunScope, task: str, context: Any, plan: RunPlan, budget: Budget,
@@ -113,7 +128,7 @@ class RLMRunner:
             limits=plan.limits, open_sandbox=plan.open_sandbox, spawn_child=spawn_child,
             sub_model_for=lambda model: client(plan.connector_for(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
-            context_meta=meta,
+            context_meta=meta, workdir=plan.workdir,
         )  # fmt: skip
         environment = plan.environment_factory(plan.environment_settings, ctx)
         steps, total_reward = 0, 0.0

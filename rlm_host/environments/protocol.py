@@ -11,6 +11,7 @@ under the engine, which implements them (``ModelClient``, ``Budget``, ``RunScope
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from rlm_host.config.schema import RewardProfile
@@ -74,6 +75,8 @@ class EnvironmentContext:
     run: use it rather than describing ``context`` again. ``spawn_child(task, context)`` runs a child RLM one
     level deeper (sharing the budget) and returns its RunResult, or raises ``RecursionRefused``;
     ``sub_model_for("provider:model")`` is a sub-role model for another model (``llm_query(prompt, model=...)``).
+    ``workdir``: the run's project folder, resolved (``--workdir``; set for environments whose spec says
+    ``workspace=True``, where the sandbox session has it as its read-write working directory).
     """
 
     task: str
@@ -90,6 +93,7 @@ class EnvironmentContext:
     max_steps: int
     max_depth: int
     context_meta: dict[str, Any] = field(default_factory=dict)
+    workdir: Optional[Path] = None
 
 
 class Environment(Protocol):

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -132,11 +133,13 @@ class ProcessSandbox(WorkerSession):
         "(same user, same filesystem, network not blocked)",
     )
 
-    def __init__(self, settings: ProcessSettings | None = None, limits: SandboxLimits | None = None) -> None:
+    def __init__(self, settings: ProcessSettings | None = None, limits: SandboxLimits | None = None, *,
+                 workspace: Path | None = None) -> None:  # fmt: skip
         super().__init__(limits)
         self.settings = settings or ProcessSettings()
         self.start_timeout = self.settings.start_timeout
         self.control_timeout = self.settings.control_timeout
+        self.workspace = workspace  # the current directory when given (nothing confines writes to it here)
         self._workdir: str | None = None
 
     @property
@@ -161,8 +164,10 @@ class ProcessSandbox(WorkerSession):
                "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8", **self.settings.env}
         argv = [self.settings.python or sys.executable, "-I", "-u", str(WORKER_SCRIPT),
                 "--memory-mb", str(self.limits.memory_mb), "--max-output-chars", str(self.limits.max_output_chars)]
+        if self.workspace is not None and not Path(self.workspace).is_dir():
+            raise SandboxError(f"the workspace {self.workspace} is not a directory")
         try:
-            return _ProcessChannel(argv, workdir, env)
+            return _ProcessChannel(argv, str(self.workspace or workdir), env)
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox worker ({argv[0]}): {exc}") from exc
 
@@ -171,4 +176,4 @@ def create(settings: ProcessSettings | dict | None, services: SandboxServices) -
     """The ``SandboxSpec`` factory: ``create(settings, services) -> ProcessSandbox``."""
     if isinstance(settings, dict):
         settings = ProcessSettings(**settings)
-    return ProcessSandbox(settings, services.limits)
+    return ProcessSandbox(settings, services.limits, workspace=services.workspace)

@@ -21,7 +21,7 @@ from rlm_bench.summary import BenchmarkSummary
 def test_list_shows_every_preset_and_json_carries_the_answers(cli):
     code, out, _ = cli("bench", "list")
     assert code == 0
-    for name in ("dspy_quick", "oolong_style", "token_efficiency", "dynamic_web_filtering"):
+    for name in ("dspy_reading_quick", "oolong_style", "token_efficiency", "dynamic_web_filtering"):
         assert name in out
     code, out, _ = cli("bench", "list", "--json", "--pack", str(DATA / "evals.yaml"))
     presets = {p["name"]: p for p in json.loads(out)}

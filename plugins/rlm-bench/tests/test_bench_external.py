@@ -15,7 +15,7 @@ from rlm_bench import packs
 from rlm_bench.cases import BenchmarkCase, CaseError, ContextSpec, length_bucket
 from rlm_bench.external import PackFileError, load_pack_file
 
-SEEDS_PRESETS = ["dspy_quick", "dspy_extended", "generic_smoke", "pure_rlm_smoke", "pure_rlm_context", "deep_recursion",
+SEEDS_PRESETS = ["dspy_reading_quick", "dspy_reading_extended", "generic_smoke", "pure_rlm_smoke", "pure_rlm_context", "deep_recursion",
                  "paradigm_comparison", "oolong_style", "browsecomp_style", "token_efficiency", "dynamic_web_filtering"]  # fmt: skip
 
 
@@ -132,7 +132,7 @@ def test_builtin_presets_have_the_seeds_names_and_register_as_pack_specs():
     assert [s.name for s in specs] == SEEDS_PRESETS
     assert all(s.kind == "benchmark" and s.load() is getattr(packs, s.name) for s in specs)
     sizes = {name: len(getattr(packs, name)()) for name in SEEDS_PRESETS}
-    assert sizes == {"dspy_quick": 3, "dspy_extended": 5, "generic_smoke": 2, "pure_rlm_smoke": 3, "pure_rlm_context": 4,
+    assert sizes == {"dspy_reading_quick": 3, "dspy_reading_extended": 5, "generic_smoke": 2, "pure_rlm_smoke": 3, "pure_rlm_context": 4,
                      "deep_recursion": 3, "paradigm_comparison": 3, "oolong_style": 4, "browsecomp_style": 3,
                      "token_efficiency": 3, "dynamic_web_filtering": 3}  # fmt: skip
 

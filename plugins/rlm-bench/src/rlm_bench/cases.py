@@ -24,6 +24,7 @@ from rlm_host import RlmError, estimate_tokens, load_file
 
 #: Run options a case may set besides its environment, max_steps and exec_timeout.
 CASE_RUN_OPTIONS = frozenset({"timeout", "max_depth", "max_llm_calls", "max_tokens", "max_cost"})
+HIDDEN_TESTS = "hidden_tests"  # the scorer of a coding case: its hidden tests, run in the sandbox
 _BUCKETS = (8_192, 16_384, 32_768, 65_536, 131_072, 262_144, 524_288, 1_048_576)
 
 
@@ -110,6 +111,10 @@ class BenchmarkCase(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
     mode: Optional[Literal["native", "direct-llm"]] = None
+    # coding cases (rlm_bench.projects): the files the run's project folder starts with, and the pytest files
+    # that score it after the run, in the sandbox (scorer "hidden_tests")
+    project: dict[str, str] = Field(default_factory=dict)
+    hidden_tests: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("scorer")
     @classmethod
@@ -137,12 +142,15 @@ class BenchmarkCase(BaseModel):
     def _has_task(self) -> "BenchmarkCase":
         if not self.task and self.context.kind != "generator":
             raise ValueError(f"case {self.case_id!r} needs a task (only a generated context brings its own question)")
+        if self.hidden_tests and self.scorer not in (None, HIDDEN_TESTS):
+            raise ValueError(f"case {self.case_id!r} has hidden tests: its scorer is {HIDDEN_TESTS!r}")
         return self
 
     @property
     def has_answer(self) -> bool:
-        """Whether the case is scored: an expected answer is pinned, or the generator computes one."""
-        return self.expected is not None or self.context.kind == "generator"
+        """Whether the case is scored: an expected answer is pinned, the generator computes one, or hidden tests
+        check the project."""
+        return self.expected is not None or self.context.kind == "generator" or bool(self.hidden_tests)
 
     def all_tags(self) -> dict[str, str]:
         """The case's tags plus ``length_bucket`` from the planned size when known and not set."""
@@ -174,6 +182,8 @@ class BenchmarkCase(BaseModel):
             expected = generated.answer
             scorer = scorer or generated.scorer
             task = task or generated.question
+        if self.hidden_tests:
+            scorer = HIDDEN_TESTS
         return Materialized(context, task or "", expected, scorer or "normalized_exact", context_chars(context))
 
 

@@ -5,9 +5,9 @@ gives one ``BenchmarkPackSpec`` per preset for the ``rlm_register_benchmark_pack
 of ``BenchmarkCase`` (or of dicts validating as one) — the contract for every plugin's packs too.
 
 Long-context cases name a generator and its parameters; their answers are pinned here and checked against
-what the generator computes when the case runs. The framework-specific presets (``dspy_quick``,
-``dspy_extended``) are real tasks about DSPy programs with answers, runnable by the native loop until a DSPy
-adapter exists. This module imports nothing heavy: cases are built only when a preset is asked for.
+what the generator computes when the case runs. ``dspy_reading_quick`` / ``dspy_reading_extended`` are
+questions about DSPy programs with answers, run by the native loop (the seeds' ``dspy_quick`` / ``dspy_extended``
+names belong to rlm-env-dspy's coding tasks, scored by hidden tests). This module imports nothing heavy: cases are built only when a preset is asked for.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from rlm_host import BenchmarkPackSpec
 
 #: preset name → one-line description (what ``rlm bench list`` shows).
 PRESETS: dict[str, str] = {
-    "dspy_quick": "DSPy program comprehension: signature fields, modules, a metric (3 cases)",
-    "dspy_extended": "dspy_quick plus optimizer logs and compiled demos (5 cases)",
+    "dspy_reading_quick": "DSPy program comprehension: signature fields, modules, a metric (3 cases)",
+    "dspy_reading_extended": "dspy_reading_quick plus optimizer logs and compiled demos (5 cases)",
     "generic_smoke": "Generic environment sanity: run_python arithmetic and a context sum (2 cases)",
     "pure_rlm_smoke": "Pure RLM basics over small inline contexts (3 cases)",
     "pure_rlm_context": "Chunking, accumulation and map-reduce over 32K-64K generated contexts (4 cases)",
@@ -139,7 +139,7 @@ _SMOKE_TEXT = (
 # ---------------------------------------------------------------------------------------- presets
 
 
-def dspy_quick(settings: Any = None, services: Any = None) -> list[Any]:
+def dspy_reading_quick(settings: Any = None, services: Any = None) -> list[Any]:
     tags = {"task_family": "dspy_program", "framework_target": "dspy"}
     return [
         _case("dspy_signature_outputs", "output fields of a DSPy signature",
@@ -158,9 +158,9 @@ def dspy_quick(settings: Any = None, services: Any = None) -> list[Any]:
     ]  # fmt: skip
 
 
-def dspy_extended(settings: Any = None, services: Any = None) -> list[Any]:
+def dspy_reading_extended(settings: Any = None, services: Any = None) -> list[Any]:
     tags = {"task_family": "dspy_program", "framework_target": "dspy"}
-    return dspy_quick() + [
+    return dspy_reading_quick() + [
         _case("dspy_best_trial", "the best trial of an optimizer log",
               "The context is the log of a DSPy optimizer run. Which trial number reached the highest score? "
               "Answer with the number.", context=_optimizer_log(), expected=15, scorer="numeric", max_steps=4,

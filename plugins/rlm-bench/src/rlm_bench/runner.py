@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 from rlm_bench.cases import BenchmarkCase, length_bucket
 from rlm_bench.catalog import Preset, find_preset
 from rlm_bench.direct import run_direct
+from rlm_bench.projects import prepare_project, project_folder, score_hidden_tests
 from rlm_bench.scorers import score
 from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
 from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals, build_summary
@@ -192,8 +193,12 @@ class BenchmarkRunner:
                               duration_s=round(time.monotonic() - started, 4))  # fmt: skip
         if ready.context is not None:
             tags.setdefault("length_bucket", length_bucket(estimate_tokens(ready.chars)))
+        workdir = None
+        if mode == "native" and (case.project or case.hidden_tests):
+            workdir = prepare_project(project_folder(self.store.root, manifest.benchmark_id, case.case_id),
+                                      case.project)  # fmt: skip
         if mode == "native":
-            fields = self._native(case, ready, manifest, cancel)
+            fields = self._native(case, ready, manifest, cancel, workdir)
         else:
             fields = self._direct(ready, manifest, started)
         if fields is None:
@@ -202,18 +207,33 @@ class BenchmarkRunner:
         result = CaseResult(**{**base, **fields}, tags=tags, task=ready.task, expected=ready.expected,
                             scorer=ready.scorer, context_chars=ready.chars,
                             context_tokens=estimate_tokens(ready.chars))  # fmt: skip
-        if ready.expected is not None:
+        if case.hidden_tests and workdir is not None:
+            self._score_project(result, case, manifest, workdir)
+        elif ready.expected is not None:
             self._score(result, manifest, tags)
         return result
 
-    def _native(self, case: BenchmarkCase, ready: Any, manifest: Manifest,
-                cancel: threading.Event) -> Optional[dict[str, Any]]:  # fmt: skip
+    def _score_project(self, result: CaseResult, case: BenchmarkCase, manifest: Manifest, workdir: Any) -> None:
+        """Hidden tests against the project the run left, in a fresh sandbox session (rlm_bench.projects)."""
+        try:
+            value, correct, detail = score_hidden_tests(
+                self.runner, workdir, case.hidden_tests, environment=result.environment or case.environment,
+                sandbox=manifest.sandbox)  # fmt: skip
+        except RlmError as exc:
+            result.score, result.correct = 0.0, False
+            result.notes.append(f"hidden tests could not run: {exc}")
+            return
+        result.score, result.correct, result.score_detail = value, correct, detail
+
+    def _native(self, case: BenchmarkCase, ready: Any, manifest: Manifest, cancel: threading.Event,
+                workdir: Any = None) -> Optional[dict[str, Any]]:  # fmt: skip
         connectors = {k: v for k, v in self.connectors.items() if k in ("root", "sub")} or None
+        options = {**case.options, **({"workdir": workdir} if workdir is not None else {})}
         run = self.runner.run_task(
             ready.task, context=ready.context, cancel=cancel, connectors=connectors,
             environment=manifest.environment or case.environment, framework=manifest.framework,
             model=manifest.model, sub_model=manifest.sub_model, sandbox=manifest.sandbox,
-            max_steps=case.max_steps, exec_timeout=case.exec_timeout, **case.options,
+            max_steps=case.max_steps, exec_timeout=case.exec_timeout, **options,
         )  # fmt: skip
         if run.termination_reason == "cancelled":
             return None

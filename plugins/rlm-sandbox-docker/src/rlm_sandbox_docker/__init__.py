@@ -8,6 +8,8 @@ Modules: ``hooks`` (registration, imports rlm_host only), ``settings`` (``[sandb
 
 PLUGIN_NAME = "rlm-sandbox-docker"
 DEFAULT_IMAGE = "rlm-sandbox:py3"
+#: Images with extra Python packages (``rlm sandbox build-image --with …``) are tagged ``rlm-sandbox:py-<hash>``.
+DERIVED_REPOSITORY = "rlm-sandbox"
 #: Every container this plugin creates carries this label (``rlm sandbox cleanup`` looks for it).
 LABEL = "rlm.sandbox"
 BUILD_HINT = "run `rlm sandbox build-image` (or set [sandbox.docker] image to one you can pull)"

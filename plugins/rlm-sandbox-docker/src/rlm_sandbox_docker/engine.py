@@ -6,7 +6,9 @@ Every failure a user can fix is a ``DockerSandboxError`` whose message names the
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shlex
 import shutil
 import socket
 import tempfile
@@ -16,7 +18,7 @@ from typing import Any
 
 from rlm_host import RlmError, SandboxError
 
-from rlm_sandbox_docker import DEFAULT_IMAGE, ENGINE_HINT, LABEL
+from rlm_sandbox_docker import DEFAULT_IMAGE, DERIVED_REPOSITORY, ENGINE_HINT, LABEL
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 OWNER_LABEL = "rlm.owner"  # "<hostname>:<pid>:<process start time>" of the rlm process owning a container
@@ -82,13 +84,38 @@ def forget_client(base_url: str | None = None) -> None:
         _clients.pop(engine_address(base_url), None)
 
 
-def require_image(client: Any, image: str) -> Any:
-    """The image, or DockerSandboxError saying how to get it."""
+# -- images with extra Python packages ----------------------------------------------------------------------
+def package_set(packages: Any) -> tuple[str, ...]:
+    """Requirement strings as one canonical set: stripped, without duplicates or empties, sorted."""
+    return tuple(sorted({str(p).strip() for p in packages} - {""}))
+
+
+def derived_tag(packages: Any) -> str:
+    """The default tag of the image holding ``packages``: ``rlm-sandbox:py-<sha256 of the sorted set>[:10]``.
+
+    It depends only on the requirement strings, so a session given the same packages finds the same image.
+    """
+    digest = hashlib.sha256("\n".join(package_set(packages)).encode("utf-8")).hexdigest()
+    return f"{DERIVED_REPOSITORY}:py-{digest[:10]}"
+
+
+def build_command(packages: Any) -> str:
+    """The command that builds the derived image of ``packages`` under its default tag."""
+    return "rlm sandbox build-image" + "".join(f" --with {shlex.quote(p)}" for p in package_set(packages))
+
+
+def require_image(client: Any, image: str, packages: Any = ()) -> Any:
+    """The image, or DockerSandboxError saying how to get it (for a derived image: the build command)."""
     import docker.errors
 
     try:
         return client.images.get(image)
     except docker.errors.ImageNotFound:
+        if packages:
+            how = f"run `{build_command(packages)}`"
+            listed = ", ".join(package_set(packages))
+            raise DockerSandboxError(f"image {image} (the sandbox image with {listed}) not found: {how}",
+                                     hint=how, problem=f"image {image} not found") from None
         how = "run `rlm sandbox build-image`" + ("" if image == DEFAULT_IMAGE else f" --tag {image}")
         raise DockerSandboxError(f"image {image} not found: {how} (or `docker pull {image}` where a registry is "
                                  f"reachable)", hint=how, problem=f"image {image} not found") from None

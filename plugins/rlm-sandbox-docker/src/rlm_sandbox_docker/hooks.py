@@ -16,6 +16,7 @@ def rlm_register_sandboxes():
             security_boundary=True,
             isolation=ISOLATION,
             priority=10,  # after monty (20): a container costs an engine and a start per run
+            workspace=True,  # SandboxServices.workspace: bind-mounted read-write as the working directory
             requires=("docker",),
             install_hint="pip install docker",
             check="rlm_sandbox_docker.checks:sandbox_ready",

@@ -13,6 +13,11 @@ a large value given to ``set_variable`` (above ``file_threshold`` bytes) is writ
 it from the file (``set_file``) instead of receiving it through the channel. The container is removed when the
 session ends or is restarted; containers left by killed rlm processes are removed at the next start (and by
 ``rlm sandbox cleanup``).
+
+A session given a workspace (``SandboxServices.workspace``: an environment's project folder) bind-mounts it
+read-write at ``workspace_dir`` (``/workspace``), makes it the working directory and runs as the folder's owner
+(HOME and TMPDIR stay on the tmpfs). A session given packages (``SandboxServices.packages``) runs the image
+``rlm sandbox build-image --with …`` derives for them (``rlm-sandbox:py-<hash>``), unless ``image`` is set.
 """
 
 from __future__ import annotations
@@ -24,15 +29,16 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from rlm_host import WORKER_SCRIPT, SandboxInfo, SandboxLimits, SandboxServices, WorkerSession
 
-from rlm_sandbox_docker import ISOLATION, LABEL
+from rlm_sandbox_docker import DEFAULT_IMAGE, ISOLATION, LABEL
 from rlm_sandbox_docker.channel import ContainerChannel
 from rlm_sandbox_docker.engine import (
-    HOST_DIR_LABEL, HOST_DIR_PREFIX, OWNER_LABEL, DockerSandboxError, connect, engine_address, forget_client,
-    owner_label, require_image, sweep_once,
+    HOST_DIR_LABEL, HOST_DIR_PREFIX, OWNER_LABEL, DockerSandboxError, connect, derived_tag, engine_address,
+    forget_client, owner_label, package_set, require_image, sweep_once,
 )
 from rlm_sandbox_docker.settings import DockerSettings, size_bytes
 
@@ -48,9 +54,23 @@ class DockerSandbox(WorkerSession):
                        "written only under the working directory.")
 
     def __init__(self, settings: DockerSettings | None = None, limits: SandboxLimits | None = None, *,
-                 run_id: str | None = None) -> None:  # fmt: skip
+                 run_id: str | None = None, workspace: Path | str | None = None,
+                 packages: Iterable[str] = ()) -> None:  # fmt: skip
         super().__init__(limits)
         self.settings = settings or DockerSettings()
+        #: the host folder mounted read-write as the working directory (resolved), or None
+        self.workspace = resolve_workspace(workspace) if workspace is not None else None
+        #: the Python distributions the session's image must hold (SandboxServices.packages)
+        self.packages = package_set(packages)
+        #: the image used: [sandbox.docker] image, or for packages (and no image of one's own) the derived image
+        derived = bool(self.packages) and self.settings.image == DEFAULT_IMAGE
+        self.image = derived_tag(self.packages) if derived else self.settings.image
+        self._built_with = self.packages if derived else ()  # what a missing image's build command installs
+        if self.workspace is not None:
+            self.info = self.info.model_copy(update={"python_notes": (
+                "Full CPython with its standard library; no network. The working directory "
+                f"{self.settings.workspace_dir} is the project folder (read-write, shared with the host); "
+                f"elsewhere only {self.settings.workdir} (HOME, TMPDIR) is writable.")})
         self.start_timeout = self.settings.start_timeout
         self.control_timeout = self.settings.control_timeout
         self.session_id = uuid.uuid4().hex[:12]
@@ -86,7 +106,7 @@ class DockerSandbox(WorkerSession):
     def _prepare(self) -> None:
         """Once per session: reach the engine, check the image, sweep stale containers, make the host dir."""
         client = connect(self.settings.base_url)
-        require_image(client, self.settings.image)
+        require_image(client, self.image, self._built_with)
         if self.settings.cleanup_stale:
             sweep_once(client, engine_address(self.settings.base_url))
         if self._dir is None:
@@ -108,19 +128,26 @@ class DockerSandbox(WorkerSession):
         volumes = {str(self._dir / "input"): {"bind": s.input_dir, "mode": "ro"}}
         if s.worker == "host":
             volumes[str(self._dir / "worker.py")] = {"bind": HOST_WORKER, "mode": "ro"}
+        user, working_dir = s.user, s.workdir
+        if self.workspace is not None:
+            # The one host folder the code can write. The code runs as the folder's owner (or workspace_user):
+            # as 65534 it could not write a folder the host user owns, and what it creates there belongs to the
+            # host user, not to a uid nobody on the host has. Everything else keeps its hardening.
+            volumes[str(self.workspace)] = {"bind": s.workspace_dir, "mode": "rw"}
+            user, working_dir = s.workspace_user or workspace_owner(self.workspace), s.workspace_dir
         options = dict(
-            image=s.image,
+            image=self.image,
             command=[s.python, "-I", "-u", worker, "--memory-mb", str(rlimit_mb),
                      "--max-output-chars", str(self.limits.max_output_chars)],
             name=f"rlm-{self.session_id}-{next(self._counter)}",
             labels=self.labels(),
             stdin_open=True, tty=False, detach=False,  # detach=False: StdinOnce, so stdin closes with us
-            network_mode=s.network_mode, read_only=s.read_only, user=s.user,
+            network_mode=s.network_mode, read_only=s.read_only, user=user,
             cap_drop=list(s.cap_drop), security_opt=list(s.security_opt),
             mem_limit=memory, memswap_limit=memory, nano_cpus=int(s.cpus * 1e9), pids_limit=s.pids_limit,
             ipc_mode=s.ipc_mode,
             tmpfs={s.workdir: f"rw,noexec,nosuid,nodev,size={s.tmpfs_size},mode=1777"},
-            volumes=volumes, working_dir=s.workdir, hostname="rlm-sandbox",
+            volumes=volumes, working_dir=working_dir, hostname="rlm-sandbox",
             environment={"HOME": s.workdir, "TMPDIR": s.workdir, "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
                          "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/local/bin:/usr/bin:/bin", **s.env},
         )  # fmt: skip
@@ -138,7 +165,7 @@ class DockerSandbox(WorkerSession):
         try:
             container = self._client.containers.create(**options)
         except docker.errors.ImageNotFound:
-            require_image(self._client, self.settings.image)  # raises the error naming the fix
+            require_image(self._client, self.image, self._built_with)  # raises the error naming the fix
             raise
         except docker.errors.APIError as exc:
             raise DockerSandboxError(f"cannot create the sandbox container: {exc.explanation or exc}") from None
@@ -155,7 +182,7 @@ class DockerSandbox(WorkerSession):
             except Exception:
                 pass
             explanation = getattr(exc, "explanation", None) or exc
-            raise DockerSandboxError(f"cannot start the sandbox container from {self.settings.image}: "
+            raise DockerSandboxError(f"cannot start the sandbox container from {self.image}: "
                                      f"{explanation}") from None
 
     def _engine_lost(self, exc: BaseException) -> DockerSandboxError:
@@ -220,8 +247,24 @@ class DockerSandbox(WorkerSession):
         return {"op": "set_file", "name": name, "path": f"{self.settings.input_dir}/{path.name}", "format": fmt}
 
 
+def resolve_workspace(workspace: Path | str) -> Path:
+    """The workspace as an absolute host path with symlinks resolved; DockerSandboxError unless a directory."""
+    path = Path(workspace).expanduser().resolve()
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a directory"
+        raise DockerSandboxError(f"the sandbox workspace {path} {what}: give an existing directory (--workdir)")
+    return path
+
+
+def workspace_owner(path: Path) -> str:
+    """'uid:gid' of a folder's owner."""
+    st = path.stat()
+    return f"{st.st_uid}:{st.st_gid}"
+
+
 def create(settings: DockerSettings | dict | None, services: SandboxServices) -> DockerSandbox:
     """The ``SandboxSpec`` factory: ``create(settings, services) -> DockerSandbox``."""
     if isinstance(settings, dict):
         settings = DockerSettings(**settings)
-    return DockerSandbox(settings, services.limits)
+    return DockerSandbox(settings, services.limits, workspace=getattr(services, "workspace", None),
+                         packages=getattr(services, "packages", ()))

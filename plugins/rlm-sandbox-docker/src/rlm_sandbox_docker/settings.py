@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlm_sandbox_docker import DEFAULT_IMAGE
 
 _SIZE = re.compile(r"^[0-9]+[bkmg]?$", re.IGNORECASE)
+_UID_GID = re.compile(r"^[0-9]+:[0-9]+$")
 
 
 class DockerSettings(BaseModel):
@@ -45,6 +46,13 @@ class DockerSettings(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables (the host's "
                                 "environment is never passed)")
 
+    # -- a workspace (SandboxServices.workspace: the project folder of an environment that edits files)
+    workspace_dir: str = Field("/workspace", description="where a session's workspace (a host folder) is mounted "
+                               "read-write; it becomes the working directory (HOME and TMPDIR stay on workdir)")
+    workspace_user: str | None = Field(None, description="uid:gid code runs as when a workspace is mounted "
+                                       "(default: the workspace folder's owner, so the files it creates there "
+                                       "belong to that user on the host)")
+
     # -- large values and timing
     input_dir: str = Field("/rlm-input", description="where the session's host directory is mounted read-only")
     file_threshold: int = Field(1_000_000, ge=0, description="set_variable values larger than this many bytes "
@@ -53,12 +61,32 @@ class DockerSettings(BaseModel):
     control_timeout: float = Field(120.0, gt=0, description="seconds for set/get/list/register requests")
     cleanup_stale: bool = Field(True, description="remove containers of dead rlm processes on this machine at start")
 
+    @field_validator("workspace_dir", "workdir", "input_dir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith("/") or value.rstrip("/") == "":
+            raise ValueError(f"{value!r} must be an absolute path in the container other than /")
+        return value.rstrip("/")
+
+    @field_validator("workspace_user")
+    @classmethod
+    def _uid_gid(cls, value: str | None) -> str | None:
+        if value is not None and not _UID_GID.match(value):
+            raise ValueError(f"{value!r} is not numeric 'uid:gid'")
+        return value
+
     @field_validator("memory", "tmpfs_size")
     @classmethod
     def _size(cls, value: str | None) -> str | None:
         if value is not None and not _SIZE.match(value):
             raise ValueError(f"{value!r} is not a size like '512m' or '2g'")
         return value
+
+    @model_validator(mode="after")
+    def _distinct_mounts(self) -> DockerSettings:
+        if len({self.workspace_dir, self.workdir, self.input_dir}) < 3:
+            raise ValueError("workspace_dir, workdir and input_dir must be different paths")
+        return self
 
 
 def size_bytes(size: str) -> int:

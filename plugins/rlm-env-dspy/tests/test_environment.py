@@ -1,0 +1,101 @@
+"""The dspy environment end to end through ``rlm run --env dspy`` with the scripted provider.
+
+These runs use the ``process`` runtime (fast, no engine; NOT a security boundary, chosen explicitly), whose
+interpreter is this venv's: pytest is there, DSPy is not, so the task is plain Python. The same loop in the
+Docker sandbox with DSPy installed is ``test_docker.py``.
+"""
+
+import json
+
+import pytest
+
+PLUGIN = "rlm-env-dspy"
+
+BUGGY = "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a - b\n"
+TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def run(rlm_cli, rlm_script, workdir, actions, *extra, plugins=PLUGIN):
+    model = rlm_script([json.dumps(a) for a in actions])
+    return rlm_cli("run", "Write calc.add and its test; make the test pass.", "--env", "dspy", "--workdir",
+                   str(workdir), "--model", model, "--max-steps", str(len(actions)), "--json", *extra,
+                   plugins=plugins)  # fmt: skip
+
+
+def steps_of(result):
+    run_result = json.loads(result.out)
+    events = [json.loads(line) for line in open(run_result["trajectory_path"])]
+    return run_result, [e["data"] for e in events if e["type"] == "step"]
+
+
+def test_write_test_patch_after_a_failure_and_finish(rlm_cli, rlm_script, rlm_isolated):
+    project = rlm_isolated.work / "project"
+    result = run(rlm_cli, rlm_script, project, [
+        {"action": "write_file", "path": "calc.py", "content": BUGGY},
+        {"action": "write_file", "path": "tests/test_calc.py", "content": TESTS},
+        {"action": "patch_file", "path": "calc.py", "search": "a - b", "replace": "a + b"},
+        {"action": "run_tests"},
+        {"action": "final", "final_response": "calc.add fixed; tests pass"},
+    ], "--sandbox", "process")  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    run_result, steps = steps_of(result)
+    assert run_result["completed"] and run_result["environment"] == "dspy" and run_result["sandbox"] == "process"
+    assert [s["action"] for s in steps] == ["write_file", "write_file", "patch_file", "run_tests", "final"]
+    first, test_write, patch, tests = (s["observation"] for s in steps[:4])
+    assert first["verifier"]["compile"] is True and first["verifier"]["tests"] is None  # no test file yet
+    assert test_write["verifier"]["tests"] is False and "assert -1 == 5" in test_write["verifier"]["tests_run"]["output"]
+    assert patch["verifier"]["tests"] is True and patch["mode"] == "search_replace"
+    assert tests["passed"] and tests["counts"] == {"passed": 1}
+    rewards = [s["reward"] for s in steps]
+    assert rewards[2] - rewards[1] == pytest.approx(0.25 + 0.25), "the patch turned a pytest penalty into a bonus"
+    assert rewards[3] == pytest.approx(0.1 + 0.25) and rewards[4] == 1.0
+    assert (project / "calc.py").read_text().endswith("return a + b\n")
+
+
+def test_hostile_paths_fail_the_step_not_the_run(rlm_cli, rlm_script, rlm_isolated):
+    project = rlm_isolated.work / "project"
+    outside = rlm_isolated.work / "outside.py"
+    result = run(rlm_cli, rlm_script, project, [
+        {"action": "write_file", "path": "../outside.py", "content": "x = 1"},
+        {"action": "write_file", "path": str(outside), "content": "x = 1"},
+        {"action": "read_file", "path": "/etc/passwd"},
+        {"action": "run_tests", "selection": ["--rootdir=/"]},
+        {"action": "final", "final_response": "refused"},
+    ], "--sandbox", "process")  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    _, steps = steps_of(result)
+    errors = [s["observation"].get("error", "") for s in steps[:4]]
+    assert "'..' is not allowed" in errors[0] and "outside the project folder" in errors[1]
+    assert "outside the project folder" in errors[2] and "no options" in errors[3]
+    assert all(s["reward"] == pytest.approx(-0.2) for s in steps[:4])
+    assert not outside.exists() and "root:" not in result.out
+
+
+def test_search_list_read_and_an_unknown_action(rlm_cli, rlm_script, rlm_isolated):
+    project = rlm_isolated.work / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "mod.py").write_text("def forward(self):\n    return 1\n")
+    result = run(rlm_cli, rlm_script, project, [
+        {"action": "list_tree", "depth": 3},
+        {"action": "search_code", "pattern": r"def \w+\("},
+        {"action": "search_code", "pattern": "(unclosed"},
+        {"action": "read_file", "path": "pkg/mod.py", "start_line": 2},
+        {"action": "teleport"},
+        {"action": "final", "final_response": "ok"},
+    ], "--sandbox", "process")  # fmt: skip
+    _, steps = steps_of(result)
+    listing, found, bad, read, unknown = (s["observation"] for s in steps[:5])
+    assert listing["entries"] == ["pkg/", "pkg/mod.py"]
+    assert found["matches"] == [{"path": "pkg/mod.py", "line": 1, "text": "def forward(self):"}]
+    assert bad["success"] is False and "bad regex" in bad["error"]
+    assert read["content"] == "    2      return 1"
+    assert steps[4]["action"] == "unsupported_action" and "valid actions" in unknown["error"]
+    assert steps[4]["reward"] == pytest.approx(-0.2)
+
+
+def test_a_runtime_without_a_workspace_is_a_clear_error(rlm_cli, rlm_script, rlm_isolated):
+    result = run(rlm_cli, rlm_script, rlm_isolated.work, [{"action": "final", "final_response": "x"}],
+                 "--sandbox", "monty", plugins=f"{PLUGIN},rlm-sandbox-monty")  # fmt: skip
+    assert result.code == 2
+    assert "the dspy environment edits a project folder, and the monty sandbox cannot mount one" in result.err
+    assert "process (NOT a security boundary)" in result.err and "Traceback" not in result.err

@@ -1,0 +1,98 @@
+"""The host-side file actions with hostile paths: nothing outside the project folder is read, written or listed."""
+
+import os
+
+import pytest
+
+from rlm_env_dspy.workspace import MAX_WRITE_BYTES, PathRefused, Workspace
+
+
+@pytest.fixture
+def tree(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "qa.py").write_text("import dspy\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    return Workspace(project), project, secret
+
+
+@pytest.mark.parametrize("path", ["../secret.txt", "sub/../../secret.txt", "..", "./../secret.txt", "a/..\\..\\x"])
+def test_parent_components_are_refused(tree, path):
+    workspace, _, _ = tree
+    with pytest.raises(PathRefused, match=r"'\.\.' is not allowed"):
+        workspace.read_lines(path)
+    with pytest.raises(PathRefused):
+        workspace.write_text(path, "x")
+
+
+def test_absolute_paths_outside_are_refused_and_inside_ones_allowed(tree):
+    workspace, project, secret = tree
+    for path in (str(secret), "/etc/passwd", "/"):
+        with pytest.raises(PathRefused, match="outside the project folder"):
+            workspace.read_lines(path)
+    assert "import dspy" in workspace.read_lines(str(project / "qa.py"))["content"]
+
+
+def test_symlinks_leading_out_are_refused_for_read_write_and_patch(tree):
+    workspace, project, secret = tree
+    (project / "link.txt").symlink_to(secret)
+    (project / "outdir").symlink_to(secret.parent)
+    for action in (lambda p: workspace.read_lines(p), lambda p: workspace.write_text(p, "pwned"),
+                   lambda p: workspace.patch(p, "host", "pwned")):
+        for path in ("link.txt", "outdir/secret.txt", "outdir/new.py"):
+            with pytest.raises(PathRefused, match="outside the project folder"):
+                action(path)
+    assert secret.read_text() == "host secret" and not (secret.parent / "new.py").exists()
+
+
+def test_a_symlink_inside_the_folder_is_refused_at_open_even_when_it_stays_inside(tree):
+    """The final component is opened without following links: a link swapped in after the check cannot redirect."""
+    workspace, project, _ = tree
+    (project / "alias.py").symlink_to(project / "qa.py")
+    with pytest.raises(PathRefused):
+        workspace._open(project / "alias.py", os.O_RDONLY)
+
+
+def test_devices_fifos_and_folders_are_not_files(tree):
+    workspace, project, _ = tree
+    os.mkfifo(project / "pipe")
+    with pytest.raises(PathRefused, match="not a regular file"):
+        workspace.read_lines("pipe")  # would block forever with a plain open
+    with pytest.raises(PathRefused):  # no reader: the non-blocking open itself fails (ENXIO), never hangs
+        workspace.write_text("pipe", "x")
+    (project / "null").symlink_to("/dev/null")
+    with pytest.raises(PathRefused):
+        workspace.write_text("null", "x")
+    with pytest.raises(PathRefused, match="folder"):
+        workspace.write_text(".", "x")
+
+
+def test_writes_are_size_limited_and_nul_is_refused(tree):
+    workspace, project, _ = tree
+    with pytest.raises(PathRefused, match="limit"):
+        workspace.write_text("big.py", "x" * (MAX_WRITE_BYTES + 1))
+    with pytest.raises(PathRefused, match="NUL"):
+        workspace.write_text("a\x00b.py", "x")
+    assert not (project / "big.py").exists()
+
+
+def test_write_patch_read_and_list_inside_the_folder(tree):
+    workspace, project, _ = tree
+    assert workspace.write_text("pkg/mod.py", "A = 1\nB = 2\n") == {"path": "pkg/mod.py", "bytes": 12, "created": True}
+    assert workspace.patch("pkg/mod.py", "B = 2", "B = 3")["mode"] == "search_replace"
+    assert (project / "pkg" / "mod.py").read_text() == "A = 1\nB = 3\n"
+    with pytest.raises(PathRefused, match="occurs 0 times"):
+        workspace.patch("pkg/mod.py", "C = 1", "C = 2")
+    assert workspace.read_lines("pkg/mod.py", 2, 2)["content"] == "    2  B = 3"
+    listing = workspace.list_tree(".", 3)
+    assert listing["entries"] == ["pkg/", "pkg/mod.py", "qa.py"]
+    assert workspace.python_files() == ["pkg/mod.py", "qa.py"]
+
+
+def test_list_tree_does_not_follow_symlinked_folders(tree):
+    workspace, project, secret = tree
+    (project / "outdir").symlink_to(secret.parent)
+    assert "outdir/secret.txt" not in workspace.list_tree(".", 4)["entries"]
+    with pytest.raises(PathRefused, match="outside"):
+        workspace.list_tree("outdir")
