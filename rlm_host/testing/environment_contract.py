@@ -78,7 +78,7 @@ class EnvironmentContract:
         def make(context: Any = None, root_replies: tuple[Any, ...] = (), task: str = "What is the answer?") -> Any:
             spec = host.environments().get(self.environment)
             environment = spec.create(self.settings(spec), self.context_for(host, events, tmp_path, task, context,
-                                                                            list(root_replies)))  # fmt: skip
+                                                                            list(root_replies), spec))  # fmt: skip
             made.append(environment)
             return environment
 
@@ -92,8 +92,9 @@ class EnvironmentContract:
         return model() if model is not None else None
 
     def context_for(self, host: PluginHost, events: list[RunEvent], tmp_path: Path, task: str, context: Any,
-                    root_replies: list[Any]) -> EnvironmentContext:  # fmt: skip
-        """An EnvironmentContext as the runner builds one: scripted models, a real sandbox, a shared budget."""
+                    root_replies: list[Any], spec: Any = None) -> EnvironmentContext:  # fmt: skip
+        """An EnvironmentContext as the runner builds one: scripted models, a real sandbox, a shared budget, and
+        for an environment whose spec says ``workspace=True`` a project folder (``tmp_path / "project"``)."""
         bus = EventBus()
         bus.subscribe("test", events.append)
         scope = RunScope("run_contract", "run_contract", 0, bus)
@@ -106,6 +107,12 @@ class EnvironmentContract:
                           scope=scope)  # fmt: skip
         sandbox = host.sandboxes().get(self.sandbox)
         limits = SandboxLimits(exec_timeout=20)
+        workdir = None
+        if spec is not None and spec.workspace:
+            workdir = tmp_path / "project"
+            workdir.mkdir(exist_ok=True)
+        services = SandboxServices(home=tmp_path / ".rlm", limits=limits, workspace=workdir,
+                                   packages=tuple(spec.sandbox_packages) if spec is not None else ())  # fmt: skip
 
         def refuse_child(child_task: str, child_context: Any) -> Any:
             from rlm_host.errors import RecursionRefused
@@ -115,9 +122,9 @@ class EnvironmentContract:
         return EnvironmentContext(
             task=task, context=context, scope=scope, root=root, sub=sub, budget=budget,
             rewards=_default_rewards(), limits=limits,
-            open_sandbox=lambda: sandbox.create(None, SandboxServices(home=tmp_path / ".rlm", limits=limits)),
+            open_sandbox=lambda: sandbox.create(None, services),
             spawn_child=refuse_child, sub_model_for=lambda model: sub, max_steps=4, max_depth=0,
-            context_meta=describe_context(context),
+            context_meta=describe_context(context), workdir=workdir,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ the protocol, step by step

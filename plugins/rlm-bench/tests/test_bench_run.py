@@ -205,3 +205,25 @@ def test_the_summary_schema_is_stable():
     assert {"case_id", "status", "score", "correct", "expected", "final_response", "tags", "context_tokens", "cost",
             "duration_s", "model", "mode", "sandbox"} <= set(CaseResult.model_fields)  # fmt: skip
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
+
+
+def test_coding_cases_are_scored_by_hidden_tests_in_a_fresh_sandbox(runner, tmp_path):
+    """A case's project files are the run's starting folder; its hidden tests, written only after the run, score
+    what the run left: the fraction passed, correct when all pass. The agent's own reply is not scored."""
+    from rlm_bench.cases import BenchmarkCase
+
+    hidden = {"test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\n"
+                              "def test_zero():\n    assert add(0, 0) == 0\n"}  # fmt: skip
+    cases = [BenchmarkCase(case_id=name, task="Make add() correct.", environment="generic", max_steps=1,
+                           project={"calc.py": f"def add(a, b):\n    return {body}\n"}, hidden_tests=hidden)
+             for name, body in (("right", "a + b"), ("wrong", "a - b"))]  # fmt: skip
+    model = scripted([{"match": "Make add", "text": '{"action": "final", "final_response": "done, trust me"}'}])
+    summary = BenchmarkRunner(runner, connectors={"root": model, "sub": model}).run(
+        Preset("coding", "hidden tests", "test", cases), BenchOptions(sandbox="process"))
+    right, wrong = summary.cases
+    assert (right.scorer, right.score, right.correct) == ("hidden_tests", 1.0, True)
+    assert (wrong.score, wrong.correct) == (0.5, False), "one of the two hidden tests passes by accident (0 + 0)"
+    assert wrong.score_detail["hidden_tests"] == {"failed": 1, "passed": 1}
+    assert "assert -1 == 5" in wrong.score_detail["output"]
+    project = BenchStore(runner.home).root / summary.benchmark_id / "projects" / "wrong"
+    assert (project / "calc.py").is_file() and (project / "_rlm_hidden_tests" / "test_calc.py").is_file()

@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from rlm_host.testing import EnvironmentContract
+
 PLUGIN = "rlm-env-dspy"
 
 BUGGY = "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a - b\n"
@@ -99,3 +101,13 @@ def test_a_runtime_without_a_workspace_is_a_clear_error(rlm_cli, rlm_script, rlm
     assert result.code == 2
     assert "the dspy environment edits a project folder, and the monty sandbox cannot mount one" in result.err
     assert "process (NOT a security boundary)" in result.err and "Traceback" not in result.err
+
+
+class TestDSPyEnvironment(EnvironmentContract):
+    """The whole environment protocol suite (a project folder under tmp_path, the process runtime)."""
+
+    environment = "dspy"
+    distribution = PLUGIN
+    final_reply = '{"action": "final", "final_response": "42"}'
+    final_answer = "42"
+    working_reply = '{"action": "list_tree"}'

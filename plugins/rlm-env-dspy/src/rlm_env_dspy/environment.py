@@ -17,7 +17,8 @@ from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import (
-    ActionResult, Completion, EnvironmentContext, InputError, Message, SandboxError, SubCalls, get_host,
+    ActionResult, Completion, EnvironmentContext, InputError, Message, ReplyFormat, SandboxError, SubCalls,
+    get_host,
     reply_action, truncate,
 )
 
@@ -51,6 +52,18 @@ ACTIONS = ("run_python", "write_file", "patch_file", "read_file", "search_code",
 _GENERIC = ("run_python", "delegate", "delegate_batch")
 MEMORY_LIMIT = 8
 
+#: One action object, every key present (null where unused) as OpenAI's strict structured outputs want; llama.cpp
+#: turns it into a grammar. Replies that break it are still read (``reply_action``).
+_TEXT, _INT = {"type": ["string", "null"]}, {"type": ["integer", "null"]}
+_TEXTS = {"type": ["array", "null"], "items": {"type": "string"}}
+_KEYS = {"rationale": _TEXT, "path": _TEXT, "content": _TEXT, "search": _TEXT, "replace": _TEXT,
+         "start_line": _INT, "end_line": _INT, "depth": _INT, "pattern": _TEXT, "selection": _TEXTS, "code": _TEXT,
+         "prompt": _TEXT, "prompts": _TEXTS, "task": _TEXT, "tasks": _TEXTS, "context": _TEXT,
+         "final_response": _TEXT}  # fmt: skip
+ACTION_SCHEMA = {"type": "object", "properties": {"action": {"type": "string", "enum": list(ACTIONS)}, **_KEYS},
+                 "required": ["action", *_KEYS], "additionalProperties": False}  # fmt: skip
+REPLY_FORMAT = ReplyFormat("dspy_action", json_schema=ACTION_SCHEMA)
+
 
 class DSPySettings(BaseModel):
     """``[environment.dspy]``."""
@@ -69,6 +82,7 @@ class DSPyCodingEnvironment:
     """One run's agent over the project folder ``ctx.workdir``."""
 
     name = "dspy"
+    reply_format = REPLY_FORMAT  # enforced where the connector can (llama.cpp, vLLM, OpenAI json_schema)
 
     def __init__(self, settings: Optional[DSPySettings], ctx: EnvironmentContext) -> None:
         if ctx.workdir is None:
