@@ -10,6 +10,13 @@ machine (``rlm sandbox build-image``: a few minutes), then found in the engine's
 can run (not root and none reachable), the tests that need one are skipped with the reason; with
 RLM_REQUIRE_DOCKER=1 (CI) that is a failure instead. The host's suites that run the real docker runtime
 (``tests/security``) use these two functions too.
+
+``prepare_image(packages)`` (after, or instead of, ``prepare_engine()``) makes sure the image that sessions
+given ``SandboxServices(packages=…)`` use is there — ``rlm sandbox build-image --with …``, once per machine
+(pip on the host + an import: seconds for pytest, ≈ 30 s for dspy) — and returns its tag; other plugins' tests
+(an environment whose sandbox needs dspy, say) call it too. A build that fails (no package index reachable)
+skips the tests that need it, with the reason (a failure with RLM_REQUIRE_DOCKER=1), and is not tried again in
+the same test session.
 """
 
 from __future__ import annotations
@@ -80,6 +87,34 @@ def prepare_engine() -> str:
     client.close()
     _engine["host"] = engine_address()
     return _engine["host"]
+
+
+def prepare_image(packages) -> str:
+    """The tag of the image with ``packages`` (``derived_tag``), built if missing; once per test session."""
+    prepare_engine()
+    from rlm_sandbox_docker.engine import DockerSandboxError, connect, derived_tag, package_set
+    from rlm_sandbox_docker.image import build_derived_image, image_exists
+
+    wanted = package_set(packages)
+    images = _engine.setdefault("images", {})  # package set → tag, or the reason it could not be built
+    if wanted not in images:
+        tag = derived_tag(wanted)
+        client = connect(cached=False)
+        try:
+            if not image_exists(client, tag):
+                print(f"\nbuilding {tag} with {', '.join(wanted)} once for this machine…", file=sys.stderr)
+                build_derived_image(wanted, tag, log=lambda message: print(message, file=sys.stderr))
+            images[wanted] = tag
+        except DockerSandboxError as exc:
+            images[wanted] = DockerSandboxError(f"cannot build the sandbox image with {', '.join(wanted)}: {exc}")
+        finally:
+            client.close()
+    found = images[wanted]
+    if isinstance(found, Exception):
+        if REQUIRED:
+            pytest.fail(f"RLM_REQUIRE_DOCKER=1 but {found}", pytrace=False)
+        pytest.skip(str(found))
+    return found
 
 
 def release_engine() -> None:

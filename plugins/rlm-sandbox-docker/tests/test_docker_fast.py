@@ -3,14 +3,16 @@ worker's set_file operation, and the pieces of the runtime that do not talk to a
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
-from rlm_host import WORKER_SCRIPT, ConfigError, SandboxError, load_settings
+from rlm_host import WORKER_SCRIPT, ConfigError, SandboxError, SandboxServices, load_settings
 from rlm_host.testing import ScriptedConnector, isolated_runner
 
 PLUGIN = "rlm-sandbox-docker"
@@ -32,6 +34,7 @@ def test_registered_through_the_entry_point(rlm_plugin_host):
     spec = host.sandboxes().get("docker")
     assert spec.security_boundary and spec.isolation.startswith("Docker container: no network")
     assert spec.settings_model().__name__ == "DockerSettings"
+    assert spec.workspace is True  # it can mount an environment's project folder (SandboxServices.workspace)
 
 
 def test_hooks_import_nothing_heavy():
@@ -159,3 +162,145 @@ def test_worker_set_file_loads_text_and_json(tmp_path):
     assert replies[1] == {"id": 1, "op": "result"} and replies[2] == {"id": 2, "op": "result"}
     assert replies[4]["value"] == [text, [1, 2], True]
     assert replies[5]["error"].startswith("FileNotFoundError") and "unknown file format" in replies[6]["error"]
+
+
+# ---------------------------------------------------------------- workspaces and packages (no engine)
+
+
+def test_the_derived_tag_depends_only_on_the_set_of_requirements():
+    from rlm_sandbox_docker.engine import build_command, derived_tag, package_set
+
+    tag = derived_tag(["dspy", "pytest"])
+    assert tag.startswith("rlm-sandbox:py-") and len(tag) == len("rlm-sandbox:py-") + 10
+    assert derived_tag(("pytest", " dspy", "dspy")) == tag and derived_tag(["pytest"]) != tag
+    assert package_set(["pytest", "", "dspy "]) == ("dspy", "pytest")
+    assert build_command(["pytest", "dspy"]) == "rlm sandbox build-image --with dspy --with pytest"
+    assert build_command(["dspy>=3"]) == "rlm sandbox build-image --with 'dspy>=3'"
+
+
+def test_the_factory_passes_workspace_and_packages(tmp_path):
+    from rlm_sandbox_docker.engine import derived_tag
+    from rlm_sandbox_docker.runtime import create
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    session = create(None, SandboxServices(workspace=tmp_path / "link", packages=("pytest", "dspy")))
+    assert session.workspace == (tmp_path / "real").resolve()  # resolved on the host
+    assert session.packages == ("dspy", "pytest") and session.image == derived_tag(["dspy", "pytest"])
+    assert "/workspace is the project folder" in session.info.python_notes
+    own = create({"image": "mine:1"}, SandboxServices(packages=("pytest",)))
+    assert own.image == "mine:1"  # an image of one's own is used as it is
+    plain = create(None, SandboxServices())
+    assert plain.workspace is None and plain.image == "rlm-sandbox:py3"
+    assert "project folder" not in plain.info.python_notes
+    for session in (session, own, plain):
+        session.shutdown()
+
+
+def test_a_workspace_must_be_an_existing_directory(tmp_path):
+    from rlm_sandbox_docker.engine import DockerSandboxError
+    from rlm_sandbox_docker.runtime import create
+
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DockerSandboxError, match=r"the sandbox workspace .*missing does not exist: give an "
+                                                 r"existing directory"):
+        create(None, SandboxServices(workspace=tmp_path / "missing"))
+    with pytest.raises(DockerSandboxError, match=r"the sandbox workspace .*file is not a directory"):
+        create(None, SandboxServices(workspace=tmp_path / "file"))
+
+
+def test_a_workspace_is_the_writable_working_directory_of_its_owner(tmp_path):
+    from rlm_sandbox_docker.runtime import DockerSandbox
+    from rlm_sandbox_docker.settings import DockerSettings
+
+    project = tmp_path / "project"
+    project.mkdir()
+    session = DockerSandbox(workspace=project)
+    session._dir = tmp_path / "host"  # what _prepare makes, without an engine
+    options = session._container_options()
+    st = project.stat()
+    assert options["user"] == f"{st.st_uid}:{st.st_gid}" and options["working_dir"] == "/workspace"
+    assert options["volumes"][str(project)] == {"bind": "/workspace", "mode": "rw"}
+    assert options["environment"]["HOME"] == options["environment"]["TMPDIR"] == "/work"
+    assert options["network_mode"] == "none" and options["read_only"] is True and options["cap_drop"] == ["ALL"]
+    assert options["security_opt"] == ["no-new-privileges"]
+    assert [v["mode"] for k, v in options["volumes"].items() if k != str(project)] == ["ro", "ro"]
+    session.shutdown()
+    other = DockerSandbox(DockerSettings(workspace_dir="/src", workspace_user="1000:1000"), workspace=project)
+    other._dir = tmp_path / "host"
+    options = other._container_options()
+    assert options["user"] == "1000:1000" and options["working_dir"] == "/src"
+    other.shutdown()
+    plain = DockerSandbox()
+    plain._dir = tmp_path / "host"
+    assert plain._container_options()["user"] == "65534:65534"
+    plain.shutdown()
+
+
+def test_workspace_settings_are_validated():
+    from rlm_sandbox_docker.settings import DockerSettings
+
+    assert DockerSettings().workspace_dir == "/workspace" and DockerSettings().workspace_user is None
+    for bad in ({"workspace_dir": "rel"}, {"workspace_dir": "/"}, {"workspace_dir": "/work"},
+                {"workspace_user": "me"}, {"workspace_user": "1000"}):
+        with pytest.raises(ValueError):
+            DockerSettings(**bad)
+
+
+def test_platform_tags_and_the_image_configuration():
+    from rlm_sandbox_docker.image import _changes, platform_tags
+
+    tags = platform_tags("2.36", "x86_64")
+    assert tags[0] == "manylinux_2_36_x86_64" and "manylinux_2_17_x86_64" in tags
+    assert tags[-1] == "manylinux2014_x86_64" and "manylinux_2_37_x86_64" not in tags
+    assert platform_tags("2.28", "aarch64")[0] == "manylinux_2_28_aarch64"
+    changes = _changes({"Cmd": ["python3", "-I"], "User": "65534:65534", "WorkingDir": "/work",
+                        "Env": ["LANG=C.UTF-8"], "Labels": {"a": "1"}}, {"org.rlm.sandbox-packages": '["x"]'})
+    assert changes == ['CMD ["python3", "-I"]', "USER 65534:65534", "WORKDIR /work", 'ENV LANG="C.UTF-8"',
+                       'LABEL a="1"', 'LABEL org.rlm.sandbox-packages="[\\"x\\"]"']
+
+
+def _tar_with(path, entries):
+    with tarfile.open(path, "w") as tar:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o2775
+            else:
+                info.size, info.mode = len(data), 0o600
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def test_the_derived_tar_adds_the_staged_files_as_root_without_duplicates(tmp_path):
+    from rlm_sandbox_docker.image import _assemble, _python_layout
+
+    exported = tmp_path / "base.tar"
+    _tar_with(exported, [("usr/", None), ("usr/bin/", None), ("usr/bin/python3.11", b"elf"),
+                         ("usr/lib/python3.11/", None), ("usr/lib/python3.11/os.py", b"# os"),
+                         ("usr/lib/x86_64-linux-gnu/libc.so.6", b"\0GNU C Library stable release version 2.36.\0"),
+                         ("usr/local/", None), ("usr/local/lib/", None), ("usr/local/lib/python3.11/", None),
+                         ("usr/local/lib/python3.11/dist-packages/", None)])
+    layout = _python_layout(exported)
+    assert layout == {"python": "3.11", "site": "usr/local/lib/python3.11/dist-packages",
+                      "executable": "/usr/bin/python3", "glibc": "2.36"}
+    staging = tmp_path / "staging"
+    (staging / "pkg").mkdir(parents=True)
+    (staging / "pkg" / "__init__.py").write_text("x = 1\n")
+    os.chmod(staging / "pkg" / "__init__.py", 0o600)
+    (staging / "bin").mkdir()
+    (staging / "bin" / "tool").write_text(f"#!{sys.executable}\nimport pkg\n")
+    os.chmod(staging / "bin" / "tool", 0o700)
+    out = tmp_path / "image.tar"
+    _assemble(exported, staging, layout, out)
+    with tarfile.open(out) as tar:
+        members = tar.getmembers()
+        names = [m.name for m in members]
+        assert len(names) == len(set(names))  # the engine refuses duplicate paths
+        by_name = {m.name: m for m in members}
+        module = by_name["usr/local/lib/python3.11/dist-packages/pkg/__init__.py"]
+        assert (module.uid, module.gid, module.uname, module.mode) == (0, 0, "root", 0o644)
+        assert by_name["usr/local/lib/python3.11/dist-packages"].mode == 0o755
+        assert "usr/local/lib/python3.11/dist-packages/bin" not in by_name
+        tool = by_name["usr/local/bin/tool"]
+        assert tool.mode == 0o755 and tar.extractfile(tool).read() == b"#!/usr/bin/python3\nimport pkg\n"
+        assert tar.extractfile("usr/lib/python3.11/os.py").read() == b"# os"  # the base's files are kept

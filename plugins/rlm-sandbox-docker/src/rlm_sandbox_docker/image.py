@@ -152,6 +152,8 @@ def build_derived_image(packages: Iterable[str], tag: str | None = None, *, base
     Returns {"tag", "built", "seconds", "size_mb", "packages", "installed", "base", "python"} ("built" False:
     the image existed; "installed": "name version" of every distribution pip installed).
     """
+    import docker.errors
+
     wanted = package_set(packages)
     if not wanted:
         raise DockerSandboxError("no packages given: `rlm sandbox build-image --with PKG [--with PKG …]`")
@@ -193,6 +195,9 @@ def build_derived_image(packages: Iterable[str], tag: str | None = None, *, base
         log(f"importing as {repository}:{version}…")
         client.api.import_image_from_file(str(image_tar), repository=repository, tag=version,
                                           changes=_changes(base_image.attrs.get("Config") or {}, labels))
+    except docker.errors.APIError as exc:
+        raise DockerSandboxError(f"the Docker engine refused a step of building {tag}: "
+                                 f"{exc.explanation or exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     current = _image_id(client, tag)

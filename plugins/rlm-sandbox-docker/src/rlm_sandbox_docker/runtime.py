@@ -26,6 +26,7 @@ import itertools
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
@@ -101,6 +102,24 @@ class DockerSandbox(WorkerSession):
         """The labels every container of this session carries."""
         return {LABEL: "1", "rlm.run": self.run_id, "rlm.session": self.session_id, OWNER_LABEL: owner_label(),
                 HOST_DIR_LABEL: str(self._dir or "")}
+
+    # -- set-ID bits in the workspace ----------------------------------------------------------------------
+    def execute(self, code: str, *, timeout: float | None = None) -> Any:
+        try:
+            return super().execute(code, timeout=timeout)
+        finally:
+            self._strip_set_id_bits()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self._strip_set_id_bits()  # the container is gone: nothing can set them again
+
+    def _strip_set_id_bits(self) -> None:
+        """The code runs as the workspace's owner, so it could leave a set-user-ID (or set-group-ID) program in
+        the host folder for any local user to run with the owner's rights (root's, for a root-owned folder):
+        after every step and at the end, such bits are removed from the workspace's regular files."""
+        if self.workspace is not None:
+            strip_set_id_bits(self.workspace)
 
     # -- launching ----------------------------------------------------------------------------------------
     def _prepare(self) -> None:
@@ -254,6 +273,31 @@ def resolve_workspace(workspace: Path | str) -> Path:
         what = "does not exist" if not path.exists() else "is not a directory"
         raise DockerSandboxError(f"the sandbox workspace {path} {what}: give an existing directory (--workdir)")
     return path
+
+
+def strip_set_id_bits(root: Path) -> list[str]:
+    """Clear the set-user-ID and set-group-ID bits of every regular file under ``root`` (symlinks never
+    followed: each file is opened with O_NOFOLLOW and changed through its descriptor); the paths changed."""
+    changed = []
+    for folder, _dirs, files in os.walk(root, followlinks=False):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if not os.lstat(path).st_mode & (stat.S_ISUID | stat.S_ISGID):
+                    continue
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue  # gone, a symlink, unreadable: nothing to clear through it
+            try:
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
+                    os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
+                    changed.append(path)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    return changed
 
 
 def workspace_owner(path: Path) -> str:

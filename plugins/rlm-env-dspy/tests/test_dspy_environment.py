@@ -2,7 +2,7 @@
 
 These runs use the ``process`` runtime (fast, no engine; NOT a security boundary, chosen explicitly), whose
 interpreter is this venv's: pytest is there, DSPy is not, so the task is plain Python. The same loop in the
-Docker sandbox with DSPy installed is ``test_docker.py``.
+Docker sandbox with DSPy installed is ``test_dspy_docker.py``.
 """
 
 import json
