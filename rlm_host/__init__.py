@@ -93,6 +93,7 @@ _LAZY: dict[str, str] = {
     "parse_action": "rlm_host.environments.generic",
     "reply_action": "rlm_host.environments.generic",
     "truncate": "rlm_host.environments.kit",
+    "StepHistory": "rlm_host.environments.kit",
     "SubCalls": "rlm_host.environments.pure_rlm.host_functions",
     # events, sinks and results
     "RunEvent": "rlm_host.events",
@@ -172,7 +173,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.context import Documents, describe_context, load_context, load_file
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.environments.generic import parse_action, reply_action
-    from rlm_host.environments.kit import truncate
+    from rlm_host.environments.kit import StepHistory, truncate
     from rlm_host.environments.pure_rlm.host_functions import SubCalls
     from rlm_host.environments.protocol import Environment, EnvironmentContext
     from rlm_host.events import RunEvent, Sink

@@ -144,7 +144,7 @@ class EnvironmentSpec(Component):
     ``--sandbox auto`` then picks and checks no sandbox, and the run records its sandbox as ``none``.
     ``workspace``: the environment edits the run's project folder (``--workdir``) through its sandbox, so only a
     runtime declaring ``workspace=True`` can serve it; ``sandbox_packages``: what its sandbox must be able to
-    import (``SandboxServices.packages``).
+    import (``SandboxServices.packages``), to which its settings may add with a ``sandbox_packages`` field.
     """
 
     kind: ClassVar[str] = "environment"

@@ -64,3 +64,15 @@ def test_the_project_folder_is_resolved_and_created(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="not a directory"):
         project_folder(tmp_path / "file")
+
+
+def test_an_environments_settings_add_to_its_sandbox_packages():
+    from rlm_host.engine.plan import sandbox_packages_for
+
+    spec = EnvironmentSpec("coder", "edits a project", "x:y", workspace=True, sandbox_packages=("dspy", "pytest"))
+
+    class Settings:
+        sandbox_packages = ["numpy>=2", "pytest"]  # the project's own test dependencies
+
+    assert sandbox_packages_for(spec, Settings()) == ("dspy", "pytest", "numpy>=2")
+    assert sandbox_packages_for(spec, None) == ("dspy", "pytest")

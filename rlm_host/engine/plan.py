@@ -140,7 +140,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         sandbox_settings=loaded.component("sandbox", sandbox_spec.name) if sandbox_spec else None,
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
         make_connector=make_connector, notices=notices, workdir=workdir,
-        sandbox_packages=tuple(env_spec.sandbox_packages),
+        sandbox_packages=sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)),
     )  # fmt: skip
 
 
@@ -224,6 +224,13 @@ def _workspace_hint(registry: Any, able: list[str]) -> str:
         return "install a sandbox plugin that can (rlm-sandbox-docker)"
     labelled = [name if registry.get(name).security_boundary else f"{name} (NOT a security boundary)" for name in able]
     return "runtimes that can: " + ", ".join(labelled) + " (`rlm plugins doctor` shows which are ready)"
+
+
+def sandbox_packages_for(env_spec: Any, env_settings: Any) -> tuple[str, ...]:
+    """What the environment's sandbox must import: its spec's packages, then those its settings add in a
+    ``sandbox_packages`` field (a project's own test dependencies, say)."""
+    extra = getattr(env_settings, "sandbox_packages", None) or ()
+    return tuple(dict.fromkeys([*env_spec.sandbox_packages, *extra]))
 
 
 def project_folder(workdir: Optional[Path]) -> Path:

@@ -20,7 +20,7 @@ from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.recursion import RecursionGuard
 from rlm_host.context import describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
-from rlm_host.engine.plan import RunPlan, choose_sandbox, memory_for, plan_run
+from rlm_host.engine.plan import RunPlan, choose_sandbox, memory_for, plan_run, sandbox_packages_for
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
 from rlm_host.events import EventBus, RunEvent
@@ -92,8 +92,8 @@ class RLMRunner:
         env_spec = self.host.environments().get(environment or run.environment)
         spec = choose_sandbox(self.host, self.loaded, sandbox or run.sandbox, env_spec)
         limits = SandboxLimits(exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}))
-        services = SandboxServices(home=self.home, limits=limits, workspace=workspace,
-                                   packages=tuple(env_spec.sandbox_packages))  # fmt: skip
+        packages = sandbox_packages_for(env_spec, self.loaded.component("environment", env_spec.name))
+        services = SandboxServices(home=self.home, limits=limits, workspace=workspace, packages=packages)
         session: SandboxSession = spec.create(self.loaded.component("sandbox", spec.name), services)
         return session
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RecursionRefused
-from rlm_host.environments.kit import answer_text, render_description, truncate, with_preview
+from rlm_host.environments.kit import StepHistory, answer_text, render_description, truncate, with_preview
 from rlm_host.llm.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult
@@ -54,7 +54,6 @@ ACTION_SCHEMA = {
 REPLY_FORMAT = ReplyFormat("generic_action", json_schema=ACTION_SCHEMA)
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
-MEMORY_LIMIT = 8
 
 
 class GenericSettings(BaseModel):
@@ -74,8 +73,7 @@ class GenericEnvironment:
         self.ctx = ctx
         self.settings = settings or GenericSettings()
         self.session: Optional[SandboxSession] = None
-        self.memory: list[str] = []
-        self.steps: list[dict[str, Any]] = []
+        self.history = StepHistory()
 
     def start(self) -> None:
         self.session = self.ctx.open_sandbox()
@@ -92,10 +90,7 @@ class GenericEnvironment:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}"]
         if self.ctx.context is not None:
             lines.append("Context (variable `context` in the REPL):\n" + render_description(with_preview(self.ctx.context_meta, 200)))
-        if self.memory:
-            lines.append("Memory:\n" + "\n".join(f"- {note}" for note in self.memory[-6:]))
-        if self.steps:
-            lines.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in self.steps[-3:]))
+        lines += self.history.prompt_sections()
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
@@ -172,11 +167,7 @@ class GenericEnvironment:
         return record, self.ctx.rewards.code_step(ok=child.completed, stderr=False)
 
     def _record(self, result: ActionResult) -> ActionResult:
-        if result.memory_note:
-            self.memory = (self.memory + [result.memory_note])[-MEMORY_LIMIT:]
-        self.steps.append({"action": result.action, "success": result.observation.get("success", result.done),
-                           "reward": round(result.reward, 3)})  # fmt: skip
-        return result
+        return self.history.record(result)
 
 
 def reply_action(reply: Completion) -> tuple[Optional[dict[str, Any]], str]:

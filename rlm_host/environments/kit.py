@@ -56,3 +56,31 @@ def render_description(meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+
+
+class StepHistory:
+    """What a JSON-action environment remembers between turns (the seeds' planner prompt): the last memory notes
+    (``ActionResult.memory_note``, at most eight kept) and a line per recent step (action, success, reward)."""
+
+    MEMORY_LIMIT = 8
+
+    def __init__(self) -> None:
+        self.memory: list[str] = []
+        self.steps: list[dict[str, Any]] = []
+
+    def record(self, result: Any) -> Any:
+        """Remember one step's ActionResult; returns it, so ``return history.record(result)`` reads well."""
+        if result.memory_note:
+            self.memory = (self.memory + [result.memory_note])[-self.MEMORY_LIMIT:]
+        self.steps.append({"action": result.action, "success": result.observation.get("success", result.done),
+                           "reward": round(result.reward, 3)})  # fmt: skip
+        return result
+
+    def prompt_sections(self, notes: int = 6, steps: int = 3) -> list[str]:
+        """The "Memory:" and "Recent steps:" sections of the next prompt (none while empty)."""
+        sections = []
+        if self.memory:
+            sections.append("Memory:\n" + "\n".join(f"- {note}" for note in self.memory[-notes:]))
+        if self.steps:
+            sections.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in self.steps[-steps:]))
+        return sections

@@ -26,25 +26,14 @@ def project_folder(store_root: Path, benchmark_id: str, case_id: str) -> Path:
 
 def prepare_project(folder: Path, files: dict[str, str]) -> Path:
     """A fresh folder holding ``files`` (relative POSIX paths → text)."""
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    for relative, text in files.items():
-        target = folder / _safe_relative(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+    _write_files(folder, files)
     return folder
 
 
 def score_hidden_tests(runner: Any, folder: Path, hidden: dict[str, str], *, environment: str,
                        sandbox: str | None) -> tuple[float, bool, dict[str, Any]]:  # fmt: skip
     """(score, correct, detail) of the hidden tests run against the project in a fresh sandbox session."""
-    tests_dir = folder / HIDDEN_DIR
-    shutil.rmtree(tests_dir, ignore_errors=True)
-    tests_dir.mkdir(parents=True)
-    for relative, text in hidden.items():
-        target = tests_dir / _safe_relative(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+    _write_files(folder / HIDDEN_DIR, hidden)
     session = runner.open_sandbox(sandbox=sandbox, environment=environment, workspace=folder,
                                   exec_timeout=TEST_TIMEOUT)  # fmt: skip
     try:
@@ -69,6 +58,16 @@ def _counts(output: str) -> dict[str, int]:
     for number, word in re.findall(r"(\d+) (passed|failed|errors?|skipped)", summary[-1] if summary else ""):
         counts["errors" if word.startswith("error") else word] = int(number)
     return counts
+
+
+def _write_files(folder: Path, files: dict[str, str]) -> None:
+    """``folder`` made afresh, holding ``files``."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for relative, text in files.items():
+        target = folder / _safe_relative(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
 
 
 def _safe_relative(relative: str) -> Path:

@@ -17,8 +17,8 @@ from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import (
-    ActionResult, Completion, EnvironmentContext, InputError, Message, ReplyFormat, SandboxError, SubCalls,
-    get_host,
+    ActionResult, Completion, EnvironmentContext, InputError, Message, ReplyFormat, SandboxError, StepHistory,
+    SubCalls, get_host,
     reply_action, truncate,
 )
 
@@ -50,7 +50,6 @@ network access. Finish with final once the tests pass."""
 ACTIONS = ("run_python", "write_file", "patch_file", "read_file", "search_code", "list_tree", "run_tests",
            "analyze_dspy", "analyze_code", "llm_query", "llm_query_batched", "delegate", "delegate_batch", "final")  # fmt: skip
 _GENERIC = ("run_python", "delegate", "delegate_batch")
-MEMORY_LIMIT = 8
 
 #: One action object, every key present (null where unused) as OpenAI's strict structured outputs want; llama.cpp
 #: turns it into a grammar. Replies that break it are still read (``reply_action``).
@@ -76,6 +75,9 @@ class DSPySettings(BaseModel):
     validation_min_score: int = Field(60, ge=0, le=100, description="analysis score a written file needs to pass "
                                       "validation")
     batch_concurrency: int = Field(8, ge=1, le=64, description="llm_query_batched calls in flight at once")
+    sandbox_packages: list[str] = Field(default_factory=list, description="what the project's tests need besides "
+                                        "dspy and pytest (its declared test dependencies): pip requirements added "
+                                        "to the sandbox (Docker: `rlm sandbox build-image --with …`)")
 
 
 class DSPyCodingEnvironment:
@@ -91,8 +93,7 @@ class DSPyCodingEnvironment:
         self.ctx = ctx
         self.workspace = Workspace(ctx.workdir)
         self.session: Any = None
-        self.memory: list[str] = []
-        self.steps: list[dict[str, Any]] = []
+        self.history = StepHistory()
         inner_ctx = replace(ctx, open_sandbox=self._open_session)
         self._generic = get_host().environments().get("generic").create(None, inner_ctx)
         self._sub_calls = SubCalls(ctx, concurrency=self.settings.batch_concurrency,
@@ -114,10 +115,7 @@ class DSPyCodingEnvironment:
     def messages(self, step: int) -> list[Message]:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}",
                  "Project files: " + (", ".join(self.workspace.python_files()[:60]) or "(none yet)")]  # fmt: skip
-        if self.memory:
-            lines.append("Memory:\n" + "\n".join(f"- {note}" for note in self.memory[-6:]))
-        if self.steps:
-            lines.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in self.steps[-3:]))
+        lines += self.history.prompt_sections()
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
@@ -266,8 +264,4 @@ class DSPyCodingEnvironment:
         return self.ctx.rewards.run_python_base - self.ctx.rewards.run_python_failure_penalty
 
     def _record(self, result: ActionResult) -> ActionResult:
-        if result.memory_note:
-            self.memory = (self.memory + [result.memory_note])[-MEMORY_LIMIT:]
-        self.steps.append({"action": result.action, "success": result.observation.get("success", result.done),
-                           "reward": round(result.reward, 3)})  # fmt: skip
-        return result
+        return self.history.record(result)
