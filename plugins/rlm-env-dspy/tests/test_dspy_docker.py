@@ -112,11 +112,76 @@ def test_hidden_tests_pass_the_reference_and_fail_the_wrong_solution(runner, tmp
 
     hidden = case_files(case_id, "hidden")
     verdicts = {}
-    for part in ("reference", "wrong"):
-        folder = prepare_project(tmp_path / part, {**case_files(case_id, "starter"), **case_files(case_id, part)})
+    for part in ("reference", "wrong", "starter"):
+        files = {**case_files(case_id, "starter"), **(case_files(case_id, part) if part != "starter" else {})}
+        folder = prepare_project(tmp_path / part, files)
         verdicts[part] = score_hidden_tests(runner, folder, hidden, environment="dspy", sandbox="docker")
     assert verdicts["reference"][:2] == (1.0, True), verdicts["reference"][2]["output"]
-    assert verdicts["wrong"][1] is False and verdicts["wrong"][0] < 1.0, verdicts["wrong"][2]["output"]
+    wrong_score, wrong_correct, wrong_detail = verdicts["wrong"]
+    assert not wrong_correct and 0 < wrong_score < 1.0, wrong_detail["output"]  # wrong, yet not a broken run
+    assert not verdicts["starter"][1], "the untouched project must not already solve the case"
+
+
+MISUSED = '''"""Uses real and invented DSPy names."""
+import dspy
+from dspy.utils import DummyLM
+from dspy import NoSuchPredictor
+
+lm = dspy.LM("openai/gpt-4o-mini")
+model = dspy.settings.lm
+optimizer = dspy.teleprompt.BootstrapFewShot
+bad = dspy.ChainOfThot("question -> answer")
+worse = dspy.Predict.no_such_method
+print(DummyLM, NoSuchPredictor, lm, model, optimizer, bad, worse)
+'''
+
+
+def test_the_analysis_checks_names_against_the_dspy_in_the_sandbox(runner, tmp_path):
+    """Misused APIs are found against the sandbox's DSPy; its removed/deprecated tables agree with that version;
+    every case's reference solution is clean."""
+    from rlm_env_dspy import verifier
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "names.py").write_text(MISUSED)
+    references = []
+    for case_id in case_ids():
+        for path, text in case_files(case_id, "reference").items():
+            (project / case_id).mkdir(exist_ok=True)
+            (project / case_id / path).write_text(text)
+            references.append(f"{case_id}/{path}")
+    session = runner.open_sandbox(environment="dspy", workspace=project)
+    with session:
+        report = verifier.analyze(session, ["names.py"], timeout=120)
+        version = report["dspy_version"]
+        misused = {f["line"]: f["message"] for file in report["files"] for f in file["findings"]
+                   if f["kind"] == "misused_api"}  # fmt: skip
+        assert misused == {4: f"dspy.NoSuchPredictor does not exist in the installed dspy {version}",
+                           9: f"dspy.ChainOfThot does not exist in the installed dspy {version}",
+                           10: f"dspy.Predict.no_such_method does not exist in the installed dspy {version}"}
+        table = _tables_against_dspy(session)
+        assert table["removed_but_present"] == [] and table["deprecated_missing"] == [], table
+        clean = verifier.analyze(session, references, timeout=120)
+        api = [f for file in clean["files"] for f in file["findings"] if f["kind"].endswith("_api")]
+        assert api == [] and clean["dspy_version"] == version, clean["reasons"]
+
+
+def _tables_against_dspy(session):
+    """Names the analysis lists as removed that the sandbox's DSPy still has (for its version), and deprecated
+    names it lacks."""
+    from rlm_env_dspy import verifier
+    from rlm_host import run_in_session
+
+    code = verifier.analysis_source() + '''
+def _check_tables():
+    import dspy
+    version = tuple(int(p) for p in dspy.__version__.split(".")[:2])
+    removed = [n for n, (since, _) in REMOVED.items()
+               if version >= tuple(int(p) for p in since.split(".")) and hasattr(dspy, n)]
+    deprecated = [n for n in DEPRECATED if version < (3, 5) and not hasattr(dspy, n)]
+    return {"removed_but_present": removed, "deprecated_missing": deprecated}
+'''
+    return run_in_session(session, code, "_check_tables()", timeout=60)
 
 
 def test_bench_run_dspy_quick_scores_a_model_that_writes_the_reference(runner):

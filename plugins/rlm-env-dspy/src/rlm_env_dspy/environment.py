@@ -139,10 +139,12 @@ class DSPyCodingEnvironment:
         try:
             result = handler(action)
         except PathRefused as refused:
-            result = ActionResult(action=name, observation={"success": False, "error": str(refused)},
+            result = ActionResult(action=name, observation={"success": False, "error": str(refused),
+                                                            "notes": [f"refused: {refused}"]},
                                   reward=self._failure())  # fmt: skip
         except SandboxError as exc:
-            result = ActionResult(action=name, observation={"success": False, "error": f"sandbox: {exc}"},
+            result = ActionResult(action=name, observation={"success": False, "error": f"sandbox: {exc}",
+                                                            "notes": [f"sandbox: {exc}"]},
                                   reward=self._failure())  # fmt: skip
         return self._record(result)
 
@@ -176,7 +178,8 @@ class DSPyCodingEnvironment:
                                          timeout=self.settings.test_timeout, keep=self.settings.max_output_chars // 2,
                                          min_score=self.settings.validation_min_score)  # fmt: skip
         observation = {"success": check.compiled is not False and check.tests_passed is not False, **written,
-                       "verifier": check.as_observation(), "dspy_patterns": patterns}  # fmt: skip
+                       "verifier": check.as_observation(), "dspy_patterns": patterns,
+                       "notes": [f"{path}: {check.summary()}"]}  # fmt: skip
         note = f"{name} {path}: compile={check.compiled} tests={check.tests_passed} validation={check.validated}"
         return ActionResult(action=name, observation=observation, memory_note=note,
                             reward=verifier.reward_of(self.ctx.rewards, check, patterns))  # fmt: skip
@@ -215,8 +218,8 @@ class DSPyCodingEnvironment:
         if not tests["no_tests"]:
             reward += rewards.verifier_pytest_bonus if tests["passed"] else -rewards.verifier_pytest_penalty
         note = f"run_tests {' '.join(selection) or '(all)'}: {tests['counts'] or tests['exit_code']}"
-        return ActionResult(action="run_tests", observation={"success": tests["passed"], **tests}, reward=reward,
-                            memory_note=note)  # fmt: skip
+        return ActionResult(action="run_tests", observation={"success": tests["passed"], **tests, "notes": [note]},
+                            reward=reward, memory_note=note)  # fmt: skip
 
     def _analyze(self, action: dict[str, Any]) -> ActionResult:
         raw = action.get("path") or action.get("paths")
@@ -226,9 +229,10 @@ class DSPyCodingEnvironment:
             raise PathRefused("the project has no .py files to analyse yet")
         report = verifier.analyze(self.session, files, timeout=self.settings.test_timeout)
         text = truncate(json.dumps(report, ensure_ascii=False), self.settings.max_output_chars)
-        return ActionResult(action=action["action"], observation={"success": True, "report": json.loads(text)
-                            if len(text) < self.settings.max_output_chars else {"summary": text}},
-                            reward=self._success(), memory_note=f"analysis score {report.get('score')}")  # fmt: skip
+        shown = json.loads(text) if len(text) < self.settings.max_output_chars else {"summary": text}
+        note = f"analysis {report.get('score')}/100 over {len(files)} file(s), DSPy {report.get('dspy_version')}"
+        return ActionResult(action=action["action"], observation={"success": True, "report": shown, "notes": [note]},
+                            reward=self._success(), memory_note=note)  # fmt: skip
 
     def _llm_query(self, action: dict[str, Any]) -> ActionResult:
         prompt = action.get("prompt")

@@ -70,6 +70,20 @@ class Verification:
     validated: Optional[bool] = None
     details: dict[str, Any] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        """One line: each check's outcome (what the live view shows under the step)."""
+        parts = []
+        for label, passed in (("compile", self.compiled), ("tests", self.tests_passed), ("validation", self.validated)):
+            if passed is not None:
+                parts.append(f"{label} {'ok' if passed else 'FAILED'}")
+        counts = (self.details.get("tests_run") or {}).get("counts")
+        if counts:
+            parts[-1 if self.validated is None else -2] += " (" + ", ".join(f"{n} {w}" for w, n in counts.items()) + ")"
+        score = (self.details.get("analysis") or {}).get("score")
+        if score is not None:
+            parts[-1] += f" (analysis {score}/100)"
+        return " · ".join(parts) or "not verified"
+
     def as_observation(self) -> dict[str, Any]:
         return {"compile": self.compiled, "tests": self.tests_passed, "validation": self.validated, **self.details}
 
