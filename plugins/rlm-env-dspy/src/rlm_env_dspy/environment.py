@@ -119,10 +119,9 @@ class DSPyCodingEnvironment:
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
-        action, problem = reply_action(reply)
-        if action is None:
-            return self._record(ActionResult(action="malformed_reply", observation={"error": problem},
-                                             reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
+        action, _ = reply_action(reply)
+        if action is None:  # an empty reply: the generic environment's verdict (a malformed_reply step)
+            return self._record(self._generic.execute(reply, step))
         name = str(action.get("action", "")).strip()
         if name in _GENERIC or name == "final":
             result = self._generic.execute(reply.model_copy(update={"text": json.dumps(action)}), step)
