@@ -94,6 +94,15 @@ _LAZY: dict[str, str] = {
     "reply_action": "rlm_host.environments.generic",
     "truncate": "rlm_host.environments.kit",
     "StepHistory": "rlm_host.environments.kit",
+    # framework adapters: the contract and the run's sandbox as tools
+    "FrameworkAdapter": "rlm_host.frameworks.protocol",
+    "FrameworkContext": "rlm_host.frameworks.protocol",
+    "FrameworkOutcome": "rlm_host.frameworks.protocol",
+    "StepLimitReached": "rlm_host.frameworks.protocol",
+    "EVENT_REWARDS": "rlm_host.frameworks.protocol",
+    "SandboxTools": "rlm_host.frameworks.tools",
+    "CodeOutcome": "rlm_host.frameworks.tools",
+    "TOOL_DESCRIPTIONS": "rlm_host.frameworks.tools",
     "SubCalls": "rlm_host.environments.pure_rlm.host_functions",
     # events, sinks and results
     "RunEvent": "rlm_host.events",
@@ -174,6 +183,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.environments.generic import parse_action, reply_action
     from rlm_host.environments.kit import StepHistory, truncate
+    from rlm_host.frameworks.protocol import (
+        EVENT_REWARDS, FrameworkAdapter, FrameworkContext, FrameworkOutcome, StepLimitReached,
+    )
+    from rlm_host.frameworks.tools import TOOL_DESCRIPTIONS, CodeOutcome, SandboxTools
     from rlm_host.environments.pure_rlm.host_functions import SubCalls
     from rlm_host.environments.protocol import Environment, EnvironmentContext
     from rlm_host.events import RunEvent, Sink

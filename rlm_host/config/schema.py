@@ -123,6 +123,15 @@ class RewardProfile(Section):
     dspy_pattern_match_bonus: float = Field(0.05, description="per DSPy pattern in written or run code "
                                             "(import dspy, Signature, InputField, OutputField, Module, forward)")
     dspy_pattern_bonus_cap: float = Field(0.20, description="the most the DSPy patterns of one step earn")
+    # framework runs (--framework): the seeds' adapter tables, per event kind
+    framework_tool_call: float = Field(0.02, description="the framework's model calls a tool")
+    framework_planning_tool_call: float = Field(0.03, description="… a planning tool (write_todos, read_todos)")
+    framework_tool_result: float = Field(0.06, description="a tool returned")
+    framework_tool_error: float = Field(-0.05, description="a tool failed")
+    framework_retry: float = Field(-0.05, description="the framework asked the model to retry (validation)")
+    framework_model_text: float = Field(0.05, description="the model wrote text (a thought, a part of the answer)")
+    framework_model_response: float = Field(0.25, description="a run that yielded no steps but an answer")
+    framework_empty_response: float = Field(-0.1, description="a run that yielded neither steps nor an answer")
     global_scale: float = Field(1.0, ge=0, description="multiplies every clamped step reward")
 
     @staticmethod

@@ -51,6 +51,8 @@ class RunPlan:
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
     workdir: Optional[Path] = None  # the project folder, for an environment whose spec says workspace=True
     sandbox_packages: tuple[str, ...] = ()
+    framework_factory: Optional[Callable[..., Any]] = None  # None: the native loop
+    framework_settings: Optional[BaseModel] = None
     _connectors: dict[str, ModelConnector] = field(default_factory=dict)
 
     @property
@@ -110,8 +112,9 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
     ``prices`` (the table the run's costs are counted with; by default the settings' own) says whether a cost
     budget can be enforced: see :func:`cost_notices`."""
     run = _effective_run_settings(loaded.settings.run, options)
-    if run.framework != NATIVE_FRAMEWORK:
-        _refuse_framework(host, run.framework)
+    framework_spec = _framework(host, run.framework)
+    if framework_spec is not None:
+        run.framework = framework_spec.name
     env_spec = host.environments().get(run.environment)
     run.environment = env_spec.name
     needs_sandbox = env_spec.runs_code or run.sandbox != "auto"
@@ -141,6 +144,8 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
         make_connector=make_connector, notices=notices, workdir=workdir,
         sandbox_packages=sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)),
+        framework_factory=framework_spec.load() if framework_spec is not None else None,
+        framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
     )  # fmt: skip
 
 
@@ -174,15 +179,16 @@ def _effective_run_settings(base: RunSettings, options: dict[str, Any]) -> RunSe
         raise ConfigError(f"invalid run option: {problems}") from None
 
 
-def _refuse_framework(host: Any, name: str) -> None:
+def _framework(host: Any, name: str) -> Any:
+    """The framework adapter's spec (aliases too), None for the native loop; UnknownComponentError otherwise."""
+    if name == NATIVE_FRAMEWORK:
+        return None
     registry = host.frameworks()
     if name not in registry:
         choices = [NATIVE_FRAMEWORK, *registry.names()]
-        raise UnknownComponentError(f"unknown framework {name!r}", hint="choose one of: " + ", ".join(choices))
-    raise RlmError(
-        f"framework {name!r} is installed, but this rlm-host runs only the native loop",
-        hint="use --framework native (framework adapters are run by their own plugin's command)",
-    )
+        raise UnknownComponentError(f"unknown framework {name!r}", hint="choose one of: " + ", ".join(choices)
+                                    + " (adapters are plugins: pip install rlm-adapter-<name>)")  # fmt: skip
+    return registry.get(name)
 
 
 def memory_for(context_meta: dict[str, Any]) -> int:

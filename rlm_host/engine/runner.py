@@ -23,6 +23,8 @@ from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, choose_sandbox, memory_for, plan_run, sandbox_packages_for
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
+from rlm_host.frameworks.protocol import FrameworkContext, StepLimitReached
+from rlm_host.frameworks.tools import SandboxTools
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
@@ -130,26 +132,22 @@ class RLMRunner:
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir,
         )  # fmt: skip
-        environment = plan.environment_factory(plan.environment_settings, ctx)
-        steps, total_reward = 0, 0.0
+        progress = _Progress()
         final_response: Optional[str] = None
         completed, error = False, None
         reason: TerminationReason = "max_steps"
+        closers: list[Callable[[], None]] = []
+        # An environment that cannot be built (bad input it checks at once) fails the run before it starts.
+        environment = plan.environment_factory(plan.environment_settings, ctx) if plan.framework_factory is None else None
         try:
-            environment.start()
-            for step in range(1, plan.run.max_steps + 1):
-                budget.check()
-                result, record = self._step(environment, step, root, sub, usage, plan, total_reward)
-                steps, total_reward = step, record.cumulative_reward
-                scope.emit("step", record.model_dump(mode="json"))
-                if result.done:
-                    completed, final_response, reason = True, result.final_response, "final"
-                    break
-                if budget.llm_calls_refused:
-                    reason = "max_llm_calls"
-                    break
-            if not completed:
-                final_response = self._synthesize(environment, scope)
+            if environment is None:
+                completed, final_response = self._drive_framework(ctx, plan, usage, progress, closers)
+                reason = "final" if completed else "max_steps"
+            else:
+                completed, final_response, reason = self._drive_environment(environment, ctx, plan, root, sub, usage,
+                                                                            progress, closers)  # fmt: skip
+        except StepLimitReached:
+            reason = "max_steps"
         except BudgetExceeded as exc:
             reason, error = exc.reason, str(exc)
         except KeyboardInterrupt:
@@ -158,15 +156,17 @@ class RLMRunner:
         except (RlmError, SandboxError) as exc:
             reason, error = ("timeout", str(exc)) if budget.remaining() <= 0 else ("error", str(exc))
             scope.emit("error", {"message": error, "where": type(exc).__name__})
-        except Exception as exc:  # an environment or plugin bug: recorded, never a lost trajectory
+        except Exception as exc:  # an environment, adapter or plugin bug: recorded, never a lost trajectory
             reason, error = "error", f"{type(exc).__name__}: {exc}"
             scope.emit("error", {"message": error, "where": "internal"})
         finally:
             guard.leave(fingerprint)
-            try:
-                environment.close()
-            except Exception as exc:  # closing must not hide the run's own outcome
-                scope.emit("error", {"message": f"closing the environment failed: {exc}", "where": "close"})
+            for close in reversed(closers):
+                try:
+                    close()
+                except Exception as exc:  # closing must not hide the run's own outcome
+                    scope.emit("error", {"message": f"closing the run's parts failed: {exc}", "where": "close"})
+        steps, total_reward = progress.steps, progress.total_reward
         result = RunResult(
             run_id=scope.run_id, parent_run_id=scope.parent_run_id, depth=scope.depth, task=task,
             environment=plan.run.environment, framework=plan.run.framework, model=root.name, sandbox=plan.sandbox_name,
@@ -177,6 +177,67 @@ class RLMRunner:
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result
+
+    def _drive_environment(self, environment: Any, ctx: EnvironmentContext, plan: RunPlan, root: ModelClient,
+                           sub: ModelClient, usage: RunUsage, progress: "_Progress",
+                           closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], TerminationReason]:  # fmt: skip
+        """The native loop: the environment's prompt, the root model's reply, the environment's verdict."""
+        closers.append(environment.close)
+        environment.start()
+        for step in range(1, plan.run.max_steps + 1):
+            ctx.budget.check()
+            result, record = self._step(environment, step, root, sub, usage, plan, progress.total_reward)
+            progress.steps, progress.total_reward = step, record.cumulative_reward
+            ctx.scope.emit("step", record.model_dump(mode="json"))
+            if result.done:
+                return True, result.final_response, "final"
+            if ctx.budget.llm_calls_refused:  # type: ignore[attr-defined]
+                return False, self._synthesize(environment, ctx.scope), "max_llm_calls"
+        return False, self._synthesize(environment, ctx.scope), "max_steps"
+
+    def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, usage: RunUsage, progress: "_Progress",
+                         closers: list[Callable[[], None]]) -> tuple[bool, Optional[str]]:  # fmt: skip
+        """A framework adapter drives the loop; its steps are recorded as it reports them (``FrameworkContext``)."""
+        lock = threading.Lock()
+        mark = {"usage": usage.model_copy(deep=True), "time": time.monotonic(),
+                "model_seconds": ctx.root.seconds + ctx.sub.seconds}  # type: ignore[attr-defined]  # fmt: skip
+
+        def step(action: str, observation: Optional[dict[str, Any]] = None, reward: float = 0.0,
+                 code: Optional[str] = None, reply: Optional[str] = None) -> float:  # fmt: skip
+            with lock:
+                if progress.steps >= plan.run.max_steps:
+                    raise StepLimitReached(f"the run's {plan.run.max_steps} steps are used")
+                ctx.budget.check()
+                kept = plan.rewards.apply_global_scale(reward)
+                now, model_seconds = time.monotonic(), ctx.root.seconds + ctx.sub.seconds  # type: ignore[attr-defined]
+                record = StepRecord(
+                    step=progress.steps + 1, action=action, code=code, reply=reply, observation=observation or {},
+                    reward=round(kept, 6), cumulative_reward=round(progress.total_reward + kept, 6),
+                    usage=_usage_delta(mark["usage"], usage), model_seconds=round(model_seconds - mark["model_seconds"], 4),
+                    duration_s=round(now - mark["time"], 4),
+                )  # fmt: skip
+                mark.update(usage=usage.model_copy(deep=True), time=now, model_seconds=model_seconds)
+                progress.steps, progress.total_reward = record.step, record.cumulative_reward
+                ctx.scope.emit("step", record.model_dump(mode="json"))
+                return kept
+
+        tools = SandboxTools(ctx.open_sandbox, ctx.context, budget=ctx.budget, scope=ctx.scope,
+                             model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model),
+                             exec_timeout=plan.limits.exec_timeout)  # fmt: skip
+        closers.append(tools.close)
+        fctx = FrameworkContext(
+            task=ctx.task, context=ctx.context, context_meta=ctx.context_meta, root=ctx.root, sub=ctx.sub,
+            sub_model_for=ctx.sub_model_for, tools=tools, budget=ctx.budget, rewards=plan.rewards, limits=plan.limits,
+            scope=ctx.scope, max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, step=step,
+        )  # fmt: skip
+        assert plan.framework_factory is not None
+        adapter = plan.framework_factory(plan.framework_settings, fctx)
+        closers.append(adapter.close)
+        outcome = adapter.run()
+        if progress.steps == 0:  # the seeds' rule: a run that reported no step still gets one
+            kind = "model_response" if outcome.final_response else "empty_response"
+            step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))
+        return bool(outcome.completed and outcome.final_response is not None), outcome.final_response
 
     def _step(self, environment: Any, step: int, root: ModelClient, sub: ModelClient, usage: RunUsage,
               plan: RunPlan, total_reward: float) -> tuple[ActionResult, StepRecord]:  # fmt: skip
@@ -204,6 +265,14 @@ class RLMRunner:
         except (RlmError, BudgetExceeded) as exc:
             scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
             return None
+
+
+class _Progress:
+    """Steps taken and reward earned so far by one run (shared by its loop and the step reporter)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.total_reward = 0.0
 
 
 def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:

@@ -63,7 +63,7 @@ class PureRLMEnvironment:
         session.register_functions(calls.functions())
         if self.ctx.context is not None:
             session.set_variable("context", self.ctx.context)
-        session.set_variable("context_names", _document_names(self.ctx.context))
+        session.set_variable("context_names", document_names(self.ctx.context))
         helpers = session.execute(HELPERS_SOURCE)
         if not helpers.ok:
             raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
@@ -204,7 +204,8 @@ class PureRLMEnvironment:
         return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
 
 
-def _document_names(context: Any) -> list[str]:
+def document_names(context: Any) -> list[str]:
+    """The names ``list_files()`` shows for a file-set context (generated for a plain list)."""
     if isinstance(context, list):
         names = getattr(context, "names", None)
         return list(names) if names else [f"document_{i}" for i in range(len(context))]

@@ -1,0 +1,105 @@
+"""The run's sandbox as tools for a framework: the same session, context and sub-calls a native run has.
+
+``run_code`` executes Python in one persistent sandbox session (the run's runtime: Monty, Docker…) where
+``context`` holds the run's context and ``llm_query`` / ``llm_query_batched`` / ``rlm_query`` reach the sub-model
+through the run's budget (``rlm_query`` from a framework run answers as a plain ``llm_query``: a framework run
+has no child runs). So a native run and a framework run of one task differ only in who drives the loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from rlm_host.environments.kit import answer_text, truncate
+from rlm_host.environments.pure_rlm.environment import document_names
+from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE, SubCalls
+from rlm_host.errors import RecursionRefused
+from rlm_host.results import ExecResult
+from rlm_host.sandbox.protocol import SandboxSession
+
+#: What a tool result shows of a code run's output.
+TOOL_OUTPUT_CHARS = 8000
+
+TOOL_DESCRIPTIONS = {
+    "run_code": "Run Python code in a persistent sandboxed REPL. The variable `context` holds the task's context "
+                "(do not print it whole: inspect it). Variables persist between calls. Inside the code, "
+                "llm_query(prompt) and llm_query_batched(prompts) ask a language model. Returns what the code "
+                "printed, or its error. Call FINAL(answer) in the code to give the final answer.",
+    "llm_query": "Ask a language model one question (for reading or summarising a piece of text).",
+}  # fmt: skip
+
+
+@dataclass
+class CodeOutcome:
+    """One ``run_code``: the sandbox's result, the text a framework shows the model, and a FINAL answer if any."""
+
+    result: ExecResult
+    text: str
+    final: Optional[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+
+class _NoChildren:
+    """What ``SubCalls`` needs of a run, for a framework run: its budget and events, and no child runs."""
+
+    def __init__(self, budget: Any, scope: Any) -> None:
+        self.budget, self.scope = budget, scope
+
+    def spawn_child(self, task: str, context: Any) -> Any:
+        raise RecursionRefused("max_depth", "a framework run has no child runs")
+
+
+class SandboxTools:
+    """The sandbox session of a framework run, opened on first use (thread-safe) and closed by the runner."""
+
+    def __init__(self, open_sandbox: Callable[[], SandboxSession], context: Any, *, budget: Any, scope: Any,
+                 model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 8) -> None:  # fmt: skip
+        self._open = open_sandbox
+        self._context = context
+        self._budget = budget
+        self._exec_timeout = exec_timeout
+        self.sub_calls = SubCalls(_NoChildren(budget, scope), concurrency=concurrency, model_for=model_for)  # type: ignore[arg-type]
+        self._session: Optional[SandboxSession] = None
+        self._lock = threading.Lock()
+
+    @property
+    def session(self) -> SandboxSession:
+        with self._lock:
+            if self._session is None:
+                session = self._open()
+                session.start()
+                session.register_functions(self.sub_calls.functions())
+                session.set_variable("context", self._context)
+                session.set_variable("context_names", document_names(self._context))
+                session.execute(HELPERS_SOURCE)
+                self._session = session
+            return self._session
+
+    def run_code(self, code: str) -> CodeOutcome:
+        """Run ``code`` in the session; the text shows stdout, stderr and the error, cut to a readable size."""
+        timeout = max(0.5, min(self._exec_timeout, self._budget.remaining()))
+        result = self.session.execute(code, timeout=timeout)
+        final = answer_text(result.final) if result.final is not None else None
+        parts = [result.stdout.rstrip()] if result.stdout.strip() else []
+        if result.stderr.strip():
+            parts.append("stderr:\n" + result.stderr.rstrip())
+        if result.error:
+            parts.append("error:\n" + result.error.rstrip())
+        if final is not None:
+            parts.append(f"FINAL answer given: {final}")
+        text = truncate("\n".join(parts) or "(no output)", TOOL_OUTPUT_CHARS)
+        return CodeOutcome(result, text, final)
+
+    def llm_query(self, prompt: str) -> str:
+        return self.sub_calls.llm_query(prompt)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.shutdown()
+                self._session = None
