@@ -5,7 +5,7 @@ The public names, importable from here:
 - contract suites, one per kind: subclass one in a ``Test…`` class of your plugin's tests and fill in the
   few hooks it names; pytest then runs the whole protocol suite against your component —
   ``SandboxContract``, ``ProviderContract``, ``EnvironmentContract``, ``SinkContract``,
-  ``BenchmarkPackContract``;
+  ``BenchmarkPackContract``, ``FrameworkContract``;
 - engine drivers: ``isolated_runner``, ``run_scripted``, ``haystack``, ``trajectory``, ``FIND_NEEDLE``,
   ``HAYSTACK_NEEDLE``, ``assert_context_stays_out_of_the_prompt``; ``ScriptedConnector`` (a model answering
   from a script); ``HELPERS_SOURCE`` (the REPL helpers pure_rlm runs in every sandbox: a runtime must run them);
@@ -44,6 +44,7 @@ _LAZY: dict[str, str] = {
     "EnvironmentContract": "rlm_host.testing.environment_contract",
     "SinkContract": "rlm_host.testing.sink_contract",
     "BenchmarkPackContract": "rlm_host.testing.benchmark_contract",
+    "FrameworkContract": "rlm_host.testing.framework_contract",
     "isolated_runner": "rlm_host.testing.engine",
     "run_scripted": "rlm_host.testing.engine",
     "haystack": "rlm_host.testing.engine",

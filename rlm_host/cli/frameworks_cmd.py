@@ -1,0 +1,39 @@
+"""``rlm frameworks list``: the framework adapters ``rlm run --framework NAME`` can use, with their mode and
+readiness (``native`` is the built-in loop, always there)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+
+
+@app.callback()
+def frameworks() -> None:
+    """Framework adapters: run a task through DSPy, Pydantic AI… as an rlm run."""
+
+
+@app.command("list")
+def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Every adapter: name, aliases, mode (native_rlm or agent), readiness, the plugin that registers it."""
+    from rlm_host.plugins import get_host
+
+    loaded = ctx.find_root().obj.settings()
+    rows = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin": "rlm-host",
+             "detail": "the built-in loop (--env chooses the environment)", "hint": "",
+             "description": "rlm's own RLM loop"}]  # fmt: skip
+    for spec, owner in get_host().frameworks().items():
+        ready = spec.readiness(loaded.component("framework", spec.name))
+        rows.append({"name": spec.name, "aliases": list(spec.aliases), "mode": spec.mode, "ready": ready.ok,
+                     "plugin": owner, "detail": ready.detail, "hint": ready.hint, "description": spec.description})
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        aliases = f" (alias {', '.join(row['aliases'])})" if row["aliases"] else ""
+        state = "ready" if row["ready"] else "NOT READY"
+        typer.echo(f"{row['name']:<14} {row['mode']:<11} {state:<10} {row['description']}{aliases}  ({row['plugin']})")
+        if not row["ready"]:
+            typer.echo(f"{'':<14} {row['detail']}" + (f"; hint: {row['hint']}" if row["hint"] else ""))

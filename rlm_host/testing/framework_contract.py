@@ -1,0 +1,119 @@
+"""``FrameworkContract``: the test suite of the framework adapter contract (``rlm_host.frameworks``).
+
+An adapter plugin proves it keeps the contract by subclassing it in its tests::
+
+    from rlm_host.testing import FrameworkContract
+
+
+    class TestMyAdapter(FrameworkContract):
+        framework = "my-framework"               # the registered name
+        distribution = "rlm-adapter-mine"         # RLM_PLUGINS: the distribution registering it
+        heavy_modules = ("my_framework",)         # never imported when `rlm` starts
+        finishing_replies = (...)                 # root replies: run code (using llm_query), then answer …
+        final_answer = "42"                       # … this
+        sub_rules = ({"match": ".", "text": "7"},)  # the sub-model's answers to llm_query
+        working_reply = "..."                     # a root reply that runs code and does not finish
+
+pytest then runs every ``test_*`` below with scripted models through the real runner, in the ``process``
+sandbox (``sandbox``). What it checks is what the runner and the user rely on: the adapter is registered with a
+mode and loads lazily; a run ends with the answer, its steps recorded in order as they happened, the code run in
+the run's sandbox with ``context`` there, root and sub usage counted; ``max_steps`` stops the framework cleanly;
+a failing model ends the run with an error, its trajectory complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlm_host.plugins.host import PluginHost
+from rlm_host.testing.engine import isolated_runner, run_scripted, trajectory
+
+CONTEXT = "line one\nline two\nthe code word is PAPAYA\n"
+
+
+class FrameworkContract:
+    """Subclass in a ``Test…`` class and set the attributes below (see the module docstring)."""
+
+    framework: str = ""
+    distribution: str = ""
+    heavy_modules: tuple[str, ...] = ()
+    finishing_replies: tuple[str, ...] = ()
+    final_answer: str = ""
+    sub_rules: tuple[dict[str, Any], ...] = ()
+    working_reply: str = ""
+    sandbox: str = "process"
+    #: unpackaged hook modules to load too (``RLM_PLUGIN_MODULES``): an adapter being written, or a test's own
+    modules: tuple[str, ...] = ()
+
+    def host(self) -> PluginHost:
+        return PluginHost(environ={"RLM_PLUGINS": self.distribution, "RLM_PLUGIN_MODULES": ",".join(self.modules)})
+
+    @pytest.fixture
+    def runner(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+        monkeypatch.chdir(tmp_path)
+        return isolated_runner(tmp_path, host=self.host(), sandbox=self.sandbox)
+
+    def run(self, runner: Any, replies: Any, **options: Any) -> tuple[Any, list]:
+        result, events, _ = run_scripted(runner, "What is the code word in the context?", replies,
+                                         sub_rules=self.sub_rules, context=CONTEXT, framework=self.framework,
+                                         **options)  # fmt: skip
+        return result, events
+
+    # ------------------------------------------------------------------ registration
+
+    def test_is_registered_with_a_mode_and_a_loadable_factory(self) -> None:
+        spec = self.host().load().frameworks().get(self.framework)
+        assert spec.mode in ("native_rlm", "agent"), spec.mode
+        assert spec.readiness().ok, spec.readiness()
+        assert callable(spec.load())
+
+    def test_the_framework_is_not_imported_when_rlm_starts(self) -> None:
+        environ = {"RLM_PLUGINS": self.distribution, "RLM_PLUGIN_MODULES": ",".join(self.modules)}
+        code = ("import sys; from rlm_host.plugins.host import PluginHost; "
+                f"PluginHost(environ={environ!r}).load(); "
+                f"print(json.dumps([m for m in {list(self.heavy_modules)!r} if m in sys.modules]))")  # fmt: skip
+        done = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == [], "imported at start: " + done.stdout
+
+    # ------------------------------------------------------------------ runs
+
+    def test_a_run_ends_with_the_answer_and_its_steps_recorded_as_they_happened(self, runner: Any) -> None:
+        result, events = self.run(runner, self.finishing_replies)
+        assert result.completed and result.final_response == self.final_answer, result.error
+        assert result.framework == self.framework and result.sandbox == self.sandbox
+        kinds = [event.type for event in events]
+        assert kinds[0] == "run_start" and kinds[-1] == "final" and "step" in kinds
+        steps = [event.data for event in events if event.type == "step"]
+        assert [s["step"] for s in steps] == list(range(1, len(steps) + 1)) == list(range(1, result.steps + 1))
+        assert result.usage.root.calls >= 1 and result.usage.root.input_tokens > 0
+        per_step = sum(s["usage"]["root"]["input_tokens"] for s in steps)
+        assert per_step <= result.usage.root.input_tokens, "step usage is the usage since the previous step"
+        written = trajectory(result)
+        assert [e["type"] for e in written][0] == "run_start" and written[-1]["type"] == "final"
+
+    def test_code_ran_in_the_sandbox_with_the_context_and_llm_query(self, runner: Any) -> None:
+        result, events = self.run(runner, self.finishing_replies)
+        text = json.dumps([event.data for event in events if event.type == "step"])
+        assert "PAPAYA" in text or "line one" in text, "the code saw `context` in the sandbox"
+        if self.sub_rules:
+            assert result.usage.sub.calls >= 1, "llm_query inside the code reached the sub-model"
+            assert any(event.type == "sub_call" for event in events)
+
+    def test_max_steps_stops_the_framework_cleanly(self, runner: Any) -> None:
+        result, _ = self.run(runner, [self.working_reply] * 12, max_steps=2)
+        assert result.termination_reason == "max_steps" and result.steps == 2 and result.error is None
+        assert trajectory(result)[-1]["type"] == "final"
+
+    def test_a_failing_model_ends_the_run_with_an_error_and_a_full_trajectory(self, runner: Any) -> None:
+        result, _ = self.run(runner, [])  # the script is empty: the first root call fails
+        assert not result.completed and result.termination_reason == "error" and result.error
+        assert trajectory(result)[-1]["type"] == "final"

@@ -1,0 +1,52 @@
+"""The framework adapter contract on the host's side, through a test-only adapter (tests/support/echo_framework):
+the runner records an adapter's steps as they happen, stops it at max_steps, keeps its trajectory."""
+
+import pytest
+
+from rlm_host.testing import FrameworkContract
+
+
+class TestEchoAdapter(FrameworkContract):
+    framework = "echo"
+    modules = ("support.echo_framework",)
+    finishing_replies = ("x = llm_query('What is the code word? ' + context)\nprint(context.splitlines()[2], x)",
+                         "ANSWER: PAPAYA")
+    final_answer = "PAPAYA"
+    sub_rules = ({"match": "code word", "text": "PAPAYA"},)
+    working_reply = "print(len(context))"
+
+
+def test_unknown_frameworks_name_the_installed_ones(rlm_cli):
+    result = rlm_cli("run", "x", "--framework", "nope", "--model", "scripted:none.json")
+    assert result.code == 2 and "unknown framework 'nope'" in result.err and "native" in result.err
+    assert "pip install rlm-adapter-" in result.err
+
+
+def test_frameworks_list_shows_native_and_adapters(rlm_cli, monkeypatch):
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.echo_framework")
+    result = rlm_cli("frameworks", "list")
+    assert result.code == 0 and result.out.splitlines()[0].startswith("native")
+    assert "echo" in result.out and "agent" in result.out
+
+
+def test_a_framework_run_via_the_cli_records_a_final_step(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.echo_framework")
+    (rlm_isolated.work / "notes.txt").write_text("hello")
+    model = rlm_script(["print(context)", "ANSWER: done"])
+    result = rlm_cli("run", "Say done", "--framework", "echo", "--context", str(rlm_isolated.work / "notes.txt"),
+                     "--model", model, "--sandbox", "process", "--json")
+    assert result.code == 0, result.err
+    import json
+
+    run = json.loads(result.out)
+    assert run["framework"] == "echo" and run["final_response"] == "done" and run["steps"] == 2
+
+
+@pytest.mark.parametrize("value", ["tool_call", "tool_result", "retry", "final", "model_text"])
+def test_event_rewards_come_from_the_reward_profile(value):
+    from rlm_host.config.schema import RewardProfile
+    from rlm_host.frameworks.protocol import EVENT_REWARDS, event_reward
+
+    profile = RewardProfile()
+    assert event_reward(profile, value) == getattr(profile, EVENT_REWARDS[value])
+    assert event_reward(profile, "tool_result", ok=False) == profile.framework_tool_error == -0.05
