@@ -50,3 +50,21 @@ def test_event_rewards_come_from_the_reward_profile(value):
     profile = RewardProfile()
     assert event_reward(profile, value) == getattr(profile, EVENT_REWARDS[value])
     assert event_reward(profile, "tool_result", ok=False) == profile.framework_tool_error == -0.05
+
+
+def test_bench_runs_one_preset_through_several_frameworks_side_by_side(rlm_cli, rlm_script, rlm_isolated,
+                                                                       monkeypatch):
+    import json
+
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.echo_framework")
+    pack = rlm_isolated.work / "pack.yaml"
+    pack.write_text("presets:\n  words:\n    cases:\n      - case_id: code_word\n        task: What is the code word?\n"
+                    "        context: {inline: 'the code word is PAPAYA'}\n        expected: PAPAYA\n")
+    model = rlm_script([], rules=[{"match": "ANSWER: text", "text": "ANSWER: PAPAYA"},
+                                  {"match": ".", "text": "FINAL(PAPAYA)"}])
+    result = rlm_cli("bench", "run", "--pack", str(pack), "--framework", "native,echo", "--model", model,
+                     "--sandbox", "process", "--json", "--quiet", plugins="rlm-bench")
+    assert result.code == 0, result.err
+    rows = json.loads(result.out)["frameworks"]
+    assert [(r["framework"], r["accuracy"], r["correct"]) for r in rows] == [("native", 1.0, 1), ("echo", 1.0, 1)]
+    assert all(r["tokens"] > 0 and r["benchmark_id"].startswith("bench_") for r in rows)

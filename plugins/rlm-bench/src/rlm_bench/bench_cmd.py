@@ -55,7 +55,8 @@ def run(
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Preset to run (`rlm bench list`)."),
     pack: Optional[List[Path]] = typer.Option(None, "--pack", help="A YAML/JSON/JSONL pack file holding the preset."),
     mode: str = typer.Option("native", "--mode", help="native (the RLM loop) or direct-llm (one call, the baseline)."),
-    framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework adapter."),
+    framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework adapter; several "
+                                            "separated by commas run the preset once each and compare them."),
     env: Optional[str] = typer.Option(None, "--env", help="Run every case in this environment instead of its own."),
     model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
     sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query (default: the root model)."),
@@ -79,6 +80,7 @@ def run(
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
                             on_case=progress.case if progress else None)  # fmt: skip
+    summaries: list[Any] = []
     try:
         if resume:
             manifest = bench.store.load_manifest(resume)
@@ -87,13 +89,20 @@ def run(
             summary = bench.resume(resume, concurrency=concurrency)
         else:
             chosen = find_preset(preset, get_host(), [str(p) for p in pack or []], loaded=runner.loaded)
-            options = BenchOptions(mode=mode, framework=framework, environment=env, model=model,  # type: ignore[arg-type]
-                                   sub_model=sub_model, sandbox=sandbox, judge_model=judge_model, limit=limit,
-                                   concurrency=concurrency)  # fmt: skip
-            summary = bench.run(chosen, options)
+            frameworks = [f.strip() for f in (framework or "").split(",") if f.strip()] or [None]
+            summaries = []
+            for each in frameworks:
+                options = BenchOptions(mode=mode, framework=each, environment=env, model=model,  # type: ignore[arg-type]
+                                       sub_model=sub_model, sandbox=sandbox, judge_model=judge_model, limit=limit,
+                                       concurrency=concurrency)  # fmt: skip
+                summaries.append(bench.run(chosen, options))
+            summary = summaries[-1]
     finally:
         if progress:
             progress.stop()
+    if not resume and len(summaries) > 1:
+        _print_side_by_side(summaries, as_json)
+        return
     path = bench.store.summary_path(summary.benchmark_id)
     if as_json:
         typer.echo(summary.model_dump_json(indent=2))
@@ -129,6 +138,28 @@ class _Progress:
 
     def stop(self) -> None:
         self.bar.stop()
+
+
+def _print_side_by_side(summaries: list[Any], as_json: bool) -> None:
+    """One preset through several frameworks: a row each (accuracy, reward, tokens, cost, time, steps)."""
+    rows = [{"framework": s.framework or "native", "benchmark_id": s.benchmark_id,
+             "accuracy": s.metrics.accuracy, "correct": s.metrics.correct, "scored": s.metrics.scored,
+             "completed": s.metrics.completed, "cases": s.metrics.cases, "avg_reward": s.metrics.avg_reward,
+             "avg_steps": s.metrics.avg_steps, "tokens": s.metrics.tokens.total, "cost": s.metrics.cost,
+             "latency_p50_s": s.metrics.latency_s.p50, "seconds": round(sum(c.duration_s for c in s.cases), 2)}
+            for s in summaries]  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps({"preset": summaries[0].preset, "frameworks": rows}, indent=2))
+        return
+    typer.echo(f"preset {summaries[0].preset} through {len(rows)} frameworks")
+    typer.echo(f"{'FRAMEWORK':<14} {'ACCURACY':>9} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} {'TOKENS':>9} "
+               f"{'COST':>9} {'SECONDS':>8}  BENCHMARK")  # fmt: skip
+    for row in rows:
+        accuracy = "-" if row["accuracy"] is None else f"{100 * row['accuracy']:.1f}%"
+        cost = "-" if row["cost"] is None else f"${row['cost']:.4f}"
+        typer.echo(f"{row['framework']:<14} {accuracy:>9} {row['completed']:>2}/{row['cases']:<3} "
+                   f"{row['avg_reward']:>7.3f} {row['avg_steps']:>6.2f} {row['tokens']:>9,} {cost:>9} "
+                   f"{row['seconds']:>8.2f}  {row['benchmark_id']}")  # fmt: skip
 
 
 def _print_overview(summary: Any) -> None:

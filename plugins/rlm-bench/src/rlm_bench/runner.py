@@ -197,8 +197,15 @@ class BenchmarkRunner:
         if mode == "native" and (case.project or case.hidden_tests):
             workdir = prepare_project(project_folder(self.store.root, manifest.benchmark_id, case.case_id),
                                       case.project)  # fmt: skip
+        own = bool(case.framework) and manifest.framework == "native"  # the case's own framework, not everyone's
+        framework = case.framework if own else manifest.framework
+        if own and mode == "native" and framework not in ("native", *self.runner.host.frameworks().names()):
+            return CaseResult(**base, tags=tags, task=ready.task, status="error", scorer=ready.scorer,
+                              expected=ready.expected, score=0.0, correct=False, termination_reason="error",
+                              error=f"framework {framework!r} is not installed (pip install rlm-adapter-…)",
+                              duration_s=round(time.monotonic() - started, 4))  # fmt: skip
         if mode == "native":
-            fields = self._native(case, ready, manifest, cancel, workdir)
+            fields = self._native(case, ready, manifest, cancel, workdir, framework)
         else:
             fields = self._direct(ready, manifest, started)
         if fields is None:
@@ -226,12 +233,12 @@ class BenchmarkRunner:
         result.score, result.correct, result.score_detail = value, correct, detail
 
     def _native(self, case: BenchmarkCase, ready: Any, manifest: Manifest, cancel: threading.Event,
-                workdir: Any = None) -> Optional[dict[str, Any]]:  # fmt: skip
+                workdir: Any = None, framework: Optional[str] = None) -> Optional[dict[str, Any]]:  # fmt: skip
         connectors = {k: v for k, v in self.connectors.items() if k in ("root", "sub")} or None
         options = {**case.options, **({"workdir": workdir} if workdir is not None else {})}
         run = self.runner.run_task(
             ready.task, context=ready.context, cancel=cancel, connectors=connectors,
-            environment=manifest.environment or case.environment, framework=manifest.framework,
+            environment=manifest.environment or case.environment, framework=framework or manifest.framework,
             model=manifest.model, sub_model=manifest.sub_model, sandbox=manifest.sandbox,
             max_steps=case.max_steps, exec_timeout=case.exec_timeout, **options,
         )  # fmt: skip
