@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import llama_cpp
@@ -35,13 +32,14 @@ from rlm_provider_llamacpp.connector import LlamaCppConnector
 from rlm_provider_llamacpp.grammars import compiled_grammar
 from rlm_provider_llamacpp.models import bundled_path
 
+from llama_server import llama_server  # noqa: F401 (a fixture)
+
 pytestmark = pytest.mark.slow
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant. Answer briefly."},
     {"role": "user", "content": "What is the capital of France?"},
 ]
-SERVER_START_LIMIT = 120.0  # seconds
 REPO = Path(__file__).resolve().parents[3]
 (PURE_RLM, code_or_final), (GENERIC, is_action) = (ENVIRONMENT_REPLY_FORMATS[name] for name in ("pure_rlm", "generic"))
 #: Two documents: ``context`` is a list, so the tiny model's ``context.find(…)`` fails and the run goes on for
@@ -167,49 +165,6 @@ def test_the_main_job_runs_code_in_monty_asks_a_sub_model_and_finishes(tmp_path)
 
 
 # ------------------------------------------------------------------------------ OpenAI-compatible server
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    """``python -m llama_cpp.server`` with the embedded model on a free loopback port; its base URL."""
-    port = free_port()
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+")
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_path()),
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-    ]  # fmt: skip
-    started = time.monotonic()
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"llama_cpp.server exited with {process.returncode}:\n{log.read()[-3000:]}")
-            if time.monotonic() - started > SERVER_START_LIMIT:
-                pytest.fail(f"llama_cpp.server not ready within {SERVER_START_LIMIT:g} s")
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.2)
-        print(f"llama_cpp.server ready in {time.monotonic() - started:.1f} s")
-        yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        log.close()
 
 
 def test_builtin_openai_provider_against_a_real_llama_cpp_server(llama_server, rlm_isolated, rlm_plugin_host):
