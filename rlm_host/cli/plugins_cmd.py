@@ -59,7 +59,8 @@ def doctor(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
     for kind, registry in {**host.component_registries(), "check": host.doctor_checks()}.items():
         for record, owner in registry.items():
             state = record.readiness(_settings_for(kind, record, loaded))
-            rows.append(_row(kind, record.name, owner, state.ok, state.detail, state.hint))
+            detail = f"mode {record.mode}: {state.detail}" if kind == "framework" else state.detail
+            rows.append(_row(kind, record.name, owner, state.ok, detail, state.hint))
     failed = [r for r in rows if not r["ok"]]
     if as_json:
         typer.echo(json.dumps({"ok": not failed, "checks": rows}, indent=2))
