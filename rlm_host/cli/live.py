@@ -36,7 +36,9 @@ class LiveView:
         size = {"none": "no context", "path": f"{context.get('path')} ({context.get('bytes', 0):,} bytes, unread)"}.get(
             context.get("type"), f"{context.get('total_chars', 0):,} chars")
         label = "run" if event.depth == 0 else "child run"
-        self._print(f"{indent}▶ {label} {event.run_id}  env={data['environment']} model={data['model']} "
+        framework = data.get("framework") or "native"
+        setup = f"framework={framework}" if framework != "native" else f"env={data['environment']}"
+        self._print(f"{indent}▶ {label} {event.run_id}  {setup} model={data['model']} "
                     f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
         for notice in data.get("notices", []) if event.depth == 0 else []:  # a child run repeats its root's
             self._print(f"{indent}! {notice}", "yellow")

@@ -128,7 +128,10 @@ def render_summary(replay: Replay) -> str:
     task = start.get("task") or (result.task if result else "")
     if task:
         parts.append(f"task: {_short(task, 200)}")
-    setup = {k: start.get(k) or (getattr(result, k, "") if result else "") for k in ("environment", "model", "sandbox")}
+    setup = {k: start.get(k) or (getattr(result, k, "") if result else "")
+             for k in ("framework", "environment", "model", "sandbox")}  # fmt: skip
+    if setup["framework"] == "native":
+        setup["framework"] = ""  # shown only for a framework run
     parts.append("  ".join(f"{k}: {v}" for k, v in setup.items() if v) or "setup: unknown")
     if result is None:
         parts.append(f"status: interrupted after {len(replay.steps)} steps (no final event)")

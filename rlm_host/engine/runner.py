@@ -23,7 +23,7 @@ from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, choose_sandbox, memory_for, plan_run, sandbox_packages_for
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
-from rlm_host.frameworks.protocol import FrameworkContext, StepLimitReached
+from rlm_host.frameworks.protocol import FrameworkContext, StepLimitReached, TurnLimitedRole
 from rlm_host.frameworks.tools import SandboxTools
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.llm.prices import PriceTable
@@ -141,8 +141,7 @@ class RLMRunner:
         environment = plan.environment_factory(plan.environment_settings, ctx) if plan.framework_factory is None else None
         try:
             if environment is None:
-                completed, final_response = self._drive_framework(ctx, plan, usage, progress, closers)
-                reason = "final" if completed else "max_steps"
+                completed, final_response, reason = self._drive_framework(ctx, plan, usage, progress, closers)
             else:
                 completed, final_response, reason = self._drive_environment(environment, ctx, plan, root, sub, usage,
                                                                             progress, closers)  # fmt: skip
@@ -196,7 +195,7 @@ class RLMRunner:
         return False, self._synthesize(environment, ctx.scope), "max_steps"
 
     def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, usage: RunUsage, progress: "_Progress",
-                         closers: list[Callable[[], None]]) -> tuple[bool, Optional[str]]:  # fmt: skip
+                         closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], Any]:  # fmt: skip
         """A framework adapter drives the loop; its steps are recorded as it reports them (``FrameworkContext``)."""
         lock = threading.Lock()
         mark = {"usage": usage.model_copy(deep=True), "time": time.monotonic(),
@@ -205,8 +204,6 @@ class RLMRunner:
         def step(action: str, observation: Optional[dict[str, Any]] = None, reward: float = 0.0,
                  code: Optional[str] = None, reply: Optional[str] = None) -> float:  # fmt: skip
             with lock:
-                if progress.steps >= plan.run.max_steps:
-                    raise StepLimitReached(f"the run's {plan.run.max_steps} steps are used")
                 ctx.budget.check()
                 kept = plan.rewards.apply_global_scale(reward)
                 now, model_seconds = time.monotonic(), ctx.root.seconds + ctx.sub.seconds  # type: ignore[attr-defined]
@@ -219,14 +216,17 @@ class RLMRunner:
                 mark.update(usage=usage.model_copy(deep=True), time=now, model_seconds=model_seconds)
                 progress.steps, progress.total_reward = record.step, record.cumulative_reward
                 ctx.scope.emit("step", record.model_dump(mode="json"))
-                return kept
+            if ctx.budget.llm_calls_refused:  # type: ignore[attr-defined]  # a sub-call was refused: the run ends
+                raise BudgetExceeded("max_llm_calls", f"max_llm_calls ({ctx.budget.max_llm_calls}) reached")
+            return kept
 
         tools = SandboxTools(ctx.open_sandbox, ctx.context, budget=ctx.budget, scope=ctx.scope,
                              model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model),
                              exec_timeout=plan.limits.exec_timeout)  # fmt: skip
         closers.append(tools.close)
         fctx = FrameworkContext(
-            task=ctx.task, context=ctx.context, context_meta=ctx.context_meta, root=ctx.root, sub=ctx.sub,
+            task=ctx.task, context=ctx.context, context_meta=ctx.context_meta,
+            root=TurnLimitedRole(ctx.root, plan.run.max_steps), sub=ctx.sub,
             sub_model_for=ctx.sub_model_for, tools=tools, budget=ctx.budget, rewards=plan.rewards, limits=plan.limits,
             scope=ctx.scope, max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, step=step,
         )  # fmt: skip
@@ -237,7 +237,8 @@ class RLMRunner:
         if progress.steps == 0:  # the seeds' rule: a run that reported no step still gets one
             kind = "model_response" if outcome.final_response else "empty_response"
             step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))
-        return bool(outcome.completed and outcome.final_response is not None), outcome.final_response
+        completed = bool(outcome.completed and outcome.final_response is not None)
+        return completed, outcome.final_response, "final" if completed else (outcome.termination_reason or "max_steps")
 
     def _step(self, environment: Any, step: int, root: ModelClient, sub: ModelClient, usage: RunUsage,
               plan: RunPlan, total_reward: float) -> tuple[ActionResult, StepRecord]:  # fmt: skip

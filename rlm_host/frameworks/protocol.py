@@ -11,8 +11,12 @@ framework run the same thing as a native one:
   runs code in the run's sandbox session with ``context`` loaded and ``llm_query`` / ``llm_query_batched`` there.
 - **Steps as they happen.** The adapter calls ``ctx.step(...)`` for each event (a model turn, a tool call and its
   result…) as the framework produces it; the runner records it (trajectory, sinks, live view) with the model
-  usage since the previous step, and raises :class:`StepLimitReached` from ``step`` once ``max_steps`` are used,
-  which the adapter lets propagate to stop the framework.
+  usage since the previous step.
+
+``max_steps`` means what it means for a native run: root model turns. ``ctx.root.complete`` raises
+:class:`StepLimitReached` when the framework asks for one turn more, and ``ctx.step`` raises ``BudgetExceeded``
+once the run's sub-model calls are used up (``max_llm_calls``); the adapter lets both propagate out of the
+framework, which ends the run cleanly with that reason.
 """
 
 from __future__ import annotations
@@ -27,16 +31,37 @@ from rlm_host.sandbox.protocol import SandboxLimits
 
 
 class StepLimitReached(RlmError):
-    """Raised by ``FrameworkContext.step`` once the run's ``max_steps`` are used: the framework must stop."""
+    """Raised by ``FrameworkContext.root.complete`` when the run's ``max_steps`` root turns are used: the framework
+    must stop."""
+
+
+class TurnLimitedRole:
+    """A model role that allows ``max_turns`` calls and raises StepLimitReached at the next one."""
+
+    def __init__(self, role: Any, max_turns: int) -> None:
+        self._role = role
+        self._max_turns = max_turns
+        self.turns = 0
+
+    def complete(self, messages: Any, purpose: Any = None, **kwargs: Any) -> Any:
+        if self.turns >= self._max_turns:
+            raise StepLimitReached(f"the run's {self._max_turns} root turns (max_steps) are used")
+        self.turns += 1
+        return self._role.complete(messages, purpose=purpose, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._role, name)
 
 
 @dataclass
 class FrameworkOutcome:
-    """How the framework's run ended: its answer (None if it gave none) and anything worth keeping."""
+    """How the framework's run ended: its answer (None if it gave none) and anything worth keeping.
+    ``termination_reason`` for a run that did not complete (default ``max_steps``: the framework gave up)."""
 
     final_response: Optional[str]
     completed: bool = True
     metadata: dict[str, Any] = field(default_factory=dict)
+    termination_reason: Optional[str] = None
 
 
 @dataclass

@@ -108,9 +108,10 @@ class FrameworkContract:
             assert result.usage.sub.calls >= 1, "llm_query inside the code reached the sub-model"
             assert any(event.type == "sub_call" for event in events)
 
-    def test_max_steps_stops_the_framework_cleanly(self, runner: Any) -> None:
+    def test_max_steps_stops_the_framework_cleanly_after_that_many_root_turns(self, runner: Any) -> None:
         result, _ = self.run(runner, [self.working_reply] * 12, max_steps=2)
-        assert result.termination_reason == "max_steps" and result.steps == 2 and result.error is None
+        assert result.termination_reason == "max_steps" and result.error is None, result.error
+        assert result.usage.root.calls == 2 and result.steps >= 2, "max_steps counts root model turns"
         assert trajectory(result)[-1]["type"] == "final"
 
     def test_a_failing_model_ends_the_run_with_an_error_and_a_full_trajectory(self, runner: Any) -> None:
