@@ -1,0 +1,277 @@
+"""The ``pydantic-ai`` framework adapter: a Pydantic AI agent runs the task, with rlm's models and sandbox.
+
+- the agent's model is :class:`~rlm_adapter_pydantic_ai.model.RlmModel` over ``ctx.root`` (text-only, tool calls
+  through the text protocol);
+- its tools are ``run_code(code)`` (the run's sandbox session, ``context`` loaded there, ``llm_query`` inside
+  the code) and ``llm_query(prompt)`` (the run's sub-model);
+- it runs with ``agent.iter()``; each event is recorded with ``ctx.step`` as it happens:
+
+  ============  ===========================================================  ===========================
+  step action   when                                                         reward (``[rewards]``)
+  ============  ===========================================================  ===========================
+  tool_call     a model reply calls a tool (observation: tool, args)         framework_tool_call
+  model_text    the prose of a reply next to a tool call, or a rejected      framework_model_text
+                answer
+  tool_result   a tool returned (recorded by the tool itself, as it returns) framework_tool_result
+  tool_error    a tool ran and failed (code raised, a sub-call failed)       framework_tool_error
+  retry         pydantic-ai asks the model again: unknown tool, bad          framework_retry
+                arguments, an empty or malformed reply
+  final         the answer: a text answer the agent accepted, or FINAL()     final_reward
+                called in run_code
+  ============  ===========================================================  ===========================
+
+``StepLimitReached`` (from the root model, once ``max_steps`` turns are used) and the budget's exceptions (from
+``ctx.step``) propagate through pydantic-ai untouched (a tool never catches them, and pydantic-ai turns only
+``ModelRetry`` / validation errors into retries), so the runner records ``max_steps`` or the budget's reason.
+pydantic-ai's own request limit is off. pydantic-ai giving up (its retries used up) ends the run as an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from typing import Any, Optional
+
+from pydantic_ai import Agent, Tool
+from pydantic_ai.exceptions import AgentRunError
+from pydantic_ai.messages import (
+    BaseToolCallPart,
+    BaseToolReturnPart,
+    ModelRequest,
+    ModelResponse,
+    RetryFeedbackPart,
+    TextPart,
+)
+from pydantic_ai.usage import UsageLimits
+
+from rlm_adapter_pydantic_ai.model import REPLY_KEY, RlmModel, reject_invalid_reply
+from rlm_adapter_pydantic_ai.settings import PydanticAISettings
+from rlm_host import (
+    TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, RlmError, truncate,
+)  # fmt: skip
+
+SYSTEM_PROMPT = """\
+You answer a task about a context that is too large to read at once. The context is NOT in this conversation: \
+it is loaded in a persistent Python REPL as the variable `context` ({description}).
+
+Work in steps with your tools. Use run_code to look at `context` (its length, slices, searches, splitting it \
+into parts) and to compute; inside the code, llm_query(prompt) asks a language model about a piece of text you \
+pass it, and llm_query_batched(prompts) asks about several at once. Print what you need to see: only printed \
+output comes back to you, cut to a readable size. Variables persist between run_code calls.
+
+When you know the answer, give it as the final answer (or call FINAL(answer) inside run_code). You have \
+{max_steps} turns (replies) in all."""
+
+
+def create(settings: Optional[PydanticAISettings], ctx: FrameworkContext) -> "PydanticAIAdapter":
+    """The framework factory (``factory(settings, FrameworkContext)``)."""
+    return PydanticAIAdapter(settings, ctx)
+
+
+class _Finished(Exception):
+    """Raised by run_code when the code called FINAL(): the run ends with that answer (never a retry)."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.answer = answer
+
+
+class PydanticAIAdapter:
+    name = "pydantic-ai"
+
+    def __init__(self, settings: Optional[PydanticAISettings], ctx: FrameworkContext) -> None:
+        self.settings = settings or PydanticAISettings()
+        self.ctx = ctx
+        self._pending_text: Optional[tuple[str, Optional[str]]] = None  # a text answer not yet accepted
+        self._steps = 0  # steps recorded (the runner counts the same: this adapter is its only reporter)
+        self._usage: Any = None
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> FrameworkOutcome:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no event loop in this thread
+            return asyncio.run(self._run())
+        # called from async code (a notebook, an async program): the agent gets a thread and a loop of its own
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self._run()).result()
+
+    def close(self) -> None:
+        pass  # the sandbox session is the runner's (closed with the run); the agent holds nothing else
+
+    def agent(self) -> Agent[None, str]:
+        """The agent: our root model, the sandbox's tools, the RLM instructions."""
+        retries = self.settings.retries
+        output_retries = self.settings.output_retries if self.settings.output_retries is not None else retries
+        agent: Agent[None, str] = Agent(
+            RlmModel(self.ctx.root),
+            instructions=self.instructions(),
+            tools=[Tool(self._run_code, name="run_code", description=TOOL_DESCRIPTIONS["run_code"]),
+                   Tool(self._llm_query, name="llm_query", description=TOOL_DESCRIPTIONS["llm_query"])],
+            retries={"tools": retries, "output": output_retries},
+            output_type=str,
+            name="rlm",
+        )  # fmt: skip
+        agent.output_validator(reject_invalid_reply)
+        return agent
+
+    def instructions(self) -> str:
+        steps = self.ctx.max_steps
+        text = SYSTEM_PROMPT.format(description=describe(self.ctx.context_meta, self.settings.preview_chars),
+                                    max_steps=steps)  # fmt: skip
+        return f"{text}\n\n{self.settings.instructions.strip()}" if self.settings.instructions.strip() else text
+
+    async def _run(self) -> FrameworkOutcome:
+        agent = self.agent()
+        limits = UsageLimits(request_limit=None)  # max_steps (root turns, counted by the host) is the run's limit
+        try:
+            async with agent.iter(self.ctx.task, usage_limits=limits) as run:
+                async for node in run:
+                    self._record(node)
+                self._usage = run.usage
+                output = run.result.output if run.result is not None else None
+        except _Finished as finished:
+            self._answer_step({"answer": finished.answer, "via": "FINAL() in run_code"})
+            return FrameworkOutcome(finished.answer, True, self._metadata())
+        except AgentRunError as exc:  # pydantic-ai gave up: its retries used up, an unusable response…
+            self._flush_pending_text()
+            hint = "raise [framework.pydantic-ai] retries, or look at the last replies"
+            raise RlmError(f"pydantic-ai stopped the run: {exc}", hint=hint) from exc
+        return FrameworkOutcome(None if output is None else str(output), output is not None, self._metadata())
+
+    def _metadata(self) -> dict[str, Any]:
+        usage = self._usage
+        return {"pydantic_ai_requests": usage.requests, "pydantic_ai_tool_calls": usage.tool_calls} if usage else {}
+
+    # ------------------------------------------------------------------ steps as they happen
+
+    def _step(self, action: str, observation: dict[str, Any], kind: str, *, ok: bool = True,
+              code: Optional[str] = None, reply: Optional[str] = None) -> None:  # fmt: skip
+        """Record one step now (``kind``: its event kind in the reward table); the budget's refusals propagate."""
+        self.ctx.step(action, observation, self.ctx.reward_for(kind, ok), code=code, reply=reply)
+        self._steps += 1
+
+    def _answer_step(self, observation: dict[str, Any], reply: Optional[str] = None) -> None:
+        self._step("final", observation, "final", reply=reply)
+
+    def _record(self, node: Any) -> None:
+        if Agent.is_call_tools_node(node):
+            self._record_response(node.model_response)
+        elif Agent.is_model_request_node(node):
+            self._record_request(node.request)
+        elif Agent.is_end_node(node):
+            reply = self._pending_text[1] if self._pending_text else None
+            self._pending_text = None
+            self._answer_step({"answer": node.data.output}, reply=reply)
+
+    def _record_response(self, response: ModelResponse) -> None:
+        """A model reply: its tool calls (and the prose beside them) now; a text answer once it is accepted."""
+        reply = (response.provider_details or {}).get(REPLY_KEY)
+        calls = [part for part in response.parts if isinstance(part, BaseToolCallPart)]
+        text = "\n".join(part.content for part in response.parts if isinstance(part, TextPart) and part.content.strip())
+        if not calls:
+            self._pending_text = (text, reply) if text else None  # the End node or a retry tells what it was
+            return
+        if text:
+            self._step("model_text", {"text": text}, "model_text", reply=reply)
+            reply = None  # the reply is on the step of its first part
+        for call in calls:
+            args = _args(call)
+            code = args.get("code") if isinstance(args, dict) and isinstance(args.get("code"), str) else None
+            self._step("tool_call", {"tool": call.tool_name, "args": args}, "tool_call", code=code, reply=reply)
+            reply = None
+
+    def _record_request(self, request: ModelRequest) -> None:
+        """What goes back to the model (retries pydantic-ai asks for, failed calls: our tools record their own
+        results as they return)."""
+        self._flush_pending_text()
+        for part in request.parts:
+            outcome = getattr(part, "outcome", "success")
+            if isinstance(part, BaseToolReturnPart) and outcome == "retried":
+                retry = getattr(part, "retry", None)
+                self._step("retry", {"tool": part.tool_name, "cause": getattr(retry, "cause", None),
+                                     "feedback": truncate(part.model_response_str(wrap_if_error=False), 2000)},
+                           "retry")  # fmt: skip
+            elif isinstance(part, BaseToolReturnPart) and outcome != "success":
+                self._step("tool_error", {"tool": part.tool_name, "outcome": outcome,
+                                          "output": truncate(part.model_response_str(wrap_if_error=False), 2000)},
+                           "tool_result", ok=False)  # fmt: skip
+            elif isinstance(part, RetryFeedbackPart):
+                self._step("retry", {"cause": part.retry.cause, "feedback": truncate(part.model_response(), 2000)},
+                           "retry")  # fmt: skip
+
+    def _flush_pending_text(self) -> None:
+        """A text answer that was not accepted (sent back, or the run stopped) was model text."""
+        if self._pending_text is not None:
+            (text, reply), self._pending_text = self._pending_text, None
+            self._step("model_text", {"text": text}, "model_text", reply=reply)
+
+    # ------------------------------------------------------------------ the tools
+
+    async def _run_code(self, code: str) -> str:
+        """Run Python code in the REPL.
+
+        Args:
+            code: the Python code to run; `context`, llm_query(), llm_query_batched() and FINAL() are defined.
+        """
+        outcome = await asyncio.to_thread(self.ctx.tools.run_code, code)
+        text = truncate(outcome.text, self.settings.max_output_chars)
+        observation: dict[str, Any] = {"tool": "run_code", "ok": outcome.ok, "output": text}
+        if outcome.final is not None:
+            observation["final"] = outcome.final
+        # the code is on the tool_call step just before: this step is what it gave
+        self._step("tool_result" if outcome.ok else "tool_error", observation, "tool_result", ok=outcome.ok)
+        if outcome.final is not None:  # the answer: the run ends here, whatever pydantic-ai would do next
+            raise _Finished(outcome.final)
+        return text
+
+    async def _llm_query(self, prompt: str) -> str:
+        """Ask a language model one question.
+
+        Args:
+            prompt: the whole question, with the text it is about.
+        """
+        try:
+            answer, ok = await asyncio.to_thread(self.ctx.tools.llm_query, prompt), True
+        except RuntimeError as exc:  # how a sub-call failure is reported (model error, max_llm_calls…)
+            answer, ok = f"error: {exc}", False
+        self._step("tool_result" if ok else "tool_error", {"tool": "llm_query", "ok": ok,
+                                                           "output": truncate(answer, 2000)}, "tool_result", ok=ok)
+        return answer
+
+
+def _args(call: BaseToolCallPart) -> Any:
+    if isinstance(call.args, dict) or call.args is None:
+        return call.args or {}
+    try:
+        value = json.loads(call.args, strict=False)
+    except ValueError:
+        return call.args
+    return value if isinstance(value, dict) else call.args
+
+
+def describe(meta: dict[str, Any], preview_chars: int) -> str:
+    """The context's metadata in a few words (never the context: its preview at most, when asked for)."""
+    kind = meta.get("type")
+    if kind in (None, "none"):
+        return "here None: there is no context, answer from the task alone"
+    if kind == "path":
+        return f"the path of the file {meta.get('path')}, {meta.get('bytes', 0):,} bytes"
+    if kind == "str":
+        text = f"a string of {meta.get('total_chars', 0):,} characters"
+    elif kind == "list":
+        text = f"a list of {meta.get('documents', 0):,} documents, {meta.get('total_chars', 0):,} characters in total"
+        lengths = (meta.get("document_lengths") or [])[:10]
+        if lengths:
+            more = ", …" if meta.get("documents", 0) > len(lengths) else ""
+            text += f" (lengths: {', '.join(f'{n:,}' for n in lengths)}{more})"
+    else:
+        text = f"a {kind} of {meta.get('total_chars', 0):,} characters as JSON"
+        if meta.get("keys"):
+            text += f", {meta.get('key_count', len(meta['keys'])):,} keys: {', '.join(meta['keys'][:20])}"
+    preview = str(meta.get("preview") or "")[:preview_chars]
+    if preview:
+        text += f"; it begins: {json.dumps(preview, ensure_ascii=False)}"
+    return text
