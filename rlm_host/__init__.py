@@ -92,6 +92,7 @@ _LAZY: dict[str, str] = {
     "ActionResult": "rlm_host.results",
     "parse_action": "rlm_host.environments.generic",
     "reply_action": "rlm_host.environments.generic",
+    "json_object_spans": "rlm_host.environments.generic",
     "truncate": "rlm_host.environments.kit",
     "StepHistory": "rlm_host.environments.kit",
     # framework adapters: the contract and the run's sandbox as tools
@@ -181,7 +182,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.config import LoadedSettings, load_settings
     from rlm_host.context import Documents, describe_context, load_context, load_file
     from rlm_host.engine.runner import RLMRunner
-    from rlm_host.environments.generic import parse_action, reply_action
+    from rlm_host.environments.generic import json_object_spans, parse_action, reply_action
     from rlm_host.environments.kit import StepHistory, truncate
     from rlm_host.frameworks.protocol import (
         EVENT_REWARDS, FrameworkAdapter, FrameworkContext, FrameworkOutcome, StepLimitReached,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -197,7 +197,13 @@ def parse_action(text: str) -> Optional[dict[str, Any]]:
 
 
 def _balanced_objects(text: str) -> list[str]:
-    found, depth, start, in_string, escaped = [], 0, -1, False, False
+    return [text[start:end] for start, end in json_object_spans(text)]
+
+
+def json_object_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each top-level balanced ``{…}`` in ``text``, strings inside objects respected (a quote in
+    the prose around an object does not hide its braces)."""
+    depth, start, in_string, escaped = 0, -1, False, False
     for index, char in enumerate(text):
         if in_string:
             if escaped:
@@ -207,7 +213,7 @@ def _balanced_objects(text: str) -> list[str]:
             elif char == '"':
                 in_string = False
             continue
-        if char == '"':
+        if char == '"' and depth:
             in_string = True
         elif char == "{":
             if depth == 0:
@@ -216,5 +222,4 @@ def _balanced_objects(text: str) -> list[str]:
         elif char == "}" and depth:
             depth -= 1
             if depth == 0:
-                found.append(text[start: index + 1])
-    return found
+                yield start, index + 1

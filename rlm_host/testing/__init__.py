@@ -45,6 +45,8 @@ _LAZY: dict[str, str] = {
     "SinkContract": "rlm_host.testing.sink_contract",
     "BenchmarkPackContract": "rlm_host.testing.benchmark_contract",
     "FrameworkContract": "rlm_host.testing.framework_contract",
+    "in_sandbox": "rlm_host.testing.framework_contract",
+    "assert_a_real_model_run_ends_cleanly": "rlm_host.testing.framework_contract",
     "isolated_runner": "rlm_host.testing.engine",
     "run_scripted": "rlm_host.testing.engine",
     "haystack": "rlm_host.testing.engine",

@@ -118,3 +118,34 @@ class FrameworkContract:
         result, _ = self.run(runner, [])  # the script is empty: the first root call fails
         assert not result.completed and result.termination_reason == "error" and result.error
         assert trajectory(result)[-1]["type"] == "final"
+
+
+def in_sandbox(contract: type, sandbox: str, distribution: str) -> type:
+    """The same contract (``contract``: a ``FrameworkContract`` subclass with its replies) with the code in another
+    sandbox runtime, registered by ``distribution``: ``TestMineInDocker = in_sandbox(TestMine, "docker",
+    "rlm-sandbox-docker")``. (A copy, so pytest does not collect the original twice.)"""
+    fields = {name: getattr(contract, name) for name in ("framework", "heavy_modules", "finishing_replies",
+                                                         "final_answer", "sub_rules", "working_reply", "modules")}  # fmt: skip
+    fields.update(distribution=f"{contract.distribution},{distribution}", sandbox=sandbox)
+    return type(f"{contract.__name__.removeprefix('Test')}In{sandbox.title()}", (FrameworkContract,), fields)
+
+
+def assert_a_real_model_run_ends_cleanly(rlm_cli: Any, rlm_isolated: Any, *, framework: str, distribution: str,
+                                         base_url: str, model: str = "openai:smollm2") -> dict[str, Any]:  # fmt: skip
+    """Drive ``framework`` with a real (tiny, local) model behind an OpenAI-compatible server at ``base_url``: it
+    seldom follows a framework's reply format, so what must hold whatever it answers is checked — the run ends
+    cleanly (an answer, the step limit, or the framework giving up with a clear error; never an internal error),
+    its usage is counted from the server's token counts, its trajectory is complete. Returns the run JSON."""
+    notes = rlm_isolated.work / "notes.txt"
+    notes.write_text("Day 1: all sensors fine.\nDay 2: sensor B failed at 42.7 bar.\n")
+    result = rlm_cli("run", "Which sensor failed?", "--framework", framework, "--context", str(notes), "--model",
+                     model, "--base-url", base_url, "--max-steps", "3", "--sandbox", "process", "--json",
+                     plugins=distribution)  # fmt: skip
+    outcome = json.loads(result.out)
+    assert outcome["framework"] == framework
+    assert outcome["termination_reason"] in ("final", "max_steps", "error"), outcome
+    assert not (outcome["error"] or "").startswith(("internal", "TypeError", "AttributeError")), outcome["error"]
+    assert 1 <= outcome["usage"]["root"]["calls"] <= 3 and outcome["usage"]["root"]["input_tokens"] > 50
+    events = [json.loads(line) for line in Path(outcome["trajectory_path"]).read_text().splitlines()]
+    assert events[0]["type"] == "run_start" and events[-1]["type"] == "final"
+    return outcome

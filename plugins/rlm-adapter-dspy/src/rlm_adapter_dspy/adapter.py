@@ -92,9 +92,8 @@ class DspyRlmAdapter:
         """Nothing of its own to free: the sandbox session and the models are the runner's."""
 
 
-class ActionPredictor:
-    """dspy.RLM's ``generate_action`` predictor, with a reply it cannot parse turned into a turn of its own: the
-    model is told what was wrong (as the output of a step whose code did not run) and the loop goes on."""
+class _WrappedPredictor:
+    """One of dspy.RLM's predictors, wrapped (dspy reads its ``signature``)."""
 
     def __init__(self, predict: Any, interpreter: SandboxInterpreter) -> None:
         self.predict = predict
@@ -103,6 +102,11 @@ class ActionPredictor:
     @property
     def signature(self) -> Any:
         return self.predict.signature
+
+
+class ActionPredictor(_WrappedPredictor):
+    """dspy.RLM's ``generate_action`` predictor, with a reply it cannot parse turned into a turn of its own: the
+    model is told what was wrong (as the output of a step whose code did not run) and the loop goes on."""
 
     def __call__(self, **kwargs: Any) -> Any:
         self.interpreter.file_unrun_replies()
@@ -117,17 +121,9 @@ class ActionPredictor:
             return dspy.Prediction(reasoning=truncate(said, 2000) or "(an empty reply)", code=NO_CODE)
 
 
-class NoExtract:
+class NoExtract(_WrappedPredictor):
     """dspy.RLM's ``extract`` predictor, called once ``max_iters`` (the run's ``max_steps``) are used without
     SUBMIT: one root turn more than the run allows, so the run ends at ``max_steps`` instead."""
-
-    def __init__(self, predict: Any, interpreter: SandboxInterpreter) -> None:
-        self.predict = predict
-        self.interpreter = interpreter
-
-    @property
-    def signature(self) -> Any:
-        return self.predict.signature
 
     def __call__(self, **kwargs: Any) -> Any:
         self.interpreter.file_unrun_replies()

@@ -18,7 +18,8 @@ arguments fit its schema: the framework does that and asks the model to retry, i
 :func:`format_call` and :func:`format_result` write the history back as text the same way, so the model sees
 its earlier actions in the form it is asked to use.
 
-Nothing here imports a framework (nor the host): each adapter maps these records to its own message types.
+Nothing here imports a framework (the host only for its JSON object scanner): each adapter maps these records
+to its own message types.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+
+from rlm_host import json_object_spans
 
 __all__ = [
     "ToolSpec", "ToolCall", "FinalAnswer", "Invalid", "Reply", "render_protocol", "parse_reply", "format_call",
@@ -199,7 +202,7 @@ def json_objects(text: str) -> Iterator[tuple[dict[str, Any], tuple[int, int]]]:
     that parses (raw newlines inside strings allowed)."""
     seen: set[tuple[int, int]] = set()
     spans = [(m.start(), m.end(), m.group(1)) for m in _FENCED.finditer(text)]
-    spans += [(start, end, text[start:end]) for start, end in _balanced(text)]
+    spans += [(start, end, text[start:end]) for start, end in json_object_spans(text)]
     for start, end, candidate in spans:
         if (start, end) in seen:
             continue
@@ -210,29 +213,6 @@ def json_objects(text: str) -> Iterator[tuple[dict[str, Any], tuple[int, int]]]:
             continue
         if isinstance(value, dict):
             yield value, (start, end)
-
-
-def _balanced(text: str) -> Iterator[tuple[int, int]]:
-    depth, start, in_string, escaped = 0, -1, False, False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char == '"' and depth:
-            in_string = True
-        elif char == "{":
-            if depth == 0:
-                start = index
-            depth += 1
-        elif char == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                yield start, index + 1
 
 
 def _action(obj: dict[str, Any], tools: Mapping[str, ToolSpec]) -> Optional[Reply]:
