@@ -122,8 +122,8 @@ class FrameworkContract:
 
 def in_sandbox(contract: type, sandbox: str, distribution: str) -> type:
     """The same contract (``contract``: a ``FrameworkContract`` subclass with its replies) with the code in another
-    sandbox runtime, registered by ``distribution``: ``TestMineInDocker = in_sandbox(TestMine, "docker",
-    "rlm-sandbox-docker")``. (A copy, so pytest does not collect the original twice.)"""
+    sandbox runtime, registered by ``distribution``: ``TestMineInBox = in_sandbox(TestMine, "box", "acme-box")``.
+    (A copy, so pytest does not collect the original twice.)"""
     fields = {name: getattr(contract, name) for name in ("framework", "heavy_modules", "finishing_replies",
                                                          "final_answer", "sub_rules", "working_reply", "modules")}  # fmt: skip
     fields.update(distribution=f"{contract.distribution},{distribution}", sandbox=sandbox)
