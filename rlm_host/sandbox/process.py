@@ -71,12 +71,17 @@ class _ProcessChannel(Channel):
                 pass
 
     def _read_stderr(self) -> None:
-        fd = self.proc.stderr.fileno()
+        stream = self.proc.stderr
         try:
-            while chunk := os.read(fd, 65536):
+            while chunk := os.read(stream.fileno(), 65536):
                 self.stderr_tail.append(chunk)
-        except OSError:
+        except (OSError, ValueError):
             pass
+        finally:
+            try:
+                stream.close()
+            except OSError:
+                pass
 
     def write_line(self, data: bytes) -> None:
         """One write of the encoded message (a 100 MB string is not copied again to add the newline)."""
