@@ -104,6 +104,17 @@ _LAZY: dict[str, str] = {
     "SandboxTools": "rlm_host.frameworks.tools",
     "CodeOutcome": "rlm_host.frameworks.tools",
     "TOOL_DESCRIPTIONS": "rlm_host.frameworks.tools",
+    "ToolSpec": "rlm_host.frameworks.tool_protocol",
+    "ToolCall": "rlm_host.frameworks.tool_protocol",
+    "FinalAnswer": "rlm_host.frameworks.tool_protocol",
+    "InvalidReply": "rlm_host.frameworks.tool_protocol",
+    "ToolReply": "rlm_host.frameworks.tool_protocol",
+    "render_tool_protocol": "rlm_host.frameworks.tool_protocol",
+    "parse_tool_reply": "rlm_host.frameworks.tool_protocol",
+    "format_tool_call": "rlm_host.frameworks.tool_protocol",
+    "format_tool_final": "rlm_host.frameworks.tool_protocol",
+    "format_tool_result": "rlm_host.frameworks.tool_protocol",
+    "coerce_tool_args": "rlm_host.frameworks.tool_protocol",
     "SubCalls": "rlm_host.environments.pure_rlm.host_functions",
     # events, sinks and results
     "RunEvent": "rlm_host.events",
@@ -188,6 +199,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         EVENT_REWARDS, FrameworkAdapter, FrameworkContext, FrameworkOutcome, StepLimitReached,
     )
     from rlm_host.frameworks.tools import TOOL_DESCRIPTIONS, CodeOutcome, SandboxTools
+    from rlm_host.frameworks.tool_protocol import (
+        FinalAnswer, InvalidReply, ToolCall, ToolReply, ToolSpec, coerce_tool_args, format_tool_call, format_tool_final,
+        format_tool_result, parse_tool_reply, render_tool_protocol,
+    )
     from rlm_host.environments.pure_rlm.host_functions import SubCalls
     from rlm_host.environments.protocol import Environment, EnvironmentContext
     from rlm_host.events import RunEvent, Sink

@@ -2,7 +2,7 @@
 
 rlm's roles count usage, cost and budgets, retry, record and replay; they take and give text only. So each
 ``request`` renders pydantic-ai's history as role/content messages, with the tools described in the system
-message (:mod:`.tool_protocol`), makes one ``role.complete`` call, and reads the reply back as parts: a
+message (the host's text tool protocol, ``rlm_host.render_tool_protocol``), makes one ``role.complete`` call, and reads the reply back as parts: a
 ``ToolCallPart`` for ``{"tool": …, "args": …}``, a ``TextPart`` for the final answer. pydantic-ai then does what
 it does with native tool calls: runs the tool, or answers an unknown tool or bad arguments with a retry.
 
@@ -37,7 +37,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
-from rlm_adapter_pydantic_ai import tool_protocol as protocol
+import rlm_host as protocol
 
 #: Keys this model writes into ``ModelResponse.provider_details``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -72,7 +72,7 @@ class RlmModel(Model):
         tools = tool_specs(params)
         answer_tools = [tool.name for tool in params.output_tools]
         chat = to_chat(messages, instructions=instructions_of(messages, params),
-                       protocol_text=protocol.render_protocol(tools, text_answer=params.allow_text_output,
+                       protocol_text=protocol.render_tool_protocol(tools, text_answer=params.allow_text_output,
                                                               answer_tools=answer_tools))  # fmt: skip
         # The role blocks (HTTP, retries, a scripted delay): off the event loop, with the caller's context.
         completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose)
@@ -139,7 +139,7 @@ def request_part_text(part: Any) -> str:
     if isinstance(part, BaseToolReturnPart):
         outcome = getattr(part, "outcome", "success")
         status = "retry" if outcome == "retried" else "error" if outcome != "success" else "ok"
-        return protocol.format_result(part.tool_name, part.model_response_str(wrap_if_error=False), status=status)
+        return protocol.format_tool_result(part.tool_name, part.model_response_str(wrap_if_error=False), status=status)
     if isinstance(part, RetryFeedbackPart):  # prepare_messages usually turned it into a user prompt already
         return part.model_response()
     if isinstance(part, UserPromptPart):
@@ -160,7 +160,7 @@ def response_text(message: ModelResponse) -> str:
         if isinstance(part, TextPart):
             texts.append(part.content)
         elif isinstance(part, BaseToolCallPart):
-            calls.append(protocol.format_call(part.tool_name, part.args if part.args is not None else {}))
+            calls.append(protocol.format_tool_call(part.tool_name, part.args if part.args is not None else {}))
     return "\n".join([t for t in texts if t.strip()] + calls)
 
 
@@ -190,7 +190,7 @@ def _add(chat: list[dict[str, str]], role: str, text: str) -> None:
 def to_parts(text: Optional[str], tools: Sequence[protocol.ToolSpec], *, text_answer: bool = True,
              answer_tools: Sequence[str] = ()) -> tuple[list[ModelResponsePart], str]:  # fmt: skip
     """The parts of a reply, and why it is invalid ("" when it is not)."""
-    reply = protocol.parse_reply(text, tools)
+    reply = protocol.parse_tool_reply(text, tools)
     if isinstance(reply, protocol.ToolCall):
         parts: list[ModelResponsePart] = [TextPart(reply.text)] if reply.text else []
         return parts + [ToolCallPart(reply.name, reply.args)], ""
@@ -200,7 +200,7 @@ def to_parts(text: Optional[str], tools: Sequence[protocol.ToolSpec], *, text_an
         # a structured answer asked for through an output tool: {"final": {...}} is that tool's call
         spec = next((t for t in tools if t.name == answer_tools[0]), None)
         value = reply.value if reply.value is not None else reply.text
-        return [ToolCallPart(answer_tools[0], protocol.coerce_args(value, spec))], ""
+        return [ToolCallPart(answer_tools[0], protocol.coerce_tool_args(value, spec))], ""
     if not reply.text:
         return [], reply.reason  # empty: pydantic-ai asks again for "text or a tool call"
     return [TextPart(reply.text)], reply.reason

@@ -1,13 +1,13 @@
 """Tool calling as text, for models that only take and give text (rlm's model roles).
 
 A framework that expects native tool calls (pydantic-ai, ADK, LangChain…) gets them from a text-only model
-through this protocol: the tools are described in the system prompt (:func:`render_protocol`), and the model
+through this protocol: the tools are described in the system prompt (:func:`render_tool_protocol`), and the model
 answers each turn with ONE JSON object::
 
     {"tool": "run_code", "args": {"code": "print(len(context))"}}     # call a tool
     {"final": "the answer"}                                          # give the final answer
 
-:func:`parse_reply` reads a reply back as a :class:`ToolCall`, a :class:`FinalAnswer` or an :class:`Invalid`
+:func:`parse_tool_reply` reads a reply back as a :class:`ToolCall`, a :class:`FinalAnswer` or an :class:`InvalidReply`
 reply. It is forgiving about what models really write: the object may sit in a ```json fence or after some
 prose (the first action-shaped object wins), strings may hold raw newlines (code often does), ``name`` /
 ``arguments`` (OpenAI's spelling) work too, flat arguments (``{"tool": "run_code", "code": "…"}``) are
@@ -15,11 +15,11 @@ gathered, and a bare string given for a tool taking one string argument becomes 
 no JSON object is the final answer. What the protocol does NOT judge is whether the tool exists or the
 arguments fit its schema: the framework does that and asks the model to retry, in its own words.
 
-:func:`format_call` and :func:`format_result` write the history back as text the same way, so the model sees
+:func:`format_tool_call` and :func:`format_tool_result` write the history back as text the same way, so the model sees
 its earlier actions in the form it is asked to use.
 
-Nothing here imports a framework (the host only for its JSON object scanner): each adapter maps these records
-to its own message types.
+Nothing here imports a framework: each adapter maps these records to its own message types (rlm-adapter-pydantic-ai
+to pydantic-ai's parts).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
-from rlm_host import json_object_spans
+from rlm_host.environments.generic import json_object_spans
 
 __all__ = [
-    "ToolSpec", "ToolCall", "FinalAnswer", "Invalid", "Reply", "render_protocol", "parse_reply", "format_call",
-    "format_final", "format_result", "json_objects", "coerce_args",
+    "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
+    "format_tool_call", "format_tool_final", "format_tool_result", "json_objects", "coerce_tool_args",
 ]  # fmt: skip
 
 
@@ -65,14 +65,14 @@ class FinalAnswer:
 
 
 @dataclass(frozen=True)
-class Invalid:
+class InvalidReply:
     """A reply that is neither: ``reason`` is what to tell the model (empty ``text``: the reply was empty)."""
 
     reason: str
     text: str = ""
 
 
-Reply = Union[ToolCall, FinalAnswer, Invalid]
+ToolReply = Union[ToolCall, FinalAnswer, InvalidReply]
 
 _NAME_KEYS = ("tool", "tool_name")  # always a tool call
 _LOOSE_NAME_KEYS = ("name",)  # a tool call only with arguments next to it ({"name": "Ada"} may be an answer)
@@ -87,7 +87,7 @@ SHAPE = 'reply with one JSON object: {"tool": "<tool name>", "args": {...}} or {
 # ---------------------------------------------------------------------------------------------- prompting
 
 
-def render_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True, answer_tools: Sequence[str] = ()) -> str:
+def render_tool_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True, answer_tools: Sequence[str] = ()) -> str:
     """The system prompt section teaching the protocol and listing ``tools``.
 
     ``text_answer``: the final answer is free text (``{"final": …}`` or plain text); when False, the answer is
@@ -152,18 +152,18 @@ def _schema_text(schema: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------- history
 
 
-def format_call(name: str, args: Any, text: str = "") -> str:
+def format_tool_call(name: str, args: Any, text: str = "") -> str:
     """A tool call as the model should have written it (with its prose first, when it had some)."""
     action = json.dumps({"tool": name, "args": args}, ensure_ascii=False)
     return f"{text.strip()}\n{action}" if text.strip() else action
 
 
-def format_final(answer: str) -> str:
+def format_tool_final(answer: str) -> str:
     """A final answer as the model should have written it."""
     return json.dumps({"final": answer}, ensure_ascii=False)
 
 
-def format_result(name: str, content: str, *, status: str = "ok") -> str:
+def format_tool_result(name: str, content: str, *, status: str = "ok") -> str:
     """The text of a tool result: ``status`` is "ok", "error" (the tool ran and failed) or "retry" (the call
     was rejected before running: unknown tool, bad arguments)."""
     head = {"ok": f"Result of {name}:", "error": f"{name} failed:",
@@ -174,26 +174,26 @@ def format_result(name: str, content: str, *, status: str = "ok") -> str:
 # ---------------------------------------------------------------------------------------------- parsing
 
 
-def parse_reply(text: Optional[str], tools: Sequence[ToolSpec] = ()) -> Reply:
+def parse_tool_reply(text: Optional[str], tools: Sequence[ToolSpec] = ()) -> ToolReply:
     """What a reply asks for (see the module docstring); ``tools`` only help to fix loose arguments."""
     if text is None or not text.strip():
-        return Invalid("the reply was empty: " + SHAPE)
+        return InvalidReply("the reply was empty: " + SHAPE)
     for obj, (start, end) in json_objects(text):
         action = _action(obj, {tool.name: tool for tool in tools})
         if action is None:
             continue
         if isinstance(action, ToolCall):
             return ToolCall(action.name, action.args, _prose(text, start, end))
-        if isinstance(action, Invalid):
-            return Invalid(action.reason, text)
+        if isinstance(action, InvalidReply):
+            return InvalidReply(action.reason, text)
         return action
     stripped = _unfence(text.strip())
     if stripped.startswith("{"):  # an object is an action or a mistake; other JSON (a list…) may be an answer
         try:
             json.loads(stripped, strict=False)
         except ValueError:
-            return Invalid(f"the reply looks like JSON but does not parse: {SHAPE}", text)
-        return Invalid(f"the JSON reply is neither a tool call nor a final answer: {SHAPE}", text)
+            return InvalidReply(f"the reply looks like JSON but does not parse: {SHAPE}", text)
+        return InvalidReply(f"the JSON reply is neither a tool call nor a final answer: {SHAPE}", text)
     return FinalAnswer(text.strip())
 
 
@@ -215,7 +215,7 @@ def json_objects(text: str) -> Iterator[tuple[dict[str, Any], tuple[int, int]]]:
             yield value, (start, end)
 
 
-def _action(obj: dict[str, Any], tools: Mapping[str, ToolSpec]) -> Optional[Reply]:
+def _action(obj: dict[str, Any], tools: Mapping[str, ToolSpec]) -> Optional[ToolReply]:
     name_key = next((k for k in _NAME_KEYS if k in obj), None)
     args_key = next((k for k in _ARGS_KEYS if k in obj), None)
     if name_key is None and args_key is not None:
@@ -223,12 +223,12 @@ def _action(obj: dict[str, Any], tools: Mapping[str, ToolSpec]) -> Optional[Repl
     if name_key is not None:
         name = obj[name_key]
         if not isinstance(name, str) or not name.strip():
-            return Invalid(f"'{name_key}' must be the name of a tool: {SHAPE}")
+            return InvalidReply(f"'{name_key}' must be the name of a tool: {SHAPE}")
         if args_key is not None:
             args = obj[args_key]
         else:  # flat: {"tool": "run_code", "code": "…"}
             args = {k: v for k, v in obj.items() if k != name_key}
-        return ToolCall(name.strip(), coerce_args(args, tools.get(name.strip())))
+        return ToolCall(name.strip(), coerce_tool_args(args, tools.get(name.strip())))
     final_key = next((k for k in _FINAL_KEYS if k in obj), None)
     if final_key is not None:
         value = obj[final_key]
@@ -237,7 +237,7 @@ def _action(obj: dict[str, Any], tools: Mapping[str, ToolSpec]) -> Optional[Repl
     return None
 
 
-def coerce_args(args: Any, tool: Optional[ToolSpec] = None) -> Union[dict[str, Any], str]:
+def coerce_tool_args(args: Any, tool: Optional[ToolSpec] = None) -> Union[dict[str, Any], str]:
     """Arguments as an object when they can be read as one (a JSON string of an object; a bare string for a tool
     taking one string argument); else the raw value, as JSON text, for the framework to reject."""
     if args is None:
