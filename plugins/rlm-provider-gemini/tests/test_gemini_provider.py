@@ -99,7 +99,9 @@ def test_the_request_sent_and_the_answer(server):
     assert result.finish_reason == "STOP" and result.model == "gemini-test-001"
     assert result.raw == {"id": "resp-test-01"}
     [request] = server.requests
-    assert request.path == f"/v1/models/{MODEL}:generateContent" and request.model == MODEL
+    # the SDK's default API version: v1 from google-genai 3, v1beta before (2.x, which google-adk requires)
+    assert request.path in (f"/v1/models/{MODEL}:generateContent", f"/v1beta/models/{MODEL}:generateContent")
+    assert request.model == MODEL
     assert request.headers["x-goog-api-key"] == "g-test-key"
     assert request.headers["x-server-timeout"] == "5"  # the per-call timeout reached the SDK
     assert request.body == {
