@@ -1,0 +1,278 @@
+"""The ``google-adk`` framework adapter: a Google ADK ``LlmAgent`` runs the task, with rlm's models and sandbox.
+
+- the agent's model is :class:`~rlm_adapter_adk.model.RlmLlm` over ``ctx.root`` (text-only, tool calls through
+  the text protocol);
+- its tools are ``run_code(code)`` (the run's sandbox session, ``context`` loaded there, ``llm_query`` inside the
+  code) and ``llm_query(prompt)`` (the run's sub-model);
+- ADK's ``InMemoryRunner`` runs it; each event of its async stream is recorded with ``ctx.step`` as it arrives:
+
+  ============  ===========================================================  ===========================
+  step action   when                                                         reward (``[rewards]``)
+  ============  ===========================================================  ===========================
+  tool_call     a model reply calls a tool (observation: tool, args)         framework_tool_call
+  model_text    the prose of a reply next to a tool call, or a malformed     framework_model_text
+                or empty reply (sent back to the model)
+  tool_result   a tool returned                                              framework_tool_result
+  tool_error    a tool ran and failed (code raised, a sub-call failed)       framework_tool_error
+  retry         ADK rejected a call (unknown tool, missing arguments), or    framework_retry
+                a malformed or empty reply is sent back
+  final         the answer: a text reply ADK took as final, or FINAL()       final_reward
+                called in run_code
+  ============  ===========================================================  ===========================
+
+``StepLimitReached`` (from the root model, once ``max_steps`` turns are used) propagates out of ADK untouched,
+and the budget's exceptions come from ``ctx.step`` in the event loop, outside ADK; so the runner records
+``max_steps`` or the budget's reason. ADK has no retry of a final answer, so a malformed or empty reply ends
+ADK's invocation and the adapter starts the next one in the same session with the note of what was wrong
+(``output_retries`` times in a run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import logging
+from typing import Any, Optional
+
+from google.adk.agents import LlmAgent
+from google.adk.runners import InMemoryRunner
+from google.adk.tools import FunctionTool
+from google.genai import types
+
+from rlm_adapter_adk.model import INVALID_KEY, RlmLlm, reply_of, result_status
+from rlm_adapter_adk.settings import AdkSettings
+from rlm_host import (
+    TOOL_DESCRIPTIONS, BudgetExceeded, FrameworkContext, FrameworkOutcome, RlmError, truncate,
+)  # fmt: skip
+
+APP = "rlm"
+#: ADK's loggers that report, with a traceback, the exceptions a run ends with on purpose (StepLimitReached, the
+#: budget's, a model's error: the runner reports them), and a warning for each call of an unknown tool (the run
+#: records it as a retry step). While a run lasts, those records are dropped; any other stays.
+_QUIET_LOGS = ("google_adk.google.adk.runners", "google_adk.google.adk.workflow._node_runner",
+               "google_adk.google.adk.flows.llm_flows.tools._caller")  # fmt: skip
+SYSTEM_PROMPT = """\
+You answer a task about a context that is too large to read at once. The context is NOT in this conversation: \
+it is loaded in a persistent Python REPL as the variable `context` ({description}).
+
+Work in steps with your tools. Use run_code to look at `context` (its length, slices, searches, splitting it \
+into parts) and to compute; inside the code, llm_query(prompt) asks a language model about a piece of text you \
+pass it, and llm_query_batched(prompts) asks about several at once. Print what you need to see: only printed \
+output comes back to you, cut to a readable size. Variables persist between run_code calls.
+
+When you know the answer, give it as the final answer (or call FINAL(answer) inside run_code). You have \
+{max_steps} turns (replies) in all."""
+
+
+def create(settings: Optional[AdkSettings], ctx: FrameworkContext) -> "AdkAdapter":
+    """The framework factory (``factory(settings, FrameworkContext)``)."""
+    return AdkAdapter(settings, ctx)
+
+
+class AdkAdapter:
+    name = "google-adk"
+
+    def __init__(self, settings: Optional[AdkSettings], ctx: FrameworkContext) -> None:
+        self.settings = settings or AdkSettings()
+        self.ctx = ctx
+        self._events = 0
+        self._model_calls = 0
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> FrameworkOutcome:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no event loop in this thread
+            return asyncio.run(self._run())
+        # called from async code (a notebook, an async program): ADK gets a thread and a loop of its own
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self._run()).result()
+
+    def close(self) -> None:
+        pass  # the sandbox session is the runner's (closed with the run); the in-memory session goes with the loop
+
+    def agent(self) -> LlmAgent:
+        """The agent: our root model, the sandbox's tools, the RLM instructions."""
+        instruction = self.instructions()
+        return LlmAgent(
+            name="rlm",
+            model=RlmLlm(self.ctx.root),
+            # a callable: ADK fills `{name}` placeholders of a string instruction from the session state, and the
+            # context's preview or the user's instructions may hold braces
+            instruction=lambda _context: instruction,
+            description="Answers a task about a large context through a Python REPL",
+            tools=[FunctionTool(tool) for tool in self.tools()],
+        )
+
+    def instructions(self) -> str:
+        text = SYSTEM_PROMPT.format(description=describe(self.ctx.context_meta, self.settings.preview_chars),
+                                    max_steps=self.ctx.max_steps)  # fmt: skip
+        extra = self.settings.instructions.strip()
+        return f"{text}\n\n{extra}" if extra else text
+
+    async def _run(self) -> FrameworkOutcome:
+        runner = InMemoryRunner(agent=self.agent(), app_name=APP)
+        quiet = _QuietAdkLogs()
+        for name in _QUIET_LOGS:
+            logging.getLogger(name).addFilter(quiet)
+        try:
+            session = await runner.session_service.create_session(app_name=APP, user_id="rlm")
+            message, retries = self.ctx.task, 0
+            while True:
+                answer, invalid = await self._invocation(runner, session.id, message)
+                if invalid is None:
+                    return FrameworkOutcome(answer, answer is not None, self._metadata())
+                if retries >= self.settings.output_retries:
+                    hint = "raise [framework.google-adk] output_retries, or look at the last replies"
+                    raise RlmError(f"google-adk stopped the run: the reply was not understood ({invalid}), "
+                                   f"{retries} times sent back", hint=hint)  # fmt: skip
+                retries += 1
+                feedback = f"Your reply was not understood: {invalid}"
+                self._step("retry", {"cause": "invalid_reply", "feedback": feedback}, "retry")
+                message = feedback
+        finally:
+            for name in _QUIET_LOGS:
+                logging.getLogger(name).removeFilter(quiet)
+            await runner.close()
+
+    async def _invocation(self, runner: InMemoryRunner, session_id: str,
+                          message: str) -> tuple[Optional[str], Optional[str]]:  # fmt: skip
+        """One ADK invocation (a user message, then the agent's turns until it answers): (the answer, None), or
+        (None, why the last reply was not understood)."""
+        content = types.Content(role="user", parts=[types.Part(text=message)])
+        events = runner.run_async(user_id="rlm", session_id=session_id, new_message=content)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                self._events += 1
+                done = self._record(event)
+                if done is not None:
+                    return done
+        return None, None
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"adk_events": self._events, "adk_model_calls": self._model_calls}
+
+    # ------------------------------------------------------------------ steps as events arrive
+
+    def _step(self, action: str, observation: dict[str, Any], kind: str, *, ok: bool = True,
+              code: Optional[str] = None, reply: Optional[str] = None) -> None:  # fmt: skip
+        """Record one step now (``kind``: its event kind in the reward table); the budget's refusals propagate."""
+        self.ctx.step(action, observation, self.ctx.reward_for(kind, ok), code=code, reply=reply)
+
+    def _record(self, event: Any) -> Optional[tuple[Optional[str], Optional[str]]]:
+        """Record one event's steps; (answer, invalid) when the invocation is over for us."""
+        if event.content is None or not event.content.parts:
+            return None
+        reply = reply_of(event)
+        if reply is not None or event.usage_metadata is not None:
+            self._model_calls += 1
+        calls = event.get_function_calls()
+        responses = event.get_function_responses()
+        text = "\n".join(p.text for p in event.content.parts if p.text and not p.thought and p.text.strip())
+        if calls:
+            if text:
+                self._step("model_text", {"text": text}, "model_text", reply=reply)
+                reply = None  # the reply is on the step of its first part
+            for call in calls:
+                args = dict(call.args or {})
+                code = args.get("code") if isinstance(args.get("code"), str) else None
+                self._step("tool_call", {"tool": call.name, "args": args}, "tool_call", code=code, reply=reply)
+                reply = None
+            return None
+        if responses:
+            final = None
+            for response in responses:
+                value = response.response or {}
+                status, output = result_status(value)
+                if status == "retry":  # ADK rejected the call before running it
+                    self._step("retry", {"tool": response.name, "cause": "rejected_call",
+                                         "feedback": truncate(output, 2000)}, "retry")  # fmt: skip
+                    continue
+                observation: dict[str, Any] = {"tool": response.name, "ok": status == "ok",
+                                               "output": truncate(output, 2000)}  # fmt: skip
+                if value.get("final") is not None:
+                    observation["final"] = final = str(value["final"])
+                self._step("tool_result" if status == "ok" else "tool_error", observation, "tool_result",
+                           ok=status == "ok")  # fmt: skip
+            if final is not None:  # FINAL() in the code: the run ends here, whatever ADK would do next
+                self._step("final", {"answer": final, "via": "FINAL() in run_code"}, "final")
+                return final, None
+            return None
+        invalid = (event.custom_metadata or {}).get(INVALID_KEY)
+        if invalid:
+            self._step("model_text", {"text": text}, "model_text", reply=reply)
+            return None, str(invalid)
+        if event.is_final_response():
+            self._step("final", {"answer": text}, "final", reply=reply)
+            return text, None
+        if text:
+            self._step("model_text", {"text": text}, "model_text", reply=reply)
+        return None
+
+    # ------------------------------------------------------------------ the tools
+
+    def tools(self) -> list[Any]:
+        """The tools as ADK wants them: functions whose name, signature and docstring declare them (the
+        descriptions are the host's)."""
+
+        async def run_code(code: str) -> dict[str, Any]:
+            return await self._run_code(code)
+
+        async def llm_query(prompt: str) -> dict[str, Any]:
+            return await self._llm_query(prompt)
+
+        for function in (run_code, llm_query):
+            function.__doc__ = TOOL_DESCRIPTIONS[function.__name__]
+        return [run_code, llm_query]
+
+    async def _run_code(self, code: str) -> dict[str, Any]:
+        outcome = await asyncio.to_thread(self.ctx.tools.run_code, code)
+        result: dict[str, Any] = {"ok": outcome.ok, "output": truncate(outcome.text, self.settings.max_output_chars)}
+        if outcome.final is not None:
+            result["final"] = outcome.final
+        return result
+
+    async def _llm_query(self, prompt: str) -> dict[str, Any]:
+        try:
+            return {"ok": True, "output": await asyncio.to_thread(self.ctx.tools.llm_query, prompt)}
+        except RuntimeError as exc:  # how a sub-call failure is reported (model error, max_llm_calls…)
+            return {"ok": False, "output": f"error: {exc}"}
+
+
+class _QuietAdkLogs(logging.Filter):
+    """Drops ADK's reports of what the run records itself: the exceptions that end a run on purpose (rlm's own:
+    the runner reports them) and unknown tools (a retry step)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            return not isinstance(error, (RlmError, BudgetExceeded))
+        return not (record.levelno == logging.WARNING and record.getMessage().startswith("Tool '"))
+
+
+def describe(meta: dict[str, Any], preview_chars: int) -> str:
+    """The context's metadata in a few words (never the context: its preview at most, when asked for)."""
+    kind = meta.get("type")
+    if kind in (None, "none"):
+        return "here None: there is no context, answer from the task alone"
+    if kind == "path":
+        return f"the path of the file {meta.get('path')}, {meta.get('bytes', 0):,} bytes"
+    if kind == "str":
+        text = f"a string of {meta.get('total_chars', 0):,} characters"
+    elif kind == "list":
+        text = f"a list of {meta.get('documents', 0):,} documents, {meta.get('total_chars', 0):,} characters in total"
+        lengths = (meta.get("document_lengths") or [])[:10]
+        if lengths:
+            more = ", …" if meta.get("documents", 0) > len(lengths) else ""
+            text += f" (lengths: {', '.join(f'{n:,}' for n in lengths)}{more})"
+    else:
+        text = f"a {kind} of {meta.get('total_chars', 0):,} characters as JSON"
+        if meta.get("keys"):
+            text += f", {meta.get('key_count', len(meta['keys'])):,} keys: {', '.join(meta['keys'][:20])}"
+    preview = str(meta.get("preview") or "")[:preview_chars]
+    if preview:
+        text += f"; it begins: {json.dumps(preview, ensure_ascii=False)}"
+    return text

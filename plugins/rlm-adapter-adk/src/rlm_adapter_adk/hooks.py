@@ -1,0 +1,19 @@
+"""The plugin's hook implementations: imported at every ``rlm`` start, so it imports only ``rlm_host``."""
+
+from rlm_host import FrameworkSpec, hookimpl
+
+
+@hookimpl
+def rlm_register_frameworks():
+    return [
+        FrameworkSpec(
+            "google-adk",
+            "A Google ADK LlmAgent with the run's sandbox as tools (run_code, llm_query), over rlm's own models",
+            "rlm_adapter_adk.adapter:create",  # google.adk is imported only when a run uses it
+            # no alias "google_adk": names compare with "-" and "_" equal, so that spelling already works
+            requires=("google.adk",),
+            install_hint="pip install rlm-adapter-adk  (it brings google-adk)",
+            settings="rlm_adapter_adk.settings:AdkSettings",  # [framework.google-adk]
+            mode="agent",
+        )
+    ]
