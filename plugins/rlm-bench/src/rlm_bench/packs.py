@@ -27,7 +27,7 @@ PRESETS: dict[str, str] = {
     "pure_rlm_smoke": "Pure RLM basics over small inline contexts (3 cases)",
     "pure_rlm_context": "Chunking, accumulation and map-reduce over 32K-64K generated contexts (4 cases)",
     "deep_recursion": "Multi-hop tasks for depth > 1 delegation with rlm_query (3 cases)",
-    "paradigm_comparison": "One 32K needle task as pure RLM, CodeAct, dspy-rlm, pydantic-ai and direct LLM (5 cases)",
+    "paradigm_comparison": "One 32K needle task as pure RLM, CodeAct, dspy-rlm, pydantic-ai, google-adk and direct LLM (6 cases)",
     "oolong_style": "OOLONG-style aggregation and OOLONG-Pairs over 32K-128K labelled records (4 cases)",
     "browsecomp_style": "BrowseComp-style multi-hop QA over 100-1,000 web-like documents (3 cases)",
     "token_efficiency": "The same needle at 8K, 128K and over 1M tokens: tokens and cost against length (3 cases)",
@@ -248,6 +248,8 @@ def paradigm_comparison(settings: Any = None, services: Any = None) -> list[Any]
               framework="dspy-rlm", expected="4118146", tags={"task_family": family, "paradigm": "dspy_rlm"}),
         _case("paradigm_pydantic_ai", "the needle, as a Pydantic AI agent with the sandbox as tools", context=context,
               framework="pydantic-ai", expected="4118146", tags={"task_family": family, "paradigm": "pydantic_ai"}),
+        _case("paradigm_google_adk", "the needle, as a Google ADK agent with the sandbox as tools", context=context,
+              framework="google-adk", expected="4118146", tags={"task_family": family, "paradigm": "google_adk"}),
         _case("paradigm_direct", "the needle, as one direct LLM call (context in the prompt)", context=context,
               mode="direct-llm", expected="4118146", tags={"task_family": family, "paradigm": "direct"}),
     ]  # fmt: skip
