@@ -27,7 +27,7 @@ PRESETS: dict[str, str] = {
     "pure_rlm_smoke": "Pure RLM basics over small inline contexts (3 cases)",
     "pure_rlm_context": "Chunking, accumulation and map-reduce over 32K-64K generated contexts (4 cases)",
     "deep_recursion": "Multi-hop tasks for depth > 1 delegation with rlm_query (3 cases)",
-    "paradigm_comparison": "One 32K needle task as pure RLM, CodeAct, dspy-rlm, pydantic-ai, google-adk and direct LLM (6 cases)",
+    "paradigm_comparison": "A 32K needle as pure RLM, CodeAct, dspy-rlm, pydantic-ai, google-adk, direct LLM (6 cases)",
     "oolong_style": "OOLONG-style aggregation and OOLONG-Pairs over 32K-128K labelled records (4 cases)",
     "browsecomp_style": "BrowseComp-style multi-hop QA over 100-1,000 web-like documents (3 cases)",
     "token_efficiency": "The same needle at 8K, 128K and over 1M tokens: tokens and cost against length (3 cases)",
