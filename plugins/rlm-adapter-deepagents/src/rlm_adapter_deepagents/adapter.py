@@ -1,0 +1,250 @@
+"""The ``deepagents`` framework adapter: a LangChain deep agent runs the task, with rlm's models and sandbox.
+
+- the agent's model is :class:`~rlm_adapter_deepagents.model.RlmChatModel` over ``ctx.root`` (text-only, tool
+  calls through the text protocol);
+- its tools are ``run_code(code)`` (the run's sandbox session, ``context`` loaded there, ``llm_query`` inside
+  the code; ``FINAL(answer)`` in the code ends the run) and ``llm_query(prompt)``, next to deepagents' own:
+  ls / read_file / write_file / edit_file / delete / glob / grep on the chosen backend, ``execute`` (``sh -c``
+  inside the run's sandbox with backend ``local_shell``; elsewhere it answers that it cannot) and ``task`` (a
+  sub-agent on the same model), plus ``write_todos`` (LangChain's TodoListMiddleware, no longer a deepagents
+  default in 0.7: setting ``planning``);
+- it is streamed (``stream_mode="updates"``) and each message is recorded with ``ctx.step`` as it arrives:
+
+  ==================  ======================================================  ===============================
+  step action         when                                                    reward (``[rewards]``)
+  ==================  ======================================================  ===============================
+  model_text          the prose of a reply beside its tool call, or a         framework_model_text
+                      malformed reply (sent back to the model)
+  tool_call           a reply calls a tool (observation: tool, args)          framework_tool_call
+  planning_tool_call  a reply calls write_todos / read_todos                  framework_planning_tool_call
+  tool_result         a ToolMessage came back (``ok`` False: an error         framework_tool_result /
+                      ToolMessage: the code raised, unknown tool, bad args)   framework_tool_error
+  final               the agent's answer, or FINAL() called in run_code       final_reward
+  ==================  ======================================================  ===============================
+
+``StepLimitReached`` (from the root model) and the budget's exceptions (from ``ctx.step``) propagate out of
+LangGraph untouched (LangChain's ToolNode turns only tool-invocation errors and ``ToolException`` into error
+ToolMessages), so the runner records ``max_steps`` or the budget's reason. LangGraph's recursion limit is set
+high enough that ``max_steps`` is always the limit that applies.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from deepagents import create_deep_agent
+from langchain.agents.middleware import TodoListMiddleware, after_model
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool, ToolException
+
+from rlm_adapter_deepagents.model import INVALID_KEY, REPLY_KEY, RlmChatModel
+from rlm_adapter_deepagents.settings import DeepAgentsSettings
+from rlm_host import TOOL_DESCRIPTIONS, ConfigError, FrameworkContext, FrameworkOutcome, truncate
+
+SYSTEM_PROMPT = """\
+You answer a task about a context that is too large to read at once. The context is NOT in this conversation: \
+it is loaded in a persistent Python REPL as the variable `context` ({description}).
+
+Work in steps with your tools. Use run_code to look at `context` (its length, slices, searches, splitting it \
+into parts) and to compute; inside the code, llm_query(prompt) asks a language model about a piece of text you \
+pass it, and llm_query_batched(prompts) asks about several at once. Print what you need to see: only printed \
+output comes back to you, cut to a readable size. Variables persist between run_code calls. The file tools \
+(ls, read_file, write_file…) are a scratch space for notes, not where the context is.
+
+When you know the answer, give it as the final answer (or call FINAL(answer) inside run_code). You have \
+{max_steps} turns (replies) in all."""
+
+PLANNING_TOOLS = ("write_todos", "read_todos")
+
+
+def create(settings: Optional[DeepAgentsSettings], ctx: FrameworkContext) -> "DeepAgentsAdapter":
+    """The framework factory (``factory(settings, FrameworkContext)``)."""
+    return DeepAgentsAdapter(settings, ctx)
+
+
+class DeepAgentsAdapter:
+    name = "deepagents"
+
+    def __init__(self, settings: Optional[DeepAgentsSettings], ctx: FrameworkContext) -> None:
+        self.settings = settings or DeepAgentsSettings()
+        self.ctx = ctx
+        self._final: Optional[str] = None  # FINAL() called in run_code
+        self._seen: set[str] = set()  # ids of messages already recorded
+        self._invalid_left = self.settings.invalid_reply_retries
+        self._model_calls = 0
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> FrameworkOutcome:
+        agent = self.agent()
+        config = {"recursion_limit": 10 * self.ctx.max_steps + 20}  # max_steps (root turns) is the run's limit
+        last: Optional[AIMessage] = None
+        for update in agent.stream({"messages": [HumanMessage(self.ctx.task)]}, config, stream_mode="updates"):
+            for message in _messages(update):
+                if isinstance(message, AIMessage):
+                    last = message
+                self._record(message)
+            if self._final is not None:  # FINAL() in run_code: the run ends here, whatever the agent would do next
+                self._step("final", {"answer": self._final, "via": "FINAL() in run_code"}, "final")
+                return FrameworkOutcome(self._final, True, self._metadata())
+        if last is None or last.tool_calls:
+            return FrameworkOutcome(None, False, self._metadata())
+        answer = last.text.strip()
+        self._step("final", {"answer": answer}, "final", reply=last.additional_kwargs.get(REPLY_KEY))
+        return FrameworkOutcome(answer, True, self._metadata())
+
+    def close(self) -> None:
+        pass  # the sandbox session is the runner's (closed with the run); the agent holds nothing else
+
+    def agent(self) -> Any:
+        """The deep agent: our root model, the sandbox's tools, the RLM instructions, the chosen backend."""
+        tools = [
+            StructuredTool.from_function(self._run_code, name="run_code", description=TOOL_DESCRIPTIONS["run_code"],
+                                         handle_tool_error=True),
+            StructuredTool.from_function(self._llm_query, name="llm_query",
+                                         description=TOOL_DESCRIPTIONS["llm_query"], handle_tool_error=True),
+        ]  # fmt: skip
+        middleware: list[Any] = [TodoListMiddleware()] if self.settings.planning else []  # not a default in 0.7
+        middleware.append(self._resend_invalid())
+        options: dict[str, Any] = {}
+        backend = self.backend()
+        if backend is not None:
+            options["backend"] = backend
+        model = RlmChatModel(role=self.ctx.root, brief_tools=self.settings.brief_tool_descriptions)
+        return create_deep_agent(model=model, tools=tools, system_prompt=self.instructions(), middleware=middleware,
+                                 name="rlm", **options)  # fmt: skip
+
+    def backend(self) -> Any:
+        """The file tools' backend: deepagents' default (state), a folder on the host confined to it, or a shell
+        and files inside the run's sandbox session."""
+        if self.settings.backend == "state":
+            return None
+        if self.settings.backend == "filesystem":
+            from deepagents.backends import FilesystemBackend
+
+            root = Path(self.settings.root or ".").expanduser().resolve()
+            if not root.is_dir():
+                raise ConfigError(f"[framework.deepagents] root {root} is not a folder",
+                                  hint="create it, or use backend = 'state'")  # fmt: skip
+            return FilesystemBackend(root_dir=root, virtual_mode=True)  # virtual paths under root, no escape
+        if self.settings.backend == "local_shell":  # deepagents' LocalShellBackend would run on the host: not that
+            from rlm_adapter_deepagents.backends import SandboxShellBackend
+
+            return SandboxShellBackend(self.ctx.tools, timeout=self.settings.shell_timeout)
+        raise ConfigError(f"[framework.deepagents] backend {self.settings.backend!r} is not offered")
+
+    def instructions(self) -> str:
+        text = SYSTEM_PROMPT.format(description=describe(self.ctx.context_meta, self.settings.preview_chars),
+                                    max_steps=self.ctx.max_steps)  # fmt: skip
+        return f"{text}\n\n{self.settings.instructions.strip()}" if self.settings.instructions.strip() else text
+
+    def _resend_invalid(self) -> Any:
+        """A middleware sending a malformed reply back to the model (a few times per run) instead of ending."""
+
+        @after_model(can_jump_to=["model"], name="RlmInvalidReply")
+        def resend(state: Any, runtime: Any) -> Optional[dict[str, Any]]:
+            messages = state["messages"]
+            last = messages[-1] if messages else None
+            if not isinstance(last, AIMessage) or not last.additional_kwargs.get(INVALID_KEY):
+                return None
+            if self._invalid_left <= 0:
+                return None
+            self._invalid_left -= 1
+            note = HumanMessage(f"Your reply was not understood: {last.additional_kwargs[INVALID_KEY]}")
+            return {"messages": [note], "jump_to": "model"}
+
+        return resend
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"deepagents_backend": self.settings.backend}
+
+    # ------------------------------------------------------------------ steps as they arrive
+
+    def _step(self, action: str, observation: dict[str, Any], kind: str, *, ok: bool = True,
+              code: Optional[str] = None, reply: Optional[str] = None) -> None:  # fmt: skip
+        """Record one step now (``kind``: its event kind in the reward table); the budget's refusals propagate."""
+        self.ctx.step(action, observation, self.ctx.reward_for(kind, ok), code=code, reply=reply)
+
+    def _record(self, message: Any) -> None:
+        key = message.id or str(id(message))
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        if isinstance(message, AIMessage):
+            reply = message.additional_kwargs.get(REPLY_KEY)
+            if message.additional_kwargs.get(INVALID_KEY):
+                self._step("model_text", {"text": message.text, "invalid": message.additional_kwargs[INVALID_KEY]},
+                           "model_text", reply=reply)  # fmt: skip
+                return
+            if not message.tool_calls:
+                return  # the answer: recorded as ``final`` when the stream ends
+            if message.text.strip():
+                self._step("model_text", {"text": message.text.strip()}, "model_text", reply=reply)
+                reply = None  # the reply is on the step of its first part
+            for call in message.tool_calls:
+                args = call.get("args") or {}
+                code = args.get("code") if isinstance(args.get("code"), str) else None
+                kind = "planning_tool_call" if call["name"] in PLANNING_TOOLS else "tool_call"
+                self._step(kind, {"tool": call["name"], "args": args}, kind, code=code, reply=reply)
+                reply = None
+        elif isinstance(message, ToolMessage):
+            ok = message.status != "error"
+            observation: dict[str, Any] = {"tool": message.name, "ok": ok, "output": truncate(message.text, 2000)}
+            if message.name == "run_code" and self._final is not None:
+                observation["final"] = self._final
+            self._step("tool_result" if ok else "tool_error", observation, "tool_result", ok=ok)
+
+    # ------------------------------------------------------------------ the tools
+
+    def _run_code(self, code: str) -> str:
+        """Run Python code in the REPL; `context`, llm_query(), llm_query_batched() and FINAL() are defined."""
+        outcome = self.ctx.tools.run_code(code)
+        text = truncate(outcome.text, self.settings.max_output_chars)
+        if outcome.final is not None:
+            self._final = outcome.final
+        if not outcome.ok and outcome.final is None:
+            raise ToolException(text)  # an error ToolMessage: the model sees it and goes on
+        return text
+
+    def _llm_query(self, prompt: str) -> str:
+        """Ask a language model one question (the whole question, with the text it is about)."""
+        try:
+            return self.ctx.tools.llm_query(prompt)
+        except RuntimeError as exc:  # how a sub-call failure is reported (model error, max_llm_calls…)
+            raise ToolException(f"error: {exc}") from exc
+
+
+def _messages(update: Any) -> list[Any]:
+    """The messages of one streamed update (``{node: {"messages": [...]}}``; middleware nodes may add none)."""
+    found: list[Any] = []
+    if not isinstance(update, dict):
+        return found
+    for value in update.values():
+        messages = value.get("messages") if isinstance(value, dict) else None
+        messages = getattr(messages, "value", messages)  # an Overwrite(...) of the whole list
+        if isinstance(messages, (list, tuple)):
+            found.extend(m for m in messages if isinstance(m, (AIMessage, ToolMessage)))
+    return found
+
+
+def describe(meta: dict[str, Any], preview_chars: int) -> str:
+    """The context's metadata in a few words (never the context: its preview at most, when asked for)."""
+    kind = meta.get("type")
+    if kind in (None, "none"):
+        return "here None: there is no context, answer from the task alone"
+    if kind == "path":
+        return f"the path of the file {meta.get('path')}, {meta.get('bytes', 0):,} bytes"
+    if kind == "str":
+        text = f"a string of {meta.get('total_chars', 0):,} characters"
+    elif kind == "list":
+        text = f"a list of {meta.get('documents', 0):,} documents, {meta.get('total_chars', 0):,} characters in total"
+    else:
+        text = f"a {kind} of {meta.get('total_chars', 0):,} characters as JSON"
+        if meta.get("keys"):
+            text += f", {meta.get('key_count', len(meta['keys'])):,} keys: {', '.join(meta['keys'][:20])}"
+    preview = str(meta.get("preview") or "")[:preview_chars]
+    if preview:
+        text += f"; it begins: {json.dumps(preview, ensure_ascii=False)}"
+    return text
