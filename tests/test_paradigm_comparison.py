@@ -1,8 +1,8 @@
 """``paradigm_comparison`` for real: one needle task run as a pure RLM, as CodeAct (generic), through DSPy's own
-RLM (rlm-adapter-dspy), as a Pydantic AI agent and a Google ADK agent (rlm-adapter-pydantic-ai, rlm-adapter-adk)
-and as one direct LLM call, by one scripted model that answers each paradigm in that paradigm's own reply format,
+RLM (rlm-adapter-dspy), as a Pydantic AI, a Google ADK and a DeepAgents agent (rlm-adapter-pydantic-ai, -adk,
+-deepagents) and as one direct LLM call, by one scripted model that answers each paradigm in that paradigm's own reply format,
 with code that finds the needle in the sandbox. Every paradigm's report row is real: steps, tokens and time of a
-run that went through the real framework (DSPy 3.4's RLM loop, pydantic-ai's agent graph, ADK's runner)."""
+run that went through the real framework (DSPy 3.4's RLM loop, pydantic-ai's agent graph, ADK's runner, LangGraph)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ RULES = [
     {"match": "^Context:", "text": "4118146"},  # direct: the whole context is in the prompt
     {"match": "^Task: ", "text": json.dumps({"action": "run_python", "code": FIND + "FINAL(answer)"})},  # CodeAct
     {"match": "^What is the special magic number", "text": json.dumps(
-        {"tool": "run_code", "args": {"code": FIND + "FINAL(answer)"}})},  # pydantic-ai, google-adk: the task; tools
+        {"tool": "run_code", "args": {"code": FIND + "FINAL(answer)"}})},  # the agents: the task, then tools
     {"match": "Your query: ", "text": f"```repl\n{FIND}FINAL(answer)\n```"},  # pure RLM
 ]
 
@@ -31,12 +31,14 @@ def test_paradigm_comparison_runs_every_paradigm_and_reports_them_side_by_side(t
     from rlm_bench.runner import BenchmarkRunner, BenchOptions
 
     monkeypatch.chdir(tmp_path)
-    runner = isolated_runner(tmp_path, plugins="rlm-bench,rlm-adapter-dspy,rlm-adapter-pydantic-ai,rlm-adapter-adk")
+    runner = isolated_runner(tmp_path, plugins="rlm-bench,rlm-adapter-dspy,rlm-adapter-pydantic-ai,rlm-adapter-adk,"
+                                                 "rlm-adapter-deepagents")
     model = ScriptedConnector.from_responses([], rules=RULES, name="scripted:paradigms", context_window=65_536)
     preset = find_preset("paradigm_comparison", runner.host, loaded=runner.loaded)
     summary = BenchmarkRunner(runner, connectors={"root": model, "sub": model}).run(preset, BenchOptions(sandbox="process"))
     by_paradigm = {c.tags["paradigm"]: c for c in summary.cases}
-    assert set(by_paradigm) == {"pure_rlm", "codeact", "dspy_rlm", "pydantic_ai", "google_adk", "direct"}
+    assert set(by_paradigm) == {"pure_rlm", "codeact", "dspy_rlm", "pydantic_ai", "google_adk", "deepagents",
+                                "direct"}
     for name, case in by_paradigm.items():
         assert (case.status, case.score, case.error) == ("completed", 1.0, None), (name, case.error, case.final_response)
         assert case.tokens.total > 0 and case.steps >= 1, name

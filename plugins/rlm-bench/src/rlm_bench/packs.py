@@ -27,7 +27,7 @@ PRESETS: dict[str, str] = {
     "pure_rlm_smoke": "Pure RLM basics over small inline contexts (3 cases)",
     "pure_rlm_context": "Chunking, accumulation and map-reduce over 32K-64K generated contexts (4 cases)",
     "deep_recursion": "Multi-hop tasks for depth > 1 delegation with rlm_query (3 cases)",
-    "paradigm_comparison": "A 32K needle as pure RLM, CodeAct, dspy-rlm, pydantic-ai, google-adk, direct LLM (6 cases)",
+    "paradigm_comparison": "A 32K needle: pure RLM, CodeAct, dspy-rlm, pydantic-ai, google-adk, deepagents, direct (7 cases)",
     "oolong_style": "OOLONG-style aggregation and OOLONG-Pairs over 32K-128K labelled records (4 cases)",
     "browsecomp_style": "BrowseComp-style multi-hop QA over 100-1,000 web-like documents (3 cases)",
     "token_efficiency": "The same needle at 8K, 128K and over 1M tokens: tokens and cost against length (3 cases)",
@@ -250,6 +250,9 @@ def paradigm_comparison(settings: Any = None, services: Any = None) -> list[Any]
               framework="pydantic-ai", expected="4118146", tags={"task_family": family, "paradigm": "pydantic_ai"}),
         _case("paradigm_google_adk", "the needle, as a Google ADK agent with the sandbox as tools", context=context,
               framework="google-adk", expected="4118146", tags={"task_family": family, "paradigm": "google_adk"}),
+        _case("paradigm_deepagents", "the needle, as a DeepAgents (LangGraph) agent with the sandbox as tools",
+              context=context, framework="deepagents", expected="4118146",
+              tags={"task_family": family, "paradigm": "deepagents"}),
         _case("paradigm_direct", "the needle, as one direct LLM call (context in the prompt)", context=context,
               mode="direct-llm", expected="4118146", tags={"task_family": family, "paradigm": "direct"}),
     ]  # fmt: skip
