@@ -1,8 +1,9 @@
 """``paradigm_comparison`` for real: one needle task run as a pure RLM, as CodeAct (generic), through DSPy's own
 RLM (rlm-adapter-dspy), as a Pydantic AI, a Google ADK and a DeepAgents agent (rlm-adapter-pydantic-ai, -adk,
--deepagents) and as one direct LLM call, by one scripted model that answers each paradigm in that paradigm's own reply format,
-with code that finds the needle in the sandbox. Every paradigm's report row is real: steps, tokens and time of a
-run that went through the real framework (DSPy 3.4's RLM loop, pydantic-ai's agent graph, ADK's runner, LangGraph)."""
+-deepagents) and as one direct LLM call, by one scripted model that answers each paradigm in that paradigm's own
+reply format, with code that finds the needle in the sandbox. Every paradigm's report row is real: steps, tokens
+and time of a run that went through the real framework (DSPy 3.4's RLM loop, pydantic-ai's agent graph, ADK's
+runner, LangGraph)."""
 
 from __future__ import annotations
 
