@@ -104,6 +104,8 @@ _LAZY: dict[str, str] = {
     "SandboxTools": "rlm_host.frameworks.tools",
     "CodeOutcome": "rlm_host.frameworks.tools",
     "TOOL_DESCRIPTIONS": "rlm_host.frameworks.tools",
+    "AGENT_INSTRUCTIONS": "rlm_host.frameworks.tools",
+    "describe_context_briefly": "rlm_host.frameworks.tools",
     "ToolSpec": "rlm_host.frameworks.tool_protocol",
     "ToolCall": "rlm_host.frameworks.tool_protocol",
     "FinalAnswer": "rlm_host.frameworks.tool_protocol",
@@ -198,7 +200,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.frameworks.protocol import (
         EVENT_REWARDS, FrameworkAdapter, FrameworkContext, FrameworkOutcome, StepLimitReached,
     )
-    from rlm_host.frameworks.tools import TOOL_DESCRIPTIONS, CodeOutcome, SandboxTools
+    from rlm_host.frameworks.tools import (
+        AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, CodeOutcome, SandboxTools, describe_context_briefly,
+    )
     from rlm_host.frameworks.tool_protocol import (
         FinalAnswer, InvalidReply, ToolCall, ToolReply, ToolSpec, coerce_tool_args, format_tool_call, format_tool_final,
         format_tool_result, parse_tool_reply, render_tool_protocol,

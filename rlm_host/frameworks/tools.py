@@ -8,6 +8,7 @@ has no child runs). So a native run and a framework run of one task differ only 
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -103,3 +104,44 @@ class SandboxTools:
             if self._session is not None:
                 self._session.shutdown()
                 self._session = None
+
+
+#: The instructions every tool-calling agent adapter gives its agent (``{description}``:
+#: :func:`describe_context_briefly`; ``{extra}``: a sentence of the framework's own, or nothing).
+AGENT_INSTRUCTIONS = """\
+You answer a task about a context that is too large to read at once. The context is NOT in this conversation: \
+it is loaded in a persistent Python REPL as the variable `context` ({description}).
+
+Work in steps with your tools. Use run_code to look at `context` (its length, slices, searches, splitting it \
+into parts) and to compute; inside the code, llm_query(prompt) asks a language model about a piece of text you \
+pass it, and llm_query_batched(prompts) asks about several at once. Print what you need to see: only printed \
+output comes back to you, cut to a readable size. Variables persist between run_code calls.{extra}
+
+When you know the answer, give it as the final answer (or call FINAL(answer) inside run_code). You have \
+{max_steps} turns (replies) in all."""
+
+
+def describe_context_briefly(meta: dict[str, Any], preview_chars: int) -> str:
+    """The context's metadata in a few words for an agent's instructions (never the context: at most its
+    preview's first ``preview_chars`` characters)."""
+    kind = meta.get("type")
+    if kind in (None, "none"):
+        return "here None: there is no context, answer from the task alone"
+    if kind == "path":
+        return f"the path of the file {meta.get('path')}, {meta.get('bytes', 0):,} bytes"
+    if kind == "str":
+        text = f"a string of {meta.get('total_chars', 0):,} characters"
+    elif kind == "list":
+        text = f"a list of {meta.get('documents', 0):,} documents, {meta.get('total_chars', 0):,} characters in total"
+        lengths = (meta.get("document_lengths") or [])[:10]
+        if lengths:
+            more = ", …" if meta.get("documents", 0) > len(lengths) else ""
+            text += f" (lengths: {', '.join(f'{n:,}' for n in lengths)}{more})"
+    else:
+        text = f"a {kind} of {meta.get('total_chars', 0):,} characters as JSON"
+        if meta.get("keys"):
+            text += f", {meta.get('key_count', len(meta['keys'])):,} keys: {', '.join(meta['keys'][:20])}"
+    preview = str(meta.get("preview") or "")[:preview_chars]
+    if preview:
+        text += f"; it begins: {json.dumps(preview, ensure_ascii=False)}"
+    return text

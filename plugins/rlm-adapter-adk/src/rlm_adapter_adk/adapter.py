@@ -44,7 +44,8 @@ from google.genai import types
 from rlm_adapter_adk.model import INVALID_KEY, RlmLlm, reply_of, result_status
 from rlm_adapter_adk.settings import AdkSettings
 from rlm_host import (
-    TOOL_DESCRIPTIONS, BudgetExceeded, FrameworkContext, FrameworkOutcome, RlmError, truncate,
+    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, BudgetExceeded, FrameworkContext, FrameworkOutcome, RlmError,
+    describe_context_briefly, truncate,
 )  # fmt: skip
 
 APP = "rlm"
@@ -53,17 +54,10 @@ APP = "rlm"
 #: records it as a retry step). While a run lasts, those records are dropped; any other stays.
 _QUIET_LOGS = ("google_adk.google.adk.runners", "google_adk.google.adk.workflow._node_runner",
                "google_adk.google.adk.flows.llm_flows.tools._caller")  # fmt: skip
-SYSTEM_PROMPT = """\
-You answer a task about a context that is too large to read at once. The context is NOT in this conversation: \
-it is loaded in a persistent Python REPL as the variable `context` ({description}).
 
-Work in steps with your tools. Use run_code to look at `context` (its length, slices, searches, splitting it \
-into parts) and to compute; inside the code, llm_query(prompt) asks a language model about a piece of text you \
-pass it, and llm_query_batched(prompts) asks about several at once. Print what you need to see: only printed \
-output comes back to you, cut to a readable size. Variables persist between run_code calls.
 
-When you know the answer, give it as the final answer (or call FINAL(answer) inside run_code). You have \
-{max_steps} turns (replies) in all."""
+#: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
+EXTRA_INSTRUCTIONS = ""
 
 
 def create(settings: Optional[AdkSettings], ctx: FrameworkContext) -> "AdkAdapter":
@@ -108,8 +102,9 @@ class AdkAdapter:
         )
 
     def instructions(self) -> str:
-        text = SYSTEM_PROMPT.format(description=describe(self.ctx.context_meta, self.settings.preview_chars),
-                                    max_steps=self.ctx.max_steps)  # fmt: skip
+        description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
+        steps = self.ctx.max_steps
+        text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
         extra = self.settings.instructions.strip()
         return f"{text}\n\n{extra}" if extra else text
 
@@ -253,26 +248,3 @@ class _QuietAdkLogs(logging.Filter):
         return not (record.levelno == logging.WARNING and record.getMessage().startswith("Tool '"))
 
 
-def describe(meta: dict[str, Any], preview_chars: int) -> str:
-    """The context's metadata in a few words (never the context: its preview at most, when asked for)."""
-    kind = meta.get("type")
-    if kind in (None, "none"):
-        return "here None: there is no context, answer from the task alone"
-    if kind == "path":
-        return f"the path of the file {meta.get('path')}, {meta.get('bytes', 0):,} bytes"
-    if kind == "str":
-        text = f"a string of {meta.get('total_chars', 0):,} characters"
-    elif kind == "list":
-        text = f"a list of {meta.get('documents', 0):,} documents, {meta.get('total_chars', 0):,} characters in total"
-        lengths = (meta.get("document_lengths") or [])[:10]
-        if lengths:
-            more = ", …" if meta.get("documents", 0) > len(lengths) else ""
-            text += f" (lengths: {', '.join(f'{n:,}' for n in lengths)}{more})"
-    else:
-        text = f"a {kind} of {meta.get('total_chars', 0):,} characters as JSON"
-        if meta.get("keys"):
-            text += f", {meta.get('key_count', len(meta['keys'])):,} keys: {', '.join(meta['keys'][:20])}"
-    preview = str(meta.get("preview") or "")[:preview_chars]
-    if preview:
-        text += f"; it begins: {json.dumps(preview, ensure_ascii=False)}"
-    return text

@@ -41,22 +41,18 @@ from langchain_core.tools import StructuredTool, ToolException
 
 from rlm_adapter_deepagents.model import INVALID_KEY, REPLY_KEY, RlmChatModel
 from rlm_adapter_deepagents.settings import DeepAgentsSettings
-from rlm_host import TOOL_DESCRIPTIONS, ConfigError, FrameworkContext, FrameworkOutcome, truncate
+from rlm_host import (
+    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, ConfigError, FrameworkContext, FrameworkOutcome, describe_context_briefly,
+    truncate,
+)  # fmt: skip
 
-SYSTEM_PROMPT = """\
-You answer a task about a context that is too large to read at once. The context is NOT in this conversation: \
-it is loaded in a persistent Python REPL as the variable `context` ({description}).
-
-Work in steps with your tools. Use run_code to look at `context` (its length, slices, searches, splitting it \
-into parts) and to compute; inside the code, llm_query(prompt) asks a language model about a piece of text you \
-pass it, and llm_query_batched(prompts) asks about several at once. Print what you need to see: only printed \
-output comes back to you, cut to a readable size. Variables persist between run_code calls. The file tools \
-(ls, read_file, write_file…) are a scratch space for notes, not where the context is.
-
-When you know the answer, give it as the final answer (or call FINAL(answer) inside run_code). You have \
-{max_steps} turns (replies) in all."""
 
 PLANNING_TOOLS = ("write_todos", "read_todos")
+
+
+#: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
+EXTRA_INSTRUCTIONS = (" The file tools (ls, read_file, write_file…) are a scratch space for notes, not where the context "
+                      "is.")
 
 
 def create(settings: Optional[DeepAgentsSettings], ctx: FrameworkContext) -> "DeepAgentsAdapter":
@@ -136,8 +132,9 @@ class DeepAgentsAdapter:
         raise ConfigError(f"[framework.deepagents] backend {self.settings.backend!r} is not offered")
 
     def instructions(self) -> str:
-        text = SYSTEM_PROMPT.format(description=describe(self.ctx.context_meta, self.settings.preview_chars),
-                                    max_steps=self.ctx.max_steps)  # fmt: skip
+        description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
+        steps = self.ctx.max_steps
+        text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
         return f"{text}\n\n{self.settings.instructions.strip()}" if self.settings.instructions.strip() else text
 
     def _resend_invalid(self) -> Any:
@@ -229,22 +226,3 @@ def _messages(update: Any) -> list[Any]:
     return found
 
 
-def describe(meta: dict[str, Any], preview_chars: int) -> str:
-    """The context's metadata in a few words (never the context: its preview at most, when asked for)."""
-    kind = meta.get("type")
-    if kind in (None, "none"):
-        return "here None: there is no context, answer from the task alone"
-    if kind == "path":
-        return f"the path of the file {meta.get('path')}, {meta.get('bytes', 0):,} bytes"
-    if kind == "str":
-        text = f"a string of {meta.get('total_chars', 0):,} characters"
-    elif kind == "list":
-        text = f"a list of {meta.get('documents', 0):,} documents, {meta.get('total_chars', 0):,} characters in total"
-    else:
-        text = f"a {kind} of {meta.get('total_chars', 0):,} characters as JSON"
-        if meta.get("keys"):
-            text += f", {meta.get('key_count', len(meta['keys'])):,} keys: {', '.join(meta['keys'][:20])}"
-    preview = str(meta.get("preview") or "")[:preview_chars]
-    if preview:
-        text += f"; it begins: {json.dumps(preview, ensure_ascii=False)}"
-    return text
