@@ -15,5 +15,15 @@ def rlm_register_frameworks():
             install_hint="pip install rlm-adapter-adk  (it brings google-adk)",
             settings="rlm_adapter_adk.settings:AdkSettings",  # [framework.google-adk]
             mode="agent",
-        )
+        ),
+        FrameworkSpec(
+            "adk-rlm",
+            "The RLM loop built of Google ADK agents (code generator, REPL executor in the run's sandbox, "
+            "completion checker), over rlm's own models",
+            "rlm_adapter_adk.rlm_loop:create",
+            requires=("google.adk",),
+            install_hint="pip install rlm-adapter-adk  (it brings google-adk)",
+            settings="rlm_adapter_adk.rlm_settings:AdkRlmSettings",  # [framework.adk-rlm]
+            mode="native_rlm",
+        ),
     ]

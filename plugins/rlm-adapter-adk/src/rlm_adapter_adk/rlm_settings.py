@@ -1,0 +1,17 @@
+"""``[framework.adk-rlm]``: validated at every settings load, so this module imports pydantic only."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AdkRlmSettings(BaseModel):
+    """The settings of the ``adk-rlm`` framework (the RLM loop built of ADK agents)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_output_chars: int = Field(8000, ge=200, description="characters of an iteration's REPL output shown to the "
+                                                            "code generator")  # fmt: skip
+    preview_chars: int = Field(200, ge=0, le=2000, description="characters of the context's preview in the "
+                                                               "system prompt (0: none)")  # fmt: skip
+    instructions: str = Field("", description="extra instructions appended to the system prompt")

@@ -1,0 +1,145 @@
+"""``rlm run … --framework adk-rlm``, end to end: the RLM loop of ADK agents (code generator, REPL executor,
+completion checker) over the ``scripted`` provider, code in the run's sandbox (``process``, and Monty)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("google.adk")
+
+from rlm_host.testing import FrameworkContract, isolated_runner, run_scripted  # noqa: E402
+
+PLUGIN = "rlm-adapter-adk"
+LOG = "Station log\nday 116: sensor A ok\nday 117: sensor B FAILED, last reading 42.7\nday 118: sensor A ok\n"
+SUB_RULES = [{"match": "^Extract the sensor", "text": "sensor B, 42.7"}]
+FIRST_LOOK = ("lines = context.splitlines()\nprint(len(lines))\nhit = [l for l in lines if 'FAILED' in l][0]\n"
+              "print(llm_query('Extract the sensor and reading: ' + hit))")  # fmt: skip
+ANSWER = "Sensor B failed on day 117; its last reading was 42.7."
+
+
+def repl(code: str, prose: str = "Let me look.") -> str:
+    return f"{prose}\n```repl\n{code}\n```"
+
+
+class TestAdkRlm(FrameworkContract):
+    framework = "adk-rlm"
+    distribution = PLUGIN
+    heavy_modules = ("google.adk", "google.adk.runners", "google.genai", "rlm_adapter_adk.rlm_loop",
+                     "rlm_adapter_adk.adapter", "rlm_adapter_adk.model")  # fmt: skip
+    finishing_replies = (repl("x = llm_query('What is the code word? ' + context)\nprint(context.splitlines()[2], x)"),
+                         "FINAL(PAPAYA)")  # fmt: skip
+    final_answer = "PAPAYA"
+    sub_rules = ({"match": "code word", "text": "PAPAYA"},)
+    working_reply = repl("print(len(context))")
+
+
+@pytest.fixture
+def log_file(rlm_isolated) -> Path:
+    path = rlm_isolated.work / "station_log.txt"
+    path.write_text(LOG)
+    return path
+
+
+def run(rlm_cli, model: str, context: Path, *extra: str, plugins: str = PLUGIN, sandbox: str = "process"):
+    result = rlm_cli("run", "Which sensor failed on day 117, and what did it read?", "--framework", "adk-rlm",
+                     "--context", str(context), "--model", model, "--sandbox", sandbox, "--json", *extra,
+                     plugins=plugins)  # fmt: skip
+    assert result.out.strip(), result.err
+    outcome = json.loads(result.out)
+    events = [json.loads(line) for line in (context.parent / outcome["trajectory_path"]).read_text().splitlines()]
+    steps = [event["data"] for event in events if event["type"] == "step"]
+    return result, outcome, steps, events
+
+
+def assert_a_look_then_the_answer(result, outcome, steps, events, sandbox: str) -> None:
+    assert result.code == 0, result.err
+    assert outcome["framework"] == "adk-rlm" and outcome["sandbox"] == sandbox
+    assert outcome["completed"] and outcome["termination_reason"] == "final" and outcome["error"] is None
+    assert outcome["final_response"] == ANSWER
+    assert [s["action"] for s in steps] == ["run_code", "run_code", "final"]
+    first, second, answer = steps
+    assert first["code"] == FIRST_LOOK and first["reply"] == repl(FIRST_LOOK)
+    assert first["observation"]["blocks"] == [{"code": FIRST_LOOK, "ok": True, "output": "4\nsensor B, 42.7"}]
+    assert first["reward"] > 0 and first["usage"]["sub"]["calls"] == 1
+    assert second["observation"]["blocks"][0]["output"] == "day 117: sensor B FAILED, last reading 42.7"
+    assert answer["observation"]["answer"] == ANSWER and answer["reward"] == pytest.approx(1.0)
+    usage = outcome["usage"]
+    assert usage["root"]["calls"] == 3 and usage["sub"]["calls"] == 1
+    sub_calls = [event["data"] for event in events if event["type"] == "sub_call"]
+    assert [(s["kind"], s["response"]) for s in sub_calls] == [("llm_query", "sensor B, 42.7")]
+    assert "Warning" not in result.err and "deprecat" not in result.err.lower(), result.err
+
+
+def test_a_run_in_the_process_sandbox(rlm_cli, rlm_script, log_file):
+    model = rlm_script([repl(FIRST_LOOK), repl("print(hit)"), f"I have it.\nFINAL({ANSWER})"], rules=SUB_RULES)
+    assert_a_look_then_the_answer(*run(rlm_cli, model, log_file), "process")
+
+
+def test_the_same_run_in_monty(rlm_cli, rlm_script, log_file):
+    pytest.importorskip("pydantic_monty")
+    model = rlm_script([repl(FIRST_LOOK), repl("print(hit)"), f"FINAL({ANSWER})"], rules=SUB_RULES)
+    assert_a_look_then_the_answer(*run(rlm_cli, model, log_file, plugins=f"{PLUGIN},rlm-sandbox-monty",
+                                       sandbox="monty"), "monty")  # fmt: skip
+
+
+def test_final_var_in_code_and_in_text(rlm_cli, rlm_script, log_file):
+    model = rlm_script([repl("answer = [l for l in context.splitlines() if 'FAILED' in l][0]\nFINAL_VAR('answer')")])
+    _, outcome, steps, _ = run(rlm_cli, model, log_file)
+    assert outcome["final_response"] == "day 117: sensor B FAILED, last reading 42.7"
+    assert [s["action"] for s in steps] == ["final"] and steps[0]["observation"]["via"] == "code"
+    model = rlm_script([repl("ans = context.splitlines()[2][-4:]"), "FINAL_VAR(ans)"])
+    _, outcome, steps, _ = run(rlm_cli, model, log_file)
+    assert outcome["final_response"] == "42.7" and [s["action"] for s in steps] == ["run_code", "final"]
+
+
+def test_a_reply_without_code_is_sent_back_and_errors_are_shown(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
+    replies = ["I think it is 3.", repl("print(context[10**9])"), repl("print(len(context))"), "FINAL(3)"]
+    result, events, root = run_scripted(runner, "How long is the context?", replies, context="abc",
+                                        framework="adk-rlm")  # fmt: skip
+    assert result.final_response == "3", result.error
+    steps = [event.data for event in events if event.type == "step"]
+    assert [s["action"] for s in steps] == ["no_code", "run_code", "run_code", "final"]
+    assert steps[0]["reward"] < 0 and steps[1]["reward"] < steps[2]["reward"]
+    system, *turns = root.calls[-1]
+    assert system["role"] == "system" and "```repl" in system["content"]
+    assert "a string of 3 characters" in system["content"]
+    assert [m["role"] for m in turns] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert turns[0]["content"].startswith("Query: How long is the context?")
+    assert "no ```repl code block" in turns[2]["content"]
+    assert "IndexError" in turns[4]["content"] and turns[6]["content"].endswith("REPL output:\n3")
+
+
+def test_max_steps_ends_the_loop_cleanly(rlm_cli, rlm_script, log_file, caplog):
+    model = rlm_script([repl("print(len(context))")] * 6)
+    result, outcome, steps, events = run(rlm_cli, model, log_file, "--max-steps", "2")
+    assert not [r for r in caplog.records if r.name.startswith("google_adk") and r.levelno >= 30], caplog.text
+    assert outcome["termination_reason"] == "max_steps" and not outcome["completed"] and outcome["error"] is None
+    assert [s["action"] for s in steps] == ["run_code", "run_code"] and outcome["usage"]["root"]["calls"] == 2
+    assert events[-1]["type"] == "final"
+
+
+def test_the_sub_call_budget_ends_the_run(rlm_cli, rlm_script, log_file):
+    code = "print(llm_query('Extract the sensor: a'))\nprint(llm_query('Extract the sensor: b'))"
+    model = rlm_script([repl(code), "FINAL(x)"], rules=SUB_RULES)
+    _, outcome, _, _ = run(rlm_cli, model, log_file, "--max-llm-calls", "1")
+    assert outcome["termination_reason"] == "max_llm_calls"
+
+
+def test_the_spec_and_no_deprecation_warning(rlm_plugin_host, tmp_path, monkeypatch):
+    spec = rlm_plugin_host(PLUGIN).frameworks().get("adk-rlm")
+    assert spec.mode == "native_rlm" and spec.requires == ("google.adk",) and spec.readiness().ok
+    monkeypatch.chdir(tmp_path)
+    runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, _, _ = run_scripted(runner, "Code word?", [repl("print(context)"), "FINAL(PAPAYA)"],
+                                    context="the code word is PAPAYA", framework="adk-rlm")  # fmt: skip
+    assert result.final_response == "PAPAYA", result.error
+    assert not [w for w in caught if "google" in str(w.filename) or "adk" in str(w.message).lower()], \
+        [str(w.message) for w in caught]
