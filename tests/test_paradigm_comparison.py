@@ -1,9 +1,9 @@
 """``paradigm_comparison`` for real: one needle task run as a pure RLM, as CodeAct (generic), through DSPy's own
-RLM (rlm-adapter-dspy), as a Pydantic AI, a Google ADK and a DeepAgents agent (rlm-adapter-pydantic-ai, -adk,
--deepagents) and as one direct LLM call, by one scripted model that answers each paradigm in that paradigm's own
-reply format, with code that finds the needle in the sandbox. Every paradigm's report row is real: steps, tokens
-and time of a run that went through the real framework (DSPy 3.4's RLM loop, pydantic-ai's agent graph, ADK's
-runner, LangGraph)."""
+RLM (rlm-adapter-dspy) and the RLM built of ADK agents (adk-rlm), as a Pydantic AI, a Google ADK and a DeepAgents
+agent, and as one direct LLM call, by one scripted model that answers each paradigm in that paradigm's own reply
+format, with code that finds the needle in the sandbox. Every paradigm's report row is real: steps, tokens and time
+of a run that went through the real framework (DSPy 3.4's RLM loop, ADK's runner, pydantic-ai's agent graph,
+LangGraph)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ RULES = [
     {"match": "^Task: ", "text": json.dumps({"action": "run_python", "code": FIND + "FINAL(answer)"})},  # CodeAct
     {"match": "^What is the special magic number", "text": json.dumps(
         {"tool": "run_code", "args": {"code": FIND + "FINAL(answer)"}})},  # the agents: the task, then tools
-    {"match": "Your query: ", "text": f"```repl\n{FIND}FINAL(answer)\n```"},  # pure RLM
+    {"match": "Your query: |^Query: ", "text": f"```repl\n{FIND}FINAL(answer)\n```"},  # pure RLM, adk-rlm
 ]
 
 
@@ -38,8 +38,8 @@ def test_paradigm_comparison_runs_every_paradigm_and_reports_them_side_by_side(t
     preset = find_preset("paradigm_comparison", runner.host, loaded=runner.loaded)
     summary = BenchmarkRunner(runner, connectors={"root": model, "sub": model}).run(preset, BenchOptions(sandbox="process"))
     by_paradigm = {c.tags["paradigm"]: c for c in summary.cases}
-    assert set(by_paradigm) == {"pure_rlm", "codeact", "dspy_rlm", "pydantic_ai", "google_adk", "deepagents",
-                                "direct"}
+    assert set(by_paradigm) == {"pure_rlm", "codeact", "dspy_rlm", "adk_rlm", "pydantic_ai", "google_adk",
+                                "deepagents", "direct"}
     for name, case in by_paradigm.items():
         assert (case.status, case.score, case.error) == ("completed", 1.0, None), (name, case.error, case.final_response)
         assert case.tokens.total > 0 and case.steps >= 1, name

@@ -133,7 +133,7 @@ def test_builtin_presets_have_the_seeds_names_and_register_as_pack_specs():
     assert all(s.kind == "benchmark" and s.load() is getattr(packs, s.name) for s in specs)
     sizes = {name: len(getattr(packs, name)()) for name in SEEDS_PRESETS}
     assert sizes == {"dspy_reading_quick": 3, "dspy_reading_extended": 5, "generic_smoke": 2, "pure_rlm_smoke": 3, "pure_rlm_context": 4,
-                     "deep_recursion": 3, "paradigm_comparison": 7, "oolong_style": 4, "browsecomp_style": 3,
+                     "deep_recursion": 3, "paradigm_comparison": 8, "oolong_style": 4, "browsecomp_style": 3,
                      "token_efficiency": 3, "dynamic_web_filtering": 3}  # fmt: skip
 
 

@@ -100,15 +100,17 @@ def test_paradigms_native_codeact_and_direct_in_one_preset(runner):
     assert rows == {"paradigm_pure_rlm": ("native", "pure_rlm", 0.0, 1), "paradigm_codeact": ("native", "generic", 1.0, 1),
                     "paradigm_dspy_rlm": ("native", "pure_rlm", 0.0, 0), "paradigm_pydantic_ai": ("native", "pure_rlm", 0.0, 0),
                     "paradigm_google_adk": ("native", "pure_rlm", 0.0, 0), "paradigm_deepagents": ("native", "pure_rlm", 0.0, 0),
+                    "paradigm_adk_rlm": ("native", "pure_rlm", 0.0, 0),
                     "paradigm_direct": ("direct-llm", "direct-llm", 1.0, 1)}  # fmt: skip
     missing = {c.case_id: c.error for c in summary.cases if c.status == "error"}
     assert missing == {"paradigm_dspy_rlm": "framework 'dspy-rlm' is not installed (pip install rlm-adapter-…)",
                        "paradigm_pydantic_ai": "framework 'pydantic-ai' is not installed (pip install rlm-adapter-…)",
                        "paradigm_google_adk": "framework 'google-adk' is not installed (pip install rlm-adapter-…)",
-                       "paradigm_deepagents": "framework 'deepagents' is not installed (pip install rlm-adapter-…)"}
+                       "paradigm_deepagents": "framework 'deepagents' is not installed (pip install rlm-adapter-…)",
+                       "paradigm_adk_rlm": "framework 'adk-rlm' is not installed (pip install rlm-adapter-…)"}
     assert {k: v.accuracy for k, v in summary.by_tag["paradigm"].items()} == {
         "codeact": 1.0, "direct": 1.0, "pure_rlm": 0.0, "dspy_rlm": 0.0, "pydantic_ai": 0.0, "google_adk": 0.0,
-        "deepagents": 0.0}
+        "deepagents": 0.0, "adk_rlm": 0.0}
     direct = next(c for c in summary.cases if c.mode == "direct-llm")
     assert direct.notes == [] and direct.tokens.input > 32000 and direct.llm_calls == 1
 
