@@ -5,7 +5,8 @@ The public names, importable from here:
 - contract suites, one per kind: subclass one in a ``Test…`` class of your plugin's tests and fill in the
   few hooks it names; pytest then runs the whole protocol suite against your component —
   ``SandboxContract``, ``ProviderContract``, ``EnvironmentContract``, ``SinkContract``,
-  ``BenchmarkPackContract``, ``FrameworkContract``;
+  ``BenchmarkPackContract``, ``FrameworkContract``, ``ToolAgentScenarios`` (with its kit: ``run_framework``,
+  ``call``, ``final``, ``actions``, the station-log data and the framework rewards);
 - engine drivers: ``isolated_runner``, ``run_scripted``, ``haystack``, ``trajectory``, ``FIND_NEEDLE``,
   ``HAYSTACK_NEEDLE``, ``assert_context_stays_out_of_the_prompt``; ``ScriptedConnector`` (a model answering
   from a script); ``HELPERS_SOURCE`` (the REPL helpers pure_rlm runs in every sandbox: a runtime must run them);
@@ -45,6 +46,23 @@ _LAZY: dict[str, str] = {
     "SinkContract": "rlm_host.testing.sink_contract",
     "BenchmarkPackContract": "rlm_host.testing.benchmark_contract",
     "FrameworkContract": "rlm_host.testing.framework_contract",
+    "ToolAgentScenarios": "rlm_host.testing.tool_agent",
+    "run_framework": "rlm_host.testing.tool_agent",
+    "write_station_log": "rlm_host.testing.tool_agent",
+    "call": "rlm_host.testing.tool_agent",
+    "final": "rlm_host.testing.tool_agent",
+    "actions": "rlm_host.testing.tool_agent",
+    "LOG": "rlm_host.testing.tool_agent",
+    "QUESTION": "rlm_host.testing.tool_agent",
+    "SUB_RULES": "rlm_host.testing.tool_agent",
+    "FIRST_LOOK": "rlm_host.testing.tool_agent",
+    "ANSWER": "rlm_host.testing.tool_agent",
+    "TOOL_CALL": "rlm_host.testing.tool_agent",
+    "TOOL_RESULT": "rlm_host.testing.tool_agent",
+    "TOOL_ERROR": "rlm_host.testing.tool_agent",
+    "RETRY": "rlm_host.testing.tool_agent",
+    "MODEL_TEXT": "rlm_host.testing.tool_agent",
+    "FINAL": "rlm_host.testing.tool_agent",
     "in_sandbox": "rlm_host.testing.framework_contract",
     "assert_a_real_model_run_ends_cleanly": "rlm_host.testing.framework_contract",
     "isolated_runner": "rlm_host.testing.engine",
