@@ -10,9 +10,9 @@ them all the same way::
         framework = "my-agent"
         distribution = "rlm-adapter-mine"
 
-The scenarios, through ``rlm run --json``: two looks at a station log (the second with an ``llm_query`` inside the
-code) then the answer, in the process sandbox and any other named (``other_sandboxes``), with the exact steps, rewards and usage; ``max_steps``
-stopping after that many root turns; ``FINAL()`` in code ending the run, also in the last allowed turn; failing code
+The scenarios, through ``rlm run --json``: two looks at a station log (an ``llm_query`` inside the first code) then
+the answer, in the process sandbox and any other named (``other_sandboxes``), with the exact steps, rewards and
+usage; ``max_steps`` stopping after that many root turns; ``FINAL()`` in code ending the run, also in the last allowed turn; failing code
 as a tool error the model sees; the ``llm_query`` tool and the sub-call budget; the context staying in the sandbox.
 """
 
@@ -97,7 +97,8 @@ class ToolAgentScenarios:
         assert outcome["final_response"] == ANSWER
         assert actions(steps) == [("tool_call", TOOL_CALL), ("tool_result", TOOL_RESULT), ("tool_call", TOOL_CALL),
                                   ("tool_result", TOOL_RESULT), ("final", FINAL)]  # fmt: skip
-        assert outcome["steps"] == 5 and outcome["total_reward"] == pytest.approx(2 * TOOL_CALL + 2 * TOOL_RESULT + FINAL)
+        reward = 2 * TOOL_CALL + 2 * TOOL_RESULT + FINAL
+        assert outcome["steps"] == 5 and outcome["total_reward"] == pytest.approx(reward)
         first_call, first_result, second_call, second_result, answer = steps
         assert first_call["code"] == FIRST_LOOK and first_call["observation"]["tool"] == "run_code"
         assert first_call["observation"] == {"tool": "run_code", "args": {"code": FIRST_LOOK}}
