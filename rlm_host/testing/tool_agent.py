@@ -12,8 +12,9 @@ them all the same way::
 
 The scenarios, through ``rlm run --json``: two looks at a station log (an ``llm_query`` inside the first code) then
 the answer, in the process sandbox and any other named (``other_sandboxes``), with the exact steps, rewards and
-usage; ``max_steps`` stopping after that many root turns; ``FINAL()`` in code ending the run, also in the last allowed turn; failing code
-as a tool error the model sees; the ``llm_query`` tool and the sub-call budget; the context staying in the sandbox.
+usage; ``max_steps`` stopping after that many root turns; ``FINAL()`` in code ending the run, also in the last
+allowed turn; failing code as a tool error the model sees; the ``llm_query`` tool and the sub-call budget; the context
+staying in the sandbox.
 """
 
 from __future__ import annotations
