@@ -121,6 +121,12 @@ _LAZY: dict[str, str] = {
     # events, sinks and results
     "RunEvent": "rlm_host.events",
     "Sink": "rlm_host.events",
+    "SpanBuilder": "rlm_host.observability.spans",
+    "SpanRecord": "rlm_host.observability.spans",
+    "SpanEventRecord": "rlm_host.observability.spans",
+    "tree_order": "rlm_host.observability.spans",
+    "trace_id_for": "rlm_host.observability.spans",
+    "span_id_for": "rlm_host.observability.spans",
     "RunResult": "rlm_host.results",
     "StepRecord": "rlm_host.results",
     "Usage": "rlm_host.results",
@@ -210,6 +216,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.environments.pure_rlm.host_functions import SubCalls
     from rlm_host.environments.protocol import Environment, EnvironmentContext
     from rlm_host.events import RunEvent, Sink
+    from rlm_host.observability.spans import (
+        SpanBuilder, SpanEventRecord, SpanRecord, span_id_for, trace_id_for, tree_order,
+    )
     from rlm_host.llm.connector_base import (
         MalformedBody,
         RetryingConnector,

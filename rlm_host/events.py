@@ -2,7 +2,8 @@
 
 The runner emits ``run_start``, ``step``, ``sub_call``, ``compaction``, ``model_retry``, ``final`` and ``error``
 events on an ``EventBus``; subscribers receive every event in order. A subscriber that raises is disabled with
-one warning so observability never breaks a run. Names follow the OpenTelemetry GenAI conventions where they
+one warning so observability never breaks a run; a sink disabled that way (or for hanging) is recorded as a
+``sink_error`` event. Names follow the OpenTelemetry GenAI conventions where they
 have one (``operation``, ``provider``, ``input_tokens`` / ``output_tokens``), so a sink maps them one to one;
 docs/schemas.md describes every field.
 """
@@ -20,7 +21,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from rlm_host.text import clip
 
-EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error"]
+EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error"]
 #: What an event describes, as ``gen_ai.operation.name``: a run, a model call, a sandbox code execution.
 Operation = Literal["invoke_agent", "chat", "execute_tool"]
 
@@ -54,6 +55,7 @@ class RunEvent(BaseModel):
       (seconds before the next attempt), reason ("HTTP 429 Too Many Requests")
     - final: the RunResult
     - error: message, where
+    - sink_error: sink (its name), error (why it was disabled for the rest of the run)
     """
 
     type: EventType
@@ -76,10 +78,11 @@ class RunEvent(BaseModel):
 class Sink(Protocol):
     """An observability sink (``SinkSpec`` factory: ``factory(settings, services) -> Sink``).
 
-    ``handle`` receives every event of a run tree in order, from the thread that emitted it (batched sub-calls
-    emit from several threads, one at a time): keep it fast and buffer slow work yourself. ``close`` is called
-    once when the run tree ends, also after a failure; it must be safe to call twice. An exception disables the
-    sink for the rest of the run with one warning; the run goes on.
+    ``handle`` receives every event of a run tree in order, one call at a time, from a thread of the sink's own
+    (``rlm_host.observability.delivery``): it may block on a remote backend without slowing the run. ``close``
+    is called once when the run tree ends, also after a failure, and must deliver what the sink still holds; the
+    run waits for it only until ``[run] sink_flush_seconds``. It must be safe to call twice. A sink that raises
+    or hangs is disabled for the rest of the run with one warning and a ``sink_error`` event; the run goes on.
     """
 
     def handle(self, event: RunEvent) -> None: ...
@@ -105,11 +108,14 @@ Subscriber = Callable[[RunEvent], None]
 
 
 class EventBus:
-    """Delivers events to subscribers synchronously, in emission order, from any thread."""
+    """Delivers events to subscribers synchronously, in emission order, from any thread.
+
+    Subscribers run under the bus's lock, so they must be quick: the trajectory writer and the live view are;
+    sinks subscribe through ``rlm_host.observability.delivery``, which only queues the event."""
 
     def __init__(self) -> None:
         self._subscribers: list[tuple[str, Subscriber]] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a subscriber may emit (a sink_error) while an event is delivered
         self._seq = itertools.count(1)
 
     def subscribe(self, name: str, subscriber: Subscriber) -> None:

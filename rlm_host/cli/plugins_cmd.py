@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-from typing import Any
+from typing import Any, List, Optional
 
 import typer
 
@@ -42,12 +43,21 @@ def list_plugins(
 
 
 @app.command("doctor")
-def doctor(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Check every registered component and plugin; exit 1 if anything installed is not ready."""
+def doctor(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    sink: Optional[List[str]] = typer.Option(None, "--sink", help="Check this sink's backend as if it were in "
+                                             "[run] sinks (repeat, or a,b)."),
+) -> None:
+    """Check every registered component and plugin; exit 1 if anything installed is not ready.
+
+    Sinks named in ``[run] sinks`` (or ``--sink``) have their endpoint and credentials checked; the names of
+    missing variables are shown, never a value."""
     from rlm_host.errors import RlmError
 
     host = get_host().collect_all()
     rows: list[dict[str, Any]] = []
+    extra_sinks = [name.strip() for value in sink or [] for name in value.split(",") if name.strip()]
     try:
         loaded = ctx.find_root().obj.settings()
     except RlmError as exc:  # every check still runs, with default settings
@@ -58,7 +68,7 @@ def doctor(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
             rows.append(_row("plugin", dist.name, dist.name, False, "; ".join(dist.errors), _fix_hint(dist.name)))
     for kind, registry in {**host.component_registries(), "check": host.doctor_checks()}.items():
         for record, owner in registry.items():
-            state = record.readiness(_settings_for(kind, record, loaded))
+            state = _readiness(kind, record, loaded, extra_sinks)
             detail = f"mode {record.mode}: {state.detail}" if kind == "framework" else state.detail
             rows.append(_row(kind, record.name, owner, state.ok, detail, state.hint))
     failed = [r for r in rows if not r["ok"]]
@@ -73,6 +83,22 @@ def doctor(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
         typer.echo(f"\n{len(rows) - len(failed)} ready, {len(failed)} not ready")
     if failed:
         raise typer.Exit(1)
+
+
+def _readiness(kind: str, record: Any, loaded: Any, extra_sinks: list[str]) -> Any:
+    """A component's readiness; a sink no run feeds (not in ``[run] sinks``) is only checked for being
+    installable, since its endpoint and credentials matter only once it is configured."""
+    from rlm_host.components import Readiness, normalize_name
+
+    if kind == "sink" and loaded is not None:
+        enabled = {normalize_name(n) for n in [*loaded.settings.run.sinks, *extra_sinks]}
+        if not enabled & {normalize_name(n) for n in record.names}:
+            missing = [m for m in record.requires if importlib.util.find_spec(m) is None]
+            if missing:
+                return Readiness(False, "missing module(s): " + ", ".join(missing), record.install_hint)
+            return Readiness(True, "installed, not enabled (add it to [run] sinks or pass --sink "
+                             f"{record.name} to check its backend)")  # fmt: skip
+    return record.readiness(_settings_for(kind, record, loaded))
 
 
 def _settings_for(kind: str, record: Any, loaded: Any) -> Any:

@@ -33,6 +33,8 @@ def run(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="Server URL for the model's provider (e.g. a local OpenAI-compatible server)."),
     reply_format: Optional[str] = typer.Option(None, "--reply-format", help="Enforce the environment's reply shape (a grammar, a JSON schema) on the root model: "
                                                  "auto (local llama.cpp), on (wherever the provider can), off."),
+    sink: Optional[List[str]] = typer.Option(None, "--sink", help="Also feed this observability sink (repeat, or "
+                                             "a,b); [run] sinks sets the default list."),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
 ) -> None:
@@ -59,7 +61,7 @@ def run(
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
         max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
-        reply_format=reply_format, workdir=workdir,
+        reply_format=reply_format, workdir=workdir, sinks=with_sinks(loaded.settings.run.sinks, sink),
     )  # fmt: skip
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
@@ -72,3 +74,9 @@ def run(
         logs.say(f"error: {result.error}", event="run failed", level="error", error=result.error)
     if not result.completed:
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def with_sinks(configured: list[str], added: Optional[List[str]]) -> Optional[list[str]]:
+    """``[run] sinks`` plus the ``--sink`` names (each may list several, comma-separated); None when none added."""
+    names = [name.strip() for value in added or [] for name in value.split(",") if name.strip()]
+    return [*configured, *(n for n in names if n not in configured)] if names else None

@@ -63,6 +63,12 @@ class RunSettings(Section):
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
     sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed")
+    sink_flush_seconds: float = Field(5.0, gt=0, le=600, description="how long the end of a run waits for the sinks "
+                                      "to deliver what they hold (together, not each)")
+    sink_call_seconds: float = Field(30.0, gt=0, description="a sink whose one call has not returned after this many "
+                                     "seconds is disabled for the run")
+    labels: dict[str, str] = Field(default_factory=dict, description="labels recorded with a run and sent to the sinks "
+                                   "(a benchmark sets benchmark_id, preset and case)")
     workdir: Path | None = Field(None, description="project folder an environment that edits files works in (mounted "
                                  "read-write into the sandbox; default: the current directory)")
 

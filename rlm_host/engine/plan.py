@@ -78,13 +78,13 @@ class RunPlan:
         """Subscribe the trajectory writer and the sinks; return what closes them."""
         from rlm_host.trajectory.store import TrajectoryWriter
 
+        from rlm_host.observability.delivery import SinkDelivery
+
         writer = TrajectoryWriter(self.home, self.run_id)
         bus.subscribe("trajectory", writer)
-        closers: list[Callable[[], None]] = [writer.close]
-        for name, sink in self.sinks:
-            bus.subscribe(f"sink {name}", sink.handle)
-            closers.append(sink.close)
-        return closers
+        delivery = SinkDelivery(bus, self.sinks, flush_seconds=self.run.sink_flush_seconds,
+                                call_seconds=self.run.sink_call_seconds)  # fmt: skip
+        return [delivery.close, writer.close]  # sinks first: a sink_error they report still reaches the file
 
     def describe(self, task: str, context_meta: dict[str, Any]) -> dict[str, Any]:
         """The ``run_start`` event's data; its ``schema_version`` tells a reader the format of the whole file."""
@@ -141,7 +141,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         environment_factory=env_spec.load(), environment_settings=loaded.component("environment", env_spec.name),
         sandbox_name=sandbox_spec.name if sandbox_spec else NO_SANDBOX, sandbox_spec=sandbox_spec,
         sandbox_settings=loaded.component("sandbox", sandbox_spec.name) if sandbox_spec else None,
-        root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks),
+        root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks, notices),
         make_connector=make_connector, notices=notices, workdir=workdir,
         sandbox_packages=sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
@@ -248,14 +248,17 @@ def project_folder(workdir: Optional[Path]) -> Path:
     return folder
 
 
-def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str]) -> list[tuple[str, Sink]]:
-    """Sinks named in ``run.sinks``; one that fails to start is skipped with a warning (never fatal)."""
+def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str], notices: list[str]) -> list[tuple[str, Sink]]:
+    """Sinks named in ``run.sinks`` (an unknown name is an error); one that fails to start is skipped with a
+    warning and a notice in the run's record (never fatal: observability must not stop a run)."""
     sinks = []
     services = HostServices(home=home)
-    for name in names:
-        spec = host.sinks().get(name)
+    specs = {host.sinks().get(name).name: host.sinks().get(name) for name in names}  # a name twice: one sink
+    for spec in specs.values():
         try:
             sinks.append((spec.name, spec.create(loaded.component("sink", spec.name), services)))
         except Exception as exc:
-            logs.get_logger("rlm.sinks").warning("sink skipped", sink=spec.name, error=f"could not start: {exc}")
+            problem = f"sink {spec.name} not started: {type(exc).__name__}: {exc}"
+            logs.get_logger("rlm.sinks").warning(problem, sink=spec.name, error=str(exc))
+            notices.append(problem)
     return sinks

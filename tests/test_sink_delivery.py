@@ -1,0 +1,135 @@
+"""Sinks never slow a run down or break it: each is fed from its own thread through a bounded queue; one that
+raises, hangs or falls behind is disabled with one warning and a ``sink_error`` event in the trajectory; the end
+of a run waits for the sinks together, at most ``[run] sink_flush_seconds``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rlm_host.events import EventBus, RunEvent
+from rlm_host.observability.delivery import SinkDelivery, SinkWorker
+from support import misbehaving_sinks
+
+REPLIES = ["```repl\nx = llm_query('a question')\nprint(x)\n```", "```repl\nprint(2)\n```", "FINAL(42)"]
+
+
+@pytest.fixture(autouse=True)
+def _sinks(rlm_isolated, monkeypatch):
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.misbehaving_sinks")
+    misbehaving_sinks.RELEASE.clear()
+    yield
+    misbehaving_sinks.RELEASE.set()
+
+
+def _events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _run(rlm_cli, rlm_script, *extra: str):
+    model = rlm_script(REPLIES, rules=[{"match": "a question", "text": "an answer"}])
+    Path("notes.txt").write_text("a context of a few words")
+    started = time.monotonic()
+    result = rlm_cli("run", "What?", "--context", "notes.txt", "--model", model, "--sandbox", "process", "--json", *extra)
+    return result, time.monotonic() - started
+
+
+def test_a_slow_sink_does_not_slow_the_run(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    record = rlm_isolated.work / "delivered.txt"
+    monkeypatch.setenv("RLM_SINK__SLOW__DELAY", "0.2")
+    monkeypatch.setenv("RLM_SINK__SLOW__RECORD", str(record))
+    monkeypatch.setenv("RLM_RUN__SINK_FLUSH_SECONDS", "30")
+    result, _ = _run(rlm_cli, rlm_script, "--sink", "slow")
+    assert result.code == 0, result.err
+    run = json.loads(result.out)
+    events = _events(Path(run["trajectory_path"]))
+    # 10+ events at 0.2 s each would add 2 s to the run if they were delivered on its path
+    assert run["duration_s"] < 1.0, run["duration_s"]
+    delivered = record.read_text().split()
+    assert delivered == [e["type"] for e in events], "the run waits at its end until the sink has everything"
+    assert not any(e["type"] == "sink_error" for e in events)
+
+
+def test_a_raising_sink_is_disabled_once_and_recorded(rlm_cli, rlm_script):
+    result, _ = _run(rlm_cli, rlm_script, "--sink", "raising,local")
+    assert result.code == 0, result.err
+    run = json.loads(result.out)
+    assert run["final_response"] == "42"
+    errors = [e for e in _events(Path(run["trajectory_path"])) if e["type"] == "sink_error"]
+    assert len(errors) == 1 and errors[0]["data"]["sink"] == "raising"
+    assert "ConnectionError" in errors[0]["data"]["error"] and "HTTP 503" in errors[0]["data"]["error"]
+    assert result.err.count("sink raising disabled") == 1 and "Traceback" not in result.err
+
+
+def test_a_hanging_sink_costs_the_run_at_most_the_flush_deadline(rlm_cli, rlm_script, monkeypatch):
+    monkeypatch.setenv("RLM_RUN__SINK_FLUSH_SECONDS", "1")
+    result, seconds = _run(rlm_cli, rlm_script, "--sink", "hanging")
+    assert result.code == 0, result.err
+    run = json.loads(result.out)
+    assert run["final_response"] == "42" and seconds < 5
+    errors = [e for e in _events(Path(run["trajectory_path"])) if e["type"] == "sink_error"]
+    assert len(errors) == 1 and "did not deliver within 1 s" in errors[0]["data"]["error"]
+    assert "sink hanging disabled" in result.err
+
+
+def test_a_sink_that_cannot_start_is_a_notice_not_a_failure(rlm_cli, rlm_script):
+    result, _ = _run(rlm_cli, rlm_script, "--sink", "broken")
+    assert result.code == 0, result.err
+    start = _events(Path(json.loads(result.out)["trajectory_path"]))[0]
+    assert any("sink broken not started" in n and "BACKEND_API_KEY" in n for n in start["data"]["notices"])
+
+
+def test_an_unknown_sink_is_a_usage_error(rlm_cli, rlm_script):
+    result, _ = _run(rlm_cli, rlm_script, "--sink", "nope")
+    assert result.code == 2 and "nope" in result.err and "Traceback" not in result.err
+
+
+def test_a_worker_that_falls_behind_is_disabled_without_blocking_the_emitter():
+    bus, reported = EventBus(), []
+    release = threading.Event()
+
+    class Stuck:
+        def handle(self, event):
+            release.wait(10)
+
+        def close(self):
+            pass
+
+    worker = SinkWorker("stuck", Stuck(), lambda name, reason, event: reported.append(reason), queue_size=3,
+                        call_seconds=60)  # fmt: skip
+    bus.subscribe("stuck", worker.submit)
+    started = time.monotonic()
+    for i in range(20):
+        bus.emit(RunEvent(type="step", run_id="r", root_run_id="r", data={"step": i}))
+    assert time.monotonic() - started < 0.5
+    assert worker.disabled and "fell 3 events behind" in worker.disabled and len(reported) == 1
+    release.set()
+    worker.close()
+    assert worker.wait(5)
+
+
+def test_a_call_running_too_long_disables_the_sink_at_the_next_event():
+    bus, reported = EventBus(), []
+    release = threading.Event()
+
+    class Slow:
+        def handle(self, event):
+            release.wait(10)
+
+        def close(self):
+            pass
+
+    delivery = SinkDelivery(bus, [("slow", Slow())], flush_seconds=0.5, call_seconds=0.1)
+    seen: list[RunEvent] = []
+    bus.subscribe("record", seen.append)
+    bus.emit(RunEvent(type="run_start", run_id="r", root_run_id="r"))
+    time.sleep(0.3)
+    bus.emit(RunEvent(type="step", run_id="r", root_run_id="r", data={"step": 1}))
+    assert [e.type for e in seen] == ["run_start", "sink_error", "step"]
+    assert "has not returned after 0.1 s" in seen[1].data["error"]
+    release.set()
+    delivery.close()
