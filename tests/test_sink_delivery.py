@@ -133,3 +133,16 @@ def test_a_call_running_too_long_disables_the_sink_at_the_next_event():
     assert "has not returned after 0.1 s" in seen[1].data["error"]
     release.set()
     delivery.close()
+
+
+def test_runs_show_names_the_sinks_the_trace_id_and_a_disabled_sink(rlm_cli, rlm_script):
+    from rlm_host import trace_id_for
+
+    result, _ = _run(rlm_cli, rlm_script, "--sink", "raising")
+    run = json.loads(result.out)
+    shown = rlm_cli("runs", "show", run["run_id"])
+    assert shown.code == 0, shown.err
+    assert f"sinks: local, raising  trace id: {trace_id_for(run['run_id'])}" in shown.out
+    assert "sink raising disabled: ConnectionError" in shown.out
+    as_json = json.loads(rlm_cli("runs", "show", run["run_id"], "--json").out)
+    assert as_json["trace_id"] == trace_id_for(run["run_id"])

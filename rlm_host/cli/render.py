@@ -147,6 +147,7 @@ def render_summary(replay: Replay) -> str:
             parts.append(f"final answer: {_short(result.final_response, 200)}")
         if result.error:
             parts.append(f"error: {_short(result.error, 200)}")
+    parts.extend(_sink_lines(replay))
     children = [r for r in replay.runs.values() if r.run_id != root.run_id]
     errors = replay.errors()
     parts.append(
@@ -154,3 +155,20 @@ def render_summary(replay: Replay) -> str:
         + (f"errors at steps {', '.join(str(replay.steps[i].number) for i in errors)}" if errors else "no error steps")
     )
     return "\n".join(parts)
+
+
+def _sink_lines(replay: Replay) -> list[str]:
+    """The sinks the run fed, with the OpenTelemetry trace id under which span-shaped sinks filed it (to look the
+    run up in Jaeger, MLflow, Langfuse…), and any sink the run disabled."""
+    from rlm_host.observability.spans import trace_id_for
+
+    settings = replay.root.start.get("settings") or {}
+    sinks = [str(s) for s in settings.get("sinks") or []]
+    lines = []
+    if sinks:
+        remote = [s for s in sinks if s != "local"]
+        lines.append(f"sinks: {', '.join(sinks)}" + (f"  trace id: {trace_id_for(replay.root.run_id)}" if remote else ""))
+    for event in replay.events:
+        if event.type == "sink_error":
+            lines.append(f"sink {event.data.get('sink')} disabled: {_short(str(event.data.get('error')), 200)}")
+    return lines

@@ -61,6 +61,7 @@ def show(
 ) -> None:
     """One saved run: its summary, then every root step with its sub-calls and child runs."""
     from rlm_host.cli.render import render_step, render_summary
+    from rlm_host.observability.spans import trace_id_for
     from rlm_host.trajectory import Replay, RunStore
 
     store = RunStore(run_home(ctx))
@@ -71,6 +72,7 @@ def show(
         result = replay.result
         payload = {
             "run_id": replay.root.run_id,
+            "trace_id": trace_id_for(replay.root.run_id),
             "path": str(path),
             "result": result.model_dump(mode="json") if result else None,
             "events": [e.model_dump(mode="json") for e in events],

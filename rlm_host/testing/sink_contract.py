@@ -18,19 +18,23 @@ A sink plugin proves it keeps the protocol by subclassing it in its tests::
 pytest then feeds the sink the events of real runs (a scripted root run with a child run, in the ``process``
 sandbox) and checks what every sink owes the runner: built by its registered factory as ``factory(settings,
 HostServices(home))``; events it does not know are ignored; ``close()`` is idempotent, also with no event;
-concurrent ``handle`` calls from many threads (batched sub-calls emit that way) are safe; and, named in
-``run.sinks``, it receives a real run. ``feed_trajectory(sink, source)`` replays a saved run into any sink.
+concurrent ``handle`` calls from many threads are safe; named in ``run.sinks``, it receives a real run; with
+``unreachable_settings`` (a backend that is down) it never raises and ``close()`` gives up within
+``CLOSE_SECONDS``; its readiness check (``rlm plugins doctor``) answers quickly and never shows the value of a
+``secret_environ`` credential. ``feed_trajectory(sink, source)`` replays a saved run into any sink.
 Real example: the host's tests/test_local_sink.py.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable, Union
 
 import pytest
 
+from rlm_host.components import Readiness
 from rlm_host.events import RunEvent, Sink
 from rlm_host.plugins.host import PluginHost
 from rlm_host.results import RunResult
@@ -44,6 +48,8 @@ ROOT_REPLIES = [
     "FINAL(42)",
 ]
 CHILD_REPLIES = ["```repl\nprint(context[:10])\n```", "FINAL('a summary')"]
+#: Seconds a sink may take to give up on a dead backend, and a readiness check to answer.
+CLOSE_SECONDS = 10.0
 
 
 def feed_trajectory(sink: Sink, source: Union[RunResult, str, Path, Iterable[RunEvent]]) -> list[RunEvent]:
@@ -171,6 +177,44 @@ class SinkContract:
     def run_environ(self, home: Path) -> dict[str, str]:
         """``RLM_SINK__<NAME>__…`` variables configuring the sink for the end-to-end run (default: none)."""
         return {}
+
+    # ------------------------------------------------------------------ failure containment and doctor
+
+    def unreachable_settings(self, home: Path) -> Any:
+        """Settings pointing the sink at a backend that is down (e.g. a closed loopback port); None skips the
+        tests of an unreachable backend (a sink with no backend, like ``local``)."""
+        return None
+
+    def secret_environ(self) -> dict[str, str]:
+        """Credential variables the sink reads (name → a made-up value): its readiness check may name them but
+        must never show a value."""
+        return {}
+
+    def test_an_unreachable_backend_never_raises_and_close_returns(self, home: Path, recorded: RunResult) -> None:
+        settings = self.unreachable_settings(home)
+        if settings is None:
+            pytest.skip("this sink has no remote backend")
+        spec = PluginHost(environ={"RLM_PLUGINS": self.distribution}).sinks().get(self.sink)
+        sink: Sink = spec.create(settings, HostServices(home=home))
+        started = time.monotonic()
+        feed_trajectory(sink, recorded)  # must not raise: the host would disable the sink, losing the rest
+        sink.close()
+        sink.close()
+        assert time.monotonic() - started < CLOSE_SECONDS, "a sink must give up on a dead backend within seconds"
+
+    def test_readiness_names_credentials_but_never_their_values(self, home: Path, monkeypatch) -> None:
+        secrets = self.secret_environ()
+        for name, value in secrets.items():
+            monkeypatch.setenv(name, value)
+        spec = PluginHost(environ={"RLM_PLUGINS": self.distribution}).sinks().get(self.sink)
+        for settings in (self.settings(home), self.unreachable_settings(home)):
+            started = time.monotonic()
+            state = spec.readiness(settings)
+            assert isinstance(state, Readiness) and state.detail
+            assert time.monotonic() - started < CLOSE_SECONDS, "rlm plugins doctor must stay quick"
+            shown = f"{state.detail} {state.hint}"
+            for value in secrets.values():
+                assert value not in shown, "a readiness check printed a credential's value"
 
 
 def _renamed(events: list[RunEvent], suffix: str) -> list[RunEvent]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -83,6 +84,10 @@ def test_whole_preset_end_to_end_with_exact_aggregates(runner, tmp_path):
     assert BenchmarkSummary.model_validate_json(store.summary_path(summary.benchmark_id).read_text()) == summary
     assert set(store.load_cases(summary.benchmark_id)) == set(cases)
     assert all(c.trajectory_path and c.run_id for c in summary.cases)
+    # each run carries the benchmark's labels, so a sink can group the runs of one benchmark
+    first = json.loads(Path(cases["ctx_niah_64k"].trajectory_path).read_text().splitlines()[0])
+    assert first["data"]["settings"]["labels"] == {"benchmark_id": summary.benchmark_id, "preset": summary.preset,
+                                                   "case": "ctx_niah_64k"}  # fmt: skip
     assert cases["ctx_niah_64k"].context_tokens == 65535 and cases["ctx_niah_64k"].tags["length_bucket"] == "64K"
 
 

@@ -1,7 +1,8 @@
 """The ``plugin-template-csv`` sink: one CSV row per finished run, root and child runs alike.
 
 A sink is built once per run tree as ``create(settings, services)`` and gets every event in order through
-``handle``; it must stay fast (it runs on the emitting thread) and never raise for an event it does not know.
+``handle``, from a thread of its own (the host queues events, so a slow sink never slows the run); it must never
+raise for an event it does not know. See "Writing an observability sink" in the README.
 """
 
 from __future__ import annotations

@@ -236,6 +236,10 @@ class BenchmarkRunner:
                 workdir: Any = None, framework: Optional[str] = None) -> Optional[dict[str, Any]]:  # fmt: skip
         connectors = {k: v for k, v in self.connectors.items() if k in ("root", "sub")} or None
         options = {**case.options, **({"workdir": workdir} if workdir is not None else {})}
+        # labels reach every sink: an MLflow sink groups a benchmark's runs under one parent run by benchmark_id
+        labels = {**self.runner.loaded.settings.run.labels, "benchmark_id": manifest.benchmark_id,
+                  "preset": manifest.preset, "case": case.case_id}  # fmt: skip
+        options["labels"] = {**labels, **options.get("labels", {})}
         run = self.runner.run_task(
             ready.task, context=ready.context, cancel=cancel, connectors=connectors,
             environment=manifest.environment or case.environment, framework=framework or manifest.framework,
