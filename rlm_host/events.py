@@ -79,7 +79,8 @@ class Sink(Protocol):
     """An observability sink (``SinkSpec`` factory: ``factory(settings, services) -> Sink``).
 
     ``handle`` receives every event of a run tree in order, one call at a time, from a thread of the sink's own
-    (``rlm_host.observability.delivery``): it may block on a remote backend without slowing the run. ``close``
+    (``rlm_host.observability.delivery``): it may block on a remote backend without slowing the run. An optional
+    ``flush()`` is called each time the sink has caught up with the events queued so far (see below). ``close``
     is called once when the run tree ends, also after a failure, and must deliver what the sink still holds; the
     run waits for it only until ``[run] sink_flush_seconds``. It must be safe to call twice. A sink that raises
     or hangs is disabled for the rest of the run with one warning and a ``sink_error`` event; the run goes on.
@@ -88,6 +89,9 @@ class Sink(Protocol):
     def handle(self, event: RunEvent) -> None: ...
 
     def close(self) -> None: ...
+
+    # Optional: ``flush(self) -> None`` is called whenever the sink has handled every event queued so far; a sink
+    # that buffers in ``handle`` sends there, so it batches as much as its backend's speed requires.
 
 
 #: Characters of a prompt or a response kept in a ``sub_call`` event (the whole text is hashed).

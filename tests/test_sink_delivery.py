@@ -146,3 +146,31 @@ def test_runs_show_names_the_sinks_the_trace_id_and_a_disabled_sink(rlm_cli, rlm
     assert "sink raising disabled: ConnectionError" in shown.out
     as_json = json.loads(rlm_cli("runs", "show", run["run_id"], "--json").out)
     assert as_json["trace_id"] == trace_id_for(run["run_id"])
+
+
+def test_a_sink_with_flush_batches_as_much_as_its_backend_is_slow():
+    bus = EventBus()
+    batches: list[int] = []
+
+    class Batching:
+        def __init__(self):
+            self.held = 0
+
+        def handle(self, event):
+            self.held += 1
+
+        def flush(self):  # one request to a backend answering in 0.1 s
+            if self.held:
+                time.sleep(0.1)
+                batches.append(self.held)
+                self.held = 0
+
+        def close(self):
+            self.flush()
+
+    delivery = SinkDelivery(bus, [("batching", Batching())], flush_seconds=5)
+    for i in range(50):
+        bus.emit(RunEvent(type="step", run_id="r", root_run_id="r", data={"step": i}))
+        time.sleep(0.01)
+    delivery.close()
+    assert sum(batches) == 50 and 2 <= len(batches) < 25, batches

@@ -1,7 +1,9 @@
 """Delivering run events to sinks without ever slowing a run down or breaking it.
 
 Each sink gets a :class:`SinkWorker`: a bounded queue and a thread of its own that calls ``handle`` (so a sink
-may block on a remote backend). Emitting an event costs the run one ``put_nowait``. A sink that raises, falls
+may block on a remote backend), and the sink's optional ``flush()`` whenever it has caught up with the queue (so
+a sink that buffers in ``handle`` and sends in ``flush`` batches by itself: one request per step on a fast
+backend, everything that piled up in one request on a slow one). Emitting an event costs the run one ``put_nowait``. A sink that raises, falls
 ``queue_size`` events behind, or leaves one call running longer than ``call_seconds`` is disabled for the rest of
 the run: one warning, and a ``sink_error`` event in the trajectory. At the end of the run tree,
 :class:`SinkDelivery` closes every sink at once and waits for them together until one deadline; what a sink has
@@ -40,6 +42,7 @@ class SinkWorker:
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._closing = False
+        self._idle: Optional[Callable[[], None]] = getattr(sink, "flush", None)
         self._thread = threading.Thread(target=self._work, name=f"rlm-sink-{name}", daemon=True)
         self._thread.start()
 
@@ -103,6 +106,8 @@ class SinkWorker:
                     continue
                 if self.disabled is None:
                     self._call(lambda: self.sink.handle(item), item)
+                    if self._idle is not None and self._queue.empty() and self.disabled is None:
+                        self._call(self._idle, item)  # caught up: a batching sink sends what it holds
             self._call(self.sink.close, None)
         finally:
             self._done.set()
