@@ -61,7 +61,7 @@ def run(
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
         max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
-        reply_format=reply_format, workdir=workdir, sinks=with_sinks(loaded.settings.run.sinks, sink),
+        reply_format=reply_format, workdir=workdir, sinks=loaded.settings.run.with_sinks(sink),
     )  # fmt: skip
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
@@ -75,8 +75,3 @@ def run(
     if not result.completed:
         raise typer.Exit(EXIT_INCOMPLETE)
 
-
-def with_sinks(configured: list[str], added: Optional[List[str]]) -> Optional[list[str]]:
-    """``[run] sinks`` plus the ``--sink`` names (each may list several, comma-separated); None when none added."""
-    names = [name.strip() for value in added or [] for name in value.split(",") if name.strip()]
-    return [*configured, *(n for n in names if n not in configured)] if names else None

@@ -4,7 +4,7 @@ the pydantic model their registration record names (see ``Component.settings``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
@@ -69,6 +69,11 @@ class RunSettings(Section):
                                      "seconds is disabled for the run")
     labels: dict[str, str] = Field(default_factory=dict, description="labels recorded with a run and sent to the sinks "
                                    "(a benchmark sets benchmark_id, preset and case)")
+
+    def with_sinks(self, added: Optional[list[str]]) -> list[str]:
+        """``sinks`` plus the names of ``--sink`` options (each may list several, comma-separated)."""
+        names = [name.strip() for value in added or [] for name in value.split(",") if name.strip()]
+        return [*self.sinks, *(name for name in names if name not in self.sinks)]
     workdir: Path | None = Field(None, description="project folder an environment that edits files works in (mounted "
                                  "read-write into the sandbox; default: the current directory)")
 

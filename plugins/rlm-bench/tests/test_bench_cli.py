@@ -209,3 +209,16 @@ def test_judge_command_labels_predictions_and_resumes(cli, work):
     row = json.loads((work / "pred.judged.jsonl").read_text())
     assert row["autoeval_label"] == {"model": "scripted:judge.json", "label": True, "raw": "yes"}
     assert "judged 0, skipped 1" in cli(*args)[1]
+
+
+def test_sink_option_feeds_every_case_and_an_unknown_sink_is_refused(cli, work):
+    write_script(work / "direct.json", [{"match": ".", "text": repl("print(len(context))\nFINAL('Kasrin')")}])
+    args = ("bench", "run", "--pack", str(DATA / "evals.yaml"), "--model", "scripted:direct.json", "--sandbox",
+            "process", "--limit", "2", "--json")  # fmt: skip
+    code, out, err = cli(*args, "--sink", "nope")
+    assert code == 2 and "unknown sink 'nope'" in err
+    code, out, err = cli(*args, "--sink", "local")
+    assert code == 0, err
+    summary = BenchmarkSummary.model_validate_json(out)
+    lines = [json.loads(line) for line in (work / ".rlm" / "observability" / "runs.jsonl").read_text().splitlines()]
+    assert {line["run_id"] for line in lines} >= {c.run_id for c in summary.cases}

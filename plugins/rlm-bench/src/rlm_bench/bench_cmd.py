@@ -67,6 +67,8 @@ def run(
     resume: Optional[str] = typer.Option(
         None, "--resume", help="Finish an interrupted benchmark (its id), with its own preset, mode and models."
     ),
+    sink: Optional[List[str]] = typer.Option(None, "--sink", help="Also feed this observability sink with every "
+                                             "case's run (repeat, or a,b); runs carry benchmark_id/preset/case labels."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -77,6 +79,7 @@ def run(
     if mode not in ("native", "direct-llm"):
         raise RlmError(f"unknown mode {mode!r}", hint="choose native or direct-llm")
     runner = RLMRunner(loaded=command_settings(ctx), host=get_host())
+    runner.loaded.settings.run.sinks = runner.loaded.settings.run.with_sinks(sink)
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
                             on_case=progress.case if progress else None)  # fmt: skip
