@@ -174,3 +174,29 @@ def test_a_sink_with_flush_batches_as_much_as_its_backend_is_slow():
         time.sleep(0.01)
     delivery.close()
     assert sum(batches) == 50 and 2 <= len(batches) < 25, batches
+
+
+def test_ctrl_c_while_sinks_flush_stops_waiting_and_keeps_the_run(monkeypatch):
+    bus, seen = EventBus(), []
+    release = threading.Event()
+
+    class Stuck:
+        def handle(self, event):
+            release.wait(10)
+
+        def close(self):
+            pass
+
+    delivery = SinkDelivery(bus, [("stuck", Stuck())], flush_seconds=30)
+    bus.subscribe("record", seen.append)
+    bus.emit(RunEvent(type="final", run_id="r", root_run_id="r"))
+
+    def interrupted(self, seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SinkWorker, "wait", interrupted)
+    started = time.monotonic()
+    delivery.close()  # returns at once: no KeyboardInterrupt out of it
+    assert time.monotonic() - started < 1
+    assert seen[-1].type == "sink_error" and "interrupted (Ctrl-C)" in seen[-1].data["error"]
+    release.set()

@@ -82,8 +82,7 @@ class RLMRunner:
         try:
             return self._run(scope, task, context, plan, budget, guard)
         finally:
-            for close in closers:
-                close()
+            _close_all(closers)
 
     def open_sandbox(self, *, sandbox: Optional[str] = None, environment: Optional[str] = None,
                      workspace: Optional[Path] = None, exec_timeout: Optional[float] = None) -> SandboxSession:
@@ -284,3 +283,15 @@ def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:
                 None if new.cost is None else new.cost - (old.cost or 0.0), calls=new.calls - old.calls,
                 unpriced_calls=new.unpriced_calls - old.unpriced_calls)  # fmt: skip
     return delta
+
+
+def _close_all(closers: list[Callable[[], None]]) -> None:
+    """Call every closer, in order, even when one raises (the first error is raised at the end)."""
+    failure: Optional[BaseException] = None
+    for close in closers:
+        try:
+            close()
+        except BaseException as exc:  # noqa: BLE001 - the trajectory must still be closed
+            failure = failure or exc
+    if failure is not None:
+        raise failure

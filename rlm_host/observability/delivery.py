@@ -81,6 +81,10 @@ class SinkWorker:
         return self._done.wait(max(0.0, seconds))
 
     @property
+    def finished(self) -> bool:
+        return self._done.is_set()
+
+    @property
     def pending(self) -> int:
         return self._queue.qsize()
 
@@ -141,10 +145,15 @@ class SinkDelivery:
         for worker in self.workers:
             worker.close()
         deadline = time.monotonic() + self._flush_seconds
-        for worker in self.workers:
-            if not worker.wait(deadline - time.monotonic()) and worker.disabled is None:
-                worker.disable(f"it did not deliver within {self._flush_seconds:g} s of the run's end "
-                               f"({worker.pending} events dropped)")  # fmt: skip
+        try:
+            for worker in self.workers:
+                if not worker.wait(deadline - time.monotonic()) and worker.disabled is None:
+                    worker.disable(f"it did not deliver within {self._flush_seconds:g} s of the run's end "
+                                   f"({worker.pending} events dropped)")  # fmt: skip
+        except KeyboardInterrupt:  # Ctrl-C while the sinks flush: stop waiting, keep the run's result
+            for worker in self.workers:
+                if not worker.finished and worker.disabled is None:
+                    worker.disable(f"interrupted (Ctrl-C) before it delivered ({worker.pending} events dropped)")
         self._closed = True
 
     def _disabled(self, name: str, reason: str, event: Optional[RunEvent]) -> None:
