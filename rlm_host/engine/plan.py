@@ -253,7 +253,12 @@ def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str], notices: l
     warning and a notice in the run's record (never fatal: observability must not stop a run)."""
     sinks = []
     services = HostServices(home=home)
-    specs = {host.sinks().get(name).name: host.sinks().get(name) for name in names}  # a name twice: one sink
+    registry = host.sinks()
+    for name in names:
+        if name not in registry:
+            raise UnknownComponentError(f"unknown sink {name!r}", hint="choose one of: " + ", ".join(registry.names())
+                                        + " (sinks are plugins: pip install rlm-sink-<name>)")  # fmt: skip
+    specs = {registry.get(name).name: registry.get(name) for name in names}  # a name given twice: one sink
     for spec in specs.values():
         try:
             sinks.append((spec.name, spec.create(loaded.component("sink", spec.name), services)))

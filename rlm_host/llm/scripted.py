@@ -40,6 +40,12 @@ from rlm_host.tokens import estimate_tokens
 DEFAULT_CONTEXT_WINDOW = 32_768
 
 
+class ScriptFileError(ModelError):
+    """A script file that cannot be read or parsed: bad input (exit 2), not a model failure."""
+
+    exit_code = 2
+
+
 class ScriptItem(BaseModel):
     """One scripted reply."""
 
@@ -142,7 +148,7 @@ class ScriptedConnector:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ModelError(f"{where}: cannot read: {exc.strerror or exc}", hint="use scripted:PATH/TO/script.json")
+            raise ScriptFileError(f"{where}: cannot read: {exc.strerror or exc}", hint="use scripted:PATH/TO/script.json")
         data: Any
         if path.suffix.lower() == ".jsonl":
             data = _parse_jsonl(text, where)
@@ -154,16 +160,16 @@ class ScriptedConnector:
         if isinstance(data, list):
             data = {"responses": data}
         if not isinstance(data, dict):
-            raise ModelError(f"{where}: expected a list of responses or an object with 'responses' and 'rules'")
+            raise ScriptFileError(f"{where}: expected a list of responses or an object with 'responses' and 'rules'")
         unknown = set(data) - {"responses", "rules", "context_window"}
         if unknown:
-            raise ModelError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+            raise ScriptFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
         for key in ("responses", "rules"):
             if not isinstance(data.get(key, []), list):
-                raise ModelError(f"{where}: '{key}' must be a list")
+                raise ScriptFileError(f"{where}: '{key}' must be a list")
         window = data.get("context_window", DEFAULT_CONTEXT_WINDOW)
         if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
-            raise ModelError(f"{where}: 'context_window' must be a positive integer")
+            raise ScriptFileError(f"{where}: 'context_window' must be a positive integer")
         return cls(data.get("responses", []), data.get("rules", []), name=f"scripted:{path}", context_window=window)
 
     @property
