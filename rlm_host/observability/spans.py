@@ -320,9 +320,9 @@ class SpanBuilder:
                           _ns(max(end, state.start)), state.run_id, dict(state.attributes), list(state.events))  # fmt: skip
         usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
         root, sub = usage.get("root") or {}, usage.get("sub") or {}
-        for key in ("input_tokens", "output_tokens"):
-            if isinstance(root.get(key), int):
-                span.attributes[f"gen_ai.usage.{key}"] = root[key] + int(sub.get(key) or 0)
+        for key in ("input_tokens", "output_tokens"):  # the run's totals: not gen_ai.usage.*, which a consumer
+            if isinstance(root.get(key), int):           # sums over spans (the chat spans already carry them)
+                span.attributes[f"rlm.usage.{key}"] = root[key] + int(sub.get(key) or 0)
         for key in ("completed", "steps", "total_reward", "termination_reason", "cost", "duration_s"):
             value = _scalar(result.get(key))
             if value is not None:

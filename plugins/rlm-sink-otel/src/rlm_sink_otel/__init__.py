@@ -1,0 +1,40 @@
+"""rlm-sink-otel: the ``otel`` sink, rlm run trees as OpenTelemetry GenAI spans (OTLP/HTTP, OTLP/gRPC, OTLP-JSON files).
+
+The public API other sinks reuse (imported lazily, so ``rlm`` starts without OpenTelemetry):
+
+- :func:`to_readable_span` (``rlm_sink_otel.convert``): a host ``SpanRecord`` as an SDK ``ReadableSpan``;
+  :func:`make_resource`, :func:`make_scope`;
+- :class:`SpanExportSink` (``rlm_sink_otel.export_sink``): a sink exporting the span tree with any SDK
+  ``SpanExporter``;
+- :func:`otlp_http_exporter` (``rlm_sink_otel.http_exporter``): the SDK's OTLP/HTTP exporter that can say why it
+  failed (``last_problem()``);
+- :class:`OTLPJsonLinesExporter` and :func:`encode_otlp_json` (``rlm_sink_otel.otlp_json``): OTLP/JSON batch lines;
+- :class:`OtelSinkSettings`, ``create`` and ``check`` (``rlm_sink_otel.sink``): the ``otel`` sink itself;
+- test receivers in ``rlm_sink_otel.testing`` (``OTLPReceiver``, ``OTLPGrpcReceiver``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "to_readable_span": "rlm_sink_otel.convert",
+    "make_resource": "rlm_sink_otel.convert",
+    "make_scope": "rlm_sink_otel.convert",
+    "SpanExportSink": "rlm_sink_otel.export_sink",
+    "otlp_http_exporter": "rlm_sink_otel.http_exporter",
+    "OTLPJsonLinesExporter": "rlm_sink_otel.otlp_json",
+    "encode_otlp_json": "rlm_sink_otel.otlp_json",
+    "OtelSinkSettings": "rlm_sink_otel.settings",
+    "create": "rlm_sink_otel.sink",
+    "check": "rlm_sink_otel.sink",
+    "make_exporter": "rlm_sink_otel.sink",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rlm_sink_otel' has no attribute {name!r}")

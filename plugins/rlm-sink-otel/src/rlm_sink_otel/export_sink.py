@@ -1,0 +1,208 @@
+"""``SpanExportSink``: the sink base every OpenTelemetry-shaped sink shares (OTLP, Langfuse, Logfire, LangSmith…).
+
+It feeds events to the host's ``SpanBuilder``, converts finished spans with :func:`to_readable_span` and hands
+batches to any OpenTelemetry SDK ``SpanExporter``. The host calls ``handle`` from a background worker, so an export
+may block, and calls the sink's ``flush()`` whenever that worker has caught up with the run's events: spans go
+out then (one request per step on a fast backend, all that piled up in one request on a slow one), and also
+when a root run finishes, when ``batch_size`` spans wait, or ``flush_interval`` seconds after the last export.
+
+A backend failure never raises: the first one is logged as one warning on ``rlm.sinks`` (the exporter's own
+log lines are folded into it), the spans wait (up to ``max_pending``) and export is retried after ``retry_after``
+seconds. ``close`` ends the runs left open, exports what waits and shuts the exporter down.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Optional
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from rlm_host import RunEvent, SpanBuilder, SpanRecord
+from rlm_sink_otel.convert import make_resource, make_scope, to_readable_span
+
+logger = logging.getLogger("rlm.sinks")
+
+
+class SpanExportSink:
+    """A ``rlm_host.Sink`` exporting the run trees' spans through ``exporter``.
+
+    ``name`` and ``target`` (where the spans go, e.g. the endpoint) only appear in log lines; an exporter with a
+    ``last_problem()`` method (see :func:`otlp_http_exporter`) explains its failures in them. Subclasses may
+    override :meth:`to_span` to add vendor attributes. Counters: ``exported``, ``dropped``, ``failures``.
+    """
+
+    batch_size: int = 256
+    flush_interval: float = 5.0
+    retry_after: float = 30.0
+    max_pending: int = 10_000
+
+    def __init__(self, exporter: SpanExporter, resource: Optional[Resource] = None, *, service_name: str = "rlm",
+                 scope: Optional[InstrumentationScope] = None, name: str = "otel",
+                 target: str = "") -> None:  # fmt: skip
+        self.exporter = exporter
+        self.resource = resource if resource is not None else make_resource(service_name)
+        self.scope = scope or make_scope()
+        self.builder = SpanBuilder(service_name)
+        self.name, self.target = name, target
+        self.exported = self.dropped = self.failures = 0
+        self._pending: list[ReadableSpan] = []
+        self._lock = threading.RLock()
+        self._closed = False
+        self._last_export = time.monotonic()
+        self._down_until = 0.0
+
+    # ------------------------------------------------------------------ the Sink protocol
+
+    def handle(self, event: RunEvent) -> None:
+        """Add ``event`` to the span tree; export when a root run finished or a batch is full or due."""
+        with self._lock:
+            if self._closed:
+                return
+            records = self.builder.add(event)
+            self._pending.extend(self.to_span(record) for record in records)
+            root_done = event.type == "final" and not event.parent_run_id
+            due = time.monotonic() - self._last_export >= self.flush_interval
+            if self._pending and (root_done or due or len(self._pending) >= self.batch_size):
+                self.flush()
+
+    def close(self) -> None:
+        """End open runs (as errors), export every waiting span, shut the exporter down. Idempotent, never raises."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._pending.extend(self.to_span(record) for record in self.builder.finish())
+                self.flush(final=True)
+            finally:
+                try:
+                    self.exporter.shutdown()
+                except Exception as exc:  # noqa: BLE001 - a backend problem must not end the run badly
+                    logger.warning("%s sink: shutting the exporter down failed: %s", self.name, exc)
+                if self.dropped:
+                    logger.info("%s sink: %d span(s) were not delivered%s", self.name, self.dropped, self._to())
+
+    # ------------------------------------------------------------------ for subclasses
+
+    def to_span(self, record: SpanRecord) -> ReadableSpan:
+        """The SDK span of one record (override to add attributes a vendor reads)."""
+        return to_readable_span(record, self.resource, self.scope)
+
+    def flush(self, final: bool = False) -> bool:
+        """Export the waiting spans now (unless the backend failed less than ``retry_after`` seconds ago);
+        True when nothing is left waiting. The host calls it whenever its worker is idle."""
+        with self._lock:
+            if not self._pending:
+                return True
+            if time.monotonic() < self._down_until:
+                if final:  # the backend is down: do not spend the host's close deadline on it
+                    self.dropped += len(self._pending)
+                    self._pending.clear()
+                return False
+            batch, self._pending = self._pending, []
+            self._last_export = time.monotonic()
+            ok, reason = self._export(batch)
+            if ok:
+                self.exported += len(batch)
+                return True
+            self.failures += 1
+            self._down_until = time.monotonic() + self.retry_after
+            if final:
+                self.dropped += len(batch)
+            else:
+                self._pending = batch + self._pending
+                overflow = len(self._pending) - self.max_pending
+                if overflow > 0:
+                    self.dropped += overflow
+                    del self._pending[:overflow]
+            if self.failures == 1:
+                logger.warning("%s sink: could not export %d span(s)%s: %s (later failures are not reported; "
+                               "retrying every %gs)", self.name, len(batch), self._to(), reason,
+                               self.retry_after)  # fmt: skip
+            return False
+
+    # ------------------------------------------------------------------ internals
+
+    def _to(self) -> str:
+        return f" to {self.target}" if self.target else ""
+
+    def _export(self, batch: Sequence[ReadableSpan]) -> tuple[bool, str]:
+        with _captured_exporter_logs() as lines:
+            try:
+                result = self.exporter.export(batch)
+            except Exception as exc:  # noqa: BLE001 - exporters may raise on I/O errors
+                return False, f"{type(exc).__name__}: {exc}"
+        if result == SpanExportResult.SUCCESS:
+            return True, ""
+        explain = getattr(self.exporter, "last_problem", None)
+        problem = explain() if callable(explain) else ""
+        if problem:
+            return False, problem
+        if not lines:
+            return False, "the exporter reported a failure"
+        return False, lines[0] if len(lines) == 1 else f"{lines[0]} … {lines[-1]}"
+
+
+# ---------------------------------------------------------------------- the exporters' log lines
+
+_capture = threading.local()
+_install_lock = threading.Lock()
+_installed = False
+_EXPORTER_LOGGER = "opentelemetry.exporter"
+#: The SDK exporters' own loggers; the gRPC one drops a message it logged in the last 20 s (``DuplicateFilter``),
+#: so the lines are taken by a filter placed before that one.
+_SDK_LOGGERS = ("opentelemetry.exporter.otlp.proto.grpc.exporter",
+                "opentelemetry.exporter.otlp.proto.http.trace_exporter")
+
+
+def _first_line(record: logging.LogRecord) -> str:
+    message = record.getMessage()
+    return message.splitlines()[0] if message else str(record.msg)
+
+
+class _Take(logging.Filter):
+    """First filter of an SDK exporter's logger: keeps a line logged while this thread exports."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        lines = getattr(_capture, "lines", None)
+        if lines is not None:
+            lines.append(_first_line(record))
+            record.rlm_taken = True
+        return True
+
+
+class _Fold(logging.Handler):
+    """On ``opentelemetry.exporter`` (which then does not propagate): a record logged while this thread exports
+    is kept for the sink's warning; any other record goes on to the ``opentelemetry`` logger's handlers."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lines = getattr(_capture, "lines", None)
+        if lines is None:
+            logging.getLogger("opentelemetry").handle(record)
+        elif not getattr(record, "rlm_taken", False):
+            lines.append(_first_line(record))
+
+
+class _captured_exporter_logs:
+    def __enter__(self) -> list[str]:
+        global _installed
+        with _install_lock:
+            if not _installed:
+                target = logging.getLogger(_EXPORTER_LOGGER)
+                target.addHandler(_Fold())
+                target.propagate = False
+                for name in _SDK_LOGGERS:
+                    logging.getLogger(name).filters.insert(0, _Take())
+                _installed = True
+        _capture.lines = []
+        return _capture.lines
+
+    def __exit__(self, *exc: object) -> None:
+        _capture.lines = None

@@ -1,0 +1,51 @@
+"""``otlp_http_exporter``: the SDK's OTLP/HTTP exporter, able to say why its last export failed.
+
+The SDK's exporter logs only "Failed to export span batch due to timeout, max retries or shutdown." when a
+retryable failure (HTTP 5xx, a refused connection) outlives its timeout. The session given to it here keeps the
+last problem (``HTTP 500 Internal Server Error: <body>``, ``ConnectionError: [Errno 111] Connection refused``),
+and the exporter carries ``last_problem()``, which :class:`SpanExportSink` puts in its warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import requests
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+_ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
+
+
+class _ExplainingSession(requests.Session):
+    """A ``requests.Session`` remembering the last failed POST (cleared by a successful one)."""
+
+    last_problem = ""
+
+    def post(self, url: Any, data: Any = None, json: Any = None,  # type: ignore[override]
+             **kwargs: Any) -> requests.Response:  # fmt: skip
+        try:
+            response = super().post(url, data=data, json=json, **kwargs)
+        except requests.RequestException as exc:
+            found = _ERRNO.search(str(exc))
+            self.last_problem = f"{type(exc).__name__}: {found.group(0).strip() if found else str(exc)[:200]}"
+            raise
+        if response.ok:
+            self.last_problem = ""
+        else:
+            body = " ".join((response.text or "").split())[:200]
+            self.last_problem = f"HTTP {response.status_code} {response.reason}" + (f": {body}" if body else "")
+        return response
+
+
+def otlp_http_exporter(endpoint: str, headers: Optional[Mapping[str, str]] = None, timeout: float = 10.0,
+                       compression: Optional[Compression] = None) -> OTLPSpanExporter:  # fmt: skip
+    """An OTLP/HTTP protobuf ``SpanExporter`` posting to ``endpoint`` (the full URL, ``…/v1/traces``) with
+    ``headers``; its ``last_problem()`` says why the last export failed ("" after a success)."""
+    session = _ExplainingSession()
+    exporter = OTLPSpanExporter(endpoint=endpoint, headers=dict(headers or {}), timeout=timeout,
+                                compression=compression, session=session)  # fmt: skip
+    exporter.last_problem = lambda: session.last_problem  # type: ignore[attr-defined]
+    return exporter

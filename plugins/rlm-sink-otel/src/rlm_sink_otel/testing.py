@@ -1,0 +1,318 @@
+"""Loopback OTLP receivers for tests: what an OTLP sink sent, decoded into plain span dicts.
+
+``OTLPReceiver`` is an HTTP server on ``127.0.0.1`` (a free port) that records every request and decodes OTLP/HTTP
+trace bodies (protobuf or JSON, gzip or not) posted to any path ending in ``/traces``::
+
+    from rlm_sink_otel.testing import OTLPReceiver
+
+    with OTLPReceiver() as receiver:                      # started; stopped on exit
+        receiver.respond("/v1/info", json={"ok": True})  # a vendor endpoint (any method)
+        receiver.respond("/v1/traces", status=500)        # or: delay=0.5 for a slow backend
+        ...  # point the exporter at receiver.traces_url ("http://127.0.0.1:PORT/v1/traces")
+        spans = receiver.wait_for_spans(3)                # the decoded spans, at least 3 (5 s at most)
+
+A span dict: ``name``, ``trace_id`` / ``span_id`` / ``parent_span_id`` (hex; None for a root), ``kind`` (the OTLP
+enum int: 1 internal, 3 client), ``start_ns``, ``end_ns``, ``attributes`` (plain values), ``events`` (``name``,
+``time_ns``, ``attributes``), ``status`` (``code`` 0 unset / 1 ok / 2 error, ``message``), ``resource``
+(attributes), ``scope`` (name) and ``path`` (the request's). ``requests`` holds every request as a
+:class:`Received` (method, path, headers with lower-case names, raw body).
+
+``OTLPGrpcReceiver`` (needs ``grpcio``; the ``grpc`` extra) does the same for OTLP/gRPC at ``receiver.endpoint``
+(``127.0.0.1:PORT``); ``fail_with(grpc.StatusCode.UNAVAILABLE)`` makes it refuse exports.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json as jsonlib
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+
+from google.protobuf.json_format import MessageToDict, ParseDict
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+__all__ = ["OTLPReceiver", "OTLPGrpcReceiver", "Received", "decode_trace_body", "spans_of_request"]
+
+
+@dataclass
+class Received:
+    """One HTTP request the receiver got."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    query: str = ""
+
+
+@dataclass
+class _Reply:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _any_value(value: dict[str, Any]) -> Any:
+    if "arrayValue" in value:
+        return [_any_value(v) for v in value["arrayValue"].get("values", [])]
+    if "kvlistValue" in value:
+        return {kv["key"]: _any_value(kv.get("value", {})) for kv in value["kvlistValue"].get("values", [])}
+    if "intValue" in value:
+        return int(value["intValue"])
+    for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
+        if key in value:
+            return value[key]
+    return None
+
+
+def _attributes(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {kv["key"]: _any_value(kv.get("value", {})) for kv in pairs}
+
+
+def _hex(b64: Optional[str]) -> Optional[str]:
+    return base64.b64decode(b64).hex() if b64 else None
+
+
+def spans_of_request(request: ExportTraceServiceRequest, path: str = "") -> list[dict[str, Any]]:
+    """The plain span dicts of one decoded ``ExportTraceServiceRequest``."""
+    data = MessageToDict(request, use_integers_for_enums=True)
+    spans = []
+    for group in data.get("resourceSpans", []):
+        resource = _attributes(group.get("resource", {}).get("attributes", []))
+        for scope in group.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                status = span.get("status", {})
+                spans.append({
+                    "name": span.get("name", ""), "trace_id": _hex(span.get("traceId")),
+                    "span_id": _hex(span.get("spanId")), "parent_span_id": _hex(span.get("parentSpanId")),
+                    "kind": int(span.get("kind", 0)), "start_ns": int(span.get("startTimeUnixNano", 0)),
+                    "end_ns": int(span.get("endTimeUnixNano", 0)),
+                    "attributes": _attributes(span.get("attributes", [])),
+                    "events": [{"name": e.get("name", ""), "time_ns": int(e.get("timeUnixNano", 0)),
+                                "attributes": _attributes(e.get("attributes", []))} for e in span.get("events", [])],
+                    "status": {"code": int(status.get("code", 0)), "message": status.get("message", "")},
+                    "resource": resource, "scope": scope.get("scope", {}).get("name", ""), "path": path,
+                })  # fmt: skip
+    return spans
+
+
+def _hex_to_b64(node: dict[str, Any]) -> None:
+    for key in ("traceId", "spanId", "parentSpanId"):
+        if node.get(key):
+            node[key] = base64.b64encode(bytes.fromhex(node[key])).decode()
+
+
+def decode_trace_body(body: bytes, content_type: str = "application/x-protobuf", content_encoding: str = "",
+                      path: str = "") -> list[dict[str, Any]]:  # fmt: skip
+    """The spans of an OTLP/HTTP trace body: protobuf, or OTLP/JSON (hex ids) when ``content_type`` says JSON;
+    ``content_encoding`` ``gzip`` or ``deflate`` is undone first."""
+    if content_encoding == "gzip":
+        body = gzip.decompress(body)
+    elif content_encoding == "deflate":
+        body = zlib.decompress(body)
+    request = ExportTraceServiceRequest()
+    if "json" in content_type:
+        data = jsonlib.loads(body or b"{}")
+        for group in data.get("resourceSpans", []):
+            for scope in group.get("scopeSpans", []):
+                for span in scope.get("spans", []):
+                    _hex_to_b64(span)
+                    for link in span.get("links", []):
+                        _hex_to_b64(link)
+        ParseDict(data, request, ignore_unknown_fields=True)
+    else:
+        request.ParseFromString(body)
+    return spans_of_request(request, path)
+
+
+class _Collected:
+    """Spans and requests shared by both receivers."""
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        self.errors: list[str] = []  # bodies that did not decode
+        self._changed = threading.Condition()
+
+    def _add(self, spans: list[dict[str, Any]]) -> None:
+        with self._changed:
+            self.spans.extend(spans)
+            self._changed.notify_all()
+
+    def wait_for_spans(self, count: int = 1, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The spans received once there are at least ``count`` (or all there are after ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self.spans) < count and time.monotonic() < deadline:
+                self._changed.wait(max(0.0, deadline - time.monotonic()))
+            return list(self.spans)
+
+    def spans_named(self, prefix: str) -> list[dict[str, Any]]:
+        """The spans whose name starts with ``prefix`` (``"invoke_agent"``, ``"chat"``…)."""
+        return [s for s in list(self.spans) if s["name"].startswith(prefix)]
+
+
+class OTLPReceiver(_Collected):
+    """A recording OTLP/HTTP server on ``127.0.0.1:<free port>`` (see the module docstring)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__()
+        self.requests: list[Received] = []
+        self._replies: dict[tuple[str, str], _Reply] = {}
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                receiver._serve(self)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no trailing slash)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def traces_url(self) -> str:
+        return self.url + "/v1/traces"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def respond(self, path: str, status: int = 200, body: bytes | str = b"", *, json: Any = None,
+                delay: float = 0.0, method: str = "*", headers: Optional[dict[str, str]] = None,
+                content_type: str = "application/json") -> None:  # fmt: skip
+        """Answer requests to ``path`` (``method`` or any) with ``status`` and ``body`` (or ``json``), after
+        ``delay`` seconds. Trace paths still record and decode what they get, whatever the answer."""
+        payload = body.encode() if isinstance(body, str) else body
+        if json is not None:
+            payload = jsonlib.dumps(json).encode()
+        self._replies[(method.upper(), path)] = _Reply(status, payload, content_type, delay, dict(headers or {}))
+
+    def clear(self) -> None:
+        """Forget the requests and spans received so far (the answers stay)."""
+        with self._changed:
+            self.requests.clear()
+            self.spans.clear()
+            self.errors.clear()
+
+    def start(self) -> "OTLPReceiver":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._server.serve_forever, name="otlp-receiver", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> "OTLPReceiver":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+        path, _, query = handler.path.partition("?")
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        with self._changed:
+            self.requests.append(Received(handler.command, path, headers, body, query))
+        reply = self._replies.get((handler.command, path)) or self._replies.get(("*", path))
+        is_traces = handler.command == "POST" and path.rstrip("/").endswith("/traces")
+        if is_traces:
+            try:
+                self._add(decode_trace_body(body, headers.get("content-type", ""),
+                                            headers.get("content-encoding", ""), path))  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - recorded for the test to see
+                self.errors.append(f"{path}: {type(exc).__name__}: {exc}")
+                reply = reply or _Reply(400, b'{"error": "undecodable body"}')
+            if reply is None:
+                if "json" in headers.get("content-type", ""):
+                    reply = _Reply(200, b"{}")
+                else:
+                    reply = _Reply(200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
+        reply = reply or _Reply(404, b'{"error": "not found"}')
+        if reply.delay:
+            time.sleep(reply.delay)
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", reply.content_type)
+        handler.send_header("Content-Length", str(len(reply.body)))
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(reply.body)
+
+
+class OTLPGrpcReceiver(_Collected):
+    """A recording OTLP/gRPC trace service on ``127.0.0.1:<free port>``; ``metadata`` holds each call's."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__()
+        try:
+            from concurrent import futures
+
+            import grpc
+            from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+        except ImportError as exc:  # pragma: no cover - the grpc extra is missing
+            raise RuntimeError("OTLPGrpcReceiver needs grpcio: pip install 'rlm-sink-otel[grpc]'") from exc
+        self.metadata: list[dict[str, str]] = []
+        self._failure: Any = None
+        self.delay = 0.0
+        receiver = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
+                receiver.metadata.append({k: v for k, v in context.invocation_metadata() if isinstance(v, str)})
+                if receiver.delay:
+                    time.sleep(receiver.delay)
+                if receiver._failure is not None:
+                    context.abort(receiver._failure, "refused by the test receiver")
+                receiver._add(spans_of_request(request, "grpc"))
+                return ExportTraceServiceResponse()
+
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self._server)
+        self.port = self._server.add_insecure_port(f"{host}:{port}")
+        self.endpoint = f"{host}:{self.port}"
+
+    def fail_with(self, code: Any) -> None:
+        """Abort every export with this ``grpc.StatusCode`` (None: accept again)."""
+        self._failure = code
+
+    def start(self) -> "OTLPGrpcReceiver":
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop(grace=None)
+
+    def __enter__(self) -> "OTLPGrpcReceiver":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
