@@ -24,10 +24,8 @@ def make_exporter(settings: OtelSinkSettings, home: Path) -> tuple[Any, str]:
     endpoint, _ = settings.resolved_endpoint()
     headers, _ = settings.resolved_headers()
     if settings.exporter == "otlp-grpc":
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-        except ImportError as exc:
-            raise RuntimeError("the otlp-grpc exporter needs: pip install 'rlm-sink-otel[grpc]'") from exc
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
         exporter = GrpcExporter(endpoint=endpoint, insecure=settings.resolved_insecure(endpoint),
                                 headers={k.lower(): v for k, v in headers.items()},  # gRPC metadata keys are lower-case
                                 timeout=settings.timeout)  # fmt: skip
@@ -57,11 +55,6 @@ def check(settings: Optional[OtelSinkSettings]) -> Readiness:
         if probe.is_dir() and os.access(probe, os.W_OK):
             return Readiness(True, f"file exporter → {settings.path}")
         return Readiness(False, f"{probe} is not writable", "set [sink.otel] path to a writable file")
-    if settings.exporter == "otlp-grpc":
-        import importlib.util
-
-        if importlib.util.find_spec("grpc") is None:
-            return Readiness(False, "otlp-grpc needs grpcio", "pip install 'rlm-sink-otel[grpc]'")
     endpoint, source = settings.resolved_endpoint()
     _, header_sources = settings.resolved_headers()
     host, port = host_port(endpoint, 4317 if settings.exporter == "otlp-grpc" else 4318)

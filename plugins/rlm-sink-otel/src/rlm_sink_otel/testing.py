@@ -273,13 +273,11 @@ class OTLPGrpcReceiver(_Collected):
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__()
-        try:
-            from concurrent import futures
+        from concurrent import futures
 
-            import grpc
-            from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-        except ImportError as exc:  # pragma: no cover - the grpc extra is missing
-            raise RuntimeError("OTLPGrpcReceiver needs grpcio: pip install 'rlm-sink-otel[grpc]'") from exc
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
         self.metadata: list[dict[str, str]] = []
         self._failure: Any = None
         self.delay = 0.0
