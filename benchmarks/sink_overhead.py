@@ -35,6 +35,17 @@ from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 
 
+PROJECT = "1b1c5ad2-3e2b-4b51-9a55-0d9a8b0c5f11"
+#: What the vendor SDKs need to hear back (Logfire's token check, LangSmith's project lookup, Langfuse's scores).
+CANNED: dict[str, Any] = {
+    "/v1/info": {"project_name": "rlm-bench", "project_url": "http://127.0.0.1/rlm-bench"},
+    "/info": {"version": "0.10.0"},
+    "/sessions": [{"id": PROJECT, "name": "rlm", "start_time": "2026-01-01T00:00:00", "tenant_id": PROJECT,
+                   "reference_dataset_id": None}],
+    "/api/public/ingestion": {"successes": [], "errors": []},
+}
+
+
 class SlowBackend:
     """A loopback HTTP server answering every request after ``delay`` seconds: 200 and a small JSON body (what
     the OTLP exporters, Langfuse, LangSmith and Logfire accept), or, with ``upstream``, the upstream's answer."""
@@ -72,8 +83,10 @@ class SlowBackend:
 
     @staticmethod
     def _canned(handler: BaseHTTPRequestHandler) -> tuple[int, list[tuple[str, str]], bytes]:
-        body = {"project_name": "rlm-bench", "id": "bench"} if handler.command == "GET" else {}
-        return 200, [("Content-Type", "application/json")], json.dumps(body).encode()
+        path = handler.path.partition("?")[0]
+        body: Any = CANNED.get(path, {})
+        status = 207 if path == "/api/public/ingestion" else 202 if path == "/runs/multipart" else 200
+        return status, [("Content-Type", "application/json")], json.dumps(body).encode()
 
     def _forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         assert self.upstream is not None
@@ -164,12 +177,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--model-delay", type=float, default=0.2, help="seconds per root model call")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--flush", type=float, default=5.0, help="[run] sink_flush_seconds")
+    parser.add_argument("--flush", type=float, default=10.0, help="[run] sink_flush_seconds")
+    parser.add_argument("--sinks", default="", help="only these sinks (comma-separated; default: every installed one)")
     parser.add_argument("--no-mlflow", action="store_true", help="skip the MLflow server (it takes ~10 s to start)")
     args = parser.parse_args()
 
     host = PluginHost()
     remote = [s for s in ("otel", "mlflow", "langfuse", "langsmith", "logfire") if s in host.sinks()]
+    if args.sinks:
+        remote = [s for s in remote if s in args.sinks.split(",")]
     if args.no_mlflow or importlib.util.find_spec("mlflow") is None:
         remote = [s for s in remote if s != "mlflow"]
     print(f"sinks: {', '.join(remote) or 'none installed'}; every backend answers in {args.delay * 1000:.0f} ms; "
@@ -185,7 +201,8 @@ def main() -> None:
         try:
             environ = sink_environ(set(remote), backend.url, proxy.url if proxy else None, folder)
             rows: dict[str, list[dict[str, float]]] = {"no sinks": [], "all sinks": []}
-            one_run(folder, [], {}, 2, 0.0, args.flush)  # warm up imports and the sandbox
+            one_run(folder, [], {}, 2, 0.0, args.flush)  # warm up the engine and the sandbox
+            cold = one_run(folder, ["local", *remote], environ, args.steps, args.model_delay, args.flush)
             requests_before = backend.requests + (proxy.requests if proxy else 0)
             for _ in range(args.repeat):
                 rows["no sinks"].append(one_run(folder, [], {}, args.steps, args.model_delay, args.flush))
@@ -199,8 +216,11 @@ def main() -> None:
             if mlflow_server is not None:
                 mlflow_server.terminate()
                 mlflow_server.wait(20)
+    print(f"first run with sinks in this process (SDK imports and connections included): answered in "
+          f"{cold['duration']:.3f} s, returned after {cold['returned']:.3f} s, {cold['sink_errors']:.0f} sinks disabled"
+          + (f" ({cold['error_text']})" if cold["error_text"] else ""))
     base = {k: statistics.median(r[k] for r in rows["no sinks"]) for k in ("duration", "returned")}
-    print(f"\n{'':<10} {'run (start→answer)':>19} {'run_task returned':>18} {'sinks disabled':>15}")
+    print(f"\nthen {args.repeat} runs each:\n{'':<10} {'run (start→answer)':>19} {'run_task returned':>18} {'sinks disabled':>15}")
     for name, runs in rows.items():
         duration = statistics.median(r["duration"] for r in runs)
         returned = statistics.median(r["returned"] for r in runs)

@@ -63,7 +63,7 @@ class RunSettings(Section):
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
     sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed")
-    sink_flush_seconds: float = Field(5.0, gt=0, le=600, description="how long the end of a run waits for the sinks "
+    sink_flush_seconds: float = Field(10.0, gt=0, le=600, description="how long the end of a run waits for the sinks "
                                       "to deliver what they hold (together, not each)")
     sink_call_seconds: float = Field(30.0, gt=0, description="a sink whose one call has not returned after this many "
                                      "seconds is disabled for the run")

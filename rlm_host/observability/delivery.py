@@ -130,7 +130,7 @@ class SinkWorker:
 class SinkDelivery:
     """The sinks of one run tree on its event bus; :meth:`close` flushes them all within one deadline."""
 
-    def __init__(self, bus: EventBus, sinks: list[tuple[str, Sink]], *, flush_seconds: float = 5.0,
+    def __init__(self, bus: EventBus, sinks: list[tuple[str, Sink]], *, flush_seconds: float = 10.0,
                  call_seconds: float = 30.0, queue_size: int = QUEUE_SIZE) -> None:  # fmt: skip
         self._bus = bus
         self._flush_seconds = flush_seconds

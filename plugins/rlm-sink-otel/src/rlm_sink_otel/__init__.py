@@ -10,6 +10,8 @@ The public API other sinks reuse (imported lazily, so ``rlm`` starts without Ope
   failed (``last_problem()``);
 - :class:`OTLPJsonLinesExporter` and :func:`encode_otlp_json` (``rlm_sink_otel.otlp_json``): OTLP/JSON batch lines;
 - :class:`OtelSinkSettings`, ``create`` and ``check`` (``rlm_sink_otel.sink``): the ``otel`` sink itself;
+- :class:`ReplaySink`, :func:`replay`, :class:`ReplayIdGenerator` (``rlm_sink_otel.replay``): a finished run
+  tree replayed through a vendor SDK's own tracer with our ids and times (rlm-sink-langfuse, rlm-sink-logfire);
 - test receivers in ``rlm_sink_otel.testing`` (``OTLPReceiver``, ``OTLPGrpcReceiver``).
 """
 
@@ -30,6 +32,9 @@ _LAZY = {
     "create": "rlm_sink_otel.sink",
     "check": "rlm_sink_otel.sink",
     "make_exporter": "rlm_sink_otel.sink",
+    "ReplayIdGenerator": "rlm_sink_otel.replay",
+    "replay": "rlm_sink_otel.replay",
+    "ReplaySink": "rlm_sink_otel.replay",
 }
 __all__ = sorted(_LAZY)
 

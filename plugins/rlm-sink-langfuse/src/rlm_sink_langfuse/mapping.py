@@ -1,0 +1,85 @@
+"""The Langfuse attributes of one span record: what makes the Langfuse UI show an rlm run tree well.
+
+Each ``invoke_agent`` span becomes an *agent* observation, ``chat`` a *generation* (model, usage details, cost),
+``execute_tool`` a *tool* (the code as input, its output as output); anything else a *span*. The root run's span
+also names the trace (the task), gives its input / output, tags and metadata (the run's labels). Attribute names
+are the SDK's own (``langfuse.LangfuseOtelSpanAttributes``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from langfuse import LangfuseOtelSpanAttributes as A
+
+from rlm_host import SpanRecord
+
+#: gen_ai.operation.name → Langfuse observation type.
+OBSERVATION_TYPES = {"invoke_agent": "agent", "chat": "generation", "execute_tool": "tool"}
+TRACE_NAME_CHARS = 200
+_INPUT_EVENTS = ("rlm.prompt", "rlm.code")
+_OUTPUT_EVENTS = ("rlm.reply", "rlm.response", "rlm.output", "rlm.summary")
+
+
+def _event_text(record: SpanRecord, names: tuple[str, ...]) -> Optional[str]:
+    texts = [str(e.attributes.get("rlm.text", "")) for e in record.events if e.name in names]
+    return "\n".join(texts) if texts else None
+
+
+def observation_attributes(record: SpanRecord) -> dict[str, Any]:
+    """Langfuse observation attributes (type, input/output, model and usage, level) of ``record``."""
+    attrs = record.attributes
+    kind = OBSERVATION_TYPES.get(record.operation, "span")
+    out: dict[str, Any] = {A.OBSERVATION_TYPE: kind}
+    if kind == "agent":
+        out[A.OBSERVATION_INPUT] = attrs.get("rlm.task")
+        out[A.OBSERVATION_OUTPUT] = attrs.get("rlm.final_response")
+    else:
+        out[A.OBSERVATION_INPUT] = _event_text(record, _INPUT_EVENTS)
+        out[A.OBSERVATION_OUTPUT] = _event_text(record, _OUTPUT_EVENTS)
+    if kind == "generation":
+        out[A.OBSERVATION_MODEL] = attrs.get("gen_ai.request.model") or None
+        usage = {ours: attrs[theirs] for ours, theirs in (("input", "gen_ai.usage.input_tokens"),
+                                                          ("output", "gen_ai.usage.output_tokens")) if theirs in attrs}  # fmt: skip
+        if usage:
+            usage["total"] = sum(usage.values())
+            out[A.OBSERVATION_USAGE_DETAILS] = json.dumps(usage)
+        if isinstance(attrs.get("rlm.cost"), float):
+            out[A.OBSERVATION_COST_DETAILS] = json.dumps({"total": attrs["rlm.cost"]})
+    if record.status == "error":
+        out[A.OBSERVATION_LEVEL] = "ERROR"
+        out[A.OBSERVATION_STATUS_MESSAGE] = record.status_message or None
+    return out
+
+
+def trace_attributes(record: SpanRecord) -> dict[str, Any]:
+    """Trace-level attributes, set on the root run's span only: name (the task), input, output, tags, metadata."""
+    if record.parent_span_id is not None or record.operation != "invoke_agent":
+        return {}
+    attrs = record.attributes
+    task = str(attrs.get("rlm.task") or "")
+    tags = [t for t in ("rlm", attrs.get("rlm.environment"), attrs.get("rlm.framework")) if t]
+    out: dict[str, Any] = {
+        A.TRACE_NAME: (task[:TRACE_NAME_CHARS].splitlines() or [record.name])[0] or record.name,
+        A.TRACE_INPUT: task or None,
+        A.TRACE_OUTPUT: attrs.get("rlm.final_response"),
+        A.TRACE_TAGS: tags,
+    }
+    for key in ("rlm.run_id", "rlm.environment", "rlm.framework", "rlm.sandbox", "gen_ai.request.model"):
+        if attrs.get(key):
+            out[f"{A.TRACE_METADATA}.{key.rsplit('.', 1)[-1]}"] = str(attrs[key])
+    for key, value in attrs.items():
+        if key.startswith("rlm.label."):
+            label = key[len("rlm.label."):]
+            out[f"{A.TRACE_METADATA}.{label}"] = str(value)
+            if label in ("session", "session_id"):
+                out[A.TRACE_SESSION_ID] = str(value)
+            if label in ("user", "user_id"):
+                out[A.TRACE_USER_ID] = str(value)
+    return out
+
+
+def langfuse_attributes(record: SpanRecord) -> dict[str, Any]:
+    """All the Langfuse attributes of ``record`` (None values are dropped by the replay)."""
+    return {**observation_attributes(record), **trace_attributes(record)}

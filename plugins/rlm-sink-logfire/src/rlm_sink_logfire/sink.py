@@ -1,0 +1,128 @@
+"""The ``logfire`` sink: the span tree replayed through a local Logfire SDK instance.
+
+``logfire.configure(local=True, …)`` returns an instance that is not the global one and sets no global
+provider; its tracer provider carries Logfire's processors and exporter (``<base_url>/v1/traces``, gzip, the token
+as ``Authorization``). Our finished spans are replayed through it (``rlm_sink_otel.replay``) with their ids and
+times, so the Logfire trace id is ``rlm_host.trace_id_for(root run id)``. One instance per sink (per run tree),
+flushed and shut down by ``close`` in a thread with a deadline. The SDK's own warnings about a failed export
+(``logfire``, ``opentelemetry.exporter…``) logged while the sink flushes are folded into its one warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Optional
+
+import requests
+
+from rlm_host import Readiness, SpanRecord
+from rlm_sink_logfire.settings import TOKEN_ENV, LogfireSinkSettings
+from rlm_sink_otel.convert import make_scope
+from rlm_sink_otel.replay import ReplayIdGenerator, ReplaySink
+
+CONNECT_TIMEOUT = 1.5
+#: The SDK loggers that report a failed export.
+SDK_LOGGERS = ("logfire", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
+
+
+class _Folded(logging.Filter):
+    """Keeps (and stops) the SDK's WARNING+ records logged by one thread: they become the sink's warning."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+        self.lines: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread != self.thread or record.levelno < logging.WARNING:
+            return True
+        self.lines.append(record.getMessage().splitlines()[0])
+        return False
+
+
+def logfire_attributes(record: SpanRecord) -> dict[str, Any]:
+    """Logfire's message and tags; the root run's message shows the task and the reward."""
+    attrs = record.attributes
+    out: dict[str, Any] = {"logfire.tags": ("rlm",)}
+    if record.operation == "invoke_agent" and record.parent_span_id is None:
+        task = str(attrs.get("rlm.task") or "").splitlines()
+        reward = attrs.get("rlm.total_reward")
+        out["logfire.msg"] = f"{record.name}: {task[0][:120] if task else ''}" + (
+            f" (reward {reward})" if reward is not None else "")  # fmt: skip
+    return out
+
+
+class LogfireSink(ReplaySink):
+    """Replays each run tree through its own local Logfire instance."""
+
+    def __init__(self, settings: LogfireSinkSettings) -> None:
+        import logfire
+
+        ids = ReplayIdGenerator()
+        base_url = settings.resolved_base_url()
+        self.logfire = logfire.configure(
+            local=True, send_to_logfire=True, token=settings.resolved_token(), service_name=settings.service_name,
+            environment=settings.environment, console=False, metrics=False, inspect_arguments=False,
+            advanced=logfire.AdvancedOptions(base_url=base_url, id_generator=ids))  # fmt: skip
+        scope = make_scope()
+        tracer = self.logfire.config.get_tracer_provider().get_tracer(scope.name, scope.version)
+        super().__init__(tracer, ids, name="logfire", target=base_url or "", service_name=settings.service_name)
+        self.flush_seconds = settings.flush_seconds
+
+    def attributes(self, record: SpanRecord) -> dict[str, Any]:
+        return logfire_attributes(record)
+
+    def flush_backend(self, timeout: float) -> str:
+        folded = _Folded()
+        loggers = [logging.getLogger(name) for name in SDK_LOGGERS]
+        for logger in loggers:
+            logger.addFilter(folded)
+        try:
+            done = self.logfire.force_flush(timeout_millis=int(timeout * 1000))
+        finally:
+            for logger in loggers:
+                logger.removeFilter(folded)
+        if folded.lines:
+            return folded.lines[0] if len(folded.lines) == 1 else f"{folded.lines[0]} … {folded.lines[-1]}"
+        return "" if done else f"the flush did not finish within {timeout:g}s"
+
+    def shutdown_backend(self) -> None:
+        self.logfire.shutdown(timeout_millis=500, flush=False)
+
+
+def create(settings: Optional[LogfireSinkSettings], services: Any) -> LogfireSink:
+    """The sink factory: needs a write token (settings or LOGFIRE_TOKEN)."""
+    settings = settings or LogfireSinkSettings()
+    if not settings.resolved_token():
+        raise RuntimeError(f"Logfire token missing: set {TOKEN_ENV} (or [sink.logfire] token)")
+    return LogfireSink(settings)
+
+
+def check(settings: Optional[LogfireSinkSettings]) -> Readiness:
+    """For ``rlm plugins doctor``: a token present (its variable's name only) and the server reachable."""
+    import logfire
+
+    settings = settings or LogfireSinkSettings()
+    token = settings.resolved_token()
+    base = logfire.AdvancedOptions(base_url=settings.resolved_base_url()).generate_base_url(
+        token or "pylf_v1_us_x", warn_unknown_region=False)  # fmt: skip
+    if not token:
+        return Readiness(False, f"{TOKEN_ENV} not set (server {base})", f"export {TOKEN_ENV}, or set "
+                         "[sink.logfire] token (a project write token)")  # fmt: skip
+    try:  # what the SDK itself asks first: GET /v1/info with the token
+        response = requests.get(f"{base}/v1/info", headers={"Authorization": token}, timeout=CONNECT_TIMEOUT)
+    except requests.RequestException as exc:
+        reason = type(exc).__name__ + (" (connection refused)" if "refused" in str(exc) else "")
+        return Readiness(False, f"token set; {base} unreachable: {reason}",
+                         "set [sink.logfire] base_url or LOGFIRE_BASE_URL to a reachable Logfire server")  # fmt: skip
+    if response.status_code in (401, 403):
+        return Readiness(False, f"{base} refused the token (HTTP {response.status_code})",
+                         f"check {TOKEN_ENV} / [sink.logfire] token (a project write token)")  # fmt: skip
+    if not response.ok:
+        return Readiness(False, f"token set; {base}/v1/info answered HTTP {response.status_code}")
+    try:
+        project = response.json().get("project_name")
+    except ValueError:
+        project = None
+    return Readiness(True, f"token accepted by {base}" + (f" (project {project})" if project else ""))
