@@ -16,7 +16,8 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check)
 packages=(-e ".[test]")
 for dir in plugins/*/; do
   case "$(basename "$dir")" in _*) continue ;; esac  # _template is copied, not installed
-  packages+=(-e "$dir")
+  # a plugin's `test` extra holds what its tests need beyond the plugin (e.g. the MLflow server they start)
+  if grep -q '^test = ' "$dir/pyproject.toml"; then packages+=(-e "${dir%/}[test]"); else packages+=(-e "$dir"); fi
 done
 # rlm-provider-llamacpp depends on llama-cpp-python, which pip builds from source (≈ 5 min on 2 cores; once:
 # pip leaves an installed llama-cpp-python alone, so re-running this script does not rebuild it). Its default
