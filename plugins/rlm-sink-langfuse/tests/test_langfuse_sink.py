@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import time
 import uuid
 from pathlib import Path
@@ -18,16 +17,11 @@ from rlm_host.testing import SinkContract
 from rlm_sink_langfuse.mapping import langfuse_attributes
 from rlm_sink_langfuse.settings import LangfuseSinkSettings
 from rlm_sink_langfuse.sink import check, create
-from rlm_sink_otel.testing import OTLPReceiver
+from rlm_sink_otel.testing import OTLPReceiver, free_port, one_step_run
 
 PLUGIN = "rlm-sink-langfuse"
 INGESTION = "/api/public/ingestion"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def new_key() -> str:
@@ -50,20 +44,14 @@ def assert_langfuse_trace(receiver: OTLPReceiver, events: list) -> None:
     root = next(e for e in events if e.type == "run_start" and e.parent_run_id is None)
     final = next(e for e in events if e.type == "final" and e.parent_run_id is None)
     trace_id = trace_id_for(root.root_run_id)
-    run_ids = {e.run_id for e in events}
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        mine = [s for s in receiver.spans if s["trace_id"] == trace_id]
-        if len([s for s in mine if s["name"].startswith("invoke_agent")]) == len(run_ids):
-            break
-        time.sleep(0.05)
+    mine = receiver.trace_spans(events)
     assert not receiver.errors
     by_id = {s["span_id"]: s for s in mine}
     assert len(by_id) == len(mine), "every span is sent once"
     types = {s["name"].split()[0]: s["attributes"]["langfuse.observation.type"] for s in mine}
     assert types == {"invoke_agent": "agent", "chat": "generation", "execute_tool": "tool"}
     agents = {s["attributes"]["rlm.run_id"]: s for s in mine if s["name"].startswith("invoke_agent")}
-    assert set(agents) == run_ids
+    assert set(agents) == {e.run_id for e in events}
     top = agents[root.run_id]
     assert top["parent_span_id"] is None
     attrs = top["attributes"]
@@ -124,17 +112,7 @@ class TestLangfuseSink(SinkContract):
 
 
 def _root_events():
-    from rlm_host import RunEvent
-
-    def event(type_, ts, **data):
-        return RunEvent(type=type_, run_id="run_lf", root_run_id="run_lf", ts=ts, data=data)
-
-    return [event("run_start", 1.0, environment="pure_rlm", model="m", provider="p", task="What is 6*7?",
-                  settings={"labels": {"session": "s-1", "team": "a"}}),
-            event("step", 2.0, step=1, duration_s=1.0, model_seconds=0.5, code="print(6*7)", reply="```repl```",
-                  usage={"root": {"calls": 1, "input_tokens": 5, "output_tokens": 2}},
-                  observation={"blocks": [{"stdout": "42\n"}]}),
-            event("final", 3.0, completed=True, steps=1, final_response="42", total_reward=0.5)]  # fmt: skip
+    return one_step_run("run_lf", settings={"labels": {"session": "s-1", "team": "a"}})
 
 
 # HTTP 500: the SDK's exporter retries for its 1 s timeout

@@ -7,7 +7,6 @@ from __future__ import annotations
 import email
 import json
 import logging
-import socket
 import time
 from pathlib import Path
 
@@ -17,17 +16,12 @@ from rlm_host import RunEvent, trace_id_for
 from rlm_host.testing import SinkContract
 from rlm_sink_langsmith.settings import LangSmithSinkSettings
 from rlm_sink_langsmith.sink import check, create
-from rlm_sink_otel.testing import OTLPReceiver
+from rlm_sink_otel.testing import OTLPReceiver, free_port, one_step_run
 
 PLUGIN = "rlm-sink-langsmith"
 KEY = "lsv2_pt_test_key"
 PROJECT_ID = "1b1c5ad2-3e2b-4b51-9a55-0d9a8b0c5f11"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def langsmith_server(project: str = "rlm") -> OTLPReceiver:
@@ -125,14 +119,7 @@ class TestLangSmithSink(SinkContract):
 
 
 def _events() -> list[RunEvent]:
-    def event(type_, ts, **data):
-        return RunEvent(type=type_, run_id="run_ls", root_run_id="run_ls", ts=ts, data=data)
-
-    return [event("run_start", 1.0, environment="pure_rlm", model="m", provider="p", task="What is 6*7?"),
-            event("step", 2.0, step=1, duration_s=1.0, model_seconds=0.5, code="print(6*7)", reply="r",
-                  usage={"root": {"calls": 1, "input_tokens": 5, "output_tokens": 2}},
-                  observation={"blocks": [{"stdout": "42\n"}]}),
-            event("final", 3.0, completed=True, steps=1, final_response="42", total_reward=0.5)]  # fmt: skip
+    return one_step_run("run_ls")
 
 
 @pytest.mark.parametrize("backend", ["refused", "500"])

@@ -4,7 +4,6 @@ Logfire spans with the host's ids — checked on what a loopback receiver decode
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from pathlib import Path
 
@@ -14,17 +13,12 @@ from rlm_host import RunEvent, trace_id_for
 from rlm_host.testing import SinkContract
 from rlm_sink_logfire.settings import LogfireSinkSettings
 from rlm_sink_logfire.sink import check, create
-from rlm_sink_otel.testing import OTLPReceiver
+from rlm_sink_otel.testing import OTLPReceiver, free_port, one_step_run
 
 PLUGIN = "rlm-sink-logfire"
 TOKEN = "pylf_v1_us_testtoken0000"
 INFO = {"project_name": "rlm-test", "project_url": "http://127.0.0.1/rlm-test"}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def logfire_receiver() -> OTLPReceiver:
@@ -36,20 +30,15 @@ def logfire_receiver() -> OTLPReceiver:
 def assert_logfire_trace(receiver: OTLPReceiver, events: list) -> None:
     root = next(e for e in events if e.type == "run_start" and e.parent_run_id is None)
     final = next(e for e in events if e.type == "final" and e.parent_run_id is None)
-    trace_id, run_ids = trace_id_for(root.root_run_id), {e.run_id for e in events}
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        mine = [s for s in receiver.spans if s["trace_id"] == trace_id]
-        if len([s for s in mine if s["name"].startswith("invoke_agent")]) == len(run_ids):
-            break
-        time.sleep(0.05)
+    trace_id = trace_id_for(root.root_run_id)
+    mine = receiver.trace_spans(events)
     assert not receiver.errors
     by_id = {s["span_id"]: s for s in mine}
     assert len(by_id) == len(mine), "every span is sent once (Logfire's pending spans are not)"
     assert all(s["attributes"]["logfire.span_type"] == "span" and s["scope"] == "rlm" for s in mine)
     assert all(s["resource"]["service.name"] == "rlm" for s in mine)
     agents = {s["attributes"]["rlm.run_id"]: s for s in mine if s["name"].startswith("invoke_agent")}
-    assert set(agents) == run_ids
+    assert set(agents) == {e.run_id for e in events}
     top = agents[root.run_id]
     assert top["parent_span_id"] is None and top["status"]["code"] == 1
     assert top["attributes"]["rlm.total_reward"] == float(final.data.get("total_reward") or 0.0)
@@ -94,14 +83,7 @@ class TestLogfireSink(SinkContract):
 
 
 def _events() -> list[RunEvent]:
-    def event(type_, ts, **data):
-        return RunEvent(type=type_, run_id="run_lg", root_run_id="run_lg", ts=ts, data=data)
-
-    return [event("run_start", 1.0, environment="pure_rlm", model="m", provider="p", task="What is 6*7?"),
-            event("step", 2.0, step=1, duration_s=1.0, model_seconds=0.5, code="print(6*7)", reply="r",
-                  usage={"root": {"calls": 1, "input_tokens": 5, "output_tokens": 2}},
-                  observation={"blocks": [{"stdout": "42\n"}]}),
-            event("final", 3.0, completed=True, steps=1, final_response="42", total_reward=0.5)]  # fmt: skip
+    return one_step_run("run_lg")
 
 
 @pytest.mark.slow  # the flush waits out its 1 s deadline on the SDK's retry

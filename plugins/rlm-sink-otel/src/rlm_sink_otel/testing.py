@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json as jsonlib
+import socket
 import threading
 import time
 import zlib
@@ -135,6 +136,28 @@ def decode_trace_body(body: bytes, content_type: str = "application/x-protobuf",
     return spans_of_request(request, path)
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on at the moment (for a backend that is down)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def one_step_run(run_id: str = "run_t", **start: Any) -> list[Any]:
+    """The events of a tiny root run made by hand: run_start (``start`` adds to its data), one step that ran code
+    with one model call, a final answer "42" with reward 0.5."""
+    from rlm_host import RunEvent
+
+    def event(type_: str, ts: float, **data: Any) -> RunEvent:
+        return RunEvent(type=type_, run_id=run_id, root_run_id=run_id, ts=ts, data=data)  # type: ignore[arg-type]
+
+    return [event("run_start", 1.0, environment="pure_rlm", model="m", provider="p", task="What is 6*7?", **start),
+            event("step", 2.0, step=1, duration_s=1.0, model_seconds=0.5, code="print(6*7)", reply="```repl```",
+                  usage={"root": {"calls": 1, "input_tokens": 5, "output_tokens": 2}},
+                  observation={"blocks": [{"stdout": "42\n"}]}),
+            event("final", 3.0, completed=True, steps=1, final_response="42", total_reward=0.5)]  # fmt: skip
+
+
 class _Collected:
     """Spans and requests shared by both receivers."""
 
@@ -155,6 +178,21 @@ class _Collected:
             while len(self.spans) < count and time.monotonic() < deadline:
                 self._changed.wait(max(0.0, deadline - time.monotonic()))
             return list(self.spans)
+
+    def trace_spans(self, events: list[Any], timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The spans of the run tree ``events`` describe (its trace id: ``trace_id_for(root run id)``), once one
+        ``invoke_agent`` span per run of the tree has arrived (or all there are after ``timeout`` s)."""
+        from rlm_host import trace_id_for
+
+        trace_id = trace_id_for(events[0].root_run_id)
+        runs = len({e.run_id for e in events})
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                mine = [s for s in self.spans if s["trace_id"] == trace_id]
+                if sum(s["name"].startswith("invoke_agent") for s in mine) >= runs or time.monotonic() >= deadline:
+                    return mine
+                self._changed.wait(max(0.0, min(0.1, deadline - time.monotonic())))
 
     def spans_named(self, prefix: str) -> list[dict[str, Any]]:
         """The spans whose name starts with ``prefix`` (``"invoke_agent"``, ``"chat"``…)."""
