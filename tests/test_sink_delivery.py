@@ -26,6 +26,19 @@ def _sinks(rlm_isolated, monkeypatch):
     misbehaving_sinks.RELEASE.set()
 
 
+class Blocking:
+    """A sink whose every call waits until ``release`` is set (a backend that stopped answering)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def handle(self, event):
+        self.release.wait(10)
+
+    def close(self):
+        pass
+
+
 def _events(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -90,16 +103,8 @@ def test_an_unknown_sink_is_a_usage_error(rlm_cli, rlm_script):
 
 def test_a_worker_that_falls_behind_is_disabled_without_blocking_the_emitter():
     bus, reported = EventBus(), []
-    release = threading.Event()
-
-    class Stuck:
-        def handle(self, event):
-            release.wait(10)
-
-        def close(self):
-            pass
-
-    worker = SinkWorker("stuck", Stuck(), lambda name, reason, event: reported.append(reason), queue_size=3,
+    stuck = Blocking()
+    worker = SinkWorker("stuck", stuck, lambda name, reason, event: reported.append(reason), queue_size=3,
                         call_seconds=60)  # fmt: skip
     bus.subscribe("stuck", worker.submit)
     started = time.monotonic()
@@ -107,23 +112,14 @@ def test_a_worker_that_falls_behind_is_disabled_without_blocking_the_emitter():
         bus.emit(RunEvent(type="step", run_id="r", root_run_id="r", data={"step": i}))
     assert time.monotonic() - started < 0.5
     assert worker.disabled and "fell 3 events behind" in worker.disabled and len(reported) == 1
-    release.set()
+    stuck.release.set()
     worker.close()
     assert worker.wait(5)
 
 
 def test_a_call_running_too_long_disables_the_sink_at_the_next_event():
-    bus, reported = EventBus(), []
-    release = threading.Event()
-
-    class Slow:
-        def handle(self, event):
-            release.wait(10)
-
-        def close(self):
-            pass
-
-    delivery = SinkDelivery(bus, [("slow", Slow())], flush_seconds=0.5, call_seconds=0.1)
+    bus, slow = EventBus(), Blocking()
+    delivery = SinkDelivery(bus, [("slow", slow)], flush_seconds=0.5, call_seconds=0.1)
     seen: list[RunEvent] = []
     bus.subscribe("record", seen.append)
     bus.emit(RunEvent(type="run_start", run_id="r", root_run_id="r"))
@@ -131,7 +127,7 @@ def test_a_call_running_too_long_disables_the_sink_at_the_next_event():
     bus.emit(RunEvent(type="step", run_id="r", root_run_id="r", data={"step": 1}))
     assert [e.type for e in seen] == ["run_start", "sink_error", "step"]
     assert "has not returned after 0.1 s" in seen[1].data["error"]
-    release.set()
+    slow.release.set()
     delivery.close()
 
 
@@ -177,17 +173,8 @@ def test_a_sink_with_flush_batches_as_much_as_its_backend_is_slow():
 
 
 def test_ctrl_c_while_sinks_flush_stops_waiting_and_keeps_the_run(monkeypatch):
-    bus, seen = EventBus(), []
-    release = threading.Event()
-
-    class Stuck:
-        def handle(self, event):
-            release.wait(10)
-
-        def close(self):
-            pass
-
-    delivery = SinkDelivery(bus, [("stuck", Stuck())], flush_seconds=30)
+    bus, seen, stuck = EventBus(), [], Blocking()
+    delivery = SinkDelivery(bus, [("stuck", stuck)], flush_seconds=30)
     bus.subscribe("record", seen.append)
     bus.emit(RunEvent(type="final", run_id="r", root_run_id="r"))
 
@@ -199,4 +186,4 @@ def test_ctrl_c_while_sinks_flush_stops_waiting_and_keeps_the_run(monkeypatch):
     delivery.close()  # returns at once: no KeyboardInterrupt out of it
     assert time.monotonic() - started < 1
     assert seen[-1].type == "sink_error" and "interrupted (Ctrl-C)" in seen[-1].data["error"]
-    release.set()
+    stuck.release.set()
