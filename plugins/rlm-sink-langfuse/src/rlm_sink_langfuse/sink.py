@@ -29,6 +29,7 @@ from rlm_host import Readiness, SpanRecord
 from rlm_sink_langfuse.mapping import langfuse_attributes
 from rlm_sink_langfuse.settings import LangfuseSinkSettings
 from rlm_sink_otel.convert import make_resource, make_scope
+from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
 from rlm_sink_otel.http_exporter import otlp_http_exporter
 from rlm_sink_otel.replay import ReplayIdGenerator, ReplaySink
 
@@ -82,6 +83,9 @@ class LangfuseSink(ReplaySink):
     """Replays each finished span with Langfuse attributes; scores each finished run tree."""
 
     def __init__(self, settings: LangfuseSinkSettings) -> None:
+        # the SDK's and its exporter's warnings (background threads) become the sink's one warning at close
+        self.folded = FoldedLogs("langfuse", *OTLP_EXPORTER_LOGGERS).start()
+        self.scores: list[dict[str, Any]] = []
         self.langfuse = _client_for(settings)
         scope = make_scope()
         super().__init__(self.langfuse.provider.get_tracer(scope.name, scope.version), self.langfuse.ids,
@@ -92,24 +96,29 @@ class LangfuseSink(ReplaySink):
         return langfuse_attributes(record)
 
     def root_finished(self, root: SpanRecord) -> None:
-        client, attrs = self.langfuse.client, root.attributes
+        """The tree's scores, posted by :meth:`flush_backend` once its spans went out."""
+        attrs = root.attributes
         reward = attrs.get("rlm.total_reward")
         if isinstance(reward, (int, float)) and not isinstance(reward, bool):
-            client.create_score(name="reward", value=float(reward), trace_id=root.trace_id, data_type="NUMERIC",
-                                score_id=f"{root.trace_id}-reward")  # fmt: skip
-        completed = attrs.get("rlm.completed") is True
-        client.create_score(name="completed", value=1.0 if completed else 0.0, trace_id=root.trace_id,
-                            data_type="BOOLEAN", score_id=f"{root.trace_id}-completed",
-                            comment=str(attrs.get("rlm.termination_reason") or "") or None)  # fmt: skip
+            self.scores.append(dict(name="reward", value=float(reward), trace_id=root.trace_id, data_type="NUMERIC",
+                                    score_id=f"{root.trace_id}-reward"))  # fmt: skip
+        self.scores.append(dict(name="completed", value=1.0 if attrs.get("rlm.completed") is True else 0.0,
+                                trace_id=root.trace_id, data_type="BOOLEAN", score_id=f"{root.trace_id}-completed",
+                                comment=str(attrs.get("rlm.termination_reason") or "") or None))  # fmt: skip
 
     def flush_backend(self, timeout: float) -> str:
-        """The spans first (bounded by the exporter's timeout); the scores only if the spans went out."""
+        """The spans first (bounded by the exporter's timeout); the scores only if the spans went out (a server
+        that is down gets no score posts: the SDK would log each failure from its own thread)."""
         explain = getattr(self.langfuse.exporter, "last_problem", lambda: "")
-        self.langfuse.provider.force_flush(int(timeout * 1000))
-        if explain():
-            return explain()
-        self.langfuse.client.flush()  # the score queue (and the spans again: nothing left)
-        return explain()
+        try:
+            self.langfuse.provider.force_flush(int(timeout * 1000))
+            if not explain() and not self.folded.lines:
+                for score in self.scores:
+                    self.langfuse.client.create_score(**score)
+                self.langfuse.client.flush()  # the score queue (and the spans again: nothing left)
+        finally:
+            self.folded.stop()
+        return explain() or (self.folded.summary() or "")
 
 
 def create(settings: Optional[LangfuseSinkSettings], services: Any) -> LangfuseSink:

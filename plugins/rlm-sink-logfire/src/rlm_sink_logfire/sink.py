@@ -5,13 +5,13 @@ provider; its tracer provider carries Logfire's processors and exporter (``<base
 as ``Authorization``). Our finished spans are replayed through it (``rlm_sink_otel.replay``) with their ids and
 times, so the Logfire trace id is ``rlm_host.trace_id_for(root run id)``. One instance per sink (per run tree),
 flushed and shut down by ``close`` in a thread with a deadline. The SDK's own warnings about a failed export
-(``logfire``, ``opentelemetry.exporter…``) logged while the sink flushes are folded into its one warning.
+(``logfire``, ``opentelemetry.exporter…``), from any thread while the sink lives, are folded into its one
+warning (``rlm_sink_otel.folded_logs``).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
+import warnings
 from typing import Any, Optional
 
 import requests
@@ -19,26 +19,12 @@ import requests
 from rlm_host import Readiness, SpanRecord
 from rlm_sink_logfire.settings import TOKEN_ENV, LogfireSinkSettings
 from rlm_sink_otel.convert import make_scope
+from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
 from rlm_sink_otel.replay import ReplayIdGenerator, ReplaySink
 
 CONNECT_TIMEOUT = 1.5
 #: The SDK loggers that report a failed export.
-SDK_LOGGERS = ("logfire", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
-
-
-class _Folded(logging.Filter):
-    """Keeps (and stops) the SDK's WARNING+ records logged by one thread: they become the sink's warning."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.thread = threading.get_ident()
-        self.lines: list[str] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.thread != self.thread or record.levelno < logging.WARNING:
-            return True
-        self.lines.append(record.getMessage().splitlines()[0])
-        return False
+SDK_LOGGERS = ("logfire", *OTLP_EXPORTER_LOGGERS)
 
 
 def logfire_attributes(record: SpanRecord) -> dict[str, Any]:
@@ -59,6 +45,10 @@ class LogfireSink(ReplaySink):
     def __init__(self, settings: LogfireSinkSettings) -> None:
         import logfire
 
+        # the SDK's warnings about failed exports (its own threads) become the sink's one warning at close; its
+        # token check (a thread of its own) also warns through `warnings` when the server is down: said there too
+        self.folded = FoldedLogs(*SDK_LOGGERS).start()
+        warnings.filterwarnings("ignore", message="Logfire API is unreachable", category=UserWarning)
         ids = ReplayIdGenerator()
         base_url = settings.resolved_base_url()
         self.logfire = logfire.configure(
@@ -74,18 +64,11 @@ class LogfireSink(ReplaySink):
         return logfire_attributes(record)
 
     def flush_backend(self, timeout: float) -> str:
-        folded = _Folded()
-        loggers = [logging.getLogger(name) for name in SDK_LOGGERS]
-        for logger in loggers:
-            logger.addFilter(folded)
         try:
             done = self.logfire.force_flush(timeout_millis=int(timeout * 1000))
         finally:
-            for logger in loggers:
-                logger.removeFilter(folded)
-        if folded.lines:
-            return folded.lines[0] if len(folded.lines) == 1 else f"{folded.lines[0]} … {folded.lines[-1]}"
-        return "" if done else f"the flush did not finish within {timeout:g}s"
+            self.folded.stop()
+        return self.folded.summary() or ("" if done else f"the flush did not finish within {timeout:g}s")
 
     def shutdown_backend(self) -> None:
         self.logfire.shutdown(timeout_millis=500, flush=False)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 from opentelemetry.sdk.resources import Resource
@@ -26,6 +26,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from rlm_host import RunEvent, SpanBuilder, SpanRecord
 from rlm_sink_otel.convert import make_resource, make_scope, to_readable_span
+from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
 
 logger = logging.getLogger("rlm.sinks")
 
@@ -33,7 +34,9 @@ logger = logging.getLogger("rlm.sinks")
 class SpanExportSink:
     """A ``rlm_host.Sink`` exporting the run trees' spans through ``exporter``.
 
-    ``name`` and ``target`` (where the spans go, e.g. the endpoint) only appear in log lines; an exporter with a
+    ``name`` and ``target`` (where the spans go, e.g. the endpoint) only appear in log lines; ``probe`` (see
+    :func:`tcp_probe`) is tried before the first export and before each retry, so a backend that is down costs
+    a connection attempt, not the exporter's retries with back-off; an exporter with a
     ``last_problem()`` method (see :func:`otlp_http_exporter`) explains its failures in them. Subclasses may
     override :meth:`to_span` to add vendor attributes. Counters: ``exported``, ``dropped``, ``failures``.
     """
@@ -44,9 +47,10 @@ class SpanExportSink:
     max_pending: int = 10_000
 
     def __init__(self, exporter: SpanExporter, resource: Optional[Resource] = None, *, service_name: str = "rlm",
-                 scope: Optional[InstrumentationScope] = None, name: str = "otel",
-                 target: str = "") -> None:  # fmt: skip
+                 scope: Optional[InstrumentationScope] = None, name: str = "otel", target: str = "",
+                 probe: Optional[Callable[[], Optional[str]]] = None) -> None:  # fmt: skip
         self.exporter = exporter
+        self.probe = probe  # a quick reachability test before the first export and each retry: a problem or None
         self.resource = resource if resource is not None else make_resource(service_name)
         self.scope = scope or make_scope()
         self.builder = SpanBuilder(service_name)
@@ -108,7 +112,9 @@ class SpanExportSink:
                 return False
             batch, self._pending = self._pending, []
             self._last_export = time.monotonic()
-            ok, reason = self._export(batch)
+            # an exporter retries a refused connection with back-off for its whole timeout: a probe fails at once
+            problem = self.probe() if self.probe is not None and (self.failures or not self.exported) else None
+            ok, reason = (False, problem) if problem else self._export(batch)
             if ok:
                 self.exported += len(batch)
                 return True
@@ -134,7 +140,7 @@ class SpanExportSink:
         return f" to {self.target}" if self.target else ""
 
     def _export(self, batch: Sequence[ReadableSpan]) -> tuple[bool, str]:
-        with _captured_exporter_logs() as lines:
+        with FoldedLogs(*OTLP_EXPORTER_LOGGERS) as logs:  # the exporter's own lines go into our one warning
             try:
                 result = self.exporter.export(batch)
             except Exception as exc:  # noqa: BLE001 - exporters may raise on I/O errors
@@ -143,66 +149,18 @@ class SpanExportSink:
             return True, ""
         explain = getattr(self.exporter, "last_problem", None)
         problem = explain() if callable(explain) else ""
-        if problem:
-            return False, problem
-        if not lines:
-            return False, "the exporter reported a failure"
-        return False, lines[0] if len(lines) == 1 else f"{lines[0]} … {lines[-1]}"
+        return False, problem or logs.summary() or "the exporter reported a failure"
 
 
-# ---------------------------------------------------------------------- the exporters' log lines
+def tcp_probe(host: str, port: int, timeout: float = 1.0) -> Callable[[], Optional[str]]:
+    """A probe for :class:`SpanExportSink`: None when ``host:port`` accepts a TCP connection within ``timeout``."""
+    import socket
 
-_capture = threading.local()
-_install_lock = threading.Lock()
-_installed = False
-_EXPORTER_LOGGER = "opentelemetry.exporter"
-#: The SDK exporters' own loggers; the gRPC one drops a message it logged in the last 20 s (``DuplicateFilter``),
-#: so the lines are taken by a filter placed before that one.
-_SDK_LOGGERS = ("opentelemetry.exporter.otlp.proto.grpc.exporter",
-                "opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    def probe() -> Optional[str]:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            return None
+        except OSError as exc:
+            return f"{host}:{port} unreachable ({exc.strerror or type(exc).__name__})"
 
-
-def _first_line(record: logging.LogRecord) -> str:
-    message = record.getMessage()
-    return message.splitlines()[0] if message else str(record.msg)
-
-
-class _Take(logging.Filter):
-    """First filter of an SDK exporter's logger: keeps a line logged while this thread exports."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        lines = getattr(_capture, "lines", None)
-        if lines is not None:
-            lines.append(_first_line(record))
-            record.rlm_taken = True
-        return True
-
-
-class _Fold(logging.Handler):
-    """On ``opentelemetry.exporter`` (which then does not propagate): a record logged while this thread exports
-    is kept for the sink's warning; any other record goes on to the ``opentelemetry`` logger's handlers."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        lines = getattr(_capture, "lines", None)
-        if lines is None:
-            logging.getLogger("opentelemetry").handle(record)
-        elif not getattr(record, "rlm_taken", False):
-            lines.append(_first_line(record))
-
-
-class _captured_exporter_logs:
-    def __enter__(self) -> list[str]:
-        global _installed
-        with _install_lock:
-            if not _installed:
-                target = logging.getLogger(_EXPORTER_LOGGER)
-                target.addHandler(_Fold())
-                target.propagate = False
-                for name in _SDK_LOGGERS:
-                    logging.getLogger(name).filters.insert(0, _Take())
-                _installed = True
-        _capture.lines = []
-        return _capture.lines
-
-    def __exit__(self, *exc: object) -> None:
-        _capture.lines = None
+    return probe

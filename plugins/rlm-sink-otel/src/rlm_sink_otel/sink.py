@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import Any, Optional
 
@@ -39,9 +38,15 @@ def create(settings: Optional[OtelSinkSettings], services: Any) -> Any:
     """The factory named by the ``otel`` SinkSpec: ``create(settings, services)``."""
     from rlm_sink_otel.export_sink import SpanExportSink
 
+    from rlm_sink_otel.export_sink import tcp_probe
+
     settings = settings or OtelSinkSettings()
     exporter, target = make_exporter(settings, Path(services.home))
-    return SpanExportSink(exporter, service_name=settings.service_name, name="otel", target=target)
+    probe = None
+    if settings.exporter != "file":
+        endpoint, _ = settings.resolved_endpoint()
+        probe = tcp_probe(*host_port(endpoint, 4317 if settings.exporter == "otlp-grpc" else 4318), CONNECT_TIMEOUT)
+    return SpanExportSink(exporter, service_name=settings.service_name, name="otel", target=target, probe=probe)
 
 
 def check(settings: Optional[OtelSinkSettings]) -> Readiness:
@@ -60,10 +65,10 @@ def check(settings: Optional[OtelSinkSettings]) -> Readiness:
     host, port = host_port(endpoint, 4317 if settings.exporter == "otlp-grpc" else 4318)
     headers = f"; headers from {', '.join(header_sources)}" if header_sources else "; no headers set"
     where = f"{settings.exporter} → {endpoint} ({source}){headers}"
-    try:
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+    from rlm_sink_otel.export_sink import tcp_probe
+
+    problem = tcp_probe(host, port, CONNECT_TIMEOUT)()
+    if problem:
         hint = "start a collector there, or set [sink.otel] endpoint / OTEL_EXPORTER_OTLP_ENDPOINT"
-        return Readiness(False, f"{where}: {host}:{port} unreachable ({reason})", hint)
+        return Readiness(False, f"{where}: {problem}", hint)
     return Readiness(True, f"{where}: reachable")
