@@ -12,6 +12,8 @@ The public API other sinks reuse (imported lazily, so ``rlm`` starts without Ope
 - :class:`OtelSinkSettings`, ``create`` and ``check`` (``rlm_sink_otel.sink``): the ``otel`` sink itself;
 - :class:`ReplaySink`, :func:`replay`, :class:`ReplayIdGenerator` (``rlm_sink_otel.replay``): a finished run
   tree replayed through a vendor SDK's own tracer with our ids and times (rlm-sink-langfuse, rlm-sink-logfire);
+- :class:`FoldedLogs` (``rlm_sink_otel.folded_logs``): an SDK's own warning lines folded into the sink's one
+  warning; :func:`tcp_probe`: a quick reachability test for ``SpanExportSink(probe=…)``;
 - test receivers in ``rlm_sink_otel.testing`` (``OTLPReceiver``, ``OTLPGrpcReceiver``).
 """
 
@@ -35,6 +37,9 @@ _LAZY = {
     "ReplayIdGenerator": "rlm_sink_otel.replay",
     "replay": "rlm_sink_otel.replay",
     "ReplaySink": "rlm_sink_otel.replay",
+    "tcp_probe": "rlm_sink_otel.export_sink",
+    "FoldedLogs": "rlm_sink_otel.folded_logs",
+    "OTLP_EXPORTER_LOGGERS": "rlm_sink_otel.folded_logs",
 }
 __all__ = sorted(_LAZY)
 
