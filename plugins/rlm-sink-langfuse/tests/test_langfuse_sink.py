@@ -194,3 +194,14 @@ def test_no_global_tracer_provider_is_set():
         sink.close()
         assert len(receiver.wait_for_spans(3)) == 3
     assert trace.get_tracer_provider() is before
+
+
+def test_using_the_sink_leaves_the_httpx_logger_to_rlm():
+    import logging
+
+    with langfuse_receiver() as receiver:
+        sink = create(LangfuseSinkSettings(public_key=f"pk-lf-{uuid.uuid4().hex[:8]}", secret_key="sk-lf-x",
+                                           base_url=receiver.url), None)  # fmt: skip
+        sink.close()
+    httpx = logging.getLogger("httpx")
+    assert httpx.level == logging.NOTSET and not httpx.handlers
