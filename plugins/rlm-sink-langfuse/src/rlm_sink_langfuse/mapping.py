@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from langfuse import LangfuseOtelSpanAttributes as A
+from rlm_sink_langfuse.sdk import LangfuseOtelSpanAttributes as A
 
 from rlm_host import SpanRecord
 

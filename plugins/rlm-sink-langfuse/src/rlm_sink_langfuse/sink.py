@@ -53,21 +53,8 @@ _clients: dict[str, _Client] = {}
 _clients_lock = threading.Lock()
 
 
-def _undo_import_side_effects() -> None:
-    """Importing langfuse sets the ``httpx`` logger to WARNING and gives it a console handler of its own (every
-    httpx warning printed twice in its own format, and ``rlm -vv`` no longer shows requests): undo both, so rlm's
-    logging stays in charge of what is shown."""
-    import langfuse.logger
-
-    httpx = logging.getLogger("httpx")
-    httpx.removeHandler(langfuse.logger.console_handler)
-    httpx.setLevel(logging.NOTSET)
-
-
 def _client_for(settings: LangfuseSinkSettings) -> _Client:
-    from langfuse import Langfuse
-
-    _undo_import_side_effects()
+    from rlm_sink_langfuse.sdk import Langfuse
 
     public, secret, base = settings.resolved()
     with _clients_lock:
