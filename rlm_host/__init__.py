@@ -137,6 +137,9 @@ _LAZY: dict[str, str] = {
     "load_file": "rlm_host.context",
     "describe_context": "rlm_host.context",
     # running the engine from a program
+    "RLM": "rlm_host.api.client",
+    "RunStream": "rlm_host.api.client",
+    "Budget": "rlm_host.engine.budget",
     "RLMRunner": "rlm_host.engine.runner",
     "load_settings": "rlm_host.config",
     "LoadedSettings": "rlm_host.config",
@@ -200,6 +203,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.cli.app import command_settings
     from rlm_host.config import LoadedSettings, load_settings
     from rlm_host.context import Documents, describe_context, load_context, load_file
+    from rlm_host.api.client import RLM, RunStream
+    from rlm_host.engine.budget import Budget
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.environments.generic import json_object_spans, parse_action, reply_action
     from rlm_host.environments.kit import StepHistory, truncate

@@ -28,7 +28,9 @@ class Budget:
         max_tokens: Optional[int] = None,
         max_cost: Optional[float] = None,
         cancel: Optional[threading.Event] = None,
+        shared: Optional["Budget"] = None,
     ) -> None:
+        self.shared = shared  # a budget several run trees draw from too (``RLM(shared_budget=True)``)
         self.deadline = time.monotonic() + timeout
         self.timeout = timeout
         self.max_llm_calls = max_llm_calls
@@ -57,6 +59,10 @@ class Budget:
             unpriced = f" and {self.unpriced_calls} call(s) of unknown cost" if self.unpriced_calls else ""
             spent = f"${self.cost:.4f} spent{unpriced}"
             return BudgetExceeded("budget", f"cost budget of ${self.max_cost:g} reached ({spent})")
+        if self.shared is not None:
+            stop = self.shared.stop_reason()
+            if stop is not None:
+                return BudgetExceeded(stop.reason, f"shared budget: {stop}")
         return None
 
     def check(self) -> None:
@@ -67,6 +73,12 @@ class Budget:
     def take_llm_call(self) -> int:
         """Count one sub-model call; BudgetExceeded once ``max_llm_calls`` are used."""
         self.check()
+        if self.shared is not None:
+            try:
+                self.shared.take_llm_call()
+            except BudgetExceeded:
+                self.llm_calls_refused = True
+                raise
         with self._lock:
             if self.llm_calls >= self.max_llm_calls:
                 self.llm_calls_refused = True
@@ -84,3 +96,5 @@ class Budget:
                 self.unpriced_calls += 1
             else:
                 self.cost += cost
+        if self.shared is not None:
+            self.shared.charge(tokens, cost)

@@ -58,12 +58,14 @@ class RLMRunner:
         cancel: Optional[threading.Event] = None,
         on_event: Optional[Callable[[RunEvent], None]] = None,
         connectors: Optional[dict[str, ModelConnector]] = None,
+        shared_budget: Optional[Budget] = None,
         **options: Any,
     ) -> RunResult:
         """Run ``task`` over ``context`` (str, list of documents, JSON object or None).
 
         ``options`` override the ``[run]`` settings: environment, framework, model, sub_model, sandbox,
         max_steps, timeout, exec_timeout, max_depth, max_llm_calls, max_tokens, max_cost, strict, base_url.
+        ``shared_budget`` is a ``Budget`` this run draws from as well (runs of one ``RLM(shared_budget=True)``).
         """
         plan = plan_run(self.host, self.loaded, self.home, options, context, connectors, self.prices)
         budget = Budget(
@@ -72,6 +74,7 @@ class RLMRunner:
             max_tokens=plan.run.max_tokens,
             max_cost=plan.run.max_cost,
             cancel=cancel,
+            shared=shared_budget,
         )
         bus = EventBus()
         closers = plan.attach_observers(bus)

@@ -1,0 +1,1 @@
+"""The engine from Python: ``RLM`` (completion, acompletion, stream, astream) over one runner."""

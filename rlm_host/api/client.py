@@ -1,0 +1,192 @@
+"""``RLM``: the engine from Python — ``completion``, ``acompletion``, ``stream`` and ``astream`` over one runner.
+
+Settings come from the same layers as the CLI (``rlm.toml`` in the working directory, ``RLM_*`` variables, the
+user file); what the constructor or a call is given overrides them. Each call is an independent run (its own
+sandbox session, trajectory and budget), so one ``RLM`` serves many threads or asyncio tasks at once;
+``shared_budget=True`` makes the cost, token and sub-call limits cover all of its runs together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+if TYPE_CHECKING:  # importing this module stays cheap: the engine loads when an RLM is built
+    from rlm_host.engine.budget import Budget
+    from rlm_host.events import RunEvent
+    from rlm_host.results import RunResult
+
+#: Run options a constructor or a call may set (each a ``[run]`` setting; see ``rlm config show``).
+RUN_OPTIONS = ("model", "sub_model", "sandbox", "environment", "framework", "max_steps", "max_depth", "timeout",
+               "exec_timeout", "max_llm_calls", "max_tokens", "max_cost", "strict", "base_url", "reply_format",
+               "sinks", "labels", "workdir", "max_reply_tokens")  # fmt: skip
+
+_DONE = object()
+
+
+class RLM:
+    """A Recursive Language Model: ``RLM(model="openai:gpt-4o-mini").completion(context, "question")``.
+
+    ``model`` and the other keyword arguments are ``[run]`` settings (``None``: the configured value); ``home``
+    is where runs are stored (default ``.rlm``, or ``[paths] home``); ``config`` an ``rlm.toml`` to read instead
+    of the one in the working directory. ``connectors`` (``{"root": …, "sub": …}``) passes ready model
+    connectors, as tests and embedding programs do.
+    """
+
+    def __init__(self, model: Optional[str] = None, *, home: Union[str, os.PathLike, None] = None,
+                 config: Union[str, os.PathLike, None] = None, shared_budget: bool = False,
+                 connectors: Optional[dict[str, Any]] = None, **options: Any) -> None:  # fmt: skip
+        unknown = sorted(set(options) - set(RUN_OPTIONS))
+        if unknown:
+            raise TypeError(f"RLM() got unknown option(s): {', '.join(unknown)} (run options: {', '.join(RUN_OPTIONS)})")
+        from rlm_host.config import load_settings
+        from rlm_host.engine.runner import RLMRunner
+        from rlm_host.plugins import get_host
+
+        host = get_host()
+        loaded = load_settings(config_file=Path(config) if config is not None else None, host=host)
+        home = Path(home if home is not None else loaded.home).expanduser().resolve()  # a later chdir moves nothing
+        self.runner = RLMRunner(loaded=loaded, host=host, home=home)
+        self.options = {k: v for k, v in {"model": model, **options}.items() if v is not None}
+        self.connectors = connectors
+        self._pool: Optional[Budget] = None
+        if shared_budget:
+            from rlm_host.engine.budget import Budget
+
+            run = self.runner.loaded.settings.run
+            settings = {**run.model_dump(), **self.options}
+            self._pool = Budget(timeout=float("inf"), max_llm_calls=settings["max_llm_calls"],
+                                max_tokens=settings["max_tokens"], max_cost=settings["max_cost"])  # fmt: skip
+
+    @property
+    def home(self) -> Path:
+        """Where this object's runs are stored (``runs/<run_id>.jsonl`` under it)."""
+        return self.runner.home
+
+    @property
+    def spent(self) -> Optional[Budget]:
+        """The shared budget's counters (``llm_calls``, ``tokens``, ``cost``), with ``shared_budget=True``."""
+        return self._pool
+
+    # ------------------------------------------------------------------ runs
+
+    def completion(self, context: Any, query: str, *, cancel: Optional[threading.Event] = None,
+                   on_event: Any = None, **options: Any) -> RunResult:  # fmt: skip
+        """Run ``query`` over ``context`` (text, a list of documents, a JSON value, a file or folder path, or None)
+        and return the ``RunResult`` (``final_response``, ``completed``, usage, cost, ``trajectory_path``…).
+
+        Options override this object's for this call; ``cancel`` (a ``threading.Event``) stops the run; an error
+        in the setup (an unknown model, a bad value) raises ``rlm_host.RlmError``."""
+        return self._run(context, query, cancel, on_event, options)
+
+    async def acompletion(self, context: Any, query: str, **options: Any) -> RunResult:
+        """``completion`` for asyncio: runs in a worker thread; cancelling the task cancels the run."""
+        cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, lambda: self._run(context, query, cancel, None, options))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.set()  # the runner stops at its next check; its trajectory gets its final event
+            raise
+
+    def stream(self, context: Any, query: str, **options: Any) -> "RunStream":
+        """The run's events as they happen (``run_start``, ``step``, ``sub_call``…, ``final``), from a run in a
+        background thread; ``.result`` holds the ``RunResult`` once iteration ends. Leaving the loop early (or
+        ``.cancel()``) cancels the run."""
+        return RunStream(self, context, query, options)
+
+    async def astream(self, context: Any, query: str, **options: Any) -> AsyncIterator[RunEvent]:
+        """``stream`` for asyncio; cancelling the consuming task (or leaving the loop early) cancels the run."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+        cancel = threading.Event()
+
+        def push(item: Any) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, item)
+
+        def work() -> None:
+            try:
+                self._run(context, query, cancel, push, options)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                push(exc)
+            push(_DONE)
+
+        worker = threading.Thread(target=work, name="rlm-astream", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = await events.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            cancel.set()
+
+    # ------------------------------------------------------------------ internals
+
+    def _run(self, context: Any, query: str, cancel: Optional[threading.Event], on_event: Any,
+             options: dict[str, Any]) -> RunResult:  # fmt: skip
+        unknown = sorted(set(options) - set(RUN_OPTIONS))
+        if unknown:
+            raise TypeError(f"unknown run option(s): {', '.join(unknown)}")
+        merged = {**self.options, **{k: v for k, v in options.items() if v is not None}}
+        return self.runner.run_task(query, context=self._context(context, merged), cancel=cancel, on_event=on_event,
+                                    connectors=self.connectors, shared_budget=self._pool, **merged)  # fmt: skip
+
+    def _context(self, context: Any, options: dict[str, Any]) -> Any:
+        """A path (``pathlib.Path`` or ``os.PathLike``) is loaded as ``--context`` loads it; anything else is the
+        context itself (a ``str`` is text, never a file name)."""
+        if not isinstance(context, os.PathLike):
+            return context
+        from rlm_host.context import load_context
+
+        environment = options.get("environment") or self.runner.loaded.settings.run.environment
+        as_path = self.runner.host.environments().get(environment).context_as_path
+        return load_context([os.fspath(context)], as_path=as_path)
+
+
+class RunStream:
+    """The events of one run, iterated as they happen; ``result`` is the ``RunResult`` at the end."""
+
+    def __init__(self, rlm: RLM, context: Any, query: str, options: dict[str, Any]) -> None:
+        self.result: Optional[RunResult] = None
+        self._events: queue.Queue = queue.Queue()
+        self._cancel = threading.Event()
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._work, args=(rlm, context, query, options), name="rlm-stream",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Stop the run (it ends with ``termination_reason="cancelled"``)."""
+        self._cancel.set()
+
+    def __iter__(self) -> Iterator[RunEvent]:
+        try:
+            while True:
+                item = self._events.get()
+                if item is _DONE:
+                    break
+                yield item
+        finally:
+            if self.result is None:
+                self._cancel.set()
+                self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def _work(self, rlm: RLM, context: Any, query: str, options: dict[str, Any]) -> None:
+        try:
+            self.result = rlm._run(context, query, self._cancel, self._events.put, options)
+        except BaseException as exc:  # noqa: BLE001 - raised in the consumer's thread
+            self._error = exc
+        finally:
+            self._events.put(_DONE)
