@@ -1,4 +1,4 @@
-"""``rlm runs list`` and ``rlm runs show``: the saved runs under ``<home>/runs``."""
+"""``rlm runs list``, ``rlm runs show`` and ``rlm runs export``: the saved runs under ``<home>/runs``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=T
 
 @app.callback()
 def runs() -> None:
-    """Saved runs: list them, or show one with every step."""
+    """Saved runs: list them, show one with every step, or export one."""
 
 
 def run_home(ctx: typer.Context) -> Path:
@@ -83,3 +83,47 @@ def show(
     for step in replay.steps:
         typer.echo("")
         typer.echo(render_step(step, total=len(replay.steps)))
+
+
+#: ``rlm runs export --format``: rlms = the log of the authors' rlms package (its visualiser opens it); json = ours.
+EXPORT_FORMATS = ("rlms", "json")
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    run_id: str = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path."),
+    fmt: str = typer.Option("rlms", "--format", "-f", help="rlms: the JSON lines of the rlms package's "
+                            "RLMLogger, which its visualiser opens; json: this run's events as one JSON array."),
+    output: str = typer.Option("-", "--output", "-o", help="The file to write ('-': standard output)."),
+) -> None:
+    """One saved run in another format: for the rlms visualiser (rlms), or as a JSON array of its events (json)."""
+    import io
+    import sys
+
+    from rlm_host import logs
+    from rlm_host.errors import InputError
+    from rlm_host.trajectory import RunStore
+    from rlm_host.trajectory.rlms_format import write_rlms_log
+
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"unknown export format {fmt!r}", hint=f"choose one of: {', '.join(EXPORT_FORMATS)}")
+    store = RunStore(run_home(ctx))
+    path = store.resolve(run_id)
+    events = store.load(path)
+    if fmt == "rlms":
+        buffer = io.StringIO()
+        write_rlms_log(events, buffer)
+        text = buffer.getvalue()
+    else:
+        text = json.dumps([e.model_dump(mode="json") for e in events], indent=2, default=str) + "\n"
+    if output in ("", "-"):
+        sys.stdout.write(text)
+        return
+    target = Path(output).expanduser()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    logs.say(f"wrote {target} ({fmt}, {len(events)} events)", event="export", path=str(target), format=fmt)
