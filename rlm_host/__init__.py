@@ -139,6 +139,7 @@ _LAZY: dict[str, str] = {
     # running the engine from a program
     "RLM": "rlm_host.api.client",
     "RunStream": "rlm_host.api.client",
+    "ChatSession": "rlm_host.api.session",
     "Budget": "rlm_host.engine.budget",
     "RLMRunner": "rlm_host.engine.runner",
     "load_settings": "rlm_host.config",
@@ -204,6 +205,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.config import LoadedSettings, load_settings
     from rlm_host.context import Documents, describe_context, load_context, load_file
     from rlm_host.api.client import RLM, RunStream
+    from rlm_host.api.session import ChatSession
     from rlm_host.engine.budget import Budget
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.environments.generic import json_object_spans, parse_action, reply_action

@@ -1,1 +1,2 @@
-"""The engine from Python: ``RLM`` (completion, acompletion, stream, astream) over one runner."""
+"""The engine from Python: ``RLM`` (completion, acompletion, stream, astream) over one runner, and chat
+sessions (``RLM.session``)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:  # importing this module stays cheap: the engine loads when an RLM is built
+    from rlm_host.api.session import ChatSession
     from rlm_host.engine.budget import Budget
     from rlm_host.events import RunEvent
     from rlm_host.results import RunResult
@@ -34,13 +35,13 @@ class RLM:
 
     ``model`` and the other keyword arguments are ``[run]`` settings (``None``: the configured value); ``home``
     is where runs are stored (default ``.rlm``, or ``[paths] home``); ``config`` an ``rlm.toml`` to read instead
-    of the one in the working directory. ``connectors`` (``{"root": …, "sub": …}``) passes ready model
-    connectors, as tests and embedding programs do.
+    of the one in the working directory, or ``settings`` ones already loaded (``rlm_host.load_settings``).
+    ``connectors`` (``{"root": …, "sub": …}``) passes ready model connectors, as tests and embedding programs do.
     """
 
     def __init__(self, model: Optional[str] = None, *, home: Union[str, os.PathLike, None] = None,
                  config: Union[str, os.PathLike, None] = None, shared_budget: bool = False,
-                 connectors: Optional[dict[str, Any]] = None, **options: Any) -> None:  # fmt: skip
+                 connectors: Optional[dict[str, Any]] = None, settings: Any = None, **options: Any) -> None:  # fmt: skip
         unknown = sorted(set(options) - set(RUN_OPTIONS))
         if unknown:
             raise TypeError(f"RLM() got unknown option(s): {', '.join(unknown)} (run options: {', '.join(RUN_OPTIONS)})")
@@ -49,7 +50,7 @@ class RLM:
         from rlm_host.plugins import get_host
 
         host = get_host()
-        loaded = load_settings(config_file=Path(config) if config is not None else None, host=host)
+        loaded = settings or load_settings(config_file=Path(config) if config is not None else None, host=host)
         home = Path(home if home is not None else loaded.home).expanduser().resolve()  # a later chdir moves nothing
         self.runner = RLMRunner(loaded=loaded, host=host, home=home)
         self.options = {k: v for k, v in {"model": model, **options}.items() if v is not None}
@@ -130,16 +131,25 @@ class RLM:
         finally:
             cancel.set()
 
+    def session(self, context: Any = None, *, resume: Optional[str] = None, **options: Any) -> "ChatSession":
+        """A chat over ``context``: ``ask(query)`` per turn, the REPL's JSON variables and the conversation kept
+        between turns and saved under ``home/sessions``; ``resume=ID`` continues a saved one (see
+        ``rlm_host.api.session``)."""
+        from rlm_host.api.session import ChatSession
+
+        return ChatSession(self, context, options, resume=resume)
+
     # ------------------------------------------------------------------ internals
 
     def _run(self, context: Any, query: str, cancel: Optional[threading.Event], on_event: Any,
-             options: dict[str, Any]) -> RunResult:  # fmt: skip
+             options: dict[str, Any], carry: Any = None) -> RunResult:  # fmt: skip
         unknown = sorted(set(options) - set(RUN_OPTIONS))
         if unknown:
             raise TypeError(f"unknown run option(s): {', '.join(unknown)}")
         merged = {**self.options, **{k: v for k, v in options.items() if v is not None}}
         return self.runner.run_task(query, context=self._context(context, merged), cancel=cancel, on_event=on_event,
-                                    connectors=self.connectors, shared_budget=self._pool, **merged)  # fmt: skip
+                                    connectors=self.connectors, shared_budget=self._pool, carry=carry,
+                                    **merged)  # fmt: skip
 
     def _context(self, context: Any, options: dict[str, Any]) -> Any:
         """A path (``pathlib.Path`` or ``os.PathLike``) is loaded as ``--context`` loads it; anything else is the

@@ -11,6 +11,8 @@ def rlm_register_commands() -> list[CommandSpec]:
     return [
         CommandSpec("run", "Run a task with an RLM over a context (file, directory or stdin).",
                     "rlm_host.cli.run_cmd:run"),
+        CommandSpec("chat", "Talk with an RLM about a context: turns keep variables and history; resumable.",
+                    "rlm_host.cli.chat_cmd:chat"),
         CommandSpec("runs", "List saved runs or show one with every step.", "rlm_host.cli.runs_cmd:app"),
         CommandSpec("replay", "Step through a saved run: code, output, reward, sub-calls.",
                     "rlm_host.cli.replay_cmd:app"),

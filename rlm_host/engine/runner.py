@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlm_host.engine.budget import Budget
+from rlm_host.engine.carry import VariableCarrier
 from rlm_host.errors import BudgetExceeded
 from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.recursion import RecursionGuard
@@ -59,13 +60,15 @@ class RLMRunner:
         on_event: Optional[Callable[[RunEvent], None]] = None,
         connectors: Optional[dict[str, ModelConnector]] = None,
         shared_budget: Optional[Budget] = None,
+        carry: Optional[VariableCarrier] = None,
         **options: Any,
     ) -> RunResult:
         """Run ``task`` over ``context`` (str, list of documents, JSON object or None).
 
         ``options`` override the ``[run]`` settings: environment, framework, model, sub_model, sandbox,
         max_steps, timeout, exec_timeout, max_depth, max_llm_calls, max_tokens, max_cost, strict, base_url.
-        ``shared_budget`` is a ``Budget`` this run draws from as well (runs of one ``RLM(shared_budget=True)``).
+        ``shared_budget`` is a ``Budget`` this run draws from as well (runs of one ``RLM(shared_budget=True)``);
+        ``carry`` (a ``VariableCarrier``) binds earlier variables in the root run's sandbox and saves them after.
         """
         plan = plan_run(self.host, self.loaded, self.home, options, context, connectors, self.prices)
         budget = Budget(
@@ -83,7 +86,7 @@ class RLMRunner:
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
         guard = RecursionGuard(plan.run.max_depth)
         try:
-            return self._run(scope, task, context, plan, budget, guard)
+            return self._run(scope, task, context, plan, budget, guard, carry)
         finally:
             _close_all(closers)
 
@@ -104,7 +107,7 @@ class RLMRunner:
     # ------------------------------------------------------------------ one run (root or child)
 
     def _run(self, scope: RunScope, task: str, context: Any, plan: RunPlan, budget: Budget,
-             guard: RecursionGuard) -> RunResult:  # fmt: skip
+             guard: RecursionGuard, carry: Optional[VariableCarrier] = None) -> RunResult:  # fmt: skip
         """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
         started = time.monotonic()
         usage, usage_lock = RunUsage(), threading.Lock()
@@ -129,10 +132,11 @@ class RLMRunner:
 
         ctx = EnvironmentContext(
             task=task, context=context, scope=scope, root=root, sub=sub, budget=budget, rewards=plan.rewards,
-            limits=plan.limits, open_sandbox=plan.open_sandbox, spawn_child=spawn_child,
+            limits=plan.limits, open_sandbox=(lambda: carry.wrap(plan.open_sandbox())) if carry else plan.open_sandbox,
+            spawn_child=spawn_child,
             sub_model_for=lambda model: client(plan.connector_for(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
-            context_meta=meta, workdir=plan.workdir,
+            context_meta=meta, workdir=plan.workdir, carry=carry,
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None
@@ -185,6 +189,8 @@ class RLMRunner:
         """The native loop: the environment's prompt, the root model's reply, the environment's verdict."""
         closers.append(environment.close)
         environment.start()
+        if ctx.carry is not None:
+            ctx.carry.after_setup()  # the environment's helpers exist now: earlier variables go in after them
         for step in range(1, plan.run.max_steps + 1):
             ctx.budget.check()
             result, record = self._step(environment, step, root, sub, usage, plan, progress.total_reward)

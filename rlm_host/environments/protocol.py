@@ -94,6 +94,7 @@ class EnvironmentContext:
     max_depth: int
     context_meta: dict[str, Any] = field(default_factory=dict)
     workdir: Optional[Path] = None
+    carry: Optional[Any] = None  # the root run of a chat turn: variables carried between turns (engine.carry)
 
 
 class Environment(Protocol):

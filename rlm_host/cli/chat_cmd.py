@@ -1,0 +1,111 @@
+"""``rlm chat``: a conversation over one context, each line a turn (a run) that sees the earlier ones.
+
+Lines starting with ``/`` are commands: ``/context`` (what the context is), ``/model NAME`` (the root model from
+the next turn), ``/vars`` (the REPL variables kept between turns), ``/save`` (where the session is), ``/help``,
+``/exit``. Ctrl-C during a turn cancels that turn (its run ends ``cancelled``); at the prompt, or end of input,
+it ends the session, which stays saved: ``rlm chat --resume ID`` continues it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+HELP = "/context  /model NAME  /vars  /save  /help  /exit"
+
+
+def chat(
+    ctx: typer.Context,
+    context: Optional[List[str]] = typer.Option(None, "--context", "-c", help="File(s) or a directory to talk about."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue a saved session (its id)."),
+    list_: bool = typer.Option(False, "--list", help="List the saved sessions and exit."),
+    model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
+    sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Root turns per question."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view of the steps; answers only."),
+) -> None:
+    """Talk with an RLM about a context: each question a run; variables and conversation kept, and saved."""
+    from rlm_host.api.client import RLM
+    from rlm_host.api.session import list_sessions
+    from rlm_host.cli.runs_cmd import run_home
+    from rlm_host.context import load_context
+
+    if list_:
+        for entry in list_sessions(run_home(ctx)):
+            typer.echo(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}")
+        return
+    state = ctx.find_root().obj
+    rlm = RLM(model, sub_model=sub_model, sandbox=sandbox, max_steps=max_steps, home=run_home(ctx),
+              settings=state.settings())  # fmt: skip
+    loaded = load_context(list(context)) if context else None
+    if context and len(context) == 1 and not Path(context[0]).is_dir():
+        loaded = Path(context[0]).resolve()  # kept as a path: a resumed session reads the file again
+    session = rlm.session(loaded, resume=resume)
+    typer.echo(f"chat {session.id}" + (f" (resumed, {len(session.turns)} turns)" if resume else "") + f"  {HELP}",
+               err=True)  # fmt: skip
+    while True:
+        try:
+            line = input("you> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            typer.echo(f"\nsession saved: rlm chat --resume {session.id}", err=True)
+            return
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not _command(line, session, rlm):
+                typer.echo(f"session saved: rlm chat --resume {session.id}", err=True)
+                return
+            continue
+        _turn(session, line, quiet or state.log_json)
+
+
+def _turn(session, question: str, quiet: bool) -> None:
+    on_event = None
+    if not quiet:
+        from rlm_host.cli.live import LiveView
+
+        on_event = LiveView()
+    try:
+        result = session.ask(question, on_event=on_event)
+    except KeyboardInterrupt:
+        typer.echo("(turn cancelled)", err=True)
+        return
+    if result.termination_reason == "cancelled":
+        typer.echo("(turn cancelled)", err=True)
+    elif result.final_response is not None:
+        typer.echo(f"rlm> {result.final_response}")
+    else:
+        typer.echo(f"rlm> (no answer: {result.termination_reason}{': ' + result.error if result.error else ''})")
+
+
+def _command(line: str, session, rlm) -> bool:
+    """Run one /command; False means the session ends."""
+    name, _, argument = line.partition(" ")
+    if name in ("/exit", "/quit"):
+        return False
+    if name == "/context":
+        from rlm_host.context import describe_context
+
+        if isinstance(session.context, Path):
+            typer.echo(f"context: {session.context} ({session.context.stat().st_size:,} bytes, read at every turn)")
+            return True
+        meta = describe_context(session.context)
+        typer.echo(f"context: {meta.get('type')}, {meta.get('total_chars', 0):,} characters"
+                   + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))  # fmt: skip
+    elif name == "/model":
+        if argument.strip():
+            session.options["model"] = argument.strip()
+            typer.echo(f"model from the next turn: {argument.strip()}")
+        else:
+            typer.echo(f"model: {session.options.get('model') or rlm.options.get('model') or 'auto'}")
+    elif name == "/vars":
+        kept = ", ".join(f"{k} ({type(v).__name__})" for k, v in sorted(session.variables.items())) or "none"
+        typer.echo(f"kept: {kept}" + (f"\nnot kept: {', '.join(session.dropped)}" if session.dropped else ""))
+    elif name == "/save":
+        typer.echo(f"saved: {session.save()}  (rlm chat --resume {session.id})")
+    else:
+        typer.echo(HELP)
+    return True

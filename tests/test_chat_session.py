@@ -1,0 +1,72 @@
+"""Chat sessions: turns over one context that see the earlier turns, keep the REPL's JSON variables, and continue
+in another process from what was saved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlm_host import RLM, InputError
+
+
+def script(path: Path, rules: list) -> str:
+    path.write_text(json.dumps({"responses": [], "rules": rules}))
+    return f"scripted:{path}"
+
+
+@pytest.mark.parametrize("sandbox", ["process", "monty"])
+def test_turns_keep_variables_and_history_and_resume_elsewhere(rlm_isolated, sandbox):
+    model = script(rlm_isolated.work / "s.json", [
+        {"match": "New question: Add one", "text": "```repl\nanswer = total + 1\nhelper = len\nprint(answer)\n```"},
+        {"match": "New question: Double it", "text": "```repl\nanswer = answer * 2\nprint(answer)\n```"},
+        {"match": "Sum the numbers", "text": "```repl\ntotal = sum(int(x) for x in context.split())\nanswer = total\n"
+                                             "print(answer)\n```"},
+        {"match": ".", "text": "FINAL_VAR('answer')"},
+    ])  # fmt: skip
+    rlm = RLM(model, sandbox=sandbox)
+    chat = rlm.session("20 22")
+    first = chat.ask("Sum the numbers")
+    assert first.final_response == "42" and chat.variables == {"answer": 42, "total": 42}
+    second = chat.ask("Add one")
+    assert second.final_response == "43"  # `total` came from turn 1, in a fresh sandbox session
+    assert chat.variables["answer"] == 43 and any(d.startswith("helper") for d in chat.dropped)
+    start = json.loads(Path(second.trajectory_path).read_text().splitlines()[0])
+    assert "Earlier questions and your answers" in start["data"]["task"] and "A: 42" in start["data"]["task"]
+    assert start["data"]["settings"]["labels"] == {"session_id": chat.id, "turn": "2"}
+    # another process: only the saved session
+    again = RLM(model, sandbox=sandbox).session(resume=chat.id)
+    assert [t["query"] for t in again.turns] == ["Sum the numbers", "Add one"] and again.context == "20 22"
+    third = again.ask("Double it")
+    assert third.final_response == "86"
+    assert json.loads(again.path.read_text())["turns"][-1]["answer"] == "86"
+
+
+def test_resuming_an_unknown_session_is_a_clear_error(rlm_isolated):
+    with pytest.raises(InputError, match="no chat session 'chat_nope'"):
+        RLM("scripted:x.json", sandbox="process").session(resume="chat_nope")
+
+
+def test_rlm_chat_keeps_variables_between_lines_and_resumes(rlm_cli, rlm_isolated, monkeypatch):
+    import io
+
+    model = script(rlm_isolated.work / "chat.json", [
+        {"match": "New question: Add one", "text": "```repl\nanswer = total + 1\nprint(answer)\n```"},
+        {"match": "Sum the numbers", "text": "```repl\ntotal = sum(int(x) for x in context.split())\nanswer = total\n"
+                                             "print(answer)\n```"},
+        {"match": ".", "text": "FINAL_VAR('answer')"},
+    ])  # fmt: skip
+    (rlm_isolated.work / "nums.txt").write_text("20 22")
+    monkeypatch.setattr("sys.stdin", io.StringIO("Sum the numbers\n/vars\n/bogus\nAdd one\n"))
+    first = rlm_cli("chat", "--context", "nums.txt", "--model", model, "--sandbox", "process", "--quiet")
+    assert first.code == 0, first.err
+    assert "rlm> 42" in first.out and "kept: answer (int), total (int)" in first.out and "rlm> 43" in first.out
+    assert "/context  /model NAME" in first.out  # an unknown command shows the commands
+    session_id = first.err.split("rlm chat --resume ")[-1].split()[0]
+    monkeypatch.setattr("sys.stdin", io.StringIO("/context\nAdd one\n/exit\n"))
+    again = rlm_cli("chat", "--resume", session_id, "--model", model, "--sandbox", "process", "--quiet")
+    assert again.code == 0, again.err
+    assert "nums.txt (5 bytes" in again.out and "rlm> 43" in again.out and "resumed, 2 turns" in again.err
+    listed = rlm_cli("chat", "--list")
+    assert f"{session_id}  3 turns  Add one" in listed.out
