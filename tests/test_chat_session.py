@@ -70,3 +70,36 @@ def test_rlm_chat_keeps_variables_between_lines_and_resumes(rlm_cli, rlm_isolate
     assert "nums.txt (5 bytes" in again.out and "rlm> 43" in again.out and "resumed, 2 turns" in again.err
     listed = rlm_cli("chat", "--list")
     assert f"{session_id}  3 turns  Add one" in listed.out
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_turn_not_the_session(rlm_isolated):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from conftest import RLM_SCRIPT
+
+    model = script(rlm_isolated.work / "slow.json", [
+        {"match": "New question: Quick", "text": "FINAL('quick answer')"},  # turn 2's task also names turn 1
+        {"match": "Wait forever", "text": "```repl\nprint('waiting')\n```", "delay": 30},
+    ])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
+    chat = subprocess.Popen([RLM_SCRIPT, "chat", "--model", model, "--sandbox", "process", "--quiet"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=rlm_isolated.work, env={**env, "HOME": str(rlm_isolated.home)})  # fmt: skip
+    assert chat.stdin is not None
+    chat.stdin.write("Wait forever\n")
+    chat.stdin.flush()
+    time.sleep(3)  # the turn is waiting on its model
+    chat.send_signal(signal.SIGINT)
+    time.sleep(1)
+    chat.stdin.write("Quick\n/exit\n")
+    chat.stdin.flush()
+    out, err = chat.communicate(timeout=60)
+    assert chat.returncode == 0, err
+    assert "(turn cancelled)" in err and "rlm> quick answer" in out and "Traceback" not in err
+    session = next(p for p in (rlm_isolated.work / ".rlm" / "sessions").glob("chat_*.json") if ".context" not in p.name)
+    turns = json.loads(session.read_text())["turns"]
+    assert [t["termination_reason"] for t in turns] == ["cancelled", "final"]

@@ -30,3 +30,16 @@ def test_completion_and_stream_against_a_real_server(llama_server, rlm_isolated)
     kinds = [event.type for event in stream]
     assert kinds[0] == "run_start" and kinds[-1] == "final" and "step" in kinds
     assert stream.result is not None and stream.result.usage.root.input_tokens > 50
+
+
+def test_a_chat_session_against_a_real_server(llama_server, rlm_isolated):
+    notes = "Day 1: all sensors fine.\nDay 2: sensor B failed at 42.7 bar.\n"
+    chat = RLM("openai:smollm2", base_url=llama_server, sandbox="process", max_steps=2).session(notes)
+    first = chat.ask("Which sensor failed?")
+    second = chat.ask("On which day?")
+    for turn in (first, second):
+        assert turn.termination_reason in ("final", "max_steps"), turn.error
+        assert turn.usage.root.input_tokens > 50
+    start = json.loads(Path(second.trajectory_path).read_text().splitlines()[0])
+    assert "Which sensor failed?" in start["data"]["task"]  # the second turn saw the first
+    assert json.loads(chat.path.read_text())["turns"][1]["run_id"] == second.run_id
