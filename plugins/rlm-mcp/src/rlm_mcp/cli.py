@@ -1,0 +1,76 @@
+"""``rlm mcp serve``: the MCP server over stdio (default) or streamable HTTP on loopback with a bearer token."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(help="An MCP server exposing rlm runs, saved runs and benchmarks as tools.",
+                  rich_markup_mode=None, add_completion=False, no_args_is_help=True)  # fmt: skip
+
+
+@app.callback()
+def mcp() -> None:
+    """An MCP server exposing rlm runs, saved runs and benchmarks as tools."""
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    transport: str = typer.Option("stdio", "--transport", "-t", help="stdio, or http (streamable HTTP at /mcp)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="HTTP: address to listen on (loopback only)."),
+    port: int = typer.Option(8765, "--port", "-p", min=0, max=65535, help="HTTP: port to listen on."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="RLM_MCP_TOKEN", show_envvar=True,
+                                        help="HTTP: the bearer token clients must send (default: a new random one, "
+                                        "printed to stderr)."),
+    root: Optional[List[Path]] = typer.Option(None, "--root", help="A folder clients may read (repeat; default: the "
+                                              "current directory)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Default root model (provider:model)."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Default sandbox runtime."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Default step limit of a run."),
+) -> None:
+    """Serve the rlm tools (rlm_run, rlm_runs_list, rlm_runs_show, rlm_bench_run) to MCP clients."""
+    from rlm_host import RLM, RlmError, command_settings
+
+    from rlm_mcp.http_guard import is_loopback
+    from rlm_mcp.roots import Roots
+
+    if transport not in ("stdio", "http"):
+        raise RlmError(f"unknown transport {transport!r}", hint="choose stdio or http")
+    if transport == "http" and not is_loopback(host):
+        raise RlmError(f"refusing to listen on {host}: only loopback addresses are served",
+                       hint="use 127.0.0.1, ::1 or localhost; put a TLS proxy in front for remote clients")  # fmt: skip
+    try:
+        roots = Roots(root or [Path.cwd()])
+    except (OSError, NotADirectoryError) as exc:
+        raise RlmError(f"bad --root: {exc}", hint="give existing folders") from None
+    rlm = RLM(model, home=command_settings(ctx).home, sandbox=sandbox, max_steps=max_steps)
+    from rlm_mcp.server import build_server
+
+    server = build_server(rlm, roots, defaults={"model": model, "sandbox": sandbox, "max_steps": max_steps})
+    if transport == "stdio":
+        import anyio
+
+        anyio.run(server.run_stdio_async)
+        return
+    _serve_http(server, host, port, token)
+
+
+def _serve_http(server, host: str, port: int, token: Optional[str]) -> None:
+    """Streamable HTTP at ``http://host:port/mcp`` behind the bearer guard, until interrupted."""
+    import uvicorn
+
+    from rlm_mcp.http_guard import BearerGuard
+
+    if not token:
+        token = secrets.token_urlsafe(32)
+        print(f"rlm mcp: bearer token (send 'Authorization: Bearer <token>'): {token}", file=sys.stderr, flush=True)
+    asgi = BearerGuard(server.streamable_http_app(host=host), token)
+    config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on")
+    shown = f"[{host}]" if ":" in host else host
+    print(f"rlm mcp: serving streamable HTTP at http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.Server(config).run()

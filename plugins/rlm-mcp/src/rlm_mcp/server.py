@@ -1,0 +1,111 @@
+"""The MCP server: the tools rlm_run, rlm_runs_list, rlm_runs_show and rlm_bench_run on the SDK's ``MCPServer``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from rlm_host import RLM, RlmError
+
+from rlm_mcp import bench, runs
+from rlm_mcp.http_guard import DISCONNECTED_KEY
+from rlm_mcp.models import BenchOutput, RunDetail, RunOutput, RunsList
+from rlm_mcp.roots import OutsideRoots, Roots
+from rlm_mcp.runner import run_with_progress, to_output
+
+INSTRUCTIONS = (
+    "Recursive Language Models (rlm): rlm_run answers a query over a text, a file or a folder by letting a model "
+    "write and run code over it step by step (progress is reported per step); rlm_runs_list / rlm_runs_show read "
+    "saved runs; rlm_bench_run runs a benchmark preset. Paths must lie inside the server's roots."
+)
+
+
+def _result(model: Any, text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=model.model_dump(mode="json"))  # fmt: skip
+
+
+def _error(exc: Exception) -> ToolError:
+    if isinstance(exc, RlmError):
+        hint = f" (hint: {exc.hint})" if getattr(exc, "hint", None) else ""
+        return ToolError(f"{exc.message}{hint}")
+    return ToolError(str(exc))
+
+
+def _disconnected(ctx: Context) -> Any:
+    """A callable telling whether the HTTP client's connection for this request closed (stdio: never)."""
+    request = getattr(ctx.request_context, "request", None)
+    flag = getattr(request, "scope", {}).get(DISCONNECTED_KEY) if request is not None else None
+    return flag.is_set if flag is not None else (lambda: False)
+
+
+def build_server(rlm: RLM, roots: Roots, *, defaults: Optional[dict[str, Any]] = None) -> MCPServer:
+    """An ``MCPServer`` whose tools run ``rlm`` and read runs under ``rlm.home``; paths checked against ``roots``."""
+    server = MCPServer("rlm", instructions=INSTRUCTIONS, log_level="WARNING")
+    defaults = {k: v for k, v in (defaults or {}).items() if v is not None}
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
+    async def rlm_run(ctx: Context, query: str, text: Optional[str] = None, path: Optional[str] = None,
+                      model: Optional[str] = None, sandbox: Optional[str] = None, max_steps: Optional[int] = None,
+                      max_depth: Optional[int] = None, timeout: Optional[float] = None,
+                      max_cost: Optional[float] = None) -> Annotated[CallToolResult, RunOutput]:  # fmt: skip
+        """Run a Recursive Language Model: answer `query` over `text`, or over the file or folder at `path`
+        (inside the server's roots), or over no context. Reports progress once per step; returns the final
+        answer with the run id, steps, tokens, cost and the saved trajectory's path."""
+        if text is not None and path is not None:
+            raise ToolError("give text or path, not both")
+        try:
+            context: Any = roots.check(path) if path is not None else text
+            roots.check_model(model or "")
+        except OutsideRoots as exc:
+            raise ToolError(str(exc)) from None
+        options = {**defaults, **{k: v for k, v in dict(model=model, sandbox=sandbox, max_steps=max_steps,
+                   max_depth=max_depth, timeout=timeout, max_cost=max_cost).items() if v is not None}}  # fmt: skip
+        try:
+            result = await run_with_progress(rlm, context, query, options, ctx.report_progress, _disconnected(ctx))
+        except (RlmError, TypeError, ValueError) as exc:
+            raise _error(exc) from None
+        out = to_output(result)
+        head = f"{out.termination_reason} after {out.steps} steps ({out.run_id})"
+        return _result(out, f"{out.final_response}\n\n[{head}]" if out.final_response is not None else head)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def rlm_runs_list(limit: int = 20) -> Annotated[CallToolResult, RunsList]:
+        """Saved runs, newest first (at most `limit`; 0: all): id, task, model, outcome, steps, tokens, cost."""
+        listed = runs.list_runs(rlm.home, limit)
+        lines = [f"{r.run_id} {r.termination_reason} steps={r.steps} {r.task}" for r in listed.runs]
+        return _result(listed, "\n".join(lines) or f"no saved runs in {rlm.home / 'runs'}")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def rlm_runs_show(run_id: str) -> Annotated[CallToolResult, RunDetail]:
+        """One saved run (its id, a unique prefix of one, or 'latest'): summary, final answer and every root
+        step's action, code and output (long texts cut)."""
+        try:
+            detail = runs.show_run(rlm.home, run_id)
+        except (RlmError, ValueError) as exc:
+            raise _error(exc) from None
+        return _result(detail, f"{detail.run_id}: {detail.termination_reason} after {detail.steps} steps; "
+                               f"answer: {detail.final_response}")  # fmt: skip
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
+    async def rlm_bench_run(preset: str, limit: int = 3,
+                            model: Optional[str] = None) -> Annotated[CallToolResult, BenchOutput]:  # fmt: skip
+        """Run the first `limit` cases of a benchmark preset (`rlm bench list`) and score them; needs the
+        rlm-bench plugin. Returns the accuracy and each case with its score."""
+        try:
+            roots.check_model(model or "")
+        except OutsideRoots as exc:
+            raise ToolError(str(exc)) from None
+        try:
+            summary = await bench.run_preset(preset, limit, model or defaults.get("model"), cwd=Path.cwd(),
+                                             sandbox=defaults.get("sandbox"))  # fmt: skip
+        except bench.BenchUnavailable as exc:
+            raise ToolError(str(exc)) from None
+        text = f"{summary.preset}: accuracy {summary.accuracy} over {summary.cases_run} cases"
+        return _result(summary, text + "\n" + json.dumps([c.model_dump() for c in summary.cases], default=str)[:2000])
+
+    return server
