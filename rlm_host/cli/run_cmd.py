@@ -33,6 +33,8 @@ def run(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="Server URL for the model's provider (e.g. a local OpenAI-compatible server)."),
     reply_format: Optional[str] = typer.Option(None, "--reply-format", help="Enforce the environment's reply shape (a grammar, a JSON schema) on the root model: "
                                                  "auto (local llama.cpp), on (wherever the provider can), off."),
+    instructions: Optional[str] = typer.Option(None, "--instructions", help="Domain guidance appended to the system "
+                                               "prompt: TEXT, or @FILE to read it from a file."),
     sink: Optional[List[str]] = typer.Option(None, "--sink", help="Also feed this observability sink (repeat, or "
                                              "a,b); [run] sinks sets the default list."),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON on stdout."),
@@ -62,6 +64,7 @@ def run(
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
         max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
         reply_format=reply_format, workdir=workdir, sinks=loaded.settings.run.with_sinks(sink),
+        instructions=instructions,
     )  # fmt: skip
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

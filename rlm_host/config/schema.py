@@ -67,8 +67,22 @@ class RunSettings(Section):
                                       "to deliver what they hold (together, not each)")
     sink_call_seconds: float = Field(30.0, gt=0, description="a sink whose one call has not returned after this many "
                                      "seconds is disabled for the run")
+    instructions: str | None = Field(None, description="domain guidance appended to the environment's system prompt "
+                                     "(--instructions TEXT or @FILE); recorded with the run and a benchmark's identity")
     labels: dict[str, str] = Field(default_factory=dict, description="labels recorded with a run and sent to the sinks "
                                    "(a benchmark sets benchmark_id, preset and case)")
+
+    @field_validator("instructions")
+    @classmethod
+    def _instructions_file(cls, value: str | None) -> str | None:
+        """``@PATH`` reads the guidance from a text file (relative to the working directory)."""
+        if value is None or not value.startswith("@"):
+            return value
+        path = Path(value[1:]).expanduser()
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror or exc} (give the text, or @PATH to a text file)")
 
     def with_sinks(self, added: Optional[list[str]]) -> list[str]:
         """``sinks`` plus the names of ``--sink`` options (each may list several, comma-separated)."""

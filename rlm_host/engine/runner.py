@@ -136,7 +136,7 @@ class RLMRunner:
             spawn_child=spawn_child,
             sub_model_for=lambda model: client(plan.connector_for(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
-            context_meta=meta, workdir=plan.workdir, carry=carry,
+            context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RecursionRefused
-from rlm_host.environments.kit import StepHistory, answer_text, render_description, truncate, with_preview
+from rlm_host.environments.kit import (
+    StepHistory, answer_text, render_description, truncate, with_instructions, with_preview,
+)
 from rlm_host.llm.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult
@@ -91,7 +93,8 @@ class GenericEnvironment:
         if self.ctx.context is not None:
             lines.append("Context (variable `context` in the REPL):\n" + render_description(with_preview(self.ctx.context_meta, 200)))
         lines += self.history.prompt_sections()
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
+        system = with_instructions(SYSTEM_PROMPT, self.ctx.instructions)
+        return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
         action, problem = reply_action(reply)

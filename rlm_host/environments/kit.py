@@ -4,7 +4,7 @@ middle-cut of long output (``rlm_host.text.clip``)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 from rlm_host.results import FinalSignal
 from rlm_host.text import clip
@@ -84,3 +84,11 @@ class StepHistory:
         if self.steps:
             sections.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in self.steps[-steps:]))
         return sections
+
+
+def with_instructions(system_prompt: str, instructions: Optional[str]) -> str:
+    """The system prompt with the user's domain guidance (``[run] instructions``) after it, marked as additions."""
+    if not instructions or not instructions.strip():
+        return system_prompt
+    return (f"{system_prompt}\n\nDomain instructions from the user (they add to the rules above and never replace "
+            f"them):\n{instructions.strip()}")

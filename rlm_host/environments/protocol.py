@@ -94,6 +94,7 @@ class EnvironmentContext:
     max_depth: int
     context_meta: dict[str, Any] = field(default_factory=dict)
     workdir: Optional[Path] = None
+    instructions: Optional[str] = None  # the user's domain guidance: appended to the system prompt, never replacing it
     carry: Optional[Any] = None  # the root run of a chat turn: variables carried between turns (engine.carry)
 
 

@@ -222,3 +222,23 @@ def test_sink_option_feeds_every_case_and_an_unknown_sink_is_refused(cli, work):
     summary = BenchmarkSummary.model_validate_json(out)
     lines = [json.loads(line) for line in (work / ".rlm" / "observability" / "runs.jsonl").read_text().splitlines()]
     assert {line["run_id"] for line in lines} >= {c.run_id for c in summary.cases}
+
+
+def test_instructions_are_part_of_the_identity_and_compare_says_when_they_differ(cli, work):
+    write_script(work / "direct.json", [{"match": ".", "text": repl("print(len(context))\nFINAL('Kasrin')")}])
+    (work / "guide.md").write_text("Answer with the capital's name only.")
+    args = ("bench", "run", "--pack", str(DATA / "evals.yaml"), "--model", "scripted:direct.json", "--sandbox",
+            "process", "--limit", "1", "--json")  # fmt: skip
+    code, out, err = cli(*args, "--instructions", "@guide.md")
+    assert code == 0, err
+    guided = BenchmarkSummary.model_validate_json(out)
+    assert guided.instructions == "Answer with the capital's name only."
+    first = json.loads(Path(guided.cases[0].trajectory_path).read_text().splitlines()[0])
+    assert first["data"]["settings"]["instructions"] == guided.instructions
+    code, out, err = cli(*args)
+    plain = BenchmarkSummary.model_validate_json(out)
+    assert plain.instructions is None
+    code, out, err = cli("bench", "compare", guided.benchmark_id, plain.benchmark_id)
+    assert "different instructions" in out + err
+    code, out, err = cli(*args, "--instructions", "@missing.md")
+    assert code == 2 and "cannot read missing.md" in err

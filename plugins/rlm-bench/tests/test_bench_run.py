@@ -212,7 +212,7 @@ def test_the_summary_schema_is_stable():
     assert SCHEMA_VERSION == 2
     assert set(BenchmarkSummary.model_fields) == {
         "schema_version", "benchmark_id", "preset", "source", "description", "pack_file", "mode", "framework",
-        "environment", "model", "sub_model", "sandbox", "judge_model", "started_at", "finished_at", "host_version",
+        "environment", "model", "sub_model", "sandbox", "judge_model", "instructions", "started_at", "finished_at", "host_version",
         "cases_planned", "resumed_cases", "metrics", "by_pack", "by_tag", "cases"}  # fmt: skip
     assert set(Aggregate.model_fields) == {
         "cases", "completed", "completion_rate", "errors", "scored", "accuracy", "correct", "avg_reward", "avg_steps",

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.environments.kit import answer_text, render_description, truncate, with_preview
+from rlm_host.environments.kit import answer_text, render_description, truncate, with_instructions, with_preview
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
@@ -73,6 +73,7 @@ class PureRLMEnvironment:
             max_llm_calls=self.ctx.budget.max_llm_calls,
             python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",
         )
+        system = with_instructions(system, self.ctx.instructions)
         opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
                                count=lambda text: count_tokens(text, self.ctx.root))  # fmt: skip

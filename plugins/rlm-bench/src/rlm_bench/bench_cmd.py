@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from rlm_host import RLMRunner, RlmError, command_settings, get_host, resolve_connector
+from rlm_host import InputError, RLMRunner, RlmError, command_settings, get_host, resolve_connector
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
 
@@ -67,6 +67,8 @@ def run(
     resume: Optional[str] = typer.Option(
         None, "--resume", help="Finish an interrupted benchmark (its id), with its own preset, mode and models."
     ),
+    instructions: Optional[str] = typer.Option(None, "--instructions", help="Domain guidance appended to every case's "
+                                               "system prompt (TEXT or @FILE); part of the benchmark's identity."),
     sink: Optional[List[str]] = typer.Option(None, "--sink", help="Also feed this observability sink with every "
                                              "case's run (repeat, or a,b); runs carry benchmark_id/preset/case labels."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary JSON on stdout."),
@@ -80,6 +82,12 @@ def run(
         raise RlmError(f"unknown mode {mode!r}", hint="choose native or direct-llm")
     runner = RLMRunner(loaded=command_settings(ctx), host=get_host())
     runner.loaded.settings.run.sinks = runner.loaded.settings.run.with_sinks(sink)
+    if instructions is not None:
+        try:
+            runner.loaded.settings.run.instructions = instructions
+        except ValueError as exc:  # pydantic's ValidationError: an unreadable @FILE
+            problem = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+            raise InputError(f"--instructions: {problem}", hint="give the text, or @PATH to a text file") from None
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
                             on_case=progress.case if progress else None)  # fmt: skip

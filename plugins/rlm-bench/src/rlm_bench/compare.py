@@ -66,6 +66,7 @@ class Comparison(BaseModel):
     candidate_preset: str
     baseline_preset: str
     same_preset: bool
+    same_instructions: bool = True  # different domain guidance: the two are not the same experiment
     metrics: dict[str, MetricDelta] = Field(default_factory=dict)
     gates: list[GateResult] = Field(default_factory=list)
     common_cases: int = 0
@@ -137,7 +138,8 @@ def compare(candidate: BenchmarkSummary, baseline: BenchmarkSummary, gates: Opti
     cand_ids = {c.case_id for c in candidate.cases}
     return Comparison(
         candidate_id=candidate.benchmark_id, baseline_id=baseline.benchmark_id, candidate_preset=candidate.preset,
-        baseline_preset=baseline.preset, same_preset=candidate.preset == baseline.preset, metrics=metrics,
+        baseline_preset=baseline.preset, same_preset=candidate.preset == baseline.preset,
+        same_instructions=(candidate.instructions or None) == (baseline.instructions or None), metrics=metrics,
         gates=results, common_cases=common, only_in_candidate=sorted(cand_ids - base_ids),
         only_in_baseline=sorted(base_ids - cand_ids), changes=changes, passed=all(g.passed for g in results),
     )  # fmt: skip

@@ -101,6 +101,8 @@ def comparison_markdown(c: Comparison) -> list[str]:
     lines += [f"| {name} | {_num(d.candidate)} | {_num(d.baseline)} | {_num(d.delta)} |" for name, d in c.metrics.items()]
     if not c.same_preset:
         lines += ["", f"Note: different presets ({c.candidate_preset} vs {c.baseline_preset})."]
+    if not c.same_instructions:
+        lines += ["", "Note: the two ran with different instructions ([run] instructions): not the same experiment."]
     if c.changes:
         lines += ["", "| case | change | baseline | candidate |", "| --- | --- | --- | --- |"]
         lines += [

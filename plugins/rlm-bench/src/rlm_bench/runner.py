@@ -85,6 +85,7 @@ class BenchmarkRunner:
             pack_file=preset.pack_file, mode=options.mode, framework=options.framework or "native",
             environment=options.environment, model=options.model, sub_model=options.sub_model, sandbox=options.sandbox,
             judge_model=options.judge_model, case_ids=[c.case_id for c in cases], host_version=rlm_host.__version__,
+            instructions=self.runner.loaded.settings.run.instructions,
         )  # fmt: skip
         self.store.write_manifest(manifest)
         try:

@@ -9,6 +9,7 @@ One file per benchmark, ``<home>/benchmarks/<benchmark_id>.json``, written when 
       preset, source, description, pack_file      which cases: a registered preset or a pack file
       mode             "native" (the RLM loop) | "direct-llm" (one call, context in the prompt: the baseline)
       framework, environment, model, sub_model, sandbox, judge_model   (model and sandbox: as resolved)
+      instructions     the domain guidance every case ran with ([run] instructions), or null
       started_at, finished_at, host_version
       cases_planned    cases selected (after --limit); every one has a result in ``cases``
       resumed_cases    results reused from an interrupted attempt (not run again)
@@ -138,6 +139,7 @@ class BenchmarkIdentity(BaseModel):
     sub_model: Optional[str] = None
     sandbox: Optional[str] = None
     judge_model: Optional[str] = None
+    instructions: Optional[str] = None  # the domain guidance every case ran with ([run] instructions)
     host_version: str = ""
 
 
@@ -216,7 +218,8 @@ def build_summary(manifest: Any, results: list[CaseResult], *, resumed: int = 0)
         description=manifest.description, pack_file=manifest.pack_file, mode=manifest.mode,
         framework=manifest.framework, environment=manifest.environment,
         model=models[0] if models else (manifest.model or ""), sub_model=manifest.sub_model,
-        sandbox=manifest.sandbox or (sandboxes[0] if sandboxes else None), judge_model=manifest.judge_model, started_at=manifest.started_at,
+        sandbox=manifest.sandbox or (sandboxes[0] if sandboxes else None), judge_model=manifest.judge_model,
+        instructions=getattr(manifest, "instructions", None), started_at=manifest.started_at,
         finished_at=utc_now(), host_version=manifest.host_version, cases_planned=len(manifest.case_ids),
         resumed_cases=resumed, metrics=aggregate(ordered),
         by_pack={pack: aggregate(r for r in ordered if r.preset == pack) for pack in packs},
