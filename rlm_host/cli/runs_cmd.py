@@ -53,6 +53,24 @@ def list_runs(
         typer.echo(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
 
 
+@app.command("compare")
+def compare(
+    ctx: typer.Context,
+    run_a: str = typer.Argument(..., help="The reference run (id, unique prefix, 'latest', or a .jsonl path)."),
+    run_b: str = typer.Argument(..., help="The run compared with it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Where two runs' steps first diverge (action, code, success), and the deltas of reward, tokens, cost, time
+    and efficiency (reward × 1000 / tokens)."""
+    from rlm_host.trajectory import Replay, RunStore
+    from rlm_host.trajectory.compare import compare_runs, render_comparison
+
+    store = RunStore(run_home(ctx))
+    a, b = (Replay(store.load(store.resolve(run))) for run in (run_a, run_b))
+    comparison = compare_runs(a, b)
+    typer.echo(comparison.model_dump_json(indent=2) if as_json else render_comparison(comparison))
+
+
 @app.command("show")
 def show(
     ctx: typer.Context,

@@ -1,0 +1,122 @@
+"""Two saved runs side by side: where their root steps first diverge, and the deltas of their outcomes.
+
+Steps are compared in order by action kind, code (whitespace-normalised) and success; the first step that differs
+(or where one run has no more steps) is the divergence. Deltas are B − A for reward, tokens, cost, duration and
+efficiency — reward × 1000 / tokens, the seed's figure for how much reward a thousand tokens bought.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel
+
+from rlm_host.trajectory.tree import Replay, ReplayStep
+
+
+class StepSide(BaseModel):
+    """One run's step at the divergence (None fields: that run had no such step)."""
+
+    action: Optional[str] = None
+    code: Optional[str] = None
+    success: Optional[bool] = None
+
+
+class Divergence(BaseModel):
+    step: int
+    differs_in: list[str]  # "action", "code", "success", or "length" when one run ended first
+    a: StepSide
+    b: StepSide
+
+
+class Delta(BaseModel):
+    a: Optional[float]
+    b: Optional[float]
+    delta: Optional[float]
+
+
+class RunComparison(BaseModel):
+    run_a: str
+    run_b: str
+    same_task: bool
+    identical_steps: int  # the leading steps both runs took alike
+    divergence: Optional[Divergence]  # None: the same steps from start to end
+    deltas: dict[str, Delta]
+
+
+def _side(step: Optional[ReplayStep]) -> StepSide:
+    if step is None:
+        return StepSide()
+    return StepSide(action=step.record.action, code=step.record.code, success=step.error is None)
+
+
+def _same_code(a: Optional[str], b: Optional[str]) -> bool:
+    return " ".join((a or "").split()) == " ".join((b or "").split())
+
+
+def _outcome(replay: Replay) -> dict[str, Optional[float]]:
+    result = replay.result
+    if result is None:
+        return {"reward": None, "tokens": None, "cost": None, "duration_s": None, "efficiency": None, "steps": None}
+    tokens = result.usage.total_tokens
+    cost = result.cost if result.cost is not None else result.usage.cost
+    efficiency = result.total_reward * 1000 / tokens if tokens else None
+    return {"reward": result.total_reward, "tokens": float(tokens), "cost": cost, "duration_s": result.duration_s,
+            "efficiency": efficiency, "steps": float(result.steps)}  # fmt: skip
+
+
+def compare_runs(a: Replay, b: Replay) -> RunComparison:
+    """The comparison of run ``a`` (the reference) and run ``b``."""
+    identical = 0
+    divergence = None
+    for index in range(max(len(a.steps), len(b.steps))):
+        left = a.steps[index] if index < len(a.steps) else None
+        right = b.steps[index] if index < len(b.steps) else None
+        sides = _side(left), _side(right)
+        if left is None or right is None:
+            differs = ["length"]
+        else:
+            differs = [name for name, same in (("action", sides[0].action == sides[1].action),
+                                                ("code", _same_code(sides[0].code, sides[1].code)),
+                                                ("success", sides[0].success == sides[1].success)) if not same]  # fmt: skip
+        if differs:
+            divergence = Divergence(step=index + 1, differs_in=differs, a=sides[0], b=sides[1])
+            break
+        identical += 1
+    first, second = _outcome(a), _outcome(b)
+    deltas = {key: Delta(a=first[key], b=second[key], delta=_minus(second[key], first[key])) for key in first}
+    task_a, task_b = a.root.start.get("task"), b.root.start.get("task")
+    return RunComparison(run_a=a.root.run_id, run_b=b.root.run_id, same_task=task_a == task_b,
+                         identical_steps=identical, divergence=divergence, deltas=deltas)  # fmt: skip
+
+
+def _minus(b: Optional[float], a: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None else round(b - a, 6)
+
+
+def render_comparison(comparison: RunComparison) -> str:
+    """The comparison as a few lines of text."""
+    lines = [f"A {comparison.run_a}", f"B {comparison.run_b}" + ("" if comparison.same_task else "  (another task)")]
+    if comparison.divergence is None:
+        lines.append(f"the same {comparison.identical_steps} steps from start to end")
+    else:
+        d = comparison.divergence
+        lines.append(f"diverge at step {d.step} ({', '.join(d.differs_in)}); {comparison.identical_steps} steps alike before")
+        for label, side in (("A", d.a), ("B", d.b)):
+            if side.action is None:
+                lines.append(f"  {label}: no step {d.step}")
+                continue
+            code = " ".join((side.code or "").split())[:100]
+            state = "ok" if side.success else "error"
+            lines.append(f"  {label}: {side.action} [{state}]" + (f"  {code}" if code else ""))
+    lines.append(f"{'':<12}{'A':>12}{'B':>12}{'B − A':>12}")
+    for name, delta in comparison.deltas.items():
+        lines.append(f"{name:<12}{_fmt(delta.a):>12}{_fmt(delta.b):>12}{_fmt(delta.delta, sign=True):>12}")
+    return "\n".join(lines)
+
+
+def _fmt(value: Any, sign: bool = False) -> str:
+    if value is None:
+        return "—"
+    text = f"{value:+.4g}" if sign else f"{value:.4g}"
+    return text
