@@ -22,6 +22,8 @@ def run(
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
     workdir: Optional[Path] = typer.Option(None, "--workdir", help="Project folder for environments that edit files "
                                            "(e.g. dspy): the sandbox's read-write working directory."),
+    allow_any_workdir: Optional[bool] = typer.Option(None, "--allow-any-workdir", help="Let an environment that edits "
+                                                     "files work in a home, documents or system folder."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Root turns before stopping."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock limit of the run, seconds."),
     exec_timeout: Optional[float] = typer.Option(None, "--exec-timeout", help="Limit of one code execution, seconds."),
@@ -64,7 +66,7 @@ def run(
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
         max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
         reply_format=reply_format, workdir=workdir, sinks=loaded.settings.run.with_sinks(sink),
-        instructions=instructions,
+        instructions=instructions, allow_any_workdir=allow_any_workdir,
     )  # fmt: skip
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

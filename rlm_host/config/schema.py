@@ -88,6 +88,8 @@ class RunSettings(Section):
         """``sinks`` plus the names of ``--sink`` options (each may list several, comma-separated)."""
         names = [name.strip() for value in added or [] for name in value.split(",") if name.strip()]
         return [*self.sinks, *(name for name in names if name not in self.sinks)]
+    allow_any_workdir: bool = Field(False, description="let an environment that edits files work in a home, documents "
+                                    "or system folder (refused by default)")
     workdir: Path | None = Field(None, description="project folder an environment that edits files works in (mounted "
                                  "read-write into the sandbox; default: the current directory)")
 

@@ -119,7 +119,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
     run.environment = env_spec.name
     needs_sandbox = env_spec.runs_code or run.sandbox != "auto"
     sandbox_spec = choose_sandbox(host, loaded, run.sandbox, env_spec) if needs_sandbox else None
-    workdir = project_folder(run.workdir) if env_spec.workspace else None
+    workdir = project_folder(run.workdir, run.allow_any_workdir) if env_spec.workspace else None
     options_for_models = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens)
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
 
@@ -239,13 +239,28 @@ def sandbox_packages_for(env_spec: Any, env_settings: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*env_spec.sandbox_packages, *extra]))
 
 
-def project_folder(workdir: Optional[Path]) -> Path:
-    """The run's project folder, resolved: ``--workdir`` (created when missing), else the current directory."""
+def project_folder(workdir: Optional[Path], allow_any: bool = False) -> Path:
+    """The run's project folder, resolved: ``--workdir`` (created when missing), else the current directory. An
+    environment that writes files there refuses a home, desktop, documents or downloads folder and a system folder
+    (the model would be editing them) unless ``allow_any`` (``--allow-any-workdir``)."""
     folder = Path(workdir or ".").expanduser().resolve()
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"--workdir {folder} is not a directory")
+    if not allow_any and folder in protected_folders():
+        raise ConfigError(f"refusing to let the model edit files in {folder}: a home, documents or system folder",
+                          hint="run from a project folder, pass --workdir DIR, or --allow-any-workdir if you mean it")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def protected_folders() -> set[Path]:
+    """Folders an environment that edits files never works in by default: the user's home and its desktop,
+    documents and downloads folders, the filesystem root and the system's own folders."""
+    home = Path.home().resolve()
+    system = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/root", "/sbin", "/sys", "/usr",
+              "/var", "/System", "/Library", "/Applications", "/Users", "/home", "/private", "/tmp")  # fmt: skip
+    folders = {home, *(home / name for name in ("Desktop", "Documents", "Downloads"))}
+    return {p.resolve() if p.exists() else p for p in folders | {Path(s) for s in system}}
 
 
 def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str], notices: list[str]) -> list[tuple[str, Sink]]:
