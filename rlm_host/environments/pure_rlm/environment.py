@@ -68,7 +68,9 @@ class PureRLMEnvironment:
         if not helpers.ok:
             raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
         notes = session.info.python_notes
+        several = len(document_names(self.ctx.context)) > 1
         system = prompts.SYSTEM_PROMPT.format(
+            files_help=prompts.FILES_HELP if several else "",
             max_steps=self.ctx.max_steps,
             max_llm_calls=self.ctx.budget.max_llm_calls,
             python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",

@@ -38,6 +38,12 @@ def chunk_text(text, chunk_size, overlap=0):
     return [text[s:e] for s, e in chunk_indices(len(text), chunk_size, overlap)]
 
 
+try:  # the whole set of a file-set context, kept while `context` shows one document (switch_to)
+    _documents = context if context_names else []
+except NameError:  # no context
+    _documents = []
+
+
 def list_files():
     """Names of the documents when the context is a set of files."""
     return list(context_names)
@@ -47,7 +53,33 @@ def load_file(name):
     """The text of one document of a file-set context, by name."""
     if name not in context_names:
         raise KeyError("no file named " + repr(name) + "; list_files() shows the names")
-    return context[context_names.index(name)]
+    return _documents[context_names.index(name)]
+
+
+def load_files(names=None):
+    """The texts of several documents by name, in that order (all of them without names)."""
+    return [load_file(name) for name in (list(context_names) if names is None else names)]
+
+
+def switch_to(name=None):
+    """Make `context` the document called name; switch_to() makes it the whole set again. Returns its length."""
+    global context
+    context = _documents if name is None else load_file(name)
+    return len(context)
+
+
+def remove_file(name):
+    """Drop a document from the set (and from `context` when it shows the set). Returns how many are left."""
+    global context, context_names, _documents
+    if name not in context_names:
+        raise KeyError("no file named " + repr(name) + "; list_files() shows the names")
+    index = context_names.index(name)
+    showing_all = context is _documents
+    _documents = _documents[:index] + _documents[index + 1:]
+    context_names = context_names[:index] + context_names[index + 1:]
+    if showing_all:
+        context = _documents
+    return len(_documents)
 '''
 
 class SubCalls:

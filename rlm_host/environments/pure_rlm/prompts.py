@@ -26,8 +26,7 @@ over a loop of llm_query calls.
 - `rlm_query(prompt, context=None) -> str`: a recursive RLM with its own REPL, for a sub-problem that needs its \
 own exploration of the `context` you pass it.
 - `chunk_indices(total_length, chunk_size, overlap=0)` and `chunk_text(text, chunk_size, overlap=0)`: split text.
-- `list_files()` and `load_file(name)`: when the context is a set of files (names in `context_names`).
-- `SHOW_VARS()`: list your variables and their types.
+{files_help}- `SHOW_VARS()`: list your variables and their types.
 - `FINAL(answer)`: finish with this answer. `FINAL_VAR(name)`: finish with the value of the variable called \
 `name` (pass the name as a string). `SUBMIT(**fields)`: finish with named fields.
 
@@ -36,6 +35,13 @@ code block. Do this only when you are done: first examine the context with code.
 exception in your code; handle it or retry.
 
 Limits: {max_steps} steps, {max_llm_calls} sub-model calls in total.{python_notes}"""
+
+#: Said in the system prompt only when the context is a set of several documents.
+FILES_HELP = """\
+- `list_files()`: the documents' names (also in `context_names`); `load_file(name)` one document, \
+`load_files(names)` several; `switch_to(name)` makes `context` that one document and `switch_to()` the whole set \
+again; `remove_file(name)` drops a document from the set.
+"""
 
 FIRST_USER_MESSAGE = """\
 The variable `context` holds:
