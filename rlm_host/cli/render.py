@@ -71,6 +71,12 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
     for note in observation.pop("notes", None) or []:
         lines.append(f"note: {note}")
     observation.pop("success", None)
+    variables = [v for v in observation.pop("variables", None) or [] if isinstance(v, dict)]
+    if variables:
+        lines.append("variables:")
+        for v in variables:
+            size = f", {v['size']:,}" if isinstance(v.get("size"), int) and v["size"] >= 0 else ""
+            lines.append(f"  │ {v.get('name')} ({v.get('type')}{size}) = {_short(v.get('repr'), 70)}")
     rest = {k: v for k, v in observation.items() if v not in (None, "", [], {}, False)}
     if rest:
         lines.append("observation: " + ", ".join(f"{k}={_short(v, 60)}" for k, v in rest.items()))

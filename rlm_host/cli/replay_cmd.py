@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from rlm_host.errors import RlmError
+from rlm_host.errors import InputError, RlmError
 
 if TYPE_CHECKING:
     from rlm_host.trajectory import Replay
@@ -28,6 +28,8 @@ def replay(
     run_id: str = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path."),
     step: Optional[int] = typer.Option(None, "--step", help="Start at this step number."),
     errors: bool = typer.Option(False, "--errors", help="Only the steps that ended in an error."),
+    successes: bool = typer.Option(False, "--successes", help="Only the steps that did not end in an error "
+                                   "(printed, not interactive)."),
     no_interactive: bool = typer.Option(False, "--no-interactive", help="Print the steps and exit."),
 ) -> None:
     """Step through a saved run: each step's code, output, reward, tokens, sub-calls and child runs."""
@@ -42,7 +44,11 @@ def replay(
     if not player.steps:
         typer.echo("\nno steps recorded")
         return
-    if no_interactive or not sys.stdin.isatty():
+    if successes:
+        if errors:
+            raise InputError("--errors and --successes exclude each other", hint="choose one")
+        _print_all(player, start, False, only_successes=True)
+    elif no_interactive or not sys.stdin.isatty():
         _print_all(player, start, errors)
     else:
         _interactive(player, start, errors)
@@ -66,9 +72,11 @@ def _show(player: "Replay", index: int) -> None:
     typer.echo(render_step(player.step(index), total=len(player.steps)))
 
 
-def _print_all(player: "Replay", start: int, only_errors: bool) -> None:
-    """Every step from ``start`` on (only the error steps with ``only_errors``)."""
-    indices = [i for i in range(start, len(player.steps)) if not only_errors or player.steps[i].is_error]
+def _print_all(player: "Replay", start: int, only_errors: bool, *, only_successes: bool = False) -> None:
+    """Every step from ``start`` on (only the error steps with ``only_errors``, only the others with
+    ``only_successes``)."""
+    indices = [i for i in range(start, len(player.steps))
+               if (not only_errors or player.steps[i].is_error) and (not only_successes or not player.steps[i].is_error)]  # fmt: skip
     if not indices:
         typer.echo("\nno error steps" if only_errors else "\nno steps to show")
     for index in indices:

@@ -92,3 +92,29 @@ def with_instructions(system_prompt: str, instructions: Optional[str]) -> str:
         return system_prompt
     return (f"{system_prompt}\n\nDomain instructions from the user (they add to the rules above and never replace "
             f"them):\n{instructions.strip()}")
+
+
+#: Variables a step's snapshot lists at most (the newest names first when there are more).
+SNAPSHOT_VARIABLES = 50
+
+
+def variable_snapshot(session: Any, baseline: set[str]) -> list[dict[str, Any]]:
+    """The REPL's user variables after a step — name, type, size (len, or -1) and an 80-character repr — computed
+    inside the sandbox (no value is copied out) and read back as a Python literal, never unpickled. ``baseline``:
+    the names the environment itself defined (helpers), left out. [] when the runtime cannot say."""
+    import ast
+
+    try:
+        names = [n for n in session.list_variables() if n not in baseline and not n.startswith("_") and n.isidentifier()]
+    except Exception:
+        return []
+    if not names:
+        return []
+    names = names[-SNAPSHOT_VARIABLES:]
+    result = session.execute("print(_rlm_describe([" + ", ".join(f"({n!r}, {n})" for n in names) + "]))")
+    try:
+        rows = ast.literal_eval((result.stdout or "").strip()) if result.ok else []
+    except (ValueError, SyntaxError):
+        return []
+    return [{"name": str(r[0]), "type": str(r[1]), "size": int(r[2]), "repr": str(r[3])} for r in rows
+            if isinstance(r, tuple) and len(r) == 4]  # fmt: skip

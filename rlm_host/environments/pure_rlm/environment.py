@@ -11,7 +11,9 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.environments.kit import answer_text, render_description, truncate, with_instructions, with_preview
+from rlm_host.environments.kit import (
+    answer_text, render_description, truncate, variable_snapshot, with_instructions, with_preview,
+)
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
@@ -37,6 +39,8 @@ class PureRLMSettings(BaseModel):
     context_window: Optional[int] = Field(None, ge=1024, description="root model's window, tokens (default: provider's, else 32768)")
     keep_last_turns: int = Field(4, ge=0, description="turns kept verbatim when compacting")
     nudge_first_answer: bool = Field(True, description="refuse once a first-turn answer given without code")
+    record_variables: bool = Field(True, description="record the REPL's variables (name, type, size, short repr) "
+                                   "after each step that ran code, for replay")
 
 
 DEFAULT_CONTEXT_WINDOW = 32768
@@ -53,6 +57,7 @@ class PureRLMEnvironment:
         self.meta = with_preview(ctx.context_meta, self.settings.preview_chars)
         self.nudged = False
         self.history: Optional[History] = None
+        self.baseline: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -67,6 +72,7 @@ class PureRLMEnvironment:
         helpers = session.execute(HELPERS_SOURCE)
         if not helpers.ok:
             raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
+        self.baseline = set(session.list_variables())  # the environment's own names: not the model's variables
         notes = session.info.python_notes
         several = len(document_names(self.ctx.context)) > 1
         system = prompts.SYSTEM_PROMPT.format(
@@ -134,6 +140,8 @@ class PureRLMEnvironment:
             "blocks": [_block_record(c, r) for c, r in zip(parsed.code_blocks, results)],
             "success": all(r.ok for r in results),
         }
+        if results and self.settings.record_variables:
+            observation["variables"] = variable_snapshot(self.session, self.baseline)
         if notes:
             observation["notes"] = notes
         if final is not None:

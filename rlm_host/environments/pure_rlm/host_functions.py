@@ -68,6 +68,22 @@ def switch_to(name=None):
     return len(context)
 
 
+def _rlm_describe(pairs):
+    """(name, type, size, short repr) of each variable: what a trajectory keeps of the REPL after a step."""
+    described = []
+    for name, value in pairs:
+        try:
+            size = len(value)
+        except Exception:
+            size = -1
+        try:
+            shown = repr(value)[:80]
+        except Exception:
+            shown = "?"
+        described.append((name, type(value).__name__, size, shown))
+    return described
+
+
 def remove_file(name):
     """Drop a document from the set (and from `context` when it shows the set). Returns how many are left."""
     global context, context_names, _documents

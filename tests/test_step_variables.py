@@ -1,0 +1,63 @@
+"""After each step that ran code, the trajectory keeps the REPL's variables (name, type, size, a short repr),
+computed in the sandbox; ``rlm replay`` shows them, and ``--errors`` / ``--successes`` filter the steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.testing.engine import isolated_runner
+
+STEPS = ["```repl\nwords = context.split()\nn = len(words)\nblob = 'x' * 5000\nprint(n)\n```",
+         "```repl\nprint(1/0)\n```", "FINAL_VAR('n')"]  # fmt: skip
+
+
+def _variables(tmp_path: Path, sandbox: str) -> list:
+    plugins = {"process": "", "monty": "rlm-sandbox-monty", "docker": "rlm-sandbox-docker"}[sandbox]
+    runner = isolated_runner(tmp_path, sandbox=sandbox, plugins=plugins)
+    root = ScriptedConnector.from_responses(STEPS)
+    result = runner.run_task("How many words?", context="the quick brown fox", connectors={"root": root, "sub": root})
+    assert result.final_response == "4", result.error
+    steps = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
+    return [e["data"]["observation"].get("variables") for e in steps if e["type"] == "step"]
+
+
+@pytest.mark.parametrize("sandbox", ["process", "monty", pytest.param("docker", marks=pytest.mark.slow)])
+def test_variables_after_each_step_in_every_runtime(tmp_path, monkeypatch, sandbox):
+    monkeypatch.chdir(tmp_path)
+    if sandbox == "monty":
+        pytest.importorskip("rlm_sandbox_monty")
+    if sandbox == "docker":
+        pytest.importorskip("rlm_sandbox_docker")
+        from support.docker_engine import prepare_engine, release_engine
+
+        prepare_engine()
+        try:
+            per_step = _variables(tmp_path, sandbox)
+        finally:
+            release_engine()
+    else:
+        per_step = _variables(tmp_path, sandbox)
+    first = {v["name"]: v for v in per_step[0]}
+    assert set(first) == {"words", "n", "blob"}  # the environment's helpers and `context` are left out
+    assert first["words"]["type"] == "list" and first["words"]["size"] == 4
+    assert first["n"]["repr"] == "4" and first["blob"]["size"] == 5000 and len(first["blob"]["repr"]) == 80
+    assert {v["name"] for v in per_step[1]} == {"words", "n", "blob"}  # the failing step still reports them
+    assert per_step[2] is None  # the final answer ran no code
+
+
+def test_replay_shows_the_variables_and_filters_steps(rlm_cli, rlm_script, rlm_isolated):
+    Path("notes.txt").write_text("the quick brown fox")
+    run = json.loads(rlm_cli("run", "How many words?", "--context", "notes.txt", "--model", rlm_script(STEPS),
+                             "--sandbox", "process", "--json").out)  # fmt: skip
+    shown = rlm_cli("replay", run["run_id"], "--no-interactive")
+    assert "variables:" in shown.out and "words (list, 4) = ['the', 'quick', 'brown', 'fox']" in shown.out
+    errors = rlm_cli("replay", run["run_id"], "--errors", "--no-interactive").out
+    assert "ZeroDivisionError" in errors and "words = context.split()" not in errors
+    successes = rlm_cli("replay", run["run_id"], "--successes").out
+    assert "words = context.split()" in successes and "ZeroDivisionError" not in successes
+    both = rlm_cli("replay", run["run_id"], "--successes", "--errors")
+    assert both.code == 2 and "exclude each other" in both.err
