@@ -25,6 +25,7 @@ from rlm_host.components import (
     Readiness,
     SandboxSpec,
     SinkSpec,
+    ContextLoaderSpec,
 )
 from rlm_host.errors import (
     BudgetExceeded,
@@ -183,6 +184,7 @@ __all__ = [
     "FrameworkSpec",
     "SandboxSpec",
     "SinkSpec",
+    "ContextLoaderSpec",
     "BenchmarkPackSpec",
     "ProviderSpec",
     "CommandSpec",

@@ -195,6 +195,25 @@ class SinkSpec(Component):
     kind: ClassVar[str] = "sink"
 
 
+@dataclass(frozen=True)
+class ContextLoaderSpec(Component):
+    """A context loader: turns files of some formats into what the REPL gets as ``context`` (text, a JSON value,
+    or ``Documents`` with names such as ``report.pdf#p12``).
+
+    ``suffixes`` are the file name endings it claims (``.pdf``, lower case, with the dot); none means any text
+    file (the built-in fallback). On a suffix several loaders claim, the highest ``priority`` wins.
+    """
+
+    kind: ClassVar[str] = "context_loader"
+
+    suffixes: tuple[str, ...] = ()
+    priority: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "suffixes", tuple(s.lower() for s in self.suffixes))
+
+
 class BenchmarkPackSpec(Component):
     """A benchmark pack: named presets of cases carrying their data and expected answers."""
 
@@ -298,6 +317,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("framework", "rlm_register_frameworks", FrameworkSpec, "frameworks"),
     Kind("sandbox", "rlm_register_sandboxes", SandboxSpec, "sandboxes"),
     Kind("sink", "rlm_register_sinks", SinkSpec, "sinks"),
+    Kind("context_loader", "rlm_register_context_loaders", ContextLoaderSpec, "context_loaders"),
     Kind("benchmark", "rlm_register_benchmark_packs", BenchmarkPackSpec, "benchmark_packs"),
     Kind("provider", "rlm_register_providers", ProviderSpec, "providers"),
     Kind("command", "rlm_register_commands", CommandSpec, "commands", configurable=False),
@@ -315,6 +335,7 @@ __all__ = [
     "FrameworkSpec",
     "SandboxSpec",
     "SinkSpec",
+    "ContextLoaderSpec",
     "BenchmarkPackSpec",
     "ProviderSpec",
     "CommandSpec",

@@ -1,7 +1,11 @@
 """The context of a run: loading it (``rlm run --context``) and describing it without showing it.
 
-A ``.json`` file loads as the JSON value it holds; other files as text. Several files or a directory give a
-``Documents`` list whose ``names`` are the files' paths, so the REPL can offer ``list_files()`` / ``load_file()``.
+Each file goes through the context loader that claims its suffix (``ContextLoaderSpec``; the caller passes the
+lookup, see ``rlm_host.engine.context_loading``): built in, a ``.json`` file loads as the JSON value it holds and
+any other text file as text; a binary file no loader claims is bad input. Several files or a directory give a
+``Documents`` list whose ``names`` are the files' paths (a loader returning documents, such as a PDF's pages,
+adds them all: ``report.pdf#p3``), so the REPL can offer ``list_files()`` / ``load_file()``; in a directory, a
+file no loader can read is skipped with a warning naming it.
 ``describe_context`` gives the metadata a model and a trajectory see instead of the content; the runner computes
 it once per run (a large JSON context is serialised once, not at every step).
 """
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import IO, Any, Callable, Optional, Protocol
 
 from rlm_host.errors import InputError
 
@@ -30,11 +34,55 @@ class Documents(list):
         self.names = names
 
 
-def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: bool = False) -> Any:
+class ContextLoader(Protocol):
+    """What a ``ContextLoaderSpec`` factory returns: ``load(path)`` → text, a JSON value or ``Documents`` (name the
+    parts ``<file name>#<part>``, e.g. ``report.pdf#p12``); a file it cannot read raises ``InputError`` naming the
+    file and what to do."""
+
+    def load(self, path: Path) -> Any: ...
+
+
+#: ``loader_for(path)``: the loader for that file, or None when none claims it.
+LoaderLookup = Callable[[Path], Optional[ContextLoader]]
+
+
+class TextLoader:
+    """The built-in ``text`` loader: a file's text (UTF-8; undecodable bytes replaced)."""
+
+    def __init__(self, settings: Any = None, services: Any = None) -> None:
+        pass
+
+    def load(self, path: Path) -> str:
+        try:
+            binary = _is_binary(path)
+            text = "" if binary else path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise InputError(f"cannot read context file {path}: {exc.strerror}") from None
+        if binary:
+            raise InputError(f"{path}: a binary file ({path.suffix or 'no suffix'}) that no context loader reads",
+                             hint="install a plugin that registers a context loader for it (rlm plugins list "
+                                  "shows the loaders installed), or pass a text export of it")  # fmt: skip
+        return text
+
+
+class JsonLoader(TextLoader):
+    """The built-in ``json`` loader: a ``.json`` file as the JSON value it holds."""
+
+    def load(self, path: Path) -> Any:  # type: ignore[override]
+        text = super().load(path)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+
+
+def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: bool = False,
+                 loader_for: Optional[LoaderLookup] = None) -> Any:  # fmt: skip
     """The context for a run from ``--context`` arguments (None when there are none).
 
     ``as_path`` (for an environment whose spec says ``context_as_path``): the one file's resolved ``Path``,
-    checked to exist but not read."""
+    checked to exist but not read. ``loader_for`` picks each file's loader (default: the built-in text and JSON
+    ones)."""
     if not paths:
         return None
     if as_path:
@@ -44,16 +92,34 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
     if paths == ["-"]:
         return (stdin or sys.stdin).read()
     if len(paths) == 1 and not Path(paths[0]).is_dir():
-        return load_file(_existing(paths[0]))
-    documents, names = [], []
+        return load_file(_existing(paths[0]), loader_for)
+    documents, names, skipped = [], [], []
     for raw in paths:
         path = _existing(raw)
         files = _files_under(path) if path.is_dir() else [path]
         for file in files:
-            documents.append(load_file(file))
-            names.append(str(file.relative_to(path)) if path.is_dir() else str(file))
+            name = str(file.relative_to(path)) if path.is_dir() else str(file)
+            try:
+                loaded = load_file(file, loader_for)
+            except InputError as exc:
+                if not path.is_dir():
+                    raise  # a file named on its own must load
+                skipped.append(f"{name} ({exc.message})")
+                continue
+            if isinstance(loaded, Documents):  # a file of several documents (a PDF's pages): each its own
+                documents.extend(loaded)
+                names.extend(name + part[part.index("#"):] if "#" in part else f"{name}#{part}" for part in loaded.names)
+            else:
+                documents.append(loaded)
+                names.append(name)
+    if skipped:
+        from rlm_host import logs
+
+        logs.get_logger("rlm.context").warning(f"skipped {len(skipped)} file(s) no context loader could read: "
+                                               + "; ".join(skipped[:10]) + ("; …" if len(skipped) > 10 else ""))  # fmt: skip
     if not documents:
-        raise InputError(f"no readable text files under {', '.join(paths)}")
+        raise InputError(f"no readable text files under {', '.join(paths)}",
+                         hint="rlm plugins list shows the context loaders installed")  # fmt: skip
     return Documents(documents, names)
 
 
@@ -68,7 +134,7 @@ def _files_under(directory: Path) -> list[Path]:
     files = []
     for file in sorted(directory.rglob("*")):
         relative = file.relative_to(directory)
-        if file.is_file() and not any(part.startswith(".") for part in relative.parts) and not _is_binary(file):
+        if file.is_file() and not any(part.startswith(".") for part in relative.parts):
             files.append(file)
     return files
 
@@ -78,18 +144,12 @@ def _is_binary(path: Path) -> bool:
         return b"\x00" in handle.read(BINARY_PROBE)
 
 
-def load_file(path: Path) -> Any:
-    """One context file: a .json file as the JSON value it holds, anything else as text."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"cannot read context file {path}: {exc.strerror}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    return text
+def load_file(path: Path, loader_for: Optional[LoaderLookup] = None) -> Any:
+    """One context file through its loader (default: a .json file as its JSON value, other text as text)."""
+    loader = loader_for(path) if loader_for is not None else None
+    if loader is None:
+        loader = JsonLoader() if path.suffix.lower() == ".json" else TextLoader()
+    return loader.load(path)
 
 
 def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:

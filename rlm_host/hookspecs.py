@@ -33,6 +33,7 @@ import pluggy
 from rlm_host.components import (
     BenchmarkPackSpec,
     CommandSpec,
+    ContextLoaderSpec,
     DoctorCheck,
     EnvironmentSpec,
     FrameworkSpec,
@@ -108,6 +109,17 @@ def rlm_register_sinks() -> list[SinkSpec]:
     ``handle(event)`` gets every ``RunEvent`` in order and ``close()`` is called when the run tree ends. A sink
     that raises is disabled for the run with one warning; the run goes on. Test it with
     ``rlm_host.testing.SinkContract``.
+    """
+
+
+@hookspec
+def rlm_register_context_loaders() -> list[ContextLoaderSpec]:
+    """Context loaders: read files of the formats they claim (``suffixes``) for ``--context`` and the Python API.
+
+    The factory is called once per loading as ``factory(settings, services: HostServices)`` and returns an object
+    with ``load(path) -> str | JSON value | rlm_host.Documents``; a file it cannot read (encrypted, corrupt, no
+    text) raises ``rlm_host.InputError`` naming the file and what to do. Text and JSON are the built-in loaders.
+    Test it with ``rlm_host.testing.ContextLoaderContract``.
     """
 
 

@@ -156,11 +156,12 @@ class RLM:
         context itself (a ``str`` is text, never a file name)."""
         if not isinstance(context, os.PathLike):
             return context
-        from rlm_host.context import load_context
+        from rlm_host.engine.context_loading import load_context_with_loaders
 
-        environment = options.get("environment") or self.runner.loaded.settings.run.environment
-        as_path = self.runner.host.environments().get(environment).context_as_path
-        return load_context([os.fspath(context)], as_path=as_path)
+        runner = self.runner
+        environment = options.get("environment") or runner.loaded.settings.run.environment
+        as_path = runner.host.environments().get(environment).context_as_path
+        return load_context_with_loaders([os.fspath(context)], runner.host, runner.loaded, runner.home, as_path=as_path)
 
 
 class RunStream:

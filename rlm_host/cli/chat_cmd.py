@@ -31,7 +31,7 @@ def chat(
     from rlm_host.api.client import RLM
     from rlm_host.api.session import list_sessions
     from rlm_host.cli.runs_cmd import run_home
-    from rlm_host.context import load_context
+    from rlm_host.engine.context_loading import load_context_with_loaders
 
     if list_:
         for entry in list_sessions(run_home(ctx)):
@@ -40,7 +40,7 @@ def chat(
     state = ctx.find_root().obj
     rlm = RLM(model, sub_model=sub_model, sandbox=sandbox, max_steps=max_steps, home=run_home(ctx),
               settings=state.settings())  # fmt: skip
-    loaded = load_context(list(context)) if context else None
+    loaded = load_context_with_loaders(list(context), rlm.runner.host, rlm.runner.loaded, rlm.home) if context else None
     if context and len(context) == 1 and not Path(context[0]).is_dir():
         loaded = Path(context[0]).resolve()  # kept as a path: a resumed session reads the file again
     session = rlm.session(loaded, resume=resume)

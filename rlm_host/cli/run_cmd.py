@@ -44,7 +44,7 @@ def run(
 ) -> None:
     """Run a task with an RLM: the context stays in the sandbox, the model explores it with code."""
     from rlm_host import logs
-    from rlm_host.context import load_context
+    from rlm_host.engine.context_loading import load_context_with_loaders
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.plugins import get_host
 
@@ -60,7 +60,7 @@ def run(
         on_event = LiveView()
     result = runner.run_task(
         task,
-        context=load_context(list(context or []), as_path=as_path),
+        context=load_context_with_loaders(list(context or []), host, loaded, runner.home, as_path=as_path),
         on_event=on_event,
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,

@@ -24,6 +24,7 @@ from rlm_host.components import (
     KINDS,
     BenchmarkPackSpec,
     CommandSpec,
+    ContextLoaderSpec,
     DoctorCheck,
     EnvironmentSpec,
     FrameworkSpec,
@@ -42,6 +43,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "rlm_host.default_plugins.sandboxes",
     "rlm_host.default_plugins.providers",
     "rlm_host.default_plugins.sinks",
+    "rlm_host.default_plugins.context_loaders",
     "rlm_host.default_plugins.commands",
     "rlm_host.default_plugins.doctor",
 )
@@ -220,6 +222,9 @@ class PluginHost:
 
     def sinks(self) -> Registry[SinkSpec]:
         return self._registry("rlm_register_sinks")
+
+    def context_loaders(self) -> Registry[ContextLoaderSpec]:
+        return self._registry("rlm_register_context_loaders")
 
     def benchmark_packs(self) -> Registry[BenchmarkPackSpec]:
         return self._registry("rlm_register_benchmark_packs")

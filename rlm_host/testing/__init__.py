@@ -4,7 +4,7 @@ The public names, importable from here:
 
 - contract suites, one per kind: subclass one in a ``Test…`` class of your plugin's tests and fill in the
   few hooks it names; pytest then runs the whole protocol suite against your component —
-  ``SandboxContract``, ``ProviderContract``, ``EnvironmentContract``, ``SinkContract``,
+  ``SandboxContract``, ``ProviderContract``, ``EnvironmentContract``, ``SinkContract``, ``ContextLoaderContract``,
   ``BenchmarkPackContract``, ``FrameworkContract``, ``ToolAgentScenarios`` (with its kit: ``run_framework``,
   ``call``, ``final``, ``actions``, the station-log data and the framework rewards);
 - engine drivers: ``isolated_runner``, ``run_scripted``, ``haystack``, ``trajectory``, ``FIND_NEEDLE``,
@@ -34,6 +34,7 @@ pytest.register_assert_rewrite(
     "rlm_host.testing.provider_calls",
     "rlm_host.testing.environment_contract",
     "rlm_host.testing.sink_contract",
+    "rlm_host.testing.context_loader_contract",
     "rlm_host.testing.benchmark_contract",
     "rlm_host.testing.engine",
 )
@@ -44,6 +45,7 @@ _LAZY: dict[str, str] = {
     "ProviderContract": "rlm_host.testing.provider_contract",
     "EnvironmentContract": "rlm_host.testing.environment_contract",
     "SinkContract": "rlm_host.testing.sink_contract",
+    "ContextLoaderContract": "rlm_host.testing.context_loader_contract",
     "BenchmarkPackContract": "rlm_host.testing.benchmark_contract",
     "FrameworkContract": "rlm_host.testing.framework_contract",
     "ToolAgentScenarios": "rlm_host.testing.tool_agent",

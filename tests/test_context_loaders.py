@@ -1,0 +1,61 @@
+"""Context loaders: the built-in text and JSON loaders keep the contract third parties subclass; a binary file no
+loader reads is bad input naming the file, and in a folder it is skipped with a warning, never silently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rlm_host.testing import ContextLoaderContract
+
+
+class TestJsonLoader(ContextLoaderContract):
+    loader = "json"
+    distribution = ""
+
+    def sample(self, folder: Path) -> tuple[Path, str]:
+        path = folder / "facts.json"
+        path.write_text(json.dumps({"stations": [{"name": "Halley", "sensor": "T4 failed at -41.7 C"}]}))
+        return path, "T4 failed at -41.7 C"
+
+    def broken(self, folder: Path) -> Path:
+        path = folder / "broken.json"
+        path.write_text('{"stations": [')
+        return path
+
+
+class TestTextLoader(ContextLoaderContract):
+    loader = "text"
+    distribution = ""
+
+    def sample(self, folder: Path) -> tuple[Path, str]:
+        path = folder / "log.md"
+        path.write_text("# Day 117\nThe thermistor T4 failed at 03:40 UTC.\n")
+        return path, "T4 failed at 03:40 UTC"
+
+    def broken(self, folder: Path) -> Path:
+        path = folder / "image.png"
+        path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
+        return path
+
+
+def test_a_binary_file_is_bad_input_and_a_folder_skips_it_with_a_warning(rlm_cli, rlm_script, rlm_isolated):
+    work = rlm_isolated.work
+    (work / "scan.pdf").write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 4)
+    model = rlm_script(["```repl\nprint(list_files())\n```", "FINAL(1)"])
+    single = rlm_cli("run", "q", "--context", "scan.pdf", "--model", model, "--sandbox", "process")
+    assert single.code == 2 and "scan.pdf: a binary file (.pdf) that no context loader reads" in single.err
+    assert "rlm plugins list" in single.err and "Traceback" not in single.err
+    (work / "docs").mkdir()
+    (work / "docs" / "notes.txt").write_text("plain notes")
+    (work / "docs" / "scan.pdf").write_bytes((work / "scan.pdf").read_bytes())
+    folder = rlm_cli("run", "q", "--context", "docs", "--model", model, "--sandbox", "process", "--json")
+    assert folder.code == 0, folder.err
+    assert "skipped 1 file(s) no context loader could read: scan.pdf" in folder.err
+    start = json.loads(Path(json.loads(folder.out)["trajectory_path"]).read_text().splitlines()[0])
+    assert start["data"]["context"]["documents"] == 1
+
+
+def test_plugins_list_shows_the_loaders(rlm_cli):
+    shown = rlm_cli("plugins", "list", "--all")
+    assert "context_loader:" in shown.out and "json, text" in shown.out
