@@ -11,8 +11,9 @@ provider      ``ProviderServices`` (home, model, options)        a ``ModelConnec
 sandbox       ``SandboxServices`` (home, limits, workspace…)     a ``SandboxSession``
 environment   ``EnvironmentContext`` (the run: models, sandbox…)  an ``Environment``
 sink          ``HostServices`` (home)                            a ``Sink``
+context_loader ``HostServices`` (home, e.g. for a cache)          a loader: ``load(path)`` → text, JSON, Documents
 benchmark     ``HostServices`` (home)                            a list of cases (``BenchmarkCase`` or dicts)
-framework     (the adapter contract, not yet defined)             –
+framework     ``FrameworkContext`` (the run: models, tools…)      an adapter with ``run()`` and ``close()``
 ============  =================================================  ==========================================
 """
 
