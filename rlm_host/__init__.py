@@ -101,6 +101,7 @@ _LAZY: dict[str, str] = {
     "FrameworkContext": "rlm_host.frameworks.protocol",
     "FrameworkOutcome": "rlm_host.frameworks.protocol",
     "StepLimitReached": "rlm_host.frameworks.protocol",
+    "run_coroutine": "rlm_host.frameworks.protocol",
     "EVENT_REWARDS": "rlm_host.frameworks.protocol",
     "SandboxTools": "rlm_host.frameworks.tools",
     "CodeOutcome": "rlm_host.frameworks.tools",
@@ -213,7 +214,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.environments.generic import json_object_spans, parse_action, reply_action
     from rlm_host.environments.kit import StepHistory, truncate
     from rlm_host.frameworks.protocol import (
-        EVENT_REWARDS, FrameworkAdapter, FrameworkContext, FrameworkOutcome, StepLimitReached,
+        EVENT_REWARDS, FrameworkAdapter, FrameworkContext, FrameworkOutcome, StepLimitReached, run_coroutine,
     )
     from rlm_host.frameworks.tools import (
         AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, CodeOutcome, SandboxTools, describe_context_briefly,

@@ -22,7 +22,7 @@ framework, which ends the run cleanly with that reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Awaitable, Callable, Optional, Protocol, TypeVar
 
 from rlm_host.config.schema import RewardProfile
 from rlm_host.environments.protocol import BudgetView, Emitter, ModelRole
@@ -119,3 +119,20 @@ def event_reward(rewards: RewardProfile, kind: str, ok: bool = True) -> float:
         kind = "tool_error"
     field_name = EVENT_REWARDS.get(kind)
     return float(getattr(rewards, field_name)) if field_name else 0.0
+
+
+T = TypeVar("T")
+
+
+def run_coroutine(make: Callable[[], Awaitable[T]]) -> T:
+    """Run an async framework from the runner's (sync) thread: ``asyncio.run`` on the usual thread without a loop;
+    called from async code (a notebook, an async program), on a thread and a loop of its own."""
+    import asyncio
+    import concurrent.futures
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())  # type: ignore[arg-type]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]

@@ -30,7 +30,6 @@ ADK's invocation and the adapter starts the next one in the same session with th
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import logging
@@ -45,7 +44,7 @@ from rlm_adapter_adk.model import INVALID_KEY, RlmLlm, reply_of, result_status
 from rlm_adapter_adk.settings import AdkSettings
 from rlm_host import (
     AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, BudgetExceeded, FrameworkContext, FrameworkOutcome, RlmError,
-    describe_context_briefly, truncate,
+    describe_context_briefly, run_coroutine, truncate,
 )  # fmt: skip
 
 APP = "rlm"
@@ -77,13 +76,7 @@ class AdkAdapter:
     # ------------------------------------------------------------------ the run
 
     def run(self) -> FrameworkOutcome:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # the usual case: no event loop in this thread
-            return asyncio.run(self._run())
-        # called from async code (a notebook, an async program): ADK gets a thread and a loop of its own
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self._run()).result()
+        return run_coroutine(self._run)  # a loop of its own, also when called from async code
 
     def close(self) -> None:
         pass  # the sandbox session is the runner's (closed with the run); the in-memory session goes with the loop

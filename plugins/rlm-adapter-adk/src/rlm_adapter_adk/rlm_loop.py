@@ -28,7 +28,6 @@ is new and still moving.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import re
@@ -45,7 +44,7 @@ from pydantic import ConfigDict
 from rlm_adapter_adk.adapter import _QUIET_LOGS, _QuietAdkLogs
 from rlm_adapter_adk.model import REPLY_KEY, RlmLlm, _FINISH, to_chat
 from rlm_adapter_adk.rlm_settings import AdkRlmSettings
-from rlm_host import FrameworkContext, FrameworkOutcome, describe_context_briefly, truncate
+from rlm_host import FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine, truncate
 
 APP = "rlm"
 STATE_CODE = "generated_code"
@@ -208,12 +207,7 @@ class AdkRlmAdapter:
         self._iterations = 0
 
     def run(self) -> FrameworkOutcome:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._run())
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self._run()).result()
+        return run_coroutine(self._run)  # a loop of its own, also when called from async code
 
     def close(self) -> None:
         pass  # the sandbox session is the runner's

@@ -29,7 +29,6 @@ pydantic-ai's own request limit is off. pydantic-ai giving up (its retries used 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 from typing import Any, Optional
 
@@ -49,7 +48,7 @@ from rlm_adapter_pydantic_ai.model import REPLY_KEY, RlmModel, reject_invalid_re
 from rlm_adapter_pydantic_ai.settings import PydanticAISettings
 from rlm_host import (
     AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, RlmError, describe_context_briefly,
-    truncate,
+    run_coroutine, truncate,
 )  # fmt: skip
 
 
@@ -84,13 +83,7 @@ class PydanticAIAdapter:
     # ------------------------------------------------------------------ the run
 
     def run(self) -> FrameworkOutcome:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # the usual case: no event loop in this thread
-            return asyncio.run(self._run())
-        # called from async code (a notebook, an async program): the agent gets a thread and a loop of its own
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self._run()).result()
+        return run_coroutine(self._run)  # a loop of its own, also when called from async code
 
     def close(self) -> None:
         pass  # the sandbox session is the runner's (closed with the run); the agent holds nothing else

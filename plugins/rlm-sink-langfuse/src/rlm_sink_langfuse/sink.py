@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import logging
 import math
-import socket
 import threading
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -29,6 +28,7 @@ from rlm_host import Readiness, SpanRecord
 from rlm_sink_langfuse.mapping import langfuse_attributes
 from rlm_sink_langfuse.settings import LangfuseSinkSettings
 from rlm_sink_otel.convert import make_resource, make_scope
+from rlm_sink_otel.export_sink import tcp_probe
 from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
 from rlm_sink_otel.http_exporter import otlp_http_exporter
 from rlm_sink_otel.replay import ReplayIdGenerator, ReplaySink
@@ -141,9 +141,8 @@ def check(settings: Optional[LangfuseSinkSettings]) -> Readiness:
                          "export them, or set [sink.langfuse] public_key / secret_key")  # fmt: skip
     parts = urlsplit(base)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname or "localhost", port), timeout=CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        return Readiness(False, f"keys set; {base} unreachable ({exc.strerror or type(exc).__name__})",
+    problem = tcp_probe(parts.hostname or "localhost", port, CONNECT_TIMEOUT)()
+    if problem:
+        return Readiness(False, f"keys set; {base} unreachable: {problem}",
                          "set [sink.langfuse] base_url or LANGFUSE_BASE_URL to a reachable Langfuse server")  # fmt: skip
     return Readiness(True, f"keys set; {base} reachable")
