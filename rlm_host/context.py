@@ -2,7 +2,7 @@
 
 Each file goes through the context loader that claims its suffix (``ContextLoaderSpec``; the caller passes the
 lookup, see ``rlm_host.engine.context_loading``): built in, a ``.json`` file loads as the JSON value it holds and
-any other text file as text; a binary file no loader claims is bad input. Several files or a directory give a
+a ``.jsonl`` file as the list of its lines' values, any other text file as text; a binary file no loader claims is bad input. Several files or a directory give a
 ``Documents`` list whose ``names`` are the files' paths (a loader returning documents, such as a PDF's pages,
 adds them all: ``report.pdf#p3``), so the REPL can offer ``list_files()`` / ``load_file()``; in a directory, a
 file no loader can read is skipped with a warning naming it.
@@ -76,6 +76,23 @@ class JsonLoader(TextLoader):
             raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
 
 
+class JsonLinesLoader(TextLoader):
+    """The built-in ``jsonl`` loader: a JSON Lines file (``.jsonl``, ``.ndjson``) as the list of values its lines
+    hold (blank lines skipped)."""
+
+    def load(self, path: Path) -> Any:  # type: ignore[override]
+        values = []
+        for number, line in enumerate(super().load(path).splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}: line {number} is not valid JSON (column {exc.colno}: {exc.msg})",
+                                 hint="each line of a .jsonl file holds one JSON value") from None  # fmt: skip
+        return values
+
+
 def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: bool = False,
                  loader_for: Optional[LoaderLookup] = None) -> Any:  # fmt: skip
     """The context for a run from ``--context`` arguments (None when there are none).
@@ -145,10 +162,11 @@ def _is_binary(path: Path) -> bool:
 
 
 def load_file(path: Path, loader_for: Optional[LoaderLookup] = None) -> Any:
-    """One context file through its loader (default: a .json file as its JSON value, other text as text)."""
+    """One context file through its loader (default: the built-in JSON, JSON Lines and text loaders)."""
     loader = loader_for(path) if loader_for is not None else None
     if loader is None:
-        loader = JsonLoader() if path.suffix.lower() == ".json" else TextLoader()
+        suffix = path.suffix.lower()
+        loader = JsonLoader() if suffix == ".json" else JsonLinesLoader() if suffix in (".jsonl", ".ndjson") else TextLoader()
     return loader.load(path)
 
 

@@ -24,6 +24,35 @@ class TestJsonLoader(ContextLoaderContract):
         return path
 
 
+class TestJsonLinesLoader(ContextLoaderContract):
+    loader = "jsonl"
+    distribution = ""
+
+    def sample(self, folder: Path) -> tuple[Path, str]:
+        path = folder / "events.jsonl"
+        path.write_text('{"day": 116, "event": "ok"}\n\n{"day": 117, "event": "T4 failed at 03:40 UTC"}\n')
+        return path, "T4 failed at 03:40 UTC"
+
+    def broken(self, folder: Path) -> Path:
+        path = folder / "events.ndjson"
+        path.write_text('{"day": 116}\n{"day": 117,\n')
+        return path
+
+
+def test_json_lines_are_a_list_of_values_and_a_bad_line_is_named(tmp_path):
+    from rlm_host import InputError, load_context
+
+    (tmp_path / "a.jsonl").write_text('{"a": 1}\n[2]\n\n"three"\n')
+    assert load_context([str(tmp_path / "a.jsonl")]) == [{"a": 1}, [2], "three"]
+    (tmp_path / "b.jsonl").write_text('{"a": 1}\nnot json\n')
+    try:
+        load_context([str(tmp_path / "b.jsonl")])
+    except InputError as exc:
+        assert "b.jsonl: line 2 is not valid JSON" in exc.message
+    else:
+        raise AssertionError("a bad line must be an InputError")
+
+
 class TestTextLoader(ContextLoaderContract):
     loader = "text"
     distribution = ""
@@ -58,4 +87,4 @@ def test_a_binary_file_is_bad_input_and_a_folder_skips_it_with_a_warning(rlm_cli
 
 def test_plugins_list_shows_the_loaders(rlm_cli):
     shown = rlm_cli("plugins", "list", "--all")
-    assert "context_loader:" in shown.out and "json, text" in shown.out
+    assert "context_loader:" in shown.out and "json, jsonl, text" in shown.out

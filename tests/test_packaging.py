@@ -31,7 +31,9 @@ HOST_CONTRACT = {"pydantic", "typer"}
 SANDBOX_CODE = [REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "cases",
                 REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "sandbox_analysis.py"]
 DISTRIBUTIONS = [(REPO, [REPO / "rlm_host"], {REPO / "rlm_host" / "testing": ("test",)})] + [
-    (folder, [folder / "src"], {}) for folder in sorted((REPO / "plugins").iterdir()) if (folder / "src").is_dir()
+    # a plugin's public ``testing`` module (sample files, test servers) may use its ``test`` extra
+    (folder, [folder / "src"], {path: ("test",) for path in (folder / "src").glob("*/testing.py")})
+    for folder in sorted((REPO / "plugins").iterdir()) if (folder / "src").is_dir()
 ]
 
 
@@ -99,7 +101,7 @@ def test_every_import_comes_from_a_declared_requirement(project, sources, extras
                 continue
             allowed = set(declared)
             for folder, names in extras.items():
-                if folder in path.parents:
+                if folder == path or folder in path.parents:
                     allowed |= {n for extra in names for n in requirement_names(optional.get(extra, []))}
             for module, line in third_party_imports(path, own).items():
                 providers = providers_of_modules().get(module, set())

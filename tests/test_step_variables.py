@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.trajectory import Replay, RunStore
+from rlm_host.trajectory.compare import compare_runs
 from rlm_host.testing.engine import isolated_runner
 
 STEPS = ["```repl\nwords = context.split()\nn = len(words)\nblob = 'x' * 5000\nprint(n)\n```",
@@ -16,17 +18,26 @@ STEPS = ["```repl\nwords = context.split()\nn = len(words)\nblob = 'x' * 5000\np
 
 
 def _variables(tmp_path: Path, sandbox: str) -> list:
+    """The variables of each step of a run in ``sandbox``; and ``rlm runs compare`` of that run with one that
+    took another second step, in the same runtime."""
     plugins = {"process": "", "monty": "rlm-sandbox-monty", "docker": "rlm-sandbox-docker"}[sandbox]
     runner = isolated_runner(tmp_path, sandbox=sandbox, plugins=plugins)
-    root = ScriptedConnector.from_responses(STEPS)
-    result = runner.run_task("How many words?", context="the quick brown fox", connectors={"root": root, "sub": root})
-    assert result.final_response == "4", result.error
-    steps = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
+    results = []
+    for script in (STEPS, [STEPS[0], "```repl\nprint(n * 2)\n```", STEPS[2]]):
+        root = ScriptedConnector.from_responses(script)
+        results.append(runner.run_task("How many words?", context="the quick brown fox",
+                                       connectors={"root": root, "sub": root}))  # fmt: skip
+        assert results[-1].final_response == "4", results[-1].error
+    replays = [Replay(RunStore(runner.home / "runs").load(Path(r.trajectory_path))) for r in results]
+    comparison = compare_runs(*replays)
+    assert comparison.identical_steps == 1 and comparison.divergence.step == 2
+    assert comparison.divergence.differs_in == ["code", "success"], comparison.divergence
+    steps = [json.loads(line) for line in Path(results[0].trajectory_path).read_text().splitlines()]
     return [e["data"]["observation"].get("variables") for e in steps if e["type"] == "step"]
 
 
 @pytest.mark.parametrize("sandbox", ["process", "monty", pytest.param("docker", marks=pytest.mark.slow)])
-def test_variables_after_each_step_in_every_runtime(tmp_path, monkeypatch, sandbox):
+def test_variables_and_compare_in_every_runtime(tmp_path, monkeypatch, sandbox):
     monkeypatch.chdir(tmp_path)
     if sandbox == "monty":
         pytest.importorskip("rlm_sandbox_monty")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rlm_host.context import ContextLoader, LoaderLookup, load_context
+from rlm_host.errors import InputError
 from rlm_host.services import HostServices
 
 
@@ -17,6 +18,10 @@ def loader_lookup(host: Any, loaded: Any, home: Path) -> LoaderLookup:
 
     def build(spec: Any) -> ContextLoader:
         if spec.name not in built:
+            ready = spec.readiness()
+            if not ready.ok:  # e.g. its PDF library is missing: say so instead of failing mid-load
+                raise InputError(f"the {spec.name!r} context loader cannot run here: {ready.detail}",
+                                 hint=ready.hint or None)  # fmt: skip
             built[spec.name] = spec.create(loaded.component("context_loader", spec.name), HostServices(home=home))
         return built[spec.name]
 

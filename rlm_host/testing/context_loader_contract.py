@@ -5,9 +5,9 @@ A loader plugin proves it keeps the contract by subclassing it in its tests::
     from rlm_host.testing import ContextLoaderContract
 
 
-    class TestPdfLoader(ContextLoaderContract):
-        loader = "pdf"                         # the registered name
-        distribution = "rlm-context-documents" # RLM_PLUGINS: the distribution registering it ("" for built-ins)
+    class TestRtfLoader(ContextLoaderContract):
+        loader = "rtf"                         # the registered name
+        distribution = "rlm-context-rtf"       # RLM_PLUGINS: the distribution registering it ("" for built-ins)
 
         def sample(self, folder):              # write a real file of the format; return (path, a fact in it)
             ...

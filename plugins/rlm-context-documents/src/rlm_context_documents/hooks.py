@@ -1,0 +1,27 @@
+"""The plugin's hook implementations: imported at every ``rlm`` start, so it imports only ``rlm_host``."""
+
+from rlm_host import ContextLoaderSpec, hookimpl
+
+SETTINGS = "rlm_context_documents.settings:DocumentSettings"  # [context_loader.<name>]
+HINT = "pip install rlm-context-documents"
+
+
+@hookimpl
+def rlm_register_context_loaders():
+    def spec(name, description, factory, suffixes, *requires):
+        return ContextLoaderSpec(name, description, f"rlm_context_documents.{factory}", suffixes=suffixes,
+                                 settings=SETTINGS, requires=requires, install_hint=HINT)  # fmt: skip
+
+    return [
+        spec("pdf", "A PDF, one document per page (report.pdf#p12), through PDFium", "pdf:PdfLoader",
+             (".pdf",), "pypdfium2"),
+        spec("docx", "A Word document as text (headings, lists, tables)", "office:DocxLoader", (".docx",), "docx"),
+        spec("pptx", "A PowerPoint deck, one document per slide (deck.pptx#s3) with notes", "office:PptxLoader",
+             (".pptx",), "pptx"),
+        spec("xlsx", "An Excel workbook, one document per sheet, rows tab-separated", "office:XlsxLoader",
+             (".xlsx", ".xlsm"), "openpyxl"),
+        spec("html", "An HTML page as its readable text (no markup, scripts or styles)", "web:HtmlLoader",
+             (".html", ".htm", ".xhtml")),
+        spec("epub", "An EPUB book, one document per chapter in reading order (book.epub#c4)", "web:EpubLoader",
+             (".epub",)),
+    ]  # fmt: skip
