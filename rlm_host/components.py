@@ -200,18 +200,22 @@ class ContextLoaderSpec(Component):
     """A context loader: turns files of some formats into what the REPL gets as ``context`` (text, a JSON value,
     or ``Documents`` with names such as ``report.pdf#p12``).
 
-    ``suffixes`` are the file name endings it claims (``.pdf``, lower case, with the dot); none means any text
-    file (the built-in fallback). On a suffix several loaders claim, the highest ``priority`` wins.
+    ``suffixes`` are the file name endings it claims (``.pdf``, lower case, with the dot); ``mime_types`` the
+    media types it claims for a file no suffix claims, recognised by its content (``application/pdf`` for a
+    download saved without a suffix); neither means any text file (the built-in fallback). On a suffix or type
+    several loaders claim, the highest ``priority`` wins.
     """
 
     kind: ClassVar[str] = "context_loader"
 
     suffixes: tuple[str, ...] = ()
+    mime_types: tuple[str, ...] = ()
     priority: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "suffixes", tuple(s.lower() for s in self.suffixes))
+        object.__setattr__(self, "mime_types", tuple(m.lower() for m in self.mime_types))
 
 
 class BenchmarkPackSpec(Component):

@@ -1,7 +1,11 @@
-"""Which context loader reads which file: the registered ``ContextLoaderSpec`` s by suffix, built once each."""
+"""Which context loader reads which file: the registered ``ContextLoaderSpec`` s by suffix, else by the media
+type the file's content shows (``media_type``), built once each."""
 
 from __future__ import annotations
 
+import mimetypes
+import re
+import zipfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -31,10 +35,52 @@ def loader_lookup(host: Any, loaded: Any, home: Path) -> LoaderLookup:
         if claiming:
             best = max(claiming, key=lambda s: (max(len(x) for x in s.suffixes if name.endswith(x)), s.priority))
             return build(best)
+        if any(s.mime_types for s in specs):
+            kind = (media_type(path) or "").lower()
+            by_type = [s for s in specs if kind and kind in s.mime_types]
+            if by_type:
+                return build(max(by_type, key=lambda s: s.priority))
         fallback = [s for s in specs if not s.suffixes]
         return build(max(fallback, key=lambda s: s.priority)) if fallback else None
 
     return loader_for
+
+
+SNIFF = 4096
+OOXML_MAIN = re.compile(r"(application/vnd\.[\w.-]+?)\.main\+xml")
+
+
+def media_type(path: Path) -> Optional[str]:
+    """The media type a file's first bytes show (PDF, EPUB, Office Open XML; HTML only without a suffix, so a
+    ``.txt`` of markup stays text), else the one its name suggests, else None; never raises on an unreadable
+    file (its loader will say what is wrong)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(SNIFF)
+    except OSError:
+        return None
+    if head.startswith(b"%PDF-"):
+        return "application/pdf"
+    if head.startswith(b"PK\x03\x04"):
+        return _zip_media_type(path)
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if not path.suffix and start.startswith((b"<!doctype html", b"<html")):  # a page saved without a suffix
+        return "text/html"
+    return mimetypes.guess_type(path.name)[0]
+
+
+def _zip_media_type(path: Path) -> Optional[str]:
+    try:
+        with zipfile.ZipFile(path) as package:
+            names = set(package.namelist())
+            if "mimetype" in names:  # EPUB, OpenDocument: the type is the first entry's content
+                return package.read("mimetype")[:200].decode("ascii", errors="replace").strip() or None
+            if "[Content_Types].xml" in names:  # Office Open XML: the main part's content type names the format
+                found = OOXML_MAIN.search(package.read("[Content_Types].xml")[:200_000].decode("utf-8", errors="replace"))
+                return found.group(1) if found else None
+    except (zipfile.BadZipFile, OSError, KeyError, RuntimeError):
+        return None
+    return "application/zip"
 
 
 def load_context_with_loaders(paths: list[str], host: Any, loaded: Any, home: Path, **options: Any) -> Any:

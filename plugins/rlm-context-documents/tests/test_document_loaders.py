@@ -252,3 +252,23 @@ def test_reopening_to_release_memory_keeps_every_page(tmp_path, monkeypatch):
     monkeypatch.setattr(pdf, "_resident", lambda: opened.append(1) or real() or 1)
     again = PdfLoader().load(path)
     assert list(again) == list(whole) and again.names == whole.names and len(opened) >= 9
+
+
+def test_a_file_without_a_telling_suffix_goes_by_its_content(tmp_path, rlm_plugin_host):
+    from rlm_host.engine.context_loading import loader_lookup
+    from rlm_host.testing.engine import isolated_runner
+
+    host = rlm_plugin_host(DISTRIBUTION)
+    runner = isolated_runner(tmp_path / "home", host=host)
+    lookup = loader_lookup(host, runner.loaded, runner.home)
+    download = samples.write_pdf(tmp_path / "x.pdf", 3, FACT, fact_page=2).rename(tmp_path / "download")
+    assert isinstance(lookup(download), PdfLoader)
+    assert lookup(download).load(download).names == ["download#p1", "download#p2", "download#p3"]
+    for name, write, cls in [("r.docx", samples.write_docx, DocxLoader), ("d.pptx", samples.write_pptx, PptxLoader),
+                             ("b.xlsx", samples.write_xlsx, XlsxLoader), ("e.epub", samples.write_epub, EpubLoader),
+                             ("p.html", samples.write_html, HtmlLoader)]:  # fmt: skip
+        renamed = write(tmp_path / name, FACT).rename(tmp_path / f"{name[0]}_saved")
+        assert isinstance(lookup(renamed), cls), name
+    markup = tmp_path / "page.txt"
+    markup.write_text("<html><body>markup kept</body></html>")
+    assert lookup(markup).load(markup) == markup.read_text(), "a .txt of markup stays text"
