@@ -145,3 +145,22 @@ def test_log_format_and_verbosity_flags(rlm):
     assert record["level"] == "warning" and record["event"] == "plugin broken"
     assert record["plugin"] == "rlm-test-broken-import" and "libfoo" in record["error"]
     assert record["logger"] == "rlm.plugins"
+
+
+def test_a_run_does_not_load_logfires_pydantic_plugin(tmp_path):
+    """pydantic loads every installed pydantic plugin at its first model; Logfire's would import Logfire and
+    OpenTelemetry into every command (0.3 s, 17 MB) for an instrumentation rlm never turns on."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("logfire")
+    (tmp_path / "script.json").write_text('["FINAL(1)"]')
+    probe = ("import sys\nfrom rlm_host.cli.main import main\n"
+             "main(['run', 'q', '--model', 'scripted:script.json', '--sandbox', 'process', '--quiet'])\n"
+             "print('LOGFIRE=' + str('logfire' in sys.modules))\n")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "PYDANTIC_"))}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "LOGFIRE=False" in done.stdout, done.stdout + done.stderr

@@ -308,3 +308,39 @@ def test_the_summarising_call_fits_the_window_even_when_the_history_does_not():
     before, after = history.compact(lambda messages: seen.append(messages) or "S", 4, context_window=4096)
     assert (before, after) == (1, 0) and history.summary == "S"
     assert sum(len(m["content"]) for m in seen[0]) <= 0.7 * 4096 * 4 + 100
+
+
+class _CountingModel:
+    """A sub-model that answers after a pause and records how many of its calls were in flight at once."""
+
+    name = "counting:sub"
+    context_window = None
+
+    def __init__(self, max_concurrency=None):
+        import threading
+
+        self.max_concurrency = max_concurrency
+        self.lock, self.in_flight, self.peak = threading.Lock(), 0, 0
+
+    def complete(self, messages, **_):
+        import time
+
+        from rlm_host.llm.protocol import Completion
+
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(0.05)
+        with self.lock:
+            self.in_flight -= 1
+        return Completion(text="ok", model=self.name, input_tokens=1, output_tokens=1, seconds=0.05)
+
+
+@pytest.mark.parametrize("calls, limit, peak", [(20, None, 20), (40, None, 32), (12, 3, 3), (5, 1, 1)])
+def test_a_batch_runs_its_calls_together_up_to_the_cap_and_the_provider_limit(runner, calls, limit, peak):
+    code = f"```repl\nanswers = llm_query_batched(['q' + str(i) for i in range({calls})])\nFINAL(len(answers))\n```"
+    sub = _CountingModel(limit)
+    root = ScriptedConnector.from_responses([code])
+    result = runner.run_task("q", context="c", sandbox="process", connectors={"root": root, "sub": sub})
+    assert result.final_response == str(calls)
+    assert sub.peak == peak, f"{sub.peak} calls were in flight at once, expected {peak}"

@@ -64,6 +64,12 @@ class ModelClient:
     def context_window(self) -> Optional[int]:
         return self.connector.context_window
 
+    @property
+    def max_concurrency(self) -> Optional[int]:
+        """Requests the provider takes at once (``[provider.X] max_concurrency``; 1 for an in-process model), or
+        None when it sets no limit."""
+        return getattr(self.connector, "max_concurrency", None)
+
     def complete(self, messages: list[Message], purpose: Optional[Purpose] = None,
                  reply_format: Optional[ReplyFormat] = None) -> Completion:  # fmt: skip
         """One call; ``purpose`` defaults to ``turn`` for the root role and ``sub_call`` for the sub role.

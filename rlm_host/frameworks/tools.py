@@ -59,7 +59,7 @@ class SandboxTools:
     """The sandbox session of a framework run, opened on first use (thread-safe) and closed by the runner."""
 
     def __init__(self, open_sandbox: Callable[[], SandboxSession], context: Any, *, budget: Any, scope: Any,
-                 model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 8) -> None:  # fmt: skip
+                 model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 32) -> None:  # fmt: skip
         self._open = open_sandbox
         self._context = context
         self._budget = budget

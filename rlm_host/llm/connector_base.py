@@ -157,6 +157,7 @@ class RetryingConnector:
 
         self._custom_base_url = options.base_url or settings.base_url or env.get(base_url_env) or None
         self.base_url = (self._custom_base_url or default_base_url).rstrip("/")
+        self.max_concurrency: int | None = getattr(settings, "max_concurrency", None)
         self._client: Any = None
         self._lock = threading.Lock()
         return env

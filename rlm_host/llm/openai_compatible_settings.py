@@ -21,3 +21,4 @@ class CompatibleSettings(BaseModel):
     max_retries: Optional[int] = Field(None, ge=0, description="retries after a failed request")
     max_retry_wait: Optional[float] = Field(None, gt=0, description="cap of one wait between retries, seconds")
     context_window: Optional[int] = Field(None, ge=1, description="context window in tokens, when not known")
+    max_concurrency: Optional[int] = Field(None, ge=1, description="requests in flight at once (a server's slots)")

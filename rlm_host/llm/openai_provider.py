@@ -66,6 +66,7 @@ class ProviderSettings(BaseModel):
     max_retries: int | None = Field(None, ge=0, description="retries after a failed request")
     max_retry_wait: float = Field(60.0, gt=0, description="cap of one wait between retries, seconds")
     context_window: int | None = Field(None, ge=1, description="context window in tokens, when not known")
+    max_concurrency: int | None = Field(None, ge=1, description="requests in flight at once (a server's slots)")
     organization: str | None = Field(None, description="OpenAI organization id")
 
 
@@ -142,8 +143,16 @@ class OpenAIConnector(RetryingConnector):
     # -- one call ------------------------------------------------------------------------------------------------
 
     def send(self, client: Any, request: dict[str, Any]) -> Any:
-        """One ``chat.completions.create`` call."""
-        return reject_raw_text(client.chat.completions.create(**request))
+        """One ``POST /chat/completions`` through the SDK client (its auth, connection pool, errors and response
+        types), without ``chat.completions.create``'s request transform: that walks every message of the history
+        on every call, ~0.5 ms per turn of history (52 ms per call at turn 100), and our messages are already
+        plain JSON."""
+        from openai.types.chat import ChatCompletion
+
+        body = {key: value for key, value in request.items() if key not in ("timeout", "extra_body")}
+        body.update(request.get("extra_body") or {})
+        return reject_raw_text(client.post("/chat/completions", body=body, cast_to=ChatCompletion,
+                                           options={"timeout": request["timeout"]}))  # fmt: skip
 
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``messages``."""

@@ -90,6 +90,9 @@ class ModelConnector(Protocol):
     exact token count, offered only when it is cheap and offline (llama.cpp's tokenizer) — the host uses it
     through :func:`rlm_host.tokens.count_tokens`, which estimates for connectors without it.
 
+    ``max_concurrency`` (int or None): how many calls it takes at once; ``llm_query_batched`` runs a whole batch
+    together up to that (an in-process model says 1; an HTTP server's slots come from ``[provider.X]``).
+
     A connector that can enforce a :class:`ReplyFormat` says which kinds in ``reply_formats`` (a frozenset of
     ``"gbnf"`` / ``"json_schema"``; absent means none) and, with ``reply_format_by_default = True``, that it
     enforces one unless the run says ``reply_format = "off"`` (local llama.cpp models); see

@@ -33,7 +33,8 @@ class PureRLMSettings(BaseModel):
 
     max_output_chars: int = Field(8000, ge=200, description="REPL output fed back per block (head + tail)")
     preview_chars: int = Field(200, ge=0, le=2000, description="characters of context shown as a preview")
-    batch_concurrency: int = Field(8, ge=1, le=64, description="llm_query_batched calls in flight at once")
+    batch_concurrency: int = Field(32, ge=1, le=256, description="cap of llm_query_batched calls in flight at once "
+                                   "(a batch runs all its calls together up to this and the provider's limit)")
     compaction: bool = Field(True, description="summarise old turns when the history nears the context window")
     compaction_threshold: float = Field(0.85, gt=0, le=1, description="share of the context window")
     context_window: Optional[int] = Field(None, ge=1024, description="root model's window, tokens (default: provider's, else 32768)")

@@ -121,7 +121,7 @@ class SubCalls:
         items = [_as_prompt(p) for p in prompts]
         if not items:
             return []
-        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(items)))) as pool:
+        with ThreadPoolExecutor(max_workers=self._workers(len(items), model)) as pool:
             futures = [pool.submit(self._query, p, model, "llm_query_batched", i) for i, p in enumerate(items)]
             answers, failures = [], []
             for index, future in enumerate(futures):
@@ -132,6 +132,14 @@ class SubCalls:
         if failures:
             raise RuntimeError(f"llm_query_batched: {len(failures)} of {len(items)} calls failed: " + "; ".join(failures))
         return answers
+
+    def _workers(self, calls: int, model: Optional[str]) -> int:
+        """All of a batch at once, up to the cap and the provider's own limit (one connection pool serves them)."""
+        try:
+            limit = self.model_for(model).max_concurrency or calls
+        except Exception:  # an unknown model: each call reports it
+            limit = calls
+        return max(1, min(calls, self.concurrency, limit))
 
     def rlm_query(self, prompt: Any, context: Any = None) -> str:
         prompt = _as_prompt(prompt)

@@ -139,6 +139,7 @@ class LlamaCppConnector:
     """A ModelConnector running a local GGUF model in-process; ``context_window`` is the context size used."""
 
     reports_cost = True  # every completion costs an honest 0.0: a run with a cost limit needs no price for it
+    max_concurrency = 1  # one model in this process answers one call at a time: a batch queues, not threads
     reply_formats = frozenset({"gbnf", "json_schema"})  # a grammar, or a JSON schema made into one
     reply_format_by_default = True  # a local model, often a small one: the grammar is what keeps its replies usable
 
