@@ -138,6 +138,9 @@ _LAZY: dict[str, str] = {
     "load_context": "rlm_host.context",
     "load_file": "rlm_host.context",
     "describe_context": "rlm_host.context",
+    "loader_lookup": "rlm_host.engine.context_loading",
+    "load_context_with_loaders": "rlm_host.engine.context_loading",
+    "media_type": "rlm_host.engine.context_loading",
     # running the engine from a program
     "RLM": "rlm_host.api.client",
     "RunStream": "rlm_host.api.client",
@@ -210,6 +213,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.api.client import RLM, RunStream
     from rlm_host.api.session import ChatSession
     from rlm_host.engine.budget import Budget
+    from rlm_host.engine.context_loading import load_context_with_loaders, loader_lookup, media_type
     from rlm_host.engine.runner import RLMRunner
     from rlm_host.environments.generic import json_object_spans, parse_action, reply_action
     from rlm_host.environments.kit import StepHistory, truncate

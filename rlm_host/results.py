@@ -149,3 +149,5 @@ class RunResult(BaseModel):
     termination_reason: TerminationReason
     error: Optional[str] = None
     trajectory_path: Optional[str] = None
+    #: Why the trajectory is incomplete (a write failed: a full disk…), None when every event was written.
+    record_error: Optional[str] = None

@@ -33,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in args
     from typer.main import get_command
 
+    from rlm_host.signals import handle_termination
+
+    handle_termination()
+
     from rlm_host.cli.app import app
 
     command = get_command(app)
@@ -50,8 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         return _error(exc.message, exc.hint, exc.exit_code, as_json)
-    except KeyboardInterrupt:
-        return _error("interrupted", "", EXIT_INTERRUPTED, as_json)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (rlm_host.signals.Terminated)
+        return _error(str(exc) or "interrupted", "", getattr(exc, "exit_code", EXIT_INTERRUPTED), as_json)
     except Exception as exc:  # an unexpected failure: one line unless --debug
         if debug:
             traceback.print_exc()

@@ -9,6 +9,8 @@ import typer
 
 EXIT_INCOMPLETE = 1
 EXIT_CANCELLED = 130
+#: The run answered, but its trajectory could not be written completely (RunResult.record_error).
+EXIT_RECORD_INCOMPLETE = 3
 
 
 def run(
@@ -74,9 +76,14 @@ def run(
         typer.echo(result.final_response if result.final_response is not None else "(no answer)")
         logs.say(f"trajectory: {result.trajectory_path}", event="trajectory", path=str(result.trajectory_path))
     if result.termination_reason == "cancelled":
-        raise typer.Exit(EXIT_CANCELLED)
+        from rlm_host.signals import exit_code
+
+        raise typer.Exit(exit_code(EXIT_CANCELLED))  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
     if result.error and result.termination_reason == "error":
         logs.say(f"error: {result.error}", event="run failed", level="error", error=result.error)
     if not result.completed:
         raise typer.Exit(EXIT_INCOMPLETE)
+    if result.record_error:
+        logs.say(f"warning: {result.record_error}", event="record incomplete", level="warning")
+        raise typer.Exit(EXIT_RECORD_INCOMPLETE)
 

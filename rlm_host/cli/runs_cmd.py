@@ -51,6 +51,9 @@ def list_runs(
         )
     if len(shown) < len(summaries):
         typer.echo(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
+    for s in shown:
+        if s.problem:
+            typer.echo(f"unreadable: {s.path}: {s.problem}")
 
 
 @app.command("compare")

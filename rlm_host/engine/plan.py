@@ -54,6 +54,7 @@ class RunPlan:
     framework_factory: Optional[Callable[..., Any]] = None  # None: the native loop
     framework_settings: Optional[BaseModel] = None
     _connectors: dict[str, ModelConnector] = field(default_factory=dict)
+    writer: Any = None  # the TrajectoryWriter, once attach_observers made it
 
     @property
     def trajectory_path(self) -> Path:
@@ -80,7 +81,7 @@ class RunPlan:
 
         from rlm_host.observability.delivery import SinkDelivery
 
-        writer = TrajectoryWriter(self.home, self.run_id)
+        writer = self.writer = TrajectoryWriter(self.home, self.run_id)
         bus.subscribe("trajectory", writer)
         delivery = SinkDelivery(bus, self.sinks, flush_seconds=self.run.sink_flush_seconds,
                                 call_seconds=self.run.sink_call_seconds)  # fmt: skip

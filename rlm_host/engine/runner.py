@@ -31,6 +31,7 @@ from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import SandboxServices
+from rlm_host.signals import interruption
 from rlm_host.results import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
 
 
@@ -86,9 +87,14 @@ class RLMRunner:
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
         guard = RecursionGuard(plan.run.max_depth)
         try:
-            return self._run(scope, task, context, plan, budget, guard, carry)
+            result = self._run(scope, task, context, plan, budget, guard, carry)
         finally:
             _close_all(closers)
+        if plan.writer.failed is not None:  # the answer survives a record that could not be written
+            result = result.model_copy(update={"record_error": f"the trajectory {plan.writer.path} is incomplete: "
+                                                                f"{plan.writer.failed} ({plan.writer.dropped} "
+                                                                "event(s) not written)"})  # fmt: skip
+        return result
 
     def open_sandbox(self, *, sandbox: Optional[str] = None, environment: Optional[str] = None,
                      workspace: Optional[Path] = None, exec_timeout: Optional[float] = None) -> SandboxSession:
@@ -155,9 +161,9 @@ class RLMRunner:
             reason = "max_steps"
         except BudgetExceeded as exc:
             reason, error = exc.reason, str(exc)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
             budget.cancel.set()
-            reason, error = "cancelled", "interrupted by the user (Ctrl-C)"
+            reason, error = "cancelled", interruption(exc)
         except (RlmError, SandboxError) as exc:
             reason, error = ("timeout", str(exc)) if budget.remaining() <= 0 else ("error", str(exc))
             scope.emit("error", {"message": error, "where": type(exc).__name__})

@@ -9,7 +9,9 @@ older schemas with today's names.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import IO, Any, Iterator, Optional
 
 from pydantic import BaseModel
 
-from rlm_host.errors import RlmError
+from rlm_host.errors import InputError, RlmError
 from rlm_host.events import RunEvent
 from rlm_host.results import RunResult, StepRecord
 from rlm_host.text import clip, valid_unicode
@@ -48,6 +50,8 @@ class AmbiguousRunError(TrajectoryError):
 class CorruptTrajectoryError(TrajectoryError):
     """A trajectory file holds a line that is not an event (other than a truncated last line)."""
 
+    exit_code = 2  # a damaged file the user pointed at is bad input
+
 
 def _event_line(event: RunEvent) -> str:
     """One event as one JSON line of valid UTF-8; values JSON cannot hold are written as their ``repr``."""
@@ -60,32 +64,67 @@ def _event_line(event: RunEvent) -> str:
 class TrajectoryWriter:
     """Event subscriber appending every event of one run tree to ``<home>/runs/<root_run_id>.jsonl``.
 
-    Events of other run trees (a bus shared by a benchmark) are ignored. Each line is flushed as soon as it is
-    written, so the file is readable, up to the last finished event, while the run goes on.
+    Events of other run trees (a bus shared by a benchmark) are ignored. Each line goes to the file in one
+    unbuffered write as soon as it is made, so the file is readable, up to the last finished event, while the run
+    goes on. A write that fails (a full disk, a removed folder) never stops the run: the file is cut back to its
+    last whole line, one warning names the path and the reason, later events are dropped, and ``failed`` says
+    why, so the caller can still deliver the answer and report the record as incomplete.
     """
 
     def __init__(self, home: Path, root_run_id: str) -> None:
         self.root_run_id = root_run_id
         self.path = Path(home).expanduser() / RUNS_DIR / f"{root_run_id}{SUFFIX}"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: Optional[IO[str]] = self.path.open("a", encoding="utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: Optional[IO[bytes]] = self.path.open("ab", buffering=0)
+        except OSError as exc:
+            raise InputError(f"cannot write runs to {self.path.parent}: {exc.strerror or exc}",
+                             hint="choose a writable run home: RLM_HOME=DIR, or [paths] home in rlm.toml") from None  # fmt: skip
+        self._whole = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
         self._lock = threading.Lock()
+        self.failed: Optional[str] = None
+        self.dropped = 0
 
     def __call__(self, event: RunEvent) -> None:
         if event.root_run_id != self.root_run_id:
             return
-        line = _event_line(event)
+        data = (_event_line(event) + "\n").encode("utf-8", errors="surrogatepass")
         with self._lock:
             if self._file is None:
                 raise TrajectoryError(f"trajectory writer for {self.root_run_id} is closed")
-            self._file.write(line + "\n")
-            self._file.flush()
+            if self.failed is not None:
+                self.dropped += 1
+                return
+            try:
+                written = self._file.write(data)
+                if written != len(data):
+                    raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written")
+                self._whole += written
+            except OSError as exc:
+                self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        """Cut the file back to its last whole line and stop writing (called under the lock)."""
+        self.failed = exc.strerror or str(exc)
+        self.dropped += 1
+        try:
+            os.ftruncate(self._file.fileno(), self._whole)  # needs no free space
+        except (OSError, ValueError):
+            pass
+        from rlm_host import logs
+
+        logs.get_logger("rlm.trajectory").warning(
+            f"could not write the trajectory {self.path}: {self.failed}; the run goes on, its record ends here"
+        )
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
+        """Close the file (idempotent, never raises)."""
         with self._lock:
             if self._file is not None:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
                 self._file = None
 
     def __enter__(self) -> "TrajectoryWriter":
@@ -98,7 +137,8 @@ class TrajectoryWriter:
 class RunSummary(BaseModel):
     """One saved run as ``rlm runs list`` shows it, from its root run's run_start and final events.
 
-    ``termination_reason`` is ``"interrupted"`` when the root run has no final event (killed or crashed).
+    ``termination_reason`` is ``"interrupted"`` when the root run has no final event (killed or crashed), and
+    ``"unreadable"`` when the file holds no run event at all (then ``problem`` says why).
     """
 
     run_id: str
@@ -114,6 +154,7 @@ class RunSummary(BaseModel):
     cost: Optional[float] = None
     duration: Optional[float] = None
     path: str = ""
+    problem: Optional[str] = None
 
     @property
     def interrupted(self) -> bool:
@@ -205,7 +246,10 @@ class RunStore:
     def _summary_from_events(self, path: Path) -> RunSummary:
         """The summary of a run without a root final event (or an odd first line), from all its events."""
         events = self._read(path, strict=False)
-        root_id = events[0].root_run_id if events else path.stem
+        if not events:
+            return RunSummary(run_id=path.stem, path=str(path), termination_reason="unreadable",
+                              started=_iso(path.stat().st_mtime), problem=_unreadable(path))  # fmt: skip
+        root_id = events[0].root_run_id
         summary = RunSummary(run_id=root_id, path=str(path))
         started = _iso(path.stat().st_mtime)
         tokens = 0
@@ -344,6 +388,22 @@ class RunStore:
         if not events and strict:
             raise CorruptTrajectoryError(f"{path} holds no run events", hint="the run stopped before its first step")
         return events
+
+
+def _unreadable(path: Path) -> str:
+    """Why a file in the runs folder holds no run event, in a few words."""
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+    if not head.strip():
+        return "empty: the run stopped before its first event was written"
+    if b"\x00" in head or head.decode("utf-8", errors="replace").count("\ufffd") > len(head) // 20:
+        return f"not a trajectory: binary data ({path.stat().st_size:,} bytes)"
+    first = head.split(b"\n", 1)[0]
+    try:
+        RunEvent.model_validate(_line_dict(first))
+    except ValueError as exc:
+        return f"not a trajectory: its first line is not a run event ({_reason(exc)})"
+    return "not a trajectory: no line is a valid run event"
 
 
 def _reason(exc: ValueError) -> str:

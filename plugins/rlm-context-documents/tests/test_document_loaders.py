@@ -255,8 +255,8 @@ def test_reopening_to_release_memory_keeps_every_page(tmp_path, monkeypatch):
 
 
 def test_a_file_without_a_telling_suffix_goes_by_its_content(tmp_path, rlm_plugin_host):
-    from rlm_host.engine.context_loading import loader_lookup
-    from rlm_host.testing.engine import isolated_runner
+    from rlm_host import loader_lookup
+    from rlm_host.testing import isolated_runner
 
     host = rlm_plugin_host(DISTRIBUTION)
     runner = isolated_runner(tmp_path / "home", host=host)
