@@ -111,7 +111,9 @@ def variable_snapshot(session: Any, baseline: set[str]) -> list[dict[str, Any]]:
     if not names:
         return []
     names = names[-SNAPSHOT_VARIABLES:]
-    result = session.execute("print(_rlm_describe([" + ", ".join(f"({n!r}, {n})" for n in names) + "]))")
+    code = "print(_rlm_describe([" + ", ".join(f"({n!r}, {n})" for n in names) + "]))"
+    look = getattr(session, "execute_unlogged", None)  # read-only: not a cell to run again in a rebuild
+    result = look(code) if look is not None else session.execute(code)
     try:
         rows = ast.literal_eval((result.stdout or "").strip()) if result.ok else []
     except (ValueError, SyntaxError):

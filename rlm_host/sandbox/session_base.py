@@ -3,7 +3,9 @@
 Every runtime keeps the same promises around running code (``protocol.py``): host-set variables and host
 functions survive restarts; use is serialized across threads and refused after shutdown or from inside a host
 function; a worker lost between steps is replaced, and the next step is not run but says why; timeouts, crashes
-and lost state are worded the same for the model. That is written here once. A runtime implements the hooks
+and lost state are worded the same for the model. When the environment's cells have no outside effects
+(``keep_cells_for_rebuild``), a lost worker is instead rebuilt by running the successful cells again
+(``cell_log.py``) and the step runs. That is written here once. A runtime implements the hooks
 (``_has_worker`` … ``_register``) and ``get_variable`` / ``list_variables``: the built-in ``WorkerSession``
 (``session.py``, for JSON-lines workers) and Monty's session do.
 """
@@ -19,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 from rlm_host.errors import SandboxError
 from rlm_host.results import ExecResult
+from rlm_host.sandbox.cell_log import CellLog
 from rlm_host.sandbox.protocol import HostFunction, SandboxInfo, SandboxLimits
 
 #: The REPL builtins of every session: host variables and functions cannot take these names.
@@ -54,6 +57,10 @@ class SessionBase:
         self._calling_thread: int | None = None  # set while a host function runs
         self._unreported: str | None = None  # a restart the model has not been told about yet
         self._closed = False
+        self._cell_log: CellLog | None = None  # kept when the environment's cells can be replayed
+        self._rebuilding = False
+        self._unlogged = False
+        self._rebuilt: str | None = None  # what the last restart restored, in words for the model
 
     # -- hooks of the runtime -----------------------------------------------------------------------------
     def _has_worker(self) -> bool:
@@ -119,13 +126,40 @@ class SessionBase:
             self._restart(f"{self.worker_noun} had exited since the previous step: {how}")
 
     def _restart(self, why: str | None = None) -> None:
-        """Replace the worker by a fresh one with the host's variables and functions (SandboxError if not).
+        """Replace the worker by a fresh one with the host's variables and functions (SandboxError if not), and
+        rebuild the model's variables when the session keeps its cells.
 
         ``why`` is told at the next ``execute``, for a restart the model is not told about right away.
         """
         self._discard()
         self._unreported = why
         self._spawn()
+        self._rebuild()
+
+    def keep_cells_for_rebuild(self) -> None:
+        """Log successful cells, so a lost worker is rebuilt by running them again (host-function results
+        answered from the log). Only for code with no effect outside the REPL: pure_rlm's."""
+        if self._cell_log is None:
+            self._cell_log = CellLog()
+
+    def _rebuild(self) -> None:
+        self._rebuilt = None
+        if self._cell_log is None or not self._cell_log.cells or self._rebuilding:
+            return
+        self._rebuilding = True
+        try:
+            total = len(self._cell_log.cells)
+            done, failed = self._cell_log.replay(
+                lambda code: self._execute(code, self.limits.exec_timeout, time.monotonic()),
+                lambda result: result.ok and not result.restarted,
+            )  # fmt: skip
+        finally:
+            self._rebuilding = False
+        if failed is None:
+            self._rebuilt = f"your variables were rebuilt by running the {done} earlier successful cell(s) again"
+        else:
+            self._rebuilt = (f"{done} of the {total} earlier cells were run again to rebuild your variables; cell "
+                             f"{done + 1} failed this time ({failed}), so variables made from it on are lost")  # fmt: skip
 
     def _abandon(self) -> None:
         """The host was interrupted while the worker was busy: drop it; the next step says so and is not run."""
@@ -148,6 +182,8 @@ class SessionBase:
 
     # -- what the model reads -----------------------------------------------------------------------------
     def _lost_state_note(self) -> str:
+        if self._rebuilt:
+            return self._rebuilt + " (sub-model calls answered from the record, not asked again)."
         kept = [*self._host_vars, *self._functions]
         if kept:
             return ("all variables you created are lost; only the host-provided ones are still defined: "
@@ -186,12 +222,35 @@ class SessionBase:
             self._live()
             if self._unreported:
                 why, self._unreported = self._unreported, None
-                return ExecResult(
-                    error=f"SandboxCrash: the sandbox was restarted and your code was NOT run: "
-                    f"{self._lost_state_note()} Run your code again.\nCause: {why}",
-                    restarted=True, duration_s=time.monotonic() - started,
-                )  # fmt: skip
+                if self._cell_log is None:
+                    return ExecResult(
+                        error=f"SandboxCrash: the sandbox was restarted and your code was NOT run: "
+                        f"{self._lost_state_note()} Run your code again.\nCause: {why}",
+                        restarted=True, duration_s=time.monotonic() - started,
+                    )  # fmt: skip
+                result = self._run_cell(code, limit, started)  # rebuilt: run the step, and say what happened
+                notice = f"[sandbox] {why}. A new one was started: {self._lost_state_note()}\n"
+                return result.model_copy(update={"stderr": notice + result.stderr, "restarted": True})
+            return self._run_cell(code, limit, started)
+
+    def execute_unlogged(self, code: str) -> ExecResult:
+        """``execute`` for a read-only look (the environment's variable listing): not a cell to run again when a
+        lost worker is rebuilt."""
+        self._unlogged = True
+        try:
+            return self.execute(code)
+        finally:
+            self._unlogged = False
+
+    def _run_cell(self, code: str, limit: float, started: float) -> ExecResult:
+        """Run one cell, logging it (with its host-function results) when it succeeds and cells are kept."""
+        if self._cell_log is None or self._unlogged:
             return self._execute(code, limit, started)
+        self._cell_log.begin()
+        result = self._execute(code, limit, started)
+        if result.ok and not result.restarted and result.final is None:
+            self._cell_log.keep(code)
+        return result
 
     def set_variable(self, name: str, value: Any) -> None:
         """Bind a JSON-compatible value in the namespace; kept across restarts."""
@@ -207,5 +266,7 @@ class SessionBase:
             if not callable(function):
                 raise TypeError(f"host function {name!r} is not callable")
         with self._guard():
+            if self._cell_log is not None:
+                functions = {name: self._cell_log.wrap(name, f) for name, f in functions.items()}
             self._functions.update(functions)
             self._register(functions)

@@ -65,6 +65,9 @@ class PureRLMEnvironment:
     def start(self) -> None:
         session = self.session = self.ctx.open_sandbox()
         session.start()
+        keep_cells = getattr(session, "keep_cells_for_rebuild", None)
+        if keep_cells is not None:  # the REPL has no outside effects: a lost worker is rebuilt by replaying cells
+            keep_cells()
         calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
         session.register_functions(calls.functions())
         if self.ctx.context is not None:
