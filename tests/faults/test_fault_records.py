@@ -44,13 +44,19 @@ def small_disk(tmp_path):
         yield mount, limit
 
 
-def test_a_full_disk_keeps_the_answer(tmp_path, small_disk):
+def _run_on(tmp_path: Path, small_disk, flag: str) -> subprocess.CompletedProcess:
+    """A run of 30 noisy steps and an answer, its run home on the small disk."""
     disk, preexec = small_disk
     script = tmp_path / "script.json"
     script.write_text(json.dumps([NOISY] * 30 + ["FINAL(42)"]))
-    done = subprocess.run(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process", "--max-steps",
-                                 "40", "--json"], cwd=tmp_path, env=_env(disk / "home"), capture_output=True,
+    return subprocess.run(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process", "--max-steps",
+                                 "40", flag], cwd=tmp_path, env=_env(disk / "home"), capture_output=True,
                           text=True, preexec_fn=preexec, timeout=120)  # fmt: skip
+
+
+def test_a_full_disk_keeps_the_answer(tmp_path, small_disk):
+    disk, _ = small_disk
+    done = _run_on(tmp_path, small_disk, "--json")
     assert done.returncode == 3, done.stderr
     result = json.loads(done.stdout)
     assert result["final_response"] == "42" and result["completed"] is True
@@ -67,12 +73,7 @@ def test_a_full_disk_keeps_the_answer(tmp_path, small_disk):
 
 
 def test_a_full_disk_still_prints_the_answer_without_json(tmp_path, small_disk):
-    disk, preexec = small_disk
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([NOISY] * 30 + ["FINAL(42)"]))
-    done = subprocess.run(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process", "--max-steps",
-                                 "40", "--quiet"], cwd=tmp_path, env=_env(disk / "home"), capture_output=True,
-                          text=True, preexec_fn=preexec, timeout=120)  # fmt: skip
+    done = _run_on(tmp_path, small_disk, "--quiet")
     assert done.returncode == 3 and done.stdout.strip() == "42", done.stderr
 
 
