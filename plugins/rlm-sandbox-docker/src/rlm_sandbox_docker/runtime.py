@@ -53,6 +53,7 @@ class DockerSandbox(WorkerSession):
     info = SandboxInfo(name="docker", security_boundary=True, isolation=ISOLATION,
                        python_notes="Full CPython with its standard library; no network, and files can be "
                        "written only under the working directory.")
+    worker_noun = "the sandbox container"
 
     def __init__(self, settings: DockerSettings | None = None, limits: SandboxLimits | None = None, *,
                  run_id: str | None = None, workspace: Path | str | None = None,
