@@ -17,12 +17,12 @@ RLM = [sys.executable, "-m", "rlm_host"]
 SLOW = [{"text": "```repl\nx = 1\nprint(x)\n```"}, {"text": "FINAL(1)", "delay": 60}]
 
 
-def _start(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+def _start(tmp_path: Path, sandbox: str = "process") -> tuple[subprocess.Popen, Path]:
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SLOW))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
-    env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="")
-    process = subprocess.Popen(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process", "--quiet"],
+    env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="" if sandbox == "process" else "rlm-sandbox-docker")
+    process = subprocess.Popen(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", sandbox, "--quiet"],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     runs = tmp_path / "home" / "runs"
     deadline = time.monotonic() + 30
@@ -75,3 +75,29 @@ def test_after_sigkill_the_run_is_listed_as_interrupted_and_replays(tmp_path):
     assert run["termination_reason"] == "interrupted" and run["steps"] == 1
     replayed = subprocess.run(RLM + ["replay", trajectory.stem], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert replayed.returncode == 0 and "x = 1" in replayed.stdout, replayed.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_with_the_docker_sandbox_leaves_no_container(tmp_path):
+    pytest.importorskip("rlm_sandbox_docker")
+    import docker
+    from support.docker_engine import prepare_engine, release_engine
+
+    prepare_engine()
+    try:
+        from rlm_sandbox_docker import LABEL
+
+        client = docker.from_env()
+        process, _ = _start(tmp_path, "docker")
+
+        def containers() -> list:  # the containers this rlm process owns ("<host>:<pid>:<start>")
+            return [c for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
+                    if f":{process.pid}:" in c.labels.get("rlm.owner", "")]  # fmt: skip
+
+        assert containers(), "the run has a container"
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+        assert process.returncode == 143
+        assert not containers(), "no container left behind"
+    finally:
+        release_engine()

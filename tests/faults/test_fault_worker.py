@@ -119,3 +119,35 @@ def test_a_cell_that_fails_on_replay_is_named(tmp_path, monkeypatch):
     assert "2 of the 3 earlier cells were run again" in blocks[2]["stderr"], blocks[2]
     assert "cell 3 failed this time (FileExistsError" in blocks[2]["stderr"]
     assert "NameError" in blocks[2]["error"], "b came from the failed cell: lost, and the step says so"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["docker"], indirect=True)
+def test_an_engine_unreachable_mid_run_ends_the_run_with_its_record(tmp_path, monkeypatch, engine):
+    """The container is gone and the engine no longer answers (a restart, a crash): the step cannot get a new
+    container, so the run ends as an error naming the engine, its trajectory closed and listed."""
+    import requests
+    from docker.models.containers import ContainerCollection
+
+    from rlm_host.trajectory import RunStore
+
+    monkeypatch.chdir(tmp_path)
+    real = SessionBase.execute
+    dead = f"unix://{tmp_path}/dead.sock"
+
+    def execute(self, code, **kwargs):
+        if code.startswith(SECOND):
+            _kill(self)
+            monkeypatch.setenv("DOCKER_HOST", dead)  # where a reconnect looks: nobody answers there
+            refused = requests.exceptions.ConnectionError("Connection refused")
+            monkeypatch.setattr(ContainerCollection, "create", lambda *_, **__: (_ for _ in ()).throw(refused))
+        return real(self, code, **kwargs)
+
+    monkeypatch.setattr(SessionBase, "execute", execute)
+    runner = isolated_runner(tmp_path, sandbox="docker", plugins=PLUGINS["docker"])
+    root = ScriptedConnector.from_responses([f"```repl\n{FIRST}\n```", f"```repl\n{SECOND}\n```", "FINAL(1)"])
+    result = runner.run_task("q", context="a b c d", connectors={"root": root, "sub": _Sub()})
+    assert result.termination_reason == "error" and result.steps == 1
+    assert "Docker engine" in result.error, result.error
+    (summary,) = RunStore(runner.home).list_runs()
+    assert summary.termination_reason == "error" and summary.steps == 1
