@@ -138,6 +138,8 @@ _LAZY: dict[str, str] = {
     "load_context": "rlm_host.context",
     "load_file": "rlm_host.context",
     "describe_context": "rlm_host.context",
+    "TextFile": "rlm_host.context",
+    "context_value": "rlm_host.context",
     "loader_lookup": "rlm_host.engine.context_loading",
     "load_context_with_loaders": "rlm_host.engine.context_loading",
     "media_type": "rlm_host.engine.context_loading",
@@ -209,7 +211,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.cli.app import command_settings
     from rlm_host.config import LoadedSettings, load_settings
-    from rlm_host.context import Documents, describe_context, load_context, load_file
+    from rlm_host.context import Documents, TextFile, context_value, describe_context, load_context, load_file
     from rlm_host.api.client import RLM, RunStream
     from rlm_host.api.session import ChatSession
     from rlm_host.engine.budget import Budget

@@ -142,6 +142,9 @@ class EnvironmentSpec(Component):
     never enters memory). Such an environment takes exactly one file.
     ``runs_code``: False for an environment whose actions never run model code (trace analysis over an index):
     ``--sandbox auto`` then picks and checks no sandbox, and the run records its sandbox as ``none``.
+    ``context_on_disk``: the environment only hands ``ctx.context`` to its sandbox session (``set_variable``), so
+    a large text file may arrive as a ``TextFile`` that stays on disk and the session loads (the host never holds
+    the text); other environments, and framework runs, get the text.
     ``workspace``: the environment edits the run's project folder (``--workdir``) through its sandbox, so only a
     runtime declaring ``workspace=True`` can serve it; ``sandbox_packages``: what its sandbox must be able to
     import (``SandboxServices.packages``), to which its settings may add with a ``sandbox_packages`` field.
@@ -150,6 +153,7 @@ class EnvironmentSpec(Component):
     kind: ClassVar[str] = "environment"
 
     context_as_path: bool = False
+    context_on_disk: bool = False
     runs_code: bool = True
     workspace: bool = False
     sandbox_packages: tuple[str, ...] = ()

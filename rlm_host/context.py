@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import IO, Any, Callable, Optional, Protocol
+from typing import IO, Any, Callable, Iterator, Optional, Protocol
 
 from rlm_host.errors import InputError
 
@@ -24,6 +24,8 @@ BINARY_PROBE = 8192
 MAX_LISTED = 20
 #: Preview characters kept in a run's description (environments show fewer: pure_rlm 200 by default).
 PREVIEW_CHARS = 2000
+#: A single text file of at least this many bytes is a :class:`TextFile` when the caller allows it.
+LAZY_BYTES = 8 * 1024 * 1024
 
 
 class Documents(list):
@@ -32,6 +34,55 @@ class Documents(list):
     def __init__(self, documents: list[Any], names: list[str]) -> None:
         super().__init__(documents)
         self.names = names
+
+
+class TextFile:
+    """A large text file given as the whole context, kept on disk: the host never holds its text.
+
+    A sandbox runtime that can load a file itself gets the file (the process and Docker runtimes), Monty gets it
+    in pieces; code that needs the text calls :meth:`read` (or :func:`context_value`). It reads as the ``text``
+    loader does: UTF-8 with undecodable bytes replaced and universal newlines. ``chars`` and ``head`` come from
+    one streaming pass, made when first asked for.
+    """
+
+    CHUNK_CHARS = 4 * 1024 * 1024
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path).resolve()
+        self._chars: Optional[int] = None
+        self._head = ""
+
+    def chunks(self, size: int = CHUNK_CHARS) -> Iterator[str]:
+        """The text in pieces of ``size`` characters."""
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
+            while piece := handle.read(size):
+                yield piece
+
+    def read(self) -> str:
+        return self.path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def chars(self) -> int:
+        if self._chars is None:
+            total = 0
+            for piece in self.chunks():
+                if not total:
+                    self._head = piece[:PREVIEW_CHARS]
+                total += len(piece)
+            self._chars = total
+        return self._chars
+
+    def head(self, chars: int) -> str:
+        _ = self.chars
+        return self._head[:chars]
+
+    def __repr__(self) -> str:
+        return f"TextFile({str(self.path)!r})"
+
+
+def context_value(context: Any) -> Any:
+    """The context as a value: a :class:`TextFile`'s text, anything else as it is (for code that needs the str)."""
+    return context.read() if isinstance(context, TextFile) else context
 
 
 class ContextLoader(Protocol):
@@ -94,12 +145,13 @@ class JsonLinesLoader(TextLoader):
 
 
 def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: bool = False,
-                 loader_for: Optional[LoaderLookup] = None) -> Any:  # fmt: skip
+                 loader_for: Optional[LoaderLookup] = None, lazy_text: bool = False) -> Any:  # fmt: skip
     """The context for a run from ``--context`` arguments (None when there are none).
 
     ``as_path`` (for an environment whose spec says ``context_as_path``): the one file's resolved ``Path``,
     checked to exist but not read. ``loader_for`` picks each file's loader (default: the built-in text and JSON
-    ones)."""
+    ones). ``lazy_text``: one large text file (``LAZY_BYTES``) read by the plain ``text`` loader stays on disk as
+    a :class:`TextFile` (callers whose environments take it through a sandbox session: ``rlm run``, the API)."""
     if not paths:
         return None
     if as_path:
@@ -109,7 +161,10 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
     if paths == ["-"]:
         return (stdin or sys.stdin).read()
     if len(paths) == 1 and not Path(paths[0]).is_dir():
-        return load_file(_existing(paths[0]), loader_for)
+        path = _existing(paths[0])
+        if lazy_text and _plain_text(path, loader_for):
+            return TextFile(path)
+        return load_file(path, loader_for)
     documents, names, skipped = [], [], []
     for raw in paths:
         path = _existing(raw)
@@ -138,6 +193,17 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
         raise InputError(f"no readable text files under {', '.join(paths)}",
                          hint="rlm plugins list shows the context loaders installed")  # fmt: skip
     return Documents(documents, names)
+
+
+def _plain_text(path: Path, loader_for: Optional[LoaderLookup]) -> bool:
+    """Whether ``path`` is a large file the built-in ``text`` loader would read."""
+    try:
+        if path.stat().st_size < LAZY_BYTES or _is_binary(path):
+            return False
+    except OSError:
+        return False  # the loader says what is wrong
+    loader = loader_for(path) if loader_for is not None else None
+    return type(loader) is TextLoader if loader is not None else path.suffix.lower() not in (".json", ".jsonl", ".ndjson")
 
 
 def _existing(raw: str) -> Path:
@@ -178,6 +244,8 @@ def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
         return {"type": "path", "path": str(context), "total_chars": 0, "bytes": context.stat().st_size}
     if isinstance(context, str):
         return {"type": "str", "total_chars": len(context), "preview": context[:preview_chars]}
+    if isinstance(context, TextFile):  # what the sandbox will hold: a str
+        return {"type": "str", "total_chars": context.chars, "preview": context.head(preview_chars)}
     if isinstance(context, list):
         lengths = [len(doc) if isinstance(doc, str) else len(_compact_json(doc)) for doc in context]
         first = context[0] if context else ""

@@ -161,7 +161,8 @@ class RLM:
         runner = self.runner
         environment = options.get("environment") or runner.loaded.settings.run.environment
         as_path = runner.host.environments().get(environment).context_as_path
-        return load_context_with_loaders([os.fspath(context)], runner.host, runner.loaded, runner.home, as_path=as_path)
+        return load_context_with_loaders([os.fspath(context)], runner.host, runner.loaded, runner.home, as_path=as_path,
+                                         lazy_text=True)  # fmt: skip
 
 
 class RunStream:

@@ -62,7 +62,8 @@ def run(
         on_event = LiveView()
     result = runner.run_task(
         task,
-        context=load_context_with_loaders(list(context or []), host, loaded, runner.home, as_path=as_path),
+        context=load_context_with_loaders(list(context or []), host, loaded, runner.home, as_path=as_path,
+                                          lazy_text=True),  # a large text file stays on disk: TextFile
         on_event=on_event,
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,

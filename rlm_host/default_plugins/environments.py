@@ -15,11 +15,13 @@ def rlm_register_environments() -> list[EnvironmentSpec]:
             "rlm_host.environments.pure_rlm.environment:PureRLMEnvironment",
             aliases=("pure-rlm",),
             settings="rlm_host.environments.pure_rlm.environment:PureRLMSettings",
+            context_on_disk=True,
         ),
         EnvironmentSpec(
             "generic",
             "JSON actions run_python / final / delegate with the seeds' reward formula",
             "rlm_host.environments.generic:GenericEnvironment",
             settings="rlm_host.environments.generic:GenericSettings",
+            context_on_disk=True,
         ),
     ]

@@ -55,6 +55,7 @@ class RunPlan:
     framework_settings: Optional[BaseModel] = None
     _connectors: dict[str, ModelConnector] = field(default_factory=dict)
     writer: Any = None  # the TrajectoryWriter, once attach_observers made it
+    context_on_disk: bool = False  # a TextFile context goes to the sandbox unread (else the runner reads it)
 
     @property
     def trajectory_path(self) -> Path:
@@ -147,6 +148,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         sandbox_packages=sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
+        context_on_disk=env_spec.context_on_disk and framework_spec is None,
     )  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from rlm_host.engine.carry import VariableCarrier
 from rlm_host.errors import BudgetExceeded
 from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.recursion import RecursionGuard
-from rlm_host.context import describe_context
+from rlm_host.context import TextFile, describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, choose_sandbox, memory_for, plan_run, sandbox_packages_for
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
@@ -72,6 +72,8 @@ class RLMRunner:
         ``carry`` (a ``VariableCarrier``) binds earlier variables in the root run's sandbox and saves them after.
         """
         plan = plan_run(self.host, self.loaded, self.home, options, context, connectors, self.prices)
+        if isinstance(context, TextFile) and not plan.context_on_disk:
+            context = context.read()  # this environment (or framework) works with the text itself
         budget = Budget(
             timeout=plan.run.timeout,
             max_llm_calls=plan.run.max_llm_calls,

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from typing import Any
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -157,6 +158,11 @@ class ProcessSandbox(WorkerSession):
     def workdir(self) -> str | None:
         """The worker's working directory (also its HOME and TMPDIR)."""
         return self._workdir
+
+    def _text_file_request(self, name: str, text_file: Any) -> dict:
+        """The worker reads the context file where it is (this runtime shares the host's filesystem anyway): the
+        host never holds its text, and nothing is encoded or copied."""
+        return {"op": "set_file", "name": name, "path": str(text_file.path), "format": "textfile"}
 
     def _launch(self) -> _ProcessChannel:
         """Start a worker process in the session's working directory, with an empty environment."""

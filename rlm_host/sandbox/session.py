@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from rlm_host.context import TextFile
 from rlm_host.errors import SandboxError
 from rlm_host.results import ExecResult, FinalSignal
 from rlm_host.sandbox.channel import Channel, WorkerGone, WorkerTimeout
@@ -69,7 +70,14 @@ class WorkerSession(SessionBase):
 
     def _set_request(self, name: str, value: Any) -> dict:
         """The request binding a host variable in the worker (also used to restore it after a restart)."""
+        if isinstance(value, TextFile):
+            return self._text_file_request(name, value)
         return {"op": "set", "name": name, "value": value}
+
+    def _text_file_request(self, name: str, text_file: TextFile) -> dict:
+        """The request binding a context kept on disk: here its text through the channel; a runtime whose
+        worker can read a file the host prepares sends a ``set_file`` instead (no copy of the text in the host)."""
+        return {"op": "set", "name": name, "value": text_file.read()}
 
     # -- the worker ---------------------------------------------------------------------------------------
     @property

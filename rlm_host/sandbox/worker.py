@@ -6,7 +6,7 @@ object per line, never pickle) over the stdin/stdout it was started with:
 host → worker   {"id": n, "op": "execute", "code": str}        → {"id": n, "op": "result", "stdout", "stderr",
                                                                    "error", "final"}
                 {"id": n, "op": "set", "name": str, "value": v} → {"id": n, "op": "result"}
-                {"id": n, "op": "set_file", "name": str, "path": str, "format": "text"|"json"}
+                {"id": n, "op": "set_file", "name": str, "path": str, "format": "text"|"textfile"|"json"}
                                                                 → {"id": n, "op": "result"}
                 {"id": n, "op": "get", "name": str}             → {"id": n, "op": "result", "value": v} or "missing"
                 {"id": n, "op": "list"}                         → {"id": n, "op": "result", "variables": {name: type}}
@@ -325,6 +325,9 @@ def read_value_file(path, fmt):
     """The value stored in ``path``: UTF-8 text read as is (no newline translation), or a JSON document."""
     if fmt == "text":
         with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    if fmt == "textfile":  # a user's text file as the host's text loader reads it
+        with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
     if fmt == "json":
         with open(path, "rb") as f:

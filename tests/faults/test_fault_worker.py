@@ -5,9 +5,6 @@ the step says what was rebuilt. The same in the process, Monty and Docker runtim
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -16,21 +13,10 @@ from rlm_host.llm.protocol import Completion
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.sandbox.session_base import SessionBase
 from rlm_host.testing.engine import isolated_runner
+from support.workers import PLUGINS, RUNTIMES, engine, kill_worker  # noqa: F401 (engine: a fixture)
 
 FIRST = "words = context.split()\nn = len(words)\nanswer = llm_query('summarise')\nprint(n)"
 SECOND = "print(n, answer, len(words))"
-RUNTIMES = ["process", "monty", pytest.param("docker", marks=pytest.mark.slow)]
-PLUGINS = {"process": "", "monty": "rlm-sandbox-monty", "docker": "rlm-sandbox-docker"}
-
-
-def _kill(session: SessionBase) -> None:
-    """Kill the session's worker from outside, as the OOM killer or a user would."""
-    container = getattr(session, "container", None)
-    if container is not None:
-        container.kill()
-    else:
-        os.kill(session.pid, signal.SIGKILL)
-    time.sleep(0.2)
 
 
 class _Sub:
@@ -44,24 +30,8 @@ class _Sub:
     def complete(self, messages, **_):
         self.calls += 1
         if self.kill_on is not None and self.kill_on in messages[-1]["content"]:
-            _kill(self.session)
+            kill_worker(self.session)
         return Completion(text="sub says hi", model=self.name, input_tokens=1, output_tokens=1)
-
-
-@pytest.fixture
-def engine(request):
-    sandbox = request.param
-    if sandbox == "monty":
-        pytest.importorskip("rlm_sandbox_monty")
-    if sandbox == "docker":
-        pytest.importorskip("rlm_sandbox_docker")
-        from support.docker_engine import prepare_engine, release_engine
-
-        prepare_engine()
-        yield sandbox
-        release_engine()
-    else:
-        yield sandbox
 
 
 def _run(tmp_path, sandbox, replies, sub, monkeypatch, kill_before=None):
@@ -71,7 +41,7 @@ def _run(tmp_path, sandbox, replies, sub, monkeypatch, kill_before=None):
     def execute(self, code, **kwargs):
         sub.session = self
         if kill_before is not None and code.startswith(kill_before):
-            _kill(self)
+            kill_worker(self)
         return real(self, code, **kwargs)
 
     monkeypatch.setattr(SessionBase, "execute", execute)
@@ -137,7 +107,7 @@ def test_an_engine_unreachable_mid_run_ends_the_run_with_its_record(tmp_path, mo
 
     def execute(self, code, **kwargs):
         if code.startswith(SECOND):
-            _kill(self)
+            kill_worker(self)
             monkeypatch.setenv("DOCKER_HOST", dead)  # where a reconnect looks: nobody answers there
             refused = requests.exceptions.ConnectionError("Connection refused")
             monkeypatch.setattr(ContainerCollection, "create", lambda *_, **__: (_ for _ in ()).throw(refused))

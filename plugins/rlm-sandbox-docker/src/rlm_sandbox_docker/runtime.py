@@ -33,7 +33,7 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
 
-from rlm_host import WORKER_SCRIPT, SandboxInfo, SandboxLimits, SandboxServices, WorkerSession
+from rlm_host import WORKER_SCRIPT, SandboxInfo, SandboxLimits, SandboxServices, TextFile, WorkerSession
 
 from rlm_sandbox_docker import DEFAULT_IMAGE, ISOLATION, LABEL
 from rlm_sandbox_docker.channel import ContainerChannel
@@ -220,6 +220,8 @@ class DockerSandbox(WorkerSession):
         previous = self._files.get(name)
         if previous is not None and previous[1] is value:  # restoring after a restart: the file is still there
             return self._file_message(name, previous[0])
+        if isinstance(value, TextFile):  # a context kept on disk: linked (or copied) in, never read by the host
+            return self._text_file_message(name, value, previous)
         data = self._encode_large(value)
         if previous is not None:
             previous[0].unlink(missing_ok=True)
@@ -262,8 +264,24 @@ class DockerSandbox(WorkerSession):
         except UnicodeEncodeError:
             return json.dumps(value, separators=(",", ":")).encode("ascii"), "json"
 
+    def _text_file_message(self, name: str, value: TextFile, previous: Any) -> dict:
+        if previous is not None:
+            previous[0].unlink(missing_ok=True)
+        if self._dir is None:
+            self._prepare()
+        path = self._dir / "input" / f"{name}-{next(self._counter)}.textfile"
+        try:
+            if not value.path.stat().st_mode & 0o004:
+                raise PermissionError("not readable by the container's user: copied instead")
+            os.link(value.path, path)  # same filesystem, already world-readable: no copy at all
+        except OSError:
+            shutil.copyfile(value.path, path)  # in the kernel (sendfile): the text never enters this process
+            os.chmod(path, 0o644)
+        self._files[name] = (path, value)
+        return self._file_message(name, path)
+
     def _file_message(self, name: str, path: Path) -> dict:
-        fmt = "text" if path.suffix == ".text" else "json"
+        fmt = {".text": "text", ".textfile": "textfile"}.get(path.suffix, "json")
         return {"op": "set_file", "name": name, "path": f"{self.settings.input_dir}/{path.name}", "format": fmt}
 
 

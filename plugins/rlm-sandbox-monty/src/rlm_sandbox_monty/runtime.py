@@ -203,11 +203,11 @@ class MontySandbox(SessionBase):
         return {n: t for n, t in self._all_variables().items() if not n.startswith("_")}
 
     def _bind(self, name: str, value: Any) -> None:
-        """Send the value once, as a feed input."""
+        """Send the value once, as a feed input (a context kept on disk in pieces)."""
         monty = load_monty()
         self._live()
         try:
-            self._worker.session.feed_run("pass", inputs={name: value})
+            self._worker.bind({name: value})
         except (monty.MontyError, RuntimeError, TypeError, ValueError, OverflowError) as exc:
             if self._worker.alive():
                 raise TypeError(f"set_variable({name!r}): the value is not JSON-compatible: {exc}") from None

@@ -12,7 +12,7 @@ import os
 import signal
 from typing import Any
 
-from rlm_host import SandboxError, SandboxLimits, to_jsonable
+from rlm_host import SandboxError, SandboxLimits, TextFile, to_jsonable
 
 from rlm_sandbox_monty import INSTALL_HINT
 from rlm_sandbox_monty.settings import MontySettings
@@ -91,10 +91,23 @@ class MontyWorker:
         self._limit_address_space()
         if host_vars:
             try:
-                session.feed_run("pass", inputs=dict(host_vars))
+                self.bind(host_vars)
             except monty.MontyError as exc:
                 self.discard()
                 raise SandboxError(f"restoring the sandbox's variables failed: {exc}") from None
+
+    def bind(self, values: dict[str, Any]) -> None:
+        """Bind host values in the session: plain ones in one feed; a context kept on disk (``TextFile``) in
+        pieces joined inside the worker, so the host holds one piece at a time, never the whole text."""
+        plain = {name: value for name, value in values.items() if not isinstance(value, TextFile)}
+        if plain:
+            self.session.feed_run("pass", inputs=plain)
+        for name, text_file in values.items():
+            if isinstance(text_file, TextFile):
+                self.session.feed_run("_rlm_parts = []")
+                for piece in text_file.chunks():
+                    self.session.feed_run("_rlm_parts.append(_rlm_piece)", inputs={"_rlm_piece": piece})
+                self.session.feed_run(f"{name} = ''.join(_rlm_parts)\n_rlm_parts = None\n_rlm_piece = None")
 
     def renew(self) -> None:
         """The same namespace in a new checkout (Monty's per-session count of host calls starts again)."""
