@@ -72,6 +72,10 @@ class RLMRunner:
         ``carry`` (a ``VariableCarrier``) binds earlier variables in the root run's sandbox and saves them after.
         """
         plan = plan_run(self.host, self.loaded, self.home, options, context, connectors, self.prices)
+        for connector in {id(c): c for c in (plan.root_connector, plan.sub_connector)}.values():
+            warm_up = getattr(connector, "warm_up", None)
+            if warm_up is not None:
+                warm_up()  # the SDK loads while the sandbox starts and takes the context
         if isinstance(context, TextFile) and not plan.context_on_disk:
             context = context.read()  # this environment (or framework) works with the text itself
         budget = Budget(

@@ -192,6 +192,18 @@ class RetryingConnector:
 
     # -- shared --------------------------------------------------------------------------------------------------
 
+    def warm_up(self) -> None:
+        """Import the SDK and build its client in a background thread, so the first call does not wait for it
+        (openai's import alone takes 0.4 s): started at run start, it overlaps with the context loading."""
+
+        def build() -> None:
+            try:
+                self.client()
+            except Exception:  # the first real call reports what is wrong
+                pass
+
+        threading.Thread(target=build, name=f"warm-up {self.name}", daemon=True).start()
+
     def close(self) -> None:
         """Close the SDK client's connections (a later call opens new ones)."""
         with self._lock:

@@ -90,6 +90,8 @@ class ModelConnector(Protocol):
     exact token count, offered only when it is cheap and offline (llama.cpp's tokenizer) — the host uses it
     through :func:`rlm_host.tokens.count_tokens`, which estimates for connectors without it.
 
+    ``warm_up()``, optional: start preparing for the first call (importing an SDK) without blocking; the runner
+    calls it when a run starts.
     ``max_concurrency`` (int or None): how many calls it takes at once; ``llm_query_batched`` runs a whole batch
     together up to that (an in-process model says 1; an HTTP server's slots come from ``[provider.X]``).
 
