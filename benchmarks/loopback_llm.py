@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 ROOT_MODEL = "bench-root"
 SUB_MODEL = "bench-sub"
@@ -45,6 +46,7 @@ class LoopbackLLM:
         self.sub_latency = sub_latency
         self.records: list[Record] = []
         self._turns: list[str] = []
+        self._responder: Callable[[dict], str] | None = None
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
 
@@ -52,12 +54,20 @@ class LoopbackLLM:
                sub_latency: float | None = None) -> None:  # fmt: skip
         """Start a new run: forget the records, answer root requests with ``turns`` in order."""
         with self._lock:
-            self._turns = list(turns)
+            self._turns, self._responder = list(turns), None
             self.records = []
             if root_latency is not None:
                 self.root_latency = root_latency
             if sub_latency is not None:
                 self.sub_latency = sub_latency
+
+    def respond_with(self, responder: Callable[[dict], str], *, root_latency: float | None = None) -> None:
+        """Start a new series: answer each root request with ``responder(body)`` (for concurrent runs, whose turns
+        no single script can order)."""
+        with self._lock:
+            self._responder, self._turns, self.records = responder, [], []
+            if root_latency is not None:
+                self.root_latency = root_latency
 
     def of_kind(self, kind: str) -> list[Record]:
         """The records of one kind ("root" or "sub"), in arrival order."""
@@ -95,6 +105,8 @@ class LoopbackLLM:
         with self._lock:
             if body.get("model") != ROOT_MODEL:
                 return "sub", SUB_REPLY, self.sub_latency
+            if self._responder is not None:
+                return "root", self._responder(body), self.root_latency
             return "root", (self._turns.pop(0) if self._turns else None), self.root_latency
 
     def _record(self, record: Record) -> None:
