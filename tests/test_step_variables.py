@@ -11,6 +11,7 @@ import pytest
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.trajectory import Replay, RunStore
 from rlm_host.trajectory.compare import compare_runs
+from support.workers import PLUGINS, RUNTIMES, engine  # noqa: F401 (engine: a fixture)
 from rlm_host.testing.engine import isolated_runner
 
 STEPS = ["```repl\nwords = context.split()\nn = len(words)\nblob = 'x' * 5000\nprint(n)\n```",
@@ -20,8 +21,7 @@ STEPS = ["```repl\nwords = context.split()\nn = len(words)\nblob = 'x' * 5000\np
 def _variables(tmp_path: Path, sandbox: str) -> list:
     """The variables of each step of a run in ``sandbox``; and ``rlm runs compare`` of that run with one that
     took another second step, in the same runtime."""
-    plugins = {"process": "", "monty": "rlm-sandbox-monty", "docker": "rlm-sandbox-docker"}[sandbox]
-    runner = isolated_runner(tmp_path, sandbox=sandbox, plugins=plugins)
+    runner = isolated_runner(tmp_path, sandbox=sandbox, plugins=PLUGINS[sandbox])
     results = []
     for script in (STEPS, [STEPS[0], "```repl\nprint(n * 2)\n```", STEPS[2]]):
         root = ScriptedConnector.from_responses(script)
@@ -36,22 +36,10 @@ def _variables(tmp_path: Path, sandbox: str) -> list:
     return [e["data"]["observation"].get("variables") for e in steps if e["type"] == "step"]
 
 
-@pytest.mark.parametrize("sandbox", ["process", "monty", pytest.param("docker", marks=pytest.mark.slow)])
-def test_variables_and_compare_in_every_runtime(tmp_path, monkeypatch, sandbox):
+@pytest.mark.parametrize("engine", RUNTIMES, indirect=True)
+def test_variables_and_compare_in_every_runtime(tmp_path, monkeypatch, engine):
     monkeypatch.chdir(tmp_path)
-    if sandbox == "monty":
-        pytest.importorskip("rlm_sandbox_monty")
-    if sandbox == "docker":
-        pytest.importorskip("rlm_sandbox_docker")
-        from support.docker_engine import prepare_engine, release_engine
-
-        prepare_engine()
-        try:
-            per_step = _variables(tmp_path, sandbox)
-        finally:
-            release_engine()
-    else:
-        per_step = _variables(tmp_path, sandbox)
+    per_step = _variables(tmp_path, engine)
     first = {v["name"]: v for v in per_step[0]}
     assert set(first) == {"words", "n", "blob"}  # the environment's helpers and `context` are left out
     assert first["words"]["type"] == "list" and first["words"]["size"] == 4

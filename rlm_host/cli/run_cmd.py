@@ -82,9 +82,10 @@ def run(
         raise typer.Exit(exit_code(EXIT_CANCELLED))  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
     if result.error and result.termination_reason == "error":
         logs.say(f"error: {result.error}", event="run failed", level="error", error=result.error)
+    if result.record_error:
+        logs.say(f"warning: {result.record_error}", event="record incomplete", level="warning")
     if not result.completed:
         raise typer.Exit(EXIT_INCOMPLETE)
     if result.record_error:
-        logs.say(f"warning: {result.record_error}", event="record incomplete", level="warning")
         raise typer.Exit(EXIT_RECORD_INCOMPLETE)
 

@@ -138,7 +138,8 @@ class SessionBase:
 
     def keep_cells_for_rebuild(self) -> None:
         """Log successful cells, so a lost worker is rebuilt by running them again (host-function results
-        answered from the log). Only for code with no effect outside the REPL: pure_rlm's."""
+        answered from the log). Only for code with no effect outside the REPL: pure_rlm's. Call it before
+        ``register_functions``: the functions registered from then on are the ones whose results are logged."""
         if self._cell_log is None:
             self._cell_log = CellLog()
 
@@ -236,11 +237,12 @@ class SessionBase:
     def execute_unlogged(self, code: str) -> ExecResult:
         """``execute`` for a read-only look (the environment's variable listing): not a cell to run again when a
         lost worker is rebuilt."""
-        self._unlogged = True
-        try:
-            return self.execute(code)
-        finally:
-            self._unlogged = False
+        with self._guard():
+            self._unlogged = True
+            try:
+                return self.execute(code)
+            finally:
+                self._unlogged = False
 
     def _run_cell(self, code: str, limit: float, started: float) -> ExecResult:
         """Run one cell, logging it (with its host-function results) when it succeeds and cells are kept."""
