@@ -94,3 +94,17 @@ def test_rlm_run_keeps_a_large_file_on_disk(rlm_cli, rlm_script, rlm_isolated, b
                      "process", "--json")  # fmt: skip
     assert result.code == 0, result.err
     assert json.loads(result.out)["final_response"] == "ok"
+
+
+def test_a_text_grown_in_place_is_the_whole_text(tmp_path):
+    """The worker and ``TextFile.read`` grow the text piece by piece (so reading peaks near its size, not twice):
+    pieces that switch between ASCII and wider characters, and a line end split between two pieces, come out as a
+    plain read gives them."""
+    from rlm_host.sandbox.worker import read_in_place
+
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(("abc\r\n" * 5 + "é ü 日本\r\n" + "x" * 7 + "🙂\n").encode() * 40 + b"\xff tail")
+    expected = path.read_text(encoding="utf-8", errors="replace")
+    with path.open(encoding="utf-8", errors="replace") as stream:
+        assert read_in_place(stream, piece_chars=7) == expected
+    assert TextFile(path).read() == expected

@@ -82,6 +82,14 @@ def test_the_request_sent_and_the_answer(server):
     assert request.body["temperature"] == 0.0 and request.body["max_tokens"] == 5
 
 
+def test_runs_share_one_sdk_client_per_endpoint_and_key(server):
+    """Building an SDK client costs ~10 ms (its TLS context, its pool): a benchmark's hundreds of runs share one."""
+    first, second = connect(server), connect(server)
+    assert first.client() is second.client()
+    assert connect(server, api_key="sk-other").client() is not first.client()
+    assert connect(server, timeout=7.0).client() is not first.client()
+
+
 def test_reasoning_models_are_given_max_completion_tokens(server):
     server.push(answer("4"))
     OpenAIConnector("o3-mini", ModelOptions(base_url=server.url, api_key="k", max_tokens=5)).complete(MESSAGES)

@@ -2,7 +2,7 @@
 
 :class:`RetryingConnector` is the base of the connectors that call a remote API through an SDK (``openai``,
 ``anthropic``, ``gemini``): it resolves the timeout, the retry policy and the base URL, holds the lazily built
-SDK client, and runs :meth:`RetryingConnector.complete` — the request built by the subclass, sent with
+SDK client (one per process for equal construction arguments), and runs :meth:`RetryingConnector.complete` — the request built by the subclass, sent with
 :func:`rlm_host.llm.retry.call_with_retries`, then turned into a Completion by the subclass. The functions below
 are the helpers every connector needs (in-process ones like ``llamacpp`` too).
 
@@ -32,6 +32,12 @@ from rlm_host.llm.retry import (
 )
 
 _Settings = TypeVar("_Settings", bound=BaseModel)
+
+#: SDK clients shared by every connector of the process with the same construction arguments: building one
+#: (an HTTP client, its TLS context, its connection pool) costs ~10 ms of CPU, which a benchmark running
+#: hundreds of short runs would otherwise pay per run; sharing also keeps connections alive between runs.
+_shared_clients: dict[tuple[Any, ...], Any] = {}
+_shared_lock = threading.Lock()
 
 
 class MalformedBody(Exception):
@@ -95,9 +101,9 @@ def retry_after_of(exc: Any) -> float | None:
 
 
 class RetryingConnector:
-    """Base of the SDK connectors: subclasses implement ``client``, ``request``, ``send``, ``_completion`` and
-    ``classify`` (and ``constrain`` when they declare ``reply_formats``), and call :meth:`_configure` from their
-    ``__init__``.
+    """Base of the SDK connectors: subclasses implement ``client_arguments``, ``build_client``, ``request``,
+    ``send``, ``_completion`` and ``classify`` (and ``constrain`` when they declare ``reply_formats``), and call
+    :meth:`_configure` from their ``__init__``.
 
     ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
     ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
@@ -167,8 +173,13 @@ class RetryingConnector:
 
     # -- to implement --------------------------------------------------------------------------------------------
 
-    def client(self) -> Any:
-        """The SDK client, created on first use (under ``self._lock``)."""
+    def client_arguments(self) -> dict[str, Any]:
+        """What the SDK client is built from (key, base URL, timeout…): connectors with equal arguments share one
+        client, so these must be everything that makes two clients differ."""
+        raise NotImplementedError
+
+    def build_client(self, arguments: dict[str, Any]) -> Any:
+        """A new SDK client from ``arguments`` (this is where the SDK is imported)."""
         raise NotImplementedError
 
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
@@ -192,9 +203,27 @@ class RetryingConnector:
 
     # -- shared --------------------------------------------------------------------------------------------------
 
+    def client(self) -> Any:
+        """The SDK client, built on first use and shared with every connector of this class whose
+        :meth:`client_arguments` are equal (thread-safe: SDK clients are)."""
+        with self._lock:
+            if self._client is None:
+                arguments = self.client_arguments()
+                key = (type(self).__module__, type(self).__qualname__, repr(sorted(arguments.items())))
+                with _shared_lock:
+                    client = _shared_clients.get(key)
+                if client is None:
+                    client = self.build_client(arguments)
+                    with _shared_lock:
+                        client = _shared_clients.setdefault(key, client)
+                self._client = client
+            return self._client
+
     def warm_up(self) -> None:
         """Import the SDK and build its client in a background thread, so the first call does not wait for it
         (openai's import alone takes 0.4 s): started at run start, it overlaps with the context loading."""
+        if self._client is not None:
+            return
 
         def build() -> None:
             try:
@@ -205,11 +234,10 @@ class RetryingConnector:
         threading.Thread(target=build, name=f"warm-up {self.name}", daemon=True).start()
 
     def close(self) -> None:
-        """Close the SDK client's connections (a later call opens new ones)."""
+        """Let go of the SDK client (a later call takes the shared one again); the client itself stays open for the
+        other connectors sharing it, and closes with the process."""
         with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+            self._client = None
 
     def complete(
         self,

@@ -123,35 +123,32 @@ class OpenAIConnector(RetryingConnector):
 
     # -- the SDK client ------------------------------------------------------------------------------------------
 
-    def client(self) -> openai.OpenAI:
-        """The SDK client, created on first use (this is where ``openai`` is imported); thread-safe."""
-        with self._lock:
-            if self._client is None:
-                import openai
+    def client_arguments(self) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "api_key": self._api_key,
+            "base_url": self.base_url,  # always given: the SDK must not read $OPENAI_BASE_URL on its own
+            "max_retries": 0,  # retries are ours (rlm_host.llm.retry)
+            "timeout": self.timeout,
+        }
+        if self.settings.organization:
+            arguments["organization"] = self.settings.organization
+        return arguments
 
-                kwargs: dict[str, Any] = {
-                    "api_key": self._api_key,
-                    "base_url": self.base_url,  # always given: the SDK must not read $OPENAI_BASE_URL on its own
-                    "max_retries": 0,  # retries are ours (rlm_host.llm.retry)
-                    "timeout": self.timeout,
-                }
-                if self.settings.organization:
-                    kwargs["organization"] = self.settings.organization
-                self._client = openai.OpenAI(**kwargs)
-            return self._client
+    def build_client(self, arguments: dict[str, Any]) -> openai.OpenAI:
+        import openai
+
+        return openai.OpenAI(**arguments)
 
     # -- one call ------------------------------------------------------------------------------------------------
 
     def send(self, client: Any, request: dict[str, Any]) -> Any:
-        """One ``POST /chat/completions`` through the SDK client (its auth, connection pool, errors and response
-        types), without ``chat.completions.create``'s request transform: that walks every message of the history
-        on every call, ~0.5 ms per turn of history (52 ms per call at turn 100), and our messages are already
-        plain JSON."""
-        from openai.types.chat import ChatCompletion
-
+        """One ``POST /chat/completions`` through the SDK client (its auth, connection pool and errors), returning
+        the JSON body as it came. Two SDK costs are skipped: ``chat.completions.create``'s request transform walks
+        every message of the history on every call (~0.5 ms per turn of history, 52 ms per call at turn 100), and
+        building the typed ``ChatCompletion`` costs ~0.5 ms per call for the five fields we read."""
         body = {key: value for key, value in request.items() if key not in ("timeout", "extra_body")}
         body.update(request.get("extra_body") or {})
-        return reject_raw_text(client.post("/chat/completions", body=body, cast_to=ChatCompletion,
+        return reject_raw_text(client.post("/chat/completions", body=body, cast_to=object,
                                            options={"timeout": request["timeout"]}))  # fmt: skip
 
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
@@ -169,40 +166,47 @@ class OpenAIConnector(RetryingConnector):
         self.reply_fields.apply(request, reply_format)
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
-        """Turn an SDK response into a Completion, flagging (never raising for) malformed content."""
+        """Turn a chat-completions JSON body into a Completion, flagging (never raising for) malformed content."""
         raw: dict[str, Any] = {}
-        if getattr(response, "id", None):
-            raw["id"] = response.id
+        body = response if isinstance(response, dict) else {}
+        if not isinstance(response, dict):
+            raw["malformed"] = f"response body is a JSON {type(response).__name__}, not an object"
+        if body.get("id"):
+            raw["id"] = body["id"]
         if attempts > 1:
             raw["attempts"] = attempts
-        usage = getattr(response, "usage", None)
+        usage = _object(body.get("usage"))
         text: str | None = None
         finish_reason: str | None = None
-        choices = getattr(response, "choices", None)
-        if choices is None:
+        choices = body.get("choices")
+        if "malformed" in raw:
+            pass
+        elif choices is None:
             raw["malformed"] = "no 'choices' in response"
-        elif not choices:
+        elif not isinstance(choices, list) or not choices:
             raw["malformed"] = "empty 'choices' list"
         else:
-            choice = choices[0]
-            finish_reason = getattr(choice, "finish_reason", None)
-            message = getattr(choice, "message", None)
-            text = getattr(message, "content", None)
-            if message is None:
+            choice = _object(choices[0])
+            finish_reason = choice.get("finish_reason")
+            message = choice.get("message")
+            if not isinstance(message, dict):
                 raw["malformed"] = "first choice has no message"
-            elif text is None:
-                refusal = getattr(message, "refusal", None)
-                tools = getattr(message, "tool_calls", None)
-                why = f" (refusal: {refusal})" if refusal else (" (tool calls instead)" if tools else "")
-                raw["malformed"] = "message.content is null" + why
-            elif text == "":
-                raw["malformed"] = "message.content is empty"
+            else:
+                text = message.get("content")
+                if text is None:
+                    refusal, tools = message.get("refusal"), message.get("tool_calls")
+                    why = f" (refusal: {refusal})" if refusal else (" (tool calls instead)" if tools else "")
+                    raw["malformed"] = "message.content is null" + why
+                elif not isinstance(text, str):
+                    raw["malformed"], text = f"message.content is a JSON {type(text).__name__}, not text", None
+                elif text == "":
+                    raw["malformed"] = "message.content is empty"
         return Completion(
             text=text,
-            model=getattr(response, "model", None) or self.model,
-            input_tokens=token_count(getattr(usage, "prompt_tokens", 0)),
-            output_tokens=token_count(getattr(usage, "completion_tokens", 0)),
-            finish_reason=finish_reason,
+            model=str(body.get("model") or self.model),
+            input_tokens=token_count(usage.get("prompt_tokens", 0)),
+            output_tokens=token_count(usage.get("completion_tokens", 0)),
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
             seconds=seconds,
             raw=raw,
         )
@@ -239,6 +243,11 @@ class OpenAIConnector(RetryingConnector):
         return self.final_status_failure(
             status_text(status), status, detail, f"is '{self.model}' a model this server serves?"
         )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a malformed body never raises here)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _error_body(exc: Any) -> tuple[str, str]:

@@ -240,6 +240,18 @@ class ProviderContract(ProviderCalls):
         if server is not None:
             assert sorted(r.text for r in results) == texts and len(server.requests) == 4
 
+    def test_connectors_may_share_a_client_but_never_a_key(self, request):
+        """An SDK client may be shared between connectors of one process (the host's ``RetryingConnector`` shares
+        one per construction arguments): each request still carries its own connector's key."""
+        server = self._server(request)
+        if server is None:
+            pytest.skip("an in-process model sends no key")
+        server.push(*(self.answer(f"answer {i}") for i in range(3)))
+        first, same, other = self.connect(server.url), self.connect(server.url), self.connect(server.url, api_key="k2")
+        for connector in (first, same, other):
+            assert connector.complete(MESSAGES, timeout=60).text
+        assert [self.sent_key(r) for r in server.requests] == [KEY, KEY, "k2"]
+
     def test_a_model_that_does_not_exist_is_one_clear_error(self, request):
         server = self._server(request)
         if server is None:

@@ -83,7 +83,10 @@ def prepare_engine() -> str:
             _unavailable(f"the image {DEFAULT_IMAGE} is missing and building it needs root: "
                          "run `sudo rlm sandbox build-image`")
         print(f"\nbuilding {DEFAULT_IMAGE} once for this machine (debootstrap: a few minutes)…", file=sys.stderr)
-        build_image(DEFAULT_IMAGE, log=lambda message: print(message, file=sys.stderr))
+        try:
+            build_image(DEFAULT_IMAGE, log=lambda message: print(message, file=sys.stderr))
+        except Exception as exc:  # once: every later test is told at once instead of building again
+            _unavailable(f"the image {DEFAULT_IMAGE} could not be built: {type(exc).__name__}: {exc}")
     client.close()
     _engine["host"] = engine_address()
     return _engine["host"]

@@ -139,21 +139,21 @@ class AnthropicConnector(RetryingConnector):
 
     # -- the SDK client ------------------------------------------------------------------------------------------
 
-    def client(self) -> anthropic.Anthropic:
-        """The SDK client, created on first use (this is where ``anthropic`` is imported); thread-safe."""
-        with self._lock:
-            if self._client is None:
-                try:
-                    import anthropic
-                except ImportError as exc:
-                    raise ModelError(f"anthropic: cannot import the anthropic SDK ({exc})", hint=INSTALL_HINT) from None
-                self._client = anthropic.Anthropic(
-                    api_key=self._api_key,
-                    base_url=self.base_url,  # always given: the SDK must not pick one on its own
-                    max_retries=0,  # retries are ours (RetryingConnector)
-                    timeout=self.timeout,
-                )
-            return self._client
+    def client_arguments(self) -> dict[str, Any]:
+        return {
+            "api_key": self._api_key,
+            "base_url": self.base_url,  # always given: the SDK must not pick one on its own
+            "max_retries": 0,  # retries are ours (RetryingConnector)
+            "timeout": self.timeout,
+        }
+
+    def build_client(self, arguments: dict[str, Any]) -> anthropic.Anthropic:
+        """The SDK client (this is where ``anthropic`` is imported)."""
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ModelError(f"anthropic: cannot import the anthropic SDK ({exc})", hint=INSTALL_HINT) from None
+        return anthropic.Anthropic(**arguments)
 
     # -- one call ------------------------------------------------------------------------------------------------
 

@@ -146,24 +146,25 @@ class GeminiConnector(RetryingConnector):
 
     # -- the SDK client ------------------------------------------------------------------------------------------
 
-    def client(self) -> genai.Client:
-        """The SDK client, created on first use (this is where ``google.genai`` is imported); thread-safe."""
-        with self._lock:
-            if self._client is None:
-                try:
-                    from google import genai
-                    from google.genai import types
-                except ImportError as exc:
-                    raise ModelError(f"gemini: cannot import the google-genai SDK ({exc})", hint=INSTALL_HINT) from None
-                http_options = types.HttpOptions(
-                    base_url=self.base_url,  # always given: the SDK must not pick one on its own
-                    timeout=_millis(self.timeout),
-                    retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours (RetryingConnector)
-                )
-                if self.settings.api_version:
-                    http_options.api_version = self.settings.api_version
-                self._client = genai.Client(vertexai=False, api_key=self._api_key, http_options=http_options)
-            return self._client
+    def client_arguments(self) -> dict[str, Any]:
+        return {"api_key": self._api_key, "base_url": self.base_url, "timeout": self.timeout,
+                "api_version": self.settings.api_version}  # fmt: skip
+
+    def build_client(self, arguments: dict[str, Any]) -> genai.Client:
+        """The SDK client (this is where ``google.genai`` is imported)."""
+        try:
+            from google import genai
+            from google.genai import types
+        except ImportError as exc:
+            raise ModelError(f"gemini: cannot import the google-genai SDK ({exc})", hint=INSTALL_HINT) from None
+        http_options = types.HttpOptions(
+            base_url=arguments["base_url"],  # always given: the SDK must not pick one on its own
+            timeout=_millis(arguments["timeout"]),
+            retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours (RetryingConnector)
+        )
+        if arguments["api_version"]:
+            http_options.api_version = arguments["api_version"]
+        return genai.Client(vertexai=False, api_key=arguments["api_key"], http_options=http_options)
 
     # -- one call ------------------------------------------------------------------------------------------------
 

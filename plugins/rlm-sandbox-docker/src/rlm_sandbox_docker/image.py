@@ -91,7 +91,7 @@ def build_image(tag: str = DEFAULT_IMAGE, *, suite: str = DEFAULT_SUITE, mirror:
         repository, version = parse_repository_tag(tag)
         version = version or "latest"
         log(f"importing as {repository}:{version}…")
-        client.api.import_image_from_file(str(image_tar), repository=repository, tag=version, changes=CHANGES)
+        client.api.import_image_from_file(str(tarball), repository=repository, tag=version, changes=CHANGES)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not image_exists(client, tag):

@@ -48,6 +48,25 @@ def to_data(value: Any, _depth: int = 0) -> Any:
     return to_jsonable(value)
 
 
+_binary: str | None = None
+
+
+def monty_binary(explicit: str | None) -> str | None:
+    """The ``monty`` worker binary: ``explicit``, else the one pydantic-monty finds, looked up once per process (its
+    search reads sysconfig on every call, ~0.7 ms a session); None lets pydantic-monty search (and fail) itself."""
+    global _binary
+    if explicit is not None:
+        return explicit
+    if _binary is None:
+        try:
+            from pydantic_monty._binary import find_monty_binary
+
+            _binary = find_monty_binary()
+        except Exception:  # moved in a later release, or not installed: the pool searches and reports itself
+            return None
+    return _binary
+
+
 class MontyWorker:
     """The pool, the current session and its worker's pid; ``timer`` keeps the step time limit."""
 
@@ -64,7 +83,7 @@ class MontyWorker:
         monty = load_monty()
         try:
             pool = monty.Monty(
-                binary_path=self.settings.binary_path, min_processes=1, max_processes=1,
+                binary_path=monty_binary(self.settings.binary_path), min_processes=1, max_processes=1,
                 checkout_timeout=self.settings.start_timeout, request_timeout=self.backstop,
             )  # fmt: skip
             pool.__enter__()
