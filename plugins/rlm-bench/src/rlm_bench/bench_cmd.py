@@ -64,6 +64,9 @@ def run(
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Model judging cases scored by 'judge'."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Run only the first N cases."),
     concurrency: int = typer.Option(1, "--concurrency", "-j", min=1, max=64, help="Cases run at once."),
+    processes: Optional[int] = typer.Option(None, "--processes", min=1, max=64, help="Worker processes sharing the "
+                                            "cases (default: one per core for every 8 cases at once; 1: threads "
+                                            "only). Linux."),
     resume: Optional[str] = typer.Option(
         None, "--resume", help="Finish an interrupted benchmark (its id), with its own preset, mode and models."
     ),
@@ -90,7 +93,7 @@ def run(
             raise InputError(f"--instructions: {problem}", hint="give the text, or @PATH to a text file") from None
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
-                            on_case=progress.case if progress else None)  # fmt: skip
+                            on_case=progress.case if progress else None, processes=processes)  # fmt: skip
     summaries: list[Any] = []
     try:
         if resume:

@@ -24,6 +24,7 @@ from rlm_bench.catalog import Preset, find_preset
 from rlm_bench.direct import run_direct
 from rlm_bench.projects import prepare_project, project_folder, score_hidden_tests
 from rlm_bench.scorers import score
+from rlm_bench.shards import Shards, worker_processes
 from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
 from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals, build_summary
 import rlm_host
@@ -63,11 +64,14 @@ ProgressHook = Callable[[CaseResult, int, int], None]
 
 class BenchmarkRunner:
     """Runs benchmarks with an ``RLMRunner`` (its host, settings and home); ``connectors`` are passed to every
-    run (``{"root", "sub", "judge"}``, for tests and embedding)."""
+    run (``{"root", "sub", "judge"}``, for tests and embedding). ``processes`` spreads the cases over that many
+    forked worker processes (None: one per core for every 8 cases at once; see :mod:`rlm_bench.shards`); the
+    default, 1, runs them on threads of this process."""
 
     def __init__(self, runner: Any, *, connectors: Optional[dict[str, ModelConnector]] = None,
                  on_start: Optional[Callable[[int, int], None]] = None,
-                 on_case: Optional[ProgressHook] = None) -> None:  # fmt: skip
+                 on_case: Optional[ProgressHook] = None, processes: Optional[int] = 1) -> None:  # fmt: skip
+        self.processes = processes
         self.runner = runner
         self.store = BenchStore(runner.home)
         self.connectors = dict(connectors or {})
@@ -115,9 +119,34 @@ class BenchmarkRunner:
                  concurrency: int) -> BenchmarkSummary:  # fmt: skip
         total = len(cases)
         results = dict(done)
-        pending = iter([c for c in cases if c.case_id not in done])
+        pending = [c for c in cases if c.case_id not in done]
+        processes = worker_processes(concurrency, self.processes) if len(pending) > 1 else 1
+        shards = None
+        if processes > 1:  # forked now, while this process runs no thread yet (a progress bar starts one)
+            shards = Shards(pending, lambda case, cancel: self._run_case(case, manifest, cancel), processes,
+                            concurrency)  # fmt: skip
         if self.on_start:
             self.on_start(total, len(done))
+        if shards is not None:
+            interrupted = self._gather_from_processes(shards, manifest, results, total)
+        else:
+            interrupted = self._gather_from_threads(iter(pending), manifest, results, total, concurrency)
+        if interrupted or len(results) < total:
+            raise BenchmarkInterrupted(manifest.benchmark_id, len(results), total)
+        summary = build_summary(manifest, list(results.values()), resumed=len(done))
+        self.store.write_summary(summary)
+        return summary
+
+    def _record(self, result: CaseResult, manifest: Manifest, results: dict[str, CaseResult], total: int) -> None:
+        """A finished case: saved at once, then reported."""
+        self.store.save_case(manifest.benchmark_id, result)
+        results[result.case_id] = result
+        if self.on_case:
+            self.on_case(result, len(results), total)
+
+    def _gather_from_threads(self, pending: Any, manifest: Manifest, results: dict[str, CaseResult], total: int,
+                             concurrency: int) -> bool:  # fmt: skip
+        """Run the cases on ``concurrency`` threads of this process; True when interrupted."""
         cancel = threading.Event()
         interrupted = False
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bench") as pool:
@@ -136,30 +165,59 @@ class BenchmarkRunner:
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
                         running.pop(future)
-                        result = self._collect(future, manifest, cancel)
+                        result = self._collect(future, cancel)
                         if result is None:
                             interrupted = True
                             continue
-                        results[result.case_id] = result
-                        if self.on_case:
-                            self.on_case(result, len(results), total)
+                        self._record(result, manifest, results, total)
                     fill()
             except KeyboardInterrupt:
                 interrupted = True
                 cancel.set()
                 for future in list(running):  # let running cases end (cancelled) and keep any that finished
-                    result = self._collect(future, manifest, cancel, quiet=True)
+                    result = self._collect(future, cancel, quiet=True)
                     if result is not None:
-                        results[result.case_id] = result
-        if interrupted or len(results) < total:
-            raise BenchmarkInterrupted(manifest.benchmark_id, len(results), total)
-        summary = build_summary(manifest, list(results.values()), resumed=len(done))
-        self.store.write_summary(summary)
-        return summary
+                        self._record(result, manifest, results, total)
+        return interrupted
 
-    def _collect(self, future: Future[Optional[CaseResult]], manifest: Manifest, cancel: threading.Event,
+    def _gather_from_processes(self, shards: Shards, manifest: Manifest, results: dict[str, CaseResult],
+                               total: int) -> bool:  # fmt: skip
+        """Collect the worker processes' results as they finish; True when interrupted. A setup error in a worker
+        (or one that died) stops the others and is raised once they have ended, finished cases saved."""
+        interrupted = False
+        failure: Optional[BaseException] = None
+        try:
+            for _, message in shards.events():
+                if "result" in message:
+                    self._record(CaseResult.model_validate(message["result"]), manifest, results, total)
+                    continue
+                if failure is None and not interrupted:
+                    if "cancelled" in message:
+                        interrupted = True
+                    elif "error" in message:
+                        error = message["error"]
+                        failure = RlmError(error["message"], hint=error.get("hint") or "")
+                        failure.exit_code = error.get("exit_code") or 1
+                    else:
+                        failure = RlmError(message["died"], hint=f"resume it with: rlm bench run --resume "
+                                                                 f"{manifest.benchmark_id}")  # fmt: skip
+                    shards.stop()
+        except KeyboardInterrupt:
+            interrupted = True
+            shards.stop()
+            for _, message in shards.events():  # the workers cancel their cases; keep any that finished
+                if "result" in message:
+                    self._record(CaseResult.model_validate(message["result"]), manifest, results, total)
+        finally:
+            shards.stop()
+            shards.wait()
+        if failure is not None:
+            raise failure
+        return interrupted
+
+    def _collect(self, future: Future[Optional[CaseResult]], cancel: threading.Event,
                  quiet: bool = False) -> Optional[CaseResult]:  # fmt: skip
-        """A finished case's result, saved; None when it was cancelled. Setup errors stop the benchmark."""
+        """A finished case's result; None when it was cancelled. Setup errors stop the benchmark."""
         try:
             result = future.result()
         except KeyboardInterrupt:
@@ -172,8 +230,6 @@ class BenchmarkRunner:
             raise
         if result is None:
             cancel.set()
-            return None
-        self.store.save_case(manifest.benchmark_id, result)
         return result
 
     # ------------------------------------------------------------------ one case
