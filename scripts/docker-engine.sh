@@ -72,9 +72,10 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]} with apt-get"
   export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; then
-    apt-get update -q >&2
-    apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+  wait=(-o DPkg::Lock::Timeout=600)  # another install (a test's browser) may hold the lock: wait for it
+  if ! apt-get "${wait[@]}" install -y -q --no-install-recommends "${missing[@]}" >&2; then
+    apt-get "${wait[@]}" update -q >&2
+    apt-get "${wait[@]}" install -y -q --no-install-recommends "${missing[@]}" >&2
   fi
 fi
 

@@ -149,10 +149,11 @@ def chromium() -> str:
     if not found:
         if os.geteuid() == 0 and shutil.which("apt-get"):
             apt_env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            for command in (["apt-get", "install", "-y", "chromium"], ["apt-get", "update"],
-                            ["apt-get", "install", "-y", "chromium"]):  # a fresh machine needs the update first
+            wait = ["-o", "DPkg::Lock::Timeout=600"]  # another install (the Docker engine's) may hold the lock
+            for command in (["apt-get", *wait, "install", "-y", "chromium"], ["apt-get", *wait, "update"],
+                            ["apt-get", *wait, "install", "-y", "chromium"]):  # a fresh machine needs the update first
                 run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=apt_env)
-                if command[1] == "install" and run.returncode == 0:
+                if "install" in command and run.returncode == 0:
                     break  # fmt: skip
             found = shutil.which("chromium")
             problem = "" if found else f"apt-get install chromium failed: {run.stderr.strip()[-300:]}"

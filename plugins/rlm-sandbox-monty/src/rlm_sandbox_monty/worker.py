@@ -62,7 +62,7 @@ def monty_binary(explicit: str | None) -> str | None:
             from pydantic_monty._binary import find_monty_binary
 
             _binary = find_monty_binary()
-        except Exception:  # moved in a later release, or not installed: the pool searches and reports itself
+        except (ImportError, OSError):  # moved in a later release, or no binary: the pool searches and reports
             return None
     return _binary
 
