@@ -37,6 +37,7 @@ HEAVY_MODULES = (
     "litellm",
     "langchain_core",
     "openai",
+    "httpx",
     "anthropic",
     "google.genai",
     "llama_cpp",

@@ -56,8 +56,8 @@ def test_levels_warnings_by_default_rlm_info_with_v_everything_with_vv(capsys):
     assert len(lines(capsys)) == 3
 
 
-def test_the_sdk_retries_of_a_real_run_come_out_as_json_lines(rlm_isolated):
-    """A run against a closed port: the openai SDK's own retry records, rendered by rlm, every line JSON."""
+def test_the_http_client_records_of_a_real_run_come_out_as_json_lines(rlm_isolated):
+    """A run against a closed port: the HTTP library's own connection records, rendered by rlm, every line JSON."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(rlm_isolated.home), "OPENAI_API_KEY": "sk-test", "RLM_PLUGINS": ""}
     result = subprocess.run(
         [RLM_SCRIPT, "-vv", "--log-json", "run", "q", "--context", "-", "--model", "openai:gpt-4o-mini",
@@ -66,4 +66,4 @@ def test_the_sdk_retries_of_a_real_run_come_out_as_json_lines(rlm_isolated):
     )  # fmt: skip
     records = [json.loads(line) for line in result.stderr.splitlines()]  # raises on any line that is not JSON
     loggers = {record["logger"] for record in records}
-    assert {"openai", "httpx"} & loggers or "openai._base_client" in loggers, loggers
+    assert "httpcore.connection" in loggers and "rlm.cli" in loggers, loggers
