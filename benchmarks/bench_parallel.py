@@ -7,7 +7,8 @@ through the real CLI (`rlm bench run --pack … -j N --json`) and prints the tim
 the last answer (server clock), beside that ideal, and whether every case was right. On a 2-core machine the
 engine's own CPU per case (a sandbox started and stopped, the trajectory, scoring) is the floor at high N.
 
-    .venv/bin/python benchmarks/bench_parallel.py [--cases 200] [--latency 0.1] [--jobs 8,16,32] [--sandbox process]
+    .venv/bin/python benchmarks/bench_parallel.py [--cases 200] [--latency 0.1] [--jobs 8,16,32] [--sandbox monty]
+        [--processes P]
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--jobs", default="8,16,32")
-    parser.add_argument("--sandbox", default="process")
+    parser.add_argument("--sandbox", default="monty")
+    parser.add_argument("--processes", default=None, help="passed to --processes (default: the CLI's choice)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder, LoopbackLLM(root_latency=options.latency) as llm:
         work = Path(folder)
@@ -57,7 +59,8 @@ def main() -> None:
         for jobs in (int(j) for j in options.jobs.split(",")):
             llm.respond_with(respond)
             done = subprocess.run([RLM, "bench", "run", "--pack", str(pack), "--model", f"openai:{ROOT_MODEL}",
-                                   "--sandbox", options.sandbox, "-j", str(jobs), "-q", "--json"], cwd=work,
+                                   "--sandbox", options.sandbox, "-j", str(jobs), "-q", "--json",
+                                   *(["--processes", options.processes] if options.processes else [])], cwd=work,
                                   env=env, capture_output=True, text=True)  # fmt: skip
             if done.returncode != 0:
                 print(f"{jobs:>4} failed: {done.stderr.strip()[-300:]}")
