@@ -40,7 +40,7 @@ def test_the_table_and_the_registration_records(monkeypatch):
     for name, (url, keys) in EXPECTED.items():
         assert compatible.PROVIDERS[name].base_url == url
         spec = specs[name]
-        assert spec.key_env == keys and spec.requires == ("openai",) and not spec.default_model  # never auto-picked
+        assert spec.key_env == keys and spec.requires == ("httpx",) and not spec.default_model  # never auto-picked
         assert url in spec.description and spec.readiness().ok
     assert set(compatible.local_provider_names()) == {"ollama", "llamacpp_server", "lmstudio", "vllm", "sglang", "tgi"}
 
