@@ -138,9 +138,13 @@ class LocalJSONLSink:
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    """One line appended to ``path``; a failed write (a full disk) names the file it could not write."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def create(settings: Optional[LocalSinkSettings], services: Any) -> LocalJSONLSink:
