@@ -1,8 +1,9 @@
 """What the provider connectors share: settings validation, retries, timeout and connection failures.
 
-:class:`RetryingConnector` is the base of the connectors that call a remote API through an SDK (``openai``,
-``anthropic``, ``gemini``): it resolves the timeout, the retry policy and the base URL, holds the lazily built
-SDK client (one per process for equal construction arguments), and runs :meth:`RetryingConnector.complete` — the request built by the subclass, sent with
+:class:`RetryingConnector` is the base of the connectors that call a remote API through a client library
+(``openai`` through httpx, ``anthropic`` and ``gemini`` through their SDKs): it resolves the timeout, the retry
+policy and the base URL, holds the lazily built client (one per process for equal construction arguments), and
+runs :meth:`RetryingConnector.complete` — the request built by the subclass, sent with
 :func:`rlm_host.llm.retry.call_with_retries`, then turned into a Completion by the subclass. The functions below
 are the helpers every connector needs (in-process ones like ``llamacpp`` too).
 
@@ -220,8 +221,9 @@ class RetryingConnector:
             return self._client
 
     def warm_up(self) -> None:
-        """Import the SDK and build its client in a background thread, so the first call does not wait for it
-        (openai's import alone takes 0.4 s): started at run start, it overlaps with the context loading."""
+        """Import the client library and build its client in a background thread, so the first call does not wait
+        for it (an SDK's import can take most of a second): started at run start, it overlaps with the context
+        loading."""
         if self._client is not None:
             return
 

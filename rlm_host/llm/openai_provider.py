@@ -227,8 +227,8 @@ class OpenAIConnector(RetryingConnector):
         if isinstance(exc, httpx.TimeoutException):
             return self.timeout_failure(timeout)
         if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
-            return Failure(False, f"invalid base URL {self.base_url}: {exc}", hint="e.g. --base-url "
-                                                                                 "http://127.0.0.1:8000/v1")  # fmt: skip
+            return Failure(False, f"invalid base URL {self.base_url}: {exc}",
+                           hint="e.g. --base-url http://127.0.0.1:8000/v1")
         if isinstance(exc, httpx.TransportError):
             return self.connection_failure(exc, "check that the server is running and --base-url is right")
         if isinstance(exc, json.JSONDecodeError):
