@@ -90,6 +90,13 @@ def test_runs_share_one_sdk_client_per_endpoint_and_key(server):
     assert connect(server, timeout=7.0).client() is not first.client()
 
 
+def test_a_base_url_without_a_scheme_is_one_error_not_retried():
+    connector = OpenAIConnector("m", ModelOptions(base_url="127.0.0.1:9/v1", api_key="k", max_retries=3))
+    with pytest.raises(ModelError, match="invalid base URL 127.0.0.1:9/v1") as info:
+        connector.complete(MESSAGES)
+    assert "http://" in info.value.hint and "after" not in str(info.value)
+
+
 def test_reasoning_models_are_given_max_completion_tokens(server):
     server.push(answer("4"))
     OpenAIConnector("o3-mini", ModelOptions(base_url=server.url, api_key="k", max_tokens=5)).complete(MESSAGES)
