@@ -131,3 +131,27 @@ def test_a_worker_that_dies_is_one_error_and_the_finished_cases_stay(isolated_en
     assert "a benchmark worker process ended (signal 9) while running case(s) case_" in text
     assert "--resume" in text and "Traceback" not in text
     assert len(saved_cases(work)) >= 2 and gone(workers)
+
+
+def test_a_shared_budget_covers_the_whole_benchmark(isolated_env):
+    """``--shared-budget``: ``[run] max_llm_calls = 2`` for all cases together, so the third case's sub-call is
+    refused; without it each case has its own two calls."""
+    work = Path(isolated_env["WORK"])
+    (work / "rlm.toml").write_text("[run]\nmax_llm_calls = 2\n")
+    (work / "three.jsonl").write_text("".join(
+        json.dumps({"id": f"case_{i}", "task": f"Return one ({i})", "answer": "1"}) + "\n" for i in range(3)))
+    write_script(work / "root.json", [{"match": "a note", "text": "FINAL(1)"},
+                                      {"match": ".", "text": repl("note = llm_query('say a note')\nprint(note)")}])
+    write_script(work / "sub.json", [{"match": ".", "text": "a note"}])
+    command = [RLM_SCRIPT, "bench", "run", "--pack", str(work / "three.jsonl"), "--model", "scripted:root.json",
+               "--sub-model", "scripted:sub.json", "--sandbox", "process", "-q", "--json"]  # fmt: skip
+
+    def reasons(*extra: str) -> list[str]:
+        done = subprocess.run([*command, *extra], cwd=work, env=environment(), capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        cases = BenchmarkSummary.model_validate_json(done.stdout).cases
+        return [c.termination_reason for c in sorted(cases, key=lambda c: c.case_id)]
+
+    assert reasons("--shared-budget") == ["final", "final", "max_llm_calls"]
+    assert reasons() == ["final", "final", "final"]

@@ -67,6 +67,9 @@ def run(
     processes: Optional[int] = typer.Option(None, "--processes", min=1, max=64, help="Worker processes sharing the "
                                             "cases (default: one per core for every 8 cases at once; 1: threads "
                                             "only). Linux."),
+    shared_budget: bool = typer.Option(False, "--shared-budget", help="The [run] max_cost, max_tokens and "
+                                       "max_llm_calls cover all cases together, not each case (cases then run on "
+                                       "threads of one process)."),
     resume: Optional[str] = typer.Option(
         None, "--resume", help="Finish an interrupted benchmark (its id), with its own preset, mode and models."
     ),
@@ -93,7 +96,8 @@ def run(
             raise InputError(f"--instructions: {problem}", hint="give the text, or @PATH to a text file") from None
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
-                            on_case=progress.case if progress else None, processes=processes)  # fmt: skip
+                            on_case=progress.case if progress else None, processes=processes,
+                            shared_budget=shared_budget)  # fmt: skip
     summaries: list[Any] = []
     try:
         if resume:

@@ -28,7 +28,7 @@ from rlm_bench.shards import Shards, worker_processes
 from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
 from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals, build_summary
 import rlm_host
-from rlm_host import ModelConnector, ModelError, ModelOptions, RlmError, estimate_tokens, resolve_connector
+from rlm_host import Budget, ModelConnector, ModelError, ModelOptions, RlmError, estimate_tokens, resolve_connector
 
 
 class BenchmarkInterrupted(RlmError):
@@ -66,12 +66,16 @@ class BenchmarkRunner:
     """Runs benchmarks with an ``RLMRunner`` (its host, settings and home); ``connectors`` are passed to every
     run (``{"root", "sub", "judge"}``, for tests and embedding). ``processes`` spreads the cases over that many
     forked worker processes (None: one per core for every 8 cases at once; see :mod:`rlm_bench.shards`); the
-    default, 1, runs them on threads of this process."""
+    default, 1, runs them on threads of this process. ``shared_budget`` makes the ``[run]`` cost, token and
+    sub-call limits cover all cases of one invocation together (``spent`` holds the counters); the cases then
+    run on threads, which share the budget."""
 
     def __init__(self, runner: Any, *, connectors: Optional[dict[str, ModelConnector]] = None,
-                 on_start: Optional[Callable[[int, int], None]] = None,
-                 on_case: Optional[ProgressHook] = None, processes: Optional[int] = 1) -> None:  # fmt: skip
+                 on_start: Optional[Callable[[int, int], None]] = None, on_case: Optional[ProgressHook] = None,
+                 processes: Optional[int] = 1, shared_budget: bool = False) -> None:  # fmt: skip
         self.processes = processes
+        self.shared_budget = shared_budget
+        self.pool: Optional[Budget] = None  # with shared_budget: what every case of the run draws from
         self.runner = runner
         self.store = BenchStore(runner.home)
         self.connectors = dict(connectors or {})
@@ -120,7 +124,11 @@ class BenchmarkRunner:
         total = len(cases)
         results = dict(done)
         pending = [c for c in cases if c.case_id not in done]
-        processes = worker_processes(concurrency, self.processes) if len(pending) > 1 else 1
+        if self.shared_budget:
+            run = self.runner.loaded.settings.run
+            self.pool = Budget(timeout=float("inf"), max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
+                               max_cost=run.max_cost)  # fmt: skip
+        processes = worker_processes(concurrency, self.processes) if len(pending) > 1 and self.pool is None else 1
         shards = None
         if processes > 1:  # forked now, while this process runs no thread yet (a progress bar starts one)
             shards = Shards(pending, lambda case, cancel: self._run_case(case, manifest, cancel), processes,
@@ -301,7 +309,7 @@ class BenchmarkRunner:
             ready.task, context=ready.context, cancel=cancel, connectors=connectors,
             environment=manifest.environment or case.environment, framework=framework or manifest.framework,
             model=manifest.model, sub_model=manifest.sub_model, sandbox=manifest.sandbox,
-            max_steps=case.max_steps, exec_timeout=case.exec_timeout, **options,
+            max_steps=case.max_steps, exec_timeout=case.exec_timeout, shared_budget=self.pool, **options,
         )  # fmt: skip
         if run.termination_reason == "cancelled":
             return None
