@@ -4,8 +4,8 @@ so ``rlm bench run -j N`` with a large N forks workers that each run a share of 
 The parent forks the workers before any case runs, while it is still single-threaded (the only moment a fork is
 safe), so they inherit the loaded plugins, settings and cases and start in milliseconds. It then hands out cases
 one at a time as a worker's threads free up, and gets back each finished ``CaseResult`` as a JSON line; it alone
-saves results and reports progress. Ctrl-C (or a parent stopped by a signal) closes the workers' control pipes:
-they cancel their running cases, send what finished, and exit. A worker that dies, or a setup error in one (a
+saves results and reports progress. Ctrl-C (or a parent stopped by a signal) sends each worker a stop on its
+control pipe: it cancels its running cases, sends what finished, and exits (as it does when the parent dies). A worker that dies, or a setup error in one (a
 bad model name: nothing can run), stops the benchmark with one error, finished cases saved.
 
 Linux only (fork); elsewhere, and from a process that already runs threads (a server embedding rlm-bench), the
@@ -71,8 +71,9 @@ class Shards:
         """Hand out cases as threads free up; yield each answer until every worker has ended."""
         selector = selectors.DefaultSelector()
         for worker in self.workers:
-            selector.register(worker.results, selectors.EVENT_READ, worker)
-            self._feed(worker)
+            if not worker.ended:
+                selector.register(worker.results, selectors.EVENT_READ, worker)
+                self._feed(worker)
         try:
             while any(not w.ended for w in self.workers):
                 for key, _ in selector.select():
