@@ -24,8 +24,8 @@ async def call(session: ClientSession, model: str) -> None:
 
 async def main(transport: str, target: str, model: str, work: str) -> None:
     if transport == "stdio":
-        params = StdioServerParameters(command=target, args=["mcp", "serve"], cwd=work,
-                                       env={"HOME": os.environ["HOME"]})  # fmt: skip
+        serve = ["mcp", "serve", "--model", model, "--max-steps", "40"]  # the model is the operator's choice
+        params = StdioServerParameters(command=target, args=serve, cwd=work, env={"HOME": os.environ["HOME"]})
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await call(session, model)
         return

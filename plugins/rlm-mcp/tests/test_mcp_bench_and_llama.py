@@ -18,8 +18,8 @@ sys.path.append(str(Path(__file__).resolve().parents[2] / "rlm-provider-llamacpp
 from llama_server import llama_server  # noqa: E402,F401 (a fixture)
 
 
-async def _calls(rlm_isolated, calls, env=None):
-    server = StdioServerParameters(command=RLM, args=["mcp", "serve"], cwd=str(rlm_isolated.work),
+async def _calls(rlm_isolated, calls, env=None, args=()):
+    server = StdioServerParameters(command=RLM, args=["mcp", "serve", *args], cwd=str(rlm_isolated.work),
                                    env={"HOME": str(rlm_isolated.home), **(env or {})})  # fmt: skip
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -44,7 +44,7 @@ def test_a_benchmark_preset_runs_its_first_cases(rlm_isolated, rlm_script):
         unknown = await session.call_tool("rlm_bench_run", {"preset": "no-such-preset", "limit": 1, "model": model})
         return ran, unknown
 
-    ran, unknown = anyio.run(_calls, rlm_isolated, calls)
+    ran, unknown = anyio.run(_calls, rlm_isolated, calls, None, ["--model", model])
     assert not ran.is_error, ran.content
     summary = ran.structured_content
     assert summary["preset"] == "pure_rlm_smoke" and summary["cases_run"] == 2
@@ -66,7 +66,8 @@ def test_rlm_run_against_a_real_llama_cpp_server(llama_server, rlm_isolated):
                                                    "model": "openai:smollm2", "max_steps": 3},
                                        progress_callback=on_progress)  # fmt: skip
 
-    result = anyio.run(_calls, rlm_isolated, calls, {"RLM_RUN__BASE_URL": llama_server})
+    result = anyio.run(_calls, rlm_isolated, calls, {"RLM_RUN__BASE_URL": llama_server},
+                       ["--model", "openai:smollm2"])  # fmt: skip
     assert not result.is_error, result.content
     run = result.structured_content
     assert run["termination_reason"] in ("final", "max_steps", "error"), run

@@ -34,7 +34,8 @@ def test_a_killed_stdio_client_cancels_the_run(rlm_isolated):
 
 def test_a_killed_http_client_cancels_the_run(rlm_isolated):
     model = slow_script(rlm_isolated.work, steps=30, delay=0.5)
-    server, url = start_http_server(rlm_isolated.work, rlm_isolated.home, "tok-disconnect")
+    server, url = start_http_server(rlm_isolated.work, rlm_isolated.home, "tok-disconnect", "--model", model,
+                                    "--max-steps", "40")  # fmt: skip
     try:
         client = start_killable_client(rlm_isolated.work, "http", url, model, token="tok-disconnect",
                                        home=rlm_isolated.home)  # fmt: skip

@@ -15,8 +15,13 @@ TOKEN = "test-token-1234"
 
 
 @pytest.fixture
-def http_server(rlm_isolated):
-    process, url = start_http_server(rlm_isolated.work, rlm_isolated.home, TOKEN)
+def model(rlm_script):
+    return rlm_script(QUICK)
+
+
+@pytest.fixture
+def http_server(rlm_isolated, model):
+    process, url = start_http_server(rlm_isolated.work, rlm_isolated.home, TOKEN, "--model", model)
     yield url
     stop(process)
 
@@ -42,8 +47,7 @@ def test_requests_without_the_token_get_401(http_server):
         anyio.run(_with_session, http_server, lambda s: s.list_tools(), "wrong")
 
 
-def test_a_scripted_run_with_progress_over_http(http_server, rlm_isolated, rlm_script):
-    model = rlm_script(QUICK)
+def test_a_scripted_run_with_progress_over_http(http_server, rlm_isolated, model):
     (rlm_isolated.work / "notes.txt").write_text("hello world")
     progress = []
 

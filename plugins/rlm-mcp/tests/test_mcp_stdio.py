@@ -57,7 +57,7 @@ def test_tools_runs_progress_and_roots_over_stdio(rlm_isolated, rlm_script, tmp_
         by_path = await session.call_tool("rlm_runs_show", {"run_id": str(outside)})
         return found, by_text, by_file, refused, both, script, runs, shown, by_path
 
-    outcome = anyio.run(session_calls, params(rlm_isolated), calls)
+    outcome = anyio.run(session_calls, params(rlm_isolated, "--model", model), calls)
     found, by_text, by_file, refused, both, script, runs, shown, by_path = outcome
     assert TOOLS <= set(found)
     assert set(found["rlm_run"].output_schema["properties"]) == RUN_FIELDS
@@ -79,7 +79,7 @@ def test_tools_runs_progress_and_roots_over_stdio(rlm_isolated, rlm_script, tmp_
     assert "outside the allowed roots" in refused[0].content[0].text
     assert "outside the allowed roots" in refused[1].content[0].text and "does not exist" in refused[3].content[0].text
     assert both.is_error and "not both" in both.content[0].text
-    assert script.is_error and "names a file outside the allowed roots" in script.content[0].text
+    assert script.is_error and f"this server allows: {model}" in script.content[0].text
     assert runs.structured_content["total"] == 2
     assert {r["run_id"] for r in runs.structured_content["runs"]} == {by_text.structured_content["run_id"],
                                                                        by_file.structured_content["run_id"]}
@@ -111,7 +111,7 @@ def test_a_client_cancel_stops_the_run_with_a_cancelled_final_event(rlm_isolated
         # the session is still usable; the run ends within one scripted delay
         return await session.call_tool("rlm_runs_list", {})
 
-    anyio.run(session_calls, params(rlm_isolated), calls)
+    anyio.run(session_calls, params(rlm_isolated, "--model", model, "--max-steps", "40"), calls)
     final = wait_for_final(rlm_isolated.runs / "runs")
     assert final is not None, "no final event written"
     assert final["data"]["termination_reason"] == "cancelled"

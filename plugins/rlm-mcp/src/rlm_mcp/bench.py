@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import anyio
 
@@ -25,15 +25,21 @@ def rlm_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "rlm_host"]
 
 
-async def run_preset(preset: str, limit: int, model: Optional[str], *, cwd: Path,
-                     sandbox: Optional[str] = None) -> BenchOutput:  # fmt: skip
-    """Run ``preset``'s first ``limit`` cases and return the summary; the subprocess dies if the call is cancelled."""
+async def run_preset(preset: str, limit: int, model: Optional[str], *, cwd: Path, sandbox: Optional[str] = None,
+                     sub_model: Optional[str] = None,
+                     allowed_sub_models: Optional[Sequence[str]] = None) -> BenchOutput:  # fmt: skip
+    """Run ``preset``'s first ``limit`` cases and return the summary; the subprocess dies if the call is cancelled.
+    ``allowed_sub_models`` reaches the cases as ``RLM_RUN__ALLOWED_SUB_MODELS`` (the server's allow-list)."""
     if importlib.util.find_spec("rlm_bench") is None:
         raise BenchUnavailable("rlm_bench_run needs the rlm-bench plugin: pip install rlm-bench")
     args = [*rlm_command(), "bench", "run", "--preset", preset, "--limit", str(max(1, limit)), "--json", "--quiet"]
     args += ["--model", model] if model else []
     args += ["--sandbox", sandbox] if sandbox else []
-    done = await anyio.run_process(args, cwd=cwd, check=False, env={**os.environ, "NO_COLOR": "1"})
+    args += ["--sub-model", sub_model] if sub_model else []
+    env = {**os.environ, "NO_COLOR": "1"}
+    if allowed_sub_models:
+        env["RLM_RUN__ALLOWED_SUB_MODELS"] = json.dumps(list(allowed_sub_models))
+    done = await anyio.run_process(args, cwd=cwd, check=False, env=env)
     if done.returncode != 0 and not done.stdout.strip():
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-5:]
         raise BenchUnavailable(f"rlm bench run failed (exit {done.returncode}): " + " | ".join(tail))

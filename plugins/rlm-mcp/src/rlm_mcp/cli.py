@@ -29,9 +29,21 @@ def serve(
                                         "printed to stderr)."),
     root: Optional[List[Path]] = typer.Option(None, "--root", help="A folder clients may read (repeat; default: the "
                                               "current directory)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Default root model (provider:model)."),
-    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Default sandbox runtime."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Default step limit of a run."),
+    model: Optional[str] = typer.Option(None, "--model", help="Root model of every run (provider:model); clients "
+                                        "may choose it, --sub-model or an --allow-model, nothing else."),
+    sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query sub-calls."),
+    allow_model: Optional[List[str]] = typer.Option(None, "--allow-model", help="One more model clients may choose "
+                                                    "and runs may call as a sub-model (repeat)."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime of every run (default: the best "
+                                          "installed security boundary); clients may only pick boundaries."),
+    allow_client_sandbox: Optional[List[str]] = typer.Option(
+        None, "--allow-client-sandbox", help="Let clients pick this sandbox although it is NOT a security boundary "
+        "(e.g. process; repeat)."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of a run (clients may "
+                                            "lower it, not raise it; likewise the limits below)."),
+    max_depth: Optional[int] = typer.Option(None, "--max-depth", min=0, help="Recursion depth limit of a run."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Wall-clock limit of a run, seconds."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0.000001, help="Cost limit of a run, USD."),
 ) -> None:
     """Serve the rlm tools (rlm_run, rlm_runs_list, rlm_runs_show, rlm_bench_run) to MCP clients."""
     from rlm_host import RLM, RlmError, command_settings
@@ -48,10 +60,15 @@ def serve(
         roots = Roots(root or [Path.cwd()])
     except (OSError, NotADirectoryError) as exc:
         raise RlmError(f"bad --root: {exc}", hint="give existing folders") from None
-    rlm = RLM(model, home=command_settings(ctx).home, sandbox=sandbox, max_steps=max_steps)
+    given = {"model": model, "sub_model": sub_model, "sandbox": sandbox, "max_steps": max_steps,
+             "max_depth": max_depth, "timeout": timeout, "max_cost": max_cost}  # fmt: skip
+    rlm = RLM(home=command_settings(ctx).home, **given)
+    from rlm_mcp.ceilings import operator_ceilings
     from rlm_mcp.server import build_server
 
-    server = build_server(rlm, roots, defaults={"model": model, "sandbox": sandbox, "max_steps": max_steps})
+    ceilings, allowed_subs = operator_ceilings(rlm, given, allow_model or [], allow_client_sandbox or [])
+    defaults = {**given, "allowed_sub_models": allowed_subs or None}
+    server = build_server(rlm, roots, ceilings, defaults=defaults)
     if transport == "stdio":
         import anyio
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import anyio
 from typing import Annotated, Any, Optional
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -12,9 +14,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from rlm_host import RLM, RlmError
 
 from rlm_mcp import bench, runs
+from rlm_mcp.ceilings import CeilingError, Ceilings
 from rlm_mcp.http_guard import DISCONNECTED_KEY
 from rlm_mcp.models import BenchOutput, RunDetail, RunOutput, RunsList
-from rlm_mcp.roots import OutsideRoots, Roots
+from rlm_mcp.roots import WALK_SECONDS, OutsideRoots, Roots
 from rlm_mcp.runner import run_with_progress, to_output
 
 INSTRUCTIONS = (
@@ -43,10 +46,28 @@ def _disconnected(ctx: Context) -> Any:
     return flag.is_set if flag is not None else (lambda: False)
 
 
-def build_server(rlm: RLM, roots: Roots, *, defaults: Optional[dict[str, Any]] = None) -> MCPServer:
-    """An ``MCPServer`` whose tools run ``rlm`` and read runs under ``rlm.home``; paths checked against ``roots``."""
+def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
+                 defaults: Optional[dict[str, Any]] = None) -> MCPServer:  # fmt: skip
+    """An ``MCPServer`` whose tools run ``rlm`` and read runs under ``rlm.home``; paths checked against ``roots``,
+    a client's sandbox, model and limits against the operator's ``ceilings``; ``defaults`` go into every run."""
     server = MCPServer("rlm", instructions=INSTRUCTIONS, log_level="WARNING")
     defaults = {k: v for k, v in (defaults or {}).items() if v is not None}
+    sandboxes = rlm.runner.host.sandboxes()
+
+    def canonical(name: str) -> Optional[str]:
+        """The installed sandbox called ``name`` (or an alias of it), else None."""
+        try:
+            return sandboxes.get(name).name if name in sandboxes else None
+        except RlmError:  # a name two plugins claim
+            return None
+
+    async def checked_path(path: str) -> Path:
+        """``roots.check_context`` off the event loop, given up after a bounded wait."""
+        try:
+            with anyio.fail_after(WALK_SECONDS + 5):
+                return await anyio.to_thread.run_sync(roots.check_context, path, abandon_on_cancel=True)
+        except TimeoutError:
+            raise OutsideRoots(f"checking path {path!r} took too long; pass a smaller folder or a file") from None
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
     async def rlm_run(ctx: Context, query: str, text: Optional[str] = None, path: Optional[str] = None,
@@ -54,17 +75,19 @@ def build_server(rlm: RLM, roots: Roots, *, defaults: Optional[dict[str, Any]] =
                       max_depth: Optional[int] = None, timeout: Optional[float] = None,
                       max_cost: Optional[float] = None) -> Annotated[CallToolResult, RunOutput]:  # fmt: skip
         """Run a Recursive Language Model: answer `query` over `text`, or over the file or folder at `path`
-        (inside the server's roots), or over no context. Reports progress once per step; returns the final
-        answer with the run id, steps, tokens, cost and the saved trajectory's path."""
+        (inside the server's roots), or over no context. `model` and `sandbox` must be ones the server allows
+        (an error lists them); `max_steps`, `max_depth`, `timeout` and `max_cost` may lower the server's limits,
+        not raise them. Reports progress once per step; returns the final answer with the run id, steps, tokens,
+        cost and the saved trajectory's path."""
         if text is not None and path is not None:
             raise ToolError("give text or path, not both")
         try:
-            context: Any = roots.check(path) if path is not None else text
-            roots.check_model(model or "")
-        except OutsideRoots as exc:
+            asked = ceilings.run_options(model=model, sandbox=sandbox, canonical=canonical, max_steps=max_steps,
+                                         max_depth=max_depth, timeout=timeout, max_cost=max_cost)  # fmt: skip
+            context: Any = text if path is None else await checked_path(path)
+        except (OutsideRoots, CeilingError) as exc:
             raise ToolError(str(exc)) from None
-        options = {**defaults, **{k: v for k, v in dict(model=model, sandbox=sandbox, max_steps=max_steps,
-                   max_depth=max_depth, timeout=timeout, max_cost=max_cost).items() if v is not None}}  # fmt: skip
+        options = {**defaults, **asked}
         try:
             result = await run_with_progress(rlm, context, query, options, ctx.report_progress, _disconnected(ctx))
         except (RlmError, TypeError, ValueError) as exc:
@@ -94,15 +117,16 @@ def build_server(rlm: RLM, roots: Roots, *, defaults: Optional[dict[str, Any]] =
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
     async def rlm_bench_run(preset: str, limit: int = 3,
                             model: Optional[str] = None) -> Annotated[CallToolResult, BenchOutput]:  # fmt: skip
-        """Run the first `limit` cases of a benchmark preset (`rlm bench list`) and score them; needs the
-        rlm-bench plugin. Returns the accuracy and each case with its score."""
+        """Run the first `limit` cases of a benchmark preset (`rlm bench list`) and score them; `model` must be one
+        the server allows. Needs the rlm-bench plugin. Returns the accuracy and each case with its score."""
         try:
-            roots.check_model(model or "")
-        except OutsideRoots as exc:
+            chosen = ceilings.check_model(model)
+        except CeilingError as exc:
             raise ToolError(str(exc)) from None
         try:
-            summary = await bench.run_preset(preset, limit, model or defaults.get("model"), cwd=Path.cwd(),
-                                             sandbox=defaults.get("sandbox"))  # fmt: skip
+            summary = await bench.run_preset(preset, limit, chosen or defaults.get("model"), cwd=Path.cwd(),
+                                             sandbox=defaults.get("sandbox"), sub_model=defaults.get("sub_model"),
+                                             allowed_sub_models=defaults.get("allowed_sub_models"))  # fmt: skip
         except bench.BenchUnavailable as exc:
             raise ToolError(str(exc)) from None
         text = f"{summary.preset}: accuracy {summary.accuracy} over {summary.cases_run} cases"
