@@ -7,15 +7,16 @@ A program written for it switches by changing one import — ``from rlm import R
               max_iterations=10, max_depth=1)
     answer = rlm.completion(prompt=long_document, root_prompt="What changed in 2021?").response
 
-What maps to what: ``backend`` + ``backend_kwargs["model_name"]`` → our ``provider:model`` (``base_url`` too;
-an ``api_key`` is passed to that run's connector, never put in the environment); ``other_backends[0]`` /
-``other_backend_kwargs[0]`` → the sub-model; ``environment`` → our sandbox (their ``local`` runs model code in
-the host process, so it becomes our best installed sandbox; other names are our sandbox names);
-``max_iterations`` → ``max_steps``; ``max_depth`` counts the root too (their 1 = no recursion = our 0);
-``max_budget`` / ``max_timeout`` / ``max_tokens`` → ``max_cost`` / ``timeout`` / ``max_tokens``. ``logger`` and
-``verbose`` are accepted and unused: every run is recorded in ``.rlm/runs`` (``rlm runs export ID --format rlms``
-writes their log format). Options that would change the loop's behaviour in ways we do not reproduce
-(``custom_tools``, ``persistent``, ``compaction``…) raise a ``TypeError`` naming them.
+What maps to what: ``backend`` + ``backend_kwargs["model_name"]`` → our ``provider:model``, its ``api_key`` and
+``base_url`` go to the root model's connector only (never into the environment, never to another backend);
+``other_backends[0]`` / ``other_backend_kwargs[0]`` → the sub-model, whose connector gets that entry's own
+``api_key`` and ``base_url`` (without a key, its provider's usual variable); ``environment`` → our sandbox
+(their ``local`` runs model code in the host process, so it becomes our best installed sandbox; other names are
+our sandbox names); ``max_iterations`` → ``max_steps``; ``max_depth`` counts the root too (their 1 = no
+recursion = our 0); ``max_budget`` / ``max_timeout`` / ``max_tokens`` → ``max_cost`` / ``timeout`` /
+``max_tokens``. ``logger`` and ``verbose`` are accepted and unused: every run is recorded in ``.rlm/runs``
+(``rlm runs export ID --format rlms`` writes their log format). Options that would change the loop's behaviour
+in ways we do not reproduce (``custom_tools``, ``persistent``, ``compaction``…) raise a ``TypeError`` naming them.
 """
 
 from __future__ import annotations
@@ -107,14 +108,20 @@ class RLM:
         if refused or unknown:
             raise TypeError(f"rlm_host.rlms.RLM does not support: {', '.join(refused + unknown)}")
         model, extra = _model(backend, backend_kwargs)
-        sub_model = None
+        backends = [(model, extra, "backend_kwargs")]
         if other_backends:
-            sub_model, _ = _model(other_backends[0], (other_backend_kwargs or [{}])[0])
+            sub = _model(other_backends[0], (other_backend_kwargs or [{}])[0])
+            backends.append((*sub, "other_backend_kwargs[0]"))
+        for name, kwargs, where in backends:
+            if kwargs and name is None:  # a key with no model would go to whatever model is configured
+                raise TypeError(f"{where} has {' and '.join(sorted(kwargs))} but no model_name")
+        sub_model = backends[1][0] if len(backends) > 1 else None
         self.engine = Engine(model, sandbox="auto" if environment == "local" else environment, max_steps=max_iterations,
                              max_depth=max(0, max_depth - 1), max_cost=max_budget, timeout=max_timeout,
-                             max_tokens=max_tokens, sub_model=sub_model, base_url=extra.get("base_url"))  # fmt: skip
-        if extra.get("api_key") and model:
-            self.engine.connectors = _keyed_connectors(self.engine, model, sub_model, extra)
+                             max_tokens=max_tokens, sub_model=sub_model)  # fmt: skip
+        keyed = {role: _connector(self.engine, name, kwargs)
+                 for role, (name, kwargs, _) in zip(("root", "sub"), backends) if kwargs}  # fmt: skip
+        self.engine.connectors = keyed or None  # the others: built by the engine, keys from their variables
 
     def completion(self, prompt: Any, root_prompt: Optional[str] = None) -> RLMChatCompletion:
         """Run over ``prompt`` (the context) with ``root_prompt`` (the question; without one, the model is asked
@@ -124,19 +131,15 @@ class RLM:
         return _completion(result, prompt)
 
 
-def _keyed_connectors(engine: Any, model: str, sub_model: Optional[str], extra: dict[str, Any]) -> dict[str, Any]:
-    """Connectors built with the key their kwargs carry (our providers otherwise read their own variables)."""
+def _connector(engine: Any, model: str, kwargs: dict[str, Any]) -> Any:
+    """``model``'s connector with the ``api_key`` / ``base_url`` of its own backend kwargs, nothing else."""
     from rlm_host.llm.protocol import ModelOptions
     from rlm_host.llm.resolve import resolve_connector
 
-    options = ModelOptions(api_key=extra["api_key"], base_url=extra.get("base_url"))
     runner = engine.runner
-
-    def build(name: str) -> Any:
-        return resolve_connector(name, host=runner.host, settings=runner.loaded, options=options, home=runner.home)
-
-    root = build(model)
-    return {"root": root, "sub": build(sub_model) if sub_model else root}
+    options = ModelOptions(api_key=kwargs.get("api_key"), base_url=kwargs.get("base_url"),
+                           max_tokens=runner.loaded.settings.run.max_reply_tokens)  # fmt: skip
+    return resolve_connector(model, host=runner.host, settings=runner.loaded, options=options, home=runner.home)
 
 
 def _completion(result: Any, prompt: Any) -> RLMChatCompletion:

@@ -44,7 +44,9 @@ def test_turns_keep_variables_and_history_and_resume_elsewhere(rlm_isolated, san
 
 
 def test_resuming_an_unknown_session_is_a_clear_error(rlm_isolated):
-    with pytest.raises(InputError, match="no chat session 'chat_nope'"):
+    with pytest.raises(InputError, match="no chat session 'chat_20260101_120000_abcd'"):
+        RLM("scripted:x.json", sandbox="process").session(resume="chat_20260101_120000_abcd")
+    with pytest.raises(InputError, match="not a chat session id: 'chat_nope'"):
         RLM("scripted:x.json", sandbox="process").session(resume="chat_nope")
 
 
@@ -68,6 +70,7 @@ def test_rlm_chat_keeps_variables_between_lines_and_resumes(rlm_cli, rlm_isolate
     again = rlm_cli("chat", "--resume", session_id, "--model", model, "--sandbox", "process", "--quiet")
     assert again.code == 0, again.err
     assert "nums.txt (5 bytes" in again.out and "rlm> 43" in again.out and "resumed, 2 turns" in again.err
+    assert f"context={(rlm_isolated.work / 'nums.txt').resolve()}" in again.err  # the file it reads again
     listed = rlm_cli("chat", "--list")
     assert f"{session_id}  3 turns  Add one" in listed.out
 
@@ -103,3 +106,30 @@ def test_ctrl_c_cancels_the_turn_not_the_session(rlm_isolated):
     session = next(p for p in (rlm_isolated.work / ".rlm" / "sessions").glob("chat_*.json") if ".context" not in p.name)
     turns = json.loads(session.read_text())["turns"]
     assert [t["termination_reason"] for t in turns] == ["cancelled", "final"]
+
+
+def test_rlm_chat_resume_uses_the_model_and_sandbox_it_ran_with_unless_flags_say(rlm_cli, rlm_isolated, monkeypatch):
+    import io
+
+    from support.openai_server import OpenAIServer, answer
+
+    look = "```repl\nprint(len(context))\n```"
+    with OpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-chat")
+        server.push(answer(look), answer("FINAL(one)"), answer(look), answer("FINAL(two)"))
+        monkeypatch.setattr("sys.stdin", io.StringIO("First?\n"))
+        first = rlm_cli("chat", "--model", "openai:gpt-chat", "--sandbox", "monty", "--quiet", plugins=None)
+        assert first.code == 0, first.err
+        assert "model=openai:gpt-chat sandbox=monty" in first.err and "rlm> one" in first.out
+        session_id = first.err.split("rlm chat --resume ")[-1].split()[0]
+        monkeypatch.setattr("sys.stdin", io.StringIO("Second?\n"))
+        again = rlm_cli("chat", "--resume", session_id, "--quiet", plugins=None)  # no flags: what it ran with
+        assert again.code == 0, again.err
+        assert "model=openai:gpt-chat sandbox=monty" in again.err and "rlm> two" in again.out
+        assert "warning" not in again.err
+        monkeypatch.setattr("sys.stdin", io.StringIO("/model\n"))
+        flagged = rlm_cli("chat", "--resume", session_id, "--model", "openai:gpt-other", "--quiet", plugins=None)
+        assert "model=openai:gpt-other sandbox=monty" in flagged.err and "model: openai:gpt-other" in flagged.out
+    assert [json.loads(r.body)["model"] if isinstance(r.body, str) else r.body["model"] for r in server.requests] == [
+        "gpt-chat"] * 4  # fmt: skip

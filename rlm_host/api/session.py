@@ -7,17 +7,29 @@ are JSON data (``rlm_host.engine.carry`` says exactly what survives). A session 
 ``<home>/sessions/<id>.json`` (the context beside it), so ``RLM.session(resume=ID)`` / ``rlm chat --resume ID``
 continue it in another process: the variables are bound again in a fresh sandbox session. Each turn's run carries
 the labels ``session_id`` and ``turn``.
+
+A session file is untrusted input (a cloned project may ship ``.rlm/sessions``): an id is accepted only in the
+form new ids take (:data:`SESSION_ID`) and only as a regular file inside ``<home>/sessions``, never through a
+symbolic link; the options it stores fill in only what the caller (``RLM(...)``, the session, the call) left
+unset, and never a sandbox that is not a security boundary, a model that names a file, a looser limit or an
+endpoint: those are ignored with one warning (:func:`stored_options`).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import secrets
+import stat
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
+
+from rlm_host.errors import InputError, RlmError
 
 if TYPE_CHECKING:
     from rlm_host.api.client import RLM
@@ -27,6 +39,18 @@ RECENT_TURNS = 6
 ANSWER_CHARS = 1000
 MAX_TURNS_SHOWN = 40
 
+#: The ids :func:`new_session_id` makes; a resume id must match in full (it names a file: never a path).
+SESSION_ID = re.compile(r"chat_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}")
+#: Stored options a resume may take from the session file, when the caller set none of them.
+FROM_FILE = ("model", "sub_model", "sandbox", "environment", "framework", "reply_format", "strict")
+#: Stored limits: taken only when not looser than the configured value.
+LIMITS = ("max_steps", "max_depth", "timeout", "exec_timeout", "max_llm_calls", "max_tokens", "max_cost",
+          "max_reply_tokens")  # fmt: skip
+
+
+def new_session_id() -> str:
+    return time.strftime("chat_%Y%m%d_%H%M%S_") + secrets.token_hex(2)
+
 
 class ChatSession:
     """A conversation with one ``RLM``: ``ask(query)`` runs a turn; ``id`` names it for ``resume``."""
@@ -34,23 +58,35 @@ class ChatSession:
     def __init__(self, rlm: "RLM", context: Any = None, options: Optional[dict[str, Any]] = None, *,
                  resume: Optional[str] = None) -> None:  # fmt: skip
         self.rlm = rlm
-        self.options = dict(options or {})
+        self.options = {k: v for k, v in (options or {}).items() if v is not None}  # the caller's own
+        self.stored: dict[str, Any] = {}  # what the file said, screened: fills in what no caller level sets
+        self.ignored: list[str] = []  # what the file said and was not taken, with why
+        self.ran: dict[str, Any] = {k: v for k, v in {**rlm.options, **self.options}.items() if k in FROM_FILE + LIMITS}
         self.turns: list[dict[str, Any]] = []
         self.variables: dict[str, Any] = {}
         self.dropped: list[str] = []
         self._lock = threading.Lock()
         if resume is not None:
+            self._path = session_file(rlm.home, resume)
             self.id = resume
             self._load()
             if context is not None:
                 self.context = context
         else:
-            self.id = time.strftime("chat_%Y%m%d_%H%M%S_") + secrets.token_hex(2)
+            self.id = new_session_id()
+            self._path = session_file(rlm.home, self.id)
             self.context = context
 
     @property
     def path(self) -> Path:
-        return self.rlm.home / "sessions" / f"{self.id}.json"
+        return self._path
+
+    def using(self, key: str) -> Any:
+        """The value of run option ``key`` the next turn uses (caller, then session file, then settings)."""
+        for level in (self.options, self.rlm.options, self.stored):
+            if level.get(key) is not None:
+                return level[key]
+        return getattr(self.rlm.runner.loaded.settings.run, key, None)
 
     def ask(self, query: str, *, cancel: Optional[threading.Event] = None, on_event: Any = None,
             **options: Any) -> "RunResult":  # fmt: skip
@@ -61,8 +97,13 @@ class ChatSession:
             turn = len(self.turns) + 1
             carrier = VariableCarrier(self.variables)
             labels = {**self.options.get("labels", {}), "session_id": self.id, "turn": str(turn)}
-            merged = {**self.options, **options, "labels": labels}
+            chosen = {**self.rlm.options, **self.options, **{k: v for k, v in options.items() if v is not None}}
+            filled = {k: v for k, v in self.stored.items() if k not in chosen}  # the caller's choices win
+            merged = {**filled, **self.options, **options, "labels": labels}
             result = self.rlm._run(self.context, self._task(query), cancel, on_event, merged, carry=carrier)
+            self.ran = {k: v for k, v in {**filled, **chosen}.items() if k in FROM_FILE + LIMITS}
+            self.ran.update({k: v for k, v in (("model", result.model), ("sandbox", result.sandbox))
+                             if v and v != "none"})  # what it ran with: a resume uses it  # fmt: skip
             if carrier.saved is not None:
                 self.variables, self.dropped = carrier.saved, carrier.dropped
             self.turns.append({"query": query, "answer": result.final_response, "run_id": result.run_id,
@@ -80,26 +121,36 @@ class ChatSession:
             if not context_file.exists():
                 _write(context_file, {"value": self.context})
             context_record = {"file": context_file.name}
-        _write(self.path, {"id": self.id, "options": self.options, "context": context_record, "turns": self.turns,
+        _write(self.path, {"id": self.id, "options": self.ran, "context": context_record, "turns": self.turns,
                            "variables": self.variables, "dropped": self.dropped})  # fmt: skip
         return self.path
 
     def _load(self) -> None:
-        from rlm_host.errors import InputError
-
-        if not self.path.is_file():
+        if not os.path.lexists(self.path):
             raise InputError(f"no chat session {self.id!r} in {self.path.parent}",
                              hint="rlm chat --list shows the saved sessions")  # fmt: skip
-        data = json.loads(self.path.read_text(encoding="utf-8"))
-        self.options = {**data.get("options", {}), **self.options}
-        self.turns, self.variables = data.get("turns", []), data.get("variables", {})
-        self.dropped = data.get("dropped", [])
-        record = data.get("context") or {}
-        if "path" in record:
+        data = _read_json(self.path)
+        if not isinstance(data, dict) or not isinstance(data.get("turns", []), list):
+            raise InputError(f"{self.path} is not a chat session file")
+        turns = [t for t in data.get("turns", []) if isinstance(t, dict) and isinstance(t.get("query"), str)]
+        options = data.get("options") if isinstance(data.get("options"), dict) else {}
+        self.ran = dict(options)
+        self.stored, self.ignored = stored_options(options, {**self.rlm.options, **self.options}, self.rlm)
+        if self.ignored:
+            from rlm_host import logs
+
+            logs.get_logger("rlm.session").warning(
+                f"session {self.id}: not taken from the session file: {'; '.join(self.ignored)} "
+                "(pass them yourself, e.g. --sandbox / --model, to use them)", session_id=self.id)  # fmt: skip
+        self.turns, self.variables = turns, data.get("variables") if isinstance(data.get("variables"), dict) else {}
+        self.dropped = [d for d in data.get("dropped") or [] if isinstance(d, str)]
+        record = data.get("context") if isinstance(data.get("context"), dict) else {}
+        if isinstance(record.get("path"), str):
             self.context = Path(record["path"])
-        else:
-            stored = self.path.parent / record.get("file", "")
-            self.context = json.loads(stored.read_text(encoding="utf-8"))["value"] if stored.is_file() else None
+        else:  # only the context file save() writes beside the session, whatever name the record gives
+            stored = self.path.with_suffix(".context.json")
+            value = _read_json(stored) if "file" in record and os.path.lexists(stored) else None
+            self.context = value.get("value") if isinstance(value, dict) else None
 
     def _task(self, query: str) -> str:
         """The turn's task: the earlier turns, shortened when long, then the new question."""
@@ -130,23 +181,120 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def session_file(home: Path, session_id: Any) -> Path:
+    """``<home>/sessions/<id>.json`` for a well-formed id whose file resolves inside that folder; else InputError."""
+    if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id):
+        raise InputError(f"not a chat session id: {repr(session_id)[:80]}", hint="ids look like "
+                         "chat_20260101_120000_ab12; rlm chat --list shows the saved sessions")  # fmt: skip
+    folder = Path(home).resolve() / "sessions"
+    path = folder / f"{session_id}.json"
+    if not path.resolve().is_relative_to(folder):
+        raise InputError(f"chat session {session_id} leads outside {folder} (a symbolic link)",
+                         hint="a session file must be a regular file in the sessions folder")  # fmt: skip
+    return path
+
+
+def _read_json(path: Path) -> Any:
+    """A session's JSON, opened without following a final symbolic link, from a regular file only."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise InputError(f"cannot read chat session file {path}: {why}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise InputError(f"cannot read chat session file {path}: not a regular file")
+        try:
+            return json.loads(handle.read().decode("utf-8"))
+        except ValueError as exc:
+            raise InputError(f"{path} is not a chat session file: {exc}") from None
+
+
+def stored_options(options: dict[str, Any], chosen: dict[str, Any], rlm: "RLM") -> tuple[dict[str, Any], list[str]]:
+    """Split a session file's options into those a resume may use (for what ``chosen`` leaves unset) and the
+    ignored ones (``key=value (why)``). Silently dropped: what the caller chose, or what changes nothing."""
+    kept, ignored = {}, []
+    run = rlm.runner.loaded.settings.run
+    for key, value in options.items():
+        configured = getattr(run, key, None)
+        if key in chosen or key == "labels" or value is None or value == configured:
+            continue
+        why = _refusal(key, value, configured, rlm.runner.host)
+        if why:
+            ignored.append(f"{key}={repr(value)[:80]} ({why})")
+        else:
+            kept[key] = value
+    return kept, ignored
+
+
+def _refusal(key: str, value: Any, configured: Any, host: Any) -> str:
+    """Why a session file's ``key = value`` is not used ("" when it may be)."""
+    if key in LIMITS:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return "not a number"
+        return f"looser than the configured {configured}" if configured is not None and value > configured else ""
+    if key == "strict":
+        return "" if value is True else "looser than the configured strict mode"
+    if key not in FROM_FILE:
+        return "not taken from a session file"
+    if not isinstance(value, str) or not value or len(value) > 300:
+        return "not a name"
+    if key == "sandbox" and value != "auto":
+        try:
+            boundary = host.sandboxes().get(value).security_boundary
+        except RlmError:
+            return "not installed"
+        return "" if boundary else "not a security boundary"
+    if key in ("model", "sub_model"):
+        return _model_refusal(value, host)
+    if key == "environment":
+        try:
+            return "edits the project folder" if host.environments().get(value).workspace else ""
+        except RlmError:
+            return "not installed"
+    return ""
+
+
+def _model_refusal(model: str, host: Any) -> str:
+    """Why a stored model string is not used: it names no known provider, or names a file its provider reads."""
+    from rlm_host.llm.resolve import split_model_string
+
+    if model == "auto":
+        return ""
+    try:
+        provider, name = split_model_string(model, host)
+        spec = host.providers().get(provider)
+    except RlmError:
+        return "names no installed provider"
+    if spec.name in ("scripted", "replay"):
+        return "its provider reads a file"
+    path_like = any(mark in name for mark in ("/", "\\", "~")) or name.startswith(".") or ".gguf" in name.lower()
+    reads_files = getattr(spec, "model_files", False)  # a weights path (ProviderSpec.model_files)
+    return "names a file its provider reads" if reads_files and path_like else ""
+
+
 def _write(path: Path, data: dict[str, Any]) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(data, ensure_ascii=False, default=str), encoding="utf-8")
-    temporary.replace(path)  # a crash mid-write never leaves half a session
+    """Write through a fresh temporary file (never an existing name, never a link) and rename it into place."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, ensure_ascii=False, default=str))
+        os.replace(temporary, path)  # a crash mid-write never leaves half a session
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def list_sessions(home: Path) -> list[dict[str, Any]]:
     """The saved sessions under ``home``, newest first: id, turns, last question."""
     found = []
-    for path in sorted((Path(home) / "sessions").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        if path.name.endswith(".context.json"):
-            continue
+    paths = [p for p in (Path(home) / "sessions").glob("chat_*.json") if SESSION_ID.fullmatch(p.stem)]
+    for path in sorted(paths, key=lambda p: p.lstat().st_mtime, reverse=True):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = _read_json(path)
+            turns = data.get("turns") or []
+            last = str(turns[-1].get("query", "")) if turns else ""
+        except (InputError, OSError, AttributeError, IndexError, TypeError):
             continue
-        turns = data.get("turns") or []
-        found.append({"id": data.get("id", path.stem), "turns": len(turns),
-                      "last": turns[-1]["query"] if turns else ""})  # fmt: skip
+        found.append({"id": path.stem, "turns": len(turns), "last": last})
     return found

@@ -3,7 +3,8 @@
 Lines starting with ``/`` are commands: ``/context`` (what the context is), ``/model NAME`` (the root model from
 the next turn), ``/vars`` (the REPL variables kept between turns), ``/save`` (where the session is), ``/help``,
 ``/exit``. Ctrl-C during a turn cancels that turn (its run ends ``cancelled``); at the prompt, or end of input,
-it ends the session, which stays saved: ``rlm chat --resume ID`` continues it.
+it ends the session, which stays saved: ``rlm chat --resume ID`` continues it with the model and sandbox it ran
+with, unless flags say otherwise (a session id that is not one, or a file outside the sessions folder, exits 2).
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ def chat(
     if context and len(context) == 1 and not Path(context[0]).is_dir():
         loaded = Path(context[0]).resolve()  # kept as a path: a resumed session reads the file again
     session = rlm.session(loaded, resume=resume)
-    typer.echo(f"chat {session.id}" + (f" (resumed, {len(session.turns)} turns)" if resume else "") + f"  {HELP}",
-               err=True)  # fmt: skip
+    using = f"model={session.using('model')} sandbox={session.using('sandbox')}"  # the flags, else what it ran with
+    if resume and isinstance(session.context, Path):
+        using += f" context={session.context}"  # the file the session names is read again: say which
+    typer.echo(f"chat {session.id}" + (f" (resumed, {len(session.turns)} turns)" if resume else "")
+               + f"  {using}  {HELP}", err=True)  # fmt: skip
     while True:
         try:
             line = input("you> ").strip()
@@ -100,7 +104,7 @@ def _command(line: str, session, rlm) -> bool:
             session.options["model"] = argument.strip()
             typer.echo(f"model from the next turn: {argument.strip()}")
         else:
-            typer.echo(f"model: {session.options.get('model') or rlm.options.get('model') or 'auto'}")
+            typer.echo(f"model: {session.using('model') or 'auto'}")
     elif name == "/vars":
         kept = ", ".join(f"{k} ({type(v).__name__})" for k, v in sorted(session.variables.items())) or "none"
         typer.echo(f"kept: {kept}" + (f"\nnot kept: {', '.join(session.dropped)}" if session.dropped else ""))
