@@ -235,7 +235,9 @@ class ProviderSpec(Component):
     ``key_env`` lists the environment variables that may hold its API key (checked, never printed);
     ``key_optional`` says the provider works without one (a local server). ``base_url`` is where it sends
     requests by default (shown by ``rlm models list``; ``base_url_env`` names a variable overriding it), and
-    ``example_model`` a model to show in listings and hints.
+    ``example_model`` a model to show in listings and hints. ``model_files`` says the model part may name a file
+    the provider reads (a script, a saved run, a weights path): such strings are never taken from model output
+    or from an untrusted project file when they point outside it.
 
     ``--model auto`` considers only providers with a ``default_model``, highest ``auto_priority`` first: the
     first one whose key (or base-URL variable) is set, else the first that needs no key and is ready (the
@@ -253,6 +255,7 @@ class ProviderSpec(Component):
     default_model: str = ""  # what ``--model auto`` runs when it picks this provider
     default_notice: str = ""  # said to the user when auto picks it (e.g. "a tiny local model: …")
     auto_priority: int = 0
+    model_files: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -12,6 +12,9 @@ class RlmError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, *, hint: str = "") -> None:
+        from rlm_host.redact import redact  # a message or hint may quote a URL with a password, a server's body
+
+        message, hint = redact(message), redact(hint)
         super().__init__(message)
         self.message = message
         self.hint = hint

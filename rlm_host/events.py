@@ -19,6 +19,7 @@ from typing import Any, Callable, Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field, model_validator
 
+from rlm_host.redact import redact_data
 from rlm_host.text import clip
 
 EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error"]
@@ -126,6 +127,9 @@ class EventBus:
         self._subscribers.append((name, subscriber))
 
     def emit(self, event: RunEvent) -> RunEvent:
+        """Deliver ``event`` to every subscriber, its data redacted first (``rlm_host.redact``): what is recorded,
+        shown or sent to a sink never holds a known secret or a URL's password."""
+        event.data = redact_data(event.data)
         with self._lock:
             event.seq = next(self._seq)
             for entry in list(self._subscribers):

@@ -40,6 +40,9 @@ def configure(*, verbose: int = 0, json: bool = False, level: str | None = None)
 def say(text: str, *, event: str, level: str = "info", **fields: Any) -> None:
     """A line for the person at the terminal, on stderr: ``text`` as it is, or, with ``--log-json``, a JSON
     record (``event`` and ``fields``) like every log line, so that stderr stays machine-readable."""
+    from rlm_host.redact import redact, redact_data
+
+    text, fields = redact(text), redact_data(fields)
     if not _state["json"]:
         print(text, file=sys.stderr)
         return
@@ -91,6 +94,13 @@ class _Bridge(logging.Handler):
             self.handleError(record)
 
 
+def _redacted(logger: Any, method: str, event: Any) -> Any:
+    """Every log record, rlm's or a library's, with known secrets and URL passwords masked."""
+    from rlm_host.redact import redact_data
+
+    return redact_data(event)
+
+
 def _structlog_formatter() -> logging.Formatter:
     import structlog
 
@@ -110,6 +120,6 @@ def _structlog_formatter() -> logging.Formatter:
     formatter: logging.Formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[structlog.stdlib.add_logger_name],
         processors=[structlog.stdlib.add_log_level, structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    render],  # fmt: skip
+                    _redacted, render],  # fmt: skip
     )
     return formatter

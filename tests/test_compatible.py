@@ -107,7 +107,8 @@ def test_rlm_run_with_a_named_compatible_provider(isolated_env, monkeypatch, cap
     with OpenAIServer() as server:
         (work / "rlm.toml").write_text(f'[provider.ollama]\nbase_url = "{server.url}"\n')
         server.push(answer("FINAL(42)"), answer("FINAL(43)"))
-        code = main(["run", "q", "--model", "ollama:test-model", "--sandbox", "process", "--json", "-q"])
+        code = main(["--trust-config", "run", "q", "--model", "ollama:test-model", "--sandbox", "process", "--json",
+                     "-q"])  # fmt: skip
         first = capsys.readouterr()
         (work / "rlm.toml").unlink()
         code2 = main(["run", "q", "--model", "lmstudio:m", "--base-url", server.url, "--sandbox", "process",

@@ -25,7 +25,9 @@ def dirs(tmp_path):
 
 
 def load(home, work, env=None, **kw):
-    environ = {"HOME": str(home), **(env or {})}
+    """Settings as read in ``work``, its project file trusted (tests/security/test_trust_boundaries.py covers an
+    untrusted one)."""
+    environ = {"HOME": str(home), "RLM_TRUST_CONFIG": "1", **(env or {})}
     return load_settings(environ=environ, cwd=work, **kw)
 
 
@@ -181,6 +183,7 @@ class TestPluginSections:
 
 def test_config_show_prints_values_and_sources(rlm, tmp_path):
     (tmp_path / "work" / "rlm.toml").write_text("[run]\nmax_steps = 4\n[sandbox.test-box]\nnetwork = true\n")
+    assert rlm("config", "trust", plugins=[GOOD]).returncode == 0  # the project's own sandbox settings apply
     result = rlm("config", "show", "--json", plugins=[GOOD], env={"RLM_RUN__TIMEOUT": "12.5"})
     assert result.returncode == 0, result.stderr
     settings = json.loads(result.stdout)["settings"]

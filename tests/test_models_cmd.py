@@ -37,6 +37,7 @@ def test_no_key_value_is_ever_printed(models, monkeypatch, isolated_env):
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("OPENAI_BASE_URL", "https://user:SECRET-in-url@proxy.example/v1")
     Path(isolated_env["WORK"], "rlm.toml").write_text('[provider.vllm]\napi_key_env = "MY_VLLM_TOKEN"\n')
+    monkeypatch.setenv("RLM_TRUST_CONFIG", "1")  # the project's key variable applies once trusted
     for args in ((), ("--json",)):
         code, out, err = models(*args)
         assert code == 0, err
@@ -49,7 +50,8 @@ def test_no_key_value_is_ever_printed(models, monkeypatch, isolated_env):
     assert rows["groq"]["status"] == "ready"
 
 
-def test_each_provider_with_status_base_url_and_the_run_models(models, isolated_env):
+def test_each_provider_with_status_base_url_and_the_run_models(models, isolated_env, monkeypatch):
+    monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
     Path(isolated_env["WORK"], "rlm.toml").write_text('[run]\nsub_model = "ollama:llama3.2"\n'
                                                       '[provider.ollama]\nbase_url = "http://gpu-box:11434/v1"\n')
     code, out, err = models("--json")

@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # importing this module stays cheap: the engine loads when an
     from rlm_host.results import RunResult
 
 #: Run options a constructor or a call may set (each a ``[run]`` setting; see ``rlm config show``).
-RUN_OPTIONS = ("model", "sub_model", "sandbox", "environment", "framework", "max_steps", "max_depth", "timeout",
+RUN_OPTIONS = ("model", "sub_model", "allowed_sub_models",
+               "sandbox", "environment", "framework", "max_steps", "max_depth", "timeout",
                "exec_timeout", "max_llm_calls", "max_tokens", "max_cost", "strict", "base_url", "reply_format",
                "sinks", "labels", "workdir", "max_reply_tokens")  # fmt: skip
 
@@ -51,6 +52,7 @@ class RLM:
 
         host = get_host()
         loaded = settings or load_settings(config_file=Path(config) if config is not None else None, host=host)
+        loaded.warn_untrusted()
         home = Path(home if home is not None else loaded.home).expanduser().resolve()  # a later chdir moves nothing
         self.runner = RLMRunner(loaded=loaded, host=host, home=home)
         self.options = {k: v for k, v in {"model": model, **options}.items() if v is not None}

@@ -28,6 +28,7 @@ class CliState:
     debug: bool = False
     verbose: int = 0
     log_json: bool = False
+    trust_config: bool = False
     _settings: Any = field(default=None, repr=False)
 
     def settings(self) -> "LoadedSettings":
@@ -36,8 +37,9 @@ class CliState:
         from rlm_host.plugins import get_host
 
         if self._settings is None:
-            self._settings = load_settings(config_file=self.config_file, host=get_host())
+            self._settings = load_settings(config_file=self.config_file, host=get_host(), trust=self.trust_config)
             self._apply_logging(self._settings)
+            self._settings.warn_untrusted()
         return self._settings
 
     def _apply_logging(self, loaded: "LoadedSettings") -> None:
@@ -177,8 +179,10 @@ def main_options(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
     verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False, help="More log output (-vv for debug)."),
     log_json: bool = typer.Option(False, "--log-json", help="Log JSON lines on stderr."),
+    trust_config: bool = typer.Option(False, "--trust-config", envvar="RLM_TRUST_CONFIG", help="Trust the project's "
+                                      "rlm.toml / [tool.rlm] for this command (see `rlm config trust`)."),
 ) -> None:
     from rlm_host import logs
 
-    ctx.obj = CliState(config_file=config, debug=debug, verbose=verbose, log_json=log_json)
+    ctx.obj = CliState(config_file=config, debug=debug, verbose=verbose, log_json=log_json, trust_config=trust_config)
     logs.configure(verbose=verbose, json=log_json)

@@ -1,8 +1,12 @@
-"""``rlm config show``: the effective settings and where each value came from."""
+"""``rlm config show``: the effective settings and where each value came from; ``rlm config trust`` /
+``untrust``: whether a project's own file may set what moves secrets or weakens isolation."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -33,3 +37,49 @@ def show(
     width = max(len(key) for key, _, _ in rows)
     for key, value, source in rows:
         typer.echo(f"{key:<{width}}  = {json.dumps(value, default=str):<24}  # {source}")
+
+
+@app.command("trust")
+def trust(
+    ctx: typer.Context,
+    file: Optional[Path] = typer.Argument(None, help="The project file (default: ./rlm.toml, else the "
+                                          "[tool.rlm] table of ./pyproject.toml)."),
+) -> None:
+    """Trust a project's config file as it is now: its endpoints, keys, sandbox and paths then apply. A change
+    to the file needs trust again."""
+    from rlm_host.config.trust import record_trust, risk_of
+
+    path, table = _project_file(file)
+    store = record_trust(path, table, os.environ)
+    from rlm_host.config.loader import _flatten
+    from rlm_host.plugins import get_host
+
+    risky = [key for key, value in _flatten(table) if risk_of(key, value, path.parent.resolve(), get_host())]
+    typer.echo(f"trusted {path.resolve()} (recorded in {store})")
+    if risky:
+        typer.echo("it now sets: " + ", ".join(risky))
+
+
+@app.command("untrust")
+def untrust(
+    file: Optional[Path] = typer.Argument(None, help="The project file (default: the one in this folder)."),
+) -> None:
+    """Forget the trust given to a project's config file."""
+    from rlm_host.config.trust import record_trust
+
+    path, _ = _project_file(file)
+    record_trust(path, None, os.environ)
+    typer.echo(f"no longer trusted: {path.resolve()}")
+
+
+def _project_file(file: Optional[Path]) -> tuple[Path, dict]:
+    from rlm_host.config.loader import find_project_file, project_table
+    from rlm_host.errors import InputError
+
+    path = file if file is not None else find_project_file(Path.cwd())
+    if path is None:
+        raise InputError("no project config here: no rlm.toml, and no [tool.rlm] table in pyproject.toml",
+                         hint="name the file: rlm config trust PATH")  # fmt: skip
+    if not path.is_file():
+        raise InputError(f"config file not found: {path}")
+    return path, project_table(path)

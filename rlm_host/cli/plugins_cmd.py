@@ -71,6 +71,9 @@ def doctor(
             state = _readiness(kind, record, loaded, extra_sinks)
             detail = f"mode {record.mode}: {state.detail}" if kind == "framework" else state.detail
             rows.append(_row(kind, record.name, owner, state.ok, detail, state.hint))
+    from rlm_host.redact import redact_data
+
+    rows = redact_data(rows)  # a sink endpoint or hint may hold a token or a URL's password
     failed = [r for r in rows if not r["ok"]]
     if as_json:
         typer.echo(json.dumps({"ok": not failed, "checks": rows}, indent=2))

@@ -21,6 +21,8 @@ def run(
     framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework adapter."),
     model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
     sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query (default: the root model)."),
+    allow_sub_model: Optional[List[str]] = typer.Option(None, "--allow-sub-model", help="Another model the run's "
+                                                        "code may name in llm_query(..., model=NAME) (repeat)."),
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
     workdir: Optional[Path] = typer.Option(None, "--workdir", help="Project folder for environments that edit files "
                                            "(e.g. dspy): the sandbox's read-write working directory."),
@@ -66,6 +68,7 @@ def run(
                                           lazy_text=True),  # a large text file stays on disk: TextFile
         on_event=on_event,
         environment=env, framework=framework, model=model, sub_model=sub_model, sandbox=sandbox,
+        allowed_sub_models=[*loaded.settings.run.allowed_sub_models, *(allow_sub_model or [])] or None,
         max_steps=max_steps, timeout=timeout, exec_timeout=exec_timeout, max_depth=max_depth,
         max_llm_calls=max_llm_calls, max_tokens=max_tokens, max_cost=max_cost, strict=strict, base_url=base_url,
         reply_format=reply_format, workdir=workdir, sinks=loaded.settings.run.with_sinks(sink),

@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 from pydantic import BaseModel, ValidationError
 
 from rlm_host.config.schema import COMPONENT_SECTIONS, Settings
+from rlm_host import redact
+from rlm_host.config.trust import (TRUST_ENV, Ignored, holds_credential, is_trusted, is_truthy, screen,
+                                   warning_text)  # fmt: skip
 from rlm_host.errors import ConfigError, RlmError
 
 if TYPE_CHECKING:
@@ -31,6 +34,7 @@ ENV_PREFIX = "RLM_"
 DEFAULT = "default"
 
 Entry = tuple[str, Any, str]  # (dotted key, value, source label)
+_WARNED: set[str] = set()  # untrusted-config warnings already given in this process
 
 
 @dataclass
@@ -41,6 +45,21 @@ class LoadedSettings:
     sources: dict[str, str]
     files: list[Path] = field(default_factory=list)
     components: dict[tuple[str, str], BaseModel] = field(default_factory=dict)
+    untrusted_file: Path | None = None  # a project file not (yet) trusted: see rlm_host.config.trust
+    ignored: list[Ignored] = field(default_factory=list)  # its settings left out for that reason
+
+    def warn_untrusted(self) -> None:
+        """Say once per process which settings of an untrusted project file were ignored, and how to trust it."""
+        if not self.ignored or self.untrusted_file is None:
+            return
+        text = warning_text(self.untrusted_file, self.ignored)
+        if text in _WARNED:
+            return
+        _WARNED.add(text)
+        from rlm_host import logs
+
+        logs.say(text, event="untrusted config", level="warning", file=str(self.untrusted_file),
+                 ignored=[item.key for item in self.ignored])  # fmt: skip
 
     @property
     def home(self) -> Path:
@@ -74,15 +93,20 @@ def load_settings(
     environ: dict[str, str] | None = None,
     cwd: Path | None = None,
     host: "PluginHost | None" = None,
+    trust: bool = False,
 ) -> LoadedSettings:
     """Merge every source, validate, and (given a plugin host) validate the component sections too.
 
-    ``overrides`` maps dotted keys to ``(value, flag label)`` from the command line.
+    ``overrides`` maps dotted keys to ``(value, flag label)`` from the command line. A project file found in
+    ``cwd`` is screened unless trusted (``trust``, ``RLM_TRUST_CONFIG``, or ``rlm config trust``): its settings
+    that move secrets or weaken isolation are left out and listed in ``ignored`` (see ``warn_untrusted``).
     """
     env = dict(os.environ if environ is None else environ)
     here = Path.cwd() if cwd is None else cwd
     entries: list[Entry] = []
     files: list[Path] = []
+    untrusted: Path | None = None
+    ignored: list[Ignored] = []
 
     user_file = _user_config_path(env)
     if user_file.is_file():
@@ -94,10 +118,14 @@ def load_settings(
         entries += _flatten_labelled(_project_table(config_file), f"config file {config_file}")
         files.append(config_file)
     else:
-        project_file = next((f for f in (here / PROJECT_FILE, here / PYPROJECT) if f.is_file()), None)
+        project_file = find_project_file(here)
         table = _project_table(project_file) if project_file is not None else {}
-        if project_file is not None and (table or project_file.name == PROJECT_FILE):
-            entries += _flatten_labelled(table, f"project file {project_file}")
+        if project_file is not None:
+            found = _flatten_labelled(table, f"project file {project_file}")
+            if not (trust or is_truthy(env.get(TRUST_ENV)) or is_trusted(project_file, table, env)):
+                found, ignored = screen(found, here, host)
+                untrusted = project_file.resolve() if ignored else None
+            entries += found
             files.append(project_file)
     entries += _env_entries(env)
     for key, (value, label) in (overrides or {}).items():
@@ -106,16 +134,28 @@ def load_settings(
 
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    for key, value, _ in entries:  # a configured key or URL password is never printed or recorded
+        if isinstance(value, str):
+            redact.register_url(value)
+            if holds_credential(key):
+                redact.register(value.removeprefix("Bearer ").removeprefix("Basic "), value)
     for key, value, label in entries:
         _set_dotted(merged, key, value)
         sources = {k: v for k, v in sources.items() if not k.startswith(key + ".")}
         sources[key] = label
+    for item in ignored:  # an ignored key's section still names a component: a misspelt one is still an error
+        kind, _, rest = item.key.partition(".")
+        if kind in COMPONENT_SECTIONS and rest:
+            name = rest.split(".")[0]
+            if isinstance(merged.setdefault(kind, {}), dict) and name not in merged[kind]:
+                merged[kind][name] = {}
+                sources.setdefault(f"{kind}.{name}", f"project file {untrusted}")
 
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, sources, Settings)) from None
-    loaded = LoadedSettings(settings, sources, files)
+    loaded = LoadedSettings(settings, sources, files, untrusted_file=untrusted, ignored=ignored)
     if host is not None:
         _validate_components(loaded, host)
     return loaded
@@ -202,6 +242,19 @@ def _source_for(key: str, sources: dict[str, str]) -> str:
 def _user_config_path(env: dict[str, str]) -> Path:
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
     return Path(base) / "rlm" / "config.toml"
+
+
+def find_project_file(folder: Path) -> Path | None:
+    """The project file of ``folder``: its ``rlm.toml``, else a ``pyproject.toml`` with a ``[tool.rlm]`` table."""
+    if (folder / PROJECT_FILE).is_file():
+        return folder / PROJECT_FILE
+    pyproject = folder / PYPROJECT
+    return pyproject if pyproject.is_file() and _project_table(pyproject) else None
+
+
+def project_table(path: Path) -> dict[str, Any]:
+    """The settings a project file holds (public for ``rlm config trust``)."""
+    return _project_table(path)
 
 
 def _project_table(path: Path) -> dict[str, Any]:

@@ -49,6 +49,9 @@ class RunSettings(Section):
     sandbox: str = Field("auto", description="sandbox runtime; 'auto' picks the best installed boundary")
     model: str = Field("auto", description="root model as provider:model; 'auto' uses the configured default")
     sub_model: str | None = Field(None, description="model for llm_query sub-calls (default: the root model)")
+    allowed_sub_models: list[str] = Field(default_factory=list, description="more models the run's code may name in "
+                                          "llm_query(..., model=NAME), besides the model and sub-model (nothing else "
+                                          "is accepted from code)")
     max_steps: int = Field(8, ge=1, le=1000, description="root turns before the run is stopped")
     timeout: float = Field(600.0, gt=0, description="wall-clock limit of a run, seconds")
     exec_timeout: float = Field(30.0, gt=0, description="limit of one code execution, seconds")

@@ -34,6 +34,7 @@ def rlm_register_providers() -> list[ProviderSpec]:
             "rlm_host.llm.scripted:create",
             key_optional=True,
             example_model="replies.json",
+            model_files=True,
         ),
         ProviderSpec(
             "replay",
@@ -42,6 +43,7 @@ def rlm_register_providers() -> list[ProviderSpec]:
             settings="rlm_host.trajectory.replay_provider:ReplaySettings",
             key_optional=True,
             example_model="latest",
+            model_files=True,
         ),
         *(
             ProviderSpec(

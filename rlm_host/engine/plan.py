@@ -16,12 +16,13 @@ from rlm_host import logs
 from rlm_host.config.schema import RewardProfile, RunSettings
 from rlm_host.context import PREVIEW_CHARS, describe_context
 from rlm_host.engine.scope import new_run_id
+from rlm_host.engine.sub_models import SubModels
 from rlm_host.errors import ConfigError, RlmError, UnknownComponentError
 from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus, Sink
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector, ModelOptions, provider_of
-from rlm_host.llm.resolve import auto_model, resolve_connector
+from rlm_host.llm.resolve import auto_model, resolve_connector, split_model_string
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import HostServices, SandboxServices
 
@@ -47,13 +48,12 @@ class RunPlan:
     root_connector: ModelConnector
     sub_connector: ModelConnector
     sinks: list[tuple[str, Sink]]
-    make_connector: Callable[[str], ModelConnector]
+    sub_models: SubModels  # what code may name in llm_query(..., model=...)
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
     workdir: Optional[Path] = None  # the project folder, for an environment whose spec says workspace=True
     sandbox_packages: tuple[str, ...] = ()
     framework_factory: Optional[Callable[..., Any]] = None  # None: the native loop
     framework_settings: Optional[BaseModel] = None
-    _connectors: dict[str, ModelConnector] = field(default_factory=dict)
     writer: Any = None  # the TrajectoryWriter, once attach_observers made it
     context_on_disk: bool = False  # a TextFile context goes to the sandbox unread (else the runner reads it)
 
@@ -71,10 +71,9 @@ class RunPlan:
         return session
 
     def connector_for(self, model: str) -> ModelConnector:
-        """A connector for ``llm_query(..., model="provider:model")``, built once per run tree."""
-        if model not in self._connectors:
-            self._connectors[model] = self.make_connector(model)
-        return self._connectors[model]
+        """A connector for ``llm_query(..., model=...)``: an allowed sub-model's, built once per run tree
+        (``SubModelRefused`` for any other name)."""
+        return self.sub_models.connector(model)
 
     def attach_observers(self, bus: EventBus) -> list[Callable[[], None]]:
         """Subscribe the trajectory writer and the sinks; return what closes them."""
@@ -135,6 +134,11 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         notices += [notice] if notice else []
     root = given.get("root") or make_connector(run.model)
     sub = given.get("sub") or (make_connector(run.sub_model) if run.sub_model else root)
+    root_name = root.name if "root" in given else run.model
+    sub_name = sub.name if "sub" in given else (run.sub_model or root_name)
+    for name in run.allowed_sub_models:
+        split_model_string(name, host)  # a name that names no provider fails now, not at the code's first call
+    sub_models = SubModels(run.allowed_sub_models, {root_name: root, sub_name: sub}, make_connector, host)
     notices += cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     return RunPlan(
         run=run, run_id=new_run_id(), home=home, rewards=loaded.settings.rewards,
@@ -144,7 +148,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         sandbox_name=sandbox_spec.name if sandbox_spec else NO_SANDBOX, sandbox_spec=sandbox_spec,
         sandbox_settings=loaded.component("sandbox", sandbox_spec.name) if sandbox_spec else None,
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks, notices),
-        make_connector=make_connector, notices=notices, workdir=workdir,
+        sub_models=sub_models, notices=notices, workdir=workdir,
         sandbox_packages=sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,

@@ -31,6 +31,7 @@ from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import SandboxServices
+from rlm_host.redact import redact
 from rlm_host.signals import interruption
 from rlm_host.results import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
 
@@ -190,7 +191,7 @@ class RLMRunner:
             completed=completed, final_response=final_response, steps=steps, total_reward=round(total_reward, 6),
             usage=usage, cost=usage.cost, cost_complete=not usage.unpriced_calls,
             duration_s=round(time.monotonic() - started, 4),
-            termination_reason=reason, error=error, trajectory_path=str(plan.trajectory_path),
+            termination_reason=reason, error=redact(error), trajectory_path=str(plan.trajectory_path),
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result

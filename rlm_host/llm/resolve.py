@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from rlm_host import redact
 from rlm_host.errors import ConfigError
 from rlm_host.llm.protocol import ModelConnector, ModelOptions
 from rlm_host.services import ProviderServices
@@ -92,6 +93,9 @@ def resolve_connector(
         model, _ = auto_model(host)
     provider_name, model_name = split_model_string(model, host)
     spec = host.providers().get(provider_name)
+    if options is not None:
+        redact.register(options.api_key)  # a key given in code or a flag: never printed or recorded
+        redact.register_url(options.base_url)
     services = ProviderServices(home=home or settings.home, model=model_name, options=options or ModelOptions())
     connector: Any = spec.create(settings.component("provider", spec.name), services)
     return connector

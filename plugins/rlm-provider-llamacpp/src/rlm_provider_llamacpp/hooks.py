@@ -37,6 +37,7 @@ def rlm_register_providers():
             # With no key_env, `--model auto` runs it only when no keyed provider is configured: the fallback.
             default_model=DEFAULT_MODEL,
             default_notice=DEFAULT_NOTICE,
+            model_files=True,  # llamacpp:/path/to/model.gguf
         )
     ]
 

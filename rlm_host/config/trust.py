@@ -1,0 +1,197 @@
+"""Project configuration is untrusted until the user says otherwise, as direnv and mise treat theirs.
+
+An ``rlm.toml`` or ``[tool.rlm]`` table found in the working directory may come from a cloned repository. Until
+``rlm config trust`` records its content hash in the user's config folder (``trusted.json``), the keys that could
+move a secret, weaken isolation or read a file outside the project are ignored, with one warning naming them:
+provider and sink endpoints, headers, keys and key variables; a sandbox that is not a security boundary and any
+sandbox setting but a number; ``allow_any_workdir``; paths (``@FILE`` instructions, folders, model files) that
+leave the project. ``--trust-config`` or ``RLM_TRUST_CONFIG=1`` trust it for one command (CI). The user's own
+file, ``--config FILE``, ``RLM_*`` variables and flags are always trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+if TYPE_CHECKING:
+    from rlm_host.plugins.host import PluginHost
+
+TRUST_ENV = "RLM_TRUST_CONFIG"
+TRUST_FILE = "trusted.json"
+#: Words of a field name (split at ``_`` and ``-``, any plugin's section) that carry an endpoint or a credential.
+SECRET_WORDS = frozenset({"url", "uri", "endpoint", "host", "headers", "header", "key", "token", "secret",
+                          "password", "passwd", "auth", "credentials", "cookie", "organization", "account"})
+#: Words of a field name that hold a file or folder: allowed when inside the project.
+PATH_WORDS = frozenset({"path", "dir", "directory", "folder", "root", "home", "file", "workdir"})
+#: Words of a field name that name a program the host runs.
+PROGRAM_WORDS = frozenset({"python", "binary", "command", "executable", "program", "interpreter", "args"})
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A project setting left out because the file is not trusted: its key and why it matters."""
+
+    key: str
+    reason: str
+
+
+def is_truthy(value: Optional[str]) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def trust_store(env: Mapping[str, str]) -> Path:
+    """``<user config folder>/rlm/trusted.json``: project files the user trusted, with their content hashes."""
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
+    return Path(base) / "rlm" / TRUST_FILE
+
+
+def content_hash(table: Mapping[str, Any]) -> str:
+    """The hash trust is bound to: the settings the file holds (comments and other pyproject tables aside)."""
+    canonical = json.dumps(table, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _records(env: Mapping[str, str]) -> dict[str, str]:
+    try:
+        data = json.loads(trust_store(env).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def is_trusted(path: Path, table: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Whether the user trusts this file as it is now (a changed file needs trust again)."""
+    return _records(env).get(str(path.resolve())) == content_hash(table)
+
+
+def record_trust(path: Path, table: Optional[Mapping[str, Any]], env: Mapping[str, str]) -> Path:
+    """Trust ``path`` with ``table`` as its content (None: forget it); written atomically, readable by the user
+    only. Returns the store's path."""
+    store = trust_store(env)
+    records = _records(env)
+    key = str(path.resolve())
+    if table is None:
+        records.pop(key, None)
+    else:
+        records[key] = content_hash(table)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=store.parent, prefix=".trusted-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump({"files": records}, out, indent=2, sort_keys=True)
+        os.replace(tmp, store)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return store
+
+
+def screen(entries: list[tuple[str, Any, str]], project: Path,
+           host: Optional["PluginHost"] = None) -> tuple[list[tuple[str, Any, str]], list[Ignored]]:  # fmt: skip
+    """Split an untrusted file's ``(key, value, label)`` entries into those kept and those ignored."""
+    kept, ignored = [], []
+    for key, value, label in entries:
+        reason = risk_of(key, value, project.resolve(), host)
+        if reason:
+            ignored.append(Ignored(key, reason))
+        else:
+            kept.append((key, value, label))
+    return kept, ignored
+
+
+def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = None) -> str:
+    """Why ``key = value`` from an untrusted project file must not apply ("" when it may)."""
+    parts = key.split(".")
+    section, words = parts[0], _words(parts[-1])
+    if key == "run.base_url":
+        return "sends your API key to another server"
+    if key == "run.sandbox":
+        return "" if _is_boundary(str(value), host) else "runs model code without a security boundary"
+    if key == "run.allow_any_workdir":
+        return "lets the model edit a home or system folder" if value else ""
+    if key in ("run.workdir", "paths.home") or (section == "run" and words & PATH_WORDS):
+        return _outside(value, project)
+    if key == "run.instructions":
+        return _outside(value[1:], project) if isinstance(value, str) and value.startswith("@") else ""
+    if key in ("run.model", "run.sub_model", "run.allowed_sub_models"):
+        names = value if isinstance(value, list) else [value]
+        return next((r for r in (_model_file(str(n), project, host) for n in names) if r), "")
+    if section in ("run", "logging", "rewards", "prices"):
+        return ""
+    # a component's section: [<kind>.<name>] with its own fields (nested tables flattened after the field)
+    words = _words(parts[2]) if len(parts) > 2 else words
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ""  # a number moves no secret and names no file
+    if section == "sandbox":
+        return "changes how the sandbox isolates model code"
+    if words & PROGRAM_WORDS:
+        return "names a program the host runs"
+    if words & SECRET_WORDS:
+        return "sets an endpoint or credential (where your data and keys go)"
+    if words & PATH_WORDS or isinstance(value, str) and value.startswith(("/", "~", "..")):
+        return _outside(value, project)
+    return ""
+
+
+def holds_credential(key: str) -> bool:
+    """Whether a setting's value is itself a credential (a key, token, password or header), not an address."""
+    parts = key.split(".")
+    words = _words(parts[2] if len(parts) > 2 and parts[0] not in ("run", "paths") else parts[-1])
+    return bool(words & (SECRET_WORDS - {"url", "uri", "endpoint", "host", "organization", "account"}))
+
+
+def _words(field: str) -> set[str]:
+    return set(field.lower().replace("-", "_").split("_"))
+
+
+def _outside(value: Any, project: Path) -> str:
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        return ""
+    path = Path(os.path.expanduser(str(value)))
+    resolved = (path if path.is_absolute() else project / path).resolve()
+    return "" if resolved == project or resolved.is_relative_to(project) else f"points outside the project ({value})"
+
+
+def _model_file(model: str, project: Path, host: Optional["PluginHost"]) -> str:
+    """A model string whose provider reads a file named by it (scripted, replay, a weights path) outside the
+    project; unknown providers are judged by the spelling alone."""
+    provider, _, name = model.partition(":")
+    if not name:
+        return ""
+    reads_files = True
+    if host is not None:
+        try:
+            registry = host.providers()
+            reads_files = provider not in registry or bool(getattr(registry.get(provider), "model_files", False))
+        except Exception:  # noqa: BLE001 - a broken registry: judge by spelling
+            reads_files = True
+    looks_like_path = any(mark in name for mark in ("/", "\\")) or name.startswith(("~", "."))
+    if not (reads_files and looks_like_path):
+        return ""
+    outside = _outside(name, project)
+    return f"reads a file outside the project ({model})" if outside else ""
+
+
+def _is_boundary(name: str, host: Optional["PluginHost"]) -> bool:
+    if name == "auto":
+        return True
+    if host is None:
+        return name != "process"
+    try:
+        return bool(host.sandboxes().get(name).security_boundary)
+    except Exception:  # noqa: BLE001 - an unknown name: refused later with its own error; here, not trusted
+        return False
+
+
+def warning_text(path: Path, ignored: list[Ignored]) -> str:
+    """The one warning an untrusted file with risky keys gets."""
+    keys = "; ".join(f"{item.key} ({item.reason})" for item in ignored)
+    return (f"warning: {path} is not trusted, so these settings were ignored: {keys}. "
+            f"If you trust this project, run `rlm config trust {path}` (or pass --trust-config).")  # fmt: skip

@@ -1,0 +1,100 @@
+"""One redaction for everything rlm prints, logs, records, exports or sends to a sink.
+
+It masks the password of a URL (``https://user:***@host``) and secret-looking query parameters, and scrubs every
+secret value this process knows of: API keys and tokens found in the environment (variables whose name says
+key, token, secret, password…), keys given as flags or settings (``register`` them), and the passwords of
+configured URLs. A server that echoes a key in an error body, a base URL with a password, a sink endpoint with
+a token: none of them reaches a terminal, a log, a trajectory or a sink in clear.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from typing import Any, Mapping, Optional
+
+MASK = "***"
+#: Shorter values are not scrubbed from text (too likely to be ordinary words or numbers).
+MIN_SECRET_CHARS = 8
+#: Words in an environment variable's name that say its value is a secret.
+SECRET_NAME_WORDS = frozenset({"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIALS", "AUTH",
+                               "APIKEY", "COOKIE", "SESSION"})
+#: Names that contain such a word but hold no secret.
+NOT_SECRET_NAMES = frozenset({"RLM_TRUST_CONFIG", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KEYTIMEOUT"})
+
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:\"'<>]*:)(?P<password>[^\s/@\"'<>]+)@")
+_QUERY_SECRET = re.compile(r"(?P<head>[?&](?:api[_-]?key|key|token|access[_-]?token|secret|password|sig|"
+                           r"signature|auth)=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)  # fmt: skip
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+_pattern: Optional[re.Pattern[str]] = None
+_environ_read = False
+
+
+def register(*values: Optional[str]) -> None:
+    """Scrub these values (keys from flags, settings, backend kwargs) from everything redacted from now on."""
+    global _pattern
+    added = {v.strip() for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_CHARS}
+    with _lock:
+        if added - _secrets:
+            _secrets.update(added)
+            _pattern = None
+
+
+def register_url(url: Optional[str]) -> None:
+    """Scrub a configured URL's password (it may reappear alone, e.g. echoed by the server)."""
+    if isinstance(url, str):
+        match = _URL_PASSWORD.search(url)
+        if match:
+            register(match.group("password"))
+
+
+def secrets_in_environ(environ: Mapping[str, str]) -> list[str]:
+    """The values of variables whose names say they are secrets."""
+    found = []
+    for name, value in environ.items():
+        upper = name.upper()
+        words = set(re.split(r"[_\W]+", upper))
+        if upper not in NOT_SECRET_NAMES and words & SECRET_NAME_WORDS and not value.startswith(("/", "~")):
+            found.append(value)
+    return found
+
+
+def redact(text: Any) -> Any:
+    """``text`` with URL passwords masked and every known secret replaced by ``***``; non-strings as they are."""
+    if not isinstance(text, str) or not text:
+        return text
+    pattern = _compiled()
+    if pattern is not None and pattern.search(text):
+        text = pattern.sub(MASK, text)
+    if "://" in text and "@" in text:
+        text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK + "@", text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _QUERY_SECRET.sub(lambda m: m.group("head") + MASK, text)
+    return text
+
+
+def redact_data(value: Any) -> Any:
+    """``redact`` applied to every string of a JSON-like value (dicts, lists, tuples), keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k): redact_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_data(v) for v in value)
+    return value
+
+
+def _compiled() -> Optional[re.Pattern[str]]:
+    global _pattern, _environ_read
+    if not _environ_read:
+        _environ_read = True
+        register(*secrets_in_environ(os.environ))
+    pattern = _pattern
+    if pattern is None and _secrets:
+        with _lock:
+            ordered = sorted(_secrets, key=len, reverse=True)  # a longer secret before its own prefix
+            pattern = _pattern = re.compile("|".join(re.escape(s) for s in ordered))
+    return pattern
