@@ -116,7 +116,8 @@ class ChatSession:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         context_file = self.path.with_suffix(".context.json")
         if isinstance(self.context, os.PathLike):
-            context_record: Any = {"path": os.fspath(Path(self.context).resolve())}
+            path = os.fspath(Path(self.context).resolve())
+            context_record: Any = {"path": path, "signature": _signed_path(path)}
         else:
             if not context_file.exists():
                 _write(context_file, {"value": self.context})
@@ -146,7 +147,14 @@ class ChatSession:
         self.dropped = [d for d in data.get("dropped") or [] if isinstance(d, str)]
         record = data.get("context") if isinstance(data.get("context"), dict) else {}
         if isinstance(record.get("path"), str):
-            self.context = Path(record["path"])
+            self.context = Path(record["path"]) if _signed_path(record["path"]) == record.get("signature") else None
+            if self.context is None:  # not written by this user's rlm (a cloned project's .rlm, an edited file)
+                self.ignored.append(f"context path {record['path'][:200]!r} (not signed by this user's rlm)")
+                from rlm_host import logs
+
+                logs.get_logger("rlm.session").warning(
+                    f"session {self.id}: its context file {record['path'][:200]!r} was not recorded by you: not "
+                    "read (give the context again to use it)", session_id=self.id)  # fmt: skip
         else:  # only the context file save() writes beside the session, whatever name the record gives
             stored = self.path.with_suffix(".context.json")
             value = _read_json(stored) if "file" in record and os.path.lexists(stored) else None
@@ -174,6 +182,16 @@ class ChatSession:
             lines.append(f"Not kept (rebuild them if you need them): {', '.join(self.dropped)}.")
         lines.append(f"New question: {query}")
         return "\n".join(lines)
+
+
+def _signed_path(path: str) -> Optional[str]:
+    """This user's signature of a context path a session file records (None when no key can be had)."""
+    from rlm_host.config.user_key import sign
+
+    try:
+        return sign({"session_context_path": path})
+    except OSError:
+        return None
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -277,3 +277,27 @@ def test_chat_list_shows_sessions_and_skips_links(rlm_cli, rlm_isolated):
     listed = rlm_cli("chat", "--list")
     assert listed.code == 0 and f"{GOOD_ID}  1 turns  Sum the numbers" in listed.out
     assert SECRET not in listed.out and "9999" not in listed.out
+
+
+# ------------------------------------------------------------------------------ a context path must be the user's
+
+
+def test_a_planted_session_cannot_point_its_context_at_a_host_file(rlm_isolated, rlm_script):
+    secret = rlm_isolated.home / "credentials"
+    secret.write_text(SECRET)
+    path = save_session(rlm_isolated, {})
+    record = json.loads(path.read_text())
+    record["context"] = {"path": str(secret), "signature": "0" * 64}  # a cloned project's .rlm/sessions
+    path.write_text(json.dumps(record))
+    chat = RLM(final_script(rlm_script), sandbox="monty").session(resume=GOOD_ID)
+    assert chat.context is None and "not signed by this user's rlm" in " ".join(chat.ignored)
+
+
+def test_a_session_saved_over_a_file_resumes_over_the_same_file(rlm_isolated, rlm_script):
+    document = rlm_isolated.work / "notes.txt"
+    document.write_text("20 22")
+    rlm = RLM(final_script(rlm_script), sandbox="monty")
+    first = rlm.session(document)
+    first.ask("Sum the numbers")
+    again = rlm.session(resume=first.id)
+    assert again.context == document.resolve() and not again.ignored
