@@ -207,6 +207,7 @@ def test_client_models_come_from_the_operators_allow_list(transport, tree):
     assert not caller.is_error and caller.structured_content["final_response"] == "called", text_of(caller)
     trajectory = Path(caller.structured_content["trajectory_path"]).read_text()
     assert "pong" in trajectory  # an --allow-model reached the run's code as a sub-model
+    assert "is not allowed in this run" in trajectory  # a file-naming one did not
     assert set(run_start(caller)["settings"]["allowed_sub_models"]) >= {tree.pong, tree.steps}
     assert_secret_kept(tree, *refused, *bench, clamped, caller)
 
@@ -230,7 +231,9 @@ def test_roots_hold_on_what_is_read(transport, tree):
 
     results = with_server(transport, tree, serve_args(tree), calls)
     for name in ("docs", "linked"):
-        assert results[name].is_error and "outside the allowed roots" in text_of(results[name]), text_of(results[name])
+        message = text_of(results[name])
+        assert results[name].is_error and "a link out of the allowed roots" in message, message
+        assert str(tree.outside) not in message  # where the link points is not told
     for name in ("pipe", "piped", "pipe_abs"):
         assert results[name].is_error and "a FIFO" in text_of(results[name]), text_of(results[name])
         assert timings[name] < QUICK_REFUSAL, timings

@@ -39,6 +39,20 @@ def test_paths_resolve_inside_the_roots(tree):
     assert Roots([root, other]).check(str(other / "secret.txt")) == other / "secret.txt"
 
 
+def test_outside_paths_answer_alike_whether_they_exist_or_not(tree):
+    root, other = tree
+    roots = Roots([root])
+    answers = set()
+    for outside in (str(other / "secret.txt"), str(other / "missing.txt"), "../other/missing.txt", "/nonexistent/x"):
+        with pytest.raises(OutsideRoots) as refused:
+            roots.check(outside)
+        answers.add(str(refused.value).replace(repr(outside), "PATH"))
+    assert len(answers) == 1 and "outside the allowed roots" in answers.pop()
+    linked = root.parent / "root-link"
+    os.symlink(root, linked)  # a root given through a link to it, and a path spelled through that link
+    assert Roots([linked]).check(str(linked / "sub" / "a.txt")) == root / "sub" / "a.txt"
+
+
 def test_a_folder_holding_a_link_out_of_the_roots_is_refused_unread(tree):
     root, other = tree
     roots = Roots([root])
@@ -52,11 +66,12 @@ def test_a_folder_holding_a_link_out_of_the_roots_is_refused_unread(tree):
     for link, target in (("deeper/out.txt", other / "secret.txt"), ("deeper/out-dir", other),
                          ("deeper/dangling", other / "missing.txt")):  # fmt: skip
         os.symlink(target, root / "docs" / link)
-        with pytest.raises(OutsideRoots, match="outside the allowed roots"):
+        with pytest.raises(OutsideRoots, match="a link out of the allowed roots") as refused:
             roots.check_context("docs")
+        assert str(other) not in str(refused.value)  # the target is not shown
         os.unlink(root / "docs" / link)
     os.symlink(other, root / "sub" / "out")  # reached through the inside-dir link
-    with pytest.raises(OutsideRoots, match="outside the allowed roots"):
+    with pytest.raises(OutsideRoots, match="a link out of the allowed roots"):
         roots.check_context("docs")
     assert Roots([root, other]).check_context(str(root / "docs")) == root / "docs"
 

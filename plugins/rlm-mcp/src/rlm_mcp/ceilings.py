@@ -57,7 +57,7 @@ class Ceilings:
             return asked
         if not self.models:
             raise CeilingError(f"model {asked!r} refused: this server lets clients choose no model (its default "
-                               "applies); the operator allows models with rlm mcp serve --model / --allow-model")  # fmt: skip
+                               "applies); the operator allows some with rlm mcp serve --model / --allow-model")
         raise CeilingError(f"model {asked!r} is not allowed; this server allows: {', '.join(self.models)} "
                            "(the operator allows more with rlm mcp serve --allow-model NAME)")  # fmt: skip
 

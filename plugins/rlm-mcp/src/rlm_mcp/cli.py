@@ -34,8 +34,9 @@ def serve(
     sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query sub-calls."),
     allow_model: Optional[List[str]] = typer.Option(None, "--allow-model", help="One more model clients may choose "
                                                     "and runs may call as a sub-model (repeat)."),
-    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime of every run (default: the best "
-                                          "installed security boundary); clients may only pick boundaries."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime of every run (default: the "
+                                          "configured one, else the best installed security boundary); clients "
+                                          "may pick only security boundaries besides it."),
     allow_client_sandbox: Optional[List[str]] = typer.Option(
         None, "--allow-client-sandbox", help="Let clients pick this sandbox although it is NOT a security boundary "
         "(e.g. process; repeat)."),

@@ -27,24 +27,31 @@ class Roots:
     """Allowed folders, resolved once; ``check(path)`` returns the resolved path or raises ``OutsideRoots``."""
 
     def __init__(self, folders: Sequence[str | Path]) -> None:
-        resolved = []
+        resolved, spelled = [], []
         for folder in folders or [Path.cwd()]:
             path = Path(folder).expanduser().resolve(strict=True)
             if not path.is_dir():
                 raise NotADirectoryError(f"--root {folder}: not a folder")
             resolved.append(path)
+            spelled += [path, Path(os.path.abspath(Path(folder).expanduser()))]
         self.folders: tuple[Path, ...] = tuple(resolved)
+        self._spelled = tuple(dict.fromkeys(spelled))  # a root as given too (a link to it): the lexical pre-check
 
     def check(self, path: str) -> Path:
-        """``path`` (relative paths are relative to the first root) resolved; it must exist inside a root."""
+        """``path`` (relative paths are relative to the first root) resolved; it must exist inside a root. A path
+        outside every root by its spelling alone is refused without touching the file system, so the answer
+        never tells whether a file outside the roots exists."""
         try:
             raw = Path(path).expanduser()
             candidate = raw if raw.is_absolute() else self.folders[0] / raw
-            resolved = candidate.resolve(strict=True)
+            lexical = Path(os.path.normpath(candidate))
+            resolved = None
+            if any(lexical == root or lexical.is_relative_to(root) for root in self._spelled):
+                resolved = candidate.resolve(strict=True)
         except (OSError, RuntimeError, ValueError):
             raise OutsideRoots(f"path {path!r} does not exist (relative paths start at {self.folders[0]}; "
                                f"roots: {self._shown()})") from None  # fmt: skip
-        if not self.inside(resolved):
+        if resolved is None or not self.inside(resolved):
             raise OutsideRoots(f"path {path!r} is outside the allowed roots ({self._shown()}); "
                                "start the server with --root to allow another folder")  # fmt: skip
         return resolved
@@ -98,8 +105,8 @@ class Roots:
             raise OutsideRoots(f"{link} in {asked!r} is a link that does not resolve (a loop): the folder is "
                                "refused unread") from None  # fmt: skip
         if not self.inside(target):
-            raise OutsideRoots(f"{link} in {asked!r} is a link to {target}, outside the allowed roots "
-                               f"({self._shown()}): the folder is refused unread")  # fmt: skip
+            raise OutsideRoots(f"{link} in {asked!r} is a link out of the allowed roots ({self._shown()}): the "
+                               "folder is refused unread")  # fmt: skip
         if not os.path.lexists(target):
             return target, stat.S_IFREG  # dangling, pointing inside: the host skips it, nothing to read
         return target, _mode(target)
