@@ -57,8 +57,11 @@ def secrets_in_environ(environ: Mapping[str, str]) -> list[str]:
     for name, value in environ.items():
         upper = name.upper()
         words = set(re.split(r"[_\W]+", upper))
-        if upper not in NOT_SECRET_NAMES and words & SECRET_NAME_WORDS and not value.startswith(("/", "~")):
-            found.append(value)
+        if upper in NOT_SECRET_NAMES or not words & SECRET_NAME_WORDS or value.startswith(("/", "~")):
+            continue
+        if value.isalpha() and len(value) < 16:  # a word ("disabled"), not a key: scrubbing it would garble text
+            continue
+        found.append(value)
     return found
 
 

@@ -137,7 +137,9 @@ def load_settings(
     for key, value, _ in entries:  # a configured key or URL password is never printed or recorded
         if isinstance(value, str):
             redact.register_url(value)
-            if holds_credential(key):
+            if holds_credential(key) and key.endswith("_env"):  # api_key_env = "MY_VAR": MY_VAR's value
+                redact.register(env.get(value))
+            elif holds_credential(key):
                 redact.register(value.removeprefix("Bearer ").removeprefix("Basic "), value)
     for key, value, label in entries:
         _set_dotted(merged, key, value)

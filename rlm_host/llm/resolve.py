@@ -93,8 +93,10 @@ def resolve_connector(
         model, _ = auto_model(host)
     provider_name, model_name = split_model_string(model, host)
     spec = host.providers().get(provider_name)
+    # a key given in code, a flag or a variable the provider reads: never printed or recorded
+    redact.register(*(os.environ.get(name) for name in spec.key_env))
     if options is not None:
-        redact.register(options.api_key)  # a key given in code or a flag: never printed or recorded
+        redact.register(options.api_key)
         redact.register_url(options.base_url)
     services = ProviderServices(home=home or settings.home, model=model_name, options=options or ModelOptions())
     connector: Any = spec.create(settings.component("provider", spec.name), services)

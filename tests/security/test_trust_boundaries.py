@@ -267,3 +267,15 @@ def test_redaction_masks_url_passwords_query_secrets_and_registered_values():
     out = redact.redact(text)
     assert out == "see https://bob:***@host/x?api_key=***&q=1 and *** and postgres://u:***@db"
     assert redact.redact_data({"a": [text], "b": 3})["a"][0] == out
+
+
+def test_a_key_read_from_a_variable_the_config_names_is_scrubbed_but_variable_names_are_not(isolated_env, monkeypatch):
+    from rlm_host import load_settings, redact
+
+    monkeypatch.setenv("MY_PROXY_CRED", "custom-variable-secret-99")
+    Path(isolated_env["HOME"], ".config", "rlm").mkdir(parents=True)
+    Path(isolated_env["HOME"], ".config", "rlm", "config.toml").write_text(
+        '[provider.openai]\napi_key_env = "MY_PROXY_CRED"\n')
+    load_settings()
+    out = redact.redact("server said: bad key custom-variable-secret-99; set MY_PROXY_CRED or OPENAI_API_KEY")
+    assert out == "server said: bad key ***; set MY_PROXY_CRED or OPENAI_API_KEY"
