@@ -12,10 +12,13 @@ it once per run (a large JSON context is serialised once, not at every step).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import sys
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Optional, Protocol
+from typing import IO, Any, BinaryIO, Callable, Iterator, Optional, Protocol
 
 from rlm_host.errors import InputError
 
@@ -109,10 +112,13 @@ class TextLoader:
 
     def load(self, path: Path) -> str:
         try:
-            binary = _is_binary(path)
-            text = "" if binary else path.read_text(encoding="utf-8", errors="replace")
+            with open_regular(path) as handle:
+                data = handle.read()
         except OSError as exc:
             raise InputError(f"cannot read context file {path}: {exc.strerror}") from None
+        binary = b"\x00" in data[:BINARY_PROBE]
+        # universal newlines, as text-mode reading gives them
+        text = "" if binary else data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         if binary:
             raise InputError(f"{path}: a binary file ({path.suffix or 'no suffix'}) that no context loader reads",
                              hint="install a plugin that registers a context loader for it (rlm plugins list "
@@ -214,20 +220,55 @@ def _existing(raw: str) -> Path:
     path = Path(raw).expanduser()
     if not path.exists():
         raise InputError(f"context file not found: {raw}", hint="pass a file, several files, a directory, or - for stdin")
+    mode = path.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a FIFO or a device would block or never end
+        raise InputError(f"context {raw} is not a regular file or a folder", hint="pass a file or a directory")
     return path
 
 
 def _files_under(directory: Path) -> list[Path]:
-    files = []
-    for file in sorted(directory.rglob("*")):
-        relative = file.relative_to(directory)
-        if file.is_file() and not any(part.startswith(".") for part in relative.parts):
-            files.append(file)
-    return files
+    """The regular files under ``directory`` (hidden ones aside), never through a link that leads out of it, and
+    never a FIFO, socket or device: those are skipped with one warning."""
+    root = directory.resolve()
+    files, refused = [], []
+    for folder, subfolders, names in os.walk(directory):  # links to folders are not followed
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            file = Path(folder) / name
+            target = file.resolve()
+            if not (target == root or target.is_relative_to(root)):
+                refused.append(f"{file.relative_to(directory)} (a link out of the folder)")
+            elif not target.is_file():
+                refused.append(f"{file.relative_to(directory)} (not a regular file)")
+            else:
+                files.append(file)
+    if refused:
+        from rlm_host import logs
+
+        logs.get_logger("rlm.context").warning(f"skipped {len(refused)} entr(ies) under {directory}: "
+                                               + "; ".join(refused[:10]) + ("; …" if len(refused) > 10 else ""))  # fmt: skip
+    return sorted(files)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading only if it is a regular file: never blocks on a FIFO swapped in after a check
+    (``O_NONBLOCK``), and the type is checked on the opened file itself."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         return b"\x00" in handle.read(BINARY_PROBE)
 
 

@@ -279,3 +279,29 @@ def test_a_key_read_from_a_variable_the_config_names_is_scrubbed_but_variable_na
     load_settings()
     out = redact.redact("server said: bad key custom-variable-secret-99; set MY_PROXY_CRED or OPENAI_API_KEY")
     assert out == "server said: bad key ***; set MY_PROXY_CRED or OPENAI_API_KEY"
+
+
+# ---------------------------------------------------------------- 3. a folder context never leaves the folder
+
+
+def test_a_folder_context_never_follows_a_link_out_and_never_reads_a_fifo(rlm, work, outside):
+    (outside / "hostfile.txt").write_text(LEAK)
+    docs = work / "docs"
+    (docs / "inner").mkdir(parents=True)
+    (docs / "a.txt").write_text("alpha")
+    (docs / "inner" / "b.txt").write_text("beta")
+    (docs / "same.txt").symlink_to(docs / "a.txt")  # a link inside the folder: read
+    (docs / "out.txt").symlink_to(outside / "hostfile.txt")
+    (docs / "outdir").symlink_to(outside)
+    os.mkfifo(docs / "pipe.txt")
+    script(work / "s.json", ["```repl\nFINAL(' | '.join(list_files()) + ' / ' + ' '.join(str(d) for d in context))\n```"])
+    result = rlm("run", "files?", "--context", "docs", "--model", "scripted:s.json", "--json",
+                 plugins=["rlm-sandbox-monty"])  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["final_response"] == "a.txt | inner/b.txt | same.txt / alpha beta alpha"
+    assert "out.txt (a link out of the folder)" in result.stderr and "pipe.txt (not a regular file)" in result.stderr
+    assert LEAK not in result.stdout + (work / run["trajectory_path"]).read_text()
+    fifo = rlm("run", "q", "--context", str(outside / "pipe.json"), "--model", "scripted:s.json",
+               plugins=["rlm-sandbox-monty"])  # fmt: skip
+    assert fifo.returncode == 2 and "not a regular file" in fifo.stderr
