@@ -126,7 +126,8 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
         try:
             summary = await bench.run_preset(preset, limit, chosen or defaults.get("model"), cwd=Path.cwd(),
                                              sandbox=defaults.get("sandbox"), sub_model=defaults.get("sub_model"),
-                                             allowed_sub_models=defaults.get("allowed_sub_models"))  # fmt: skip
+                                             allowed_sub_models=defaults.get("allowed_sub_models"),
+                                             limits=ceilings.limits)  # fmt: skip
         except bench.BenchUnavailable as exc:
             raise ToolError(str(exc)) from None
         text = f"{summary.preset}: accuracy {summary.accuracy} over {summary.cases_run} cases"
