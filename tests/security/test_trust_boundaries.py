@@ -305,3 +305,37 @@ def test_a_folder_context_never_follows_a_link_out_and_never_reads_a_fifo(rlm, w
     fifo = rlm("run", "q", "--context", str(outside / "pipe.json"), "--model", "scripted:s.json",
                plugins=["rlm-sandbox-monty"])  # fmt: skip
     assert fifo.returncode == 2 and "not a regular file" in fifo.stderr
+
+
+# ---------------------------------------------------------------- 1 again, through every way code reaches a model
+
+FRAMEWORKS = ["native", "dspy-rlm", "adk-rlm", "pydantic-ai", "google-adk", "deepagents"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS + ["env:generic"])
+def test_no_framework_or_environment_lets_code_name_a_file_model(tmp_path, monkeypatch, outside, framework):
+    from rlm_host.testing import ScriptedConnector, isolated_runner
+
+    code = (f"try:\n    answer = llm_query('x', model='scripted:{outside}/secret.json')\nexcept Exception as exc:\n"
+            "    answer = 'ERR ' + str(exc)\n")  # fmt: skip
+    dspy = f"[[ ## reasoning ## ]]\nTry.\n\n[[ ## code ## ]]\n```python\n{code}SUBMIT(answer)\n```\n\n[[ ## completed ## ]]"
+    rules = [
+        {"match": r"\[\[ ## ", "text": dspy},
+        {"match": "^Task: ", "text": json.dumps({"action": "run_python", "code": code + "FINAL(answer)"})},
+        {"match": "^Which model", "text": json.dumps({"tool": "run_code", "args": {"code": code + "FINAL(answer)"}})},
+        {"match": "Your query: |^Query: ", "text": f"```repl\n{code}FINAL(answer)\n```"},
+    ]  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    runner = isolated_runner(tmp_path, plugins="rlm-sandbox-monty,rlm-adapter-dspy,rlm-adapter-pydantic-ai,"
+                                                "rlm-adapter-adk,rlm-adapter-deepagents")  # fmt: skip
+    model = ScriptedConnector.from_responses([], rules=rules, name="scripted:attacker", context_window=65_536)
+    options = {"environment": framework[4:]} if framework.startswith("env:") else {"framework": framework}
+    result = runner.run_task("Which model answers?", context="some text", connectors={"root": model, "sub": model},
+                             sandbox="monty", max_steps=3, **options)  # fmt: skip
+    assert result.final_response and result.final_response.startswith("ERR "), (result.error, result.final_response)
+    # dspy.RLM's llm_query takes no model at all, and CodeAct's code has no llm_query: nothing to choose there
+    expected = {"dspy-rlm": "unexpected keyword argument 'model'", "env:generic": "'llm_query' is not defined"}
+    assert expected.get(framework, "is not allowed in this run") in result.final_response
+    assert LEAK not in result.final_response
+    assert LEAK not in Path(result.trajectory_path).read_text()
