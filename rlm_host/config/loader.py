@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pydantic import BaseModel, ValidationError
 
+from rlm_host.config.paths import user_config_dir
 from rlm_host.config.schema import COMPONENT_SECTIONS, Settings
 from rlm_host import redact
 from rlm_host.config.trust import (TRUST_ENV, Ignored, holds_credential, is_trusted, is_truthy, screen,
@@ -242,8 +243,7 @@ def _source_for(key: str, sources: dict[str, str]) -> str:
 
 
 def _user_config_path(env: dict[str, str]) -> Path:
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
-    return Path(base) / "rlm" / "config.toml"
+    return user_config_dir(env) / "config.toml"
 
 
 def find_project_file(folder: Path) -> Path | None:

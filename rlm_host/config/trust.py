@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
+from rlm_host.config.paths import user_config_dir
+
 if TYPE_CHECKING:
     from rlm_host.plugins.host import PluginHost
 
@@ -47,8 +49,7 @@ def is_truthy(value: Optional[str]) -> bool:
 
 def trust_store(env: Mapping[str, str]) -> Path:
     """``<user config folder>/rlm/trusted.json``: project files the user trusted, with their content hashes."""
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
-    return Path(base) / "rlm" / TRUST_FILE
+    return user_config_dir(env) / TRUST_FILE
 
 
 def content_hash(table: Mapping[str, Any]) -> str:

@@ -15,14 +15,14 @@ import secrets
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from rlm_host.config.paths import user_config_dir
+
 KEY_FILE = "host.key"
 KEY_BYTES = 32
 
 
 def key_path(env: Optional[Mapping[str, str]] = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
-    return Path(base) / "rlm" / KEY_FILE
+    return user_config_dir(env) / KEY_FILE
 
 
 def user_key(env: Optional[Mapping[str, str]] = None) -> bytes:
