@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlm_host.cli.main import main
-from rlm_host.cli.models_cmd import mask_url
+from rlm_host.redact import redact
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-proj-SECRET-openai-0123456789",
@@ -45,7 +45,7 @@ def test_no_key_value_is_ever_printed(models, monkeypatch, isolated_env):
     report = json.loads(out)
     rows = {row["name"]: row for row in report["providers"]}
     assert rows["openai"]["keys"] == [{"variable": "OPENAI_API_KEY", "set": True}]
-    assert rows["openai"]["base_url"] == "https://***@proxy.example/v1"
+    assert rows["openai"]["base_url"] == "https://user:***@proxy.example/v1"
     assert rows["vllm"]["keys"][0] == {"variable": "MY_VLLM_TOKEN", "set": True}
     assert rows["groq"]["status"] == "ready"
 
@@ -82,7 +82,7 @@ def test_auto_resolves_to_what_run_would_use(models, monkeypatch):
     assert "auto           openai:gpt-4o-mini" in out
 
 
-def test_mask_url():
-    assert mask_url("https://api.openai.com/v1") == "https://api.openai.com/v1"
-    assert mask_url("http://u:p@host:8080/v1") == "http://***@host:8080/v1"
-    assert mask_url(None) is None
+def test_base_urls_are_shown_with_their_password_masked():
+    assert redact("https://api.openai.com/v1") == "https://api.openai.com/v1"
+    assert redact("http://u:p@host:8080/v1") == "http://u:***@host:8080/v1"
+    assert redact(None) is None

@@ -11,9 +11,10 @@ import json
 import os
 from collections.abc import Mapping
 from typing import Any, Optional
-from urllib.parse import urlsplit, urlunsplit
 
 import typer
+
+from rlm_host.redact import redact
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
 
@@ -83,7 +84,7 @@ def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping
         "default_model": spec.default_model,
         "example_model": spec.example_model,
         "keys": keys,
-        "base_url": mask_url(base_url(spec, settings, env)),
+        "base_url": redact(base_url(spec, settings, env)),
         "ready": readiness.ok,
         "status": status,
         "detail": readiness.detail,
@@ -106,21 +107,6 @@ def base_url(spec: Any, settings: Any, environ: Mapping[str, str]) -> Optional[s
     if isinstance(configured, str) and configured:
         return configured
     return (environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url or None
-
-
-def mask_url(url: Optional[str]) -> Optional[str]:
-    """``url`` with any user name and password replaced by ``***``."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "***"
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def configured_models(host: Any, run: Any) -> dict[str, Any]:
