@@ -210,7 +210,7 @@ def test_rlm_toml_section_reaches_the_request(server, rlm_isolated, rlm_plugin_h
     server.push(answer("from the section"))
     (rlm_isolated.work / "rlm.toml").write_text(f'[provider.anthropic]\nbase_url = "{server.url}"\nmax_tokens = 256\n')
     host = rlm_plugin_host(DIST)
-    settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host)
+    settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host, trust=True)  # the project's own file
     connector = resolve_connector("claude:claude-haiku-5-5", host=host, settings=settings,
                                   options=ModelOptions(api_key="sk-ant-toml"))  # fmt: skip
     assert connector.complete(MESSAGES).text == "from the section"

@@ -223,7 +223,7 @@ def test_rlm_toml_section_reaches_the_request(server, rlm_isolated, rlm_plugin_h
     server.push(answer("from the section"))
     (rlm_isolated.work / "rlm.toml").write_text(f'[provider.gemini]\nbase_url = "{server.url}"\nmax_tokens = 256\n')
     host = rlm_plugin_host(DIST)
-    settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host)
+    settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host, trust=True)  # the project's own file
     connector = resolve_connector(f"gemini:{MODEL}", host=host, settings=settings, options=ModelOptions(api_key="g"))
     assert connector.complete(MESSAGES).text == "from the section"
     assert server.bodies[0]["generationConfig"] == {"maxOutputTokens": 256}
