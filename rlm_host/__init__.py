@@ -87,6 +87,13 @@ _LAZY: dict[str, str] = {
     "run_command": "rlm_host.sandbox.commands",
     "run_in_session": "rlm_host.sandbox.commands",
     "PYTHON": "rlm_host.sandbox.commands",
+    # a project folder the model edits: metadata read-only, writes that never follow a link, the after-step sweep
+    "WorkspaceRefused": "rlm_host.sandbox.workspace",
+    "check_workspace_write": "rlm_host.sandbox.workspace",
+    "open_in_workspace": "rlm_host.sandbox.workspace",
+    "remove_in_workspace": "rlm_host.sandbox.workspace",
+    "workspace_metadata": "rlm_host.sandbox.workspace",
+    "sweep_workspace": "rlm_host.sandbox.workspace",
     # environments
     "Environment": "rlm_host.environments.protocol",
     "EnvironmentContext": "rlm_host.environments.protocol",
@@ -256,6 +263,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
     from rlm_host.sandbox.session_base import SessionBase
     from rlm_host.sandbox.worker import Capture, to_jsonable
+    from rlm_host.sandbox.workspace import (
+        WorkspaceRefused, check_workspace_write, open_in_workspace, remove_in_workspace, sweep_workspace,
+        workspace_metadata,
+    )
     from rlm_host.services import HostServices, ProviderServices, SandboxServices
     from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens, estimate_tokens
     from rlm_host.trajectory.store import RunStore

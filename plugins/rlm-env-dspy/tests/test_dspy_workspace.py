@@ -96,3 +96,44 @@ def test_list_tree_does_not_follow_symlinked_folders(tree):
     assert "outdir/secret.txt" not in workspace.list_tree(".", 4)["entries"]
     with pytest.raises(PathRefused, match="outside"):
         workspace.list_tree("outdir")
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", "sub/.git/config", ".envrc", "a/.envrc",
+                                  ".hg/hgrc", ".svn/entries", ".jj/repo/config.toml", ".GIT/config", ".rlm/runs/x.jsonl"])
+def test_version_control_and_tool_metadata_is_read_only(tree, path):
+    workspace, project, _ = tree
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("[core]\n")
+    with pytest.raises(PathRefused, match="metadata, read-only"):
+        workspace.write_text(path, "[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    with pytest.raises(PathRefused, match="metadata, read-only"):
+        workspace.patch(path, content="x")
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert not (project / path).exists() or path.lower().startswith(".git/config")
+
+
+def test_a_link_to_metadata_is_read_only_too(tree):
+    workspace, project, _ = tree
+    (project / ".git").mkdir()
+    (project / "innocent").symlink_to(project / ".git")
+    with pytest.raises(PathRefused, match="metadata"):
+        workspace.write_text("innocent/config", "x")
+
+
+def test_writes_never_follow_a_folder_swapped_for_a_link_after_the_check(tree, monkeypatch):
+    """Code in the sandbox swaps a checked folder for a symlink to the outside between the check and the write:
+    the write walks the folders one at a time without following links, so nothing is created outside."""
+    workspace, project, secret = tree
+    (project / "pkg").mkdir()
+    real_resolve = Workspace.resolve
+
+    def resolve_then_swap(self, raw):
+        path = real_resolve(self, raw)
+        (project / "pkg").rmdir()
+        (project / "pkg").symlink_to(secret.parent)  # the race, made certain
+        return path
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    with pytest.raises(PathRefused, match="without following links"):
+        workspace.write_text("pkg/evil.py", "pwned")
+    assert not (secret.parent / "evil.py").exists()

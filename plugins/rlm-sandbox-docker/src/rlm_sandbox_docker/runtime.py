@@ -26,14 +26,14 @@ import itertools
 import json
 import os
 import shutil
-import stat
 import tempfile
 import uuid
 from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
 
-from rlm_host import WORKER_SCRIPT, SandboxInfo, SandboxLimits, SandboxServices, TextFile, WorkerSession
+from rlm_host import (WORKER_SCRIPT, SandboxInfo, SandboxLimits, SandboxServices, TextFile, WorkerSession,
+                      sweep_workspace, workspace_metadata)  # fmt: skip
 
 from rlm_sandbox_docker import DEFAULT_IMAGE, ISOLATION, LABEL
 from rlm_sandbox_docker.channel import ContainerChannel
@@ -62,6 +62,9 @@ class DockerSandbox(WorkerSession):
         self.settings = settings or DockerSettings()
         #: the host folder mounted read-write as the working directory (resolved), or None
         self.workspace = resolve_workspace(workspace) if workspace is not None else None
+        #: version-control and tool metadata in the workspace at the start: mounted read-only; anything of the kind
+        #: the code creates is removed after each step (rlm_host.sweep_workspace)
+        self.metadata = workspace_metadata(self.workspace) if self.workspace is not None else set()
         #: the Python distributions the session's image must hold (SandboxServices.packages)
         self.packages = package_set(packages)
         #: the image used: [sandbox.docker] image, or for packages (and no image of one's own) the derived image
@@ -104,23 +107,23 @@ class DockerSandbox(WorkerSession):
         return {LABEL: "1", "rlm.run": self.run_id, "rlm.session": self.session_id, OWNER_LABEL: owner_label(),
                 HOST_DIR_LABEL: str(self._dir or "")}
 
-    # -- set-ID bits in the workspace ----------------------------------------------------------------------
+    # -- what the code leaves in the workspace -----------------------------------------------------------
     def execute(self, code: str, *, timeout: float | None = None) -> Any:
         try:
             return super().execute(code, timeout=timeout)
         finally:
-            self._strip_set_id_bits()
+            self._sweep_workspace()
 
     def shutdown(self) -> None:
         super().shutdown()
-        self._strip_set_id_bits()  # the container is gone: nothing can set them again
+        self._sweep_workspace()  # the container is gone: nothing can leave more
 
-    def _strip_set_id_bits(self) -> None:
+    def _sweep_workspace(self) -> None:
         """The code runs as the workspace's owner, so it could leave a set-user-ID (or set-group-ID) program in
-        the host folder for any local user to run with the owner's rights (root's, for a root-owned folder):
-        after every step and at the end, such bits are removed from the workspace's regular files."""
+        the host folder for any local user to run with the owner's rights (root's, for a root-owned folder), or a
+        new ``.git`` whose config the user's git would run: after every step and at the end both are undone."""
         if self.workspace is not None:
-            strip_set_id_bits(self.workspace)
+            sweep_workspace(self.workspace, self.metadata)
 
     # -- launching ----------------------------------------------------------------------------------------
     def _prepare(self) -> None:
@@ -154,6 +157,9 @@ class DockerSandbox(WorkerSession):
             # as 65534 it could not write a folder the host user owns, and what it creates there belongs to the
             # host user, not to a uid nobody on the host has. Everything else keeps its hardening.
             volumes[str(self.workspace)] = {"bind": s.workspace_dir, "mode": "rw"}
+            for entry in sorted(self.metadata):  # .git, .envrc…: read-only inside (a link is never mounted)
+                if not (self.workspace / entry).is_symlink():
+                    volumes[str(self.workspace / entry)] = {"bind": f"{s.workspace_dir}/{entry}", "mode": "ro"}
             user, working_dir = s.workspace_user or workspace_owner(self.workspace), s.workspace_dir
         options = dict(
             image=self.image,
@@ -292,31 +298,6 @@ def resolve_workspace(workspace: Path | str) -> Path:
         what = "does not exist" if not path.exists() else "is not a directory"
         raise DockerSandboxError(f"the sandbox workspace {path} {what}: give an existing directory (--workdir)")
     return path
-
-
-def strip_set_id_bits(root: Path) -> list[str]:
-    """Clear the set-user-ID and set-group-ID bits of every regular file under ``root`` (symlinks never
-    followed: each file is opened with O_NOFOLLOW and changed through its descriptor); the paths changed."""
-    changed = []
-    for folder, _dirs, files in os.walk(root, followlinks=False):
-        for name in files:
-            path = os.path.join(folder, name)
-            try:
-                if not os.lstat(path).st_mode & (stat.S_ISUID | stat.S_ISGID):
-                    continue
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                continue  # gone, a symlink, unreadable: nothing to clear through it
-            try:
-                mode = os.fstat(fd).st_mode
-                if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
-                    os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
-                    changed.append(path)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-    return changed
 
 
 def workspace_owner(path: Path) -> str:
