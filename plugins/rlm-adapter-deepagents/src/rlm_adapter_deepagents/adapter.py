@@ -118,13 +118,13 @@ class DeepAgentsAdapter:
         if self.settings.backend == "state":
             return None
         if self.settings.backend == "filesystem":
-            from deepagents.backends import FilesystemBackend
+            from rlm_adapter_deepagents.filesystem import ConfinedFilesystemBackend
 
             root = Path(self.settings.root or ".").expanduser().resolve()
             if not root.is_dir():
                 raise ConfigError(f"[framework.deepagents] root {root} is not a folder",
                                   hint="create it, or use backend = 'state'")  # fmt: skip
-            return FilesystemBackend(root_dir=root, virtual_mode=True)  # virtual paths under root, no escape
+            return ConfinedFilesystemBackend(root)  # virtual paths under root, no escape, metadata read-only
         if self.settings.backend == "local_shell":  # deepagents' LocalShellBackend would run on the host: not that
             from rlm_adapter_deepagents.backends import SandboxShellBackend
 
