@@ -339,3 +339,16 @@ def test_no_framework_or_environment_lets_code_name_a_file_model(tmp_path, monke
     assert expected.get(framework, "is not allowed in this run") in result.final_response
     assert LEAK not in result.final_response
     assert LEAK not in Path(result.trajectory_path).read_text()
+
+
+def test_bench_and_chat_read_the_project_file_screened_too(rlm, work, outside):
+    (work / "rlm.toml").write_text('[run]\nsandbox = "process"\nmax_steps = 3\n')
+    (work / "pack.jsonl").write_text(json.dumps({"id": "c1", "task": "Return one", "answer": "1"}) + "\n")
+    script(work / "root.json", ["FINAL(1)"])
+    bench = rlm("bench", "run", "--pack", "pack.jsonl", "--model", "scripted:root.json", "--json", "-q",
+                plugins=["rlm-sandbox-monty", "rlm-bench"])  # fmt: skip
+    assert bench.stderr.count("is not trusted") == 1 and "run.sandbox" in bench.stderr, bench.stderr
+    summary = json.loads(bench.stdout)
+    assert summary["sandbox"] == "monty" and summary["cases"][0]["sandbox"] == "monty"
+    chat = rlm("chat", "--model", "scripted:root.json", "-q", plugins=["rlm-sandbox-monty"], input="hi\n")
+    assert chat.stderr.count("is not trusted") == 1, chat.stderr
