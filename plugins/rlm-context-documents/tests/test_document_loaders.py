@@ -1,5 +1,6 @@
 """Each loader keeps the host's context-loader contract (registered, claims its files, the fact reaches the REPL,
-a damaged file is one clear error), and what a file gave is cached by content hash under the run home."""
+a damaged file is one clear error), and what a file gave is cached by content hash under the run home, signed
+with this user's key."""
 
 from __future__ import annotations
 
@@ -140,18 +141,28 @@ def _loader(home: Path, cls=PdfLoader, **settings):
     return cls(DocumentSettings(**settings), HostServices(home=home))
 
 
+def _entry(home: Path) -> tuple[Path, dict, list]:
+    """The one cache entry under ``home``: its path, header and parts."""
+    (path,) = (home / "cache" / "documents").glob("*.json")
+    header, _, payload = path.read_bytes().partition(b"\n")
+    return path, json.loads(header), json.loads(payload)
+
+
 def test_the_second_load_reads_the_cache_keyed_by_content(tmp_path, home, monkeypatch):
     import hashlib
 
+    from rlm_context_documents.loader import DocumentLoader
+
     path = samples.write_pdf(tmp_path / "report.pdf", 5, FACT, fact_page=2)
     first = _loader(home).load(path)
-    entry = home / "cache" / "documents" / f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json"
-    assert json.loads(entry.read_text())["parts"][1][0] == "p2"
+    entry, header, parts = _entry(home)
+    assert entry.name == f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json" and parts[1][0] == "p2"
+    assert header["signature"] and header["source"] == "report.pdf"
 
     def no_extraction(self, path):
         raise AssertionError("extracted again")
 
-    monkeypatch.setattr(PdfLoader, "extract", no_extraction)
+    monkeypatch.setattr(DocumentLoader, "_extract", no_extraction)
     again = _loader(home).load(tmp_path / "report.pdf")
     assert list(again) == list(first) and again.names == first.names
     renamed = path.rename(tmp_path / "copy.pdf")
@@ -164,12 +175,14 @@ def test_the_second_load_reads_the_cache_keyed_by_content(tmp_path, home, monkey
 def test_a_damaged_or_foreign_cache_entry_is_a_miss(tmp_path, home):
     path = samples.write_pdf(tmp_path / "report.pdf", 2, FACT)
     _loader(home).load(path)
-    (entry,) = (home / "cache" / "documents").glob("*.json")
+    entry, header, parts = _entry(home)
     entry.write_text('{"extractor": "Pdf')
     assert FACT in _loader(home).load(path)[0].replace("\n", " ")
-    entry.write_text(json.dumps({"extractor": "someone else", "parts": [["p1", "wrong"]]}))
+    entry, header, parts = _entry(home)
+    header["extractor"] = "someone else"
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + json.dumps([["p1", "wrong"]]).encode())
     assert _loader(home).load(path)[0] != "wrong"
-    assert _loader(home, cache=False).load(path) and json.loads(entry.read_text())["extractor"] != "someone else"
+    assert _loader(home, cache=False).load(path) and _entry(home)[1]["extractor"] != "someone else"
 
 
 def test_the_cache_stays_within_its_budget(tmp_path, home):
@@ -245,13 +258,13 @@ def test_reopening_to_release_memory_keeps_every_page(tmp_path, monkeypatch):
     from rlm_context_documents import pdf
 
     path = samples.write_pdf(tmp_path / "report.pdf", 9, FACT, fact_page=8)
-    whole = PdfLoader().load(path)
+    whole = list(PdfLoader().extract(path))  # in this process, to watch it reopen
     monkeypatch.setattr(pdf, "REOPEN_GROWTH", -1)  # reopen before every page
     opened = []
     real = pdf.PdfLoader.extract.__globals__["_resident"]
     monkeypatch.setattr(pdf, "_resident", lambda: opened.append(1) or real() or 1)
-    again = PdfLoader().load(path)
-    assert list(again) == list(whole) and again.names == whole.names and len(opened) >= 9
+    again = list(PdfLoader().extract(path))
+    assert again == whole and len(whole) == 9 and len(opened) >= 9
 
 
 def test_a_file_without_a_telling_suffix_goes_by_its_content(tmp_path, rlm_plugin_host):

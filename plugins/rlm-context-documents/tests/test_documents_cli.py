@@ -1,6 +1,7 @@
 """Documents through ``rlm run`` as a user runs it: the model's code finds a fact on a named page of a PDF, in a
-DOCX and in an HTML page; a file that cannot be read is one error line and exit 2; in a folder it is skipped with
-a warning naming it; the second run of the same file reads the extraction cache."""
+DOCX and in an HTML page; a file that cannot be read, or that goes past a limit, is one error line and exit 2; in
+a folder it is skipped with a warning naming it; the second run of the same file reads the extraction cache when
+this user signed the entry, and ignores it otherwise; ``rlm plugins doctor`` lists each loader's limits."""
 
 from __future__ import annotations
 
@@ -76,19 +77,59 @@ def test_a_folder_skips_an_unreadable_document_with_a_warning(rlm_cli, rlm_scrip
     assert "the PDF is encrypted" in result.err
 
 
-def test_the_second_run_reads_the_cache(rlm_cli, rlm_script, rlm_isolated):
+def test_the_second_run_reads_the_cache_only_when_signed(rlm_cli, rlm_script, rlm_isolated):
+    from rlm_context_documents._host import host
+
     samples.write_pdf(rlm_isolated.work / "report.pdf", 5, FACT, fact_page=4)
     model = rlm_script([FIND, "FINAL_VAR(found)"])
     assert _run(rlm_cli, model, "report.pdf").code == 0
     (entry,) = (rlm_isolated.runs / "cache" / "documents").glob("*.json")
-    cached = json.loads(entry.read_text())
-    cached["parts"][3][1] = "T4 failed (as the cache says)"  # the second run must read this, not the PDF
-    entry.write_text(json.dumps(cached))
+    header, _, payload = entry.read_bytes().partition(b"\n")
+    header, parts = json.loads(header), json.loads(payload)
+    parts[3][1], parts[1][1] = "nothing here", "T4 failed (as the cache says)"
+    forged = json.dumps(parts, ensure_ascii=False).encode()
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + forged)  # edited, not signed: the PDF is read again
     result = _run(rlm_cli, rlm_script([FIND, "FINAL_VAR(found)"]), "report.pdf")
     assert json.loads(result.out)["final_response"] == '["report.pdf#p4"]'
+    import hashlib
+
+    claim = {"format": 2, "document": entry.stem, "extractor": header["extractor"],
+             "payload": hashlib.sha256(forged).hexdigest()}  # fmt: skip
+    header["signature"] = host("sign")(claim)  # signed with this user's key: the second run must read it
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + forged)
+    result = _run(rlm_cli, rlm_script([FIND, "FINAL_VAR(found)"]), "report.pdf")
+    assert json.loads(result.out)["final_response"] == '["report.pdf#p2"]'
+
+
+def test_a_file_past_a_limit_is_one_error_and_a_folder_skips_it(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    import documents_hostile as hostile
+
+    monkeypatch.setenv("RLM_CONTEXT_LOADER__PDF__MEMORY_MB", "256")
+    monkeypatch.setenv("RLM_CONTEXT_LOADER__PDF__CPU_SECONDS", "20")
+    docs = rlm_isolated.work / "docs"
+    docs.mkdir()
+    hostile.nested_xobject_pdf(docs / "nested.pdf")
+    result = _run(rlm_cli, rlm_script(["FINAL(x)"]), "docs/nested.pdf")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and lines[0].startswith("error: docs/nested.pdf: ") and "Traceback" not in result.err
+    assert "memory_mb = 256" in lines[0] or "cpu_seconds = 20" in lines[0] or "crashed" in lines[0], lines[0]
+    assert lines[1].startswith("hint: ") and len(lines) == 2
+    samples.write_pdf(docs / "report.pdf", 3, FACT, fact_page=2)
+    result = _run(rlm_cli, rlm_script([FIND, "FINAL_VAR(found)"]), "docs")
+    assert result.code == 0 and json.loads(result.out)["final_response"] == '["report.pdf#p2"]'
+    assert "skipped 1 file(s) no context loader could read: nested.pdf (" in result.err
 
 
 def test_plugins_list_and_doctor_show_the_loaders(rlm_cli):
     listed = rlm_cli("plugins", "list", plugins="rlm-context-documents")
     assert "context_loader:docx, epub, html, pdf, pptx, xlsx" in listed.out.replace(" ", "").replace(",", ", ")
     assert "loaded in" not in listed.out, "the plugin's start-up stays cheap (its libraries load when used)"
+
+
+def test_doctor_lists_each_loaders_limits(rlm_cli, monkeypatch):
+    monkeypatch.setenv("RLM_CONTEXT_LOADER__PDF__MEMORY_MB", "512")
+    doctor = rlm_cli("plugins", "doctor", "--json", plugins="rlm-context-documents")
+    rows = {row["name"]: row for row in json.loads(doctor.out)["checks"] if row["kind"] == "context_loader"}
+    assert rows["pdf"]["ok"] and "limits: 512 MB memory, 120 s CPU, 180 s wall" in rows["pdf"]["detail"]
+    assert "limits: 1024 MB memory" in rows["epub"]["detail"] and "ZIP ≤ 512 MB unpacked" in rows["epub"]["detail"]
+    assert "≤ 50,000,000 chars (20,000,000 per part), ≤ 20,000 parts" in rows["docx"]["detail"]

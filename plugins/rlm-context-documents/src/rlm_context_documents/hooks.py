@@ -6,11 +6,23 @@ SETTINGS = "rlm_context_documents.settings:DocumentSettings"  # [context_loader.
 HINT = "pip install rlm-context-documents"
 
 
+def _check(requires):
+    """The doctor's check of a loader: its libraries, and the limits it reads files under (from its section)."""
+
+    def check(settings=None):
+        from rlm_context_documents.settings import readiness
+
+        return readiness(requires, settings)
+
+    return check
+
+
 @hookimpl
 def rlm_register_context_loaders():
     def spec(name, description, factory, suffixes, mime_types, *requires):
         return ContextLoaderSpec(name, description, f"rlm_context_documents.{factory}", suffixes=suffixes,
-                                 mime_types=mime_types, settings=SETTINGS, requires=requires, install_hint=HINT)  # fmt: skip
+                                 mime_types=mime_types, settings=SETTINGS, requires=requires, install_hint=HINT,
+                                 check=_check(requires))  # fmt: skip
 
     office = "application/vnd.openxmlformats-officedocument."
 

@@ -5,7 +5,9 @@ gave faithful text, PDFium in 0.13 s against 0.49 s for pypdf and 6–18 s for t
 documents.py`` prints the comparison). Pages are read one at a time from the file, never the whole file at once;
 PDFium keeps what it parsed (a scanned page's image data too) until the document is closed, so the document is
 reopened whenever the process has grown by ``REOPEN_GROWTH`` since it was opened: a 120 MB file of images then
-costs ~40 MB while loading, not 120. PDFium is not thread-safe, so extractions in one process take turns.
+costs ~40 MB while loading, not 120. PDFium is not thread-safe, so extractions in one process take turns. It runs
+in the loader's child process, whose memory limit turns a file built to exhaust it (nested form XObjects) into
+one error; a page count past ``max_parts`` is refused before any page is read.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from rlm_context_documents.loader import DocumentError, DocumentLoader, corrupt
+from rlm_context_documents.errors import DocumentError, corrupt, limit_error
+from rlm_context_documents.loader import DocumentLoader
 
 logger = logging.getLogger("rlm.context.documents")
 _PDFIUM = threading.Lock()
@@ -37,8 +40,10 @@ def _resident() -> int:
 
 
 class PdfLoader(DocumentLoader):
+    name = "pdf"
     label = "PDF"
     part_label = "page"
+    libraries = ("pypdfium2",)
 
     def extractor(self) -> str:
         from importlib.metadata import version
@@ -56,9 +61,13 @@ class PdfLoader(DocumentLoader):
 
         with _PDFIUM:
             document, opened_at = open_document()
+            empty = []
             try:
-                pages = []
-                for index in range(len(document)):
+                count = len(document)
+                if count > self.settings.max_parts:
+                    raise limit_error(f"the PDF has {count:,} pages, more than max_parts = "
+                                      f"{self.settings.max_parts:,}", "max_parts", self.name)  # fmt: skip
+                for index in range(count):
                     if opened_at and _resident() - opened_at > REOPEN_GROWTH:
                         document.close()
                         document, opened_at = open_document()
@@ -71,14 +80,14 @@ class PdfLoader(DocumentLoader):
                         raise corrupt("PDF", f"page {index + 1}: {exc}") from None
                     finally:
                         page.close()
-                    pages.append((f"p{index + 1}", text.replace("\r\n", "\n").replace("\r", "\n")))
+                    if not text.strip():
+                        empty.append(f"p{index + 1}")
+                    yield f"p{index + 1}", text.replace("\r\n", "\n").replace("\r", "\n")
             finally:
                 document.close()
-        empty = [part for part, text in pages if not text.strip()]
-        if empty and len(empty) < len(pages):
-            logger.warning("%s: %d of %d pages have no text layer (scanned?): %s", path, len(empty), len(pages),
-                           ", ".join(empty[:LISTED]) + (", …" if len(empty) > LISTED else ""))  # fmt: skip
-        yield from pages
+        if empty and len(empty) < count:
+            self.warnings.append(f"{len(empty)} of {count} pages have no text layer (scanned?): "
+                                 + ", ".join(empty[:LISTED]) + (", …" if len(empty) > LISTED else ""))  # fmt: skip
 
     def empty_hint(self) -> str:
         return "it has no text layer (a scan?): run OCR first (for instance `ocrmypdf in.pdf out.pdf`) and pass the result"

@@ -1,0 +1,325 @@
+"""Work on untrusted bytes (parsing a document, a trace file) in a child process the host can always stop.
+
+``run_bounded(target, *args, limits=BoundedLimits(...))`` runs ``target(*args)`` in a child process with an
+address-space limit (``RLIMIT_AS``: what the child may add to the address space it starts with), a CPU-time limit
+(``RLIMIT_CPU``), no core dumps, and a wall deadline after which the parent kills it; the child sends back the
+target's JSON-able value through a pipe, and the parent reads at most ``output_bytes`` of it. JSON, not pickle: a
+child whose parser was subverted can send the parent data, never code. The parent gets the value, or one
+:class:`LimitExceeded` (``limit``: ``memory``, ``cpu``, ``wall`` or ``output``) or :class:`ChildFailed` (the target
+raised, or the child crashed); it never holds more than the cap, whatever the input.
+
+The child is forked from the caller when the caller has one thread (≈2–5 ms), and reaped with ``wait4``: a child
+that died of a signal after growing to near its memory limit is reported as the memory limit (a C library that
+cannot allocate often aborts instead of failing the call). When the caller has other threads the child comes from
+a ``forkserver`` (a fork of a threaded process may inherit a lock another thread held), whose first use starts
+the server once.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import math
+import os
+import select
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+MB = 1024 * 1024
+#: The child's exit status when it ran out of memory (a ``MemoryError`` it could not even report).
+MEMORY_EXIT = 3
+_READ = 1 << 20
+_preload: list[str] = []
+
+
+@dataclass(frozen=True)
+class BoundedLimits:
+    """``memory_mb``: address space the child may add to what it starts with; ``cpu_seconds``: its CPU time;
+    ``wall_seconds``: the deadline after which it is killed; ``output_bytes``: the most it may send back (None:
+    no limit of that kind, except ``output_bytes``, which is always bounded)."""
+
+    memory_mb: Optional[int] = 1024
+    cpu_seconds: Optional[float] = 60
+    wall_seconds: Optional[float] = 120
+    output_bytes: int = 256 * MB
+
+
+class BoundedError(Exception):
+    """The child gave no value. ``limit`` names the limit it hit ("" when it failed otherwise)."""
+
+    limit = ""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class LimitExceeded(BoundedError):
+    """The child went past ``limit`` (``memory``, ``cpu``, ``wall`` or ``output``)."""
+
+    def __init__(self, limit: str, message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class ChildFailed(BoundedError):
+    """The target raised (``error_type`` is the exception's class name), or the child died (``signal``: the
+    signal's name, e.g. ``SIGSEGV``, when it was killed by one)."""
+
+    def __init__(self, message: str, error_type: str = "", signal_name: str = "") -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.signal = signal_name
+
+
+def start_method(method: str = "auto") -> str:
+    """``fork`` when this process has one thread, else ``forkserver``; an explicit method is kept."""
+    if method != "auto":
+        return method
+    return "fork" if threading.active_count() == 1 else "forkserver"
+
+
+def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = BoundedLimits(),
+                method: str = "auto", preload: Iterable[str] = ()) -> Any:  # fmt: skip
+    """``target(*args)`` computed in a bounded child process; its value must be JSON-able.
+
+    ``target`` must be importable by name when the method is ``forkserver`` (a module-level function);
+    ``preload`` names modules a forkserver imports once, so its children need not (the first call decides)."""
+    deadline = None if limits.wall_seconds is None else time.monotonic() + limits.wall_seconds
+    if start_method(method) == "fork":
+        return _run_forked(target, args, limits, deadline)
+    return _run_served(target, args, limits, deadline, preload)
+
+
+def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float]) -> Any:
+    """A child forked from this process, reaped with ``wait4`` (its peak memory tells a crash at the memory
+    limit from another crash)."""
+    at_fork = _resident()
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except BaseException:
+        os.close(read_end)
+        os.close(write_end)
+        raise
+    if pid == 0:  # the child: never returns
+        os.close(read_end)
+        _child(write_end, target, args, limits)
+    os.close(write_end)
+    status = usage = None
+    data = bytearray()
+    try:
+        killed = _collect(read_end, None, deadline, limits.output_bytes, data)
+        while not killed:  # the pipe is closed: the child is ending
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                killed = "wall"
+            else:
+                time.sleep(0.001)
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            _, status, usage = os.wait4(pid, 0)
+        grown = max(0, usage.ru_maxrss * 1024 - at_fork) // MB
+        return _outcome(os.waitstatus_to_exitcode(status), killed, bytes(data), limits, grown)
+    finally:
+        if status is None:  # interrupted (Ctrl-C): never leave it running
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(read_end)
+
+
+def _run_served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float],
+                preload: Iterable[str]) -> Any:  # fmt: skip
+    """A child of a forkserver (``multiprocessing``), for a caller with other threads running."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    _preload.extend(m for m in preload if m not in _preload)
+    context.set_forkserver_preload(list(_preload))
+    reader, writer = context.Pipe(duplex=False)
+    process = context.Process(target=_served_child, args=(writer, target, args, limits), daemon=True,
+                              name="rlm-bounded")  # fmt: skip
+    data = bytearray()
+    try:
+        process.start()
+        writer.close()
+        killed = _collect(reader.fileno(), process.sentinel, deadline, limits.output_bytes, data)
+        if not killed:
+            process.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            killed = "wall" if process.exitcode is None else ""
+        if killed:
+            process.kill()
+        process.join()
+        return _outcome(process.exitcode, killed, bytes(data), limits, None)
+    finally:
+        if process.pid is not None and process.exitcode is None:  # interrupted (Ctrl-C): never leave it running
+            process.kill()
+            process.join()
+        reader.close()
+        writer.close()
+        if process.pid is not None:
+            process.close()
+
+
+def _collect(fd: int, sentinel: Optional[int], deadline: Optional[float], cap: int, data: bytearray) -> str:
+    """Read the child's message into ``data`` until it ends; "wall" or "output" when a limit stops it first.
+    (``poll``, not ``select``: a long-lived server may hold descriptors past ``FD_SETSIZE``.)"""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    if sentinel is not None:
+        poller.register(sentinel, select.POLLIN)
+    while True:
+        timeout = None if deadline is None else max(0, math.ceil((deadline - time.monotonic()) * 1000))
+        ready = {number for number, _ in poller.poll(timeout)}
+        if not ready:
+            return "wall"
+        if fd not in ready:  # the child ended: take what it left in the pipe
+            drain = select.poll()
+            drain.register(fd, select.POLLIN)
+            while drain.poll(0):
+                chunk = os.read(fd, _READ)
+                if not chunk:
+                    break
+                if len(data) + len(chunk) > cap:
+                    return "output"
+                data += chunk
+            return ""
+        chunk = os.read(fd, _READ)
+        if not chunk:
+            return ""
+        if len(data) + len(chunk) > cap:
+            return "output"
+        data += chunk
+
+
+def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimits, grown_mb: Optional[int]) -> Any:
+    memory = f"needed more than {limits.memory_mb} MB of memory"
+    if killed == "wall":
+        raise LimitExceeded("wall", f"did not finish within {limits.wall_seconds:g} s")
+    if killed == "output":
+        raise LimitExceeded("output", f"sent back more than {limits.output_bytes:,} bytes")
+    if code == -signal.SIGXCPU:
+        raise LimitExceeded("cpu", f"used more than {limits.cpu_seconds:g} s of CPU time")
+    if code == MEMORY_EXIT:
+        raise LimitExceeded("memory", memory)
+    if code == 0:
+        try:
+            message = json.loads(data)
+        except ValueError:
+            message = None
+        if isinstance(message, dict):
+            if "ok" in message:
+                return message["ok"]
+            if message.get("limit") == "memory":
+                raise LimitExceeded("memory", memory)
+            raised = message.get("raised")
+            if isinstance(raised, dict):
+                kind, text = str(raised.get("type", "")), str(raised.get("message", ""))
+                raise ChildFailed(f"{kind}: {text}" if text else kind, error_type=kind)
+        raise ChildFailed("the child process sent back no readable result")
+    if code is not None and code < 0:
+        name = _signal_name(-code)
+        if limits.memory_mb and grown_mb is not None and grown_mb >= limits.memory_mb * 3 // 4:
+            # a library that cannot allocate aborts (PDFium: SIGABRT) rather than raise: it died at the limit
+            raise LimitExceeded("memory", f"{memory} (it grew by {grown_mb} MB and died of {name})")
+        if -code == signal.SIGKILL:  # not ours (we said so above): the out-of-memory killer, or a person
+            raise ChildFailed(f"the child process was killed ({name}; out of memory?)", signal_name=name)
+        raise ChildFailed(f"the child process crashed ({name})", signal_name=name)
+    raise ChildFailed(f"the child process exited with status {code}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _served_child(writer: Any, target: Callable[..., Any], args: tuple, limits: BoundedLimits) -> None:
+    _child(writer.fileno(), target, args, limits)
+
+
+def _child(fd: int, target: Callable[..., Any], args: tuple, limits: BoundedLimits) -> None:
+    """In the child: limits, the target, its value (or what it raised) as JSON to the pipe ``fd``, then exit at
+    once (the parent's exit handlers never run here)."""
+    code = 0
+    try:
+        _reset_signals()
+        faulthandler.disable()  # a crash here is reported by the parent, not as a dump of the parent's stack
+        _apply(limits)
+        try:
+            message: dict[str, Any] = {"ok": target(*args)}
+        except MemoryError:
+            message = {"limit": "memory"}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as data
+            message = {"raised": {"type": type(exc).__name__, "message": str(exc)[:2000]}}
+        payload = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+        _write_all(fd, payload.encode("utf-8", errors="surrogatepass"))
+    except MemoryError:
+        code = MEMORY_EXIT
+    except BaseException:  # noqa: BLE001 - an interrupted or broken child just ends
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _reset_signals() -> None:
+    """Ctrl-C and termination end the child at once (the parent's handlers are for the parent)."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        try:
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        except (ValueError, OSError, AttributeError):  # not the main thread, or no such signal here
+            pass
+
+
+def _apply(limits: BoundedLimits) -> None:
+    try:
+        import resource
+    except ImportError:  # not POSIX: only the wall deadline and the output cap apply
+        return
+
+    def lower(kind: int, soft: int, hard: int) -> None:
+        _, current = resource.getrlimit(kind)
+        if current != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current), min(hard, current)
+        resource.setrlimit(kind, (soft, hard))
+
+    lower(resource.RLIMIT_CORE, 0, 0)
+    if limits.cpu_seconds is not None:
+        seconds = max(1, math.ceil(limits.cpu_seconds))
+        lower(resource.RLIMIT_CPU, seconds, seconds + 2)  # SIGXCPU at the soft limit ends it first
+    if limits.memory_mb is not None:
+        size = _address_space()
+        lower(resource.RLIMIT_AS, size + limits.memory_mb * MB, size + limits.memory_mb * MB)
+
+
+def _address_space() -> int:
+    """This process's address space in bytes (0 where /proc is missing)."""
+    return _statm(0)
+
+
+def _resident() -> int:
+    """This process's resident memory in bytes (0 where /proc is missing)."""
+    return _statm(1)
+
+
+def _statm(field: int) -> int:
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[field]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+__all__ = ["BoundedLimits", "BoundedError", "LimitExceeded", "ChildFailed", "run_bounded", "start_method", "MEMORY_EXIT"]
