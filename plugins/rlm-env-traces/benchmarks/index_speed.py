@@ -3,7 +3,8 @@
     python benchmarks/index_speed.py 1G [--format flat|otlp|mixed] [--dir DIR]
 
 Generates the file (not timed), builds its sidecar index in one pass (timed: MB/s), reloads the stored index,
-then times ``view_trace`` and ``search_trace`` on traces spread through the file. Peak RSS is the process's
+then times ``view_trace`` and ``search_trace`` on traces spread through the file (and what reusing the stored
+index costs: fingerprint, signature, decode, checks). Peak RSS is the process's
 high-water mark (generation streams, so it is the index's), and that of the largest worker process of a
 parallel build.
 """
@@ -11,6 +12,7 @@ parallel build.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import resource
@@ -60,6 +62,7 @@ def main() -> None:
         store = TraceStore.load(path)
         print(f"stored index: {store.index_path.stat().st_size / 1e6:,.1f} MB, "
               f"loaded for reuse in {(time.perf_counter() - started) * 1000:,.0f} ms")
+        print("  of which: " + ", ".join(f"{name} {ms:,.0f} ms" for name, ms in _load_parts(path, store)))
         print(f"a fresh process holding the stored index: {_loaded_rss(path):,.0f} MB RSS "
               f"({len(store.index.traces):,} traces, {len(store.index.name_sets)} name sets)")
         ids = random.Random(1).sample(list(store.index.traces), min(SAMPLES, len(store.index.traces)))
@@ -71,6 +74,33 @@ def main() -> None:
                 call(trace_id)
                 timings.append((time.perf_counter() - started) * 1000)
             print(f"{name}: median {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms over {len(ids)} traces")
+
+
+def _load_parts(path: Path, store: TraceStore) -> list[tuple[str, float]]:
+    """What reusing a stored index costs, step by step: fingerprint the file, check the signature, decode, check
+    every count and range."""
+    import msgspec
+
+    from rlm_env_traces import storage
+    from rlm_env_traces.checks import problems
+    from rlm_env_traces.index import TraceIndex
+
+    found = path.stat()
+    steps = {"fingerprint": lambda: storage.fingerprint(path, found), "signature": lambda: storage.unseal(store.index_path)}
+    timings, payload = [], None
+    for name, step in steps.items():
+        started = time.perf_counter()
+        payload = step()
+        timings.append((name, (time.perf_counter() - started) * 1000))
+    started = time.perf_counter()
+    gc.disable()  # as the store decodes it
+    index = msgspec.msgpack.decode(payload, type=TraceIndex)
+    gc.enable()
+    timings.append(("decode", (time.perf_counter() - started) * 1000))
+    started = time.perf_counter()
+    assert problems(index, found.st_size, False) is None
+    timings.append(("checks", (time.perf_counter() - started) * 1000))
+    return timings
 
 
 def _loaded_rss(path: Path) -> float:

@@ -48,7 +48,7 @@ def test_the_index_is_reused_until_the_file_changes(tmp_path, monkeypatch):
     generate(path, traces=5)
     first = TraceStore.load(path)
     calls = []
-    monkeypatch.setattr("rlm_env_traces.index.build", lambda *a: calls.append(a) or pytest.fail("rebuilt"))
+    monkeypatch.setattr("rlm_env_traces.index.build", lambda *a, **k: calls.append(a) or pytest.fail("rebuilt"))
     assert TraceStore.load(path).index == first.index and not calls
     monkeypatch.undo()
     with path.open("a") as handle:

@@ -4,7 +4,8 @@ Each reply is one JSON object, ``{"action": …}``, parsed as the generic enviro
 comes from ``--context FILE``: the spec sets ``context_as_path``, so ``ctx.context`` is that file's ``Path``,
 never its content (a 1 GB file is indexed, not loaded). Without one, ``trace=<path>`` (or ``trace_path=``) in the
 task names it, and the model can switch files with ``set_trace_path``. Paths the model gives are confined to the
-trace file's folder and the output folder (``[environment.trace_analysis] output_dir``). Each successful action
+trace file's folder and the output folder (``[environment.trace_analysis] output_dir``); an export goes to a new
+folder there. Every read and search is bounded by the run's time left. Each successful action
 earns the seeds' reward (``ACTION_REWARDS``); a failed one is scored as failed code, an unknown one as no action.
 """
 
@@ -17,7 +18,7 @@ from typing import Any, Callable, Optional
 from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import ActionResult, Completion, EnvironmentContext, InputError, Message, reply_action, truncate
 
-from rlm_env_traces.paths import confined, trace_path_of
+from rlm_env_traces.paths import confined, new_folder_name, trace_path_of
 from rlm_env_traces.store import TraceStore
 
 ACTION_REWARDS = {
@@ -132,12 +133,12 @@ class TraceAnalysisEnvironment:
             "search_trace": lambda a: self._loaded().search_trace(str(a["trace_id"]), str(a["pattern"]),
                                                                    regex=bool(a.get("regex", False))),
             "export_evidence_corpus": lambda a: self._loaded().export_evidence_corpus(
-                confined(a.get("directory") or ".", self.output_dir, self.roots), **_filters(a),
+                confined(a.get("directory") or new_folder_name(), self.output_dir, self.roots), **_filters(a),
                 limit=int(a.get("limit", 200))),
         }  # fmt: skip
 
     def _open(self, path: Path) -> TraceStore:
-        self.store = TraceStore.load(path)
+        self.store = TraceStore.load(path, time_left=self.ctx.budget.remaining)
         self.roots = [self.output_dir, self.store.path.parent]
         return self.store
 

@@ -11,7 +11,7 @@ def rlm_register_environments():
             "Find systemic failure modes of agent harnesses in OpenTelemetry trace files, with trace and span ids",
             "rlm_env_traces.environment:TraceAnalysisEnvironment",  # imported only when a run uses it
             aliases=("traces",),
-            requires=("msgspec",),
+            requires=("msgspec", "re2"),
             settings="rlm_env_traces.environment:TraceSettings",  # [environment.trace_analysis]
             context_as_path=True,  # `--context FILE` arrives as its Path, never read into memory
             runs_code=False,  # JSON actions over the index: no sandbox is chosen or started
@@ -21,7 +21,7 @@ def rlm_register_environments():
             "The pure_rlm REPL loop over a trace file: the model's code calls count_traces(), view_trace()…",
             "rlm_env_traces.repl:create",
             aliases=("traces-repl",),
-            requires=("msgspec",),
+            requires=("msgspec", "re2"),
             settings="rlm_env_traces.repl:TraceRLMSettings",
             context_as_path=True,
         ),

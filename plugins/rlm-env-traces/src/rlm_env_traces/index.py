@@ -1,33 +1,45 @@
-"""The sidecar index of a trace file: one streaming pass, then reused while the file's size and mtime hold.
+"""The index of a trace file: one streaming pass, then reused while it is still this file's (``storage``).
 
 For each trace it keeps the byte ranges of the lines holding its spans (adjacent lines merged into one range, so
 a trace written in one piece is one seek and one read) and a summary: spans, error spans, services, models,
-agents, tokens, start and end. Only the index lives in memory, never the file. It is stored as msgpack next to
-the file (``<name>.rlm-index``), or under the user's cache directory when that folder is read-only. Offsets of a
-gzip file count decompressed bytes.
+agents, tokens, start and end. Only the index lives in memory, never the file, and no line past
+``reader.MAX_LINE_BYTES``. It is stored signed next to the file (``<name>.rlm-index``) when that folder is this
+user's alone, else under the user's cache folder; a stored index is used only when signed by this user, bound to
+the file's content and sound (``checks``). Offsets of a gzip file count decompressed bytes.
 """
 
 from __future__ import annotations
 
 import gc
-import gzip
 import hashlib
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import msgspec
 from rlm_host import InputError
 
+from rlm_env_traces import storage
+from rlm_env_traces.checks import problems
+from rlm_env_traces.reader import (GZIP_ERRORS, MAX_LINE_BYTES, MAX_TRACES, TraceLimitError,
+                                   checked_stat, expansion_limit, is_gzip, open_trace_file, read_error,
+                                   skip_rest)  # fmt: skip
+from rlm_env_traces.safefiles import make_private_dirs, replace_file
 from rlm_env_traces.spans import MalformedLine, summaries
 
-INDEX_VERSION = 2
+__all__ = ["TraceEntry", "TraceIndex", "NameSet", "build", "load_or_build", "open_trace_file"]
+
+INDEX_VERSION = 3
 SUFFIX = ".rlm-index"
 #: Malformed line numbers kept for the report (all are counted).
 MALFORMED_LISTED = 20
 #: Files from this size up are indexed by one process per core.
 PARALLEL_BYTES = 32 << 20
+#: A span whose trace id is longer than this is dropped (its line counted malformed).
+MAX_ID_CHARS = 1_024
+#: Service, model and agent names are kept to this many characters.
+NAME_CHARS = 256
 
 
 class TraceEntry(msgspec.Struct, array_like=True, gc=False):
@@ -59,11 +71,14 @@ class NameSet(msgspec.Struct, array_like=True, gc=False):
 
 
 class TraceIndex(msgspec.Struct):
-    """The whole index, as stored in the sidecar file."""
+    """The whole index, as stored: ``data_size`` is the bytes its ranges index (decompressed, for gzip),
+    ``fingerprint`` the trace file's (``storage.fingerprint``)."""
 
     version: int
     size: int
     mtime_ns: int
+    data_size: int
+    fingerprint: str
     lines: int
     spans: int
     malformed: int
@@ -75,33 +90,43 @@ class TraceIndex(msgspec.Struct):
         return self.name_sets[entry.names]
 
 
-def open_trace_file(path: Path) -> IO[bytes]:
-    """The file as bytes, decompressed when it is gzip (checked by its magic number, not its name)."""
-    with path.open("rb") as probe:
-        compressed = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if compressed else path.open("rb")
-
-
-def load_or_build(path: Path, cache_dir: Optional[Path] = None) -> tuple[TraceIndex, Path]:
-    """The index of ``path`` and where it is stored: the stored one if still valid, else built and saved."""
-    stat = _checked_stat(path)
+def load_or_build(path: Path, cache_dir: Optional[Path] = None) -> tuple[TraceIndex, Optional[Path]]:
+    """The index of ``path`` and where it is stored: a stored one if it is still this file's, signed by this user
+    and sound, else built and stored (None as the place when it could be stored nowhere)."""
+    found = checked_stat(path)
+    mark = storage.fingerprint(path, found)
+    compressed = is_gzip(path)
     candidates = [sidecar_path(path), cached_path(path, cache_dir)]
     for candidate in candidates:
-        with _no_gc():
-            index = _read(candidate)
-        if index is not None and (index.size, index.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+        index = _stored(candidate, found, mark, compressed)
+        if index is not None:
             return index, candidate
-    index = build(path, stat)
-    for candidate in candidates:
+    index = build(path, found, mark=mark)
+    sealed = storage.seal(msgspec.msgpack.encode(index))
+    for candidate in candidates if sealed is not None else ():
         try:
-            candidate.parent.mkdir(parents=True, exist_ok=True)
-            temporary = candidate.with_name(candidate.name + f".{os.getpid()}.tmp")
-            temporary.write_bytes(msgspec.msgpack.encode(index))
-            temporary.replace(candidate)
-            return index, candidate
+            if candidate.parent == candidates[-1].parent:
+                make_private_dirs(candidate.parent)
+            return index, replace_file(candidate.parent, candidate.name, sealed)
         except OSError:
-            continue  # a read-only folder: try the cache directory
-    raise InputError(f"cannot store the index of {path} next to it or in {candidates[-1].parent}")
+            continue  # a read-only folder, or one other users can write: try the cache folder
+    return index, None
+
+
+def _stored(candidate: Path, found: os.stat_result, mark: str, compressed: bool) -> Optional[TraceIndex]:
+    """The index stored at ``candidate`` if it passes every check (``storage``'s docstring), else None."""
+    payload = storage.unseal(candidate)
+    if payload is None:
+        return None
+    try:
+        with _no_gc():
+            index = msgspec.msgpack.decode(payload, type=TraceIndex)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if (index.version, index.size, index.mtime_ns, index.fingerprint) != (INDEX_VERSION, found.st_size,
+                                                                          found.st_mtime_ns, mark):  # fmt: skip
+        return None
+    return index if problems(index, found.st_size, compressed) is None else None
 
 
 def sidecar_path(path: Path) -> Path:
@@ -109,38 +134,22 @@ def sidecar_path(path: Path) -> Path:
 
 
 def cached_path(path: Path, cache_dir: Optional[Path] = None) -> Path:
-    """Where the index goes when the file's folder is read-only: a cache folder, named by the file's path."""
+    """Where the index goes when the file's folder is not this user's alone: a cache folder, named by the path."""
     base = cache_dir or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rlm" / "traces"
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return base / f"{path.name}.{digest}{SUFFIX}"
 
 
-def _checked_stat(path: Path) -> os.stat_result:
-    if not path.is_file():
-        raise InputError(f"trace file not found: {path}", hint="give a JSON Lines file of spans or OTLP batches")
-    stat = path.stat()
-    if stat.st_size == 0:
-        raise InputError(f"trace file is empty: {path}", hint="give a JSON Lines file of spans or OTLP batches")
-    return stat
-
-
-def _read(candidate: Path) -> Optional[TraceIndex]:
-    try:
-        index = msgspec.msgpack.decode(candidate.read_bytes(), type=TraceIndex)
-    except (OSError, msgspec.DecodeError):
-        return None
-    return index if index.version == INDEX_VERSION else None
-
-
-def build(path: Path, stat: Optional[os.stat_result] = None, workers: Optional[int] = None) -> TraceIndex:
+def build(path: Path, stat: Optional[os.stat_result] = None, workers: Optional[int] = None,
+          mark: Optional[str] = None) -> TraceIndex:  # fmt: skip
     """One streaming pass over the file, every line read once and only summaries kept. A large uncompressed
     file is cut at line boundaries into one part per core, scanned in parallel, and the parts merged."""
-    stat = stat or _checked_stat(path)
+    stat = stat or checked_stat(path)
+    mark = mark or storage.fingerprint(path, stat)
     workers = workers or os.cpu_count() or 1
-    with open_trace_file(path) as handle:
-        compressed = isinstance(handle, gzip.GzipFile)
+    compressed = is_gzip(path)
     if compressed or workers == 1 or stat.st_size < PARALLEL_BYTES:
-        part = _scan(path, 0, None)
+        part = _scan(path, 0, None, expansion_limit(path, stat.st_size, compressed))
     else:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -149,9 +158,14 @@ def build(path: Path, stat: Optional[os.stat_result] = None, workers: Optional[i
             parts = list(pool.map(_scan_encoded, [path] * (len(bounds) - 1), bounds[:-1], bounds[1:]))
         with _no_gc():
             part = _merge([msgspec.msgpack.decode(p, type=_Part) for p in parts])
+    if part.data_size == 0:
+        raise InputError(f"trace file is empty{' or corrupt' if part.malformed else ''}: {path}",
+                         hint="give a JSON Lines file of spans or OTLP batches (.gz too)")  # fmt: skip
+    if len(part.traces) > MAX_TRACES:
+        raise _too_many_traces(path)
     name_sets = _sorted_names(part)
-    return TraceIndex(INDEX_VERSION, stat.st_size, stat.st_mtime_ns, part.lines, part.spans, part.malformed,
-                      part.malformed_lines[:MALFORMED_LISTED], part.traces, name_sets)  # fmt: skip
+    return TraceIndex(INDEX_VERSION, stat.st_size, stat.st_mtime_ns, part.data_size, mark, part.lines, part.spans,
+                      part.malformed, part.malformed_lines[:MALFORMED_LISTED], part.traces, name_sets)  # fmt: skip
 
 
 def _sorted_names(part: _Part) -> list[NameSet]:
@@ -168,6 +182,7 @@ def _sorted_names(part: _Part) -> list[NameSet]:
 class _Part(msgspec.Struct):
     """The index of a stretch of lines (malformed line numbers counted from its first line)."""
 
+    data_size: int  # bytes scanned
     lines: int
     spans: int
     malformed: int
@@ -184,7 +199,7 @@ class _NameTable:
         self._ids: dict[tuple[tuple[str, ...], ...], int] = {}
 
     def id(self, services: Iterable[str], models: Iterable[str], agents: Iterable[str]) -> int:
-        key = (tuple(sorted(set(services))), tuple(sorted(set(models))), tuple(sorted(set(agents))))
+        key = (_names(services), _names(models), _names(agents))
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self.rows)
@@ -192,20 +207,25 @@ class _NameTable:
         return found
 
 
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({name[:NAME_CHARS] for name in names}))
+
+
 def _line_bounds(path: Path, size: int, parts: int) -> list[int]:
-    """Offsets cutting the file into ``parts`` stretches, each starting at the beginning of a line."""
+    """Offsets cutting the file into ``parts`` stretches, each starting at the beginning of a line (found by
+    reading in chunks: a cut inside a huge line never reads it whole)."""
     bounds = [0]
-    with path.open("rb") as handle:
+    with open_trace_file(path) as handle:
         for number in range(1, parts):
             handle.seek(max(bounds[-1], size * number // parts))
-            handle.readline()
+            skip_rest(handle.readline)
             if handle.tell() < size:
                 bounds.append(handle.tell())
     return sorted(set(bounds)) + [size]
 
 
 def _scan_encoded(path: Path, start: int, end: int) -> bytes:
-    return msgspec.msgpack.encode(_scan(path, start, end))
+    return msgspec.msgpack.encode(_scan(path, start, end, expansion_limit(path, end, False)))
 
 
 @contextmanager
@@ -221,13 +241,18 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _scan(path: Path, start: int, end: Optional[int]) -> _Part:
+def _scan(path: Path, start: int, end: Optional[int], most: int) -> _Part:
     with _no_gc():
-        return _scan_lines(path, start, end)
+        try:
+            return _scan_lines(path, start, end, most)
+        except OSError as exc:
+            raise read_error(path, exc) from None
 
 
-def _scan_lines(path: Path, start: int, end: Optional[int]) -> _Part:
-    """Index the lines from byte ``start`` up to ``end`` (None: the end of the file).
+def _scan_lines(path: Path, start: int, end: Optional[int], most: int) -> _Part:
+    """Index the lines from byte ``start`` up to ``end`` (None: the end of the file), reading at most ``most``
+    bytes. A line over ``MAX_LINE_BYTES`` is skipped in chunks and counted malformed; a corrupt gzip stream ends
+    the scan with one more malformed line; more than ``MAX_TRACES`` traces is a TraceLimitError.
 
     The hot loop of a 1 GB build: each trace's running state is a plain list (cheaper to update than a struct),
     and its (service, model, agent) triples one set, turned into a TraceEntry once at the end."""
@@ -235,13 +260,28 @@ def _scan_lines(path: Path, start: int, end: Optional[int]) -> _Part:
     lines = spans = malformed = 0
     malformed_lines: list[int] = []
     offset = start
+    limit = MAX_LINE_BYTES + 1
     with open_trace_file(path) as handle:
         handle.seek(start)
-        for lines, line in enumerate(handle, 1):
+        readline = handle.readline
+        while True:
+            try:
+                line = readline(limit)
+            except GZIP_ERRORS:
+                line = None  # a corrupt or truncated stream: what came before it stays indexed
+            if not line:
+                if line is None:
+                    lines, malformed = lines + 1, malformed + 1
+                    malformed_lines += [lines][: MALFORMED_LISTED - len(malformed_lines)]
+                break
+            lines += 1
             length = len(line)
             try:
+                if length == limit and line[-1] != 10:  # over-long: skipped, never held whole
+                    length += skip_rest(readline)
+                    raise MalformedLine("longer than the line limit")
                 found = summaries(line)
-            except MalformedLine:
+            except (MalformedLine, *GZIP_ERRORS):
                 found = ()
                 malformed += 1
                 if len(malformed_lines) < MALFORMED_LISTED:
@@ -249,6 +289,12 @@ def _scan_lines(path: Path, start: int, end: Optional[int]) -> _Part:
             for trace_id, error, service, model, agent, input_tokens, output_tokens, begin, finish in found:
                 state = states.get(trace_id)
                 if state is None:
+                    if len(trace_id) > MAX_ID_CHARS:  # not an id: the span is dropped, its line counted malformed
+                        spans, malformed = spans - 1, malformed + 1
+                        malformed_lines += [lines][: MALFORMED_LISTED - len(malformed_lines)]
+                        continue
+                    if len(states) >= MAX_TRACES:
+                        raise _too_many_traces(path)
                     states[trace_id] = [[(offset, length)], 1, error, input_tokens, output_tokens, begin, finish,
                                         {(service, model, agent)}]  # fmt: skip
                     continue
@@ -271,10 +317,17 @@ def _scan_lines(path: Path, start: int, end: Optional[int]) -> _Part:
             offset += length
             if end is not None and offset >= end:
                 break
+            if offset - start > most:
+                raise TraceLimitError(f"{path} decompresses to more than {most:,} bytes",
+                                      hint="decompress it yourself if it really is this large")  # fmt: skip
     table = _NameTable()
     traces = {trace_id: TraceEntry(state[0], state[1], int(state[2]), _names_id(table, state[7]), *state[3:7])
               for trace_id, state in states.items()}  # fmt: skip
-    return _Part(lines, spans, malformed, malformed_lines, traces, table.rows)
+    return _Part(offset - start, lines, spans, malformed, malformed_lines, traces, table.rows)
+
+
+def _too_many_traces(path: Path) -> TraceLimitError:
+    return TraceLimitError(f"{path} holds more than {MAX_TRACES:,} traces", hint="split the file into smaller ones")
 
 
 def _names_id(table: _NameTable, triples: set[tuple[Optional[str], ...]]) -> int:
@@ -295,8 +348,9 @@ def _add_range(ranges: list[tuple[int, int]], offset: int, length: int) -> None:
 def _merge(parts: list[_Part]) -> _Part:
     """The parts of a file, in order, as one: a trace found in several parts has their ranges and sums."""
     table = _NameTable()
-    merged = _Part(0, 0, 0, [], {}, table.rows)
+    merged = _Part(0, 0, 0, 0, [], {}, table.rows)
     for part in parts:
+        merged.data_size += part.data_size
         merged.malformed_lines += [merged.lines + number for number in part.malformed_lines]
         merged.lines, merged.spans, merged.malformed = (merged.lines + part.lines, merged.spans + part.spans,
                                                         merged.malformed + part.malformed)  # fmt: skip

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import secrets
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,3 +28,8 @@ def confined(raw: Any, base: Path, roots: list[Path]) -> Path:
     if not any(path == root or path.is_relative_to(root) for root in roots):
         raise InputError(f"path {raw!r} is outside the allowed folders: {', '.join(map(str, roots))}")
     return path
+
+
+def new_folder_name() -> str:
+    """A fresh name for an export the model did not name (an export always goes to a new folder)."""
+    return time.strftime("export-%Y%m%d-%H%M%S-") + secrets.token_hex(3)

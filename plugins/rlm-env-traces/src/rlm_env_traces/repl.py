@@ -44,7 +44,7 @@ def create(settings: Optional[TraceRLMSettings], ctx: EnvironmentContext) -> Any
     path = trace_path_of(ctx.context, ctx.task)
     inner = ctx
     if path is not None:
-        store = TraceStore.load(path)
+        store = TraceStore.load(path, time_left=ctx.budget.remaining)  # every read bounded by the run's time left
         functions = trace_functions(store, Path(settings.output_dir).expanduser().resolve())
         overview = store.get_overview()
         inner = replace(ctx, context=overview, context_meta=describe_context(overview),

@@ -26,6 +26,8 @@ _KNOWN_CODES = {None: False, 0: False, 1: False, 2: True, "UNSET": False, "OK": 
                 "STATUS_CODE_UNSET": False, "STATUS_CODE_OK": False, "STATUS_CODE_ERROR": True}
 
 Scalar = Union[int, float, str, None]
+TOKENS_CAP = 1 << 31
+NANOS_CAP = 1 << 63
 
 
 class SpanSummary(NamedTuple):
@@ -123,6 +125,8 @@ def summaries(line: bytes) -> list[SpanSummary]:
         if not line.strip():  # a blank line holds nothing, and is no error (checked only here: it costs a copy)
             return []
         raise MalformedLine(str(exc)) from None
+    except RecursionError:
+        raise MalformedLine("nested too deeply") from None
     if parsed.resourceSpans is not None:
         return [summary for group in parsed.resourceSpans for summary in _otlp_summaries(group)]
     if not parsed.trace_id:
@@ -131,7 +135,7 @@ def summaries(line: bytes) -> list[SpanSummary]:
     return [_summary((parsed.trace_id, is_error(parsed.status.code if parsed.status else None),
                         parsed.resource.service if parsed.resource else None,
                         attrs.request_model or attrs.response_model, attrs.agent,
-                        _int(attrs.input_tokens), _int(attrs.output_tokens),
+                        _tokens(attrs.input_tokens), _tokens(attrs.output_tokens),
                         _nanos(parsed.start_time), _nanos(parsed.end_time)))]  # fmt: skip
 
 
@@ -144,8 +148,8 @@ def _otlp_summaries(group: _ResourceSpans) -> list[SpanSummary]:
             attrs = _typed_attributes(span.attributes)
             found.append(_summary((span.traceId.lower(), is_error(span.status.code if span.status else None),
                                      service, attrs.get(MODEL_KEYS[0]) or attrs.get(MODEL_KEYS[1]),
-                                     attrs.get(AGENT_KEY), _int(attrs.get(INPUT_TOKENS_KEY)),
-                                     _int(attrs.get(OUTPUT_TOKENS_KEY)), _nanos(span.startTimeUnixNano),
+                                     attrs.get(AGENT_KEY), _tokens(attrs.get(INPUT_TOKENS_KEY)),
+                                     _tokens(attrs.get(OUTPUT_TOKENS_KEY)), _nanos(span.startTimeUnixNano),
                                      _nanos(span.endTimeUnixNano))))  # fmt: skip
     return found
 
@@ -161,6 +165,8 @@ def spans(line: bytes) -> list[dict[str, Any]]:
         value = _any_decoder.decode(line)
     except msgspec.DecodeError as exc:
         raise MalformedLine(str(exc)) from None
+    except RecursionError:
+        raise MalformedLine("nested too deeply") from None
     if isinstance(value, dict) and isinstance(value.get("resourceSpans"), list):
         return [flat for group in value["resourceSpans"] if isinstance(group, dict) for flat in _flatten_otlp(group)]
     if isinstance(value, dict) and value.get("trace_id"):
@@ -209,7 +215,7 @@ def _summary_of(span: dict[str, Any]) -> SpanSummary:
     status = span.get("status") if isinstance(span.get("status"), dict) else {}
     return _summary((str(span["trace_id"]), is_error(status.get("code")), _text(resource.get(SERVICE_KEY)),
                        _text(attrs.get(MODEL_KEYS[0]) or attrs.get(MODEL_KEYS[1])), _text(attrs.get(AGENT_KEY)),
-                       _int(attrs.get(INPUT_TOKENS_KEY)), _int(attrs.get(OUTPUT_TOKENS_KEY)),
+                       _tokens(attrs.get(INPUT_TOKENS_KEY)), _tokens(attrs.get(OUTPUT_TOKENS_KEY)),
                        _nanos(span.get("start_time")), _nanos(span.get("end_time"))))  # fmt: skip
 
 
@@ -231,22 +237,30 @@ def _int(value: Any) -> int:
         return value
     try:
         return int(value) if value is not None else 0
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
+def _tokens(value: Any) -> int:
+    """A token count as the index keeps it: 0 up to 2**31 (a line cannot make a trace's sums overflow)."""
+    count = value if type(value) is int else _int(value)
+    return count if 0 <= count <= TOKENS_CAP else (TOKENS_CAP if count > 0 else 0)
+
+
 def _nanos(value: Any) -> Optional[int]:
-    """Unix nanoseconds from an integer, a decimal string (OTLP) or an ISO 8601 timestamp."""
-    if type(value) is int:  # the common case first: this runs twice per span of a 1 GB index build
+    """Unix nanoseconds from an integer, a decimal string (OTLP) or an ISO 8601 timestamp; None when there is
+    none, or it does not fit 64 bits."""
+    if type(value) is int and -NANOS_CAP <= value < NANOS_CAP:  # the common case first: twice per span of a build
         return value
     if value is None or isinstance(value, bool):
         return None
-    if isinstance(value, float):
-        return int(value)
-    text = str(value).strip()
-    if text.isdigit():
-        return int(text)
     try:
-        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1_000_000_000)
-    except ValueError:
+        if isinstance(value, (int, float)):
+            found = int(value)
+        else:
+            text = str(value).strip()[:64]
+            found = int(text) if text.isdigit() else int(datetime.fromisoformat(text.replace("Z", "+00:00"))
+                                                          .timestamp() * 1_000_000_000)  # fmt: skip
+    except (ValueError, OverflowError, TypeError):
         return None
+    return found if -NANOS_CAP <= found < NANOS_CAP else None

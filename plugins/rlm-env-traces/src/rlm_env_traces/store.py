@@ -1,46 +1,64 @@
-"""``TraceStore``: the read-only query API over a trace file and its sidecar index (the seeds' operations).
+"""``TraceStore``: the read-only query API over a trace file and its index (the seeds' operations).
 
 Every answer is plain JSON-able data, so the environment, the CLI and a REPL show the same thing. Queries read
-only the index; ``view_trace``, ``view_spans`` and ``search_trace`` seek to a trace's byte ranges and read those
-lines alone, never the rest of the file.
+only the index; ``view_trace``, ``view_spans`` and ``search_trace`` seek to a trace's byte ranges and stream those
+lines alone. Every answer has a size cap and every read a deadline, whatever the index or the file says: the
+index is checked data, the file untrusted input, and the arguments come from a model.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
-from rlm_host import InputError, truncate
+from rlm_host import InputError
 
-from rlm_env_traces.index import TraceEntry, TraceIndex, load_or_build, open_trace_file
+from rlm_env_traces.index import TraceEntry, TraceIndex, load_or_build
+from rlm_env_traces.matcher import compile_pattern
+from rlm_env_traces.reader import GZIP_ERRORS, TraceLimitError, open_trace_file, range_lines, read_error
 from rlm_env_traces.spans import MalformedLine, spans
+from rlm_env_traces.views import SPAN_ATTRIBUTE_CHARS, capped, dumps, fitted, short, status_of, trace_id_of
+
+__all__ = ["TraceStore", "VIEW_TRACE_CHARS", "SPAN_ATTRIBUTE_CHARS"]
 
 #: ``view_trace`` answers at most this many characters; a larger trace gets a diagnostic instead.
 VIEW_TRACE_CHARS = 150_000
-#: ``view_spans`` cuts each attribute value to this many characters.
-SPAN_ATTRIBUTE_CHARS = 16_384
+#: ``view_spans``: span ids per call, characters per answer.
+VIEW_SPANS_IDS = 200
+VIEW_SPANS_CHARS = 300_000
+#: Spans listed by an oversized ``view_trace``.
+LISTED_SPANS = 500
 SAMPLE_IDS = 5
 SEARCH_MATCHES = 50
 SNIPPET_CHARS = 240
+MAX_QUERY_LIMIT = 1_000
+MAX_EXPORT_TRACES = 1_000
+#: Time limits (seconds), each also bounded by the run's time left (``time_left``).
+SEARCH_SECONDS = 10.0
+READ_SECONDS = 60.0
+EXPORT_SECONDS = 300.0
 
 
 class TraceStore:
-    """Read-only queries over one trace file. ``TraceStore.load(path)`` builds or reuses its sidecar index."""
+    """Read-only queries over one trace file. ``TraceStore.load(path)`` builds or reuses its index;
+    ``time_left`` (seconds, e.g. the run's ``budget.remaining``) bounds every read's deadline."""
 
-    def __init__(self, path: Path, index: TraceIndex, index_path: Path) -> None:
+    def __init__(self, path: Path, index: TraceIndex, index_path: Optional[Path],
+                 time_left: Optional[Callable[[], float]] = None) -> None:  # fmt: skip
         self.path = path
         self.index = index
         self.index_path = index_path
+        self.time_left = time_left
         self._overview: Optional[dict[str, Any]] = None
 
     @classmethod
-    def load(cls, trace_path: str | Path, cache_dir: Optional[Path] = None) -> "TraceStore":
+    def load(cls, trace_path: str | Path, cache_dir: Optional[Path] = None,
+             time_left: Optional[Callable[[], float]] = None) -> "TraceStore":  # fmt: skip
         path = Path(trace_path).expanduser().resolve()
         index, index_path = load_or_build(path, cache_dir)
-        return cls(path, index, index_path)
+        return cls(path, index, index_path, time_left)
 
     # ------------------------------------------------------------------ the index alone
 
@@ -72,7 +90,8 @@ class TraceStore:
                      offset: int = 0) -> dict[str, Any]:  # fmt: skip
         """A page of trace summaries matching every filter given, in file order, with the total."""
         matching = list(self._matching(has_errors, model, service, agent))
-        page = matching[max(0, offset): max(0, offset) + max(0, limit)]
+        limit, offset = min(max(0, int(limit)), MAX_QUERY_LIMIT), max(0, int(offset))
+        page = matching[offset: offset + limit]
         return {"total": len(matching), "offset": offset, "limit": limit,
                 "traces": [self.summary(trace_id, entry) for trace_id, entry in page]}  # fmt: skip
 
@@ -102,78 +121,127 @@ class TraceStore:
 
     # ------------------------------------------------------------------ reading a trace's lines
 
+    def iter_spans(self, trace_id: str, deadline: Optional[float] = None) -> Iterator[dict[str, Any]]:
+        """The flat spans of one trace, streamed from its byte ranges only, no line past the line limit and none
+        after ``deadline`` (a ``time.monotonic()`` value: past it, a TraceLimitError)."""
+        key, entry = self._entry(trace_id)
+        deadline = self._deadline(READ_SECONDS) if deadline is None else deadline
+        try:
+            with open_trace_file(self.path) as handle:
+                for offset, length in entry.ranges:
+                    for line in range_lines(handle, offset, length, self.index.data_size):
+                        if time.monotonic() > deadline:
+                            raise TraceLimitError(f"reading trace {short(key)} went past its time limit")
+                        try:
+                            found = spans(line)
+                        except MalformedLine:
+                            continue  # counted by the index already
+                        yield from (span for span in found if trace_id_of(span) == key)
+        except (OSError, *GZIP_ERRORS) as exc:
+            raise read_error(self.path, exc) from None
+
     def trace_spans(self, trace_id: str) -> list[dict[str, Any]]:
-        """The flat spans of one trace, read from its byte ranges only."""
-        trace_id, entry = self._entry(trace_id)
-        found = []
-        with open_trace_file(self.path) as handle:
-            for offset, length in entry.ranges:
-                handle.seek(offset)
-                for line in handle.read(length).splitlines():
-                    try:
-                        found += [span for span in spans(line) if span.get("trace_id") == trace_id]
-                    except MalformedLine:
-                        continue  # counted by the index already
-        return found
+        """The flat spans of one trace as a list (``iter_spans``, for a trace known to be small)."""
+        return list(self.iter_spans(trace_id))
 
     def view_trace(self, trace_id: str) -> dict[str, Any]:
         """All spans of a trace; past 150,000 characters, a diagnostic listing its spans instead of a cut."""
-        found = self.trace_spans(trace_id)
-        text = json.dumps(found, ensure_ascii=False, default=str)
-        if len(text) <= VIEW_TRACE_CHARS:
-            return {"trace_id": trace_id, "spans": found}
-        listing = [{"span_id": s.get("span_id"), "name": s.get("name"), "status": (s.get("status") or {}).get("code"),
-                    "chars": len(json.dumps(s, default=str))} for s in found]  # fmt: skip
-        return {"trace_id": trace_id, "oversized": True, "chars": len(text), "limit": VIEW_TRACE_CHARS,
-                "span_count": len(found), "spans": listing[:500],
-                "hint": "view_spans with some span_ids, or search_trace with a pattern"}  # fmt: skip
+        key, _ = self._entry(trace_id)
+        kept: Optional[list[dict[str, Any]]] = []
+        listing: list[dict[str, Any]] = []
+        chars = count = 0
+        for span in self.iter_spans(key):
+            text = dumps(span)
+            count, chars = count + 1, chars + len(text) + 2
+            if kept is not None and chars <= VIEW_TRACE_CHARS:
+                kept.append(capped(span, None))
+            else:
+                kept = None
+            if len(listing) < LISTED_SPANS:
+                listing.append({"span_id": short(span.get("span_id")), "name": short(span.get("name")),
+                                "status": short(status_of(span).get("code")), "chars": len(text)})  # fmt: skip
+        if kept is not None:
+            return {"trace_id": key, "spans": kept}
+        return {"trace_id": key, "oversized": True, "chars": chars, "limit": VIEW_TRACE_CHARS, "span_count": count,
+                "spans": listing, "hint": "view_spans with some span_ids, or search_trace with a pattern"}  # fmt: skip
 
     def view_spans(self, trace_id: str, span_ids: list[str]) -> dict[str, Any]:
-        """The named spans of a trace, each attribute value cut to 16,384 characters; ids not found listed."""
+        """The named spans of a trace, each attribute value cut to 16,384 characters (less when they would not
+        fit), 300,000 characters in all; ids not found listed, spans that did not fit named."""
+        if len(span_ids) > VIEW_SPANS_IDS:
+            raise InputError(f"{len(span_ids):,} span ids asked for; at most {VIEW_SPANS_IDS} per call")
         wanted = {str(span_id).lower() for span_id in span_ids}
-        found = [_capped(span) for span in self.trace_spans(trace_id) if str(span.get("span_id", "")).lower() in wanted]
-        missing = sorted(wanted - {str(span.get("span_id", "")).lower() for span in found})
-        return {"trace_id": trace_id, "spans": found, "missing_span_ids": missing}
+        key, _ = self._entry(trace_id)
+        found: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        omitted: list[str] = []
+        room = VIEW_SPANS_CHARS
+        for span in self.iter_spans(key):
+            span_id = str(span.get("span_id", "")).lower()
+            if span_id not in wanted:
+                continue
+            seen.add(span_id)
+            shown = fitted(span, room)
+            if shown is None:
+                omitted.append(span_id)
+                continue
+            found.append(shown[0])
+            room -= shown[1]
+        result = {"trace_id": key, "spans": found, "missing_span_ids": sorted(wanted - seen)}
+        if omitted:
+            result.update(omitted_span_ids=omitted, hint="too large to show together: ask for fewer spans")
+        return result
 
-    def search_trace(self, trace_id: str, pattern: str, regex: bool = False) -> dict[str, Any]:
-        """The spans of a trace whose JSON contains ``pattern`` (a substring, or a regex with ``regex=True``)."""
+    def search_trace(self, trace_id: str, pattern: str, regex: bool = False,
+                     timeout: Optional[float] = None) -> dict[str, Any]:  # fmt: skip
+        """The spans of a trace whose JSON contains ``pattern`` (a substring, or an RE2 regex with ``regex=True``),
+        case-insensitive, within ``timeout`` seconds (at most ``SEARCH_SECONDS``, and the run's time left)."""
+        search = compile_pattern(str(pattern), bool(regex))
+        key, _ = self._entry(trace_id)
+        seconds = SEARCH_SECONDS if timeout is None else max(0.0, min(SEARCH_SECONDS, timeout))
+        started, deadline = time.monotonic(), self._deadline(seconds)
+        matches: list[dict[str, Any]] = []
+        searched = count = 0
         try:
-            matcher = re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE)
-        except re.error as exc:
-            raise InputError(f"bad regex {pattern!r}: {exc}") from None
-        matches = []
-        for span in self.trace_spans(trace_id):
-            text = json.dumps(span, ensure_ascii=False, default=str)
-            hit = matcher.search(text)
-            if hit:
-                start = max(0, hit.start() - SNIPPET_CHARS // 2)
-                matches.append({"span_id": span.get("span_id"), "name": span.get("name"),
-                                "snippet": text[start: start + SNIPPET_CHARS]})  # fmt: skip
-        return {"trace_id": trace_id, "pattern": pattern, "regex": regex, "match_count": len(matches),
-                "matches": matches[:SEARCH_MATCHES]}  # fmt: skip
+            for span in self.iter_spans(key, deadline):
+                text = dumps(span)
+                hit = search(text)
+                searched += 1
+                if hit is not None:
+                    count += 1
+                    if len(matches) < SEARCH_MATCHES:
+                        start = max(0, hit[0] - SNIPPET_CHARS // 2)
+                        matches.append({"span_id": short(span.get("span_id")), "name": short(span.get("name")),
+                                        "snippet": text[start: start + SNIPPET_CHARS]})  # fmt: skip
+                if time.monotonic() > deadline:
+                    raise TraceLimitError("past the deadline")
+        except TraceLimitError:
+            raise TraceLimitError(f"search_trace stopped at its time limit after {time.monotonic() - started:.1f}s: "
+                                  f"{searched} spans searched, {count} matched so far",
+                                  hint="search for a plain substring, or a narrower pattern") from None  # fmt: skip
+        return {"trace_id": key, "pattern": pattern, "regex": regex, "match_count": count, "matches": matches}
 
     def export_evidence_corpus(self, directory: str | Path, has_errors: Optional[bool] = None,
                                model: Optional[str] = None, service: Optional[str] = None,
                                agent: Optional[str] = None, limit: int = 200) -> dict[str, Any]:  # fmt: skip
-        """Write ``traces.jsonl`` (the selected traces' spans) and ``summary.md`` into ``directory``."""
+        """Write ``traces.jsonl`` (the selected traces' spans) and ``summary.md`` into ``directory``: a new folder,
+        or an existing empty one (``evidence.write_corpus``)."""
         from rlm_env_traces.evidence import write_corpus
 
-        selected = list(self._matching(has_errors, model, service, agent))[: max(0, limit)]
+        limit = min(max(0, int(limit)), MAX_EXPORT_TRACES)
+        selected = list(self._matching(has_errors, model, service, agent))[:limit]
         filters = {"has_errors": has_errors, "model": model, "service": service, "agent": agent}
-        return write_corpus(self, Path(directory), selected, {k: v for k, v in filters.items() if v is not None})
+        return write_corpus(self, Path(directory), selected, {k: v for k, v in filters.items() if v is not None},
+                            self._deadline(EXPORT_SECONDS))  # fmt: skip
+
+    def _deadline(self, seconds: float) -> float:
+        """A ``time.monotonic()`` deadline ``seconds`` away, sooner when the run has less time left."""
+        left = self.time_left() if self.time_left is not None else seconds
+        return time.monotonic() + max(0.0, min(seconds, left))
 
     def _entry(self, trace_id: str) -> tuple[str, TraceEntry]:
         """The trace's id as indexed (OTLP's hex ids are lower-cased) and its entry; InputError if unknown."""
         for key in (str(trace_id), str(trace_id).lower()):
             if key in self.index.traces:
                 return key, self.index.traces[key]
-        raise InputError(f"no trace {trace_id!r} in {self.path.name}", hint="query_traces lists trace ids")
-
-
-def _capped(span: dict[str, Any]) -> dict[str, Any]:
-    attributes = span.get("attributes")
-    if not isinstance(attributes, dict):
-        return span
-    capped = {key: truncate(value, SPAN_ATTRIBUTE_CHARS) if isinstance(value, str) else value
-              for key, value in attributes.items()}  # fmt: skip
-    return {**span, "attributes": capped}
+        raise InputError(f"no trace {short(trace_id)!r} in {self.path.name}", hint="query_traces lists trace ids")
