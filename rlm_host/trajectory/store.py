@@ -378,6 +378,10 @@ class RunStore:
                 reason = _reason(exc)
                 if not strict:
                     continue
+                if not events:  # not one valid event before it: not a run's record at all
+                    raise CorruptTrajectoryError(f"{path} is not a trajectory: line {number} is not a run event "
+                                                 f"({reason})", hint="give a run id or a .jsonl file that "
+                                                 "rlm run wrote (rlm runs list shows them)") from exc  # fmt: skip
                 if index == len(lines) - 1:
                     _warn("truncated last line skipped", path=str(path), line=number, why="the run was probably killed")
                     continue
