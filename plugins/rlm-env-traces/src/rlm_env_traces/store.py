@@ -19,7 +19,8 @@ from rlm_env_traces.index import TraceEntry, TraceIndex, load_or_build
 from rlm_env_traces.matcher import compile_pattern
 from rlm_env_traces.reader import GZIP_ERRORS, TraceLimitError, open_trace_file, range_lines, read_error
 from rlm_env_traces.spans import MalformedLine, spans
-from rlm_env_traces.views import SPAN_ATTRIBUTE_CHARS, capped, dumps, fitted, short, status_of, trace_id_of
+from rlm_env_traces.views import (SPAN_ATTRIBUTE_CHARS, capped, dumps, fitted, shallow, short, status_of,
+                                  trace_id_of)
 
 __all__ = ["TraceStore", "VIEW_TRACE_CHARS", "SPAN_ATTRIBUTE_CHARS"]
 
@@ -154,7 +155,7 @@ class TraceStore:
             text = dumps(span)
             count, chars = count + 1, chars + len(text) + 2
             if kept is not None and chars <= VIEW_TRACE_CHARS:
-                kept.append(capped(span, None))
+                kept.append(span if shallow(text) else capped(span, None))
             else:
                 kept = None
             if len(listing) < LISTED_SPANS:

@@ -40,6 +40,11 @@ def capped(value: Any, chars: Optional[int] = SPAN_ATTRIBUTE_CHARS, items: int =
     return value
 
 
+def shallow(text: str) -> bool:
+    """Whether a span's JSON text cannot nest past ``MAX_DEPTH`` (fewer openers than that, strings included)."""
+    return text.count("{") + text.count("[") <= MAX_DEPTH
+
+
 def dumps(span: Any) -> str:
     """The span as JSON text (nesting cut first when it is too deep for ``json``)."""
     try:
