@@ -51,7 +51,9 @@ def test_run_oolong_style_builds_contexts_from_generators_and_scores_real_answer
     expected = {c.case_id: c.expected for c in summary.cases}
     assert expected["oolong_count_32k"] == 147 and expected["oolong_compare_128k"] == "less common than"
     assert summary.model == "scripted:oolong.json" and summary.sandbox == "process"
-    assert "✓ oolong_count_32k" in err and "4/4" in err  # progress on stderr
+    # progress on stderr: the mark follows the score (partly right, right, wrong), not only "it ran"
+    assert "◐ oolong_count_32k  completed  score 0.562" in err and "✓ oolong_most_common_128k" in err
+    assert "✗ oolong_compare_128k  completed  score 0.000" in err and "4/4" in err
     assert Path(work / ".rlm" / "benchmarks" / f"{summary.benchmark_id}.json").is_file()
 
 
@@ -60,7 +62,7 @@ def test_run_an_external_pack_in_direct_llm_mode_with_a_limit(cli, work):
     code, out, err = cli("bench", "run", "--pack", str(DATA / "evals.yaml"), "--mode", "direct-llm",
                          "--model", "scripted:direct.json", "--limit", "2")  # fmt: skip
     assert code == 0, err
-    assert "accuracy 50.0% (1/2 correct)" in out and "capital_velmora" in out and "structured" not in out
+    assert "mean score 0.500 · correct 1/2 (full score)" in out and "capital_velmora" in out and "structured" not in out
 
 
 def test_interrupted_run_resumes_from_the_cli(cli, work, monkeypatch):

@@ -107,7 +107,8 @@ def test_table_csv_and_markdown_exports(cli, benchmarks, isolated_env):
     code, out, _ = cli("leaderboard", "--metric", "tokens")
     lines = out.splitlines()
     assert code == 0 and lines[0] == "ranked by tokens (lower is better)" and lines[1].split()[:3] == ["#", "BENCHMARK", "PRESET"]
-    assert len(lines) == 5 and all(i in out for i in ids.values())
+    assert len(lines) == 8 and all(i in out for i in ids.values())
+    assert lines[1].split()[8] == "SCORE" and lines[-2].startswith("SCORE mean score") and lines[-1].startswith("EFF ")
     code, out, _ = cli("leaderboard", "--csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["rank"] for r in rows] == ["1", "2", "3"] and rows[0]["benchmark_id"] == ids["good"]

@@ -25,7 +25,7 @@ def _home(ctx: typer.Context) -> Path:
     return command_settings(ctx).home
 
 
-@app.command("list")
+@app.command("list", short_help="List the benchmark presets: cases, source, description.")
 def list_presets(
     ctx: typer.Context,
     pack: Optional[List[Path]] = typer.Option(None, "--pack", help="Also list the presets of this YAML/JSON/JSONL file."),
@@ -49,7 +49,7 @@ def list_presets(
         typer.echo(f"{p.name:<24} {len(p.cases):>5}  {source:<10} {p.description}")
 
 
-@app.command("run")
+@app.command("run", short_help="Run a preset, score every answer, save a summary (resumable).")
 def run(
     ctx: typer.Context,
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Preset to run (`rlm bench list`)."),
@@ -148,10 +148,15 @@ class _Progress:
             self.bar.console.print(f"resuming: {done} of {total} cases already finished")
 
     def case(self, result: Any, done: int, total: int) -> None:
-        mark = {"completed": "✓", "incomplete": "…", "error": "✗"}[result.status]
-        score = "-" if result.score is None else f"{result.score:.2f}"
-        self.bar.console.print(f"{mark} {result.case_id}  score {score}  steps {result.steps}  "
-                               f"tokens {result.tokens.total:,}  {result.duration_s:.1f}s", highlight=False)  # fmt: skip
+        from rich.text import Text
+
+        from rlm_bench.labels import mark, score_text
+
+        sign, colour = mark(result)
+        line = Text(sign, style=colour)
+        line.append(f" {result.case_id}  {result.status}  score {score_text(result.score)}  steps {result.steps}  "
+                    f"tokens {result.tokens.total:,}  {result.duration_s:.1f}s")  # fmt: skip
+        self.bar.console.print(line, highlight=False)
         self.bar.update(self.task, completed=done)
 
     def stop(self) -> None:
@@ -159,7 +164,7 @@ class _Progress:
 
 
 def _print_side_by_side(summaries: list[Any], as_json: bool) -> None:
-    """One preset through several frameworks: a row each (accuracy, reward, tokens, cost, time, steps)."""
+    """One preset through several frameworks: a row each (mean score, correct, reward, tokens, cost, time, steps)."""
     rows = [{"framework": s.framework or "native", "benchmark_id": s.benchmark_id,
              "accuracy": s.metrics.accuracy, "correct": s.metrics.correct, "scored": s.metrics.scored,
              "completed": s.metrics.completed, "cases": s.metrics.cases, "avg_reward": s.metrics.avg_reward,
@@ -170,32 +175,30 @@ def _print_side_by_side(summaries: list[Any], as_json: bool) -> None:
         typer.echo(json.dumps({"preset": summaries[0].preset, "frameworks": rows}, indent=2))
         return
     typer.echo(f"preset {summaries[0].preset} through {len(rows)} frameworks")
-    typer.echo(f"{'FRAMEWORK':<14} {'ACCURACY':>9} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} {'TOKENS':>9} "
+    typer.echo(f"{'FRAMEWORK':<14} {'MEAN SCORE':>10} {'CORRECT':>7} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} {'TOKENS':>9} "
                f"{'COST':>9} {'SECONDS':>8}  BENCHMARK")  # fmt: skip
     for row in rows:
-        accuracy = "-" if row["accuracy"] is None else f"{100 * row['accuracy']:.1f}%"
+        score = "-" if row["accuracy"] is None else f"{row['accuracy']:.3f}"
+        correct = f"{row['correct']}/{row['scored']}"
         cost = "-" if row["cost"] is None else f"${row['cost']:.4f}"
-        typer.echo(f"{row['framework']:<14} {accuracy:>9} {row['completed']:>2}/{row['cases']:<3} "
+        typer.echo(f"{row['framework']:<14} {score:>10} {correct:>7} {row['completed']:>2}/{row['cases']:<3} "
                    f"{row['avg_reward']:>7.3f} {row['avg_steps']:>6.2f} {row['tokens']:>9,} {cost:>9} "
                    f"{row['seconds']:>8.2f}  {row['benchmark_id']}")  # fmt: skip
 
 
 def _print_overview(summary: Any) -> None:
-    m = summary.metrics
-    accuracy = "-" if m.accuracy is None else f"{100 * m.accuracy:.1f}%"
+    from rlm_bench.labels import MARK_LEGEND, mark, overall_line, score_text
+
     typer.echo(f"benchmark {summary.benchmark_id}  preset {summary.preset}  mode {summary.mode}  model {summary.model}")
-    typer.echo(f"{'CASE':<30} {'STATUS':<11} {'SCORE':>6} {'STEPS':>5} {'TOKENS':>9} {'SECONDS':>8}")
+    typer.echo(f"  {'CASE':<30} {'STATUS':<11} {'SCORE':>6} {'STEPS':>5} {'TOKENS':>9} {'SECONDS':>8}")
     for c in summary.cases:
-        score = "-" if c.score is None else f"{c.score:.3f}"
-        typer.echo(f"{c.case_id:<30} {c.status:<11} {score:>6} {c.steps:>5} {c.tokens.total:>9,} {c.duration_s:>8.2f}")
-    typer.echo(
-        f"accuracy {accuracy} ({m.correct}/{m.scored} correct) · completion {m.completed}/{m.cases} · "
-        f"avg reward {m.avg_reward:.3f} · avg steps {m.avg_steps:.2f} · tokens {m.tokens.total:,} · "
-        f"latency p50/p95/p99 {m.latency_s.p50:.2f}/{m.latency_s.p95:.2f}/{m.latency_s.p99:.2f} s"
-    )
+        typer.echo(f"{mark(c)[0]} {c.case_id:<30} {c.status:<11} {score_text(c.score):>6} {c.steps:>5} "
+                   f"{c.tokens.total:>9,} {c.duration_s:>8.2f}")  # fmt: skip
+    typer.echo(overall_line(summary.metrics))
+    typer.echo(f"({MARK_LEGEND}; mean score: the mean of the case scores, each 0-1)")
 
 
-@app.command("compare")
+@app.command("compare", short_help="Gate a benchmark against a baseline; exit 1 on a regression.")
 def compare(
     ctx: typer.Context,
     candidate: str = typer.Argument(..., help="Candidate: an id, a unique prefix, latest, previous or a path."),
@@ -203,7 +206,8 @@ def compare(
     min_reward_delta: float = typer.Option(0.0, "--min-reward-delta", help="Gate: avg reward delta ≥ this."),
     min_completion_delta: float = typer.Option(0.0, "--min-completion-delta", help="Gate: completion rate delta ≥ this."),
     max_steps_increase: float = typer.Option(0.0, "--max-steps-increase", help="Gate: avg steps increase ≤ this."),
-    min_accuracy_delta: float = typer.Option(0.0, "--min-accuracy-delta", help="Gate: accuracy delta ≥ this."),
+    min_accuracy_delta: float = typer.Option(0.0, "--min-accuracy-delta", "--min-score-delta",
+                                             help="Gate: mean score (accuracy) delta ≥ this."),
     allow_regressions: bool = typer.Option(
         False, "--allow-completion-regressions", help="Do not gate on cases that stop completing."
     ),
@@ -231,54 +235,59 @@ def compare(
         raise typer.Exit(EXIT_GATE_FAILED)
 
 
-@app.command("report")
+@app.command("report", short_help="A benchmark's report: markdown, csv, json or an HTML page.")
 def report(
     ctx: typer.Context,
     benchmarks: Optional[List[str]] = typer.Argument(
-        None, help="An id, a unique prefix, latest, previous or a path (default: latest); several with --format html."
-    ),
+        None, help="An id, a unique prefix, latest, previous or a path (default: latest); several only with "
+        "--format html (overlaid)."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown, csv, json or html."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Add a comparison with this benchmark."),
     output: Optional[Path] = typer.Option(
-        None, "--output", "-o", help="Write to this file instead of stdout (html: default next to the summary)."
-    ),
+        None, "--output", "-o", help="Write to this file instead of stdout (html in a terminal without --output: "
+        "written next to the summary, its path printed)."),
 ) -> None:
     """A benchmark's report in markdown, csv or json (with a comparison when --baseline is given), or a
-    self-contained HTML page with charts (several benchmarks are overlaid, by mode and model)."""
+    self-contained HTML page with charts (several benchmarks are overlaid, by mode and model). The report goes
+    to stdout (so `> report.html` works) unless --output is given; only an HTML report asked for in a terminal
+    without --output is saved next to the summary instead."""
     from rlm_bench.compare import compare as run_compare
     from rlm_bench.report import FORMATS, render
+    from rlm_bench.store import BenchStore, load_summary
 
     refs = list(benchmarks or ["latest"])
     if fmt not in (*FORMATS, "md", "html"):
-        raise RlmError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join((*FORMATS, "html")))
-    from rlm_bench.store import BenchStore, load_summary
-
+        raise InputError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join((*FORMATS, "html")))
+    if fmt != "html" and len(refs) > 1:
+        raise InputError(f"{fmt} reports cover one benchmark, got {len(refs)}",
+                         hint="use --baseline to compare two, or --format html to overlay several")  # fmt: skip
     store = BenchStore(_home(ctx))
     if fmt == "html":
         from rlm_bench.html_report import render_html
 
         paths = [store.resolve(ref) for ref in refs] + ([store.resolve(baseline)] if baseline else [])
-        summaries = [load_summary(p) for p in paths]
-        if output is None:
+        text = render_html([load_summary(p) for p in paths])
+        if output is None and _stdout_is_terminal():
             extra = f"+{len(paths) - 1}" if len(paths) > 1 else ""
             output = paths[0].with_name(f"{paths[0].stem}{extra}.html")
-        output.write_text(render_html(summaries), encoding="utf-8")
-        typer.echo(f"report: {output}", err=True)
-        return
-    if len(refs) > 1:
-        raise RlmError(f"{fmt} reports cover one benchmark, got {len(refs)}",
-                       hint="use --baseline to compare two, or --format html to overlay several")  # fmt: skip
-    summary = store.load(refs[0])
-    base = store.load(baseline) if baseline else None
-    text = render(summary, fmt, run_compare(summary, base) if base else None, base)
-    if output:
-        output.write_text(text, encoding="utf-8")
-        typer.echo(f"report: {output}", err=True)
     else:
+        summary = store.load(refs[0])
+        base = store.load(baseline) if baseline else None
+        text = render(summary, fmt, run_compare(summary, base) if base else None, base)
+    if output is None:
         typer.echo(text, nl=False)
+        return
+    output.write_text(text, encoding="utf-8")
+    typer.echo(f"report: {output}", err=True)
 
 
-@app.command("judge")
+def _stdout_is_terminal() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
+
+
+@app.command("judge", short_help="Judge predictions with an LLM (yes/no); resumable.")
 def judge(
     ctx: typer.Context,
     predictions: Path = typer.Argument(..., help="JSONL of predictions with question_id and hypothesis/prediction."),

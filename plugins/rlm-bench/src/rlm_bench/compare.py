@@ -1,6 +1,7 @@
 """Comparing two benchmarks with CI gates: ``rlm bench compare CANDIDATE BASELINE`` exits 1 when a gate fails.
 
-The seeds' four gates, on the summaries' overall metrics, plus an accuracy gate:
+The seeds' four gates, on the summaries' overall metrics, plus an accuracy gate (on the mean score, the
+summary's ``accuracy`` field):
 
 | gate | passes when | default |
 | --- | --- | --- |
@@ -8,7 +9,7 @@ The seeds' four gates, on the summaries' overall metrics, plus an accuracy gate:
 | ``completion`` | completion_rate delta ≥ ``min_completion_delta`` | 0.0 |
 | ``steps`` | avg_steps increase ≤ ``max_steps_increase`` | 0.0 |
 | ``completion_regressions`` | no case completes in the baseline but not in the candidate | on |
-| ``accuracy`` | accuracy delta ≥ ``min_accuracy_delta`` (see below) | 0.0 |
+| ``accuracy`` | mean score delta ≥ ``min_accuracy_delta`` (see below) | 0.0 |
 
 The accuracy gate fails when the baseline has scored cases and the candidate none, and is not enforced when the
 baseline has none. ``fail_on_completion_regression=False`` turns the regressions gate off.
@@ -146,7 +147,7 @@ def compare(candidate: BenchmarkSummary, baseline: BenchmarkSummary, gates: Opti
 
 
 def _accuracy_gate(accuracy: MetricDelta, threshold: float) -> GateResult:
-    rule = "accuracy delta ≥ threshold"
+    rule = "mean score delta ≥ threshold"
     if accuracy.baseline is None:
         return GateResult(name="accuracy", passed=True, value=accuracy.delta, threshold=threshold,
                           rule="no scored cases in the baseline: not enforced")  # fmt: skip

@@ -14,7 +14,7 @@ def rlm_register_commands() -> list[CommandSpec]:
     return [
         CommandSpec("bench", "Benchmarks with real data and answers: run presets, compare, report.",
                     "rlm_bench.bench_cmd:app"),
-        CommandSpec("leaderboard", "Rank saved benchmarks by accuracy, reward, cost, tokens, …",
+        CommandSpec("leaderboard", "Rank saved benchmarks by mean score, reward, cost, tokens, …",
                     "rlm_bench.leaderboard_cmd:app"),
     ]  # fmt: skip
 

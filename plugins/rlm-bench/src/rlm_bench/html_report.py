@@ -3,7 +3,7 @@
 One file with no external resource (no script, no web font, no remote image; a Content-Security-Policy forbids
 any fetch): inline CSS, and SVG charts drawn here in Python:
 
-- accuracy against context length: one series per (mode, model), one point per distinct ``context_tokens`` of
+- mean score against context length: one series per (mode, model), one point per distinct ``context_tokens`` of
   the series' scored cases (the mean score of the cases of that length);
 - cost against context length (the mean case cost per length), or tokens when some case has no cost (or
   every cost is zero);
@@ -172,12 +172,12 @@ def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tu
 
 # --- tables -------------------------------------------------------------------------------------------------
 
-_AGG_HEAD = ("cases", "accuracy", "correct/scored", "completion", "errors", "avg reward", "avg steps", "avg tokens",
+_AGG_HEAD = ("cases", "mean score", "correct/scored", "completion", "errors", "avg reward", "avg steps", "avg tokens",
              "total tokens", "cost $", "p50 s", "p95 s")  # fmt: skip
 
 
 def _agg_cells(a: Aggregate) -> str:
-    values = (str(a.cases), _pct(a.accuracy), f"{a.correct}/{a.scored}", _pct(a.completion_rate), str(a.errors),
+    values = (str(a.cases), _num(a.accuracy), f"{a.correct}/{a.scored}", _pct(a.completion_rate), str(a.errors),
               _num(a.avg_reward), _num(a.avg_steps, 2), f"{a.avg_tokens:,.0f}", f"{a.tokens.total:,}", _num(a.cost, 4),
               _num(a.latency_s.p50, 2), _num(a.latency_s.p95, 2))  # fmt: skip
     return "".join(f'<td class="num">{e(v)}</td>' for v in values)
@@ -236,8 +236,8 @@ def render_html(summaries: Sequence[BenchmarkSummary]) -> str:
              else f"{len(summaries)} benchmarks: " + ", ".join(s.benchmark_id for s in summaries))  # fmt: skip
     money = cost_label.startswith("cost")
     charts = [
-        svg_chart("chart-accuracy", "Accuracy against context length", "accuracy", accuracy, (0.0, 1.0),
-                  lambda v: f"{100 * v:.0f}%"),  # fmt: skip
+        svg_chart("chart-accuracy", "Score against context length", "mean score", accuracy, (0.0, 1.0),
+                  lambda v: f"{v:.2f}"),  # fmt: skip
         svg_chart("chart-cost", f"{'Cost' if money else 'Tokens'} against context length", cost_label, costs,
                   y_format=(lambda v: f"${v:.4f}") if money else _tick_label),  # fmt: skip
     ]

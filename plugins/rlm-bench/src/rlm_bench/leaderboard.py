@@ -4,10 +4,10 @@ One row per benchmark (``LeaderboardRow``). Metrics and their direction:
 
 | metric | ranks by | better |
 | --- | --- | --- |
-| ``accuracy`` | mean score over scored cases | higher |
+| ``accuracy`` (alias ``score``) | mean score over scored cases (shown as SCORE) | higher |
 | ``reward`` | average reward per case | higher |
 | ``completion`` | completion rate | higher |
-| ``efficiency`` | reward per 1000 tokens (avg reward × 1000 / avg tokens per case) | higher |
+| ``efficiency`` | reward per 1000 tokens (avg reward × 1000 / avg tokens per case; shown as EFF) | higher |
 | ``steps`` | average steps per case | lower |
 | ``tokens`` | average tokens per case (so benchmarks of different sizes compare fairly) | lower |
 | ``cost`` | average cost per case (USD) | lower |
@@ -17,7 +17,8 @@ A benchmark without a value for the metric (no scored case, no price, no tokens)
 benchmark first. Filters (``KEY=VALUE``): ``preset``, ``model``, ``mode``, ``environment``, ``sandbox`` (glob
 patterns, case-insensitive; ``environment`` also matches any case's environment), ``tag`` (``KEY`` or
 ``KEY=VALUE``: some case carries the tag), ``min_cases``, ``since`` / ``until`` (ISO dates or datetimes, on
-``started_at``; a bare ``until`` date includes the whole day), ``min_accuracy``, ``max_accuracy``, ``min_reward``,
+``started_at``; a bare ``until`` date includes the whole day), ``min_accuracy``, ``max_accuracy`` (on the mean
+score; aliases ``min_score``, ``max_score``), ``min_reward``,
 ``max_reward``, ``min_completion`` (fractions, or percentages such as ``80%``).
 """
 
@@ -33,6 +34,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from rlm_bench.labels import EFFICIENCY, MEAN_SCORE
 from rlm_bench.summary import BenchmarkSummary
 from rlm_host import RlmError
 
@@ -46,6 +48,13 @@ NUMBER_FILTERS = ("min_cases", "min_accuracy", "max_accuracy", "min_reward", "ma
 DATE_FILTERS = ("since", "until")
 FILTER_KEYS = (*STRING_FILTERS, *NUMBER_FILTERS, *DATE_FILTERS)
 EXPORT_FORMATS = ("table", "json", "csv", "markdown")
+TABLE_LEGEND = ("", "SCORE mean score over the scored cases (0-1) · REWARD avg reward per case · COMPL completion rate",
+                f"EFF {EFFICIENCY}")  # fmt: skip
+
+
+def label(metric: str) -> str:
+    """The metric as a reader knows it (``accuracy`` is the mean score)."""
+    return MEAN_SCORE if metric == "accuracy" else metric
 
 
 class LeaderboardError(RlmError):
@@ -121,7 +130,8 @@ def row_from_summary(summary: BenchmarkSummary) -> LeaderboardRow:
 
 def check_metric(metric: str) -> str:
     name = metric.strip().lower().replace("-", "_")
-    name = {"completion_rate": "completion", "avg_reward": "reward", "latency": "duration"}.get(name, name)
+    name = {"completion_rate": "completion", "avg_reward": "reward", "latency": "duration", "score": "accuracy",
+            "mean_score": "accuracy"}.get(name, name)  # fmt: skip
     if name not in METRICS:
         raise LeaderboardError(f"unknown metric {metric!r}", hint="choose one of: " + ", ".join(METRICS))
     return name
@@ -205,7 +215,8 @@ def parse_filters(items: Iterable[str]) -> LeaderboardFilter:
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().lower().replace("-", "_")
-        key = {"env": "environment", "tags": "tag", "min_completion_rate": "min_completion"}.get(key, key)
+        key = {"env": "environment", "tags": "tag", "min_completion_rate": "min_completion", "min_score": "min_accuracy",
+               "max_score": "max_accuracy"}.get(key, key)  # fmt: skip
         if not sep or key not in FILTER_KEYS:
             problem = f"unknown filter key {key!r}" if sep else f"filter {item!r} is not KEY=VALUE"
             raise LeaderboardError(problem, hint="valid keys: " + ", ".join(FILTER_KEYS))
@@ -264,13 +275,13 @@ COLUMNS = ("rank", "benchmark_id", "preset", "mode", "model", "environment", "sa
 def _fmt(name: str, value: Any) -> str:
     if value is None:
         return "-"
-    if name in ("accuracy", "completion_rate"):
+    if name == "completion_rate":
         return f"{100 * value:.1f}%"
     if name == "tokens":
         return f"{value:,}"
     if name == "cost":
         return f"${value:.4f}"
-    if name in ("avg_reward", "efficiency"):
+    if name in ("accuracy", "avg_reward", "efficiency"):
         return f"{value:.3f}"
     if name in ("avg_steps", "p50_latency_s"):
         return f"{value:.2f}"
@@ -286,7 +297,7 @@ def statistics_block(rows: Sequence[LeaderboardRow], metric: str) -> dict[str, O
 
 
 def to_table(rows: Sequence[LeaderboardRow], metric: str) -> str:
-    heads = ("#", "BENCHMARK", "PRESET", "MODE", "MODEL", "ENV", "SANDBOX", "CASES", "ACC", "REWARD", "COMPL",
+    heads = ("#", "BENCHMARK", "PRESET", "MODE", "MODEL", "ENV", "SANDBOX", "CASES", "SCORE", "REWARD", "COMPL",
              "STEPS", "TOKENS", "COST", "P50 S", "EFF")  # fmt: skip
     cells = [[_fmt(c, getattr(r, c)) for c in COLUMNS] for r in rows]
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(heads)]
@@ -294,7 +305,8 @@ def to_table(rows: Sequence[LeaderboardRow], metric: str) -> str:
     line = lambda values: "  ".join(v.rjust(w) if i in numeric else v.ljust(w)  # noqa: E731
                                     for i, (v, w) in enumerate(zip(values, widths))).rstrip()  # fmt: skip
     better = "higher" if METRICS[metric] else "lower"
-    return "\n".join([f"ranked by {metric} ({better} is better)", line(heads), *(line(c) for c in cells)]) + "\n"
+    return "\n".join([f"ranked by {label(metric)} ({better} is better)", line(heads), *(line(c) for c in cells),
+                      *TABLE_LEGEND]) + "\n"  # fmt: skip
 
 
 def to_json(rows: Sequence[LeaderboardRow], metric: str) -> str:
@@ -314,9 +326,9 @@ def to_csv(rows: Sequence[LeaderboardRow], metric: str) -> str:
 
 
 def to_markdown(rows: Sequence[LeaderboardRow], metric: str) -> str:
-    heads = ("#", "benchmark", "preset", "mode", "model", "env", "sandbox", "cases", "accuracy", "reward",
+    heads = ("#", "benchmark", "preset", "mode", "model", "env", "sandbox", "cases", "mean score", "reward",
              "completion", "steps", "tokens", "cost", "p50 s", "efficiency")  # fmt: skip
-    lines = [f"# Leaderboard by {metric} ({'higher' if METRICS[metric] else 'lower'} is better)", "",
+    lines = [f"# Leaderboard by {label(metric)} ({'higher' if METRICS[metric] else 'lower'} is better)", "",
              "| " + " | ".join(heads) + " |", "| " + " | ".join("---:" if i in (0, *range(7, 16)) else "---"
                                                                  for i in range(len(heads))) + " |"]  # fmt: skip
     for r in rows:
@@ -324,7 +336,7 @@ def to_markdown(rows: Sequence[LeaderboardRow], metric: str) -> str:
         values[1] = f"`{values[1]}`"
         lines.append("| " + " | ".join(values) + " |")
     stats = statistics_block(rows, metric)
-    lines += ["", f"## Statistics of {metric}", ""]
+    lines += ["", f"Efficiency: {EFFICIENCY.split(': ', 1)[1]}.", "", f"## Statistics of {label(metric)}", ""]
     if stats["count"]:
         lines.append(f"- mean {stats['mean']:.4f} · median {stats['median']:.4f} · std dev {stats['stdev']:.4f} · "
                      f"range {stats['min']:.4f} – {stats['max']:.4f} over {stats['count']} benchmark(s)")  # fmt: skip

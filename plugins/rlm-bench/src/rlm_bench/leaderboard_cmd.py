@@ -17,7 +17,8 @@ def leaderboard(
     ctx: typer.Context,
     metric: str = typer.Option(
         "accuracy", "--metric", "-m",
-        help="accuracy, reward, completion, efficiency (higher is better); steps, tokens, cost, duration (lower).",
+        help="accuracy (the mean score; alias: score), reward, completion, efficiency (reward per 1,000 tokens) "
+        "(higher is better); steps, tokens, cost, duration (lower is better).",
     ),
     filters: Optional[List[str]] = typer.Option(
         None, "--filter", "-F",
@@ -29,7 +30,8 @@ def leaderboard(
     as_csv: bool = typer.Option(False, "--csv", help="Print the ranked rows as CSV."),
     as_markdown: bool = typer.Option(False, "--markdown", help="Print a markdown table with statistics."),
 ) -> None:
-    """Rank saved benchmarks: one row per benchmark with accuracy, reward, completion, steps, tokens, cost, latency."""
+    """Rank saved benchmarks: one row per benchmark with mean score, reward, completion, steps, tokens, cost,
+    latency and efficiency (EFF: reward per 1,000 tokens)."""
     from rlm_bench.leaderboard import LeaderboardError, check_metric, load_summaries, parse_filters, rank, render
     from rlm_bench.store import BenchStore
 

@@ -1,6 +1,6 @@
 """Benchmark reports: ``rlm bench report [ID] --format markdown|csv|json [--baseline ID]``.
 
-- markdown: the run's settings, the overall figures, accuracy per pack and per tag, one row per case, and with
+- markdown: the run's settings, the overall figures, mean score and correct count per pack and per tag, one row per case, and with
   a baseline the comparison's gates and case changes;
 - csv: one row per case (with the baseline's status and score when a baseline is given);
 - json: the summary itself (``BenchmarkSummary``), with ``comparison`` added when a baseline is given.
@@ -17,6 +17,8 @@ from rlm_bench.compare import Comparison
 from rlm_bench.summary import Aggregate, BenchmarkSummary
 
 FORMATS = ("markdown", "csv", "json")
+#: how a summary field is named for a reader (the JSON keeps the field's name)
+METRIC_NAMES = {"accuracy": "mean score (accuracy)"}
 CSV_COLUMNS = (
     "case_id", "preset", "mode", "environment", "model", "status", "termination_reason", "scorer", "score", "correct",
     "expected", "final_response", "steps", "reward", "input_tokens", "output_tokens", "total_tokens", "cost",
@@ -40,15 +42,15 @@ def _short(value: Any, limit: int = 40) -> str:
 
 def _aggregate_row(label: str, a: Aggregate) -> str:
     return (
-        f"| {label} | {a.cases} | {_pct(a.accuracy)} | {_pct(a.completion_rate)} | {_num(a.avg_reward)} | "
+        f"| {label} | {a.cases} | {_num(a.accuracy)} | {a.correct}/{a.scored} | {_pct(a.completion_rate)} | {_num(a.avg_reward)} | "
         f"{_num(a.avg_steps, 2)} | {a.avg_tokens:,.0f} | {_num(a.cost, 4)} | {_num(a.latency_s.p50, 2)} | "
         f"{_num(a.latency_s.p95, 2)} |"
     )
 
 
 _AGG_HEAD = (
-    "| {what} | cases | accuracy | completion | avg reward | avg steps | avg tokens | cost $ | p50 s | p95 s |\n"
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    "| {what} | cases | mean score | correct | completion | avg reward | avg steps | avg tokens | cost $ | p50 s | p95 s |\n"
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 )
 
 
@@ -65,7 +67,8 @@ def markdown(summary: BenchmarkSummary, comparison: Optional[Comparison] = None)
         "",
         "## Overall",
         "",
-        f"accuracy **{_pct(m.accuracy)}** ({m.correct} of {m.scored} scored cases fully correct) · completion "
+        f"mean score **{_num(m.accuracy)}** (the mean of the case scores, each 0-1) · correct {m.correct}/{m.scored} "
+        f"(scored cases with the full score) · completion "
         f"{_pct(m.completion_rate)} ({m.completed}/{m.cases}, {m.errors} errors) · tokens {m.tokens.total:,} · "
         f"latency p50/p95/p99 {_num(m.latency_s.p50, 2)}/{_num(m.latency_s.p95, 2)}/{_num(m.latency_s.p99, 2)} s",
         "",
@@ -98,7 +101,8 @@ def comparison_markdown(c: Comparison) -> list[str]:
         verdict = "pass" if g.passed else "**FAIL**"
         lines.append(f"| {g.name} | {verdict} | {_num(g.value)} | {_num(g.threshold)} | {g.rule} |")
     lines += ["", "| metric | candidate | baseline | delta |", "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {name} | {_num(d.candidate)} | {_num(d.baseline)} | {_num(d.delta)} |" for name, d in c.metrics.items()]
+    lines += [f"| {METRIC_NAMES.get(name, name)} | {_num(d.candidate)} | {_num(d.baseline)} | {_num(d.delta)} |"
+              for name, d in c.metrics.items()]  # fmt: skip
     if not c.same_preset:
         lines += ["", f"Note: different presets ({c.candidate_preset} vs {c.baseline_preset})."]
     if not c.same_instructions:
