@@ -11,8 +11,9 @@ the labels ``session_id`` and ``turn``.
 A session file is untrusted input (a cloned project may ship ``.rlm/sessions``): an id is accepted only in the
 form new ids take (:data:`SESSION_ID`) and only as a regular file inside ``<home>/sessions``, never through a
 symbolic link; the options it stores fill in only what the caller (``RLM(...)``, the session, the call) left
-unset, and never a sandbox that is not a security boundary, a model that names a file, a looser limit or an
-endpoint: those are ignored with one warning (:func:`stored_options`).
+unset. Options signed with this user's key (``rlm_host.config.user_key``: what this user's rlm saved) are taken
+as they are; unsigned ones never give a sandbox that is not a security boundary, a model that names a file, a
+looser limit or an endpoint: those are ignored with one warning (:func:`stored_options`).
 """
 
 from __future__ import annotations
@@ -122,8 +123,9 @@ class ChatSession:
             if not context_file.exists():
                 _write(context_file, {"value": self.context})
             context_record = {"file": context_file.name}
-        _write(self.path, {"id": self.id, "options": self.ran, "context": context_record, "turns": self.turns,
-                           "variables": self.variables, "dropped": self.dropped})  # fmt: skip
+        _write(self.path, {"id": self.id, "options": self.ran, "options_signature": _signed_options(self.id, self.ran),
+                           "context": context_record, "turns": self.turns, "variables": self.variables,
+                           "dropped": self.dropped})  # fmt: skip
         return self.path
 
     def _load(self) -> None:
@@ -136,7 +138,11 @@ class ChatSession:
         turns = [t for t in data.get("turns", []) if isinstance(t, dict) and isinstance(t.get("query"), str)]
         options = data.get("options") if isinstance(data.get("options"), dict) else {}
         self.ran = dict(options)
-        self.stored, self.ignored = stored_options(options, {**self.rlm.options, **self.options}, self.rlm)
+        chosen = {**self.rlm.options, **self.options}
+        if data.get("options_signature") and _signed_options(self.id, options) == data.get("options_signature"):
+            self.stored = {k: v for k, v in options.items() if k in FROM_FILE + LIMITS and k not in chosen}
+        else:  # not written by this user's rlm: screened
+            self.stored, self.ignored = stored_options(options, chosen, self.rlm)
         if self.ignored:
             from rlm_host import logs
 
@@ -190,6 +196,16 @@ def _signed_path(path: str) -> Optional[str]:
 
     try:
         return sign({"session_context_path": path})
+    except OSError:
+        return None
+
+
+def _signed_options(session_id: str, options: dict[str, Any]) -> Optional[str]:
+    """This user's signature of the options a session ran with (None when no key can be had)."""
+    from rlm_host.config.user_key import sign
+
+    try:
+        return sign({"session_options": options, "id": session_id})
     except OSError:
         return None
 

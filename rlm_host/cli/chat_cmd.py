@@ -1,9 +1,10 @@
 """``rlm chat``: a conversation over one context, each line a turn (a run) that sees the earlier ones.
 
 Lines starting with ``/`` are commands: ``/context`` (what the context is), ``/model NAME`` (the root model from
-the next turn), ``/vars`` (the REPL variables kept between turns), ``/save`` (where the session is), ``/help``,
-``/exit``. Ctrl-C during a turn cancels that turn (its run ends ``cancelled``); at the prompt, or end of input,
-it ends the session, which stays saved: ``rlm chat --resume ID`` continues it with the model and sandbox it ran
+the next turn, refused when it cannot be loaded), ``/vars`` (the REPL variables kept between turns), ``/save`` (where the session is), ``/help``,
+``/exit``; another ``/word`` is called unknown. Ctrl-C during a turn cancels that turn (its run ends
+``cancelled``), and an error in a turn is shown and the session goes on; at the prompt, or end of input, it ends
+the session, which stays saved: ``rlm chat --resume ID`` continues it with the model and sandbox it ran
 with, unless flags say otherwise (a session id that is not one, or a file outside the sessions folder, exits 2).
 """
 
@@ -14,12 +15,15 @@ from typing import List, Optional
 
 import typer
 
+from rlm_host.cli.context_args import command
+
 HELP = "/context  /model NAME  /vars  /save  /help  /exit"
+COMMANDS = ("/context", "/model", "/vars", "/save", "/help", "/exit", "/quit")
 
 
-def chat(
+def chat_session(
     ctx: typer.Context,
-    context: Optional[List[str]] = typer.Option(None, "--context", "-c", help="File(s) or a directory to talk about."),
+    context: Optional[List[str]] = typer.Option(None, "--context", "-c", help="A file or a directory to talk about; several: --context a.txt b.md."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue a saved session (its id)."),
     list_: bool = typer.Option(False, "--list", help="List the saved sessions and exit."),
     model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
@@ -44,8 +48,11 @@ def chat(
     loaded = load_context_with_loaders(list(context), rlm.runner.host, rlm.runner.loaded, rlm.home) if context else None
     if context and len(context) == 1 and not Path(context[0]).is_dir():
         loaded = Path(context[0]).resolve()  # kept as a path: a resumed session reads the file again
+    for given in (model, sub_model):
+        if given:
+            _check_model(given, rlm)  # a model that cannot be loaded is refused now, not at the first question
     session = rlm.session(loaded, resume=resume)
-    using = f"model={session.using('model')} sandbox={session.using('sandbox')}"  # the flags, else what it ran with
+    using = f"model={session.using('model')} sandbox={_sandbox(session, rlm)}"  # the flags, else what it ran with
     if resume and isinstance(session.context, Path):
         using += f" context={session.context}"  # the file the session names is read again: say which
     typer.echo(f"chat {session.id}" + (f" (resumed, {len(session.turns)} turns)" if resume else "")
@@ -59,11 +66,30 @@ def chat(
         if not line:
             continue
         if line.startswith("/"):
-            if not _command(line, session, rlm):
+            if not _guarded(_command, line, session, rlm):
                 typer.echo(f"session saved: rlm chat --resume {session.id}", err=True)
                 return
             continue
-        _turn(session, line, quiet or state.log_json)
+        _guarded(_turn, session, line, quiet or state.log_json)
+
+
+chat = command(chat_session, "chat")
+
+
+def _guarded(action, *args) -> bool:
+    """Run a turn or a command; an error is shown (``error:`` / ``hint:``) and the session goes on."""
+    from rlm_host import logs
+    from rlm_host.errors import RlmError
+
+    try:
+        return action(*args) is not False
+    except RlmError as exc:
+        logs.say(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), event="chat error",
+                 level="error", error=exc.message)  # fmt: skip
+    except Exception as exc:  # a bug must not lose the conversation: it is saved after every turn
+        logs.say(f"error: {type(exc).__name__}: {exc}\nhint: the session goes on; rlm --debug chat … shows more",
+                 event="chat error", level="error", error=str(exc))  # fmt: skip
+    return True
 
 
 def _turn(session, question: str, quiet: bool) -> None:
@@ -77,6 +103,9 @@ def _turn(session, question: str, quiet: bool) -> None:
     except KeyboardInterrupt:
         typer.echo("(turn cancelled)", err=True)
         return
+    finally:
+        if on_event is not None:
+            on_event.close()
     if result.termination_reason == "cancelled":
         typer.echo("(turn cancelled)", err=True)
     elif result.final_response is not None:
@@ -101,6 +130,7 @@ def _command(line: str, session, rlm) -> bool:
                    + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))  # fmt: skip
     elif name == "/model":
         if argument.strip():
+            _check_model(argument.strip(), rlm)  # raises: the model stays as it was
             session.options["model"] = argument.strip()
             typer.echo(f"model from the next turn: {argument.strip()}")
         else:
@@ -110,6 +140,36 @@ def _command(line: str, session, rlm) -> bool:
         typer.echo(f"kept: {kept}" + (f"\nnot kept: {', '.join(session.dropped)}" if session.dropped else ""))
     elif name == "/save":
         typer.echo(f"saved: {session.save()}  (rlm chat --resume {session.id})")
-    else:
+    elif name == "/help":
         typer.echo(HELP)
+    else:
+        import difflib
+
+        close = difflib.get_close_matches(name, COMMANDS, n=1)
+        typer.echo(f"unknown command {name}" + (f" (did you mean {close[0]}?)" if close else "") + f"; {HELP}")
     return True
+
+
+def _sandbox(session, rlm) -> str:
+    """The sandbox the next turn uses; for ``auto``, the runtime it picks here."""
+    from rlm_host.engine.plan import choose_sandbox
+    from rlm_host.errors import RlmError
+
+    name = session.using("sandbox") or "auto"
+    if name != "auto":
+        return name
+    try:
+        return f"auto ({choose_sandbox(rlm.runner.host, rlm.runner.loaded, 'auto').name})"
+    except RlmError:
+        return "auto (none ready)"
+
+
+def _check_model(model: str, rlm) -> None:
+    """Build ``model``'s connector as a turn would (provider, key, script or weights file); RlmError if it cannot."""
+    from rlm_host.llm.resolve import resolve_connector
+
+    runner = rlm.runner
+    connector = resolve_connector(model, host=runner.host, settings=runner.loaded, home=rlm.home)
+    close = getattr(connector, "close", None)
+    if callable(close):
+        close()
