@@ -64,7 +64,7 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
 ) -> None:
     """Where two runs' steps first diverge (action, code, success), and the deltas of reward, tokens, cost, time
-    and efficiency (reward × 1000 / tokens)."""
+    and efficiency (reward per 1,000 tokens: total reward × 1000 / total tokens)."""
     from rlm_host.trajectory import Replay, RunStore
     from rlm_host.trajectory.compare import compare_runs, render_comparison
 

@@ -112,7 +112,13 @@ def render_comparison(comparison: RunComparison) -> str:
     lines.append(f"{'':<12}{'A':>12}{'B':>12}{'B − A':>12}")
     for name, delta in comparison.deltas.items():
         lines.append(f"{name:<12}{_fmt(delta.a):>12}{_fmt(delta.b):>12}{_fmt(delta.delta, sign=True):>12}")
+    if "efficiency" in comparison.deltas:
+        lines.append(EFFICIENCY_LEGEND)
     return "\n".join(lines)
+
+
+#: printed under the deltas: what the efficiency row is
+EFFICIENCY_LEGEND = "efficiency: reward per 1,000 tokens (total reward × 1000 / total tokens)"
 
 
 def _fmt(value: Any, sign: bool = False) -> str:

@@ -70,15 +70,33 @@ def serve(
     ceilings, allowed_subs = operator_ceilings(rlm, given, allow_model or [], allow_client_sandbox or [])
     defaults = {**given, "allowed_sub_models": allowed_subs or None}
     server = build_server(rlm, roots, ceilings, defaults=defaults)
+    served = _what_is_served(rlm, roots, ceilings)
     if transport == "stdio":
         import anyio
 
+        _say("serving MCP over stdio: JSON-RPC on stdin/stdout, for an MCP client that starts this command")
+        _say(served)
+        _say("stop with Ctrl-C (or close stdin)")
         anyio.run(server.run_stdio_async)
         return
-    _serve_http(server, host, port, token)
+    _serve_http(server, host, port, token, served)
 
 
-def _serve_http(server, host: str, port: int, token: Optional[str]) -> None:
+def _say(line: str) -> None:
+    """One ``rlm mcp:`` line on stderr (stdout is stdio's protocol channel)."""
+    print(f"rlm mcp: {line}", file=sys.stderr, flush=True)
+
+
+def _what_is_served(rlm, roots, ceilings) -> str:
+    """The roots, model and sandbox every run gets (the configured ones when no flag set them)."""
+    run = rlm.runner.loaded.settings.run
+    model = rlm.options.get("model") or run.model
+    sandbox = ceilings.sandbox if ceilings.sandbox != "auto" else "auto (the best installed security boundary)"
+    folders = ", ".join(str(folder) for folder in roots.folders)
+    return f"roots {folders} · model {model} · sandbox {sandbox} · clients may pick: {', '.join(ceilings.models) or 'no model'}"
+
+
+def _serve_http(server, host: str, port: int, token: Optional[str], served: str = "") -> None:
     """Streamable HTTP at ``http://host:port/mcp`` behind the bearer guard, until interrupted."""
     import uvicorn
 
@@ -90,5 +108,8 @@ def _serve_http(server, host: str, port: int, token: Optional[str]) -> None:
     asgi = BearerGuard(server.streamable_http_app(host=host), token)
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on")
     shown = f"[{host}]" if ":" in host else host
-    print(f"rlm mcp: serving streamable HTTP at http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+    _say(f"serving streamable HTTP at http://{shown}:{port}/mcp")
+    if served:
+        _say(served)
+    _say("stop with Ctrl-C")
     uvicorn.Server(config).run()
