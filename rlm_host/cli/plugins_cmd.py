@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from typing import Any, List, Optional
 
@@ -45,81 +44,66 @@ def list_plugins(
 @app.command("doctor")
 def doctor(
     ctx: typer.Context,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print every check as JSON."),
+    all_: bool = typer.Option(False, "--all", "-a", help="Also list every check, grouped by kind."),
     sink: Optional[List[str]] = typer.Option(None, "--sink", help="Check this sink's backend as if it were in "
                                              "[run] sinks (repeat, or a,b)."),
 ) -> None:
-    """Check every registered component and plugin; exit 1 if anything installed is not ready.
+    """Check every component and plugin: problems first, then one summary line (--all: everything).
 
-    Sinks named in ``[run] sinks`` (or ``--sink``) have their endpoint and credentials checked; the names of
-    missing variables are shown, never a value."""
+    Exit 1 only when something this setup uses is not ready (the configured environment, sandbox, sinks and
+    model provider, a --sink, the host's checks) or a plugin is broken; a component nothing uses (Docker on a
+    machine without it) is listed as optional. Sinks named in ``[run] sinks`` or ``--sink`` have their endpoint
+    and credentials checked; the names of missing variables are shown, never a value."""
+    from rlm_host.engine.plan import SINK_PLUGINS, named
     from rlm_host.errors import RlmError
+    from rlm_host.plugins.doctor import check_rows, row
+    from rlm_host.redact import redact_data
 
     host = get_host().collect_all()
-    rows: list[dict[str, Any]] = []
     extra_sinks = [name.strip() for value in sink or [] for name in value.split(",") if name.strip()]
+    asked = {named(host.sinks(), name, plugins=SINK_PLUGINS).name for name in extra_sinks}  # unknown: exit 2
+    rows: list[dict[str, Any]] = []
     try:
         loaded = ctx.find_root().obj.settings()
     except RlmError as exc:  # every check still runs, with default settings
         loaded = None
-        rows.append(_row("config", "settings", "rlm-host", False, exc.message, exc.hint or "fix the file or variable"))
-    for dist in host.distributions:
-        if dist.status == "broken":
-            rows.append(_row("plugin", dist.name, dist.name, False, "; ".join(dist.errors), _fix_hint(dist.name)))
-    for kind, registry in {**host.component_registries(), "check": host.doctor_checks()}.items():
-        for record, owner in registry.items():
-            state = _readiness(kind, record, loaded, extra_sinks)
-            detail = f"mode {record.mode}: {state.detail}" if kind == "framework" else state.detail
-            rows.append(_row(kind, record.name, owner, state.ok, detail, state.hint))
-    from rlm_host.redact import redact_data
-
-    rows = redact_data(rows)  # a sink endpoint or hint may hold a token or a URL's password
-    failed = [r for r in rows if not r["ok"]]
+        rows.append(row("config", "settings", "rlm-host", False, exc.message, exc.hint or "fix the file or variable"))
+    rows = redact_data(rows + check_rows(host, loaded, extra_sinks))  # an endpoint or hint may hold a token
+    problems = [r for r in rows if r["required"] and not r["ok"]]
     if as_json:
-        typer.echo(json.dumps({"ok": not failed, "checks": rows}, indent=2))
+        typer.echo(json.dumps({"ok": not problems, "problems": len(problems), "checks": rows}, indent=2))
     else:
-        for row in rows:
-            mark = "ok  " if row["ok"] else "FAIL"
-            typer.echo(f"{mark} {row['kind']:<12} {row['name']:<20} {row['detail']}  ({row['plugin']})")
-            if not row["ok"] and row["hint"]:
-                typer.echo(f"     hint: {row['hint']}")
-        typer.echo(f"\n{len(rows) - len(failed)} ready, {len(failed)} not ready")
-    if failed:
+        _print_report(rows, problems, asked, all_)
+    if problems:
         raise typer.Exit(1)
 
 
-def _readiness(kind: str, record: Any, loaded: Any, extra_sinks: list[str]) -> Any:
-    """A component's readiness; a sink no run feeds (not in ``[run] sinks``) is only checked for being
-    installable, since its endpoint and credentials matter only once it is configured."""
-    from rlm_host.components import Readiness, normalize_name
-
-    if kind == "sink" and loaded is not None:
-        enabled = {normalize_name(n) for n in [*loaded.settings.run.sinks, *extra_sinks]}
-        if not enabled & {normalize_name(n) for n in record.names}:
-            missing = [m for m in record.requires if importlib.util.find_spec(m) is None]
-            if missing:
-                return Readiness(False, "missing module(s): " + ", ".join(missing), record.install_hint)
-            return Readiness(True, "installed, not enabled (add it to [run] sinks or pass --sink "
-                             f"{record.name} to check its backend)")  # fmt: skip
-    return record.readiness(_settings_for(kind, record, loaded))
-
-
-def _settings_for(kind: str, record: Any, loaded: Any) -> Any:
-    """What a readiness check receives: its component's validated section; for a doctor check, the section
-    its record names, else the whole loaded settings (None when the configuration did not load)."""
-    if loaded is None:
-        return None
-    if kind != "check":
-        return loaded.component(kind, record.name)
-    if record.section:
-        section_kind, _, name = record.section.partition(".")
-        return loaded.component(section_kind, name)
-    return loaded
+def _print_report(rows: list[dict[str, Any]], problems: list[dict[str, Any]], asked: set[str], all_: bool) -> None:
+    """Problems, then what is optional and not ready and the sinks asked for, then one summary line; with
+    ``all_`` every row after it, grouped by kind. Columns are aligned over the rows printed."""
+    optional = [r for r in rows if not r["required"] and not r["ok"]]
+    shown = problems + optional + [r for r in rows if r["ok"] and r["kind"] == "sink" and r["name"] in asked]
+    widths = (max([12, *(len(r["kind"]) for r in shown)]), max([20, *(len(r["name"]) for r in rows if all_ or
+                                                                    r in shown)]))  # fmt: skip
+    for r in shown:
+        _print_row(r, widths, r["kind"])
+    ready = sum(r["ok"] for r in rows)
+    parts = [f"{len(problems)} problem{'s' if len(problems) != 1 else ''}", f"{ready} of {len(rows)} ready"]
+    if optional:
+        parts.append(f"{len(optional)} optional not ready (nothing configured uses them)")
+    more = "" if all_ else "; --all lists every check"
+    typer.echo(("\n" if shown else "") + ", ".join(parts) + more)
+    if all_:
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            typer.echo(f"\n{kind}:")
+            for r in (r for r in rows if r["kind"] == kind):
+                _print_row(r, (0, widths[1]), "")
 
 
-def _row(kind: str, name: str, plugin: str, ok: bool, detail: str, hint: str) -> dict[str, Any]:
-    return {"kind": kind, "name": name, "plugin": plugin, "ok": ok, "detail": detail, "hint": hint}
-
-
-def _fix_hint(dist_name: str) -> str:
-    return f"reinstall or upgrade it (pip install -U {dist_name}), or skip it with RLM_PLUGINS"
+def _print_row(r: dict[str, Any], widths: tuple[int, int], kind: str) -> None:
+    mark = "ok" if r["ok"] else "FAIL" if r["required"] else "warn"
+    kind_column = f" {kind:<{widths[0]}}" if kind else ""
+    typer.echo(f"{mark:<4}{kind_column} {r['name']:<{widths[1]}} {r['detail']}  ({r['plugin']})")
+    if not r["ok"] and r["hint"]:
+        typer.echo(f"     hint: {r['hint']}")

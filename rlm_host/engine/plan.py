@@ -6,6 +6,7 @@ Resolving up front means a bad name or value fails with one clear message before
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -28,6 +29,7 @@ from rlm_host.services import HostServices, SandboxServices
 
 NATIVE_FRAMEWORK = "native"
 NO_SANDBOX = "none"  # the sandbox name recorded by a run whose environment runs no code
+SINK_PLUGINS = " (sinks are plugins: pip install rlm-sink-<name>)"
 
 
 @dataclass
@@ -190,12 +192,20 @@ def _framework(host: Any, name: str) -> Any:
     """The framework adapter's spec (aliases too), None for the native loop; UnknownComponentError otherwise."""
     if name == NATIVE_FRAMEWORK:
         return None
-    registry = host.frameworks()
-    if name not in registry:
-        choices = [NATIVE_FRAMEWORK, *registry.names()]
-        raise UnknownComponentError(f"unknown framework {name!r}", hint="choose one of: " + ", ".join(choices)
-                                    + " (adapters are plugins: pip install rlm-adapter-<name>)")  # fmt: skip
-    return registry.get(name)
+    return named(host.frameworks(), name, first=(NATIVE_FRAMEWORK,),
+                 plugins=" (adapters are plugins: pip install rlm-adapter-<name>)")
+
+
+def named(registry: Any, name: str, *, first: tuple[str, ...] = (), plugins: str = "") -> Any:
+    """``registry.get(name)``; for a name it lacks, one error with the closest choice ("did you mean") among
+    ``first`` and the registered names, listing them all, ``plugins`` saying where more come from."""
+    if name in registry:
+        return registry.get(name)
+    choices = [*first, *registry.names()]
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UnknownComponentError(f"unknown {registry.kind} {name!r}{suggestion}",
+                                hint="choose one of: " + ", ".join(choices) + plugins)  # fmt: skip
 
 
 def memory_for(context_meta: dict[str, Any]) -> int:
@@ -213,7 +223,7 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None) -> A
         spec = registry.get(name)
         if needs_workspace and not spec.workspace:
             raise ConfigError(f"the {env_spec.name} environment edits a project folder, and the {spec.name} sandbox "
-                              "cannot mount one", hint=_workspace_hint(registry, able))  # fmt: skip
+                              "cannot mount one", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
         return spec
     ranked = sorted((spec for spec in registry if spec.security_boundary and (spec.workspace or not needs_workspace)),
                     key=lambda spec: -spec.priority)  # fmt: skip
@@ -221,8 +231,8 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None) -> A
         if spec.readiness(loaded.component("sandbox", spec.name)).ok:
             return spec
     if needs_workspace:
-        raise ConfigError(f"no sandbox that can mount the {env_spec.name} environment's project folder is ready",
-                          hint=_workspace_hint(registry, able))  # fmt: skip
+        raise ConfigError(f"no sandbox that can mount the {env_spec.name} environment's project folder is ready "
+                          "as a security boundary", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
     not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
     raise ConfigError(
         "no secure sandbox is installed and ready",
@@ -232,11 +242,21 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None) -> A
     )  # fmt: skip
 
 
-def _workspace_hint(registry: Any, able: list[str]) -> str:
-    if not able:
-        return "install a sandbox plugin that can (rlm-sandbox-docker)"
-    labelled = [name if registry.get(name).security_boundary else f"{name} (NOT a security boundary)" for name in able]
-    return "runtimes that can: " + ", ".join(labelled) + " (`rlm plugins doctor` shows which are ready)"
+def _workspace_hint(registry: Any, loaded: Any, able: list[str]) -> str:
+    """Which flag to pass: a ready runtime that can mount a folder but is not a security boundary (said so), and
+    how to make a boundary that can ready (its own hint), or which plugin to install."""
+    specs = [registry.get(name) for name in able]
+    ready = {spec.name: spec.readiness(loaded.component("sandbox", spec.name)) for spec in specs}
+    unsafe = [spec.name for spec in specs if not spec.security_boundary and ready[spec.name].ok]
+    options = [f"pass --sandbox {name} (NOT a security boundary)" for name in unsafe]
+    for spec in specs:
+        if spec.security_boundary:
+            state = ready[spec.name]
+            how = "" if state.ok else f", once ready: {state.hint or state.detail}"
+            options.append(f"use --sandbox {spec.name}{how}")
+    if not any(registry.get(name).security_boundary for name in able):
+        options.append("install a sandbox plugin that can (pip install rlm-sandbox-docker)")
+    return "; or ".join(options) + " (`rlm plugins doctor` shows what is ready)"
 
 
 def sandbox_packages_for(env_spec: Any, env_settings: Any) -> tuple[str, ...]:
@@ -277,9 +297,7 @@ def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str], notices: l
     services = HostServices(home=home)
     registry = host.sinks()
     for name in names:
-        if name not in registry:
-            raise UnknownComponentError(f"unknown sink {name!r}", hint="choose one of: " + ", ".join(registry.names())
-                                        + " (sinks are plugins: pip install rlm-sink-<name>)")  # fmt: skip
+        named(registry, name, plugins=SINK_PLUGINS)
     specs = {registry.get(name).name: registry.get(name) for name in names}  # a name given twice: one sink
     for spec in specs.values():
         try:

@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+import types
 from typing import Any
 
 import pluggy
@@ -120,30 +121,42 @@ class PluginHost:
         self._register(dist, f"{dist.name}:{entry_name}", obj)
 
     def _register(self, dist: PluginDistribution, plugin_name: str, obj: Any) -> None:
-        """Register ``obj``'s hook implementations with pluggy, then refuse the plugin (unregistering it) if one
-        names an unknown hook ("did you mean") or asks for an option a registration hook cannot honour."""
+        """Register ``obj``'s hook implementations with pluggy. One that names an unknown hook ("did you mean") or
+        asks for an option a registration hook cannot honour marks the plugin broken and is left out; the
+        plugin's other hooks are registered and keep working."""
+        problems = self._hook_problems(obj)
+        if problems:
+            bad = {name for name, _ in problems}
+            obj = types.SimpleNamespace(**{name: getattr(obj, name) for name in dir(obj)
+                                           if name not in bad and self.pm.parse_hookimpl_opts(obj, name) is not None})
+            for _, problem in problems:
+                self._broken(dist, problem)
         try:
             self.pm.register(obj, name=plugin_name)
         except Exception as exc:
             self._broken(dist, f"hook validation failed: {exc}")
             return
-        problems = []
-        for caller in self.pm.get_hookcallers(obj) or []:
-            if caller.name not in _HOOK_NAMES:
-                close = difflib.get_close_matches(caller.name, sorted(_HOOK_NAMES), n=1)
-                suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append(f"implements unknown hook {caller.name!r}{suggestion}")
-                continue
-            for impl in caller.get_hookimpls():
-                if impl.plugin is obj:
-                    problems += [f"{caller.name}: @hookimpl({option}=True) is not supported by registration hooks"
-                                 for option in _REFUSED_OPTIONS if getattr(impl, option)]  # fmt: skip
-        if problems:
-            self.pm.unregister(obj)
-            for problem in problems:
-                self._broken(dist, problem)
-            return
         self._owner[plugin_name] = dist
+
+    def _hook_problems(self, obj: Any) -> list[tuple[str, str]]:
+        """(attribute, problem) for each hook implementation of ``obj`` the host refuses."""
+        problems = []
+        for name in dir(obj):
+            try:
+                opts = self.pm.parse_hookimpl_opts(obj, name)
+            except Exception:  # an attribute that raises on access is no hook
+                continue
+            if opts is None:
+                continue
+            hook = opts.get("specname") or name
+            if hook not in _HOOK_NAMES:
+                close = difflib.get_close_matches(hook, sorted(_HOOK_NAMES), n=1)
+                suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append((name, f"implements unknown hook {hook!r}{suggestion}"))
+                continue
+            problems += [(name, f"{hook}: @hookimpl({option}=True) is not supported by registration hooks")
+                         for option in _REFUSED_OPTIONS if opts.get(option)]  # fmt: skip
+        return problems
 
     def _broken(self, dist: PluginDistribution, error: str) -> None:
         dist.mark_broken(error)
