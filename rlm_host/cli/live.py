@@ -1,10 +1,13 @@
 """The live view of ``rlm run``: each step's code, output, sub-calls and tokens, printed on stderr as they
-happen (stdout stays free for ``--json``). A step's sub-calls are shown under its code, once the step is over."""
+happen (stdout stays free for ``--json``). A step's sub-calls are shown under its code, once the step is over;
+an ``rlm_query`` with its child run's model and tokens. On a terminal a spinner (``rlm_host.cli.progress``) shows
+the step under way, its time and the tokens so far; piped, nothing but the lines."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rlm_host.cli.progress import Spinner
 from rlm_host.events import RunEvent
 
 CODE_LINES = 12
@@ -19,11 +22,17 @@ class LiveView:
 
         self.console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # "openai:x:" stays text
         self.sub_calls: dict[str, list[RunEvent]] = {}  # per run: the sub-calls of the step under way
+        self.children: dict[str, dict[str, Any]] = {}  # child run id → its model and tokens (for ↳ rlm_query)
+        self.spinner = Spinner(self.console)
 
     def __call__(self, event: RunEvent) -> None:
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
             handler(event, "  " * event.depth)
+
+    def close(self) -> None:
+        """Stop the spinner (a run that raised before its final event)."""
+        self.spinner.stop()
 
     def _print(self, text: str, style: str = "") -> None:
         from rich.markup import escape
@@ -35,6 +44,8 @@ class LiveView:
         context = data.get("context", {})
         size = {"none": "no context", "path": f"{context.get('path')} ({context.get('bytes', 0):,} bytes, unread)"}.get(
             context.get("type"), f"{context.get('total_chars', 0):,} chars")
+        if event.depth:
+            self.children[event.run_id] = {"model": data.get("model", ""), "tokens": 0}
         label = "run" if event.depth == 0 else "child run"
         framework = data.get("framework") or "native"
         setup = f"framework={framework}" if framework != "native" else f"env={data['environment']}"
@@ -42,12 +53,21 @@ class LiveView:
                     f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
         for notice in data.get("notices", []) if event.depth == 0 else []:  # a child run repeats its root's
             self._print(f"{indent}! {notice}", "yellow")
+        if event.depth == 0:
+            self.spinner.start()
 
     def _on_step(self, event: RunEvent, indent: str) -> None:
         data = event.data
         usage = data.get("usage", {})
         tokens = sum(usage.get(role, {}).get(key, 0) for role in ("root", "sub")
                      for key in ("input_tokens", "output_tokens"))  # fmt: skip
+        own = _tokens(usage.get("root"))  # sub-calls were counted as they came
+        if event.depth:
+            self.spinner.add(own)
+            if event.run_id in self.children:
+                self.children[event.run_id]["tokens"] += tokens
+        else:
+            self.spinner.step(own)
         self._print(f"{indent}── step {data['step']} · {data['action']} · reward {data['reward']:+.2f} · "
                     f"{tokens:,} tokens · {data['duration_s']:.2f}s", "cyan")  # fmt: skip
         for block in data.get("observation", {}).get("blocks", []):
@@ -68,6 +88,8 @@ class LiveView:
 
     def _on_sub_call(self, event: RunEvent, indent: str) -> None:
         """Kept until its step is shown: a sub-call is made by the step's code, and the step is reported after."""
+        if event.data.get("kind") != "rlm_query":  # a child run's tokens come with its steps
+            self.spinner.add(_tokens(event.data.get("usage")))
         self.sub_calls.setdefault(event.run_id, []).append(event)
 
     def _flush_sub_calls(self, run_id: str, indent: str) -> None:
@@ -75,8 +97,10 @@ class LiveView:
             self._show_sub_call(event.data, indent)
 
     def _show_sub_call(self, data: dict[str, Any], indent: str) -> None:
-        usage = data.get("usage") or {}
-        tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+        child = self.children.get(data.get("child_run_id") or "")
+        if child is not None:  # rlm_query: its child run's model and tokens
+            data = {**data, "model": data.get("model") or child["model"]}
+        tokens = child["tokens"] if child is not None else _tokens(data.get("usage"))
         status = f"error: {data['error']}" if data.get("error") else f"{tokens:,} tokens"
         self._print(f"{indent}  ↳ {data['kind']} {data.get('model', '')} {data.get('seconds', 0):.2f}s {status}",
                     "red" if data.get("error") else "magenta")  # fmt: skip
@@ -94,8 +118,13 @@ class LiveView:
         self._print(f"{indent}  ✗ {event.data['message']}", "red")
 
     def _on_final(self, event: RunEvent, indent: str) -> None:
+        if event.depth == 0:
+            self.spinner.stop()
         self._flush_sub_calls(event.run_id, indent)
         data: dict[str, Any] = event.data
+        if event.run_id in self.children:  # the whole child run, synthesis included
+            self.children[event.run_id]["tokens"] = sum(_tokens(u) for u in data.get("usage", {}).values()
+                                                        if isinstance(u, dict))  # fmt: skip
         usage = data["usage"]
         tokens = {role: usage[role]["input_tokens"] + usage[role]["output_tokens"] for role in ("root", "sub")}
         mark = "✓" if data["completed"] else "■"
@@ -108,6 +137,11 @@ class LiveView:
         self._print(f"{indent}{mark} {data['termination_reason']} after {steps} · reward "
                     f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
                     f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip
+
+
+def _tokens(usage: Any) -> int:
+    """Input plus output tokens of a usage record (0 when there is none)."""
+    return int(usage.get("input_tokens", 0) + usage.get("output_tokens", 0)) if isinstance(usage, dict) else 0
 
 
 def final_cost(result: dict[str, Any]) -> float | None:

@@ -85,7 +85,10 @@ class RunSettings(Section):
         try:
             return path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ValueError(f"cannot read {path}: {exc.strerror or exc} (give the text, or @PATH to a text file)")
+            from pydantic_core import PydanticCustomError  # its message has no "Value error, " in front
+
+            raise PydanticCustomError("instructions_file", "{reason}", {"reason": f"cannot read {path}: "
+                                      f"{exc.strerror or exc} (give the text, or @PATH to a text file)"}) from None
 
     def with_sinks(self, added: Optional[list[str]]) -> list[str]:
         """``sinks`` plus the names of ``--sink`` options (each may list several, comma-separated)."""

@@ -44,6 +44,22 @@ class Budget:
         self.unpriced_calls = 0  # calls charged with an unknown cost: ``cost`` covers only the others
         self._lock = threading.Lock()
 
+    def __repr__(self) -> str:
+        """What was spent against each limit: ``Budget(tokens=1,290/100,000, cost=$0.0021/$0.50, llm_calls=3/50)``."""
+
+        def against(spent: str, limit: Optional[str]) -> str:
+            return f"{spent}/{limit}" if limit is not None else spent
+
+        cost = f"${self.cost:.4f}" + (f" + {self.unpriced_calls} unpriced" if self.unpriced_calls else "")
+        parts = [f"tokens={against(f'{self.tokens:,}', f'{self.max_tokens:,}' if self.max_tokens is not None else None)}",
+                 f"cost={against(cost, f'${self.max_cost:g}' if self.max_cost is not None else None)}",
+                 f"llm_calls={against(str(self.llm_calls), str(self.max_llm_calls))}"]  # fmt: skip
+        if self.timeout != float("inf"):
+            parts.append(f"remaining={max(self.remaining(), 0):.1f}s")
+        if self.cancel.is_set():
+            parts.append("cancelled")
+        return f"Budget({', '.join(parts)})"
+
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
