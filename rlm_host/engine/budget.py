@@ -45,7 +45,7 @@ class Budget:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        """What was spent against each limit: ``Budget(tokens=1,290/100,000, cost=$0.0021/$0.50, llm_calls=3/50)``."""
+        """What was spent against each limit: ``Budget(tokens=1,290/100,000, cost=$0.0021/$0.5, llm_calls=3/50)``."""
 
         def against(spent: str, limit: Optional[str]) -> str:
             return f"{spent}/{limit}" if limit is not None else spent
