@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from support.openai_server import OpenAIServer
+
 from rlm_host.cli.main import main
 from rlm_host.redact import redact
 
@@ -73,8 +75,9 @@ def test_each_provider_with_status_base_url_and_the_run_models(models, isolated_
 
 
 def test_auto_resolves_to_what_run_would_use(models, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")  # a local server: no key needed
-    code, out, _ = models("--json")
+    with OpenAIServer() as server:  # a local server that listens: no key needed
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        code, out, _ = models("--json")
     report = json.loads(out)
     assert report["run"]["auto"] == "openai:gpt-4o-mini"
     assert next(r for r in report["providers"] if r["name"] == "openai")["status"] == "ready"

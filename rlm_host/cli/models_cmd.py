@@ -31,14 +31,18 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
 
     host = get_host()
     loaded = ctx.find_root().obj.settings()
-    rows = [provider_row(spec, owner, loaded.component("provider", spec.name))
-            for spec, owner in host.providers().items()]
+    specs = host.providers().items()
+    rows = [provider_row(spec, owner, loaded.component("provider", spec.name)) for spec, owner in specs]
+    urls = {row["name"]: base_url(spec, loaded.component("provider", spec.name), os.environ)
+            for (spec, _), row in zip(specs, rows)}  # fmt: skip
+    probe_local_servers(rows, urls)
     report = {"providers": rows, "run": configured_models(host, loaded.settings.run)}
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
+    width = max(len(row["name"]) for row in rows)
     for row in rows:
-        typer.echo(f"{row['name']:<12} {row['status']:<10} {row['description']}")
+        typer.echo(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")
         if row["default_model"]:
             details = [f"default model: {row['default_model']}"]
         else:
@@ -48,9 +52,9 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
             details.append("key: " + ", ".join(states))
         if row["base_url"]:
             details.append(f"base URL: {row['base_url']}")
-        typer.echo(f"{'':<12} {' · '.join(details)}  ({row['plugin']})")
+        typer.echo(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})")
         if row["hint"]:
-            typer.echo(f"{'':<12} hint: {row['hint']}")
+            typer.echo(f"{'':<{width}} hint: {row['hint']}")
     run = report["run"]
     typer.echo("")
     typer.echo(f"run.model      {run['model']}")
@@ -59,6 +63,22 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
         typer.echo(f"auto           {run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else ""))
     else:
         typer.echo(f"auto           none: {run['auto_error']}")
+
+
+def probe_local_servers(rows: list[dict[str, Any]], urls: dict[str, Optional[str]], timeout: float = 0.3) -> None:
+    """A provider otherwise ready whose base URL is on this machine is ``ready`` only if something listens there
+    (a TCP connect, all at once, ``timeout`` seconds at most); else ``not running``, with how to start it."""
+    from rlm_host.llm import loopback
+
+    local = {row["name"]: urls[row["name"]] for row in rows
+             if row["status"] == "ready" and urls.get(row["name"]) and loopback.is_loopback(urls[row["name"]])}
+    answers = loopback.probe(list(local.values()), timeout)
+    for row in rows:
+        row["listening"] = answers[local[row["name"]]] if row["name"] in local else None
+        if row["listening"] is False:
+            row["status"], row["ready"] = "not running", False
+            row["detail"] = f"nothing listens at {row['base_url']}"
+            row["hint"] = loopback.start_hint(row["base_url"] or "", row["name"])
 
 
 def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:

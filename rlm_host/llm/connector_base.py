@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from rlm_host.errors import ConfigError
-from rlm_host.llm import catalog
+from rlm_host.llm import catalog, loopback
 from rlm_host.llm.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
 from rlm_host.llm.retry import (
     Failure,
@@ -285,10 +285,14 @@ class RetryingConnector:
         return Failure(True, f"no answer from {self.base_url} within {timeout:g} s (timeout)")
 
     def connection_failure(self, exc: BaseException, hint: str) -> Failure:
-        """A connection error: broken mid-response, or the server cannot be reached (with ``hint``)."""
+        """A connection error: broken mid-response, or the server cannot be reached (with ``hint``); a refused
+        connection to this machine is not retried (no server runs there, and waiting will not start one)."""
         broken, detail = connection_detail(exc)
         if broken:
             return Failure(True, f"connection to {self.base_url} broken mid-response: {detail}")
+        if detail == "connection refused" and loopback.is_loopback(self.base_url):  # nothing listens: fail fast
+            start = loopback.start_hint(self.base_url, self.name)  # in the message too: a run's error keeps no hint
+            return Failure(False, f"nothing listens at {self.base_url} (connection refused): {start}", hint=start)
         return Failure(True, f"cannot reach {self.base_url}: {detail}", hint=hint)
 
     def malformed_json_failure(self) -> Failure:

@@ -1,0 +1,71 @@
+"""Local model servers: whether a base URL is on this machine, whether anything listens there (a TCP connect
+with a short timeout, several in parallel), and how to start each known server."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+#: How to start the local servers rlm knows by provider name (said when nothing listens at their URL).
+START_COMMANDS: dict[str, str] = {
+    "ollama": "ollama serve",
+    "llamacpp_server": "llama-server -m MODEL.gguf --port 8080",
+    "lmstudio": "lms server start",
+    "vllm": "vllm serve MODEL",
+    "sglang": "python -m sglang.launch_server --model-path MODEL",
+    "tgi": "text-generation-launcher --model-id MODEL",
+}
+
+
+def host_port(url: str) -> tuple[str, int] | None:
+    """``(host, port)`` of an http(s) URL, the scheme's port when none is written; None when it has no host."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    found = host_port(url)
+    if found is None:
+        return False
+    host = found[0].lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def listening(url: str, timeout: float = 0.3) -> bool:
+    """Whether a TCP connection to ``url``'s host and port succeeds within ``timeout`` seconds."""
+    found = host_port(url)
+    if found is None:
+        return False
+    try:
+        with socket.create_connection(found, timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def probe(urls: list[str], timeout: float = 0.3) -> dict[str, bool]:
+    """:func:`listening` for each distinct URL, all at once: the whole probe takes about ``timeout`` at most."""
+    distinct = list(dict.fromkeys(urls))
+    if not distinct:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(distinct))) as pool:
+        return dict(zip(distinct, pool.map(lambda url: listening(url, timeout), distinct)))
+
+
+def start_hint(url: str, provider: str = "") -> str:
+    """What to do when nothing listens at ``url``: the server's start command when known, or --base-url."""
+    command = START_COMMANDS.get(provider.partition(":")[0])
+    start = f"start it (`{command}`)" if command else "start the server"
+    return f"{start}, or point --base-url at one that runs"
