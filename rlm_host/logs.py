@@ -101,6 +101,13 @@ def _redacted(logger: Any, method: str, event: Any) -> Any:
     return redact_data(event)
 
 
+def _bang(event: dict[str, Any]) -> str:
+    """``! message (field=value, …)``: how rlm says a warning to the person at the terminal."""
+    skip = {"event", "logger", "level", "timestamp", "_record", "_from_structlog", "exc_info"}
+    fields = ", ".join(f"{k}={v}" for k, v in event.items() if k not in skip)
+    return f"! {event.get('event')}" + (f" ({fields})" if fields else "")
+
+
 def _structlog_formatter() -> logging.Formatter:
     import structlog
 
@@ -112,6 +119,8 @@ def _structlog_formatter() -> logging.Formatter:
     def render(logger: Any, method: str, event: Any) -> str:
         """The format asked for now (``--log-json`` may come after the first record)."""
         if not _state["json"]:
+            if method == "warning" and str(event.get("logger", "")).startswith(ROOT):
+                return _bang(event)  # rlm's own warnings: the "! …" lines of the live view
             return str(console(logger, method, event))
         for step in to_json:
             event = step(logger, method, event)
