@@ -52,6 +52,7 @@ class RunPlan:
     sinks: list[tuple[str, Sink]]
     sub_models: SubModels  # what code may name in llm_query(..., model=...)
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
+    warnings: list[str] = field(default_factory=list)  # notices on stderr even without a live view (--quiet)
     workdir: Optional[Path] = None  # the project folder, for an environment whose spec says workspace=True
     sandbox_packages: tuple[str, ...] = ()
     framework_factory: Optional[Callable[..., Any]] = None  # None: the native loop
@@ -84,6 +85,8 @@ class RunPlan:
         from rlm_host.observability.delivery import SinkDelivery
 
         writer = self.writer = TrajectoryWriter(self.home, self.run_id)
+        if self.run.max_cost is not None:  # first: its note goes into the final event before anyone reads it
+            bus.subscribe("cost_watch", CostWatch(bus, self.run.max_cost, self.warnings))
         bus.subscribe("trajectory", writer)
         delivery = SinkDelivery(bus, self.sinks, flush_seconds=self.run.sink_flush_seconds,
                                 call_seconds=self.run.sink_call_seconds)  # fmt: skip
@@ -141,7 +144,8 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
     for name in run.allowed_sub_models:
         split_model_string(name, host)  # a name that names no provider fails now, not at the code's first call
     sub_models = SubModels(run.allowed_sub_models, {root_name: root, sub_name: sub}, make_connector, host)
-    notices += cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
+    warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
+    notices += warnings
     return RunPlan(
         run=run, run_id=new_run_id(), home=home, rewards=loaded.settings.rewards,
         limits=SandboxLimits(exec_timeout=run.exec_timeout, memory_mb=memory_for(context_meta)),
@@ -150,7 +154,7 @@ def plan_run(host: Any, loaded: Any, home: Path, options: dict[str, Any], contex
         sandbox_name=sandbox_spec.name if sandbox_spec else NO_SANDBOX, sandbox_spec=sandbox_spec,
         sandbox_settings=loaded.component("sandbox", sandbox_spec.name) if sandbox_spec else None,
         root_connector=root, sub_connector=sub, sinks=_open_sinks(host, loaded, home, run.sinks, notices),
-        sub_models=sub_models, notices=notices, workdir=workdir,
+        sub_models=sub_models, notices=notices, warnings=warnings, workdir=workdir,
         sandbox_packages=sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
@@ -174,6 +178,40 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
                           hint=hint + ", or run without --strict")  # fmt: skip
     return [f"no price is known for {names}: --max-cost ${run.max_cost:g} counts only the calls it can price "
             f"({hint}; --strict refuses such a run)"]  # fmt: skip
+
+
+class CostWatch:
+    """Under ``--max-cost``: the root ``final`` event gets an ``over_budget`` note when the cost ended above the
+    limit (the step whose calls crossed it, by how much). With nobody watching the events (``rlm run --quiet``,
+    a plain API call), that note and the run's cost warnings go to stderr, so a budget is never passed silently."""
+
+    def __init__(self, bus: EventBus, limit: float, warnings: list[str]) -> None:
+        self.bus, self.limit, self.warnings = bus, limit, warnings
+        self.spent, self.crossed_at = 0.0, None
+
+    def __call__(self, event: Any) -> None:
+        if event.depth != 0:
+            return
+        if event.type == "run_start" and not self._watched():
+            for warning in self.warnings:
+                logs.say(f"warning: {warning}", event="cost budget", level="warning")
+        elif event.type == "step":
+            usage = event.data.get("usage") or {}
+            self.spent += sum((usage.get(role) or {}).get("cost") or 0.0 for role in ("root", "sub"))
+            if self.crossed_at is None and self.spent > self.limit:
+                self.crossed_at = event.data.get("step")
+        elif event.type == "final" and event.data.get("cost") is not None:
+            from rlm_host.engine.budget import Budget
+
+            note = Budget.over_budget(self.limit, event.data["cost"], self.crossed_at)
+            if note is not None:
+                event.data["over_budget"] = note
+                if not self._watched():
+                    logs.say(f"warning: {note['message']}", event="over budget", level="warning", **note)
+
+    def _watched(self) -> bool:
+        """Whether the caller subscribed to the events (the live view shows notices itself)."""
+        return any(name == "on_event" for name, _ in getattr(self.bus, "_subscribers", []))
 
 
 def _effective_run_settings(base: RunSettings, options: dict[str, Any]) -> RunSettings:

@@ -1,0 +1,53 @@
+"""``--max-cost`` is never passed without a word: when the last call crossed the budget the run says so (stderr and
+an ``over_budget`` note in the final event), and ``--quiet`` does not hide that a model cannot be priced."""
+
+import json
+from pathlib import Path
+
+from support.openai_server import OpenAIServer, answer
+
+CODE = "```repl\nx = 1\n```"
+PRICES = '[[prices]]\nmodel = "openai:house-model"\ninput = 6.0\noutput = 0.0\n'  # $0.006 per 1,000-token call
+
+
+def final_event(work: Path) -> dict:
+    trajectory = next((work / ".rlm" / "runs").glob("*.jsonl"))
+    return [json.loads(line) for line in trajectory.read_text().splitlines()][-1]
+
+
+def test_the_call_that_crosses_the_budget_is_named_with_the_overrun(rlm, isolated_env):
+    work = Path(isolated_env["WORK"])
+    (work / "rlm.toml").write_text(PRICES)
+    with OpenAIServer() as server:
+        server.push(answer(CODE, prompt_tokens=1000, completion_tokens=10),
+                    answer("FINAL(7)", prompt_tokens=1000, completion_tokens=10))
+        result = rlm("run", "q", "--model", "openai:house-model", "--base-url", server.url, "--max-cost", "0.01",
+                     "--sandbox", "process", "-q", plugins=[])  # fmt: skip
+    assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
+    assert ("warning: the model call(s) of step 2 crossed --max-cost $0.01: $0.0120 spent, $0.0020 over"
+            in result.stderr), result.stderr
+    final = final_event(work)
+    assert final["type"] == "final" and final["data"]["termination_reason"] == "final"
+    note = final["data"]["over_budget"]
+    assert (note["limit"], note["spent"], note["over"], note["step"]) == (0.01, 0.012, 0.002, 2)
+
+
+def test_within_the_budget_nothing_is_said(rlm, isolated_env):
+    work = Path(isolated_env["WORK"])
+    (work / "rlm.toml").write_text(PRICES)
+    with OpenAIServer() as server:
+        server.push(answer("FINAL(7)", prompt_tokens=1000, completion_tokens=10))
+        result = rlm("run", "q", "--model", "openai:house-model", "--base-url", server.url, "--max-cost", "0.01",
+                     "--sandbox", "process", "-q", plugins=[])  # fmt: skip
+    assert result.returncode == 0 and "max-cost" not in result.stderr
+    assert "over_budget" not in final_event(work)["data"]
+
+
+def test_quiet_still_warns_that_a_model_cannot_be_priced(rlm, isolated_env):
+    with OpenAIServer() as server:
+        server.push(answer("FINAL(7)"))
+        result = rlm("run", "q", "--model", "deepinfra:some-model", "--base-url", server.url, "--max-cost", "0.5",
+                     "--sandbox", "process", "-q", plugins=[], env={"DEEPINFRA_API_KEY": "di-test"})  # fmt: skip
+    assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
+    assert result.stderr.count("no price is known for deepinfra:some-model") == 1, result.stderr
+    assert "warning: no price is known" in result.stderr
