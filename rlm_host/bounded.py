@@ -8,21 +8,28 @@ child whose parser was subverted can send the parent data, never code. The paren
 :class:`LimitExceeded` (``limit``: ``memory``, ``cpu``, ``wall`` or ``output``) or :class:`ChildFailed` (the target
 raised, or the child crashed); it never holds more than the cap, whatever the input.
 
-The child is forked from the caller when the caller has one thread (≈2–5 ms), and reaped with ``wait4``: a child
-that died of a signal after growing to near its memory limit is reported as the memory limit (a C library that
-cannot allocate often aborts instead of failing the call). When the caller has other threads the child comes from
-a ``forkserver`` (a fork of a threaded process may inherit a lock another thread held), whose first use starts
-the server once.
+The child is forked from the caller when the caller has one thread (≈2 ms). When the caller has other threads (a
+server), a fork could inherit a lock another thread held, so the child is forked instead by this module's own fork
+server: a single-threaded helper process started once (``python -c``, never re-running the caller's main module
+as ``multiprocessing`` would), which imports what callers ask it to preload and forks, per request, a waiter that
+forks the worker; the target is then named by its import path and its arguments must be JSON-able. Either way the
+worker is reaped with ``wait4``: one that died of a signal after growing to near its memory limit is reported as
+the memory limit (a C library that cannot allocate often aborts instead of failing the call).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
+import importlib
 import json
 import math
 import os
 import select
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,7 +39,9 @@ MB = 1024 * 1024
 #: The child's exit status when it ran out of memory (a ``MemoryError`` it could not even report).
 MEMORY_EXIT = 3
 _READ = 1 << 20
-_preload: list[str] = []
+#: The fork server of this process: (owner pid, process, control socket), started on first need.
+_server: Optional[tuple[int, subprocess.Popen, socket.socket]] = None
+_server_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,8 @@ class ChildFailed(BoundedError):
 
 
 def start_method(method: str = "auto") -> str:
-    """``fork`` when this process has one thread, else ``forkserver``; an explicit method is kept."""
+    """``fork`` when this process has one thread, else ``forkserver`` (this module's fork server); an explicit
+    method is kept."""
     if method != "auto":
         return method
     return "fork" if threading.active_count() == 1 else "forkserver"
@@ -86,17 +96,16 @@ def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = 
                 method: str = "auto", preload: Iterable[str] = ()) -> Any:  # fmt: skip
     """``target(*args)`` computed in a bounded child process; its value must be JSON-able.
 
-    ``target`` must be importable by name when the method is ``forkserver`` (a module-level function);
-    ``preload`` names modules a forkserver imports once, so its children need not (the first call decides)."""
+    With the fork server (``method`` ``forkserver``, or ``auto`` in a threaded caller) ``target`` must be a
+    module-level function and ``args`` JSON-able; ``preload`` names modules the server imports once, so that its
+    children start with them."""
     deadline = None if limits.wall_seconds is None else time.monotonic() + limits.wall_seconds
     if start_method(method) == "fork":
         return _run_forked(target, args, limits, deadline)
-    return _run_served(target, args, limits, deadline, preload)
+    return _run_served(target, args, limits, deadline, list(preload))
 
 
 def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float]) -> Any:
-    """A child forked from this process, reaped with ``wait4`` (its peak memory tells a crash at the memory
-    limit from another crash)."""
     at_fork = _resident()
     read_end, write_end = os.pipe()
     try:
@@ -117,10 +126,11 @@ def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, 
             done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
                 break
+            status = None
             if deadline is not None and time.monotonic() > deadline:
                 killed = "wall"
             else:
-                time.sleep(0.001)
+                time.sleep(0.0005)
         if status is None:
             os.kill(pid, signal.SIGKILL)
             _, status, usage = os.wait4(pid, 0)
@@ -134,36 +144,185 @@ def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, 
 
 
 def _run_served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float],
-                preload: Iterable[str]) -> Any:  # fmt: skip
-    """A child of a forkserver (``multiprocessing``), for a caller with other threads running."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("forkserver")
-    _preload.extend(m for m in preload if m not in _preload)
-    context.set_forkserver_preload(list(_preload))
-    reader, writer = context.Pipe(duplex=False)
-    process = context.Process(target=_served_child, args=(writer, target, args, limits), daemon=True,
-                              name="rlm-bounded")  # fmt: skip
-    data = bytearray()
+                preload: list[str]) -> Any:  # fmt: skip
+    request = json.dumps({"target": _reference(target), "args": list(args), "limits": dataclasses.asdict(limits)})
+    read_end, write_end = os.pipe()
+    channel, theirs = socket.socketpair()
     try:
-        process.start()
-        writer.close()
-        killed = _collect(reader.fileno(), process.sentinel, deadline, limits.output_bytes, data)
-        if not killed:
-            process.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            killed = "wall" if process.exitcode is None else ""
-        if killed:
-            process.kill()
-        process.join()
-        return _outcome(process.exitcode, killed, bytes(data), limits, None)
+        with _server_lock:
+            for attempt in (1, 2):
+                try:
+                    socket.send_fds(_control(), [json.dumps(preload).encode()], [theirs.fileno(), write_end])
+                    break
+                except OSError:  # the server has gone: start another, once
+                    if attempt == 2:
+                        raise
+                    _stop_server()
+        theirs.close()
+        os.close(write_end)
+        write_end = -1
+        channel.sendall(request.encode() + b"\n")
+        data = bytearray()
+        killed = _collect(read_end, channel.fileno(), deadline, limits.output_bytes, data)
+        status = {} if killed else _status(channel, deadline)
+        if "error" in status:
+            raise ChildFailed(str(status["error"]))
+        if not killed and "code" not in status:
+            killed = "wall" if deadline is not None and time.monotonic() >= deadline else ""
+        code = status.get("code") if isinstance(status.get("code"), int) else None
+        return _outcome(code, killed, bytes(data), limits, status.get("grown"))
     finally:
-        if process.pid is not None and process.exitcode is None:  # interrupted (Ctrl-C): never leave it running
-            process.kill()
-            process.join()
-        reader.close()
-        writer.close()
-        if process.pid is not None:
-            process.close()
+        channel.close()  # a worker still running is killed by its waiter
+        theirs.close()
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def _reference(target: Callable[..., Any]) -> str:
+    ref = f"{getattr(target, '__module__', '')}:{getattr(target, '__qualname__', '')}"
+    try:
+        if _resolve(ref) is target:
+            return ref
+    except (ImportError, AttributeError, ValueError):
+        pass
+    raise TypeError(f"run_bounded: {target!r} is not a module-level function (the fork server imports it by name)")
+
+
+def _resolve(ref: str) -> Any:
+    module, _, qualname = ref.partition(":")
+    value: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _control() -> socket.socket:
+    """The control socket of this process's fork server, started if need be (the caller holds the lock)."""
+    global _server
+    if _server is not None and (_server[0] != os.getpid() or _server[1].poll() is not None):
+        _stop_server()
+    if _server is None:
+        ours, theirs = socket.socketpair()
+        code = ("import json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
+                "from rlm_host.bounded import _serve; _serve(int(sys.argv[1]))")  # fmt: skip
+        try:
+            process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), json.dumps(sys.path)],
+                                       pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)  # fmt: skip
+        finally:
+            theirs.close()
+        _server = (os.getpid(), process, ours)
+    return _server[2]
+
+
+def _stop_server() -> None:
+    """Forget the fork server (closing its control socket ends it; one inherited from a parent is only closed)."""
+    global _server
+    if _server is not None:
+        _server[2].close()
+        _server = None
+
+
+def _status(channel: socket.socket, deadline: Optional[float]) -> dict[str, Any]:
+    """The waiter's last word: ``{"code", "grown"}`` once the worker is reaped ({} if none came in time)."""
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 4096:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        channel.settimeout(timeout)
+        try:
+            chunk = channel.recv(4096)
+        except (socket.timeout, OSError):
+            return {}
+        if not chunk:
+            return {}
+        line += chunk
+    try:
+        status = json.loads(line)
+    except ValueError:
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
+def _serve(control_fd: int) -> None:
+    """The fork server's loop: each message on the control socket names modules to import (once) and carries a
+    request's channel and result pipe; a forked waiter serves it. It ends when the host closes the socket."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle; its exit ends this
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
+    control = socket.socket(fileno=control_fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 2)
+        except OSError:
+            return
+        if not message and not fds:
+            return
+        try:
+            names = json.loads(message)
+        except ValueError:
+            names = []
+        for name in names if isinstance(names, list) else []:
+            try:
+                importlib.import_module(str(name))
+            except Exception:  # noqa: BLE001 - a module that cannot be imported is the worker's error to report
+                pass
+        if len(fds) == 2 and os.fork() == 0:
+            code = 1
+            try:
+                control.close()
+                _wait_one(fds[0], fds[1])
+                code = 0
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+
+
+def _wait_one(channel_fd: int, result_fd: int) -> None:
+    """A waiter: read the request, fork the worker, and answer with its exit status and growth once it is reaped;
+    if the host closes the channel first (a limit, or it stopped), kill the worker."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    channel = socket.socket(fileno=channel_fd)
+    channel.settimeout(60)
+
+    def answer(message: dict[str, Any]) -> None:
+        channel.sendall(json.dumps(message).encode() + b"\n")
+
+    try:
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = channel.recv(1 << 20)
+            if not chunk:
+                return
+            line += chunk
+        request = json.loads(line)
+        target, args = _resolve(request["target"]), tuple(request["args"])
+        limits = BoundedLimits(**request["limits"])
+    except Exception as exc:  # noqa: BLE001 - told to the host as data
+        answer({"error": f"the fork server could not start the target: {type(exc).__name__}: {exc}"})
+        return
+    at_fork = _resident()
+    pid = os.fork()
+    if pid == 0:
+        channel.close()
+        _child(result_fd, target, args, limits)
+    os.close(result_fd)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    poller = select.poll()
+    poller.register(channel.fileno(), select.POLLIN)
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            answer({"code": os.waitstatus_to_exitcode(status), "grown": max(0, usage.ru_maxrss * 1024 - at_fork) // MB})
+            return
+        if any(fd == channel.fileno() for fd, _ in poller.poll(None if pidfd is not None else 5)):
+            os.kill(pid, signal.SIGKILL)  # the host closed the channel: it wants no more of this worker
+            os.waitpid(pid, 0)
+            return
 
 
 def _collect(fd: int, sentinel: Optional[int], deadline: Optional[float], cap: int, data: bytearray) -> str:
@@ -198,7 +357,7 @@ def _collect(fd: int, sentinel: Optional[int], deadline: Optional[float], cap: i
 
 
 def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimits, grown_mb: Optional[int]) -> Any:
-    memory = f"needed more than {limits.memory_mb} MB of memory"
+    memory = "needed more memory"
     if killed == "wall":
         raise LimitExceeded("wall", f"did not finish within {limits.wall_seconds:g} s")
     if killed == "output":
@@ -226,10 +385,12 @@ def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimit
         name = _signal_name(-code)
         if limits.memory_mb and grown_mb is not None and grown_mb >= limits.memory_mb * 3 // 4:
             # a library that cannot allocate aborts (PDFium: SIGABRT) rather than raise: it died at the limit
-            raise LimitExceeded("memory", f"{memory} (it grew by {grown_mb} MB and died of {name})")
+            raise LimitExceeded("memory", f"{memory} (it grew by {grown_mb} MB, then died of {name})")
         if -code == signal.SIGKILL:  # not ours (we said so above): the out-of-memory killer, or a person
             raise ChildFailed(f"the child process was killed ({name}; out of memory?)", signal_name=name)
         raise ChildFailed(f"the child process crashed ({name})", signal_name=name)
+    if code is None:
+        raise ChildFailed("the child process ended without a status (its fork server stopped?)")
     raise ChildFailed(f"the child process exited with status {code}")
 
 
@@ -238,10 +399,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-def _served_child(writer: Any, target: Callable[..., Any], args: tuple, limits: BoundedLimits) -> None:
-    _child(writer.fileno(), target, args, limits)
 
 
 def _child(fd: int, target: Callable[..., Any], args: tuple, limits: BoundedLimits) -> None:

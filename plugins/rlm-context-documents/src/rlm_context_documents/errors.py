@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 MB = 1024 * 1024
+#: Characters of a library's own message kept in an error (zipfile quotes raw header bytes, for one).
+DETAIL_CHARS = 300
 
 
 class DocumentError(Exception):
@@ -18,7 +20,9 @@ class DocumentError(Exception):
 
 def corrupt(label: str, exc: object) -> DocumentError:
     """The error for a file that is not a readable ``label`` (damaged, truncated, or another format renamed)."""
-    return DocumentError(f"not a readable {label} file (damaged, truncated, or another format): {exc}",
+    detail = str(exc)
+    detail = detail if len(detail) <= DETAIL_CHARS else detail[:DETAIL_CHARS] + "…"
+    return DocumentError(f"not a readable {label} file (damaged, truncated, or another format): {detail}",
                          hint=f"open it in an application that reads {label} and save a new copy")  # fmt: skip
 
 

@@ -47,6 +47,5 @@ def extract_file(loader_ref: str, path: str, settings: dict[str, Any]) -> dict[s
 
 
 def _corrupt(label: str, exc: object) -> dict[str, Any]:
-    detail = f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
-    error = corrupt(label, detail[:1000])
+    error = corrupt(label, f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else exc)
     return {"error": {"reason": error.reason, "hint": error.hint}}

@@ -26,6 +26,8 @@ from rlm_context_documents.settings import LIMITS, DocumentSettings
 logger = logging.getLogger("rlm.context.documents")
 #: Warnings from one file's extraction that reach the log (each cut to ``WARNING_CHARS``).
 MAX_WARNINGS, WARNING_CHARS = 10, 500
+#: The longest reason or hint taken from a child (its words are data from a process that parsed the file).
+REASON_CHARS = 1000
 
 
 class DocumentLoader:
@@ -41,7 +43,8 @@ class DocumentLoader:
     single: ClassVar[bool] = False
     #: What a part is, in messages ("page", "slide"…).
     part_label: ClassVar[str] = "part"
-    #: Modules ``extract`` imports: loaded once in the parent (never run there), so each child needs not.
+    #: Modules ``extract`` imports: loaded once in the parent (never run there) or in the fork server a threaded
+    #: host uses, so that each child starts with them.
     libraries: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Optional[DocumentSettings] = None, services: Any = None) -> None:
@@ -100,11 +103,15 @@ class DocumentLoader:
         try:
             result = host("run_bounded")(extract_file, f"{type(self).__module__}:{type(self).__qualname__}",
                                          str(path), s.model_dump(), limits=limits,
-                                         preload=("rlm_context_documents.extract", type(self).__module__))  # fmt: skip
+                                         preload=("rlm_context_documents.extract", type(self).__module__,
+                                                  *self.libraries))  # fmt: skip
         except host("LimitExceeded") as exc:
             setting, what = LIMITS[exc.limit]
             raise InputError(f"{path}: reading it stopped at {what} ({setting} = {getattr(s, setting):,}): it "
                              f"{exc.message}", hint=limit_error("", setting, self.name).hint) from None  # fmt: skip
+        except OSError as exc:  # no process could be started (a process limit, no memory left)
+            raise InputError(f"{path}: cannot start a process to read it: {exc.strerror or exc}",
+                             hint="free some memory or processes, then try again") from None  # fmt: skip
         except host("ChildFailed") as exc:
             if exc.signal:
                 raise InputError(f"{path}: the {self.label} reader crashed ({exc.signal}): a damaged file, or one "
@@ -118,10 +125,11 @@ class DocumentLoader:
         s = self.settings
         if isinstance(result, dict) and isinstance(result.get("error"), dict):
             error = result["error"]
-            reason, hint = str(error.get("reason", "")), error.get("hint")
+            reason, hint = str(error.get("reason", ""))[:REASON_CHARS], error.get("hint")
+            hint = str(hint)[:REASON_CHARS] if hint else None
             if error.get("io"):
                 raise InputError(f"cannot read context file {path}: {reason}")
-            raise InputError(f"{path}: {reason}", hint=str(hint) if hint else None)
+            raise InputError(f"{path}: {reason}", hint=hint)
         parts = result.get("parts") if isinstance(result, dict) else None
         if (not isinstance(parts, list) or len(parts) > s.max_parts
                 or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in parts)
