@@ -37,7 +37,7 @@ RUN = {
     "rlm plugins doctor --sink langfuse": {1},  # the page shows its FAIL line: no keys here
     "rlm plugins doctor --sink langsmith": {1},
     "rlm plugins doctor --sink logfire": {1},
-    "rlm mcp serve --transport http --host 0.0.0.0": {1, 2},  # the page shows the refusal (bad input)
+    "rlm mcp serve --transport http --host 0.0.0.0": {2},  # the page shows the refusal (bad input: exit 2)
     "rlm leaderboard --metric accuracy": {0},  # an empty home: "no saved benchmarks"
 }
 

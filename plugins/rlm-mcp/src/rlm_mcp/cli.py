@@ -47,20 +47,20 @@ def serve(
     max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0.000001, help="Cost limit of a run, USD."),
 ) -> None:
     """Serve the rlm tools (rlm_run, rlm_runs_list, rlm_runs_show, rlm_bench_run) to MCP clients."""
-    from rlm_host import RLM, RlmError, command_settings
+    from rlm_host import RLM, ConfigError, command_settings
 
     from rlm_mcp.http_guard import is_loopback
     from rlm_mcp.roots import Roots
 
     if transport not in ("stdio", "http"):
-        raise RlmError(f"unknown transport {transport!r}", hint="choose stdio or http")
+        raise ConfigError(f"unknown transport {transport!r}", hint="choose stdio or http")
     if transport == "http" and not is_loopback(host):
-        raise RlmError(f"refusing to listen on {host}: only loopback addresses are served",
-                       hint="use 127.0.0.1, ::1 or localhost; put a TLS proxy in front for remote clients")  # fmt: skip
+        raise ConfigError(f"refusing to listen on {host}: only loopback addresses are served",
+                          hint="use 127.0.0.1, ::1 or localhost; put a TLS proxy in front for remote clients")  # fmt: skip
     try:
         roots = Roots(root or [Path.cwd()])
     except (OSError, NotADirectoryError) as exc:
-        raise RlmError(f"bad --root: {exc}", hint="give existing folders") from None
+        raise ConfigError(f"bad --root: {exc}", hint="give existing folders") from None
     given = {"model": model, "sub_model": sub_model, "sandbox": sandbox, "max_steps": max_steps,
              "max_depth": max_depth, "timeout": timeout, "max_cost": max_cost}  # fmt: skip
     rlm = RLM(home=command_settings(ctx).home, **given)
