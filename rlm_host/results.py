@@ -151,3 +151,6 @@ class RunResult(BaseModel):
     trajectory_path: Optional[str] = None
     #: Why the trajectory is incomplete (a write failed: a full disk…), None when every event was written.
     record_error: Optional[str] = None
+    #: Under ``--max-cost``, when the cost ended above it (a call's cost is known once it returns): ``limit``,
+    #: ``spent``, ``over``, ``step`` (whose calls crossed it) and ``message``; None otherwise.
+    over_budget: Optional[dict[str, Any]] = None

@@ -1,5 +1,5 @@
 """``--max-cost`` is never passed without a word: when the last call crossed the budget the run says so (stderr and
-an ``over_budget`` note in the final event), and ``--quiet`` does not hide that a model cannot be priced."""
+an ``over_budget`` note in the RunResult and the final event), and ``--quiet`` does not hide that a model cannot be priced."""
 
 import json
 from pathlib import Path
@@ -24,7 +24,7 @@ def test_the_call_that_crosses_the_budget_is_named_with_the_overrun(rlm, isolate
         result = rlm("run", "q", "--model", "openai:house-model", "--base-url", server.url, "--max-cost", "0.01",
                      "--sandbox", "process", "-q", plugins=[])  # fmt: skip
     assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
-    assert ("warning: the model call(s) of step 2 crossed --max-cost $0.01: $0.0120 spent, $0.0020 over"
+    assert ("! the model call(s) of step 2 crossed --max-cost $0.01: $0.0120 spent, $0.0020 over"
             in result.stderr), result.stderr
     final = final_event(work)
     assert final["type"] == "final" and final["data"]["termination_reason"] == "final"
@@ -40,7 +40,7 @@ def test_within_the_budget_nothing_is_said(rlm, isolated_env):
         result = rlm("run", "q", "--model", "openai:house-model", "--base-url", server.url, "--max-cost", "0.01",
                      "--sandbox", "process", "-q", plugins=[])  # fmt: skip
     assert result.returncode == 0 and "max-cost" not in result.stderr
-    assert "over_budget" not in final_event(work)["data"]
+    assert final_event(work)["data"]["over_budget"] is None
 
 
 def test_quiet_still_warns_that_a_model_cannot_be_priced(rlm, isolated_env):
@@ -50,4 +50,4 @@ def test_quiet_still_warns_that_a_model_cannot_be_priced(rlm, isolated_env):
                      "--sandbox", "process", "-q", plugins=[], env={"DEEPINFRA_API_KEY": "di-test"})  # fmt: skip
     assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
     assert result.stderr.count("no price is known for deepinfra:some-model") == 1, result.stderr
-    assert "warning: no price is known" in result.stderr
+    assert "! no price is known" in result.stderr

@@ -42,9 +42,6 @@ def test_the_readme_prices_example_is_accepted_as_printed(rlm_isolated):
     assert '"openai:gpt-4.1"' in done.stdout and "prices" in json.dumps(json.loads(done.stdout))
 
 
-@pytest.mark.xfail(strict=True, reason="the --strict hint in rlm_host/engine/plan.py cost_notices still prints "
-                   "`[[prices]] model = … input = …` on one line (not TOML); its owner applies the fix, then drops "
-                   "this marker")  # fmt: skip
 def test_the_strict_hint_is_toml_a_user_can_paste(rlm_isolated):
     done = _rlm("run", "q", "--model", "openai:nosuch-model", "--base-url", "http://127.0.0.1:9", "--max-cost", "0.01",
                 "--strict", "--sandbox", "process", cwd=rlm_isolated.work)  # fmt: skip

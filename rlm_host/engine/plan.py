@@ -52,7 +52,7 @@ class RunPlan:
     sinks: list[tuple[str, Sink]]
     sub_models: SubModels  # what code may name in llm_query(..., model=...)
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
-    warnings: list[str] = field(default_factory=list)  # notices on stderr even without a live view (--quiet)
+    warnings: list[str] = field(default_factory=list)  # notices said on stderr too when no live view shows them
     workdir: Optional[Path] = None  # the project folder, for an environment whose spec says workspace=True
     sandbox_packages: tuple[str, ...] = ()
     framework_factory: Optional[Callable[..., Any]] = None  # None: the native loop
@@ -85,8 +85,6 @@ class RunPlan:
         from rlm_host.observability.delivery import SinkDelivery
 
         writer = self.writer = TrajectoryWriter(self.home, self.run_id)
-        if self.run.max_cost is not None:  # first: its note goes into the final event before anyone reads it
-            bus.subscribe("cost_watch", CostWatch(bus, self.run.max_cost, self.warnings))
         bus.subscribe("trajectory", writer)
         delivery = SinkDelivery(bus, self.sinks, flush_seconds=self.run.sink_flush_seconds,
                                 call_seconds=self.run.sink_call_seconds)  # fmt: skip
@@ -172,46 +170,13 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
     if not unpriced:
         return []
     names = ", ".join(unpriced)
-    hint = f'give it a price in rlm.toml: [[prices]] model = "{unpriced[0]}" input = … output = … (USD per 1M)'
+    hint = ("give it a price in rlm.toml (USD per 1M tokens; put in its real prices):\n"
+            f'  [[prices]]\n  model = "{unpriced[0]}"\n  input = 1.0\n  output = 2.0')
     if run.strict:
         raise ConfigError(f"--max-cost ${run.max_cost:g} cannot be enforced: no price is known for {names}",
-                          hint=hint + ", or run without --strict")  # fmt: skip
+                          hint=hint + "\nor run without --strict")  # fmt: skip
     return [f"no price is known for {names}: --max-cost ${run.max_cost:g} counts only the calls it can price "
-            f"({hint}; --strict refuses such a run)"]  # fmt: skip
-
-
-class CostWatch:
-    """Under ``--max-cost``: the root ``final`` event gets an ``over_budget`` note when the cost ended above the
-    limit (the step whose calls crossed it, by how much). With nobody watching the events (``rlm run --quiet``,
-    a plain API call), that note and the run's cost warnings go to stderr, so a budget is never passed silently."""
-
-    def __init__(self, bus: EventBus, limit: float, warnings: list[str]) -> None:
-        self.bus, self.limit, self.warnings = bus, limit, warnings
-        self.spent, self.crossed_at = 0.0, None
-
-    def __call__(self, event: Any) -> None:
-        if event.depth != 0:
-            return
-        if event.type == "run_start" and not self._watched():
-            for warning in self.warnings:
-                logs.say(f"warning: {warning}", event="cost budget", level="warning")
-        elif event.type == "step":
-            usage = event.data.get("usage") or {}
-            self.spent += sum((usage.get(role) or {}).get("cost") or 0.0 for role in ("root", "sub"))
-            if self.crossed_at is None and self.spent > self.limit:
-                self.crossed_at = event.data.get("step")
-        elif event.type == "final" and event.data.get("cost") is not None:
-            from rlm_host.engine.budget import Budget
-
-            note = Budget.over_budget(self.limit, event.data["cost"], self.crossed_at)
-            if note is not None:
-                event.data["over_budget"] = note
-                if not self._watched():
-                    logs.say(f"warning: {note['message']}", event="over budget", level="warning", **note)
-
-    def _watched(self) -> bool:
-        """Whether the caller subscribed to the events (the live view shows notices itself)."""
-        return any(name == "on_event" for name, _ in getattr(self.bus, "_subscribers", []))
+            f"(--strict refuses such a run); {hint}"]  # fmt: skip
 
 
 def _effective_run_settings(base: RunSettings, options: dict[str, Any]) -> RunSettings:

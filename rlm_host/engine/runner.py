@@ -31,6 +31,7 @@ from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import SandboxServices
+from rlm_host import logs
 from rlm_host.redact import redact
 from rlm_host.signals import interruption
 from rlm_host.results import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
@@ -73,6 +74,9 @@ class RLMRunner:
         ``carry`` (a ``VariableCarrier``) binds earlier variables in the root run's sandbox and saves them after.
         """
         plan = plan_run(self.host, self.loaded, self.home, options, context, connectors, self.prices)
+        if on_event is None:  # no live view (--quiet, a plain API call): a cost budget's warnings still reach stderr
+            for warning in plan.warnings:
+                logs.get_logger("rlm.budget").warning(warning)
         for connector in {id(c): c for c in (plan.root_connector, plan.sub_connector)}.values():
             warm_up = getattr(connector, "warm_up", None)
             if warm_up is not None:
@@ -192,6 +196,7 @@ class RLMRunner:
             usage=usage, cost=usage.cost, cost_complete=not usage.unpriced_calls,
             duration_s=round(time.monotonic() - started, 4),
             termination_reason=reason, error=redact(error), trajectory_path=str(plan.trajectory_path),
+            over_budget=_over_budget(plan.run.max_cost, usage.cost, progress.crossed_at) if scope.depth == 0 else None,
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result
@@ -207,7 +212,7 @@ class RLMRunner:
         for step in range(1, plan.run.max_steps + 1):
             ctx.budget.check()
             result, record = self._step(environment, step, root, sub, usage, plan, progress.total_reward)
-            progress.steps, progress.total_reward = step, record.cumulative_reward
+            progress.record(record, plan.run.max_cost)
             ctx.scope.emit("step", record.model_dump(mode="json"))
             if result.done:
                 return True, result.final_response, "final"
@@ -235,7 +240,7 @@ class RLMRunner:
                     duration_s=round(now - mark["time"], 4),
                 )  # fmt: skip
                 mark.update(usage=usage.model_copy(deep=True), time=now, model_seconds=model_seconds)
-                progress.steps, progress.total_reward = record.step, record.cumulative_reward
+                progress.record(record, plan.run.max_cost)
                 ctx.scope.emit("step", record.model_dump(mode="json"))
             if ctx.budget.llm_calls_refused:  # type: ignore[attr-defined]  # a sub-call was refused: the run ends
                 raise BudgetExceeded("max_llm_calls", f"max_llm_calls ({ctx.budget.max_llm_calls}) reached")
@@ -295,6 +300,25 @@ class _Progress:
     def __init__(self) -> None:
         self.steps = 0
         self.total_reward = 0.0
+        self.cost = 0.0
+        self.crossed_at: Optional[int] = None  # the step whose calls took the cost over --max-cost
+
+    def record(self, record: StepRecord, max_cost: Optional[float]) -> None:
+        """Count a recorded step: its number, reward and cost (and whether it crossed the cost budget)."""
+        self.steps, self.total_reward = record.step, record.cumulative_reward
+        self.cost += sum(part.cost or 0.0 for part in (record.usage.root, record.usage.sub))
+        if max_cost is not None and self.crossed_at is None and self.cost > max_cost:
+            self.crossed_at = record.step
+
+
+def _over_budget(limit: Optional[float], spent: Optional[float], step: Optional[int]) -> Optional[dict[str, Any]]:
+    """The run's over-budget note (see ``RunResult.over_budget``), said once as a warning on stderr too."""
+    note = Budget.over_budget(limit, spent, step) if limit is not None and spent is not None else None
+    if note is not None:
+        from rlm_host import logs
+
+        logs.get_logger("rlm.budget").warning(note["message"])
+    return note
 
 
 def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:
