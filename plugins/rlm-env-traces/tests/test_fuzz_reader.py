@@ -21,9 +21,10 @@ SPAN = {"trace_id": "abc", "span_id": "s1", "parent_span_id": None, "name": "cha
 OTLP = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
         "scopeSpans": [{"spans": [{"traceId": "AB", "spanId": "01", "status": {"code": 2}, "startTimeUnixNano": "5",
                                    "attributes": [{"key": "gen_ai.agent.name", "value": {"stringValue": "a"}}]}]}]}]}
+INSERTS = [b"[", b"{", b"\n", b'"', b"\\", b"\xff", b"1e999", b"-", b"null", b"9" * 30]
 VALID = [json.dumps(SPAN).encode(), json.dumps(OTLP).encode(), json.dumps({**SPAN, "trace_id": "x2"}).encode()]
-FUZZ = settings(max_examples=60, deadline=3000, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                       HealthCheck.too_slow], derandomize=True)  # fmt: skip
+FUZZ = settings(max_examples=60, deadline=3000, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @st.composite
@@ -37,7 +38,7 @@ def mutated_line(draw):
         elif kind == "flip" and where < len(line):
             line[where] = draw(st.integers(0, 255))
         elif kind == "insert":
-            line[where:where] = draw(st.sampled_from([b"[", b"{", b"\n", b'"', b"\\", b"\xff", b"1e999", b"-", b"null"]))
+            line[where:where] = draw(st.sampled_from(INSERTS))
         elif where < len(line):
             del line[where]
     return bytes(line)

@@ -72,8 +72,9 @@ def test_ids_from_the_file_are_encoded_before_they_become_lines(tmp_path):
     evil = "t1\n| injected | row |\n../../../etc/x`"
     path = tmp_path / "in" / "t.jsonl"
     path.parent.mkdir()
-    spans = [{"trace_id": evil, "span_id": "s\n1", "name": "tool | call\nname", "status": {
-        "code": "ERROR", "message": "boom\n## Injected heading"}, "resource": {"service.name": "svc\n- item"}}]  # fmt: skip
+    spans = [{"trace_id": evil, "span_id": "s\n1", "name": "tool | call\nname",
+              "status": {"code": "ERROR", "message": "boom\n## Injected heading"},
+              "resource": {"service.name": "svc\n- item"}}]
     path.write_text("".join(json.dumps(s) + "\n" for s in spans))
     store = TraceStore.load(path)
     result = store.export_evidence_corpus(tmp_path / "out")

@@ -99,7 +99,8 @@ def search(path: Path = PATH, trace_id: str = typer.Argument(...), pattern: str 
 
 
 @app.command()
-def export(path: Path = PATH, directory: Path = typer.Argument(..., help="A new (or empty) folder for summary.md and traces.jsonl."),
+def export(path: Path = PATH,
+           directory: Path = typer.Argument(..., help="A new (or empty) folder for summary.md and traces.jsonl."),
            errors: Optional[bool] = ERRORS, model: Optional[str] = MODEL, service: Optional[str] = SERVICE,
            agent: Optional[str] = AGENT, limit: int = typer.Option(200, "--limit"), as_json: bool = AS_JSON) -> None:  # fmt: skip
     """Write an evidence corpus (Markdown summary + JSONL spans) of the matching traces."""

@@ -14,6 +14,7 @@ import gc
 import hashlib
 import os
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
@@ -40,6 +41,9 @@ PARALLEL_BYTES = 32 << 20
 MAX_ID_CHARS = 1_024
 #: Service, model and agent names are kept to this many characters.
 NAME_CHARS = 256
+#: A trace's token sums are kept within 0..TOKENS_CAP, its times within 64 bits (else None).
+TOKENS_CAP = 1 << 62
+TIME_CAP = 1 << 63
 
 
 class TraceEntry(msgspec.Struct, array_like=True, gc=False):
@@ -199,11 +203,15 @@ class _NameTable:
         self._ids: dict[tuple[tuple[str, ...], ...], int] = {}
 
     def id(self, services: Iterable[str], models: Iterable[str], agents: Iterable[str]) -> int:
-        key = (_names(services), _names(models), _names(agents))
+        key = (tuple(sorted(set(services))), tuple(sorted(set(models))), tuple(sorted(set(agents))))
         found = self._ids.get(key)
-        if found is None:
-            found = self._ids[key] = len(self.rows)
-            self.rows.append(NameSet(*key))
+        if found is None:  # a new combination: its names cut to NAME_CHARS (only here, not once per trace)
+            kept = (_names(key[0]), _names(key[1]), _names(key[2]))
+            found = self._ids.get(kept)
+            if found is None:
+                found = self._ids[kept] = len(self.rows)
+                self.rows.append(NameSet(*kept))
+            self._ids[key] = found
         return found
 
 
@@ -261,73 +269,82 @@ def _scan_lines(path: Path, start: int, end: Optional[int], most: int) -> _Part:
     malformed_lines: list[int] = []
     offset = start
     limit = MAX_LINE_BYTES + 1
+    stop = end if end is not None else start + most
     with open_trace_file(path) as handle:
         handle.seek(start)
         readline = handle.readline
-        while True:
-            try:
-                line = readline(limit)
-            except GZIP_ERRORS:
-                line = None  # a corrupt or truncated stream: what came before it stays indexed
-            if not line:
-                if line is None:
-                    lines, malformed = lines + 1, malformed + 1
-                    malformed_lines += [lines][: MALFORMED_LISTED - len(malformed_lines)]
-                break
-            lines += 1
-            length = len(line)
-            try:
-                if length == limit and line[-1] != 10:  # over-long: skipped, never held whole
-                    length += skip_rest(readline)
-                    raise MalformedLine("longer than the line limit")
-                found = summaries(line)
-            except (MalformedLine, *GZIP_ERRORS):
-                found = ()
-                malformed += 1
-                if len(malformed_lines) < MALFORMED_LISTED:
-                    malformed_lines.append(lines)
-            for trace_id, error, service, model, agent, input_tokens, output_tokens, begin, finish in found:
-                state = states.get(trace_id)
-                if state is None:
-                    if len(trace_id) > MAX_ID_CHARS:  # not an id: the span is dropped, its line counted malformed
-                        spans, malformed = spans - 1, malformed + 1
-                        malformed_lines += [lines][: MALFORMED_LISTED - len(malformed_lines)]
+        try:
+            for lines, line in enumerate(iter(partial(readline, limit), b""), 1):
+                length = len(line)
+                try:
+                    if length == limit and line[-1] != 10:  # over-long: skipped, never held whole
+                        length += skip_rest(readline)
+                        raise MalformedLine("longer than the line limit")
+                    found = summaries(line)
+                except MalformedLine:
+                    found = ()
+                    malformed += 1
+                    if len(malformed_lines) < MALFORMED_LISTED:
+                        malformed_lines.append(lines)
+                for trace_id, error, service, model, agent, input_tokens, output_tokens, begin, finish in found:
+                    state = states.get(trace_id)
+                    if state is None:
+                        if len(trace_id) > MAX_ID_CHARS:  # not an id: the span dropped, its line malformed
+                            spans, malformed = spans - 1, malformed + 1
+                            malformed_lines += [lines][: MALFORMED_LISTED - len(malformed_lines)]
+                            continue
+                        if len(states) >= MAX_TRACES:
+                            raise _too_many_traces(path)
+                        states[trace_id] = [[(offset, length)], 1, error, input_tokens, output_tokens, begin, finish,
+                                            {(service, model, agent)}]  # fmt: skip
                         continue
-                    if len(states) >= MAX_TRACES:
-                        raise _too_many_traces(path)
-                    states[trace_id] = [[(offset, length)], 1, error, input_tokens, output_tokens, begin, finish,
-                                        {(service, model, agent)}]  # fmt: skip
-                    continue
-                ranges = state[0]  # _add_range, inlined: this loop runs once per span
-                last_offset, last_length = ranges[-1]
-                if last_offset + last_length == offset:
-                    ranges[-1] = (last_offset, last_length + length)
-                elif last_offset + last_length < offset:
-                    ranges.append((offset, length))
-                state[1] += 1
-                state[2] += error
-                state[3] += input_tokens
-                state[4] += output_tokens
-                if begin is not None and (state[5] is None or begin < state[5]):
-                    state[5] = begin
-                if finish is not None and (state[6] is None or finish > state[6]):
-                    state[6] = finish
-                state[7].add((service, model, agent))
-            spans += len(found)
-            offset += length
-            if end is not None and offset >= end:
-                break
-            if offset - start > most:
+                    ranges = state[0]  # _add_range, inlined: this loop runs once per span
+                    last_offset, last_length = ranges[-1]
+                    if last_offset + last_length == offset:
+                        ranges[-1] = (last_offset, last_length + length)
+                    elif last_offset + last_length < offset:
+                        ranges.append((offset, length))
+                    state[1] += 1
+                    state[2] += error
+                    state[3] += input_tokens
+                    state[4] += output_tokens
+                    if begin is not None and (state[5] is None or begin < state[5]):
+                        state[5] = begin
+                    if finish is not None and (state[6] is None or finish > state[6]):
+                        state[6] = finish
+                    state[7].add((service, model, agent))
+                spans += len(found)
+                offset += length
+                if offset >= stop:
+                    break
+            if end is None and offset - start >= most and readline(1):
                 raise TraceLimitError(f"{path} decompresses to more than {most:,} bytes",
                                       hint="decompress it yourself if it really is this large")  # fmt: skip
+        except GZIP_ERRORS:  # a corrupt or truncated stream: what came before it stays indexed
+            lines, malformed = lines + 1, malformed + 1
+            malformed_lines += [lines][: MALFORMED_LISTED - len(malformed_lines)]
     table = _NameTable()
-    traces = {trace_id: TraceEntry(state[0], state[1], int(state[2]), _names_id(table, state[7]), *state[3:7])
-              for trace_id, state in states.items()}  # fmt: skip
+    traces = {trace_id: _finished(table, state) for trace_id, state in states.items()}
     return _Part(offset - start, lines, spans, malformed, malformed_lines, traces, table.rows)
 
 
 def _too_many_traces(path: Path) -> TraceLimitError:
     return TraceLimitError(f"{path} holds more than {MAX_TRACES:,} traces", hint="split the file into smaller ones")
+
+
+def _finished(table: _NameTable, state: list[Any]) -> TraceEntry:
+    """A trace's running state as its entry: token sums kept within 0..TOKENS_CAP and times within 64 bits, so
+    no line can make the index unstorable (checked once per trace, not in the per-span loop)."""
+    ranges, spans, errors, tokens_in, tokens_out, begin, finish, triples = state
+    if not 0 <= tokens_in <= TOKENS_CAP:
+        tokens_in = TOKENS_CAP if tokens_in > 0 else 0
+    if not 0 <= tokens_out <= TOKENS_CAP:
+        tokens_out = TOKENS_CAP if tokens_out > 0 else 0
+    if begin is not None and not -TIME_CAP <= begin < TIME_CAP:
+        begin = None
+    if finish is not None and not -TIME_CAP <= finish < TIME_CAP:
+        finish = None
+    return TraceEntry(ranges, spans, int(errors), _names_id(table, triples), tokens_in, tokens_out, begin, finish)
 
 
 def _names_id(table: _NameTable, triples: set[tuple[Optional[str], ...]]) -> int:
@@ -365,8 +382,8 @@ def _merge(parts: list[_Part]) -> _Part:
                 _add_range(known.ranges, offset, length)
             known.spans += entry.spans
             known.error_spans += entry.error_spans
-            known.input_tokens += entry.input_tokens
-            known.output_tokens += entry.output_tokens
+            known.input_tokens = min(known.input_tokens + entry.input_tokens, TOKENS_CAP)
+            known.output_tokens = min(known.output_tokens + entry.output_tokens, TOKENS_CAP)
             starts = [v for v in (known.start, entry.start) if v is not None]
             ends = [v for v in (known.end, entry.end) if v is not None]
             known.start, known.end = min(starts, default=None), max(ends, default=None)

@@ -1,5 +1,5 @@
-"""Patterns (and substrings) a model writes, matched on the host in bounded time: RE2 (google-re2), whose matching is linear in the
-text whatever the pattern, so ``(a+)+b`` cannot backtrack for minutes as Python's ``re`` does. RE2 has no
+"""Patterns (and substrings) a model writes, matched on the host in bounded time: RE2 (google-re2), whose
+matching is linear in the text whatever the pattern, so ``(a+)+b`` cannot backtrack for minutes as Python's ``re`` does. RE2 has no
 backreferences or look-around: such a pattern is an InputError the model sees, as is one too long or too large.
 Callers check their deadline between texts; one search is linear in one text, itself bounded by the line limit.
 """

@@ -26,8 +26,6 @@ _KNOWN_CODES = {None: False, 0: False, 1: False, 2: True, "UNSET": False, "OK": 
                 "STATUS_CODE_UNSET": False, "STATUS_CODE_OK": False, "STATUS_CODE_ERROR": True}
 
 Scalar = Union[int, float, str, None]
-TOKENS_CAP = 1 << 31
-NANOS_CAP = 1 << 63
 
 
 class SpanSummary(NamedTuple):
@@ -135,7 +133,7 @@ def summaries(line: bytes) -> list[SpanSummary]:
     return [_summary((parsed.trace_id, is_error(parsed.status.code if parsed.status else None),
                         parsed.resource.service if parsed.resource else None,
                         attrs.request_model or attrs.response_model, attrs.agent,
-                        _tokens(attrs.input_tokens), _tokens(attrs.output_tokens),
+                        _int(attrs.input_tokens), _int(attrs.output_tokens),
                         _nanos(parsed.start_time), _nanos(parsed.end_time)))]  # fmt: skip
 
 
@@ -148,8 +146,8 @@ def _otlp_summaries(group: _ResourceSpans) -> list[SpanSummary]:
             attrs = _typed_attributes(span.attributes)
             found.append(_summary((span.traceId.lower(), is_error(span.status.code if span.status else None),
                                      service, attrs.get(MODEL_KEYS[0]) or attrs.get(MODEL_KEYS[1]),
-                                     attrs.get(AGENT_KEY), _tokens(attrs.get(INPUT_TOKENS_KEY)),
-                                     _tokens(attrs.get(OUTPUT_TOKENS_KEY)), _nanos(span.startTimeUnixNano),
+                                     attrs.get(AGENT_KEY), _int(attrs.get(INPUT_TOKENS_KEY)),
+                                     _int(attrs.get(OUTPUT_TOKENS_KEY)), _nanos(span.startTimeUnixNano),
                                      _nanos(span.endTimeUnixNano))))  # fmt: skip
     return found
 
@@ -215,7 +213,7 @@ def _summary_of(span: dict[str, Any]) -> SpanSummary:
     status = span.get("status") if isinstance(span.get("status"), dict) else {}
     return _summary((str(span["trace_id"]), is_error(status.get("code")), _text(resource.get(SERVICE_KEY)),
                        _text(attrs.get(MODEL_KEYS[0]) or attrs.get(MODEL_KEYS[1])), _text(attrs.get(AGENT_KEY)),
-                       _tokens(attrs.get(INPUT_TOKENS_KEY)), _tokens(attrs.get(OUTPUT_TOKENS_KEY)),
+                       _int(attrs.get(INPUT_TOKENS_KEY)), _int(attrs.get(OUTPUT_TOKENS_KEY)),
                        _nanos(span.get("start_time")), _nanos(span.get("end_time"))))  # fmt: skip
 
 
@@ -241,16 +239,10 @@ def _int(value: Any) -> int:
         return 0
 
 
-def _tokens(value: Any) -> int:
-    """A token count as the index keeps it: 0 up to 2**31 (a line cannot make a trace's sums overflow)."""
-    count = value if type(value) is int else _int(value)
-    return count if 0 <= count <= TOKENS_CAP else (TOKENS_CAP if count > 0 else 0)
-
-
 def _nanos(value: Any) -> Optional[int]:
     """Unix nanoseconds from an integer, a decimal string (OTLP) or an ISO 8601 timestamp; None when there is
-    none, or it does not fit 64 bits."""
-    if type(value) is int and -NANOS_CAP <= value < NANOS_CAP:  # the common case first: twice per span of a build
+    none. (The index keeps those that fit 64 bits: ``index._finished``.)"""
+    if type(value) is int:  # the common case first: this runs twice per span of a 1 GB index build
         return value
     if value is None or isinstance(value, bool):
         return None
@@ -263,4 +255,4 @@ def _nanos(value: Any) -> Optional[int]:
                                                           .timestamp() * 1_000_000_000)  # fmt: skip
     except (ValueError, OverflowError, TypeError):
         return None
-    return found if -NANOS_CAP <= found < NANOS_CAP else None
+    return found
