@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
+import gc
 import importlib
 import json
 import math
@@ -408,6 +409,7 @@ def _child(fd: int, target: Callable[..., Any], args: tuple, limits: BoundedLimi
     try:
         _reset_signals()
         faulthandler.disable()  # a crash here is reported by the parent, not as a dump of the parent's stack
+        gc.freeze()  # the collector skips the inherited heap: traversing it would copy every page it touches
         _apply(limits)
         try:
             message: dict[str, Any] = {"ok": target(*args)}

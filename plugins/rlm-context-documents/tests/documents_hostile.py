@@ -137,22 +137,24 @@ def docx_spanning(path: Path, rows: int = 50, span: int = 50_000_000) -> Path:
     return docx_with_body(path, f"<w:p><w:r><w:t>before the table</w:t></w:r></w:p>{table}<w:p/>")
 
 
-def zip_bomb_docx(path: Path, megabytes: int) -> Path:
-    """A DOCX whose document part is ``megabytes`` MB of spaces around one paragraph (a few KB compressed),
-    written in pieces (the test process never holds it)."""
+def zip_bomb_docx(path: Path, megabytes: int, text_node: bool = False) -> Path:
+    """A DOCX whose document part is ``megabytes`` MB of spaces around one paragraph, or (``text_node``) one
+    text node of that size: a few hundred KB compressed, written in pieces (the test process never holds it)."""
     docx_with_body(path, "")
     with zipfile.ZipFile(path) as source:
         entries = {info.filename: source.read(info) for info in source.infolist()}
+    opening, closing = (b"<w:p><w:r><w:t>", b"</w:t></w:r></w:p>") if text_node else (b"", b"")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:
         for name, data in entries.items():
             if name != "word/document.xml":
                 target.writestr(name, data)
         with target.open("word/document.xml", "w", force_zip64=True) as part:
             part.write(f'<?xml version="1.0"?><w:document {W}><w:body><w:p><w:r><w:t>bomb</w:t></w:r></w:p>'.encode())
-            block = b" " * (1024 * 1024)
+            part.write(opening)
+            block = (b"A" if text_node else b" ") * (1024 * 1024)
             for _ in range(megabytes):
                 part.write(block)
-            part.write(b"</w:body></w:document>")
+            part.write(closing + b"</w:body></w:document>")
     return path
 
 

@@ -134,6 +134,14 @@ def test_a_docx_with_a_huge_text_node_is_a_clean_error(tmp_path):
     assert "not a readable DOCX file" in message and "XMLSyntaxError" in message
 
 
+@pytest.mark.slow
+def test_the_issues_300_mb_text_node_with_the_default_limits(tmp_path):
+    path = hostile.zip_bomb_docx(tmp_path / "node.docx", 300, text_node=True)
+    with bounded(seconds=30):
+        message = refused(DocxLoader, path)
+    assert "not a readable DOCX file" in message and "XMLSyntaxError" in message or "memory_mb" in message, message
+
+
 def test_declared_table_spans_are_not_repeated(tmp_path):
     path = hostile.docx_spanning(tmp_path / "span.docx")
     with bounded(seconds=5):
