@@ -87,6 +87,15 @@ _LAZY: dict[str, str] = {
     "run_command": "rlm_host.sandbox.commands",
     "run_in_session": "rlm_host.sandbox.commands",
     "PYTHON": "rlm_host.sandbox.commands",
+    # host-side work on untrusted bytes: a bounded child process; what rlm reads back, signed with the user's key
+    "run_bounded": "rlm_host.bounded",
+    "BoundedLimits": "rlm_host.bounded",
+    "BoundedError": "rlm_host.bounded",
+    "LimitExceeded": "rlm_host.bounded",
+    "ChildFailed": "rlm_host.bounded",
+    "bounded_start_method": "rlm_host.bounded",
+    "user_signature": "rlm_host.config.user_key",
+    "verify_user_signature": "rlm_host.config.user_key",
     # a project folder the model edits: metadata read-only, writes that never follow a link, the after-step sweep
     "WorkspaceRefused": "rlm_host.sandbox.workspace",
     "check_workspace_write": "rlm_host.sandbox.workspace",
@@ -263,6 +272,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
     from rlm_host.sandbox.session_base import SessionBase
     from rlm_host.sandbox.worker import Capture, to_jsonable
+    from rlm_host.bounded import (
+        BoundedError, BoundedLimits, ChildFailed, LimitExceeded, bounded_start_method, run_bounded,
+    )
+    from rlm_host.config.user_key import user_signature, verify_user_signature
     from rlm_host.sandbox.workspace import (
         WorkspaceRefused, check_workspace_write, open_in_workspace, remove_in_workspace, sweep_workspace,
         workspace_metadata,

@@ -93,6 +93,10 @@ def start_method(method: str = "auto") -> str:
     return "fork" if threading.active_count() == 1 else "forkserver"
 
 
+#: ``start_method`` as the public face exports it (a bare ``start_method`` would say too little there).
+bounded_start_method = start_method
+
+
 def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = BoundedLimits(),
                 method: str = "auto", preload: Iterable[str] = ()) -> Any:  # fmt: skip
     """``target(*args)`` computed in a bounded child process; its value must be JSON-able.

@@ -65,3 +65,8 @@ def verify(value: Any, signature: Any, env: Optional[Mapping[str, str]] = None) 
         return hmac.compare_digest(sign(value, env), signature)
     except OSError:
         return False
+
+
+#: The names plugins import from ``rlm_host`` (``sign`` and ``verify`` alone would say too little there).
+user_signature = sign
+verify_user_signature = verify

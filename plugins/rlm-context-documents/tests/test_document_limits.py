@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import Documents, HostServices, InputError
+from rlm_host import BoundedLimits, Documents, HostServices, InputError, LimitExceeded, bounded_start_method, run_bounded
 
 import documents_hostile as hostile
 from rlm_context_documents import testing as samples
-from rlm_context_documents._host import host
 from rlm_context_documents.office import DocxLoader, PptxLoader, XlsxLoader
 from rlm_context_documents.pdf import PdfLoader
 from rlm_context_documents.settings import DocumentSettings
@@ -51,7 +50,7 @@ def mode(request):
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, daemon=True)
     other.start()
-    assert host("start_method")() == "forkserver"
+    assert bounded_start_method() == "forkserver"
     yield request.param
     stop.set()
     other.join()
@@ -265,16 +264,16 @@ def _large(size: int) -> str:
 
 
 def test_the_parent_reads_no_more_than_the_output_cap(mode):
-    limits = host("BoundedLimits")(output_bytes=10_000)
-    with pytest.raises(host("LimitExceeded")) as raised:
-        host("run_bounded")(_large, 1_000_000, limits=limits)
+    limits = BoundedLimits(output_bytes=10_000)
+    with pytest.raises(LimitExceeded) as raised:
+        run_bounded(_large, 1_000_000, limits=limits)
     assert raised.value.limit == "output"
-    assert host("run_bounded")(_large, 10, limits=limits) == "x" * 10
+    assert run_bounded(_large, 10, limits=limits) == "x" * 10
 
 
 def test_a_threaded_host_uses_a_forkserver(tmp_path):
     """A fork of a process with other threads may inherit a held lock: there the child comes from a forkserver."""
-    start_method = host("start_method")
+    start_method = bounded_start_method
     path = samples.write_pdf(tmp_path / "report.pdf", 3, FACT, fact_page=2)
     stop = threading.Event()
     busy = threading.Thread(target=stop.wait, daemon=True)

@@ -78,8 +78,7 @@ def test_a_folder_skips_an_unreadable_document_with_a_warning(rlm_cli, rlm_scrip
 
 
 def test_the_second_run_reads_the_cache_only_when_signed(rlm_cli, rlm_script, rlm_isolated):
-    from rlm_context_documents._host import host
-
+    
     samples.write_pdf(rlm_isolated.work / "report.pdf", 5, FACT, fact_page=4)
     model = rlm_script([FIND, "FINAL_VAR(found)"])
     assert _run(rlm_cli, model, "report.pdf").code == 0
@@ -93,9 +92,11 @@ def test_the_second_run_reads_the_cache_only_when_signed(rlm_cli, rlm_script, rl
     assert json.loads(result.out)["final_response"] == '["report.pdf#p4"]'
     import hashlib
 
+    from rlm_host import user_signature
+
     claim = {"format": 2, "document": entry.stem, "extractor": header["extractor"],
              "payload": hashlib.sha256(forged).hexdigest()}  # fmt: skip
-    header["signature"] = host("sign")(claim)  # signed with this user's key: the second run must read it
+    header["signature"] = user_signature(claim)  # signed with this user's key: the second run must read it
     entry.write_bytes(json.dumps(header).encode() + b"\n" + forged)
     result = _run(rlm_cli, rlm_script([FIND, "FINAL_VAR(found)"]), "report.pdf")
     assert json.loads(result.out)["final_response"] == '["report.pdf#p2"]'

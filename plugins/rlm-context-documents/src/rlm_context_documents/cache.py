@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from rlm_context_documents._host import host
+from rlm_host import user_signature, verify_user_signature
 
 logger = logging.getLogger("rlm.context.documents")
 BLOCK = 1 << 20
@@ -70,7 +70,7 @@ class DocumentCache:
                 start, digest = handle.tell(), hashlib.sha256()
                 while block := handle.read(BLOCK):  # the text is read into memory only once it is known ours
                     digest.update(block)
-                if not host("verify")(_claim(key, extractor, digest.hexdigest()), entry.get("signature")):
+                if not verify_user_signature(_claim(key, extractor, digest.hexdigest()), entry.get("signature")):
                     logger.debug("ignoring cache entry %s: not signed by this user", path)
                     return None
                 handle.seek(start)
@@ -98,7 +98,7 @@ class DocumentCache:
                 return
             payload = json.dumps(parts, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
             header = {"extractor": extractor, "source": source.name,
-                      "signature": host("sign")(_claim(key, extractor, hashlib.sha256(payload).hexdigest()))}  # fmt: skip
+                      "signature": user_signature(_claim(key, extractor, hashlib.sha256(payload).hexdigest()))}  # fmt: skip
             with tempfile.NamedTemporaryFile("wb", dir=self.folder, suffix=".tmp", delete=False) as out:
                 tmp = out.name
                 out.write(json.dumps(header, ensure_ascii=False).encode("utf-8", errors="surrogatepass") + b"\n")

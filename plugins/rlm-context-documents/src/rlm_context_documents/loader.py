@@ -16,9 +16,8 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Optional
 
-from rlm_host import Documents, InputError
+from rlm_host import BoundedLimits, ChildFailed, Documents, InputError, LimitExceeded, run_bounded
 
-from rlm_context_documents._host import host
 from rlm_context_documents.cache import cache_for, content_hash
 from rlm_context_documents.errors import DocumentError, corrupt, limit_error
 from rlm_context_documents.settings import LIMITS, DocumentSettings
@@ -97,22 +96,22 @@ class DocumentLoader:
         from rlm_context_documents.extract import extract_file
 
         s = self.settings
-        limits = host("BoundedLimits")(memory_mb=s.memory_mb, cpu_seconds=s.cpu_seconds, wall_seconds=s.wall_seconds,
+        limits = BoundedLimits(memory_mb=s.memory_mb, cpu_seconds=s.cpu_seconds, wall_seconds=s.wall_seconds,
                                        output_bytes=s.output_bytes())  # fmt: skip
         _warm(self.libraries)
         try:
-            result = host("run_bounded")(extract_file, f"{type(self).__module__}:{type(self).__qualname__}",
+            result = run_bounded(extract_file, f"{type(self).__module__}:{type(self).__qualname__}",
                                          str(path), s.model_dump(), limits=limits,
                                          preload=("rlm_context_documents.extract", type(self).__module__,
                                                   *self.libraries))  # fmt: skip
-        except host("LimitExceeded") as exc:
+        except LimitExceeded as exc:
             setting, what = LIMITS[exc.limit]
             raise InputError(f"{path}: reading it stopped at {what} ({setting} = {getattr(s, setting):,}): it "
                              f"{exc.message}", hint=limit_error("", setting, self.name).hint) from None  # fmt: skip
         except OSError as exc:  # no process could be started (a process limit, no memory left)
             raise InputError(f"{path}: cannot start a process to read it: {exc.strerror or exc}",
                              hint="free some memory or processes, then try again") from None  # fmt: skip
-        except host("ChildFailed") as exc:
+        except ChildFailed as exc:
             if exc.signal:
                 raise InputError(f"{path}: the {self.label} reader crashed ({exc.signal}): a damaged file, or one "
                                  f"that needs more than memory_mb = {s.memory_mb:,}",
