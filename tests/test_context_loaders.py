@@ -88,3 +88,22 @@ def test_a_binary_file_is_bad_input_and_a_folder_skips_it_with_a_warning(rlm_cli
 def test_plugins_list_shows_the_loaders(rlm_cli):
     shown = rlm_cli("plugins", "list", "--all")
     assert "context_loader:" in shown.out and "json, jsonl, text" in shown.out
+
+
+def test_sniffing_a_zip_bomb_reads_only_the_head_of_an_entry(tmp_path):
+    """A package without a known suffix is sniffed in the host: it must never inflate a whole entry."""
+    import tracemalloc
+    import zipfile
+
+    from rlm_host.engine.context_loading import media_type
+
+    bomb = tmp_path / "report"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as package:
+        package.writestr("[Content_Types].xml", b"<Types>" + b" " * 60_000_000)
+    tracemalloc.start()
+    try:
+        media_type(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, peak

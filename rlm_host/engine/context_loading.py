@@ -6,6 +6,7 @@ from __future__ import annotations
 import mimetypes
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Optional
 
@@ -70,17 +71,24 @@ def media_type(path: Path) -> Optional[str]:
 
 
 def _zip_media_type(path: Path) -> Optional[str]:
+    """The format a zip package declares; reads at most a few hundred KB of one entry (a zip bomb stays shut)."""
     try:
         with zipfile.ZipFile(path) as package:
             names = set(package.namelist())
             if "mimetype" in names:  # EPUB, OpenDocument: the type is the first entry's content
-                return package.read("mimetype")[:200].decode("ascii", errors="replace").strip() or None
+                return _head(package, "mimetype", 200).decode("ascii", errors="replace").strip() or None
             if "[Content_Types].xml" in names:  # Office Open XML: the main part's content type names the format
-                found = OOXML_MAIN.search(package.read("[Content_Types].xml")[:200_000].decode("utf-8", errors="replace"))
+                found = OOXML_MAIN.search(_head(package, "[Content_Types].xml", 200_000).decode("utf-8", errors="replace"))
                 return found.group(1) if found else None
-    except (zipfile.BadZipFile, OSError, KeyError, RuntimeError):
+    except (zipfile.BadZipFile, OSError, KeyError, RuntimeError, ValueError, EOFError, zlib.error):
         return None
     return "application/zip"
+
+
+def _head(package: zipfile.ZipFile, name: str, size: int) -> bytes:
+    """The first ``size`` bytes of an entry, decompressed no further."""
+    with package.open(name) as entry:
+        return entry.read(size)
 
 
 def load_context_with_loaders(paths: list[str], host: Any, loaded: Any, home: Path, **options: Any) -> Any:
