@@ -31,6 +31,11 @@ SECRET_WORDS = frozenset({"url", "uri", "endpoint", "host", "headers", "header",
                           "password", "passwd", "auth", "credentials", "cookie", "organization", "account"})
 #: Words of a field name that hold a file or folder: allowed when inside the project.
 PATH_WORDS = frozenset({"path", "dir", "directory", "folder", "root", "home", "file", "workdir"})
+#: Words of a number's name that make it a ceiling (time, memory, size, count, money): an untrusted file may lower
+#: it, never raise it above its default (a cloned project must not buy itself an hour of CPU or $1,000 of calls).
+LIMIT_WORDS = frozenset({"max", "timeout", "seconds", "memory", "mb", "gb", "cpu", "cpus", "limit", "size", "chars",
+                         "bytes", "parts", "pages", "calls", "tokens", "cost", "steps", "depth", "retries",
+                         "concurrency", "threads", "workers"})
 #: Words of a field name that name a program the host runs.
 PROGRAM_WORDS = frozenset({"python", "binary", "command", "executable", "program", "interpreter", "args"})
 
@@ -124,12 +129,14 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if key in ("run.model", "run.sub_model", "run.allowed_sub_models"):
         names = value if isinstance(value, list) else [value]
         return next((r for r in (_model_file(str(n), project, host) for n in names) if r), "")
+    if section == "run" and _raises_default(key, value, host):
+        return "raises a limit above its default"
     if section in ("run", "logging", "rewards", "prices"):
         return ""
     # a component's section: [<kind>.<name>] with its own fields (nested tables flattened after the field)
     words = _words(parts[2]) if len(parts) > 2 else words
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return ""  # a number moves no secret and names no file
+    if isinstance(value, (int, float)) and not isinstance(value, bool):  # moves no secret, names no file
+        return "raises a limit above its default" if _raises_default(key, value, host) else ""
     if section == "sandbox":
         return "changes how the sandbox isolates model code"
     if words & PROGRAM_WORDS:
@@ -150,6 +157,38 @@ def holds_credential(key: str) -> bool:
 
 def _words(field: str) -> set[str]:
     return set(field.lower().replace("-", "_").split("_"))
+
+
+def _raises_default(key: str, value: Any, host: Optional["PluginHost"]) -> bool:
+    """Whether ``key = value`` sets a ceiling (its name says time, memory, size, count or money) above its default
+    (a default of none, as ``max_cost``'s, means no limit: any value only tightens it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    parts = key.split(".")
+    field = parts[-1] if parts[0] == "run" else (parts[2] if len(parts) > 2 else parts[-1])
+    if not _words(field) & LIMIT_WORDS or field.startswith("min"):
+        return False
+    found, default = _default_of(parts, field, host)
+    if not found:
+        return False  # a key nobody declares: validation names it
+    return isinstance(default, (int, float)) and not isinstance(default, bool) and value > default
+
+
+def _default_of(parts: list[str], field: str, host: Optional["PluginHost"]) -> tuple[bool, Any]:
+    """(declared, default) of a ``[run]`` key or a component's field."""
+    from rlm_host.config.schema import RunSettings
+
+    model: Any = RunSettings if parts[0] == "run" else None
+    if model is None and host is not None and len(parts) > 2:
+        try:
+            model = host.component_registries()[parts[0]].get(parts[1]).settings_model()
+        except Exception:  # noqa: BLE001 - an unknown section: refused by validation with its own message
+            return False, None
+    info = getattr(model, "model_fields", {}).get(field)
+    if info is None:
+        return False, None
+    default = info.get_default(call_default_factory=True)
+    return True, default
 
 
 def _outside(value: Any, project: Path) -> str:

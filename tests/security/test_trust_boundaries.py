@@ -352,3 +352,17 @@ def test_bench_and_chat_read_the_project_file_screened_too(rlm, work, outside):
     assert summary["sandbox"] == "monty" and summary["cases"][0]["sandbox"] == "monty"
     chat = rlm("chat", "--model", "scripted:root.json", "-q", plugins=["rlm-sandbox-monty"], input="hi\n")
     assert chat.stderr.count("is not trusted") == 1, chat.stderr
+
+
+def test_an_untrusted_project_may_lower_limits_but_not_raise_them(rlm, work):
+    (work / "rlm.toml").write_text("[run]\nmax_steps = 3\ntimeout = 9000\nmax_cost = 1000\nexec_timeout = 5\n"
+                                   "max_llm_calls = 5000\n[sandbox.monty]\nmax_recursion_depth = 90000\n")  # fmt: skip
+    shown = rlm("config", "show", "--json", plugins=["rlm-sandbox-monty"])
+    settings = json.loads(shown.stdout)["settings"]
+    assert settings["run.max_steps"]["value"] == 3 and settings["run.exec_timeout"]["value"] == 5
+    assert settings["run.timeout"]["value"] == 600 and settings["run.max_llm_calls"]["value"] == 50
+    assert settings["run.max_cost"]["value"] == 1000  # a budget where there was none only tightens
+    warning = shown.stderr
+    for key in ("run.timeout", "run.max_llm_calls", "sandbox.monty.max_recursion_depth"):
+        assert f"{key} (raises a limit above its default)" in warning, warning
+    assert "run.max_steps" not in warning and "run.exec_timeout" not in warning and "run.max_cost" not in warning

@@ -112,12 +112,12 @@ def test_the_settings_section_is_validated(rlm_isolated, rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN)
     (rlm_isolated.work / "rlm.toml").write_text("[framework.google-adk]\noutput_retries = 5\nmax_output_chars = 500\n"
                                                 "instructions = 'Answer in {braces}.'\n")  # fmt: skip
-    loaded = load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host)
+    loaded = load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host, trust=True)
     settings = loaded.component("framework", "google-adk")
     assert (settings.output_retries, settings.max_output_chars, settings.preview_chars) == (5, 500, 200)
     (rlm_isolated.work / "rlm.toml").write_text("[framework.google-adk]\nretrys = 5\n")
     with pytest.raises(ConfigError, match="retrys"):
-        load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host)
+        load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host, trust=True)
 
 
 def test_instructions_with_braces_reach_the_model_verbatim(rlm_cli, rlm_script, log_file, rlm_isolated):

@@ -88,12 +88,12 @@ def test_pydantic_ai_giving_up_ends_the_run_with_an_error(rlm_cli, rlm_script, l
 def test_the_settings_section_is_validated(rlm_isolated, rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN)
     (rlm_isolated.work / "rlm.toml").write_text("[framework.pydantic-ai]\nretries = 5\nmax_output_chars = 500\n")
-    loaded = load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host)
+    loaded = load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host, trust=True)
     settings = loaded.component("framework", "pydantic-ai")
     assert (settings.retries, settings.max_output_chars, settings.output_retries) == (5, 500, None)
     (rlm_isolated.work / "rlm.toml").write_text("[framework.pydantic-ai]\nretrys = 5\n")
     with pytest.raises(ConfigError, match="retrys"):
-        load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host)
+        load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host, trust=True)
 
 
 def test_readiness_reports_a_missing_pydantic_ai(rlm_plugin_host, monkeypatch):
