@@ -115,7 +115,7 @@ def test_a_search_stops_at_the_runs_deadline_with_an_error_observation(rlm_cli, 
     path.write_text("".join(json.dumps({"trace_id": "t1", "span_id": f"s{i}"}) + "\n" for i in range(400)))
 
     def slow(pattern, regex):
-        return lambda text: time.sleep(0.02)
+        return lambda text, seconds: time.sleep(0.02)
 
     monkeypatch.setattr(store_module, "compile_pattern", slow)
     started = time.monotonic()
@@ -147,3 +147,25 @@ def test_every_read_has_a_deadline_and_every_answer_a_cap(tmp_path, monkeypatch)
     with pytest.raises(InputError, match="at most 200"):
         store.view_spans("t1", [str(i) for i in range(201)])
     assert store.query_traces(limit=10**9)["limit"] == store_module.MAX_QUERY_LIMIT
+
+
+def test_a_regex_whose_dfa_thrashes_on_a_huge_span_is_cut_at_the_deadline(tmp_path, monkeypatch):
+    """RE2 is linear, not fast: this pattern would run RE2's NFA for minutes over 4 MB. It runs in a bounded child
+    killed at the search's deadline; a search of the same size that finishes gives the same answer as in-process."""
+    import random
+
+    from rlm_env_traces import matcher
+
+    rng = random.Random(1)
+    path = tmp_path / "t.jsonl"
+    blob = "".join(rng.choice("ab") for _ in range(4 << 20))
+    span = {"trace_id": "t1", "span_id": "s1", "attributes": {"blob": blob}}
+    path.write_text(json.dumps(span) + "\n" + json.dumps({"trace_id": "t1", "span_id": "s2", "name": "needle"}) + "\n")
+    store = TraceStore.load(path)
+    started = time.monotonic()
+    with pytest.raises(TraceLimitError, match="time limit"):
+        store.search_trace("t1", "(?:a|b)*a(?:a|b){999}c", regex=True, timeout=1.0)
+    assert time.monotonic() - started < 3
+    found = store.search_trace("t1", "need+le|ab{5}a", regex=True)
+    monkeypatch.setattr(matcher, "INLINE_WORK", 10**15)
+    assert store.search_trace("t1", "need+le|ab{5}a", regex=True) == found and found["match_count"] == 2

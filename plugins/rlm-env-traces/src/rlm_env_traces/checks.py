@@ -25,7 +25,7 @@ def problems(index: "TraceIndex", size: int, compressed: bool) -> Optional[str]:
         return f"data size {data} is not the file's {size}"
     if not (0 <= index.malformed <= index.lines and 0 <= index.spans <= data // MIN_SPAN_BYTES + 1):
         return "line or span counts out of bounds"
-    if not 0 < index.lines <= data or any(not 0 < n <= index.lines for n in index.malformed_lines):
+    if not 0 < index.lines <= data + 1 or any(not 0 < n <= index.lines for n in index.malformed_lines):
         return "line numbers out of bounds"
     traces = index.traces
     if len(traces) > min(MAX_TRACES, max(index.spans, 0)) or len(index.name_sets) > max(len(traces), 1):

@@ -11,13 +11,12 @@ Anything else means a rebuild. Stored as ``MAGIC``, the signature (64 hex digits
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import stat
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Optional
 
-import rlm_host
+from rlm_env_traces.hostapi import host
 
 MAGIC = b"rlm-trace-index 3\n"
 MAC_BYTES = 64  # the signature, hex
@@ -45,12 +44,6 @@ def fingerprint(path: Path, found: os.stat_result) -> str:
     return digest.hexdigest()
 
 
-def _host(name: str) -> Callable[..., Any]:
-    """``rlm_host.sign`` / ``verify``, or the same function from its module (rlm-host before their export)."""
-    found = getattr(rlm_host, name, None)
-    return found if found is not None else getattr(importlib.import_module("rlm_host.config.user_key"), name)
-
-
 def _claim(payload: bytes | memoryview) -> dict[str, str]:
     """What a signature covers: the kind of file and the SHA-256 of the index's bytes."""
     return {"kind": "rlm-trace-index", "version": MAGIC.decode().strip(), "sha256": hashlib.sha256(payload).hexdigest()}
@@ -59,7 +52,7 @@ def _claim(payload: bytes | memoryview) -> dict[str, str]:
 def seal(payload: bytes) -> Optional[bytes]:
     """The stored form of an encoded index, or None when this user has no key to sign it with."""
     try:
-        signature = _host("sign")(_claim(payload))
+        signature = host("sign")(_claim(payload))
     except OSError:
         return None  # no key, no trust: the index is built each time and not stored
     return MAGIC + signature.encode() + payload
@@ -89,4 +82,4 @@ def unseal(candidate: Path) -> Optional[memoryview]:
     signature = data[len(MAGIC):head]
     if not all(chr(byte) in HEX_DIGITS for byte in signature):
         return None  # (rlm_host's verify raises TypeError on a non-ASCII signature)
-    return payload if _host("verify")(_claim(payload), signature.decode()) else None
+    return payload if host("verify")(_claim(payload), signature.decode()) else None

@@ -206,7 +206,7 @@ class TraceStore:
         try:
             for span in self.iter_spans(key, deadline):
                 text = dumps(span)
-                hit = search(text)
+                hit = search(text, deadline - time.monotonic())
                 searched += 1
                 if hit is not None:
                     count += 1
@@ -215,10 +215,10 @@ class TraceStore:
                         matches.append({"span_id": short(span.get("span_id")), "name": short(span.get("name")),
                                         "snippet": text[start: start + SNIPPET_CHARS]})  # fmt: skip
                 if time.monotonic() > deadline:
-                    raise TraceLimitError("past the deadline")
-        except TraceLimitError:
-            raise TraceLimitError(f"search_trace stopped at its time limit after {time.monotonic() - started:.1f}s: "
-                                  f"{searched} spans searched, {count} matched so far",
+                    raise TraceLimitError("its deadline passed")
+        except TraceLimitError as exc:
+            raise TraceLimitError(f"search_trace stopped at its time limit after {time.monotonic() - started:.1f}s "
+                                  f"({exc}): {searched} spans searched, {count} matched so far",
                                   hint="search for a plain substring, or a narrower pattern") from None  # fmt: skip
         return {"trace_id": key, "pattern": pattern, "regex": regex, "match_count": count, "matches": matches}
 
