@@ -4,7 +4,7 @@ matching is linear in the text whatever the pattern, so ``(a+)+b`` cannot backtr
 too long or too large. Linear is not fast, though: a pattern whose DFA thrashes runs RE2's NFA at a few
 nanoseconds per byte and instruction (80 s over a 16 MB span for ``(?:a|b)*a(?:a|b){999}c``). So a regex search
 whose worst case (text bytes × program size) exceeds ``INLINE_WORK`` runs in a bounded child process
-(``rlm_host.bounded``) killed at the caller's deadline; smaller ones run in-process, and callers check their
+(``rlm_host.run_bounded``) killed at the caller's deadline; smaller ones run in-process, and callers check their
 deadline between texts.
 """
 
@@ -14,8 +14,6 @@ from functools import lru_cache
 from typing import Any, Callable, Optional
 
 from rlm_host import InputError
-
-from rlm_env_traces.hostapi import host
 
 #: The longest pattern accepted.
 MAX_PATTERN_CHARS = 2_000
@@ -56,17 +54,19 @@ def _program_size(compiled: Any) -> int:
 
 def _in_child(pattern: str, text: str, seconds: float) -> Optional[tuple[int, int]]:
     """The search in a bounded child process, killed after ``seconds``."""
+    from rlm_host import BoundedError, BoundedLimits, LimitExceeded, run_bounded
+
     from rlm_env_traces.reader import TraceLimitError
 
     if seconds <= 0:
         raise TraceLimitError("no time left for the search")
-    limits = host("BoundedLimits")(memory_mb=CHILD_MB + 4 * len(text) // (1 << 20), cpu_seconds=seconds + 1,
-                                   wall_seconds=seconds, output_bytes=4096)  # fmt: skip
+    limits = BoundedLimits(memory_mb=CHILD_MB + 4 * len(text) // (1 << 20), cpu_seconds=seconds + 1,
+                           wall_seconds=seconds, output_bytes=4096)  # fmt: skip
     try:
-        found = host("run_bounded")(search_in_child, pattern, text, limits=limits)
-    except host("LimitExceeded") as exc:
+        found = run_bounded(search_in_child, pattern, text, limits=limits)
+    except LimitExceeded as exc:
         raise TraceLimitError(f"the regex search went past its limit ({exc.limit}: {exc})") from None
-    except host("BoundedError") as exc:
+    except BoundedError as exc:
         raise InputError(f"the regex search failed: {exc}") from None
     return None if found is None else (int(found[0]), int(found[1]))
 

@@ -1,8 +1,8 @@
 """The stored index: bound to the trace file's content and signed with this user's key, or not used at all.
 
 A stored index is read back only when (1) it is a regular file, opened without following links and at most
-``MAX_INDEX_BYTES``, (2) it carries this user's signature (``rlm_host``'s ``sign`` / ``verify``: HMAC-SHA256 with
-the per-user key) of its SHA-256, so an index planted beside a trace file by anyone else is never used, (3) its
+``MAX_INDEX_BYTES``, (2) it carries this user's signature (``rlm_host.user_signature``: HMAC-SHA256 with the
+per-user key) of its SHA-256, so an index planted beside a trace file by anyone else is never used, (3) its
 fingerprint of the trace file (size, mtime and sampled blocks of content) matches the file now, and (4) every
 count and byte range passes ``checks.problems``.
 Anything else means a rebuild. Stored as ``MAGIC``, the signature (64 hex digits), then the msgpack of the index.
@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Optional
 
-from rlm_env_traces.hostapi import host
+from rlm_host import user_signature, verify_user_signature
 
 MAGIC = b"rlm-trace-index 3\n"
 MAC_BYTES = 64  # the signature, hex
@@ -52,7 +52,7 @@ def _claim(payload: bytes | memoryview) -> dict[str, str]:
 def seal(payload: bytes) -> Optional[bytes]:
     """The stored form of an encoded index, or None when this user has no key to sign it with."""
     try:
-        signature = host("sign")(_claim(payload))
+        signature = user_signature(_claim(payload))
     except OSError:
         return None  # no key, no trust: the index is built each time and not stored
     return MAGIC + signature.encode() + payload
@@ -81,5 +81,5 @@ def unseal(candidate: Path) -> Optional[memoryview]:
     payload = memoryview(data)[head:]
     signature = data[len(MAGIC):head]
     if not all(chr(byte) in HEX_DIGITS for byte in signature):
-        return None  # (rlm_host's verify raises TypeError on a non-ASCII signature)
-    return payload if host("verify")(_claim(payload), signature.decode()) else None
+        return None  # (verify_user_signature raises TypeError on a non-ASCII one)
+    return payload if verify_user_signature(_claim(payload), signature.decode()) else None
