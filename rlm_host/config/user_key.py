@@ -59,7 +59,7 @@ def sign(value: Any, env: Optional[Mapping[str, str]] = None) -> str:
 
 def verify(value: Any, signature: Any, env: Optional[Mapping[str, str]] = None) -> bool:
     """Whether ``signature`` is this user's for ``value`` (False when it is not, or the key cannot be read)."""
-    if not isinstance(signature, str):
+    if not isinstance(signature, str) or not signature.isascii():  # compare_digest refuses non-ASCII text
         return False
     try:
         return hmac.compare_digest(sign(value, env), signature)
