@@ -39,6 +39,7 @@ RUN = {
     "rlm plugins doctor --sink logfire": {1},
     "rlm mcp serve --transport http --host 0.0.0.0": {2},  # the page shows the refusal (bad input: exit 2)
     "rlm leaderboard --metric accuracy": {0},  # an empty home: "no saved benchmarks"
+    "rlm traces generate harness.jsonl": {0},  # the traces README session starts with it
 }
 
 #: (pattern, why the command is not run as printed here); its --help and flags are still checked

@@ -129,3 +129,27 @@ def test_a_trace_split_across_lines_and_parts_is_merged(tmp_path, monkeypatch):
     assert (odd.spans, odd.error_spans, odd.input_tokens, odd.start, odd.end) == (4, 1, 40, 101, 207)
     assert built.names(odd).agents == ("a0", "a1", "a2") and len(odd.ranges) == 4
     assert [s["span_id"] for s in TraceStore(path, built, path).trace_spans("t1")] == ["s1", "s3", "s5", "s7"]
+
+
+def test_the_readme_session_can_be_reproduced_and_ids_read_whole(rlm_cli, rlm_isolated):
+    """`rlm traces generate` makes the README's harness.jsonl; a piped query prints ids whole on one line; view
+    and search take a unique prefix as `rlm runs show` does; a prefix that is too short or unknown is bad input."""
+    import subprocess
+    import sys
+
+    work = rlm_isolated.work
+    made = rlm_cli("traces", "generate", str(work / "harness.jsonl"), plugins=PLUGIN)
+    assert made.code == 0 and "traces=60" in made.out, made.err
+    assert rlm_cli("traces", "generate", str(work / "harness.jsonl"), plugins=PLUGIN).code == 2  # never overwrites
+    listed = rlm_cli("traces", "query", str(work / "harness.jsonl"), "--errors", "--limit", "3", plugins=PLUGIN)
+    ids = [line.split("│")[1].strip() for line in listed.out.splitlines() if line.startswith("│")]
+    assert len(ids) == 3 and all(len(i) == 32 for i in ids), listed.out
+    viewed = rlm_cli("traces", "view", str(work / "harness.jsonl"), ids[0][:8], plugins=PLUGIN)
+    assert viewed.code == 0 and json.loads(viewed.out)["trace_id"] == ids[0]
+    found = rlm_cli("traces", "search", str(work / "harness.jsonl"), ids[0][:8], "time.?out", "--regex", "--json", plugins=PLUGIN)
+    assert found.code == 0 and json.loads(found.out)["match_count"] >= 1
+    short = rlm_cli("traces", "view", str(work / "harness.jsonl"), ids[0][:2], plugins=PLUGIN)
+    assert short.code == 2 and "rlm traces query" in short.err and "query_traces lists" not in short.err
+    helped = subprocess.run([sys.executable, "-m", "rlm_env_traces.generate", "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "--traces" in helped.stdout
+    assert "--install-completion" not in rlm_cli("traces", "--help", plugins=PLUGIN).out

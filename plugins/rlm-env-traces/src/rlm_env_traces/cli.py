@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 app = typer.Typer(help="Index, query, view, search and export OpenTelemetry trace files.", rich_markup_mode=None,
-                  no_args_is_help=True)  # fmt: skip
+                  no_args_is_help=True, add_completion=False)  # fmt: skip
 
 PATH = typer.Argument(..., help="A JSON Lines trace file (flat spans or OTLP-JSON batches; .gz too).")
 AS_JSON = typer.Option(False, "--json", help="Print JSON.")
@@ -39,11 +39,18 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     from rich.table import Table
 
     table = Table(title=title)
+    cells = [[", ".join(map(str, v)) if isinstance(v, list) else str(v) for v in row] for row in rows]
+    wide = sum(max([len(column), *(len(row[i]) for row in cells)]) + 3 for i, column in enumerate(columns)) + 1
     for column in columns:
-        table.add_column(column, overflow="fold" if column.endswith("id") else "ellipsis")  # ids are evidence: whole
-    for row in rows:
-        table.add_row(*(", ".join(map(str, v)) if isinstance(v, list) else str(v) for v in row))
-    Console().print(table)
+        if column.endswith("id"):  # ids are evidence: whole, on one line (other columns give way)
+            table.add_column(column, no_wrap=True, min_width=32)
+        else:
+            table.add_column(column, overflow="ellipsis")
+    for row in cells:
+        table.add_row(*row)
+    console = Console()
+    # piped: as wide as the content (nothing cut); on a terminal: its width, ids kept whole and other columns cut
+    Console(width=wide).print(table) if not console.is_terminal else console.print(table)
 
 
 @app.command()
@@ -80,14 +87,17 @@ def query(path: Path = PATH, errors: Optional[bool] = ERRORS, model: Optional[st
            [[t[c] for c in columns] for t in data["traces"]])  # fmt: skip
 
 
+TRACE_ID = typer.Argument(..., help="A trace id, or a unique prefix of one (6 characters at least).")
+
+
 @app.command()
-def view(path: Path = PATH, trace_id: str = typer.Argument(...)) -> None:
+def view(path: Path = PATH, trace_id: str = TRACE_ID) -> None:
     """All spans of one trace, as JSON."""
     _emit(_store(path).view_trace(trace_id))
 
 
 @app.command()
-def search(path: Path = PATH, trace_id: str = typer.Argument(...), pattern: str = typer.Argument(...),
+def search(path: Path = PATH, trace_id: str = TRACE_ID, pattern: str = typer.Argument(...),
            regex: bool = typer.Option(False, "--regex", help="PATTERN is a regular expression."),
            as_json: bool = AS_JSON) -> None:  # fmt: skip
     """The spans of a trace containing PATTERN."""
@@ -107,3 +117,23 @@ def export(path: Path = PATH,
     data = _store(path).export_evidence_corpus(directory, has_errors=errors, model=model, service=service,
                                                agent=agent, limit=limit)  # fmt: skip
     _emit(data) if as_json else typer.echo(f"{data['traces']} traces → {data['directory']}/summary.md, traces.jsonl")
+
+
+@app.command()
+def generate(path: Path = typer.Argument(..., metavar="PATH", help="The file to write (.gz: gzip)."),
+             traces: int = typer.Option(60, "--traces", min=1, help="How many agent runs (traces)."),
+             fmt: str = typer.Option("mixed", "--format", help="flat (one span a line), otlp (OTLP-JSON batches) or "
+                                     "mixed."),
+             malformed: int = typer.Option(2, "--malformed", min=0, help="Bad lines spread through the file."),
+             seed: int = typer.Option(7, "--seed", help="Same seed, same file."),
+             as_json: bool = AS_JSON) -> None:  # fmt: skip
+    """Write a generated agent-harness trace file (a systemic tool timeout and a one-off rate limit to find)."""
+    from rlm_env_traces.generate import generate as write
+
+    if fmt not in ("flat", "otlp", "mixed"):
+        raise typer.BadParameter(f"{fmt!r}: choose flat, otlp or mixed", param_hint="--format")
+    if path.exists():
+        raise typer.BadParameter(f"{path} exists: name a new file", param_hint="PATH")
+    data = write(path, traces=traces, fmt=fmt, malformed=malformed, seed=seed)
+    _emit(data) if as_json else typer.echo(f"wrote {path}: " + " ".join(f"{k}={v}" for k, v in data.items()
+                                                                         if not isinstance(v, (list, dict))))

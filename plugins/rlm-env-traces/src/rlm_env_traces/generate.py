@@ -101,3 +101,11 @@ def _otlp_batch(spans: list[dict[str, Any]]) -> bytes:
 
 def _any_value(value: Any) -> dict[str, Any]:
     return {"intValue": str(value)} if isinstance(value, int) else {"stringValue": str(value)}
+
+
+if __name__ == "__main__":  # python -m rlm_env_traces.generate … is `rlm traces generate …`
+    import sys
+
+    from rlm_env_traces.cli import app
+
+    app(["generate", *sys.argv[1:]], prog_name="python -m rlm_env_traces.generate")

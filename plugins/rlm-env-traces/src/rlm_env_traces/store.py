@@ -42,6 +42,9 @@ READ_SECONDS = 60.0
 EXPORT_SECONDS = 300.0
 
 
+#: Characters a trace id prefix needs before it is looked up (shorter ones match too much to mean one trace).
+MIN_PREFIX = 6
+
 class TraceStore:
     """Read-only queries over one trace file. ``TraceStore.load(path)`` builds or reuses its index;
     ``time_left`` (seconds, e.g. the run's ``budget.remaining``) bounds every read's deadline."""
@@ -241,8 +244,18 @@ class TraceStore:
         return time.monotonic() + max(0.0, min(seconds, left))
 
     def _entry(self, trace_id: str) -> tuple[str, TraceEntry]:
-        """The trace's id as indexed (OTLP's hex ids are lower-cased) and its entry; InputError if unknown."""
+        """The trace's id as indexed (OTLP's hex ids are lower-cased), or the one id a prefix of at least
+        :data:`MIN_PREFIX` characters starts (as ``rlm runs show`` takes run ids); InputError if none or several."""
+        hint = "`rlm traces query FILE` lists the trace ids (the query_traces action in a run)"
         for key in (str(trace_id), str(trace_id).lower()):
             if key in self.index.traces:
                 return key, self.index.traces[key]
-        raise InputError(f"no trace {short(trace_id)!r} in {self.path.name}", hint="query_traces lists trace ids")
+        prefix = str(trace_id).lower()
+        matches = [key for key in self.index.traces if key.lower().startswith(prefix)] if len(prefix) >= MIN_PREFIX else []
+        if len(matches) == 1:
+            return matches[0], self.index.traces[matches[0]]
+        if len(matches) > 1:
+            shown = ", ".join(short(key) for key in matches[:5]) + (", …" if len(matches) > 5 else "")
+            raise InputError(f"trace id prefix {short(trace_id)!r} matches {len(matches)} traces: {shown}",
+                             hint="give more characters of the id")  # fmt: skip
+        raise InputError(f"no trace {short(trace_id)!r} in {self.path.name}", hint=hint)
