@@ -243,3 +243,39 @@ def test_roots_hold_on_what_is_read(transport, tree):
     assert not results["after"].is_error and "hello world" in Path(
         results["after"].structured_content["trajectory_path"]).read_text()  # the server still serves
     assert_secret_kept(tree, *results.values())
+
+
+@pytest.mark.slow
+def test_a_hostile_document_is_one_clean_error_while_the_server_keeps_serving(tree):
+    """A crafted PDF (nested form XObjects: gigabytes when parsed unbounded) handed to a long-lived server: its
+    extraction runs in a bounded child, the call ends in one error naming the limit, and other calls are answered
+    meanwhile."""
+    pytest.importorskip("rlm_context_documents")
+    sys.path.append(str(Path(__file__).resolve().parents[2] / "plugins" / "rlm-context-documents" / "tests"))
+    import documents_hostile as hostile
+
+    hostile.nested_xobject_pdf(tree.root / "bomb.pdf")
+
+    async def calls(session):
+        answered: list[float] = []
+        outcome: dict[str, Any] = {}
+
+        async def hostile_call():
+            outcome["bomb"] = await session.call_tool("rlm_run", {"query": "q", "path": "bomb.pdf"})
+
+        async def other_calls():
+            while "bomb" not in outcome:
+                started = time.monotonic()
+                await session.call_tool("rlm_runs_list", {})
+                answered.append(time.monotonic() - started)
+                await anyio.sleep(0.1)
+
+        with anyio.fail_after(240):
+            async with anyio.create_task_group() as group:
+                group.start_soon(hostile_call)
+                group.start_soon(other_calls)
+        return outcome["bomb"], answered
+
+    bomb, answered = with_server("stdio", tree, serve_args(tree), calls)
+    assert bomb.is_error and "bomb.pdf" in text_of(bomb) and "limit" in text_of(bomb), text_of(bomb)
+    assert answered and max(answered) < 5.0, answered
