@@ -82,7 +82,7 @@ def test_ctrl_c_cancels_the_turn_not_the_session(rlm_isolated):
     import subprocess
     import time
 
-    from conftest import RLM_SCRIPT
+    from support import RLM_SCRIPT
 
     model = script(rlm_isolated.work / "slow.json", [
         {"match": "New question: Quick", "text": "FINAL('quick answer')"},  # turn 2's task also names turn 1

@@ -34,7 +34,7 @@ def test_piped_output_has_no_spinner(rlm, work):
 def test_a_terminal_shows_a_spinner_with_time_and_tokens(work, isolated_env, plugin_site):
     import pty
 
-    from conftest import RLM_SCRIPT
+    from support import RLM_SCRIPT
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
     env.update(RLM_PLUGINS=",".join(PLUGINS), TERM="xterm", PYTHONPATH=str(plugin_site))

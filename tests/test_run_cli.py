@@ -185,7 +185,7 @@ def test_ctrl_c_writes_the_final_event_and_exits_130(plugin_site, work):
     import subprocess
     import time
 
-    from conftest import RLM_SCRIPT
+    from support import RLM_SCRIPT
 
     write_script(work / "slow.json", ["```repl\nprint(1)\n```", {"text": "```repl\nprint(2)\n```", "delay": 30}])
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}

@@ -34,7 +34,7 @@ def chat_session(
 ) -> None:
     """Talk with an RLM about a context: each question a run; variables and conversation kept, and saved."""
     from rlm_host.api.client import RLM
-    from rlm_host.api.session import list_sessions
+    from rlm_host.api.session import list_sessions, session_file
     from rlm_host.cli.runs_cmd import run_home
     from rlm_host.engine.context_loading import load_context_with_loaders
 
@@ -48,6 +48,8 @@ def chat_session(
     loaded = load_context_with_loaders(list(context), rlm.runner.host, rlm.runner.loaded, rlm.home) if context else None
     if context and len(context) == 1 and not Path(context[0]).is_dir():
         loaded = Path(context[0]).resolve()  # kept as a path: a resumed session reads the file again
+    if resume is not None:
+        session_file(rlm.home, resume)  # an id that is not a session's is refused first, whatever else is wrong
     for given in (model, sub_model):
         if given:
             _check_model(given, rlm)  # a model that cannot be loaded is refused now, not at the first question

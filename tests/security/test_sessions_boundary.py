@@ -88,7 +88,7 @@ def test_chat_resume_of_a_bad_id_exits_2_with_one_error_line(rlm_cli, rlm_isolat
 
 
 def test_the_installed_rlm_script_refuses_a_climbing_id(rlm_isolated):
-    from conftest import RLM_SCRIPT
+    from support import RLM_SCRIPT
 
     outside = victim(rlm_isolated.work)
     before = outside.read_bytes()
