@@ -159,3 +159,25 @@ def test_importing_rlm_host_stays_cheap():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     # the face and the RLM class load nothing heavy: no pydantic, no engine, no plugin until RLM() is built
     assert out == ["False", "False"], out
+
+
+def test_every_run_setting_is_an_rlm_option_as_it_is_a_cli_flag(tmp_path, monkeypatch):
+    """The options are declared once (``RunSettings``): what ``rlm run`` takes, ``RLM(...)`` takes."""
+    from rlm_host import RLM
+    from rlm_host.config.schema import RunSettings
+    from rlm_host.llm.scripted import ScriptedConnector
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "guide.txt").write_text("Answer in French.")
+    model = ScriptedConnector.from_responses(["```repl\nprint(1)\n```", "FINAL(oui)"], name="scripted:x")
+    rlm = RLM(home=tmp_path / ".rlm", connectors={"root": model}, instructions="@guide.txt", allow_any_workdir=False,
+              sandbox="process", labels={"team": "a"})  # fmt: skip
+    result = rlm.completion("ctx", "q")
+    assert result.final_response == "oui"
+    settings = json.loads(Path(result.trajectory_path).read_text().splitlines()[0])["data"]["settings"]
+    assert settings["instructions"] == "Answer in French." and settings["labels"] == {"team": "a"}
+    with pytest.raises(TypeError, match="unknown option"):
+        RLM(home=tmp_path / ".rlm", nonsense=1)
+    from rlm_host.api.client import run_options
+
+    assert set(run_options()) == set(RunSettings.model_fields)

@@ -22,11 +22,13 @@ if TYPE_CHECKING:  # importing this module stays cheap: the engine loads when an
     from rlm_host.events import RunEvent
     from rlm_host.results import RunResult
 
-#: Run options a constructor or a call may set (each a ``[run]`` setting; see ``rlm config show``).
-RUN_OPTIONS = ("model", "sub_model", "allowed_sub_models",
-               "sandbox", "environment", "framework", "max_steps", "max_depth", "timeout",
-               "exec_timeout", "max_llm_calls", "max_tokens", "max_cost", "strict", "base_url", "reply_format",
-               "sinks", "labels", "workdir", "max_reply_tokens")  # fmt: skip
+def run_options() -> tuple[str, ...]:
+    """The run options a constructor or a call may set: every ``[run]`` setting (``rlm config show``), declared
+    once in ``RunSettings`` (the ``rlm run`` flags set the same fields), so the API and the CLI cannot drift."""
+    from rlm_host.config.schema import RunSettings
+
+    return tuple(RunSettings.model_fields)
+
 
 _DONE = object()
 
@@ -43,9 +45,10 @@ class RLM:
     def __init__(self, model: Optional[str] = None, *, home: Union[str, os.PathLike, None] = None,
                  config: Union[str, os.PathLike, None] = None, shared_budget: bool = False,
                  connectors: Optional[dict[str, Any]] = None, settings: Any = None, **options: Any) -> None:  # fmt: skip
-        unknown = sorted(set(options) - set(RUN_OPTIONS))
+        allowed = run_options()
+        unknown = sorted(set(options) - set(allowed))
         if unknown:
-            raise TypeError(f"RLM() got unknown option(s): {', '.join(unknown)} (run options: {', '.join(RUN_OPTIONS)})")
+            raise TypeError(f"RLM() got unknown option(s): {', '.join(unknown)} (run options: {', '.join(allowed)})")
         from rlm_host.config import load_settings
         from rlm_host.engine.runner import RLMRunner
         from rlm_host.plugins import get_host
@@ -145,7 +148,7 @@ class RLM:
 
     def _run(self, context: Any, query: str, cancel: Optional[threading.Event], on_event: Any,
              options: dict[str, Any], carry: Any = None) -> RunResult:  # fmt: skip
-        unknown = sorted(set(options) - set(RUN_OPTIONS))
+        unknown = sorted(set(options) - set(run_options()))
         if unknown:
             raise TypeError(f"unknown run option(s): {', '.join(unknown)}")
         merged = {**self.options, **{k: v for k, v in options.items() if v is not None}}
