@@ -68,9 +68,11 @@ def rlm_register_environments() -> list[EnvironmentSpec]:
 def rlm_register_frameworks() -> list[FrameworkSpec]:
     """Framework adapters that run a task through another agent framework (``rlm run --framework NAME``).
 
-    Registered and listed today; the adapter contract (what the factory receives and the runner calls) is
-    defined together with the first adapters, and until then ``rlm run`` refuses a framework other than
-    ``native`` with a clear message.
+    The factory is called once per run as ``factory(settings, ctx: FrameworkContext) -> FrameworkAdapter``
+    (``rlm_host.frameworks.protocol``): the adapter drives the framework with the run's models (``ctx.root`` /
+    ``ctx.sub``) and sandbox (``ctx.tools``), reports each step with ``ctx.step(...)``, and its ``run()`` returns a
+    ``FrameworkOutcome``. ``mode`` says whether the framework implements the RLM loop itself (``native_rlm``)
+    or is a tool-calling ``agent``. Test it with ``rlm_host.testing.FrameworkContract``.
     """
 
 
