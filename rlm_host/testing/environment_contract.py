@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -71,14 +72,21 @@ class EnvironmentContract:
         return []
 
     @pytest.fixture
-    def make_environment(self, host: PluginHost, events: list[RunEvent], tmp_path: Path):
+    def sessions(self) -> list[Any]:
+        """The sandbox sessions the environments made by ``make_environment`` opened (each records its
+        ``shutdown`` calls in ``session.rlm_contract_shutdowns``)."""
+        return []
+
+    @pytest.fixture
+    def make_environment(self, host: PluginHost, events: list[RunEvent], sessions: list[Any], tmp_path: Path):
         """``make_environment(context, root_replies=(), task=...)`` → an environment built by its factory."""
         made: list[Any] = []
 
         def make(context: Any = None, root_replies: tuple[Any, ...] = (), task: str = "What is the answer?") -> Any:
             spec = host.environments().get(self.environment)
-            environment = spec.create(self.settings(spec), self.context_for(host, events, tmp_path, task, context,
-                                                                            list(root_replies), spec))  # fmt: skip
+            ctx = self.context_for(host, events, tmp_path, task, context, list(root_replies), spec)
+            environment = spec.create(self.settings(spec), replace(ctx, open_sandbox=_tracked(ctx.open_sandbox,
+                                                                                              sessions)))  # fmt: skip
             made.append(environment)
             return environment
 
@@ -172,14 +180,21 @@ class EnvironmentContract:
         result = environment.execute(reply, 1)
         assert not result.done and result.reward <= 0
 
-    def test_close_is_idempotent_and_safe_before_start(self, make_environment) -> None:
+    def test_close_is_idempotent_and_safe_before_start(self, make_environment, sessions: list[Any],
+                                                       host: PluginHost) -> None:  # fmt: skip
         never_started = make_environment(context="x")
         never_started.close()
         never_started.close()
+        assert all(s.rlm_contract_shutdowns for s in sessions), "close() before start() left a sandbox session open"
         environment = make_environment(context="x")
         environment.start()
+        environment.messages(1)
+        environment.execute(Completion(text=self.working_reply), 1)
+        if host.environments().get(self.environment).runs_code:
+            assert sessions, "an environment that runs code opens its sandbox session through ctx.open_sandbox"
         environment.close()
-        environment.close()
+        assert all(s.rlm_contract_shutdowns for s in sessions), "close() must release (shut down) the sandbox session"
+        environment.close()  # a second close: no error
 
     def test_a_declared_reply_format_has_a_grammar_or_a_schema(self, make_environment) -> None:
         declared = getattr(make_environment(context="x"), "reply_format", None)
@@ -216,6 +231,25 @@ class EnvironmentContract:
         result, _, _ = run_scripted(runner, "What is the answer?", replies, context="ctx",
                                     environment=self.environment, max_steps=3)  # fmt: skip
         assert not result.completed and result.termination_reason == "max_steps" and result.steps == 3
+
+
+def _tracked(open_sandbox: Any, sessions: list[Any]) -> Any:
+    """``open_sandbox`` recording each session it opens in ``sessions``, and each session's shutdowns."""
+
+    def open_tracked() -> Any:
+        session = open_sandbox()
+        real_shutdown = session.shutdown
+        session.rlm_contract_shutdowns = 0
+
+        def shutdown() -> None:
+            session.rlm_contract_shutdowns += 1
+            real_shutdown()
+
+        session.shutdown = shutdown
+        sessions.append(session)
+        return session
+
+    return open_tracked
 
 
 def _default_rewards() -> Any:

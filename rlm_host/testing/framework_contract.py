@@ -9,7 +9,8 @@ An adapter plugin proves it keeps the contract by subclassing it in its tests::
         framework = "my-framework"               # the registered name
         distribution = "rlm-adapter-mine"         # RLM_PLUGINS: the distribution registering it
         heavy_modules = ("my_framework",)         # never imported when `rlm` starts
-        finishing_replies = (...)                 # root replies: run code (using llm_query), then answer …
+        finishing_replies = (...)                 # root replies: run code (using llm_query) printing the
+                                                  # context's line with the code word, then answer …
         final_answer = "42"                       # … this
         sub_rules = ({"match": ".", "text": "7"},)  # the sub-model's answers to llm_query
         working_reply = "..."                     # a root reply that runs code and does not finish
@@ -36,6 +37,9 @@ from rlm_host.plugins.host import PluginHost
 from rlm_host.testing.engine import isolated_runner, run_scripted, trajectory
 
 CONTEXT = "line one\nline two\nthe code word is PAPAYA\n"
+#: A line of ``CONTEXT`` that no question, reply, rule or answer holds: seen in a step's observation, it was
+#: produced by code that ran over ``context`` in the sandbox.
+CONTEXT_MARKER = "the code word is PAPAYA"
 
 
 class FrameworkContract:
@@ -102,8 +106,8 @@ class FrameworkContract:
 
     def test_code_ran_in_the_sandbox_with_the_context_and_llm_query(self, runner: Any) -> None:
         result, events = self.run(runner, self.finishing_replies)
-        text = json.dumps([event.data for event in events if event.type == "step"])
-        assert "PAPAYA" in text or "line one" in text, "the code saw `context` in the sandbox"
+        observed = json.dumps([event.data.get("observation") for event in events if event.type == "step"])
+        assert CONTEXT_MARKER in observed, "the code's output (a step's observation) shows a line of `context`"
         if self.sub_rules:
             assert result.usage.sub.calls >= 1, "llm_query inside the code reached the sub-model"
             assert any(event.type == "sub_call" for event in events)
