@@ -5,15 +5,13 @@ weak; what must hold is that the runs end cleanly with real usage counted. Slow:
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from rlm_host import RLM
 
-sys.path.append(str(Path(__file__).resolve().parents[1] / "plugins" / "rlm-provider-llamacpp" / "tests"))
-from llama_server import llama_server  # noqa: E402,F401 (a fixture)
+from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 

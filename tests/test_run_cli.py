@@ -169,7 +169,7 @@ def test_100mb_haystack_through_an_openai_compatible_server(rlm, work, sandbox):
         run = haystack_over_http(rlm, work, 100_000_000, sandbox, plugins)
     else:
         pytest.importorskip("rlm_sandbox_docker")
-        from support.docker_engine import prepare_engine, release_engine
+        from rlm_host.testing import prepare_engine, release_engine
 
         prepare_engine()
         try:

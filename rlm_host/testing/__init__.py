@@ -15,7 +15,12 @@ The public names, importable from here:
 - ``FakeHTTPServer``, ``Behaviour``, ``RecordedRequest``: a loopback HTTP server answering from a queue of
   scripted behaviours and recording every request; subclass it with an API's route and error body;
 - fixtures (no import needed: this package is a pytest plugin): ``rlm_isolated``, ``rlm_cli``,
-  ``rlm_plugin_host`` (see ``rlm_host.testing.pytest_plugin``).
+  ``rlm_plugin_host`` (see ``rlm_host.testing.pytest_plugin``);
+- real servers, fixtures to import into the test modules that need them: ``docker_engine`` (a Docker engine
+  holding the sandbox image, one per test session for every suite; ``prepare_engine``, ``release_engine`` and
+  ``prepare_image(packages)`` for code that is not a fixture) and ``llama_server`` (llama.cpp's OpenAI-compatible
+  server with the embedded model, per module): they need the docker sandbox runtime or the llama.cpp provider,
+  imported only when they run.
 
 Nothing in the host imports this package: the ``rlm`` command never loads pytest.
 """
@@ -82,6 +87,11 @@ _LAZY: dict[str, str] = {
     "RecordedRequest": "rlm_host.testing.fake_http",
     "Isolated": "rlm_host.testing.pytest_plugin",
     "CliResult": "rlm_host.testing.pytest_plugin",
+    "docker_engine": "rlm_host.testing.docker_engine_fixture",
+    "prepare_engine": "rlm_host.testing.docker_engine_fixture",
+    "prepare_image": "rlm_host.testing.docker_engine_fixture",
+    "release_engine": "rlm_host.testing.docker_engine_fixture",
+    "llama_server": "rlm_host.testing.llama_server_fixture",
 }
 
 __all__ = sorted(_LAZY)

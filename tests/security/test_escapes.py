@@ -163,7 +163,7 @@ def _from_registry(name: str) -> Callable[[], SandboxSession]:
         if name not in registry:
             pytest.skip(f"sandbox runtime {name!r} is not installed")
         if name == "docker":  # a real engine: found or started once per session (fails under RLM_REQUIRE_DOCKER=1)
-            from support.docker_engine import prepare_engine
+            from rlm_host.testing import prepare_engine
 
             prepare_engine()
         spec = registry.get(name)
@@ -239,7 +239,7 @@ def session_for(attack_env):
     for session in sessions.values():
         session.shutdown()
     if "docker" in sessions:  # stop the engine if this session started it
-        from support.docker_engine import release_engine
+        from rlm_host.testing import release_engine
 
         release_engine()
 

@@ -26,7 +26,7 @@ def engine(request: pytest.FixtureRequest) -> Iterator[str]:
     if sandbox != "docker":
         yield sandbox
         return
-    from support.docker_engine import prepare_engine, release_engine
+    from rlm_host.testing import prepare_engine, release_engine
 
     prepare_engine()
     try:

@@ -2,15 +2,12 @@
 loopback, with the embedded SmolLM2-135M (see ``assert_a_real_model_run_ends_cleanly`` for what is checked). Slow:
 it starts the server (about 5 s) and makes a few real model calls."""
 
-import sys
-from pathlib import Path
 
 import pytest
 
 from rlm_host.testing import assert_a_real_model_run_ends_cleanly
 
-sys.path.append(str(Path(__file__).resolve().parents[2] / "rlm-provider-llamacpp" / "tests"))
-from llama_server import llama_server  # noqa: E402,F401 (a fixture)
+from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 

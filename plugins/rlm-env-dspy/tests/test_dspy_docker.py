@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,11 +14,7 @@ from rlm_env_dspy import SANDBOX_PACKAGES
 from rlm_env_dspy.bench import as_case, case_files, case_ids
 from rlm_host.testing import ScriptedConnector, isolated_runner
 
-PLUGIN_TESTS = Path(__file__).resolve().parents[2] / "rlm-sandbox-docker" / "tests"
-if str(PLUGIN_TESTS) not in sys.path:
-    sys.path.append(str(PLUGIN_TESTS))
-
-from docker_fixtures import docker_engine, prepare_image  # noqa: E402,F401 (fixtures)
+from rlm_host.testing import docker_engine, prepare_image  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
 

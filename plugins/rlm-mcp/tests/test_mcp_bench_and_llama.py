@@ -4,7 +4,6 @@ model: llama.cpp's OpenAI-compatible server with the embedded SmolLM2-135M."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import anyio
@@ -14,8 +13,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_support import RLM
 
-sys.path.append(str(Path(__file__).resolve().parents[2] / "rlm-provider-llamacpp" / "tests"))
-from llama_server import llama_server  # noqa: E402,F401 (a fixture)
+from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
 
 
 async def _calls(rlm_isolated, calls, env=None, args=()):
