@@ -1,8 +1,9 @@
 """Escape attempts against every sandbox runtime, written the way an attacker-controlled model would write them.
 
 One suite, parametrised over runtimes (``RUNTIMES``: name → factory; a runtime that is not installed or not
-ready is skipped with the reason). A runtime registered as a security boundary (monty, and docker once its
-plugin lands) must BLOCK every attempt with a clear error while the host stays healthy and the session goes on.
+ready is skipped with the reason, a failure under RLM_REQUIRE_DOCKER=1 as in CI). A runtime registered as a
+security boundary (monty, and docker once its plugin lands) must BLOCK every attempt with a clear error while the
+host stays healthy and the session goes on.
 The built-in ``process`` runtime is NOT a boundary: ``PROCESS_OUTCOMES`` records what really happens there —
 attempts that succeed are strict xfails, so this file fails the day reality changes in either direction.
 
@@ -161,7 +162,7 @@ def _from_registry(name: str) -> Callable[[], SandboxSession]:
     def factory() -> SandboxSession:
         registry = PluginHost().sandboxes()
         if name not in registry:
-            pytest.skip(f"sandbox runtime {name!r} is not installed")
+            _unavailable(f"sandbox runtime {name!r} is not installed")
         if name == "docker":  # a real engine: found or started once per session (fails under RLM_REQUIRE_DOCKER=1)
             from rlm_host.testing import prepare_engine
 
@@ -171,10 +172,17 @@ def _from_registry(name: str) -> Callable[[], SandboxSession]:
         settings = model() if model else None
         readiness = spec.readiness(settings)
         if not readiness.ok:
-            pytest.skip(f"sandbox runtime {name!r} is not ready: {readiness.detail} {readiness.hint}")
+            _unavailable(f"sandbox runtime {name!r} is not ready: {readiness.detail} {readiness.hint}")
         return spec.create(settings, SandboxServices(limits=LIMITS))
 
     return factory
+
+
+def _unavailable(reason: str) -> None:
+    """Skip a runtime that is absent or not ready; under RLM_REQUIRE_DOCKER=1 (CI) every runtime must run: fail."""
+    if os.environ.get("RLM_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"RLM_REQUIRE_DOCKER=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 #: Every runtime the suite runs against; a later runtime joins with one line.
