@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -56,18 +57,51 @@ def test_the_index_is_reused_until_the_file_changes(tmp_path, monkeypatch):
     assert TraceStore.load(path).index.malformed == 1
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_folder_puts_the_index_in_the_cache(tmp_path, monkeypatch):
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    generate(folder / "t.jsonl", traces=3)
-    folder.chmod(0o555)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    """As root (CI) the load runs as nobody in a child process: root writes into read-only folders."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="rlm-ro-"))  # tmp_path's parents are private to root: nobody cannot pass
     try:
-        store = TraceStore.load(folder / "t.jsonl")
+        base.chmod(0o755)
+        folder, cache = base / "ro", base / "cache"
+        folder.mkdir()
+        cache.mkdir(mode=0o777)
+        cache.chmod(0o777)
+        generate(folder / "t.jsonl", traces=3)
+        (folder / "t.jsonl").chmod(0o644)
+        folder.chmod(0o555)
+        if os.geteuid() != 0:
+            monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+            index_path = TraceStore.load(folder / "t.jsonl").index_path
+        else:  # a forked child that drops to nobody (the venv itself may be private to root)
+            generate(tmp_path / "warm.jsonl", traces=1)
+            TraceStore.load(tmp_path / "warm.jsonl")  # every module a load needs, imported before the child drops root
+            read, write = os.pipe()
+            child = os.fork()
+            if child == 0:  # pragma: no cover - the child
+                code = 1
+                try:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    os.environ.update(XDG_CACHE_HOME=str(cache), XDG_CONFIG_HOME=str(cache), HOME=str(cache))
+                    os.write(write, str(TraceStore.load(folder / "t.jsonl").index_path).encode())
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(write)
+            _, status = os.waitpid(child, 0)
+            index_path = Path(os.read(read, 4096).decode())
+            os.close(read)
+            assert os.waitstatus_to_exitcode(status) == 0
+        assert index_path.is_relative_to(cache) and index_path.is_file()
+        assert not (folder / "t.jsonl.rlm-index").exists()
     finally:
         folder.chmod(0o755)
-    assert store.index_path.is_relative_to(tmp_path / "cache") and store.index_path.is_file()
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_cache_is_used_when_the_sidecar_cannot_be_written(tmp_path, monkeypatch):
