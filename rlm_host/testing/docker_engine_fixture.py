@@ -45,7 +45,10 @@ def _unavailable(reason: str) -> None:
 
 
 def _engine_answers() -> bool:
-    from rlm_sandbox_docker.engine import DockerSandboxError, connect
+    try:  # the runtime's own plugin: optional for the host, needed by every test of the Docker runtime
+        from rlm_sandbox_docker.engine import DockerSandboxError, connect
+    except ImportError:
+        _unavailable("the rlm-sandbox-docker plugin is not installed")
 
     try:
         connect(cached=False, timeout=10).close()
@@ -60,9 +63,12 @@ def prepare_engine() -> str:
         return _engine["host"]
     if "unavailable" in _engine:
         _unavailable(_engine["unavailable"])
-    from rlm_sandbox_docker import DEFAULT_IMAGE
-    from rlm_sandbox_docker.engine import connect, engine_address
-    from rlm_sandbox_docker.image import build_image, image_exists
+    try:
+        from rlm_sandbox_docker import DEFAULT_IMAGE
+        from rlm_sandbox_docker.engine import connect, engine_address
+        from rlm_sandbox_docker.image import build_image, image_exists
+    except ImportError:
+        _unavailable("the rlm-sandbox-docker plugin is not installed")
 
     _engine["saved"] = os.environ.get("DOCKER_HOST")
     if not _engine_answers():
@@ -95,8 +101,11 @@ def prepare_engine() -> str:
 def prepare_image(packages) -> str:
     """The tag of the image with ``packages`` (``derived_tag``), built if missing; once per test session."""
     prepare_engine()
-    from rlm_sandbox_docker.engine import DockerSandboxError, connect, derived_tag, package_set
-    from rlm_sandbox_docker.image import build_derived_image, image_exists
+    try:
+        from rlm_sandbox_docker.engine import DockerSandboxError, connect, derived_tag, package_set
+        from rlm_sandbox_docker.image import build_derived_image, image_exists
+    except ImportError:
+        _unavailable("the rlm-sandbox-docker plugin is not installed")
 
     wanted = package_set(packages)
     images = _engine.setdefault("images", {})  # package set → tag, or the reason it could not be built
