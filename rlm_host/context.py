@@ -252,10 +252,12 @@ def _files_under(directory: Path) -> list[Path]:
     return sorted(files)
 
 
-def open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path, *, follow_links: bool = True) -> BinaryIO:
     """``path`` opened for reading only if it is a regular file: never blocks on a FIFO swapped in after a check
-    (``O_NONBLOCK``), and the type is checked on the opened file itself."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    (``O_NONBLOCK``), and the type is checked on the opened file itself; ``follow_links=False`` refuses a final
+    symbolic link too (ELOOP)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")

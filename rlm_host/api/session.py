@@ -23,7 +23,6 @@ import json
 import os
 import re
 import secrets
-import stat
 import tempfile
 import threading
 import time
@@ -191,21 +190,21 @@ class ChatSession:
 
 
 def _signed_path(path: str) -> Optional[str]:
-    """This user's signature of a context path a session file records (None when no key can be had)."""
-    from rlm_host.config.user_key import sign
-
-    try:
-        return sign({"session_context_path": path})
-    except OSError:
-        return None
+    """This user's signature of a context path a session file records."""
+    return _signature({"session_context_path": path})
 
 
 def _signed_options(session_id: str, options: dict[str, Any]) -> Optional[str]:
-    """This user's signature of the options a session ran with (None when no key can be had)."""
+    """This user's signature of the options a session ran with."""
+    return _signature({"session_options": options, "id": session_id})
+
+
+def _signature(value: Any) -> Optional[str]:
+    """``value`` signed with this user's key, None when no key can be had (nothing then verifies)."""
     from rlm_host.config.user_key import sign
 
     try:
-        return sign({"session_options": options, "id": session_id})
+        return sign(value)
     except OSError:
         return None
 
@@ -230,14 +229,14 @@ def session_file(home: Path, session_id: Any) -> Path:
 
 def _read_json(path: Path) -> Any:
     """A session's JSON, opened without following a final symbolic link, from a regular file only."""
+    from rlm_host.context import open_regular
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        handle = open_regular(path, follow_links=False)
     except OSError as exc:
         why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
         raise InputError(f"cannot read chat session file {path}: {why}") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise InputError(f"cannot read chat session file {path}: not a regular file")
+    with handle:
         try:
             return json.loads(handle.read().decode("utf-8"))
         except ValueError as exc:

@@ -1,5 +1,5 @@
 """Local model servers: whether a base URL is on this machine, whether anything listens there (a TCP connect
-with a short timeout, several in parallel), and how to start each known server."""
+with a short timeout, several in parallel), and what to say when nothing does."""
 
 from __future__ import annotations
 
@@ -7,17 +7,6 @@ import ipaddress
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
-
-#: How to start the local servers rlm knows by provider name (said when nothing listens at their URL).
-START_COMMANDS: dict[str, str] = {
-    "ollama": "ollama serve",
-    "llamacpp_server": "llama-server -m MODEL.gguf --port 8080",
-    "lmstudio": "lms server start",
-    "vllm": "vllm serve MODEL",
-    "sglang": "python -m sglang.launch_server --model-path MODEL",
-    "tgi": "text-generation-launcher --model-id MODEL",
-}
-
 
 def host_port(url: str) -> tuple[str, int] | None:
     """``(host, port)`` of an http(s) URL, the scheme's port when none is written; None when it has no host."""
@@ -66,6 +55,9 @@ def probe(urls: list[str], timeout: float = 0.3) -> dict[str, bool]:
 
 def start_hint(url: str, provider: str = "") -> str:
     """What to do when nothing listens at ``url``: the server's start command when known, or --base-url."""
-    command = START_COMMANDS.get(provider.partition(":")[0])
+    from rlm_host.llm.openai_compatible import PROVIDERS  # each service's record says how it is started
+
+    service = PROVIDERS.get(provider.partition(":")[0])
+    command = service.start_command if service is not None else ""
     start = f"start it (`{command}`)" if command else "start the server"
     return f"{start}, or point --base-url at one that runs"

@@ -42,6 +42,7 @@ class CompatibleProvider:
     base_url: str
     key_env: tuple[str, ...] = ()
     local: bool = False  # a server on this machine: no key required, costs nothing
+    start_command: str = ""  # how a local server is started (said when nothing listens at its URL)
     example_model: str = ""
     aliases: tuple[str, ...] = ()
     otel_name: str = ""  # its gen_ai.provider.name in the OpenTelemetry GenAI conventions, when that is not ``name``
@@ -62,19 +63,25 @@ LLAMA_CPP_SERVER = ReplyFormatFields(grammar="grammar", json_schema="json_object
 PROVIDERS: dict[str, CompatibleProvider] = {
     p.name: p
     for p in (
-        CompatibleProvider("ollama", "Ollama", "http://localhost:11434/v1", local=True, example_model="llama3.2",
+        CompatibleProvider("ollama", "Ollama", "http://localhost:11434/v1", local=True,
+                           start_command="ollama serve", example_model="llama3.2",
                            reply_fields=OPENAI_STYLE),
         CompatibleProvider("llamacpp_server", "llama.cpp server", "http://localhost:8080/v1", local=True,
+                           start_command="llama-server -m MODEL.gguf --port 8080",
                            example_model="smollm2", aliases=("llama-server",), reply_fields=LLAMA_CPP_SERVER),
         CompatibleProvider("lmstudio", "LM Studio", "http://localhost:1234/v1", local=True,
+                           start_command="lms server start",
                            example_model="qwen2.5-7b-instruct", aliases=("lm_studio",), reply_fields=OPENAI_STYLE),
         CompatibleProvider("vllm", "vLLM", "http://localhost:8000/v1", ("VLLM_API_KEY",), local=True,
+                           start_command="vllm serve MODEL",
                            example_model="Qwen/Qwen2.5-7B-Instruct",
                            reply_fields=ReplyFormatFields("structured_outputs.grammar", "json_schema")),
         CompatibleProvider("sglang", "SGLang", "http://localhost:30000/v1", local=True,
+                           start_command="python -m sglang.launch_server --model-path MODEL",
                            example_model="Qwen/Qwen2.5-7B-Instruct",
                            reply_fields=ReplyFormatFields("ebnf", "json_schema")),
-        CompatibleProvider("tgi", "Hugging Face TGI", "http://localhost:8080/v1", local=True, example_model="tgi"),
+        CompatibleProvider("tgi", "Hugging Face TGI", "http://localhost:8080/v1", local=True,
+                           start_command="text-generation-launcher --model-id MODEL", example_model="tgi"),
         CompatibleProvider("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",),
                            example_model="openai/gpt-4o-mini", reply_fields=OPENAI_STYLE),
         CompatibleProvider("groq", "Groq", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",),
