@@ -175,6 +175,9 @@ def test_the_readme_session_can_be_reproduced_and_ids_read_whole(rlm_cli, rlm_is
     made = rlm_cli("traces", "generate", str(work / "harness.jsonl"), plugins=PLUGIN)
     assert made.code == 0 and "traces=60" in made.out, made.err
     assert rlm_cli("traces", "generate", str(work / "harness.jsonl"), plugins=PLUGIN).code == 2  # never overwrites
+    (work / "planted.jsonl").symlink_to(work / "startup.sh")  # dangling: writing it would create its target
+    assert rlm_cli("traces", "generate", str(work / "planted.jsonl"), plugins=PLUGIN).code == 2
+    assert not (work / "startup.sh").exists()
     listed = rlm_cli("traces", "query", str(work / "harness.jsonl"), "--errors", "--limit", "3", plugins=PLUGIN)
     ids = [line.split("│")[1].strip() for line in listed.out.splitlines() if line.startswith("│")]
     assert len(ids) == 3 and all(len(i) == 32 for i in ids), listed.out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -132,7 +133,7 @@ def generate(path: Path = typer.Argument(..., metavar="PATH", help="The file to 
 
     if fmt not in ("flat", "otlp", "mixed"):
         raise typer.BadParameter(f"{fmt!r}: choose flat, otlp or mixed", param_hint="--format")
-    if path.exists():
+    if os.path.lexists(path):  # a link too, even a dangling one: it would write where it points
         raise typer.BadParameter(f"{path} exists: name a new file", param_hint="PATH")
     data = write(path, traces=traces, fmt=fmt, malformed=malformed, seed=seed)
     _emit(data) if as_json else typer.echo(f"wrote {path}: " + " ".join(f"{k}={v}" for k, v in data.items()
