@@ -55,14 +55,14 @@ def doctor(
     model provider, a --sink, the host's checks) or a plugin is broken; a component nothing uses (Docker on a
     machine without it) is listed as optional. Sinks named in ``[run] sinks`` or ``--sink`` have their endpoint
     and credentials checked; the names of missing variables are shown, never a value."""
-    from rlm_host.engine.plan import SINK_PLUGINS, named
+    from rlm_host.engine.plan import SINK_PLUGINS
     from rlm_host.errors import RlmError
     from rlm_host.plugins.doctor import check_rows, row
     from rlm_host.redact import redact_data
 
     host = get_host().collect_all()
     extra_sinks = [name.strip() for value in sink or [] for name in value.split(",") if name.strip()]
-    asked = {named(host.sinks(), name, plugins=SINK_PLUGINS).name for name in extra_sinks}  # unknown: exit 2
+    asked = {host.sinks().get(name, where_more=SINK_PLUGINS).name for name in extra_sinks}  # unknown: exit 2
     rows: list[dict[str, Any]] = []
     try:
         loaded = ctx.find_root().obj.settings()

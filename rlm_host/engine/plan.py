@@ -6,7 +6,6 @@ Resolving up front means a bad name or value fails with one clear message before
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -18,7 +17,7 @@ from rlm_host.config.schema import RewardProfile, RunSettings
 from rlm_host.context import PREVIEW_CHARS, describe_context
 from rlm_host.engine.scope import new_run_id
 from rlm_host.engine.sub_models import SubModels
-from rlm_host.errors import ConfigError, RlmError, UnknownComponentError
+from rlm_host.errors import ConfigError, RlmError
 from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus, Sink
 from rlm_host.llm.prices import PriceTable
@@ -195,20 +194,8 @@ def _framework(host: Any, name: str) -> Any:
     """The framework adapter's spec (aliases too), None for the native loop; UnknownComponentError otherwise."""
     if name == NATIVE_FRAMEWORK:
         return None
-    return named(host.frameworks(), name, first=(NATIVE_FRAMEWORK,),
-                 plugins=" (adapters are plugins: pip install rlm-adapter-<name>)")
-
-
-def named(registry: Any, name: str, *, first: tuple[str, ...] = (), plugins: str = "") -> Any:
-    """``registry.get(name)``; for a name it lacks, one error with the closest choice ("did you mean") among
-    ``first`` and the registered names, listing them all, ``plugins`` saying where more come from."""
-    if name in registry:
-        return registry.get(name)
-    choices = [*first, *registry.names()]
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
-    suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-    raise UnknownComponentError(f"unknown {registry.kind} {name!r}{suggestion}",
-                                hint="choose one of: " + ", ".join(choices) + plugins)  # fmt: skip
+    return host.frameworks().get(name, other_choices=(NATIVE_FRAMEWORK,),
+                                 where_more=" (adapters are plugins: pip install rlm-adapter-<name>)")
 
 
 def memory_for(context_meta: dict[str, Any]) -> int:
@@ -299,9 +286,10 @@ def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str], notices: l
     sinks = []
     services = HostServices(home=home)
     registry = host.sinks()
+    specs = {}  # a name given twice: one sink
     for name in names:
-        named(registry, name, plugins=SINK_PLUGINS)
-    specs = {registry.get(name).name: registry.get(name) for name in names}  # a name given twice: one sink
+        spec = registry.get(name, where_more=SINK_PLUGINS)
+        specs[spec.name] = spec
     for spec in specs.values():
         try:
             sinks.append((spec.name, spec.create(loaded.component("sink", spec.name), services)))

@@ -46,8 +46,10 @@ class Registry(Generic[T]):
         self._records.append((record, owner))
         return None
 
-    def get(self, name: str) -> T:
-        """The component called ``name`` (or one of its aliases); a clear error listing the choices if none."""
+    def get(self, name: str, *, other_choices: tuple[str, ...] = (), where_more: str = "") -> T:
+        """The component called ``name`` (or one of its aliases); a clear error listing the choices if none, with
+        the closest one ("did you mean"). ``other_choices`` are valid names the caller handles itself (listed first:
+        ``native`` beside the framework adapters); ``where_more`` ends the hint (where more come from)."""
         key = normalize_name(name)
         if key in self._clashes:
             first, second = self._clashes[key]
@@ -57,12 +59,13 @@ class Registry(Generic[T]):
             )
         found = self._by_key.get(key)
         if found is None:
-            choices = self.names()
+            choices = [*other_choices, *self.names()]
             close = difflib.get_close_matches(name, choices, n=1)
             suggestion = f" (did you mean {close[0]!r}?)" if close else ""
             raise UnknownComponentError(
                 f"unknown {self.kind} {name!r}{suggestion}",
-                hint=("choose one of: " + ", ".join(choices)) if choices else f"no {self.kind} is installed",
+                hint=(("choose one of: " + ", ".join(choices)) if choices else f"no {self.kind} is installed")
+                + where_more,
             )
         return found[0]
 
