@@ -14,17 +14,34 @@ sink          ``HostServices`` (home)                            a ``Sink``
 context_loader ``HostServices`` (home, e.g. for a cache)          a loader: ``load(path)`` → text, JSON, Documents
 benchmark     ``HostServices`` (home)                            a list of cases (``BenchmarkCase`` or dicts)
 framework     ``FrameworkContext`` (the run: models, tools…)      an adapter with ``run()`` and ``close()``
+command       ``CommandServices.of(ctx)`` (home, settings)       a typer app, a click command or a function
 ============  =================================================  ==========================================
+
+A command is not built by a factory: it runs inside ``rlm``, so it asks for its services with the click (or
+typer) context it runs in — ``CommandServices.of(ctx)`` — and reads its settings there, never by loading the
+configuration again (``--config``, ``--trust-config`` and the global flags are honoured that way)::
+
+    @click.command()
+    @click.pass_context
+    def build_image(ctx):
+        services = CommandServices.of(ctx)
+        settings = services.component("sandbox", "docker")   # the validated [sandbox.docker] section
+        cache = services.home / "docker"
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host.llm.protocol import ModelOptions
 from rlm_host.sandbox.protocol import SandboxLimits
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from rlm_host.config import LoadedSettings
 
 
 @dataclass(frozen=True)
@@ -55,3 +72,30 @@ class SandboxServices(HostServices):
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     workspace: Optional[Path] = None
     packages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommandServices(HostServices):
+    """What a plugin's sub-command of ``rlm`` reads instead of globals: ``home`` (the run home) and ``settings``
+    (the effective ``LoadedSettings`` of the running command: every source merged, component sections validated
+    against the installed plugins). Get it with ``CommandServices.of(ctx)``."""
+
+    settings: Optional["LoadedSettings"] = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, ctx: Any) -> "CommandServices":
+        """The services of the ``rlm`` command that ``ctx`` (a click or typer ``Context``, or one of a click
+        command run inside ``rlm``) belongs to; ``RuntimeError`` outside ``rlm``."""
+        provide = getattr(ctx.find_root().obj, "command_services", None)
+        if provide is None:
+            raise RuntimeError("CommandServices.of(ctx) is for sub-commands of `rlm`")
+        services = provide()
+        assert isinstance(services, CommandServices)
+        return services
+
+    def component(self, kind: str, name: str) -> Optional["BaseModel"]:
+        """The validated ``[<kind>.<name>]`` section (its defaults when absent; None for a component without
+        settings), e.g. ``component("sandbox", "docker")`` for a command of the Docker plugin."""
+        if self.settings is None:
+            return None
+        return self.settings.component(kind, name)

@@ -5,13 +5,14 @@
 - ``"middle"``: head and tail with ``… [N characters cut] …`` between them (REPL output shown to a model, whose
   end often holds the error).
 
-``one_line=True`` first folds every run of white space into one space.
+``one_line=True`` first folds every run of white space into one space. ``json_object_spans`` finds the JSON
+objects in a model's prose (the generic environment's actions, the framework tool protocol's calls).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional, overload
+from typing import Iterator, Literal, Optional, overload
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -55,3 +56,28 @@ def clip_lines(text: str, max_lines: int) -> str:
     if len(lines) <= max_lines:
         return "\n".join(lines)
     return "\n".join(lines[:max_lines] + [f"… ({len(lines) - max_lines} more lines)"])
+
+
+def json_object_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each top-level balanced ``{…}`` in ``text``, strings inside objects respected (a quote in
+    the prose around an object does not hide its braces)."""
+    depth, start, in_string, escaped = 0, -1, False, False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"' and depth:
+            in_string = True
+        elif char == "{":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                yield start, index + 1

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from rlm_host.environments.generic import ACTION_SCHEMA, parse_action
+from rlm_host.environments.generic import ACTION_SCHEMA
+from rlm_host.environments.kit import parse_action
 from rlm_host.environments.generic import REPLY_FORMAT as GENERIC
 from rlm_host.environments.protocol import reply_format_of
 from rlm_host.environments.pure_rlm.environment import PureRLMEnvironment

@@ -19,6 +19,7 @@ from rlm_host.errors import PluginError
 
 if TYPE_CHECKING:
     from rlm_host.config import LoadedSettings
+    from rlm_host.services import CommandServices
 
 @dataclass
 class CliState:
@@ -42,6 +43,13 @@ class CliState:
             self._settings.warn_untrusted()
         return self._settings
 
+    def command_services(self) -> "CommandServices":
+        """What ``CommandServices.of(ctx)`` returns to a plugin's sub-command: the run home and these settings."""
+        from rlm_host.services import CommandServices
+
+        loaded = self.settings()
+        return CommandServices(home=loaded.home, settings=loaded)
+
     def _apply_logging(self, loaded: "LoadedSettings") -> None:
         """The config file's [logging] section, unless -v / --log-json said otherwise."""
         from rlm_host import logs
@@ -51,8 +59,8 @@ class CliState:
 
 
 def command_settings(ctx: click.Context) -> "LoadedSettings":
-    """The settings of the running ``rlm`` command (``--config`` and the global flags honoured): what a plugin's
-    sub-command reads instead of loading the configuration again."""
+    """The settings of the running ``rlm`` command (``--config`` and the global flags honoured). Deprecated for
+    plugins: a sub-command reads ``CommandServices.of(ctx)`` (``rlm_host.services``) instead."""
     state = ctx.find_root().obj
     if not isinstance(state, CliState):
         raise RuntimeError("command_settings() is for sub-commands of `rlm`")

@@ -2,7 +2,7 @@
 
 ``rlm`` is built on typer, which carries its own copy of click: a command object of the real ``click`` package
 is of other classes, so it cannot join the command group directly. It runs as its own program instead, with the
-rest of the command line, its own ``--help`` and errors, and the same ``ctx.obj`` (so ``command_settings(ctx)``
+rest of the command line, its own ``--help`` and errors, and the same ``ctx.obj`` (so ``CommandServices.of(ctx)``
 works in it too).
 """
 

@@ -154,6 +154,7 @@ class RLMRunner:
             sub_model_for=lambda model: client(plan.connector_for(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
+            environment_builder=_environment_builder(self.host, self.loaded),
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None
@@ -341,3 +342,13 @@ def _close_all(closers: list[Callable[[], None]]) -> None:
             failure = failure or exc
     if failure is not None:
         raise failure
+
+
+def _environment_builder(host: Any, loaded: Any) -> Callable[[str, EnvironmentContext], Any]:
+    """``EnvironmentContext.build_environment``: a registered environment with its ``[environment.NAME]`` settings."""
+
+    def build(name: str, ctx: EnvironmentContext) -> Any:
+        spec = host.environments().get(name)
+        return spec.create(loaded.component("environment", spec.name), ctx)
+
+    return build

@@ -9,16 +9,15 @@ cycle guard earns −0.25. The prompt shows the task, the last six memory notes 
 from __future__ import annotations
 
 import json
-import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RecursionRefused
 from rlm_host.environments.kit import (
-    StepHistory, answer_text, render_description, truncate, with_instructions, with_preview,
+    StepHistory, answer_text, render_description, reply_action, truncate, with_instructions, with_preview,
 )
 from rlm_host.llm.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
@@ -55,7 +54,6 @@ ACTION_SCHEMA = {
 }
 REPLY_FORMAT = ReplyFormat("generic_action", json_schema=ACTION_SCHEMA)
 
-_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 class GenericSettings(BaseModel):
@@ -171,58 +169,3 @@ class GenericEnvironment:
 
     def _record(self, result: ActionResult) -> ActionResult:
         return self.history.record(result)
-
-
-def reply_action(reply: Completion) -> tuple[Optional[dict[str, Any]], str]:
-    """``(action, "")`` for the action a JSON-action reply holds, or ``(None, why)`` for an empty reply.
-
-    The seeds' rule for every JSON-action environment: a reply with no JSON object at all is its final answer.
-    """
-    text = (reply.text or "").strip()
-    if not text:
-        return None, reply.raw.get("malformed", "the reply was empty")
-    action = parse_action(text)
-    return (action if action is not None else {"action": "final", "final_response": text}), ""
-
-
-def parse_action(text: str) -> Optional[dict[str, Any]]:
-    """The JSON object in a reply: a fenced block first, else the first balanced {...} that parses."""
-    candidates = [m.group(1) for m in _FENCED_JSON.finditer(text)]
-    candidates += _balanced_objects(text)
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
-def _balanced_objects(text: str) -> list[str]:
-    return [text[start:end] for start, end in json_object_spans(text)]
-
-
-def json_object_spans(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each top-level balanced ``{…}`` in ``text``, strings inside objects respected (a quote in
-    the prose around an object does not hide its braces)."""
-    depth, start, in_string, escaped = 0, -1, False, False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char == '"' and depth:
-            in_string = True
-        elif char == "{":
-            if depth == 0:
-                start = index
-            depth += 1
-        elif char == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                yield start, index + 1

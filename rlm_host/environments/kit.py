@@ -1,13 +1,18 @@
-"""Helpers every environment needs: the context description as prompt text, the final answer as text, and the
-middle-cut of long output (``rlm_host.text.clip``)."""
+"""Helpers every environment needs: the context description as prompt text, the final answer as text, the
+middle-cut of long output (``rlm_host.text.clip``) and the JSON action in a reply (``reply_action``, the rule of
+every JSON-action environment: generic, rlm-env-dspy)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Optional
 
 from rlm_host.results import FinalSignal
-from rlm_host.text import clip
+from rlm_host.llm.protocol import Completion
+from rlm_host.text import clip, json_object_spans
+
+_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -120,3 +125,29 @@ def variable_snapshot(session: Any, baseline: set[str]) -> list[dict[str, Any]]:
         return []
     return [{"name": str(r[0]), "type": str(r[1]), "size": int(r[2]), "repr": str(r[3])} for r in rows
             if isinstance(r, tuple) and len(r) == 4]  # fmt: skip
+
+
+def reply_action(reply: Completion) -> tuple[Optional[dict[str, Any]], str]:
+    """``(action, "")`` for the action a JSON-action reply holds, or ``(None, why)`` for an empty reply.
+
+    The seeds' rule for every JSON-action environment: a reply with no JSON object at all is its final answer.
+    """
+    text = (reply.text or "").strip()
+    if not text:
+        return None, reply.raw.get("malformed", "the reply was empty")
+    action = parse_action(text)
+    return (action if action is not None else {"action": "final", "final_response": text}), ""
+
+
+def parse_action(text: str) -> Optional[dict[str, Any]]:
+    """The JSON object in a reply: a fenced block first, else the first balanced {...} that parses."""
+    candidates = [m.group(1) for m in _FENCED_JSON.finditer(text)]
+    candidates += [text[start:end] for start, end in json_object_spans(text)]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None

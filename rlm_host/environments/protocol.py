@@ -77,6 +77,8 @@ class EnvironmentContext:
     ``sub_model_for("provider:model")`` is a sub-role model for another model (``llm_query(prompt, model=...)``).
     ``workdir``: the run's project folder, resolved (``--workdir``; set for environments whose spec says
     ``workspace=True``, where the sandbox session has it as its read-write working directory).
+    ``build_environment(name, ctx)`` builds another registered environment with its configured settings (an
+    environment that wraps or drives another one uses it; never the global plugin host).
     """
 
     task: str
@@ -96,6 +98,18 @@ class EnvironmentContext:
     workdir: Optional[Path] = None
     instructions: Optional[str] = None  # the user's domain guidance: appended to the system prompt, never replacing it
     carry: Optional[Any] = None  # the root run of a chat turn: variables carried between turns (engine.carry)
+    #: (name, ctx) → that registered environment, created with its configured ``[environment.NAME]`` settings
+    environment_builder: Optional[Callable[[str, "EnvironmentContext"], "Environment"]] = field(default=None,
+                                                                                                repr=False)
+
+    def build_environment(self, name: str, ctx: Optional["EnvironmentContext"] = None) -> "Environment":
+        """The registered environment ``name`` (an alias works too), created as a run would create it: with the
+        configured ``[environment.NAME]`` settings and, as its context, ``ctx`` (this context when None; usually
+        ``dataclasses.replace(self, ...)`` with what the outer environment changes, e.g. ``open_sandbox``).
+        rlm-env-dspy drives ``generic`` this way, rlm-env-traces is ``pure_rlm`` given trace functions."""
+        if self.environment_builder is None:
+            raise RuntimeError("this EnvironmentContext cannot build environments (no environment_builder given)")
+        return self.environment_builder(name, self if ctx is None else ctx)
 
 
 class Environment(Protocol):

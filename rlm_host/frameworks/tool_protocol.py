@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
-from rlm_host.environments.generic import json_object_spans
+from rlm_host.text import json_object_spans
 
 __all__ = [
     "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rlm_host.environments.kit import answer_text, truncate
-from rlm_host.environments.pure_rlm.environment import document_names
-from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE, SubCalls
+from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
 from rlm_host.errors import RecursionRefused
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession

@@ -80,7 +80,7 @@ _LAZY: dict[str, str] = {
     "HAYSTACK_NEEDLE": "rlm_host.testing.engine",
     "assert_context_stays_out_of_the_prompt": "rlm_host.testing.engine",
     "ScriptedConnector": "rlm_host.llm.scripted",
-    "HELPERS_SOURCE": "rlm_host.environments.pure_rlm.host_functions",
+    "HELPERS_SOURCE": "rlm_host.environments.repl",
     "ENVIRONMENT_REPLY_FORMATS": "rlm_host.testing.reply_formats",
     "FakeHTTPServer": "rlm_host.testing.fake_http",
     "Behaviour": "rlm_host.testing.fake_http",

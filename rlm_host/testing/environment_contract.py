@@ -133,6 +133,7 @@ class EnvironmentContract:
             open_sandbox=lambda: sandbox.create(None, services),
             spawn_child=refuse_child, sub_model_for=lambda model: sub, max_steps=4, max_depth=0,
             context_meta=describe_context(context), workdir=workdir,
+            environment_builder=lambda name, inner: host.environments().get(name).create(None, inner),
         )  # fmt: skip
 
     # ------------------------------------------------------------------ the protocol, step by step

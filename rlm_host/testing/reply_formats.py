@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rlm_host.environments.generic import ACTION_SCHEMA, parse_action
+from rlm_host.environments.generic import ACTION_SCHEMA
+from rlm_host.environments.kit import parse_action
 from rlm_host.environments.generic import REPLY_FORMAT as GENERIC_REPLY_FORMAT
 from rlm_host.environments.pure_rlm.parsing import parse_reply
 from rlm_host.environments.pure_rlm.reply_format import REPLY_FORMAT as PURE_RLM_REPLY_FORMAT

@@ -15,11 +15,11 @@ from rlm_host.environments.kit import (
     answer_text, render_description, truncate, variable_snapshot, with_instructions, with_preview,
 )
 from rlm_host.environments.protocol import EnvironmentContext
+from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
 from rlm_host.environments.pure_rlm.parsing import parse_reply
 from rlm_host.environments.pure_rlm.reply_format import REPLY_FORMAT
-from rlm_host.environments.pure_rlm.host_functions import HELPERS_SOURCE, SubCalls
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult, ExecResult, FinalSignal
@@ -217,14 +217,6 @@ class PureRLMEnvironment:
 
     def _model_for(self, model: Optional[str]):
         return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
-
-
-def document_names(context: Any) -> list[str]:
-    """The names ``list_files()`` shows for a file-set context (generated for a plain list)."""
-    if isinstance(context, list):
-        names = getattr(context, "names", None)
-        return list(names) if names else [f"document_{i}" for i in range(len(context))]
-    return []
 
 
 def _block_record(code: str, result: ExecResult) -> dict[str, Any]:

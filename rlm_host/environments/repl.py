@@ -1,5 +1,7 @@
-"""What pure_rlm puts in the REPL: helper functions (as sandbox-side Python source) and the sub-call
-host functions ``llm_query``, ``llm_query_batched`` and ``rlm_query``.
+"""The REPL kit: what a REPL-style run puts in its sandbox session, shared by pure_rlm, the framework tools
+(``rlm_host.frameworks.tools``) and plugin environments (rlm-env-dspy): the helper functions (as sandbox-side
+Python source, ``HELPERS_SOURCE``), the names ``list_files()`` shows (``document_names``) and the sub-call host
+functions ``llm_query``, ``llm_query_batched`` and ``rlm_query`` (``SubCalls``).
 
 The helper source sticks to the Python subset every runtime supports (Monty has no generators, no class
 inheritance), so it runs unchanged in the process, Monty and Docker sandboxes.
@@ -11,12 +13,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
-from rlm_host.environments.protocol import ModelRole
-from rlm_host.environments.protocol import EnvironmentContext
+from rlm_host.environments.protocol import EnvironmentContext, ModelRole
 from rlm_host.errors import BudgetExceeded, RecursionRefused
 from rlm_host.events import prompt_hash, sub_call_text
 from rlm_host.llm.protocol import ModelError
 
+__all__ = ["HELPERS_SOURCE", "SubCalls", "document_names"]
+
+#: The REPL helpers (chunk_text, list_files, load_file, switch_to…), run once in every session after ``context``
+#: and ``context_names`` (``document_names``) are set.
 HELPERS_SOURCE = '''
 def chunk_indices(total_length, chunk_size, overlap=0):
     """(start, end) pairs covering range(total_length) in chunks of chunk_size, overlapping by overlap."""
@@ -97,6 +102,15 @@ def remove_file(name):
         context = _documents
     return len(_documents)
 '''
+
+
+def document_names(context: Any) -> list[str]:
+    """The names ``list_files()`` shows for a file-set context (generated for a plain list)."""
+    if isinstance(context, list):
+        names = getattr(context, "names", None)
+        return list(names) if names else [f"document_{i}" for i in range(len(context))]
+    return []
+
 
 class SubCalls:
     """The host functions behind ``llm_query``, ``llm_query_batched`` and ``rlm_query``.

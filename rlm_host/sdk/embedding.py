@@ -1,0 +1,22 @@
+"""The embedding kit: for programs that run rlm (and plugin commands that run it: a benchmark, an MCP server).
+
+``RLM`` is the front door (``RLM(...).run(task, context=...)``, ``.stream``, ``.chat`` → ``ChatSession``; also in
+the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
+``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
+runs) and ``RunStore`` reads the recorded runs of a home. A plugin's own sub-command gets its settings from
+``rlm_host.CommandServices.of(ctx)``, not by loading them again.
+
+Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and ``RunStore``),
+``plugins/rlm-bench`` (benchmarks over ``RLMRunner``).
+"""
+
+from rlm_host.api.client import RLM, RunStream
+from rlm_host.api.session import ChatSession
+from rlm_host.config import LoadedSettings, load_settings
+from rlm_host.engine.budget import Budget
+from rlm_host.engine.runner import RLMRunner
+from rlm_host.plugins.host import PluginHost
+from rlm_host.trajectory.store import RunStore
+
+__all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "load_settings", "LoadedSettings",
+           "PluginHost", "RunStore"]  # fmt: skip

@@ -1,0 +1,32 @@
+"""The environments kit: for environment plugins (``rlm_register_environments``, an ``EnvironmentSpec`` whose
+factory is called as ``factory(settings, ctx: EnvironmentContext)`` and returns an ``Environment``).
+
+Each step the runner asks the environment's ``messages()``, sends them to the root model and hands the reply to
+``execute()``, which returns an ``ActionResult``. The context lends the run: models, budget, a sandbox
+(``ctx.open_sandbox()``), child runs, and ``ctx.build_environment(name, inner_ctx)`` to build another
+registered environment with its configured settings (to wrap or drive it). The REPL kit is what a REPL-style
+environment puts in its sandbox: ``HELPERS_SOURCE``, ``document_names`` and the sub-call functions ``SubCalls``
+(``llm_query``, ``llm_query_batched``, ``rlm_query``). A JSON-action environment reads replies with
+``reply_action`` / ``parse_action``; ``StepHistory`` and ``truncate`` shape what the next prompt shows.
+
+Reference plugins to copy: ``plugins/rlm-env-traces`` (pure_rlm given extra host functions, through
+``build_environment``), ``plugins/rlm-env-dspy`` (its own loop over a project folder). Contract suite:
+``rlm_host.testing.EnvironmentContract``.
+"""
+
+from rlm_host.environments.kit import StepHistory, parse_action, reply_action, truncate
+from rlm_host.environments.protocol import Environment, EnvironmentContext
+from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
+from rlm_host.results import ActionResult
+from rlm_host.text import json_object_spans
+
+__all__ = [
+    # the protocol
+    "Environment", "EnvironmentContext", "ActionResult",
+    # JSON actions in a reply
+    "parse_action", "reply_action", "json_object_spans",
+    # what the next prompt shows
+    "truncate", "StepHistory",
+    # the REPL kit
+    "SubCalls", "HELPERS_SOURCE", "document_names",
+]  # fmt: skip

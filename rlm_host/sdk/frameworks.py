@@ -1,0 +1,56 @@
+"""The frameworks kit: for framework adapter plugins (``rlm_register_frameworks``, a ``FrameworkSpec`` whose
+factory is called with a ``FrameworkContext`` and returns a ``FrameworkAdapter``: ``run()`` and ``close()``).
+
+An adapter lets an agent framework drive the loop over the run's own sandbox and models: ``SandboxTools``
+(``ctx.tools``) is the sandbox as tools (``run_code``…, described by ``TOOL_DESCRIPTIONS`` and
+``AGENT_INSTRUCTIONS``), ``run_coroutine`` runs an async framework from the adapter's thread, and
+``StepLimitReached`` ends a run at its step limit. A framework that expects native tool calls gets them from a
+text-only model through the tool protocol (``render_tool_protocol``, ``parse_tool_reply``, ``format_tool_*``).
+``truncate`` is the environments' middle-cut of long output.
+
+Reference plugins to copy: ``plugins/rlm-adapter-pydantic-ai`` (native tool calls through the tool protocol),
+``plugins/rlm-adapter-dspy`` (a framework with its own REPL loop). Contract suite:
+``rlm_host.testing.FrameworkContract`` (and ``ToolAgentScenarios`` for tool-calling adapters).
+"""
+
+from rlm_host.environments.kit import truncate
+from rlm_host.frameworks.protocol import (
+    EVENT_REWARDS,
+    FrameworkAdapter,
+    FrameworkContext,
+    FrameworkOutcome,
+    StepLimitReached,
+    run_coroutine,
+)
+from rlm_host.frameworks.tool_protocol import (
+    FinalAnswer,
+    InvalidReply,
+    ToolCall,
+    ToolReply,
+    ToolSpec,
+    coerce_tool_args,
+    format_tool_call,
+    format_tool_final,
+    format_tool_result,
+    parse_tool_reply,
+    render_tool_protocol,
+)
+from rlm_host.frameworks.tools import (
+    AGENT_INSTRUCTIONS,
+    TOOL_DESCRIPTIONS,
+    CodeOutcome,
+    SandboxTools,
+    describe_context_briefly,
+)
+
+__all__ = [
+    # the contract
+    "FrameworkAdapter", "FrameworkContext", "FrameworkOutcome", "StepLimitReached", "run_coroutine",
+    "EVENT_REWARDS",
+    # the run's sandbox as tools
+    "SandboxTools", "CodeOutcome", "TOOL_DESCRIPTIONS", "AGENT_INSTRUCTIONS", "describe_context_briefly",
+    "truncate",
+    # tool calling as text
+    "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
+    "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
+]  # fmt: skip

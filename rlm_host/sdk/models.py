@@ -1,0 +1,51 @@
+"""The models kit: for provider plugins (``rlm_register_providers``, a ``ProviderSpec`` whose factory returns a
+``ModelConnector``).
+
+A connector implements the ``ModelConnector`` protocol: ``complete(messages, options) -> Completion``. A
+connector over a vendor SDK subclasses ``RetryingConnector`` (retries with ``RetryPolicy``, ``Failure`` and
+``retry_after_of``; ``MalformedBody`` for a reply it cannot read) and reads its settings with
+``validate_settings``; token counts fall back to ``estimate_tokens``. ``resolve_connector`` / ``auto_model`` turn a
+model string into a ready connector, as a run does. Errors are the root's (``ModelError``, ``ConfigError``).
+
+Reference plugins to copy: ``plugins/rlm-provider-anthropic`` (an SDK-based connector on ``RetryingConnector``),
+``plugins/rlm-provider-llamacpp`` (an HTTP server it can start, reply formats as grammars). Contract suite:
+``rlm_host.testing.ProviderContract``.
+"""
+
+from rlm_host.llm.connector_base import (
+    MalformedBody,
+    RetryingConnector,
+    context_window_of,
+    reject_raw_text,
+    retry_after_of,
+    token_count,
+    validate_settings,
+)
+from rlm_host.llm.protocol import (
+    Completion,
+    Message,
+    ModelConnector,
+    ModelOptions,
+    Purpose,
+    ReplyFormat,
+    ReplyFormatMode,
+    RetryCallback,
+)
+from rlm_host.llm.resolve import auto_model, resolve_connector
+from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
+from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens, estimate_tokens
+
+__all__ = [
+    # the connector protocol
+    "ModelConnector", "Completion", "Message", "ModelOptions", "Purpose", "ReplyFormat", "ReplyFormatMode",
+    "RetryCallback",
+    # retries
+    "RetryPolicy", "Failure", "is_retryable_status", "status_text",
+    # the base of SDK-based connectors
+    "RetryingConnector", "MalformedBody", "validate_settings", "context_window_of", "token_count",
+    "reject_raw_text", "retry_after_of",
+    # token counts: the model's own (a connector's optional ``count_tokens``), else the estimate
+    "CHARS_PER_TOKEN", "count_tokens", "estimate_tokens",
+    # a model string to a connector, as a run resolves it
+    "resolve_connector", "auto_model",
+]  # fmt: skip

@@ -1,0 +1,22 @@
+"""The observability kit: for sink plugins (``rlm_register_sinks``, a ``SinkSpec`` whose factory is called with
+``HostServices`` and returns a ``Sink``: ``on_event(event)`` for each ``RunEvent``, then ``close()``).
+
+A sink that exports traces builds the run's span tree with ``SpanBuilder`` (one ``SpanRecord`` per run, step and
+model call, ``SpanEventRecord`` inside them), walks it parents first with ``tree_order``, and names it with the
+ids a re-export gives again (``trace_id_for``, ``span_id_for``). ``RunEvent`` itself is in the root.
+
+Reference plugins to copy: ``plugins/rlm-sink-otel`` (spans to OpenTelemetry), ``plugins/_template`` (a CSV
+sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.
+"""
+
+from rlm_host.events import Sink
+from rlm_host.observability.spans import (
+    SpanBuilder,
+    SpanEventRecord,
+    SpanRecord,
+    span_id_for,
+    trace_id_for,
+    tree_order,
+)
+
+__all__ = ["Sink", "SpanBuilder", "SpanRecord", "SpanEventRecord", "tree_order", "trace_id_for", "span_id_for"]
