@@ -18,8 +18,10 @@ def test_registers_through_its_entry_point(rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN).collect_all()
     dist = next(d for d in host.distributions if d.name == PLUGIN)
     assert dist.status == "ok", dist.errors
-    assert dist.provides == {"sink": ["plugin-template-csv"], "benchmark": ["plugin-template-qa"],
-                             "command": ["plugin-template"], "check": ["plugin-template-output"]}  # fmt: skip
+    assert dist.provides == {"environment": ["plugin-template-lines"], "framework": ["plugin-template-agent"],
+                             "provider": ["plugin-template-ollama"], "sink": ["plugin-template-csv"],
+                             "benchmark": ["plugin-template-qa"], "command": ["plugin-template"],
+                             "check": ["plugin-template-output"]}  # fmt: skip
 
 
 def test_command_and_doctor_check_run(rlm_cli):

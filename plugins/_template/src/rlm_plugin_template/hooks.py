@@ -1,6 +1,55 @@
 """The plugin's hook implementations: imported at every ``rlm`` start, so it imports only ``rlm_host``."""
 
-from rlm_host import BenchmarkPackSpec, CommandSpec, DoctorCheck, SinkSpec, hookimpl
+from rlm_host import (
+    BenchmarkPackSpec,
+    CommandSpec,
+    DoctorCheck,
+    EnvironmentSpec,
+    FrameworkSpec,
+    ProviderSpec,
+    SinkSpec,
+    hookimpl,
+)
+
+
+@hookimpl
+def rlm_register_environments():
+    return [
+        EnvironmentSpec(
+            "plugin-template-lines",  # rlm run --env plugin-template-lines; settings in [environment.plugin-template-lines]
+            "Replies are RUN: <python> (run in the sandbox) or ANSWER: <text>",
+            "rlm_plugin_template.environment:LinesEnvironment",  # called as LinesEnvironment(settings, ctx)
+            settings="rlm_plugin_template.environment:LinesSettings",
+        )
+    ]
+
+
+@hookimpl
+def rlm_register_providers():
+    return [
+        ProviderSpec(
+            "plugin-template-ollama",  # --model plugin-template-ollama:llama3.2; settings in [provider.plugin-template-ollama]
+            "Ollama's own chat API (/api/chat): ollama.com, or a local server with --base-url",
+            "rlm_plugin_template.provider:create",  # imported only when a model string names the provider
+            settings="rlm_plugin_template.provider:OllamaSettings",
+            key_env=("OLLAMA_API_KEY",),  # `rlm models list` says whether it is set, never its value
+            base_url="https://ollama.com",  # a local `ollama serve`: --base-url http://127.0.0.1:11434
+            example_model="gpt-oss:120b",
+        )
+    ]
+
+
+@hookimpl
+def rlm_register_frameworks():
+    return [
+        FrameworkSpec(
+            "plugin-template-agent",  # rlm run --framework plugin-template-agent
+            "A tool-calling agent (tiny_agent.py, the stand-in for your framework) over the run's sandbox",
+            "rlm_plugin_template.adapter:TinyAgentAdapter",  # the framework is imported only by a run using it
+            settings="rlm_plugin_template.adapter:AgentSettings",
+            mode="agent",  # "native_rlm" when the framework implements the RLM loop itself
+        )
+    ]
 
 
 @hookimpl
@@ -33,7 +82,7 @@ def rlm_register_commands():
 
 
 @hookimpl
-def rlm_doctor_checks():
+def rlm_register_doctor_checks():
     return [
         DoctorCheck(
             "plugin-template-output",
