@@ -222,6 +222,16 @@ class ContextLoaderSpec(Component):
         object.__setattr__(self, "mime_types", tuple(m.lower() for m in self.mime_types))
 
 
+class ExporterSpec(Component):
+    """A run exporter: ``rlm runs export RUN --format NAME`` writes a saved run tree in another format.
+
+    The factory is called as ``factory(settings, services: HostServices)`` (no settings: exporters have no config
+    section) and returns a callable ``write(events, out)`` writing the tree of ``events`` to the text stream ``out``.
+    """
+
+    kind: ClassVar[str] = "exporter"
+
+
 class BenchmarkPackSpec(Component):
     """A benchmark pack: named presets of cases carrying their data and expected answers."""
 
@@ -331,8 +341,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("context_loader", "rlm_register_context_loaders", ContextLoaderSpec, "context_loaders"),
     Kind("benchmark", "rlm_register_benchmark_packs", BenchmarkPackSpec, "benchmark_packs"),
     Kind("provider", "rlm_register_providers", ProviderSpec, "providers"),
+    Kind("exporter", "rlm_register_exporters", ExporterSpec, "exporters", configurable=False),
     Kind("command", "rlm_register_commands", CommandSpec, "commands", configurable=False),
-    Kind("check", "rlm_doctor_checks", DoctorCheck, "doctor_checks", configurable=False),
+    Kind("check", "rlm_register_doctor_checks", DoctorCheck, "doctor_checks", configurable=False),
 )
 KIND_BY_HOOK: dict[str, Kind] = {kind.hook: kind for kind in KINDS}
 #: Kinds whose components have config sections, in table order.
@@ -349,6 +360,7 @@ __all__ = [
     "ContextLoaderSpec",
     "BenchmarkPackSpec",
     "ProviderSpec",
+    "ExporterSpec",
     "CommandSpec",
     "DoctorCheck",
     "Kind",

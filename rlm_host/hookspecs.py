@@ -36,6 +36,7 @@ from rlm_host.components import (
     ContextLoaderSpec,
     DoctorCheck,
     EnvironmentSpec,
+    ExporterSpec,
     FrameworkSpec,
     ProviderSpec,
     SandboxSpec,
@@ -136,6 +137,15 @@ def rlm_register_benchmark_packs() -> list[BenchmarkPackSpec]:
     """
 
 
+@hookspec
+def rlm_register_exporters() -> list[ExporterSpec]:
+    """Run exporters: a saved run tree in another format (``rlm runs export RUN --format NAME``).
+
+    The factory is called once per export as ``factory(None, services: HostServices)`` and returns a callable
+    ``write(events, out)`` writing the tree of ``events`` (``RunEvent``s, as loaded) to the text stream ``out``.
+    """
+
+
 # --------------------------------------------------------------------------------------------- the command line
 
 
@@ -150,7 +160,7 @@ def rlm_register_commands() -> list[CommandSpec]:
 
 
 @hookspec
-def rlm_doctor_checks() -> list[DoctorCheck]:
+def rlm_register_doctor_checks() -> list[DoctorCheck]:
     """Extra readiness checks shown by ``rlm plugins doctor`` (an engine reachable, a model file present…).
 
     Each ``check`` is called as ``check(settings)`` — the validated section the record's ``section`` names, or

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, int]] = [
     ("rlm_host.llm", 3), ("rlm_host.sandbox", 3), ("rlm_host.trajectory", 3), ("rlm_host.observability", 3),
     ("rlm_host.environments", 4), ("rlm_host.frameworks", 4),
     ("rlm_host.engine", 5), ("rlm_host.plugins", 5),
-    ("rlm_host.default_plugins", 6), ("rlm_host.checks", 6), ("rlm_host.api", 6), ("rlm_host.rlms", 6),
+    ("rlm_host.default_plugins", 6), ("rlm_host.checks", 6), ("rlm_host.api", 6),
     ("rlm_host.cli", 7), ("rlm_host.testing", 7), ("rlm_host.__main__", 7),
 ]  # fmt: skip
 

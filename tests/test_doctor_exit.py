@@ -25,7 +25,7 @@ def rlm_register_sandboxes():
                         check="unready_hooks:never")]
 
 @hookimpl
-def rlm_doctor_checks():
+def rlm_register_doctor_checks():
     return [DoctorCheck("far-engine", "its engine answers", "unready_hooks:never", section="sandbox.far-box")]
 '''
 

@@ -106,38 +106,40 @@ def show(
         typer.echo(render_step(step, total=len(replay.steps)))
 
 
-#: ``rlm runs export --format``: rlms = the log of the authors' rlms package (its visualiser opens it); json = ours.
-EXPORT_FORMATS = ("rlms", "json")
+def json_exporter(settings: object, services: object):
+    """The built-in ``json`` exporter: a run tree's events as one JSON array."""
+
+    def write(events: list, out) -> None:
+        out.write(json.dumps([e.model_dump(mode="json") for e in events], indent=2, default=str) + "\n")
+
+    return write
 
 
 @app.command("export")
 def export(
     ctx: typer.Context,
     run_id: str = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path."),
-    fmt: str = typer.Option("rlms", "--format", "-f", help="rlms: the JSON lines of the rlms package's "
-                            "RLMLogger, which its visualiser opens; json: this run's events as one JSON array."),
+    fmt: str = typer.Option("json", "--format", "-f", help="An exporter (`rlm plugins list`): json, this run's "
+                            "events as one JSON array, or one a plugin registers."),
     output: str = typer.Option("-", "--output", "-o", help="The file to write ('-': standard output)."),
 ) -> None:
-    """One saved run in another format: for the rlms visualiser (rlms), or as a JSON array of its events (json)."""
+    """One saved run in another format: a registered exporter's (--format), or a JSON array of its events (json)."""
     import io
     import sys
 
     from rlm_host import logs
     from rlm_host.errors import InputError
+    from rlm_host.plugins import get_host
+    from rlm_host.services import HostServices
     from rlm_host.trajectory import RunStore
-    from rlm_host.trajectory.rlms_format import write_rlms_log
 
-    if fmt not in EXPORT_FORMATS:
-        raise InputError(f"unknown export format {fmt!r}", hint=f"choose one of: {', '.join(EXPORT_FORMATS)}")
-    store = RunStore(run_home(ctx))
-    path = store.resolve(run_id)
-    events = store.load(path)
-    if fmt == "rlms":
-        buffer = io.StringIO()
-        write_rlms_log(events, buffer)
-        text = buffer.getvalue()
-    else:
-        text = json.dumps([e.model_dump(mode="json") for e in events], indent=2, default=str) + "\n"
+    spec = get_host().exporters().get(fmt)
+    home = run_home(ctx)
+    store = RunStore(home)
+    events = store.load(store.resolve(run_id))
+    buffer = io.StringIO()
+    spec.create(None, HostServices(home=home))(events, buffer)
+    text = buffer.getvalue()
     if output in ("", "-"):
         sys.stdout.write(text)
         return
@@ -147,4 +149,4 @@ def export(
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
-    logs.say(f"wrote {target} ({fmt}, {len(events)} events)", event="export", path=str(target), format=fmt)
+    logs.say(f"wrote {target} ({spec.name}, {len(events)} events)", event="export", path=str(target), format=spec.name)

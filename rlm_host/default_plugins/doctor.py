@@ -7,7 +7,7 @@ from rlm_host.hookspecs import hookimpl
 
 
 @hookimpl
-def rlm_doctor_checks() -> list[DoctorCheck]:
+def rlm_register_doctor_checks() -> list[DoctorCheck]:
     return [
         DoctorCheck("python", "Python version supported by rlm-host", "rlm_host.checks:python_version"),
         DoctorCheck("config", "configuration files parse and validate", "rlm_host.checks:config_valid"),

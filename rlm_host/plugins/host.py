@@ -28,6 +28,7 @@ from rlm_host.components import (
     ContextLoaderSpec,
     DoctorCheck,
     EnvironmentSpec,
+    ExporterSpec,
     FrameworkSpec,
     ProviderSpec,
     SandboxSpec,
@@ -45,6 +46,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "rlm_host.default_plugins.providers",
     "rlm_host.default_plugins.sinks",
     "rlm_host.default_plugins.context_loaders",
+    "rlm_host.default_plugins.exporters",
     "rlm_host.default_plugins.commands",
     "rlm_host.default_plugins.doctor",
 )
@@ -245,11 +247,14 @@ class PluginHost:
     def providers(self) -> Registry[ProviderSpec]:
         return self._registry("rlm_register_providers")
 
+    def exporters(self) -> Registry[ExporterSpec]:
+        return self._registry("rlm_register_exporters")
+
     def commands(self) -> Registry[CommandSpec]:
         return self._registry("rlm_register_commands")
 
     def doctor_checks(self) -> Registry[DoctorCheck]:
-        return self._registry("rlm_doctor_checks")
+        return self._registry("rlm_register_doctor_checks")
 
     def component_registries(self) -> dict[str, Registry[Any]]:
         """Registries of the configurable kinds, keyed by kind (what config sections may name)."""

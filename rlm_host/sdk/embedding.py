@@ -3,7 +3,8 @@
 ``RLM`` is the front door (``RLM(...).run(task, context=...)``, ``.stream``, ``.chat`` → ``ChatSession``; also in
 the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
 ``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
-runs) and ``RunStore`` reads the recorded runs of a home. A plugin's own sub-command gets its settings from
+runs), ``RunStore`` reads the recorded runs of a home and ``Replay`` walks one run tree (what an exporter,
+``rlm_register_exporters``, writes out). A plugin's own sub-command gets its settings from
 ``rlm_host.CommandServices.of(ctx)``, not by loading them again.
 
 Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and ``RunStore``),
@@ -17,6 +18,7 @@ from rlm_host.engine.budget import Budget
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.plugins.host import PluginHost
 from rlm_host.trajectory.store import RunStore
+from rlm_host.trajectory.tree import Replay
 
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "load_settings", "LoadedSettings",
-           "PluginHost", "RunStore"]  # fmt: skip
+           "PluginHost", "RunStore", "Replay"]  # fmt: skip

@@ -43,7 +43,7 @@ def rlm_register_providers():
 
 
 @hookimpl
-def rlm_doctor_checks():
+def rlm_register_doctor_checks():
     return [
         DoctorCheck(
             "llamacpp-default-model",

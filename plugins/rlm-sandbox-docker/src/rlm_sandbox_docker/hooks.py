@@ -31,6 +31,6 @@ def rlm_register_commands():
 
 
 @hookimpl
-def rlm_doctor_checks():
+def rlm_register_doctor_checks():
     return [DoctorCheck("docker-engine", "the Docker engine answers (for the docker sandbox)",
                         "rlm_sandbox_docker.checks:engine_ready", section="sandbox.docker")]

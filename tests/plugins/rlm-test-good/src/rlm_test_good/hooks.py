@@ -62,5 +62,5 @@ def _always_ready(settings):
 
 
 @hookimpl
-def rlm_doctor_checks():
+def rlm_register_doctor_checks():
     return [DoctorCheck("good-check", "The good plugin's own check", _always_ready)]

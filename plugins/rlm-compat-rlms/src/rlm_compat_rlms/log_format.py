@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import IO, Any, Iterable, Optional
+from typing import IO, TYPE_CHECKING, Any, Iterable, Optional
 
-from rlm_host.events import RunEvent
-from rlm_host.results import Usage
-from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, SubCall
+from rlm_host import RunEvent, Usage
+from rlm_host.sdk.embedding import Replay
+
+if TYPE_CHECKING:
+    from rlm_host.trajectory.tree import ReplayStep, RunTrace, SubCall
 
 #: The functions whose calls a ``sub_call`` kind names (``rlm_query(max_depth: plain llm_query)`` → rlm_query).
 _CALL_NAMES = ("llm_query_batched", "rlm_query_batched", "llm_query", "rlm_query", "delegate")
@@ -52,6 +54,11 @@ def write_rlms_log(events: Iterable[RunEvent], out: IO[str]) -> None:
     """Write the rlms log of ``events`` to ``out``, one JSON object a line, as ``RLMLogger`` does."""
     for line in to_rlms_log(events):
         out.write(json.dumps(line, default=repr) + "\n")
+
+
+def create(settings: Any, services: Any) -> Any:
+    """The ``rlms`` exporter's factory (``rlm runs export RUN --format rlms``): its writer."""
+    return write_rlms_log
 
 
 def _time(ts: float) -> str:
@@ -202,4 +209,4 @@ def _summary(by_model: dict[str, Usage]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["to_rlms_log", "write_rlms_log"]
+__all__ = ["create", "to_rlms_log", "write_rlms_log"]

@@ -1,7 +1,7 @@
 """The call shape of the authors' official package (PyPI ``rlms``, import name ``rlm``), over our engine.
 
 A program written for it switches by changing one import — ``from rlm import RLM`` becomes
-``from rlm_host.rlms import RLM`` (the name ``rlm`` stays theirs: both can be installed side by side)::
+``from rlm_compat_rlms import RLM`` (the name ``rlm`` stays theirs: both can be installed side by side)::
 
     rlm = RLM(backend="openai", backend_kwargs={"model_name": "gpt-4o-mini"}, environment="local",
               max_iterations=10, max_depth=1)
@@ -81,7 +81,7 @@ def _model(backend: str, kwargs: Optional[dict[str, Any]]) -> tuple[Optional[str
     """(our model string or None for the configured default, the connector settings the kwargs carry)."""
     if backend not in BACKENDS or BACKENDS[backend] is None:
         choices = ", ".join(k for k, v in BACKENDS.items() if v)
-        raise TypeError(f"backend {backend!r} is not supported by rlm_host.rlms (supported: {choices}; any other "
+        raise TypeError(f"backend {backend!r} is not supported by rlm_compat_rlms (supported: {choices}; any other "
                         "provider: rlm_host.RLM(model='provider:model'))")  # fmt: skip
     kwargs = dict(kwargs or {})
     name = kwargs.pop("model_name", None)
@@ -101,12 +101,12 @@ class RLM:
                  max_budget: Optional[float] = None, max_timeout: Optional[float] = None,
                  max_tokens: Optional[int] = None, other_backends: Optional[list[str]] = None,
                  other_backend_kwargs: Optional[list[dict[str, Any]]] = None, **kwargs: Any) -> None:  # fmt: skip
-        from rlm_host.api.client import RLM as Engine
+        from rlm_host.sdk.embedding import RLM as Engine
 
         refused = sorted(k for k in kwargs if k in UNSUPPORTED and kwargs[k] not in (None, False, {}, [], 0))
         unknown = sorted(k for k in kwargs if k not in UNSUPPORTED and k not in IGNORED)
         if refused or unknown:
-            raise TypeError(f"rlm_host.rlms.RLM does not support: {', '.join(refused + unknown)}")
+            raise TypeError(f"rlm_compat_rlms.RLM does not support: {', '.join(refused + unknown)}")
         model, extra = _model(backend, backend_kwargs)
         backends = [(model, extra, "backend_kwargs")]
         if other_backends:
@@ -133,8 +133,7 @@ class RLM:
 
 def _connector(engine: Any, model: str, kwargs: dict[str, Any]) -> Any:
     """``model``'s connector with the ``api_key`` / ``base_url`` of its own backend kwargs, nothing else."""
-    from rlm_host.llm.protocol import ModelOptions
-    from rlm_host.llm.resolve import resolve_connector
+    from rlm_host.sdk.models import ModelOptions, resolve_connector
 
     runner = engine.runner
     options = ModelOptions(api_key=kwargs.get("api_key"), base_url=kwargs.get("base_url"),
@@ -156,3 +155,6 @@ def _completion(result: Any, prompt: Any) -> RLMChatCompletion:
     metadata = {"run_id": result.run_id, "trajectory_path": result.trajectory_path,
                 "termination_reason": result.termination_reason}  # fmt: skip
     return RLMChatCompletion(result.model, prompt, response, usage, result.duration_s, metadata, result)
+
+
+__all__ = ["RLM", "RLMChatCompletion", "UsageSummary", "ModelUsageSummary"]

@@ -1,4 +1,4 @@
-"""``rlm_host.rlms``: a program written for the official package (``from rlm import RLM``) runs on our engine by
+"""``rlm_compat_rlms``: a program written for the official package (``from rlm import RLM``) runs on our engine by
 changing the import. Driven through our real openai connector against a loopback OpenAI-compatible server."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.rlms import RLM
-from support.openai_server import OpenAIServer, answer
+from rlm_compat_rlms import RLM
+from rlms_support import OpenAIServer, answer
 
 CODE = "```repl\nprint(len(context))\n```"
 

@@ -1,4 +1,4 @@
-"""``rlm_host.rlms.RLM``: each backend's key and server go to that backend's connector, and nowhere else.
+"""``rlm_compat_rlms.RLM``: each backend's key and server go to that backend's connector, and nowhere else.
 
 Two loopback OpenAI-compatible servers stand for two providers. The root model's code calls ``llm_query`` so the
 sub request really happens; each server must see only its own backend's key, never the other's (nor the key in
@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from rlm_host.rlms import RLM
-from support.openai_server import OpenAIServer, answer
+from rlm_compat_rlms import RLM
+from rlms_support import OpenAIServer, answer
 
 KEY_A, KEY_B, KEY_ENV = "sk-root-AAAA-1111", "sk-sub-BBBB-2222", "sk-env-CCCC-3333"
 CODE = "```repl\nreply = llm_query('Say hi to the root.')\nprint(reply)\n```"
