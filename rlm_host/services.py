@@ -23,10 +23,10 @@ configuration again (``--config``, ``--trust-config`` and the global flags are h
 
     @click.command()
     @click.pass_context
-    def build_image(ctx):
+    def prune(ctx):
         services = CommandServices.of(ctx)
-        settings = services.component("sandbox", "docker")   # the validated [sandbox.docker] section
-        cache = services.home / "docker"
+        settings = services.component("sandbox", "acme")   # the validated [sandbox.acme] section
+        cache = services.home / "acme"
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class CommandServices(HostServices):
 
     def component(self, kind: str, name: str) -> Optional["BaseModel"]:
         """The validated ``[<kind>.<name>]`` section (its defaults when absent; None for a component without
-        settings), e.g. ``component("sandbox", "docker")`` for a command of the Docker plugin."""
+        settings), e.g. ``component("sandbox", "acme")`` for a command of the plugin of the ``acme`` sandbox."""
         if self.settings is None:
             return None
         return self.settings.component(kind, name)

@@ -11,7 +11,7 @@ COMMANDS = '''
 import click
 import typer
 
-from rlm_host import CommandSpec, command_settings, hookimpl
+from rlm_host import CommandServices, CommandSpec, hookimpl
 
 
 @click.group(help="A click group.")
@@ -24,7 +24,7 @@ def clicky():
 @click.option("--shout", is_flag=True)
 @click.pass_context
 def hello(ctx, who, shout):
-    home = command_settings(ctx).home.name
+    home = CommandServices.of(ctx).home.name
     click.echo(f"hello {who.upper() if shout else who} from {home}")
 
 

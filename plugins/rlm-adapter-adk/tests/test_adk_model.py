@@ -14,7 +14,7 @@ from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from rlm_adapter_adk.model import INVALID_KEY, REPLY_KEY, RlmLlm, to_response  # noqa: E402
-from rlm_host import Completion  # noqa: E402
+from rlm_host.sdk.models import Completion  # noqa: E402
 from rlm_host.testing import ScriptedConnector  # noqa: E402
 
 

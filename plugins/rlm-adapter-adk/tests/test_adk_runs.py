@@ -12,7 +12,8 @@ import pytest
 
 pytest.importorskip("google.adk")
 
-from rlm_host import ConfigError, load_settings  # noqa: E402
+from rlm_host import ConfigError  # noqa: E402
+from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios, actions, call,
     final, isolated_runner, run_framework, run_scripted, write_station_log,

@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("deepagents")
 
-from rlm_host import ConfigError, load_settings  # noqa: E402
+from rlm_host import ConfigError  # noqa: E402
+from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     ANSWER, FINAL, FrameworkContract, MODEL_TEXT, TOOL_CALL, TOOL_ERROR, TOOL_RESULT, ToolAgentScenarios, actions,
     call, final, run_framework, write_station_log,

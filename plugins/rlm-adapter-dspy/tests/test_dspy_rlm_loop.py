@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from rlm_host import BudgetExceeded, ModelError, StepLimitReached
+from rlm_host import BudgetExceeded, ModelError
+from rlm_host.sdk.frameworks import StepLimitReached
 from rlm_host.testing import HAYSTACK_NEEDLE, haystack, isolated_runner, run_scripted
 
 from dspy_rlm_replies import CONTEXT, LOOK, SUB_RULES, SUBMIT_WORD, TASK, reply

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from rlm_host import ConfigError, load_settings  # noqa: E402
+from rlm_host import ConfigError  # noqa: E402
+from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios, actions, call,
     final, run_framework, write_station_log,

@@ -4,7 +4,7 @@ when the connector offers one, else by the host's estimate."""
 from __future__ import annotations
 
 from rlm_bench.direct import RESERVED_TOKENS, build_messages, run_direct
-from rlm_host import Completion, estimate_tokens
+from rlm_host.sdk.models import Completion, estimate_tokens
 
 CONTEXT = "word " * 10_000  # 50,000 characters: 12,500 tokens by the estimate
 

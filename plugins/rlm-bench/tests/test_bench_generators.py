@@ -12,7 +12,7 @@ import pytest
 from rlm_bench.cases import length_bucket
 from rlm_bench.generators import GeneratorError, generate
 from rlm_bench.generators.oolong import LABELS
-from rlm_host import estimate_tokens
+from rlm_host.sdk.models import estimate_tokens
 
 LABEL_RE = re.compile(r"User: (\d+) \|\| Instance: .*? \|\| Label: (.+)$", re.MULTILINE)
 

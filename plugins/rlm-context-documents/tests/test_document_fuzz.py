@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlm_host import Documents, InputError
+from rlm_host import InputError
+from rlm_host.sdk.context import Documents
 
 from rlm_context_documents import testing as samples
 from rlm_context_documents.office import DocxLoader, PptxLoader, XlsxLoader

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import BoundedLimits, Documents, HostServices, InputError, LimitExceeded, bounded_start_method, run_bounded
+from rlm_host import HostServices, InputError
+from rlm_host.sdk.context import BoundedLimits, Documents, LimitExceeded, bounded_start_method, run_bounded
 
 import documents_hostile as hostile
 from rlm_context_documents import testing as samples

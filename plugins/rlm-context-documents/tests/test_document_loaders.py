@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import Documents, InputError
+from rlm_host import InputError
+from rlm_host.sdk.context import Documents
 from rlm_host.testing import ContextLoaderContract
 
 from rlm_context_documents import testing as samples
@@ -268,7 +269,7 @@ def test_reopening_to_release_memory_keeps_every_page(tmp_path, monkeypatch):
 
 
 def test_a_file_without_a_telling_suffix_goes_by_its_content(tmp_path, rlm_plugin_host):
-    from rlm_host import loader_lookup
+    from rlm_host.sdk.context import loader_lookup
     from rlm_host.testing import isolated_runner
 
     host = rlm_plugin_host(DISTRIBUTION)

@@ -92,7 +92,7 @@ def test_the_second_run_reads_the_cache_only_when_signed(rlm_cli, rlm_script, rl
     assert json.loads(result.out)["final_response"] == '["report.pdf#p4"]'
     import hashlib
 
-    from rlm_host import user_signature
+    from rlm_host.sdk.context import user_signature
 
     claim = {"format": 2, "document": entry.stem, "extractor": header["extractor"],
              "payload": hashlib.sha256(forged).hexdigest()}  # fmt: skip

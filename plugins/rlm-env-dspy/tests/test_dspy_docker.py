@@ -164,7 +164,7 @@ def _tables_against_dspy(session):
     """Names the analysis lists as removed that the sandbox's DSPy still has (for its version), and deprecated
     names it lacks."""
     from rlm_env_dspy import verifier
-    from rlm_host import run_in_session
+    from rlm_host.sdk.sandbox import run_in_session
 
     code = verifier.analysis_source() + '''
 def _check_tables():

@@ -27,7 +27,9 @@ from fake_anthropic import (  # noqa: F401  (server_fixture: the fixture `server
     message_body,
     server_fixture,
 )
-from rlm_host import ConfigError, ModelError, ModelOptions, RetryPolicy, load_settings, resolve_connector
+from rlm_host import ConfigError, ModelError
+from rlm_host.sdk.embedding import load_settings
+from rlm_host.sdk.models import ModelOptions, RetryPolicy, resolve_connector
 from rlm_host.testing import ProviderContract
 
 from rlm_provider_anthropic.connector import PLACEHOLDER_KEY, AnthropicConnector, to_messages_api

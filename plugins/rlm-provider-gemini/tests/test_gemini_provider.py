@@ -30,7 +30,9 @@ from fake_gemini import (  # noqa: F401  (server_fixture: the fixture `server`)
     response_body,
     server_fixture,
 )
-from rlm_host import ConfigError, ModelError, ModelOptions, RetryPolicy, load_settings, resolve_connector
+from rlm_host import ConfigError, ModelError
+from rlm_host.sdk.embedding import load_settings
+from rlm_host.sdk.models import ModelOptions, RetryPolicy, resolve_connector
 from rlm_host.testing import ProviderContract
 
 from rlm_provider_gemini.checks import sdk_installed

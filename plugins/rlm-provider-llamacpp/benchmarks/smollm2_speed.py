@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.request
 
-from rlm_host import ModelOptions
+from rlm_host.sdk.models import ModelOptions
 
 from rlm_provider_llamacpp.connector import LlamaCppConnector
 from rlm_provider_llamacpp.models import bundled_path

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from rlm_host import ConfigError, ModelError, ModelOptions
+from rlm_host import ConfigError, ModelError
+from rlm_host.sdk.models import ModelOptions
 
 from rlm_provider_llamacpp import connector as connector_module
 from rlm_provider_llamacpp import models

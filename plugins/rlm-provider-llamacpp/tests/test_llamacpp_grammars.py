@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import llama_cpp
 import pytest
-from rlm_host import ModelError, ModelOptions, ReplyFormat
+from rlm_host import ModelError
+from rlm_host.sdk.models import ModelOptions, ReplyFormat
 from rlm_host.testing import ENVIRONMENT_REPLY_FORMATS
 
 from rlm_provider_llamacpp.connector import LlamaCppConnector

@@ -17,15 +17,9 @@ from pathlib import Path
 
 import llama_cpp
 import pytest
-from rlm_host import (
-    ModelError,
-    ModelOptions,
-    ReplyFormat,
-    count_tokens,
-    estimate_tokens,
-    load_settings,
-    resolve_connector,
-)
+from rlm_host import ModelError
+from rlm_host.sdk.embedding import load_settings
+from rlm_host.sdk.models import ModelOptions, ReplyFormat, count_tokens, estimate_tokens, resolve_connector
 from rlm_host.testing import ENVIRONMENT_REPLY_FORMATS, ScriptedConnector, isolated_runner
 
 from rlm_provider_llamacpp.connector import LlamaCppConnector

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from rlm_host import SandboxLimits
+from rlm_host.sdk.sandbox import SandboxLimits
 
 from rlm_sandbox_docker.runtime import DockerSandbox
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlm_host import SandboxLimits
+from rlm_host.sdk.sandbox import SandboxLimits
 from rlm_host.testing import docker_engine, prepare_engine, prepare_image, release_engine
 
 __all__ = ["containers_of", "docker_client", "docker_engine", "limits", "prepare_engine", "prepare_image",

@@ -12,7 +12,9 @@ import tarfile
 
 import pytest
 
-from rlm_host import WORKER_SCRIPT, ConfigError, SandboxError, SandboxServices, load_settings
+from rlm_host import ConfigError, SandboxError, SandboxServices
+from rlm_host.sdk.embedding import load_settings
+from rlm_host.sdk.sandbox import WORKER_SCRIPT
 from rlm_host.testing import ScriptedConnector, isolated_runner
 
 PLUGIN = "rlm-sandbox-docker"

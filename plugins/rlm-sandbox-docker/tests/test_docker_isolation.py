@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rlm_host import SandboxLimits
+from rlm_host.sdk.sandbox import SandboxLimits
 
 from docker_fixtures import containers_of, docker_client, docker_engine, limits, sandbox  # noqa: F401 (fixtures)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlm_host import SandboxLimits, SandboxServices
+from rlm_host import SandboxServices
+from rlm_host.sdk.sandbox import SandboxLimits
 from rlm_host.testing import SandboxContract
 
 from docker_fixtures import containers_of, docker_client, docker_engine  # noqa: F401 (fixtures)

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from rlm_host import SandboxLimits, SandboxServices
+from rlm_host import SandboxServices
+from rlm_host.sdk.sandbox import SandboxLimits
 
 from docker_fixtures import containers_of, docker_client, docker_engine, prepare_image  # noqa: F401 (fixtures)
 

@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("pydantic_monty")
 
-from rlm_host import ConfigError, load_settings  # noqa: E402
+from rlm_host import ConfigError  # noqa: E402
+from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     FIND_NEEDLE, HELPERS_SOURCE, ScriptedConnector, assert_context_stays_out_of_the_prompt, haystack, isolated_runner,
 )  # fmt: skip

@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("pydantic_monty")
 
-from rlm_host import SandboxError, SandboxLimits  # noqa: E402
+from rlm_host import SandboxError  # noqa: E402
+from rlm_host.sdk.sandbox import SandboxLimits  # noqa: E402
 
 from rlm_sandbox_monty.runtime import MontySandbox, MontySettings  # noqa: E402
 

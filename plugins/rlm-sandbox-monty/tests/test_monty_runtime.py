@@ -12,7 +12,8 @@ import pytest
 
 pytest.importorskip("pydantic_monty")
 
-from rlm_host import SandboxError, SandboxLimits, SandboxServices, SandboxSession  # noqa: E402
+from rlm_host import SandboxError, SandboxServices  # noqa: E402
+from rlm_host.sdk.sandbox import SandboxLimits, SandboxSession  # noqa: E402
 from rlm_host.testing import SandboxContract  # noqa: E402
 
 from rlm_sandbox_monty.runtime import MontySandbox, MontySettings, create  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import SpanRecord, trace_id_for
+from rlm_host.sdk.observability import SpanRecord, trace_id_for
 from rlm_host.testing import SinkContract
 from rlm_sink_langfuse.mapping import langfuse_attributes
 from rlm_sink_langfuse.settings import LangfuseSinkSettings

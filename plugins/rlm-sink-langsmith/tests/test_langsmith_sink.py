@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import RunEvent, trace_id_for
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import trace_id_for
 from rlm_host.testing import SinkContract
 from rlm_sink_langsmith.settings import LangSmithSinkSettings
 from rlm_sink_langsmith.sink import check, create

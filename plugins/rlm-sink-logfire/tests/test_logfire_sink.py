@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import RunEvent, trace_id_for
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import trace_id_for
 from rlm_host.testing import SinkContract
 from rlm_sink_logfire.settings import LogfireSinkSettings
 from rlm_sink_logfire.sink import check, create

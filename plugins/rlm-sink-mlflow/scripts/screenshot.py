@@ -83,7 +83,7 @@ def page_url(url: str, run_id: str, view: str) -> str:
     """The UI page: the trace of the run tree, or the experiment's runs (nested: root and child runs)."""
     from mlflow import MlflowClient
 
-    from rlm_host import trace_id_for
+    from rlm_host.sdk.observability import trace_id_for
 
     client = MlflowClient(url)
     experiment = client.get_experiment_by_name("rlm").experiment_id

@@ -14,7 +14,7 @@ import pytest
 from mlflow_server import SUB_RULES, TREE_REPLIES, client, quiet_environ, quiet_home, runs_by_rlm_id  # noqa: F401
 from mlflow_server import server  # noqa: F401
 
-from rlm_host import trace_id_for
+from rlm_host.sdk.observability import trace_id_for
 
 pytestmark = pytest.mark.slow
 RLM = str(Path(sys.executable).with_name("rlm"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow_server import client, mlflow_server, quiet_home  # noqa: F401
 
-from rlm_host import trace_id_for
+from rlm_host.sdk.observability import trace_id_for
 from rlm_host.testing import SinkContract
 from rlm_sink_mlflow.settings import MlflowSinkSettings
 

@@ -9,7 +9,8 @@ import threading
 import pytest
 from mlflow_server import quiet_home, record_tree  # noqa: F401
 
-from rlm_host import PluginHost, SpanBuilder
+from rlm_host.sdk.embedding import PluginHost
+from rlm_host.sdk.observability import SpanBuilder
 from rlm_sink_mlflow.settings import MlflowSinkSettings, check
 from rlm_sink_mlflow.sink import run_status
 

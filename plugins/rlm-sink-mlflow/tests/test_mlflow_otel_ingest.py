@@ -9,7 +9,9 @@ import uuid
 import pytest
 from mlflow_server import client, quiet_home, record_tree, server  # noqa: F401
 
-from rlm_host import HostServices, PluginHost, SpanBuilder, trace_id_for
+from rlm_host import HostServices
+from rlm_host.sdk.embedding import PluginHost
+from rlm_host.sdk.observability import SpanBuilder, trace_id_for
 
 pytestmark = [
     pytest.mark.slow,

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from mlflow_server import client, quiet_home, record_tree, runs_by_rlm_id, server  # noqa: F401
 
-from rlm_host import trace_id_for
+from rlm_host.sdk.observability import trace_id_for
 from rlm_sink_mlflow.settings import MlflowSinkSettings
 from rlm_sink_mlflow.sink import MlflowSink
 

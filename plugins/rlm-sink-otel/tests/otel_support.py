@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlm_host import trace_id_for
+from rlm_host.sdk.observability import trace_id_for
 
 PLUGIN = "rlm-sink-otel"
 

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from otel_support import PLUGIN, assert_run_tree
-from rlm_host import RunEvent, trace_id_for
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import trace_id_for
 from rlm_sink_otel.testing import OTLPReceiver, decode_trace_body
 
 REPLIES = ["```repl\nx = llm_query('a question')\nprint(x)\n```", "FINAL(42)"]

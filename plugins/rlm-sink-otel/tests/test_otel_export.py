@@ -13,7 +13,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode
 
-from rlm_host import RunEvent, SpanEventRecord, SpanRecord, trace_id_for
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import SpanEventRecord, SpanRecord, trace_id_for
 from rlm_sink_otel import (
     OTLPJsonLinesExporter,
     SpanExportSink,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import FrameworkContext, FrameworkOutcome
+from rlm_host.sdk.frameworks import FrameworkContext, FrameworkOutcome
 
 
 class AgentSettings(BaseModel):

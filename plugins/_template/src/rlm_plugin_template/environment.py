@@ -18,7 +18,9 @@ import re
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import ActionResult, Completion, EnvironmentContext, Message, ReplyFormat, truncate
+from rlm_host import ActionResult
+from rlm_host.sdk.environments import EnvironmentContext, truncate
+from rlm_host.sdk.models import Completion, Message, ReplyFormat
 
 SYSTEM = """\
 You answer a task about a context kept in a Python REPL as the variable `context`; you never see it whole.

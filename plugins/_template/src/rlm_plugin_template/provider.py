@@ -21,22 +21,11 @@ import json
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import (
-    Completion,
-    Failure,
-    MalformedBody,
-    Message,
-    ModelError,
-    ModelOptions,
-    ProviderServices,
-    ReplyFormat,
-    RetryingConnector,
-    context_window_of,
-    is_retryable_status,
-    retry_after_of,
-    status_text,
-    token_count,
-)
+from rlm_host import ModelError, ProviderServices
+from rlm_host.sdk.models import (
+    Completion, Failure, MalformedBody, Message, ModelOptions, ReplyFormat, RetryingConnector, context_window_of,
+    is_retryable_status, retry_after_of, status_text, token_count,
+)  # fmt: skip
 
 NAME = "plugin-template-ollama"
 DEFAULT_BASE_URL = "https://ollama.com"

@@ -42,9 +42,10 @@ from google.genai import types
 
 from rlm_adapter_adk.model import INVALID_KEY, RlmLlm, reply_of, result_status
 from rlm_adapter_adk.settings import AdkSettings
-from rlm_host import (
-    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, BudgetExceeded, FrameworkContext, FrameworkOutcome, RlmError,
-    describe_context_briefly, run_coroutine, truncate,
+from rlm_host import BudgetExceeded, RlmError
+from rlm_host.sdk.frameworks import (
+    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine,
+    truncate,
 )  # fmt: skip
 
 APP = "rlm"

@@ -24,7 +24,7 @@ from google.adk.models import BaseLlm, LlmRequest, LlmResponse
 from google.genai import types
 from pydantic import ConfigDict, PrivateAttr
 
-import rlm_host as protocol
+import rlm_host.sdk.frameworks as protocol
 
 #: Keys this model writes into ``LlmResponse.custom_metadata``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"

@@ -44,7 +44,9 @@ from pydantic import ConfigDict
 from rlm_adapter_adk.adapter import _QUIET_LOGS, _QuietAdkLogs
 from rlm_adapter_adk.model import REPLY_KEY, RlmLlm, _FINISH, to_chat
 from rlm_adapter_adk.rlm_settings import AdkRlmSettings
-from rlm_host import FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine, truncate
+from rlm_host.sdk.frameworks import (
+    FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine, truncate,
+)  # fmt: skip
 
 APP = "rlm"
 STATE_CODE = "generated_code"

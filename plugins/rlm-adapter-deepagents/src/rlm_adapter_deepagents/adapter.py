@@ -41,9 +41,9 @@ from langchain_core.tools import StructuredTool, ToolException
 
 from rlm_adapter_deepagents.model import INVALID_KEY, REPLY_KEY, RlmChatModel
 from rlm_adapter_deepagents.settings import DeepAgentsSettings
-from rlm_host import (
-    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, ConfigError, FrameworkContext, FrameworkOutcome, describe_context_briefly,
-    truncate,
+from rlm_host import ConfigError
+from rlm_host.sdk.frameworks import (
+    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, describe_context_briefly, truncate,
 )  # fmt: skip
 
 

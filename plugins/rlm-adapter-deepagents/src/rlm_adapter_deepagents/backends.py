@@ -18,7 +18,8 @@ from typing import Any
 from deepagents.backends.protocol import ExecuteResponse, FileDownloadResponse, FileUploadResponse
 from deepagents.backends.sandbox import BaseSandbox
 
-from rlm_host import SandboxError, run_command, run_in_session
+from rlm_host import SandboxError
+from rlm_host.sdk.sandbox import run_command, run_in_session
 
 _FILES_SOURCE = """
 def __rlm_put_files(files):

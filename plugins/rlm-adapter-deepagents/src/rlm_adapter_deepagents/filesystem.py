@@ -11,7 +11,7 @@ from pathlib import Path
 from deepagents.backends import FilesystemBackend
 from deepagents.backends.protocol import DeleteResult, EditResult, FileUploadResponse, WriteResult
 
-from rlm_host import check_workspace_write, open_in_workspace
+from rlm_host.sdk.sandbox import check_workspace_write, open_in_workspace
 
 
 class ConfinedFilesystemBackend(FilesystemBackend):

@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
 
-import rlm_host as protocol
+import rlm_host.sdk.frameworks as protocol
 
 #: Keys this model writes into ``AIMessage.additional_kwargs``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"

@@ -31,8 +31,8 @@ from typing import Any, Iterator, Optional
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from rlm_host import BudgetExceeded, FrameworkContext, FrameworkOutcome, RecursionRefused, RlmError, SandboxError
-from rlm_host import StepLimitReached, truncate
+from rlm_host import BudgetExceeded, RecursionRefused, RlmError, SandboxError
+from rlm_host.sdk.frameworks import FrameworkContext, FrameworkOutcome, StepLimitReached, truncate
 
 from rlm_adapter_dspy.interpreter import NO_CODE, InterpreterFactory, SandboxInterpreter, execution_instructions
 from rlm_adapter_dspy.models import ANSWER_FIELD, RootEngine, SubEngine, role_lm

@@ -26,7 +26,8 @@ from typing import Any, Callable, Optional
 
 from dspy.primitives.code_interpreter import CodeExecutionError, FinalOutput
 
-from rlm_host import FrameworkContext, SandboxError, truncate
+from rlm_host import SandboxError
+from rlm_host.sdk.frameworks import FrameworkContext, truncate
 
 from rlm_adapter_dspy.models import ANSWER_FIELD, RootEngine
 

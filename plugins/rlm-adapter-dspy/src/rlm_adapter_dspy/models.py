@@ -22,7 +22,7 @@ from typing import Any, Optional
 import dspy
 from dspy import lm15
 
-from rlm_host import FrameworkContext
+from rlm_host.sdk.frameworks import FrameworkContext
 
 #: The output field of the signature ``context, query -> answer``.
 ANSWER_FIELD = "answer"

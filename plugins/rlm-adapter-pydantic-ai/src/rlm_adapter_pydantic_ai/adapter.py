@@ -46,9 +46,10 @@ from pydantic_ai.usage import UsageLimits
 
 from rlm_adapter_pydantic_ai.model import REPLY_KEY, RlmModel, reject_invalid_reply
 from rlm_adapter_pydantic_ai.settings import PydanticAISettings
-from rlm_host import (
-    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, RlmError, describe_context_briefly,
-    run_coroutine, truncate,
+from rlm_host import RlmError
+from rlm_host.sdk.frameworks import (
+    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine,
+    truncate,
 )  # fmt: skip
 
 

@@ -37,7 +37,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
-import rlm_host as protocol
+import rlm_host.sdk.frameworks as protocol
 
 #: Keys this model writes into ``ModelResponse.provider_details``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"

@@ -20,7 +20,9 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlm_bench.scorers import canonical
-from rlm_host import RlmError, estimate_tokens, load_file
+from rlm_host import RlmError
+from rlm_host.sdk.context import load_file
+from rlm_host.sdk.models import estimate_tokens
 
 #: Run options a case may set besides its environment, max_steps and exec_timeout.
 CASE_RUN_OPTIONS = frozenset({"timeout", "max_depth", "max_llm_calls", "max_tokens", "max_cost"})

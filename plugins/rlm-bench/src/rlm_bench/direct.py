@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from rlm_host import ModelConnector, ModelError, count_tokens
+from rlm_host import ModelError
+from rlm_host.sdk.models import ModelConnector, count_tokens
 
 DEFAULT_WINDOW = 32_768  # tokens, when the connector does not say
 RESERVED_TOKENS = 1_024  # room left for the instructions and the answer

@@ -20,7 +20,8 @@ from typing import Any, Iterable, Optional
 
 from pydantic import BaseModel, Field
 
-from rlm_host import ModelConnector, RlmError
+from rlm_host import RlmError
+from rlm_host.sdk.models import ModelConnector
 
 _HEAD = (
     "I will give you a question, the correct answer, and a response from a model. Answer yes if the response "

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from rlm_host import command_settings
+from rlm_host import CommandServices
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False)
 
@@ -40,7 +40,7 @@ def leaderboard(
         raise LeaderboardError("choose one of --json, --csv, --markdown")
     name = check_metric(metric)
     where = parse_filters(filters or [])
-    store = BenchStore(command_settings(ctx).home)
+    store = BenchStore(CommandServices.of(ctx).home)
     paths = store.summaries()
 
     def warn(path: Path, message: str) -> None:

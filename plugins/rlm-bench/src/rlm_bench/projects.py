@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rlm_host import PYTHON, run_command
+from rlm_host.sdk.sandbox import PYTHON, run_command
 
 HIDDEN_DIR = "_rlm_hidden_tests"
 TEST_TIMEOUT = 300.0

@@ -28,7 +28,9 @@ from rlm_bench.shards import Shards, worker_processes
 from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
 from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals, build_summary
 import rlm_host
-from rlm_host import Budget, ModelConnector, ModelError, ModelOptions, RlmError, estimate_tokens, resolve_connector
+from rlm_host import ModelError, RlmError
+from rlm_host.sdk.embedding import Budget
+from rlm_host.sdk.models import ModelConnector, ModelOptions, estimate_tokens, resolve_connector
 
 
 class BenchmarkInterrupted(RlmError):

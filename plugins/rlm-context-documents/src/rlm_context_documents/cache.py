@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from rlm_host import user_signature, verify_user_signature
+from rlm_host.sdk.context import user_signature, verify_user_signature
 
 logger = logging.getLogger("rlm.context.documents")
 BLOCK = 1 << 20

@@ -16,7 +16,8 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Optional
 
-from rlm_host import BoundedLimits, ChildFailed, Documents, InputError, LimitExceeded, run_bounded
+from rlm_host import InputError
+from rlm_host.sdk.context import BoundedLimits, ChildFailed, Documents, LimitExceeded, run_bounded
 
 from rlm_context_documents.cache import cache_for, content_hash
 from rlm_context_documents.errors import DocumentError, corrupt, limit_error

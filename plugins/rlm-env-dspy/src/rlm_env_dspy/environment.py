@@ -16,11 +16,9 @@ from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import (
-    ActionResult, Completion, EnvironmentContext, InputError, Message, ReplyFormat, SandboxError, StepHistory,
-    SubCalls, get_host,
-    reply_action, truncate,
-)
+from rlm_host import ActionResult, InputError, SandboxError
+from rlm_host.sdk.environments import EnvironmentContext, StepHistory, SubCalls, reply_action, truncate
+from rlm_host.sdk.models import Completion, Message, ReplyFormat
 
 from rlm_env_dspy import verifier
 from rlm_env_dspy.workspace import PathRefused, Workspace
@@ -95,7 +93,7 @@ class DSPyCodingEnvironment:
         self.session: Any = None
         self.history = StepHistory()
         inner_ctx = replace(ctx, open_sandbox=self._open_session)
-        self._generic = get_host().environments().get("generic").create(None, inner_ctx)
+        self._generic = ctx.build_environment("generic", inner_ctx)  # with its [environment.generic] settings
         self._sub_calls = SubCalls(ctx, concurrency=self.settings.batch_concurrency,
                                    model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model))  # fmt: skip
 

@@ -16,7 +16,8 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
-from rlm_host import PYTHON, CommandResult, SandboxError, run_command, run_in_session
+from rlm_host import SandboxError
+from rlm_host.sdk.sandbox import PYTHON, CommandResult, run_command, run_in_session
 
 #: The DSPy patterns that earn the pattern bonus (our own fixed regexes; the model's text is only searched).
 DSPY_PATTERNS = {

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rlm_host import WorkspaceRefused, check_workspace_write, open_in_workspace
+from rlm_host.sdk.sandbox import WorkspaceRefused, check_workspace_write, open_in_workspace
 
 #: A write larger than this is refused.
 MAX_WRITE_BYTES = 512 * 1024

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import ActionResult, Completion, EnvironmentContext, InputError, Message, reply_action, truncate
+from rlm_host import ActionResult, InputError
+from rlm_host.sdk.environments import EnvironmentContext, reply_action, truncate
+from rlm_host.sdk.models import Completion, Message
 
 from rlm_env_traces.paths import confined, new_folder_name, trace_path_of
 from rlm_env_traces.store import TraceStore

@@ -54,7 +54,7 @@ def _program_size(compiled: Any) -> int:
 
 def _in_child(pattern: str, text: str, seconds: float) -> Optional[tuple[int, int]]:
     """The search in a bounded child process, killed after ``seconds``."""
-    from rlm_host import BoundedError, BoundedLimits, LimitExceeded, run_bounded
+    from rlm_host.sdk.context import BoundedError, BoundedLimits, LimitExceeded, run_bounded
 
     from rlm_env_traces.reader import TraceLimitError
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import EnvironmentContext, describe_context, get_host
+from rlm_host.sdk.context import describe_context
+from rlm_host.sdk.environments import EnvironmentContext
 
 from rlm_env_traces.paths import confined, trace_path_of
 from rlm_env_traces.store import TraceStore
@@ -50,7 +51,7 @@ def create(settings: Optional[TraceRLMSettings], ctx: EnvironmentContext) -> Any
         inner = replace(ctx, context=overview, context_meta=describe_context(overview),
                         task=ctx.task + FUNCTIONS_NOTE.format(path=store.path),
                         open_sandbox=lambda: _WithFunctions(ctx.open_sandbox(), functions))  # fmt: skip
-    environment = get_host().environments().get("pure_rlm").create(None, inner)
+    environment = ctx.build_environment("pure_rlm", inner)  # with its [environment.pure_rlm] settings
     environment.name = "trace_rlm"
     return environment
 

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Optional
 
-from rlm_host import user_signature, verify_user_signature
+from rlm_host.sdk.context import user_signature, verify_user_signature
 
 MAGIC = b"rlm-trace-index 3\n"
 MAC_BYTES = 64  # the signature, hex

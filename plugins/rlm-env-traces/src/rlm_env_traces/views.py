@@ -7,7 +7,7 @@ import json
 from itertools import islice
 from typing import Any, Optional
 
-from rlm_host import truncate
+from rlm_host.sdk.environments import truncate
 
 #: ``view_spans`` cuts each string value to this many characters.
 SPAN_ATTRIBUTE_CHARS = 16_384

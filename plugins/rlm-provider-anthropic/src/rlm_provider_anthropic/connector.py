@@ -32,23 +32,11 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rlm_host import (
-    Completion,
-    Failure,
-    MalformedBody,
-    Message,
-    ModelError,
-    ModelOptions,
-    RetryCallback,
-    RetryingConnector,
-    RetryPolicy,
-    context_window_of,
-    is_retryable_status,
-    reject_raw_text,
-    retry_after_of,
-    status_text,
-    token_count,
-)
+from rlm_host import ModelError
+from rlm_host.sdk.models import (
+    Completion, Failure, MalformedBody, Message, ModelOptions, RetryCallback, RetryPolicy, RetryingConnector,
+    context_window_of, is_retryable_status, reject_raw_text, retry_after_of, status_text, token_count,
+)  # fmt: skip
 
 from rlm_provider_anthropic.hooks import DEFAULT_BASE_URL, INSTALL_HINT
 from rlm_provider_anthropic.settings import AnthropicSettings

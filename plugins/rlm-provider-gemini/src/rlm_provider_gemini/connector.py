@@ -37,21 +37,11 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rlm_host import (
-    Completion,
-    Failure,
-    Message,
-    ModelError,
-    ModelOptions,
-    RetryCallback,
-    RetryingConnector,
-    RetryPolicy,
-    context_window_of,
-    is_retryable_status,
-    retry_after_of,
-    status_text,
-    token_count,
-)
+from rlm_host import ModelError
+from rlm_host.sdk.models import (
+    Completion, Failure, Message, ModelOptions, RetryCallback, RetryPolicy, RetryingConnector, context_window_of,
+    is_retryable_status, retry_after_of, status_text, token_count,
+)  # fmt: skip
 
 from rlm_provider_gemini.hooks import DEFAULT_BASE_URL, INSTALL_HINT, KEY_ENVS
 from rlm_provider_gemini.settings import GeminiSettings

@@ -11,7 +11,8 @@ import json
 import threading
 from typing import Any
 
-from rlm_host import ModelError, ReplyFormat
+from rlm_host import ModelError
+from rlm_host.sdk.models import ReplyFormat
 
 _COMPILED: dict[str, Any] = {}
 _LOCK = threading.Lock()

@@ -15,7 +15,7 @@ import socket
 import threading
 from typing import Any
 
-from rlm_host import Channel
+from rlm_host.sdk.sandbox import Channel
 
 HEADER = 8
 STDOUT, STDERR = 1, 2

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from rlm_host import command_settings
+from rlm_host import CommandServices
 
 from rlm_sandbox_docker import DEFAULT_IMAGE
 from rlm_sandbox_docker.settings import DockerSettings
@@ -25,7 +25,7 @@ def main() -> None:
 
 
 def _settings(ctx: typer.Context) -> DockerSettings:
-    return command_settings(ctx).component("sandbox", "docker") or DockerSettings()
+    return CommandServices.of(ctx).component("sandbox", "docker") or DockerSettings()
 
 
 @app.command("build-image")

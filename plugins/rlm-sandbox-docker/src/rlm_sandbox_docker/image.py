@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rlm_host import WORKER_SCRIPT
+from rlm_host.sdk.sandbox import WORKER_SCRIPT
 
 from rlm_sandbox_docker import DEFAULT_IMAGE
 from rlm_sandbox_docker.engine import DockerSandboxError, connect, derived_tag, package_set

@@ -32,8 +32,11 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
 
-from rlm_host import (WORKER_SCRIPT, SandboxInfo, SandboxLimits, SandboxServices, TextFile, WorkerSession,
-                      sweep_workspace, workspace_metadata)  # fmt: skip
+from rlm_host import SandboxServices
+from rlm_host.sdk.context import TextFile
+from rlm_host.sdk.sandbox import (
+    WORKER_SCRIPT, SandboxInfo, SandboxLimits, WorkerSession, sweep_workspace, workspace_metadata,
+)  # fmt: skip
 
 from rlm_sandbox_docker import DEFAULT_IMAGE, ISOLATION, LABEL
 from rlm_sandbox_docker.channel import ContainerChannel

@@ -27,8 +27,10 @@ import keyword
 import time
 from typing import Any
 
-from rlm_host import Capture, ExecResult, FinalSignal, HostFunction, SandboxError, SandboxInfo, SandboxLimits
-from rlm_host import SandboxServices, SessionBase, to_jsonable
+from rlm_host import ExecResult, SandboxError, SandboxServices
+from rlm_host.sdk.sandbox import (
+    Capture, FinalSignal, HostFunction, SandboxInfo, SandboxLimits, SessionBase, to_jsonable,
+)  # fmt: skip
 
 from rlm_sandbox_monty import INSTALL_HINT, ISOLATION
 from rlm_sandbox_monty.errors import format_error, is_call_limit, is_stop, missing_variable

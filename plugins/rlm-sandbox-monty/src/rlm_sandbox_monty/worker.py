@@ -12,7 +12,9 @@ import os
 import signal
 from typing import Any
 
-from rlm_host import SandboxError, SandboxLimits, TextFile, to_jsonable
+from rlm_host import SandboxError
+from rlm_host.sdk.context import TextFile
+from rlm_host.sdk.sandbox import SandboxLimits, to_jsonable
 
 from rlm_sandbox_monty import INSTALL_HINT
 from rlm_sandbox_monty.settings import MontySettings

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from rlm_sink_langfuse.sdk import LangfuseOtelSpanAttributes as A
 
-from rlm_host import SpanRecord
+from rlm_host.sdk.observability import SpanRecord
 
 #: gen_ai.operation.name → Langfuse observation type.
 OBSERVATION_TYPES = {"invoke_agent": "agent", "chat": "generation", "execute_tool": "tool"}

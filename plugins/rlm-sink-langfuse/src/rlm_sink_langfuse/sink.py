@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from rlm_host import Readiness, SpanRecord
+from rlm_host import Readiness
+from rlm_host.sdk.observability import SpanRecord
 from rlm_sink_langfuse.mapping import langfuse_attributes
 from rlm_sink_langfuse.settings import LangfuseSinkSettings
 from rlm_sink_otel.convert import make_resource, make_scope

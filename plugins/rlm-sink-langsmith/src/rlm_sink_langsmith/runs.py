@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from rlm_host import SpanRecord, tree_order
+from rlm_host.sdk.observability import SpanRecord, tree_order
 
 #: uuid5 namespace of the run ids.
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/rlm/langsmith-runs")

@@ -19,7 +19,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
-from rlm_host import Readiness, RunEvent, SpanBuilder, SpanRecord
+from rlm_host import Readiness, RunEvent
+from rlm_host.sdk.observability import SpanBuilder, SpanRecord
 from rlm_sink_langsmith.runs import NAMESPACE, run_id_for, to_runs
 from rlm_sink_langsmith.settings import API_KEY_ENV, LangSmithSinkSettings
 

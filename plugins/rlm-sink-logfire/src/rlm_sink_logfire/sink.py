@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 import requests
 
-from rlm_host import Readiness, SpanRecord
+from rlm_host import Readiness
+from rlm_host.sdk.observability import SpanRecord
 from rlm_sink_logfire.settings import TOKEN_ENV, LogfireSinkSettings
 from rlm_sink_otel.convert import make_scope
 from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from rlm_host import RunEvent, SpanBuilder, SpanRecord
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import SpanBuilder, SpanRecord
 
 from rlm_sink_mlflow.settings import MlflowSinkSettings, probe, resolved_uri
 

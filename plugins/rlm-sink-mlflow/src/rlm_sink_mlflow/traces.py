@@ -17,7 +17,7 @@ from typing import Any, Optional
 from mlflow.entities import Span, SpanType, TraceData, TraceInfo, TraceLocation, TraceState
 from mlflow.tracing.client import TracingClient
 
-from rlm_host import SpanRecord, tree_order
+from rlm_host.sdk.observability import SpanRecord, tree_order
 
 SPAN_TYPES = {"invoke_agent": SpanType.AGENT, "chat": SpanType.CHAT_MODEL, "execute_tool": SpanType.TOOL}
 STATUS = {"ok": "STATUS_CODE_OK", "error": "STATUS_CODE_ERROR", "unset": "STATUS_CODE_UNSET"}

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from rlm_host import SpanRecord
+from rlm_host.sdk.observability import SpanRecord
 
 #: The instrumentation scope of every span the rlm sinks send.
 SCOPE_NAME = "rlm"

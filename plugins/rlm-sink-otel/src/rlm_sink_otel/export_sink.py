@@ -24,7 +24,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-from rlm_host import RunEvent, SpanBuilder, SpanRecord
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import SpanBuilder, SpanRecord
 from rlm_sink_otel.convert import make_resource, make_scope, to_readable_span
 from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
 

@@ -28,7 +28,8 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import NonRecordingSpan, Status, StatusCode
 
-from rlm_host import RunEvent, SpanBuilder, SpanRecord, tree_order
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import SpanBuilder, SpanRecord, tree_order
 from rlm_sink_otel.convert import span_context
 
 __all__ = ["ReplayIdGenerator", "ReplaySink", "replay"]

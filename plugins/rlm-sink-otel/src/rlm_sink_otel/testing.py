@@ -182,7 +182,7 @@ class _Collected:
     def trace_spans(self, events: list[Any], timeout: float = 5.0) -> list[dict[str, Any]]:
         """The spans of the run tree ``events`` describe (its trace id: ``trace_id_for(root run id)``), once one
         ``invoke_agent`` span per run of the tree has arrived (or all there are after ``timeout`` s)."""
-        from rlm_host import trace_id_for
+        from rlm_host.sdk.observability import trace_id_for
 
         trace_id = trace_id_for(events[0].root_run_id)
         runs = len({e.run_id for e in events})

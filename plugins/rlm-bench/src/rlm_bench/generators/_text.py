@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from rlm_host import CHARS_PER_TOKEN  # the host's estimate: sizes here and token counts there agree
+from rlm_host.sdk.models import CHARS_PER_TOKEN
 
 _SYLLABLES = (
     "ka", "lo", "mi", "ven", "tor", "sa", "rin", "qua", "del", "mor", "ith", "bel", "zan", "ost", "ru", "fen",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rlm_bench.generators import Generated
 from rlm_bench.generators._text import make_rng, tokens_to_chars, unique_words
-from rlm_host import Documents
+from rlm_host.sdk.context import Documents
 
 LETTERS = "ABCD"
 _VERBS = ("load", "parse", "compute", "merge", "render", "check", "store", "fetch", "build", "update", "scan", "emit")

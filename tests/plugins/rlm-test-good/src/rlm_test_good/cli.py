@@ -12,6 +12,6 @@ def greet(name: str = "world") -> None:
 @app.command()
 def fail() -> None:
     """Fail with a user error."""
-    from rlm_host.errors import RlmError
+    from rlm_host import RlmError
 
     raise RlmError("the good plugin refuses", hint="this is a test")
