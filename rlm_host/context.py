@@ -13,6 +13,7 @@ it once per run (a large JSON context is serialised once, not at every step).
 from __future__ import annotations
 
 import errno
+from dataclasses import dataclass
 import json
 import os
 import stat
@@ -85,6 +86,24 @@ class TextFile:
 
     def __repr__(self) -> str:
         return f"TextFile({str(self.path)!r})"
+
+
+@dataclass(frozen=True)
+class ContextFiles:
+    """A context not loaded yet: the paths of ``--context`` (``-`` for stdin), or a path given to ``RLM``. The
+    run's planner loads them the way its environment needs (a path, a file left on disk, text, documents)."""
+
+    paths: tuple[str, ...]
+
+    @classmethod
+    def of(cls, context: Any) -> Any:
+        """A path (``os.PathLike``) or a list of them as ``ContextFiles``; anything else unchanged (a ``str`` is
+        text, never a file name)."""
+        if isinstance(context, os.PathLike):
+            return cls((os.fspath(context),))
+        if isinstance(context, (list, tuple)) and context and all(isinstance(p, os.PathLike) for p in context):
+            return cls(tuple(os.fspath(p) for p in context))
+        return context
 
 
 def context_value(context: Any) -> Any:

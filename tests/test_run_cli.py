@@ -89,7 +89,7 @@ def test_json_context_file_loads_as_an_object(rlm, work):
         (["--context", "missing.txt"], "error: context file not found: missing.txt"),
         (["--env", "pure"], "error: unknown environment 'pure' (did you mean 'pure_rlm'?)"),
         (["--sandbox", "auto"], "error: no secure sandbox is installed and ready"),
-        (["--max-steps", "0"], "error: invalid run option: max_steps"),
+        (["--max-steps", "0"], "error: invalid run option: --max-steps: Input should be greater than or equal to 1"),
         (["--model", "nocolon"], "error: model 'nocolon' names no provider: write provider:model"),
         (["--context", "bad.json"], "error: bad.json: not valid JSON (line 1, column 2"),
         (["--context", "empty-dir"], "error: no readable text files under empty-dir"),

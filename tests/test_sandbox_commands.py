@@ -4,7 +4,7 @@ sandbox. The process runtime stands in for any runtime here (fast; it is not a s
 import pytest
 
 from rlm_host import PYTHON, ConfigError, EnvironmentSpec, RLMRunner, SandboxError, run_command, run_in_session
-from rlm_host.engine.plan import choose_sandbox, project_folder
+from rlm_host.engine.sandbox_plan import choose_sandbox, project_folder
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_the_project_folder_is_resolved_and_created(tmp_path, monkeypatch):
 
 
 def test_an_environments_settings_add_to_its_sandbox_packages():
-    from rlm_host.engine.plan import sandbox_packages_for
+    from rlm_host.engine.sandbox_plan import sandbox_packages_for
 
     spec = EnvironmentSpec("coder", "edits a project", "x:y", workspace=True, sandbox_packages=("dspy", "pytest"))
 

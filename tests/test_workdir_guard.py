@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.engine.plan import project_folder
+from rlm_host.engine.sandbox_plan import project_folder
 from rlm_host.errors import ConfigError
 
 

@@ -25,9 +25,15 @@ if TYPE_CHECKING:  # importing this module stays cheap: the engine loads when an
 def run_options() -> tuple[str, ...]:
     """The run options a constructor or a call may set: every ``[run]`` setting (``rlm config show``), declared
     once in ``RunSettings`` (the ``rlm run`` flags set the same fields), so the API and the CLI cannot drift."""
-    from rlm_host.config.schema import RunSettings
+    from rlm_host.config import run_options as declared
 
-    return tuple(RunSettings.model_fields)
+    return declared.names()
+
+
+def _labels(options: dict[str, Any]) -> dict[str, str]:
+    from rlm_host.config.run_options import keyword_label
+
+    return {name: keyword_label(name) for name in options}
 
 
 _DONE = object()
@@ -57,17 +63,17 @@ class RLM:
         loaded = settings or load_settings(config_file=Path(config) if config is not None else None, host=host)
         loaded.warn_untrusted()
         home = Path(home if home is not None else loaded.home).expanduser().resolve()  # a later chdir moves nothing
-        self.runner = RLMRunner(loaded=loaded, host=host, home=home)
         self.options = {k: v for k, v in {"model": model, **options}.items() if v is not None}
+        self.loaded = loaded.with_run(self.options, _labels(self.options))  # a bad value fails here, named
+        self.runner = RLMRunner(loaded=self.loaded, host=host, home=home)
         self.connectors = connectors
         self._pool: Optional[Budget] = None
         if shared_budget:
             from rlm_host.engine.budget import Budget
 
-            run = self.runner.loaded.settings.run
-            settings = {**run.model_dump(), **self.options}
-            self._pool = Budget(timeout=float("inf"), max_llm_calls=settings["max_llm_calls"],
-                                max_tokens=settings["max_tokens"], max_cost=settings["max_cost"])  # fmt: skip
+            run = self.loaded.settings.run
+            self._pool = Budget(timeout=float("inf"), max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
+                                max_cost=run.max_cost)  # fmt: skip
 
     @property
     def home(self) -> Path:
@@ -148,26 +154,14 @@ class RLM:
 
     def _run(self, context: Any, query: str, cancel: Optional[threading.Event], on_event: Any,
              options: dict[str, Any], carry: Any = None) -> RunResult:  # fmt: skip
-        unknown = sorted(set(options) - set(run_options()))
-        if unknown:
-            raise TypeError(f"unknown run option(s): {', '.join(unknown)}")
-        merged = {**self.options, **{k: v for k, v in options.items() if v is not None}}
-        return self.runner.run_task(query, context=self._context(context, merged), cancel=cancel, on_event=on_event,
-                                    connectors=self.connectors, shared_budget=self._pool, carry=carry,
-                                    **merged)  # fmt: skip
+        """One run: this object's settings with the call's options merged in (validated, each labelled), the
+        context as given (a path or a list of paths: loaded by the run's plan, as ``--context`` is)."""
+        from rlm_host.context import ContextFiles
 
-    def _context(self, context: Any, options: dict[str, Any]) -> Any:
-        """A path (``pathlib.Path`` or ``os.PathLike``) is loaded as ``--context`` loads it; anything else is the
-        context itself (a ``str`` is text, never a file name)."""
-        if not isinstance(context, os.PathLike):
-            return context
-        from rlm_host.engine.context_loading import load_context_with_loaders
-
-        runner = self.runner
-        environment = options.get("environment") or runner.loaded.settings.run.environment
-        as_path = runner.host.environments().get(environment).context_as_path
-        return load_context_with_loaders([os.fspath(context)], runner.host, runner.loaded, runner.home, as_path=as_path,
-                                         lazy_text=True)  # fmt: skip
+        loaded = self.loaded.with_run(options, _labels(options))
+        return self.runner.run_task(query, context=ContextFiles.of(context), settings=loaded, cancel=cancel,
+                                    on_event=on_event, connectors=self.connectors, shared_budget=self._pool,
+                                    carry=carry)  # fmt: skip
 
 
 class RunStream:

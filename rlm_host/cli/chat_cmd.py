@@ -154,7 +154,7 @@ def _command(line: str, session, rlm) -> bool:
 
 def _sandbox(session, rlm) -> str:
     """The sandbox the next turn uses; for ``auto``, the runtime it picks here."""
-    from rlm_host.engine.plan import choose_sandbox
+    from rlm_host.engine.sandbox_plan import choose_sandbox
     from rlm_host.errors import RlmError
 
     name = session.using("sandbox") or "auto"

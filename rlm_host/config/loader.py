@@ -13,7 +13,7 @@ import difflib
 import json
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -81,6 +81,18 @@ class LoadedSettings:
             if all_components or self.source_of(f"{kind}.{name}") != DEFAULT:
                 data.setdefault(kind, {})[name] = model.model_dump(mode="json")
         return [(key, value, self.source_of(key)) for key, value in _flatten(data) if value != {}]
+
+    def with_run(self, values: dict[str, Any], labels: dict[str, str] | None = None) -> "LoadedSettings":
+        """These settings with ``[run]`` values a front door was given (None: not given), validated once; each
+        is recorded with its label (``--max-steps``, ``RLM(max_steps=…)``) for ``source_of`` and errors."""
+        from rlm_host.config.run_options import merge_run
+
+        run = merge_run(self.settings.run, values, labels)
+        if run is self.settings.run:
+            return self
+        given = [name for name, value in values.items() if value is not None]
+        sources = {**self.sources, **{f"run.{name}": (labels or {}).get(name, name) for name in given}}
+        return replace(self, settings=self.settings.model_copy(update={"run": run}), sources=sources)
 
     def component(self, kind: str, name: str) -> BaseModel | None:
         """The validated section ``[<kind>.<name>]`` (defaults when absent), or None if it takes no settings."""

@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
 from rlm_host.components import COMPONENT_KINDS
 
 #: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
 COMPONENT_SECTIONS = COMPONENT_KINDS
-#: Provider names that price lookups treat as one (``claude:…`` is priced as ``anthropic:…``).
-PROVIDER_ALIASES = {"claude": "anthropic", "google": "gemini"}
+#: Provider aliases that price keys treat as the provider (``claude:…`` is priced as ``anthropic:…``): each
+#: provider's ``aliases``, added by the plugin host as it registers providers (``rlm_host.llm.catalog.learn``).
+PROVIDER_ALIASES: dict[str, str] = {}
 WILDCARD = "*"
 
 
@@ -42,16 +43,18 @@ class Section(BaseModel):
 
 
 class RunSettings(Section):
-    """Defaults of ``rlm run`` (each one also a flag)."""
+    """The run options, declared once: the ``[run]`` section, the ``rlm run`` flags (``--max-steps``, or the
+    field's ``flag``), the keyword arguments of ``RLM(...)`` and its calls, and what other front doors (``rlm bench``,
+    the MCP tool) offer of them are all derived from these fields (see ``rlm_host.config.run_options``)."""
 
-    environment: str = Field("pure_rlm", description="environment of a run")
+    environment: str = Field("pure_rlm", description="environment of a run", json_schema_extra={"flag": "--env"})
     framework: str = Field("native", description="'native' (the rlm loop) or a framework adapter")
     sandbox: str = Field("auto", description="sandbox runtime; 'auto' picks the best installed boundary")
     model: str = Field("auto", description="root model as provider:model; 'auto' uses the configured default")
     sub_model: str | None = Field(None, description="model for llm_query sub-calls (default: the root model)")
     allowed_sub_models: list[str] = Field(default_factory=list, description="more models the run's code may name in "
                                           "llm_query(..., model=NAME), besides the model and sub-model (nothing else "
-                                          "is accepted from code)")
+                                          "is accepted from code)", json_schema_extra={"flag": "--allow-sub-model"})
     max_steps: int = Field(8, ge=1, le=1000, description="root turns before the run is stopped")
     timeout: float = Field(600.0, gt=0, description="wall-clock limit of a run, seconds")
     exec_timeout: float = Field(30.0, gt=0, description="limit of one code execution, seconds")
@@ -65,7 +68,8 @@ class RunSettings(Section):
     reply_format: Literal["auto", "on", "off"] = Field(
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
-    sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed")
+    sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed",
+                             json_schema_extra={"flag": "--sink"})
     sink_flush_seconds: float = Field(10.0, gt=0, le=600, description="how long the end of a run waits for the sinks "
                                       "to deliver what they hold (together, not each)")
     sink_call_seconds: float = Field(30.0, gt=0, description="a sink whose one call has not returned after this many "
@@ -73,13 +77,15 @@ class RunSettings(Section):
     instructions: str | None = Field(None, description="domain guidance appended to the environment's system prompt "
                                      "(--instructions TEXT or @FILE); recorded with the run and a benchmark's identity")
     labels: dict[str, str] = Field(default_factory=dict, description="labels recorded with a run and sent to the sinks "
-                                   "(a benchmark sets benchmark_id, preset and case)")
+                                   "(a benchmark sets benchmark_id, preset and case)", json_schema_extra={"flag": "--label"})
 
     @field_validator("instructions")
     @classmethod
-    def _instructions_file(cls, value: str | None) -> str | None:
-        """``@PATH`` reads the guidance from a text file (relative to the working directory)."""
-        if value is None or not value.startswith("@"):
+    def _instructions_file(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """``@PATH`` reads the guidance from a text file (relative to the working directory): once, where the value
+        is given (a re-validation with ``context={"given": names}`` leaves text already read alone)."""
+        given = (info.context or {}).get("given")
+        if value is None or not value.startswith("@") or (given is not None and "instructions" not in given):
             return value
         path = Path(value[1:]).expanduser()
         try:

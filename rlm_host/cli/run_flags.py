@@ -1,0 +1,98 @@
+"""The run options as command-line flags, derived from ``RunSettings`` (their one declaration).
+
+``rlm run`` offers every run option; other commands (``rlm chat``, ``rlm bench run``) offer the ones they take
+with :func:`options`, and turn what the user gave into settings with :func:`apply`, which records each flag as
+the value's source. A list option (``--sink``, ``--allow-sub-model``) and ``--label`` add to the configured
+values; every other flag replaces its setting.
+"""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+
+from typer.core import TyperOption
+
+from rlm_host.config import run_options
+from rlm_host.errors import InputError
+
+
+def _field_type(name: str) -> tuple[Any, bool, bool, Optional[str]]:
+    """(click type, is a flag, repeatable, metavar) of a run option, from its annotation; pydantic validates the
+    value (a choice, a path) when the settings are merged, so its error names the flag."""
+    from rlm_host.config.schema import RunSettings
+
+    annotation = RunSettings.model_fields[name].annotation
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    base = args[0] if typing.get_origin(annotation) in (typing.Union, getattr(__import__("types"), "UnionType"))\
+        and len(args) == 1 else annotation  # fmt: skip
+    origin = typing.get_origin(base)
+    if origin is dict:
+        return str, False, True, "KEY=VALUE"
+    if origin is list:
+        return str, False, True, "TEXT"
+    if origin is typing.Literal:
+        return str, False, False, "[" + "|".join(str(value) for value in typing.get_args(base)) + "]"
+    if base is bool:
+        return bool, True, False, None
+    if base is Path:
+        return str, False, False, "DIR"
+    kind = {int: int, float: float}.get(base, str)
+    return kind, False, False, {int: "INTEGER", float: "SECONDS" if "seconds" in name or "timeout" in name
+                                else "FLOAT"}.get(kind, "TEXT")  # fmt: skip
+
+
+def options(names: Optional[Iterable[str]] = None) -> list[TyperOption]:
+    """Click options for the run options ``names`` (default: all), each named by ``run_options.flag_of``, typed and
+    documented by its field; unset flags are None, so the configured value applies."""
+    from rlm_host.config.schema import RunSettings
+
+    out = []
+    for name in names or run_options.names():
+        kind, is_flag, repeat, metavar = _field_type(name)
+        flag = run_options.flag_of(name)
+        help_text = _help(name, RunSettings.model_fields[name].description or "")
+        if is_flag:
+            out.append(TyperOption(param_decls=[f"{flag}/--no-{flag[2:]}", name], is_flag=True, default=None,
+                                   help=help_text))  # fmt: skip
+        else:
+            out.append(TyperOption(param_decls=[flag, name], type=kind, multiple=repeat, default=None, help=help_text,
+                                   metavar=metavar))  # fmt: skip
+    return out
+
+
+def _help(name: str, description: str) -> str:
+    text = description[:1].upper() + description[1:]
+    if name in ("sinks", "allowed_sub_models", "labels"):
+        text += " (repeat; adds to [run] " + name + ")"
+    return text + "."
+
+
+def apply(loaded: Any, given: dict[str, Any]) -> Any:
+    """``loaded`` with the run options of ``given`` (click's parsed values; None or empty: not given) set, each
+    recorded as coming from its flag; a bad value is a ConfigError naming the flag."""
+    run = loaded.settings.run
+    values: dict[str, Any] = {}
+    for name, value in given.items():
+        if value is None or value == ():
+            continue
+        if name == "labels":
+            values[name] = {**run.labels, **_labels(value)}
+        elif name in ("sinks", "allowed_sub_models"):
+            added = [part.strip() for item in value for part in str(item).split(",") if part.strip()]
+            values[name] = list(dict.fromkeys([*getattr(run, name), *added]))
+        else:
+            values[name] = value
+    return loaded.with_run(values, {name: run_options.flag_of(name) for name in values})
+
+
+def _labels(items: Iterable[str]) -> dict[str, str]:
+    labels = {}
+    for item in items:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--label {item!r} is not KEY=VALUE", hint="e.g. --label experiment=chunking")
+        labels[key.strip()] = value
+    return labels

@@ -1,0 +1,127 @@
+"""Which sandbox a run gets, planned once for runs and for work outside them (scoring a benchmark case's project):
+the runtime (named, or the best ready security boundary), its settings, limits, packages and project folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel
+
+from rlm_host.errors import ConfigError
+from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
+from rlm_host.services import SandboxServices
+
+
+@dataclass(frozen=True)
+class SandboxPlan:
+    """A sandbox runtime chosen and configured: ``open()`` makes a fresh, unstarted session of it."""
+
+    spec: Any
+    settings: Optional[BaseModel]
+    services: SandboxServices
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.name)
+
+    def open(self) -> SandboxSession:
+        session: SandboxSession = self.spec.create(self.settings, self.services)
+        return session
+
+
+def plan_sandbox(host: Any, loaded: Any, home: Path, env_spec: Any, name: str, *, exec_timeout: float,
+                 memory_mb: int, workspace: Optional[Path] = None) -> SandboxPlan:  # fmt: skip
+    """The sandbox a run of ``env_spec`` gets with ``--sandbox name`` (``auto``: the best ready boundary)."""
+    spec = choose_sandbox(host, loaded, name, env_spec)
+    packages = sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)) if env_spec else ()
+    services = SandboxServices(home=home, limits=SandboxLimits(exec_timeout=exec_timeout, memory_mb=memory_mb),
+                               workspace=workspace, packages=packages)  # fmt: skip
+    return SandboxPlan(spec, loaded.component("sandbox", spec.name), services)
+
+
+def memory_for(context_meta: dict[str, Any]) -> int:
+    """Sandbox memory, MB: generous next to the context (a copy in transit plus the live value)."""
+    return max(2048, 512 + 6 * int(context_meta.get("total_chars", 0)) // 1_000_000)
+
+
+def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None) -> Any:
+    """The named runtime, or for ``auto`` the ready security boundary with the highest priority; for an
+    environment that needs a workspace, only runtimes that can mount one."""
+    registry = host.sandboxes()
+    needs_workspace = bool(env_spec is not None and env_spec.workspace)
+    able = [spec.name for spec in registry if spec.workspace]
+    if name != "auto":
+        spec = registry.get(name)  # an unknown name: UnknownComponentError (exit 2)
+        if needs_workspace and not spec.workspace:
+            raise ConfigError(f"the {env_spec.name} environment edits a project folder, and the {spec.name} sandbox "
+                              "cannot mount one", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
+        ready = spec.readiness(loaded.component("sandbox", spec.name))
+        if not ready.ok:  # a named runtime that cannot start is bad input, said before any model is called
+            raise ConfigError(f"the {spec.name} sandbox is not ready: {ready.detail}",
+                              hint=ready.hint or "rlm plugins doctor shows what each sandbox needs")  # fmt: skip
+        return spec
+    ranked = sorted((spec for spec in registry if spec.security_boundary and (spec.workspace or not needs_workspace)),
+                    key=lambda spec: -spec.priority)  # fmt: skip
+    for spec in ranked:
+        if spec.readiness(loaded.component("sandbox", spec.name)).ok:
+            return spec
+    if needs_workspace:
+        raise ConfigError(f"no sandbox that can mount the {env_spec.name} environment's project folder is ready "
+                          "as a security boundary", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
+    not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
+    raise ConfigError(
+        "no secure sandbox is installed and ready",
+        hint="install a sandbox plugin that is a security boundary (`rlm plugins doctor` shows what is not ready)"
+        + (f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox"
+           f" {not_boundaries[0]}" if not_boundaries else ""),
+    )  # fmt: skip
+
+
+def _workspace_hint(registry: Any, loaded: Any, able: list[str]) -> str:
+    """Which flag to pass: a ready runtime that can mount a folder but is not a security boundary (said so), and
+    how to make a boundary that can ready (its own hint), or which plugin to install."""
+    specs = [registry.get(name) for name in able]
+    ready = {spec.name: spec.readiness(loaded.component("sandbox", spec.name)) for spec in specs}
+    unsafe = [spec.name for spec in specs if not spec.security_boundary and ready[spec.name].ok]
+    options = [f"pass --sandbox {name} (NOT a security boundary)" for name in unsafe]
+    for spec in specs:
+        if spec.security_boundary:
+            state = ready[spec.name]
+            how = "" if state.ok else f", once ready: {state.hint or state.detail}"
+            options.append(f"use --sandbox {spec.name}{how}")
+    if not any(registry.get(name).security_boundary for name in able):
+        options.append("install a sandbox plugin that can (pip install rlm-sandbox-docker)")
+    return "; or ".join(options) + " (`rlm plugins doctor` shows what is ready)"
+
+
+def sandbox_packages_for(env_spec: Any, env_settings: Any) -> tuple[str, ...]:
+    """What the environment's sandbox must import: its spec's packages, then those its settings add in a
+    ``sandbox_packages`` field (a project's own test dependencies, say)."""
+    extra = getattr(env_settings, "sandbox_packages", None) or ()
+    return tuple(dict.fromkeys([*env_spec.sandbox_packages, *extra]))
+
+
+def project_folder(workdir: Optional[Path], allow_any: bool = False) -> Path:
+    """The run's project folder, resolved: ``--workdir`` (created when missing), else the current directory. An
+    environment that writes files there refuses a home, desktop, documents or downloads folder and a system folder
+    (the model would be editing them) unless ``allow_any`` (``--allow-any-workdir``)."""
+    folder = Path(workdir or ".").expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--workdir {folder} is not a directory")
+    if not allow_any and folder in protected_folders():
+        raise ConfigError(f"refusing to let the model edit files in {folder}: a home, documents or system folder",
+                          hint="run from a project folder, pass --workdir DIR, or --allow-any-workdir if you mean it")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def protected_folders() -> set[Path]:
+    """Folders an environment that edits files never works in by default: the user's home and its desktop,
+    documents and downloads folders, the filesystem root and the system's own folders."""
+    home = Path.home().resolve()
+    system = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/root", "/sbin", "/sys", "/usr",
+              "/var", "/System", "/Library", "/Applications", "/Users", "/home", "/private", "/tmp")  # fmt: skip
+    folders = {home, *(home / name for name in ("Desktop", "Documents", "Downloads"))}
+    return {p.resolve() if p.exists() else p for p in folders | {Path(s) for s in system}}
