@@ -19,9 +19,10 @@ from rlm_host.engine.carry import VariableCarrier
 from rlm_host.errors import BudgetExceeded
 from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.recursion import RecursionGuard
-from rlm_host.context import TextFile, describe_context
+from rlm_host.context import describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
-from rlm_host.engine.plan import RunPlan, choose_sandbox, memory_for, plan_run, sandbox_packages_for
+from rlm_host.engine.plan import RunPlan, plan_run
+from rlm_host.engine.sandbox_plan import memory_for, plan_sandbox
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
 from rlm_host.frameworks.protocol import FrameworkContext, StepLimitReached, TurnLimitedRole
@@ -29,8 +30,7 @@ from rlm_host.frameworks.tools import SandboxTools
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
-from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
-from rlm_host.services import SandboxServices
+from rlm_host.sandbox.protocol import SandboxError, SandboxSession
 from rlm_host import logs
 from rlm_host.redact import redact
 from rlm_host.signals import interruption
@@ -59,6 +59,7 @@ class RLMRunner:
         task: str,
         *,
         context: Any = None,
+        settings: Any = None,
         cancel: Optional[threading.Event] = None,
         on_event: Optional[Callable[[RunEvent], None]] = None,
         connectors: Optional[dict[str, ModelConnector]] = None,
@@ -66,14 +67,19 @@ class RLMRunner:
         carry: Optional[VariableCarrier] = None,
         **options: Any,
     ) -> RunResult:
-        """Run ``task`` over ``context`` (str, list of documents, JSON object or None).
+        """Run ``task`` over ``context``: a value (str, list of documents, JSON) or ``ContextFiles`` (paths the plan
+        loads as the environment needs), or None.
 
-        ``options`` override the ``[run]`` settings: environment, framework, model, sub_model, sandbox,
-        max_steps, timeout, exec_timeout, max_depth, max_llm_calls, max_tokens, max_cost, strict, base_url.
-        ``shared_budget`` is a ``Budget`` this run draws from as well (runs of one ``RLM(shared_budget=True)``);
-        ``carry`` (a ``VariableCarrier``) binds earlier variables in the root run's sandbox and saves them after.
+        ``settings``: the ``LoadedSettings`` of this run (the front doors pass theirs, run options merged in with
+        ``with_run``); default this runner's. ``options`` (any ``[run]`` setting by name) override them, for
+        programs and tests that call the runner directly. ``shared_budget`` is a ``Budget`` this run draws from as
+        well (runs of one ``RLM(shared_budget=True)``); ``carry`` (a ``VariableCarrier``) binds earlier variables in
+        the root run's sandbox and saves them after.
         """
-        plan = plan_run(self.host, self.loaded, self.home, options, context, connectors, self.prices)
+        from rlm_host.config.run_options import keyword_label
+
+        loaded = (settings or self.loaded).with_run(options, {name: keyword_label(name) for name in options})
+        plan = plan_run(self.host, loaded, self.home, context, connectors, self.prices)
         if on_event is None:  # no live view (--quiet, a plain API call): a cost budget's warnings still reach stderr
             for warning in plan.warnings:
                 logs.get_logger("rlm.budget").warning(warning)
@@ -81,45 +87,34 @@ class RLMRunner:
             warm_up = getattr(connector, "warm_up", None)
             if warm_up is not None:
                 warm_up()  # the SDK loads while the sandbox starts and takes the context
-        if isinstance(context, TextFile) and not plan.context_on_disk:
-            context = context.read()  # this environment (or framework) works with the text itself
-        budget = Budget(
-            timeout=plan.run.timeout,
-            max_llm_calls=plan.run.max_llm_calls,
-            max_tokens=plan.run.max_tokens,
-            max_cost=plan.run.max_cost,
-            cancel=cancel,
-            shared=shared_budget,
-        )
+        run = plan.run
+        budget = Budget(timeout=run.timeout, max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
+                        max_cost=run.max_cost, cancel=cancel, shared=shared_budget)  # fmt: skip
         bus = EventBus()
         closers = plan.attach_observers(bus)
         if on_event is not None:
             bus.subscribe("on_event", on_event)
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
-        guard = RecursionGuard(plan.run.max_depth)
         try:
-            result = self._run(scope, task, context, plan, budget, guard, carry)
+            result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry)
         finally:
             _close_all(closers)
-        if plan.writer.failed is not None:  # the answer survives a record that could not be written
-            result = result.model_copy(update={"record_error": f"the trajectory {plan.writer.path} is incomplete: "
-                                                                f"{plan.writer.failed} ({plan.writer.dropped} "
-                                                                "event(s) not written)"})  # fmt: skip
+        writer = plan.writer
+        if writer.failed is not None:  # the answer survives a record that could not be written
+            result = result.model_copy(update={"record_error": f"the trajectory {writer.path} is incomplete: "
+                                               f"{writer.failed} ({writer.dropped} event(s) not written)"})  # fmt: skip
         return result
 
     def open_sandbox(self, *, sandbox: Optional[str] = None, environment: Optional[str] = None,
                      workspace: Optional[Path] = None, exec_timeout: Optional[float] = None) -> SandboxSession:
-        """A fresh, unstarted sandbox session chosen as a run of ``environment`` would choose it (workspace and
-        packages included): for work done outside any run, such as scoring a benchmark case's project with its
-        hidden tests where the model's code never ran. The caller starts and shuts it down."""
+        """A fresh, unstarted sandbox session chosen as a run of ``environment`` would choose it (the same planner:
+        workspace and packages included): for work done outside any run, such as scoring a benchmark case's project
+        with its hidden tests where the model's code never ran. The caller starts and shuts it down."""
         run = self.loaded.settings.run
         env_spec = self.host.environments().get(environment or run.environment)
-        spec = choose_sandbox(self.host, self.loaded, sandbox or run.sandbox, env_spec)
-        limits = SandboxLimits(exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}))
-        packages = sandbox_packages_for(env_spec, self.loaded.component("environment", env_spec.name))
-        services = SandboxServices(home=self.home, limits=limits, workspace=workspace, packages=packages)
-        session: SandboxSession = spec.create(self.loaded.component("sandbox", spec.name), services)
-        return session
+        return plan_sandbox(self.host, self.loaded, self.home, env_spec, sandbox or run.sandbox,
+                            exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}),
+                            workspace=workspace).open()  # fmt: skip
 
     # ------------------------------------------------------------------ one run (root or child)
 
