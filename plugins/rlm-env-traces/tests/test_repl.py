@@ -3,7 +3,7 @@
 import json
 
 from rlm_env_traces.generate import SYSTEMIC_MESSAGE, generate
-from rlm_host.testing import EnvironmentContract
+from rlm_host.testing import EnvironmentContract, isolated_runner, run_scripted
 
 PLUGIN = "rlm-env-traces"
 
@@ -16,6 +16,18 @@ class TestTraceRLM(EnvironmentContract):
     final_reply = "FINAL(42)"
     final_answer = "42"
     working_reply = "```repl\nx = len(context)\nprint(x)\n```"
+
+
+def test_its_repl_is_pure_rlm_with_the_configured_pure_rlm_settings(tmp_path):
+    """trace_rlm builds pure_rlm through its context (``ctx.build_environment``), so ``[environment.pure_rlm]``
+    applies to it: here a 300-character cut of REPL output instead of the default 8,000."""
+    runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process",
+                             environ={"RLM_ENVIRONMENT__PURE_RLM__MAX_OUTPUT_CHARS": "300"})  # fmt: skip
+    result, _, root = run_scripted(runner, "Print.", ["```repl\nprint('x' * 5000)\n```", "FINAL(done)"],
+                                   environment="trace_rlm")  # fmt: skip
+    assert result.final_response == "done", result.error
+    shown = "".join(m["content"] for m in root.calls[1])
+    assert "characters cut" in shown and "x" * 400 not in shown
 
 
 def first_step(run):
