@@ -93,7 +93,7 @@ def start_method(method: str = "auto") -> str:
     return "fork" if threading.active_count() == 1 else "forkserver"
 
 
-#: ``start_method`` as the public face exports it (a bare ``start_method`` would say too little there).
+#: ``start_method`` as the context kit (``rlm_host.sdk.context``) exports it (a bare ``start_method`` would say too little there).
 bounded_start_method = start_method
 
 

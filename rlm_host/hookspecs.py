@@ -59,8 +59,8 @@ def rlm_register_environments() -> list[EnvironmentSpec]:
     Called when a run is planned and by listings. The factory is called once per run (and per child run) as
     ``factory(settings, ctx: EnvironmentContext) -> Environment``; the runner then calls ``start()``, then
     ``messages(step)`` / ``execute(reply, step)`` each step, ``synthesize()`` when steps ran out, and
-    ``close()`` at the end (see ``rlm_host.environments.protocol``). An environment may declare a
-    ``reply_format`` (``rlm_host.ReplyFormat``: a GBNF grammar, a JSON schema), which the runner hands to the
+    ``close()`` at the end (the kit: ``rlm_host.sdk.environments``). An environment may declare a
+    ``reply_format`` (``rlm_host.sdk.models.ReplyFormat``: a GBNF grammar, a JSON schema), which the runner hands to the
     root model's connector on each turn where it can be enforced. Test it with ``rlm_host.testing.EnvironmentContract``.
     """
 
@@ -70,7 +70,7 @@ def rlm_register_frameworks() -> list[FrameworkSpec]:
     """Framework adapters that run a task through another agent framework (``rlm run --framework NAME``).
 
     The factory is called once per run as ``factory(settings, ctx: FrameworkContext) -> FrameworkAdapter``
-    (``rlm_host.frameworks.protocol``): the adapter drives the framework with the run's models (``ctx.root`` /
+    (``rlm_host.sdk.frameworks``): the adapter drives the framework with the run's models (``ctx.root`` /
     ``ctx.sub``) and sandbox (``ctx.tools``), reports each step with ``ctx.step(...)``, and its ``run()`` returns a
     ``FrameworkOutcome``. ``mode`` says whether the framework implements the RLM loop itself (``native_rlm``)
     or is a tool-calling ``agent``. Test it with ``rlm_host.testing.FrameworkContract``.
@@ -82,7 +82,7 @@ def rlm_register_sandboxes() -> list[SandboxSpec]:
     """Sandbox runtimes executing model-written code in a persistent REPL (``rlm run --sandbox NAME``).
 
     The factory is called once per run (and per child run) as ``factory(settings, services: SandboxServices)
-    -> SandboxSession`` (``rlm_host.sandbox.protocol``). ``--sandbox auto`` picks the ready runtime with
+    -> SandboxSession`` (``rlm_host.sdk.sandbox``). ``--sandbox auto`` picks the ready runtime with
     ``security_boundary=True`` and the highest ``priority``; a runtime that is not a boundary is used only when
     named. Test it with ``rlm_host.testing.SandboxContract``.
     """
@@ -96,7 +96,7 @@ def rlm_register_providers() -> list[ProviderSpec]:
     ProviderServices) -> ModelConnector`` (``services.model`` is the part after ``provider:``). The record's
     fields tell the host what it needs without knowing the provider: key variables, default base URL, example
     and default models, and whether and how eagerly ``--model auto`` may pick it. A connector that can enforce
-    an environment's reply format declares the kinds in ``reply_formats`` (``rlm_host.ModelConnector``). Test it
+    an environment's reply format declares the kinds in ``reply_formats`` (``rlm_host.sdk.models.ModelConnector``). Test it
     with ``rlm_host.testing.ProviderContract``.
     """
 
@@ -120,7 +120,7 @@ def rlm_register_context_loaders() -> list[ContextLoaderSpec]:
     """Context loaders: read files of the formats they claim (``suffixes``) for ``--context`` and the Python API.
 
     The factory is called once per loading as ``factory(settings, services: HostServices)`` and returns an object
-    with ``load(path) -> str | JSON value | rlm_host.Documents``; a file it cannot read (encrypted, corrupt, no
+    with ``load(path) -> str | JSON value | rlm_host.sdk.context.Documents``; a file it cannot read (encrypted, corrupt, no
     text) raises ``rlm_host.InputError`` naming the file and what to do. Text and JSON are the built-in loaders.
     Test it with ``rlm_host.testing.ContextLoaderContract``.
     """

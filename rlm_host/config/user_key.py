@@ -67,6 +67,6 @@ def verify(value: Any, signature: Any, env: Optional[Mapping[str, str]] = None) 
         return False
 
 
-#: The names plugins import from ``rlm_host`` (``sign`` and ``verify`` alone would say too little there).
+#: The names plugins import from ``rlm_host.sdk.context`` (``sign`` and ``verify`` alone would say too little there).
 user_signature = sign
 verify_user_signature = verify

@@ -1,4 +1,4 @@
-"""``EnvironmentContract``: the test suite of the environment protocol (``rlm_host.environments.protocol``).
+"""``EnvironmentContract``: the test suite of the environment protocol (``rlm_host.sdk.environments``).
 
 An environment plugin proves it keeps the protocol by subclassing it in its tests::
 

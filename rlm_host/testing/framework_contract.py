@@ -1,4 +1,4 @@
-"""``FrameworkContract``: the test suite of the framework adapter contract (``rlm_host.frameworks``).
+"""``FrameworkContract``: the test suite of the framework adapter contract (``rlm_host.sdk.frameworks``).
 
 An adapter plugin proves it keeps the contract by subclassing it in its tests::
 

@@ -1,4 +1,4 @@
-"""``ProviderContract``: the test suite of the model connector protocol (``rlm_host.ModelConnector``) and of the
+"""``ProviderContract``: the test suite of the model connector protocol (``rlm_host.sdk.models.ModelConnector``) and of the
 ``ProviderSpec`` fields the host reads, for every provider.
 
 A provider plugin proves it keeps them by subclassing it in its tests::

@@ -1,4 +1,4 @@
-"""``SandboxContract``: the test suite of the sandbox protocol (``rlm_host.sandbox.protocol``), for every runtime.
+"""``SandboxContract``: the test suite of the sandbox protocol (``rlm_host.sdk.sandbox``), for every runtime.
 
 A sandbox plugin proves it keeps the protocol by subclassing it in its tests::
 

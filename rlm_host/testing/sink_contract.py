@@ -1,4 +1,4 @@
-"""``SinkContract``: the test suite of the observability sink protocol (``rlm_host.events.Sink``).
+"""``SinkContract``: the test suite of the observability sink protocol (``rlm_host.sdk.observability.Sink``).
 
 A sink plugin proves it keeps the protocol by subclassing it in its tests::
 
