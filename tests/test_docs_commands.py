@@ -1,4 +1,4 @@
-"""The docs check: every ``rlm …`` command of README.md and the plugin READMEs (```bash blocks, ``$ rlm …`` lines
+"""The docs check: every ``rlm …`` command of README.md, the docs site (docs/**/*.md) and the plugin READMEs (```bash blocks, ``$ rlm …`` lines
 of sessions), in an isolated HOME and working directory with every installed plugin and no API key.
 
 For each command: ``rlm <its sub-command> --help`` must succeed and list every ``--flag`` the page uses with it;
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted(ROOT.glob("plugins/*/README.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted(ROOT.glob("plugins/*/README.md"))]
 RLM = str(Path(sys.executable).with_name("rlm"))
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 GLOBAL_FLAGS = ("--version", "--config", "--debug", "--verbose", "--log-json", "--trust-config", "--help")

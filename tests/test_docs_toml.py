@@ -1,5 +1,5 @@
-"""Every ```toml block of README.md and of every plugin README parses with tomllib, and the README's
-``[[prices]]`` example is accepted by ``rlm config show`` as printed (issue 30, item 14)."""
+"""Every ```toml block of README.md, of the docs site (docs/**/*.md) and of every plugin README parses with
+tomllib, and the ``[[prices]]`` example of the docs is accepted by ``rlm config show`` as printed (issue 30, item 14)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted(ROOT.glob("plugins/*/README.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted(ROOT.glob("plugins/*/README.md"))]
 TOML_BLOCK = re.compile(r"^```toml[^\n]*\n(.*?)^```", re.S | re.M)
 RLM = str(Path(sys.executable).with_name("rlm"))
 
