@@ -16,6 +16,7 @@ from typing import List, Optional
 import typer
 
 from rlm_host.cli.context_args import command
+from rlm_host.cli.run_flags import run_option
 
 HELP = "/context  /model NAME  /vars  /save  /help  /exit"
 COMMANDS = ("/context", "/model", "/vars", "/save", "/help", "/exit", "/quit")
@@ -26,10 +27,10 @@ def chat_session(
     context: Optional[List[str]] = typer.Option(None, "--context", "-c", help="A file or a directory to talk about; several: --context a.txt b.md."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue a saved session (its id)."),
     list_: bool = typer.Option(False, "--list", help="List the saved sessions and exit."),
-    model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
-    sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query."),
-    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Root turns per question."),
+    model: Optional[str] = run_option("model"),
+    sub_model: Optional[str] = run_option("sub_model"),
+    sandbox: Optional[str] = run_option("sandbox"),
+    max_steps: Optional[int] = run_option("max_steps"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view of the steps; answers only."),
 ) -> None:
     """Talk with an RLM about a context: each question a run; variables and conversation kept, and saved."""

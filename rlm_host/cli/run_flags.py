@@ -96,3 +96,18 @@ def _labels(items: Iterable[str]) -> dict[str, str]:
             raise InputError(f"--label {item!r} is not KEY=VALUE", hint="e.g. --label experiment=chunking")
         labels[key.strip()] = value
     return labels
+
+
+def run_option(name: str) -> Any:
+    """``typer.Option`` of one run option for a typer command (``rlm chat``, ``rlm bench run``): its flag and help
+    from the declaration, default None (the configured value). The parameter's annotation is the command's own;
+    ``tests/test_run_options.py`` checks it matches the field."""
+    import typer
+
+    from rlm_host.config.schema import RunSettings
+
+    _, is_flag, _, metavar = _field_type(name)
+    flag = run_options.flag_of(name)
+    decls = [f"{flag}/--no-{flag[2:]}"] if is_flag else [flag]
+    return typer.Option(None, *decls, help=_help(name, RunSettings.model_fields[name].description or ""),
+                        metavar=None if is_flag else metavar)  # fmt: skip

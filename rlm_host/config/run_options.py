@@ -52,7 +52,7 @@ def merge_run(base: RunSettings, values: dict[str, Any], labels: Optional[dict[s
         raise ConfigError(f"invalid run option: {problems}") from None
 
 
-def annotation(name: str) -> Any:
+def run_option_type(name: str) -> Any:
     """The type of a run option for a front door that builds a schema from annotations (the MCP tool, through
     pydantic): optional (None: the configured value), with the field's limits and description."""
     from typing import Annotated

@@ -1,17 +1,23 @@
 """The embedding kit: for programs that run rlm (and plugin commands that run it: a benchmark, an MCP server).
 
-``RLM`` is the front door (``RLM(...).run(task, context=...)``, ``.stream``, ``.chat`` → ``ChatSession``; also in
-the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
+``RLM`` is the front door (``RLM(model=...).completion(context, query)``, ``acompletion``, ``stream``,
+``astream``, ``session`` → ``ChatSession``; also in the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
 ``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
 runs), ``RunStore`` reads the recorded runs of a home and ``Replay`` walks one run tree (what an exporter,
 ``rlm_register_exporters``, writes out). A plugin's own sub-command gets its settings from
-``rlm_host.CommandServices.of(ctx)``, not by loading them again.
+``rlm_host.CommandServices.of(ctx)``, not by loading them again; a command that offers run options declares them
+with ``run_option("max_steps")`` (flag, help and default from the one declaration, ``RunSettings``) and merges
+what the user gave with ``apply_run_flags(settings, {"max_steps": value})`` (errors and provenance name the flag);
+a front door speaking JSON Schema types its parameters with ``run_option_type("max_steps")`` (the MCP tool).
 
 Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and ``RunStore``),
 ``plugins/rlm-bench`` (benchmarks over ``RLMRunner``).
 """
 
 from rlm_host.api.client import RLM, RunStream
+from rlm_host.cli.run_flags import apply as apply_run_flags
+from rlm_host.cli.run_flags import run_option
+from rlm_host.config.run_options import run_option_type
 from rlm_host.api.session import ChatSession
 from rlm_host.config import LoadedSettings, load_settings
 from rlm_host.engine.budget import Budget
@@ -21,4 +27,5 @@ from rlm_host.trajectory.store import RunStore
 from rlm_host.trajectory.tree import Replay
 
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "load_settings", "LoadedSettings",
-           "PluginHost", "RunStore", "Replay"]  # fmt: skip
+           "PluginHost", "RunStore", "Replay", "run_option", "apply_run_flags",
+           "run_option_type"]  # fmt: skip

@@ -9,7 +9,9 @@ from typing import Any, List, Optional
 
 import typer
 
-from rlm_host import InputError, RLMRunner, RlmError, command_settings, get_host, resolve_connector
+from rlm_host import CommandServices, InputError, RlmError
+from rlm_host.sdk.embedding import RLMRunner, apply_run_flags, run_option
+from rlm_host.sdk.models import resolve_connector
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
 
@@ -22,7 +24,7 @@ def bench() -> None:
 
 
 def _home(ctx: typer.Context) -> Path:
-    return command_settings(ctx).home
+    return CommandServices.of(ctx).home
 
 
 @app.command("list", short_help="List the benchmark presets: cases, source, description.")
@@ -34,7 +36,8 @@ def list_presets(
     """Benchmark presets: name, cases, where they come from, description."""
     from rlm_bench.catalog import list_presets as find_all
 
-    presets = find_all(get_host(), [str(p) for p in pack or []], loaded=command_settings(ctx))
+    runner = RLMRunner(loaded=CommandServices.of(ctx).settings)
+    presets = find_all(runner.host, [str(p) for p in pack or []], loaded=runner.loaded)
     if as_json:
         payload = [{"name": p.name, "description": p.description, "source": p.source,
                     "cases": [c.model_dump(mode="json") for c in p.cases]} for p in presets]  # fmt: skip
@@ -57,10 +60,10 @@ def run(
     mode: str = typer.Option("native", "--mode", help="native (the RLM loop) or direct-llm (one call, the baseline)."),
     framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework adapter; several "
                                             "separated by commas run the preset once each and compare them."),
-    env: Optional[str] = typer.Option(None, "--env", help="Run every case in this environment instead of its own."),
-    model: Optional[str] = typer.Option(None, "--model", help="Root model as provider:model."),
-    sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query (default: the root model)."),
-    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime (default: best installed)."),
+    env: Optional[str] = run_option("environment"),
+    model: Optional[str] = run_option("model"),
+    sub_model: Optional[str] = run_option("sub_model"),
+    sandbox: Optional[str] = run_option("sandbox"),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Model judging cases scored by 'judge'."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Run only the first N cases."),
     concurrency: int = typer.Option(1, "--concurrency", "-j", min=1, max=64, help="Cases run at once."),
@@ -73,10 +76,8 @@ def run(
     resume: Optional[str] = typer.Option(
         None, "--resume", help="Finish an interrupted benchmark (its id), with its own preset, mode and models."
     ),
-    instructions: Optional[str] = typer.Option(None, "--instructions", help="Domain guidance appended to every case's "
-                                               "system prompt (TEXT or @FILE); part of the benchmark's identity."),
-    sink: Optional[List[str]] = typer.Option(None, "--sink", help="Also feed this observability sink with every "
-                                             "case's run (repeat, or a,b); runs carry benchmark_id/preset/case labels."),
+    instructions: Optional[str] = run_option("instructions"),
+    sink: Optional[List[str]] = run_option("sinks"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -86,14 +87,10 @@ def run(
 
     if mode not in ("native", "direct-llm"):
         raise RlmError(f"unknown mode {mode!r}", hint="choose native or direct-llm")
-    runner = RLMRunner(loaded=command_settings(ctx), host=get_host())
-    runner.loaded.settings.run.sinks = runner.loaded.settings.run.with_sinks(sink)
-    if instructions is not None:
-        try:
-            runner.loaded.settings.run.instructions = instructions
-        except ValueError as exc:  # pydantic's ValidationError: an unreadable @FILE
-            problem = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
-            raise InputError(f"--instructions: {problem}", hint="give the text, or @PATH to a text file") from None
+    # --instructions and --sink are settings of every case's run (the flag named in any error); the models, the
+    # sandbox and --env are the benchmark's own identity (its manifest), so a resume runs with them again
+    loaded = apply_run_flags(CommandServices.of(ctx).settings, {"instructions": instructions, "sinks": sink})
+    runner = RLMRunner(loaded=loaded)
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
                             on_case=progress.case if progress else None, processes=processes,
@@ -106,7 +103,7 @@ def run(
                 raise RlmError(f"benchmark {resume} ran preset {manifest.preset!r}, not {preset!r}")
             summary = bench.resume(resume, concurrency=concurrency)
         else:
-            chosen = find_preset(preset, get_host(), [str(p) for p in pack or []], loaded=runner.loaded)
+            chosen = find_preset(preset, runner.host, [str(p) for p in pack or []], loaded=runner.loaded)
             frameworks = [f.strip() for f in (framework or "").split(",") if f.strip()] or [None]
             summaries = []
             for each in frameworks:
@@ -300,8 +297,8 @@ def judge(
     """Judge predictions with an LLM (yes/no, question-type prompts); resumes, skipping ids already judged."""
     from rlm_bench.judge import judge_predictions
 
-    loaded = command_settings(ctx)
-    connector = resolve_connector(model or loaded.settings.run.model, host=get_host(), settings=loaded)
+    runner = RLMRunner(loaded=CommandServices.of(ctx).settings)
+    connector = resolve_connector(model or runner.loaded.settings.run.model, host=runner.host, settings=runner.loaded)
     out = output or predictions.with_name(predictions.stem + ".judged.jsonl")
     result = judge_predictions(predictions, reference, out, connector)
     accuracy = "-" if result.accuracy is None else f"{100 * result.accuracy:.1f}%"

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from rlm_host import RLM, RlmError
+from rlm_host.sdk.embedding import run_option_type
 
 from rlm_mcp import bench, runs
 from rlm_mcp.ceilings import CeilingError, Ceilings
@@ -19,6 +20,15 @@ from rlm_mcp.http_guard import DISCONNECTED_KEY
 from rlm_mcp.models import BenchOutput, RunDetail, RunOutput, RunsList
 from rlm_mcp.roots import WALK_SECONDS, OutsideRoots, Roots
 from rlm_mcp.runner import run_with_progress, to_output
+
+# The run options a client may set (within the operator's ceilings): typed, limited and described by their one
+# declaration, the host's RunSettings, so the tool's input schema cannot drift from `rlm run` and `RLM(...)`.
+Model = run_option_type("model")
+Sandbox = run_option_type("sandbox")
+MaxSteps = run_option_type("max_steps")
+MaxDepth = run_option_type("max_depth")
+Timeout = run_option_type("timeout")
+MaxCost = run_option_type("max_cost")
 
 INSTRUCTIONS = (
     "Recursive Language Models (rlm): rlm_run answers a query over a text, a file or a folder by letting a model "
@@ -71,9 +81,9 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
     async def rlm_run(ctx: Context, query: str, text: Optional[str] = None, path: Optional[str] = None,
-                      model: Optional[str] = None, sandbox: Optional[str] = None, max_steps: Optional[int] = None,
-                      max_depth: Optional[int] = None, timeout: Optional[float] = None,
-                      max_cost: Optional[float] = None) -> Annotated[CallToolResult, RunOutput]:  # fmt: skip
+                      model: Model = None, sandbox: Sandbox = None, max_steps: MaxSteps = None,
+                      max_depth: MaxDepth = None, timeout: Timeout = None,
+                      max_cost: MaxCost = None) -> Annotated[CallToolResult, RunOutput]:  # fmt: skip
         """Run a Recursive Language Model: answer `query` over `text`, or over the file or folder at `path`
         (inside the server's roots), or over no context. `model` and `sandbox` must be ones the server allows
         (an error lists them); `max_steps`, `max_depth`, `timeout` and `max_cost` may lower the server's limits,
