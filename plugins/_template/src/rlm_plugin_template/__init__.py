@@ -1,3 +1,4 @@
-"""rlm-plugin-template: a copyable rlm plugin distribution (a sink, a benchmark pack, a command, a doctor check)."""
+"""rlm-plugin-template: a copyable rlm plugin distribution (an environment, a provider, a framework adapter, a sink,
+a benchmark pack, a command, a doctor check)."""
 
 PLUGIN_NAME = "rlm-plugin-template"

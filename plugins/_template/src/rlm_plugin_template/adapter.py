@@ -47,7 +47,7 @@ class TinyAgentAdapter:
     def __init__(self, settings: Optional[AgentSettings], ctx: FrameworkContext) -> None:
         self.ctx = ctx
         self.settings = settings or AgentSettings()
-        self.code_ok = True
+        self.code, self.code_ok = "", True
 
     def run(self) -> FrameworkOutcome:
         from rlm_plugin_template.tiny_agent import TinyAgent  # the framework: imported when a run uses it
@@ -63,7 +63,7 @@ class TinyAgentAdapter:
 
     def _run_code(self, code: str) -> str:
         outcome = self.ctx.tools.run_code(code)
-        self.code_ok = outcome.ok
+        self.code, self.code_ok = code, outcome.ok
         if outcome.final is not None:
             self.ctx.step("final", {"output": outcome.text}, self.ctx.reward_for("final"), code=code)
             raise _Answered(outcome.final)
@@ -75,7 +75,8 @@ class TinyAgentAdapter:
             self.ctx.step("tool_call", {"tool": data["tool"]}, self.ctx.reward_for("tool_call"), code=data["input"],
                           reply=data["reply"])  # fmt: skip
         elif kind == "tool_result":
-            self.ctx.step("tool_result", {"output": data["output"]}, self.ctx.reward_for("tool_result", self.code_ok))
+            block = {"code": self.code, "stdout": data["output"]}  # `blocks`: what `rlm run` shows of a step
+            self.ctx.step("tool_result", {"blocks": [block]}, self.ctx.reward_for("tool_result", self.code_ok))
         elif kind == "retry":
             self.ctx.step("retry", {"error": data["error"]}, self.ctx.reward_for("retry"), reply=data["reply"])
         elif kind == "final":

@@ -84,7 +84,8 @@ class LinesEnvironment:
         result = self.session.execute(code, timeout=timeout)
         output = result.stdout + (f"\nerror: {result.error}" if result.error else "")
         self.last = truncate(output.strip() or "(no output)", self.settings.max_output_chars)
-        return ActionResult(action="run_code", code=code, observation={"success": result.ok, "output": self.last},
+        block = {"code": code, "stdout": truncate(result.stdout, self.settings.max_output_chars), "error": result.error}
+        return ActionResult(action="run_code", code=code, observation={"success": result.ok, "blocks": [block]},
                             reward=self.ctx.rewards.code_step(ok=result.ok, stderr=bool(result.stderr)))  # fmt: skip
 
     def synthesize(self) -> Optional[str]:
