@@ -249,6 +249,12 @@ class ProviderSpec(Component):
     the provider reads (a script, a saved run, a weights path): such strings are never taken from model output
     or from an untrusted project file when they point outside it.
 
+    What prices and hints need: ``price_id`` is the provider's id in genai-prices (its list prices and context
+    windows; none: not priced from there), ``prices`` the list prices of models genai-prices lacks, as
+    ``(model prefix, USD per 1M input tokens, USD per 1M output tokens)``; ``local`` says it runs on this machine
+    (a local server, a script, a replay), so its calls cost nothing; ``start_command`` how its server is started
+    (said when nothing listens at its URL). Aliases name it in model strings and in ``[[prices]]`` keys too.
+
     ``--model auto`` considers only providers with a ``default_model``, highest ``auto_priority`` first: the
     first one whose key (or base-URL variable) is set, else the first that needs no key and is ready (the
     embedded local model). A user who wants another model names it (``--model``, ``[run] model``,
@@ -266,10 +272,15 @@ class ProviderSpec(Component):
     default_notice: str = ""  # said to the user when auto picks it (e.g. "a tiny local model: …")
     auto_priority: int = 0
     model_files: bool = False
+    price_id: str = ""
+    prices: tuple[tuple[str, float, float], ...] = ()
+    local: bool = False
+    start_command: str = ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "key_env", tuple(self.key_env))
+        object.__setattr__(self, "prices", tuple(tuple(p) for p in self.prices))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,15 @@ from rlm_host.llm.protocol import Completion
 from rlm_host.testing import isolated_runner
 from support.openai_server import OpenAIServer, answer
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _providers_registered():
+    """Prices come from what each provider's record says (price ids, local, aliases): the installed plugins'
+    providers are registered first, as every run does when it resolves its models."""
+    from rlm_host.plugins.host import PluginHost
+
+    PluginHost(environ={}).providers()
+
 CODE = "```repl\nx = 1\n```"
 
 
@@ -42,7 +51,7 @@ class Unpriced:
 def test_max_cost_stops_a_run_of_a_hosted_openai_compatible_model(tmp_path, monkeypatch):
     """Groq's models had no price, so a run of one went on past --max-cost."""
     monkeypatch.setenv("GROQ_API_KEY", "gsk-test")
-    runner = isolated_runner(tmp_path, sandbox="process")
+    runner = isolated_runner(tmp_path, sandbox="process", plugins="rlm-provider-compatible")
     with OpenAIServer() as server:
         groq = get_snapshot().find_provider(None, "groq", None)
         monkeypatch.setattr(groq, "api_pattern", re.escape(server.url))  # the server stands in for api.groq.com
@@ -75,7 +84,7 @@ def test_strict_refuses_a_run_whose_cost_limit_cannot_be_enforced(tmp_path):
 
 
 def test_rlm_run_strict_exits_2_before_any_call(isolated_env, monkeypatch, capsys):
-    monkeypatch.setenv("RLM_PLUGINS", "")
+    monkeypatch.setenv("RLM_PLUGINS", "rlm-provider-compatible")
     monkeypatch.setenv("DEEPINFRA_API_KEY", "di-test")
     code = main(["run", "q", "--model", "deepinfra:meta-llama/Llama-3.3-70B-Instruct", "--max-cost", "0.1",
                  "--strict", "--sandbox", "process", "-q"])  # fmt: skip

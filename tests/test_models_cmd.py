@@ -22,7 +22,7 @@ SECRETS = {
 
 @pytest.fixture
 def models(isolated_env, monkeypatch, capsys):
-    monkeypatch.setenv("RLM_PLUGINS", "")
+    monkeypatch.setenv("RLM_PLUGINS", "rlm-provider-compatible")
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "GROQ_API_KEY"):
         monkeypatch.delenv(name, raising=False)
 
@@ -64,7 +64,7 @@ def test_each_provider_with_status_base_url_and_the_run_models(models, isolated_
     assert rows["openai"]["status"] == "no key" and rows["openai"]["default_model"] == "gpt-4o-mini"
     assert rows["openrouter"]["status"] == "no key" and "OPENROUTER_API_KEY" in rows["openrouter"]["hint"]
     assert rows["ollama"]["status"] == "ready" and rows["ollama"]["base_url"] == "http://gpu-box:11434/v1"
-    assert rows["ollama"]["example_model"] and rows["ollama"]["plugin"] == "rlm-host"
+    assert rows["ollama"]["example_model"] and rows["ollama"]["plugin"] == "rlm-provider-compatible"
     assert rows["scripted"]["base_url"] is None and rows["scripted"]["keys"] == []
     assert report["run"]["model"] == "auto" and report["run"]["sub_model"] == "ollama:llama3.2"
     assert report["run"]["auto"] is None and "no model configured" in report["run"]["auto_error"]

@@ -21,8 +21,8 @@ def test_models_list_probes_local_servers(rlm):
     with OpenAIServer() as server:
         env = {"RLM_PROVIDER__OLLAMA__BASE_URL": dead, "RLM_PROVIDER__VLLM__BASE_URL": server.url}
         started = time.monotonic()
-        listing = rlm("models", "list", plugins=[], env=env)
-        report = json.loads(rlm("models", "list", "--json", plugins=[], env=env).stdout)
+        listing = rlm("models", "list", plugins=["rlm-provider-compatible"], env=env)
+        report = json.loads(rlm("models", "list", "--json", plugins=["rlm-provider-compatible"], env=env).stdout)
     rows = {row["name"]: row for row in report["providers"]}
     assert (rows["ollama"]["status"], rows["ollama"]["listening"], rows["ollama"]["ready"]) == ("not running", False,
                                                                                                False)
@@ -40,7 +40,7 @@ def test_models_list_probes_local_servers(rlm):
 def test_a_run_against_a_local_server_that_refuses_fails_fast(rlm, isolated_env):
     dead = f"http://127.0.0.1:{closed_port()}/v1"
     started = time.monotonic()
-    result = rlm("run", "q", "--model", "ollama:llama3.2", "--sandbox", "process", "-q", plugins=[],
+    result = rlm("run", "q", "--model", "ollama:llama3.2", "--sandbox", "process", "-q", plugins=["rlm-provider-compatible"],
                  env={"RLM_PROVIDER__OLLAMA__BASE_URL": dead})
     took = time.monotonic() - started
     assert result.returncode == 1 and took < 4, (took, result.stderr)

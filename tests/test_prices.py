@@ -22,6 +22,15 @@ from rlm_host.plugins.host import PluginHost
 from rlm_host.results import Usage
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _providers_registered():
+    """Prices come from what each provider's record says (price ids, local, aliases): the installed plugins'
+    providers are registered first, as every run does when it resolves its models."""
+    from rlm_host.plugins.host import PluginHost
+
+    PluginHost(environ={}).providers()
+
+
 @pytest.mark.parametrize(
     "model, price",
     [

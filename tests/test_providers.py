@@ -300,7 +300,7 @@ def test_litellm_style_provider_slash_model_is_accepted_when_the_provider_exists
     from rlm_host import PluginHost
     from rlm_host.llm.resolve import split_model_string
 
-    host = PluginHost(environ={"RLM_PLUGINS": ""})
+    host = PluginHost(environ={"RLM_PLUGINS": "rlm-provider-compatible"})
     assert split_model_string("openai/gpt-4o-mini", host) == ("openai", "gpt-4o-mini")
     assert split_model_string("openrouter/meta-llama/llama-3-8b", host) == ("openrouter", "meta-llama/llama-3-8b")
     assert split_model_string("vllm:Qwen/Qwen2.5-7B", host) == ("vllm", "Qwen/Qwen2.5-7B")

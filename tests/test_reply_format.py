@@ -15,11 +15,8 @@ from rlm_host.environments.generic import REPLY_FORMAT as GENERIC
 from rlm_host.environments.protocol import reply_format_of
 from rlm_host.environments.pure_rlm.environment import PureRLMEnvironment
 from rlm_host.environments.pure_rlm.reply_format import REPLY_FORMAT as PURE_RLM
-from rlm_host.llm import openai_compatible as compatible
-from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.protocol import ReplyFormat, reply_format_for
 from rlm_host.testing import ScriptedConnector, isolated_runner
-from support.openai_server import OpenAIServer, answer
 
 ABSENT = "absent"  # the keyword was not passed at all
 
@@ -143,51 +140,3 @@ def test_a_bad_mode_is_a_usage_error(rlm_cli):
     result = rlm_cli("run", "q", "--reply-format", "sometimes", "--model", "scripted:none.json")
     assert result.code == 2 and "reply_format" in result.err and "'auto', 'on' or 'off'" in result.err
 
-
-# ------------------------------------------------------------------------------ OpenAI-compatible services
-
-
-def request_for(provider: str, reply_format: ReplyFormat) -> dict[str, Any]:
-    """The body ``provider``'s connector sends for a turn with ``reply_format`` (to a recording server)."""
-    with OpenAIServer() as server:
-        server.push(answer("ok"))
-        connector = compatible.create(provider, "m", environ={"KEY": "k"}, settings={"base_url": server.url,
-                                                                                    "api_key_env": "KEY"})  # fmt: skip
-        result = connector.complete([{"role": "user", "content": "hi"}], reply_format=reply_format)
-        body = server.requests[0].body
-    enforced = reply_format.kinds & connector.reply_formats
-    assert result.raw.get("reply_format") == (reply_format.name if enforced else None)
-    return body
-
-
-STRICT_SCHEMA = {"type": "json_schema",
-                 "json_schema": {"name": "generic_action", "schema": ACTION_SCHEMA, "strict": True}}  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("provider", "grammar_fields", "schema_fields"),
-    [
-        ("llamacpp_server", {"grammar": PURE_RLM.gbnf},
-         {"response_format": {"type": "json_object", "schema": ACTION_SCHEMA}}),
-        ("vllm", {"structured_outputs": {"grammar": PURE_RLM.gbnf}}, {"response_format": STRICT_SCHEMA}),
-        ("sglang", {"ebnf": PURE_RLM.gbnf}, {"response_format": STRICT_SCHEMA}),
-        ("ollama", {}, {"response_format": STRICT_SCHEMA}),
-        ("groq", {}, {"response_format": STRICT_SCHEMA}),
-        ("deepseek", {}, {}),  # JSON mode only, no schema: nothing it could enforce
-        ("tgi", {}, {}),
-    ],
-)  # fmt: skip
-def test_each_service_gets_the_format_in_its_own_fields(provider, grammar_fields, schema_fields):
-    plain = {"model", "messages", "max_tokens", "temperature"}
-    grammar_body = request_for(provider, PURE_RLM)
-    assert {k: v for k, v in grammar_body.items() if k not in plain} == grammar_fields
-    schema_body = request_for(provider, GENERIC)
-    assert {k: v for k, v in schema_body.items() if k not in plain} == schema_fields
-
-
-def test_only_llama_cpp_servers_enforce_by_default():
-    by_default = {name for name, service in compatible.PROVIDERS.items() if service.reply_fields.by_default}
-    assert by_default == {"llamacpp_server"}
-    assert compatible.create("llamacpp_server", "m").reply_format_by_default
-    openai = OpenAIConnector("gpt-4o-mini", environ={"OPENAI_API_KEY": "k"})
-    assert openai.reply_formats == {"json_schema"} and not openai.reply_format_by_default

@@ -13,7 +13,6 @@ import pytest
 
 from conftest import REPO
 from rlm_host.events import operation_of
-from rlm_host.llm import openai_compatible
 from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.protocol import ModelOptions, provider_of
 from rlm_host.llm.scripted import ScriptedConnector
@@ -96,15 +95,6 @@ def test_the_run_json_and_its_events_use_the_opentelemetry_names(rlm_cli, work):
 )
 def test_each_event_type_names_its_operation(type_, data, operation):
     assert operation_of(type_, data) == operation
-
-
-@pytest.mark.parametrize(
-    "provider, otel_name",
-    [("xai", "x_ai"), ("mistral", "mistral_ai"), ("groq", "groq"), ("deepseek", "deepseek"), ("ollama", "ollama")],
-)
-def test_openai_compatible_services_carry_their_opentelemetry_provider_names(provider, otel_name):
-    connector = openai_compatible.create(provider, "some-model", ModelOptions(api_key="k"), environ={})
-    assert connector.name == f"{provider}:some-model" and provider_of(connector) == otel_name
 
 
 def test_the_built_in_connectors_name_their_provider():

@@ -1,5 +1,6 @@
-"""Built-in providers: ``openai`` and the OpenAI-compatible family (one connector, each service's URL and key
-variable), ``scripted`` (replies from a script, for dry runs and tests) and ``replay`` (a saved run's replies)."""
+"""Built-in providers: ``openai`` (OpenAI, or any OpenAI-compatible server through its base URL), ``scripted``
+(replies from a script, for dry runs and tests) and ``replay`` (a saved run's replies). The OpenAI-compatible
+services by name (ollama, groq…) are the rlm-provider-compatible plugin."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 @hookimpl
 def rlm_register_providers() -> list[ProviderSpec]:
-    from rlm_host.llm.openai_compatible import PROVIDERS, CompatibleFactory  # not needed by `rlm --help`
-
     return [
         ProviderSpec(
             "openai",
@@ -27,6 +26,7 @@ def rlm_register_providers() -> list[ProviderSpec]:
             example_model="gpt-4o-mini",
             default_model="gpt-4o-mini",
             auto_priority=100,  # a configured OpenAI(-compatible) endpoint wins over other keys
+            price_id="openai",
         ),
         ProviderSpec(
             "scripted",
@@ -35,6 +35,7 @@ def rlm_register_providers() -> list[ProviderSpec]:
             key_optional=True,
             example_model="replies.json",
             model_files=True,
+            local=True,  # free
         ),
         ProviderSpec(
             "replay",
@@ -44,21 +45,6 @@ def rlm_register_providers() -> list[ProviderSpec]:
             key_optional=True,
             example_model="latest",
             model_files=True,
-        ),
-        *(
-            ProviderSpec(
-                service.name,
-                service.description,
-                CompatibleFactory(service.name),
-                aliases=service.aliases,
-                requires=("httpx",),
-                install_hint="pip install httpx",
-                settings="rlm_host.llm.openai_compatible_settings:CompatibleSettings",
-                key_env=service.key_env,
-                key_optional=service.local,
-                base_url=service.base_url,
-                example_model=service.example_model,
-            )
-            for service in PROVIDERS.values()
+            local=True,  # free
         ),
     ]

@@ -4,9 +4,10 @@ Its data ships inside the wheel and is never fetched (``UpdatePrices`` is not us
 (a long Claude or Gemini prompt costs more per token). ``genai_prices`` is imported on the first lookup only
 (≈ 0.2 s, then ≈ 20 ms to load its data; a lookup after that takes ≈ 0.1 ms): nothing calls it at CLI start.
 
-Model strings name our providers (``groq:…``, ``gemini:…``); :data:`PROVIDER_IDS` is the one place that says
-which genai-prices provider each one is. A provider missing from it (the local servers, DeepInfra, which
-genai-prices does not list) is never found here.
+Model strings name our providers; each provider's record says which genai-prices provider it is
+(``ProviderSpec.price_id``), and the plugin host copies that here when it registers the provider (:func:`learn`),
+with the prices of models genai-prices lacks, whether it is local (free) and how its server is started. A provider
+without a price id (the local servers, a script) is never found here.
 """
 
 from __future__ import annotations
@@ -18,20 +19,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-#: Our provider names, as price keys spell them (``rlm_host.config.schema.provider_key``), → genai-prices ids.
-PROVIDER_IDS: dict[str, str] = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "gemini": "google",
-    "groq": "groq",
-    "deepseek": "deepseek",
-    "mistral": "mistral",
-    "openrouter": "openrouter",
-    "together": "together",
-    "fireworks": "fireworks",
-    "xai": "x-ai",
-    "cerebras": "cerebras",
-}
+#: What the registered providers say, by name as price keys spell it (``rlm_host.config.schema.provider_key``):
+#: genai-prices ids, prices genai-prices lacks (model prefix → USD per 1M input, output tokens), the local ones
+#: and their servers' start commands. Facts about a name, never removed: a host with fewer plugins forgets nothing.
+PROVIDER_IDS: dict[str, str] = {}
+UNLISTED: dict[str, dict[str, tuple[float, float]]] = {}
+LOCAL: set[str] = set()
+START_COMMANDS: dict[str, str] = {}
+
+
+def learn(spec: Any) -> None:
+    """Take in what a registered ``ProviderSpec`` says about prices, aliases and its server."""
+    from rlm_host.config.schema import PROVIDER_ALIASES, provider_key
+
+    name = provider_key(spec.name)
+    PROVIDER_ALIASES.update({provider_key(alias): name for alias in spec.aliases})
+    if spec.price_id:
+        PROVIDER_IDS[name] = spec.price_id
+    if spec.prices:
+        UNLISTED[name] = {prefix: (float(i), float(o)) for prefix, i, o in spec.prices}
+    if spec.local:
+        LOCAL.add(name)
+    if spec.start_command:
+        START_COMMANDS[name] = spec.start_command
 
 
 @dataclass(frozen=True)
@@ -118,4 +128,5 @@ def _base(price: Any) -> float:
     return float(getattr(price, "base", price))
 
 
-__all__ = ["PROVIDER_IDS", "CatalogModel", "context_window", "find", "model_names", "serves"]
+__all__ = ["LOCAL", "PROVIDER_IDS", "START_COMMANDS", "UNLISTED", "CatalogModel", "context_window", "find", "learn",
+           "model_names", "serves"]

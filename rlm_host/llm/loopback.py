@@ -55,9 +55,9 @@ def probe(urls: list[str], timeout: float = 0.3) -> dict[str, bool]:
 
 def start_hint(url: str, provider: str = "") -> str:
     """What to do when nothing listens at ``url``: the server's start command when known, or --base-url."""
-    from rlm_host.llm.openai_compatible import PROVIDERS  # each service's record says how it is started
+    from rlm_host.config.schema import provider_key
+    from rlm_host.llm.catalog import START_COMMANDS  # each provider's record says how its server is started
 
-    service = PROVIDERS.get(provider.partition(":")[0])
-    command = service.start_command if service is not None else ""
+    command = START_COMMANDS.get(provider_key(provider.partition(":")[0]), "")
     start = f"start it (`{command}`)" if command else "start the server"
     return f"{start}, or point --base-url at one that runs"

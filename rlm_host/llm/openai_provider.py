@@ -81,7 +81,7 @@ class OpenAIConnector(RetryingConnector):
     """A ModelConnector for the OpenAI chat completions API. (retries: see :class:`RetryingConnector`).
 
     ``reply_fields`` says how the server takes a reply format: OpenAI's JSON schemas here, each OpenAI-compatible
-    service's own fields when :mod:`rlm_host.llm.openai_compatible` builds the connector.
+    service's own fields when a plugin builds the connector for it (rlm-provider-compatible).
     """
 
     provider = "openai"  # gen_ai.provider.name; an OpenAI-compatible service's connector is given its own

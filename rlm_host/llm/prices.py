@@ -8,8 +8,8 @@ engine asks a :class:`PriceTable` (see ``rlm_host.engine.model_client.ModelClien
 - the ``genai-prices`` package (:mod:`rlm_host.llm.catalog`): list prices of the hosted providers, tiers
   included (a 300k-token Claude Sonnet 4.5 prompt pays $6, not $3, per million), applied only at the
   provider's own API: ``openai:gpt-4o`` served by some other ``--base-url`` is not OpenAI's bill;
-- :data:`UNLISTED`, the few models genai-prices lacks;
-- nothing, for the local and test providers (llama.cpp, scripted, replay and the local OpenAI-compatible
+- the few models genai-prices lacks, from their provider's record (``ProviderSpec.prices``);
+- nothing, for the providers that run on this machine (``ProviderSpec.local``: scripted, replay, local
   servers): they are free.
 
 A ``[[prices]]`` entry competes with genai-prices by length: genai-prices' match counts as long as the part of
@@ -59,22 +59,16 @@ class Price:
 
 FREE = Price(0.0, 0.0)
 
-#: Models genai-prices (0.2.3) lacks, by provider, then model-name prefix: it lists Claude Mythos 5.2 but not
-#: Claude Mythos 5. Official endpoints only, like genai-prices' own prices.
-UNLISTED: dict[str, dict[str, Price]] = {
-    "anthropic": {"claude-mythos-5": Price(10.00, 50.00)},
-}
-
-#: Built-in providers that never cost money (scripts, replays). A plugin's free model says so itself: its
-#: completions carry ``cost=0.0`` and the connector has ``reports_cost = True``.
-FREE_PROVIDERS = frozenset({"scripted", "replay"})
+def unlisted(provider: str) -> dict[str, Price]:
+    """Prices of ``provider``'s models genai-prices lacks (``ProviderSpec.prices``), by model-name prefix; official
+    endpoints only, like genai-prices' own prices."""
+    return {prefix: Price(*rates) for prefix, rates in catalog.UNLISTED.get(provider, {}).items()}
 
 
 def free_providers() -> frozenset[str]:
-    """The free providers, the local OpenAI-compatible servers (ollama, vllm, …) included."""
-    from rlm_host.llm.openai_compatible import local_provider_names
-
-    return FREE_PROVIDERS | frozenset(local_provider_names())
+    """The providers that run on this machine (``ProviderSpec.local``: scripts, replays, local servers). A plugin's
+    free model may say so itself instead: its completions carry ``cost=0.0`` and its connector ``reports_cost``."""
+    return frozenset(catalog.LOCAL)
 
 
 def matches(prefix: str, name: str) -> bool:
@@ -115,7 +109,7 @@ def endpoint(connector: Any) -> Optional[str]:
 
 
 class PriceTable:
-    """The ``[[prices]]`` overrides over genai-prices and :data:`UNLISTED`; ``lookup`` and ``cost`` answer per
+    """The ``[[prices]]`` overrides over genai-prices and the providers' own prices; ``lookup`` and ``cost`` answer per
     model string."""
 
     def __init__(self, overrides: Mapping[str, Any] | Iterable[Any] = ()) -> None:
@@ -141,7 +135,7 @@ class PriceTable:
         if catalog.serves(provider, base_url):
             found = catalog.find(provider, names)
             candidates = [_from_catalog(found)] if found is not None else []
-            candidates.append(_longest(UNLISTED.get(provider, {}), names))
+            candidates.append(_longest(unlisted(provider), names))
             for other_length, other in candidates:
                 if other_length > length:
                     length, price = other_length, other
@@ -188,8 +182,6 @@ def default_table() -> PriceTable:
 
 __all__ = [
     "FREE",
-    "FREE_PROVIDERS",
-    "UNLISTED",
     "Price",
     "PriceTable",
     "default_table",
@@ -197,4 +189,5 @@ __all__ = [
     "free_providers",
     "matches",
     "parse_key",
+    "unlisted",
 ]

@@ -4,8 +4,7 @@ request, so the ``openai`` connector can enforce an environment's reply shape on
 Services differ: llama.cpp's server reads a GBNF grammar from ``grammar``, vLLM from ``structured_outputs.grammar``
 and SGLang from ``ebnf``; a JSON schema goes in OpenAI's ``response_format`` of type ``json_schema``, except on
 llama.cpp's server (llama-cpp-python's as well as the C++ one), which takes ``{"type": "json_object", "schema": …}``.
-Each service of :data:`rlm_host.llm.openai_compatible.PROVIDERS` carries one :class:`ReplyFormatFields`.
-Imports nothing heavy: the service table is read when the host registers its providers.
+Each OpenAI-compatible service (the rlm-provider-compatible plugin) gives its connector one :class:`ReplyFormatFields`.
 """
 
 from __future__ import annotations

@@ -211,6 +211,11 @@ class PluginHost:
                             self._by_name(other).mark_broken(message)
                     else:
                         dist.provides.setdefault(kind, []).append(record.name)
+            if kind == "provider":  # what prices and hints need to know of each provider, by name
+                from rlm_host.llm import catalog
+
+                for record, _ in registry.items():
+                    catalog.learn(record)
             self._registries[hook_name] = registry
             return registry
 

@@ -31,6 +31,10 @@ from rlm_host.llm.protocol import (
     ReplyFormatMode,
     RetryCallback,
 )
+from rlm_host.llm.catalog import context_window as listed_context_window
+from rlm_host.llm.openai_provider import OpenAIConnector
+from rlm_host.llm.openai_provider import ProviderSettings as OpenAISettings
+from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
 from rlm_host.llm.resolve import auto_model, resolve_connector
 from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
 from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens, estimate_tokens
@@ -48,4 +52,7 @@ __all__ = [
     "CHARS_PER_TOKEN", "count_tokens", "estimate_tokens",
     # a model string to a connector, as a run resolves it
     "resolve_connector", "auto_model",
+    # the openai connector, for OpenAI-compatible services (rlm-provider-compatible): its settings, where a
+    # service takes a reply format, and a model's context window as genai-prices lists it (by price id)
+    "OpenAIConnector", "OpenAISettings", "ReplyFormatFields", "OPENAI_STYLE", "listed_context_window",
 ]  # fmt: skip

@@ -37,5 +37,7 @@ def rlm_register_providers():
             example_model=DEFAULT_MODEL,
             default_model=DEFAULT_MODEL,
             auto_priority=20,  # below a configured OpenAI endpoint (100), above gemini (10)
+            price_id="anthropic",  # genai-prices' list prices and context windows
+            prices=(("claude-mythos-5", 10.00, 50.00),),  # genai-prices (0.2.3) lists Mythos 5.2, not Mythos 5
         )
     ]

@@ -26,6 +26,7 @@ def rlm_register_providers():
             "gemini",
             "Google Gemini models through the official google-genai SDK (Gemini Developer API)",
             "rlm_provider_gemini.connector:create",
+            aliases=("google",),
             requires=("google.genai",),
             check="rlm_provider_gemini.checks:sdk_installed",
             install_hint=INSTALL_HINT,
@@ -37,5 +38,6 @@ def rlm_register_providers():
             example_model=DEFAULT_MODEL,
             default_model=DEFAULT_MODEL,
             auto_priority=10,  # below a configured OpenAI endpoint (100) and anthropic (20)
+            price_id="google",  # genai-prices' list prices and context windows
         )
     ]

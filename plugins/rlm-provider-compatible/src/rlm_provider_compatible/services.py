@@ -15,23 +15,21 @@ These providers have no ``default_model``, so ``--model auto`` never picks them:
 in the environment does not silently choose where a run is sent. Their ``example_model`` is shown by
 ``rlm models list`` and in hints.
 
-This module is imported when the host registers its built-in components, so it imports nothing heavy: the
-``openai`` connector is imported by the factory, when a model is first made.
+This module is imported when the plugin's hook registers the providers, so it imports nothing heavy: the host's
+``openai`` connector is imported by the factory, when a model is first made. Each record tells the host what it
+needs to know without naming a service (``ProviderSpec.local``, ``start_command``, ``price_id``, ``aliases``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Optional
 
-from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
-
 if TYPE_CHECKING:
-    from rlm_host.llm.openai_provider import OpenAIConnector
-    from rlm_host.llm.protocol import ModelOptions
-    from rlm_host.services import ProviderServices
+    from rlm_host import ProviderServices
+    from rlm_host.sdk.models import ModelOptions, OpenAIConnector
 
 @dataclass(frozen=True)
 class CompatibleProvider:
@@ -46,7 +44,10 @@ class CompatibleProvider:
     example_model: str = ""
     aliases: tuple[str, ...] = ()
     otel_name: str = ""  # its gen_ai.provider.name in the OpenTelemetry GenAI conventions, when that is not ``name``
-    reply_fields: ReplyFormatFields = ReplyFormatFields()  # how it takes a reply format (grammar, JSON schema)
+    price_id: str = ""  # its provider id in genai-prices (list prices, context windows): see PRICE_IDS
+    #: how it takes a reply format: ``rlm_host.sdk.models.ReplyFormatFields``' arguments (grammar field, JSON schema
+    #: type, enforced by default), kept plain so that registering the providers imports nothing
+    reply_fields: tuple[str, str, bool] = ("", "", False)
 
     @property
     def description(self) -> str:
@@ -57,7 +58,9 @@ class CompatibleProvider:
 
 #: llama.cpp's server (the C++ ``llama-server`` and ``python -m llama_cpp.server``): a GBNF grammar in ``grammar``,
 #: a JSON schema as a ``json_object`` response format; enforced by default, as for the in-process llamacpp provider.
-LLAMA_CPP_SERVER = ReplyFormatFields(grammar="grammar", json_schema="json_object", by_default=True)
+LLAMA_CPP_SERVER = ("grammar", "json_object", True)
+#: OpenAI's own way: JSON schemas through ``response_format``, no grammars.
+OPENAI_STYLE = ("", "json_schema", False)
 
 #: The known services, by provider name.
 PROVIDERS: dict[str, CompatibleProvider] = {
@@ -75,11 +78,11 @@ PROVIDERS: dict[str, CompatibleProvider] = {
         CompatibleProvider("vllm", "vLLM", "http://localhost:8000/v1", ("VLLM_API_KEY",), local=True,
                            start_command="vllm serve MODEL",
                            example_model="Qwen/Qwen2.5-7B-Instruct",
-                           reply_fields=ReplyFormatFields("structured_outputs.grammar", "json_schema")),
+                           reply_fields=("structured_outputs.grammar", "json_schema", False)),
         CompatibleProvider("sglang", "SGLang", "http://localhost:30000/v1", local=True,
                            start_command="python -m sglang.launch_server --model-path MODEL",
                            example_model="Qwen/Qwen2.5-7B-Instruct",
-                           reply_fields=ReplyFormatFields("ebnf", "json_schema")),
+                           reply_fields=("ebnf", "json_schema", False)),
         CompatibleProvider("tgi", "Hugging Face TGI", "http://localhost:8080/v1", local=True,
                            start_command="text-generation-launcher --model-id MODEL", example_model="tgi"),
         CompatibleProvider("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",),
@@ -106,9 +109,10 @@ PROVIDERS: dict[str, CompatibleProvider] = {
 }  # fmt: skip
 
 
-def local_provider_names() -> list[str]:
-    """Names of the local servers (they cost nothing)."""
-    return [p.name for p in PROVIDERS.values() if p.local]
+#: The services genai-prices lists (list prices and context windows), by our name → its provider id.
+PRICE_IDS = {"groq": "groq", "deepseek": "deepseek", "mistral": "mistral", "openrouter": "openrouter",
+             "together": "together", "fireworks": "fireworks", "xai": "x-ai", "cerebras": "cerebras"}  # fmt: skip
+PROVIDERS = {name: replace(p, price_id=PRICE_IDS.get(name, "")) for name, p in PROVIDERS.items()}
 
 
 @dataclass(frozen=True)
@@ -144,9 +148,8 @@ def key_variable(provider: str, settings: Any = None, environ: Optional[Mapping[
 def create(provider: str, model: str, options: Optional["ModelOptions"] = None, settings: Any = None, *,
            environ: Optional[Mapping[str, str]] = None) -> "OpenAIConnector":  # fmt: skip
     """An OpenAI connector for ``provider:model`` with the service's base URL and key."""
-    from rlm_host.llm import catalog
-    from rlm_host.llm.openai_provider import OpenAIConnector, ProviderSettings
-    from rlm_host.llm.protocol import ModelError, ModelOptions
+    from rlm_host import ModelError
+    from rlm_host.sdk.models import ModelOptions, OpenAIConnector, OpenAISettings, ReplyFormatFields, listed_context_window
 
     service = PROVIDERS[provider]
     if not model:
@@ -162,8 +165,8 @@ def create(provider: str, model: str, options: Optional["ModelOptions"] = None, 
         )
     values = {key: _setting(settings, key) for key in ("timeout", "max_retries", "max_retry_wait", "context_window")}
     # the window genai-prices gives for this service's model (the openai connector would look it up as OpenAI's)
-    values["context_window"] = values["context_window"] or catalog.context_window(provider, model)
-    connector_settings = ProviderSettings(
+    values["context_window"] = values["context_window"] or listed_context_window(service.price_id, model)
+    connector_settings = OpenAISettings(
         base_url=base_url_for(provider, settings, options),
         api_key_env=variable or f"{provider.upper()}_API_KEY",
         **{key: value for key, value in values.items() if value is not None},
@@ -171,7 +174,7 @@ def create(provider: str, model: str, options: Optional["ModelOptions"] = None, 
     connector = OpenAIConnector(model, options, connector_settings, environ=env)
     connector.name = f"{provider}:{model}"
     connector.provider = service.otel_name or provider
-    connector.reply_fields = service.reply_fields
+    connector.reply_fields = ReplyFormatFields(*service.reply_fields)
     return connector
 
 
@@ -190,5 +193,4 @@ __all__ = [
     "base_url_for",
     "create",
     "key_variable",
-    "local_provider_names",
 ]

@@ -1,6 +1,6 @@
-"""``[provider.<name>]`` for the OpenAI-compatible providers of :mod:`rlm_host.llm.openai_compatible`.
+"""``[provider.<name>]`` for the OpenAI-compatible providers of :mod:`rlm_provider_compatible.services`.
 
-Kept apart from that module because pydantic is not imported while the host registers its components.
+Kept apart from that module because pydantic is not imported while the host registers the providers.
 """
 
 from __future__ import annotations
