@@ -147,9 +147,10 @@ def test_log_format_and_verbosity_flags(rlm):
     assert record["logger"] == "rlm.plugins"
 
 
-def test_a_run_does_not_load_logfires_pydantic_plugin(tmp_path):
-    """pydantic loads every installed pydantic plugin at its first model; Logfire's would import Logfire and
-    OpenTelemetry into every command (0.3 s, 17 MB) for an instrumentation rlm never turns on."""
+def test_a_run_loads_no_pydantic_plugin(tmp_path):
+    """pydantic loads every installed pydantic plugin at its first model; one (Logfire's, installed with a sink
+    plugin) would import its SDK and OpenTelemetry into every command (0.3 s, 17 MB) for an instrumentation rlm
+    never turns on. The CLI disables them all, naming none."""
     import os
     import subprocess
     import sys

@@ -20,10 +20,10 @@ from typer.exceptions import Abort, Exit
 from rlm_host.errors import RlmError
 
 EXIT_INTERRUPTED = 130
-#: pydantic loads every installed pydantic plugin when it builds its first model; Logfire's (installed with the
-#: logfire sink) imports Logfire and OpenTelemetry then: 0.3 s and 17 MB on every ``rlm`` command, for an
-#: instrumentation rlm never turns on. The command line skips it unless the user chose otherwise.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "logfire-plugin")
+#: pydantic loads every installed pydantic plugin (entry-point group ``pydantic``) when it builds its first model,
+#: and one may import a whole SDK then (0.3 s and 17 MB for one seen): rlm turns on no pydantic instrumentation, so
+#: the command line loads none unless the user chose otherwise (``PYDANTIC_DISABLE_PLUGINS`` set).
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
