@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import inspect
 import subprocess
 import sys
@@ -97,18 +98,57 @@ def test_host_imports_only_run_downwards():
     assert not upward, "\n".join(upward)
 
 
-def test_the_host_names_no_plugin():
-    """No component name, package or distribution of a plugin in the host's code (model vendors' names in the
-    price data are not plugins)."""
+#: Host files that may name plugins: the fixtures of ``rlm_host.testing`` that start a plugin's real server or engine
+#: for every suite (``docker_engine``, ``llama_server``) import that plugin inside their functions, skipping (or
+#: failing under RLM_REQUIRE_*) when it is absent. Test helpers for plugins, never loaded by ``rlm``.
+NAMING_EXEMPT = ("rlm_host/testing/*_fixture.py",)
+
+
+def plugin_names() -> set[str]:
+    """Every name (and alias) a plugin distribution registers, of every kind, from the plugins' own records (the
+    host's default plugins excluded), with the plugins' distribution and package names."""
+    host = PluginHost(environ={}).collect_all()
+    names = {name for dist in host.distributions if not dist.builtin for records in dist.provides.values()
+             for name in records}  # fmt: skip
+    for kind in KINDS:
+        for record, owner in host.registry(kind.name).items():
+            if owner != "rlm-host":
+                names.update(record.names)
     plugins = [p for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file()]
-    words = {"monty", "docker", "llamacpp", *(p.name for p in plugins), *(s.name for p in plugins for s in p.glob("src/*"))}
+    names |= {p.name for p in plugins} | {s.name for p in plugins for s in p.glob("src/*") if s.is_dir()}
+    # the host's own vocabulary, which a plugin may also take as a name (rlm-sandbox-docker's `rlm sandbox`
+    # command): the kinds, the config sections ([sandbox.docker]) and their hooks
+    return names - {word for kind in KINDS for word in (kind.name, kind.plural)}
+
+
+def test_the_host_names_no_plugin():
+    """No name a plugin registers (provider, sandbox, sink, environment, framework, pack, loader, exporter,
+    command, check, or an alias), nor a plugin's distribution or package, as a string or an import in the host's
+    code: the host learns what it needs from the records (``ProviderSpec.price_id``, ``local``…). Outside
+    ``rlm_host/testing`` only, except :data:`NAMING_EXEMPT`; comments and docstrings may name plugins."""
+    words = plugin_names()
+    assert {"anthropic", "docker", "ollama", "otel", "rlms"} <= words, "the installed plugins' names are read"
+    pattern = re.compile(r"""(?:["'])([a-z0-9][a-z0-9_.-]*)(?:["'])|(?:^|\s)import ([\w.]+)|from ([\w.]+) import""")
     mentions = []
     for path in sorted(HOST.rglob("*.py")):
-        for number, text in enumerate(path.read_text().splitlines(), 1):
-            code = text.split("#")[0]
-            if any(f'"{w}"' in code or f"'{w}'" in code or f"import {w}" in code for w in words):
-                mentions.append(f"{path.relative_to(REPO)}:{number}: {text.strip()}")
-    assert not mentions, "\n".join(mentions)
+        if any(path.relative_to(REPO).match(glob) for glob in NAMING_EXEMPT):
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}  # fmt: skip
+        for node in ast.walk(tree):
+            found = None
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                found = node.value if node.value in words else None
+            elif isinstance(node, ast.Import):
+                found = next((a.name for a in node.names if a.name.split(".")[0] in words), None)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found = node.module if node.module.split(".")[0] in words else None
+            if found:
+                mentions.append(f"{path.relative_to(REPO)}:{node.lineno}: {found!r}")
+    assert not mentions, "\n".join(sorted(set(mentions)))
 
 
 def public_faces(tests: bool) -> dict[str, set[str]]:
