@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import re
 import inspect
 import subprocess
 import sys
@@ -128,7 +127,6 @@ def test_the_host_names_no_plugin():
     ``rlm_host/testing`` only, except :data:`NAMING_EXEMPT`; comments and docstrings may name plugins."""
     words = plugin_names()
     assert {"anthropic", "docker", "ollama", "otel", "rlms"} <= words, "the installed plugins' names are read"
-    pattern = re.compile(r"""(?:["'])([a-z0-9][a-z0-9_.-]*)(?:["'])|(?:^|\s)import ([\w.]+)|from ([\w.]+) import""")
     mentions = []
     for path in sorted(HOST.rglob("*.py")):
         if any(path.relative_to(REPO).match(glob) for glob in NAMING_EXEMPT):
