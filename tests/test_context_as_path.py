@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import EnvironmentSpec, InputError, describe_context, load_context
+from rlm_host import EnvironmentSpec, InputError
+from rlm_host.sdk.context import describe_context, load_context
 from rlm_host.environments.kit import render_description
 
 

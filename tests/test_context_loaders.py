@@ -40,7 +40,8 @@ class TestJsonLinesLoader(ContextLoaderContract):
 
 
 def test_json_lines_are_a_list_of_values_and_a_bad_line_is_named(tmp_path):
-    from rlm_host import InputError, load_context
+    from rlm_host import InputError
+    from rlm_host.sdk.context import load_context
 
     (tmp_path / "a.jsonl").write_text('{"a": 1}\n[2]\n\n"three"\n')
     assert load_context([str(tmp_path / "a.jsonl")]) == [{"a": 1}, [2], "three"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import TextFile, describe_context, load_context
+from rlm_host.sdk.context import TextFile, describe_context, load_context
 from rlm_host.context import LAZY_BYTES, TextLoader
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.testing.engine import isolated_runner

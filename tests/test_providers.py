@@ -288,7 +288,8 @@ def test_scripted_missing_file(tmp_path):
     ("Qwen/Qwen2.5-7B", "names no provider", "--model vllm:Qwen/Qwen2.5-7B"),
 ])
 def test_model_strings_of_other_tools_get_the_exact_provider_model_to_type(model, message, hint):
-    from rlm_host import ConfigError, PluginHost
+    from rlm_host import ConfigError
+    from rlm_host.sdk.embedding import PluginHost
     from rlm_host.llm.resolve import split_model_string
 
     with pytest.raises(ConfigError, match=message) as caught:
@@ -297,7 +298,7 @@ def test_model_strings_of_other_tools_get_the_exact_provider_model_to_type(model
 
 
 def test_litellm_style_provider_slash_model_is_accepted_when_the_provider_exists():
-    from rlm_host import PluginHost
+    from rlm_host.sdk.embedding import PluginHost
     from rlm_host.llm.resolve import split_model_string
 
     host = PluginHost(environ={"RLM_PLUGINS": "rlm-provider-compatible"})

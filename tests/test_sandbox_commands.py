@@ -3,7 +3,9 @@ sandbox. The process runtime stands in for any runtime here (fast; it is not a s
 
 import pytest
 
-from rlm_host import PYTHON, ConfigError, EnvironmentSpec, RLMRunner, SandboxError, run_command, run_in_session
+from rlm_host import ConfigError, EnvironmentSpec, SandboxError
+from rlm_host.sdk.embedding import RLMRunner
+from rlm_host.sdk.sandbox import PYTHON, run_command, run_in_session
 from rlm_host.engine.sandbox_plan import choose_sandbox, project_folder
 
 

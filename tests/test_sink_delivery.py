@@ -135,7 +135,7 @@ def test_a_call_running_too_long_disables_the_sink_at_the_next_event():
 
 
 def test_runs_show_names_the_sinks_the_trace_id_and_a_disabled_sink(rlm_cli, rlm_script):
-    from rlm_host import trace_id_for
+    from rlm_host.sdk.observability import trace_id_for
 
     result, _ = _run(rlm_cli, rlm_script, "--sink", "raising")
     run = json.loads(result.out)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import SpanBuilder, trace_id_for, tree_order
+from rlm_host.sdk.observability import SpanBuilder, trace_id_for, tree_order
 from rlm_host.events import RunEvent
 from rlm_host.testing.engine import isolated_runner, run_scripted
 

@@ -3,7 +3,7 @@ matters (here: when pure_rlm compacts its history)."""
 
 from __future__ import annotations
 
-import rlm_host
+import rlm_host.sdk.models
 from rlm_host.llm.scripted import ScriptedConnector
 from rlm_host.testing import isolated_runner
 from rlm_host.tokens import count_tokens, estimate_tokens
@@ -20,7 +20,7 @@ def test_the_estimate_and_the_models_own_count():
     assert (estimate_tokens("abcdefghi"), estimate_tokens(9), estimate_tokens("")) == (2, 2, 0)
     assert count_tokens("abcdefghi") == count_tokens("abcdefghi", ScriptedConnector()) == 2
     assert count_tokens("abcdefghi", CharTokens()) == 9
-    assert (rlm_host.estimate_tokens, rlm_host.count_tokens) == (estimate_tokens, count_tokens)  # for plugins
+    assert (rlm_host.sdk.models.estimate_tokens, rlm_host.sdk.models.count_tokens) == (estimate_tokens, count_tokens)
 
 
 def compacted(tmp_path, model_type: type[ScriptedConnector]) -> list:

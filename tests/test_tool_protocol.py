@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rlm_host import (
+from rlm_host.sdk.frameworks import (
     FinalAnswer, InvalidReply, ToolCall, ToolSpec, coerce_tool_args, format_tool_call, format_tool_result,
     parse_tool_reply, render_tool_protocol,
 )  # fmt: skip

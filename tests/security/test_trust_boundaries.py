@@ -270,7 +270,8 @@ def test_redaction_masks_url_passwords_query_secrets_and_registered_values():
 
 
 def test_a_key_read_from_a_variable_the_config_names_is_scrubbed_but_variable_names_are_not(isolated_env, monkeypatch):
-    from rlm_host import load_settings, redact
+    from rlm_host import redact
+    from rlm_host.sdk.embedding import load_settings
 
     monkeypatch.setenv("MY_PROXY_CRED", "custom-variable-secret-99")
     Path(isolated_env["HOME"], ".config", "rlm").mkdir(parents=True)

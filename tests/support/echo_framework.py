@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlm_host import FrameworkOutcome, FrameworkSpec, hookimpl
+from rlm_host import FrameworkSpec, hookimpl
+from rlm_host.sdk.frameworks import FrameworkOutcome
 
 
 class EchoAdapter:
