@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rlm_host.sdk.embedding import apply_run_flags, run_option
 
 app = typer.Typer(help="An MCP server exposing rlm runs, saved runs and benchmarks as tools.",
                   rich_markup_mode=None, add_completion=False, no_args_is_help=True)  # fmt: skip
@@ -29,25 +30,25 @@ def serve(
                                         "printed to stderr)."),
     root: Optional[List[Path]] = typer.Option(None, "--root", help="A folder clients may read (repeat; default: the "
                                               "current directory)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Root model of every run (provider:model); clients "
-                                        "may choose it, --sub-model or an --allow-model, nothing else."),
-    sub_model: Optional[str] = typer.Option(None, "--sub-model", help="Model for llm_query sub-calls."),
+    model: Optional[str] = run_option("model"),
+    sub_model: Optional[str] = run_option("sub_model"),
     allow_model: Optional[List[str]] = typer.Option(None, "--allow-model", help="One more model clients may choose "
                                                     "and runs may call as a sub-model (repeat)."),
-    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox runtime of every run (default: the "
-                                          "configured one, else the best installed security boundary); clients "
-                                          "may pick only security boundaries besides it."),
+    sandbox: Optional[str] = run_option("sandbox"),
     allow_client_sandbox: Optional[List[str]] = typer.Option(
         None, "--allow-client-sandbox", help="Let clients pick this sandbox although it is NOT a security boundary "
         "(e.g. process; repeat)."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of a run (clients may "
-                                            "lower it, not raise it; likewise the limits below)."),
-    max_depth: Optional[int] = typer.Option(None, "--max-depth", min=0, help="Recursion depth limit of a run."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Wall-clock limit of a run, seconds."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0.000001, help="Cost limit of a run, USD."),
+    max_steps: Optional[int] = run_option("max_steps"),
+    max_depth: Optional[int] = run_option("max_depth"),
+    timeout: Optional[float] = run_option("timeout"),
+    max_cost: Optional[float] = run_option("max_cost"),
 ) -> None:
-    """Serve the rlm tools (rlm_run, rlm_runs_list, rlm_runs_show, rlm_bench_run) to MCP clients."""
-    from rlm_host import RLM, ConfigError, command_settings
+    """Serve the rlm tools (rlm_run, rlm_runs_list, rlm_runs_show, rlm_bench_run) to MCP clients.
+
+    The run options set every run and are ceilings for clients: a client may choose --model, --sub-model or an
+    --allow-model (nothing else), a sandbox at least as isolating as --sandbox, and lower --max-steps,
+    --max-depth, --timeout and --max-cost, never raise them."""
+    from rlm_host import RLM, CommandServices, ConfigError
 
     from rlm_mcp.http_guard import is_loopback
     from rlm_mcp.roots import Roots
@@ -63,7 +64,8 @@ def serve(
         raise ConfigError(f"bad --root: {exc}", hint="give existing folders") from None
     given = {"model": model, "sub_model": sub_model, "sandbox": sandbox, "max_steps": max_steps,
              "max_depth": max_depth, "timeout": timeout, "max_cost": max_cost}  # fmt: skip
-    rlm = RLM(home=command_settings(ctx).home, **given)
+    services = CommandServices.of(ctx)  # the command's settings (--config honoured), the flags named as sources
+    rlm = RLM(settings=apply_run_flags(services.settings, given), home=services.home)
     from rlm_mcp.ceilings import operator_ceilings
     from rlm_mcp.server import build_server
 
@@ -90,7 +92,7 @@ def _say(line: str) -> None:
 def _what_is_served(rlm, roots, ceilings) -> str:
     """The roots, model and sandbox every run gets (the configured ones when no flag set them)."""
     run = rlm.runner.loaded.settings.run
-    model = rlm.options.get("model") or run.model
+    model = run.model
     sandbox = ceilings.sandbox if ceilings.sandbox != "auto" else "auto (the best installed security boundary)"
     folders = ", ".join(str(folder) for folder in roots.folders)
     return f"roots {folders} · model {model} · sandbox {sandbox} · clients may pick: {', '.join(ceilings.models) or 'no model'}"
