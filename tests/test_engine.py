@@ -248,6 +248,21 @@ def test_generic_environment_rewards_and_final(runner):
     assert result.final_response == "42" and result.environment == "generic"
 
 
+def test_global_scale_scales_every_step(tmp_path, monkeypatch):
+    """``[rewards] global_scale`` multiplies each step's clamped reward (the same steps as above, halved)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rlm.toml").write_text("[rewards]\nglobal_scale = 0.5\n")
+    replies = [
+        json.dumps({"action": "run_python", "code": "print(6 * 7)"}),
+        json.dumps({"action": "run_python", "code": "1/0"}),
+        json.dumps({"action": "final", "final_response": "42"}),
+    ]
+    _, events, _ = run(isolated_runner(tmp_path, sandbox="process"), "compute", replies, environment="generic")
+    steps = [e.data for e in events if e.type == "step"]
+    assert [s["reward"] for s in steps] == pytest.approx([0.4, -0.1, 0.5])
+    assert steps[-1]["cumulative_reward"] == pytest.approx(0.8)
+
+
 def test_generic_delegate_and_the_cycle_guard(runner):
     delegate_same = json.dumps({"action": "delegate", "task": "solve it"})
     final = json.dumps({"action": "final", "final_response": "done"})

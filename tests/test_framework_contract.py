@@ -43,13 +43,42 @@ def test_a_framework_run_via_the_cli_records_a_final_step(rlm_cli, rlm_script, r
 
 
 @pytest.mark.parametrize("value", ["tool_call", "tool_result", "retry", "final", "model_text"])
-def test_event_rewards_come_from_the_reward_profile(value):
+def test_event_rewards_come_from_the_adapters_settings(value):
     from rlm_host.config.schema import RewardProfile
-    from rlm_host.frameworks.protocol import EVENT_REWARDS, event_reward
+    from rlm_host.frameworks.protocol import EVENT_REWARDS, FrameworkRewards, event_reward
 
-    profile = RewardProfile()
-    assert event_reward(profile, value) == getattr(profile, EVENT_REWARDS[value])
-    assert event_reward(profile, "tool_result", ok=False) == profile.framework_tool_error == -0.05
+    profile, weights = RewardProfile(final_reward=0.9), FrameworkRewards(reward_tool_call=0.5, reward_retry=-0.3)
+    source = profile if value == "final" else weights
+    assert event_reward(profile, value, settings=weights) == getattr(source, EVENT_REWARDS[value])
+    assert event_reward(profile, "final", settings=weights) == 0.9  # [rewards] final_reward, shared
+    assert event_reward(profile, "tool_result", ok=False) == FrameworkRewards().reward_tool_error == -0.05
+    assert event_reward(profile, "tool_call", settings=object()) == 0.02  # settings of another shape: the defaults
+    assert event_reward(profile, "no_such_kind", settings=weights) == 0.0
+
+
+def test_a_framework_event_weight_is_a_setting_of_the_adapter(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    """``[framework.echo] reward_tool_result`` weighs the echo adapter's code steps, ``[rewards] final_reward``
+    its final step, ``[rewards] global_scale`` both."""
+    import json
+
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.echo_framework")
+    (rlm_isolated.work / "rlm.toml").write_text("[framework.echo]\nreward_tool_result = 0.4\n\n"
+                                                "[rewards]\nfinal_reward = 0.8\nglobal_scale = 0.5\n")
+    model = rlm_script(["print(1)", "ANSWER: done"])
+    result = rlm_cli("run", "Say done", "--framework", "echo", "--model", model, "--sandbox", "process", "--json")
+    assert result.code == 0, result.err
+    trajectory = json.loads(result.out)["trajectory_path"]
+    steps = [e["data"] for e in map(json.loads, open(trajectory)) if e["type"] == "step"]
+    assert [(s["action"], s["reward"]) for s in steps] == [("run_code", 0.2), ("final", 0.4)]
+
+
+def test_a_moved_framework_reward_key_names_its_new_place(rlm_cli, rlm_isolated, monkeypatch):
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.echo_framework")
+    (rlm_isolated.work / "rlm.toml").write_text("[rewards]\nframework_tool_result = 0.4\n")
+    result = rlm_cli("run", "x", "--framework", "echo", "--model", "scripted:none.json", "--sandbox", "process")
+    assert result.code == 2
+    assert "rewards.framework_tool_result: moved to" in result.err and "[framework.echo]" in result.err
+    assert "reward_tool_result" in result.err
 
 
 def test_bench_runs_one_preset_through_several_frameworks_side_by_side(rlm_cli, rlm_script, rlm_isolated,

@@ -169,7 +169,7 @@ def load_settings(
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, sources, Settings)) from None
+        raise ConfigError(_describe(exc, sources, Settings, host=host)) from None
     loaded = LoadedSettings(settings, sources, files, untrusted_file=untrusted, ignored=ignored)
     if host is not None:
         _validate_components(loaded, host)
@@ -211,14 +211,18 @@ def _validate_components(loaded: LoadedSettings, host: "PluginHost") -> None:
                     continue
 
 
-def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseModel], prefix: str = "") -> str:
+def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseModel], prefix: str = "",
+              host: "PluginHost | None" = None) -> str:
     """One line per problem: where it came from, the key, and what is wrong."""
     lines = []
     for error in exc.errors():
         loc = [str(part) for part in error["loc"]]
         key = ".".join(filter(None, [prefix, *loc]))
         where = _source_for(key, sources)
-        if error["type"] == "extra_forbidden":
+        moved = _moved(model, loc, host) if error["type"] == "extra_forbidden" else ""
+        if moved:
+            problem = moved
+        elif error["type"] == "extra_forbidden":
             known = _known_fields(model, loc[:-1])
             close = difflib.get_close_matches(loc[-1], known, n=1)
             problem = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
@@ -233,14 +237,44 @@ def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseMod
 
 
 def _known_fields(model: type[BaseModel], path: list[str]) -> list[str]:
+    fields = getattr(_model_at(model, path), "model_fields", None)
+    return sorted(fields) if fields else []
+
+
+def _model_at(model: type[BaseModel], path: list[str]) -> Any:
+    """The model of the section at ``path`` inside ``model`` (None when there is none)."""
     current: Any = model
     for part in path:
         fields = getattr(current, "model_fields", None)
         if not fields or part not in fields:
-            return []
+            return None
         current = fields[part].annotation
-    fields = getattr(current, "model_fields", None)
-    return sorted(fields) if fields else []
+    return current
+
+
+def _moved(model: type[BaseModel], loc: list[str], host: "PluginHost | None") -> str:
+    """For a key a section that gives up keys to components (one with ``MOVED``, like ``[rewards]``) no longer
+    holds: where it is set now, the sections of the registered components whose settings declare it (by its new
+    name when ``MOVED`` renames it). Empty for any other unknown key."""
+    section = _model_at(model, loc[:-1])
+    renames = getattr(section, "MOVED", None)
+    if renames is None or not loc:
+        return ""
+    name = renames.get(loc[-1], loc[-1])
+    places = []
+    for kind, registry in (host.component_registries().items() if host is not None else ()):
+        for spec in registry:
+            try:
+                declared = spec.settings is not None and name in spec.settings_model().model_fields
+            except Exception:  # noqa: BLE001 - a broken settings model is the doctor's to report
+                declared = False
+            if declared:
+                places.append(f"[{kind}.{spec.name}]")
+    if len(places) == 1:
+        return f"moved to {places[0]} {name}"
+    if places:
+        return f"moved to the settings of each component that uses it: {name} in " + ", ".join(places)
+    return f"moved to the settings of the component that uses it: {name}" if name != loc[-1] else ""
 
 
 def _source_for(key: str, sources: dict[str, str]) -> str:

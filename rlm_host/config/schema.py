@@ -4,7 +4,7 @@ the pydantic model their registration record names (see ``Component.settings``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, ClassVar, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
@@ -141,8 +141,17 @@ class RewardProfile(Section):
     """The reward profile (the seeds' RLMRewardProfile), ``[rewards]``: named weights, clamping, global scale.
 
     Every environment computes a raw reward per step from these weights; the runner clamps it to [-1, 1] and
-    multiplies by ``global_scale``.
+    multiplies by ``global_scale``. The weights of one component are that component's settings (the verifier of
+    an environment that edits a project, framework events: ``[framework.<adapter>] reward_*``); a config that
+    still sets one here is told where it went (``MOVED``, and the components' own settings models).
     """
+
+    #: Keys this section once held under another name, and where they are set now.
+    MOVED: ClassVar[dict[str, str]] = {
+        f"framework_{kind}": f"reward_{kind}" for kind in (
+            "tool_call", "planning_tool_call", "tool_result", "tool_error", "retry", "model_text", "model_response",
+            "empty_response")
+    }  # fmt: skip
 
     run_python_base: float = Field(0.1, description="any executed code step")
     run_python_success_bonus: float = Field(0.7, description="the code ran without error")
@@ -152,25 +161,6 @@ class RewardProfile(Section):
     no_action_penalty: float = Field(0.1, description="a reply with neither code nor a final answer")
     cycle_guard_penalty: float = Field(-0.25, description="a delegation refused by the cycle guard")
     unsupported_action_penalty: float = Field(0.2, description="a JSON action the environment does not know")
-    # the verifier of environments that edit a project (dspy): after a file is written or patched
-    verifier_compile_bonus: float = Field(0.20, description="the written file compiles")
-    verifier_compile_penalty: float = Field(0.20, description="the written file does not compile")
-    verifier_pytest_bonus: float = Field(0.25, description="its tests (or run_tests) pass")
-    verifier_pytest_penalty: float = Field(0.25, description="its tests (or run_tests) fail")
-    verifier_validation_bonus: float = Field(0.15, description="the code analysis finds it sound")
-    verifier_validation_penalty: float = Field(0.15, description="the code analysis finds problems")
-    dspy_pattern_match_bonus: float = Field(0.05, description="per DSPy pattern in written or run code "
-                                            "(import dspy, Signature, InputField, OutputField, Module, forward)")
-    dspy_pattern_bonus_cap: float = Field(0.20, description="the most the DSPy patterns of one step earn")
-    # framework runs (--framework): the seeds' adapter tables, per event kind
-    framework_tool_call: float = Field(0.02, description="the framework's model calls a tool")
-    framework_planning_tool_call: float = Field(0.03, description="… a planning tool (write_todos, read_todos)")
-    framework_tool_result: float = Field(0.06, description="a tool returned")
-    framework_tool_error: float = Field(-0.05, description="a tool failed")
-    framework_retry: float = Field(-0.05, description="the framework asked the model to retry (validation)")
-    framework_model_text: float = Field(0.05, description="the model wrote text (a thought, a part of the answer)")
-    framework_model_response: float = Field(0.25, description="a run that yielded no steps but an answer")
-    framework_empty_response: float = Field(-0.1, description="a run that yielded neither steps nor an answer")
     global_scale: float = Field(1.0, ge=0, description="multiplies every clamped step reward")
 
     @staticmethod

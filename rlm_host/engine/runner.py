@@ -251,6 +251,7 @@ class RLMRunner:
             root=TurnLimitedRole(ctx.root, plan.run.max_steps), sub=ctx.sub,
             sub_model_for=ctx.sub_model_for, tools=tools, budget=ctx.budget, rewards=plan.rewards, limits=plan.limits,
             scope=ctx.scope, max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, step=step,
+            settings=plan.framework_settings,
         )  # fmt: skip
         assert plan.framework_factory is not None
         adapter = plan.framework_factory(plan.framework_settings, fctx)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Protocol, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rlm_host.config.schema import RewardProfile
 from rlm_host.environments.protocol import BudgetView, Emitter, ModelRole
 from rlm_host.errors import RlmError
@@ -70,7 +72,8 @@ class FrameworkContext:
 
     ``step(action, observation=None, reward=0.0, code=None, reply=None)`` records one step now and returns the
     reward the runner kept (clamped, scaled); ``tools`` is the run's sandbox as tools (opened on first use,
-    closed by the runner); ``reward_for(kind)`` is the seeds' reward of a framework event kind.
+    closed by the runner); ``reward_for(kind)`` is the reward of a framework event kind, from the adapter's
+    ``settings`` (the run's validated ``[framework.<name>]``, a :class:`FrameworkRewards` or None).
     """
 
     task: str
@@ -87,10 +90,11 @@ class FrameworkContext:
     max_steps: int
     max_depth: int
     step: Callable[..., float]
+    settings: Any = None  # the adapter's settings: its FrameworkRewards weigh the events
 
     def reward_for(self, kind: str, ok: bool = True) -> float:
-        """The reward of a framework event kind (the seeds' table): a tool call that ran, a model turn…"""
-        return event_reward(self.rewards, kind, ok)
+        """The reward of a framework event kind: a tool call that ran, a model turn… (``FrameworkRewards``)."""
+        return event_reward(self.rewards, kind, ok, self.settings)
 
 
 class FrameworkAdapter(Protocol):
@@ -103,22 +107,47 @@ class FrameworkAdapter(Protocol):
     def close(self) -> None: ...
 
 
-#: Event kinds an adapter reports, and the ``[rewards]`` field giving each its reward (the seeds' adapter tables).
+class FrameworkRewards(BaseModel):
+    """The rewards of framework events (the seeds' adapter tables), one field per event kind: the base of every
+    framework adapter's settings model, so ``[framework.<name>] reward_tool_call = 0.05`` weighs that adapter's
+    runs. A ``final`` step earns ``[rewards] final_reward``, which every environment shares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reward_tool_call: float = Field(0.02, description="the framework's model calls a tool")
+    reward_planning_tool_call: float = Field(0.03, description="… a planning tool (write_todos, read_todos)")
+    reward_tool_result: float = Field(0.06, description="a tool returned")
+    reward_tool_error: float = Field(-0.05, description="a tool failed")
+    reward_retry: float = Field(-0.05, description="the framework asked the model to retry (validation)")
+    reward_model_text: float = Field(0.05, description="the model wrote text (a thought, a part of the answer)")
+    reward_model_response: float = Field(0.25, description="a run that yielded no steps but an answer")
+    reward_empty_response: float = Field(-0.1, description="a run that yielded neither steps nor an answer")
+
+
+#: Event kinds an adapter reports, and the field giving each its reward: a ``FrameworkRewards`` field of the
+#: adapter's settings, but ``final``: ``[rewards] final_reward``.
 EVENT_REWARDS = {
-    "tool_call": "framework_tool_call", "planning_tool_call": "framework_planning_tool_call",
-    "tool_result": "framework_tool_result", "tool_error": "framework_tool_error", "retry": "framework_retry",
-    "model_text": "framework_model_text", "model_response": "framework_model_response",
-    "empty_response": "framework_empty_response", "final": "final_reward",
+    "tool_call": "reward_tool_call", "planning_tool_call": "reward_planning_tool_call",
+    "tool_result": "reward_tool_result", "tool_error": "reward_tool_error", "retry": "reward_retry",
+    "model_text": "reward_model_text", "model_response": "reward_model_response",
+    "empty_response": "reward_empty_response", "final": "final_reward",
 }  # fmt: skip
+_DEFAULT_WEIGHTS = FrameworkRewards()
 
 
-def event_reward(rewards: RewardProfile, kind: str, ok: bool = True) -> float:
-    """The reward of one framework event: its kind's ``[rewards]`` field; a tool result that failed is a
-    ``tool_error``. An unknown kind earns nothing."""
+def event_reward(rewards: RewardProfile, kind: str, ok: bool = True, settings: Any = None) -> float:
+    """The reward of one framework event: its kind's field of the adapter's ``settings`` (the defaults when they
+    are not a ``FrameworkRewards``), ``final`` from ``rewards``; a tool result that failed is a ``tool_error``.
+    An unknown kind earns nothing."""
     if kind == "tool_result" and not ok:
         kind = "tool_error"
     field_name = EVENT_REWARDS.get(kind)
-    return float(getattr(rewards, field_name)) if field_name else 0.0
+    if field_name is None:
+        return 0.0
+    if field_name in FrameworkRewards.model_fields:
+        weights = settings if isinstance(settings, FrameworkRewards) else _DEFAULT_WEIGHTS
+        return float(getattr(weights, field_name))
+    return float(getattr(rewards, field_name))
 
 
 T = TypeVar("T")

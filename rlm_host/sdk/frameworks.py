@@ -19,6 +19,7 @@ from rlm_host.frameworks.protocol import (
     FrameworkAdapter,
     FrameworkContext,
     FrameworkOutcome,
+    FrameworkRewards,
     StepLimitReached,
     run_coroutine,
 )
@@ -46,7 +47,7 @@ from rlm_host.frameworks.tools import (
 __all__ = [
     # the contract
     "FrameworkAdapter", "FrameworkContext", "FrameworkOutcome", "StepLimitReached", "run_coroutine",
-    "EVENT_REWARDS",
+    "EVENT_REWARDS", "FrameworkRewards",
     # the run's sandbox as tools
     "SandboxTools", "CodeOutcome", "TOOL_DESCRIPTIONS", "AGENT_INSTRUCTIONS", "describe_context_briefly",
     "truncate",

@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from rlm_host import FrameworkSpec, hookimpl
-from rlm_host.sdk.frameworks import FrameworkOutcome
+from rlm_host.sdk.frameworks import FrameworkOutcome, FrameworkRewards
+
+
+class EchoSettings(FrameworkRewards):
+    """``[framework.echo]``: the event rewards only."""
 
 
 class EchoAdapter:
@@ -38,4 +42,4 @@ class EchoAdapter:
 @hookimpl
 def rlm_register_frameworks():
     return [FrameworkSpec("echo", "A test adapter: replies are code or ANSWER: text", "support.echo_framework:EchoAdapter",
-                          mode="agent")]  # fmt: skip
+                          settings="support.echo_framework:EchoSettings", mode="agent")]  # fmt: skip

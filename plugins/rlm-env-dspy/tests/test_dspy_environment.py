@@ -95,6 +95,40 @@ def test_search_list_read_and_an_unknown_action(rlm_cli, rlm_script, rlm_isolate
     assert steps[4]["reward"] == pytest.approx(-0.2)
 
 
+def test_the_verifier_weights_are_settings_of_the_environment(rlm_cli, rlm_script, rlm_isolated):
+    """``[environment.dspy]`` holds the verifier's and the DSPy patterns' weights; ``[rewards]`` the shared base."""
+    (rlm_isolated.work / "rlm.toml").write_text(
+        "[environment.dspy]\nverifier_compile_bonus = 0.5\nverifier_pytest_penalty = 0.05\n"
+        "verifier_validation_bonus = 0.01\nverifier_validation_penalty = 0.02\ndspy_pattern_match_bonus = 0.11\n\n"
+        "[rewards]\nrun_python_base = 0.05\n")  # fmt: skip
+    project = rlm_isolated.work / "project"
+    result = run(rlm_cli, rlm_script, project, [
+        {"action": "write_file", "path": "calc.py", "content": BUGGY},
+        {"action": "write_file", "path": "tests/test_calc.py", "content": TESTS},
+        {"action": "run_python", "code": "def forward(self):\n    return 1\nprint(forward(None))"},
+        {"action": "final", "final_response": "done"},
+    ], "--sandbox", "process")  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    _, steps = steps_of(result)
+    first, tests = (s["observation"]["verifier"] for s in steps[:2])
+    assert first["compile"] is True and first["tests"] is None and tests["compile"] is True and tests["tests"] is False
+
+    def validation(check):
+        return {True: 0.01, False: -0.02, None: 0.0}[check["validation"]]
+
+    assert steps[0]["reward"] == pytest.approx(0.05 + 0.5 + validation(first))
+    assert steps[1]["reward"] == pytest.approx(0.05 + 0.5 - 0.05 + validation(tests))
+    assert steps[2]["reward"] == pytest.approx(0.05 + 0.7 + 0.11), "run_python: [rewards] base + success, one pattern"
+
+
+def test_a_verifier_weight_under_rewards_names_its_new_place(rlm_cli, rlm_script, rlm_isolated):
+    (rlm_isolated.work / "rlm.toml").write_text("[rewards]\nverifier_compile_bonus = 0.5\n")
+    result = run(rlm_cli, rlm_script, rlm_isolated.work / "project", [{"action": "final", "final_response": "x"}],
+                 "--sandbox", "process")  # fmt: skip
+    assert result.code == 2
+    assert "rewards.verifier_compile_bonus: moved to [environment.dspy] verifier_compile_bonus" in result.err
+
+
 def test_a_runtime_without_a_workspace_is_a_clear_error(rlm_cli, rlm_script, rlm_isolated):
     result = run(rlm_cli, rlm_script, rlm_isolated.work, [{"action": "final", "final_response": "x"}],
                  "--sandbox", "monty", plugins=f"{PLUGIN},rlm-sandbox-monty")  # fmt: skip

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
-from rlm_host.sdk.frameworks import FrameworkContext, FrameworkOutcome
+from pydantic import ConfigDict, Field
+from rlm_host.sdk.frameworks import FrameworkContext, FrameworkOutcome, FrameworkRewards
 
 
-class AgentSettings(BaseModel):
-    """``[framework.plugin-template-agent]`` in rlm.toml."""
+class AgentSettings(FrameworkRewards):
+    """``[framework.plugin-template-agent]`` in rlm.toml. Subclassing ``FrameworkRewards`` gives it the event
+    rewards (``reward_tool_call = 0.02``…) that ``ctx.reward_for(kind)`` reads."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +71,7 @@ class TinyAgentAdapter:
         return outcome.text
 
     def _on_event(self, kind: str, data: dict[str, Any]) -> None:
-        """One framework event, one step of the run, recorded now (``reward_for``: the ``[rewards]`` table)."""
+        """One framework event, one step of the run, recorded now (``reward_for``: this adapter's settings)."""
         if kind == "tool_call":
             self.ctx.step("tool_call", {"tool": data["tool"]}, self.ctx.reward_for("tool_call"), code=data["input"],
                           reply=data["reply"])  # fmt: skip

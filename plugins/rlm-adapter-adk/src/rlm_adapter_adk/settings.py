@@ -1,11 +1,13 @@
-"""``[framework.google-adk]``: validated at every settings load, so this module imports pydantic only."""
+"""``[framework.google-adk]``: validated at every settings load, so this module imports pydantic and the
+frameworks kit only. The event rewards (``reward_tool_call``…) are the fields of its base, ``FrameworkRewards``."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+from rlm_host.sdk.frameworks import FrameworkRewards
 
 
-class AdkSettings(BaseModel):
+class AdkSettings(FrameworkRewards):
     """The settings of the ``google-adk`` framework adapter."""
 
     model_config = ConfigDict(extra="forbid")

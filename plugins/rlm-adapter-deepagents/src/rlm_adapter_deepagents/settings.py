@@ -1,14 +1,16 @@
-"""``[framework.deepagents]``: validated at every settings load, so this module imports pydantic only."""
+"""``[framework.deepagents]``: validated at every settings load, so this module imports pydantic and the
+frameworks kit only. The event rewards (``reward_tool_call``…) are the fields of its base, ``FrameworkRewards``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+from rlm_host.sdk.frameworks import FrameworkRewards
 
 
-class DeepAgentsSettings(BaseModel):
+class DeepAgentsSettings(FrameworkRewards):
     """The settings of the ``deepagents`` framework adapter."""
 
     model_config = ConfigDict(extra="forbid")

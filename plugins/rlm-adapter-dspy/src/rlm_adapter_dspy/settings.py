@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+from rlm_host.sdk.frameworks import FrameworkRewards
 
 from rlm_host import Readiness
 
@@ -13,9 +14,10 @@ from rlm_adapter_dspy import INSTALL_HINT
 MIN_DSPY = (3, 4)  # dspy.RLM with interpreter_factory and the CodeInterpreter protocol as used here
 
 
-class DspyRlmSettings(BaseModel):
+class DspyRlmSettings(FrameworkRewards):
     """How ``dspy.RLM`` is built for a run. Its ``max_iters`` is the run's ``max_steps`` (root turns) and its
-    ``max_llm_calls`` the run's ``max_llm_calls``: those are ``[run]`` settings, not these."""
+    ``max_llm_calls`` the run's ``max_llm_calls``: those are ``[run]`` settings, not these. The rewards of its events
+    (``reward_retry``…) are ``FrameworkRewards`` fields."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,13 +1,15 @@
-"""``[framework.pydantic-ai]``: validated at every settings load, so this module imports pydantic only."""
+"""``[framework.pydantic-ai]``: validated at every settings load, so this module imports pydantic and the
+frameworks kit only. The event rewards (``reward_tool_call``…) are the fields of its base, ``FrameworkRewards``."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+from rlm_host.sdk.frameworks import FrameworkRewards
 
 
-class PydanticAISettings(BaseModel):
+class PydanticAISettings(FrameworkRewards):
     """The settings of the ``pydantic-ai`` framework adapter."""
 
     model_config = ConfigDict(extra="forbid")

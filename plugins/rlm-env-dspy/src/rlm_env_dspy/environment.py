@@ -6,7 +6,8 @@ done on the host through :class:`~rlm_env_dspy.workspace.Workspace`, confined to
 check that runs code or a model-given regex (compile, pytest, the analysis, ``search_code``) runs in the
 sandbox, whose working directory is that same folder mounted read-write. ``run_python``, ``delegate`` and
 ``delegate_batch`` are the built-in generic environment's own, run on the same session; ``llm_query`` and
-``llm_query_batched`` are the host's sub-calls (budget, events, replay). Rewards come from ``[rewards]``.
+``llm_query_batched`` are the host's sub-calls (budget, events, replay). Rewards come from ``[rewards]`` (what
+every environment shares) and the verifier's weights from ``[environment.dspy]`` (``DSPySettings``).
 """
 
 from __future__ import annotations
@@ -76,6 +77,16 @@ class DSPySettings(BaseModel):
     sandbox_packages: list[str] = Field(default_factory=list, description="what the project's tests need besides "
                                         "dspy and pytest (its declared test dependencies): pip requirements added "
                                         "to the sandbox (Docker: `rlm sandbox build-image --with …`)")
+    # the verifier's rewards, after a file is written or patched (with [rewards] run_python_base as the base)
+    verifier_compile_bonus: float = Field(0.20, description="the written file compiles")
+    verifier_compile_penalty: float = Field(0.20, description="the written file does not compile")
+    verifier_pytest_bonus: float = Field(0.25, description="its tests (or run_tests) pass")
+    verifier_pytest_penalty: float = Field(0.25, description="its tests (or run_tests) fail")
+    verifier_validation_bonus: float = Field(0.15, description="the code analysis finds it sound")
+    verifier_validation_penalty: float = Field(0.15, description="the code analysis finds problems")
+    dspy_pattern_match_bonus: float = Field(0.05, description="per DSPy pattern in written or run code "
+                                            "(import dspy, Signature, InputField, OutputField, Module, forward)")
+    dspy_pattern_bonus_cap: float = Field(0.20, description="the most the DSPy patterns of one step earn")
 
 
 class DSPyCodingEnvironment:
@@ -126,7 +137,7 @@ class DSPyCodingEnvironment:
             if result.action == "run_python" and result.code:
                 patterns = verifier.dspy_patterns(result.code)
                 result = result.model_copy(update={"reward": result.reward + verifier.pattern_bonus(
-                    self.ctx.rewards, patterns)})  # fmt: skip
+                    self.settings, patterns)})  # fmt: skip
             return self._record(result)
         handler = self._handlers().get(name)
         if handler is None:
@@ -179,7 +190,7 @@ class DSPyCodingEnvironment:
                        "notes": [f"{path}: {check.summary()}"]}  # fmt: skip
         note = f"{name} {path}: compile={check.compiled} tests={check.tests_passed} validation={check.validated}"
         return ActionResult(action=name, observation=observation, memory_note=note,
-                            reward=verifier.reward_of(self.ctx.rewards, check, patterns))  # fmt: skip
+                            reward=verifier.reward_of(self.ctx.rewards, self.settings, check, patterns))  # fmt: skip
 
     def _read(self, action: dict[str, Any]) -> ActionResult:
         shown = self.workspace.read_lines(action.get("path"), action.get("start_line", 1), action.get("end_line"))
@@ -210,10 +221,10 @@ class DSPyCodingEnvironment:
         for item in selection:
             self.workspace.resolve(item.split("::", 1)[0])  # each selected file must be in the project
         tests = verifier.run_tests(self.session, selection, self.settings.test_timeout, self.settings.max_output_chars)
-        rewards = self.ctx.rewards
-        reward = rewards.run_python_base
+        weights = self.settings
+        reward = self.ctx.rewards.run_python_base
         if not tests["no_tests"]:
-            reward += rewards.verifier_pytest_bonus if tests["passed"] else -rewards.verifier_pytest_penalty
+            reward += weights.verifier_pytest_bonus if tests["passed"] else -weights.verifier_pytest_penalty
         note = f"run_tests {' '.join(selection) or '(all)'}: {tests['counts'] or tests['exit_code']}"
         return ActionResult(action="run_tests", observation={"success": tests["passed"], **tests, "notes": [note]},
                             reward=reward, memory_note=note)  # fmt: skip

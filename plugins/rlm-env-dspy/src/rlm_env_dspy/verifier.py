@@ -148,21 +148,23 @@ def verify_file(session: Any, relative: str, python_files: list[str], *, timeout
     return outcome
 
 
-def reward_of(rewards: Any, verification: Verification, patterns: list[str]) -> float:
-    """base + compile ± + tests ± + validation ± + DSPy pattern bonus (capped), the seeds' verifier rewards."""
+def reward_of(rewards: Any, weights: Any, verification: Verification, patterns: list[str]) -> float:
+    """base + compile ± + tests ± + validation ± + DSPy pattern bonus (capped), the seeds' verifier rewards: the
+    base is ``[rewards] run_python_base``, the rest the environment's settings (``weights``, ``[environment.dspy]``)."""
     reward = rewards.run_python_base
     for passed, bonus, penalty in (
-        (verification.compiled, rewards.verifier_compile_bonus, rewards.verifier_compile_penalty),
-        (verification.tests_passed, rewards.verifier_pytest_bonus, rewards.verifier_pytest_penalty),
-        (verification.validated, rewards.verifier_validation_bonus, rewards.verifier_validation_penalty),
+        (verification.compiled, weights.verifier_compile_bonus, weights.verifier_compile_penalty),
+        (verification.tests_passed, weights.verifier_pytest_bonus, weights.verifier_pytest_penalty),
+        (verification.validated, weights.verifier_validation_bonus, weights.verifier_validation_penalty),
     ):
         if passed is not None:
             reward += bonus if passed else -penalty
-    return reward + pattern_bonus(rewards, patterns)
+    return reward + pattern_bonus(weights, patterns)
 
 
-def pattern_bonus(rewards: Any, patterns: list[str]) -> float:
-    return min(rewards.dspy_pattern_bonus_cap, rewards.dspy_pattern_match_bonus * len(patterns))
+def pattern_bonus(weights: Any, patterns: list[str]) -> float:
+    """The DSPy patterns' bonus, ``dspy_pattern_match_bonus`` each, at most ``dspy_pattern_bonus_cap``."""
+    return min(weights.dspy_pattern_bonus_cap, weights.dspy_pattern_match_bonus * len(patterns))
 
 
 def _matching_test(stem: str, python_files: list[str]) -> Optional[str]:
