@@ -86,6 +86,16 @@ def test_pydantic_ai_giving_up_ends_the_run_with_an_error(rlm_cli, rlm_script, l
     assert [step["action"] for step in steps] == ["tool_call"]
 
 
+def test_the_event_rewards_are_settings_of_the_adapter(rlm_cli, rlm_script, log_file, rlm_isolated):
+    """``[framework.pydantic-ai] reward_*`` (FrameworkRewards) weigh its events; ``[rewards]`` the final step."""
+    (rlm_isolated.work / "rlm.toml").write_text("[framework.pydantic-ai]\nreward_tool_call = 0.3\n"
+                                                "reward_tool_result = 0.4\n\n[rewards]\nfinal_reward = 0.9\n")
+    model = rlm_script([call("run_code", code="print(context.splitlines()[2])"), final(ANSWER)])
+    result, outcome, steps, _ = run(rlm_cli, model, log_file)
+    assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
+    assert actions(steps) == [("tool_call", 0.3), ("tool_result", 0.4), ("final", 0.9)]
+
+
 def test_the_settings_section_is_validated(rlm_isolated, rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN)
     (rlm_isolated.work / "rlm.toml").write_text("[framework.pydantic-ai]\nretries = 5\nmax_output_chars = 500\n")

@@ -7,14 +7,14 @@
 - ADK's ``InMemoryRunner`` runs it; each event of its async stream is recorded with ``ctx.step`` as it arrives:
 
   ============  ===========================================================  ===========================
-  step action   when                                                         reward (``[rewards]``)
+  step action   when                                                         reward (its settings)
   ============  ===========================================================  ===========================
-  tool_call     a model reply calls a tool (observation: tool, args)         framework_tool_call
-  model_text    the prose of a reply next to a tool call, or a malformed     framework_model_text
+  tool_call     a model reply calls a tool (observation: tool, args)         reward_tool_call
+  model_text    the prose of a reply next to a tool call, or a malformed     reward_model_text
                 or empty reply (sent back to the model)
-  tool_result   a tool returned                                              framework_tool_result
-  tool_error    a tool ran and failed (code raised, a sub-call failed)       framework_tool_error
-  retry         ADK rejected a call (unknown tool, missing arguments), or    framework_retry
+  tool_result   a tool returned                                              reward_tool_result
+  tool_error    a tool ran and failed (code raised, a sub-call failed)       reward_tool_error
+  retry         ADK rejected a call (unknown tool, missing arguments), or    reward_retry
                 a malformed or empty reply is sent back
   final         the answer: a text reply ADK took as final, or FINAL()       final_reward
                 called in run_code

@@ -11,14 +11,14 @@
 - it is streamed (``stream_mode="updates"``) and each message is recorded with ``ctx.step`` as it arrives:
 
   ==================  ======================================================  ===============================
-  step action         when                                                    reward (``[rewards]``)
+  step action         when                                                    reward (its settings)
   ==================  ======================================================  ===============================
-  model_text          the prose of a reply beside its tool call, or a         framework_model_text
+  model_text          the prose of a reply beside its tool call, or a         reward_model_text
                       malformed reply (sent back to the model)
-  tool_call           a reply calls a tool (observation: tool, args)          framework_tool_call
-  planning_tool_call  a reply calls write_todos / read_todos                  framework_planning_tool_call
-  tool_result         a ToolMessage came back (``ok`` False: an error         framework_tool_result /
-                      ToolMessage: the code raised, unknown tool, bad args)   framework_tool_error
+  tool_call           a reply calls a tool (observation: tool, args)          reward_tool_call
+  planning_tool_call  a reply calls write_todos / read_todos                  reward_planning_tool_call
+  tool_result         a ToolMessage came back (``ok`` False: an error         reward_tool_result /
+                      ToolMessage: the code raised, unknown tool, bad args)   reward_tool_error
   final               the agent's answer, or FINAL() called in run_code       final_reward
   ==================  ======================================================  ===============================
 

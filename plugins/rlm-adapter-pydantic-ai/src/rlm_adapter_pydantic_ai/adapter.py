@@ -7,14 +7,14 @@
 - it runs with ``agent.iter()``; each event is recorded with ``ctx.step`` as it happens:
 
   ============  ===========================================================  ===========================
-  step action   when                                                         reward (``[rewards]``)
+  step action   when                                                         reward (its settings)
   ============  ===========================================================  ===========================
-  tool_call     a model reply calls a tool (observation: tool, args)         framework_tool_call
-  model_text    the prose of a reply next to a tool call, or a rejected      framework_model_text
+  tool_call     a model reply calls a tool (observation: tool, args)         reward_tool_call
+  model_text    the prose of a reply next to a tool call, or a rejected      reward_model_text
                 answer
-  tool_result   a tool returned (recorded by the tool itself, as it returns) framework_tool_result
-  tool_error    a tool ran and failed (code raised, a sub-call failed)       framework_tool_error
-  retry         pydantic-ai asks the model again: unknown tool, bad          framework_retry
+  tool_result   a tool returned (recorded by the tool itself, as it returns) reward_tool_result
+  tool_error    a tool ran and failed (code raised, a sub-call failed)       reward_tool_error
+  retry         pydantic-ai asks the model again: unknown tool, bad          reward_retry
                 arguments, an empty or malformed reply
   final         the answer: a text answer the agent accepted, or FINAL()     final_reward
                 called in run_code
