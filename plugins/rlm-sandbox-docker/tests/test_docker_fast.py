@@ -77,13 +77,15 @@ def test_starting_without_an_engine_is_a_clear_error(dead_engine):
     session.shutdown()
 
 
-def test_a_run_without_an_engine_ends_with_the_fix(dead_engine, tmp_path, monkeypatch):
+def test_a_run_without_an_engine_is_refused_with_the_fix(dead_engine, tmp_path, monkeypatch):
+    """A sandbox the user named that cannot start is bad input, said by the planner before any model call."""
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, plugins=PLUGIN)
     root = ScriptedConnector.from_responses(["```repl\nprint(1)\n```"], name="scripted:root")
-    result = runner.run_task("q", context="c", sandbox="docker", connectors={"root": root})
-    assert result.termination_reason == "error" and "cannot reach the Docker engine" in result.error
-    assert "start it" in result.error
+    with pytest.raises(ConfigError) as refused:
+        runner.run_task("q", context="c", sandbox="docker", connectors={"root": root})
+    assert "cannot reach the Docker engine" in str(refused.value) and "start it" in (refused.value.hint or "")
+    assert root.calls == []  # refused before the first model call
 
 
 def test_commands_without_an_engine(dead_engine, rlm_cli):

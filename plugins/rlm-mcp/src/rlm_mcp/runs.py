@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from rlm_host import RunResult, RunStore, StepRecord
+from rlm_host import RunResult, StepRecord
+from rlm_host.sdk.embedding import RunStore
 
 from rlm_mcp.models import RunDetail, RunsList, RunSummaryOut, StepOut
 
