@@ -1,7 +1,8 @@
 """The models kit: for provider plugins (``rlm_register_providers``, a ``ProviderSpec`` whose factory returns a
 ``ModelConnector``).
 
-A connector implements the ``ModelConnector`` protocol: ``complete(messages, options) -> Completion``. A
+A connector implements the ``ModelConnector`` protocol: ``complete(messages, *, timeout, on_retry, purpose,
+reply_format) -> Completion`` (its connection options come from ``ProviderServices`` at creation). A
 connector over a vendor SDK subclasses ``RetryingConnector`` (retries with ``RetryPolicy``, ``Failure`` and
 ``retry_after_of``; ``MalformedBody`` for a reply it cannot read) and reads its settings with
 ``validate_settings``; token counts fall back to ``estimate_tokens``. ``resolve_connector`` / ``auto_model`` turn a

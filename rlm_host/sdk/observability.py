@@ -1,5 +1,5 @@
 """The observability kit: for sink plugins (``rlm_register_sinks``, a ``SinkSpec`` whose factory is called with
-``HostServices`` and returns a ``Sink``: ``on_event(event)`` for each ``RunEvent``, then ``close()``).
+``HostServices`` and returns a ``Sink``: ``handle(event)`` for each ``RunEvent``, then ``close()``).
 
 A sink that exports traces builds the run's span tree with ``SpanBuilder`` (one ``SpanRecord`` per run, step and
 model call, ``SpanEventRecord`` inside them), walks it parents first with ``tree_order``, and names it with the
