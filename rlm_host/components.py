@@ -193,10 +193,17 @@ class SandboxSpec(Component):
     workspace: bool = False
 
 
+@dataclass(frozen=True)
 class SinkSpec(Component):
-    """An observability sink that receives every run event (local JSONL, OpenTelemetry, MLflow…)."""
+    """An observability sink that receives every run event (local JSONL, OpenTelemetry, MLflow…).
+
+    ``default``: the sink is fed by every run whose ``[run] sinks`` is not set (installing it turns it on); a run
+    that names its sinks gets exactly those, and ``--sink`` adds to either.
+    """
 
     kind: ClassVar[str] = "sink"
+
+    default: bool = False
 
 
 @dataclass(frozen=True)

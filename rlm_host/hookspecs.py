@@ -106,7 +106,8 @@ def rlm_register_providers() -> list[ProviderSpec]:
 
 @hookspec
 def rlm_register_sinks() -> list[SinkSpec]:
-    """Observability sinks: receive the event stream of the runs that name them in ``run.sinks``.
+    """Observability sinks: receive the event stream of the runs that name them in ``run.sinks`` (when it is not
+    set: of every run, for a sink whose spec says ``default=True``).
 
     The factory is called once per run tree as ``factory(settings, services: HostServices) -> Sink``; the sink's
     ``handle(event)`` gets every ``RunEvent`` in order and ``close()`` is called when the run tree ends. A sink

@@ -61,12 +61,12 @@ def test_a_configured_sandbox_that_is_not_ready_fails_it_with_its_check(rlm, env
 
 def test_an_unknown_sink_is_bad_input_like_in_rlm_run(rlm, isolated_env):
     (Path(isolated_env["WORK"]) / "x.json").write_text('{"responses": ["FINAL(1)"]}')
-    result = rlm("plugins", "doctor", "--sink", "loacl", plugins=[])
+    result = rlm("plugins", "doctor", "--sink", "loacl", plugins=["rlm-sink-local"])
     assert result.returncode == 2 and result.stdout == ""
     assert "unknown sink 'loacl' (did you mean 'local'?)" in result.stderr
     assert "choose one of: local" in result.stderr
     run = rlm("run", "q", "--sink", "loacl", "--sandbox", "process", "--model", "scripted:x.json",
-              plugins=[])
+              plugins=["rlm-sink-local"])
     assert run.returncode == 2 and "unknown sink 'loacl'" in run.stderr
 
 

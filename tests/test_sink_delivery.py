@@ -69,8 +69,9 @@ def test_a_slow_sink_does_not_slow_the_run(rlm_cli, rlm_script, rlm_isolated, mo
     assert not any(e["type"] == "sink_error" for e in events)
 
 
-def test_a_raising_sink_is_disabled_once_and_recorded(rlm_cli, rlm_script):
-    result, _ = _run(rlm_cli, rlm_script, "--sink", "raising,local")
+def test_a_raising_sink_is_disabled_once_and_recorded(rlm_cli, rlm_script, monkeypatch):
+    monkeypatch.setenv("RLM_SINK__SLOW__DELAY", "0")
+    result, _ = _run(rlm_cli, rlm_script, "--sink", "raising,slow")
     assert result.code == 0, result.err
     run = json.loads(result.out)
     assert run["final_response"] == "42"
@@ -134,17 +135,42 @@ def test_a_call_running_too_long_disables_the_sink_at_the_next_event():
     delivery.close()
 
 
-def test_runs_show_names_the_sinks_the_trace_id_and_a_disabled_sink(rlm_cli, rlm_script):
+def test_runs_show_names_the_sinks_the_trace_id_and_a_disabled_sink(rlm_cli, rlm_script, monkeypatch):
     from rlm_host.sdk.observability import trace_id_for
 
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.misbehaving_sinks,support.default_sinks")
     result, _ = _run(rlm_cli, rlm_script, "--sink", "raising")
     run = json.loads(result.out)
     shown = rlm_cli("runs", "show", run["run_id"])
     assert shown.code == 0, shown.err
-    assert f"sinks: local, raising  trace id: {trace_id_for(run['run_id'])}" in shown.out
+    assert f"sinks: on-by-default, raising  trace id: {trace_id_for(run['run_id'])}" in shown.out
     assert "sink raising disabled: ConnectionError" in shown.out
     as_json = json.loads(rlm_cli("runs", "show", run["run_id"], "--json").out)
     assert as_json["trace_id"] == trace_id_for(run["run_id"])
+
+
+def test_a_sink_on_by_default_feeds_runs_that_name_no_sinks_and_only_them(rlm_cli, rlm_script, rlm_isolated,
+                                                                           monkeypatch):
+    """``SinkSpec(default=True)``: fed while ``[run] sinks`` is not set (``--sink`` adds to it); a run that sets
+    ``[run] sinks`` (also ``[]``) feeds exactly those, ``--sink`` adding to them."""
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.misbehaving_sinks,support.default_sinks")
+    record = rlm_isolated.work / "default.txt"
+    monkeypatch.setenv("RLM_SINK__ON_BY_DEFAULT__RECORD", str(record))
+
+    def fed(*extra: str) -> tuple[list[str], bool]:
+        record.unlink(missing_ok=True)
+        result, _ = _run(rlm_cli, rlm_script, *extra)
+        assert result.code == 0, result.err
+        start = _events(Path(json.loads(result.out)["trajectory_path"]))[0]
+        return start["data"]["settings"]["sinks"], record.exists()
+
+    assert fed() == (["on-by-default"], True)
+    assert fed("--sink", "raising") == (["on-by-default", "raising"], True)
+    monkeypatch.setenv("RLM_RUN__SINKS", '["raising"]')
+    assert fed() == (["raising"], False)
+    monkeypatch.setenv("RLM_RUN__SINKS", "[]")
+    assert fed() == ([], False)
+    assert fed("--sink", "on-by-default") == (["on-by-default"], True)
 
 
 def test_a_sink_with_flush_batches_as_much_as_its_backend_is_slow():

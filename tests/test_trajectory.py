@@ -1,4 +1,4 @@
-"""Trajectories on disk, replay, the local JSONL sink, and the ``rlm runs`` / ``rlm replay`` commands.
+"""Trajectories on disk, replay, and the ``rlm runs`` / ``rlm replay`` commands.
 
 Event streams are emitted through a real ``EventBus`` into the real subscribers: a root run with three steps
 (the second one an error), a child run started by ``rlm_query`` during the first step, and final events
@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 
 from rlm_host.events import EventBus, RunEvent
-from rlm_host.observability import LocalJSONLSink, LocalSinkSettings, create
 from rlm_host.engine.scope import new_run_id
-from rlm_host.services import HostServices
 from rlm_host.cli.render import render_step, render_summary
 from rlm_host.trajectory import (
     AmbiguousRunError,
@@ -297,40 +295,6 @@ def test_render_step_and_summary(home):
     summary = render_summary(replay)
     assert "run run_t" in summary and "status: final (completed)" in summary
     assert "final answer: 42" in summary and "errors at steps 2" in summary and "1 child run," in summary
-
-
-# --- local sink -----------------------------------------------------------------------------------------
-
-
-def test_local_sink_writes_run_and_step_lines(home):
-    bus = EventBus()
-    sink = create(None, HostServices(home=home))
-    bus.subscribe("local", sink.handle)
-    emit_run(bus, "run_s")
-    sink.close()
-    runs = [json.loads(line) for line in (home / "observability" / "runs.jsonl").read_text().splitlines()]
-    assert [(r["run_id"], r["parent_run_id"], r["depth"]) for r in runs] == [
-        ("run_s_c1", "run_s", 1),
-        ("run_s", None, 0),
-    ]
-    root = runs[1]
-    assert root["completed"] and root["termination_reason"] == "final" and root["steps"] == 3
-    assert root["tokens"]["root"] == {"calls": 3, "input": 300, "output": 60, "total": 360}
-    assert root["tokens"]["sub"]["total"] == 60 and root["tokens"]["total"] == 420
-    assert root["cost"] == pytest.approx(0.0035) and root["duration"] == 4.5 and root["task"] == "count"
-    steps = [json.loads(line) for line in (home / "observability" / "steps" / "run_s.jsonl").read_text().splitlines()]
-    expected = [(1, "run_code", True), (2, "run_code", False), (3, "final", True)]
-    assert [(s["step"], s["action"], s["success"]) for s in steps] == expected
-    assert [s["cumulative_reward"] for s in steps] == pytest.approx([0.1, 0.0, 1.0])
-    assert set(steps[0]) == {"timestamp", "run_id", "step", "action", "reward", "cumulative_reward", "success"}
-    assert (home / "observability" / "steps" / "run_s_c1.jsonl").is_file()
-
-
-def test_local_sink_settings(tmp_path):
-    sink = LocalJSONLSink(LocalSinkSettings(directory=tmp_path / "obs"), tmp_path / "home")
-    assert sink.runs_file == tmp_path / "obs" / "runs.jsonl"
-    with pytest.raises(ValueError):
-        LocalSinkSettings(directry="x")
 
 
 # --- CLI ------------------------------------------------------------------------------------------------

@@ -164,7 +164,7 @@ def render_summary(replay: Replay) -> str:
 
 
 def _sink_lines(replay: Replay) -> list[str]:
-    """The sinks the run fed, with the OpenTelemetry trace id under which span-shaped sinks filed it (to look the
+    """The sinks the run fed, with the OpenTelemetry trace id under which span-shaped sinks file it (to look the
     run up in Jaeger, MLflow, Langfuse…), and any sink the run disabled."""
     from rlm_host.observability.spans import trace_id_for
 
@@ -172,8 +172,7 @@ def _sink_lines(replay: Replay) -> list[str]:
     sinks = [str(s) for s in settings.get("sinks") or []]
     lines = []
     if sinks:
-        remote = [s for s in sinks if s != "local"]
-        lines.append(f"sinks: {', '.join(sinks)}" + (f"  trace id: {trace_id_for(replay.root.run_id)}" if remote else ""))
+        lines.append(f"sinks: {', '.join(sinks)}  trace id: {trace_id_for(replay.root.run_id)}")
     for event in replay.events:
         if event.type == "sink_error":
             lines.append(f"sink {event.data.get('sink')} disabled: {_short(str(event.data.get('error')), 200)}")

@@ -3,7 +3,8 @@
 ``rlm run`` offers every run option; other commands (``rlm chat``, ``rlm bench run``) offer the ones they take
 with :func:`options`, and turn what the user gave into settings with :func:`apply`, which records each flag as
 the value's source. A list option (``--sink``, ``--allow-sub-model``) and ``--label`` add to the configured
-values; every other flag replaces its setting.
+values (``--sink`` with ``[run] sinks`` not set: to the sinks that are on by default); every other flag replaces
+its setting.
 """
 
 from __future__ import annotations
@@ -82,10 +83,21 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
             values[name] = {**run.labels, **_labels(value)}
         elif name in ("sinks", "allowed_sub_models"):
             added = [part.strip() for item in value for part in str(item).split(",") if part.strip()]
-            values[name] = list(dict.fromkeys([*getattr(run, name), *added]))
+            values[name] = list(dict.fromkeys([*_configured(run, name), *added]))
         else:
             values[name] = value
     return loaded.with_run(values, {name: run_options.flag_of(name) for name in values})
+
+
+def _configured(run: Any, name: str) -> list[str]:
+    """The configured values a list flag adds to; for ``sinks`` not set, the sinks that are on by default (so
+    ``--sink otel`` feeds ``otel`` besides them, as it would beside a configured list)."""
+    if name == "sinks" and run.sinks is None:
+        from rlm_host.engine.plan import run_sinks
+        from rlm_host.plugins import get_host
+
+        return run_sinks(get_host(), None)
+    return list(getattr(run, name))
 
 
 def _labels(items: Iterable[str]) -> dict[str, str]:

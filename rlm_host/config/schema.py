@@ -68,8 +68,8 @@ class RunSettings(Section):
     reply_format: Literal["auto", "on", "off"] = Field(
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
-    sinks: list[str] = Field(default_factory=lambda: ["local"], description="observability sinks to feed",
-                             json_schema_extra={"flag": "--sink"})
+    sinks: Optional[list[str]] = Field(None, description="observability sinks to feed (not set: every installed "
+                                       "sink that is on by default)", json_schema_extra={"flag": "--sink"})
     sink_flush_seconds: float = Field(10.0, gt=0, le=600, description="how long the end of a run waits for the sinks "
                                       "to deliver what they hold (together, not each)")
     sink_call_seconds: float = Field(30.0, gt=0, description="a sink whose one call has not returned after this many "
@@ -96,10 +96,6 @@ class RunSettings(Section):
             raise PydanticCustomError("instructions_file", "{reason}", {"reason": f"cannot read {path}: "
                                       f"{exc.strerror or exc} (give the text, or @PATH to a text file)"}) from None
 
-    def with_sinks(self, added: Optional[list[str]]) -> list[str]:
-        """``sinks`` plus the names of ``--sink`` options (each may list several, comma-separated)."""
-        names = [name.strip() for value in added or [] for name in value.split(",") if name.strip()]
-        return [*self.sinks, *(name for name in names if name not in self.sinks)]
     allow_any_workdir: bool = Field(False, description="let an environment that edits files work in a home, documents "
                                     "or system folder (refused by default)")
     workdir: Path | None = Field(None, description="project folder an environment that edits files works in (mounted "

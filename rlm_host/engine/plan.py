@@ -149,7 +149,7 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     sub_models = SubModels(run.allowed_sub_models, {root_name: root, sub_name: sub}, make_connector, host)
     warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     notices += warnings
-    run = run.model_copy(update={"environment": env_spec.name, "model": model,
+    run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": run_sinks(host, run.sinks),
                                  "framework": framework_spec.name if framework_spec else NATIVE_FRAMEWORK})
     sinks = _open_sinks(host, loaded, home, run.sinks, notices)
     run_id = new_run_id()
@@ -222,17 +222,22 @@ def _framework(host: Any, name: str) -> Any:
                                  where_more=" (adapters are plugins: pip install rlm-adapter-<name>)")
 
 
+def run_sinks(host: Any, names: Optional[list[str]]) -> list[str]:
+    """The sinks a run feeds, by their registered names (an unknown name is an error, a name given twice is one
+    sink): ``names`` (``[run] sinks``), or when it is not set every installed sink whose spec says ``default``."""
+    if names is None:
+        return [spec.name for spec in host.sinks() if spec.default]
+    registry = host.sinks()
+    return list(dict.fromkeys(registry.get(name, where_more=SINK_PLUGINS).name for name in names))
+
+
 def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str], notices: list[str]) -> list[tuple[str, Sink]]:
-    """Sinks named in ``run.sinks`` (an unknown name is an error); one that fails to start is skipped with a
-    warning and a notice in the run's record (never fatal: observability must not stop a run)."""
+    """The sinks ``names`` (see :func:`run_sinks`); one that fails to start is skipped with a warning and a notice
+    in the run's record (never fatal: observability must not stop a run)."""
     sinks = []
     services = HostServices(home=home)
     registry = host.sinks()
-    specs = {}  # a name given twice: one sink
-    for name in names:
-        spec = registry.get(name, where_more=SINK_PLUGINS)
-        specs[spec.name] = spec
-    for spec in specs.values():
+    for spec in (registry.get(name) for name in names):
         try:
             sinks.append((spec.name, spec.create(loaded.component("sink", spec.name), services)))
         except Exception as exc:

@@ -1,6 +1,2 @@
-"""Observability sinks built into the host. ``local`` (``LocalJSONLSink``) keeps run and step summaries as
-JSON lines under ``<home>/observability``; other sinks (OpenTelemetry, MLflow…) are plugins."""
-
-from rlm_host.observability.local_jsonl import LocalJSONLSink, LocalSinkSettings, create
-
-__all__ = ["LocalJSONLSink", "LocalSinkSettings", "create"]
+"""What the host does for every sink: ``delivery`` feeds each sink from its own thread, ``spans`` builds the run
+tree's spans once for the span-shaped ones. The sinks themselves, ``local`` included, are plugins."""

@@ -49,6 +49,7 @@ def _used(host: Any, loaded: Any, extra_sinks: list[str],
     """The components this setup uses, by kind (primary names), and rows for configured names that resolve to
     nothing (a model naming no provider, no security boundary for ``--sandbox auto``)."""
     from rlm_host.config.schema import RunSettings
+    from rlm_host.engine.plan import run_sinks
     from rlm_host.errors import RlmError
     from rlm_host.llm.resolve import auto_model, split_model_string
 
@@ -67,7 +68,7 @@ def _used(host: Any, loaded: Any, extra_sinks: list[str],
     use("environment", run.environment)
     if run.framework != "native":
         use("framework", run.framework)
-    for name in [*run.sinks, *extra_sinks]:
+    for name in [*(run.sinks if run.sinks is not None else run_sinks(host, None)), *extra_sinks]:
         use("sink", name)
     for setting, model in (("run.model", run.model), ("run.sub_model", run.sub_model)):
         if not model:
@@ -93,13 +94,15 @@ def _used(host: Any, loaded: Any, extra_sinks: list[str],
 
 
 def _readiness(kind: str, record: Any, loaded: Any, extra_sinks: list[str]) -> Any:
-    """A component's readiness; a sink no run feeds (not in ``[run] sinks``) is only checked for being
-    installable, since its endpoint and credentials matter only once it is configured."""
+    """A component's readiness; a sink no run feeds (not in ``[run] sinks``, nor on by default when that is not
+    set) is only checked for being installable, since its endpoint and credentials matter only once it is
+    configured."""
     from rlm_host.components import Readiness, normalize_name
 
     if kind == "sink" and loaded is not None:
-        enabled = {normalize_name(n) for n in [*loaded.settings.run.sinks, *extra_sinks]}
-        if not enabled & {normalize_name(n) for n in record.names}:
+        configured = loaded.settings.run.sinks
+        enabled = {normalize_name(n) for n in [*(configured or []), *extra_sinks]}
+        if not (configured is None and record.default) and not enabled & {normalize_name(n) for n in record.names}:
             missing = [m for m in record.requires if importlib.util.find_spec(m) is None]
             if missing:
                 return Readiness(False, "missing module(s): " + ", ".join(missing), record.install_hint)

@@ -44,7 +44,6 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "rlm_host.default_plugins.environments",
     "rlm_host.default_plugins.sandboxes",
     "rlm_host.default_plugins.providers",
-    "rlm_host.default_plugins.sinks",
     "rlm_host.default_plugins.context_loaders",
     "rlm_host.default_plugins.exporters",
     "rlm_host.default_plugins.commands",
@@ -101,7 +100,7 @@ class PluginHost:
                 if dist.status == "not loaded":
                     dist.status = "ok"
             for module_name in self._local_modules:  # RLM_PLUGIN_MODULES: hook modules not packaged
-                local = PluginDistribution(f"local:{module_name}", "local")
+                local = PluginDistribution(f"local:{module_name}", "unpackaged")
                 self.distributions.append(local)
                 self._load_entry_point(local, module_name, module_name)
                 local.status = "ok" if local.status == "not loaded" else local.status

@@ -22,7 +22,7 @@ concurrent ``handle`` calls from many threads are safe; named in ``run.sinks``, 
 ``unreachable_settings`` (a backend that is down) it never raises and ``close()`` gives up within
 ``CLOSE_SECONDS``; its readiness check (``rlm plugins doctor``) answers quickly and never shows the value of a
 ``secret_environ`` credential. ``feed_trajectory(sink, source)`` replays a saved run into any sink.
-Real example: the host's tests/test_local_sink.py.
+Real example: plugins/rlm-sink-local/tests/test_local_sink.py.
 """
 
 from __future__ import annotations

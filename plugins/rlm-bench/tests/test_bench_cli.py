@@ -219,7 +219,7 @@ def test_sink_option_feeds_every_case_and_an_unknown_sink_is_refused(cli, work):
             "process", "--limit", "2", "--json")  # fmt: skip
     code, out, err = cli(*args, "--sink", "nope")
     assert code == 2 and "unknown sink 'nope'" in err
-    code, out, err = cli(*args, "--sink", "local")
+    code, out, err = cli(*args, "--sink", "local", plugins="rlm-sink-local")
     assert code == 0, err
     summary = BenchmarkSummary.model_validate_json(out)
     lines = [json.loads(line) for line in (work / ".rlm" / "observability" / "runs.jsonl").read_text().splitlines()]

@@ -1,4 +1,4 @@
-"""The built-in ``local`` sink: run and step summaries as JSON lines, readable without any service.
+"""The ``local`` sink: run and step summaries as JSON lines, readable without any service.
 
 It writes, under ``<home>/observability`` (or ``[sink.local] directory``):
 
@@ -8,7 +8,8 @@ It writes, under ``<home>/observability`` (or ``[sink.local] directory``):
   success).
 
 Each line is appended with its own open/write/close, so lines are complete on disk as soon as they are written
-and no file handle outlives a run. The full event stream lives in the trajectory (``rlm_host.trajectory``).
+and no file handle outlives a run. The full event stream lives in the run's trajectory
+(``<home>/runs/<run_id>.jsonl``, written by the host).
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.events import RunEvent
-from rlm_host.results import RunResult, Usage
+from rlm_host import RunEvent, RunResult, Usage
 
 RUNS_FILE = "runs.jsonl"
 STEPS_DIR = "steps"
@@ -54,12 +54,19 @@ def _role_tokens(usage: Usage) -> dict[str, Any]:
     }
 
 
+def _observation_error(observation: dict[str, Any]) -> bool:
+    """Whether a step's observation records an error: its own ``error``, or a code block's error or time-out
+    (the trajectory's step format, docs/schemas.md)."""
+    if observation.get("error"):
+        return True
+    return any(isinstance(block, dict) and (block.get("error") or block.get("timed_out"))
+               for block in observation.get("blocks") or [])  # fmt: skip
+
+
 def step_success(data: dict[str, Any]) -> bool:
     """A step succeeded unless its observation records an error (or says so) or its action is ``error``."""
-    from rlm_host.trajectory.tree import observation_error
-
     observation = data.get("observation") or {}
-    if data.get("action") == "error" or observation_error(observation) is not None:
+    if data.get("action") == "error" or _observation_error(observation):
         return False
     return bool(observation.get("success", True))
 
