@@ -165,7 +165,7 @@ class FrameworkSpec(Component):
 
     ``mode``: ``native_rlm`` when the framework itself implements the RLM loop (dspy.RLM: code, sub-calls,
     SUBMIT), ``agent`` when it is a tool-calling agent given the sandbox as tools. The factory is called as
-    ``factory(settings, FrameworkContext)`` and returns a ``FrameworkAdapter`` (``rlm_host.frameworks``).
+    ``factory(settings, FrameworkContext)`` and returns a ``FrameworkAdapter`` (``rlm_host.sdk.frameworks``).
     """
 
     kind: ClassVar[str] = "framework"
