@@ -36,7 +36,8 @@ from rlm_host.llm.catalog import context_window as listed_context_window
 from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.openai_provider import ProviderSettings as OpenAISettings
 from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
-from rlm_host.llm.resolve import auto_model, resolve_connector
+from rlm_host.llm.prices import PriceTable
+from rlm_host.llm.resolve import auto_model, resolve_connector, split_model_string
 from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
 from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens, estimate_tokens
 
@@ -51,6 +52,8 @@ __all__ = [
     "reject_raw_text", "retry_after_of",
     # token counts: the model's own (a connector's optional ``count_tokens``), else the estimate
     "CHARS_PER_TOKEN", "count_tokens", "estimate_tokens",
+    # what a model costs (USD per 1M tokens: [[prices]], genai-prices, the providers' own); a model string's parts
+    "PriceTable", "split_model_string",
     # a model string to a connector, as a run resolves it
     "resolve_connector", "auto_model",
     # the openai connector, for OpenAI-compatible services (rlm-provider-compatible): its settings, where a

@@ -58,7 +58,7 @@ def run(
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Preset to run (`rlm bench list`)."),
     pack: Optional[List[Path]] = typer.Option(None, "--pack", help="A YAML/JSON/JSONL pack file holding the preset."),
     mode: str = typer.Option("native", "--mode", help="native (the RLM loop) or direct-llm (one call, the baseline)."),
-    framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework adapter; several "
+    framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework; several "
                                             "separated by commas run the preset once each and compare them."),
     env: Optional[str] = run_option("environment"),
     model: Optional[str] = run_option("model"),
@@ -308,3 +308,10 @@ def judge(
     if result.missing_reference:
         typer.echo(f"no reference for: {', '.join(result.missing_reference)}", err=True)
     typer.echo(f"results: {out}", err=True)
+
+
+from rlm_bench.sweep_cmd import sweep as _sweep  # noqa: E402 - registered last: the sweep command lives beside
+
+app.command("sweep", short_help="Run a grid of benchmarks (models × frameworks × …) here or on a Ray cluster.")(
+    _sweep
+)

@@ -1,0 +1,421 @@
+"""Running a sweep: every case of every point handed to an executor, results kept by the driver alone.
+
+The driver plans the sweep (one benchmark, with its manifest, per point of the grid), then feeds the cases to an
+executor (``LocalExecutor`` here: threads or worker processes; ``rlm_bench.sweep_ray.RayExecutor``: Ray tasks on a
+cluster) at most ``capacity`` at a time. Each finished case is saved at once in the bench store
+(``<home>/benchmarks``), so a sweep is resumable: ``--resume SWEEP_ID`` runs only the cases without a result. A
+point whose cases are all saved gets its summary, as ``rlm bench run`` writes one. The sweep's own record,
+``<home>/sweeps/<sweep_id>.json``, holds the file, the points and their benchmark ids, and how the sweep went
+(status, why it stopped, cases per node).
+
+Budgets: with ``max_cost`` / ``max_tokens`` no new case starts once the finished cases' spend reaches it (the
+running ones finish). Ctrl-C cancels the cases in flight and keeps every finished one. A case an executor lost
+(its node died and the retries were spent) is reported with the resume command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Protocol
+
+from pydantic import BaseModel, Field
+
+from rlm_bench.catalog import find_preset
+from rlm_bench.store import BenchStore, Manifest, _write_atomic, new_benchmark_id
+from rlm_bench.summary import CaseResult, build_summary, utc_now
+from rlm_bench.sweep_file import Point, SweepFile, expand
+from rlm_bench.sweep_worker import run_item
+from rlm_host import InputError, RlmError
+
+SWEEPS_DIR = "sweeps"
+
+
+class NodeStats(BaseModel):
+    cases: int = 0
+    failed: int = 0
+    seconds: float = 0.0  # summed case durations
+
+
+class PointRecord(BaseModel):
+    key: str
+    benchmark_id: str
+    point: dict[str, Any]
+    cases: int
+
+
+class SweepRecord(BaseModel):
+    """``<home>/sweeps/<sweep_id>.json``: what the sweep is and how it went."""
+
+    schema_version: int = 1
+    sweep_id: str
+    name: str = ""
+    file: str = ""
+    spec: dict[str, Any]
+    executor: str = "local"
+    points: list[PointRecord]
+    status: str = "running"  # running, finished, interrupted, budget, lost
+    stopped: Optional[str] = None  # why no more cases started (a budget), or what was lost
+    spent_cost: float = 0.0
+    spent_tokens: int = 0
+    nodes: dict[str, NodeStats] = Field(default_factory=dict)
+    started_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+
+
+class SweepInterrupted(RlmError):
+    """The sweep stopped before every case finished; finished cases are saved."""
+
+    exit_code = 130
+
+
+class SweepStore:
+    """Sweep records beside the benchmarks of a run home."""
+
+    def __init__(self, home: Path) -> None:
+        self.root = Path(home) / SWEEPS_DIR
+        self.bench = BenchStore(home)
+
+    def path(self, sweep_id: str) -> Path:
+        return self.root / f"{sweep_id}.json"
+
+    def save(self, record: SweepRecord) -> None:
+        record.updated_at = utc_now()
+        self.root.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.path(record.sweep_id), record.model_dump_json(indent=2))
+
+    def load(self, ref: str) -> SweepRecord:
+        """A sweep by id, unique id prefix or ``latest``."""
+        found = sorted(self.root.glob("*.json")) if self.root.is_dir() else []
+        if ref == "latest" and found:
+            chosen = [max(found, key=lambda p: p.stat().st_mtime)]
+        else:
+            chosen = [p for p in found if p.stem == ref] or [p for p in found if p.stem.startswith(ref)]
+        if len(chosen) != 1:
+            known = ", ".join(p.stem for p in found[-5:]) or "none yet"
+            raise InputError(f"no sweep {ref!r}" if not chosen else f"sweep id {ref!r} is ambiguous",
+                             hint=f"sweeps in {self.root}: {known}")  # fmt: skip
+        return SweepRecord.model_validate_json(chosen[0].read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------------------------------------------- planning
+
+
+@dataclass
+class Plan:
+    """A sweep ready to run: its record and, per point, the work items of its cases."""
+
+    record: SweepRecord
+    items: dict[str, list[dict[str, Any]]]  # benchmark_id → one item per case
+    manifests: dict[str, Manifest]
+
+    @property
+    def cases(self) -> int:
+        return sum(len(items) for items in self.items.values())
+
+
+def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "local",
+               config_file: Optional[Path] = None) -> Plan:  # fmt: skip
+    """Expand the grid and check every name on the driver (a preset, model provider, framework, environment or
+    sandbox that does not exist is bad input before anything runs); one manifest per point."""
+    import rlm_host
+
+    host, loaded = runner.host, runner.loaded
+    packs = [str((file.parent / pack).resolve()) for pack in spec.sweep.packs]
+    _check_names(spec, host)
+    points = expand(spec)
+    sweep_id = "sweep_" + new_benchmark_id().removeprefix("bench_")
+    presets: dict[str, Any] = {}
+    records, items, manifests = [], {}, {}
+    for point in points:
+        if point.preset not in presets:
+            presets[point.preset] = find_preset(point.preset, host, packs, loaded=loaded)
+        preset = presets[point.preset]
+        cases = preset.cases[: spec.sweep.limit] if spec.sweep.limit else list(preset.cases)
+        manifest = Manifest(
+            benchmark_id=new_benchmark_id(), preset=preset.name, source=preset.source, description=preset.description,
+            pack_file=preset.pack_file, mode=spec.sweep.mode, framework=point.framework,
+            environment=point.environment, model=point.model, sub_model=spec.sweep.sub_model, sandbox=point.sandbox,
+            judge_model=spec.sweep.judge_model, case_ids=[c.case_id for c in cases],
+            host_version=rlm_host.__version__, instructions=_instructions(point, file),
+        )  # fmt: skip
+        run = {**point.run, "labels": {**loaded.settings.run.labels, **point.run.get("labels", {}),
+                                       "sweep_id": sweep_id, "sweep_point": point.key, "repeat": str(point.repeat)}}
+        if manifest.instructions is not None:
+            run["instructions"] = manifest.instructions
+        loaded.with_run(run)  # a bad [run] value fails now, named, not in every worker
+        manifests[manifest.benchmark_id] = manifest
+        records.append(PointRecord(key=point.key, benchmark_id=manifest.benchmark_id, point=point.to_json(),
+                                   cases=len(cases)))  # fmt: skip
+        items[manifest.benchmark_id] = [
+            {"sweep_id": sweep_id, "benchmark_id": manifest.benchmark_id, "case_id": case.case_id,
+             "manifest": manifest.model_dump(mode="json"), "packs": packs, "run": run,
+             "config_file": str(config_file.resolve()) if config_file else None, "cwd": os.getcwd(),
+             "home": str(Path(runner.home).resolve()), "ship_trajectory": executor != "local"}
+            for case in cases
+        ]  # fmt: skip
+    record = SweepRecord(sweep_id=sweep_id, name=spec.sweep.name, file=str(file), executor=executor,
+                         spec=spec.model_dump(mode="json"), points=records)  # fmt: skip
+    return Plan(record, items, manifests)
+
+
+def _instructions(point: Point, file: Path) -> Optional[str]:
+    """The point's guidance: text, or ``@PATH`` read relative to the sweep file."""
+    text = point.instructions
+    if not text or not text.startswith("@"):
+        return text or None
+    path = (file.parent / text[1:]).expanduser()
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"instructions {text}: cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _check_names(spec: SweepFile, host: Any) -> None:
+    from rlm_host.sdk.models import split_model_string
+
+    grid = spec.sweep
+    for model in [*grid.models, *(m for m in (grid.sub_model, grid.judge_model) if m)]:
+        split_model_string(model, host)
+    for framework in grid.frameworks:
+        if framework != "native":
+            host.frameworks().get(framework, where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")
+    for environment in grid.environments:
+        host.environments().get(environment)
+    for sandbox in grid.sandboxes:
+        host.sandboxes().get(sandbox)
+
+
+def resume_plan(store: SweepStore, ref: str, *, executor: str = "local") -> Plan:
+    """The cases of a recorded sweep that have no saved result yet (their items rebuilt from the record)."""
+    record = store.load(ref)
+    items: dict[str, list[dict[str, Any]]] = {}
+    manifests = {}
+    spec = SweepFile.model_validate(record.spec)
+    packs = [str((Path(record.file).parent / pack).resolve()) for pack in spec.sweep.packs]
+    for point in record.points:
+        manifest = store.bench.load_manifest(point.benchmark_id)
+        manifests[point.benchmark_id] = manifest
+        done = store.bench.load_cases(point.benchmark_id)
+        run = json.loads(json.dumps(Point.from_json(point.point).run))
+        run = {**run, "labels": {**run.get("labels", {}), "sweep_id": record.sweep_id, "sweep_point": point.key,
+                                 "repeat": str(point.point.get("repeat", 1))}}  # fmt: skip
+        if manifest.instructions is not None:
+            run["instructions"] = manifest.instructions
+        items[point.benchmark_id] = [
+            {"sweep_id": record.sweep_id, "benchmark_id": point.benchmark_id, "case_id": case_id,
+             "manifest": manifest.model_dump(mode="json"), "packs": packs, "run": run, "config_file": None,
+             "cwd": os.getcwd(), "home": str(store.root.parent.resolve()), "ship_trajectory": executor != "local"}
+            for case_id in manifest.case_ids if case_id not in done
+        ]  # fmt: skip
+    record.executor, record.status, record.stopped = executor, "running", None
+    return Plan(record, items, manifests)
+
+
+# ---------------------------------------------------------------------------------------------------- executors
+
+
+class Executor(Protocol):
+    """Where cases run. ``submit`` starts one (``run_item(item)`` somewhere), ``wait`` returns the finished ones
+    as ``(handle, outcome)`` — ``run_item``'s dict, or a ``CaseLost`` — within ``timeout`` seconds."""
+
+    name: str
+    capacity: int
+
+    def submit(self, item: dict[str, Any]) -> Any: ...
+
+    def wait(self, handles: Iterable[Any], timeout: float) -> list[tuple[Any, Any]]: ...
+
+    def cancel(self, handles: Iterable[Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class CaseLost:
+    """A case no node could finish (its node died and the retries were spent, or the executor failed)."""
+
+    reason: str
+
+
+class LocalExecutor:
+    """This machine: ``concurrency`` threads of the driver (default), or ``processes`` worker processes each
+    running one case at a time."""
+
+    name = "local"
+
+    def __init__(self, concurrency: int = 4, processes: int = 1) -> None:
+        import multiprocessing
+        import threading
+
+        self.capacity = max(1, processes if processes > 1 else concurrency)
+        self._cancel = threading.Event()
+        if processes > 1:
+            context = multiprocessing.get_context("forkserver")
+            self._pool: Any = ProcessPoolExecutor(max_workers=processes, mp_context=context)
+            self._threads = False
+        else:
+            self._pool = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="sweep")
+            self._threads = True
+
+    def submit(self, item: dict[str, Any]) -> Future:
+        if self._threads:
+            return self._pool.submit(run_item, item, self._cancel)
+        return self._pool.submit(run_item, item)
+
+    def wait(self, handles: Iterable[Any], timeout: float) -> list[tuple[Any, Any]]:
+        done, _ = wait(list(handles), timeout=timeout, return_when=FIRST_COMPLETED)
+        out = []
+        for future in done:
+            try:
+                out.append((future, future.result()))
+            except Exception as exc:  # noqa: BLE001 - a worker process that died takes its case with it
+                out.append((future, CaseLost(f"{type(exc).__name__}: {exc}")))
+        return out
+
+    def cancel(self, handles: Iterable[Any]) -> None:
+        self._cancel.set()  # threads: the running cases stop at their next check
+        for future in handles:
+            future.cancel()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------------------------------- the driver
+
+
+@dataclass
+class Progress:
+    """What a progress display is told: totals, and each case as it starts and ends."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+    spent: float = 0.0
+    tokens: int = 0
+    per_node: dict[str, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+
+Listener = Callable[[str, Progress, Optional[CaseResult]], None]
+
+
+class SweepDriver:
+    """Feeds a plan's cases to an executor and keeps what comes back (see the module docstring)."""
+
+    def __init__(self, store: SweepStore, executor: Executor, *, max_cost: Optional[float] = None,
+                 max_tokens: Optional[int] = None, listener: Optional[Listener] = None) -> None:  # fmt: skip
+        self.store, self.executor = store, executor
+        self.max_cost, self.max_tokens = max_cost, max_tokens
+        self.listener = listener or (lambda *_: None)
+
+    def run(self, plan: Plan) -> SweepRecord:
+        record, bench = plan.record, self.store.bench
+        for manifest in plan.manifests.values():
+            if not bench.manifest_path(manifest.benchmark_id).is_file():
+                bench.write_manifest(manifest)
+        self.store.save(record)
+        progress = Progress(total=sum(p.cases for p in record.points))
+        progress.done = progress.total - plan.cases
+        pending = deque(item for items in plan.items.values() for item in items)
+        self._remaining = {benchmark_id: len(items) for benchmark_id, items in plan.items.items()}
+        running: dict[Any, dict[str, Any]] = {}
+        lost: list[str] = []
+        self.listener("start", progress, None)
+        try:
+            while pending or running:
+                while pending and len(running) < self.executor.capacity and record.stopped is None:
+                    if self._over_budget(record):
+                        break
+                    item = pending.popleft()
+                    running[self.executor.submit(item)] = item
+                    progress.running = len(running)
+                    self.listener("submitted", progress, None)
+                if not running:
+                    break
+                for handle, outcome in self.executor.wait(list(running), timeout=0.5):
+                    item = running.pop(handle)
+                    progress.running = len(running)
+                    self._finish(item, outcome, record, progress, plan, lost)
+            record.status = "lost" if lost else "budget" if record.stopped else "finished"
+            if lost:
+                record.stopped = f"{len(lost)} case(s) lost: {lost[0]}"
+        except KeyboardInterrupt:
+            self.executor.cancel(list(running))
+            deadline = time.monotonic() + 30
+            while running and time.monotonic() < deadline:  # keep every case that still finishes
+                for handle, outcome in self.executor.wait(list(running), timeout=0.5):
+                    self._finish(running.pop(handle), outcome, record, progress, plan, lost)
+            record.status = "interrupted"
+            self.store.save(record)
+            raise SweepInterrupted(f"sweep {record.sweep_id} interrupted: {progress.done} of {progress.total} cases "
+                                   "finished and saved",
+                                   hint=f"resume it with: rlm bench sweep --resume {record.sweep_id}") from None
+        finally:
+            self.executor.close()
+        self.store.save(record)
+        self.listener("end", progress, None)
+        return record
+
+    def _over_budget(self, record: SweepRecord) -> bool:
+        if self.max_cost is not None and record.spent_cost >= self.max_cost:
+            record.stopped = f"--max-cost ${self.max_cost:g} reached (${record.spent_cost:.4f} spent)"
+        elif self.max_tokens is not None and record.spent_tokens >= self.max_tokens:
+            record.stopped = f"--max-tokens {self.max_tokens} reached ({record.spent_tokens} spent)"
+        return record.stopped is not None
+
+    def _finish(self, item: dict[str, Any], outcome: Any, record: SweepRecord, progress: Progress, plan: Plan,
+                lost: list[str]) -> None:  # fmt: skip
+        self._remaining[item["benchmark_id"]] -= 1
+        if isinstance(outcome, CaseLost):
+            lost.append(f"{item['benchmark_id']}/{item['case_id']}: {outcome.reason}")
+            progress.failed += 1
+            self.listener("lost", progress, None)
+            return
+        if outcome.get("cancelled"):
+            return
+        result = CaseResult.model_validate(outcome["result"])
+        node = str(outcome.get("node") or "?")
+        if outcome.get("trajectory") is not None and result.trajectory_path:
+            result.trajectory_path = self._keep_trajectory(result, outcome["trajectory"])
+        self.store.bench.save_case(item["benchmark_id"], result)
+        stats = record.nodes.setdefault(node, NodeStats())
+        stats.cases += 1
+        stats.failed += result.status == "error"
+        stats.seconds = round(stats.seconds + result.duration_s, 4)
+        record.spent_cost = round(record.spent_cost + (result.cost or 0.0), 6)
+        record.spent_tokens += result.tokens.total
+        progress.done += 1
+        progress.failed += result.status == "error"
+        progress.spent, progress.tokens = record.spent_cost, record.spent_tokens
+        progress.per_node[node] = progress.per_node.get(node, 0) + 1
+        self._summarise_if_complete(item["benchmark_id"], plan)
+        if progress.done % 20 == 0:
+            self.store.save(record)
+        self.listener("case", progress, result)
+
+    def _keep_trajectory(self, result: CaseResult, text: str) -> str:
+        """A trajectory shipped from another node, written under this home's runs (never over an existing one)."""
+        name = Path(result.trajectory_path or "run.jsonl").name
+        target = self.store.root.parent / "runs" / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(target, text)
+        return str(target)
+
+    def _summarise_if_complete(self, benchmark_id: str, plan: Plan) -> None:
+        """A point whose last case just finished gets its summary (read from the saved cases once)."""
+        if self._remaining[benchmark_id] > 0:
+            return
+        manifest = plan.manifests[benchmark_id]
+        results = self.store.bench.load_cases(benchmark_id)
+        if len(results) >= len(manifest.case_ids) and all(c in results for c in manifest.case_ids):
+            self.store.bench.write_summary(build_summary(manifest, list(results.values())))

@@ -1,0 +1,172 @@
+"""Sweep files: a grid of benchmark runs in one TOML file, expanded into points (one benchmark each).
+
+::
+
+    [sweep]
+    name = "models-by-framework"
+    presets = ["niah_quick", "multi_doc"]       # required; pack files add theirs: packs = ["my_pack.yaml"]
+    models = ["openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest"]
+    frameworks = ["native", "dspy-rlm"]        # default ["native"]
+    environments = []                          # empty: each case's own
+    sandboxes = ["docker"]                     # empty: the configured one
+    instructions = ["", "@guidance.txt"]       # "" or absent: none
+    repeat = 3                                 # each point this many times (a separate benchmark each)
+    limit = 20                                 # the first N cases of every preset
+
+    [run]                                      # [run] settings of every case (limits, sinks, labels…)
+    timeout = 300
+    max_cost = 0.20
+
+    [[override]]                               # where a point matches every axis given here…
+    model = "anthropic:claude-3-5-haiku-latest"
+    run = { timeout = 600 }                    # …these [run] settings apply on top
+
+    [bench.ray]                                # for --executor ray (see rlm_bench.sweep_ray)
+    num_cpus = 0.25
+
+A point has the identity a single ``rlm bench run --preset P --model M --framework F --env E --sandbox S
+--instructions I`` would have, so ``rlm bench compare``, ``rlm leaderboard`` and the reports read its benchmark
+unchanged; its runs carry the labels ``sweep_id``, ``sweep_point`` and ``repeat``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rlm_host import InputError
+
+AXES = ("preset", "model", "framework", "environment", "sandbox", "instructions")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RayOptions(Strict):
+    """``[bench.ray]``: how cases become Ray tasks."""
+
+    address: Optional[str] = Field(None, description="cluster to join ('auto', 'ray://host:port'); --address wins")
+    num_cpus: float = Field(0.25, gt=0, description="CPUs a case reserves (cases mostly wait on models)")
+    num_gpus: float = Field(0.0, ge=0)
+    resources: dict[str, float] = Field(default_factory=dict, description="custom resources a case needs")
+    runtime_env: dict[str, Any] = Field(default_factory=dict, description="Ray runtime_env of every case task")
+    max_in_flight: int = Field(64, ge=1, le=100_000, description="cases submitted and not yet finished, at most")
+    max_retries: int = Field(2, ge=0, le=20, description="reruns of a case whose node or worker died")
+
+
+class BenchSection(Strict):
+    ray: RayOptions = Field(default_factory=RayOptions)
+
+
+class Override(Strict):
+    """``[[override]]``: ``run`` settings for the points matching every axis value given."""
+
+    preset: Optional[str] = None
+    model: Optional[str] = None
+    framework: Optional[str] = None
+    environment: Optional[str] = None
+    sandbox: Optional[str] = None
+    instructions: Optional[str] = None
+    run: dict[str, Any] = Field(default_factory=dict)
+
+    def matches(self, point: "Point") -> bool:
+        return all(getattr(self, axis) is None or getattr(self, axis) == getattr(point, axis) for axis in AXES)
+
+
+class Grid(Strict):
+    """``[sweep]``: the axes (each a list; an empty or absent optional axis means "as configured")."""
+
+    name: str = ""
+    presets: list[str] = Field(min_length=1)
+    packs: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    sub_model: Optional[str] = None
+    judge_model: Optional[str] = None
+    frameworks: list[str] = Field(default_factory=lambda: ["native"])
+    environments: list[str] = Field(default_factory=list)
+    sandboxes: list[str] = Field(default_factory=list)
+    instructions: list[str] = Field(default_factory=list)
+    repeat: int = Field(1, ge=1, le=1000)
+    limit: Optional[int] = Field(None, ge=1)
+    mode: Literal["native", "direct-llm"] = "native"
+
+    @field_validator("presets", "models", "frameworks", "environments", "sandboxes", "instructions")
+    @classmethod
+    def _distinct(cls, values: list[str]) -> list[str]:
+        return list(dict.fromkeys(value.strip() for value in values))
+
+
+class SweepFile(Strict):
+    sweep: Grid
+    run: dict[str, Any] = Field(default_factory=dict)
+    override: list[Override] = Field(default_factory=list)
+    bench: BenchSection = Field(default_factory=BenchSection)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One benchmark of the sweep: its axis values (None: as configured / each case's own) and repeat number."""
+
+    preset: str
+    model: Optional[str]
+    framework: str
+    environment: Optional[str]
+    sandbox: Optional[str]
+    instructions: Optional[str]
+    repeat: int
+    run: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> str:
+        """A stable name of the point: its axis values and repeat."""
+        parts = [f"{axis}={getattr(self, axis)}" for axis in AXES if getattr(self, axis) not in (None, "")]
+        return " ".join([*parts, f"repeat={self.repeat}"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{axis: getattr(self, axis) for axis in AXES}, "repeat": self.repeat, "run": self.run}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Point":
+        return cls(**{axis: data.get(axis) for axis in AXES}, repeat=int(data.get("repeat", 1)),
+                   run=dict(data.get("run") or {}))  # fmt: skip
+
+
+def load_sweep(path: Path) -> SweepFile:
+    """The sweep file at ``path``, validated: every error names the file and the key (exit 2)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"sweep file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read sweep file {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return SweepFile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"{path}: {problems}", hint="see `rlm bench sweep --help` for the file's keys") from None
+
+
+def expand(spec: SweepFile) -> list[Point]:
+    """Every point of the grid, in a stable order (presets outermost, repeats innermost), each with its ``[run]``
+    settings: the file's ``[run]``, then every matching ``[[override]]`` in file order."""
+    grid = spec.sweep
+    axes = [grid.presets, grid.models or [None], grid.frameworks or ["native"], grid.environments or [None],
+            grid.sandboxes or [None], [i or None for i in grid.instructions] or [None]]  # fmt: skip
+    points = []
+    for preset, model, framework, environment, sandbox, instructions in product(*axes):
+        for repeat in range(1, grid.repeat + 1):
+            bare = Point(preset, model, framework, environment, sandbox, instructions, repeat)
+            run = dict(spec.run)
+            for override in spec.override:
+                if override.matches(bare):
+                    run.update(override.run)
+            points.append(Point(preset, model, framework, environment, sandbox, instructions, repeat, run))
+    return points
