@@ -108,6 +108,8 @@ _MOVED: dict[str, str] = {
     "get_host": "rlm_host.plugins.host",  # EnvironmentContext.build_environment, CommandServices
     "command_settings": "rlm_host.cli.app",  # CommandServices.of(ctx)
 }
+#: Moved names that were renamed too: old name → the kit's name for it.
+_RENAMED: dict[str, str] = {"FrameworkAdapter": "Framework"}
 
 
 def __getattr__(name: str) -> Any:
@@ -120,9 +122,11 @@ def __getattr__(name: str) -> Any:
         module = _MOVED.get(name)
         if module is None:
             raise AttributeError(f"module 'rlm_host' has no attribute {name!r}")
-        where = f"import it from {module}" if module.startswith("rlm_host.sdk.") else "use the services instead"
+        new = _RENAMED.get(name)
+        where = (f"import {new} from {module}" if new else f"import it from {module}"
+                 if module.startswith("rlm_host.sdk.") else "use the services instead")  # fmt: skip
         warnings.warn(f"rlm_host.{name} is deprecated: {where}", DeprecationWarning, stacklevel=2)
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
     globals()[name] = value  # later lookups are plain attribute reads (a moved name warns once)
     return value
 

@@ -161,11 +161,11 @@ class EnvironmentSpec(Component):
 
 @dataclass(frozen=True)
 class FrameworkSpec(Component):
-    """A framework adapter running a task through another agent framework (DSPy, ADK, Pydantic AI…).
+    """A framework running a task through another agent framework (DSPy, ADK, Pydantic AI…).
 
     ``mode``: ``native_rlm`` when the framework itself implements the RLM loop (dspy.RLM: code, sub-calls,
     SUBMIT), ``agent`` when it is a tool-calling agent given the sandbox as tools. The factory is called as
-    ``factory(settings, FrameworkContext)`` and returns a ``FrameworkAdapter`` (``rlm_host.sdk.frameworks``).
+    ``factory(settings, FrameworkContext)`` and returns a ``Framework`` (``rlm_host.sdk.frameworks``).
     """
 
     kind: ClassVar[str] = "framework"

@@ -67,12 +67,12 @@ def rlm_register_environments() -> list[EnvironmentSpec]:
 
 @hookspec
 def rlm_register_frameworks() -> list[FrameworkSpec]:
-    """Framework adapters that run a task through another agent framework (``rlm run --framework NAME``).
+    """Frameworks that run a task through another agent framework (``rlm run --framework NAME``).
 
-    The factory is called once per run as ``factory(settings, ctx: FrameworkContext) -> FrameworkAdapter``
-    (``rlm_host.sdk.frameworks``): the adapter drives the framework with the run's models (``ctx.root`` /
-    ``ctx.sub``) and sandbox (``ctx.tools``), reports each step with ``ctx.step(...)``, and its ``run()`` returns a
-    ``FrameworkOutcome``. ``mode`` says whether the framework implements the RLM loop itself (``native_rlm``)
+    The factory is called once per run as ``factory(settings, ctx: FrameworkContext) -> Framework``
+    (``rlm_host.sdk.frameworks``): it drives the agent framework it wraps with the run's models (``ctx.root`` /
+    ``ctx.sub``) and sandbox (``ctx.tools``), reports each step with ``ctx.step(...)``, and its ``run()`` returns
+    a ``FrameworkOutcome``. ``mode`` says whether the framework implements the RLM loop itself (``native_rlm``)
     or is a tool-calling ``agent``. Test it with ``rlm_host.testing.FrameworkContract``.
     """
 

@@ -13,7 +13,7 @@ environment   ``EnvironmentContext`` (the run: models, sandbox…)  an ``Environ
 sink          ``HostServices`` (home)                            a ``Sink``
 context_loader ``HostServices`` (home, e.g. for a cache)          a loader: ``load(path)`` → text, JSON, Documents
 benchmark     ``HostServices`` (home)                            a list of cases (``BenchmarkCase`` or dicts)
-framework     ``FrameworkContext`` (the run: models, tools…)      an adapter with ``run()`` and ``close()``
+framework     ``FrameworkContext`` (the run: models, tools…)      a ``Framework``: ``run()``, ``close()``
 command       ``CommandServices.of(ctx)`` (home, settings)       a typer app, a click command or a function
 ============  =================================================  ==========================================
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import io
+import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -216,7 +219,7 @@ def test_the_root_stays_small_and_the_kits_resolve():
         assert name not in rlm_host.__all__ and name not in dir(rlm_host)
         with pytest.warns(DeprecationWarning, match=name):
             value = rlm_host.__getattr__(name)
-        assert value is getattr(importlib.import_module(kit), name)
+        assert value is getattr(importlib.import_module(kit), rlm_host._RENAMED.get(name, name))
 
 
 def test_no_kit_imports_a_concrete_environment():
@@ -239,3 +242,29 @@ def test_one_table_of_kinds():
         assert kind.record.kind == kind.name
         assert (kind.name in Settings.model_fields) == kind.configurable
     assert importlib.import_module("rlm_host.default_plugins")
+
+
+#: ``…Adapter`` identifiers that are not ours: DSPy's adapters (a signature → a prompt) and, in the protocol module
+#: only, the deprecated old name of ``Framework``.
+DSPY_ADAPTERS = {"Adapter", "ChatAdapter", "JSONAdapter", "XMLAdapter", "TwoStepAdapter", "BAMLAdapter"}
+DEPRECATED_ADAPTER = ("rlm_host/frameworks/protocol.py", "FrameworkAdapter")
+
+
+def test_one_word_for_frameworks():
+    """The kind is a *framework* everywhere (``--framework``, ``FrameworkSpec``, ``Framework``): no identifier of
+    the host or a plugin's source ends in ``Adapter`` but DSPy's, and no host string says "framework adapter".
+    (``rlm-adapter-<name>`` stays the distributions' name, and ``rlm_adapter_<name>`` their modules'.)"""
+    found = []
+    for path in sorted(HOST.rglob("*.py")) + PLUGIN_SOURCES:
+        where = str(path.relative_to(REPO))
+        source = path.read_text()
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if (token.type == tokenize.NAME and re.fullmatch(r"\w*Adapter", token.string)
+                    and token.string not in DSPY_ADAPTERS and (where, token.string) != DEPRECATED_ADAPTER):  # fmt: skip
+                found.append(f"{where}:{token.start[0]}: {token.string}")
+        if path.is_relative_to(HOST):
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                        and re.search(r"framework\s+adapter", node.value, re.IGNORECASE):
+                    found.append(f"{where}:{node.lineno}: says 'framework adapter'")
+    assert not found, "\n".join(found)

@@ -25,7 +25,7 @@ class LeakyEnvironment(PureRLMEnvironment):
         pass
 
 
-class PretendAdapter:
+class PretendFramework:
     """Never runs the model's code: says it did, and answers from the reply."""
 
     def __init__(self, settings, ctx):
@@ -65,7 +65,7 @@ def rlm_register_environments():
 
 @hookimpl
 def rlm_register_frameworks():
-    return [FrameworkSpec("pretend", "runs no code", "broken_plugins:PretendAdapter", mode="agent")]
+    return [FrameworkSpec("pretend", "runs no code", "broken_plugins:PretendFramework", mode="agent")]
 
 
 @hookimpl
@@ -188,7 +188,7 @@ class TestBroken(EnvironmentContract):
     assert_fails(outcome, "test_close_is_idempotent_and_safe_before_start", "release")
 
 
-def test_framework_contract_fails_an_adapter_that_runs_no_code(pytester):
+def test_framework_contract_fails_a_framework_that_runs_no_code(pytester):
     """Its steps' replies hold the code word (the answer): only the code's output may count as having seen
     ``context``."""
     outcome = failures(pytester, '''

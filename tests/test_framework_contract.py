@@ -1,12 +1,12 @@
-"""The framework adapter contract on the host's side, through a test-only adapter (tests/support/echo_framework):
-the runner records an adapter's steps as they happen, stops it at max_steps, keeps its trajectory."""
+"""The framework contract on the host's side, through a test-only framework (tests/support/echo_framework):
+the runner records a framework's steps as they happen, stops it at max_steps, keeps its trajectory."""
 
 import pytest
 
 from rlm_host.testing import FrameworkContract
 
 
-class TestEchoAdapter(FrameworkContract):
+class TestEchoFramework(FrameworkContract):
     framework = "echo"
     modules = ("support.echo_framework",)
     finishing_replies = ("x = llm_query('What is the code word? ' + context)\nprint(context.splitlines()[2], x)",
@@ -22,7 +22,7 @@ def test_unknown_frameworks_name_the_installed_ones(rlm_cli):
     assert "pip install rlm-adapter-" in result.err
 
 
-def test_frameworks_list_shows_native_and_adapters(rlm_cli, monkeypatch):
+def test_frameworks_list_shows_native_and_the_plugins(rlm_cli, monkeypatch):
     monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.echo_framework")
     result = rlm_cli("frameworks", "list")
     assert result.code == 0 and result.out.splitlines()[0].startswith("native")
@@ -43,7 +43,7 @@ def test_a_framework_run_via_the_cli_records_a_final_step(rlm_cli, rlm_script, r
 
 
 @pytest.mark.parametrize("value", ["tool_call", "tool_result", "retry", "final", "model_text"])
-def test_event_rewards_come_from_the_adapters_settings(value):
+def test_event_rewards_come_from_the_frameworks_settings(value):
     from rlm_host.config.schema import RewardProfile
     from rlm_host.frameworks.protocol import EVENT_REWARDS, FrameworkRewards, event_reward
 
@@ -56,8 +56,8 @@ def test_event_rewards_come_from_the_adapters_settings(value):
     assert event_reward(profile, "no_such_kind", settings=weights) == 0.0
 
 
-def test_a_framework_event_weight_is_a_setting_of_the_adapter(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
-    """``[framework.echo] reward_tool_result`` weighs the echo adapter's code steps, ``[rewards] final_reward``
+def test_a_framework_event_weight_is_a_setting_of_the_framework(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    """``[framework.echo] reward_tool_result`` weighs the echo framework's code steps, ``[rewards] final_reward``
     its final step, ``[rewards] global_scale`` both."""
     import json
 

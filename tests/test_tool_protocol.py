@@ -1,4 +1,4 @@
-"""The text tool protocol (rlm_host.frameworks.tool_protocol): tool calls from text-only models, for every adapter."""
+"""The text tool protocol (rlm_host.frameworks.tool_protocol): tool calls from text-only models, for every framework."""
 
 from __future__ import annotations
 

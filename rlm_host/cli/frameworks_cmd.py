@@ -1,4 +1,4 @@
-"""``rlm frameworks list``: the framework adapters ``rlm run --framework NAME`` can use, with their mode and
+"""``rlm frameworks list``: the frameworks ``rlm run --framework NAME`` can use, with their mode and
 readiness (``native`` is the built-in loop, always there)."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=T
 
 @app.callback()
 def frameworks() -> None:
-    """Framework adapters: run a task through DSPy, Pydantic AI… as an rlm run."""
+    """Frameworks: run a task through DSPy, Pydantic AI… as an rlm run."""
 
 
 @app.command("list")
 def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Every adapter: name, aliases, mode (native_rlm or agent), readiness, the plugin that registers it."""
+    """Every framework: name, aliases, mode (native_rlm or agent), readiness, the plugin that registers it."""
     from rlm_host.plugins import get_host
 
     loaded = ctx.find_root().obj.settings()

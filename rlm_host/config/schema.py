@@ -48,7 +48,7 @@ class RunSettings(Section):
     the MCP tool) offer of them are all derived from these fields (see ``rlm_host.config.run_options``)."""
 
     environment: str = Field("pure_rlm", description="environment of a run", json_schema_extra={"flag": "--env"})
-    framework: str = Field("native", description="'native' (the rlm loop) or a framework adapter")
+    framework: str = Field("native", description="'native' (the rlm loop) or a framework")
     sandbox: str = Field("auto", description="sandbox runtime; 'auto' picks the best installed boundary")
     model: str = Field("auto", description="root model as provider:model; 'auto' uses the configured default")
     sub_model: str | None = Field(None, description="model for llm_query sub-calls (default: the root model)")
@@ -138,7 +138,7 @@ class RewardProfile(Section):
 
     Every environment computes a raw reward per step from these weights; the runner clamps it to [-1, 1] and
     multiplies by ``global_scale``. The weights of one component are that component's settings (the verifier of
-    an environment that edits a project, framework events: ``[framework.<adapter>] reward_*``); a config that
+    an environment that edits a project, framework events: ``[framework.<name>] reward_*``); a config that
     still sets one here is told where it went (``MOVED``, and the components' own settings models).
     """
 

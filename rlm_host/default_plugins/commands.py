@@ -18,7 +18,7 @@ def rlm_register_commands() -> list[CommandSpec]:
                     "rlm_host.cli.replay_cmd:app"),
         CommandSpec("models", "List model providers, their keys and readiness, and what auto picks.",
                     "rlm_host.cli.models_cmd:app"),
-        CommandSpec("frameworks", "List framework adapters (--framework), their mode and readiness.",
+        CommandSpec("frameworks", "List frameworks (--framework), their mode and readiness.",
                     "rlm_host.cli.frameworks_cmd:app"),
         CommandSpec("plugins", "List installed plugins and check their readiness.", "rlm_host.cli.plugins_cmd:app"),
         CommandSpec("config", "Show the effective settings and where each came from; trust a project's config.", "rlm_host.cli.config_cmd:app"),

@@ -215,11 +215,11 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
 
 
 def _framework(host: Any, name: str) -> Any:
-    """The framework adapter's spec (aliases too), None for the native loop; UnknownComponentError otherwise."""
+    """The framework's spec (aliases too), None for the native loop; UnknownComponentError otherwise."""
     if name == NATIVE_FRAMEWORK:
         return None
     return host.frameworks().get(name, other_choices=(NATIVE_FRAMEWORK,),
-                                 where_more=" (adapters are plugins: pip install rlm-adapter-<name>)")
+                                 where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")
 
 
 def run_sinks(host: Any, names: Optional[list[str]]) -> list[str]:

@@ -174,7 +174,7 @@ class RLMRunner:
         except (RlmError, SandboxError) as exc:
             reason, error = ("timeout", str(exc)) if budget.remaining() <= 0 else ("error", str(exc))
             scope.emit("error", {"message": error, "where": type(exc).__name__})
-        except Exception as exc:  # an environment, adapter or plugin bug: recorded, never a lost trajectory
+        except Exception as exc:  # an environment, framework or plugin bug: recorded, never a lost trajectory
             reason, error = "error", f"{type(exc).__name__}: {exc}"
             scope.emit("error", {"message": error, "where": "internal"})
         finally:
@@ -218,7 +218,7 @@ class RLMRunner:
 
     def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, usage: RunUsage, progress: "_Progress",
                          closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], Any]:  # fmt: skip
-        """A framework adapter drives the loop; its steps are recorded as it reports them (``FrameworkContext``)."""
+        """A framework drives the loop; its steps are recorded as it reports them (``FrameworkContext``)."""
         lock = threading.Lock()
         mark = {"usage": usage.model_copy(deep=True), "time": time.monotonic(),
                 "model_seconds": ctx.root.seconds + ctx.sub.seconds}  # type: ignore[attr-defined]  # fmt: skip
@@ -254,9 +254,9 @@ class RLMRunner:
             settings=plan.framework_settings,
         )  # fmt: skip
         assert plan.framework_factory is not None
-        adapter = plan.framework_factory(plan.framework_settings, fctx)
-        closers.append(adapter.close)
-        outcome = adapter.run()
+        framework = plan.framework_factory(plan.framework_settings, fctx)
+        closers.append(framework.close)
+        outcome = framework.run()
         if progress.steps == 0:  # the seeds' rule: a run that reported no step still gets one
             kind = "model_response" if outcome.final_response else "empty_response"
             step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))

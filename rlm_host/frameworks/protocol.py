@@ -1,22 +1,22 @@
-"""The framework adapter contract: how another agent framework (DSPy, Pydantic AI, ADK…) runs a task as an rlm run.
+"""The framework contract: how another agent framework (DSPy, Pydantic AI, ADK…) runs a task as an rlm run.
 
-The runner builds a :class:`FrameworkContext` and calls the adapter's factory as ``factory(settings, ctx)``; the
-adapter's ``run()`` drives the framework to the end and returns a :class:`FrameworkOutcome`. Three rules make a
-framework run the same thing as a native one:
+The runner builds a :class:`FrameworkContext` and calls the framework's factory as ``factory(settings, ctx)``;
+the :class:`Framework` it returns drives the agent framework to the end in ``run()`` and returns a
+:class:`FrameworkOutcome`. Three rules make a framework run the same thing as a native one:
 
 - **Our models, through the framework's model interface.** ``ctx.root`` / ``ctx.sub`` are the run's model
-  roles (usage, cost, retries, budgets, record-and-replay are the runner's); the adapter wraps them as a
+  roles (usage, cost, retries, budgets, record-and-replay are the runner's); the framework wraps them as a
   ``dspy.BaseLM``, a pydantic-ai ``Model``… never by guessing provider names or setting environment variables.
 - **Our sandbox, through the framework's tools.** ``ctx.tools`` (:class:`~rlm_host.frameworks.tools.SandboxTools`)
   runs code in the run's sandbox session with ``context`` loaded and ``llm_query`` / ``llm_query_batched`` there.
-- **Steps as they happen.** The adapter calls ``ctx.step(...)`` for each event (a model turn, a tool call and its
+- **Steps as they happen.** The framework calls ``ctx.step(...)`` for each event (a model turn, a tool call and its
   result…) as the framework produces it; the runner records it (trajectory, sinks, live view) with the model
   usage since the previous step.
 
 ``max_steps`` means what it means for a native run: root model turns. ``ctx.root.complete`` raises
 :class:`StepLimitReached` when the framework asks for one turn more, and ``ctx.step`` raises ``BudgetExceeded``
-once the run's sub-model calls are used up (``max_llm_calls``); the adapter lets both propagate out of the
-framework, which ends the run cleanly with that reason.
+once the run's sub-model calls are used up (``max_llm_calls``); the framework lets both propagate out of
+the agent framework it drives, which ends the run cleanly with that reason.
 """
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ class FrameworkOutcome:
 
 @dataclass
 class FrameworkContext:
-    """Everything an adapter may use (the ``services`` of its factory).
+    """Everything a framework may use (the ``services`` of its factory).
 
     ``step(action, observation=None, reward=0.0, code=None, reply=None)`` records one step now and returns the
     reward the runner kept (clamped, scaled); ``tools`` is the run's sandbox as tools (opened on first use,
-    closed by the runner); ``reward_for(kind)`` is the reward of a framework event kind, from the adapter's
+    closed by the runner); ``reward_for(kind)`` is the reward of a framework event kind, from the framework's
     ``settings`` (the run's validated ``[framework.<name>]``, a :class:`FrameworkRewards` or None).
     """
 
@@ -90,15 +90,16 @@ class FrameworkContext:
     max_steps: int
     max_depth: int
     step: Callable[..., float]
-    settings: Any = None  # the adapter's settings: its FrameworkRewards weigh the events
+    settings: Any = None  # the framework's settings: its FrameworkRewards weigh the events
 
     def reward_for(self, kind: str, ok: bool = True) -> float:
         """The reward of a framework event kind: a tool call that ran, a model turn… (``FrameworkRewards``)."""
         return event_reward(self.rewards, kind, ok, self.settings)
 
 
-class FrameworkAdapter(Protocol):
-    """One framework run. ``run()`` blocks until the framework is done; ``close()`` frees what it holds."""
+class Framework(Protocol):
+    """One framework run, as an ``Environment`` is one task's: the factory builds one per run. ``run()`` blocks
+    until the agent framework is done; ``close()`` frees what it holds."""
 
     name: str
 
@@ -107,10 +108,14 @@ class FrameworkAdapter(Protocol):
     def close(self) -> None: ...
 
 
+#: Deprecated: the protocol's old name (kept for a release; in no ``__all__``). Use :class:`Framework`.
+FrameworkAdapter = Framework
+
+
 class FrameworkRewards(BaseModel):
-    """The rewards of framework events (the seeds' adapter tables), one field per event kind: the base of every
-    framework adapter's settings model, so ``[framework.<name>] reward_tool_call = 0.05`` weighs that adapter's
-    runs. A ``final`` step earns ``[rewards] final_reward``, which every environment shares."""
+    """The rewards of framework events (the seeds' framework reward tables), one field per event kind: the base
+    of every framework's settings model, so ``[framework.<name>] reward_tool_call = 0.05`` weighs that
+    framework's runs. A ``final`` step earns ``[rewards] final_reward``, which every environment shares."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -124,8 +129,8 @@ class FrameworkRewards(BaseModel):
     reward_empty_response: float = Field(-0.1, description="a run that yielded neither steps nor an answer")
 
 
-#: Event kinds an adapter reports, and the field giving each its reward: a ``FrameworkRewards`` field of the
-#: adapter's settings, but ``final``: ``[rewards] final_reward``.
+#: Event kinds a framework reports, and the field giving each its reward: a ``FrameworkRewards`` field of the
+#: framework's settings, but ``final``: ``[rewards] final_reward``.
 EVENT_REWARDS = {
     "tool_call": "reward_tool_call", "planning_tool_call": "reward_planning_tool_call",
     "tool_result": "reward_tool_result", "tool_error": "reward_tool_error", "retry": "reward_retry",
@@ -136,9 +141,9 @@ _DEFAULT_WEIGHTS = FrameworkRewards()
 
 
 def event_reward(rewards: RewardProfile, kind: str, ok: bool = True, settings: Any = None) -> float:
-    """The reward of one framework event: its kind's field of the adapter's ``settings`` (the defaults when they
-    are not a ``FrameworkRewards``), ``final`` from ``rewards``; a tool result that failed is a ``tool_error``.
-    An unknown kind earns nothing."""
+    """The reward of one framework event: its kind's field of the framework's ``settings`` (the defaults when
+    they are not a ``FrameworkRewards``), ``final`` from ``rewards``; a tool result that failed is a
+    ``tool_error``. An unknown kind earns nothing."""
     if kind == "tool_result" and not ok:
         kind = "tool_error"
     field_name = EVENT_REWARDS.get(kind)

@@ -18,8 +18,8 @@ arguments fit its schema: the framework does that and asks the model to retry, i
 :func:`format_tool_call` and :func:`format_tool_result` write the history back as text the same way, so the model sees
 its earlier actions in the form it is asked to use.
 
-Nothing here imports a framework: each adapter maps these records to its own message types (rlm-adapter-pydantic-ai
-to pydantic-ai's parts).
+Nothing here imports a framework: each framework plugin maps these records to its own message types
+(rlm-adapter-pydantic-ai to pydantic-ai's parts).
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ class SandboxTools:
                 self._session = None
 
 
-#: The instructions every tool-calling agent adapter gives its agent (``{description}``:
+#: The instructions every tool-calling agent framework gives its agent (``{description}``:
 #: :func:`describe_context_briefly`; ``{extra}``: a sentence of the framework's own, or nothing).
 AGENT_INSTRUCTIONS = """\
 You answer a task about a context that is too large to read at once. The context is NOT in this conversation: \

@@ -49,7 +49,7 @@ class Registry(Generic[T]):
     def get(self, name: str, *, other_choices: tuple[str, ...] = (), where_more: str = "") -> T:
         """The component called ``name`` (or one of its aliases); a clear error listing the choices if none, with
         the closest one ("did you mean"). ``other_choices`` are valid names the caller handles itself (listed first:
-        ``native`` beside the framework adapters); ``where_more`` ends the hint (where more come from)."""
+        ``native`` beside the frameworks); ``where_more`` ends the hint (where more come from)."""
         key = normalize_name(name)
         if key in self._clashes:
             first, second = self._clashes[key]

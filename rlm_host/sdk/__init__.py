@@ -12,7 +12,7 @@ kit                                for
 ``rlm_host.sdk.sandbox``           sandbox runtimes: the session protocol, the worker kit, workspaces
 ``rlm_host.sdk.context``           context loaders: documents, bounded child processes, signed caches
 ``rlm_host.sdk.environments``      environments: the protocol, the REPL kit, JSON actions
-``rlm_host.sdk.frameworks``        framework adapters: the contract, the sandbox as tools, tool calls as text
+``rlm_host.sdk.frameworks``        frameworks: the contract, the sandbox as tools, tool calls as text
 ``rlm_host.sdk.observability``     sinks: the sink protocol and the span tree of a run
 ``rlm_host.sdk.embedding``         programs and commands that run rlm: ``RLM``, the runner, settings, run store
 =================================  ======================================================================

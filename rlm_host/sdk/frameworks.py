@@ -1,22 +1,25 @@
-"""The frameworks kit: for framework adapter plugins (``rlm_register_frameworks``, a ``FrameworkSpec`` whose
-factory is called with a ``FrameworkContext`` and returns a ``FrameworkAdapter``: ``run()`` and ``close()``).
+"""The frameworks kit: for framework plugins (``rlm_register_frameworks``, a ``FrameworkSpec`` whose
+factory is called with a ``FrameworkContext`` and returns a ``Framework``: ``run()`` and ``close()``).
 
-An adapter lets an agent framework drive the loop over the run's own sandbox and models: ``SandboxTools``
+A framework lets an agent framework drive the loop over the run's own sandbox and models: ``SandboxTools``
 (``ctx.tools``) is the sandbox as tools (``run_code``…, described by ``TOOL_DESCRIPTIONS`` and
-``AGENT_INSTRUCTIONS``), ``run_coroutine`` runs an async framework from the adapter's thread, and
+``AGENT_INSTRUCTIONS``), ``run_coroutine`` runs an async framework from the plugin's thread, and
 ``StepLimitReached`` ends a run at its step limit. A framework that expects native tool calls gets them from a
 text-only model through the tool protocol (``render_tool_protocol``, ``parse_tool_reply``, ``format_tool_*``).
 ``truncate`` is the environments' middle-cut of long output.
 
 Reference plugins to copy: ``plugins/rlm-adapter-pydantic-ai`` (native tool calls through the tool protocol),
 ``plugins/rlm-adapter-dspy`` (a framework with its own REPL loop). Contract suite:
-``rlm_host.testing.FrameworkContract`` (and ``ToolAgentScenarios`` for tool-calling adapters).
+``rlm_host.testing.FrameworkContract`` (and ``ToolAgentScenarios`` for tool-calling frameworks).
 """
+
+import warnings
+from typing import Any
 
 from rlm_host.environments.kit import truncate
 from rlm_host.frameworks.protocol import (
     EVENT_REWARDS,
-    FrameworkAdapter,
+    Framework,
     FrameworkContext,
     FrameworkOutcome,
     FrameworkRewards,
@@ -46,7 +49,7 @@ from rlm_host.frameworks.tools import (
 
 __all__ = [
     # the contract
-    "FrameworkAdapter", "FrameworkContext", "FrameworkOutcome", "StepLimitReached", "run_coroutine",
+    "Framework", "FrameworkContext", "FrameworkOutcome", "StepLimitReached", "run_coroutine",
     "EVENT_REWARDS", "FrameworkRewards",
     # the run's sandbox as tools
     "SandboxTools", "CodeOutcome", "TOOL_DESCRIPTIONS", "AGENT_INSTRUCTIONS", "describe_context_briefly",
@@ -55,3 +58,11 @@ __all__ = [
     "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
     "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FrameworkAdapter":  # the protocol's old name: still resolves for a release, in no ``__all__``
+        warnings.warn("rlm_host.sdk.frameworks.FrameworkAdapter is deprecated: it is now Framework",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
+        return Framework
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

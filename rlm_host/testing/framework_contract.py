@@ -1,11 +1,11 @@
-"""``FrameworkContract``: the test suite of the framework adapter contract (``rlm_host.sdk.frameworks``).
+"""``FrameworkContract``: the test suite of the framework contract (``rlm_host.sdk.frameworks``).
 
-An adapter plugin proves it keeps the contract by subclassing it in its tests::
+A framework plugin proves it keeps the contract by subclassing it in its tests::
 
     from rlm_host.testing import FrameworkContract
 
 
-    class TestMyAdapter(FrameworkContract):
+    class TestMyFramework(FrameworkContract):
         framework = "my-framework"               # the registered name
         distribution = "rlm-adapter-mine"         # RLM_PLUGINS: the distribution registering it
         heavy_modules = ("my_framework",)         # never imported when `rlm` starts
@@ -16,7 +16,7 @@ An adapter plugin proves it keeps the contract by subclassing it in its tests::
         working_reply = "..."                     # a root reply that runs code and does not finish
 
 pytest then runs every ``test_*`` below with scripted models through the real runner, in the ``process``
-sandbox (``sandbox``). What it checks is what the runner and the user rely on: the adapter is registered with a
+sandbox (``sandbox``). What it checks is what the runner and the user rely on: the framework is registered with a
 mode and loads lazily; a run ends with the answer, its steps recorded in order as they happened, the code run in
 the run's sandbox with ``context`` there, root and sub usage counted; ``max_steps`` stops the framework cleanly;
 a failing model ends the run with an error, its trajectory complete.
@@ -54,7 +54,7 @@ class FrameworkContract:
     sub_rules: tuple[dict[str, Any], ...] = ()
     working_reply: str = ""
     sandbox: str = "process"
-    #: unpackaged hook modules to load too (``RLM_PLUGIN_MODULES``): an adapter being written, or a test's own
+    #: unpackaged hook modules to load too (``RLM_PLUGIN_MODULES``): a framework being written, or a test's own
     modules: tuple[str, ...] = ()
 
     def host(self) -> PluginHost:
@@ -153,7 +153,7 @@ def assert_a_real_model_run_ends_cleanly(rlm_cli: Any, rlm_isolated: Any, *, fra
     events = [json.loads(line) for line in Path(outcome["trajectory_path"]).read_text().splitlines()]
     assert events[0]["type"] == "run_start" and events[-1]["type"] == "final"
     # "a clear error" is one the host or the framework raised on purpose (an RlmError, recorded with its class as
-    # ``where``), never an exception that escaped the adapter (``where: internal``, "SomeError: …" as its text)
+    # ``where``), never an exception that escaped the framework (``where: internal``, "SomeError: …" as its text)
     errors = [e["data"] for e in events if e["type"] == "error"]
     assert not [e for e in errors if e.get("where") == "internal"], errors
     if outcome["termination_reason"] == "error":

@@ -1,6 +1,6 @@
 """``llama_server``: llama.cpp's OpenAI-compatible HTTP server with the embedded model, on a free loopback port,
 once per test module that imports it (``from rlm_host.testing import llama_server``): the llama.cpp provider's
-slow tests, the framework adapters' (they drive their frameworks through it) and the host's.
+slow tests, the framework plugins' (they drive their agent frameworks through it) and the host's.
 
 It needs the llama.cpp provider plugin (its embedded model) and ``llama_cpp[server]``; both are imported only when
 the fixture runs, never by importing ``rlm_host.testing``."""

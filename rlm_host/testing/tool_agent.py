@@ -1,7 +1,7 @@
-"""``ToolAgentScenarios``: the runs every adapter of a tool-calling agent framework must get right, and the kit its
-own tests use. Such adapters (pydantic-ai, google-adk, deepagents…) give their agent the run's sandbox as the tools
-``run_code`` / ``llm_query`` over a text-only model speaking the text tool protocol, so one scripted model drives
-them all the same way::
+"""``ToolAgentScenarios``: the runs every framework over a tool-calling agent framework must get right, and the
+kit its own tests use. Such frameworks (pydantic-ai, google-adk, deepagents…) give their agent the run's sandbox as
+the tools ``run_code`` / ``llm_query`` over a text-only model speaking the text tool protocol, so one scripted model
+drives them all the same way::
 
     from rlm_host.testing import ToolAgentScenarios
 
@@ -78,7 +78,7 @@ class ToolAgentScenarios:
     distribution: str = ""
     #: loggers (name prefixes) that must log no warning when a run stops on purpose at max_steps
     quiet_loggers: tuple[str, ...] = ()
-    #: an upper bound on the first root prompt's size, when the adapter promises one
+    #: an upper bound on the first root prompt's size, when the framework promises one
     max_first_prompt_chars: Optional[int] = None
     #: (sandbox name, the distribution registering it): the two-looks run again in each
     other_sandboxes: tuple[tuple[str, str], ...] = ()

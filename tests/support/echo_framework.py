@@ -1,5 +1,5 @@
-"""A test-only framework adapter (``RLM_PLUGIN_MODULES=support.echo_framework``): the smallest thing keeping the
-adapter contract, so the host's side of it is tested without any real framework. Each root reply is Python code
+"""A test-only framework (``RLM_PLUGIN_MODULES=support.echo_framework``): the smallest thing keeping the
+framework contract, so the host's side of it is tested without any real framework. Each root reply is Python code
 (run in the run's sandbox) or ``ANSWER: text`` (the final answer)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ class EchoSettings(FrameworkRewards):
     """``[framework.echo]``: the event rewards only."""
 
 
-class EchoAdapter:
+class EchoFramework:
     name = "echo"
 
     def __init__(self, settings: Any, ctx: Any) -> None:
@@ -41,5 +41,5 @@ class EchoAdapter:
 
 @hookimpl
 def rlm_register_frameworks():
-    return [FrameworkSpec("echo", "A test adapter: replies are code or ANSWER: text", "support.echo_framework:EchoAdapter",
+    return [FrameworkSpec("echo", "A test framework: replies are code or ANSWER: text", "support.echo_framework:EchoFramework",
                           settings="support.echo_framework:EchoSettings", mode="agent")]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The template's environment, provider and framework adapter, each run by the host's contract suite of its kind
+"""The template's environment, provider and framework, each run by the host's contract suite of its kind
 through the plugin's real entry point (``pip install -e .`` first)."""
 
 from rlm_host.testing import Behaviour, EnvironmentContract, FakeHTTPServer, FrameworkContract, ProviderContract
@@ -59,8 +59,8 @@ class TestOllamaProvider(ProviderContract):
         return request.headers["authorization"].removeprefix("Bearer ")
 
 
-class TestTinyAgentAdapter(FrameworkContract):
-    """The adapter through the real runner with scripted models: the answer, its steps in order, the code run in
+class TestTinyAgentFramework(FrameworkContract):
+    """The framework through the real runner with scripted models: the answer, its steps in order, the code run in
     the sandbox with ``context`` and ``llm_query``, ``max_steps``, a failing model."""
 
     framework = "plugin-template-agent"

@@ -29,7 +29,7 @@ class TestAdkRlm(FrameworkContract):
     framework = "adk-rlm"
     distribution = PLUGIN
     heavy_modules = ("google.adk", "google.adk.runners", "google.genai", "rlm_adapter_adk.rlm_loop",
-                     "rlm_adapter_adk.adapter", "rlm_adapter_adk.model")  # fmt: skip
+                     "rlm_adapter_adk.framework", "rlm_adapter_adk.model")  # fmt: skip
     finishing_replies = (repl("x = llm_query('What is the code word? ' + context)\nprint(context.splitlines()[2], x)"),
                          "FINAL(PAPAYA)")  # fmt: skip
     final_answer = "PAPAYA"

@@ -22,10 +22,10 @@ from rlm_host.testing import (  # noqa: E402
 PLUGIN = "rlm-adapter-adk"
 
 
-class TestAdkAdapter(FrameworkContract):
+class TestAdkFramework(FrameworkContract):
     framework = "google-adk"
     distribution = PLUGIN
-    heavy_modules = ("google.adk", "google.adk.runners", "google.genai", "rlm_adapter_adk.adapter",
+    heavy_modules = ("google.adk", "google.adk.runners", "google.genai", "rlm_adapter_adk.framework",
                      "rlm_adapter_adk.model")  # fmt: skip
     finishing_replies = (call("run_code", code="x = llm_query('What is the code word? ' + context)\n"
                                                "print(context.splitlines()[2], x)"), final("PAPAYA"))  # fmt: skip
@@ -35,7 +35,7 @@ class TestAdkAdapter(FrameworkContract):
 
 
 class TestAdkScenarios(ToolAgentScenarios):
-    """The runs every tool-calling agent adapter must get right (rlm_host.testing.ToolAgentScenarios)."""
+    """The runs every tool-calling agent framework must get right (rlm_host.testing.ToolAgentScenarios)."""
 
     framework = "google-adk"
     distribution = PLUGIN
@@ -56,7 +56,7 @@ def test_rejected_calls_and_malformed_replies_become_retry_steps_and_the_run_goe
     model = rlm_script([
         call("search", pattern="FAILED"),  # no such tool: ADK answers with an error the model sees
         call("run_code"),  # no code: ADK reports the missing argument
-        '{"thought": "the answer must be in the log"}',  # JSON, but no action: sent back by the adapter
+        '{"thought": "the answer must be in the log"}',  # JSON, but no action: sent back by the framework
         {"text": None},  # an empty reply: sent back too
         "Looking at the log.\n" + call("run_code", code="print(context.splitlines()[2])"),
         "```json\n" + final(ANSWER) + "\n```",
@@ -122,7 +122,7 @@ def test_the_settings_section_is_validated(rlm_isolated, rlm_plugin_host):
 
 
 def test_instructions_with_braces_reach_the_model_verbatim(rlm_cli, rlm_script, log_file, rlm_isolated):
-    # ADK fills {placeholders} of a string instruction from the session state: the adapter's is a callable
+    # ADK fills {placeholders} of a string instruction from the session state: the framework's is a callable
     (rlm_isolated.work / "rlm.toml").write_text("[framework.google-adk]\ninstructions = 'Answer as {\"a\": 1}.'\n")
     model = rlm_script([final("ok")])
     result, outcome, _, _ = run(rlm_cli, model, log_file)

@@ -25,10 +25,10 @@ PLUGIN = "rlm-adapter-deepagents"
 TOOL_CALL, PLANNING, TOOL_RESULT, TOOL_ERROR, MODEL_TEXT, FINAL = 0.02, 0.03, 0.06, -0.05, 0.05, 1.0
 
 
-class TestDeepAgentsAdapter(FrameworkContract):
+class TestDeepAgentsFramework(FrameworkContract):
     framework = "deepagents"
     distribution = PLUGIN
-    heavy_modules = ("deepagents", "langchain_core", "langgraph", "rlm_adapter_deepagents.adapter")
+    heavy_modules = ("deepagents", "langchain_core", "langgraph", "rlm_adapter_deepagents.framework")
     finishing_replies = (call("run_code", code="x = llm_query('What is the code word? ' + context)\n"
                                                "print(context.splitlines()[2], x)"), final("PAPAYA"))  # fmt: skip
     final_answer = "PAPAYA"
@@ -37,7 +37,7 @@ class TestDeepAgentsAdapter(FrameworkContract):
 
 
 class TestDeepAgentsScenarios(ToolAgentScenarios):
-    """The runs every tool-calling agent adapter must get right (rlm_host.testing.ToolAgentScenarios)."""
+    """The runs every tool-calling agent framework must get right (rlm_host.testing.ToolAgentScenarios)."""
 
     framework = "deepagents"
     distribution = PLUGIN

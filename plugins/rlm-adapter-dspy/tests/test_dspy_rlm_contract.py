@@ -1,4 +1,4 @@
-"""The framework adapter contract (``FrameworkContract``), run against dspy-rlm through the real runner."""
+"""The framework contract (``FrameworkContract``), run against dspy-rlm through the real runner."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from rlm_host.testing import FrameworkContract
 from dspy_rlm_replies import LOOK, SUB_RULES, SUBMIT_WORD, WORKING
 
 
-class TestDspyRlmAdapter(FrameworkContract):
+class TestDspyRlmFramework(FrameworkContract):
     framework = "dspy-rlm"
     distribution = "rlm-adapter-dspy"
     heavy_modules = ("dspy", "litellm")

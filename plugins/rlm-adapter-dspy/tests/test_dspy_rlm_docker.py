@@ -1,4 +1,4 @@
-"""The adapter's contract with the code in the Docker sandbox (a security boundary). Slow: it needs a Docker engine
+"""The framework's contract with the code in the Docker sandbox (a security boundary). Slow: it needs a Docker engine
 (started by the docker plugin's test fixtures when this machine can)."""
 
 
@@ -11,4 +11,4 @@ from rlm_host.testing import docker_engine  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("docker_engine")]
 
-TestInDocker = in_sandbox(base.TestDspyRlmAdapter, "docker", "rlm-sandbox-docker")
+TestInDocker = in_sandbox(base.TestDspyRlmFramework, "docker", "rlm-sandbox-docker")

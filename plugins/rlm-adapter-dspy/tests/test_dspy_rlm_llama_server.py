@@ -1,4 +1,4 @@
-"""The adapter driving a real model: the built-in openai provider against llama.cpp's OpenAI-compatible server on
+"""The framework driving a real model: the built-in openai provider against llama.cpp's OpenAI-compatible server on
 loopback, with the embedded SmolLM2-135M (see ``assert_a_real_model_run_ends_cleanly`` for what is checked). Slow:
 it starts the server (about 5 s) and makes a few real model calls."""
 

@@ -137,7 +137,7 @@ def test_budgets_and_model_errors_end_the_run_with_their_own_reason(process_runn
 
 def test_errors_dspy_wrapped_are_found_in_the_chain():
     from dspy.utils.exceptions import LMUnexpectedError
-    from rlm_adapter_dspy.adapter import our_error
+    from rlm_adapter_dspy.framework import our_error
 
     for ours in (BudgetExceeded("budget", "token budget reached"), ModelError("down"), StepLimitReached("done")):
         try:

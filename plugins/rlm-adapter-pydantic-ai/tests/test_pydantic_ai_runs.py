@@ -21,10 +21,10 @@ from rlm_host.testing import (  # noqa: E402
 PLUGIN = "rlm-adapter-pydantic-ai"
 
 
-class TestPydanticAIAdapter(FrameworkContract):
+class TestPydanticAIFramework(FrameworkContract):
     framework = "pydantic-ai"
     distribution = PLUGIN
-    heavy_modules = ("pydantic_ai", "rlm_adapter_pydantic_ai.adapter")
+    heavy_modules = ("pydantic_ai", "rlm_adapter_pydantic_ai.framework")
     finishing_replies = (call("run_code", code="x = llm_query('What is the code word? ' + context)\n"
                                                "print(context.splitlines()[2], x)"), final("PAPAYA"))  # fmt: skip
     final_answer = "PAPAYA"
@@ -33,7 +33,7 @@ class TestPydanticAIAdapter(FrameworkContract):
 
 
 class TestPydanticAIScenarios(ToolAgentScenarios):
-    """The runs every tool-calling agent adapter must get right (rlm_host.testing.ToolAgentScenarios)."""
+    """The runs every tool-calling agent framework must get right (rlm_host.testing.ToolAgentScenarios)."""
 
     framework = "pydantic-ai"
     distribution = PLUGIN
@@ -86,7 +86,7 @@ def test_pydantic_ai_giving_up_ends_the_run_with_an_error(rlm_cli, rlm_script, l
     assert [step["action"] for step in steps] == ["tool_call"]
 
 
-def test_the_event_rewards_are_settings_of_the_adapter(rlm_cli, rlm_script, log_file, rlm_isolated):
+def test_the_event_rewards_are_settings_of_the_framework(rlm_cli, rlm_script, log_file, rlm_isolated):
     """``[framework.pydantic-ai] reward_*`` (FrameworkRewards) weigh its events; ``[rewards]`` the final step."""
     (rlm_isolated.work / "rlm.toml").write_text("[framework.pydantic-ai]\nreward_tool_call = 0.3\n"
                                                 "reward_tool_result = 0.4\n\n[rewards]\nfinal_reward = 0.9\n")

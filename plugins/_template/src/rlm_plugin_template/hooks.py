@@ -45,8 +45,8 @@ def rlm_register_frameworks():
         FrameworkSpec(
             "plugin-template-agent",  # rlm run --framework plugin-template-agent
             "A tool-calling agent (tiny_agent.py, the stand-in for your framework) over the run's sandbox",
-            "rlm_plugin_template.adapter:TinyAgentAdapter",  # the framework is imported only by a run using it
-            settings="rlm_plugin_template.adapter:AgentSettings",
+            "rlm_plugin_template.framework:TinyAgentFramework",  # the framework is imported only by a run using it
+            settings="rlm_plugin_template.framework:AgentSettings",
             mode="agent",  # "native_rlm" when the framework implements the RLM loop itself
         )
     ]

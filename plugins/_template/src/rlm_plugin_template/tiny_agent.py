@@ -1,5 +1,5 @@
-"""``TinyAgent``: a stand-in for the agent framework an adapter wraps (DSPy, Pydantic AI, ADK…), kept here so
-the template runs without one. Replace it by your framework's import; ``adapter.py`` shows what to plug in.
+"""``TinyAgent``: a stand-in for the agent framework a framework plugin wraps (DSPy, Pydantic AI, ADK…), kept here so
+the template runs without one. Replace it by your framework's import; ``framework.py`` shows what to plug in.
 
 Like a real framework, it knows nothing of rlm: it takes a *model* (anything with ``generate(messages) -> str``),
 *tools* (name → function of one string) and *callbacks* (``on_event(kind, data)``), and runs a loop in which the

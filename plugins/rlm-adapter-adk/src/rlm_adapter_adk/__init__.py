@@ -2,7 +2,7 @@
 
 - ``model``: ``RlmLlm``, a ``google.adk.models.BaseLlm`` over one of the run's model roles (tool calls as text:
   the host's tool protocol, ``rlm_host.render_tool_protocol`` / ``parse_tool_reply``);
-- ``adapter``: the framework adapter (an ``LlmAgent`` with ``run_code`` / ``llm_query`` tools, run by ADK's
+- ``framework``: the framework (an ``LlmAgent`` with ``run_code`` / ``llm_query`` tools, run by ADK's
   ``InMemoryRunner``, each event recorded as a step as it arrives);
 - ``settings``: ``[framework.google-adk]``;
 - ``rlm_loop``: the second framework, ``adk-rlm`` (mode ``native_rlm``): the RLM loop built of ADK agents (a code

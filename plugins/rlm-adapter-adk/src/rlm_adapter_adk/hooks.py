@@ -9,7 +9,7 @@ def rlm_register_frameworks():
         FrameworkSpec(
             "google-adk",
             "A Google ADK LlmAgent with the run's sandbox as tools (run_code, llm_query), over rlm's own models",
-            "rlm_adapter_adk.adapter:create",  # google.adk is imported only when a run uses it
+            "rlm_adapter_adk.framework:create",  # google.adk is imported only when a run uses it
             # no alias "google_adk": names compare with "-" and "_" equal, so that spelling already works
             requires=("google.adk",),
             install_hint="pip install rlm-adapter-adk  (it brings google-adk)",

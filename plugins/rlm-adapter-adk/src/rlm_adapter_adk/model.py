@@ -10,7 +10,7 @@ function calls: runs the tool, or answers an unknown tool or missing arguments w
 function response the model sees.
 
 A reply that is neither (JSON of the wrong shape, or an empty reply) comes back as its text with
-``custom_metadata[INVALID_KEY]`` saying why: ADK would take it as the final answer, so the adapter sends it back
+``custom_metadata[INVALID_KEY]`` saying why: ADK would take it as the final answer, so the framework sends it back
 to the model instead. The model's exact text is in ``custom_metadata[REPLY_KEY]``.
 """
 

@@ -41,7 +41,7 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 from pydantic import ConfigDict
 
-from rlm_adapter_adk.adapter import _QUIET_LOGS, _QuietAdkLogs
+from rlm_adapter_adk.framework import _QUIET_LOGS, _QuietAdkLogs
 from rlm_adapter_adk.model import REPLY_KEY, RlmLlm, _FINISH, to_chat
 from rlm_adapter_adk.rlm_settings import AdkRlmSettings
 from rlm_host.sdk.frameworks import (
@@ -95,9 +95,9 @@ _FINAL_LINE = re.compile(r"^[ \t]*(FINAL_VAR|FINAL)\((.*)\)[ \t]*$", re.MULTILIN
 _FINAL_LINES = re.compile(r"^[ \t]*(FINAL_VAR|FINAL)\((.*)\)[ \t]*$", re.MULTILINE | re.DOTALL)  # over lines
 
 
-def create(settings: Optional[AdkRlmSettings], ctx: FrameworkContext) -> "AdkRlmAdapter":
+def create(settings: Optional[AdkRlmSettings], ctx: FrameworkContext) -> "AdkRlmFramework":
     """The framework factory (``factory(settings, FrameworkContext)``)."""
-    return AdkRlmAdapter(settings, ctx)
+    return AdkRlmFramework(settings, ctx)
 
 
 # ---------------------------------------------------------------------------------------------- parsing
@@ -151,12 +151,12 @@ class ReplExecutor(BaseAgent):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    adapter: Any = None
+    framework: Any = None
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         state = ctx.session.state
         reply = str(state.get(STATE_CODE) or "")
-        record = await self.adapter.iteration(reply, len(state.get(STATE_ITERATIONS) or []) + 1)
+        record = await self.framework.iteration(reply, len(state.get(STATE_ITERATIONS) or []) + 1)
         delta: dict[str, Any] = {STATE_ITERATIONS: [*(state.get(STATE_ITERATIONS) or []), record],
                                  STATE_RESULT: record}  # fmt: skip
         if record.get("final") is not None:
@@ -196,10 +196,10 @@ class RlmLoopAgent(BaseAgent):
                     actions=EventActions(state_delta={STATE_REASON: "max_iterations"}))  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------- the adapter
+# ---------------------------------------------------------------------------------------------- the framework
 
 
-class AdkRlmAdapter:
+class AdkRlmFramework:
     name = "adk-rlm"
 
     def __init__(self, settings: Optional[AdkRlmSettings], ctx: FrameworkContext) -> None:
@@ -236,7 +236,7 @@ class AdkRlmAdapter:
             name="rlm_root",
             description="The RLM loop: generate code, run it in the sandbox, check for FINAL",
             max_iterations=max(1, self.ctx.max_steps),
-            sub_agents=[generator, ReplExecutor(name="repl_executor", adapter=self),
+            sub_agents=[generator, ReplExecutor(name="repl_executor", framework=self),
                         CompletionChecker(name="completion_checker")],  # fmt: skip
         )
 

@@ -8,7 +8,7 @@ from rlm_host.sdk.frameworks import FrameworkRewards
 
 
 class AdkSettings(FrameworkRewards):
-    """The settings of the ``google-adk`` framework adapter."""
+    """The settings of the ``google-adk`` framework."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -2,7 +2,7 @@
 
 - ``model``: ``RlmChatModel``, a LangChain ``BaseChatModel`` over one of the run's model roles (tool calls as
   text: the host's tool protocol, ``rlm_host.render_tool_protocol`` / ``parse_tool_reply``);
-- ``adapter``: the framework adapter (``create_deep_agent`` with ``run_code`` / ``llm_query``, steps as they
+- ``framework``: the framework (``create_deep_agent`` with ``run_code`` / ``llm_query``, steps as they
   stream);
 - ``settings``: ``[framework.deepagents]``.
 

@@ -9,7 +9,7 @@ protocol, ``rlm_host.render_tool_protocol``), makes ONE ``role.complete`` call a
 framework's judgement (LangChain's ToolNode answers with an error ToolMessage, and the run goes on).
 
 A reply that is neither (JSON of the wrong shape, or empty) comes back as its text with
-``additional_kwargs["rlm_invalid"]`` saying why; the adapter's middleware sends it back to the model. The model's
+``additional_kwargs["rlm_invalid"]`` saying why; the framework's middleware sends it back to the model. The model's
 exact text is kept in ``additional_kwargs["rlm_reply"]`` and is what later requests show it of its own turn.
 """
 

@@ -11,7 +11,7 @@ from rlm_host.sdk.frameworks import FrameworkRewards
 
 
 class DeepAgentsSettings(FrameworkRewards):
-    """The settings of the ``deepagents`` framework adapter."""
+    """The settings of the ``deepagents`` framework."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -9,7 +9,7 @@ def rlm_register_frameworks():
         FrameworkSpec(
             "dspy-rlm",
             "DSPy's own RLM loop (dspy.RLM): code, llm_query and SUBMIT in rlm's sandbox, with rlm's models",
-            "rlm_adapter_dspy.adapter:create",  # imports dspy: only when a run uses the adapter
+            "rlm_adapter_dspy.framework:create",  # imports dspy: only when a run uses the framework
             aliases=("dspy",),  # the seeds' compatibility alias
             requires=("dspy",),
             install_hint="pip install rlm-adapter-dspy",

@@ -96,7 +96,7 @@ class SandboxInterpreter:
         self._bound: dict[str, int] = {name: id(value) for name, value in (preset or {}).items()}
         self._submit_names: Optional[list[str]] = None
         self._ended = False
-        self.malformed: Optional[str] = None  # set by adapter.ActionPredictor: what was wrong with the reply
+        self.malformed: Optional[str] = None  # set by framework.ActionPredictor: what was wrong with the reply
         self._restart_note: Optional[str] = None
 
     # -- the CodeInterpreter protocol ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``[framework.dspy-rlm]``: the adapter's settings, and its readiness check (pydantic only: no dspy import)."""
+"""``[framework.dspy-rlm]``: the framework's settings, and its readiness check (pydantic only: no dspy import)."""
 
 from __future__ import annotations
 

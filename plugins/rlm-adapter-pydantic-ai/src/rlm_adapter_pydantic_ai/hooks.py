@@ -9,7 +9,7 @@ def rlm_register_frameworks():
         FrameworkSpec(
             "pydantic-ai",
             "A Pydantic AI agent with the run's sandbox as tools (run_code, llm_query), over rlm's own models",
-            "rlm_adapter_pydantic_ai.adapter:create",  # pydantic-ai is imported only when a run uses it
+            "rlm_adapter_pydantic_ai.framework:create",  # pydantic-ai is imported only when a run uses it
             # no alias "pydantic_ai": names compare with "-" and "_" equal, so that spelling already works
             requires=("pydantic_ai",),
             install_hint="pip install rlm-adapter-pydantic-ai  (it brings pydantic-ai-slim)",

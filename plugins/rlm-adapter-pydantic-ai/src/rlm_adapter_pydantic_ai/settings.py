@@ -10,7 +10,7 @@ from rlm_host.sdk.frameworks import FrameworkRewards
 
 
 class PydanticAISettings(FrameworkRewards):
-    """The settings of the ``pydantic-ai`` framework adapter."""
+    """The settings of the ``pydantic-ai`` framework."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -113,7 +113,7 @@ class BenchmarkCase(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
     mode: Optional[Literal["native", "direct-llm"]] = None
-    framework: Optional[str] = None  # run through this framework adapter (unless the benchmark names one for all)
+    framework: Optional[str] = None  # run through this framework (unless the benchmark names one for all)
     # coding cases (rlm_bench.projects): the files the run's project folder starts with, and the pytest files
     # that score it after the run, in the sandbox (scorer "hidden_tests")
     project: dict[str, str] = Field(default_factory=dict)

@@ -21,7 +21,7 @@ def rlm_register_environments():
 
 @hookimpl
 def rlm_register_frameworks():
-    return [FrameworkSpec("test-framework", "A framework adapter for tests", "rlm_test_good.heavy:Echo")]
+    return [FrameworkSpec("test-framework", "A framework for tests", "rlm_test_good.heavy:Echo")]
 
 
 @hookimpl

@@ -1,4 +1,4 @@
-"""The ``google-adk`` framework adapter: a Google ADK ``LlmAgent`` runs the task, with rlm's models and sandbox.
+"""The ``google-adk`` framework: a Google ADK ``LlmAgent`` runs the task, with rlm's models and sandbox.
 
 - the agent's model is :class:`~rlm_adapter_adk.model.RlmLlm` over ``ctx.root`` (text-only, tool calls through
   the text protocol);
@@ -23,7 +23,7 @@
 ``StepLimitReached`` (from the root model, once ``max_steps`` turns are used) propagates out of ADK untouched,
 and the budget's exceptions come from ``ctx.step`` in the event loop, outside ADK; so the runner records
 ``max_steps`` or the budget's reason. ADK has no retry of a final answer, so a malformed or empty reply ends
-ADK's invocation and the adapter starts the next one in the same session with the note of what was wrong
+ADK's invocation and the framework starts the next one in the same session with the note of what was wrong
 (``output_retries`` times in a run).
 """
 
@@ -60,12 +60,12 @@ _QUIET_LOGS = ("google_adk.google.adk.runners", "google_adk.google.adk.workflow.
 EXTRA_INSTRUCTIONS = ""
 
 
-def create(settings: Optional[AdkSettings], ctx: FrameworkContext) -> "AdkAdapter":
+def create(settings: Optional[AdkSettings], ctx: FrameworkContext) -> "AdkFramework":
     """The framework factory (``factory(settings, FrameworkContext)``)."""
-    return AdkAdapter(settings, ctx)
+    return AdkFramework(settings, ctx)
 
 
-class AdkAdapter:
+class AdkFramework:
     name = "google-adk"
 
     def __init__(self, settings: Optional[AdkSettings], ctx: FrameworkContext) -> None:

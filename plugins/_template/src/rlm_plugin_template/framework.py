@@ -1,8 +1,8 @@
-"""The ``plugin-template-agent`` framework adapter: runs a task through an agent framework (``tiny_agent.py``
+"""The ``plugin-template-agent`` framework: runs a task through an agent framework (``tiny_agent.py``
 stands in for yours) and makes it an rlm run like any other: the run's models, its sandbox, its steps.
 
-The factory is called once per run as ``TinyAgentAdapter(settings, ctx)`` with a ``FrameworkContext``; ``run()``
-drives the framework to its end and returns a ``FrameworkOutcome``. The three rules of every adapter:
+The factory is called once per run as ``TinyAgentFramework(settings, ctx)`` with a ``FrameworkContext``; ``run()``
+drives the framework to its end and returns a ``FrameworkOutcome``. The three rules of every framework:
 
 - **Models: wrap ours.** ``ctx.root`` is the run's model (usage, cost, budgets, retries, replay are counted
   there): ``RootModel`` gives the framework the model interface it expects over it. Never map provider names or
@@ -42,7 +42,7 @@ class RootModel:
         return self.ctx.root.complete(messages).text or ""
 
 
-class TinyAgentAdapter:
+class TinyAgentFramework:
     name = "plugin-template-agent"
 
     def __init__(self, settings: Optional[AgentSettings], ctx: FrameworkContext) -> None:
@@ -71,7 +71,7 @@ class TinyAgentAdapter:
         return outcome.text
 
     def _on_event(self, kind: str, data: dict[str, Any]) -> None:
-        """One framework event, one step of the run, recorded now (``reward_for``: this adapter's settings)."""
+        """One framework event, one step of the run, recorded now (``reward_for``: this framework's settings)."""
         if kind == "tool_call":
             self.ctx.step("tool_call", {"tool": data["tool"]}, self.ctx.reward_for("tool_call"), code=data["input"],
                           reply=data["reply"])  # fmt: skip

@@ -1,4 +1,4 @@
-"""The ``dspy-rlm`` adapter: a task run by DSPy's own ``dspy.RLM`` loop, on the run's models, sandbox and budget.
+"""The ``dspy-rlm`` framework: a task run by DSPy's own ``dspy.RLM`` loop, on the run's models, sandbox and budget.
 
 How dspy.RLM's pieces map onto the run (``FrameworkContext``):
 
@@ -41,13 +41,13 @@ from rlm_adapter_dspy.settings import DspyRlmSettings
 SIGNATURE = f"context, query -> {ANSWER_FIELD}"
 #: dspy.RLM's per-forward sub-call counter, once its prompt states the run's allowance: the run's budget counts.
 UNCOUNTED = 1 << 62
-#: dspy.RLM's log lines that this adapter reports in its own way (a step, the run's end).
+#: dspy.RLM's log lines that this framework reports in its own way (a step, the run's end).
 _QUIET = ("RLM sub-agents are unavailable", "RLM reached max iterations")
 OURS = (RlmError, BudgetExceeded, SandboxError, RecursionRefused)
 
 
-class DspyRlmAdapter:
-    """One run of ``dspy.RLM`` (the ``FrameworkAdapter`` protocol: ``run()``, ``close()``)."""
+class DspyRlmFramework:
+    """One run of ``dspy.RLM`` (the ``Framework`` protocol: ``run()``, ``close()``)."""
 
     name = "dspy-rlm"
 
@@ -167,7 +167,7 @@ class _DropRlmNotices(logging.Filter):
 
 @contextlib.contextmanager
 def _quiet_dspy() -> Iterator[None]:
-    """dspy.RLM logs, as warnings, two things this adapter reports itself: the declined sandbox facade and the
+    """dspy.RLM logs, as warnings, two things this framework reports itself: the declined sandbox facade and the
     end of its iterations."""
     logger, quiet = logging.getLogger("dspy.predict.rlm"), _DropRlmNotices()
     logger.addFilter(quiet)
@@ -177,8 +177,8 @@ def _quiet_dspy() -> Iterator[None]:
         logger.removeFilter(quiet)
 
 
-def create(settings: DspyRlmSettings | dict | None, ctx: FrameworkContext) -> DspyRlmAdapter:
-    """The ``FrameworkSpec`` factory: ``create(settings, ctx) -> DspyRlmAdapter``."""
+def create(settings: DspyRlmSettings | dict | None, ctx: FrameworkContext) -> DspyRlmFramework:
+    """The ``FrameworkSpec`` factory: ``create(settings, ctx) -> DspyRlmFramework``."""
     if not isinstance(settings, DspyRlmSettings):
         settings = DspyRlmSettings(**(settings or {}))
-    return DspyRlmAdapter(settings, ctx)
+    return DspyRlmFramework(settings, ctx)

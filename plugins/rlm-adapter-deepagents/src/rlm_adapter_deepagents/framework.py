@@ -1,4 +1,4 @@
-"""The ``deepagents`` framework adapter: a LangChain deep agent runs the task, with rlm's models and sandbox.
+"""The ``deepagents`` framework: a LangChain deep agent runs the task, with rlm's models and sandbox.
 
 - the agent's model is :class:`~rlm_adapter_deepagents.model.RlmChatModel` over ``ctx.root`` (text-only, tool
   calls through the text protocol);
@@ -55,12 +55,12 @@ EXTRA_INSTRUCTIONS = (" The file tools (ls, read_file, write_file…) are a scra
                       "is.")
 
 
-def create(settings: Optional[DeepAgentsSettings], ctx: FrameworkContext) -> "DeepAgentsAdapter":
+def create(settings: Optional[DeepAgentsSettings], ctx: FrameworkContext) -> "DeepAgentsFramework":
     """The framework factory (``factory(settings, FrameworkContext)``)."""
-    return DeepAgentsAdapter(settings, ctx)
+    return DeepAgentsFramework(settings, ctx)
 
 
-class DeepAgentsAdapter:
+class DeepAgentsFramework:
     name = "deepagents"
 
     def __init__(self, settings: Optional[DeepAgentsSettings], ctx: FrameworkContext) -> None:

@@ -1,4 +1,4 @@
-"""The ``pydantic-ai`` framework adapter: a Pydantic AI agent runs the task, with rlm's models and sandbox.
+"""The ``pydantic-ai`` framework: a Pydantic AI agent runs the task, with rlm's models and sandbox.
 
 - the agent's model is :class:`~rlm_adapter_pydantic_ai.model.RlmModel` over ``ctx.root`` (text-only, tool calls
   through the text protocol);
@@ -58,9 +58,9 @@ from rlm_host.sdk.frameworks import (
 EXTRA_INSTRUCTIONS = ""
 
 
-def create(settings: Optional[PydanticAISettings], ctx: FrameworkContext) -> "PydanticAIAdapter":
+def create(settings: Optional[PydanticAISettings], ctx: FrameworkContext) -> "PydanticAIFramework":
     """The framework factory (``factory(settings, FrameworkContext)``)."""
-    return PydanticAIAdapter(settings, ctx)
+    return PydanticAIFramework(settings, ctx)
 
 
 class _Finished(Exception):
@@ -71,14 +71,14 @@ class _Finished(Exception):
         self.answer = answer
 
 
-class PydanticAIAdapter:
+class PydanticAIFramework:
     name = "pydantic-ai"
 
     def __init__(self, settings: Optional[PydanticAISettings], ctx: FrameworkContext) -> None:
         self.settings = settings or PydanticAISettings()
         self.ctx = ctx
         self._pending_text: Optional[tuple[str, Optional[str]]] = None  # a text answer not yet accepted
-        self._steps = 0  # steps recorded (the runner counts the same: this adapter is its only reporter)
+        self._steps = 0  # steps recorded (the runner counts the same: this framework is its only reporter)
         self._usage: Any = None
 
     # ------------------------------------------------------------------ the run
