@@ -12,28 +12,7 @@ from rlm_host.components import COMPONENT_KINDS
 
 #: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
 COMPONENT_SECTIONS = COMPONENT_KINDS
-#: Provider aliases that price keys treat as the provider (``claude:…`` is priced as ``anthropic:…``): each
-#: provider's ``aliases``, added by the plugin host as it registers providers (``rlm_host.llm.catalog.learn``).
-PROVIDER_ALIASES: dict[str, str] = {}
-WILDCARD = "*"
-
-
-def provider_key(name: str) -> str:
-    """A provider name as price keys compare it: lower case, ``_`` for ``-``, aliases resolved."""
-    key = name.strip().lower().replace("-", "_")
-    return PROVIDER_ALIASES.get(key, key)
-
-
-def parse_key(key: str) -> tuple[str, str]:
-    """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; ``"vllm:*"`` → ``("vllm", "")``.
-
-    Raises ValueError when ``key`` is not ``provider:model-prefix``.
-    """
-    provider, sep, prefix = key.strip().partition(":")
-    if not sep or not provider.strip() or not prefix.strip():
-        raise ValueError(f"{key!r} is not provider:model-prefix (e.g. 'openai:gpt-4o-mini', or 'vllm:*')")
-    prefix = prefix.strip().lower()
-    return provider_key(provider), "" if prefix == WILDCARD else prefix
+from rlm_host.price_keys import PROVIDER_ALIASES, WILDCARD, parse_key, provider_key  # noqa: E402,F401 - re-exported
 
 
 class Section(BaseModel):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-#: What the registered providers say, by name as price keys spell it (``rlm_host.config.schema.provider_key``):
+#: What the registered providers say, by name as price keys spell it (``rlm_host.price_keys.provider_key``):
 #: genai-prices ids, prices genai-prices lacks (model prefix → USD per 1M input, output tokens), the local ones
 #: and their servers' start commands. Facts about a name, never removed: a host with fewer plugins forgets nothing.
 PROVIDER_IDS: dict[str, str] = {}
@@ -30,7 +30,7 @@ START_COMMANDS: dict[str, str] = {}
 
 def learn(spec: Any) -> None:
     """Take in what a registered ``ProviderSpec`` says about prices, aliases and its server."""
-    from rlm_host.config.schema import PROVIDER_ALIASES, provider_key
+    from rlm_host.price_keys import PROVIDER_ALIASES, provider_key
 
     name = provider_key(spec.name)
     PROVIDER_ALIASES.update({provider_key(alias): name for alias in spec.aliases})

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from rlm_host.config.schema import parse_key, provider_key
+from rlm_host.price_keys import parse_key, provider_key
 from rlm_host.llm import catalog
 
 PER_TOKENS = 1_000_000
