@@ -3,7 +3,7 @@
 ``rlm run`` flags, ``RLM(...)`` keyword arguments, ``rlm bench`` flags and the MCP tool's input schema all take
 their names, types, limits and help from the ``RunSettings`` fields, so they cannot drift apart; a value given
 at a front door is merged with :func:`merge_run`, which records the label it came from (``--max-steps``,
-``RLM(max_steps=…)``) so ``rlm config show``, the run record and every error name it.
+``RLM(max_steps=…)``) so the run record (``settings_sources`` in ``run_start``) and every error name it.
 """
 
 from __future__ import annotations
