@@ -14,49 +14,16 @@ from ``html.escape``: model answers are untrusted.
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from collections import defaultdict
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
+from rlm_bench.html_kit import MARGIN, PALETTE, e, legend, page, plot_size, svg_open, x_label, y_axis
+from rlm_bench.html_kit import num as _num
+from rlm_bench.html_kit import pct as _pct
+from rlm_bench.html_kit import tick_label as _tick_label
+from rlm_bench.html_kit import ticks as _ticks
 from rlm_bench.summary import Aggregate, BenchmarkSummary, CaseResult
-
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
-WIDTH, HEIGHT = 640, 320
-MARGIN = {"left": 70, "right": 20, "top": 20, "bottom": 50}
-
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #222; background: #fff; }
-h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; } h3 { font-size: 15px; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
-th { background: #eef2f7; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.answer { max-width: 360px; white-space: pre-wrap; word-break: break-word; }
-.charts { display: flex; flex-wrap: wrap; gap: 24px; }
-figure { margin: 0; border: 1px solid #ddd; padding: 8px; background: #fafafa; }
-figcaption { font-weight: 600; margin-bottom: 4px; }
-.legend span { display: inline-block; margin-right: 14px; font-size: 13px; }
-.legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: middle; }
-.meta { color: #555; font-size: 13px; }
-.status-error { color: #b00; } .status-incomplete { color: #a60; }
-"""
-
-
-def e(value: Any) -> str:
-    """``value`` as escaped HTML text (None as a dash; non-strings as JSON)."""
-    if value is None:
-        return "-"
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return html.escape(text, quote=True)
-
-
-def _pct(value: Optional[float]) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _num(value: Optional[float], digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 # --- series -------------------------------------------------------------------------------------------------
@@ -114,8 +81,7 @@ def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tu
               y_range: Optional[tuple[float, float]] = None, y_format: Callable[[float], str] = _tick_label) -> str:  # fmt: skip
     """A line chart with one polyline and one circle per point per series (x: context tokens, log scale when wide)."""
     all_points = [p for ps in series.values() for p in ps]
-    plot_w = WIDTH - MARGIN["left"] - MARGIN["right"]
-    plot_h = HEIGHT - MARGIN["top"] - MARGIN["bottom"]
+    plot_w, plot_h = plot_size()
     xs = [p[0] for p in all_points] or [0]
     ys = [p[1] for p in all_points] or [0.0]
     x_low, x_high = min(xs), max(xs)
@@ -132,26 +98,13 @@ def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tu
     def py(y: float) -> float:
         return MARGIN["top"] + plot_h - (y - y_lo) / (y_hi - y_lo) * plot_h
 
-    parts = [
-        f'<svg id="{e(chart_id)}" class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'role="img" aria-label="{e(title)}">',
-        f'<rect x="{MARGIN["left"]}" y="{MARGIN["top"]}" width="{plot_w}" height="{plot_h}" fill="#fff" stroke="#999"/>',
-    ]
-    for t in _ticks(y_lo, y_hi):
-        y = py(t)
-        parts.append(f'<line class="grid" x1="{MARGIN["left"]}" x2="{MARGIN["left"] + plot_w}" y1="{y:.1f}" '
-                     f'y2="{y:.1f}" stroke="#e5e5e5"/>')  # fmt: skip
-        parts.append(f'<text x="{MARGIN["left"] - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
-                     f"{e(y_format(t))}</text>")  # fmt: skip
+    parts = [svg_open(chart_id, title), *y_axis(py, y_lo, y_hi, y_label, y_format)]
     x_ticks = sorted(set(xs)) if len(set(xs)) <= 8 else _ticks(x_low, x_high)
     for t in x_ticks:
         x = px(t)
         parts.append(f'<text x="{x:.1f}" y="{MARGIN["top"] + plot_h + 16}" font-size="11" text-anchor="middle">'
                      f"{e(_tick_label(t))}</text>")  # fmt: skip
-    parts.append(f'<text x="{MARGIN["left"] + plot_w / 2}" y="{HEIGHT - 8}" font-size="12" text-anchor="middle">'
-                 f"context length (tokens{', log scale' if log_x else ''})</text>")  # fmt: skip
-    parts.append(f'<text x="14" y="{MARGIN["top"] + plot_h / 2}" font-size="12" text-anchor="middle" '
-                 f'transform="rotate(-90 14 {MARGIN["top"] + plot_h / 2})">{e(y_label)}</text>')  # fmt: skip
+    parts.append(x_label(f"context length (tokens{', log scale' if log_x else ''})"))
     for i, (label, pts) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
         coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y, _ in pts)
@@ -164,10 +117,7 @@ def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tu
                          f"({n} case{'s' if n != 1 else ''})</title></circle>")  # fmt: skip
         parts.append("</g>")
     parts.append("</svg>")
-    legend = "".join(f'<span><i style="background:{PALETTE[i % len(PALETTE)]}"></i>{e(label)}</span>'
-                     for i, label in enumerate(series))  # fmt: skip
-    return (f'<figure><figcaption>{e(title)}</figcaption>{"".join(parts)}'
-            f'<div class="legend">{legend}</div></figure>')  # fmt: skip
+    return f'<figure><figcaption>{e(title)}</figcaption>{"".join(parts)}{legend(series)}</figure>'
 
 
 # --- tables -------------------------------------------------------------------------------------------------
@@ -241,13 +191,5 @@ def render_html(summaries: Sequence[BenchmarkSummary]) -> str:
         svg_chart("chart-cost", f"{'Cost' if money else 'Tokens'} against context length", cost_label, costs,
                   y_format=(lambda v: f"${v:.4f}") if money else _tick_label),  # fmt: skip
     ]
-    csp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-    return "".join([
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{e(title)}</h1>",
-        f'<div class="charts">{"".join(charts)}</div>',
-        *(summary_section(s) for s in summaries),
-        "</body></html>\n",
-    ])  # fmt: skip
+    body = f'<div class="charts">{"".join(charts)}</div>' + "".join(summary_section(s) for s in summaries)
+    return page(title, body)

@@ -182,7 +182,9 @@ def _check_names(spec: SweepFile, host: Any) -> None:
 
     grid = spec.sweep
     for model in [*grid.models, *(m for m in (grid.sub_model, grid.judge_model) if m)]:
-        split_model_string(model, host)
+        if model != "auto":  # "auto": the configured default, as `rlm bench run --model auto`
+            provider, _ = split_model_string(model, host)
+            host.providers().get(provider)  # a provider that is not installed is bad input here, not in every case
     for framework in grid.frameworks:
         if framework != "native":
             host.frameworks().get(framework, where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")
