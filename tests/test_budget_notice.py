@@ -47,7 +47,7 @@ def test_quiet_still_warns_that_a_model_cannot_be_priced(rlm, isolated_env):
     with OpenAIServer() as server:
         server.push(answer("FINAL(7)"))
         result = rlm("run", "q", "--model", "deepinfra:some-model", "--base-url", server.url, "--max-cost", "0.5",
-                     "--sandbox", "process", "-q", plugins=[], env={"DEEPINFRA_API_KEY": "di-test"})  # fmt: skip
+                     "--sandbox", "process", "-q", plugins=["rlm-provider-compatible"], env={"DEEPINFRA_API_KEY": "di-test"})  # fmt: skip
     assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
     assert result.stderr.count("no price is known for deepinfra:some-model") == 1, result.stderr
     assert "! no price is known" in result.stderr
