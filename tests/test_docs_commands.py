@@ -54,7 +54,7 @@ SKIP = [
     (r"^rlm mcp serve\b", "a server that runs until stopped (tests/test_docs_terms.py checks its banner)"),
     (r"scripted:|replay:|--context|--resume|run_…|run_2026|traces (index|query|search|overview)|--env traces",
      "a session step over files or runs the page made earlier"),
-    (r"^rlm bench (run|compare)|^rlm leaderboard$|^rlm runs (show|export)|^rlm run \"…\"|^rlm run --sandbox monty",
+    (r"^rlm bench (run|compare|sweep|sweep-report)|^rlm leaderboard$|^rlm runs (show|export)|^rlm run \"…\"|^rlm run --sandbox monty",
      "needs a model run or saved benchmarks/runs (the page's session)"),
 ]
 

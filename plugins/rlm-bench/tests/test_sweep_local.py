@@ -498,3 +498,20 @@ def test_html_sweep_report_renders_in_a_headless_browser(two_by_two, work, chrom
     colours = {tuple(pixels[i:i + 3]) for i in range(0, len(pixels), bpp)}
     assert (0x1F, 0x77, 0xB4) in colours and (0xD6, 0x27, 0x28) in colours  # the first two series, drawn
     assert len({tuple(pixels[i:i + 3]) for i in range(0, len(pixels), bpp * 11)}) > 20
+
+
+def test_the_documented_sweep_file_is_a_valid_sweep_file():
+    """The example in docs/guide/benchmarks.md loads as it is printed (every key it shows exists)."""
+    import re
+    import tomllib
+
+    from rlm_bench.sweep_file import SweepFile, expand
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "guide" / "benchmarks.md").read_text()
+    block = re.search(r"## Sweeps.*?```toml\n(.*?)```", page, re.S).group(1)
+    spec = SweepFile.model_validate(tomllib.loads(block))
+    points = expand(spec)
+    assert len(points) == 1 * 2 * 2 * 1 * 2 * 3  # presets × models × frameworks × sandboxes × instructions × repeat
+    haiku = [p for p in points if p.model == "anthropic:claude-3-5-haiku-latest"]
+    assert all(p.run["timeout"] == 600 for p in haiku) and all(p.run["timeout"] == 300 for p in points
+                                                                if p not in haiku)
