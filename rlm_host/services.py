@@ -78,9 +78,13 @@ class SandboxServices(HostServices):
 class CommandServices(HostServices):
     """What a plugin's sub-command of ``rlm`` reads instead of globals: ``home`` (the run home) and ``settings``
     (the effective ``LoadedSettings`` of the running command: every source merged, component sections validated
-    against the installed plugins). Get it with ``CommandServices.of(ctx)``."""
+    against the installed plugins). Get it with ``CommandServices.of(ctx)``. ``config_file`` (``rlm --config``) and
+    ``trust_config`` (``--trust-config``) say how they were read, for a command that loads settings again in
+    another process (a benchmark sweep's workers)."""
 
     settings: Optional["LoadedSettings"] = field(default=None, repr=False)
+    config_file: Optional[Path] = None
+    trust_config: bool = False
 
     @classmethod
     def of(cls, ctx: Any) -> "CommandServices":

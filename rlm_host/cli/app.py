@@ -48,7 +48,8 @@ class CliState:
         from rlm_host.services import CommandServices
 
         loaded = self.settings()
-        return CommandServices(home=loaded.home, settings=loaded)
+        return CommandServices(home=loaded.home, settings=loaded, config_file=self.config_file,
+                               trust_config=self.trust_config)  # fmt: skip
 
     def _apply_logging(self, loaded: "LoadedSettings") -> None:
         """The config file's [logging] section, unless -v / --log-json said otherwise."""

@@ -121,7 +121,7 @@ class Plan:
 
 
 def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "local",
-               config_file: Optional[Path] = None) -> Plan:  # fmt: skip
+               config_file: Optional[Path] = None, trust: bool = False) -> Plan:  # fmt: skip
     """Expand the grid and check every name on the driver (a preset, model provider, framework, environment or
     sandbox that does not exist is bad input before anything runs); one manifest per point."""
     import rlm_host
@@ -157,7 +157,7 @@ def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "loc
             {"sweep_id": sweep_id, "benchmark_id": manifest.benchmark_id, "case_id": case.case_id,
              "manifest": manifest.model_dump(mode="json"), "packs": packs, "run": run,
              "config_file": str(config_file.resolve()) if config_file else None, "cwd": os.getcwd(),
-             "home": str(Path(runner.home).resolve()), "ship_trajectory": executor != "local"}
+             "home": str(Path(runner.home).resolve()), "ship_trajectory": executor != "local", "trust": trust}
             for case in cases
         ]  # fmt: skip
     record = SweepRecord(sweep_id=sweep_id, name=spec.sweep.name, file=str(file), executor=executor,
@@ -194,7 +194,8 @@ def _check_names(spec: SweepFile, host: Any) -> None:
         host.sandboxes().get(sandbox)
 
 
-def resume_plan(store: SweepStore, ref: str, *, executor: str = "local") -> Plan:
+def resume_plan(store: SweepStore, ref: str, *, executor: str = "local", config_file: Optional[Path] = None,
+                trust: bool = False) -> Plan:  # fmt: skip
     """The cases of a recorded sweep that have no saved result yet (their items rebuilt from the record)."""
     record = store.load(ref)
     items: dict[str, list[dict[str, Any]]] = {}
@@ -212,8 +213,9 @@ def resume_plan(store: SweepStore, ref: str, *, executor: str = "local") -> Plan
             run["instructions"] = manifest.instructions
         items[point.benchmark_id] = [
             {"sweep_id": record.sweep_id, "benchmark_id": point.benchmark_id, "case_id": case_id,
-             "manifest": manifest.model_dump(mode="json"), "packs": packs, "run": run, "config_file": None,
-             "cwd": os.getcwd(), "home": str(store.root.parent.resolve()), "ship_trajectory": executor != "local"}
+             "manifest": manifest.model_dump(mode="json"), "packs": packs, "run": run,
+             "config_file": str(config_file.resolve()) if config_file else None, "cwd": os.getcwd(),
+             "home": str(store.root.parent.resolve()), "ship_trajectory": executor != "local", "trust": trust}
             for case_id in manifest.case_ids if case_id not in done
         ]  # fmt: skip
     record.executor, record.status, record.stopped = executor, "running", None

@@ -49,12 +49,14 @@ def sweep(
     runner = RLMRunner(loaded=services.settings)
     store = SweepStore(runner.home)
     if resume is not None:
-        plan = resume_plan(store, resume, executor=executor)
+        plan = resume_plan(store, resume, executor=executor, config_file=services.config_file,
+                           trust=services.trust_config)  # fmt: skip
         spec_ray = plan.record.spec.get("bench", {}).get("ray", {})
     else:
         assert file is not None
         spec = load_sweep(file)
-        plan = plan_sweep(spec, file.resolve(), runner, executor=executor)
+        plan = plan_sweep(spec, file.resolve(), runner, executor=executor, config_file=services.config_file,
+                          trust=services.trust_config)  # fmt: skip
         spec_ray = spec.bench.ray.model_dump()
     if dry_run:
         _print_dry_run(plan, runner, store, as_json)
