@@ -331,6 +331,9 @@ class SweepDriver:
         progress.done = progress.total - plan.cases
         pending = deque(item for items in plan.items.values() for item in items)
         self._remaining = {benchmark_id: len(items) for benchmark_id, items in plan.items.items()}
+        for benchmark_id, left in self._remaining.items():  # finished before a crash, not yet summarised
+            if left == 0 and not bench.summary_path(benchmark_id).is_file():
+                self._summarise_if_complete(benchmark_id, plan)
         running: dict[Any, dict[str, Any]] = {}
         lost: list[str] = []
         self.listener("start", progress, None)
