@@ -16,8 +16,13 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check)
 packages=(-e ".[test]")
 for dir in plugins/*/; do
   case "$(basename "$dir")" in _*) continue ;; esac  # _template is copied, not installed
+  extras=()
   # a plugin's `test` extra holds what its tests need beyond the plugin (e.g. the MLflow server they start)
-  if grep -q '^test = ' "$dir/pyproject.toml"; then packages+=(-e "${dir%/}[test]"); else packages+=(-e "$dir"); fi
+  if grep -q '^test = ' "$dir/pyproject.toml"; then extras+=(test); fi
+  # rlm-bench's `ray` extra (Ray, ≈ 80 MB wheel + deps; `rlm bench sweep --executor ray`): its tests start a real
+  # local Ray cluster, so every checkout gets it. Users choose: pip install "rlm-bench[ray]"
+  if [ "$(basename "$dir")" = rlm-bench ]; then extras+=(ray); fi
+  if [ ${#extras[@]} -gt 0 ]; then packages+=(-e "${dir%/}[$(IFS=,; echo "${extras[*]}")]"); else packages+=(-e "$dir"); fi
 done
 # rlm-provider-llamacpp depends on llama-cpp-python, which pip builds from source (≈ 5 min on 2 cores; once:
 # pip leaves an installed llama-cpp-python alone, so re-running this script does not rebuild it). Its default

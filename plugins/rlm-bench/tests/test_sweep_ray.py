@@ -1,0 +1,357 @@
+"""``rlm bench sweep --executor ray`` against a real Ray cluster on this machine (``bench_data.ray_cluster``): a head
+and a second node, each a ``ray start`` of its own with token authentication on, the driver an ``rlm`` process
+joining with ``--address`` (its HOME holds the cluster's token in ``~/.ray/auth_token``, as on a machine where
+someone ran ``ray get-auth-token``). Cases are scripted-model runs of a small pack.
+
+The second node loads no ``rlm-sandbox-monty`` (``RLM_PLUGINS`` of its raylet, which its workers inherit), so a
+case that asks it for the monty sandbox fails there, naming the node. Nodes killed by a test are nodes of their
+own, so the shared head and second node stay up for the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench_data import BENCH, RLM_SCRIPT
+from bench_data.fixtures import cli, isolated_env, work  # noqa: F401 (fixtures)
+from bench_data.ray_cluster import LocalCluster, ray_installed
+
+#: What the driver and the head load; the second node lacks the monty sandbox.
+PLUGINS = f"{BENCH},rlm-sink-local,rlm-sandbox-monty"
+PLUGINS_NODE2 = f"{BENCH},rlm-sink-local"
+
+PACK = """\
+presets:
+  tiny:
+    description: four quick cases
+    cases:
+      - {case_id: a, task: "What is six times seven?", expected: "42", scorer: exact}
+      - {case_id: b, task: "What is forty-two in digits?", expected: "42", scorer: exact}
+      - {case_id: c, task: "Say 42.", expected: "42", scorer: exact}
+      - {case_id: d, task: "Answer 42.", expected: "42", scorer: exact}
+"""
+
+
+def _script(path: Path, delay: float, steps: int = 1) -> str:
+    """A scripted model: ``steps - 1`` REPL steps, then FINAL(42), each reply after ``delay`` seconds."""
+    responses = [{"text": "```repl\nx = 6 * 7\nprint(x)\n```", "delay": delay}] * (steps - 1)
+    if steps == 1:
+        path.write_text(json.dumps({"rules": [{"match": ".", "text": "FINAL(42)", "delay": delay}]}))
+    else:
+        path.write_text(json.dumps({"responses": [*responses, {"text": "FINAL(42)", "delay": delay}]}))
+    return f"scripted:{path}"
+
+
+def _sweep_file(folder: Path, name: str, model: str, *, repeat: int = 1, sandbox: str = "process",
+                ray: str = "") -> Path:  # fmt: skip
+    path = folder / f"{name}.toml"
+    path.write_text(f"""\
+[sweep]
+name = "{name}"
+presets = ["tiny"]
+packs = ["pack.yaml"]
+models = ["{model}"]
+sandboxes = ["{sandbox}"]
+repeat = {repeat}
+
+[run]
+timeout = 60
+
+[bench.ray]
+num_cpus = 0.25
+max_in_flight = 8
+{ray}
+""")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A head (custom resource ``head``) and ``node2`` (resource ``node2``, no monty sandbox); stopped by their
+    own processes at the end."""
+    if not ray_installed():
+        pytest.fail('Ray is not installed: scripts/install.sh installs rlm-bench[ray] (pip install "rlm-bench[ray]")')
+    root = tmp_path_factory.mktemp("ray")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
+    c = LocalCluster(root, env)
+    try:
+        c.start(resources={"head": 1}, env={"RLM_PLUGINS": PLUGINS})
+        c.add_node("node2", resources={"node2": 1}, env={"RLM_PLUGINS": PLUGINS_NODE2})
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def place(cluster: LocalCluster, tmp_path: Path) -> dict[str, Any]:
+    """A working folder with the pack, and how to run ``rlm`` there as the cluster's driver."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "pack.yaml").write_text(PACK)
+    home = folder / ".rlm"
+    env = cluster.driver_env(RLM_PLUGINS=PLUGINS, RLM_HOME=str(home))
+
+    def rlm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([RLM_SCRIPT, *args], cwd=folder, env=env, capture_output=True, text=True,
+                              timeout=timeout)  # fmt: skip
+
+    def start(*args: str) -> subprocess.Popen:
+        return subprocess.Popen([RLM_SCRIPT, *args], cwd=folder, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+    return {"folder": folder, "home": home, "rlm": rlm, "start": start, "env": env}
+
+
+def _node_names(cluster: LocalCluster) -> dict[str, str]:
+    """Custom resource → the name sweeps give that node (``IP/node id[:8]``)."""
+    names = {}
+    for node in cluster.alive_nodes():
+        label = next((r for r in node["resources"] if r in ("head", "node2", "node3", "node4")), None)
+        if label:
+            names[label] = node["id"][:8]
+    return names
+
+
+def _saved(home: Path) -> list[Path]:
+    return sorted(home.glob("benchmarks/*/cases/*.json"))
+
+
+def _record(home: Path, sweep_id: str) -> dict[str, Any]:
+    return json.loads((home / "sweeps" / f"{sweep_id}.json").read_text())
+
+
+def _assert_complete(home: Path, record: dict[str, Any]) -> None:
+    """Every case of every point saved exactly once, every point summarised."""
+    for point in record["points"]:
+        manifest = json.loads((home / "benchmarks" / point["benchmark_id"] / "manifest.json").read_text())
+        saved = sorted(p.stem for p in (home / "benchmarks" / point["benchmark_id"] / "cases").glob("*.json"))
+        assert saved == sorted(manifest["case_ids"])
+        summary = json.loads((home / "benchmarks" / f"{point['benchmark_id']}.json").read_text())
+        assert sorted(c["case_id"] for c in summary["cases"]) == sorted(manifest["case_ids"])
+    assert sum(n["cases"] for n in record["nodes"].values()) == sum(p["cases"] for p in record["points"])
+
+
+# ------------------------------------------------------------------------------------------------ without Ray
+
+
+def test_rlm_and_bench_help_do_not_import_ray():
+    code = ("import sys\nfrom rlm_host.cli.main import main\n"
+            "for args in (['--help'], ['bench', '--help'], ['bench', 'sweep', '--help']):\n"
+            "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
+            "print('RAY-IMPORTED' if 'ray' in sys.modules else 'NO-RAY')\n")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "NO-RAY", out.stderr[-2000:]
+    assert "sweep" in out.stdout
+
+
+def test_without_ray_the_executor_is_one_clear_error(cli, work, monkeypatch):
+    (work / "pack.yaml").write_text(PACK)
+    sweep = _sweep_file(work, "noray", _script(work / "s.json", 0))
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is not installed
+    code, out, err = cli("bench", "sweep", str(sweep), "--executor", "ray", "-q")
+    assert code == 2
+    assert 'pip install "rlm-bench[ray]"' in err and "Traceback" not in err
+    assert err.count("error:") == 1
+
+
+def test_auth_environment_gives_a_joining_driver_token_mode_only_with_a_token(tmp_path, monkeypatch):
+    from rlm_bench.sweep_ray import auth_environment, token_available
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    bare: dict[str, str] = {}
+    assert not token_available(bare) and auth_environment(joining=True, environ=bare) == {}
+    own = auth_environment(joining=False, environ=bare)  # a private local Ray: a token of its own, in memory
+    assert own["RAY_AUTH_MODE"] == "token" and len(own["RAY_AUTH_TOKEN"]) == 64
+    assert not (tmp_path / ".ray").exists()
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("x" * 64)
+    assert auth_environment(joining=True, environ=bare) == {"RAY_AUTH_MODE": "token"}
+    assert auth_environment(joining=False, environ=bare) == {"RAY_AUTH_MODE": "token"}
+    assert auth_environment(joining=True, environ={"RAY_AUTH_MODE": "disabled"}) == {}  # the user chose
+    assert token_available({"RAY_AUTH_TOKEN": "abc"})
+    assert not token_available({"RAY_AUTH_TOKEN_PATH": str(tmp_path / "missing")})
+
+
+# ------------------------------------------------------------------------------------------------ a real cluster
+
+
+@pytest.mark.slow
+def test_a_sweep_runs_on_both_nodes_and_the_store_reads_as_usual(cluster, place):
+    """(a) cases on both nodes, the record says which ran how many; leaderboard and report read the benchmarks;
+    (e) a case that ran on the other node replays on the driver."""
+    folder, home, rlm = place["folder"], place["home"], place["rlm"]
+    sweep = _sweep_file(folder, "both", _script(folder / "s.json", 0.5), repeat=3)
+    done = rlm("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address, "--json", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(done.stdout)
+    assert record["status"] == "finished" and record["executor"] == "ray"
+    names = _node_names(cluster)
+    ran = {name.split("/")[-1]: stats for name, stats in record["nodes"].items()}
+    assert set(ran) == {names["head"], names["node2"]}, record["nodes"]
+    assert all(stats["cases"] > 0 and stats["failed"] == 0 for stats in ran.values())
+    _assert_complete(home, record)
+    assert (cluster.home / ".ray" / "auth_token").read_text() == cluster.token  # the driver's token, untouched
+
+    board = rlm("leaderboard", "--json")
+    assert board.returncode == 0, board.stderr
+    listed = json.dumps(json.loads(board.stdout))
+    assert all(point["benchmark_id"] in listed for point in record["points"])
+    first = record["points"][0]["benchmark_id"]
+    report = rlm("bench", "report", first)
+    assert report.returncode == 0 and "tiny" in report.stdout and first in report.stdout
+
+    # (e) trajectories came back: every case's run is in the driver's home, and replays there
+    results = [json.loads(p.read_text()) for p in _saved(home)]
+    assert len(results) == 12 and all(r["status"] == "completed" and r["correct"] for r in results)
+    for result in results:
+        assert Path(result["trajectory_path"]).is_file() and Path(result["trajectory_path"]).is_relative_to(home)
+    replay = rlm("replay", results[-1]["run_id"])
+    assert replay.returncode == 0, replay.stderr
+    assert "42" in replay.stdout
+
+
+@pytest.mark.slow
+def test_a_node_without_the_sandbox_fails_its_cases_naming_the_node(cluster, place):
+    """(d) node2 has no monty sandbox: its cases are errors naming it, not a silent fallback to another sandbox.
+    The driver joins through Ray Client (``ray://``) this time."""
+    folder, home, rlm = place["folder"], place["home"], place["rlm"]
+    sweep = _sweep_file(folder, "nomonty", _script(folder / "s.json", 0), sandbox="monty",
+                        ray="resources = {node2 = 0.01}")  # fmt: skip
+    address = cluster.client_address
+    done = rlm("bench", "sweep", str(sweep), "--executor", "ray", "--address", address, "--json", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(done.stdout)
+    node2 = _node_names(cluster)["node2"]
+    assert [name.split("/")[-1] for name in record["nodes"]] == [node2]
+    results = [json.loads(p.read_text()) for p in _saved(home)]
+    assert len(results) == 4
+    for result in results:
+        assert result["status"] == "error" and result["sandbox"] == "monty", result
+        assert "on node " in result["error"] and node2 in result["error"] and "monty" in result["error"]
+    assert record["nodes"][next(iter(record["nodes"]))]["failed"] == 4
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_finished_cases_and_resume_finishes_the_sweep(cluster, place):
+    """(c) SIGINT to the sweep: exit 130 with the resume command, finished cases kept; --resume runs the rest;
+    every case appears once."""
+    folder, home = place["folder"], place["home"]
+    sweep = _sweep_file(folder, "interrupted", _script(folder / "slow.json", 1.5, steps=2), repeat=4)
+    process = place["start"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address, "-q")
+    deadline = time.monotonic() + 90
+    while len(_saved(home)) < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
+    assert process.poll() is None, process.communicate()[1][-3000:]
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err[-3000:]
+    sweep_id = next(home.glob("sweeps/*.json")).stem
+    assert f"rlm bench sweep --resume {sweep_id}" in err
+    record = _record(home, sweep_id)
+    assert record["status"] == "interrupted"
+    kept = len(_saved(home))
+    assert 2 <= kept < 16
+
+    done = place["rlm"]("bench", "sweep", "--resume", sweep_id, "--executor", "ray", "--address", cluster.address,
+                        "--json", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(done.stdout)
+    assert record["status"] == "finished"
+    _assert_complete(home, record)
+
+
+def _kill_raylet_once_it_runs_a_case(node: Any, process: subprocess.Popen, timeout: float = 60) -> None:
+    """Wait until a case runs on ``node`` (a worker titled ``ray::ray_case``), then SIGKILL the node's raylet."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        for pid in node.pids():
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::ray_case"):
+                    os.kill(node.raylet_pid(), signal.SIGKILL)
+                    return
+            except OSError:
+                continue
+        time.sleep(0.1)
+    raise AssertionError(f"no case ran on {node.name} within {timeout} s")
+
+
+@pytest.mark.slow
+def test_a_node_killed_mid_sweep_has_its_cases_rescheduled(cluster, place):
+    """(b) a node dies while it runs cases: Ray reruns them elsewhere (max_retries) and the sweep finishes."""
+    victim = cluster.add_node("node3", resources={"node3": 1}, env={"RLM_PLUGINS": PLUGINS})
+    folder, home = place["folder"], place["home"]
+    sweep = _sweep_file(folder, "rescheduled", _script(folder / "slow.json", 2.0), repeat=3, ray="max_retries = 2")
+    process = place["start"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address,
+                             "--json", "-q")  # fmt: skip
+    try:
+        _kill_raylet_once_it_runs_a_case(victim, process)
+        out, err = process.communicate(timeout=120)
+    finally:
+        victim.stop()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err[-3000:]
+    record = json.loads(out)
+    assert record["status"] == "finished"
+    _assert_complete(home, record)
+    assert "ray: " in err  # Ray's word about the dead node, on stderr (stdout stays the JSON record)
+
+
+@pytest.mark.slow
+def test_a_node_killed_without_retries_reports_its_cases_lost_with_the_resume_command(cluster, place):
+    """(b) with max_retries = 0 the dead node's cases are lost: exit 1, the resume command; --resume finishes."""
+    victim = cluster.add_node("node4", resources={"node4": 1}, env={"RLM_PLUGINS": PLUGINS})
+    victim_id = _node_names(cluster)["node4"]
+    folder, home = place["folder"], place["home"]
+    sweep = _sweep_file(folder, "lost", _script(folder / "slow.json", 2.0), repeat=3, ray="max_retries = 0")
+    process = place["start"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address, "-q")
+    try:
+        _kill_raylet_once_it_runs_a_case(victim, process)
+        _, err = process.communicate(timeout=120)
+    finally:
+        victim.stop()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, err[-3000:]
+    sweep_id = next(home.glob("sweeps/*.json")).stem
+    record = _record(home, sweep_id)
+    assert record["status"] == "lost" and "lost" in record["stopped"]
+    assert f"rlm bench sweep --resume {sweep_id}" in err
+    assert "NodeDiedError" in record["stopped"] and victim_id in record["stopped"], record["stopped"]  # names it
+    assert len(_saved(home)) < 12
+
+    done = place["rlm"]("bench", "sweep", "--resume", sweep_id, "--executor", "ray", "--address", cluster.address,
+                        "--json", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(done.stdout)
+    assert record["status"] == "finished"
+    _assert_complete(home, record)
+
+
+@pytest.mark.slow
+def test_joining_without_the_clusters_token_is_one_clear_error(cluster, place, tmp_path):
+    """The cluster wants a token and this driver has none (a fresh HOME, no RAY_AUTH_*): exit 2, how to fix it."""
+    (tmp_path / "tokenless").mkdir()
+    sweep = _sweep_file(place["folder"], "tokenless", _script(place["folder"] / "s.json", 0))
+    # RAY_NUM_REDIS_GET_RETRIES: Ray tries to join 20 times, 1 s apart, even when refused
+    env = {**place["env"], "HOME": str(tmp_path / "tokenless"), "RAY_NUM_REDIS_GET_RETRIES": "2"}
+    started = time.monotonic()
+    done = subprocess.run([RLM_SCRIPT, "bench", "sweep", str(sweep), "--executor", "ray", "--address",
+                           cluster.address, "-q"], cwd=place["folder"], env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"Ray cluster at {cluster.address}" in done.stderr and "ray get-auth-token" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "tokenless" / ".ray").exists()  # joining never writes a token
+    assert time.monotonic() - started < 60
