@@ -1,10 +1,11 @@
 """``--executor ray``: every case of a sweep a Ray task of ``rlm_bench.sweep_worker.run_item`` on a cluster.
 
-``RayExecutor.connect(address, options)`` joins a cluster (``auto``, ``host:port``, ``ray://host:port``) or, with
-no address, starts a private local Ray for the sweep (shut down again by ``close``). ``options`` is the sweep
-file's ``[bench.ray]`` (``rlm_bench.sweep_file.RayOptions``): what a case reserves (``num_cpus``, ``num_gpus``,
-custom ``resources``), its ``runtime_env``, how many cases are in flight at most (``max_in_flight``: the
-executor's capacity) and how often Ray reruns a case whose worker or node died (``max_retries``).
+``RayExecutor.connect(address, options)`` joins a cluster (``auto``, ``host:port``, ``ray://host:port``; without
+one, ``RAY_ADDRESS``) or starts a private local Ray for the sweep (shut down again by ``close``). ``options`` is
+the sweep file's ``[bench.ray]`` (``rlm_bench.sweep_file.RayOptions``): what a case reserves (``num_cpus``,
+``num_gpus``, custom ``resources``), its ``runtime_env``, how many cases are in flight at most
+(``max_in_flight``: the executor's capacity) and how often Ray reruns a case whose worker or node died
+(``max_retries``).
 
 A case runs in the environment of the node that takes it (its plugins, sandboxes, providers and keys); what
 stops it there comes back as an ``error`` result naming the node (``run_item`` does that, and so does this
@@ -21,7 +22,7 @@ CompletePendingTask``, "Tried to complete task that was not pending"), which wou
 case still stuck in a model call when the driver stops waiting is ended by Ray with the job when the driver
 disconnects.
 
-Token authentication (Ray ≥ 2.52 turns it on for clusters that ``ray.init`` starts, and for ``ray start`` when
+Token authentication (Ray 2.60 turns it on for clusters that ``ray.init`` starts, and for ``ray start`` when
 a token exists): a driver joining a cluster at an explicit address does not send a token unless
 ``RAY_AUTH_MODE=token`` is set, and a cluster that wants one answers with a bare "Failed to connect" after about
 20 s. So when ``RAY_AUTH_MODE`` is unset and a token is available here (``RAY_AUTH_TOKEN``,
@@ -126,10 +127,10 @@ class RayExecutor:
 
     @classmethod
     def connect(cls, address: Optional[str], options: Optional[dict[str, Any]] = None) -> "RayExecutor":
-        """Join the cluster at ``address`` (``auto``, ``host:port``, ``ray://host:port``), or start a local Ray
-        for this sweep when ``address`` is None or empty."""
+        """Join the cluster at ``address`` (``auto``, ``host:port``, ``ray://host:port``; default ``RAY_ADDRESS``,
+        as everywhere in Ray), or start a local Ray for this sweep when there is none."""
         opts = RayOptions.model_validate({k: v for k, v in (options or {}).items() if v is not None})
-        address = (address or "").strip() or None
+        address = (address or os.environ.get("RAY_ADDRESS") or "").strip() or None
         already = sys.modules.get("ray")
         if already is not None and already.is_initialized():  # embedded: this process is connected; use that
             executor = cls(already, opts, owns_cluster=False, address="(already connected)")

@@ -129,7 +129,8 @@ class LocalCluster:
             env.pop(name, None)
         return {**env, **extra}
 
-    def _start(self, name: str, args: list[str], env: dict[str, str], resources: dict[str, float]) -> Node:
+    def _start(self, name: str, args: list[str], env: dict[str, str], resources: dict[str, float],
+               num_cpus: int = 1) -> Node:  # fmt: skip
         temp = self.root / name
         temp.mkdir(parents=True, exist_ok=True)
         node_home = self.root / f"{name}-home"
@@ -137,7 +138,7 @@ class LocalCluster:
         log = self.root / f"{name}.log"
         full_env = {**self.base_env, "HOME": str(node_home), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
                     "RAY_USAGE_STATS_ENABLED": "0", **FAST_FAILURE_DETECTION, **env}  # fmt: skip
-        cmd = [RAY, "start", "--block", "--num-cpus", "1", "--temp-dir", str(temp), "--disable-usage-stats",
+        cmd = [RAY, "start", "--block", "--num-cpus", str(num_cpus), "--temp-dir", str(temp), "--disable-usage-stats",
                "--dashboard-agent-listen-port", str(free_port()), "--dashboard-agent-grpc-port", str(free_port()),
                "--runtime-env-agent-port", str(free_port()), "--metrics-export-port", str(free_port()),
                "--min-worker-port", "0", "--max-worker-port", "0", *args]  # fmt: skip
@@ -157,12 +158,13 @@ class LocalCluster:
             time.sleep(0.2)
         return node
 
-    def start(self, resources: Optional[dict[str, float]] = None, env: Optional[dict[str, str]] = None) -> Node:
+    def start(self, resources: Optional[dict[str, float]] = None, env: Optional[dict[str, str]] = None,
+              num_cpus: int = 1) -> Node:  # fmt: skip
         self.port, self.client_port = free_port(), free_port()
         node = self._start("head", ["--head", "--node-ip-address=127.0.0.1", f"--port={self.port}",
                                     "--include-dashboard=false", f"--dashboard-port={free_port()}",
                                     f"--ray-client-server-port={self.client_port}"],
-                           env or {}, resources or {})  # fmt: skip
+                           env or {}, resources or {}, num_cpus)  # fmt: skip
         self.wait_for_nodes(1, node)
         return node
 
