@@ -182,6 +182,43 @@ def test_auth_environment_gives_a_joining_driver_token_mode_only_with_a_token(tm
     assert not token_available({"RAY_AUTH_TOKEN_PATH": str(tmp_path / "missing")})
 
 
+def test_ray_errors_become_error_results_lost_cases_or_cancellations():
+    """What ``ray.get`` raises for a case: an exception that escaped ``run_item`` on a node is that case's error
+    naming the node; a crash Ray could not retry away is a lost case with Ray's reason; a cancel is a cancel."""
+    from types import SimpleNamespace
+
+    import ray.exceptions as rex
+
+    from rlm_bench.sweep import CaseLost
+    from rlm_bench.sweep_ray import RayExecutor
+
+    item = {"case_id": "a", "manifest": {"preset": "tiny", "model": "scripted:x.json", "sandbox": "process"}}
+
+    def outcome(exc: BaseException) -> Any:
+        executor = object.__new__(RayExecutor)
+
+        def get(ref: Any) -> Any:
+            raise exc
+
+        executor.ray = SimpleNamespace(exceptions=rex, get=get)
+        executor._items, executor._cancelled = {"r": item}, set()
+        return executor._outcome("r")
+
+    missing = rex.RayTaskError("ray_case", "Traceback …", ModuleNotFoundError("No module named 'rlm_bench'"),
+                               pid=7, ip="10.0.0.9").as_instanceof_cause()  # fmt: skip
+    assert outcome(missing)["node"] == "10.0.0.9"
+    result = outcome(missing)["result"]
+    assert result["status"] == "error" and result["case_id"] == "a" and result["model"] == "scripted:x.json"
+    assert result["error"].startswith("on node 10.0.0.9 (pid 7): ModuleNotFoundError")
+    assert "rlm_bench" in result["error"]
+    died = outcome(rex.NodeDiedError("Task failed because the node it was running on is dead. Node ID: abc123"))
+    assert isinstance(died, CaseLost) and "NodeDiedError" in died.reason and "abc123" in died.reason
+    crashed = outcome(rex.RayTaskError("ray_case", "…", rex.WorkerCrashedError(), pid=8, ip="10.0.0.9"))
+    assert isinstance(crashed, CaseLost) and "WorkerCrashedError on 10.0.0.9" in crashed.reason
+    assert isinstance(outcome(rex.TaskUnschedulableError("no node has node9")), CaseLost)
+    assert outcome(rex.TaskCancelledError()) == {"cancelled": True}
+
+
 # ------------------------------------------------------------------------------------------------ a real cluster
 
 
@@ -222,13 +259,11 @@ def test_a_sweep_runs_on_both_nodes_and_the_store_reads_as_usual(cluster, place)
 
 @pytest.mark.slow
 def test_a_node_without_the_sandbox_fails_its_cases_naming_the_node(cluster, place):
-    """(d) node2 has no monty sandbox: its cases are errors naming it, not a silent fallback to another sandbox.
-    The driver joins through Ray Client (``ray://``) this time."""
+    """(d) node2 has no monty sandbox: its cases are errors naming it, not a silent fallback to another sandbox."""
     folder, home, rlm = place["folder"], place["home"], place["rlm"]
     sweep = _sweep_file(folder, "nomonty", _script(folder / "s.json", 0), sandbox="monty",
                         ray="resources = {node2 = 0.01}")  # fmt: skip
-    address = cluster.client_address
-    done = rlm("bench", "sweep", str(sweep), "--executor", "ray", "--address", address, "--json", "-q")
+    done = rlm("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address, "--json", "-q")
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(done.stdout)
     node2 = _node_names(cluster)["node2"]
@@ -355,3 +390,41 @@ def test_joining_without_the_clusters_token_is_one_clear_error(cluster, place, t
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "tokenless" / ".ray").exists()  # joining never writes a token
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.slow
+def test_a_node_without_rlm_bench_fails_its_cases_naming_the_node(cluster, place, tmp_path):
+    """A node whose Python cannot import rlm_bench (here: a package of that name shadowing it on the node's
+    PYTHONPATH): the case's task fails before ``run_item`` runs, and the case is an error naming the node."""
+    shadow = tmp_path / "shadow" / "rlm_bench"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('rlm-bench is not installed on this node')\n")
+    bare = cluster.add_node("node5", resources={"node5": 1},
+                            env={"RLM_PLUGINS": "", "PYTHONPATH": str(shadow.parent)})  # fmt: skip
+    try:
+        folder, home = place["folder"], place["home"]
+        sweep = _sweep_file(folder, "bare", _script(folder / "s.json", 0), ray="resources = {node5 = 0.01}")
+        done = place["rlm"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address,
+                            "--json", "-q")  # fmt: skip
+    finally:
+        bare.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(p.read_text()) for p in _saved(home)]
+    assert len(results) == 4
+    for result in results:
+        assert result["status"] == "error" and result["error"].startswith("on node "), result
+        assert "rlm-bench is not installed on this node" in result["error"]
+
+
+@pytest.mark.slow
+def test_a_driver_joins_through_ray_client(cluster, place):
+    """``--address ray://HOST:PORT`` (Ray Client, through the head's client server) runs the sweep the same way."""
+    folder, home = place["folder"], place["home"]
+    sweep = _sweep_file(folder, "client", _script(folder / "s.json", 0), ray="resources = {head = 0.01}")
+    done = place["rlm"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.client_address,
+                        "--json", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(done.stdout)
+    assert record["status"] == "finished"
+    assert [name.split("/")[-1] for name in record["nodes"]] == [_node_names(cluster)["head"]]
+    _assert_complete(home, record)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import sys
 import time
@@ -219,10 +220,10 @@ class RayExecutor:
         except ray.exceptions.RayTaskError as exc:
             if cancelled:
                 return {"cancelled": True}
-            cause = getattr(exc, "cause", None)
+            cause, where = getattr(exc, "cause", None), _where(exc)
             if isinstance(cause, ray.exceptions.RayError) or isinstance(cause, (SystemExit, KeyboardInterrupt)):
-                return CaseLost(f"{type(cause).__name__} on {exc.ip} (pid {exc.pid}): {_first_line(cause)}")
-            return _error_result(item, f"{exc.ip} (pid {exc.pid})", cause if cause is not None else exc)
+                return CaseLost(f"{type(cause).__name__} on {where}: {_first_line(cause)}")
+            return _error_result(item, where, cause if cause is not None else exc)
         except Exception as exc:  # noqa: BLE001 - Ray could not finish it: worker/node died, unschedulable, lost
             if cancelled:
                 return {"cancelled": True}
@@ -340,9 +341,26 @@ def _refresh_auth_config() -> None:
         pass
 
 
+def _where(exc: BaseException) -> str:
+    """The node (IP) and process a RayTaskError came from. What ``ray.get`` raises is a copy that is also an
+    instance of the cause's class and keeps only its text ("ray::ray_case() (pid=…, ip=…)"), so read that."""
+    ip, pid = getattr(exc, "__dict__", {}).get("ip"), getattr(exc, "__dict__", {}).get("pid")
+    if ip is None:
+        found = re.search(r"\(pid=(\d+), ip=([^),\s]+)", re.sub(r"\x1b\[[0-9;]*m", "", str(exc)))
+        if found:
+            pid, ip = found.group(1), found.group(2)
+    return f"{ip or 'an unknown node'}" + (f" (pid {pid})" if pid else "")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:500]
+
+
+def _gist(exc: BaseException) -> str:
+    """First and last line of an error's text (Ray puts the real error of a failed import at the end)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+    return lines[0][:300] + (f" … {lines[-1][:300]}" if len(lines) > 1 else "")
 
 
 def _error_result(item: dict[str, Any], where: str, exc: BaseException) -> dict[str, Any]:
@@ -352,10 +370,10 @@ def _error_result(item: dict[str, Any], where: str, exc: BaseException) -> dict[
 
     manifest = item.get("manifest") or {}
     result = CaseResult(case_id=item.get("case_id", "?"), preset=manifest.get("preset", ""), status="error",
-                        termination_reason="error", error=f"on node {where}: {type(exc).__name__}: {_first_line(exc)}",
+                        termination_reason="error", error=f"on node {where}: {type(exc).__name__}: {_gist(exc)}",
                         model=manifest.get("model") or "", sandbox=manifest.get("sandbox") or "",
                         environment=manifest.get("environment") or "")  # fmt: skip
-    return {"result": result.model_dump(mode="json"), "node": where.split(" ")[0]}
+    return {"result": result.model_dump(mode="json"), "node": where.split(" (pid")[0]}
 
 
 def _join_error(address: Optional[str], exc: BaseException, *, token: bool) -> RlmError:
