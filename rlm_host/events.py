@@ -1,7 +1,10 @@
 """Run events: the one stream the trajectory store, the live CLI view, replay and every sink read.
 
 The runner emits ``run_start``, ``step``, ``sub_call``, ``compaction``, ``model_retry``, ``final`` and ``error``
-events on an ``EventBus``; subscribers receive every event in order. A subscriber that raises is disabled with
+events on an ``EventBus``, and the live events that say what is in progress: ``step_start``, ``model_call_start`` /
+``model_call_end``, ``code_start`` / ``code_end``, ``sub_call_start`` (its end is the ``sub_call``) and
+``child_run_start`` / ``child_run_end`` (their typed payloads: ``rlm_host.event_types``, ``RunEvent.payload()``).
+Subscribers receive every event in order, or only the types they asked for. A subscriber that raises is disabled with
 one warning so observability never breaks a run; a sink disabled that way (or for hanging) is recorded as a
 ``sink_error`` event. Names follow the OpenTelemetry GenAI conventions where they
 have one (``operation``, ``provider``, ``input_tokens`` / ``output_tokens``), so a sink maps them one to one;
@@ -14,7 +17,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field, model_validator
@@ -22,7 +25,11 @@ from pydantic import BaseModel, Field, model_validator
 from rlm_host.redact import redact_data
 from rlm_host.text import clip
 
-EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error"]
+EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error",
+                    "step_start", "model_call_start", "model_call_end", "code_start", "code_end", "sub_call_start",
+                    "child_run_start", "child_run_end"]  # fmt: skip
+#: Every event type, for checking a subscription's filter.
+EVENT_TYPES: frozenset[str] = frozenset(EventType.__args__)  # type: ignore[attr-defined]
 #: What an event describes, as ``gen_ai.operation.name``: a run, a model call, a sandbox code execution.
 Operation = Literal["invoke_agent", "chat", "execute_tool"]
 
@@ -31,9 +38,17 @@ def operation_of(type_: str, data: Mapping[str, Any]) -> Optional[Operation]:
     """The operation an event describes: run_start and final bracket a run (invoke_agent); a sub_call is a model
     call (chat) or a child run (invoke_agent, it names ``child_run_id``); a compaction is the summary's model call;
     a step ran code in the sandbox (execute_tool, it has ``code``) or was a model reply alone (chat). model_retry
-    and error describe no operation of their own (None)."""
-    if type_ in ("run_start", "final"):
+    and error describe no operation of their own (None). Of the live events, model_call_* and sub_call_start are
+    chat (a sub_call_start of an rlm_query: invoke_agent), code_* execute_tool, child_run_* invoke_agent and
+    step_start none."""
+    if type_ in ("run_start", "final", "child_run_start", "child_run_end"):
         return "invoke_agent"
+    if type_ in ("model_call_start", "model_call_end"):
+        return "chat"
+    if type_ in ("code_start", "code_end"):
+        return "execute_tool"
+    if type_ == "sub_call_start":
+        return "invoke_agent" if data.get("kind") == "rlm_query" else "chat"
     if type_ == "sub_call":
         return "invoke_agent" if data.get("child_run_id") else "chat"
     if type_ == "step":
@@ -57,6 +72,8 @@ class RunEvent(BaseModel):
     - final: the RunResult
     - error: message, where
     - sink_error: sink (its name), error (why it was disabled for the rest of the run)
+    - step_start, model_call_start, model_call_end, code_start, code_end, sub_call_start, child_run_start,
+      child_run_end: see ``rlm_host.event_types`` (``payload()`` returns them typed)
     """
 
     type: EventType
@@ -74,6 +91,14 @@ class RunEvent(BaseModel):
         if self.operation is None:
             self.operation = operation_of(self.type, self.data)
         return self
+
+    def payload(self) -> Optional[BaseModel]:
+        """The data as its typed model (``rlm_host.event_types.PAYLOADS``: the live events, ``step`` as a
+        ``StepRecord``, ``final`` as a ``RunResult``), or None for a type without one."""
+        from rlm_host.event_types import payload_model
+
+        model = payload_model(self.type)
+        return None if model is None else model.model_validate(self.data)
 
 
 class Sink(Protocol):
@@ -112,6 +137,17 @@ def sub_call_text(text: Optional[str]) -> Optional[str]:
 Subscriber = Callable[[RunEvent], None]
 
 
+def check_event_types(types: Optional[Iterable[str]]) -> Optional[frozenset[str]]:
+    """A subscription's filter as a set (None: every type); a name that is no event type is a ValueError."""
+    if types is None:
+        return None
+    wanted = frozenset([types] if isinstance(types, str) else types)
+    unknown = sorted(wanted - EVENT_TYPES)
+    if unknown:
+        raise ValueError(f"unknown event type(s) {', '.join(unknown)}; known: {', '.join(sorted(EVENT_TYPES))}")
+    return wanted
+
+
 class EventBus:
     """Delivers events to subscribers synchronously, in emission order, from any thread.
 
@@ -119,12 +155,15 @@ class EventBus:
     sinks subscribe through ``rlm_host.observability.delivery``, which only queues the event."""
 
     def __init__(self) -> None:
-        self._subscribers: list[tuple[str, Subscriber]] = []
+        self._subscribers: list[tuple[str, Subscriber, Optional[frozenset[str]]]] = []
         self._lock = threading.RLock()  # a subscriber may emit (a sink_error) while an event is delivered
         self._seq = itertools.count(1)
 
-    def subscribe(self, name: str, subscriber: Subscriber) -> None:
-        self._subscribers.append((name, subscriber))
+    def subscribe(self, name: str, subscriber: Subscriber, types: Optional[Iterable[str]] = None) -> None:
+        """Deliver events to ``subscriber``: every event, or with ``types`` only events of those types (an unknown
+        type name is a ValueError)."""
+        wanted = check_event_types(types)
+        self._subscribers.append((name, subscriber, wanted))
 
     def emit(self, event: RunEvent) -> RunEvent:
         """Deliver ``event`` to every subscriber, its data redacted first (``rlm_host.redact``): what is recorded,
@@ -133,7 +172,9 @@ class EventBus:
         with self._lock:
             event.seq = next(self._seq)
             for entry in list(self._subscribers):
-                name, subscriber = entry
+                name, subscriber, wanted = entry
+                if wanted is not None and event.type not in wanted:
+                    continue
                 try:
                     subscriber(event)
                 except Exception as exc:  # a failing sink must never break the run

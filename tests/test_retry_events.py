@@ -78,7 +78,7 @@ class Retrying:
 
 def test_model_client_emits_retries_on_its_scope_with_its_role():
     bus, events = EventBus(), []
-    bus.subscribe("test", events.append)
+    bus.subscribe("test", events.append, types={"model_retry"})  # the call's start and end: test_live_events.py
     scope = RunScope("run_a", "run_a", 0, bus)
     budget = Budget(timeout=30, max_llm_calls=5)
     client = ModelClient(Retrying(), "sub", Usage(), budget, threading.Lock(), scope=scope)

@@ -88,3 +88,20 @@ def test_unknown_and_orphan_events_are_ignored():
     future = RunEvent.model_construct(type="from_the_future", run_id="x", root_run_id="x", data={})
     assert builder.add(future) == []
     assert builder.add(RunEvent(type="step", run_id="never-started", root_run_id="x", data={"step": 1})) == []
+
+
+def test_the_live_events_change_no_span_and_no_replay(recorded):
+    """The live events (issue 33) are ignored by the span tree, ``rlm runs show`` and replay: the same spans, the
+    same rendered run, with or without them."""
+    from rlm_host.cli.render import render_child, render_step, render_summary
+    from rlm_host.event_types import LIVE_EVENT_TYPES
+    from rlm_host.trajectory.tree import Replay
+
+    old = [event for event in recorded if event.type not in LIVE_EVENT_TYPES]
+    assert len(old) < len(recorded)
+    assert _spans(recorded)[0] == _spans(old)[0]
+    full, plain = Replay(recorded), Replay(old)
+    assert render_summary(full) == render_summary(plain)
+    assert [render_step(step) for step in full.steps] == [render_step(step) for step in plain.steps]
+    assert [render_child(run) for run in full.runs.values() if run.depth] == \
+        [render_child(run) for run in plain.runs.values() if run.depth]  # fmt: skip

@@ -12,7 +12,7 @@ import asyncio
 import os
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -34,6 +34,14 @@ def _labels(options: dict[str, Any]) -> dict[str, str]:
     from rlm_host.config.run_options import keyword_label
 
     return {name: keyword_label(name) for name in options}
+
+
+def check_event_types(types: Optional[Iterable[str]]) -> None:
+    """An ``event_types`` filter with an unknown type name is a ValueError, raised in the caller's thread."""
+    if types is not None:
+        from rlm_host.events import check_event_types as check
+
+        check(types)
 
 
 _DONE = object()
@@ -88,13 +96,16 @@ class RLM:
     # ------------------------------------------------------------------ runs
 
     def completion(self, context: Any, query: str, *, cancel: Optional[threading.Event] = None,
-                   on_event: Any = None, **options: Any) -> RunResult:  # fmt: skip
+                   on_event: Any = None, event_types: Optional[Iterable[str]] = None,
+                   **options: Any) -> RunResult:  # fmt: skip
         """Run ``query`` over ``context`` (text, a list of documents, a JSON value, a file or folder path, or None)
         and return the ``RunResult`` (``final_response``, ``completed``, usage, cost, ``trajectory_path``…).
 
-        Options override this object's for this call; ``cancel`` (a ``threading.Event``) stops the run; an error
-        in the setup (an unknown model, a bad value) raises ``rlm_host.RlmError``."""
-        return self._run(context, query, cancel, on_event, options)
+        Options override this object's for this call; ``cancel`` (a ``threading.Event``) stops the run;
+        ``on_event`` receives the run's events as they happen, only those of ``event_types`` when given (e.g.
+        ``{"step", "model_call_start"}``; an unknown type name is a ValueError); an error in the setup (an unknown
+        model, a bad value) raises ``rlm_host.RlmError``."""
+        return self._run(context, query, cancel, on_event, options, event_types=event_types)
 
     async def acompletion(self, context: Any, query: str, **options: Any) -> RunResult:
         """``completion`` for asyncio: runs in a worker thread; cancelling the task cancels the run."""
@@ -107,14 +118,19 @@ class RLM:
             cancel.set()  # the runner stops at its next check; its trajectory gets its final event
             raise
 
-    def stream(self, context: Any, query: str, **options: Any) -> "RunStream":
-        """The run's events as they happen (``run_start``, ``step``, ``sub_call``…, ``final``), from a run in a
-        background thread; ``.result`` holds the ``RunResult`` once iteration ends. Leaving the loop early (or
-        ``.cancel()``) cancels the run."""
-        return RunStream(self, context, query, options)
+    def stream(self, context: Any, query: str, *, event_types: Optional[Iterable[str]] = None,
+               **options: Any) -> "RunStream":  # fmt: skip
+        """The run's events as they happen (``run_start``, ``step_start``, ``model_call_start``, ``step``,
+        ``sub_call``…, ``final``; only those of ``event_types`` when given), from a run in a background thread;
+        ``.result`` holds the ``RunResult`` once iteration ends. Leaving the loop early (or ``.cancel()``) cancels
+        the run."""
+        check_event_types(event_types)  # a misspelt type fails here, not in the run's thread
+        return RunStream(self, context, query, options, event_types)
 
-    async def astream(self, context: Any, query: str, **options: Any) -> AsyncIterator[RunEvent]:
+    async def astream(self, context: Any, query: str, *, event_types: Optional[Iterable[str]] = None,
+                      **options: Any) -> AsyncIterator[RunEvent]:  # fmt: skip
         """``stream`` for asyncio; cancelling the consuming task (or leaving the loop early) cancels the run."""
+        check_event_types(event_types)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
         cancel = threading.Event()
@@ -124,7 +140,7 @@ class RLM:
 
         def work() -> None:
             try:
-                self._run(context, query, cancel, push, options)
+                self._run(context, query, cancel, push, options, event_types=event_types)
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 push(exc)
             push(_DONE)
@@ -153,25 +169,28 @@ class RLM:
     # ------------------------------------------------------------------ internals
 
     def _run(self, context: Any, query: str, cancel: Optional[threading.Event], on_event: Any,
-             options: dict[str, Any], carry: Any = None) -> RunResult:  # fmt: skip
+             options: dict[str, Any], carry: Any = None,
+             event_types: Optional[Iterable[str]] = None) -> RunResult:  # fmt: skip
         """One run: this object's settings with the call's options merged in (validated, each labelled), the
         context as given (a path or a list of paths: loaded by the run's plan, as ``--context`` is)."""
         from rlm_host.context import ContextFiles
 
         loaded = self.loaded.with_run(options, _labels(options))
         return self.runner.run_task(query, context=ContextFiles.of(context), settings=loaded, cancel=cancel,
-                                    on_event=on_event, connectors=self.connectors, shared_budget=self._pool,
-                                    carry=carry)  # fmt: skip
+                                    on_event=on_event, event_types=event_types, connectors=self.connectors,
+                                    shared_budget=self._pool, carry=carry)  # fmt: skip
 
 
 class RunStream:
     """The events of one run, iterated as they happen; ``result`` is the ``RunResult`` at the end."""
 
-    def __init__(self, rlm: RLM, context: Any, query: str, options: dict[str, Any]) -> None:
+    def __init__(self, rlm: RLM, context: Any, query: str, options: dict[str, Any],
+                 event_types: Optional[Iterable[str]] = None) -> None:  # fmt: skip
         self.result: Optional[RunResult] = None
         self._events: queue.Queue = queue.Queue()
         self._cancel = threading.Event()
         self._error: Optional[BaseException] = None
+        self._event_types = event_types
         self._thread = threading.Thread(target=self._work, args=(rlm, context, query, options), name="rlm-stream",
                                         daemon=True)  # fmt: skip
         self._thread.start()
@@ -196,7 +215,8 @@ class RunStream:
 
     def _work(self, rlm: RLM, context: Any, query: str, options: dict[str, Any]) -> None:
         try:
-            self.result = rlm._run(context, query, self._cancel, self._events.put, options)
+            self.result = rlm._run(context, query, self._cancel, self._events.put, options,
+                                   event_types=self._event_types)  # fmt: skip
         except BaseException as exc:  # noqa: BLE001 - raised in the consumer's thread
             self._error = exc
         finally:

@@ -105,6 +105,17 @@ class LiveView:
         self._print(f"{indent}  ↳ {data['kind']} {data.get('model', '')} {data.get('seconds', 0):.2f}s {status}",
                     "red" if data.get("error") else "magenta")  # fmt: skip
 
+    def _on_model_call_start(self, event: RunEvent, indent: str) -> None:
+        self.spinner.doing[event.data.get("call", 0)] = f"waiting for {event.data.get('model') or 'the model'}…"
+
+    def _on_model_call_end(self, event: RunEvent, indent: str) -> None:
+        self.spinner.doing.pop(event.data.get("call", 0), None)
+
+    def _on_code_start(self, event: RunEvent, indent: str) -> None:
+        self.spinner.doing[event.data.get("call", 0)] = "running code…"
+
+    _on_code_end = _on_model_call_end
+
     def _on_compaction(self, event: RunEvent, indent: str) -> None:
         self._print(f"{indent}  ⇣ history compacted: {event.data['turns_before']} → {event.data['turns_after']} turns", "yellow")
 

@@ -1,6 +1,7 @@
 """The live view's spinner: while a model call or code runs, one line on a terminal's stderr with the step, its
-elapsed time and the tokens so far. Driven by rich's refresh thread from ``run_start`` to ``final``, from the
-events the view already receives: the engine emits nothing for it. Never drawn when stderr is not a terminal."""
+elapsed time, the tokens so far and what is in progress ("waiting for openai:gpt-5…", "running code…", from the
+live events). Driven by rich's refresh thread from ``run_start`` to ``final``, from the events the view receives.
+Never drawn when stderr is not a terminal."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Spinner:
         self.live: Optional[Any] = None
         self.step_number, self.tokens = 1, 0
         self.started = self.step_started = 0.0
+        self.doing: dict[int, str] = {}  # call number → what it is, in start order: the latest one is shown
 
     def start(self) -> None:
         if not self.enabled or self.live is not None:
@@ -36,6 +38,7 @@ class Spinner:
         """One more root step finished: the next one is under way."""
         self.step_number += 1
         self.step_started = time.monotonic()
+        self.doing.clear()  # whatever a failure left without its end event
         self.tokens += tokens
 
     def add(self, tokens: int) -> None:
@@ -51,5 +54,6 @@ class Spinner:
 
         now = time.monotonic()
         frame = FRAMES[int(now * 10) % len(FRAMES)]
+        doing = list(self.doing.values())  # one C-level copy: the run's thread may change it meanwhile
         return Text(f"{frame} step {self.step_number} · {now - self.step_started:.1f}s (run {now - self.started:.1f}s)"
-                    f" · {self.tokens:,} tokens so far", style="dim")  # fmt: skip
+                    f" · {self.tokens:,} tokens so far" + (f" · {doing[-1]}" if doing else ""), style="dim")  # fmt: skip

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host.engine.budget import Budget
+from rlm_host.event_types import error_line, next_call
 from rlm_host.llm.protocol import (
     Completion,
     Message,
@@ -33,7 +34,8 @@ class ModelClient:
     Usage is added to ``usage`` (shared by every run of the tree for that role) and charged to the budget;
     the request timeout never exceeds the time left in the run. A completion without a cost gets one from
     ``prices`` (the built-in table when None) when the model's price is known. With a ``scope``, each retry the
-    connector reports through ``on_retry`` is emitted as a ``model_retry`` event. A turn's reply format reaches
+    connector reports through ``on_retry`` is emitted as a ``model_retry`` event, and every call is bracketed by
+    ``model_call_start`` / ``model_call_end`` events. A turn's reply format reaches
     the connector as ``reply_format_mode`` (``[run] reply_format``) and the connector's declarations allow.
     """
 
@@ -78,16 +80,27 @@ class ModelClient:
         the keyword is left out otherwise, so a connector written before it existed keeps working.
         """
         self.budget.check()
-        started = time.monotonic()
         purpose = purpose or ("turn" if self.role == "root" else "sub_call")
+        scope = self.scope
+        call: dict[str, Any] = {}
+        if scope is not None:  # emitted outside the model's time: what it costs is the engine's
+            call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,
+                    "purpose": purpose}  # fmt: skip
+            scope.emit("model_call_start", dict(call))
+        started = time.monotonic()
         extra: dict[str, ReplyFormat] = {}
         enforced = reply_format_for(self.connector, reply_format, self.reply_format_mode) if purpose == "turn" else None
         if enforced is not None:
             extra["reply_format"] = enforced
-        on_retry = self._on_retry if self.scope is not None else None
+        on_retry = self._on_retry if scope is not None else None
         try:
             completion = self.connector.complete(messages, timeout=max(1.0, self.budget.remaining()),
                                                  on_retry=on_retry, purpose=purpose, **extra)  # fmt: skip
+        except BaseException as exc:
+            if scope is not None:
+                scope.emit("model_call_end", {**call, "seconds": round(time.monotonic() - started, 3),
+                                              "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+            raise
         finally:
             with self._lock:
                 self.seconds += time.monotonic() - started
@@ -100,6 +113,10 @@ class ModelClient:
                 completion = completion.model_copy(update={"cost": cost})
         with self._lock:
             self.usage.add(completion.input_tokens, completion.output_tokens, completion.cost)
+        if scope is not None:  # before the budget's charge, which may end the run: the call did end
+            scope.emit("model_call_end", {**call, "input_tokens": completion.input_tokens,
+                                          "output_tokens": completion.output_tokens, "cost": completion.cost,
+                                          "seconds": round(time.monotonic() - started, 3)})  # fmt: skip
         self.budget.charge(completion.input_tokens + completion.output_tokens, completion.cost)
         return completion
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from rlm_host.engine.budget import Budget
 from rlm_host.engine.carry import VariableCarrier
@@ -27,7 +27,8 @@ from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
 from rlm_host.frameworks.protocol import FrameworkContext, StepLimitReached, TurnLimitedRole
 from rlm_host.frameworks.tools import SandboxTools
-from rlm_host.events import EventBus, RunEvent
+from rlm_host.events import EventBus, RunEvent, check_event_types
+from rlm_host.event_types import error_line, live_text
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError, SandboxSession
@@ -62,6 +63,7 @@ class RLMRunner:
         settings: Any = None,
         cancel: Optional[threading.Event] = None,
         on_event: Optional[Callable[[RunEvent], None]] = None,
+        event_types: Optional[Iterable[str]] = None,
         connectors: Optional[dict[str, ModelConnector]] = None,
         shared_budget: Optional[Budget] = None,
         carry: Optional[VariableCarrier] = None,
@@ -73,11 +75,13 @@ class RLMRunner:
         ``settings``: the ``LoadedSettings`` of this run (the front doors pass theirs, run options merged in with
         ``with_run``); default this runner's. ``options`` (any ``[run]`` setting by name) override them, for
         programs and tests that call the runner directly. ``shared_budget`` is a ``Budget`` this run draws from as
-        well (runs of one ``RLM(shared_budget=True)``); ``carry`` (a ``VariableCarrier``) binds earlier variables in
+        well (runs of one ``RLM(shared_budget=True)``); ``event_types`` limits what ``on_event`` receives to those
+        event types (the trajectory and the sinks still get every event); ``carry`` (a ``VariableCarrier``) binds earlier variables in
         the root run's sandbox and saves them after.
         """
         from rlm_host.config.run_options import keyword_label
 
+        wanted = check_event_types(event_types)  # a misspelt type fails before anything starts
         loaded = (settings or self.loaded).with_run(options, {name: keyword_label(name) for name in options})
         plan = plan_run(self.host, loaded, self.home, context, connectors, self.prices)
         if on_event is None:  # no live view (--quiet, a plain API call): a cost budget's warnings still reach stderr
@@ -93,7 +97,7 @@ class RLMRunner:
         bus = EventBus()
         closers = plan.attach_observers(bus)
         if on_event is not None:
-            bus.subscribe("on_event", on_event)
+            bus.subscribe("on_event", on_event, wanted)
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
         try:
             result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry)
@@ -136,7 +140,20 @@ class RLMRunner:
 
         def spawn_child(child_task: str, child_context: Any) -> RunResult:
             guard.check(scope.depth + 1, plan.run.environment, child_task)
-            child = self._run(scope.child(new_run_id()), child_task, child_context, plan, budget, guard)
+            child_scope = scope.child(new_run_id())
+            scope.emit("child_run_start", {"child_run_id": child_scope.run_id, "task": live_text(child_task),
+                                           "depth": child_scope.depth})  # fmt: skip
+            child_started = time.monotonic()
+            try:
+                child = self._run(child_scope, child_task, child_context, plan, budget, guard)
+            except BaseException as exc:
+                scope.emit("child_run_end", {"child_run_id": child_scope.run_id,
+                                             "seconds": round(time.monotonic() - child_started, 3),
+                                             "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+                raise
+            scope.emit("child_run_end", {"child_run_id": child.run_id, "completed": child.completed,
+                                         "termination_reason": child.termination_reason,
+                                         "seconds": round(time.monotonic() - child_started, 3), "cost": child.cost})  # fmt: skip
             with usage_lock:
                 usage.sub.merge(child.usage.root)
                 usage.sub.merge(child.usage.sub)
@@ -207,7 +224,7 @@ class RLMRunner:
             ctx.carry.after_setup()  # the environment's helpers exist now: earlier variables go in after them
         for step in range(1, plan.run.max_steps + 1):
             ctx.budget.check()
-            result, record = self._step(environment, step, root, sub, usage, plan, progress.total_reward)
+            result, record = self._step(environment, step, root, sub, usage, plan, progress.total_reward, ctx.scope)
             progress.record(record, plan.run.max_cost)
             ctx.scope.emit("step", record.model_dump(mode="json"))
             if result.done:
@@ -264,10 +281,11 @@ class RLMRunner:
         return completed, outcome.final_response, "final" if completed else (outcome.termination_reason or "max_steps")
 
     def _step(self, environment: Any, step: int, root: ModelClient, sub: ModelClient, usage: RunUsage,
-              plan: RunPlan, total_reward: float) -> tuple[ActionResult, StepRecord]:  # fmt: skip
+              plan: RunPlan, total_reward: float, scope: RunScope) -> tuple[ActionResult, StepRecord]:  # fmt: skip
         before = usage.model_copy(deep=True)
         model_before = root.seconds + sub.seconds
         step_started = time.monotonic()
+        scope.emit("step_start", {"step": step})
         messages = environment.messages(step)
         completion = root.complete(messages, reply_format=reply_format_of(environment))
         result: ActionResult = environment.execute(completion, step)

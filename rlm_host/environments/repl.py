@@ -158,13 +158,14 @@ class SubCalls:
     def rlm_query(self, prompt: Any, context: Any = None) -> str:
         prompt = _as_prompt(prompt)
         started = time.monotonic()
+        self.ctx.scope.emit("sub_call_start", {"kind": "rlm_query", "prompt": sub_call_text(prompt)})
         try:
             child = self.ctx.spawn_child(prompt, context)
         except RecursionRefused as refused:
             if refused.reason != "max_depth":
                 raise RuntimeError(f"rlm_query refused: {refused}") from None
             full = prompt if context is None else f"{prompt}\n\nContext:\n{context}"
-            return self._query(full, None, kind="rlm_query(max_depth: plain llm_query)")
+            return self._query(full, None, kind="rlm_query(max_depth: plain llm_query)", announce=False)
         self.ctx.scope.emit(
             "sub_call",
             {
@@ -180,11 +181,16 @@ class SubCalls:
             raise RuntimeError(f"rlm_query: the child run ended without an answer ({child.termination_reason})")
         return child.final_response
 
-    def _query(self, prompt: str, model: Optional[str], kind: str, index: Optional[int] = None) -> str:
+    def _query(self, prompt: str, model: Optional[str], kind: str, index: Optional[int] = None,
+               announce: bool = True) -> str:  # fmt: skip
+        """One sub-model call, bracketed by ``sub_call_start`` (unless the caller announced it: ``announce``) and
+        the ``sub_call`` event."""
         started = time.monotonic()
         event: dict[str, Any] = {"kind": kind, "prompt": sub_call_text(prompt), "prompt_hash": prompt_hash(prompt)}
         if index is not None:
             event["index"] = index
+        if announce:
+            self.ctx.scope.emit("sub_call_start", {**event, "model": model} if model else dict(event))
         try:
             self.ctx.budget.take_llm_call()
             client = self.model_for(model)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rlm_host.environments.kit import answer_text, truncate
 from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
+from rlm_host.event_types import error_line, live_text, next_call
 from rlm_host.errors import RecursionRefused
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession
@@ -63,6 +65,7 @@ class SandboxTools:
         self._context = context
         self._budget = budget
         self._exec_timeout = exec_timeout
+        self._scope = scope  # code_start / code_end events (None: none)
         self.sub_calls = SubCalls(_NoChildren(budget, scope), concurrency=concurrency, model_for=model_for)  # type: ignore[arg-type]
         self._session: Optional[SandboxSession] = None
         self._lock = threading.Lock()
@@ -83,7 +86,21 @@ class SandboxTools:
     def run_code(self, code: str) -> CodeOutcome:
         """Run ``code`` in the session; the text shows stdout, stderr and the error, cut to a readable size."""
         timeout = max(0.5, min(self._exec_timeout, self._budget.remaining()))
-        result = self.session.execute(code, timeout=timeout)
+        session, scope = self.session, self._scope
+        call = next_call()
+        if scope is not None:
+            scope.emit("code_start", {"call": call, "code": live_text(code)})
+        started = time.monotonic()
+        try:
+            result = session.execute(code, timeout=timeout)
+        except BaseException as exc:  # the sandbox failed (not the code)
+            if scope is not None:
+                scope.emit("code_end", {"call": call, "ok": False, "seconds": round(time.monotonic() - started, 3),
+                                        "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+            raise
+        if scope is not None:
+            scope.emit("code_end", {"call": call, "ok": result.ok, "seconds": round(time.monotonic() - started, 3),
+                                    "error": error_line(result.error), "final": result.final is not None})  # fmt: skip
         final = answer_text(result.final) if result.final is not None else None
         parts = [result.stdout.rstrip()] if result.stdout.strip() else []
         if result.stderr.strip():

@@ -61,6 +61,11 @@ def _event_line(event: RunEvent) -> str:
         return valid_unicode(json.dumps(event.model_dump(), default=repr, ensure_ascii=False))
 
 
+#: Live events that another event always follows at once (a model call after ``step_start``, the ``sub_call`` after
+#: the sub-model's ``model_call_end``…): the trajectory writes them with that next event.
+HELD_EVENTS = frozenset({"step_start", "sub_call_start", "model_call_end", "code_end", "child_run_end"})
+
+
 class TrajectoryWriter:
     """Event subscriber appending every event of one run tree to ``<home>/runs/<root_run_id>.jsonl``.
 
@@ -69,6 +74,10 @@ class TrajectoryWriter:
     goes on. A write that fails (a full disk, a removed folder) never stops the run: the file is cut back to its
     last whole line, one warning names the path and the reason, later events are dropped, and ``failed`` says
     why, so the caller can still deliver the answer and report the record as incomplete.
+
+    A live event that another always follows at once (:data:`HELD_EVENTS`) waits for it and goes to the file in the
+    same write, so the live events cost few writes; the file never shows an event out of order, and ``close``
+    writes one still waiting.
     """
 
     def __init__(self, home: Path, root_run_id: str) -> None:
@@ -82,6 +91,7 @@ class TrajectoryWriter:
                              hint="choose a writable run home: RLM_HOME=DIR, or [paths] home in rlm.toml") from None  # fmt: skip
         self._whole = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
         self._lock = threading.Lock()
+        self._held = b""  # HELD_EVENTS lines waiting for the next event
         self.failed: Optional[str] = None
         self.dropped = 0
 
@@ -95,8 +105,18 @@ class TrajectoryWriter:
             if self.failed is not None:
                 self.dropped += 1
                 return
+            if event.type in HELD_EVENTS:
+                self._held += data
+                return
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        """Write ``data`` after the held lines, in one write (under the lock)."""
+        if self._held:
+            data, self._held = self._held + data, b""
+        if data:
             try:
-                written = self._file.write(data)
+                written = self._file.write(data)  # type: ignore[union-attr]
                 if written != len(data):
                     raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written")
                 self._whole += written
@@ -121,6 +141,8 @@ class TrajectoryWriter:
         """Close the file (idempotent, never raises)."""
         with self._lock:
             if self._file is not None:
+                if self._held and self.failed is None:
+                    self._write(b"")
                 try:
                     self._file.close()
                 except OSError:
