@@ -153,7 +153,7 @@ class RayExecutor:
                 ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False,
                          object_store_memory=LOCAL_OBJECT_STORE, _node_ip_address="127.0.0.1", **quiet)  # fmt: skip
             else:
-                ray.init(address=address, **quiet)
+                _join(ray, address, quiet)
         except Exception as exc:  # noqa: BLE001 - every way of failing to start or join is one clear error
             _restore(restore)
             try:
@@ -398,3 +398,19 @@ def _join_error(address: Optional[str], exc: BaseException, *, token: bool) -> R
                  "and for `ray start` where a token exists), give this driver its token: "
                  "RAY_AUTH_TOKEN=$(ray get-auth-token) on the head, or copy the head's ~/.ray/auth_token here")
     return RayUnavailable(f"could not join the Ray cluster at {address}: {type(exc).__name__}: {detail}", hint=hint)
+
+
+def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:
+    """``ray.init(address)``; a Ray Client address (``ray://``) gets a second try: its server starts a process per
+    driver, which on a loaded machine can miss the client's connection deadline once."""
+    try:
+        ray.init(address=address, **quiet)
+    except ConnectionError:
+        if not address.startswith("ray://"):
+            raise
+        try:
+            ray.shutdown()
+        except Exception:  # noqa: BLE001 - nothing was connected
+            pass
+        print(f"ray: {address} did not answer in time; trying once more", file=sys.stderr)
+        ray.init(address=address, **quiet)
