@@ -9,6 +9,7 @@ a token: none of them reaches a terminal, a log, a trajectory or a sink in clear
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -80,13 +81,44 @@ def redact(text: Any) -> Any:
 
 
 def redact_data(value: Any) -> Any:
-    """``redact`` applied to every string of a JSON-like value (dicts, lists, tuples), keys included."""
+    """``redact`` applied to every string of a JSON-like value (dicts, lists, tuples), keys included.
+
+    A value whose JSON text shows nothing to redact (no known secret, no URL with a password, no query string) is
+    returned as it is, without walking it: one C-speed dump and search instead of a Python call per string (every
+    run event passes here)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, (dict, list, tuple)) and not _may_hold_secret(value):
+        return value
+    return _walk(value)
+
+
+def _may_hold_secret(value: Any) -> bool:
+    """Whether ``value``'s JSON text could hold something ``redact`` changes (True when it cannot be told)."""
+    if not _dump_is_faithful():
+        return True
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, check_circular=False)
+    except (TypeError, ValueError, RecursionError):
+        return True
+    pattern = _compiled()
+    return bool((pattern is not None and pattern.search(text)) or ("://" in text and "@" in text)
+                or ("=" in text and ("?" in text or "&" in text)))  # fmt: skip
+
+
+def _dump_is_faithful() -> bool:
+    """A secret JSON would escape (a quote, a backslash, a control character) cannot be searched in a dump."""
+    _compiled()
+    return all(s.isprintable() and '"' not in s and "\\" not in s for s in _secrets)
+
+
+def _walk(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {redact(k): redact_data(v) for k, v in value.items()}
+        return {redact(k): _walk(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(redact_data(v) for v in value)
+        return type(value)(_walk(v) for v in value)
     return value
 
 

@@ -367,3 +367,20 @@ def test_an_untrusted_project_may_lower_limits_but_not_raise_them(rlm, work):
     for key in ("run.timeout", "run.max_llm_calls", "sandbox.monty.max_recursion_depth"):
         assert f"{key} (raises a limit above its default)" in warning, warning
     assert "run.max_steps" not in warning and "run.exec_timeout" not in warning and "run.max_cost" not in warning
+
+
+@pytest.mark.parametrize("secret", ["sk-live-0123456789abcdef", 'pa"ss\\word-0123456789', "ключ-0123456789abcdef"])
+def test_event_data_is_redacted_at_any_depth_whatever_the_secret_s_characters(secret):
+    """Event data is checked as one JSON dump before it is walked: a secret JSON would escape (a quote, a
+    backslash) must still be found, nested in lists, dict keys and long text."""
+    from rlm_host import redact
+
+    redact.register(secret)
+    data = {"step": 3, "observation": {"output": ["line", f"the key is {secret}."], secret: "as a key"},
+            "reply": "x" * 10_000 + secret, "url": "https://user:hunter2-password@example.com/x?token=abc123&y=1"}
+    clean = redact.redact_data(data)
+    assert secret not in json.dumps(clean, ensure_ascii=False)
+    assert "hunter2-password" not in json.dumps(clean) and "abc123" not in json.dumps(clean)
+    plain = {"step": 1, "observation": {"output": ["nothing to hide"]}}
+    if redact._dump_is_faithful():  # no secret JSON would escape registered in this process (else: always walked)
+        assert redact.redact_data(plain) is plain  # nothing to redact: returned as it is, not rebuilt
