@@ -214,13 +214,14 @@ from collections import Counter
 
 import pytest
 
+from rlm_host.events import EVENT_TYPES
 from rlm_host.testing import SinkContract
 
 
 class Recording:
     """A sink writing every event it knows to events.jsonl at close."""
 
-    KNOWN = {"run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error"}
+    KNOWN = set(EVENT_TYPES)  # every type this host sends (a "from_a_future_version" one is not among them)
 
     def __init__(self, home):
         self.path, self.held = home / "events.jsonl", []

@@ -33,7 +33,8 @@ def _run(tmp_path: Path, sandbox: str, context) -> tuple[list[str], str]:
     root = ScriptedConnector.from_responses([CODE, "FINAL(1)"])
     result = runner.run_task("q", context=context, connectors={"root": root, "sub": root})
     assert result.completed, result.error
-    step = json.loads(Path(result.trajectory_path).read_text().splitlines()[1])
+    events = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
+    step = next(e for e in events if e["type"] == "step")
     return step["data"]["observation"]["blocks"][0]["stdout"].splitlines(), root.calls[0][0]["content"]
 
 

@@ -30,9 +30,19 @@ HOST_CONTRACT = {"pydantic", "typer"}
 #: imports is the sandbox image's business (``sandbox_packages``), not the distribution's.
 SANDBOX_CODE = [REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "cases",
                 REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "sandbox_analysis.py"]
+def _extra_modules(folder: Path) -> dict[Path, tuple[str, ...]]:
+    """A plugin's modules that may use one of its extras: its public ``testing`` module the ``test`` extra (sample
+    files, test servers), and a module named after an extra (``sweep_ray.py``: ``ray``) that extra."""
+    found: dict[Path, tuple[str, ...]] = {path: ("test",) for path in (folder / "src").glob("*/testing.py")}
+    extras = tomllib.loads((folder / "pyproject.toml").read_text()).get("project", {}).get("optional-dependencies", {})
+    for extra in extras:
+        for path in (folder / "src").glob(f"*/*_{extra}.py"):
+            found[path] = (*found.get(path, ()), extra)
+    return found
+
+
 DISTRIBUTIONS = [(REPO, [REPO / "rlm_host"], {REPO / "rlm_host" / "testing": ("test",)})] + [
-    # a plugin's public ``testing`` module (sample files, test servers) may use its ``test`` extra
-    (folder, [folder / "src"], {path: ("test",) for path in (folder / "src").glob("*/testing.py")})
+    (folder, [folder / "src"], _extra_modules(folder))
     for folder in sorted((REPO / "plugins").iterdir()) if (folder / "src").is_dir()
 ]
 

@@ -59,7 +59,8 @@ def test_template_copies_renames_installs_and_passes_its_own_tests(tmp_path):
     (entry,) = [e for e in json.loads(listing.stdout) if e["status"] != "disabled"]  # other plugins: not selected
     assert entry["name"] == "rlm-sink-acme" and entry["status"] == "ok"
     assert entry["provides"] == {"benchmark": ["sink-acme-qa"], "check": ["sink-acme-output"], "command": ["sink-acme"],
-                                 "sink": ["sink-acme-csv"]}  # fmt: skip
+                                 "environment": ["sink-acme-lines"], "framework": ["sink-acme-agent"],
+                                 "provider": ["sink-acme-ollama"], "sink": ["sink-acme-csv"]}  # fmt: skip
     info = subprocess.run([RLM_SCRIPT, "sink-acme", "info"], capture_output=True, text=True, env=env)
     assert info.stdout.startswith("plugin=rlm-sink-acme version=0.1.0 host=")
     tests = subprocess.run(
@@ -67,4 +68,4 @@ def test_template_copies_renames_installs_and_passes_its_own_tests(tmp_path):
         cwd=plugin, capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-2000:]
-    assert "16 passed, 1 skipped" in tests.stdout  # its own tests, the SinkContract and the BenchmarkPackContract suites
+    assert "60 passed, 2 skipped" in tests.stdout  # its own tests and the contract suites of its six kinds

@@ -69,7 +69,8 @@ def test_tools_runs_progress_and_roots_over_stdio(rlm_isolated, rlm_script, tmp_
         assert run["termination_reason"] == "final" and run["steps"] == 2 and run["tokens"] > 0
         assert Path(run["trajectory_path"]).is_file()
         assert result.content[0].text.startswith("42")
-        first_step = json.loads(Path(run["trajectory_path"]).read_text().splitlines()[1])
+        events = [json.loads(line) for line in Path(run["trajectory_path"]).read_text().splitlines()]
+        first_step = next(e for e in events if e["type"] == "step")
         assert first_step["data"]["observation"]["blocks"][0]["stdout"] == f"{chars}\n"
     assert [(v, m) for v, _, m in progress] == [(1, "step 1: run_code print(len(context))"),
                                                 (2, "step 2: final FINAL(42)")]
