@@ -234,9 +234,9 @@ def test_cli_run_against_the_real_server_then_replay_without_it(llama_server, tm
 
 
 def test_the_llama_cpp_server_enforces_a_grammar_and_a_json_schema(llama_server, rlm_isolated, rlm_plugin_host):
-    host = rlm_plugin_host()
+    host = rlm_plugin_host("rlm-provider-compatible")  # llamacpp_server: the OpenAI-compatible services' plugin
     settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host)
-    options = ModelOptions(base_url=llama_server, max_tokens=200)
+    options = ModelOptions(base_url=llama_server, max_tokens=200, temperature=0.0)  # whatever the server sampled before
     connector = resolve_connector("llamacpp_server:smollm2", host=host, settings=settings, options=options)
     try:
         digits = connector.complete(MESSAGES, reply_format=ReplyFormat("digits", gbnf="root ::= [0-9]{3}\n"))
@@ -245,7 +245,12 @@ def test_the_llama_cpp_server_enforces_a_grammar_and_a_json_schema(llama_server,
     finally:
         connector.close()
     assert len(digits.text) == 3 and digits.text.isdigit() and digits.raw["reply_format"] == "digits", digits
-    assert is_action(action.text) and action.raw["reply_format"] == GENERIC.name, action
+    # the schema shapes the reply: an object whose first key is the action, one of the environment's. (The server's
+    # schema-to-grammar lets a string hold a raw newline and the reply may stop at max_tokens, so the whole text is
+    # not always valid JSON: see the session note of issue 32; issue 35 holds replies to each format.)
+    enum = "|".join(GENERIC.json_schema["properties"]["action"]["enum"])
+    assert re.match(rf'\{{\s*"action"\s*:\s*"({enum})"', action.text), action
+    assert action.raw["reply_format"] == GENERIC.name
     assert not free.text.isdigit() and "reply_format" not in free.raw
 
 
@@ -256,7 +261,7 @@ def test_a_run_through_the_llama_cpp_server_has_every_reply_code_or_final(llama_
         (tmp_path / "docs" / name).write_text(text)
     result = rlm_command("run", "Which sensor failed on day 117?", "--context", "docs", "--max-steps", "2", "--json",
                          "--model", "llamacpp_server:smollm2", "--base-url", llama_server, cwd=tmp_path,
-                         RLM_PLUGINS="rlm-sandbox-monty",
+                         RLM_PLUGINS="rlm-sandbox-monty,rlm-provider-compatible",
                          RLM_PROVIDER__LLAMACPP_SERVER__CONTEXT_WINDOW="4096")  # the server's n_ctx  # fmt: skip
     assert result.returncode in (0, 1), result.stderr[-2000:]
     steps = steps_of(json.loads(result.stdout), tmp_path)

@@ -35,7 +35,8 @@ def test_haystack_run_end_to_end(runner, docker_client):
                                      context=haystack(2_000_000))  # fmt: skip
     assert result.completed and result.final_response == "4217", result.error
     assert result.sandbox == "docker" and result.steps == 2 and result.usage.sub.calls == 1
-    assert [e.type for e in events] == ["run_start", "sub_call", "step", "step", "final"]
+    recorded = [e.type for e in events if e.type in ("run_start", "sub_call", "step", "final")]  # not live events
+    assert recorded == ["run_start", "sub_call", "step", "step", "final"]
     assert my_containers(docker_client) == []  # the run's container is gone
 
 
