@@ -400,17 +400,23 @@ def _join_error(address: Optional[str], exc: BaseException, *, token: bool) -> R
     return RayUnavailable(f"could not join the Ray cluster at {address}: {type(exc).__name__}: {detail}", hint=hint)
 
 
-def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:
-    """``ray.init(address)``; a Ray Client address (``ray://``) gets a second try: its server starts a process per
-    driver, which on a loaded machine can miss the client's connection deadline once."""
-    try:
-        ray.init(address=address, **quiet)
-    except ConnectionError:
-        if not address.startswith("ray://"):
-            raise
+def _join(ray: Any, address: str, quiet: dict[str, Any], attempts: int = 4) -> None:
+    """``ray.init(address)``; a Ray Client address (``ray://``) gets more tries, a little apart: its server starts a
+    process per driver, which on a loaded machine can miss the client's connection deadline, and is still
+    initialising (it refuses) for a moment after such a miss."""
+    import time
+
+    for attempt in range(1, attempts + 1):
         try:
-            ray.shutdown()
-        except Exception:  # noqa: BLE001 - nothing was connected
-            pass
-        print(f"ray: {address} did not answer in time; trying once more", file=sys.stderr)
-        ray.init(address=address, **quiet)
+            ray.init(address=address, **quiet)
+            return
+        except ConnectionError:
+            if not address.startswith("ray://") or attempt == attempts:
+                raise
+            try:
+                ray.shutdown()
+            except Exception:  # noqa: BLE001 - nothing was connected
+                pass
+            print(f"ray: {address} did not answer in time; trying again ({attempt + 1} of {attempts})",
+                  file=sys.stderr)  # fmt: skip
+            time.sleep(3 * attempt)
