@@ -4,7 +4,7 @@ an ``over_budget`` note in the RunResult and the final event), and ``--quiet`` d
 import json
 from pathlib import Path
 
-from support.openai_server import OpenAIServer, answer
+from rlm_host.testing.openai_server import OpenAIServer, answer
 
 CODE = "```repl\nx = 1\n```"
 PRICES = '[[prices]]\nmodel = "openai:house-model"\ninput = 6.0\noutput = 0.0\n'  # $0.006 per 1,000-token call

@@ -111,7 +111,7 @@ def test_ctrl_c_cancels_the_turn_not_the_session(rlm_isolated):
 def test_rlm_chat_resume_uses_the_model_and_sandbox_it_ran_with_unless_flags_say(rlm_cli, rlm_isolated, monkeypatch):
     import io
 
-    from support.openai_server import OpenAIServer, answer
+    from rlm_host.testing.openai_server import OpenAIServer, answer
 
     look = "```repl\nprint(len(context))\n```"
     with OpenAIServer() as server:

@@ -79,7 +79,7 @@ def failures(pytester: pytest.Pytester, source: str, only: str = "") -> dict[str
     name → its failure text, or "passed" / "skipped"."""
     pytester.makepyfile(broken_plugins=BROKEN_PLUGINS, test_broken=source)
     pytester.syspathinsert()
-    pytester.syspathinsert(TESTS)  # support.openai_server
+    pytester.syspathinsert(TESTS)  # tests/support, for test modules that use it
     recorder = pytester.inline_run("-p", "no:cacheprovider", *(("-k", only) if only else ()))
     outcome: dict[str, str] = {}
     for report in recorder.getreports("pytest_runtest_logreport"):
@@ -129,7 +129,7 @@ class TestBroken(SandboxContract):
 def test_provider_contract_fails_a_connector_that_drops_usage_and_knows_no_window(pytester):
     outcome = failures(pytester, '''
 import pytest
-from support.openai_server import OpenAIServer, answer, error
+from rlm_host.testing.openai_server import OpenAIServer, answer, error
 
 from rlm_host.testing import ProviderContract
 

@@ -21,7 +21,7 @@ from rlm_host.events import RunEvent
 from rlm_host.llm.prices import PriceTable
 from rlm_host.llm.protocol import Completion
 from rlm_host.testing import isolated_runner
-from support.openai_server import OpenAIServer, answer
+from rlm_host.testing.openai_server import OpenAIServer, answer
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support.openai_server import OpenAIServer
+from rlm_host.testing.openai_server import OpenAIServer
 
 from rlm_host.cli.main import main
 from rlm_host.redact import redact

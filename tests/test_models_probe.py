@@ -7,7 +7,7 @@ import socket
 import time
 from pathlib import Path
 
-from support.openai_server import OpenAIServer
+from rlm_host.testing.openai_server import OpenAIServer
 
 
 def closed_port() -> int:

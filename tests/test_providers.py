@@ -1,7 +1,7 @@
 """The openai and scripted providers and the retry policy.
 
 The openai connector is exercised through the real ``openai`` SDK against a real HTTP server on 127.0.0.1
-(``tests/support/openai_server.py``): ``TestOpenAIContract`` runs the provider contract suite, the tests beside
+(``rlm_host.testing.openai_server``): ``TestOpenAIContract`` runs the provider contract suite, the tests beside
 it what is OpenAI's own (the request sent, reasoning models, quota, the settings section). Waits are kept short
 so the whole file runs in a few seconds.
 """
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
-from support.openai_server import OpenAIServer, answer, error, no_choices, null_content, rate_limited
+from rlm_host.testing.openai_server import OpenAIServer, answer, error, no_choices, null_content, rate_limited
 
 from rlm_host.errors import ConfigError
 from rlm_host.llm import scripted

@@ -14,7 +14,7 @@ from rlm_host.engine.scope import RunScope
 from rlm_host.events import EventBus
 from rlm_host.llm.protocol import Completion
 from rlm_host.results import Usage
-from support.openai_server import OpenAIServer, answer, rate_limited, server_error
+from rlm_host.testing.openai_server import OpenAIServer, answer, rate_limited, server_error
 
 FAST_RETRIES = {"OPENAI_API_KEY": "", "RLM_PROVIDER__OPENAI__MAX_RETRY_WAIT": "0.2"}
 

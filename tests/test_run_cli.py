@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support.openai_server import OpenAIServer, answer
+from rlm_host.testing.openai_server import OpenAIServer, answer
 
 NEEDLE = "The magic number is 4217."
 FIND_AND_CHECK = (

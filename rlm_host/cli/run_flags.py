@@ -9,6 +9,7 @@ its setting.
 
 from __future__ import annotations
 
+import types
 import typing
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -27,8 +28,8 @@ def _field_type(name: str) -> tuple[Any, bool, bool, Optional[str]]:
 
     annotation = RunSettings.model_fields[name].annotation
     args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-    base = args[0] if typing.get_origin(annotation) in (typing.Union, getattr(__import__("types"), "UnionType"))\
-        and len(args) == 1 else annotation  # fmt: skip
+    optional = typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1
+    base = args[0] if optional else annotation
     origin = typing.get_origin(base)
     if origin is dict:
         return str, False, True, "KEY=VALUE"

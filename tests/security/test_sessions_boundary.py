@@ -251,7 +251,7 @@ def test_chat_resume_says_what_it_uses_and_what_it_ignored(rlm_cli, rlm_isolated
 
 
 def test_a_saved_session_resumes_with_what_it_ran_with_and_flags_override(rlm_isolated, monkeypatch):
-    from support.openai_server import OpenAIServer, answer
+    from rlm_host.testing.openai_server import OpenAIServer, answer
 
     with OpenAIServer() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)

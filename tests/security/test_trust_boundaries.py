@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.openai_server import OpenAIServer, answer, error
+from rlm_host.testing.openai_server import OpenAIServer, answer, error
 
 LEAK = "LEAKED-FILE-CONTENTS-7781"
 FAKE_KEY = "sk-user-key-for-trust-tests-0123456789"

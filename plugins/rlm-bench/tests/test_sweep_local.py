@@ -249,10 +249,11 @@ def test_worker_processes_run_every_case_once(cli, work):
 
 @pytest.fixture
 def priced_model(work, monkeypatch):
-    """A priced fake model: ``openai:fake`` served by a local OpenAI-compatible server (tests/support), answering
-    FINAL(42) with 1,000 + 100 tokens, priced at $1 per million by the project's rlm.toml: $0.0011 a call."""
+    """A priced fake model: ``openai:fake`` served by a local OpenAI-compatible server (``OpenAIServer``),
+    answering FINAL(42) with 1,000 + 100 tokens, priced at $1 per million by the project's rlm.toml: $0.0011 a call."""
     monkeypatch.syspath_prepend(str(REPO / "tests"))
-    from support.openai_server import OpenAIServer, answer
+    from rlm_host.testing import OpenAIServer
+    from rlm_host.testing import openai_answer as answer
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     (work / "rlm.toml").write_text('[[prices]]\nmodel = "openai:fake"\ninput = 1.0\noutput = 1.0\n')

@@ -12,7 +12,8 @@ import json
 import pytest
 
 from rlm_compat_rlms import RLM
-from rlms_support import OpenAIServer, answer
+from rlm_host.testing import OpenAIServer
+from rlm_host.testing import openai_answer as answer
 
 KEY_A, KEY_B, KEY_ENV = "sk-root-AAAA-1111", "sk-sub-BBBB-2222", "sk-env-CCCC-3333"
 CODE = "```repl\nreply = llm_query('Say hi to the root.')\nprint(reply)\n```"

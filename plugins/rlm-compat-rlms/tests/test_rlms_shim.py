@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rlm_compat_rlms import RLM
-from rlms_support import OpenAIServer, answer
+from rlm_host.testing import OpenAIServer
+from rlm_host.testing import openai_answer as answer
 
 CODE = "```repl\nprint(len(context))\n```"
 

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from compatible_support import OpenAIServer, answer, unauthorized
+from rlm_host.testing import OpenAIServer
+from rlm_host.testing import openai_answer as answer
+from rlm_host.testing import openai_unauthorized as unauthorized
 from rlm_host import ModelError, ProviderServices
 from rlm_host.sdk.models import ModelOptions, OpenAIConnector
 from rlm_host.testing import ENVIRONMENT_REPLY_FORMATS

@@ -96,6 +96,9 @@ class OpenAIServer(FakeHTTPServer):
         return error(418, "test server: no behaviour queued for this request")
 
 
+#: The names ``rlm_host.testing`` exports for plugins' tests (beside ``OpenAIServer``).
+openai_answer, openai_unauthorized = answer, unauthorized
+
 __all__ = [
     "Behaviour",
     "OpenAIServer",
