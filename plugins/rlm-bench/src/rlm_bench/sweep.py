@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from rlm_bench.catalog import find_preset
 from rlm_bench.store import BenchStore, Manifest, _write_atomic, new_benchmark_id
 from rlm_bench.summary import CaseResult, build_summary, utc_now
-from rlm_bench.sweep_file import Point, SweepFile, expand
+from rlm_bench.sweep_file import Point, SweepFile, check_trusted, expand
 from rlm_bench.sweep_worker import run_item
 from rlm_host import InputError, RlmError
 
@@ -127,6 +127,7 @@ def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "loc
     import rlm_host
 
     host, loaded = runner.host, runner.loaded
+    check_trusted(spec, file, host, trust=trust)
     packs = [str((file.parent / pack).resolve()) for pack in spec.sweep.packs]
     _check_names(spec, host)
     points = expand(spec)

@@ -154,6 +154,36 @@ def load_sweep(path: Path) -> SweepFile:
         raise InputError(f"{path}: {problems}", hint="see `rlm bench sweep --help` for the file's keys") from None
 
 
+def check_trusted(spec: SweepFile, file: Path, host: Any, *, trust: bool = False) -> None:
+    """A sweep file may come with a cloned project: what it asks that moves keys or data elsewhere, weakens
+    isolation or reads files outside its folder (a ``[run]`` base URL, a sandbox that is no boundary, a model or
+    ``@instructions`` file outside, a Ray ``runtime_env`` that installs and runs programs on the cluster) is
+    refused, naming each, unless the user trusts the file as it is (``rlm config trust FILE``, ``--trust-config``)."""
+    import os
+
+    from rlm_host.sdk.embedding import is_trusted, risk_of
+
+    if trust or is_trusted(file, tomllib.loads(file.read_text(encoding="utf-8")), os.environ):
+        return
+    folder = file.parent.resolve()
+    asked: list[tuple[str, str, Any]] = [("run." + key, f"[run] {key}", value) for key, value in spec.run.items()]
+    for number, override in enumerate(spec.override, 1):
+        asked += [("run." + key, f"[[override]] #{number} run.{key}", value) for key, value in override.run.items()]
+    grid = spec.sweep
+    asked += [("run.model", "models", model) for model in [*grid.models, *filter(None, (grid.sub_model,
+                                                                                        grid.judge_model))]]
+    asked += [("run.sandbox", "sandboxes", sandbox) for sandbox in grid.sandboxes]
+    asked += [("run.instructions", "instructions", text) for text in grid.instructions if text]
+    asked += [("run.workdir", "packs", pack) for pack in grid.packs]
+    refused = [f"{where} = {value!r} ({reason})" for key, where, value in asked
+               if (reason := risk_of(key, value, folder, host))]  # fmt: skip
+    if spec.bench.ray.runtime_env:
+        refused.append("[bench.ray] runtime_env (installs and runs programs on every node of the cluster)")
+    if refused:
+        raise InputError(f"{file} is not trusted, and it asks for: " + "; ".join(refused),
+                         hint=f"if you trust it, run `rlm config trust {file}` (or pass --trust-config)")
+
+
 def expand(spec: SweepFile) -> list[Point]:
     """Every point of the grid, in a stable order (presets outermost, repeats innermost), each with its ``[run]``
     settings: the file's ``[run]``, then every matching ``[[override]]`` in file order."""
