@@ -1,0 +1,41 @@
+"""``rlm tui``: the terminal UI over the command's run home; ``--web`` serves the same app to a browser.
+
+Textual (and textual-serve) are imported only here, when the command runs — never by ``rlm --help``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="A terminal UI: browse, follow, replay and compare runs; run benchmarks.",
+                  rich_markup_mode=None, add_completion=False)  # fmt: skip
+
+
+@app.command()
+def tui(
+    ctx: typer.Context,
+    run: Optional[str] = typer.Option(None, "--run", "-r", help="Open this run first (an id, a prefix or latest)."),
+    web: bool = typer.Option(False, "--web", help="Serve the app to a browser instead (textual-serve)."),
+    host: Optional[str] = typer.Option(None, "--host", help="--web: address to listen on (default 127.0.0.1; "
+                                       "another than loopback exposes your runs and lets anyone start runs)."),
+    port: int = typer.Option(8766, "--port", "-p", min=0, max=65535, help="--web: port to listen on."),
+) -> None:
+    """Browse saved runs, follow a live one, replay and compare runs, run benchmarks, start runs with /rlm run.
+
+    Keys: F1 help, F2 runs, F3 live, F4 bench, / command line, ctrl+x abort, ctrl+q quit."""
+    from rlm_host import CommandServices
+
+    services = CommandServices.of(ctx)  # the command's settings (--config honoured) and its run home
+    if web:
+        from rlm_tui.web import serve
+
+        serve(host, port, config_file=services.config_file, trust=services.trust_config, run=run)
+        return
+    from rlm_tui.app import RlmTui
+    from rlm_tui.bench import Bench
+    from rlm_tui.workspace import Workspace
+
+    workspace = Workspace(home=services.home, settings=services.settings)
+    RlmTui(workspace, Bench(services.config_file, services.trust_config), open_run=run).run()

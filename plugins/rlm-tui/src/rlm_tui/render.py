@@ -1,0 +1,126 @@
+"""Text of a step: one row of the step list and the full detail, built as ``rich.text.Text`` from plain strings.
+
+A trajectory is model output — hostile text — so nothing here is ever parsed as Rich markup: every piece goes
+into ``Text`` (``Text.append`` with a style of ours), and control characters are made visible.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.text import Text
+
+_CONTROL = {i: f"\\x{i:02x}" for i in range(32) if i not in (9, 10)}
+_CONTROL[0x1B] = "␛"
+_CONTROL[0x7F] = "\\x7f"
+
+
+def clean(value: Any) -> str:
+    """A value as plain text with terminal control characters (escape sequences, bells) made visible."""
+    return str(value if value is not None else "").translate(_CONTROL)
+
+
+def one_line(value: Any, limit: int) -> str:
+    text = " ".join(clean(value).split())
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _tokens(usage: Any) -> int:
+    total = 0
+    if isinstance(usage, dict):
+        for role in ("root", "sub"):
+            part = usage.get(role)
+            if isinstance(part, dict):
+                total += int(part.get("input_tokens") or 0) + int(part.get("output_tokens") or 0)
+    return total
+
+
+def _num(value: Any, spec: str, default: str = "—") -> str:
+    return format(value, spec) if isinstance(value, (int, float)) else default
+
+
+def step_row(number: int, data: dict[str, Any], error: Optional[str]) -> str:
+    """``  12 run_code    ✗  r=+0.10 Σ=1.20  1,234 tok  2.1s  x = 1/0``: one line of the step list."""
+    mark = "✗" if error else "✓"
+    what = data.get("code") or data.get("reply") or ""
+    return (f"{number:>5} {one_line(data.get('action') or '?', 11):<11} {mark} "
+            f"r={_num(data.get('reward'), '+.2f', '  —  ')} Σ={_num(data.get('cumulative_reward'), '.2f')} "
+            f"{_tokens(data.get('usage')):>7,} tok {_num(data.get('duration_s'), '5.1f')}s  {one_line(what, 200)}")
+
+
+def _section(text: Text, title: str) -> None:
+    text.append(f"\n── {title} ", style="bold")
+    text.append("─" * max(0, 40 - len(title)) + "\n", style="dim")
+
+
+def observation_text(observation: Any) -> str:
+    """What a step's code printed (stdout, stderr, errors of each block), else its observation's other fields."""
+    if not isinstance(observation, dict):
+        return clean(observation)
+    blocks = observation.get("blocks")
+    parts: list[str] = []
+    if isinstance(blocks, list):
+        for block in blocks:
+            if isinstance(block, dict):
+                parts += [clean(block[k]) for k in ("stdout", "stderr", "error") if block.get(k)]
+                if block.get("timed_out"):
+                    parts.append("(timed out)")
+    rest = {k: v for k, v in observation.items() if k not in ("blocks", "success", "variables")}
+    if rest and not parts:
+        parts += [f"{clean(k)}: {clean(v)}" for k, v in rest.items()]
+    return "\n".join(p.rstrip("\n") for p in parts)
+
+
+def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_calls: list[dict[str, Any]],
+                children: list[tuple[str, str]]) -> Text:  # fmt: skip
+    """Everything about one step: reply, code, output, REPL variables, sub-calls, child runs and its figures."""
+    text = Text()
+    text.append(f"Step {number}", style="bold")
+    text.append(f"  {clean(data.get('action') or '?')}  ")
+    text.append("error" if error else "ok", style="bold red" if error else "green")
+    text.append(f"\nreward {_num(data.get('reward'), '+.3f')}  cumulative {_num(data.get('cumulative_reward'), '.3f')}"
+                f"  tokens {_tokens(data.get('usage')):,}  model {_num(data.get('model_seconds'), '.2f')}s"
+                f"  step {_num(data.get('duration_s'), '.2f')}s")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    cost = sum(float(part.get("cost") or 0) for part in usage.values() if isinstance(part, dict))
+    if cost:
+        text.append(f"  cost ${cost:.4f}")
+    if error:
+        _section(text, "error")
+        text.append(clean(error) + "\n", style="red")
+    if data.get("code"):
+        _section(text, "code")
+        text.append(clean(data["code"]).rstrip("\n") + "\n", style="cyan")
+    output = observation_text(data.get("observation"))
+    if output:
+        _section(text, "output")
+        text.append(output + "\n")
+    observation = data.get("observation") if isinstance(data.get("observation"), dict) else {}
+    variables = observation.get("variables")
+    if isinstance(variables, list) and variables:
+        _section(text, f"REPL variables ({len(variables)})")
+        for var in variables:
+            if isinstance(var, dict):
+                size = var.get("size")
+                text.append(f"{clean(var.get('name'))}", style="bold")
+                text.append(f": {clean(var.get('type'))}" + (f" [{size}]" if isinstance(size, int) and size >= 0 else "")
+                            + f" = {one_line(var.get('repr'), 80)}\n")
+    if sub_calls:
+        _section(text, f"sub-calls ({len(sub_calls)})")
+        for call in sub_calls:
+            usage = call.get("usage") if isinstance(call.get("usage"), dict) else {}
+            tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+            text.append(f"{clean(call.get('kind') or 'sub_call')}", style="bold")
+            text.append(f" {clean(call.get('model') or '')} {tokens:,} tok {_num(call.get('seconds'), '.2f')}s\n")
+            text.append(f"  → {one_line(call.get('prompt'), 300)}\n", style="dim")
+            answer = call.get("error") or call.get("response")
+            text.append(f"  ← {one_line(answer, 300)}\n", style="red" if call.get("error") else "")
+    if children:
+        _section(text, f"child runs ({len(children)})")
+        for run_id, summary in children:
+            text.append(clean(run_id), style="bold")
+            text.append(f"  {clean(summary)}\n")
+    if data.get("reply") and data.get("reply") != data.get("code"):
+        _section(text, "reply")
+        text.append(clean(data["reply"]).rstrip("\n") + "\n")
+    return text

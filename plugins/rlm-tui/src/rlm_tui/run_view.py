@@ -1,0 +1,274 @@
+"""The run view: one run's steps (a virtual list), the chosen step's detail, budget meters and the call in progress.
+
+The same view shows a finished run and follows a live one: it reads the trajectory file through a
+``TrajectoryIndex`` and, until the root run's ``final`` arrives, reads what was appended every tenth of a second
+(the file is flushed after every event, whichever process writes it). Replay keys move the cursor: ``n``/``p``
+next and previous step, ``g`` jump to a step number, ``e`` next error step, ``E`` errors only, ``f`` follow the
+newest step, ``o`` open the step's first child run, ``backspace`` back to the parent run.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from rlm_tui.index import TrajectoryIndex
+from rlm_tui.render import clean, one_line, step_detail, step_row
+from rlm_tui.vlist import VirtualList
+
+POLL_SECONDS = 0.1
+BAR = 12
+
+
+def meter_text(label: str, used: float, limit: Optional[float], text: str) -> Text:
+    """``steps [██████░░░░░░] 6/10``: a budget meter (no bar when the budget has no limit)."""
+    line = Text(f"{label:<6} ")
+    if limit:
+        filled = min(BAR, round(BAR * used / limit))
+        line.append("█" * filled, style="red" if used >= limit else "green")
+        line.append("░" * (BAR - filled), style="dim")
+    else:
+        line.append(" " * BAR)
+    line.append(f" {text}")
+    return line
+
+
+class RunView(Vertical):
+    """One run of a trajectory file (the root, or a child run with ``run_id``)."""
+
+    BINDINGS = [
+        Binding("n", "step(1)", "Next"),
+        Binding("p", "step(-1)", "Prev"),
+        Binding("g", "jump", "Jump"),
+        Binding("e", "next_error", "Next error"),
+        Binding("E", "errors_only", "Errors only"),
+        Binding("f", "follow", "Follow"),
+        Binding("o", "open_child", "Child run"),
+        Binding("backspace", "parent", "Parent", show=False),
+    ]
+    DEFAULT_CSS = """
+    RunView #run-title { height: 1; background: $boost; }
+    RunView #meters { height: 2; }
+    RunView #in-progress { height: 1; color: $warning; }
+    RunView VirtualList { height: 2fr; border-top: solid $primary; }
+    RunView #detail-box { height: 3fr; border-top: solid $primary; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.index: Optional[TrajectoryIndex] = None
+        self.run_id: Optional[str] = None
+        self.rows: Optional[list[int]] = None  # errors only: the step indices shown
+        self.opened_seconds: Optional[float] = None
+        self._timer = None
+        self._shown_detail: Optional[tuple[str, int]] = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="run-title", markup=False)
+        yield Static(id="meters", markup=False)
+        yield Static(id="in-progress", markup=False)
+        yield VirtualList(self._row, id="steps")
+        with VerticalScroll(id="detail-box"):
+            yield Static(id="detail", markup=False)
+
+    # ------------------------------------------------------------------ opening and following
+
+    def open(self, path: Path, run_id: Optional[str] = None) -> None:
+        """Show the run of ``path`` (its root, or child ``run_id``); follows it while it has no final event."""
+        started = time.perf_counter()
+        index = TrajectoryIndex(path)
+        index.refresh()
+        self.index, self.rows, self._shown_detail = index, None, None
+        self.run_id = run_id or index.root_id
+        steps = self.query_one("#steps", VirtualList)
+        steps.follow = not index.live.finished
+        steps.cursor = 0
+        steps.set_count(self.count())
+        self._update()
+        self.opened_seconds = time.perf_counter() - started
+        if self._timer is None:
+            self._timer = self.set_interval(POLL_SECONDS, self.poll)
+        steps.focus()
+
+    def poll(self) -> None:
+        """Read what the run wrote since the last poll (nothing to do once it ended)."""
+        if self.index is None or (self.index.live.finished and self._final_seen):
+            return
+        if self.index.refresh():
+            self.query_one("#steps", VirtualList).set_count(self.count())
+        self._update()
+
+    @property
+    def _final_seen(self) -> bool:
+        run = self.index.runs.get(self.run_id or "") if self.index else None
+        return run is not None and run.final is not None
+
+    @property
+    def live(self) -> bool:
+        return self.index is not None and not self.index.live.finished
+
+    def count(self) -> int:
+        if self.index is None:
+            return 0
+        if self.rows is not None:
+            return len(self.rows)
+        run = self.index.runs.get(self.run_id or "")
+        return len(run) if run else 0
+
+    def step_index(self, row: int) -> int:
+        return self.rows[row] if self.rows is not None else row
+
+    def _row(self, row: int) -> str:
+        assert self.index is not None and self.run_id is not None
+        i = self.step_index(row)
+        data = self.index.step(self.run_id, i)
+        return step_row(int(data.get("step") or i + 1), data, self.index.step_error(self.run_id, i))
+
+    # ------------------------------------------------------------------ drawing
+
+    def _update(self) -> None:
+        if self.index is None:
+            return
+        live, run = self.index.live, self.index.runs.get(self.run_id or "")
+        title = Text(f" {clean(self.run_id)} ", style="bold")
+        if self.run_id != self.index.root_id:
+            title.append(f"(child of {clean(run.parent_run_id if run else '?')}) ", style="dim")
+        title.append(f"[{live.status()}] ", style="green" if live.finished else "yellow")
+        task = (run.start.get("task") if run else None) or live.task
+        title.append(one_line(task, 200))
+        self.query_one("#run-title", Static).update(title)
+        meters = [meter_text(*m) for m in live.meters(self.live)]
+        reward = Text(f"reward {self._cumulative():.2f}  model {clean(live.model)}  env {clean(live.environment)}")
+        self.query_one("#meters", Static).update(Text("  ").join([meters[0], meters[1]]) + Text("\n")
+                                                 + Text("  ").join([meters[2], meters[3]]) + Text("  ") + reward)
+        now = self.index.live.in_progress
+        if self.live:
+            calls = list(now.values())
+            text = "▶ " + (" · ".join(calls) if calls else f"step {live.current_step or live.steps + 1}…")
+        elif live.final is not None:
+            text = f"■ {live.final.get('termination_reason')}: " + one_line(live.final.get("final_response")
+                                                                          or live.final.get("error"), 200)
+        else:
+            text = "■ no final event: the run was interrupted (or its process is still starting)"
+        self.query_one("#in-progress", Static).update(Text(clean(text)))
+        steps = self.query_one("#steps", VirtualList)
+        if steps.count:
+            self.show_step(steps.cursor)
+
+    def _cumulative(self) -> float:
+        run = self.index.runs.get(self.run_id or "") if self.index else None
+        if run is None or not len(run):
+            return 0.0
+        value = self.index.step(run.run_id, len(run) - 1).get("cumulative_reward")  # type: ignore[union-attr]
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    def show_step(self, row: int) -> None:
+        """Put step ``row`` of the list into the detail pane."""
+        if self.index is None or self.run_id is None or not self.count():
+            return
+        i = self.step_index(row)
+        if self._shown_detail == (self.run_id, i):
+            return
+        self._shown_detail = (self.run_id, i)
+        run = self.index.runs[self.run_id]
+        data = self.index.step(self.run_id, i)
+        children = [(child, self._child_summary(child)) for child in run.children.get(i, [])]
+        detail = step_detail(int(data.get("step") or i + 1), data, self.index.step_error(self.run_id, i),
+                             run.sub_calls.get(i, []), children)  # fmt: skip
+        self.query_one("#detail", Static).update(detail)
+
+    def _child_summary(self, run_id: str) -> str:
+        child = self.index.runs.get(run_id) if self.index else None
+        if child is None:
+            return "(no events yet)"
+        final = child.final or {}
+        reason = final.get("termination_reason") or "running"
+        return f"{len(child)} steps · {reason} · {one_line(final.get('final_response') or child.start.get('task'), 60)}"
+
+    def on_virtual_list_highlighted(self, message: VirtualList.Highlighted) -> None:
+        self.show_step(message.index)
+
+    def on_virtual_list_selected(self, message: VirtualList.Selected) -> None:
+        self.query_one("#detail-box").focus()
+
+    # ------------------------------------------------------------------ replay navigation
+
+    @property
+    def steps(self) -> VirtualList:
+        return self.query_one("#steps", VirtualList)
+
+    def action_step(self, delta: int) -> None:
+        self.steps.follow = False
+        self.steps.action_cursor(delta)
+
+    def goto(self, number: int) -> bool:
+        """Move to the step recorded as step ``number`` (1-based); False when the run has none."""
+        if self.index is None or not 1 <= number <= len(self.index.runs[self.run_id or ""]):
+            return False
+        self.rows = None
+        self.steps.follow = False
+        self.steps.set_count(self.count())
+        self.steps.cursor = number - 1
+        return True
+
+    def action_jump(self) -> None:
+        self.app.prefill("/goto ")  # type: ignore[attr-defined]
+
+    def action_next_error(self) -> None:
+        if self.index is None or self.run_id is None:
+            return
+        current = self.step_index(self.steps.cursor)
+        run = self.index.runs[self.run_id]
+        following = next((i for i in range(current + 1, len(run)) if self.index.step_error(self.run_id, i)), None)
+        if following is None:
+            self.app.notify("no error step after this one")
+            return
+        self.rows = None
+        self.steps.follow = False
+        self.steps.set_count(self.count())
+        self.steps.cursor = following
+
+    def action_errors_only(self) -> None:
+        if self.index is None or self.run_id is None:
+            return
+        current = self.step_index(self.steps.cursor) if self.count() else 0
+        if self.rows is None:
+            rows = self.index.error_indices(self.run_id)
+            if not rows:
+                self.app.notify("this run has no error step")
+                return
+            self.rows = rows
+            cursor = next((n for n, i in enumerate(rows) if i >= current), 0)
+        else:
+            self.rows, cursor = None, current
+        self.steps.follow = False
+        self._shown_detail = None
+        self.steps.set_count(self.count())
+        self.steps.cursor = cursor
+
+    def action_follow(self) -> None:
+        self.rows = None
+        self.steps.follow = True
+        self.steps.set_count(self.count())
+        self.steps.action_jump(-1)
+
+    def action_open_child(self) -> None:
+        if self.index is None or self.run_id is None or not self.count():
+            return
+        children = self.index.runs[self.run_id].children.get(self.step_index(self.steps.cursor), [])
+        if not children:
+            self.app.notify("this step started no child run")
+            return
+        self.open(self.index.path, children[0])
+
+    def action_parent(self) -> None:
+        run = self.index.runs.get(self.run_id or "") if self.index else None
+        if run is not None and run.parent_run_id and self.index is not None:
+            self.open(self.index.path, run.parent_run_id)

@@ -1,0 +1,162 @@
+"""The command line's slash commands: parsed into one record each, or one clear ``SlashError`` message.
+
+The seeds' commands, mapped onto the API the CLI uses (the app carries them out):
+
+    /rlm run "task" env=… framework=… context=… steps=… [model=… sandbox=… timeout=… cost=… depth=…]
+    /rlm chat "question" [context=…]       /rlm bench preset=NAME [limit=N]
+    /rlm bench report candidate=ID baseline=ID                /rlm replay ID
+    /rlm abort [ID|all]     /compare A B     /runs     /connect PROVIDER MODEL     /sandbox NAME     /help
+
+``key=value`` options are run options: a short seed name (``env``, ``steps``, ``depth``, ``cost``) or any
+``RunSettings`` field name; their values are validated by the host (``apply_run_flags``) when the run starts,
+so this module only splits and names them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+#: Seed short names → RunSettings field names.
+ALIASES = {"env": "environment", "steps": "max_steps", "depth": "max_depth", "cost": "max_cost",
+           "tokens": "max_tokens", "sub": "sub_model"}  # fmt: skip
+#: Run options the command line offers for completion (any RunSettings name is accepted).
+RUN_KEYS = ["env=", "framework=", "context=", "steps=", "model=", "sub_model=", "sandbox=", "timeout=", "cost=",
+            "depth=", "tokens="]  # fmt: skip
+
+HELP = """\
+/rlm run "task" env=pure_rlm framework=native context=FILE steps=8   start a run (model=, sandbox=, timeout=, cost=)
+/rlm chat "question" [context=FILE]    one chat turn (turns keep the REPL's variables)
+/rlm bench preset=NAME [limit=N]       run a benchmark preset (F4: presets, progress, leaderboard)
+/rlm bench report candidate=ID baseline=ID   compare two benchmarks
+/rlm replay ID                         open a saved run (id, prefix or latest)
+/rlm abort [ID|all]                    cancel a run (default: the one shown) — any process's
+/compare A B                           two runs side by side from their first divergent step
+/connect PROVIDER MODEL                model of the next runs     /sandbox NAME   sandbox of the next runs
+/runs   /help   /quit
+keys: F1 help  F2 runs  F3 live  F4 bench  / or : command line  ctrl+x abort  q back  ctrl+q quit"""
+
+COMMANDS = ['/rlm run "', "/rlm chat \"", "/rlm bench preset=", "/rlm bench report candidate=", "/rlm replay ",
+            "/rlm abort ", "/compare ", "/connect ", "/sandbox ", "/runs", "/help", "/quit"]  # fmt: skip
+
+
+class SlashError(ValueError):
+    """A command line that cannot be carried out; its message is shown as is."""
+
+
+@dataclass
+class Slash:
+    """One parsed command: ``name`` (``run``, ``chat``, ``bench``, ``bench_report``, ``replay``, ``abort``,
+    ``compare``, ``connect``, ``sandbox``, ``runs``, ``help``, ``quit``), its words and options."""
+
+    name: str
+    args: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    context: Optional[str] = None
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise SlashError(f"cannot read the command line: {exc} (close the quotes)") from None
+
+
+def _options(words: list[str], allowed: Optional[set[str]] = None) -> tuple[list[str], dict[str, str]]:
+    args, options = [], {}
+    for word in words:
+        key, eq, value = word.partition("=")
+        if eq and key and key.replace("_", "").isalnum():
+            key = ALIASES.get(key, key)
+            if allowed is not None and key not in allowed:
+                raise SlashError(f"unknown option {word.partition('=')[0]}= (here: {', '.join(sorted(allowed))})")
+            if value == "":
+                raise SlashError(f"option {key}= needs a value")
+            options[key] = value
+        else:
+            args.append(word)
+    return args, options
+
+
+def parse(line: str) -> Slash:
+    """The command of ``line``; a ``SlashError`` saying what is wrong otherwise."""
+    words = _split(line.strip())
+    if not words:
+        raise SlashError("type a command: /help lists them")
+    head, rest = words[0].lower(), words[1:]
+    if head in ("/help", "/?"):
+        return Slash("help")
+    if head in ("/quit", "/exit"):
+        return Slash("quit")
+    if head == "/runs":
+        return Slash("runs")
+    if head == "/compare":
+        if len(rest) != 2:
+            raise SlashError("usage: /compare RUN_A RUN_B (ids, prefixes or latest)")
+        return Slash("compare", rest)
+    if head == "/connect":
+        if len(rest) == 1 and ":" in rest[0]:
+            rest = rest[0].split(":", 1)
+        if len(rest) != 2:
+            raise SlashError("usage: /connect PROVIDER MODEL (e.g. /connect openai gpt-4o-mini)")
+        return Slash("connect", [f"{rest[0]}:{rest[1]}"])
+    if head == "/sandbox":
+        if len(rest) != 1:
+            raise SlashError("usage: /sandbox NAME (e.g. /sandbox monty)")
+        return Slash("sandbox", rest)
+    if head != "/rlm":
+        raise SlashError(f"unknown command {words[0]!r}: /help lists the commands")
+    if not rest:
+        raise SlashError("usage: /rlm run|chat|bench|replay|abort …  (/help)")
+    sub, rest = rest[0].lower(), rest[1:]
+    if sub in ("run", "chat"):
+        args, options = _options(rest)
+        if len(args) != 1:
+            raise SlashError(f'usage: /rlm {sub} "task in quotes" key=value… (got {len(args)} words outside options)')
+        context = options.pop("context", None)
+        return Slash(sub, args, options, context)
+    if sub == "bench":
+        if rest and rest[0] == "report":
+            args, options = _options(rest[1:], {"candidate", "baseline"})
+            if args or "candidate" not in options:
+                raise SlashError("usage: /rlm bench report candidate=ID [baseline=ID]")
+            return Slash("bench_report", [], options)
+        args, options = _options(rest, {"preset", "limit", "model", "sandbox"})
+        if args or "preset" not in options:
+            raise SlashError("usage: /rlm bench preset=NAME [limit=N] [model=…] (F4 lists the presets)")
+        if "limit" in options and not options["limit"].isdigit():
+            raise SlashError(f"limit= takes a whole number, not {options['limit']!r}")
+        return Slash("bench", [], options)
+    if sub == "replay":
+        if len(rest) != 1:
+            raise SlashError("usage: /rlm replay RUN_ID (an id, a unique prefix or latest)")
+        return Slash("replay", rest)
+    if sub == "abort":
+        if len(rest) > 1:
+            raise SlashError("usage: /rlm abort [RUN_ID|all]")
+        return Slash("abort", rest)
+    raise SlashError(f"unknown /rlm command {sub!r}: run, chat, bench, replay or abort")
+
+
+def complete(value: str, run_ids: list[str], presets: list[str]) -> Optional[str]:
+    """The completion of a partial command line (the whole line), or None."""
+    if not value.startswith("/"):
+        return None
+    for command in COMMANDS:
+        if command.startswith(value) and command != value:
+            return command
+    words = value.split(" ")
+    last = words[-1]
+    if value.startswith(("/rlm replay ", "/rlm abort ", "/compare ")):
+        pool = run_ids + (["all"] if value.startswith("/rlm abort ") else []) + ["latest"]
+    elif last.startswith("preset="):
+        pool = [f"preset={name}" for name in presets]
+    elif value.startswith(("/rlm run ", "/rlm chat ")) and value.count('"') % 2 == 0 and last:
+        pool = RUN_KEYS
+    else:
+        return None
+    for candidate in pool:
+        if candidate.startswith(last) and candidate != last:
+            return " ".join(words[:-1] + [candidate])
+    return None

@@ -1,0 +1,162 @@
+"""What the app does through the host's public API: start runs and chat turns, cancel runs, list saved runs.
+
+A run starts as ``rlm run`` starts one: the command's settings (``CommandServices``) with the options given —
+``/connect`` and ``/sandbox`` choices, then the command line's ``key=value`` — merged by ``apply_run_flags``
+(validated against ``RunSettings``, errors naming the option), then ``RLM(settings=…, home=…).completion`` in a
+worker thread with ``on_event``, so the app learns the run's id from its ``run_start`` and follows the trajectory
+file like any other run's. Cancelling uses the host's registry of active runs (``ActiveRuns``), the same for a
+run started here and one started by another process.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from rlm_host import RlmError
+from rlm_host.sdk.embedding import RLM, RunStore, apply_run_flags
+
+#: RunSettings names whose flag is not ``--`` + the name with dashes would still be merged by name.
+Started = Callable[[str, Path], None]
+Finished = Callable[[Any, Optional[str]], None]
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for the user: an RlmError's message and hint, anything else its type and message."""
+    if isinstance(exc, RlmError):
+        hint = getattr(exc, "hint", None)
+        return str(exc) + (f" (hint: {hint})" if hint else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class Workspace:
+    """The run home, the command's settings and the choices of this session (model, sandbox)."""
+
+    home: Path
+    settings: Any  # LoadedSettings of the `rlm` command (None: load them, as RLM() does)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    chat: Any = None  # the ChatSession of /rlm chat, kept between turns
+
+    @property
+    def store(self) -> Any:
+        return RunStore(self.home)
+
+    def list_runs(self) -> list[Any]:
+        """Every saved run of the home, newest first (``RunSummary``)."""
+        return self.store.list_runs()
+
+    def resolve(self, ref: str) -> Path:
+        """A saved run's file from an id, a unique prefix or ``latest`` (an RlmError saying why not)."""
+        return Path(self.store.resolve(ref))
+
+    # ------------------------------------------------------------------ runs
+
+    def rlm(self, options: dict[str, Any]) -> Any:
+        """An ``RLM`` with this session's choices and ``options`` (strings as typed; validated here)."""
+        given = {**self.overrides, **options}
+        settings = self.settings
+        if settings is None:
+            from rlm_host.sdk.embedding import load_settings
+
+            settings = self.settings = load_settings()
+        merged = apply_run_flags(settings, given) if given else settings
+        return RLM(settings=merged, home=self.home)
+
+    def choose(self, name: str, value: str) -> None:
+        """``/connect`` (model) and ``/sandbox``: checked now, used by every later run."""
+        self.rlm({name: value})  # raises a ConfigError naming the option when the value is bad
+        self.overrides[name] = value
+        self.chat = None
+
+    def start_run(self, task: str, context: Optional[str], options: dict[str, Any], on_started: Started,
+                  on_finished: Finished) -> threading.Thread:  # fmt: skip
+        """Start ``task`` in a thread (settings errors raise here, before it starts); ``on_started(run_id, path)``
+        when its ``run_start`` arrives, ``on_finished(result, error)`` at the end (both from the thread)."""
+        rlm = self.rlm(options)
+        value = _context(context)
+        seen = threading.Event()
+
+        def on_event(event: Any) -> None:
+            if event.type == "run_start" and event.depth == 0 and not seen.is_set():
+                seen.set()
+                on_started(event.root_run_id, rlm.home / "runs" / f"{event.root_run_id}.jsonl")
+
+        def work() -> None:
+            try:
+                result = rlm.completion(value, task, on_event=on_event)
+            except BaseException as exc:  # noqa: BLE001 - reported in the app, never a traceback
+                on_finished(None, error_text(exc))
+                return
+            on_finished(result, None)
+
+        thread = threading.Thread(target=work, name="rlm-tui-run", daemon=True)
+        thread.start()
+        return thread
+
+    def ask(self, question: str, context: Optional[str], options: dict[str, Any], on_started: Started,
+            on_finished: Finished) -> threading.Thread:  # fmt: skip
+        """One ``/rlm chat`` turn in a thread; the session (REPL variables, history) is kept for the next turn
+        unless the context or options change."""
+        if self.chat is None or context is not None or options:
+            self.chat = self.rlm(options).session(_context(context))
+        session, home = self.chat, self.home
+        seen = threading.Event()
+
+        def on_event(event: Any) -> None:
+            if event.type == "run_start" and event.depth == 0 and not seen.is_set():
+                seen.set()
+                on_started(event.root_run_id, home / "runs" / f"{event.root_run_id}.jsonl")
+
+        def work() -> None:
+            try:
+                result = session.ask(question, on_event=on_event)
+            except BaseException as exc:  # noqa: BLE001
+                on_finished(None, error_text(exc))
+                return
+            on_finished(result, None)
+
+        thread = threading.Thread(target=work, name="rlm-tui-chat", daemon=True)
+        thread.start()
+        return thread
+
+    # ------------------------------------------------------------------ cancelling (any process's runs)
+
+    def active(self) -> list[Any]:
+        """The registered runs in progress (``ActiveRun``), [] while the host has no registry."""
+        registry = _registry(self.home)
+        return registry.list() if registry is not None else []
+
+    def abort(self, ref: Optional[str]) -> str:
+        """Cancel run ``ref`` (an id or unique prefix) or ``all``; what was done, as one line."""
+        registry = _registry(self.home)
+        if registry is None:
+            return "this rlm-host has no registry of active runs (ActiveRuns): upgrade rlm-host to abort runs"
+        if ref in (None, "", "all"):
+            runs = registry.cancel_all()
+            return f"asked {len(runs)} run(s) to stop" + (": " + ", ".join(r.run_id for r in runs) if runs else "")
+        run = registry.cancel(ref)
+        return f"{run.run_id}: {run.status}"
+
+
+def _registry(home: Path) -> Any:
+    """The host's ``ActiveRuns`` registry of the home (None from a host older than it)."""
+    import importlib
+
+    registry = getattr(importlib.import_module("rlm_host.sdk.embedding"), "ActiveRuns", None)
+    return registry(home) if registry is not None else None
+
+
+def _context(value: Optional[str]) -> Any:
+    """``context=`` as the CLI reads ``--context``: an existing file or folder is loaded by the run, else text."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    return path if path.exists() else value
+
+
+def started_text(started: Any) -> str:
+    return started.strftime("%Y-%m-%d %H:%M") if isinstance(started, datetime) else "—"

@@ -1,0 +1,112 @@
+"""The parts under the app: slash commands, completion, the lazy trajectory index, live state, safe rendering."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from rich.text import Text
+from tui_support import sample_home, step_events, write_run
+
+from rlm_tui.index import TrajectoryIndex
+from rlm_tui.render import clean, step_detail
+from rlm_tui.slash import SlashError, complete, parse
+from rlm_tui.runs_view import FilterError, RunFilter
+
+
+def test_slash_commands_parse_into_records():
+    run = parse('/rlm run "find the number" env=pure_rlm framework=native context=data.txt steps=3 model=x:y')
+    assert (run.name, run.args, run.context) == ("run", ["find the number"], "data.txt")
+    assert run.options == {"environment": "pure_rlm", "framework": "native", "max_steps": "3", "model": "x:y"}
+    assert parse("/rlm chat 'hello there'").name == "chat"
+    assert parse("/rlm bench preset=pure_rlm_smoke limit=2").options == {"preset": "pure_rlm_smoke", "limit": "2"}
+    report = parse("/rlm bench report candidate=latest baseline=previous")
+    assert (report.name, report.options) == ("bench_report", {"candidate": "latest", "baseline": "previous"})
+    assert parse("/rlm replay latest").args == ["latest"]
+    assert parse("/rlm abort").args == [] and parse("/rlm abort all").args == ["all"]
+    assert parse("/connect openai gpt-4o-mini").args == ["openai:gpt-4o-mini"]
+    assert parse("/sandbox monty").args == ["monty"]
+    assert parse("/help").name == "help" and parse("/compare a b").args == ["a", "b"]
+
+
+@pytest.mark.parametrize("line, says", [
+    ("/nope", "unknown command"), ("/rlm", "usage"), ("/rlm fly", "unknown /rlm command"),
+    ('/rlm run "unclosed', "close the quotes"), ("/rlm run two words", "task in quotes"),
+    ("/rlm bench limit=2", "preset=NAME"), ("/rlm bench preset=x limit=many", "whole number"),
+    ("/rlm bench preset=x colour=red", "unknown option"), ("/connect openai", "usage"), ("/compare a", "usage"),
+    ('/rlm run "t" steps=', "needs a value"),
+])  # fmt: skip
+def test_bad_command_lines_say_what_is_wrong(line, says):
+    with pytest.raises(SlashError, match=says):
+        parse(line)
+
+
+def test_completion_offers_commands_options_run_ids_and_presets():
+    assert complete("/rlm r", [], []) == '/rlm run "'
+    assert complete("/rlm replay run_2026", ["run_20261116_a"], []) == "/rlm replay run_20261116_a"
+    assert complete("/rlm abort a", [], []) == "/rlm abort all"
+    assert complete("/rlm bench preset=pure", [], ["pure_rlm_smoke"]) == "/rlm bench preset=pure_rlm_smoke"
+    assert complete('/rlm run "task" st', [], []) == '/rlm run "task" steps='
+    assert complete('/rlm run "task st', [], []) is None  # inside the quoted task
+    assert complete("hello", [], []) is None
+
+
+def test_run_filters():
+    chosen = RunFilter.parse("status=final env=pure model=scripted since=2026-11-01 magic")
+    assert (chosen.status, chosen.environment, chosen.model, chosen.words) == ("final", "pure", "scripted", ("magic",))
+    with pytest.raises(FilterError, match="date"):
+        RunFilter.parse("since=yesterday")
+    with pytest.raises(FilterError, match="unknown filter"):
+        RunFilter.parse("colour=red")
+
+
+def test_the_index_reads_a_growing_file_and_a_half_written_line(tmp_path):
+    path = write_run(tmp_path, "run_x", [{"code": "print(1)", "stdout": "1\n"}], finished=False)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:5]) + lines[5][:10])  # the writer is in the middle of a line
+    index = TrajectoryIndex(path)
+    assert index.refresh() == 5 and index.root_id == "run_x" and len(index.root) == 0
+    assert list(index.live.in_progress.values()) == ["code step 1 block 1: print(1)"]  # running now
+    path.write_bytes(b"".join(lines))
+    assert index.refresh() == len(lines) - 5
+    assert len(index.root) == 1 and index.step("run_x", 0)["code"] == "print(1)"
+    assert index.live.steps == 1 and not index.live.finished and not index.live.in_progress
+    meters = {label: text for label, _, _, text in index.live.meters(live=False)}
+    assert meters["steps"] == "1/10" and meters["cost"].endswith("/$0.05")
+
+
+def test_steps_sub_calls_child_runs_and_errors_are_attached(tmp_path):
+    paths = sample_home(tmp_path)
+    index = TrajectoryIndex(paths["a"])
+    index.refresh()
+    root = index.root
+    assert len(root) == 4 and index.error_indices(root.run_id) == [1]
+    assert [c["kind"] for c in root.sub_calls[2]] == ["llm_query"]
+    assert index.live.finished and index.live.status() == "final"
+    child = TrajectoryIndex(paths["c"])
+    child.refresh()
+    assert child.root.children == {0: ["run_20261116_020000_000001_dddd"]}
+    assert len(child.runs["run_20261116_020000_000001_dddd"]) == 1
+
+
+def test_hostile_text_stays_text():
+    nasty = "[bold red]boom[/] \x1b[2J\x07 [link=file:///etc/passwd]x[/link]"
+    data = {"action": "run_code", "code": nasty, "reply": nasty,
+            "observation": {"blocks": [{"stdout": nasty}], "variables": [{"name": nasty, "type": "str", "repr": nasty}]}}
+    detail = step_detail(1, data, nasty, [{"kind": nasty, "prompt": nasty, "response": nasty}], [(nasty, nasty)])
+    assert isinstance(detail, Text)
+    assert "[bold red]boom[/]" in detail.plain and "\x1b" not in detail.plain and "\x07" not in detail.plain
+    assert all(span.style in ("bold", "dim", "cyan", "red", "green", "bold red", "") for span in detail.spans)
+    assert clean("\x1b[31m") == "␛[31m"
+
+
+def test_rlm_help_does_not_import_textual():
+    code = ("import sys, runpy; sys.argv = ['rlm', '--help']\n"
+            "try:\n    runpy.run_module('rlm_host', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('\\n' + str(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_serve', 'rlm_tui'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert "tui " in out, out  # the command is listed…
+    loaded = out.strip().splitlines()[-1]
+    assert loaded == "['rlm_tui', 'rlm_tui.hooks']", loaded  # …from the hooks module alone: no Textual
