@@ -15,7 +15,6 @@ import pytest
 from rlm_host import RLM, ConfigError
 from rlm_host.config import run_options
 from rlm_host.config.schema import RunSettings
-from rlm_host.llm.scripted import ScriptedConnector
 
 FIELDS = tuple(RunSettings.model_fields)
 
@@ -128,17 +127,21 @@ def test_provenance_names_the_flag_a_value_came_from(rlm, isolated_env):
 
 
 def test_rlm_run_reaches_the_model_through_the_public_api_in_at_most_10_calls(tmp_path, monkeypatch):
-    """From the ``rlm run`` command to the model connector: the CLI is a thin client of ``RLM``."""
-    chains = []
-    original = ScriptedConnector.complete
+    """From the ``rlm run`` command to the model connector: the CLI is a thin client of ``RLM``. The connector
+    itself is called from a thread of ``Budget.unless_cancelled`` (so a cancelled run abandons the call): the chain
+    is counted to that hop, plus the one call in the thread."""
+    from rlm_host.engine.budget import Budget
 
-    def complete(self, *args, **kwargs):
+    chains = []
+    original = Budget.unless_cancelled
+
+    def unless_cancelled(self, call):
         frames = traceback.extract_stack()
         start = next(i for i, f in enumerate(frames) if f.name == "run_task" and f.filename.endswith("run_cmd.py"))
-        chains.append([f"{Path(f.filename).stem}.{f.name}" for f in frames[start:]])
-        return original(self, *args, **kwargs)
+        chains.append([f"{Path(f.filename).stem}.{f.name}" for f in frames[start:]] + ["connector.complete"])
+        return original(self, call)
 
-    monkeypatch.setattr(ScriptedConnector, "complete", complete)
+    monkeypatch.setattr(Budget, "unless_cancelled", unless_cancelled)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RLM_HOME", str(tmp_path / "home"))
     (tmp_path / "s.json").write_text(json.dumps({"responses": ["FINAL(1)"]}))

@@ -1,4 +1,5 @@
-"""``rlm runs list``, ``rlm runs show`` and ``rlm runs export``: the saved runs under ``<home>/runs``."""
+"""``rlm runs list``, ``show``, ``compare`` and ``export``: the saved runs under ``<home>/runs``; ``rlm runs active``
+and ``cancel``: the runs in progress on this machine (``<home>/active``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=T
 
 @app.callback()
 def runs() -> None:
-    """Saved runs: list them, show one with every step, or export one."""
+    """Saved runs (list, show one with every step, compare two, export one) and runs in progress (active, cancel)."""
 
 
 def run_home(ctx: typer.Context) -> Path:
@@ -54,6 +55,75 @@ def list_runs(
     for s in shown:
         if s.problem:
             typer.echo(f"unreadable: {s.path}: {s.problem}")
+
+
+@app.command("active")
+def active(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+    prune: bool = typer.Option(False, "--prune", help="Remove the entries of dead runs (their process is gone)."),
+) -> None:
+    """Runs in progress on this machine, in any process: id, status, process, start, environment, model and task.
+    A run whose process died is shown as dead (its trajectory has no final event; `--prune` forgets it)."""
+    from rlm_host.trajectory.active import ActiveRuns
+
+    registry = ActiveRuns(run_home(ctx))
+    pruned = registry.prune() if prune else []
+    runs = registry.list()
+    if as_json:
+        typer.echo(json.dumps([run.model_dump(mode="json") for run in runs], indent=2))
+        return
+    for run in pruned:
+        typer.echo(f"pruned {run.run_id} (process {run.pid} is gone)")
+    if not runs:
+        typer.echo("no active runs")
+        return
+    typer.echo(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} TASK")
+    for run in runs:
+        task = run.task if len(run.task) <= 40 else run.task[:39] + "…"
+        typer.echo(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
+                   f"{run.environment:<10} {run.command[:16]:<16} {task}")  # fmt: skip
+    dead = sum(run.status == "dead" for run in runs)
+    if dead:
+        typer.echo(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
+
+
+@app.command("cancel")
+def cancel(
+    ctx: typer.Context,
+    run_id: str = typer.Argument("", help="The run to stop: an id or a unique prefix (`rlm runs active`)."),
+    every: bool = typer.Option(False, "--all", help="Stop every active run on this machine."),
+    wait: float = typer.Option(10.0, "--wait", min=0, help="Seconds to wait for the runs to end (0: do not wait)."),
+) -> None:
+    """Stop runs in any process: each stops at its next check (a model call in progress is abandoned), its
+    trajectory ends `cancelled` and its sandbox is released."""
+    from rlm_host.errors import InputError
+    from rlm_host.trajectory.active import ActiveRuns
+
+    if bool(run_id) == every:
+        raise InputError("give a run id or --all (not both)")
+    registry = ActiveRuns(run_home(ctx))
+    if every:
+        asked = registry.cancel_all()
+        if not asked:
+            typer.echo("no active runs")
+            return
+    else:
+        run = registry.cancel(run_id)
+        if run.status == "dead":
+            typer.echo(f"{run.run_id} was not running (process {run.pid} is gone): its entry is removed")
+            return
+        asked = [run]
+    left = set(registry.wait([run.run_id for run in asked], wait)) if wait else {run.run_id for run in asked}
+    for run in asked:
+        if run.run_id not in left:
+            typer.echo(f"cancelled {run.run_id}")
+        elif wait:
+            typer.echo(f"asked {run.run_id} to stop; still running after {wait:g} s (process {run.pid})")
+        else:
+            typer.echo(f"asked {run.run_id} to stop")
+    if left and wait:
+        raise typer.Exit(1)
 
 
 @app.command("compare")

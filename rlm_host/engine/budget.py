@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
-from typing import Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from rlm_host.errors import BudgetExceeded
 
 __all__ = ["Budget", "BudgetExceeded"]
+
+T = TypeVar("T")
+POLL_SECONDS = 0.1  # how soon a cancellation abandons a model call in progress
 
 
 class Budget:
@@ -85,6 +89,39 @@ class Budget:
         stop = self.stop_reason()
         if stop is not None:
             raise stop
+
+    def unless_cancelled(self, call: Callable[[], T]) -> T:
+        """``call()``, abandoned when the run is cancelled while it waits (``rlm runs cancel`` from another
+        process, a cancelled task): it runs in a daemon thread, and this raises ``BudgetExceeded("cancelled")``
+        within ``POLL_SECONDS`` of the cancellation. The abandoned call finishes (or times out) on its own."""
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+        context = contextvars.copy_context()
+
+        def work() -> None:
+            try:
+                outcome["value"] = context.run(call)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="rlm-model-call", daemon=True).start()
+        while not done.wait(POLL_SECONDS):
+            stop = self.stop_reason() if self.cancel.is_set() or self._shared_cancelled() else None
+            if stop is not None:
+                raise BudgetExceeded("cancelled", f"{stop} (the model call in progress was abandoned)")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    def _shared_cancelled(self) -> bool:
+        shared = self.shared
+        while shared is not None:
+            if shared.cancel.is_set():
+                return True
+            shared = shared.shared
+        return False
 
     def take_llm_call(self) -> int:
         """Count one sub-model call; BudgetExceeded once ``max_llm_calls`` are used."""

@@ -94,8 +94,8 @@ class ModelClient:
             extra["reply_format"] = enforced
         on_retry = self._on_retry if scope is not None else None
         try:
-            completion = self.connector.complete(messages, timeout=max(1.0, self.budget.remaining()),
-                                                 on_retry=on_retry, purpose=purpose, **extra)  # fmt: skip
+            completion = self.budget.unless_cancelled(lambda: self.connector.complete(
+                messages, timeout=max(1.0, self.budget.remaining()), on_retry=on_retry, purpose=purpose, **extra))
         except BaseException as exc:
             if scope is not None:
                 scope.emit("model_call_end", {**call, "seconds": round(time.monotonic() - started, 3),

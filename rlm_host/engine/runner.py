@@ -35,6 +35,7 @@ from rlm_host.sandbox.protocol import SandboxError, SandboxSession
 from rlm_host import logs
 from rlm_host.redact import redact
 from rlm_host.signals import interruption
+from rlm_host.trajectory.active import ActiveRuns
 from rlm_host.results import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
 
 
@@ -99,9 +100,14 @@ class RLMRunner:
         if on_event is not None:
             bus.subscribe("on_event", on_event, wanted)
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
+        registration = ActiveRuns(self.home).register(  # `rlm runs cancel` from any process sets budget.cancel
+            plan.run_id, budget.cancel, task=task, environment=run.environment, model=plan.root_connector.name,
+            trajectory=str(plan.trajectory_path))  # fmt: skip
         try:
             result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry)
         finally:
+            if registration is not None:
+                registration.close()
             _close_all(closers)
         writer = plan.writer
         if writer.failed is not None:  # the answer survives a record that could not be written

@@ -3,8 +3,9 @@
 ``RLM`` is the front door (``RLM(model=...).completion(context, query)``, ``acompletion``, ``stream``,
 ``astream``, ``session`` → ``ChatSession``; also in the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
 ``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
-runs), ``RunStore`` reads the recorded runs of a home and ``Replay`` walks one run tree (what an exporter,
-``rlm_register_exporters``, writes out); ``compare_runs(replay_a, replay_b)`` finds where two runs' steps first
+runs), ``RunStore`` reads the recorded runs of a home, ``Replay`` walks one run tree (what an exporter,
+``rlm_register_exporters``, writes out), ``ActiveRuns`` lists the runs in progress on this machine and cancels one
+or all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where two runs' steps first
 diverge and the deltas of their outcomes (``rlm runs compare``; ``render_comparison`` prints it). A plugin's own sub-command gets its settings from
 ``rlm_host.CommandServices.of(ctx)``, not by loading them again; a command that offers run options declares them
 with ``run_option("max_steps")`` (flag, help and default from the one declaration, ``RunSettings``) and merges
@@ -28,6 +29,7 @@ from rlm_host.engine.budget import Budget
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.plugins.host import PluginHost
 from rlm_host.trajectory.compare import compare_runs, render_comparison
+from rlm_host.trajectory.active import ActiveRun, ActiveRuns
 from rlm_host.trajectory.store import RunStore
 from rlm_host.trajectory.tree import Replay
 

@@ -159,7 +159,8 @@ class TrajectoryWriter:
 class RunSummary(BaseModel):
     """One saved run as ``rlm runs list`` shows it, from its root run's run_start and final events.
 
-    ``termination_reason`` is ``"interrupted"`` when the root run has no final event (killed or crashed), and
+    ``termination_reason`` is ``"running"`` when the root run has no final event yet and its process is alive
+    (``rlm runs active``), ``"interrupted"`` when it has none and never will (killed or crashed), and
     ``"unreadable"`` when the file holds no run event at all (then ``problem`` says why).
     """
 
@@ -244,7 +245,13 @@ class RunStore:
 
     def list_runs(self) -> list[RunSummary]:
         """A summary of every saved run, newest first."""
+        from rlm_host.trajectory.active import ActiveRuns
+
+        running = ActiveRuns(self.home).running_ids()  # a run without a final event may still be going on
         summaries = [self.summarize(path) for path in self.files()]
+        for summary in summaries:
+            if summary.interrupted and summary.run_id in running:
+                summary.termination_reason = "running"
         epoch = datetime.fromtimestamp(0, timezone.utc)
         return sorted(summaries, key=lambda s: (s.started or epoch, s.run_id), reverse=True)
 

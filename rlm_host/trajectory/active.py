@@ -1,0 +1,276 @@
+"""The runs in progress on this machine, and cancelling one from any process: ``rlm runs active`` / ``cancel``.
+
+Every root run registers itself in ``<home>/active/<run_id>.json`` (its process id and that process's start time,
+the command, task, environment, model and trajectory) for as long as it runs. Cancelling writes
+``<run_id>.cancel`` beside it; a watcher thread in the run's process sees the file within ``POLL_SECONDS`` and
+sets the run's cancel event, so the run stops at its next check (a model call in progress is abandoned), its
+trajectory ends ``cancelled`` and its sandbox is released. A run whose process is gone (or whose process id now
+belongs to another program) is ``dead``, never ``active``. Nothing of this may fail a run: a home that cannot be
+written leaves the run unregistered, with one warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, Field
+
+from rlm_host.errors import InputError
+from rlm_host.redact import redact
+from rlm_host.text import clip
+
+ACTIVE_DIR = "active"
+_COMMAND_WORD = re.compile(r"[a-z][a-z0-9_-]{0,20}")
+POLL_SECONDS = 0.2
+
+Status = Literal["active", "cancelling", "dead", "elsewhere"]
+
+
+class ActiveRun(BaseModel):
+    """One registered run. ``status``: ``active``, ``cancelling`` (asked to stop, still running), ``dead`` (its
+    process is gone: the run will never end on its own) or ``elsewhere`` (registered by another machine sharing
+    this home: its process cannot be checked from here)."""
+
+    run_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,120}$")
+    pid: int = Field(gt=0)
+    host: str
+    started: datetime
+    task: str = ""
+    environment: str = ""
+    model: str = ""
+    command: str = ""
+    trajectory: str = ""
+    process_start: Optional[int] = None  # the process's start time in clock ticks (Linux), against pid reuse
+    status: Status = "active"
+
+
+class NoActiveRunError(InputError):
+    """No registered run matches the id or prefix given (or more than one does)."""
+
+
+def _proc_stat(pid: int) -> Optional[list[bytes]]:
+    """The fields of ``/proc/PID/stat`` after the command name (Linux), or None where there is none."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2:].split()  # the command name (in parentheses) may hold spaces
+
+
+def _process_start(pid: int) -> Optional[int]:
+    """The start time of process ``pid`` in clock ticks since boot, or None where unknown."""
+    fields = _proc_stat(pid)
+    return int(fields[19]) if fields and len(fields) > 19 else None
+
+
+def _alive(pid: int, started: Optional[int]) -> bool:
+    """Whether process ``pid`` runs and is the one that registered (same start time; a zombie is dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    fields = _proc_stat(pid)
+    if fields is None:
+        return not Path("/proc/self/stat").exists()  # no /proc here: os.kill is all we know
+    if fields[0] in (b"Z", b"X"):
+        return False
+    return started is None or len(fields) <= 19 or int(fields[19]) == started
+
+
+def command_words() -> str:
+    """This process as a person recognises it: ``rlm run``, ``rlm mcp serve``, ``python bench.py`` (the program and
+    its leading words; options and their values are left out, they may hold secrets)."""
+    argv = list(sys.argv) or ["python"]
+    words = [Path(argv[0]).name or "python"]
+    for word in argv[1:4]:
+        if not _COMMAND_WORD.fullmatch(word):  # a sub-command, not an option, a task or a path
+            break
+        words.append(word)
+    return " ".join(words)
+
+
+class _Watcher:
+    """One thread per process: polls the cancel files of this process's registered runs."""
+
+    def __init__(self) -> None:
+        self._runs: dict[Path, threading.Event] = {}
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+
+    def watch(self, cancel_file: Path, event: threading.Event) -> None:
+        with self._lock:
+            self._runs[cancel_file] = event
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="rlm-cancel-watcher", daemon=True)
+                self._thread.start()
+
+    def forget(self, cancel_file: Path) -> None:
+        with self._lock:
+            self._runs.pop(cancel_file, None)
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(POLL_SECONDS)
+            with self._lock:
+                if not self._runs:
+                    self._thread = None
+                    return
+                watched = list(self._runs.items())
+            for cancel_file, event in watched:
+                if not event.is_set() and cancel_file.exists():
+                    event.set()
+
+
+_watcher = _Watcher()
+
+
+class Registration:
+    """A run's entry in the registry; ``close()`` removes it (and any cancel request) when the run ends."""
+
+    def __init__(self, entry: Path, cancel_file: Path) -> None:
+        self.entry, self.cancel_file = entry, cancel_file
+
+    def close(self) -> None:
+        _watcher.forget(self.cancel_file)
+        for path in (self.entry, self.cancel_file):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+
+class ActiveRuns:
+    """The registry of runs in progress under a run home (``<home>/active``)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home).expanduser()
+        self.dir = self.home / ACTIVE_DIR
+
+    # ------------------------------------------------------------------ the running process's side
+
+    def register(self, run_id: str, cancel: threading.Event, *, task: str = "", environment: str = "",
+                 model: str = "", trajectory: str = "") -> Optional[Registration]:  # fmt: skip
+        """Record run ``run_id`` of this process and watch for its cancellation (``cancel`` is set then).
+        None, with a warning, when the registry cannot be written: the run goes on, uncancellable from outside."""
+        pid = os.getpid()
+        path, cancel_file = self.dir / f"{run_id}.json", self.dir / f"{run_id}.cancel"
+        try:
+            entry = ActiveRun(run_id=run_id, pid=pid, host=socket.gethostname(), started=datetime.now(timezone.utc),
+                              task=redact(clip(task, 200, "ellipsis")) or "", environment=environment, model=model,
+                              command=command_words(), trajectory=trajectory, process_start=_process_start(pid))  # fmt: skip
+            self.dir.mkdir(parents=True, exist_ok=True)
+            temporary = self.dir / f".{run_id}.{pid}.tmp"
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(entry.model_dump_json(exclude={"status"}))
+            os.replace(temporary, path)
+        except (OSError, ValueError) as exc:
+            from rlm_host import logs
+
+            logs.get_logger("rlm.runs").warning(f"the run is not in the registry of active runs ({exc}): "
+                                                "`rlm runs cancel` cannot reach it")  # fmt: skip
+            return None
+        _watcher.watch(cancel_file, cancel)
+        return Registration(path, cancel_file)
+
+    # ------------------------------------------------------------------ anyone's side
+
+    def list(self) -> list[ActiveRun]:
+        """Every registered run, oldest first, with its status as of now."""
+        if not self.dir.is_dir():
+            return []
+        here, found = socket.gethostname(), []
+        for path in sorted(self.dir.glob("*.json")):
+            try:
+                run = ActiveRun.model_validate_json(path.read_bytes())
+            except (OSError, ValueError):
+                continue  # being written or removed right now, or not ours
+            if run.run_id != path.stem:
+                continue  # a planted entry (a cloned project's .rlm): its id could name a path outside this folder
+            if run.host != here:
+                run.status = "elsewhere"
+            elif not _alive(run.pid, run.process_start):
+                run.status = "dead"
+            elif (self.dir / f"{run.run_id}.cancel").exists():
+                run.status = "cancelling"
+            found.append(run)
+        return sorted(found, key=lambda r: r.started)
+
+    def running_ids(self) -> set[str]:
+        """The ids of runs whose process is alive (or cannot be checked from here)."""
+        return {run.run_id for run in self.list() if run.status != "dead"}
+
+    def find(self, ref: str) -> ActiveRun:
+        """The registered run whose id is ``ref`` or starts with it."""
+        runs = self.list()
+        exact = [run for run in runs if run.run_id == ref]
+        matches = exact or [run for run in runs if run.run_id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            where = f"{len(runs)} registered" if runs else "none is running"
+            raise NoActiveRunError(f"no active run matches {ref!r} ({where}; `rlm runs active` lists them)")
+        names = ", ".join(run.run_id for run in matches[:5])
+        raise NoActiveRunError(f"{ref!r} matches {len(matches)} active runs: {names}; give more of the id")
+
+    def cancel(self, ref: str) -> ActiveRun:
+        """Ask run ``ref`` (an id or a unique prefix) to stop; a dead run's entry is removed instead."""
+        run = self.find(ref)
+        if run.status == "dead":
+            self.forget(run)
+            return run
+        self._request(run.run_id)
+        run.status = "cancelling"
+        return run
+
+    def cancel_all(self) -> list[ActiveRun]:
+        """Ask every live run to stop (dead entries are left for ``prune``)."""
+        asked = []
+        for run in self.list():
+            if run.status in ("active", "cancelling", "elsewhere"):
+                self._request(run.run_id)
+                run.status = "cancelling"
+                asked.append(run)
+        return asked
+
+    def prune(self) -> list[ActiveRun]:
+        """Remove the entries of dead runs; returns them."""
+        dead = [run for run in self.list() if run.status == "dead"]
+        for run in dead:
+            self.forget(run)
+        return dead
+
+    def forget(self, run: ActiveRun) -> None:
+        for suffix in (".json", ".cancel"):
+            try:
+                (self.dir / f"{run.run_id}{suffix}").unlink()
+            except OSError:
+                pass
+
+    def wait(self, run_ids: list[str], timeout: float) -> list[str]:
+        """Wait up to ``timeout`` seconds for those runs to leave the registry; the ids still there."""
+        deadline = time.monotonic() + timeout
+        left = list(run_ids)
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = [run_id for run_id in left if (self.dir / f"{run_id}.json").exists()]
+        return left
+
+    def _request(self, run_id: str) -> None:
+        try:
+            fd = os.open(self.dir / f"{run_id}.cancel", os.O_WRONLY | os.O_CREAT, 0o600)
+            os.write(fd, json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode())
+            os.close(fd)
+        except OSError as exc:
+            raise NoActiveRunError(f"cannot ask run {run_id} to stop: {exc}") from exc
