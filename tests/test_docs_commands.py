@@ -31,6 +31,7 @@ RUN = {
     "rlm config show": {0},
     "rlm models list": {0},
     "rlm runs list": {0},
+    "rlm runs active": {0},  # "no active runs"
     "rlm frameworks list": {0},
     "rlm bench list": {0},
     "rlm plugins doctor": {0, 1},  # "exit 1 if anything is not ready" (Docker is not installed here)
@@ -54,7 +55,7 @@ SKIP = [
     (r"^rlm mcp serve\b", "a server that runs until stopped (tests/test_docs_terms.py checks its banner)"),
     (r"scripted:|replay:|--context|--resume|run_…|run_2026|traces (index|query|search|overview)|--env traces",
      "a session step over files or runs the page made earlier"),
-    (r"^rlm bench (run|compare|sweep|sweep-report)|^rlm leaderboard$|^rlm runs (show|export)|^rlm run \"…\"|^rlm run --sandbox monty",
+    (r"^rlm bench (run|compare|sweep|sweep-report)|^rlm leaderboard$|^rlm runs (show|export|cancel)|^rlm run \"…\"|^rlm run --sandbox monty",
      "needs a model run or saved benchmarks/runs (the page's session)"),
 ]
 

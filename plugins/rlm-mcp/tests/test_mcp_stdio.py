@@ -14,7 +14,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_support import QUICK, RLM, slow_script, wait_for_final
 
-TOOLS = {"rlm_run", "rlm_runs_list", "rlm_runs_show", "rlm_bench_run"}
+TOOLS = {"rlm_run", "rlm_runs_list", "rlm_runs_show", "rlm_runs_active", "rlm_runs_cancel", "rlm_bench_run"}
 RUN_FIELDS = {"run_id", "final_response", "completed", "termination_reason", "steps", "tokens", "cost", "duration_s",
               "trajectory_path", "error"}  # fmt: skip
 
@@ -117,3 +117,50 @@ def test_a_client_cancel_stops_the_run_with_a_cancelled_final_event(rlm_isolated
     assert final is not None, "no final event written"
     assert final["data"]["termination_reason"] == "cancelled"
     assert final["data"]["steps"] < 10
+
+
+@pytest.mark.slow
+def test_a_client_stops_its_own_run_through_the_registry_never_another_process_run(rlm_isolated):
+    """rlm_runs_cancel is the host's mechanism (``rlm runs cancel``), limited to runs this server started."""
+    import subprocess
+
+    model = slow_script(rlm_isolated.work, steps=30, delay=0.5)
+    other = subprocess.Popen([RLM, "run", "someone else's task", "--model", model, "--max-steps", "40"],
+                             cwd=rlm_isolated.work, env={**os.environ, "HOME": str(rlm_isolated.home)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    seen = anyio.Event()
+
+    async def on_progress(value, total, message):
+        seen.set()
+
+    async def calls(session: ClientSession):
+        outcome = {}
+        async with anyio.create_task_group() as group:
+            async def call():
+                outcome["run"] = await session.call_tool("rlm_run", {"query": "q", "text": "abc", "model": model,
+                                                                     "max_steps": 40}, progress_callback=on_progress)
+            group.start_soon(call)
+            with anyio.fail_after(30):
+                await seen.wait()
+                while True:  # the other process's run registers too
+                    active = await session.call_tool("rlm_runs_active", {})
+                    if len(active.structured_content["runs"]) == 2:
+                        break
+                    await anyio.sleep(0.2)
+            outcome["active"] = active
+            theirs = next(r for r in active.structured_content["runs"] if not r["own"])
+            outcome["refused"] = await session.call_tool("rlm_runs_cancel", {"run_id": theirs["run_id"]})
+            outcome["cancel"] = await session.call_tool("rlm_runs_cancel", {"run_id": "all"})
+        return outcome
+
+    try:
+        outcome = anyio.run(session_calls, params(rlm_isolated, "--model", model, "--max-steps", "40"), calls)
+        assert other.poll() is None, "the other process's run must go on"
+    finally:
+        other.kill()
+    mine = [r for r in outcome["active"].structured_content["runs"] if r["own"]]
+    assert len(mine) == 1 and mine[0]["status"] == "active"
+    assert outcome["refused"].is_error and "no run of this server matches" in outcome["refused"].content[0].text
+    assert [r["run_id"] for r in outcome["cancel"].structured_content["runs"]] == [mine[0]["run_id"]]
+    run = outcome["run"].structured_content
+    assert run["termination_reason"] == "cancelled" and run["steps"] < 10

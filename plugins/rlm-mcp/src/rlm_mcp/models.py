@@ -90,3 +90,22 @@ class BenchOutput(BaseModel):
     completion_rate: float = 0.0
     cost: Optional[float] = None
     cases: list[BenchCase] = Field(default_factory=list)
+
+
+class ActiveRunOut(BaseModel):
+    """One run in progress on the server's machine (``rlm runs active``); ``own``: started by this server."""
+
+    run_id: str
+    status: str
+    task: str = ""
+    model: str = ""
+    environment: str = ""
+    started: str
+    command: str = ""
+    own: bool = False
+
+
+class ActiveList(BaseModel):
+    """The outcome of ``rlm_runs_active`` and ``rlm_runs_cancel``."""
+
+    runs: list[ActiveRunOut] = Field(default_factory=list)

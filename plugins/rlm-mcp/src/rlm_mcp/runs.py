@@ -1,15 +1,17 @@
-"""Saved runs for ``rlm_runs_list`` and ``rlm_runs_show``, read with the host's public ``RunStore``."""
+"""Saved runs for ``rlm_runs_list`` and ``rlm_runs_show``, read with the host's public ``RunStore``; runs in progress
+for ``rlm_runs_active`` and ``rlm_runs_cancel``, through the host's registry (``ActiveRuns``, as ``rlm runs cancel``)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
 from rlm_host import RunResult, StepRecord
-from rlm_host.sdk.embedding import RunStore
+from rlm_host.sdk.embedding import ActiveRuns, RunStore
 
-from rlm_mcp.models import RunDetail, RunsList, RunSummaryOut, StepOut
+from rlm_mcp.models import ActiveList, ActiveRunOut, RunDetail, RunsList, RunSummaryOut, StepOut
 
 #: Characters kept of a step's code, output and reply, and of a final answer, in ``rlm_runs_show``.
 CODE_CHARS = 2000
@@ -92,3 +94,26 @@ def observation_text(observation: dict[str, Any]) -> Optional[str]:
         return "".join(parts) or None
     rest = {k: v for k, v in observation.items() if k != "success"}
     return json.dumps(rest, default=str, ensure_ascii=False) if rest else None
+
+
+def active_runs(home: Path) -> ActiveList:
+    """The runs in progress under ``home``, whoever started them (a dead one says so)."""
+    return ActiveList(runs=[_active(run) for run in ActiveRuns(home).list()])
+
+
+def cancel_run(home: Path, run_id: str) -> ActiveList:
+    """Cancel a run this server started (an id or unique prefix, or ``all``: every one of them). A client may not
+    stop runs of other processes: those belong to other people's terminals and programs."""
+    registry = ActiveRuns(home)
+    own = [run for run in registry.list() if run.pid == os.getpid() and run.status != "dead"]
+    chosen = own if run_id == "all" else [run for run in own if run.run_id.startswith(run_id)] if run_id else []
+    if run_id != "all" and len(chosen) != 1:
+        raise ValueError(f"no run of this server matches {run_id!r}" if not chosen else
+                         f"{run_id!r} matches {len(chosen)} runs of this server; give more of the id")  # fmt: skip
+    return ActiveList(runs=[_active(registry.cancel(run.run_id)) for run in chosen])
+
+
+def _active(run: Any) -> ActiveRunOut:
+    return ActiveRunOut(run_id=run.run_id, status=run.status, task=run.task, model=run.model,
+                        environment=run.environment, started=run.started.isoformat(), command=run.command,
+                        own=run.pid == os.getpid())  # fmt: skip

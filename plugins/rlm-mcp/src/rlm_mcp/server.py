@@ -1,4 +1,5 @@
-"""The MCP server: the tools rlm_run, rlm_runs_list, rlm_runs_show and rlm_bench_run on the SDK's ``MCPServer``."""
+"""The MCP server: the tools rlm_run, rlm_runs_list, rlm_runs_show, rlm_runs_active, rlm_runs_cancel and
+rlm_bench_run on the SDK's ``MCPServer``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rlm_host.sdk.embedding import run_option_type
 from rlm_mcp import bench, runs
 from rlm_mcp.ceilings import CeilingError, Ceilings
 from rlm_mcp.http_guard import DISCONNECTED_KEY
-from rlm_mcp.models import BenchOutput, RunDetail, RunOutput, RunsList
+from rlm_mcp.models import ActiveList, BenchOutput, RunDetail, RunOutput, RunsList
 from rlm_mcp.roots import WALK_SECONDS, OutsideRoots, Roots
 from rlm_mcp.runner import run_with_progress, to_output
 
@@ -33,7 +34,8 @@ MaxCost = run_option_type("max_cost")
 INSTRUCTIONS = (
     "Recursive Language Models (rlm): rlm_run answers a query over a text, a file or a folder by letting a model "
     "write and run code over it step by step (progress is reported per step); rlm_runs_list / rlm_runs_show read "
-    "saved runs; rlm_bench_run runs a benchmark preset. Paths must lie inside the server's roots."
+    "saved runs; rlm_runs_active lists runs in progress and rlm_runs_cancel stops one this server started; "
+    "rlm_bench_run runs a benchmark preset. Paths must lie inside the server's roots."
 )
 
 
@@ -123,6 +125,24 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
             raise _error(exc) from None
         return _result(detail, f"{detail.run_id}: {detail.termination_reason} after {detail.steps} steps; "
                                f"answer: {detail.final_response}")  # fmt: skip
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def rlm_runs_active() -> Annotated[CallToolResult, ActiveList]:
+        """Runs in progress on the server's machine (any process): id, status (active, cancelling, or dead when its
+        process is gone), task, model; `own` marks the runs this server started (the ones rlm_runs_cancel stops)."""
+        listed = runs.active_runs(rlm.home)
+        lines = [f"{r.run_id} {r.status}{' (this server)' if r.own else ''} {r.task}" for r in listed.runs]
+        return _result(listed, "\n".join(lines) or "no active runs")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    def rlm_runs_cancel(run_id: str) -> Annotated[CallToolResult, ActiveList]:
+        """Stop a run this server started (its id, a unique prefix, or 'all'): it stops at its next check (a model
+        call in progress is abandoned) and its trajectory ends `cancelled`."""
+        try:
+            stopped = runs.cancel_run(rlm.home, run_id)
+        except (RlmError, ValueError) as exc:
+            raise _error(exc) from None
+        return _result(stopped, "\n".join(f"cancelling {r.run_id}" for r in stopped.runs) or "no runs to cancel")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
     async def rlm_bench_run(preset: str, limit: int = 3,
