@@ -35,4 +35,5 @@ from rlm_host.trajectory.tree import Replay
 
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "load_settings", "LoadedSettings",
            "PluginHost", "RunStore", "Replay", "run_option", "apply_run_flags",
-           "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison"]  # fmt: skip
+           "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns",
+           "ActiveRun"]  # fmt: skip

@@ -124,8 +124,7 @@ class RlmTui(App):
         view = self.query_one(RunView)
         self.action_view("run")
         view.open(path)
-        self.say(f"{path.stem}: n/p next/prev · g jump · e next error · E errors only · f follow · o child run "
-                 f"(opened in {view.opened_seconds or 0:.2f}s)")
+        self.say(f"{path.stem}: n/p next/prev · g jump · e next error · E errors only · f follow · o child run")
 
     def action_live(self) -> None:
         """Follow the newest run started here, else the newest registered active run, else the newest saved."""
@@ -151,7 +150,7 @@ class RlmTui(App):
 
     def focus_view(self) -> None:
         """Give the keyboard to the visible view's main list."""
-        target = {"runs": "#runs-table", "run": "#steps", "compare": "#side-a VirtualList", "bench": "#presets"}
+        target = {"runs": "#runs-table", "run": "#steps", "compare": "#side-a VirtualList", "bench": "#bench-tabs Tabs"}
         if self.view in target:
             self.query_one(target[self.view]).focus()
         else:
@@ -165,6 +164,7 @@ class RlmTui(App):
 
     def action_bench(self) -> None:
         self.action_view("bench")
+        self.say("benchmarks: enter on a preset runs it · l leaderboard · m chart metric · x stop")
         self.load_presets()
         self.load_leaderboard()
 

@@ -30,7 +30,7 @@ class CommandLine(Input):
 
     def __init__(self, suggester: Suggester, **kwargs) -> None:
         super().__init__(placeholder="/help · /rlm run \"task\" steps=3 · /rlm replay latest · esc: back",
-                         suggester=suggester, **kwargs)  # fmt: skip
+                         suggester=suggester, select_on_focus=False, **kwargs)  # fmt: skip
         self.history: list[str] = []
         self._position = 0
 

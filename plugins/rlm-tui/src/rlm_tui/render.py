@@ -50,7 +50,7 @@ def step_row(number: int, data: dict[str, Any], error: Optional[str]) -> str:
 
 def _section(text: Text, title: str) -> None:
     text.append(f"\n── {title} ", style="bold")
-    text.append("─" * max(0, 40 - len(title)) + "\n", style="dim")
+    text.append("─" * max(2, 24 - len(title)) + "\n", style="dim")
 
 
 def observation_text(observation: Any) -> str:
@@ -62,7 +62,7 @@ def observation_text(observation: Any) -> str:
     if isinstance(blocks, list):
         for block in blocks:
             if isinstance(block, dict):
-                parts += [clean(block[k]) for k in ("stdout", "stderr", "error") if block.get(k)]
+                parts += [clean(block[k]) for k in ("stdout", "stderr") if block.get(k)]  # errors: their own section
                 if block.get("timed_out"):
                     parts.append("(timed out)")
     rest = {k: v for k, v in observation.items() if k not in ("blocks", "success", "variables")}

@@ -145,7 +145,7 @@ class RunView(Vertical):
         title.append(one_line(task, 200))
         self.query_one("#run-title", Static).update(title)
         meters = [meter_text(*m) for m in live.meters(self.live)]
-        reward = Text(f"reward {self._cumulative():.2f}  model {clean(live.model)}  env {clean(live.environment)}")
+        reward = Text(f"Σ reward {self._cumulative():.2f}  {clean(live.model)}")
         self.query_one("#meters", Static).update(Text("  ").join([meters[0], meters[1]]) + Text("\n")
                                                  + Text("  ").join([meters[2], meters[3]]) + Text("  ") + reward)
         now = self.index.live.in_progress

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlm_host import RlmError
-from rlm_host.sdk.embedding import RLM, RunStore, apply_run_flags
+from rlm_host.sdk.embedding import RLM, ActiveRuns, RunStore, apply_run_flags
 
 #: RunSettings names whose flag is not ``--`` + the name with dashes would still be merged by name.
 Started = Callable[[str, Path], None]
@@ -126,28 +126,18 @@ class Workspace:
     # ------------------------------------------------------------------ cancelling (any process's runs)
 
     def active(self) -> list[Any]:
-        """The registered runs in progress (``ActiveRun``), [] while the host has no registry."""
-        registry = _registry(self.home)
-        return registry.list() if registry is not None else []
+        """The registered runs of the home (``ActiveRun``: ``active``, ``cancelling``, ``dead``…)."""
+        return ActiveRuns(self.home).list()
 
     def abort(self, ref: Optional[str]) -> str:
-        """Cancel run ``ref`` (an id or unique prefix) or ``all``; what was done, as one line."""
-        registry = _registry(self.home)
-        if registry is None:
-            return "this rlm-host has no registry of active runs (ActiveRuns): upgrade rlm-host to abort runs"
+        """Cancel run ``ref`` (an id or unique prefix) or ``all``, whichever process runs it; what was done, as one
+        line. No match raises the registry's error (an RlmError with exit code 2)."""
+        registry = ActiveRuns(self.home)
         if ref in (None, "", "all"):
             runs = registry.cancel_all()
             return f"asked {len(runs)} run(s) to stop" + (": " + ", ".join(r.run_id for r in runs) if runs else "")
         run = registry.cancel(ref)
         return f"{run.run_id}: {run.status}"
-
-
-def _registry(home: Path) -> Any:
-    """The host's ``ActiveRuns`` registry of the home (None from a host older than it)."""
-    import importlib
-
-    registry = getattr(importlib.import_module("rlm_host.sdk.embedding"), "ActiveRuns", None)
-    return registry(home) if registry is not None else None
 
 
 def _context(value: Optional[str]) -> Any:

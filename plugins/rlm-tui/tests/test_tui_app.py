@@ -1,0 +1,159 @@
+"""The app driven by Textual's Pilot: browse, open and replay runs, compare two, start a scripted run with
+/rlm run and watch its steps arrive, bad input as one message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tui_support import drive, sample_home, wait_for
+
+from rlm_tui.app import RlmTui
+from rlm_tui.bench import Bench
+from rlm_tui.workspace import Workspace
+
+A, B, C = "run_20261116_000000_000000_aaaa", "run_20261116_010000_000000_bbbb", "run_20261116_020000_000000_cccc"
+
+
+def make_app(home: Path, settings=None) -> RlmTui:
+    return RlmTui(Workspace(home=home, settings=settings), Bench(cwd=home.parent))
+
+
+def test_browse_filter_open_and_replay(tmp_path):
+    home = tmp_path / ".rlm"
+    sample_home(home)
+    app = make_app(home)
+
+    async def body(pilot):
+        table = app.query_one("#runs-table")
+        assert table.row_count == 3
+        await pilot.click("#filter")
+        await pilot.press(*"bbbb")
+        assert table.row_count == 1
+        await pilot.press(*" status=cancelled")
+        assert table.row_count == 0
+        app.query_one("#filter").value = "since=nonsense"
+        await pilot.pause()
+        app.query_one("#filter").value = ""
+        await pilot.pause()
+        assert table.row_count == 3
+        table.focus()
+        await pilot.press("down", "enter")  # newest first: C, then B
+        await pilot.pause()
+        assert app.view == "run" and app.query_one("RunView").run_id == B
+        await pilot.press("escape")
+        app.execute(f"/rlm replay {A[:-3]}")  # a unique prefix
+        await pilot.pause()
+        view, steps = app.query_one("RunView"), app.query_one("#steps")
+        assert view.run_id == A and steps.count == 4
+        await pilot.press("home", "n", "n", "p")
+        assert steps.cursor == 1
+        await pilot.press("home", "e")
+        assert steps.cursor == 1 and "ZeroDivisionError" in str(app.query_one("#detail").render())
+        await pilot.press("E")  # errors only
+        assert steps.count == 1 and view.step_index(0) == 1
+        await pilot.press("E")
+        assert steps.count == 4
+        await pilot.press("g")  # jump: the command line, prefilled
+        await pilot.press(*"3", "enter")
+        await pilot.pause()
+        assert steps.cursor == 2, (app.last_message, app.query_one("#command").history)
+        detail = str(app.query_one("#detail").render())
+        assert "llm_query" in detail and "4217" in detail and "answer: str" in detail
+        app.execute("/goto 99")
+        assert "no step 99" in app.last_message
+        app.execute(f"/rlm replay {C}")
+        await pilot.pause()
+        await pilot.press("home", "o")  # the child run its first step started
+        assert view.run_id == "run_20261116_020000_000001_dddd" and steps.count == 1
+        await pilot.press("backspace")
+        assert view.run_id == C
+        title = str(app.query_one("#run-title").render())
+        assert "[bold red]markup[/]" in title and "\x1b" not in title  # hostile text shown as text
+
+    drive(app, body)
+
+
+def test_bad_input_is_one_message(tmp_path):
+    home = tmp_path / ".rlm"
+    sample_home(home)
+    app = make_app(home)
+
+    async def body(pilot):
+        for line, says in [("/rlm replay run_nope", "no saved run"), ("/rlm replay run_2026", "matches"),
+                           ("/warp 9", "unknown command"), ("/rlm run", "usage"), ("/compare nope latest", "no saved run"),
+                           ('/rlm run "x', "close the quotes")]:  # fmt: skip
+            await pilot.press("slash")
+            app.query_one("#command").value = line
+            await pilot.press("enter")
+            await pilot.pause()
+            assert says in app.last_message, (line, app.last_message)
+        await pilot.press("up")  # history
+        assert app.query_one("#command").value == '/rlm run "x'
+        await pilot.press("up")
+        assert app.query_one("#command").value == "/compare nope latest"
+        await pilot.press("down", "down")
+        assert app.query_one("#command").value == ""
+
+    drive(app, body)
+
+
+def test_compare_two_runs_from_their_divergence(tmp_path):
+    home = tmp_path / ".rlm"
+    sample_home(home)
+    app = make_app(home)
+
+    async def body(pilot):
+        app.execute(f"/compare {A} {B}")
+        await pilot.pause()
+        assert app.view == "compare" and "diverge at step 2" in app.last_message
+        summary = str(app.query_one("#summary").render())
+        assert "diverge at step 2" in summary and "B − A" in summary
+        left, right = app.query("Side VirtualList")
+        assert left.cursor == right.cursor == 1
+        await pilot.press("n")
+        await pilot.pause()
+        assert left.cursor == 2 and right.cursor == 2
+        await pilot.press("d")
+        await pilot.pause()
+        assert left.cursor == 1
+
+    drive(app, body)
+
+
+def script(path: Path, replies: list) -> str:
+    path.write_text(json.dumps({"responses": replies}))
+    return f"scripted:{path}"
+
+
+def test_start_a_run_from_the_command_line_and_watch_it(rlm_isolated):
+    model = script(rlm_isolated.work / "s.json", [
+        {"text": "```repl\nanswer = 6 * 7\nprint(answer)\n```", "delay": 0.3},
+        {"text": "```repl\nprint(1/0)\n```", "delay": 0.3}, {"text": "FINAL(42)", "delay": 0.3}])
+    app = make_app(rlm_isolated.runs)
+
+    async def body(pilot):
+        app.execute('/rlm run "What is six times seven?" steps=x')
+        assert "max-steps" in app.last_message or "max_steps" in app.last_message, app.last_message
+        app.execute("/sandbox nowhere")
+        assert "nowhere" in app.last_message
+        app.execute("/sandbox monty")
+        app.execute(f"/connect {model}")
+        assert "next runs use model" in app.last_message
+        app.execute('/rlm run "What is six times seven?" steps=5 context="some text"')
+        await wait_for(pilot, lambda: app.view == "run", what="the run to start")
+        view = app.query_one("RunView")
+        await wait_for(pilot, lambda: view.index is not None and view.index.live.finished, what="the run to end")
+        await pilot.pause(0.3)
+        assert app.query_one("#steps").count == 3
+        assert "final" in str(app.query_one("#in-progress").render())
+        assert "steps" in str(app.query_one("#meters").render()) and "3/5" in str(app.query_one("#meters").render())
+        await pilot.press("home", "enter")
+        detail = str(app.query_one("#detail").render())
+        assert "answer = 6 * 7" in detail and "42" in detail and "answer: int" in detail
+        await wait_for(pilot, lambda: "42" in app.last_message, what="the final answer")
+        app.execute("/runs")
+        await pilot.pause()
+        assert app.query_one("#runs-table").row_count == 1
+
+    drive(app, body)
