@@ -104,7 +104,8 @@ class RunEvent(BaseModel):
 class Sink(Protocol):
     """An observability sink (``SinkSpec`` factory: ``factory(settings, services) -> Sink``).
 
-    ``handle`` receives every event of a run tree in order, one call at a time, from a thread of the sink's own
+    ``handle`` receives every recorded event of a run tree in order (the live events too when the sink sets a
+    ``live_events = True`` attribute), one call at a time, from a thread of the sink's own
     (``rlm_host.observability.delivery``): it may block on a remote backend without slowing the run. An optional
     ``flush()`` is called each time the sink has caught up with the events queued so far (see below). ``close``
     is called once when the run tree ends, also after a failure, and must deliver what the sink still holds; the

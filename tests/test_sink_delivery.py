@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.observability.delivery import SinkDelivery, SinkWorker
 from support import misbehaving_sinks
@@ -65,7 +66,8 @@ def test_a_slow_sink_does_not_slow_the_run(rlm_cli, rlm_script, rlm_isolated, mo
     on_path = 0.2 * len(events)
     assert run["duration_s"] < baseline + on_path / 2, (run["duration_s"], baseline, on_path)
     delivered = record.read_text().split()
-    assert delivered == [e["type"] for e in events], "the run waits at its end until the sink has everything"
+    recorded = [e["type"] for e in events if e["type"] not in LIVE_EVENT_TYPES]  # a sink gets no live events
+    assert delivered == recorded, "the run waits at its end until the sink has everything"
     assert not any(e["type"] == "sink_error" for e in events)
 
 
@@ -216,3 +218,27 @@ def test_ctrl_c_while_sinks_flush_stops_waiting_and_keeps_the_run(monkeypatch):
     assert time.monotonic() - started < 1
     assert seen[-1].type == "sink_error" and "interrupted (Ctrl-C)" in seen[-1].data["error"]
     stuck.release.set()
+
+
+def test_sinks_get_the_recorded_events_and_the_live_ones_only_when_they_ask():
+    """A sink exports what happened; what is in progress (a model call, code running) reaches only a sink that sets
+    ``live_events = True`` (a UI), so the live events cost an exporting sink nothing."""
+
+    class Recorder:
+        def __init__(self, live: bool) -> None:
+            self.live_events, self.types = live, []
+
+        def handle(self, event):
+            self.types.append(event.type)
+
+        def close(self):
+            pass
+
+    plain, live = Recorder(False), Recorder(True)
+    bus = EventBus()
+    delivery = SinkDelivery(bus, [("plain", plain), ("live", live)])
+    for type_ in ("run_start", "step_start", "model_call_start", "model_call_end", "step", "final"):
+        bus.emit(RunEvent(type=type_, run_id="r", root_run_id="r", data={}))
+    delivery.close()
+    assert plain.types == ["run_start", "step", "final"]
+    assert live.types == ["run_start", "step_start", "model_call_start", "model_call_end", "step", "final"]

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RecursionRefused
 from rlm_host.environments.kit import (
-    StepHistory, answer_text, render_description, reply_action, truncate, with_instructions, with_preview,
+    StepHistory, answer_text, execute_code, render_description, reply_action, truncate, with_instructions,
+    with_preview,
 )
 from rlm_host.llm.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
@@ -74,6 +75,7 @@ class GenericEnvironment:
         self.settings = settings or GenericSettings()
         self.session: Optional[SandboxSession] = None
         self.history = StepHistory()
+        self._step: Optional[int] = None  # the step being executed: its code events name it
 
     def start(self) -> None:
         self.session = self.ctx.open_sandbox()
@@ -95,6 +97,7 @@ class GenericEnvironment:
         return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
+        self._step = step
         action, problem = reply_action(reply)
         if action is None:
             return self._record(ActionResult(action="malformed_reply", observation={"error": problem},
@@ -129,7 +132,8 @@ class GenericEnvironment:
         if not code.strip():
             return ActionResult(action="run_python", observation={"error": "no code given"},
                                 reward=self.ctx.rewards.code_step(ok=False, stderr=False))  # fmt: skip
-        result = self.session.execute(code, timeout=max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining())))
+        timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
+        result = execute_code(self.ctx.scope, self.session, code, timeout, step=self._step)
         if result.final is not None:
             return ActionResult(action="final", observation={"stdout": truncate(result.stdout, 2000)}, code=code,
                                 reward=self.ctx.rewards.final_reward, done=True, final_response=answer_text(result.final))  # fmt: skip

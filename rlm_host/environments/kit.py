@@ -1,16 +1,40 @@
 """Helpers every environment needs: the context description as prompt text, the final answer as text, the
-middle-cut of long output (``rlm_host.text.clip``) and the JSON action in a reply (``reply_action``, the rule of
-every JSON-action environment: generic, rlm-env-dspy)."""
+middle-cut of long output (``rlm_host.text.clip``), the JSON action in a reply (``reply_action``, the rule of
+every JSON-action environment: generic, rlm-env-dspy) and model code run in the sandbox with its live events
+(``execute_code``)."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any, Optional
 
+from rlm_host.event_types import error_line, live_text, next_call
 from rlm_host.results import FinalSignal
 from rlm_host.llm.protocol import Completion
 from rlm_host.text import clip, json_object_spans
+
+def execute_code(scope: Any, session: Any, code: str, timeout: float, *, step: Optional[int] = None,
+                 block: Optional[int] = None) -> Any:
+    """``session.execute(code, timeout=timeout)`` bracketed by the ``code_start`` / ``code_end`` live events of
+    ``scope`` (None: no events), so a live view shows the code in progress whatever environment or framework runs
+    it. A sandbox failure (not the code's) ends with ``ok: false`` and is raised."""
+    if scope is None:
+        return session.execute(code, timeout=timeout)
+    where = {"call": next_call(), "step": step, "block": block}
+    scope.emit("code_start", {**where, "code": live_text(code)})
+    started = time.monotonic()
+    try:
+        result = session.execute(code, timeout=timeout)
+    except BaseException as exc:
+        scope.emit("code_end", {**where, "ok": False, "seconds": round(time.monotonic() - started, 3),
+                                "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+        raise
+    scope.emit("code_end", {**where, "ok": result.ok, "seconds": round(time.monotonic() - started, 3),
+                            "error": error_line(result.error), "final": result.final is not None})  # fmt: skip
+    return result
+
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 

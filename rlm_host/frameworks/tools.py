@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from rlm_host.environments.kit import answer_text, truncate
+from rlm_host.environments.kit import answer_text, execute_code, truncate
 from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
-from rlm_host.event_types import error_line, live_text, next_call
 from rlm_host.errors import RecursionRefused
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession
@@ -86,21 +84,7 @@ class SandboxTools:
     def run_code(self, code: str) -> CodeOutcome:
         """Run ``code`` in the session; the text shows stdout, stderr and the error, cut to a readable size."""
         timeout = max(0.5, min(self._exec_timeout, self._budget.remaining()))
-        session, scope = self.session, self._scope
-        call = next_call()
-        if scope is not None:
-            scope.emit("code_start", {"call": call, "code": live_text(code)})
-        started = time.monotonic()
-        try:
-            result = session.execute(code, timeout=timeout)
-        except BaseException as exc:  # the sandbox failed (not the code)
-            if scope is not None:
-                scope.emit("code_end", {"call": call, "ok": False, "seconds": round(time.monotonic() - started, 3),
-                                        "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
-            raise
-        if scope is not None:
-            scope.emit("code_end", {"call": call, "ok": result.ok, "seconds": round(time.monotonic() - started, 3),
-                                    "error": error_line(result.error), "final": result.final is not None})  # fmt: skip
+        result = execute_code(self._scope, self.session, code, timeout)  # the sandbox's own failure raises
         final = answer_text(result.final) if result.final is not None else None
         parts = [result.stdout.rstrip()] if result.stdout.strip() else []
         if result.stderr.strip():

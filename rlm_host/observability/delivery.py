@@ -5,7 +5,8 @@ may block on a remote backend), and the sink's optional ``flush()`` whenever it 
 a sink that buffers in ``handle`` and sends in ``flush`` batches by itself: one request per step on a fast
 backend, everything that piled up in one request on a slow one). Emitting an event costs the run one ``put_nowait``. A sink that raises, falls
 ``queue_size`` events behind, or leaves one call running longer than ``call_seconds`` is disabled for the rest of
-the run: one warning, and a ``sink_error`` event in the trajectory. At the end of the run tree,
+the run: one warning, and a ``sink_error`` event in the trajectory. Sinks get the recorded events; the live ones
+(``rlm_host.event_types``) only when the sink sets ``live_events = True``. At the end of the run tree,
 :class:`SinkDelivery` closes every sink at once and waits for them together until one deadline; what a sink has
 not delivered by then is dropped with a warning, and the run returns.
 """
@@ -18,10 +19,15 @@ import time
 from typing import Callable, Optional
 
 from rlm_host import logs
-from rlm_host.events import EventBus, RunEvent, Sink
+from rlm_host.event_types import LIVE_EVENT_TYPES
+from rlm_host.events import EVENT_TYPES, EventBus, RunEvent, Sink
 
 #: Events a sink may fall behind before it is disabled (a run emits a few per step).
 QUEUE_SIZE = 10_000
+
+#: What a sink receives unless it sets ``live_events = True``: the recorded events, not the live ones (what is in
+#: progress: a sink exports what happened; a UI that wants the calls in progress subscribes to them).
+RECORDED_EVENT_TYPES: frozenset[str] = EVENT_TYPES - LIVE_EVENT_TYPES
 
 _CLOSE = object()
 
@@ -138,7 +144,8 @@ class SinkDelivery:
         self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)
                         for name, sink in sinks]  # fmt: skip
         for worker in self.workers:
-            bus.subscribe(f"sink {worker.name}", worker.submit)
+            wanted = None if getattr(worker.sink, "live_events", False) else RECORDED_EVENT_TYPES
+            bus.subscribe(f"sink {worker.name}", worker.submit, wanted)
 
     def close(self) -> None:
         """Close every sink, waiting at most ``flush_seconds`` for all of them together."""

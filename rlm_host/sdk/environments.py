@@ -7,14 +7,16 @@ Each step the runner asks the environment's ``messages()``, sends them to the ro
 registered environment with its configured settings (to wrap or drive it). The REPL kit is what a REPL-style
 environment puts in its sandbox: ``HELPERS_SOURCE``, ``document_names`` and the sub-call functions ``SubCalls``
 (``llm_query``, ``llm_query_batched``, ``rlm_query``). A JSON-action environment reads replies with
-``reply_action`` / ``parse_action``; ``StepHistory`` and ``truncate`` shape what the next prompt shows.
+``reply_action`` / ``parse_action``; ``StepHistory`` and ``truncate`` shape what the next prompt shows;
+``execute_code(ctx.scope, session, code, timeout)`` runs model code with the ``code_start`` / ``code_end`` events a
+live view shows.
 
 Reference plugins to copy: ``plugins/rlm-env-traces`` (pure_rlm given extra host functions, through
 ``build_environment``), ``plugins/rlm-env-dspy`` (its own loop over a project folder). Contract suite:
 ``rlm_host.testing.EnvironmentContract``.
 """
 
-from rlm_host.environments.kit import StepHistory, parse_action, reply_action, truncate
+from rlm_host.environments.kit import StepHistory, execute_code, parse_action, reply_action, truncate
 from rlm_host.environments.protocol import Environment, EnvironmentContext
 from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
 from rlm_host.results import ActionResult
@@ -27,6 +29,6 @@ __all__ = [
     "parse_action", "reply_action", "json_object_spans",
     # what the next prompt shows
     "truncate", "StepHistory",
-    # the REPL kit
-    "SubCalls", "HELPERS_SOURCE", "document_names",
+    # the REPL kit; model code run with its live events
+    "SubCalls", "HELPERS_SOURCE", "document_names", "execute_code",
 ]  # fmt: skip

@@ -7,16 +7,14 @@ called in code, or FINAL(...) / FINAL_VAR(...) at the start of a line of the rep
 
 from __future__ import annotations
 
-import time
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.environments.kit import (
-    answer_text, render_description, truncate, variable_snapshot, with_instructions, with_preview,
+    answer_text, execute_code, render_description, truncate, variable_snapshot, with_instructions, with_preview,
 )
 from rlm_host.environments.protocol import EnvironmentContext
-from rlm_host.event_types import error_line, live_text, next_call
 from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
@@ -127,19 +125,7 @@ class PureRLMEnvironment:
         scope = self.ctx.scope
         for block, code in enumerate(parsed.code_blocks, 1):
             timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
-            call = next_call()
-            scope.emit("code_start", {"call": call, "step": step, "block": block, "code": live_text(code)})
-            started = time.monotonic()
-            try:
-                result = self.session.execute(code, timeout=timeout)
-            except BaseException as exc:  # the sandbox failed (not the code): the run records why
-                scope.emit("code_end", {"call": call, "step": step, "block": block, "ok": False,
-                                        "seconds": round(time.monotonic() - started, 3),
-                                        "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
-                raise
-            scope.emit("code_end", {"call": call, "step": step, "block": block, "ok": result.ok,
-                                    "seconds": round(time.monotonic() - started, 3), "error": error_line(result.error),
-                                    "final": result.final is not None})  # fmt: skip
+            result = execute_code(scope, self.session, code, timeout, step=step, block=block)  # a sandbox failure raises
             results.append(result)
             if result.final is not None:
                 final = result.final
