@@ -20,7 +20,9 @@ The public names, importable from here:
   holding the sandbox image, one per test session for every suite; ``prepare_engine``, ``release_engine`` and
   ``prepare_image(packages)`` for code that is not a fixture) and ``llama_server`` (llama.cpp's OpenAI-compatible
   server with the embedded model, per module): they need the docker sandbox runtime or the llama.cpp provider,
-  imported only when they run.
+  imported only when they run; ``chromium`` (a headless Chromium, installed on demand as root on Debian, else the
+  test skips) with ``browser(binary, profile, *args)`` to run it, and ``system_program(name, package)`` for
+  another program a test drives (tmux).
 
 Nothing in the host imports this package: the ``rlm`` command never loads pytest.
 """
@@ -95,6 +97,9 @@ _LAZY: dict[str, str] = {
     "prepare_image": "rlm_host.testing.docker_engine_fixture",
     "release_engine": "rlm_host.testing.docker_engine_fixture",
     "llama_server": "rlm_host.testing.llama_server_fixture",
+    "chromium": "rlm_host.testing.browser",
+    "browser": "rlm_host.testing.browser",
+    "system_program": "rlm_host.testing.browser",
 }
 
 __all__ = sorted(_LAZY)

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import struct
-import subprocess
 import zlib
 from collections import Counter, defaultdict
 from html.parser import HTMLParser
@@ -19,6 +16,7 @@ from bench_data import SMOKE_RULES, DATA, repl, write_script
 from bench_data.fixtures import cli, isolated_env  # noqa: F401 (fixtures)
 from rlm_bench.html_report import render_html
 from rlm_bench.store import BenchStore
+from rlm_host.testing import browser, chromium  # noqa: F401 (the chromium fixture)
 
 EVIL = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>Kasrin"
 
@@ -138,37 +136,6 @@ def test_cost_chart_when_every_case_has_a_price(benchmarks):
 
 
 # --- in a real browser ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    problem = ""
-    if not found:
-        if os.geteuid() == 0 and shutil.which("apt-get"):
-            apt_env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            wait = ["-o", "DPkg::Lock::Timeout=600"]  # another install (the Docker engine's) may hold the lock
-            for command in (["apt-get", *wait, "install", "-y", "chromium"], ["apt-get", *wait, "update"],
-                            ["apt-get", *wait, "install", "-y", "chromium"]):  # a fresh machine needs the update first
-                run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=apt_env)
-                if "install" in command and run.returncode == 0:
-                    break  # fmt: skip
-            found = shutil.which("chromium")
-            problem = "" if found else f"apt-get install chromium failed: {run.stderr.strip()[-300:]}"
-        else:
-            problem = "chromium is not installed and cannot be installed (not root or no apt-get)"
-    if not found:
-        if os.environ.get("RLM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"RLM_REQUIRE_BROWSER=1: {problem}")
-        pytest.skip(problem)
-    return found
-
-
-def browser(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-               "--window-size=1200,1600", *args]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
 def png_pixels(data: bytes) -> tuple[int, int, int, bytes]:
