@@ -157,3 +157,25 @@ def test_start_a_run_from_the_command_line_and_watch_it(rlm_isolated):
         assert app.query_one("#runs-table").row_count == 1
 
     drive(app, body)
+
+
+def test_chat_turns_keep_the_session(rlm_isolated):
+    model = script(rlm_isolated.work / "chat.json", ["```repl\nnote = 'kept'\nprint(note)\n```", "FINAL(first answer)"])
+    second = script(rlm_isolated.work / "second.json", ["```repl\nprint('still ' + note)\n```", "FINAL(second answer)"])
+    app = make_app(rlm_isolated.runs)
+
+    async def body(pilot):
+        app.execute(f"/connect {model}")
+        app.execute("/sandbox monty")
+        app.execute('/rlm chat "remember something"')
+        await wait_for(pilot, lambda: "first answer" in app.last_message, what="the first turn")
+        session = app.workspace.chat
+        app.execute(f'/rlm chat "what did you keep?" model={second}')
+        await wait_for(pilot, lambda: "second answer" in app.last_message, what="the second turn")
+        assert app.workspace.chat is session and len(session.turns) == 2
+        view = app.query_one("RunView")
+        await wait_for(pilot, lambda: view.index is not None and view.index.live.finished, what="the turn's run")
+        await pilot.press("home")
+        assert "still kept" in str(app.query_one("#detail").render())  # the variable the first turn left
+
+    drive(app, body)

@@ -48,3 +48,4 @@ def test_chart_bars_scale_to_the_best():
     lines = chart([{"preset": "p", "model": "a", "accuracy": 1.0}, {"preset": "p", "model": "b", "accuracy": 0.5},
                    {"preset": "p", "model": "c", "accuracy": None}], "accuracy", width=10)  # fmt: skip
     assert lines[0].count("█") == 10 and lines[1].count("█") == 5 and lines[2].endswith("—")
+    assert chart([{"preset": "p", "model": "a", "accuracy": 0.0}], "accuracy")[0].endswith(" 0")

@@ -157,8 +157,8 @@ def chart(rows: list[dict[str, Any]], metric: str, width: int = 30) -> list[str]
     lines = []
     for row, value in values:
         label = f"{str(row.get('preset') or '')[:18]:<18} {str(row.get('model') or '')[:16]:<16}"
-        if isinstance(value, (int, float)) and top > 0:
-            bar = "█" * max(1 if value > 0 else 0, round(width * value / top))
+        if isinstance(value, (int, float)):
+            bar = "█" * (max(1 if value > 0 else 0, round(width * value / top)) if top > 0 else 0)
             lines.append(f"{label} {bar:<{width}} {value:.3g}")
         else:
             lines.append(f"{label} {'':<{width}} —")

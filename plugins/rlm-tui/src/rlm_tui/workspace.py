@@ -100,9 +100,11 @@ class Workspace:
     def ask(self, question: str, context: Optional[str], options: dict[str, Any], on_started: Started,
             on_finished: Finished) -> threading.Thread:  # fmt: skip
         """One ``/rlm chat`` turn in a thread; the session (REPL variables, history) is kept for the next turn
-        unless the context or options change."""
-        if self.chat is None or context is not None or options:
-            self.chat = self.rlm(options).session(_context(context))
+        unless a context is given (a new conversation); ``options`` apply to this turn."""
+        if self.chat is None or context is not None:
+            self.chat = self.rlm({}).session(_context(context))
+        if options:
+            self.rlm(options)  # validated here: a bad value is a message before the turn starts
         session, home = self.chat, self.home
         seen = threading.Event()
 
@@ -113,7 +115,7 @@ class Workspace:
 
         def work() -> None:
             try:
-                result = session.ask(question, on_event=on_event)
+                result = session.ask(question, on_event=on_event, **options)
             except BaseException as exc:  # noqa: BLE001
                 on_finished(None, error_text(exc))
                 return
