@@ -3,7 +3,8 @@
 ``chromium`` is a session fixture (import it into the test modules that need it) giving the browser's path:
 found on PATH, else installed with apt-get when the tests run as root on Debian (as CI does), else the test is
 skipped — or fails, when ``RLM_REQUIRE_BROWSER=1`` says the browser must be there. ``browser(binary, profile,
-*args)`` runs it headless with a throw-away profile (``--dump-dom``, ``--screenshot=…``, ``--remote-debugging-port``…).
+*args)`` runs it headless with a throw-away profile (``--dump-dom``, ``--screenshot=…``,
+``--remote-debugging-port``…).
 ``system_program(name, package)`` does the same finding-or-installing for another program (``tmux``).
 """
 

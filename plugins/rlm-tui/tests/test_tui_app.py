@@ -64,6 +64,11 @@ def test_browse_filter_open_and_replay(tmp_path):
         assert "no step 99" in app.last_message
         app.execute(f"/rlm replay {C}")
         await pilot.pause()
+        child = "run_20261116_020000_000001_dddd"
+        assert steps.count == 3 and view.entry(1) == (child, 0, 1)  # the step tree: the child's step under step 1
+        assert view._row(1).startswith("  ↳") and view._row(2).lstrip().startswith("2 final")
+        await pilot.press("home", "down")
+        assert "in child run" in str(app.query_one("#detail").render())
         await pilot.press("home", "o")  # the child run its first step started
         assert view.run_id == "run_20261116_020000_000001_dddd" and steps.count == 1
         await pilot.press("backspace")
@@ -81,7 +86,8 @@ def test_bad_input_is_one_message(tmp_path):
 
     async def body(pilot):
         for line, says in [("/rlm replay run_nope", "no saved run"), ("/rlm replay run_2026", "matches"),
-                           ("/warp 9", "unknown command"), ("/rlm run", "usage"), ("/compare nope latest", "no saved run"),
+                           ("/warp 9", "unknown command"), ("/rlm run", "usage"),
+                           ("/compare nope latest", "no saved run"),
                            ('/rlm run "x', "close the quotes")]:  # fmt: skip
             await pilot.press("slash")
             app.query_one("#command").value = line
@@ -134,7 +140,7 @@ def test_start_a_run_from_the_command_line_and_watch_it(rlm_isolated):
 
     async def body(pilot):
         app.execute('/rlm run "What is six times seven?" steps=x')
-        assert "max-steps" in app.last_message or "max_steps" in app.last_message, app.last_message
+        assert "invalid run option: steps=" in app.last_message, app.last_message
         app.execute("/sandbox nowhere")
         assert "nowhere" in app.last_message
         app.execute("/sandbox monty")
@@ -177,5 +183,23 @@ def test_chat_turns_keep_the_session(rlm_isolated):
         await wait_for(pilot, lambda: view.index is not None and view.index.live.finished, what="the turn's run")
         await pilot.press("home")
         assert "still kept" in str(app.query_one("#detail").render())  # the variable the first turn left
+
+    drive(app, body)
+
+
+def test_a_run_opened_before_its_file_exists_shows_up(tmp_path):
+    from tui_support import write_run
+
+    home = tmp_path / ".rlm"
+    path = home / "runs" / "run_20261116_000000_000000_late.jsonl"
+    app = make_app(home)
+
+    async def body(pilot):
+        app.follow(path)  # as /rlm run does when the run_start event comes before the file has it
+        await pilot.pause(0.2)
+        assert app.query_one("#steps").count == 0
+        write_run(home, "run_20261116_000000_000000_late", [{"code": "print(1)"}, {"code": "FINAL(1)", "final": True}])
+        await wait_for(pilot, lambda: app.query_one("#steps").count == 2, what="the steps")
+        assert app.query_one("RunView").run_id == "run_20261116_000000_000000_late"
 
     drive(app, body)

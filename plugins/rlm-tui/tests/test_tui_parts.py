@@ -94,7 +94,8 @@ def test_steps_sub_calls_child_runs_and_errors_are_attached(tmp_path):
 def test_hostile_text_stays_text():
     nasty = "[bold red]boom[/] \x1b[2J\x07 [link=file:///etc/passwd]x[/link]"
     data = {"action": "run_code", "code": nasty, "reply": nasty,
-            "observation": {"blocks": [{"stdout": nasty}], "variables": [{"name": nasty, "type": "str", "repr": nasty}]}}
+            "observation": {"blocks": [{"stdout": nasty}],
+                            "variables": [{"name": nasty, "type": "str", "repr": nasty}]}}
     detail = step_detail(1, data, nasty, [{"kind": nasty, "prompt": nasty, "response": nasty}], [(nasty, nasty)])
     assert isinstance(detail, Text)
     assert "[bold red]boom[/]" in detail.plain and "\x1b" not in detail.plain and "\x07" not in detail.plain
@@ -105,7 +106,8 @@ def test_hostile_text_stays_text():
 def test_rlm_help_does_not_import_textual():
     code = ("import sys, runpy; sys.argv = ['rlm', '--help']\n"
             "try:\n    runpy.run_module('rlm_host', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print('\\n' + str(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_serve', 'rlm_tui'))))")
+            "mine = ('textual', 'textual_serve', 'rlm_tui')\n"
+            "print('\\n' + str(sorted(m for m in sys.modules if m.split('.')[0] in mine)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert "tui " in out, out  # the command is listed…
     loaded = out.strip().splitlines()[-1]

@@ -51,7 +51,8 @@ def test_open_a_10000_step_run_and_move_around(tmp_path):
         assert steps.count == 10
         index = app.query_one("RunView").opened_seconds
         events = sum(1 for _ in (home / "runs" / f"{run_id}.jsonl").open("rb"))
-        print(f"\n10,000-step trajectory ({events:,} events): opened in {opened:.2f}s (reading and indexing {index:.2f}s: "
+        print(f"\n10,000-step trajectory ({events:,} events): opened in {opened:.2f}s "
+              f"(reading and indexing {index:.2f}s: "
               f"{events / index:,.0f} events/s), end key {to_end * 1000:.0f} ms, errors-only filter {errors:.2f}s")
         assert opened < 10 and to_end < 2
 

@@ -32,6 +32,27 @@ def test_loopback_only_unless_asked():
                                    "latest"]  # fmt: skip
 
 
+def test_another_address_is_served_only_with_a_warning(monkeypatch, capsys):
+    import textual_serve.server
+
+    from rlm_tui import web
+
+    served = []
+
+    class FakeServer:
+        def __init__(self, command, host, port, title):
+            served.append((command, host, port))
+
+        def serve(self):
+            pass
+
+    monkeypatch.setattr(textual_serve.server, "Server", FakeServer)
+    web.serve(None, 9000)
+    assert served[-1][1:] == ("127.0.0.1", 9000) and "WARNING" not in capsys.readouterr().err
+    web.serve("0.0.0.0", 9001)
+    assert served[-1][1:] == ("0.0.0.0", 9001) and "WARNING: serving on 0.0.0.0" in capsys.readouterr().err
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -109,7 +109,8 @@ def sample_home(home: Path) -> dict[str, Path]:
     return {"a": write_run(home, "run_20261116_000000_000000_aaaa", a),
             "b": write_run(home, "run_20261116_010000_000000_bbbb", b, ts=TS0 + 3600),
             "c": write_run(home, "run_20261116_020000_000000_cccc", [a[0], a[3]], ts=TS0 + 7200,
-                           task="Delegate <b>[bold red]markup[/]</b> \x1b[31mred", child="run_20261116_020000_000001_dddd")}
+                           task="Delegate <b>[bold red]markup[/]</b> \x1b[31mred",
+                           child="run_20261116_020000_000001_dddd")}
 
 
 def drive(app: Any, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:

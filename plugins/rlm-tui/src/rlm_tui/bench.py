@@ -86,8 +86,9 @@ class Bench:
             raise BenchUnavailable(_failure(done, args))
         return done.stdout
 
-    def run(self, preset: str, total: int, options: dict[str, str], on_change: Callable[[BenchProgress], None]) -> BenchProgress:
-        """Start ``rlm bench run --preset`` in the background; ``on_change`` after every finished case and at the end."""
+    def run(self, preset: str, total: int, options: dict[str, str],
+            on_change: Callable[[BenchProgress], None]) -> BenchProgress:  # fmt: skip
+        """Start ``rlm bench run --preset`` in the background; ``on_change`` after each finished case and at the end."""
         args = ["bench", "run", "--preset", preset, "--json"]
         for key in ("limit", "model", "sandbox"):
             if options.get(key):

@@ -103,8 +103,8 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
             if isinstance(var, dict):
                 size = var.get("size")
                 text.append(f"{clean(var.get('name'))}", style="bold")
-                text.append(f": {clean(var.get('type'))}" + (f" [{size}]" if isinstance(size, int) and size >= 0 else "")
-                            + f" = {one_line(var.get('repr'), 80)}\n")
+                shown = f" [{size}]" if isinstance(size, int) and size >= 0 else ""
+                text.append(f": {clean(var.get('type'))}{shown} = {one_line(var.get('repr'), 80)}\n")
     if sub_calls:
         _section(text, f"sub-calls ({len(sub_calls)})")
         for call in sub_calls:

@@ -40,6 +40,10 @@ def meter_text(label: str, used: float, limit: Optional[float], text: str) -> Te
     return line
 
 
+#: One row of the step tree: (run id, the step's index in that run, depth below the run shown).
+Entry = tuple[str, int, int]
+
+
 class RunView(Vertical):
     """One run of a trajectory file (the root, or a child run with ``run_id``)."""
 
@@ -65,7 +69,8 @@ class RunView(Vertical):
         super().__init__(**kwargs)
         self.index: Optional[TrajectoryIndex] = None
         self.run_id: Optional[str] = None
-        self.rows: Optional[list[int]] = None  # errors only: the step indices shown
+        self.rows: Optional[list[Entry]] = None  # None: row i is the run's step i (no child runs, no filter)
+        self.errors_only = False
         self.opened_seconds: Optional[float] = None
         self._timer = None
         self._shown_detail: Optional[tuple[str, int]] = None
@@ -85,8 +90,9 @@ class RunView(Vertical):
         started = time.perf_counter()
         index = TrajectoryIndex(path)
         index.refresh()
-        self.index, self.rows, self._shown_detail = index, None, None
+        self.index, self.errors_only, self._shown_detail = index, False, None
         self.run_id = run_id or index.root_id
+        self._rebuild()
         steps = self.query_one("#steps", VirtualList)
         steps.follow = not index.live.finished
         steps.cursor = 0
@@ -102,6 +108,9 @@ class RunView(Vertical):
         if self.index is None or (self.index.live.finished and self._final_seen):
             return
         if self.index.refresh():
+            if self.run_id is None:  # opened before the run's first line reached the file
+                self.run_id = self.index.root_id
+            self._rebuild()
             self.query_one("#steps", VirtualList).set_count(self.count())
         self._update()
 
@@ -122,14 +131,45 @@ class RunView(Vertical):
         run = self.index.runs.get(self.run_id or "")
         return len(run) if run else 0
 
+    def entry(self, row: int) -> Entry:
+        """The step shown on ``row``."""
+        return self.rows[row] if self.rows is not None else (self.run_id or "", row, 0)
+
     def step_index(self, row: int) -> int:
-        return self.rows[row] if self.rows is not None else row
+        return self.entry(row)[1]
+
+    def _rebuild(self) -> None:
+        """The step tree: the run's steps, each followed by the steps of the child runs it started (nested), and
+        only the error steps under ``E``. A run without child runs needs no list at all (row i is step i), so a
+        10,000-step run costs nothing here."""
+        run = self.index.runs.get(self.run_id or "") if self.index else None
+        if run is None or (not self.errors_only and not any(run.children.values()) and not run.pending_children):
+            self.rows = None
+            return
+        rows: list[Entry] = []
+        self._walk(run.run_id, 0, rows, set())
+        if self.errors_only:
+            rows = [e for e in rows if self.index.step_error(e[0], e[1])]  # type: ignore[union-attr]
+        self.rows = rows
+
+    def _walk(self, run_id: str, depth: int, rows: list[Entry], seen: set[str]) -> None:
+        run = self.index.runs.get(run_id) if self.index else None
+        if run is None or run_id in seen:
+            return
+        seen.add(run_id)
+        for i in range(len(run)):
+            rows.append((run_id, i, depth))
+            for child in run.children.get(i, []):
+                self._walk(child, depth + 1, rows, seen)
+        for child in run.pending_children:  # started by the step in progress
+            self._walk(child, depth + 1, rows, seen)
 
     def _row(self, row: int) -> str:
-        assert self.index is not None and self.run_id is not None
-        i = self.step_index(row)
-        data = self.index.step(self.run_id, i)
-        return step_row(int(data.get("step") or i + 1), data, self.index.step_error(self.run_id, i))
+        assert self.index is not None
+        run_id, i, depth = self.entry(row)
+        data = self.index.step(run_id, i)
+        text = step_row(int(data.get("step") or i + 1), data, self.index.step_error(run_id, i))
+        return text if not depth else "  " * depth + "↳" + text[2 * depth + 1:]
 
     # ------------------------------------------------------------------ drawing
 
@@ -173,15 +213,17 @@ class RunView(Vertical):
         """Put step ``row`` of the list into the detail pane."""
         if self.index is None or self.run_id is None or not self.count():
             return
-        i = self.step_index(row)
-        if self._shown_detail == (self.run_id, i):
+        run_id, i, depth = self.entry(min(row, self.count() - 1))
+        if self._shown_detail == (run_id, i):
             return
-        self._shown_detail = (self.run_id, i)
-        run = self.index.runs[self.run_id]
-        data = self.index.step(self.run_id, i)
+        self._shown_detail = (run_id, i)
+        run = self.index.runs[run_id]
+        data = self.index.step(run_id, i)
         children = [(child, self._child_summary(child)) for child in run.children.get(i, [])]
-        detail = step_detail(int(data.get("step") or i + 1), data, self.index.step_error(self.run_id, i),
+        detail = step_detail(int(data.get("step") or i + 1), data, self.index.step_error(run_id, i),
                              run.sub_calls.get(i, []), children)  # fmt: skip
+        if depth:
+            detail = Text(f"in child run {clean(run_id)} (o opens it alone)\n", style="dim") + detail
         self.query_one("#detail", Static).update(detail)
 
     def _child_summary(self, run_id: str) -> str:
@@ -190,7 +232,8 @@ class RunView(Vertical):
             return "(no events yet)"
         final = child.final or {}
         reason = final.get("termination_reason") or "running"
-        return f"{len(child)} steps · {reason} · {one_line(final.get('final_response') or child.start.get('task'), 60)}"
+        what = one_line(final.get("final_response") or child.start.get("task"), 60)
+        return f"{len(child)} steps · {reason} · {what}"
 
     def on_virtual_list_highlighted(self, message: VirtualList.Highlighted) -> None:
         self.show_step(message.index)
@@ -208,53 +251,60 @@ class RunView(Vertical):
         self.steps.follow = False
         self.steps.action_cursor(delta)
 
+    def _show_rows(self, cursor: int) -> None:
+        self.steps.follow = False
+        self._shown_detail = None
+        self.steps.set_count(self.count())
+        self.steps.cursor = max(0, min(cursor, self.count() - 1))
+
     def goto(self, number: int) -> bool:
-        """Move to the step recorded as step ``number`` (1-based); False when the run has none."""
+        """Move to step ``number`` (1-based) of the run shown; False when it has none."""
         if self.index is None or not 1 <= number <= len(self.index.runs[self.run_id or ""]):
             return False
-        self.rows = None
-        self.steps.follow = False
-        self.steps.set_count(self.count())
-        self.steps.cursor = number - 1
+        self.errors_only = False
+        self._rebuild()
+        target = (self.run_id or "", number - 1, 0)
+        self._show_rows(self.rows.index(target) if self.rows is not None else number - 1)
         return True
 
     def action_jump(self) -> None:
         self.app.prefill("/goto ")  # type: ignore[attr-defined]
 
     def action_next_error(self) -> None:
-        if self.index is None or self.run_id is None:
+        if self.index is None or not self.count():
             return
-        current = self.step_index(self.steps.cursor)
-        run = self.index.runs[self.run_id]
-        following = next((i for i in range(current + 1, len(run)) if self.index.step_error(self.run_id, i)), None)
+        following = next((row for row in range(self.steps.cursor + 1, self.count())
+                          if self.index.step_error(*self.entry(row)[:2])), None)  # fmt: skip
         if following is None:
             self.app.notify("no error step after this one")
             return
-        self.rows = None
         self.steps.follow = False
-        self.steps.set_count(self.count())
         self.steps.cursor = following
 
     def action_errors_only(self) -> None:
         if self.index is None or self.run_id is None:
             return
-        current = self.step_index(self.steps.cursor) if self.count() else 0
-        if self.rows is None:
-            rows = self.index.error_indices(self.run_id)
-            if not rows:
-                self.app.notify("this run has no error step")
-                return
-            self.rows = rows
-            cursor = next((n for n, i in enumerate(rows) if i >= current), 0)
-        else:
-            self.rows, cursor = None, current
-        self.steps.follow = False
-        self._shown_detail = None
-        self.steps.set_count(self.count())
-        self.steps.cursor = cursor
+        current = self.entry(self.steps.cursor) if self.count() else None
+        self.errors_only = not self.errors_only
+        self._rebuild()
+        if self.errors_only and not self.rows:
+            self.errors_only = False
+            self._rebuild()
+            self.app.notify("this run has no error step")
+            return
+        order = self.rows if self.rows is not None else None
+        cursor = 0
+        if current is not None:
+            if order is None:
+                cursor = current[1] if current[0] == self.run_id else 0
+            else:
+                cursor = next((n for n, e in enumerate(order) if e == current), None) or next(
+                    (n for n, e in enumerate(order) if e[0] == current[0] and e[1] >= current[1]), 0)
+        self._show_rows(cursor)
 
     def action_follow(self) -> None:
-        self.rows = None
+        self.errors_only = False
+        self._rebuild()
         self.steps.follow = True
         self.steps.set_count(self.count())
         self.steps.action_jump(-1)
@@ -262,7 +312,8 @@ class RunView(Vertical):
     def action_open_child(self) -> None:
         if self.index is None or self.run_id is None or not self.count():
             return
-        children = self.index.runs[self.run_id].children.get(self.step_index(self.steps.cursor), [])
+        run_id, i, depth = self.entry(self.steps.cursor)
+        children = self.index.runs[run_id].children.get(i, []) or ([run_id] if depth else [])
         if not children:
             self.app.notify("this step started no child run")
             return

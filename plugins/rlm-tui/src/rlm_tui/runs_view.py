@@ -94,8 +94,8 @@ class RunsView(Vertical):
         self.active: set[str] = set()
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: status=final env=pure_rlm model=… since=YYYY-MM-DD words…  (tab: the table)",
-                    id="filter")
+        hint = "filter: status=final env=pure_rlm model=… since=YYYY-MM-DD words…  (tab: the table)"
+        yield Input(placeholder=hint, id="filter")
         yield Static(id="runs-count", markup=False)
         table: DataTable = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)

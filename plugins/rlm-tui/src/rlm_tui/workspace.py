@@ -10,6 +10,7 @@ run started here and one started by another process.
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,19 @@ from rlm_host.sdk.embedding import RLM, ActiveRuns, RunStore, apply_run_flags
 #: RunSettings names whose flag is not ``--`` + the name with dashes would still be merged by name.
 Started = Callable[[str, Path], None]
 Finished = Callable[[Any, Optional[str]], None]
+
+
+class OptionError(ValueError):
+    """A run option the command line gave (or /connect, /sandbox chose) is not valid; the message says which."""
+
+
+def slash_names(message: str) -> str:
+    """``--max-steps: …`` → ``steps=: …``: the host names options by their flags; the command line by key=."""
+    from rlm_tui.slash import ALIASES
+
+    short = {value: key for key, value in ALIASES.items()}
+    return re.sub(r"--([a-z][a-z-]*)", lambda m: short.get(m.group(1).replace("-", "_"), m.group(1).replace("-", "_"))
+                  + "=", message)
 
 
 def error_text(exc: BaseException) -> str:
@@ -63,7 +77,10 @@ class Workspace:
             from rlm_host.sdk.embedding import load_settings
 
             settings = self.settings = load_settings()
-        merged = apply_run_flags(settings, given) if given else settings
+        try:
+            merged = apply_run_flags(settings, given) if given else settings
+        except RlmError as exc:  # name the options as they were typed here (steps=), not as flags (--max-steps)
+            raise OptionError(slash_names(str(exc))) from None
         return RLM(settings=merged, home=self.home)
 
     def choose(self, name: str, value: str) -> None:
