@@ -6,6 +6,11 @@ runtime. Per step it reports wall time minus model time (the engine + sandbox ov
 one-off session start (the context entering the sandbox once).
 
     .venv/bin/python benchmarks/engine_overhead.py [--sizes 1e3,1e6,1e7,1e8] [--sandboxes process,monty] [--repeat 3]
+
+``--live-cost`` measures instead what the live events (step_start, model_call_*, code_*, sub_call_start…) add to a
+step: a 41-step run over 1 KB, alternately with the live events and with them dropped before the bus (as before
+they existed), ``--repeat`` pairs; it prints the wall time and the process's CPU time per step of each (the CPU
+time is the steadier figure on a busy machine: waiting is not counted) and their ratio.
 """
 
 from __future__ import annotations
@@ -54,11 +59,47 @@ def measure(runner: RLMRunner, sandbox: str, context: str) -> tuple[float, float
     return statistics.median(engine), start, total
 
 
+LONG_STEP = "```repl\nidx = context.find('magic number')\nprint(idx)\n```"
+
+
+def live_cost(runner: RLMRunner, sandbox: str, repeat: int) -> None:
+    """Wall time per step with and without the live events, interleaved so the machine's drift hits both."""
+    from rlm_host.engine.scope import RunScope
+    from rlm_host.event_types import LIVE_EVENT_TYPES
+
+    emit = RunScope.emit
+
+    def without_live(self, type_, data):
+        return None if type_ in LIVE_EVENT_TYPES else emit(self, type_, data)
+
+    def one_run() -> tuple[float, float]:
+        root = ScriptedConnector.from_responses([LONG_STEP] * 40 + ["FINAL(4217)"])
+        started, cpu = time.perf_counter(), time.process_time()
+        runner.run_task("q", context=haystack(1000), sandbox=sandbox, connectors={"root": root, "sub": root},
+                        max_steps=41)  # fmt: skip
+        return (time.perf_counter() - started) / 41, (time.process_time() - cpu) / 41
+
+    timings: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    one_run()  # warm: imports, the worker
+    for _ in range(repeat):
+        for live in (True, False):
+            RunScope.emit = emit if live else without_live  # type: ignore[method-assign]
+            try:
+                timings[live].append(one_run())
+            finally:
+                RunScope.emit = emit  # type: ignore[method-assign]
+    for i, what in ((0, "wall"), (1, "cpu")):
+        with_live, without = (statistics.median(t[i] for t in timings[k]) * 1000 for k in (True, False))
+        print(f"{sandbox + ' ' + what:<13}{with_live:>14.3f}{without:>17.3f}{with_live - without:>12.3f}"
+              f"{with_live / without:>8.2f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1e3,1e6,1e7,1e8")
     parser.add_argument("--sandboxes", default="")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--live-cost", action="store_true", help="what the live events add to a step")
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     host = get_host()
@@ -68,6 +109,11 @@ def main() -> None:
         loaded = load_settings(host=host, environ={"HOME": home}, cwd=Path(home))
         runner = RLMRunner(loaded=loaded, host=host, home=Path(home))
         loaded.settings.run.sinks = []
+        if args.live_cost:
+            print(f"{'sandbox':<13}{'ms/step live':>14}{'ms/step without':>17}{'delta ms':>12}{'ratio':>8}")
+            for sandbox in sandboxes:
+                live_cost(runner, sandbox, max(args.repeat, 5))
+            return
         print(f"{'sandbox':<9}{'context':>10}{'engine ms/step':>16}{'x 1 KB':>8}{'start+stop s':>17}{'run s':>8}")
         for sandbox in sandboxes:
             baseline = None

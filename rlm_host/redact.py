@@ -88,9 +88,37 @@ def redact_data(value: Any) -> Any:
     run event passes here)."""
     if isinstance(value, str):
         return redact(value)
+    if type(value) is dict and len(value) <= _FLAT_ITEMS:
+        flat = _redact_flat(value)
+        if flat is not None:
+            return flat
     if isinstance(value, (dict, list, tuple)) and not _may_hold_secret(value):
         return value
     return _walk(value)
+
+
+_FLAT_ITEMS = 16
+_SCALARS = (int, float, bool, type(None))
+
+
+def _redact_flat(value: dict) -> Optional[dict]:
+    """A dict of strings and numbers (a live event's data) redacted string by string, cheaper than a JSON dump;
+    None when it holds anything else."""
+    out: Optional[dict] = None
+    for key, item in value.items():
+        if type(item) is str:
+            clean = redact(item)
+        elif isinstance(item, _SCALARS):
+            clean = item
+        else:
+            return None
+        clean_key = redact(key) if type(key) is str else key
+        if clean is not item or clean_key is not key:
+            if out is None:
+                out = dict(value)
+            out.pop(key, None)
+            out[clean_key] = clean
+    return value if out is None else out
 
 
 def _may_hold_secret(value: Any) -> bool:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from rlm_host.events import EventBus, EventType, RunEvent
+from rlm_host.events import EventBus, EventType, RunEvent, operation_of
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class RunScope:
     def emit(self, type_: EventType, data: dict[str, Any]) -> RunEvent:
         event = RunEvent(
             type=type_,
+            operation=operation_of(type_, data),  # given: the validator then sets nothing
             run_id=self.run_id,
             root_run_id=self.root_run_id,
             parent_run_id=self.parent_run_id,

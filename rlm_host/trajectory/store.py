@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional
@@ -20,6 +21,7 @@ from typing import IO, Any, Iterator, Optional
 from pydantic import BaseModel
 
 from rlm_host.errors import InputError, RlmError
+from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import RunEvent
 from rlm_host.results import RunResult, StepRecord
 from rlm_host.text import clip, valid_unicode
@@ -61,9 +63,42 @@ def _event_line(event: RunEvent) -> str:
         return valid_unicode(json.dumps(event.model_dump(), default=repr, ensure_ascii=False))
 
 
-#: Live events that another event always follows at once (a model call after ``step_start``, the ``sub_call`` after
-#: the sub-model's ``model_call_end``…): the trajectory writes them with that next event.
-HELD_EVENTS = frozenset({"step_start", "sub_call_start", "model_call_end", "code_end", "child_run_end"})
+#: Seconds a live event waits for the next event to share its write; then it is written alone (a model call or
+#: code in progress shows in the file, for a live view in another process, within this delay).
+HOLD_SECONDS = 0.05
+
+
+class _LateWrites:
+    """One thread per process writing the live events that nothing followed within ``HOLD_SECONDS``."""
+
+    def __init__(self) -> None:
+        self._pending: set["TrajectoryWriter"] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, writer: "TrajectoryWriter") -> None:
+        with self._lock:
+            if writer in self._pending:
+                return
+            self._pending.add(writer)
+            self._wake.set()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="rlm-trajectory-late", daemon=True)
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(HOLD_SECONDS)
+            with self._lock:
+                writers, self._pending = self._pending, set()
+                self._wake.clear()
+            for writer in writers:
+                writer.write_held()
+
+
+_late_writes = _LateWrites()
 
 
 class TrajectoryWriter:
@@ -75,9 +110,9 @@ class TrajectoryWriter:
     last whole line, one warning names the path and the reason, later events are dropped, and ``failed`` says
     why, so the caller can still deliver the answer and report the record as incomplete.
 
-    A live event that another always follows at once (:data:`HELD_EVENTS`) waits for it and goes to the file in the
-    same write, so the live events cost few writes; the file never shows an event out of order, and ``close``
-    writes one still waiting.
+    A live event (``rlm_host.event_types``) waits for the next event and goes to the file in the same write, or
+    alone after ``HOLD_SECONDS`` when none comes (a long model call), so the live events cost no write of their
+    own; the file never shows an event out of order, and ``close`` writes one still waiting.
     """
 
     def __init__(self, home: Path, root_run_id: str) -> None:
@@ -91,7 +126,7 @@ class TrajectoryWriter:
                              hint="choose a writable run home: RLM_HOME=DIR, or [paths] home in rlm.toml") from None  # fmt: skip
         self._whole = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
         self._lock = threading.Lock()
-        self._held = b""  # HELD_EVENTS lines waiting for the next event
+        self._held = b""  # live event lines waiting for the next event (or HOLD_SECONDS)
         self.failed: Optional[str] = None
         self.dropped = 0
 
@@ -105,10 +140,18 @@ class TrajectoryWriter:
             if self.failed is not None:
                 self.dropped += 1
                 return
-            if event.type in HELD_EVENTS:
+            if event.type in LIVE_EVENT_TYPES:
+                if not self._held:
+                    _late_writes.add(self)
                 self._held += data
                 return
             self._write(data)
+
+    def write_held(self) -> None:
+        """Write the live events still waiting (``_LateWrites``, after ``HOLD_SECONDS``)."""
+        with self._lock:
+            if self._held and self._file is not None and self.failed is None:
+                self._write(b"")
 
     def _write(self, data: bytes) -> None:
         """Write ``data`` after the held lines, in one write (under the lock)."""

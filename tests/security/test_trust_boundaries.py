@@ -384,3 +384,10 @@ def test_event_data_is_redacted_at_any_depth_whatever_the_secret_s_characters(se
     plain = {"step": 1, "observation": {"output": ["nothing to hide"]}}
     if redact._dump_is_faithful():  # no secret JSON would escape registered in this process (else: always walked)
         assert redact.redact_data(plain) is plain  # nothing to redact: returned as it is, not rebuilt
+    # a flat dict (a live event's data) is redacted value by value: the same result, keys included
+    live = {"call": 7, "code": f"key = '{secret}'", secret: 1, "ok": True, "url": "https://u:hunter2-password@h/"}
+    flat = redact.redact_data(live)
+    assert secret not in json.dumps(flat, ensure_ascii=False) and "hunter2-password" not in json.dumps(flat)
+    assert flat["call"] == 7 and flat["ok"] is True and flat["code"] == "key = '***'" and flat["***"] == 1
+    calm = {"call": 1, "role": "root", "seconds": 0.5}
+    assert redact.redact_data(calm) is calm
