@@ -158,9 +158,10 @@ def test_framework_run_code_is_bracketed(tmp_path, monkeypatch):
     result = runner.run_task("q", context="c", framework="echo", connectors={"root": root}, on_event=events.append)
     assert result.final_response == "done"
     assert [t for t in _types(result)] == [
-        "run_start", "model_call_start", "model_call_end", "code_start", "code_end", "step",
-        "model_call_start", "model_call_end", "step", "final",
+        "run_start", "step_start", "model_call_start", "model_call_end", "code_start", "code_end", "step",
+        "step_start", "model_call_start", "model_call_end", "step", "final",
     ]  # fmt: skip
+    assert [e.data["step"] for e in events if e.type == "step_start"] == [1, 2]  # the step its first turn begins
     code_start = next(e.payload() for e in events if e.type == "code_start")
     assert (code_start.step, code_start.block, code_start.code) == (None, None, "print(1)")
 

@@ -269,9 +269,16 @@ class RLMRunner:
                              model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model),
                              exec_timeout=plan.limits.exec_timeout)  # fmt: skip
         closers.append(tools.close)
+        def turn_starts() -> None:
+            """A root turn of the framework: the first one of a step not yet reported is that step's start."""
+            with lock:
+                if mark.get("started") != progress.steps + 1:
+                    mark["started"] = progress.steps + 1
+                    ctx.scope.emit("step_start", {"step": progress.steps + 1})
+
         fctx = FrameworkContext(
             task=ctx.task, context=ctx.context, context_meta=ctx.context_meta,
-            root=TurnLimitedRole(ctx.root, plan.run.max_steps), sub=ctx.sub,
+            root=TurnLimitedRole(ctx.root, plan.run.max_steps, turn_starts), sub=ctx.sub,
             sub_model_for=ctx.sub_model_for, tools=tools, budget=ctx.budget, rewards=plan.rewards, limits=plan.limits,
             scope=ctx.scope, max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, step=step,
             settings=plan.framework_settings,

@@ -38,17 +38,21 @@ class StepLimitReached(RlmError):
 
 
 class TurnLimitedRole:
-    """A model role that allows ``max_turns`` calls and raises StepLimitReached at the next one."""
+    """A model role that allows ``max_turns`` calls and raises StepLimitReached at the next one; ``on_turn`` is
+    called before each call (the runner's ``step_start`` for a framework run)."""
 
-    def __init__(self, role: Any, max_turns: int) -> None:
+    def __init__(self, role: Any, max_turns: int, on_turn: Optional[Callable[[], None]] = None) -> None:
         self._role = role
         self._max_turns = max_turns
+        self._on_turn = on_turn
         self.turns = 0
 
     def complete(self, messages: Any, purpose: Any = None, **kwargs: Any) -> Any:
         if self.turns >= self._max_turns:
             raise StepLimitReached(f"the run's {self._max_turns} root turns (max_steps) are used")
         self.turns += 1
+        if self._on_turn is not None:
+            self._on_turn()
         return self._role.complete(messages, purpose=purpose, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
