@@ -9,7 +9,8 @@ environment puts in its sandbox: ``HELPERS_SOURCE``, ``document_names`` and the 
 (``llm_query``, ``llm_query_batched``, ``rlm_query``). A JSON-action environment reads replies with
 ``reply_action`` / ``parse_action``; ``StepHistory`` and ``truncate`` shape what the next prompt shows;
 ``execute_code(ctx.scope, session, code, timeout)`` runs model code with the ``code_start`` / ``code_end`` events a
-live view shows.
+live view shows; ``ProjectFiles(ctx.workdir)`` reads, writes, patches and lists the project's files for the model,
+confined to the folder (a hostile path is a ``PathRefused`` whose message the model sees).
 
 Reference plugins to copy: ``plugins/rlm-env-traces`` (pure_rlm given extra host functions, through
 ``build_environment``), ``plugins/rlm-env-dspy`` (its own loop over a project folder). Contract suite:
@@ -17,6 +18,7 @@ Reference plugins to copy: ``plugins/rlm-env-traces`` (pure_rlm given extra host
 """
 
 from rlm_host.environments.kit import StepHistory, execute_code, parse_action, reply_action, truncate
+from rlm_host.environments.project_files import PathRefused, ProjectFiles
 from rlm_host.environments.protocol import Environment, EnvironmentContext
 from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
 from rlm_host.results import ActionResult
@@ -29,6 +31,8 @@ __all__ = [
     "parse_action", "reply_action", "json_object_spans",
     # what the next prompt shows
     "truncate", "StepHistory",
+    # the project folder's files, confined (read, write, patch, list; paths from the model are hostile)
+    "ProjectFiles", "PathRefused",
     # the REPL kit; model code run with its live events
     "SubCalls", "HELPERS_SOURCE", "document_names", "execute_code",
 ]  # fmt: skip

@@ -2,7 +2,7 @@
 improves DSPy programs in a project folder, rewarded by a verifier that runs inside the sandbox.
 
 Each reply is one JSON action. File actions (``write_file``, ``patch_file``, ``read_file``, ``list_tree``) are
-done on the host through :class:`~rlm_env_dspy.workspace.Workspace`, confined to the run's ``--workdir``; every
+done on the host through :class:`~rlm_host.sdk.environments.ProjectFiles`, confined to the run's ``--workdir``; every
 check that runs code or a model-given regex (compile, pytest, the analysis, ``search_code``) runs in the
 sandbox, whose working directory is that same folder mounted read-write. ``run_python``, ``delegate`` and
 ``delegate_batch`` are the built-in generic environment's own, run on the same session; ``llm_query`` and
@@ -22,7 +22,7 @@ from rlm_host.sdk.environments import EnvironmentContext, StepHistory, SubCalls,
 from rlm_host.sdk.models import Completion, Message, ReplyFormat
 
 from rlm_env_dspy import verifier
-from rlm_env_dspy.workspace import PathRefused, Workspace
+from rlm_host.sdk.environments import PathRefused, ProjectFiles
 
 SYSTEM_PROMPT = """\
 You are an RLM coding agent that writes, tests and improves DSPy programs in a project folder.
@@ -100,7 +100,7 @@ class DSPyCodingEnvironment:
             raise InputError("the dspy environment needs a project folder", hint="rlm run --env dspy --workdir DIR")
         self.settings = settings or DSPySettings()
         self.ctx = ctx
-        self.workspace = Workspace(ctx.workdir)
+        self.workspace = ProjectFiles(ctx.workdir)
         self.session: Any = None
         self.history = StepHistory()
         inner_ctx = replace(ctx, open_sandbox=self._open_session)

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from rlm_env_dspy.workspace import MAX_WRITE_BYTES, PathRefused, Workspace
+from rlm_host.environments.project_files import MAX_WRITE_BYTES, PathRefused
+from rlm_host.environments.project_files import ProjectFiles
 
 
 @pytest.fixture
@@ -14,7 +15,7 @@ def tree(tmp_path):
     (project / "qa.py").write_text("import dspy\n")
     secret = tmp_path / "secret.txt"
     secret.write_text("host secret")
-    return Workspace(project), project, secret
+    return ProjectFiles(project), project, secret
 
 
 @pytest.mark.parametrize("path", ["../secret.txt", "sub/../../secret.txt", "..", "./../secret.txt", "a/..\\..\\x"])
@@ -125,7 +126,7 @@ def test_writes_never_follow_a_folder_swapped_for_a_link_after_the_check(tree, m
     the write walks the folders one at a time without following links, so nothing is created outside."""
     workspace, project, secret = tree
     (project / "pkg").mkdir()
-    real_resolve = Workspace.resolve
+    real_resolve = ProjectFiles.resolve
 
     def resolve_then_swap(self, raw):
         path = real_resolve(self, raw)
@@ -133,7 +134,7 @@ def test_writes_never_follow_a_folder_swapped_for_a_link_after_the_check(tree, m
         (project / "pkg").symlink_to(secret.parent)  # the race, made certain
         return path
 
-    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    monkeypatch.setattr(ProjectFiles, "resolve", resolve_then_swap)
     with pytest.raises(PathRefused, match="without following links"):
         workspace.write_text("pkg/evil.py", "pwned")
     assert not (secret.parent / "evil.py").exists()

@@ -1,4 +1,5 @@
-"""The file actions the host does for the model, confined to the run's project folder.
+"""The file actions the host does for the model, confined to the run's project folder (``ProjectFiles``: the
+dspy environment's and the harness's read, write, patch, list and search).
 
 The paths come from the model and are hostile. A path is refused when it is empty or holds a NUL, names a
 parent (``..``), is absolute outside the folder, or resolves (symlinks followed) outside it. Files are opened
@@ -17,7 +18,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rlm_host.sdk.sandbox import WorkspaceRefused, check_workspace_write, open_in_workspace
+from rlm_host.sandbox.workspace import WorkspaceRefused, check_workspace_write, open_in_workspace
 
 #: A write larger than this is refused.
 MAX_WRITE_BYTES = 512 * 1024
@@ -34,7 +35,7 @@ class PathRefused(WorkspaceRefused):
     """A path the model may not use; the message says why (shown to the model)."""
 
 
-class Workspace:
+class ProjectFiles:
     """The project folder of a run; every method takes the model's path strings."""
 
     def __init__(self, root: Path) -> None:
