@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from rlm_tui.index import TrajectoryIndex
-from rlm_tui.render import clean, step_detail, step_row
+from rlm_tui.render import clean, step_detail, step_row_short
 from rlm_tui.vlist import VirtualList
 
 
@@ -45,7 +45,7 @@ class Side(Vertical):
     def _row(self, i: int) -> str:
         assert self.index is not None and self.index.root_id
         data = self.index.step(self.index.root_id, i)
-        return step_row(i + 1, data, self.index.step_error(self.index.root_id, i))
+        return step_row_short(i + 1, data, self.index.step_error(self.index.root_id, i))
 
     def load(self, path: Path, cursor: int) -> None:
         self.index = TrajectoryIndex(path)

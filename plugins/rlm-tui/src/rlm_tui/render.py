@@ -48,6 +48,12 @@ def step_row(number: int, data: dict[str, Any], error: Optional[str]) -> str:
             f"{_tokens(data.get('usage')):>7,} tok {_num(data.get('duration_s'), '5.1f')}s  {one_line(what, 200)}")
 
 
+def step_row_short(number: int, data: dict[str, Any], error: Optional[str]) -> str:
+    """``  2 run_code  ✗ x = 1/0``: a row for half the screen (two runs side by side), where the code matters most."""
+    what = data.get("code") or data.get("reply") or ""
+    return f"{number:>3} {one_line(data.get('action') or '?', 9):<9} {'✗' if error else '✓'} {one_line(what, 200)}"
+
+
 def _section(text: Text, title: str) -> None:
     text.append(f"\n── {title} ", style="bold")
     text.append("─" * max(2, 24 - len(title)) + "\n", style="dim")

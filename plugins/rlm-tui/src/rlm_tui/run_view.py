@@ -95,8 +95,9 @@ class RunView(Vertical):
         self._rebuild()
         steps = self.query_one("#steps", VirtualList)
         steps.follow = not index.live.finished
+        steps.count = 0
         steps.cursor = 0
-        steps.set_count(self.count())
+        steps.set_count(self.count())  # a live run: the cursor goes to its newest step and stays there
         self._update()
         self.opened_seconds = time.perf_counter() - started
         if self._timer is None:

@@ -33,7 +33,7 @@ class VirtualList(ScrollView, can_focus=True):
         Binding("enter", "select", "Open", show=False),
     ]
     DEFAULT_CSS = """
-    VirtualList { height: 1fr; }
+    VirtualList { height: 1fr; overflow-x: hidden; }
     VirtualList > .virtual-list--cursor { background: $accent 40%; text-style: bold; }
     VirtualList:focus > .virtual-list--cursor { background: $accent; color: $text; }
     """
@@ -66,7 +66,7 @@ class VirtualList(ScrollView, can_focus=True):
         """The number of rows changed (rows appended): resize, and follow the end when ``follow`` is on."""
         was_at_end = self.cursor >= self.count - 1
         self.count = count
-        self.virtual_size = Size(self.size.width or 80, count)
+        self.virtual_size = Size(0, count)  # rows are cut to the width: nothing to scroll sideways
         if self.follow and (was_at_end or self.count <= 1) and count:
             self.cursor = count - 1
         elif self.cursor >= count:
@@ -101,7 +101,7 @@ class VirtualList(ScrollView, can_focus=True):
         return Strip([Segment(text, style if isinstance(style, Style) else None)], width)
 
     def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, self.count)
+        self.virtual_size = Size(0, self.count)
 
     def action_cursor(self, delta: int) -> None:
         if self.count:
