@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from rlm_host import RlmError
+from rlm_host import InputError, RlmError
 from rlm_host.sdk.embedding import RLM, ActiveRuns, RunStore, apply_run_flags
 
 #: RunSettings names whose flag is not ``--`` + the name with dashes would still be merged by name.
@@ -25,7 +25,7 @@ Started = Callable[[str, Path], None]
 Finished = Callable[[Any, Optional[str]], None]
 
 
-class OptionError(ValueError):
+class OptionError(InputError):
     """A run option the command line gave (or /connect, /sandbox chose) is not valid; the message says which."""
 
 
@@ -80,7 +80,7 @@ class Workspace:
         try:
             merged = apply_run_flags(settings, given) if given else settings
         except RlmError as exc:  # name the options as they were typed here (steps=), not as flags (--max-steps)
-            raise OptionError(slash_names(str(exc))) from None
+            raise OptionError(slash_names(str(exc)), hint=slash_names(getattr(exc, "hint", "") or "")) from None
         return RLM(settings=merged, home=self.home)
 
     def choose(self, name: str, value: str) -> None:
