@@ -30,6 +30,11 @@ def test_abort_a_run_elsewhere_and_one_started_here(rlm_isolated):
         await wait_for(pilot, lambda: [r for r in app.workspace.active() if r.status == "active"],
                        what="the other run to register")  # fmt: skip
         run_id = app.workspace.active()[0].run_id
+        await pilot.press("f3")  # follow the run of the other thread, live
+        view = app.query_one("RunView")
+        assert app.view == "run" and view.run_id == run_id
+        await wait_for(pilot, lambda: app.query_one("#steps").count >= 1, what="its first step, live")
+        assert view.live and "[running]" in str(app.query_one("#run-title").render())
         app.execute("/rlm abort run_nothing_like_it")
         assert "no active run matches" in app.last_message
         app.show_runs()
@@ -43,7 +48,6 @@ def test_abort_a_run_elsewhere_and_one_started_here(rlm_isolated):
         app.execute(f'/rlm run "a slow task here" model={model} steps=30')
         await wait_for(pilot, lambda: app.view == "run" and app.query_one("RunView").index is not None,
                        what="the TUI's run to start")  # fmt: skip
-        view = app.query_one("RunView")
         await wait_for(pilot, lambda: view.index.live.steps >= 1, what="a first step")
         assert "▶" in str(app.query_one("#in-progress").render())  # the call in progress
         await pilot.press("ctrl+x")

@@ -203,3 +203,14 @@ def test_a_run_opened_before_its_file_exists_shows_up(tmp_path):
         assert app.query_one("RunView").run_id == "run_20261116_000000_000000_late"
 
     drive(app, body)
+
+
+def test_rlm_tui_run_opens_a_run_first(tmp_path):
+    home = tmp_path / ".rlm"
+    sample_home(home)
+    app = RlmTui(Workspace(home=home, settings=None), Bench(cwd=tmp_path), open_run=B[:-2])
+
+    async def body(pilot):
+        assert app.view == "run" and app.query_one("RunView").run_id == B
+
+    drive(app, body)

@@ -122,7 +122,7 @@ class BenchView(Vertical):
     def action_stop(self) -> None:
         if self.progress is not None and not self.progress.finished:
             self.progress.stop()
-            self.app.notify("benchmark stopped")
+            self.app.say("benchmark stopped")  # type: ignore[attr-defined]
 
 
 def _g(value: Any) -> str:

@@ -277,7 +277,7 @@ class RunView(Vertical):
         following = next((row for row in range(self.steps.cursor + 1, self.count())
                           if self.index.step_error(*self.entry(row)[:2])), None)  # fmt: skip
         if following is None:
-            self.app.notify("no error step after this one")
+            self.app.say("no error step after this one")  # type: ignore[attr-defined]
             return
         self.steps.follow = False
         self.steps.cursor = following
@@ -291,7 +291,7 @@ class RunView(Vertical):
         if self.errors_only and not self.rows:
             self.errors_only = False
             self._rebuild()
-            self.app.notify("this run has no error step")
+            self.app.say("this run has no error step")  # type: ignore[attr-defined]
             return
         order = self.rows if self.rows is not None else None
         cursor = 0
@@ -316,7 +316,7 @@ class RunView(Vertical):
         run_id, i, depth = self.entry(self.steps.cursor)
         children = self.index.runs[run_id].children.get(i, []) or ([run_id] if depth else [])
         if not children:
-            self.app.notify("this step started no child run")
+            self.app.say("this step started no child run")  # type: ignore[attr-defined]
             return
         self.open(self.index.path, children[0])
 
