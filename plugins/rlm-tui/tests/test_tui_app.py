@@ -88,16 +88,18 @@ def test_bad_input_is_one_message(tmp_path):
         for line, says in [("/rlm replay run_nope", "no saved run"), ("/rlm replay run_2026", "matches"),
                            ("/warp 9", "unknown command"), ("/rlm run", "usage"),
                            ("/compare nope latest", "no saved run"),
-                           ('/rlm run "x', "close the quotes")]:  # fmt: skip
+                           ('/rlm run "x', "close the quotes"), ("/rlm replay /etc/passwd", "is a path"),
+                           ('/rlm run "x" steps=many', "steps="), ("/connect nowhere model", "nowhere"),
+                           ("/rlm abort nothing", "no active run")]:  # fmt: skip
             await pilot.press("slash")
             app.query_one("#command").value = line
             await pilot.press("enter")
             await pilot.pause()
             assert says in app.last_message, (line, app.last_message)
         await pilot.press("up")  # history
-        assert app.query_one("#command").value == '/rlm run "x'
+        assert app.query_one("#command").value == "/rlm abort nothing"
         await pilot.press("up")
-        assert app.query_one("#command").value == "/compare nope latest"
+        assert app.query_one("#command").value == "/connect nowhere model"
         await pilot.press("down", "down")
         assert app.query_one("#command").value == ""
 

@@ -112,3 +112,17 @@ def test_rlm_help_does_not_import_textual():
     assert "tui " in out, out  # the command is listed…
     loaded = out.strip().splitlines()[-1]
     assert loaded == "['rlm_tui', 'rlm_tui.hooks']", loaded  # …from the hooks module alone: no Textual
+
+
+def test_the_index_agrees_with_the_hosts_replay(tmp_path):
+    """The TUI's own lazy navigation finds the steps and error steps the host's ``Replay`` finds."""
+    from rlm_host.sdk.embedding import Replay, RunStore
+
+    for path in sample_home(tmp_path).values():
+        replay = Replay(RunStore(tmp_path).load(path))
+        index = TrajectoryIndex(path)
+        index.refresh()
+        assert len(index.root) == len(replay)
+        assert index.error_indices(index.root_id) == replay.errors()
+        assert [index.step(index.root_id, i)["code"] for i in range(len(replay))] == \
+            [step.record.code for step in replay.steps]

@@ -64,7 +64,10 @@ class Workspace:
         return self.store.list_runs()
 
     def resolve(self, ref: str) -> Path:
-        """A saved run's file from an id, a unique prefix or ``latest`` (an RlmError saying why not)."""
+        """A saved run's file from an id, a unique prefix or ``latest`` (an RlmError saying why not) — never a
+        path: the app may be served to a browser, which must not open files outside the run home."""
+        if "/" in ref or "\\" in ref or ref.endswith(".jsonl"):
+            raise InputError(f"{ref!r} is a path: give a run id, a unique prefix of one, or latest")
         return Path(self.store.resolve(ref))
 
     # ------------------------------------------------------------------ runs
