@@ -15,9 +15,22 @@ _CONTROL[0x1B] = "␛"
 _CONTROL[0x7F] = "\\x7f"
 
 
+#: Characters of one text (code, output, reply) shown in a step's detail: a step that printed megabytes must not
+#: stall the screen; the rest is counted.
+SHOWN_CHARS = 20_000
+
+
 def clean(value: Any) -> str:
     """A value as plain text with terminal control characters (escape sequences, bells) made visible."""
     return str(value if value is not None else "").translate(_CONTROL)
+
+
+def cut(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``clean(value)``, cut to ``limit`` characters with a note of how many were left out."""
+    text = str(value if value is not None else "")
+    if len(text) <= limit:
+        return clean(text)
+    return clean(text[:limit]) + f"\n… [{len(text) - limit:,} more characters]"
 
 
 def one_line(value: Any, limit: int) -> str:
@@ -93,14 +106,14 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
         text.append(f"  cost ${cost:.4f}")
     if error:
         _section(text, "error")
-        text.append(clean(error) + "\n", style="red")
+        text.append(cut(error) + "\n", style="red")
     if data.get("code"):
         _section(text, "code")
-        text.append(clean(data["code"]).rstrip("\n") + "\n", style="cyan")
+        text.append(cut(data["code"]).rstrip("\n") + "\n", style="cyan")
     output = observation_text(data.get("observation"))
     if output:
         _section(text, "output")
-        text.append(output + "\n")
+        text.append(cut(output) + "\n")
     observation = data.get("observation") if isinstance(data.get("observation"), dict) else {}
     variables = observation.get("variables")
     if isinstance(variables, list) and variables:
@@ -128,5 +141,5 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
             text.append(f"  {clean(summary)}\n")
     if data.get("reply") and data.get("reply") != data.get("code"):
         _section(text, "reply")
-        text.append(clean(data["reply"]).rstrip("\n") + "\n")
+        text.append(cut(data["reply"]).rstrip("\n") + "\n")
     return text
