@@ -127,8 +127,9 @@ class RunsView(Vertical):
         cost = f"${run.cost:.4f}" if isinstance(run.cost, (int, float)) else "—"
         seconds = f"{run.duration:.1f}s" if isinstance(run.duration, (int, float)) else "—"
         return [Text(one_line(run.run_id[-17:], 17)), started, Text(one_line(status, 12), style=colour),
-                Text(one_line(run.environment, 12)), Text(one_line(run.model, 20)), str(run.steps), f"{run.total_reward:.2f}",
-                f"{run.tokens:,}" if run.tokens is not None else "—", cost, seconds, Text(one_line(run.task, 60))]
+                Text(one_line(run.environment, 12)), Text(one_line(run.model, 20)), str(run.steps),
+                f"{run.total_reward:.2f}", f"{run.tokens:,}" if run.tokens is not None else "—", cost, seconds,
+                Text(one_line(run.task, 60))]
 
     def on_input_changed(self, message: Input.Changed) -> None:
         if message.input.id == "filter":
