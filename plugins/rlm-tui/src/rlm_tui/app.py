@@ -86,6 +86,14 @@ class RlmTui(App):
         self.last_message = text
         self.query_one("#message", Static).update(Text(clean(text).replace("\n", " "), style="red" if error else ""))
 
+    def from_thread(self, callback: Any, *args: Any) -> None:
+        """Run ``callback`` in the app's thread, from a run's or a benchmark's thread; nothing once the app has
+        closed (a run started here may still be ending)."""
+        try:
+            self.call_from_thread(callback, *args)
+        except RuntimeError:
+            pass
+
     def action_view(self, name: str) -> None:
         self.query_one(ContentSwitcher).current = name
         self.focus_view()
@@ -249,10 +257,10 @@ class RlmTui(App):
         task = slash.args[0]
 
         def started(run_id: str, path: Path) -> None:
-            self.call_from_thread(self._started, run_id, path)
+            self.from_thread(self._started, run_id, path)
 
         def finished(result: Any, error: Optional[str]) -> None:
-            self.call_from_thread(self._finished, result, error)
+            self.from_thread(self._finished, result, error)
 
         if slash.name == "run":
             self.workspace.start_run(task, slash.context, slash.options, started, finished)
@@ -286,7 +294,7 @@ class RlmTui(App):
 
     # ------------------------------------------------------------------ benchmarks (in a subprocess)
 
-    @work(thread=True, exclusive=True, group="presets")
+    @work(thread=True, exclusive=True, group="presets", exit_on_error=False)
     def load_presets(self) -> None:
         try:
             presets = self.bench.presets()
@@ -296,7 +304,7 @@ class RlmTui(App):
         self.presets = presets
         self.call_from_thread(self.query_one(BenchView).show_presets, presets)
 
-    @work(thread=True, exclusive=True, group="leaderboard")
+    @work(thread=True, exclusive=True, group="leaderboard", exit_on_error=False)
     def load_leaderboard(self) -> None:
         view = self.query_one(BenchView)
         try:
@@ -315,7 +323,7 @@ class RlmTui(App):
         view = self.query_one(BenchView)
 
         def changed(progress: Any) -> None:
-            self.call_from_thread(self._bench_changed, progress)
+            self.from_thread(self._bench_changed, progress)
 
         try:
             progress = self.bench.run(preset, total, options, changed)
@@ -335,7 +343,7 @@ class RlmTui(App):
                 self.say(f"benchmark {progress.preset} finished: {progress.summary.get('benchmark_id')}")
                 self.load_leaderboard()
 
-    @work(thread=True, exclusive=True, group="report")
+    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
     def bench_report(self, candidate: str, baseline: Optional[str]) -> None:
         try:
             text = self.bench.report(candidate, baseline)

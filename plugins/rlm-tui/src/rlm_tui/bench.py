@@ -101,6 +101,13 @@ class Bench:
             raise BenchUnavailable(f"rlm bench run: {exc}") from None
 
         def watch() -> None:
+            try:
+                follow()
+            except Exception as exc:  # noqa: BLE001 - said in the app, never a traceback over the screen
+                progress.error, progress.finished = f"rlm bench run: {exc}", True
+                on_change(progress)
+
+        def follow() -> None:
             process = progress.process
             assert process is not None and process.stderr is not None and process.stdout is not None
             tail: list[str] = []
