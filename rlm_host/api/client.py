@@ -58,7 +58,8 @@ class RLM:
 
     def __init__(self, model: Optional[str] = None, *, home: Union[str, os.PathLike, None] = None,
                  config: Union[str, os.PathLike, None] = None, shared_budget: bool = False,
-                 connectors: Optional[dict[str, Any]] = None, settings: Any = None, **options: Any) -> None:  # fmt: skip
+                 connectors: Optional[dict[str, Any]] = None, settings: Any = None, approver: Any = None,
+                 **options: Any) -> None:  # fmt: skip
         allowed = run_options()
         unknown = sorted(set(options) - set(allowed))
         if unknown:
@@ -67,6 +68,7 @@ class RLM:
         from rlm_host.engine.runner import RLMRunner
         from rlm_host.plugins import get_host
 
+        self.approver = approver  # asked before actions that change things under [run] approve = "ask"
         host = get_host()
         loaded = settings or load_settings(config_file=Path(config) if config is not None else None, host=host)
         loaded.warn_untrusted()
@@ -178,7 +180,7 @@ class RLM:
         loaded = self.loaded.with_run(options, _labels(options))
         return self.runner.run_task(query, context=ContextFiles.of(context), settings=loaded, cancel=cancel,
                                     on_event=on_event, event_types=event_types, connectors=self.connectors,
-                                    shared_budget=self._pool, carry=carry)  # fmt: skip
+                                    shared_budget=self._pool, carry=carry, approver=self.approver)  # fmt: skip
 
 
 class RunStream:

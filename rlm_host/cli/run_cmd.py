@@ -30,12 +30,14 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
     from rlm_host.errors import ModelError
 
     state = click.globals.get_current_context().find_root().obj
-    rlm = RLM(settings=run_flags.apply(state.settings(), flags))
+    from rlm_host.cli.approve_prompt import TerminalApprover
+
     on_event = None
     if not quiet and not state.log_json:  # the live view is prose: not with JSON log lines on stderr
         from rlm_host.cli.live import LiveView
 
         on_event = LiveView()
+    rlm = RLM(settings=run_flags.apply(state.settings(), flags), approver=TerminalApprover.if_attended(on_event))
     try:
         result = rlm.completion(ContextFiles(tuple(context)) if context else None, task, on_event=on_event)
     except ModelError as exc:  # before the run: the model cannot be set up (no key, no file): bad input

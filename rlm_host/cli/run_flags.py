@@ -2,7 +2,8 @@
 
 ``rlm run`` offers every run option; other commands (``rlm chat``, ``rlm bench run``) offer the ones they take
 with :func:`options`, and turn what the user gave into settings with :func:`apply`, which records each flag as
-the value's source. A list option (``--sink``, ``--allow-sub-model``) and ``--label`` add to the configured
+the value's source. A list option (``--sink``, ``--allow-sub-model``) and a pairs option (``--label``,
+``--approval-rule``) add to the configured
 values (``--sink`` with ``[run] sinks`` not set: to the sinks that are on by default); every other flag replaces
 its setting.
 """
@@ -67,7 +68,7 @@ def options(names: Optional[Iterable[str]] = None) -> list[TyperOption]:
 
 def _help(name: str, description: str) -> str:
     text = description[:1].upper() + description[1:]
-    if name in ("sinks", "allowed_sub_models", "labels"):
+    if name in ("sinks", "allowed_sub_models") or _field_type(name)[3] == "KEY=VALUE":
         text += " (repeat; adds to [run] " + name + ")"
     return text + "."
 
@@ -80,8 +81,8 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
     for name, value in given.items():
         if value is None or value == ():
             continue
-        if name == "labels":
-            values[name] = {**run.labels, **_labels(value)}
+        if _field_type(name)[3] == "KEY=VALUE":  # --label, --approval-rule: pairs added to the configured ones
+            values[name] = {**getattr(run, name), **_pairs(run_options.flag_of(name), value)}
         elif name in ("sinks", "allowed_sub_models"):
             added = [part.strip() for item in value for part in str(item).split(",") if part.strip()]
             values[name] = list(dict.fromkeys([*_configured(run, name), *added]))
@@ -101,14 +102,15 @@ def _configured(run: Any, name: str) -> list[str]:
     return list(getattr(run, name))
 
 
-def _labels(items: Iterable[str]) -> dict[str, str]:
-    labels = {}
+def _pairs(flag: str, items: Iterable[str]) -> dict[str, str]:
+    pairs = {}
     for item in items:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
-            raise InputError(f"--label {item!r} is not KEY=VALUE", hint="e.g. --label experiment=chunking")
-        labels[key.strip()] = value
-    return labels
+            example = "experiment=chunking" if flag == "--label" else "run_command=ask"
+            raise InputError(f"{flag} {item!r} is not KEY=VALUE", hint=f"e.g. {flag} {example}")
+        pairs[key.strip()] = value
+    return pairs
 
 
 def run_option(name: str) -> Any:

@@ -122,6 +122,11 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return "" if _is_boundary(str(value), host) else "runs model code without a security boundary"
     if key == "run.allow_any_workdir":
         return "lets the model edit a home or system folder" if value else ""
+    if key == "run.approve":
+        return "lets actions go ahead without asking you" if value == "auto" else ""
+    if key.startswith("run.approval_rules"):  # the table, or one of its entries flattened
+        rules = value if isinstance(value, dict) else {key: value}
+        return "lets actions go ahead without asking you" if "allow" in rules.values() else ""
     if key in ("run.workdir", "paths.home") or (section == "run" and words & PATH_WORDS):
         return _outside(value, project)
     if key == "run.instructions":

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from rlm_host.approvals import ALLOW_ALL, Approvals, Approver
 from rlm_host.engine.budget import Budget
 from rlm_host.engine.carry import VariableCarrier
 from rlm_host.errors import BudgetExceeded
@@ -68,6 +69,7 @@ class RLMRunner:
         connectors: Optional[dict[str, ModelConnector]] = None,
         shared_budget: Optional[Budget] = None,
         carry: Optional[VariableCarrier] = None,
+        approver: Optional[Approver] = None,
         **options: Any,
     ) -> RunResult:
         """Run ``task`` over ``context``: a value (str, list of documents, JSON) or ``ContextFiles`` (paths the plan
@@ -78,7 +80,8 @@ class RLMRunner:
         programs and tests that call the runner directly. ``shared_budget`` is a ``Budget`` this run draws from as
         well (runs of one ``RLM(shared_budget=True)``); ``event_types`` limits what ``on_event`` receives to those
         event types (the trajectory and the sinks still get every event); ``carry`` (a ``VariableCarrier``) binds earlier variables in
-        the root run's sandbox and saves them after.
+        the root run's sandbox and saves them after; ``approver`` is asked before actions that change things when
+        ``[run] approve`` (or a rule) says ask (``rlm_host.approvals``).
         """
         from rlm_host.config.run_options import keyword_label
 
@@ -103,8 +106,10 @@ class RLMRunner:
         registration = ActiveRuns(self.home).register(  # `rlm runs cancel` from any process sets budget.cancel
             plan.run_id, budget.cancel, task=task, environment=run.environment, model=plan.root_connector.name,
             trajectory=str(plan.trajectory_path))  # fmt: skip
+        approvals = Approvals(run.approve, run.approval_rules, approver)
         try:
-            result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry)
+            result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry,
+                               approvals)  # fmt: skip
         finally:
             if registration is not None:
                 registration.close()
@@ -129,7 +134,8 @@ class RLMRunner:
     # ------------------------------------------------------------------ one run (root or child)
 
     def _run(self, scope: RunScope, task: str, context: Any, plan: RunPlan, budget: Budget,
-             guard: RecursionGuard, carry: Optional[VariableCarrier] = None) -> RunResult:  # fmt: skip
+             guard: RecursionGuard, carry: Optional[VariableCarrier] = None,
+             approvals: Approvals = ALLOW_ALL) -> RunResult:  # fmt: skip
         """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
         started = time.monotonic()
         usage, usage_lock = RunUsage(), threading.Lock()
@@ -151,7 +157,7 @@ class RLMRunner:
                                            "depth": child_scope.depth})  # fmt: skip
             child_started = time.monotonic()
             try:
-                child = self._run(child_scope, child_task, child_context, plan, budget, guard)
+                child = self._run(child_scope, child_task, child_context, plan, budget, guard, approvals=approvals)
             except BaseException as exc:
                 scope.emit("child_run_end", {"child_run_id": child_scope.run_id,
                                              "seconds": round(time.monotonic() - child_started, 3),
@@ -172,7 +178,7 @@ class RLMRunner:
             sub_model_for=lambda model: client(plan.connector_for(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
-            environment_builder=_environment_builder(self.host, self.loaded),
+            environment_builder=_environment_builder(self.host, self.loaded), approvals=approvals,
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None

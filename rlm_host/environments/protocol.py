@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
+from rlm_host.approvals import ALLOW_ALL, Approvals
 from rlm_host.config.schema import RewardProfile
 from rlm_host.llm.protocol import Completion, Message, Purpose, ReplyFormat
 from rlm_host.results import ActionResult, RunResult
@@ -101,6 +102,9 @@ class EnvironmentContext:
     #: (name, ctx) → that registered environment, created with its configured ``[environment.NAME]`` settings
     environment_builder: Optional[Callable[[str, "EnvironmentContext"], "Environment"]] = field(default=None,
                                                                                                 repr=False)
+    #: ``approvals.check(ApprovalRequest(tool, kind, summary))`` before an action that changes things: None, or
+    #: the refusal the model sees as the action's observation (``[run] approve``, ``rlm_host.approvals``)
+    approvals: Approvals = field(default=ALLOW_ALL, repr=False)
 
     def build_environment(self, name: str, ctx: Optional["EnvironmentContext"] = None) -> "Environment":
         """The registered environment ``name`` (an alias works too), created as a run would create it: with the

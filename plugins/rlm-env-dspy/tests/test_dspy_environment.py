@@ -145,3 +145,32 @@ class TestDSPyEnvironment(EnvironmentContract):
     final_reply = '{"action": "final", "final_response": "42"}'
     final_answer = "42"
     working_reply = '{"action": "list_tree"}'
+
+
+def test_a_read_only_run_refuses_writes_and_tests_as_steps_and_rules_open_one_tool(rlm_cli, rlm_script, rlm_isolated):
+    """--approve read-only: writes and the tests are refused observations; the run goes on and reads; an
+    --approval-rule lets one tool through; with ask and nobody to ask (no terminal), ask refuses."""
+    project = rlm_isolated.work / "project"
+    project.mkdir()
+    (project / "calc.py").write_text(BUGGY)
+    actions = [{"action": "write_file", "path": "calc.py", "content": "x = 1\n"},
+               {"action": "run_tests"},
+               {"action": "read_file", "path": "calc.py"},
+               {"action": "final", "final_response": "read only"}]  # fmt: skip
+    result = run(rlm_cli, rlm_script, project, actions, "--sandbox", "process", "--approve", "read-only")
+    assert result.code == 0, result.out + result.err
+    run_result, steps = steps_of(result)
+    assert run_result["completed"] and [s["action"] for s in steps] == ["write_file", "run_tests", "read_file", "final"]
+    assert all(s["observation"]["refused"] and "read-only run" in s["observation"]["error"] for s in steps[:2])
+    assert steps[0]["reward"] == 0.0 and (project / "calc.py").read_text() == BUGGY
+    assert "return a - b" in json.dumps(steps[2]["observation"])
+    opened = run(rlm_cli, rlm_script, project, actions, "--sandbox", "process", "--approve", "read-only",
+                 "--approval-rule", "write_file=allow")  # fmt: skip
+    _, steps = steps_of(opened)
+    assert "refused" not in steps[0]["observation"] and steps[1]["observation"]["refused"]
+    assert (project / "calc.py").read_text() == "x = 1\n"
+    asked = run(rlm_cli, rlm_script, project, actions[:1] + actions[3:], "--sandbox", "process", "--approve", "ask")
+    _, steps = steps_of(asked)
+    assert "needs approval" in steps[0]["observation"]["error"]
+    bad = run(rlm_cli, rlm_script, project, actions, "--approve", "sometimes")
+    assert bad.code == 2 and "--approve" in bad.err

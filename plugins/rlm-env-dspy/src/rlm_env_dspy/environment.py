@@ -22,7 +22,7 @@ from rlm_host.sdk.environments import EnvironmentContext, StepHistory, SubCalls,
 from rlm_host.sdk.models import Completion, Message, ReplyFormat
 
 from rlm_env_dspy import verifier
-from rlm_host.sdk.environments import PathRefused, ProjectFiles
+from rlm_host.sdk.environments import ApprovalRequest, PathRefused, ProjectFiles
 
 SYSTEM_PROMPT = """\
 You are an RLM coding agent that writes, tests and improves DSPy programs in a project folder.
@@ -140,6 +140,10 @@ class DSPyCodingEnvironment:
                     self.settings, patterns)})  # fmt: skip
             return self._record(result)
         handler = self._handlers().get(name)
+        refusal = self._refusal(name, action) if handler is not None else None
+        if refusal is not None:  # [run] approve: read-only, or ask and the user said no: a step, not an error
+            return self._record(ActionResult(action=name, reward=0.0, observation={
+                "success": False, "refused": True, "error": refusal, "notes": [refusal]}))  # fmt: skip
         if handler is None:
             return self._record(ActionResult(
                 action="unsupported_action", reward=-self.ctx.rewards.unsupported_action_penalty,
@@ -163,6 +167,19 @@ class DSPyCodingEnvironment:
         return completion.text.strip() if completion.text else None
 
     # ------------------------------------------------------------------ actions
+
+    def _refusal(self, name: str, action: dict[str, Any]) -> Optional[str]:
+        """Why ``[run] approve`` stops this action (a write or the tests), or None."""
+        if name in ("write_file", "patch_file"):
+            content = action.get("content") if name == "write_file" else action.get("replace", action.get("content"))
+            request = ApprovalRequest(name, "write", f"{name} {action.get('path')}", {"content": content},
+                                      run_id=self.ctx.scope.run_id)  # fmt: skip
+        elif name == "run_tests":
+            request = ApprovalRequest(name, "command", f"pytest {' '.join(map(str, action.get('selection') or []))}",
+                                      run_id=self.ctx.scope.run_id)  # fmt: skip
+        else:
+            return None
+        return self.ctx.approvals.check(request)
 
     def _handlers(self) -> dict[str, Callable[[dict[str, Any]], ActionResult]]:
         return {"write_file": self._write, "patch_file": self._write, "read_file": self._read,

@@ -1,0 +1,69 @@
+"""``--approve ask`` on a terminal: each action that changes things is shown and waits for y/N on the controlling
+terminal (``/dev/tty``), so a run whose stdin is a pipe can still be approved by the person watching it."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from rlm_host.approvals import ApprovalRequest
+
+DETAIL_CHARS = 800
+
+
+class TerminalApprover:
+    """An ``Approver`` for the command line; pauses the live view's spinner while it asks."""
+
+    def __init__(self, live_view: Optional[Any] = None, tty: str = "/dev/tty") -> None:
+        self.live_view = live_view
+        self.tty = tty
+
+    @classmethod
+    def if_attended(cls, live_view: Optional[Any] = None) -> Optional["TerminalApprover"]:
+        """An approver when a person watches this command (stderr is a terminal), else None: an unattended run's
+        ``ask`` is refused rather than waiting for an answer nobody will type."""
+        import sys
+
+        return cls(live_view) if sys.stderr.isatty() else None
+
+    def __call__(self, request: ApprovalRequest) -> bool:
+        from rlm_host.redact import redact
+        from rlm_host.text import clip
+
+        spinner = getattr(self.live_view, "spinner", None)
+        if spinner is not None:
+            spinner.stop()
+        lines = [f"\n? {request.tool} wants to {request.kind}: {redact(request.summary)}"]
+        lines += [f"    {key}: {clip(redact(str(value)), DETAIL_CHARS, 'count')}" for key, value in request.details.items()]
+        prompt = _printable("\n".join(lines)) + "\n  allow? [y/N] "
+        try:
+            fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
+            try:
+                os.write(fd, prompt.encode("utf-8", "replace"))
+                answer = _read_line(fd)
+            finally:
+                os.close(fd)
+        finally:
+            if spinner is not None:
+                spinner.start()
+        if not answer:
+            raise EOFError("the terminal closed")
+        return answer.strip().lower() in ("y", "yes")
+
+
+def _read_line(fd: int, limit: int = 1024) -> str:
+    """One line typed on the terminal ('' when it closed first)."""
+    data = b""
+    while not data.endswith(b"\n") and len(data) < limit:
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8", "replace")
+
+
+def _printable(text: str) -> str:
+    """``text`` without control characters (but newlines and tabs): the model's escape sequences never reach the
+    terminal (they could hide the real action behind a redrawn screen)."""
+    return "".join(c if c in "\n\t" or (c.isprintable() and c not in "\x7f\x9b") else "␛" if c == "\x1b" else "?"
+                   for c in text)  # fmt: skip
