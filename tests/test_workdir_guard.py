@@ -29,3 +29,26 @@ def test_the_cli_refuses_with_a_hint_and_the_override_passes_the_guard(rlm_cli, 
     allowed = rlm_cli("run", "Fix it", "--env", "dspy", "--workdir", str(rlm_isolated.home), "--model", model,
                       "--sandbox", "process", "--allow-any-workdir", plugins="rlm-env-dspy")  # fmt: skip
     assert "refusing to let the model edit files" not in allowed.err
+
+
+def test_a_home_or_system_folder_as_the_context_is_refused_too(rlm_cli, rlm_script, rlm_isolated):
+    """Every run that touches files: ``--context ~`` would put the user's keys and mail in the sandbox."""
+    model = rlm_script(["FINAL(done)", "FINAL(done)"])
+    (rlm_isolated.home / ".ssh").mkdir(exist_ok=True)
+    (rlm_isolated.home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    for folder in (str(rlm_isolated.home), "/etc", "~"):
+        refused = rlm_cli("run", "q", "--context", folder, "--model", model)
+        assert refused.code == 2 and "refusing to read" in refused.err and "as the context" in refused.err, refused.err
+        assert "Traceback" not in refused.err
+    project = rlm_isolated.home / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("hello")
+    ok = rlm_cli("run", "q", "--context", str(project), "--model", rlm_script(["FINAL(done)", "FINAL(done)"]), "--sandbox", "process")
+    assert ok.code == 0, ok.err
+    allowed = rlm_cli("run", "q", "--context", "/etc/hostname", "--model", rlm_script(["FINAL(done)", "FINAL(done)"]), "--sandbox",
+                      "process")  # fmt: skip  # a file is what the user named
+    assert "refusing" not in allowed.err
+    from rlm_host import RLM, ConfigError
+
+    with pytest.raises(ConfigError, match="as the context"):
+        RLM(model, sandbox="process").completion(Path.home(), "q")

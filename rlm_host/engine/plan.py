@@ -17,7 +17,7 @@ from rlm_host import logs
 from rlm_host.config.schema import RewardProfile, RunSettings
 from rlm_host.context import PREVIEW_CHARS, ContextFiles, TextFile, describe_context
 from rlm_host.engine.context_loading import load_context_with_loaders
-from rlm_host.engine.sandbox_plan import SandboxPlan, memory_for, plan_sandbox, project_folder
+from rlm_host.engine.sandbox_plan import SandboxPlan, guard_context_folders, memory_for, plan_sandbox, project_folder
 from rlm_host.engine.scope import new_run_id
 from rlm_host.engine.sub_models import SubModels
 from rlm_host.errors import ConfigError
@@ -120,6 +120,8 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     framework_spec = _framework(host, run.framework)
     env_spec = host.environments().get(run.environment)
     on_disk = env_spec.context_on_disk and framework_spec is None
+    if isinstance(context, ContextFiles):
+        guard_context_folders(context, run.allow_any_workdir)
     context = load_for(env_spec, context, host, loaded, home)
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
     if isinstance(context, TextFile) and not on_disk:

@@ -117,6 +117,22 @@ def project_folder(workdir: Optional[Path], allow_any: bool = False) -> Path:
     return folder
 
 
+def guard_context_folders(context: Any, allow_any: bool = False) -> None:
+    """Refuse a ``--context`` folder that is a home, desktop, documents, downloads or system folder (its keys,
+    mail and browser profiles would go into the model's sandbox, and a sub-model's prompts) unless ``allow_any``."""
+    if allow_any:
+        return
+    protected = protected_folders()
+    for raw in context.paths:
+        if raw == "-":
+            continue
+        folder = Path(raw).expanduser()
+        if folder.is_dir() and folder.resolve() in protected:
+            raise ConfigError(f"refusing to read {folder.resolve()} as the context: a home, documents or system "
+                              "folder", hint="pass the project folder or the files you mean, or --allow-any-workdir "
+                              "if you mean it")  # fmt: skip
+
+
 def protected_folders() -> set[Path]:
     """Folders an environment that edits files never works in by default: the user's home and its desktop,
     documents and downloads folders, the filesystem root and the system's own folders."""
