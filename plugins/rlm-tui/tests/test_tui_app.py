@@ -216,3 +216,23 @@ def test_rlm_tui_run_opens_a_run_first(tmp_path):
         assert app.view == "run" and app.query_one("RunView").run_id == B
 
     drive(app, body)
+
+
+def test_a_run_without_final_whose_process_is_gone_shows_interrupted(tmp_path):
+    import os
+
+    from tui_support import write_run
+
+    home = tmp_path / ".rlm"
+    path = write_run(home, "run_20261116_000000_000000_dead", [{"code": "print(1)"}], finished=False)
+    os.utime(path, (path.stat().st_atime, path.stat().st_mtime - 3600))  # written an hour ago, not registered
+    app = make_app(home)
+
+    async def body(pilot):
+        app.execute("/rlm replay run_20261116_000000_000000_dead")
+        await pilot.pause()
+        assert "interrupted: no final event" in str(app.query_one("#run-title").render())
+        assert "was interrupted" in str(app.query_one("#in-progress").render())
+        assert app.query_one("RunsView").runs[0].interrupted
+
+    drive(app, body)

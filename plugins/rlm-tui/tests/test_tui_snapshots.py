@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from tui_support import check_snapshot, drive, sample_home
+import json
+
+from tui_support import TS0, check_snapshot, drive, event, sample_home, write_run
 
 from test_tui_app import A, B, make_app
 
@@ -15,7 +17,7 @@ BOARD = {"rows": [{"rank": 1, "preset": "pure_rlm_smoke", "model": "openai:gpt-4
                    "accuracy": 0.33, "avg_reward": 0.2, "tokens": 4000, "cost": None}]}  # fmt: skip
 
 
-def test_main_screens(tmp_path):
+def test_main_screens(tmp_path, monkeypatch):
     home = tmp_path / ".rlm"
     sample_home(home)
     app = make_app(home)
@@ -23,8 +25,19 @@ def test_main_screens(tmp_path):
     app.load_presets = lambda: None  # fixed presets and leaderboard below, no subprocess
     app.load_leaderboard = lambda: None
 
+    live = write_run(home, "run_20261116_030000_000000_live", [{"code": "print(len(context))", "stdout": "2000\n"}],
+                     ts=TS0 + 10_800, finished=False)  # fmt: skip
+    with live.open("a") as out:  # step 2 under way: its model call sent, no answer yet
+        for seq, (kind, data) in enumerate([("step_start", {"step": 2}), ("model_call_start", {
+                "call": 20, "role": "root", "model": "scripted:root", "provider": "scripted", "purpose": "turn"})], 20):
+            out.write(json.dumps(event(kind, live.stem, seq, data, ts=TS0 + 10_802), separators=(",", ":")) + "\n")
+    monkeypatch.setattr("rlm_tui.live.clock", lambda: TS0 + 10_805.0)  # the live clock, frozen
+
     async def body(pilot):
         check_snapshot(app, "runs")
+        app.execute("/rlm replay run_20261116_030000_000000_live")
+        await pilot.pause()
+        check_snapshot(app, "live")
         app.execute(f"/rlm replay {A}")
         await pilot.pause()
         await pilot.press("home", "down")

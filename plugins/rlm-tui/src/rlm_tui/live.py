@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 
+#: The clock of a live run's elapsed time (tests freeze it).
+clock = time.time
+
+
 def _first_line(text: Any, limit: int = 60) -> str:
     line = str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -105,7 +109,7 @@ class LiveState:
     def meters(self, live: bool) -> list[tuple[str, float, Optional[float], str]]:
         """(label, used, limit or None, text) for steps, time, tokens and cost."""
         s = self.settings
-        elapsed = self.elapsed(time.time() if live and not self.finished else None)
+        elapsed = self.elapsed(clock() if live and not self.finished else None)
         out = [("steps", float(self.steps), _num(s.get("max_steps")), f"{self.steps}/{s.get('max_steps', '?')}"),
                ("time", elapsed, _num(s.get("timeout")), f"{elapsed:.1f}s/{_fmt(s.get('timeout'), 's')}")]
         limit = _num(s.get("max_tokens"))

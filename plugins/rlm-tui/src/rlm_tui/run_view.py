@@ -24,6 +24,11 @@ from rlm_tui.render import clean, one_line, step_detail, step_row
 from rlm_tui.vlist import VirtualList
 
 POLL_SECONDS = 0.1
+#: A run without a final event counts as running while its process is registered as active, or while its file
+#: grew in the last this many seconds (a run of another machine, or of a host without the registry).
+QUIET_SECONDS = 30.0
+#: Polls between two looks at the registry of active runs while nothing new arrives.
+RECHECK_POLLS = 20
 BAR = 12
 
 
@@ -73,6 +78,8 @@ class RunView(Vertical):
         self.errors_only = False
         self.opened_seconds: Optional[float] = None
         self._timer = None
+        self._alive = True  # the run's process is still at it (see QUIET_SECONDS)
+        self._quiet_polls = 0
         self._shown_detail: Optional[tuple[str, int]] = None
 
     def compose(self) -> ComposeResult:
@@ -93,6 +100,8 @@ class RunView(Vertical):
         self.index, self.errors_only, self._shown_detail = index, False, None
         self.run_id = run_id or index.root_id
         self._rebuild()
+        self._quiet_polls = 0
+        self._alive = self._still_running()
         steps = self.query_one("#steps", VirtualList)
         steps.follow = not index.live.finished
         steps.count = 0
@@ -108,12 +117,29 @@ class RunView(Vertical):
         """Read what the run wrote since the last poll (nothing to do once it ended)."""
         if self.index is None or (self.index.live.finished and self._final_seen):
             return
-        if self.index.refresh():
+        if not self.index.refresh():
+            self._quiet_polls += 1
+            if self._quiet_polls % RECHECK_POLLS == 0:
+                self._alive = self._still_running()
+        else:
+            self._quiet_polls, self._alive = 0, True
             if self.run_id is None:  # opened before the run's first line reached the file
                 self.run_id = self.index.root_id
             self._rebuild()
             self.query_one("#steps", VirtualList).set_count(self.count())
         self._update()
+
+    def _still_running(self) -> bool:
+        """Whether a run without its final event is still going: registered active, or its file grew lately."""
+        if self.index is None or self.index.live.finished:
+            return False
+        try:
+            if time.time() - self.index.path.stat().st_mtime < QUIET_SECONDS:
+                return True
+            registered = {run.run_id: run.status for run in self.app.workspace.active()}  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - no file yet, an unreadable registry: keep following
+            return True
+        return registered.get(self.index.root_id or "") in ("active", "cancelling", "elsewhere")
 
     @property
     def _final_seen(self) -> bool:
@@ -181,16 +207,17 @@ class RunView(Vertical):
         title = Text(f" {clean(self.run_id)} ", style="bold")
         if self.run_id != self.index.root_id:
             title.append(f"(child of {clean(run.parent_run_id if run else '?')}) ", style="dim")
-        title.append(f"[{live.status()}] ", style="green" if live.finished else "yellow")
+        status = live.status() if live.finished or self._alive else "interrupted: no final event"
+        title.append(f"[{status}] ", style="green" if live.finished else "yellow" if self._alive else "red")
         task = (run.start.get("task") if run else None) or live.task
         title.append(one_line(task, 200))
         self.query_one("#run-title", Static).update(title)
-        meters = [meter_text(*m) for m in live.meters(self.live)]
+        meters = [meter_text(*m) for m in live.meters(self.live and self._alive)]
         reward = Text(f"Σ reward {self._cumulative():.2f}  {clean(live.model)}")
         self.query_one("#meters", Static).update(Text("  ").join([meters[0], meters[1]]) + Text("\n")
                                                  + Text("  ").join([meters[2], meters[3]]) + Text("  ") + reward)
         now = self.index.live.in_progress
-        if self.live:
+        if self.live and self._alive:
             calls = list(now.values())
             text = "▶ " + (" · ".join(calls) if calls else f"step {live.current_step or live.steps + 1}…")
         elif live.final is not None:
