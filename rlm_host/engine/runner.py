@@ -273,8 +273,9 @@ class RLMRunner:
 
         tools = SandboxTools(ctx.open_sandbox, ctx.context, budget=ctx.budget, scope=ctx.scope,
                              model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model),
-                             exec_timeout=plan.limits.exec_timeout)  # fmt: skip
+                             exec_timeout=plan.limits.exec_timeout, spawn_child=ctx.spawn_child)  # fmt: skip
         closers.append(tools.close)
+
         def turn_starts() -> None:
             """A root turn of the framework: the first one of a step not yet reported is that step's start."""
             with lock:

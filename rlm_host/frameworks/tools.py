@@ -2,8 +2,9 @@
 
 ``run_code`` executes Python in one persistent sandbox session (the run's runtime: Monty, Docker…) where
 ``context`` holds the run's context and ``llm_query`` / ``llm_query_batched`` / ``rlm_query`` reach the sub-model
-through the run's budget (``rlm_query`` from a framework run answers as a plain ``llm_query``: a framework run
-has no child runs). So a native run and a framework run of one task differ only in who drives the loop.
+through the run's budget; ``rlm_query`` starts a child run one level deeper (the same framework, the shared
+budget, ``max_depth``), as in a native run. So a native run and a framework run of one task differ only in who
+drives the loop.
 """
 
 from __future__ import annotations
@@ -44,27 +45,32 @@ class CodeOutcome:
         return self.result.ok
 
 
-class _NoChildren:
-    """What ``SubCalls`` needs of a run, for a framework run: its budget and events, and no child runs."""
+class _RunLink:
+    """What ``SubCalls`` needs of a framework run: its budget, its events and its child runs (``spawn_child``; none
+    when not given)."""
 
-    def __init__(self, budget: Any, scope: Any) -> None:
-        self.budget, self.scope = budget, scope
+    def __init__(self, budget: Any, scope: Any, spawn_child: Optional[Callable[[str, Any], Any]]) -> None:
+        self.budget, self.scope, self._spawn = budget, scope, spawn_child
 
     def spawn_child(self, task: str, context: Any) -> Any:
-        raise RecursionRefused("max_depth", "a framework run has no child runs")
+        if self._spawn is None:
+            raise RecursionRefused("max_depth", "this run has no child runs")
+        return self._spawn(task, context)
 
 
 class SandboxTools:
     """The sandbox session of a framework run, opened on first use (thread-safe) and closed by the runner."""
 
     def __init__(self, open_sandbox: Callable[[], SandboxSession], context: Any, *, budget: Any, scope: Any,
-                 model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 32) -> None:  # fmt: skip
+                 model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 32,
+                 spawn_child: Optional[Callable[[str, Any], Any]] = None) -> None:  # fmt: skip
         self._open = open_sandbox
         self._context = context
         self._budget = budget
         self._exec_timeout = exec_timeout
         self._scope = scope  # code_start / code_end events (None: none)
-        self.sub_calls = SubCalls(_NoChildren(budget, scope), concurrency=concurrency, model_for=model_for)  # type: ignore[arg-type]
+        self.sub_calls = SubCalls(_RunLink(budget, scope, spawn_child), concurrency=concurrency,  # type: ignore[arg-type]
+                                  model_for=model_for)  # fmt: skip
         self._session: Optional[SandboxSession] = None
         self._lock = threading.Lock()
 
