@@ -55,6 +55,10 @@ def test_abort_a_run_elsewhere_and_one_started_here(rlm_isolated):
         assert view.index.live.final["termination_reason"] == "cancelled"
         await pilot.pause(0.3)
         assert "cancelled" in str(app.query_one("#in-progress").render())
+        await wait_for(pilot, lambda: not [r for r in app.workspace.active() if r.status == "active"],
+                       what="the registry to empty")  # fmt: skip
+        app.execute("/rlm abort all")
+        assert app.last_message == "asked 0 run(s) to stop"
 
     try:
         drive(app, body)

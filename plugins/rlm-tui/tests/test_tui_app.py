@@ -90,6 +90,7 @@ def test_bad_input_is_one_message(tmp_path):
                            ("/compare nope latest", "no saved run"),
                            ('/rlm run "x', "close the quotes"), ("/rlm replay /etc/passwd", "is a path"),
                            ('/rlm run "x" steps=many', "steps="), ("/connect nowhere model", "nowhere"),
+                           ("/rlm abort", "open a run to abort it"),
                            ("/rlm abort nothing", "no active run")]:  # fmt: skip
             await pilot.press("slash")
             app.query_one("#command").value = line
@@ -99,7 +100,7 @@ def test_bad_input_is_one_message(tmp_path):
         await pilot.press("up")  # history
         assert app.query_one("#command").value == "/rlm abort nothing"
         await pilot.press("up")
-        assert app.query_one("#command").value == "/connect nowhere model"
+        assert app.query_one("#command").value == "/rlm abort"
         await pilot.press("down", "down")
         assert app.query_one("#command").value == ""
 

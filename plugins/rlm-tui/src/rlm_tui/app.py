@@ -181,7 +181,7 @@ class RlmTui(App):
         if self.view == "run" and view.index is not None and view.index.root_id:
             self.do_abort(view.index.root_id)
         else:
-            self.say("open a run to abort it (or /rlm abort ID|all)")
+            self.say("open a run to abort it, or give one: /rlm abort ID|all", error=True)
 
     # ------------------------------------------------------------------ the command line
 
@@ -229,7 +229,10 @@ class RlmTui(App):
         elif name == "replay":
             self.open_run(slash.args[0])
         elif name == "abort":
-            self.do_abort(slash.args[0] if slash.args else "all")
+            if slash.args:
+                self.do_abort(slash.args[0])
+            else:
+                self.action_abort()  # the run shown; every run only when asked: /rlm abort all
         elif name == "connect":
             self.workspace.choose("model", slash.args[0])
             self.say(f"next runs use model {slash.args[0]}")
