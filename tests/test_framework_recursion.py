@@ -54,3 +54,17 @@ def test_a_native_run_recurses_to_a_grandchild(tmp_path, monkeypatch):
     result = runner.run_task("q", context="c", connectors={"root": root}, max_depth=2)
     assert result.final_response == "outer says inner says 42"
     assert [e["depth"] for e in trajectory(result) if e["type"] == "run_start"] == [0, 1, 2]
+
+
+def test_a_framework_run_out_of_steps_synthesises_an_answer_as_a_native_run_does(tmp_path, monkeypatch):
+    """One purpose="synthesis" root call from the task and the steps the framework reported (issue 35)."""
+    runner = _runner(tmp_path, monkeypatch)
+    replies = ["print('counting')", "print('still counting')", "seven, probably"]
+    root = ScriptedConnector.from_responses(replies, name="scripted:root")
+    result = runner.run_task("How many?", context="c", framework="echo", connectors={"root": root}, max_steps=2)
+    assert (result.completed, result.termination_reason, result.steps) == (False, "max_steps", 2)
+    assert result.final_response == "seven, probably"
+    synthesis = root.calls[-1]
+    assert "Task: How many?" in synthesis[-1]["content"] and "still counting" in synthesis[-1]["content"]
+    purposes = [e["data"]["purpose"] for e in trajectory(result) if e["type"] == "model_call_start"]
+    assert purposes == ["turn", "turn", "synthesis"]

@@ -26,7 +26,8 @@ from rlm_host.engine.plan import RunPlan, plan_run
 from rlm_host.engine.sandbox_plan import memory_for, plan_sandbox
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import RlmError
-from rlm_host.frameworks.protocol import FrameworkContext, StepLimitReached, TurnLimitedRole
+from rlm_host.frameworks.protocol import FrameworkContext, FrameworkOutcome, StepLimitReached, TurnLimitedRole
+from rlm_host.frameworks.synthesis import synthesize
 from rlm_host.frameworks.tools import SandboxTools
 from rlm_host.events import EventBus, RunEvent, check_event_types
 from rlm_host.event_types import error_line, live_text
@@ -249,6 +250,7 @@ class RLMRunner:
                          closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], Any]:  # fmt: skip
         """A framework drives the loop; its steps are recorded as it reports them (``FrameworkContext``)."""
         lock = threading.Lock()
+        records: list[StepRecord] = []  # what the run did, for a synthesis at the step limit
         mark = {"usage": usage.model_copy(deep=True), "time": time.monotonic(),
                 "model_seconds": ctx.root.seconds + ctx.sub.seconds}  # type: ignore[attr-defined]  # fmt: skip
 
@@ -265,6 +267,7 @@ class RLMRunner:
                     duration_s=round(now - mark["time"], 4),
                 )  # fmt: skip
                 mark.update(usage=usage.model_copy(deep=True), time=now, model_seconds=model_seconds)
+                records.append(record)
                 progress.record(record, plan.run.max_cost)
                 ctx.scope.emit("step", record.model_dump(mode="json"))
             if ctx.budget.llm_calls_refused:  # type: ignore[attr-defined]  # a sub-call was refused: the run ends
@@ -293,12 +296,23 @@ class RLMRunner:
         assert plan.framework_factory is not None
         framework = plan.framework_factory(plan.framework_settings, fctx)
         closers.append(framework.close)
-        outcome = framework.run()
+        try:
+            outcome = framework.run()
+        except StepLimitReached:  # the framework wanted another root turn: the steps are used up
+            outcome = FrameworkOutcome(None, completed=False, termination_reason="max_steps")
         if progress.steps == 0:  # the seeds' rule: a run that reported no step still gets one
             kind = "model_response" if outcome.final_response else "empty_response"
             step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))
         completed = bool(outcome.completed and outcome.final_response is not None)
-        return completed, outcome.final_response, "final" if completed else (outcome.termination_reason or "max_steps")
+        reason = "final" if completed else (outcome.termination_reason or "max_steps")
+        answer = outcome.final_response
+        synthesized = fctx.root.synthesized  # type: ignore[attr-defined]  # the framework made its own (dspy's extract)
+        if answer is None and reason in ("max_steps", "max_llm_calls") and not synthesized:  # as a native run
+            try:
+                answer = synthesize(ctx.root, ctx.task, records)
+            except (RlmError, BudgetExceeded) as exc:
+                ctx.scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
+        return completed, answer, reason
 
     def _step(self, environment: Any, step: int, root: ModelClient, sub: ModelClient, usage: RunUsage,
               plan: RunPlan, total_reward: float, scope: RunScope) -> tuple[ActionResult, StepRecord]:  # fmt: skip

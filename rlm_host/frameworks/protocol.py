@@ -39,15 +39,21 @@ class StepLimitReached(RlmError):
 
 class TurnLimitedRole:
     """A model role that allows ``max_turns`` calls and raises StepLimitReached at the next one; ``on_turn`` is
-    called before each call (the runner's ``step_start`` for a framework run)."""
+    called before each call (the runner's ``step_start`` for a framework run). One call with
+    ``purpose="synthesis"`` is allowed besides the turns: a framework's own answer step once its turns are used
+    (dspy.RLM's ``extract``), as a native run makes one."""
 
     def __init__(self, role: Any, max_turns: int, on_turn: Optional[Callable[[], None]] = None) -> None:
         self._role = role
         self._max_turns = max_turns
         self._on_turn = on_turn
         self.turns = 0
+        self.synthesized = False
 
     def complete(self, messages: Any, purpose: Any = None, **kwargs: Any) -> Any:
+        if purpose == "synthesis" and not self.synthesized:
+            self.synthesized = True
+            return self._role.complete(messages, purpose=purpose, **kwargs)
         if self.turns >= self._max_turns:
             raise StepLimitReached(f"the run's {self._max_turns} root turns (max_steps) are used")
         self.turns += 1

@@ -116,8 +116,12 @@ class FrameworkContract:
     def test_max_steps_stops_the_framework_cleanly_after_that_many_root_turns(self, runner: Any) -> None:
         result, _ = self.run(runner, [self.working_reply] * 12, max_steps=2)
         assert result.termination_reason == "max_steps" and result.error is None, result.error
-        assert result.usage.root.calls == 2 and result.steps >= 2, "max_steps counts root model turns"
-        assert trajectory(result)[-1]["type"] == "final"
+        assert result.usage.root.calls == 3 and result.steps >= 2, "max_steps root turns, then one synthesis call"
+        events = trajectory(result)
+        purposes = [e["data"]["purpose"] for e in events if e["type"] == "model_call_start" and e["depth"] == 0
+                    and e["data"]["role"] == "root"]  # fmt: skip
+        assert purposes[-1] == "synthesis" and purposes.count("synthesis") == 1
+        assert events[-1]["type"] == "final"
 
     def test_a_failing_model_ends_the_run_with_an_error_and_a_full_trajectory(self, runner: Any) -> None:
         result, _ = self.run(runner, [])  # the script is empty: the first root call fails
@@ -149,7 +153,7 @@ def assert_a_real_model_run_ends_cleanly(rlm_cli: Any, rlm_isolated: Any, *, fra
     outcome = json.loads(result.out)
     assert outcome["framework"] == framework
     assert outcome["termination_reason"] in ("final", "max_steps", "error"), outcome
-    assert 1 <= outcome["usage"]["root"]["calls"] <= 3 and outcome["usage"]["root"]["input_tokens"] > 50
+    assert 1 <= outcome["usage"]["root"]["calls"] <= 4 and outcome["usage"]["root"]["input_tokens"] > 50  # + synthesis
     events = [json.loads(line) for line in Path(outcome["trajectory_path"]).read_text().splitlines()]
     assert events[0]["type"] == "run_start" and events[-1]["type"] == "final"
     # "a clear error" is one the host or the framework raised on purpose (an RlmError, recorded with its class as

@@ -120,7 +120,9 @@ def test_max_steps_ends_the_loop_cleanly(rlm_cli, rlm_script, log_file, caplog):
     result, outcome, steps, events = run(rlm_cli, model, log_file, "--max-steps", "2")
     assert not [r for r in caplog.records if r.name.startswith("google_adk") and r.levelno >= 30], caplog.text
     assert outcome["termination_reason"] == "max_steps" and not outcome["completed"] and outcome["error"] is None
-    assert [s["action"] for s in steps] == ["run_code", "run_code"] and outcome["usage"]["root"]["calls"] == 2
+    assert [s["action"] for s in steps] == ["run_code", "run_code"]
+    assert outcome["usage"]["root"]["calls"] == 3  # two turns, then the one synthesis call a native run makes too
+    assert outcome["final_response"]  # the synthesised answer (here the script's next reply)
     assert events[-1]["type"] == "final"
 
 

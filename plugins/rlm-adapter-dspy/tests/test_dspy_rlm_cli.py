@@ -65,12 +65,16 @@ def test_the_seeds_alias_dspy(rlm_cli, rlm_script, context_file):
 
 
 def test_max_steps_are_root_turns_and_stop_the_loop_cleanly(rlm_cli, rlm_script, context_file):
-    # dspy.RLM's max_iters are the run's max_steps; its extract call after them would be one root turn too many
-    result, data = run(rlm_cli, rlm_script([WORKING] * 5), context_file, "--max-steps", "2")
+    # dspy.RLM's max_iters are the run's max_steps; its extract call after them is the run's one synthesis call
+    extracted = "[[ ## reasoning ## ]]\nOut of steps.\n\n[[ ## answer ## ]]\nPAPAYA\n\n[[ ## completed ## ]]"
+    result, data = run(rlm_cli, rlm_script([WORKING] * 2 + [extracted]), context_file, "--max-steps", "2")
     assert data["error"] is None and result.code == 1, data  # `rlm run` exits 1 for a run that did not complete
-    assert data["termination_reason"] == "max_steps" and not data["completed"] and data["final_response"] is None
-    assert data["steps"] == 2 and data["usage"]["root"]["calls"] == 2
+    assert data["termination_reason"] == "max_steps" and not data["completed"] and data["final_response"] == "PAPAYA"
+    assert data["steps"] == 2 and data["usage"]["root"]["calls"] == 3
     assert [s["action"] for s in steps_of(data["trajectory_path"])] == ["run_code", "run_code"]
+    events = [json.loads(line) for line in open(data["trajectory_path"])]
+    purposes = [e["data"]["purpose"] for e in events if e["type"] == "model_call_start" and e["data"]["role"] == "root"]
+    assert purposes == ["turn", "turn", "synthesis"]
 
 
 def test_a_code_error_is_a_step_and_the_run_goes_on(rlm_cli, rlm_script, context_file):

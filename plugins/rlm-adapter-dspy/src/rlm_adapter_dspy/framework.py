@@ -14,7 +14,8 @@ How dspy.RLM's pieces map onto the run (``FrameworkContext``):
 Two of dspy.RLM's predictors are wrapped (they are public attributes of the module): ``generate_action``, so
 that a root reply dspy cannot parse becomes a ``malformed_reply`` step shown to the model instead of an
 exception ending the run; and ``extract``, dspy's extra root call for an answer once ``max_iters`` are used,
-which a framework run does not make: the run ends at ``max_steps`` as the turn limit of ``ctx.root`` says.
+which is made as the run's one ``purpose="synthesis"`` call (as a native run synthesises at its step limit): the
+run ends ``max_steps``, not completed, with extract's answer.
 
 An exception from our side (``StepLimitReached``, ``BudgetExceeded``, ``ModelError``, ``SandboxError``) that
 dspy wrapped on its way out (its LM layer turns an engine's exception into ``LMUnexpectedError``) is unwrapped
@@ -32,7 +33,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from rlm_host import BudgetExceeded, RecursionRefused, RlmError, SandboxError
-from rlm_host.sdk.frameworks import FrameworkContext, FrameworkOutcome, StepLimitReached, truncate
+from rlm_host.sdk.frameworks import FrameworkContext, FrameworkOutcome, truncate
 
 from rlm_adapter_dspy.interpreter import NO_CODE, InterpreterFactory, SandboxInterpreter, execution_instructions
 from rlm_adapter_dspy.models import ANSWER_FIELD, RootEngine, SubEngine, role_lm
@@ -68,7 +69,7 @@ class DspyRlmFramework:
         )  # fmt: skip
         rlm.max_llm_calls = UNCOUNTED  # the prompt (built above) says max_llm_calls; the run's budget enforces it
         rlm.generate_action = ActionPredictor(rlm.generate_action, self.interpreter)
-        rlm.extract = NoExtract(rlm.extract, self.interpreter)
+        rlm.extract = Extract(rlm.extract, self.interpreter)
         return rlm
 
     def run(self) -> FrameworkOutcome:
@@ -121,13 +122,22 @@ class ActionPredictor(_WrappedPredictor):
             return dspy.Prediction(reasoning=truncate(said, 2000) or "(an empty reply)", code=NO_CODE)
 
 
-class NoExtract(_WrappedPredictor):
+class Extract(_WrappedPredictor):
     """dspy.RLM's ``extract`` predictor, called once ``max_iters`` (the run's ``max_steps``) are used without
-    SUBMIT: one root turn more than the run allows, so the run ends at ``max_steps`` instead."""
+    SUBMIT: the run's synthesis call (``purpose="synthesis"``, allowed once past the turn limit). A reply dspy
+    cannot parse still gives its text as the answer."""
 
     def __call__(self, **kwargs: Any) -> Any:
         self.interpreter.file_unrun_replies()
-        raise StepLimitReached(f"the run's {self.interpreter.ctx.max_steps} root turns (max_steps) are used")
+        root = self.interpreter.root
+        root.purpose = "synthesis"
+        try:
+            return self.predict(**kwargs)
+        except AdapterParseError as exc:
+            said = (exc.lm_response or "").strip()
+            return dspy.Prediction(**{ANSWER_FIELD: said or None, "final_reasoning": "(extract's reply unparsed)"})
+        finally:
+            root.purpose = "turn"
 
 
 def our_error(exc: BaseException) -> Optional[BaseException]:

@@ -76,11 +76,12 @@ class RootEngine(_Engine):
 
     def __init__(self, ctx: FrameworkContext) -> None:
         self.ctx = ctx
+        self.purpose = "turn"  # "synthesis" while dspy's extract asks for the answer after the last turn
         self._replies: list[Optional[str]] = []
         self._lock = threading.Lock()
 
     def complete(self, request: Any) -> Any:
-        completion = self.ctx.root.complete(request_messages(request), purpose="turn")
+        completion = self.ctx.root.complete(request_messages(request), purpose=self.purpose)
         with self._lock:
             self._replies.append(completion.text)
         return response(completion.text, completion.model or self.ctx.root.name, completion.input_tokens,
