@@ -71,3 +71,36 @@ def test_a_planted_session_file_is_still_screened(rlm, isolated_env):
     path.write_text(json.dumps(data))
     again = rlm("chat", "--resume", session, "--quiet", plugins=PLUGINS, input="")
     assert "not taken from the session file" in again.stderr and "sandbox=process" not in again.stderr
+
+
+def test_chat_through_another_environment_and_a_framework(rlm, isolated_env):
+    """``rlm chat --env … --framework …`` (issue 35): each turn is a run of that environment or framework."""
+    work = Path(isolated_env["WORK"])
+    (work / "a.txt").write_text("The magic number is 42.\n")
+    (work / "g.json").write_text(json.dumps({"responses": [
+        '{"action": "run_python", "code": "print(len(context))"}', '{"action": "final", "final_response": "24 chars"}',
+    ]}))  # fmt: skip
+    chat = rlm("chat", "--context", "a.txt", "--model", "scripted:g.json", "--env", "generic", "--sandbox", "process",
+               "--quiet", plugins=PLUGINS, input="How long?\n")  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    assert "rlm> 24 chars" in chat.stdout
+    runs = sorted((work / ".rlm" / "runs").glob("*.jsonl"))
+    start = json.loads(runs[-1].read_text().splitlines()[0])
+    assert start["type"] == "run_start" and start["data"]["environment"] == "generic"
+    (work / "f.json").write_text(json.dumps({"responses": [
+        json.dumps({"tool": "run_code", "args": {"code": "print(context.split()[-1])"}}), json.dumps({"final": "42."}),
+    ]}))  # fmt: skip
+    framed = rlm("chat", "--context", "a.txt", "--model", "scripted:f.json", "--framework", "pydantic-ai",
+                 "--sandbox", "process", "--quiet", plugins=[*PLUGINS, "rlm-adapter-pydantic-ai"],
+                 input="Which number?\n")  # fmt: skip
+    if "not installed" in framed.stderr or "unknown framework" in framed.stderr:
+        import pytest
+
+        pytest.skip("rlm-adapter-pydantic-ai is not installed")
+    assert framed.returncode == 0, framed.stderr
+    assert "rlm> 42." in framed.stdout
+    runs = sorted((work / ".rlm" / "runs").glob("*.jsonl"))
+    start = json.loads(runs[-1].read_text().splitlines()[0])
+    assert start["data"]["framework"] == "pydantic-ai"
+    bad = rlm("chat", "--framework", "nosuch", "--model", "scripted:f.json", plugins=PLUGINS, input="Hi?\n")
+    assert bad.returncode == 2 and "nosuch" in bad.stderr and "Traceback" not in bad.stderr

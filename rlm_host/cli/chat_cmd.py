@@ -31,6 +31,8 @@ def chat_session(
     sub_model: Optional[str] = run_option("sub_model"),
     sandbox: Optional[str] = run_option("sandbox"),
     max_steps: Optional[int] = run_option("max_steps"),
+    environment: Optional[str] = run_option("environment"),
+    framework: Optional[str] = run_option("framework"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view of the steps; answers only."),
 ) -> None:
     """Talk with an RLM about a context: each question a run; variables and conversation kept, and saved."""
@@ -44,8 +46,8 @@ def chat_session(
             typer.echo(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}")
         return
     state = ctx.find_root().obj
-    rlm = RLM(model, sub_model=sub_model, sandbox=sandbox, max_steps=max_steps, home=run_home(ctx),
-              settings=state.settings())  # fmt: skip
+    rlm = RLM(model, sub_model=sub_model, sandbox=sandbox, max_steps=max_steps, environment=environment,
+              framework=framework, home=run_home(ctx), settings=state.settings())  # fmt: skip
     loaded = load_context_with_loaders(list(context), rlm.runner.host, rlm.runner.loaded, rlm.home) if context else None
     if context and len(context) == 1 and not Path(context[0]).is_dir():
         loaded = Path(context[0]).resolve()  # kept as a path: a resumed session reads the file again
@@ -54,6 +56,10 @@ def chat_session(
     for given in (model, sub_model):
         if given:
             _check_model(given, rlm)  # a model that cannot be loaded is refused now, not at the first question
+    if environment:
+        rlm.runner.host.environments().get(environment)  # an unknown name is refused now too (exit 2)
+    if framework and framework != "native":
+        rlm.runner.host.frameworks().get(framework)
     session = rlm.session(loaded, resume=resume)
     using = f"model={session.using('model')} sandbox={_sandbox(session, rlm)}"  # the flags, else what it ran with
     if resume and isinstance(session.context, Path):
