@@ -140,13 +140,17 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return ""
     # a component's section: [<kind>.<name>] with its own fields (nested tables flattened after the field)
     words = _words(parts[2]) if len(parts) > 2 else words
+    # a nested table's keys count too: [environment.harness.mcp_servers.NAME] command, args, env, url, headers
+    deeper = set().union(*(_words(part) for part in parts[3:])) if len(parts) > 3 else set()
     if isinstance(value, (int, float)) and not isinstance(value, bool):  # moves no secret, names no file
         return "raises a limit above its default" if _raises_default(key, value, host) else ""
     if section == "sandbox":
         return "changes how the sandbox isolates model code"
-    if words & PROGRAM_WORDS:
+    if (words | deeper) & PROGRAM_WORDS:
         return "names a program the host runs"
-    if words & SECRET_WORDS:
+    if deeper & {"env", "cwd"}:
+        return "sets the environment or folder of a program the host runs"
+    if (words | deeper) & SECRET_WORDS:
         return "sets an endpoint or credential (where your data and keys go)"
     if words & PATH_WORDS or isinstance(value, str) and value.startswith(("/", "~", "..")):
         return _outside(value, project)
