@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 from rlm_host.sdk.embedding import RLM
 from tui_support import drive, wait_for
@@ -64,3 +65,19 @@ def test_abort_a_run_elsewhere_and_one_started_here(rlm_isolated):
         drive(app, body)
     finally:
         thread.join(timeout=30)
+
+
+def test_leaving_the_app_cancels_its_own_runs_so_they_end_cancelled_not_dead(rlm_isolated):
+    model = slow_model(rlm_isolated.work / "slow2.json")
+    app = make_app(rlm_isolated.runs)
+    finished: list = []
+    app.workspace.start_run("a slow task", None, {"model": model, "sandbox": "monty", "max_steps": "30"},
+                            lambda run_id, path: None, lambda result, error: finished.append((result, error)))  # fmt: skip
+    wait_until = time.monotonic() + 20
+    while not app.workspace.active() and time.monotonic() < wait_until:
+        time.sleep(0.05)
+    assert app.workspace.active(), "the run registered"
+    assert app.workspace.stop_own() == []
+    result, error = finished[0]
+    assert error is None and result.termination_reason == "cancelled"
+    assert app.workspace.active() == []

@@ -38,4 +38,9 @@ def tui(
     from rlm_tui.workspace import Workspace
 
     workspace = Workspace(home=services.home, settings=services.settings)
-    RlmTui(workspace, Bench(services.config_file, services.trust_config), open_run=run).run()
+    try:
+        RlmTui(workspace, Bench(services.config_file, services.trust_config), open_run=run).run()
+    finally:
+        left = workspace.stop_own()  # runs started here end `cancelled`, not dead with the process
+        if left:
+            typer.echo(f"{len(left)} run(s) still stopping; they end when this process does", err=True)

@@ -10,6 +10,7 @@ run started here and one started by another process.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ from typing import Any, Callable, Optional
 from rlm_host import InputError, RlmError
 from rlm_host.sdk.embedding import RLM, ActiveRuns, RunStore, apply_run_flags
 
-#: RunSettings names whose flag is not ``--`` + the name with dashes would still be merged by name.
+#: Seconds leaving the app waits for its own runs to end ``cancelled``.
+STOP_SECONDS = 5.0
 Started = Callable[[str, Path], None]
 Finished = Callable[[Any, Optional[str]], None]
 
@@ -160,6 +162,19 @@ class Workspace:
             return f"asked {len(runs)} run(s) to stop" + (": " + ", ".join(r.run_id for r in runs) if runs else "")
         run = registry.cancel(ref)
         return f"{run.run_id}: {run.status}"
+
+
+    def stop_own(self, wait: float = STOP_SECONDS) -> list[str]:
+        """Cancel the runs this process started (leaving the app) and wait up to ``wait`` seconds for each to write
+        its ``cancelled`` final event; the ids still running after that."""
+        registry = ActiveRuns(self.home)
+        own = [run.run_id for run in registry.list() if run.pid == os.getpid() and run.status != "dead"]
+        for run_id in own:
+            try:
+                registry.cancel(run_id)
+            except InputError:
+                pass  # it ended meanwhile
+        return registry.wait(own, wait) if own else []
 
 
 def _context(value: Optional[str]) -> Any:
