@@ -49,6 +49,7 @@ class ModelCallStart(BaseModel):
     model: str
     provider: str
     purpose: str
+    reply_format: Optional[str] = None  # the reply format the provider enforced on this call (its name), if any
 
 
 class ModelCallEnd(ModelCallStart):

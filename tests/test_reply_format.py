@@ -16,7 +16,7 @@ from rlm_host.environments.protocol import reply_format_of
 from rlm_host.environments.pure_rlm.environment import PureRLMEnvironment
 from rlm_host.environments.pure_rlm.reply_format import REPLY_FORMAT as PURE_RLM
 from rlm_host.llm.protocol import ReplyFormat, reply_format_for
-from rlm_host.testing import ScriptedConnector, isolated_runner
+from rlm_host.testing import ScriptedConnector, isolated_runner, trajectory
 
 ABSENT = "absent"  # the keyword was not passed at all
 
@@ -114,6 +114,16 @@ def test_turns_get_the_environments_format_and_sub_calls_never(tmp_path, monkeyp
     calls = run_with(tmp_path, monkeypatch, Recording(PURE_SCRIPT, by_default=by_default), reply_format=mode)
     expected = PURE_RLM if given else ABSENT
     assert calls == [("turn", expected), ("sub_call", ABSENT), ("turn", expected)]
+
+
+def test_the_trajectory_records_which_calls_were_held_to_a_reply_format(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = Recording(PURE_SCRIPT)
+    result = isolated_runner(tmp_path).run_task("q", context="t", connectors={"root": model, "sub": model},
+                                                sandbox="process")  # fmt: skip
+    starts = [e for e in trajectory(result) if e["type"] == "model_call_start"]
+    assert [(e["data"]["purpose"], e["data"].get("reply_format")) for e in starts] == [
+        ("turn", PURE_RLM.name), ("sub_call", None), ("turn", PURE_RLM.name)]
 
 
 def test_the_setting_comes_from_the_configuration(tmp_path, monkeypatch):

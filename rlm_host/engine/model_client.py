@@ -82,16 +82,18 @@ class ModelClient:
         self.budget.check()
         purpose = purpose or ("turn" if self.role == "root" else "sub_call")
         scope = self.scope
-        call: dict[str, Any] = {}
-        if scope is not None:  # emitted outside the model's time: what it costs is the engine's
-            call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,
-                    "purpose": purpose}  # fmt: skip
-            scope.emit("model_call_start", dict(call))
-        started = time.monotonic()
         extra: dict[str, ReplyFormat] = {}
         enforced = reply_format_for(self.connector, reply_format, self.reply_format_mode) if purpose == "turn" else None
         if enforced is not None:
             extra["reply_format"] = enforced
+        call: dict[str, Any] = {}
+        if scope is not None:  # emitted outside the model's time: what it costs is the engine's
+            call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,
+                    "purpose": purpose}  # fmt: skip
+            if enforced is not None:  # the trajectory says which calls were held to a reply shape
+                call["reply_format"] = enforced.name
+            scope.emit("model_call_start", dict(call))
+        started = time.monotonic()
         on_retry = self._on_retry if scope is not None else None
         try:
             completion = self.budget.unless_cancelled(lambda: self.connector.complete(
