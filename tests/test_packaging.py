@@ -29,7 +29,8 @@ HOST_CONTRACT = {"pydantic", "typer"}
 #: Code that only ever runs inside a sandbox, as data (coding cases' starters, solutions and hidden tests): what it
 #: imports is the sandbox image's business (``sandbox_packages``), not the distribution's.
 SANDBOX_CODE = [REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "cases",
-                REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "sandbox_analysis.py"]
+                REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "sandbox_analysis.py",
+                REPO / "plugins" / "rlm-harness" / "src" / "rlm_harness" / "cases"]
 def _extra_modules(folder: Path) -> dict[Path, tuple[str, ...]]:
     """A plugin's modules that may use one of its extras: its public ``testing`` module the ``test`` extra (sample
     files, test servers), and a module named after an extra (``sweep_ray.py``: ``ray``) that extra."""

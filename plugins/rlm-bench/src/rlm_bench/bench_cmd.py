@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from rlm_host import CommandServices, InputError, RlmError
+from rlm_host import CommandServices, ConfigError, InputError, RlmError
 from rlm_host.sdk.embedding import RLMRunner, apply_run_flags, run_option
 from rlm_host.sdk.models import resolve_connector
 
@@ -57,7 +57,8 @@ def run(
     ctx: typer.Context,
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Preset to run (`rlm bench list`)."),
     pack: Optional[List[Path]] = typer.Option(None, "--pack", help="A YAML/JSON/JSONL pack file holding the preset."),
-    mode: str = typer.Option("native", "--mode", help="native (the RLM loop) or direct-llm (one call, the baseline)."),
+    mode: str = typer.Option("native", "--mode", help="native (the RLM loop), direct-llm (one call, the baseline) "
+                             "or harness (the RLM loop in the harness environment: rlm-harness)."),
     framework: Optional[str] = typer.Option(None, "--framework", help="'native' or a framework; several "
                                             "separated by commas run the preset once each and compare them."),
     env: Optional[str] = run_option("environment"),
@@ -85,8 +86,13 @@ def run(
     from rlm_bench.catalog import find_preset
     from rlm_bench.runner import BenchmarkRunner, BenchOptions
 
-    if mode not in ("native", "direct-llm"):
-        raise RlmError(f"unknown mode {mode!r}", hint="choose native or direct-llm")
+    if mode not in ("native", "direct-llm", "harness"):
+        raise RlmError(f"unknown mode {mode!r}", hint="choose native, direct-llm or harness")
+    if mode == "harness":  # every case runs in the harness environment (a coding agent with tools)
+        if env not in (None, "harness") or (framework or "native") != "native":
+            raise ConfigError("--mode harness runs every case in the harness environment",
+                              hint="leave out --env and --framework (or compare them in --mode native)")
+        env = "harness"
     # --instructions and --sink are settings of every case's run (the flag named in any error); the models, the
     # sandbox and --env are the benchmark's own identity (its manifest), so a resume runs with them again
     loaded = apply_run_flags(CommandServices.of(ctx).settings, {"instructions": instructions, "sinks": sink})

@@ -261,7 +261,7 @@ class BenchmarkRunner:
         if ready.context is not None:
             tags.setdefault("length_bucket", length_bucket(estimate_tokens(ready.chars)))
         workdir = None
-        if mode == "native" and (case.project or case.hidden_tests):
+        if mode in ("native", "harness") and (case.project or case.hidden_tests):
             workdir = prepare_project(project_folder(self.store.root, manifest.benchmark_id, case.case_id),
                                       case.project)  # fmt: skip
         own = bool(case.framework) and manifest.framework == "native"  # the case's own framework, not everyone's
@@ -271,7 +271,7 @@ class BenchmarkRunner:
                               expected=ready.expected, score=0.0, correct=False, termination_reason="error",
                               error=f"framework {framework!r} is not installed (pip install rlm-adapter-…)",
                               duration_s=round(time.monotonic() - started, 4))  # fmt: skip
-        if mode == "native":
+        if mode in ("native", "harness"):  # harness: the native loop, in the harness environment
             fields = self._native(case, ready, manifest, cancel, workdir, framework)
         else:
             fields = self._direct(ready, manifest, started)

@@ -7,7 +7,8 @@ One file per benchmark, ``<home>/benchmarks/<benchmark_id>.json``, written when 
                        counts prompt / completion, and still loads: ``rlm_bench.compat``)
       benchmark_id     "bench_20261122_181500_123456_ab12" (sortable by time)
       preset, source, description, pack_file      which cases: a registered preset or a pack file
-      mode             "native" (the RLM loop) | "direct-llm" (one call, context in the prompt: the baseline)
+      mode             "native" (the RLM loop) | "direct-llm" (one call, context in the prompt: the baseline) |
+                       "harness" (the native loop in the harness environment, rlm-harness)
       framework, environment, model, sub_model, sandbox, judge_model   (model and sandbox: as resolved)
       instructions     the domain guidance every case ran with ([run] instructions), or null
       started_at, finished_at, host_version
@@ -43,7 +44,7 @@ from typing import Any, Iterable, Literal, Optional
 from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = 2
-Mode = Literal["native", "direct-llm"]
+Mode = Literal["native", "direct-llm", "harness"]
 
 
 def utc_now() -> datetime:

@@ -1,0 +1,118 @@
+"""MCP tools in a harness run, against a real stdio MCP server (``flaky_server.py``, built on the SDK): a tool that
+fails, one that crashes its server and one that hangs become observations, never a hung or failed run; the server
+gets the workdir and no secret of the user; hostile metadata is cleaned; approvals follow the tools' annotations;
+an untrusted project's configuration starts nothing until trusted."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from harness_support import PLUGIN, call, final, flaky, harness, mcp_file
+
+
+def test_tools_that_fail_crash_and_hang_are_observations(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    project = rlm_isolated.work / "project"
+    project.mkdir()
+    config = mcp_file(rlm_isolated.work, {"flaky": flaky(env={"GIVEN": "yes"}, call_timeout=2),
+                                          "missing": {"command": "/nonexistent/server"}})  # fmt: skip
+    replies = [call("mcp__flaky__echo", text="hi"), call("mcp__flaky__fail", reason="because"),
+               call("mcp__flaky__where"), call("mcp__flaky__hang"), call("mcp__flaky__echo", text="still there"),
+               call("mcp__flaky__crash"), call("mcp__flaky__echo", text="after the crash"),
+               call("mcp__missing__anything"), final()]  # fmt: skip
+    started = time.monotonic()
+    result, run, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config))
+    assert result.code == 0, result.out + result.err
+    assert time.monotonic() - started < 40
+    obs = [s["observation"] for s in steps]
+    assert obs[0]["success"] and obs[0]["content"].startswith("echo: hi") and "\x1b" not in obs[0]["content"]
+    assert obs[1]["success"] is False and "failed on purpose: because" in obs[1]["error"]
+    where = json.loads(obs[2]["content"])
+    assert where["cwd"] == str(project) and "GIVEN" in where["env"] and "OPENAI_API_KEY" not in where["env"]
+    assert set(where["env"]) <= {"GIVEN", "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL",
+                                 "LC_CTYPE", "TZ", "PWD"}, where["env"]  # fmt: skip
+    assert obs[3]["success"] is False and "did not answer within 2 s" in obs[3]["error"]
+    assert obs[4]["success"] and "still there" in obs[4]["content"], "a hung call does not take the server down"
+    assert obs[5]["success"] is False and "mcp__flaky__crash failed" in obs[5]["error"]
+    assert obs[6]["success"] is False and "not available" in obs[6]["error"]
+    assert steps[7]["action"] == "unsupported_action", "a server that never started offers no tools"
+    assert run["completed"]
+    assert [s["reward"] for s in steps[:2]] == pytest.approx([0.1, 0.1 - 0.3])
+
+
+def test_the_tools_command_lists_servers_tools_and_errors(rlm_cli, rlm_isolated):
+    config = mcp_file(rlm_isolated.work, {"flaky": flaky(), "missing": {"command": "/nonexistent/server"},
+                                          "silent": {"command": "sleep", "args": ["60"], "startup_timeout": 1}})
+    started = time.monotonic()
+    listed = rlm_cli("harness", "tools", "--mcp-config", str(config), "--json", plugins=PLUGIN)
+    assert listed.code == 0, listed.err
+    assert time.monotonic() - started < 20, "a server that never answers costs its start-up timeout, no more"
+    data = json.loads(listed.out)
+    assert [t["name"] for t in data["builtin"]][:3] == ["list_files", "read_file", "search"]
+    tools = {t["name"]: t for t in data["mcp"]}
+    assert tools["mcp__flaky__echo"]["kind"] == "read" and tools["mcp__flaky__wipe"]["kind"] == "tool"
+    assert tools["mcp__flaky__wipe"]["destructive"] is True
+    assert "\x1b" not in tools["mcp__flaky__echo"]["description"]
+    assert tools["mcp__flaky__echo"]["input_schema"]["properties"]["text"]["type"] == "string"
+    servers = {s["server"]: s for s in data["servers"]}
+    assert servers["flaky"]["error"] is None and servers["flaky"]["startup_s"] < 15
+    assert "No such file" in servers["missing"]["error"] and "timed out" in servers["silent"]["error"]
+    text = rlm_cli("harness", "tools", "--mcp-config", str(config), plugins=PLUGIN)
+    assert "mcp__flaky__wipe" in text.out and "MCP server missing (stdio): NOT AVAILABLE" in text.out
+
+
+def test_approvals_follow_the_tools_annotations(rlm_cli, rlm_script, rlm_isolated):
+    project = rlm_isolated.work / "project"
+    project.mkdir()
+    config = mcp_file(rlm_isolated.work, {"flaky": flaky()})
+    replies = [call("mcp__flaky__wipe", target="everything"), call("mcp__flaky__echo", text="reading is fine"),
+               final()]  # fmt: skip
+    _, run, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve",
+                            "read-only")  # fmt: skip
+    assert steps[0]["observation"]["refused"] and "read-only run" in steps[0]["observation"]["error"]
+    assert steps[1]["observation"]["success"] and not (project / "wiped.txt").exists()
+    _, _, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve", "ask")
+    assert "needs approval and nobody can be asked" in steps[0]["observation"]["error"]
+    _, _, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve",
+                          "read-only", "--approval-rule", "mcp__flaky__*=allow")  # fmt: skip
+    assert steps[0]["observation"]["success"] and (project / "wiped.txt").read_text() == "everything"
+
+
+def test_a_cloned_project_cannot_start_an_mcp_server_until_trusted(rlm_cli, rlm_script, rlm_isolated):
+    """The project's rlm.toml names a server (a program the host would run): ignored, with a warning, until
+    ``rlm config trust``; then the same run starts it."""
+    mark = rlm_isolated.work / "started.txt"
+    server = flaky(env={"FLAKY_MARK": str(mark)})
+    (rlm_isolated.work / "rlm.toml").write_text(
+        "[environment.harness.mcp_servers.evil]\n"
+        f"command = {json.dumps(server['command'])}\nargs = {json.dumps(server['args'])}\n"
+        f"env = {{ FLAKY_MARK = {json.dumps(str(mark))} }}\n")  # fmt: skip
+    listed = rlm_cli("harness", "tools", "--json", plugins=PLUGIN)
+    assert listed.code == 0, listed.err
+    assert json.loads(listed.out)["servers"] == [] and not mark.exists()
+    assert "mcp_servers.evil.command" in listed.err and "names a program the host runs" in listed.err
+    project = rlm_isolated.work / "project"
+    project.mkdir()
+    _, run, steps = harness(rlm_cli, rlm_script, project, [call("mcp__evil__echo", text="x"), final()])
+    assert steps[0]["action"] == "unsupported_action" and not mark.exists()
+    assert rlm_cli("config", "trust", plugins=PLUGIN).code == 0
+    trusted = rlm_cli("harness", "tools", "--json", plugins=PLUGIN)
+    assert [s["server"] for s in json.loads(trusted.out)["servers"]] == ["evil"] and mark.exists()
+
+
+def test_vs_code_configuration_and_workspace_folder(rlm_cli, rlm_isolated):
+    project = rlm_isolated.work / "project"
+    project.mkdir()
+    server = flaky(cwd="${workspaceFolder}")
+    path = rlm_isolated.work / "vscode.json"
+    path.write_text(json.dumps({"inputs": [], "servers": {"flaky": {"type": "stdio", **server, "dev": {}}}}))
+    listed = rlm_cli("harness", "tools", "--mcp-config", str(path), "--workdir", str(project), "--json",
+                     plugins=PLUGIN)  # fmt: skip
+    assert listed.code == 0, listed.err
+    assert json.loads(listed.out)["servers"][0]["error"] is None
+    (rlm_isolated.work / "bad.json").write_text(json.dumps({"servers": {"bad name!": {"command": "x"}}}))
+    bad = rlm_cli("harness", "tools", "--mcp-config", str(rlm_isolated.work / "bad.json"), plugins=PLUGIN)
+    assert bad.code == 2 and "letters, digits" in bad.err
