@@ -26,6 +26,8 @@ from rlm_host.frameworks.protocol import (
     StepLimitReached,
     run_coroutine,
 )
+from rlm_host.environments.repl_format import REPLY_FORMAT as REPL_REPLY_FORMAT
+from rlm_host.frameworks.tool_grammar import tool_reply_format
 from rlm_host.frameworks.tool_protocol import (
     FinalAnswer,
     InvalidReply,
@@ -57,6 +59,8 @@ __all__ = [
     # tool calling as text
     "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
     "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
+    # the reply shapes a provider can enforce: the tool protocol's (per turn's tools) and the REPL loop's
+    "tool_reply_format", "REPL_REPLY_FORMAT",
 ]  # fmt: skip
 
 

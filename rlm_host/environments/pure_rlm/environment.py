@@ -19,7 +19,7 @@ from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
 from rlm_host.environments.pure_rlm.parsing import parse_reply
-from rlm_host.environments.pure_rlm.reply_format import REPLY_FORMAT
+from rlm_host.environments.repl_format import REPLY_FORMAT
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult, ExecResult, FinalSignal

@@ -54,7 +54,8 @@ class RlmLlm(BaseLlm):
         chat = to_chat(llm_request, protocol_text=protocol.render_tool_protocol(tools))
         # The role blocks (HTTP, retries, a scripted delay): off the event loop. StepLimitReached (max_steps) and
         # the role's errors propagate out of ADK untouched.
-        completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose)
+        completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose,
+                                             reply_format=protocol.tool_reply_format(tools))  # enforced where it can be
         yield to_response(completion, tools, model=self.model)
 
 

@@ -45,7 +45,7 @@ from rlm_adapter_adk.framework import _QUIET_LOGS, _QuietAdkLogs
 from rlm_adapter_adk.model import REPLY_KEY, RlmLlm, _FINISH, to_chat
 from rlm_adapter_adk.rlm_settings import AdkRlmSettings
 from rlm_host.sdk.frameworks import (
-    FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine, truncate,
+    REPL_REPLY_FORMAT, FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine, truncate,
 )  # fmt: skip
 
 APP = "rlm"
@@ -125,13 +125,15 @@ def final_in_text(text: str) -> Optional[tuple[str, str]]:
 
 
 class RlmTextLlm(RlmLlm):
-    """``RlmLlm`` without the tool protocol: the request as chat messages, the reply's text as it is."""
+    """``RlmLlm`` without the tool protocol: the request as chat messages, the reply's text as it is; the root's
+    turns held to the REPL grammar (```repl blocks, a FINAL line) where the provider enforces one."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     async def generate_content_async(self, llm_request: LlmRequest,
                                      stream: bool = False) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip
-        completion = await asyncio.to_thread(self._role.complete, to_chat(llm_request), purpose=self._purpose)
+        completion = await asyncio.to_thread(self._role.complete, to_chat(llm_request), purpose=self._purpose,
+                                             reply_format=REPL_REPLY_FORMAT)  # fmt: skip
         inp, out = completion.input_tokens or 0, completion.output_tokens or 0
         yield LlmResponse(
             content=types.Content(role="model", parts=[types.Part(text=completion.text or "")]),

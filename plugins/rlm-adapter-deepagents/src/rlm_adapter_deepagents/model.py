@@ -64,7 +64,8 @@ class RlmChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: Optional[list[str]] = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:  # fmt: skip
         chat = to_chat(messages, protocol.render_tool_protocol(self.tool_specs))
-        completion = self.role.complete(chat, purpose=self.purpose)
+        completion = self.role.complete(chat, purpose=self.purpose, reply_format=protocol.tool_reply_format(
+            self.tool_specs))  # the tool protocol's shape, enforced where the provider can
         message = to_message(completion.text, self.tool_specs)
         usage_in, usage_out = completion.input_tokens or 0, completion.output_tokens or 0
         message.usage_metadata = {"input_tokens": usage_in, "output_tokens": usage_out,

@@ -23,6 +23,7 @@ import dspy
 from dspy import lm15
 
 from rlm_host.sdk.frameworks import FrameworkContext
+from rlm_host.sdk.models import ReplyFormat
 
 #: The output field of the signature ``context, query -> answer``.
 ANSWER_FIELD = "answer"
@@ -70,6 +71,16 @@ class _Engine:
         pass
 
 
+#: dspy.RLM's action reply in dspy's field format (``ChatAdapter``): reasoning, then the code in a python fence,
+#: then the completed marker; a provider that enforces grammars holds each turn to it (extract's answer is free).
+ACTION_GRAMMAR = r'''
+root      ::= "[[ ## reasoning ## ]]\n" reasoning "\n\n[[ ## code ## ]]\n```python\n" codeline{1,25} "```\n\n[[ ## completed ## ]]"
+reasoning ::= [^\[\n`]{1,400} ("\n" [^\[\n`]{1,400}){0,4}
+codeline  ::= [^`\n]{0,200} "\n"
+'''
+ACTION_FORMAT = ReplyFormat("dspy_rlm_action", gbnf=ACTION_GRAMMAR.strip() + "\n")
+
+
 class RootEngine(_Engine):
     """dspy.RLM's main LM: each call is one root turn of the run (``ctx.root`` raises StepLimitReached at the turn
     after ``max_steps``)."""
@@ -81,7 +92,8 @@ class RootEngine(_Engine):
         self._lock = threading.Lock()
 
     def complete(self, request: Any) -> Any:
-        completion = self.ctx.root.complete(request_messages(request), purpose=self.purpose)
+        shape = ACTION_FORMAT if self.purpose == "turn" else None  # extract's fields differ: left free
+        completion = self.ctx.root.complete(request_messages(request), purpose=self.purpose, reply_format=shape)
         with self._lock:
             self._replies.append(completion.text)
         return response(completion.text, completion.model or self.ctx.root.name, completion.input_tokens,

@@ -75,7 +75,8 @@ class RlmModel(Model):
                        protocol_text=protocol.render_tool_protocol(tools, text_answer=params.allow_text_output,
                                                               answer_tools=answer_tools))  # fmt: skip
         # The role blocks (HTTP, retries, a scripted delay): off the event loop, with the caller's context.
-        completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose)
+        shape = protocol.tool_reply_format(tools, text_answer=params.allow_text_output)  # enforced where it can be
+        completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose, reply_format=shape)
         parts, invalid = to_parts(completion.text, tools, text_answer=params.allow_text_output,
                                   answer_tools=answer_tools)  # fmt: skip
         details: dict[str, Any] = {REPLY_KEY: completion.text}

@@ -1,4 +1,4 @@
-"""The shape of a pure_rlm reply as a GBNF grammar, for connectors that enforce it while the model writes
+"""The shape of a REPL-loop reply (pure_rlm's, and adk-rlm's in a framework run) as a GBNF grammar, for connectors that enforce it while the model writes
 (llama.cpp in-process or served, vLLM, SGLang): an optional line of prose, then one or two ```repl blocks (prose
 between them allowed) optionally followed by a ``FINAL(...)`` / ``FINAL_VAR(...)`` line, or that line alone.
 
