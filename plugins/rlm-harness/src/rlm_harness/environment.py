@@ -285,7 +285,11 @@ class HarnessEnvironment:
         observation = dict(result.observation)
         status = status or ("ok" if observation.get("success", True) else "error")
         shown = truncate(json.dumps(observation, ensure_ascii=False, default=str), self.settings.max_output_chars)
-        self.turns.append((call_text, format_tool_result(result.action, clean(shown), status=status)))
+        if result.action == "malformed_reply":  # not a call of anything: say what was wrong with the reply
+            text = f"Your reply could not be read ({clean(str(observation.get('error')))}). Reply with one tool call."
+        else:
+            text = format_tool_result(result.action, clean(shown), status=status)
+        self.turns.append((call_text, text))
         return self.history.record(result)
 
     def _overview(self) -> str:
