@@ -41,6 +41,7 @@ RUN = {
     "rlm mcp serve --transport http --host 0.0.0.0": {2},  # the page shows the refusal (bad input: exit 2)
     "rlm leaderboard --metric accuracy": {0},  # an empty home: "no saved benchmarks"
     "rlm traces generate harness.jsonl": {0},  # the traces README session starts with it
+    "rlm harness tools": {0},  # the built-in tools (no MCP server configured here)
 }
 
 #: (pattern, why the command is not run as printed here); its --help and flags are still checked
@@ -53,6 +54,8 @@ SKIP = [
     (r"--framework (google-adk|adk-rlm|deepagents|pydantic-ai|dspy-rlm|dspy)\b", "a framework run with a real or "
      "scripted model over the page's files"),
     (r"^rlm mcp serve\b", "a server that runs until stopped (tests/test_docs_terms.py checks its banner)"),
+    (r"^rlm harness run\b|^rlm harness tools --mcp-config", "a model run in the page's project folder, or the page's "
+     "MCP servers (npx: the npm registry)"),
     (r"scripted:|replay:|--context|--resume|run_…|run_2026|traces (index|query|search|overview)|--env traces",
      "a session step over files or runs the page made earlier"),
     (r"^rlm bench (run|compare|sweep|sweep-report)|^rlm leaderboard$|^rlm runs (show|export|cancel)|^rlm run \"…\"|^rlm run --sandbox monty",
