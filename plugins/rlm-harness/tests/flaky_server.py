@@ -45,7 +45,7 @@ def hang() -> str:
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def where() -> str:
     """The server's folder and environment variable names."""
-    return json.dumps({"cwd": os.getcwd(), "env": sorted(os.environ)})
+    return json.dumps({"cwd": os.getcwd(), "env": sorted(os.environ), "pid": os.getpid()})
 
 
 @server.tool()

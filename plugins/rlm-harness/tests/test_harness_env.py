@@ -219,3 +219,10 @@ class TestHarnessEnvironment(EnvironmentContract):
     final_answer = "42"
     working_reply = '{"tool": "list_files", "args": {}}'
 
+
+
+def test_a_model_that_cannot_be_set_up_is_bad_input(rlm_cli, project, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = rlm_cli("harness", "run", "x", "--workdir", str(project), "--model", "openai:gpt-4o-mini", "--sandbox",
+                     "process", plugins=PLUGIN)  # fmt: skip
+    assert result.code == 2 and "no API key for openai" in result.err and "Traceback" not in result.err

@@ -6,6 +6,7 @@ an untrusted project's configuration starts nothing until trusted."""
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -76,9 +77,12 @@ def test_approvals_follow_the_tools_annotations(rlm_cli, rlm_script, rlm_isolate
     assert steps[1]["observation"]["success"] and not (project / "wiped.txt").exists()
     _, _, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve", "ask")
     assert "needs approval and nobody can be asked" in steps[0]["observation"]["error"]
-    _, _, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve",
-                          "read-only", "--approval-rule", "mcp__flaky__*=allow")  # fmt: skip
-    assert steps[0]["observation"]["success"] and (project / "wiped.txt").read_text() == "everything"
+    _, _, steps = harness(rlm_cli, rlm_script, project, [call("mcp__flaky__where"), *replies], "--mcp-config",
+                          str(config), "--approve", "read-only", "--approval-rule", "mcp__flaky__*=allow")  # fmt: skip
+    assert steps[1]["observation"]["success"] and (project / "wiped.txt").read_text() == "everything"
+    pid = json.loads(steps[0]["observation"]["content"])["pid"]
+    with pytest.raises(ProcessLookupError):  # the run stopped its server
+        os.kill(pid, 0)
 
 
 def test_a_cloned_project_cannot_start_an_mcp_server_until_trusted(rlm_cli, rlm_script, rlm_isolated):

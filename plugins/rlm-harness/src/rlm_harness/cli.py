@@ -70,7 +70,7 @@ def run(
 
     Writes, commands and MCP tools that are not read-only follow --approve (auto, ask: y/N on this terminal,
     read-only: refused, the model is told). Exit 0 answered, 1 no final answer."""
-    from rlm_host import RLM
+    from rlm_host import RLM, ModelError
 
     from rlm_harness.approve import TtyApprover
 
@@ -80,7 +80,11 @@ def run(
     loaded = apply_run_flags(_settings(ctx, mcp_config, workdir), given)
     rlm = RLM(settings=loaded, approver=TtyApprover.if_attended(), environment="harness")
     on_event = None if quiet else _print_step
-    result = rlm.completion(None, task, on_event=on_event, event_types=None if quiet else {"step", "run_start"})
+    try:
+        result = rlm.completion(None, task, on_event=on_event, event_types=None if quiet else {"step", "run_start"})
+    except ModelError as exc:  # before the run: the model cannot be set up (no key, no file): bad input
+        exc.exit_code = EXIT_USAGE
+        raise
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     elif result.final_response is not None:

@@ -252,7 +252,9 @@ class HarnessEnvironment:
         return self._ok("llm_query", {"response": truncate(answer, self.settings.max_output_chars)})
 
     def _mcp(self, name: str, args: dict[str, Any]) -> ActionResult:
-        observation = self.mcp.call(name, args)
+        tool = self.mcp.find(name)
+        limit = tool and self.mcp.states[tool.server].config.call_timeout
+        observation = self.mcp.call(name, args, timeout=self._seconds(limit) if limit else None)
         if "content" in observation:
             observation["content"] = truncate(observation["content"], self.settings.max_output_chars)
         ok = bool(observation.get("success"))
