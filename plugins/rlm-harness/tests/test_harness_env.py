@@ -226,3 +226,20 @@ def test_a_model_that_cannot_be_set_up_is_bad_input(rlm_cli, project, monkeypatc
     result = rlm_cli("harness", "run", "x", "--workdir", str(project), "--model", "openai:gpt-4o-mini", "--sandbox",
                      "process", plugins=PLUGIN)  # fmt: skip
     assert result.code == 2 and "no API key for openai" in result.err and "Traceback" not in result.err
+
+
+def test_the_reply_format_holds_each_built_in_tool_to_its_arguments():
+    """One alternative per tool; a built-in tool's ``args`` closed to its own schema (a grammar then keeps a small
+    model from writing prose into them); llama.cpp's converter turns it into a grammar."""
+    from rlm_harness import tools
+    from rlm_harness.mcp_client import McpTool
+
+    mcp = McpTool("files", "read", "mcp__files__read", "Read.", {"type": "object"}, True, False)
+    schema = tools.reply_format(tools.tool_specs([mcp])).json_schema
+    variants = {v["properties"]["tool"]["const"]: v["properties"]["args"] for v in schema["anyOf"]}
+    assert list(variants)[-2:] == ["mcp__files__read", "final"]
+    assert variants["read_file"]["additionalProperties"] is False and variants["read_file"]["required"] == ["path"]
+    assert variants["mcp__files__read"] == {"type": "object"}
+    llama_cpp = pytest.importorskip("llama_cpp")
+    grammar = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    assert '"\\"read_file\\""' in grammar

@@ -35,3 +35,4 @@ def test_a_harness_run_against_a_real_llama_cpp_server(llama_server, rlm_cli, rl
     assert not [e for e in events if e["type"] == "error"]
     steps = [e["data"] for e in events if e["type"] == "step"]
     assert steps and all(s["action"] for s in steps)
+

@@ -74,7 +74,7 @@ class HarnessEnvironment:
 
     @property
     def reply_format(self) -> ReplyFormat:
-        return tools.reply_format(spec.name for spec in self.specs)
+        return tools.reply_format(self.specs)
 
     def start(self) -> None:
         self.session = self.ctx.open_sandbox()

@@ -76,9 +76,14 @@ def system_prompt(specs: list[ToolSpec], instructions: str | None = None) -> str
     return prompt
 
 
-def reply_format(names: Iterable[str]) -> ReplyFormat:
-    """One tool call: ``{"tool": <one of names>, "args": {…}}`` (llama.cpp turns it into a grammar)."""
-    schema = {"type": "object", "properties": {"tool": {"type": "string", "enum": list(names)},
-                                               "args": {"type": "object"}},
-              "required": ["tool", "args"]}  # fmt: skip
-    return ReplyFormat("harness_tool_call", json_schema=schema)
+def reply_format(specs: Iterable[ToolSpec]) -> ReplyFormat:
+    """One tool call, ``{"tool": …, "args": {…}}``, as one alternative per tool (llama.cpp turns it into a grammar):
+    a built-in tool's arguments held to its own schema, so even a small model writes ``{"path": …}`` and not
+    prose; an MCP tool's free-form (a server's schema may use what a grammar converter does not know)."""
+    variants = []
+    for spec in specs:
+        own = spec.name in BUILTIN_NAMES
+        args = {**spec.parameters, "additionalProperties": False} if own else {"type": "object"}
+        variants.append({"type": "object", "properties": {"tool": {"const": spec.name}, "args": args},
+                         "required": ["tool", "args"], "additionalProperties": False})  # fmt: skip
+    return ReplyFormat("harness_tool_call", json_schema={"anyOf": variants})
