@@ -21,9 +21,13 @@ def host_port(url: str) -> tuple[str, int] | None:
 def is_loopback(url: str) -> bool:
     """Whether ``url`` points at this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
     found = host_port(url)
-    if found is None:
-        return False
-    host = found[0].lower()
+    return found is not None and is_loopback_host(found[0])
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether a host name or address (``[::1]`` too) is this machine's: what a server may bind without exposing
+    itself (``rlm mcp serve``, ``rlm tui --web``)."""
+    host = host.strip("[]").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:

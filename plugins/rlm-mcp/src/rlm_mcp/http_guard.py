@@ -4,7 +4,7 @@ is set when its client's connection closes (the SDK does not stop a tool when an
 from __future__ import annotations
 
 import hmac
-import ipaddress
+from rlm_host.sdk.embedding import is_loopback_host
 import json
 import threading
 from typing import Any, Awaitable, Callable
@@ -17,14 +17,7 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 DISCONNECTED_KEY = "rlm_mcp.disconnected"
 
 
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+is_loopback = is_loopback_host  # ``localhost`` or a loopback address (127.0.0.0/8, ::1): the host's one check
 
 
 class BearerGuard:

@@ -7,7 +7,7 @@ one must be given with ``--host`` and is served with a warning.
 
 from __future__ import annotations
 
-import ipaddress
+from rlm_host.sdk.embedding import is_loopback_host
 import shlex
 import sys
 from pathlib import Path
@@ -18,13 +18,7 @@ from rlm_host import ConfigError
 DEFAULT_HOST = "127.0.0.1"
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+is_loopback = is_loopback_host  # the host's one check of a loopback name or address
 
 
 def app_command(config_file: Optional[Path], trust: bool, run: Optional[str]) -> str:

@@ -100,24 +100,8 @@ class Workspace:
         when its ``run_start`` arrives, ``on_finished(result, error)`` at the end (both from the thread)."""
         rlm = self.rlm(options)
         value = _context(context)
-        seen = threading.Event()
-
-        def on_event(event: Any) -> None:
-            if event.type == "run_start" and event.depth == 0 and not seen.is_set():
-                seen.set()
-                on_started(event.root_run_id, rlm.home / "runs" / f"{event.root_run_id}.jsonl")
-
-        def work() -> None:
-            try:
-                result = rlm.completion(value, task, on_event=on_event)
-            except BaseException as exc:  # noqa: BLE001 - reported in the app, never a traceback
-                on_finished(None, error_text(exc))
-                return
-            on_finished(result, None)
-
-        thread = threading.Thread(target=work, name="rlm-tui-run", daemon=True)
-        thread.start()
-        return thread
+        return _in_thread(lambda on_event: rlm.completion(value, task, on_event=on_event), rlm.home, on_started,
+                          on_finished, "rlm-tui-run")  # fmt: skip
 
     def ask(self, question: str, context: Optional[str], options: dict[str, Any], on_started: Started,
             on_finished: Finished) -> threading.Thread:  # fmt: skip
@@ -127,25 +111,9 @@ class Workspace:
             self.chat = self.rlm({}).session(_context(context))
         if options:
             self.rlm(options)  # validated here: a bad value is a message before the turn starts
-        session, home = self.chat, self.home
-        seen = threading.Event()
-
-        def on_event(event: Any) -> None:
-            if event.type == "run_start" and event.depth == 0 and not seen.is_set():
-                seen.set()
-                on_started(event.root_run_id, home / "runs" / f"{event.root_run_id}.jsonl")
-
-        def work() -> None:
-            try:
-                result = session.ask(question, on_event=on_event, **options)
-            except BaseException as exc:  # noqa: BLE001
-                on_finished(None, error_text(exc))
-                return
-            on_finished(result, None)
-
-        thread = threading.Thread(target=work, name="rlm-tui-chat", daemon=True)
-        thread.start()
-        return thread
+        session = self.chat
+        return _in_thread(lambda on_event: session.ask(question, on_event=on_event, **options), self.home,
+                          on_started, on_finished, "rlm-tui-chat")  # fmt: skip
 
     # ------------------------------------------------------------------ cancelling (any process's runs)
 
@@ -175,6 +143,30 @@ class Workspace:
             except InputError:
                 pass  # it ended meanwhile
         return registry.wait(own, wait) if own else []
+
+
+def _in_thread(run: Callable[[Callable[[Any], None]], Any], home: Path, on_started: Started, on_finished: Finished,
+               name: str) -> threading.Thread:  # fmt: skip
+    """``run(on_event)`` in a daemon thread: ``on_started(run_id, trajectory)`` at the root's ``run_start``,
+    ``on_finished(result, error)`` at the end (an error as one line, never a traceback)."""
+    seen = threading.Event()
+
+    def on_event(event: Any) -> None:
+        if event.type == "run_start" and event.depth == 0 and not seen.is_set():
+            seen.set()
+            on_started(event.root_run_id, home / "runs" / f"{event.root_run_id}.jsonl")
+
+    def work() -> None:
+        try:
+            result = run(on_event)
+        except BaseException as exc:  # noqa: BLE001 - reported in the app, never a traceback
+            on_finished(None, error_text(exc))
+            return
+        on_finished(result, None)
+
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def _context(value: Optional[str]) -> Any:
