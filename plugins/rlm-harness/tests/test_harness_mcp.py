@@ -39,7 +39,8 @@ def test_tools_that_fail_crash_and_hang_are_observations(rlm_cli, rlm_script, rl
     assert obs[4]["success"] and "still there" in obs[4]["content"], "a hung call does not take the server down"
     assert obs[5]["success"] is False and "mcp__flaky__crash failed" in obs[5]["error"]
     assert obs[6]["success"] is False and "not available" in obs[6]["error"]
-    assert steps[7]["action"] == "unsupported_action", "a server that never started offers no tools"
+    assert steps[7]["action"] == "mcp__missing__anything", "a server that never started: its error, as the step's"
+    assert "MCP server 'missing' is not available: could not start" in obs[7]["error"]
     assert run["completed"]
     assert [s["reward"] for s in steps[:2]] == pytest.approx([0.1, 0.1 - 0.3])
 

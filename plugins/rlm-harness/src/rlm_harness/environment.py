@@ -119,6 +119,11 @@ class HarnessEnvironment:
             return self._final(answer if isinstance(answer, str) else json.dumps(answer), call_text)
         handler = self._handlers().get(name)
         if handler is None and self.mcp.find(name) is None:
+            down = self.mcp.unavailable(name)
+            if down is not None:  # a tool of a server that did not start or stopped: that server's error
+                result = ActionResult(action=name, reward=self._failure(), observation={"success": False,
+                                                                                         "error": down})  # fmt: skip
+                return self._record(call_text, result)
             known = ", ".join(spec.name for spec in self.specs)
             result = ActionResult(action="unsupported_action", reward=-self.ctx.rewards.unsupported_action_penalty,
                                   observation={"success": False, "error": f"unknown tool {name!r}; tools: {known}"})  # fmt: skip

@@ -154,6 +154,13 @@ class McpPool:
     def find(self, name: str) -> Optional[McpTool]:
         return next((tool for tool in self.tools if tool.name == name), None)
 
+    def unavailable(self, name: str) -> Optional[str]:
+        """Why ``mcp__<server>__…`` cannot be called when its server is configured but not available, else None."""
+        for state in self.states.values():
+            if name.startswith(f"mcp__{state.name}__") and state.error is not None:
+                return f"MCP server {state.name!r} is not available: {state.error}"
+        return None
+
     def call(self, name: str, args: dict[str, Any], timeout: Optional[float] = None) -> dict[str, Any]:
         """Call the tool ``name`` (``mcp__server__tool``): an observation, ``success`` False on any failure."""
         tool = self.find(name)
