@@ -145,6 +145,9 @@ def test_clear_errors(cli):
     assert code == 2 and "no latest benchmark" in err
     code, _, err = cli("bench", "run", "--preset", "pure_rlm_smoke", "--mode", "fast")
     assert code == 1 and "unknown mode 'fast'" in err
+    # --mode harness: every case in the harness environment (rlm-harness; its tests run it), no other --env
+    code, _, err = cli("bench", "run", "--preset", "pure_rlm_smoke", "--mode", "harness", "--env", "generic")
+    assert code == 2 and "--mode harness runs every case in the harness environment" in err
 
 
 @pytest.mark.slow
