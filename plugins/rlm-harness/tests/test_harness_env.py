@@ -228,18 +228,16 @@ def test_a_model_that_cannot_be_set_up_is_bad_input(rlm_cli, project, monkeypatc
     assert result.code == 2 and "no API key for openai" in result.err and "Traceback" not in result.err
 
 
-def test_the_reply_format_holds_each_built_in_tool_to_its_arguments():
-    """One alternative per tool; a built-in tool's ``args`` closed to its own schema (a grammar then keeps a small
-    model from writing prose into them); llama.cpp's converter turns it into a grammar."""
+def test_the_reply_format_is_one_tool_call_of_a_listed_tool():
+    """The host's tool protocol format, without a free-text answer (``final`` is a tool): a grammar naming each
+    tool, ``read_file``'s required ``path`` first; an MCP tool listed too; llama.cpp compiles the grammar."""
     from rlm_harness import tools
     from rlm_harness.mcp_client import McpTool
 
     mcp = McpTool("files", "read", "mcp__files__read", "Read.", {"type": "object"}, True, False)
-    schema = tools.reply_format(tools.tool_specs([mcp])).json_schema
-    variants = {v["properties"]["tool"]["const"]: v["properties"]["args"] for v in schema["anyOf"]}
-    assert list(variants)[-2:] == ["mcp__files__read", "final"]
-    assert variants["read_file"]["additionalProperties"] is False and variants["read_file"]["required"] == ["path"]
-    assert variants["mcp__files__read"] == {"type": "object"}
+    shape = tools.reply_format(tools.tool_specs([mcp]))
+    names = shape.json_schema["oneOf"][0]["properties"]["tool"]["enum"]
+    assert names[-2:] == ["mcp__files__read", "final"] and len(shape.json_schema["oneOf"]) == 1
+    assert '"\\"read_file\\"" ws "," ws "\\"args\\"" ws ":" ws "{" ws "\\"path\\""' in shape.gbnf
     llama_cpp = pytest.importorskip("llama_cpp")
-    grammar = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
-    assert '"\\"read_file\\""' in grammar
+    llama_cpp.LlamaGrammar.from_string(shape.gbnf, verbose=False)

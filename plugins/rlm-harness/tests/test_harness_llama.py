@@ -36,3 +36,24 @@ def test_a_harness_run_against_a_real_llama_cpp_server(llama_server, rlm_cli, rl
     steps = [e["data"] for e in events if e["type"] == "step"]
     assert steps and all(s["action"] for s in steps)
 
+
+
+def test_the_in_process_llama_cpp_model_is_held_to_the_tool_call_grammar(rlm_cli, rlm_isolated, monkeypatch):
+    """The llamacpp provider enforces the harness's reply format as a grammar: the tiny model's reply is a call of a
+    listed tool (its answer may be nonsense; its shape is not). About 5 s."""
+    pytest.importorskip("rlm_provider_llamacpp")
+    monkeypatch.setenv("RLM_RUN__MAX_REPLY_TOKENS", "96")
+    project = rlm_isolated.work / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("The meeting is on Tuesday.\n")
+    result = rlm_cli("harness", "run", "Read notes.txt and say which day the meeting is.", "--workdir", str(project),
+                     "--model", "llamacpp:smollm2", "--max-steps", "1", "--sandbox", "process", "--json",
+                     plugins=f"{PLUGIN},rlm-provider-llamacpp")  # fmt: skip
+    assert result.code in (0, 1), result.err
+    outcome = json.loads(result.out)
+    assert outcome["termination_reason"] in ("final", "max_steps"), outcome["error"]
+    events = [json.loads(line) for line in Path(outcome["trajectory_path"]).read_text().splitlines()]
+    steps = [e["data"] for e in events if e["type"] == "step"]
+    assert steps[0]["reply"].lstrip().startswith("{") and '"tool"' in steps[0]["reply"][:16], steps[0]["reply"]
+    starts = [e["data"] for e in events if e["type"] == "model_call_start" and e["data"].get("purpose") != "synthesis"]
+    assert starts and str(starts[0].get("reply_format", "")).startswith("tool_protocol:"), starts[:1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from rlm_host.sdk.frameworks import ToolSpec, render_tool_protocol
+from rlm_host.sdk.frameworks import ToolSpec, render_tool_protocol, tool_reply_format
 from rlm_host.sdk.models import ReplyFormat
 
 
@@ -77,13 +77,7 @@ def system_prompt(specs: list[ToolSpec], instructions: str | None = None) -> str
 
 
 def reply_format(specs: Iterable[ToolSpec]) -> ReplyFormat:
-    """One tool call, ``{"tool": …, "args": {…}}``, as one alternative per tool (llama.cpp turns it into a grammar):
-    a built-in tool's arguments held to its own schema, so even a small model writes ``{"path": …}`` and not
-    prose; an MCP tool's free-form (a server's schema may use what a grammar converter does not know)."""
-    variants = []
-    for spec in specs:
-        own = spec.name in BUILTIN_NAMES
-        args = {**spec.parameters, "additionalProperties": False} if own else {"type": "object"}
-        variants.append({"type": "object", "properties": {"tool": {"const": spec.name}, "args": args},
-                         "required": ["tool", "args"], "additionalProperties": False})  # fmt: skip
-    return ReplyFormat("harness_tool_call", json_schema={"anyOf": variants})
+    """One tool call, ``{"tool": …, "args": {…}}``, and no free-text answer (``final`` is a tool): the host's tool
+    protocol format — a llama.cpp grammar naming each tool (a tool whose arguments are named scalars gets those keys,
+    required ones first; any other, an MCP tool's say, any JSON object; strings strict JSON) and a JSON schema."""
+    return tool_reply_format(list(specs), text_answer=False)
