@@ -50,6 +50,13 @@ def valid_unicode(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` for a terminal: control characters (but newlines and tabs) shown as ``?`` and ESC as ``␛``, never
+    sent — model output or a tool's metadata could otherwise redraw the screen to hide what is really asked."""
+    return "".join(c if c in "\n\t" or (c.isprintable() and c not in "\x7f\x9b") else "␛" if c == "\x1b" else "?"
+                   for c in text)  # fmt: skip
+
+
 def clip_lines(text: str, max_lines: int) -> str:
     """The first ``max_lines`` lines of ``text``, then ``… (N more lines)``."""
     lines = text.rstrip("\n").splitlines()

@@ -28,14 +28,14 @@ class TerminalApprover:
 
     def __call__(self, request: ApprovalRequest) -> bool:
         from rlm_host.redact import redact
-        from rlm_host.text import clip
+        from rlm_host.text import clip, terminal_safe
 
         spinner = getattr(self.live_view, "spinner", None)
         if spinner is not None:
             spinner.stop()
         lines = [f"\n? {request.tool} wants to {request.kind}: {redact(request.summary)}"]
         lines += [f"    {key}: {clip(redact(str(value)), DETAIL_CHARS, 'count')}" for key, value in request.details.items()]
-        prompt = _printable("\n".join(lines)) + "\n  allow? [y/N] "
+        prompt = terminal_safe("\n".join(lines)) + "\n  allow? [y/N] "
         try:
             fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
             try:
@@ -61,9 +61,3 @@ def _read_line(fd: int, limit: int = 1024) -> str:
         data += chunk
     return data.decode("utf-8", "replace")
 
-
-def _printable(text: str) -> str:
-    """``text`` without control characters (but newlines and tabs): the model's escape sequences never reach the
-    terminal (they could hide the real action behind a redrawn screen)."""
-    return "".join(c if c in "\n\t" or (c.isprintable() and c not in "\x7f\x9b") else "␛" if c == "\x1b" else "?"
-                   for c in text)  # fmt: skip

@@ -29,7 +29,9 @@ from rlm_host.engine.budget import Budget
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.plugins.host import PluginHost
 from rlm_host.trajectory.compare import compare_runs, render_comparison
+from rlm_host.cli.approve_prompt import TerminalApprover
 from rlm_host.llm.loopback import is_loopback_host
+from rlm_host.text import terminal_safe
 from rlm_host.trajectory.active import ActiveRun, ActiveRuns
 from rlm_host.trajectory.store import RunStore
 from rlm_host.trajectory.tree import Replay
@@ -37,4 +39,4 @@ from rlm_host.trajectory.tree import Replay
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "load_settings", "LoadedSettings",
            "PluginHost", "RunStore", "Replay", "run_option", "apply_run_flags",
            "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns",
-           "ActiveRun", "is_loopback_host"]  # fmt: skip
+           "ActiveRun", "is_loopback_host", "TerminalApprover", "terminal_safe"]  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
-from rlm_host.sdk.embedding import apply_run_flags, run_option
+from rlm_host.sdk.embedding import TerminalApprover, apply_run_flags, run_option, terminal_safe
 
 app = typer.Typer(help="A coding agent over a project folder with MCP tools and approvals.", rich_markup_mode=None,
                   add_completion=False, no_args_is_help=True)  # fmt: skip
@@ -72,13 +72,12 @@ def run(
     read-only: refused, the model is told). Exit 0 answered, 1 no final answer."""
     from rlm_host import RLM, ModelError
 
-    from rlm_harness.approve import TtyApprover
 
     given = {"workdir": workdir, "approve": approve, "approval_rules": approval_rule, "model": model,
              "sub_model": sub_model, "sandbox": sandbox, "max_steps": max_steps, "timeout": timeout,
              "max_cost": max_cost, "instructions": instructions, "allow_any_workdir": allow_any_workdir}  # fmt: skip
     loaded = apply_run_flags(_settings(ctx, mcp_config, workdir), given)
-    rlm = RLM(settings=loaded, approver=TtyApprover.if_attended(), environment="harness")
+    rlm = RLM(settings=loaded, approver=TerminalApprover.if_attended(), environment="harness")
     on_event = None if quiet else _print_step
     try:
         result = rlm.completion(None, task, on_event=on_event, event_types=None if quiet else {"step", "run_start"})
@@ -144,8 +143,6 @@ def list_tools(
 
 def _print_step(event: Any) -> None:
     """One line per step on stderr (the plugin's own view: the host's live view is not public)."""
-    from rlm_harness.approve import printable
-
     data = event.data
     if event.type == "run_start":
         _say(f"run {event.run_id} · model {data.get('model', '?')} · sandbox {data.get('sandbox', '?')}")
@@ -155,7 +152,7 @@ def _print_step(event: Any) -> None:
     observation = data.get("observation") or {}
     status = "refused" if observation.get("refused") else "ok" if observation.get("success", True) else "failed"
     detail = observation.get("error") or observation.get("path") or observation.get("command") or ""
-    _say(printable(f"step {data.get('step')} · {data.get('action')} · {status} · reward {data.get('reward', 0):+.2f}"
+    _say(terminal_safe(f"step {data.get('step')} · {data.get('action')} · {status} · reward {data.get('reward', 0):+.2f}"
                    + (f" · {str(detail)[:120]}" if detail else "")))
 
 
