@@ -74,6 +74,9 @@ class RlmTui(App):
         yield Footer()
 
     def on_mount(self) -> None:
+        from rlm_tui.approval import TuiApprover
+
+        self.workspace.approver = TuiApprover(self)  # approve=ask: a modal for each write, command or tool
         self.say("F1 help · F2 runs · F3 live · F4 bench · / command line · ctrl+q quit")
         self.show_runs()
         if self.initial_run:

@@ -56,6 +56,7 @@ class Workspace:
     settings: Any  # LoadedSettings of the `rlm` command (None: load them, as RLM() does)
     overrides: dict[str, Any] = field(default_factory=dict)
     chat: Any = None  # the ChatSession of /rlm chat, kept between turns
+    approver: Any = None  # asked under approve=ask (the app's modal: rlm_tui.approval), None: ask is refused
 
     @property
     def store(self) -> Any:
@@ -86,7 +87,7 @@ class Workspace:
             merged = apply_run_flags(settings, given) if given else settings
         except RlmError as exc:  # name the options as they were typed here (steps=), not as flags (--max-steps)
             raise OptionError(slash_names(str(exc)), hint=slash_names(getattr(exc, "hint", "") or "")) from None
-        return RLM(settings=merged, home=self.home)
+        return RLM(settings=merged, home=self.home, approver=self.approver)
 
     def choose(self, name: str, value: str) -> None:
         """``/connect`` (model) and ``/sandbox``: checked now, used by every later run."""
