@@ -19,6 +19,7 @@ Reference plugins to copy: ``plugins/rlm-env-traces`` (pure_rlm given extra host
 
 from rlm_host.environments.kit import StepHistory, execute_code, parse_action, reply_action, truncate
 from rlm_host.approvals import ApprovalRequest
+from rlm_host.environments.case_folders import CaseFolders
 from rlm_host.environments.project_files import PathRefused, ProjectFiles
 from rlm_host.environments.protocol import Environment, EnvironmentContext
 from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
@@ -36,6 +37,8 @@ __all__ = [
     "ProjectFiles", "PathRefused",
     # before an action that changes things: ctx.approvals.check(ApprovalRequest(tool, kind, summary)) -> refusal
     "ApprovalRequest",
+    # coding benchmark cases kept as folders in a plugin package (starter, hidden tests, reference, wrong)
+    "CaseFolders",
     # the REPL kit; model code run with its live events
     "SubCalls", "HELPERS_SOURCE", "document_names", "execute_code",
 ]  # fmt: skip
