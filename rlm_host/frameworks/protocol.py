@@ -41,7 +41,7 @@ class TurnLimitedRole:
     """A model role that allows ``max_turns`` calls and raises StepLimitReached at the next one; ``on_turn`` is
     called before each call (the runner's ``step_start`` for a framework run). One call with
     ``purpose="synthesis"`` is allowed besides the turns: a framework's own answer step once its turns are used
-    (dspy.RLM's ``extract``), as a native run makes one."""
+    (dspy.RLM's ``extract``), as a native run makes one; ``purpose="compaction"`` calls are not turns either."""
 
     def __init__(self, role: Any, max_turns: int, on_turn: Optional[Callable[[], None]] = None) -> None:
         self._role = role
@@ -56,6 +56,8 @@ class TurnLimitedRole:
             return self._role.complete(messages, purpose=purpose, **kwargs)
         if self.turns >= self._max_turns:
             raise StepLimitReached(f"the run's {self._max_turns} root turns (max_steps) are used")
+        if purpose == "compaction":  # folding the history before a turn (``ChatCompactor``) is not a turn
+            return self._role.complete(messages, purpose=purpose, **kwargs)
         self.turns += 1
         if self._on_turn is not None:
             self._on_turn()

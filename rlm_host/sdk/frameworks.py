@@ -27,6 +27,7 @@ from rlm_host.frameworks.protocol import (
     run_coroutine,
 )
 from rlm_host.environments.repl_format import REPLY_FORMAT as REPL_REPLY_FORMAT
+from rlm_host.frameworks.compaction import ChatCompactor
 from rlm_host.frameworks.tool_grammar import tool_reply_format
 from rlm_host.frameworks.tool_protocol import (
     FinalAnswer,
@@ -61,6 +62,8 @@ __all__ = [
     "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
     # the reply shapes a provider can enforce: the tool protocol's (per turn's tools) and the REPL loop's
     "tool_reply_format", "REPL_REPLY_FORMAT",
+    # the chat a framework sends, kept inside the model's window (older turns folded into a summary)
+    "ChatCompactor",
 ]  # fmt: skip
 
 

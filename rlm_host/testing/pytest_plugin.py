@@ -97,9 +97,12 @@ def rlm_script(rlm_isolated: Isolated) -> Callable[..., str]:
 
     counter = iter(range(1, 1_000_000))
 
-    def write(replies: Sequence[object] = (), *, rules: Sequence[dict] = ()) -> str:
+    def write(replies: Sequence[object] = (), *, rules: Sequence[dict] = (), context_window: int = 0) -> str:
         path = rlm_isolated.work / f"script-{next(counter)}.json"
-        path.write_text(json.dumps({"responses": list(replies), "rules": list(rules)}))
+        script: dict = {"responses": list(replies), "rules": list(rules)}
+        if context_window:
+            script["context_window"] = context_window  # a small window: what compaction is for
+        path.write_text(json.dumps(script))
         return f"scripted:{path}"
 
     return write

@@ -42,11 +42,13 @@ class RlmLlm(BaseLlm):
     model: str = "rlm"
     _role: Any = PrivateAttr(default=None)
     _purpose: str = PrivateAttr(default="turn")
+    _chat_compactor: Any = PrivateAttr(default=None)  # the history kept inside the model's window
 
     def __init__(self, role: Any, *, purpose: str = "turn", **data: Any) -> None:
         super().__init__(model=str(data.pop("model", None) or getattr(role, "name", None) or "rlm"), **data)
         self._role = role
         self._purpose = purpose
+        self._chat_compactor = protocol.ChatCompactor(role)
 
     async def generate_content_async(self, llm_request: LlmRequest,
                                      stream: bool = False) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip
@@ -54,6 +56,7 @@ class RlmLlm(BaseLlm):
         chat = to_chat(llm_request, protocol_text=protocol.render_tool_protocol(tools))
         # The role blocks (HTTP, retries, a scripted delay): off the event loop. StepLimitReached (max_steps) and
         # the role's errors propagate out of ADK untouched.
+        chat = await asyncio.to_thread(self._chat_compactor.fit, chat)  # may make one compaction call
         completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose,
                                              reply_format=protocol.tool_reply_format(tools))  # enforced where it can be
         yield to_response(completion, tools, model=self.model)

@@ -132,7 +132,8 @@ class RlmTextLlm(RlmLlm):
 
     async def generate_content_async(self, llm_request: LlmRequest,
                                      stream: bool = False) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip
-        completion = await asyncio.to_thread(self._role.complete, to_chat(llm_request), purpose=self._purpose,
+        chat = await asyncio.to_thread(self._chat_compactor.fit, to_chat(llm_request))  # kept inside the window
+        completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose,
                                              reply_format=REPL_REPLY_FORMAT)  # fmt: skip
         inp, out = completion.input_tokens or 0, completion.output_tokens or 0
         yield LlmResponse(

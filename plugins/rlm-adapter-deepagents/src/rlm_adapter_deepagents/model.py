@@ -39,6 +39,8 @@ class RlmChatModel(BaseChatModel):
     role: Any
     purpose: str = "turn"
     tool_specs: list[Any] = []
+    #: the history kept inside the model's window; shared by this model's tool-bound copies (one per agent)
+    compactor: Any = None
     #: describe each bound tool by the first paragraph of its description only (small context windows)
     brief_tools: bool = False
 
@@ -64,6 +66,9 @@ class RlmChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: Optional[list[str]] = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:  # fmt: skip
         chat = to_chat(messages, protocol.render_tool_protocol(self.tool_specs))
+        if self.compactor is None:
+            self.compactor = protocol.ChatCompactor(self.role)
+        chat = self.compactor.fit(chat)  # may make one compaction call
         completion = self.role.complete(chat, purpose=self.purpose, reply_format=protocol.tool_reply_format(
             self.tool_specs))  # the tool protocol's shape, enforced where the provider can
         message = to_message(completion.text, self.tool_specs)

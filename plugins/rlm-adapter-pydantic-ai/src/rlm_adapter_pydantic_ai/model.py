@@ -52,6 +52,7 @@ class RlmModel(Model):
     def __init__(self, role: Any, *, purpose: str = "turn") -> None:
         self._role = role
         self._purpose = purpose
+        self._compactor = protocol.ChatCompactor(role)  # the history kept inside the model's window
         super().__init__(profile={
             "supports_tools": True, "supports_text_output": True, "supports_json_schema_output": False,
             "supports_json_object_output": False, "default_structured_output_mode": "tool",
@@ -76,6 +77,7 @@ class RlmModel(Model):
                                                               answer_tools=answer_tools))  # fmt: skip
         # The role blocks (HTTP, retries, a scripted delay): off the event loop, with the caller's context.
         shape = protocol.tool_reply_format(tools, text_answer=params.allow_text_output)  # enforced where it can be
+        chat = await asyncio.to_thread(self._compactor.fit, chat)  # may make one compaction call
         completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose, reply_format=shape)
         parts, invalid = to_parts(completion.text, tools, text_answer=params.allow_text_output,
                                   answer_tools=answer_tools)  # fmt: skip

@@ -1,0 +1,113 @@
+"""Keeping a framework's chat inside the model's window, as a native run's history compaction does.
+
+A framework sends its whole history every turn (pydantic-ai's messages, ADK's contents, LangGraph's state). When
+that chat nears ``threshold`` of the model's context window, :class:`ChatCompactor` folds the older turns into one
+summary (a ``purpose="compaction"`` call, counted and budgeted like any call, not a turn) and sends the system
+messages, the task, the summary and the recent turns instead. The framework's own history is left as it is: the
+summary stands for a prefix of it, remembered per conversation (its system messages and task: a sub-agent's chat
+through the same model is another conversation), so later turns are folded onto it and each compaction summarises
+only what is new. A ``compaction`` event records each fold (``turns_before``, ``turns_after``, ``summary``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from rlm_host.environments.kit import truncate
+from rlm_host.tokens import CHARS_PER_TOKEN
+
+Message = dict[str, str]
+
+COMPACTION_PROMPT = (
+    "Summarise the work so far for your own later use: what you learned about the task and `context`, what the "
+    "tools returned that still matters, what has been tried and what remains. Be specific and brief (at most 15 "
+    "lines). Reply with the summary only."
+)
+
+
+class ChatCompactor:
+    """Fits the chat a framework sends to one model role into that role's window (see the module docstring)."""
+
+    def __init__(self, role: Any, *, threshold: float = 0.75, keep_last: int = 4) -> None:
+        self.role = role
+        self.threshold = threshold
+        self.keep_last = keep_last
+        self._summary: Optional[str] = None
+        self._folded = 0  # messages of the framework's chat (after its head) that the summary stands for
+        self._conversations: dict[int, tuple[Optional[str], int]] = {}  # head → (summary, folded)
+        self._lock = threading.Lock()
+
+    def fit(self, chat: list[Message]) -> list[Message]:
+        """``chat`` as it is when it fits, else with its older turns folded into the summary."""
+        window = getattr(self.role, "context_window", None)
+        if not window:
+            return chat
+        with self._lock:
+            head, turns = _split(chat)
+            key = hash(tuple((m["role"], m["content"]) for m in head))
+            self._summary, self._folded = self._conversations.get(key, (None, 0))
+            if self._folded > len(turns):  # a shorter history: the framework started over
+                self._summary, self._folded = None, 0
+                self._conversations.pop(key, None)
+            shown = self._shown(head, turns)
+            if self._tokens(shown) <= self.threshold * window or len(turns) - self._folded <= self.keep_last:
+                return shown
+            fold_to = len(turns) - self.keep_last
+            folding = turns[self._folded:fold_to]
+            self._summary = self._summarise(head, folding, window)
+            before = len(turns) - self._folded
+            self._folded = fold_to
+            self._conversations[key] = (self._summary, self._folded)
+            self._emit(before, len(turns) - fold_to)
+            return self._shown(head, turns)
+
+    def _shown(self, head: list[Message], turns: list[Message]) -> list[Message]:
+        if self._summary is None:
+            return head + turns
+        note = {"role": "user", "content": f"Summary of the earlier work (older turns folded to fit):\n{self._summary}"}
+        recent = turns[self._folded:]
+        if recent and recent[0]["role"] == "user":  # keep the roles alternating after the summary
+            recent = [{"role": "assistant", "content": "(continuing)"}, *recent]
+        return head + [note] + recent
+
+    def _summarise(self, head: list[Message], folding: list[Message], window: int) -> str:
+        share = max(200, int(window * 0.6) * CHARS_PER_TOKEN // max(1, len(folding) + 2))
+        shown = [{"role": m["role"], "content": truncate(m["content"], share)} for m in folding]
+        earlier = [{"role": "user", "content": f"Summary of the work before:\n{self._summary}"}] if self._summary else []
+        task = [m for m in head if m["role"] != "system"][:1]
+        messages = task + earlier + shown + [{"role": "user", "content": COMPACTION_PROMPT}]
+        completion = self.role.complete(_alternating(messages), purpose="compaction")
+        return (completion.text or "").strip() or "(the model returned no summary)"
+
+    def _tokens(self, chat: list[Message]) -> int:
+        count = getattr(self.role, "count_tokens", None)
+        text = "\n".join(m["content"] for m in chat)
+        return count(text) if count is not None else len(text) // CHARS_PER_TOKEN
+
+    def _emit(self, before: int, after: int) -> None:
+        scope = getattr(self.role, "scope", None)
+        if scope is not None:
+            scope.emit("compaction", {"step": None, "turns_before": before, "turns_after": after,
+                                      "summary": self._summary})  # fmt: skip
+
+
+def _split(chat: list[Message]) -> tuple[list[Message], list[Message]]:
+    """(the system messages and the first user message — the task —, the turns after them)."""
+    index = 0
+    while index < len(chat) and chat[index]["role"] == "system":
+        index += 1
+    if index < len(chat) and chat[index]["role"] == "user":
+        index += 1
+    return chat[:index], chat[index:]
+
+
+def _alternating(messages: list[Message]) -> list[Message]:
+    """Consecutive messages of one role merged (some chat templates refuse two user turns in a row)."""
+    out: list[Message] = []
+    for message in messages:
+        if out and out[-1]["role"] == message["role"]:
+            out[-1] = {"role": message["role"], "content": out[-1]["content"] + "\n\n" + message["content"]}
+        else:
+            out.append(dict(message))
+    return out
