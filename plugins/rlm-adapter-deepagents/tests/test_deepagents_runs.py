@@ -181,3 +181,23 @@ def test_bench_compares_native_and_deepagents_on_one_preset(rlm_cli, rlm_script,
     assert result.code == 0, result.err
     rows = json.loads(result.out)["frameworks"]
     assert [(r["framework"], r["accuracy"]) for r in rows] == [("native", 1.0), ("deepagents", 1.0)]
+
+
+def test_task_starts_a_sub_agent_recorded_as_a_child_run_with_its_steps(rlm_cli, rlm_script, log_file):
+    """deepagents' ``task`` (its general-purpose sub-agent) is an rlm child run: a deep agent one level deeper with
+    the run's context and the shared budget, its steps under its own run id (issue 35)."""
+    delegate = call("task", description="Find the failed sensor in the log.", subagent_type="general-purpose")
+    child_look = call("run_code", code="print([l for l in context.splitlines() if 'FAILED' in l])")
+    model = rlm_script([delegate, child_look, final("Sensor B failed at 42.7 bar."), final(ANSWER)])
+    result, outcome, steps, events = run_framework(rlm_cli, model, log_file, framework="deepagents", plugins=PLUGIN)
+    assert outcome["completed"] and outcome["final_response"] == ANSWER, (outcome, result.err)
+    starts = [e for e in events if e["type"] == "run_start"]
+    assert [e["depth"] for e in starts] == [0, 1] and starts[1]["data"]["framework"] == "deepagents"
+    child = starts[1]["run_id"]
+    child_steps = [e["data"] for e in events if e["type"] == "step" and e["run_id"] == child]
+    assert [s["action"] for s in child_steps][:2] == ["tool_call", "tool_result"]
+    assert "FAILED" in json.dumps(child_steps[1]["observation"])  # the child had the run's context
+    sub_call = next(e for e in events if e["type"] == "sub_call" and e["depth"] == 0)
+    assert sub_call["data"]["kind"] == "rlm_query" and sub_call["data"]["child_run_id"] == child
+    task_result = next(s for s in steps if s["action"] == "tool_result" and s["observation"].get("tool") == "task")
+    assert "Sensor B failed at 42.7 bar." in json.dumps(task_result["observation"])

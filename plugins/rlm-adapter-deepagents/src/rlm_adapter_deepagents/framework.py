@@ -5,8 +5,10 @@
 - its tools are ``run_code(code)`` (the run's sandbox session, ``context`` loaded there, ``llm_query`` inside
   the code; ``FINAL(answer)`` in the code ends the run) and ``llm_query(prompt)``, next to deepagents' own:
   ls / read_file / write_file / edit_file / delete / glob / grep on the chosen backend, ``execute`` (``sh -c``
-  inside the run's sandbox with backend ``local_shell``; elsewhere it answers that it cannot) and ``task`` (a
-  sub-agent on the same model), plus ``write_todos`` (LangChain's TodoListMiddleware, no longer a deepagents
+  inside the run's sandbox with backend ``local_shell``; elsewhere it answers that it cannot) and ``task``: its
+  ``general-purpose`` sub-agent is a child run of rlm (``rlm_query``: a deep agent again, one level deeper, with the
+  run's context, the shared budget and ``max_depth``; recorded as a child run with its own steps; at the depth
+  limit a plain sub-model call), plus ``write_todos`` (LangChain's TodoListMiddleware, no longer a deepagents
   default in 0.7: setting ``planning``);
 - it is streamed (``stream_mode="updates"``) and each message is recorded with ``ctx.step`` as it arrives:
 
@@ -48,6 +50,8 @@ from rlm_host.sdk.frameworks import (
 
 
 PLANNING_TOOLS = ("write_todos", "read_todos")
+SUB_AGENT_DESCRIPTION = ("An agent like you, with the same tools and the same context, for a self-contained part of "
+                         "the task: give it a complete description of what to find or do; it answers in one message.")
 
 
 #: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
@@ -110,7 +114,24 @@ class DeepAgentsFramework:
             options["backend"] = backend
         model = RlmChatModel(role=self.ctx.root, brief_tools=self.settings.brief_tool_descriptions)
         return create_deep_agent(model=model, tools=tools, system_prompt=self.instructions(), middleware=middleware,
-                                 name="rlm", **options)  # fmt: skip
+                                 name="rlm", subagents=[self._sub_agent()], **options)  # fmt: skip
+
+    def _sub_agent(self) -> Any:
+        """The ``general-purpose`` sub-agent of ``task``: a child run (see the module docstring)."""
+        from deepagents import CompiledSubAgent
+        from langchain_core.runnables import RunnableLambda
+
+        def delegate(state: dict[str, Any]) -> dict[str, Any]:
+            asked = [m for m in state.get("messages", []) if isinstance(m, HumanMessage)]
+            description = asked[-1].text if asked else ""
+            try:
+                answer = self.ctx.tools.sub_calls.rlm_query(description, self.ctx.context)
+            except RuntimeError as exc:  # the child ended without an answer, or was refused: the agent is told
+                answer = f"The sub-agent could not finish: {exc}"
+            return {"messages": [AIMessage(content=answer)]}
+
+        return CompiledSubAgent(name="general-purpose", description=SUB_AGENT_DESCRIPTION,
+                                runnable=RunnableLambda(delegate))  # fmt: skip
 
     def backend(self) -> Any:
         """The file tools' backend: deepagents' default (state), a folder on the host confined to it, or a shell
