@@ -154,3 +154,6 @@ class RunResult(BaseModel):
     #: Under ``--max-cost``, when the cost ended above it (a call's cost is known once it returns): ``limit``,
     #: ``spent``, ``over``, ``step`` (whose calls crossed it) and ``message``; None otherwise.
     over_budget: Optional[dict[str, Any]] = None
+    #: What a framework reported about its own run (``FrameworkOutcome.metadata``: adk-rlm's session metrics,
+    #: dspy.RLM's iterations…), JSON values; None for a native run.
+    framework_metadata: Optional[dict[str, Any]] = None

@@ -223,6 +223,7 @@ class RLMRunner:
             duration_s=round(time.monotonic() - started, 4),
             termination_reason=reason, error=redact(error), trajectory_path=str(plan.trajectory_path),
             over_budget=_over_budget(plan.run.max_cost, usage.cost, progress.crossed_at) if scope.depth == 0 else None,
+            framework_metadata=progress.framework_metadata,
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result
@@ -304,6 +305,7 @@ class RLMRunner:
             kind = "model_response" if outcome.final_response else "empty_response"
             step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))
         completed = bool(outcome.completed and outcome.final_response is not None)
+        progress.framework_metadata = _json_values(outcome.metadata)
         reason = "final" if completed else (outcome.termination_reason or "max_steps")
         answer = outcome.final_response
         synthesized = fctx.root.synthesized  # type: ignore[attr-defined]  # the framework made its own (dspy's extract)
@@ -351,6 +353,7 @@ class _Progress:
         self.total_reward = 0.0
         self.cost = 0.0
         self.crossed_at: Optional[int] = None  # the step whose calls took the cost over --max-cost
+        self.framework_metadata: Optional[dict[str, Any]] = None  # FrameworkOutcome.metadata of a framework run
 
     def record(self, record: StepRecord, max_cost: Optional[float]) -> None:
         """Count a recorded step: its number, reward and cost (and whether it crossed the cost budget)."""
@@ -368,6 +371,15 @@ def _over_budget(limit: Optional[float], spent: Optional[float], step: Optional[
 
         logs.get_logger("rlm.budget").warning(note["message"])
     return note
+
+
+def _json_values(metadata: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """A framework's metadata as JSON values (what JSON cannot hold becomes its text), None when empty."""
+    import json
+
+    if not metadata:
+        return None
+    return json.loads(json.dumps(metadata, default=str))
 
 
 def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:

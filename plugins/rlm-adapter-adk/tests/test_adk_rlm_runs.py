@@ -145,3 +145,34 @@ def test_the_spec_and_no_deprecation_warning(rlm_plugin_host, tmp_path, monkeypa
     assert result.final_response == "PAPAYA", result.error
     assert not [w for w in caught if "google" in str(w.filename) or "adk" in str(w.message).lower()], \
         [str(w.message) for w in caught]
+
+
+def test_callbacks_carry_iteration_metadata_and_session_metrics_and_the_formatter_rewrites_the_answer(
+        rlm_cli, rlm_script, log_file, rlm_isolated):  # fmt: skip
+    """Seed 003's design: after_model puts each reply's metadata in ``custom_metadata``, the executor its execution
+    metadata, the loop's callbacks keep session metrics (in the run's ``framework_metadata``); with
+    ``format_result`` a result formatter rewrites the answer (one synthesis call, not a turn)."""
+    (rlm_isolated.work / "rlm.toml").write_text('[framework.adk-rlm]\nformat_result = true\n')
+    failing = repl("print(undefined_name)")
+    model = rlm_script([failing, repl(FIRST_LOOK), "FINAL(sensor B, 42.7)", "Sensor B failed; it read 42.7."],
+                       rules=SUB_RULES)  # fmt: skip
+    result, outcome, steps, events = run(rlm_cli, model, log_file)
+    assert result.code == 0, result.err
+    assert outcome["final_response"] == "Sensor B failed; it read 42.7."
+    metrics = outcome["framework_metadata"]["session_metrics"]
+    assert metrics["total_iterations"] == 3 and metrics["total_code_blocks"] == 2
+    assert metrics["total_llm_query_calls"] == 1 and metrics["total_sub_lm_calls"] == 1
+    assert metrics["errors_encountered"] == 1 and metrics["errors_recovered"] == 1
+    assert metrics["final_answer_found"] and metrics["termination_reason"] == "FINAL"
+    assert metrics["total_model_latency_ms"] >= 0 and metrics["total_execution_time_seconds"] > 0
+    purposes = [e["data"]["purpose"] for e in events if e["type"] == "model_call_start" and e["data"]["role"] == "root"]
+    assert purposes == ["turn", "turn", "turn", "synthesis"]
+
+
+def test_the_iteration_metadata_of_a_reply():
+    from rlm_adapter_adk.rlm_callbacks import IterationMetadata
+
+    meta = IterationMetadata.of("Look.\n```repl\nx = llm_query_batched(p)\ny = rlm_query('q')\n```\nFINAL_VAR(x)", 4)
+    assert (meta.iteration_number, meta.code_block_count, meta.has_llm_query, meta.has_llm_query_batched) == (
+        4, 1, False, True)
+    assert meta.has_rlm_query and meta.has_final_answer and meta.final_answer_type == "FINAL_VAR"

@@ -2,13 +2,17 @@
 
 ::
 
-    rlm_root (RlmLoopAgent, a BaseAgent)          up to max_iterations = the run's max_steps
-      ├─ code_generator (LlmAgent, no tools)      our root model (RlmTextLlm): the legacy RLM system prompt and
-      │                                           the iteration history from session state → a ```repl reply
-      │                                           (output_key "generated_code")
-      ├─ repl_executor (ReplExecutor, BaseAgent)  runs the reply's ```repl blocks in OUR sandbox
-      │                                           (ctx.tools.run_code), appends the iteration to the history
-      └─ completion_checker (CompletionChecker)   FINAL / FINAL_VAR in the code or in the text → escalate
+    rlm_session (RlmSessionAgent)                 the loop, then (``format_result``) the result formatter
+      ├─ rlm_root (RlmLoopAgent, a BaseAgent)       up to max_iterations = the run's max_steps; callbacks open and
+      │  │                                          close the session metrics (``rlm_callbacks``)
+      │  ├─ code_generator (LlmAgent, no tools)     our root model (RlmTextLlm): the legacy RLM system prompt and
+      │  │                                          the iteration history from session state → a ```repl reply
+      │  │                                          (output_key "generated_code"; after_model: custom_metadata)
+      │  ├─ repl_executor (ReplExecutor)            runs the reply's ```repl blocks in OUR sandbox
+      │  │                                          (ctx.tools.run_code; ``rlm_query`` there starts a child run
+      │  │                                          one level deeper), appends the iteration to the history
+      │  └─ completion_checker (CompletionChecker)  FINAL / FINAL_VAR in the code or in the text → escalate
+      └─ result_formatter (LlmAgent, optional)      rewrites the answer for presentation (one synthesis call)
 
 Session state keys (``STATE_*`` below): ``generated_code`` (the last reply), ``rlm_iterations`` (the history: one
 ``{"iteration", "reply", "blocks": [{"code", "output", "ok"}], "note"}`` per iteration), ``rlm_execution_result``
@@ -31,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from typing import Any, AsyncGenerator, Optional
 
 from google.adk.agents import BaseAgent, LlmAgent
@@ -42,6 +47,7 @@ from google.genai import types
 from pydantic import ConfigDict
 
 from rlm_adapter_adk.framework import _QUIET_LOGS, _QuietAdkLogs
+from rlm_adapter_adk import rlm_callbacks as callbacks
 from rlm_adapter_adk.model import REPLY_KEY, RlmLlm, _FINISH, to_chat
 from rlm_adapter_adk.rlm_settings import AdkRlmSettings
 from rlm_host.sdk.frameworks import (
@@ -54,6 +60,10 @@ STATE_ITERATIONS = "rlm_iterations"
 STATE_RESULT = "rlm_execution_result"
 STATE_FINAL = "rlm_final_answer"
 STATE_REASON = "rlm_termination_reason"
+STATE_FORMATTED = "rlm_formatted_answer"
+
+FORMAT_PROMPT = ("Rewrite the answer below to the query as a clear, complete reply for the person who asked. Keep "
+                 "every fact, number and name exactly; add nothing.\n\nQuery: {task}\n\nAnswer: {answer}")
 
 #: The legacy RLM system prompt (the RLM paper's REPL contract), with the run's limits.
 SYSTEM_PROMPT = """\
@@ -159,12 +169,17 @@ class ReplExecutor(BaseAgent):
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         state = ctx.session.state
         reply = str(state.get(STATE_CODE) or "")
+        budget = self.framework.ctx.budget
+        calls_before, started = budget.llm_calls, time.monotonic()
         record = await self.framework.iteration(reply, len(state.get(STATE_ITERATIONS) or []) + 1)
+        measured = callbacks.record_execution(state, record, time.monotonic() - started,
+                                              budget.llm_calls - calls_before)  # fmt: skip
         delta: dict[str, Any] = {STATE_ITERATIONS: [*(state.get(STATE_ITERATIONS) or []), record],
-                                 STATE_RESULT: record}  # fmt: skip
+                                 STATE_RESULT: record, callbacks.STATE_METRICS: measured["metrics"]}  # fmt: skip
         if record.get("final") is not None:
             delta[STATE_FINAL] = record["final"]
         yield Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
+                    custom_metadata={"rlm_execution": measured["metadata"]},
                     actions=EventActions(state_delta=delta))  # fmt: skip
 
 
@@ -179,6 +194,22 @@ class CompletionChecker(BaseAgent):
         yield Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
                     content=types.Content(role="model", parts=[types.Part(text=str(answer))]),
                     actions=EventActions(escalate=True, state_delta={STATE_REASON: "final"}))  # fmt: skip
+
+
+class RlmSessionAgent(BaseAgent):
+    """The loop, then the result formatter when there is one and the loop found an answer."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        loop, *formatter = self.sub_agents
+        events = loop.run_async(ctx)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+        if formatter and ctx.session.state.get(STATE_FINAL) is not None:
+            events = formatter[0].run_async(ctx)
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
 
 
 class RlmLoopAgent(BaseAgent):
@@ -224,7 +255,7 @@ class AdkRlmFramework:
         extra = self.settings.instructions.strip()
         return f"{text}\n\n{extra}" if extra else text
 
-    def agent(self) -> RlmLoopAgent:
+    def agent(self) -> RlmSessionAgent:
         prompt = self.system_prompt()
         generator = LlmAgent(
             name="code_generator",
@@ -232,16 +263,30 @@ class AdkRlmFramework:
             instruction=lambda _context: prompt,  # a callable: no {placeholder} filling from the state
             description="Writes the next ```repl code of the RLM loop",
             include_contents="none",  # the history comes from the session state (before_model_callback)
-            before_model_callback=self._inject_history,
+            before_model_callback=[self._inject_history, callbacks.before_model],
+            after_model_callback=callbacks.after_model,
+            on_model_error_callback=callbacks.on_model_error,
             output_key=STATE_CODE,
         )
-        return RlmLoopAgent(
+        loop = RlmLoopAgent(
             name="rlm_root",
             description="The RLM loop: generate code, run it in the sandbox, check for FINAL",
             max_iterations=max(1, self.ctx.max_steps),
             sub_agents=[generator, ReplExecutor(name="repl_executor", framework=self),
                         CompletionChecker(name="completion_checker")],  # fmt: skip
+            before_agent_callback=callbacks.before_loop,
+            after_agent_callback=callbacks.after_loop,
         )
+        agents: list[BaseAgent] = [loop]
+        if self.settings.format_result:
+            agents.append(LlmAgent(
+                name="result_formatter", model=RlmTextLlm(self.ctx.root, purpose="synthesis"),
+                instruction=lambda context: FORMAT_PROMPT.format(task=self.ctx.task,
+                                                                 answer=context.state.get(STATE_FINAL)),
+                description="Formats the final answer for presentation", include_contents="none",
+                output_key=STATE_FORMATTED,
+            ))  # fmt: skip
+        return RlmSessionAgent(name="rlm_session", description="The RLM loop and its answer", sub_agents=agents)
 
     def _inject_history(self, callback_context: Any, llm_request: LlmRequest) -> None:
         """The code generator's contents: the query, then each iteration (its reply, the REPL's output)."""
@@ -328,8 +373,11 @@ class AdkRlmFramework:
             state = (await runner.session_service.get_session(app_name=APP, user_id="rlm",
                                                               session_id=session.id)).state  # fmt: skip
             answer = state.get(STATE_FINAL)
+            if answer is not None and state.get(STATE_FORMATTED):
+                answer = str(state[STATE_FORMATTED]).strip() or answer
             metadata = {"adk_events": self._events, "iterations": self._iterations,
-                        "adk_termination": state.get(STATE_REASON)}  # fmt: skip
+                        "adk_termination": state.get(STATE_REASON),
+                        "session_metrics": state.get(callbacks.STATE_METRICS)}  # fmt: skip
             if answer is not None:
                 return FrameworkOutcome(str(answer), True, metadata)
             return FrameworkOutcome(None, False, metadata, termination_reason="max_steps")

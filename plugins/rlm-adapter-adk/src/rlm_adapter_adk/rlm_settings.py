@@ -17,3 +17,5 @@ class AdkRlmSettings(FrameworkRewards):
     preview_chars: int = Field(200, ge=0, le=2000, description="characters of the context's preview in the "
                                                                "system prompt (0: none)")  # fmt: skip
     instructions: str = Field("", description="extra instructions appended to the system prompt")
+    format_result: bool = Field(False, description="after the loop, one more call rewrites the answer for "
+                                                   "presentation (the seeds' result_formatter agent)")
