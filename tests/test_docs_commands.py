@@ -54,6 +54,7 @@ SKIP = [
     (r"--framework (google-adk|adk-rlm|deepagents|pydantic-ai|dspy-rlm|dspy)\b", "a framework run with a real or "
      "scripted model over the page's files"),
     (r"^rlm mcp serve\b", "a server that runs until stopped (tests/test_docs_terms.py checks its banner)"),
+    (r"^rlm tui\b", "a full-screen terminal app (rlm-tui's own tests drive it through Pilot, tmux and a browser)"),
     (r"^rlm harness run\b|^rlm harness tools --mcp-config", "a model run in the page's project folder, or the page's "
      "MCP servers (npx: the npm registry)"),
     (r"scripted:|replay:|--context|--resume|run_…|run_2026|traces (index|query|search|overview)|--env traces",
