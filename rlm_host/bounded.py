@@ -150,7 +150,8 @@ def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, 
 
 def _run_served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float],
                 preload: list[str]) -> Any:  # fmt: skip
-    request = json.dumps({"target": _reference(target), "args": list(args), "limits": dataclasses.asdict(limits)})
+    request = json.dumps({"target": _reference(target), "args": list(args), "limits": dataclasses.asdict(limits),
+                          "cwd": os.getcwd()})  # the server started elsewhere: a relative path means the caller's
     read_end, write_end = os.pipe()
     channel, theirs = socket.socketpair()
     try:
@@ -309,6 +310,10 @@ def _wait_one(channel_fd: int, result_fd: int) -> None:
     pid = os.fork()
     if pid == 0:
         channel.close()
+        try:
+            os.chdir(str(request.get("cwd") or "."))  # where the caller is now, as a forked child would be
+        except OSError:
+            pass  # the caller's folder is gone: relative paths fail as they would there
         _child(result_fd, target, args, limits)
     os.close(result_fd)
     try:
