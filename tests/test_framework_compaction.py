@@ -86,3 +86,10 @@ def test_two_conversations_through_one_model_keep_their_own_summaries():
     sub = compactor.fit(other)
     assert "main summary" in main[2]["content"] and "sub summary" in sub[2]["content"]
     assert compactor.fit(chat(6)) == main and len(role.purposes) == 2
+
+
+def test_a_prompt_that_alone_fills_the_window_is_not_folded_in_vain():
+    """When the framework's own system prompt fills the window, folding turns cannot help: no compaction call."""
+    role = Role([], window=400)
+    big_head = [{"role": "system", "content": "rules " * 300}, *chat(3)[1:]]
+    assert ChatCompactor(role).fit(big_head) == big_head and role.purposes == []

@@ -51,9 +51,11 @@ class ChatCompactor:
                 self._summary, self._folded = None, 0
                 self._conversations.pop(key, None)
             shown = self._shown(head, turns)
-            if self._tokens(shown) <= self.threshold * window or len(turns) - self._folded <= self.keep_last:
+            if self._tokens(shown) <= self.threshold * window or len(turns) - self._folded <= 1:
                 return shown
-            fold_to = len(turns) - self.keep_last
+            if self._tokens(head) >= self.threshold * window:  # the framework's own prompt fills the window:
+                return shown  # folding turns cannot help (the provider says the prompt is too long)
+            fold_to = len(turns) - self._kept(head, turns, window)
             folding = turns[self._folded:fold_to]
             self._summary = self._summarise(head, folding, window)
             before = len(turns) - self._folded
@@ -61,6 +63,18 @@ class ChatCompactor:
             self._conversations[key] = (self._summary, self._folded)
             self._emit(before, len(turns) - fold_to)
             return self._shown(head, turns)
+
+    def _kept(self, head: list[Message], turns: list[Message], window: int) -> int:
+        """How many recent turns stay as they are: up to ``keep_last``, as many as fit in half of what the window
+        leaves beside the head (a summary takes the rest), and at least one."""
+        room = self.threshold * window / 2 - self._tokens(head)
+        kept, used = 0, 0
+        for message in reversed(turns[self._folded + 1:]):  # at least one turn is folded
+            used += self._tokens([message])
+            if kept >= self.keep_last or used > room:
+                break
+            kept += 1
+        return max(1, kept)
 
     def _shown(self, head: list[Message], turns: list[Message]) -> list[Message]:
         if self._summary is None:
