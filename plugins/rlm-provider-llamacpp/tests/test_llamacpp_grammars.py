@@ -58,3 +58,21 @@ def test_a_timeout_under_a_grammar_stops_where_the_grammar_lets_the_reply_end(co
     with pytest.raises(ModelError, match="no answer within"):
         connector.complete(MESSAGES, timeout=0.001, reply_format=PURE_RLM)
     assert connector.complete(MESSAGES).output_tokens > 0
+
+
+def test_a_hostile_tool_name_or_argument_name_cannot_break_the_tool_grammar(connector):
+    """Tool names reach the grammar from frameworks and MCP servers: quotes, backslashes, newlines and GBNF syntax
+    in a name stay one escaped literal (the grammar compiles, with no rule of the name's making); an argument name
+    that is not a plain key falls back to any object instead of entering the grammar."""
+    import json
+
+    from rlm_host.sdk.frameworks import ToolSpec, tool_reply_format
+
+    hostile = 'x"\\\nroot ::= "owned" | ['
+    weird_arg = {"type": "object", "properties": {'k" ::= [': {"type": "string"}}, "required": ['k" ::= [']}
+    shape = tool_reply_format([ToolSpec(hostile, "", weird_arg)])
+    assert 'k\\" ::=' not in shape.gbnf  # the odd argument name took the any-object rule
+    llama = connector.load().llama
+    compiled_grammar(llama_cpp, llama, shape)  # compiles: no ModelError
+    rules = [line.split("::=")[0].strip() for line in shape.gbnf.splitlines() if "::=" in line]
+    assert rules.count("root") == 1 and json.dumps(json.dumps(hostile)) in shape.gbnf  # one literal, escaped
