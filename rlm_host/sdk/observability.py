@@ -4,12 +4,15 @@
 A sink that exports traces builds the run's span tree with ``SpanBuilder`` (one ``SpanRecord`` per run, step and
 model call, ``SpanEventRecord`` inside them), walks it parents first with ``tree_order``, and names it with the
 ids a re-export gives again (``trace_id_for``, ``span_id_for``). ``RunEvent`` itself is in the root.
+What content the spans carry (and how much) is a ``ContentPolicy``; a sink's settings take its fields from
+``ContentSettings`` (``capture_content``, ``content_max_chars``).
 
 Reference plugins to copy: ``plugins/rlm-sink-otel`` (spans to OpenTelemetry), ``plugins/_template`` (a CSV
 sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.
 """
 
 from rlm_host.events import Sink
+from rlm_host.observability.content import ContentPolicy, ContentSettings, content_policy
 from rlm_host.observability.spans import (
     SpanBuilder,
     SpanEventRecord,
@@ -19,4 +22,4 @@ from rlm_host.observability.spans import (
     tree_order,
 )
 
-__all__ = ["Sink", "SpanBuilder", "SpanRecord", "SpanEventRecord", "tree_order", "trace_id_for", "span_id_for"]
+__all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "SpanBuilder", "SpanRecord", "SpanEventRecord", "tree_order", "trace_id_for", "span_id_for"]

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Literal, Optional
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from rlm_host.sdk.observability import ContentSettings
 
 HTTP_DEFAULT = "http://localhost:4318/v1/traces"
 GRPC_DEFAULT = "localhost:4317"
@@ -21,7 +23,7 @@ INSECURE_ENV = ("OTEL_EXPORTER_OTLP_TRACES_INSECURE", "OTEL_EXPORTER_OTLP_INSECU
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
 
 
-class OtelSinkSettings(BaseModel):
+class OtelSinkSettings(ContentSettings):
     """``[sink.otel]`` (or ``RLM_SINK__OTEL__<FIELD>``)."""
 
     model_config = ConfigDict(extra="forbid")
