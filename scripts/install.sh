@@ -43,3 +43,6 @@ fi
 PYTHONWARNINGS="ignore::UserWarning" "${pip[@]}" install --quiet "${packages[@]}"
 "${pip[@]}" check
 echo "installed into .venv: $(.venv/bin/rlm --version | tr '\n' ' ')"
+# Arize Phoenix in its own .venv-phoenix (its pins conflict with .venv's): the otel sink's slow tests start it as a
+# real trace backend. rlm does not need it.
+bash scripts/install-phoenix.sh
