@@ -85,6 +85,9 @@ class RunEvent(BaseModel):
     seq: int = 0
     ts: float = Field(default_factory=time.time)
     data: dict[str, Any] = Field(default_factory=dict)
+    #: What a sink may export but the trajectory does not keep (never serialised): a ``model_call_end``'s
+    #: ``messages`` sent and ``reply`` received, unredacted (a sink scrubs them: ``ContentPolicy``).
+    content: Optional[dict[str, Any]] = Field(None, exclude=True, repr=False)
 
     @model_validator(mode="after")
     def _derive_operation(self) -> "RunEvent":
@@ -105,7 +108,7 @@ class Sink(Protocol):
     """An observability sink (``SinkSpec`` factory: ``factory(settings, services) -> Sink``).
 
     ``handle`` receives every recorded event of a run tree in order (the live events too when the sink sets a
-    ``live_events = True`` attribute), one call at a time, from a thread of the sink's own
+    ``live_events`` attribute: True, or the names of the live events it wants), one call at a time, from a thread of the sink's own
     (``rlm_host.observability.delivery``): it may block on a remote backend without slowing the run. An optional
     ``flush()`` is called each time the sink has caught up with the events queued so far (see below). ``close``
     is called once when the run tree ends, also after a failure, and must deliver what the sink still holds; the

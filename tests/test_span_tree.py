@@ -3,6 +3,7 @@ child run nested under the code execution that called it, sub-calls under their 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,15 +49,26 @@ def test_the_run_tree_as_genai_spans(recorded):
     # the child run nests under the execution of the step that called rlm_query
     tool = by_id[child.parent_span_id]
     assert tool.operation == "execute_tool" and tool.attributes["rlm.step"] == 1 and tool.parent_span_id == root.span_id
-    assert [e.name for e in tool.events] == ["rlm.code", "rlm.output"] and "llm_query_batched" in tool.events[0].attributes["rlm.text"]
-    # both batched sub-calls are chat spans under that same execution, with their model and usage
-    subs = [s for s in spans if s.attributes.get("rlm.sub_call.kind") == "llm_query_batched"]
-    assert len(subs) == 2 and {s.parent_span_id for s in subs} == {tool.span_id}
-    assert all(s.name == "chat scripted:sub" and s.kind == "client" and s.attributes["gen_ai.provider.name"] == "scripted"
-               and "gen_ai.usage.input_tokens" in s.attributes for s in subs)  # fmt: skip
-    # one chat span per root turn, under the run
-    turns = [s for s in spans if s.operation == "chat" and "rlm.sub_call.kind" not in s.attributes]
-    assert sorted(s.attributes["rlm.step"] for s in turns if s.parent_span_id == root.span_id) == [1, 2, 3]
+    assert [e.name for e in tool.events] == ["rlm.code", "rlm.output", "rlm.sub_call", "rlm.sub_call"]
+    assert "llm_query_batched" in tool.events[0].attributes["rlm.text"]
+    assert tool.events[2].attributes["rlm.sub_call.kind"] == "llm_query_batched"
+    assert "llm_query_batched" in tool.attributes["input.value"] and json.loads(tool.attributes["gen_ai.tool.call.arguments"])["code"].startswith("parts")
+    assert tool.attributes["openinference.span.kind"] == "TOOL"
+    # both batched sub-calls are chat spans (one per model call) under that same execution, with model and usage
+    subs = [s for s in spans if s.attributes.get("rlm.purpose") == "sub_call" and s.parent_span_id == tool.span_id]
+    assert len(subs) == 2
+    assert all(s.name == "chat sub" and s.kind == "client" and s.attributes["gen_ai.provider.name"] == "scripted"
+               and s.attributes["gen_ai.request.model"] == "sub" and s.attributes["rlm.model"] == "scripted:sub"
+               and "gen_ai.usage.input_tokens" in s.attributes and s.attributes["output.value"] == "yes"
+               for s in subs)  # fmt: skip
+    assert sorted(json.loads(s.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] for s in subs) == ["one?", "two?"]
+    # one chat span per root turn, under the run, with the messages sent and the reply
+    turns = [s for s in spans if s.attributes.get("rlm.purpose") == "turn" and s.parent_span_id == root.span_id]
+    assert sorted(s.attributes["rlm.step"] for s in turns) == [1, 2, 3]
+    sent = json.loads(turns[-1].attributes["gen_ai.input.messages"])
+    assert sent[0]["role"] == "system" and sent[-1]["role"] == "user" and turns[-1].attributes["output.value"] == "FINAL(42)"
+    assert root.attributes["input.value"] == "What?" and root.attributes["output.value"] == "42"
+    assert root.attributes["openinference.span.kind"] == "AGENT"
     # the step whose code raised is an error span; the run still ended well
     failed = next(s for s in spans if s.operation == "execute_tool" and s.attributes["rlm.step"] == 2)
     assert failed.status == "error" and "ZeroDivisionError" in failed.status_message
@@ -90,18 +102,61 @@ def test_unknown_and_orphan_events_are_ignored():
     assert builder.add(RunEvent(type="step", run_id="never-started", root_run_id="x", data={"step": 1})) == []
 
 
-def test_the_live_events_change_no_span_and_no_replay(recorded):
-    """The live events (issue 33) are ignored by the span tree, ``rlm runs show`` and replay: the same spans, the
-    same rendered run, with or without them."""
+def test_a_trajectory_without_model_call_events_still_gives_every_model_span(recorded):
+    """A trajectory recorded before the live events existed (issue 33) has no model_call_end: the tree falls back
+    to one chat span per root turn and per sub-call, from the step and sub_call events; replay and ``rlm runs
+    show`` render the same run with or without the live events."""
     from rlm_host.cli.render import render_child, render_step, render_summary
     from rlm_host.event_types import LIVE_EVENT_TYPES
     from rlm_host.trajectory.tree import Replay
 
     old = [event for event in recorded if event.type not in LIVE_EVENT_TYPES]
     assert len(old) < len(recorded)
-    assert _spans(recorded)[0] == _spans(old)[0]
+    spans, new = _spans(old)[0], _spans(recorded)[0]
+    chats = [s for s in spans if s.operation == "chat"]
+    assert len(chats) == len([s for s in new if s.operation == "chat"])
+    assert {s.attributes.get("rlm.sub_call.kind") for s in chats} >= {"llm_query_batched"}
+    assert [s.span_id for s in spans if s.operation != "chat"] == [s.span_id for s in new if s.operation != "chat"]
     full, plain = Replay(recorded), Replay(old)
     assert render_summary(full) == render_summary(plain)
     assert [render_step(step) for step in full.steps] == [render_step(step) for step in plain.steps]
     assert [render_child(run) for run in full.runs.values() if run.depth] == \
         [render_child(run) for run in plain.runs.values() if run.depth]  # fmt: skip
+
+
+def test_a_failed_model_call_is_an_error_span_and_content_can_be_turned_off():
+    from rlm_host.sdk.observability import ContentPolicy
+
+    def events():
+        yield RunEvent(type="run_start", run_id="r", root_run_id="r", ts=1.0,
+                       data={"task": "the question sk-secret", "model": "openai:gpt-4o", "provider": "openai"})
+        yield RunEvent(type="model_call_end", run_id="r", root_run_id="r", ts=3.0,
+                       data={"call": 7, "role": "root", "model": "openai:gpt-4o", "provider": "openai", "purpose": "turn",
+                             "seconds": 1.5, "error": "ProviderError: HTTP 503 Service Unavailable"},
+                       content={"messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
+        yield RunEvent(type="final", run_id="r", root_run_id="r", ts=4.0,
+                       data={"completed": False, "error": "the provider failed", "termination_reason": "error"})
+
+    spans, _ = _spans(events())
+    chat = next(s for s in spans if s.operation == "chat")
+    assert chat.name == "chat gpt-4o" and chat.status == "error" and chat.attributes["error.type"] == "ProviderError"
+    assert chat.attributes["gen_ai.request.model"] == "gpt-4o" and chat.end_ns - chat.start_ns == 1_500_000_000
+    assert "hello" in chat.attributes["gen_ai.input.messages"] and "output.value" not in chat.attributes
+    builder = SpanBuilder(content=ContentPolicy(capture=False))
+    quiet = [span for event in events() for span in builder.add(event)]
+    texts = json.dumps([s.attributes for s in quiet] + [[e.attributes for e in s.events] for s in quiet])
+    assert "question" not in texts and "hello" not in texts and "input.value" not in texts
+    assert all(s.attributes["gen_ai.request.model"] == "gpt-4o" for s in quiet)
+
+
+def test_content_is_capped_and_keeps_the_system_message_and_the_latest_turns():
+    from rlm_host.sdk.observability import ContentPolicy
+
+    policy = ContentPolicy(max_chars=2_000)
+    messages = [{"role": "system", "content": "S" * 5_000}] + [
+        {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " + "x" * 400} for i in range(40)]
+    kept = json.loads(policy.messages(messages))
+    assert kept[0]["role"] == "system" and len(kept[0]["parts"][0]["content"]) < 1_000
+    assert "left out" in kept[1]["parts"][0]["content"] and kept[-1]["parts"][0]["content"].startswith("turn 39")
+    assert len(json.dumps(kept)) < 3_000
+    assert len(policy.text("y" * 100_000)) < 2_100

@@ -101,7 +101,8 @@ class ModelClient:
         except BaseException as exc:
             if scope is not None:
                 scope.emit("model_call_end", {**call, "seconds": round(time.monotonic() - started, 3),
-                                              "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+                                              "error": error_line(f"{type(exc).__name__}: {exc}")},
+                           content={"messages": messages})  # fmt: skip
             raise
         finally:
             with self._lock:
@@ -118,7 +119,8 @@ class ModelClient:
         if scope is not None:  # before the budget's charge, which may end the run: the call did end
             scope.emit("model_call_end", {**call, "input_tokens": completion.input_tokens,
                                           "output_tokens": completion.output_tokens, "cost": completion.cost,
-                                          "seconds": round(time.monotonic() - started, 3)})  # fmt: skip
+                                          "seconds": round(time.monotonic() - started, 3)},
+                       content={"messages": messages, "reply": completion.text})  # fmt: skip
         self.budget.charge(completion.input_tokens + completion.output_tokens, completion.cost)
         return completion
 

@@ -18,7 +18,8 @@ class RunScope:
     bus: EventBus
     parent_run_id: Optional[str] = None
 
-    def emit(self, type_: EventType, data: dict[str, Any]) -> RunEvent:
+    def emit(self, type_: EventType, data: dict[str, Any], content: Optional[dict[str, Any]] = None) -> RunEvent:
+        """Emit one event of this run; ``content`` goes to the bus's in-process subscribers, never to the file."""
         event = RunEvent(
             type=type_,
             operation=operation_of(type_, data),  # given: the validator then sets nothing
@@ -27,6 +28,7 @@ class RunScope:
             parent_run_id=self.parent_run_id,
             depth=self.depth,
             data=data,
+            content=content,
         )
         return self.bus.emit(event)
 

@@ -32,6 +32,17 @@ RECORDED_EVENT_TYPES: frozenset[str] = EVENT_TYPES - LIVE_EVENT_TYPES
 _CLOSE = object()
 
 
+def wanted_by(sink: Sink) -> Optional[frozenset[str]]:
+    """The event types a sink gets: the recorded ones, plus its ``live_events`` (True: every live event; a set of
+    names: those, e.g. ``model_call_end`` for a span tree's model calls); None means every type."""
+    live = getattr(sink, "live_events", False)
+    if live is True:
+        return None
+    if not live:
+        return RECORDED_EVENT_TYPES
+    return RECORDED_EVENT_TYPES | (frozenset([live]) if isinstance(live, str) else frozenset(live))
+
+
 class SinkWorker:
     """One sink fed from its own thread; ``submit`` is the bus subscriber and never blocks."""
 
@@ -144,8 +155,7 @@ class SinkDelivery:
         self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)
                         for name, sink in sinks]  # fmt: skip
         for worker in self.workers:
-            wanted = None if getattr(worker.sink, "live_events", False) else RECORDED_EVENT_TYPES
-            bus.subscribe(f"sink {worker.name}", worker.submit, wanted)
+            bus.subscribe(f"sink {worker.name}", worker.submit, wanted_by(worker.sink))
 
     def close(self) -> None:
         """Close every sink, waiting at most ``flush_seconds`` for all of them together."""

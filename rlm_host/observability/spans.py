@@ -8,11 +8,17 @@ The tree of one run tree (a root run and the child runs ``rlm_query`` / ``delega
 
 - ``invoke_agent <environment>`` per run: from ``run_start`` to ``final``; a child run nests under the
   ``execute_tool`` span of the parent's step that called it;
-- ``chat <model>`` per root model turn (a step's model time, with its token usage), per ``llm_query`` sub-call
-  and per compaction summary;
-- ``execute_tool <tool>`` per step that ran code (tool ``repl``) or made sub-calls (tool: the step's action), with
-  the code and its output as span events capped at :data:`EVENT_TEXT_CHARS`; the sub-calls and child runs the
-  step made nest under it.
+- ``chat <model>`` per model call (each ``model_call_end``: root turns, sub-calls, compaction, synthesis; a
+  failed call too, as an error with ``error.type``), with its tokens; a trajectory recorded before those events
+  existed gives one per root turn, sub-call and compaction summary instead;
+- ``execute_tool <tool>`` per step that ran code (tool ``repl``) or made sub-calls (tool: the step's action); the
+  sub-calls and child runs the step made nest under it.
+
+Content goes where backends look for it, as the :class:`ContentPolicy` allows (on by default, size-capped,
+redacted): ``input.value`` / ``output.value`` on every span (the task and answer, the messages and reply, the code
+and its output), ``gen_ai.input.messages`` / ``gen_ai.output.messages`` on model calls,
+``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` on code steps, plus ``openinference.span.kind``
+(Phoenix). rlm's own ``rlm.*`` attributes and span events (``rlm.code``, ``rlm.output``…) carry it too.
 
 Ids are derived from run ids, so the same run always gives the same ids: :func:`trace_id_for` is the trace id
 ``rlm runs show`` prints, and a span may be exported before its parent (whose id is already known).
@@ -27,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Union
 
 from rlm_host.events import RunEvent
+from rlm_host.observability.content import ContentPolicy
 from rlm_host.text import clip
 
 #: Characters of code, output, prompts and answers kept in a span event or attribute.
@@ -84,6 +91,23 @@ def _digest(text: str, digits: int) -> str:
     return value if value.strip("0") else "1".rjust(digits, "0")  # an all-zero id is invalid in OpenTelemetry
 
 
+#: The live events the span tree is built from as well as the recorded ones (a sink's ``live_events``).
+SPAN_LIVE_EVENTS: frozenset[str] = frozenset({"model_call_end"})
+_TEXT, _JSON = "text/plain", "application/json"
+
+
+def model_name(model: str) -> str:
+    """A model as the GenAI conventions name it: ``provider:model`` without our ``provider:`` prefix."""
+    head, sep, tail = model.partition(":")
+    return tail if sep and tail and head and head.replace("-", "").replace("_", "").isalnum() else model
+
+
+def error_type(error: str) -> str:
+    """``error.type`` of an error line ``ClassName: message`` (its class), else ``error``."""
+    head = error.partition(":")[0].strip()
+    return head if head.isidentifier() else "error"
+
+
 def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
@@ -114,6 +138,8 @@ class _RunState:
     step_has_children: bool = False
     events: list[SpanEventRecord] = field(default_factory=list)
     error: str = ""
+    model_calls: bool = False  # chat spans come from model_call_end events (else from steps and sub_calls)
+    step_events: list[SpanEventRecord] = field(default_factory=list)  # for the step's execute_tool span
 
 
 class SpanBuilder:
@@ -124,10 +150,25 @@ class SpanBuilder:
     ``final`` (a crash, a killed process) as errors. Not thread-safe: a sink calls it from one worker.
     """
 
-    def __init__(self, service_name: str = "rlm") -> None:
+    def __init__(self, service_name: str = "rlm", content: Optional[ContentPolicy] = None) -> None:
         self.service_name = service_name
+        self.content = content or ContentPolicy()
         self._runs: dict[str, _RunState] = {}
         self._sub_calls = 0
+
+    def _text_event(self, name: str, ts: float, value: Any) -> Optional[SpanEventRecord]:
+        """A span event holding ``value`` (capped at :data:`EVENT_TEXT_CHARS`), when content is captured."""
+        if not self.content.capture or value is None:
+            return None
+        return SpanEventRecord(name, _ns(ts), {"rlm.text": self.content.text(_text(value)) or ""})
+
+    def _io(self, span: SpanRecord, inputs: Any, outputs: Any, input_type: str = _TEXT) -> None:
+        """``input.value`` / ``output.value`` (and their mime types) as the content policy allows."""
+        for prefix, value, mime in (("input", inputs, input_type), ("output", outputs, _TEXT)):
+            text = self.content.text(value)
+            if text is not None:
+                span.attributes[f"{prefix}.value"] = text
+                span.attributes[f"{prefix}.mime_type"] = mime
 
     def add(self, event: RunEvent) -> list[SpanRecord]:
         handler = getattr(self, f"_on_{event.type}", None)
@@ -160,12 +201,14 @@ class SpanBuilder:
             "gen_ai.agent.name": str(data.get("environment") or "rlm"),
             "gen_ai.agent.id": event.run_id,
             "gen_ai.conversation.id": event.root_run_id,
-            "gen_ai.request.model": str(data.get("model") or ""),
+            "gen_ai.request.model": model_name(str(data.get("model") or "")),
             "gen_ai.provider.name": str(data.get("provider") or ""),
+            "openinference.span.kind": "AGENT",
+            "session.id": event.root_run_id,
+            "rlm.model": str(data.get("model") or ""),
             "rlm.run_id": event.run_id,
             "rlm.root_run_id": event.root_run_id,
             "rlm.depth": event.depth,
-            "rlm.task": _text(data.get("task") or ""),
             "rlm.environment": str(data.get("environment") or ""),
             "rlm.framework": str(data.get("framework") or "native"),
             "rlm.sandbox": str(data.get("sandbox") or ""),
@@ -173,6 +216,10 @@ class SpanBuilder:
         }
         if event.parent_run_id:
             attributes["rlm.parent_run_id"] = event.parent_run_id
+        task = self.content.text(data.get("task") or "")
+        if task is not None:
+            attributes.update({"rlm.task": clip(task, EVENT_TEXT_CHARS, "count"), "input.value": task,
+                               "input.mime_type": _TEXT})  # fmt: skip
         settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
         for key, value in (settings.get("labels") or {}).items():
             attributes[f"rlm.label.{key}"] = str(value)
@@ -199,18 +246,22 @@ class SpanBuilder:
         model_end = min(end, start + float(data.get("model_seconds") or 0.0))
         usage = (data.get("usage") or {}).get("root") or {}
         spans = []
-        if usage.get("calls") or data.get("reply") is not None:
+        if not state.model_calls and (usage.get("calls") or data.get("reply") is not None):
             chat = self._chat_span(state, f"chat:{step}", span_id_for(state.run_id, "run"),
-                                   str(state.attributes.get("gen_ai.request.model", "")),
+                                   str(state.attributes.get("rlm.model", "")),
                                    str(state.attributes.get("gen_ai.provider.name", "")), start, model_end, usage)  # fmt: skip
             chat.attributes["rlm.step"] = step
-            if data.get("reply") is not None:
-                chat.events.append(SpanEventRecord("rlm.reply", _ns(model_end), {"rlm.text": _text(data["reply"])}))
+            reply = self._text_event("rlm.reply", model_end, data.get("reply"))
+            if reply is not None:
+                chat.events.append(reply)
+                chat.attributes["gen_ai.output.messages"] = self.content.reply(data["reply"]) or ""
+                self._io(chat, None, data["reply"])
             spans.append(chat)
         code = data.get("code")
         if code or state.step_has_children:
             spans.append(self._tool_span(state, step, data, model_end, end))
         state.last_step, state.last_ts, state.step_has_children = step, end, False
+        state.step_events = []
         return spans
 
     def _tool_span(self, state: _RunState, step: int, data: dict[str, Any], start: float,
@@ -218,7 +269,8 @@ class SpanBuilder:
         from rlm_host.trajectory.tree import observation_error
 
         observation = data.get("observation") if isinstance(data.get("observation"), dict) else {}
-        tool = "repl" if data.get("code") else str(data.get("action") or "step")
+        code = data.get("code")
+        tool = "repl" if code else str(data.get("action") or "step")
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, f"tool:{step}"), span_id_for(state.run_id, "run"),
                           f"execute_tool {tool}", "internal", _ns(start), _ns(end), state.run_id)  # fmt: skip
         span.attributes.update({
@@ -226,18 +278,25 @@ class SpanBuilder:
             "gen_ai.tool.name": tool,
             "gen_ai.tool.type": "function",
             "gen_ai.tool.call.id": f"{state.run_id}:{step}",
+            "openinference.span.kind": "TOOL",
             "rlm.run_id": state.run_id,
             "rlm.step": step,
             "rlm.action": str(data.get("action") or ""),
             "rlm.reward": float(data.get("reward") or 0.0),
             "rlm.cumulative_reward": float(data.get("cumulative_reward") or 0.0),
         })  # fmt: skip
-        if data.get("code"):
-            span.events.append(SpanEventRecord("rlm.code", _ns(start), {"rlm.text": _text(data["code"])}))
         output = "".join(str(b.get("stdout") or "") for b in observation.get("blocks") or [] if isinstance(b, dict))
-        if output or not data.get("code"):
-            shown = output or {k: v for k, v in observation.items() if k != "blocks"}
-            span.events.append(SpanEventRecord("rlm.output", _ns(end), {"rlm.text": _text(shown)}))
+        shown = output if output or code else {k: v for k, v in observation.items() if k != "blocks"}
+        for record in (self._text_event("rlm.code", start, code or None),
+                       self._text_event("rlm.output", end, shown if output or not code else None)):  # fmt: skip
+            if record is not None:
+                span.events.append(record)
+        span.events.extend(state.step_events)
+        if self.content.capture:
+            if code:
+                span.attributes["gen_ai.tool.call.arguments"] = self.content.text({"code": code}) or ""
+            span.attributes["gen_ai.tool.call.result"] = self.content.text(shown) or ""
+            self._io(span, code or None, shown)
         error = observation_error(observation)
         if error:
             span.status, span.status_message = "error", clip(error, 500)
@@ -246,16 +305,54 @@ class SpanBuilder:
 
     def _chat_span(self, state: _RunState, part: str, parent: str, model: str, provider: str, start: float,
                    end: float, usage: dict[str, Any]) -> SpanRecord:  # fmt: skip
-        span = SpanRecord(state.trace_id, span_id_for(state.run_id, part), parent, f"chat {model}".strip(), "client",
+        name = model_name(model)
+        span = SpanRecord(state.trace_id, span_id_for(state.run_id, part), parent, f"chat {name}".strip(), "client",
                           _ns(start), _ns(max(start, end)), state.run_id)  # fmt: skip
-        span.attributes.update({"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
-                                "gen_ai.provider.name": provider, "rlm.run_id": state.run_id})  # fmt: skip
+        span.attributes.update({"gen_ai.operation.name": "chat", "gen_ai.request.model": name,
+                                "gen_ai.provider.name": provider, "openinference.span.kind": "LLM",
+                                "rlm.model": model, "rlm.run_id": state.run_id})  # fmt: skip
         for ours, theirs in (("input_tokens", "gen_ai.usage.input_tokens"), ("output_tokens", "gen_ai.usage.output_tokens")):
             if isinstance(usage.get(ours), int):
                 span.attributes[theirs] = usage[ours]
         if isinstance(usage.get("cost"), (int, float)):
             span.attributes["rlm.cost"] = float(usage["cost"])
         return span
+
+    def _on_model_call_end(self, event: RunEvent) -> list[SpanRecord]:
+        """One model call (root turn, sub-call, compaction, synthesis), failed or not, as a ``chat`` span."""
+        state = self._runs.get(event.run_id)
+        if state is None:
+            return []
+        state.model_calls = True
+        data = event.data
+        seconds = float(data.get("seconds") or 0.0)
+        sub = data.get("role") == "sub"
+        if sub:
+            state.step_has_children = True
+        parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}" if sub else "run")
+        span = self._chat_span(state, f"call:{data.get('call') or event.seq}", parent, str(data.get("model") or ""),
+                               str(data.get("provider") or ""), event.ts - seconds, event.ts, data)  # fmt: skip
+        purpose = str(data.get("purpose") or ("sub_call" if sub else "turn"))
+        span.attributes.update({"rlm.purpose": purpose, "rlm.role": str(data.get("role") or "root")})
+        if purpose == "turn":
+            span.attributes["rlm.step"] = state.last_step + 1
+        if data.get("reply_format"):
+            span.attributes["rlm.reply_format"] = str(data["reply_format"])
+        content = event.content or {}
+        messages = self.content.messages(content.get("messages") or [])
+        if messages is not None:
+            span.attributes.update({"gen_ai.input.messages": messages, "input.value": messages,
+                                    "input.mime_type": _JSON})  # fmt: skip
+        if data.get("error"):
+            error = str(data["error"])
+            span.status, span.status_message = "error", clip(error, 500)
+            span.attributes["error.type"] = error_type(error)
+        elif content.get("reply") is not None and self.content.capture:
+            span.attributes["gen_ai.output.messages"] = self.content.reply(content["reply"]) or ""
+            self._io(span, None, content["reply"])
+        if sub:  # the next step starts no earlier than this call
+            state.last_ts = max(state.last_ts, event.ts - seconds)
+        return [span]
 
     def _on_sub_call(self, event: RunEvent) -> list[SpanRecord]:
         state = self._runs.get(event.run_id)
@@ -265,19 +362,36 @@ class SpanBuilder:
         data = event.data
         if data.get("child_run_id"):
             return []  # the child run's own invoke_agent span stands for it
+        if state.model_calls:  # its model call has its chat span: the step's span notes the sub-call
+            attributes: dict[str, AttributeValue] = {"rlm.sub_call.kind": str(data.get("kind") or "llm_query"),
+                                                     "rlm.model": str(data.get("model") or "")}  # fmt: skip
+            prompt = self.content.text(data.get("prompt"))
+            if prompt is not None:
+                attributes["rlm.prompt"] = prompt
+            if data.get("error"):
+                attributes["rlm.error"] = clip(str(data["error"]), 500)
+            state.step_events.append(SpanEventRecord("rlm.sub_call", _ns(event.ts), attributes))
+            return []
         self._sub_calls += 1
         seconds = float(data.get("seconds") or 0.0)
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}")
         span = self._chat_span(state, f"sub:{event.seq or self._sub_calls}", parent, str(data.get("model") or ""),
                                str(data.get("provider") or ""), event.ts - seconds, event.ts, data.get("usage") or {})  # fmt: skip
         span.attributes["rlm.sub_call.kind"] = str(data.get("kind") or "llm_query")
-        if data.get("prompt") is not None:
-            span.events.append(SpanEventRecord("rlm.prompt", _ns(event.ts - seconds), {"rlm.text": _text(data["prompt"])}))
+        prompt = self._text_event("rlm.prompt", event.ts - seconds, data.get("prompt"))
+        if prompt is not None:
+            span.events.append(prompt)
+            span.attributes["gen_ai.input.messages"] = self.content.messages([{"role": "user", "content": data["prompt"]}]) or ""
         if data.get("error"):
             span.status, span.status_message = "error", clip(str(data["error"]), 500)
             span.attributes["error.type"] = "sub_call_error"
-        elif data.get("response") is not None:
-            span.events.append(SpanEventRecord("rlm.response", _ns(event.ts), {"rlm.text": _text(data["response"])}))
+        else:
+            response = self._text_event("rlm.response", event.ts, data.get("response"))
+            if response is not None:
+                span.events.append(response)
+                span.attributes["gen_ai.output.messages"] = self.content.reply(data["response"]) or ""
+        self._io(span, data.get("prompt") if self.content.capture else None,
+                 None if data.get("error") else data.get("response"))  # fmt: skip
         state.last_ts = max(state.last_ts, event.ts - seconds)  # the next step starts no earlier than this call
         return [span]
 
@@ -286,13 +400,22 @@ class SpanBuilder:
         if state is None:
             return []
         data = event.data
+        attributes: dict[str, AttributeValue] = {"rlm.turns_before": int(data.get("turns_before") or 0),
+                                                 "rlm.turns_after": int(data.get("turns_after") or 0)}  # fmt: skip
+        summary = self.content.text(data.get("summary") or None)
+        if state.model_calls:  # the summary's model call has its chat span: the run notes the fold
+            if summary is not None:
+                attributes["rlm.text"] = summary
+            state.events.append(SpanEventRecord("rlm.compaction", _ns(event.ts), attributes))
+            return []
         span = self._chat_span(state, f"compaction:{event.seq}", span_id_for(state.run_id, "run"),
-                               str(state.attributes.get("gen_ai.request.model", "")),
+                               str(state.attributes.get("rlm.model", "")),
                                str(state.attributes.get("gen_ai.provider.name", "")), event.ts, event.ts, {})  # fmt: skip
-        span.attributes.update({"rlm.compaction": True, "rlm.turns_before": int(data.get("turns_before") or 0),
-                                "rlm.turns_after": int(data.get("turns_after") or 0)})  # fmt: skip
-        if data.get("summary"):
-            span.events.append(SpanEventRecord("rlm.summary", _ns(event.ts), {"rlm.text": _text(data["summary"])}))
+        span.attributes.update({"rlm.compaction": True, **attributes})
+        record = self._text_event("rlm.summary", event.ts, data.get("summary") or None)
+        if record is not None:
+            span.events.append(record)
+            self._io(span, None, data["summary"])
         return [span]
 
     def _on_model_retry(self, event: RunEvent) -> list[SpanRecord]:
@@ -327,8 +450,10 @@ class SpanBuilder:
             value = _scalar(result.get(key))
             if value is not None:
                 span.attributes[f"rlm.{key}"] = value
-        if result.get("final_response") is not None:
-            span.attributes["rlm.final_response"] = _text(result["final_response"])
+        answer = self.content.text(result.get("final_response"))
+        if answer is not None:
+            span.attributes.update({"rlm.final_response": clip(answer, EVENT_TEXT_CHARS, "count"),
+                                    "output.value": answer, "output.mime_type": _TEXT})  # fmt: skip
         error = result.get("error") or state.error
         if error or result.get("termination_reason") == "error" or not result:
             span.status, span.status_message = "error", clip(str(error or "run failed"), 500)

@@ -3,7 +3,8 @@
 
 A sink that exports traces builds the run's span tree with ``SpanBuilder`` (one ``SpanRecord`` per run, step and
 model call, ``SpanEventRecord`` inside them), walks it parents first with ``tree_order``, and names it with the
-ids a re-export gives again (``trace_id_for``, ``span_id_for``). ``RunEvent`` itself is in the root.
+ids a re-export gives again (``trace_id_for``, ``span_id_for``). Such a sink sets ``live_events =
+SPAN_LIVE_EVENTS`` (every model call, failed ones included, is a span). ``RunEvent`` itself is in the root.
 What content the spans carry (and how much) is a ``ContentPolicy``; a sink's settings take its fields from
 ``ContentSettings`` (``capture_content``, ``content_max_chars``).
 
@@ -14,12 +15,17 @@ sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.
 from rlm_host.events import Sink
 from rlm_host.observability.content import ContentPolicy, ContentSettings, content_policy
 from rlm_host.observability.spans import (
+    SPAN_LIVE_EVENTS,
     SpanBuilder,
     SpanEventRecord,
     SpanRecord,
+    error_type,
+    model_name,
     span_id_for,
     trace_id_for,
     tree_order,
 )
 
-__all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "SpanBuilder", "SpanRecord", "SpanEventRecord", "tree_order", "trace_id_for", "span_id_for"]
+__all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "SpanBuilder", "SpanRecord",
+           "SpanEventRecord", "tree_order", "SPAN_LIVE_EVENTS", "model_name", "error_type", "trace_id_for",
+           "span_id_for"]

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from rlm_host import RunEvent
-from rlm_host.sdk.observability import SpanBuilder, SpanRecord
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, ContentPolicy, SpanBuilder, SpanRecord
 from rlm_sink_otel.convert import make_resource, make_scope, to_readable_span
 from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
 
@@ -38,7 +38,8 @@ class SpanExportSink:
     ``name`` and ``target`` (where the spans go, e.g. the endpoint) only appear in log lines; ``probe`` (see
     :func:`tcp_probe`) is tried before the first export and before each retry, so a backend that is down costs
     a connection attempt, not the exporter's retries with back-off; an exporter with a
-    ``last_problem()`` method (see :func:`otlp_http_exporter`) explains its failures in them. Subclasses may
+    ``last_problem()`` method (see :func:`otlp_http_exporter`) explains its failures in them. ``content`` says what
+text the spans carry (default: all, capped; see ``ContentPolicy``). Subclasses may
     override :meth:`to_span` to add vendor attributes. Counters: ``exported``, ``dropped``, ``failures``.
     """
 
@@ -47,14 +48,17 @@ class SpanExportSink:
     retry_after: float = 30.0
     max_pending: int = 10_000
 
+    live_events = SPAN_LIVE_EVENTS  # each model call is a span
+
     def __init__(self, exporter: SpanExporter, resource: Optional[Resource] = None, *, service_name: str = "rlm",
                  scope: Optional[InstrumentationScope] = None, name: str = "otel", target: str = "",
-                 probe: Optional[Callable[[], Optional[str]]] = None) -> None:  # fmt: skip
+                 probe: Optional[Callable[[], Optional[str]]] = None,
+                 content: Optional[ContentPolicy] = None) -> None:  # fmt: skip
         self.exporter = exporter
         self.probe = probe  # a quick reachability test before the first export and each retry: a problem or None
         self.resource = resource if resource is not None else make_resource(service_name)
         self.scope = scope or make_scope()
-        self.builder = SpanBuilder(service_name)
+        self.builder = SpanBuilder(service_name, content)
         self.name, self.target = name, target
         self.exported = self.dropped = self.failures = 0
         self._pending: list[ReadableSpan] = []

@@ -46,7 +46,8 @@ def create(settings: Optional[OtelSinkSettings], services: Any) -> Any:
     if settings.exporter != "file":
         endpoint, _ = settings.resolved_endpoint()
         probe = tcp_probe(*host_port(endpoint, 4317 if settings.exporter == "otlp-grpc" else 4318), CONNECT_TIMEOUT)
-    return SpanExportSink(exporter, service_name=settings.service_name, name="otel", target=target, probe=probe)
+    return SpanExportSink(exporter, service_name=settings.service_name, name="otel", target=target, probe=probe,
+                          content=settings.content_policy())  # fmt: skip
 
 
 def check(settings: Optional[OtelSinkSettings]) -> Readiness:
