@@ -44,6 +44,8 @@ Return ONLY one JSON object with an "action" key:
 - {"action": "export_evidence_corpus", "directory": "…", <filters>}
 - {"action": "set_trace_path", "path": "…"}
 - {"action": "final", "final_response": "your report: each failure mode, how often, evidence ids"}
+Spans show their kind (CLIENT: a call out, such as a model call; INTERNAL: a step) and their events (what \
+happened inside a span: code run, its output, a model's reply, an exception); search_trace searches those too.
 Filters are optional. No markdown. JSON only."""
 
 

@@ -27,8 +27,9 @@ The REPL can query the trace file {path} (the variable `context` holds its overv
 loaded): trace_overview(), query_traces(has_errors=None, model=None, service=None, agent=None, limit=20, \
 offset=0), count_traces(has_errors=None, model=None, service=None, agent=None), view_trace(trace_id), \
 view_spans(trace_id, span_ids), search_trace(trace_id, pattern, regex=False), export_evidence_corpus(directory, \
-has_errors=None, model=None, service=None, agent=None). Look for failures that recur across traces and cite \
-trace and span ids."""
+has_errors=None, model=None, service=None, agent=None). Each span shows its `kind` (CLIENT, INTERNAL…) and \
+its `events` (name, time, attributes: code run, its output, replies, exceptions). Look for failures that recur \
+across traces and cite trace and span ids."""
 
 
 class TraceRLMSettings(BaseModel):

@@ -4,8 +4,9 @@ A line is one flat span (``trace_id``, ``span_id``, ``status: {"code": "ERROR"}`
 or one OTLP-JSON export batch (``{"resourceSpans": [...]}``: hex ids, key/value attribute lists, status codes
 0/1/2). ``summaries`` reads a line for the index through typed msgspec schemas that skip every other field (the
 fast path of a 1 GB index build), falling back to ``spans`` for a line whose values have unexpected types;
-``spans`` turns a line into flat span dicts for viewing. A new source of spans (rlm's own OpenTelemetry sink)
-means teaching this module its shape, and nothing else.
+``spans`` turns a line into flat span dicts for viewing, each span's kind as a name and its events bounded
+(``events``). A new source of spans (rlm's own OpenTelemetry sink) means teaching this module (and ``events``,
+for what happens inside a span) its shape, and nothing else.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, NamedTuple, Optional, Union
 
 import msgspec
 
+from rlm_env_traces.events import events_of, kind_name
 # The OpenTelemetry GenAI semantic conventions the index summarises.
 MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 AGENT_KEY = "gen_ai.agent.name"
@@ -165,11 +167,27 @@ def spans(line: bytes) -> list[dict[str, Any]]:
         raise MalformedLine(str(exc)) from None
     except RecursionError:
         raise MalformedLine("nested too deeply") from None
-    if isinstance(value, dict) and isinstance(value.get("resourceSpans"), list):
-        return [flat for group in value["resourceSpans"] if isinstance(group, dict) for flat in _flatten_otlp(group)]
-    if isinstance(value, dict) and value.get("trace_id"):
-        return [value]
+    try:
+        if isinstance(value, dict) and isinstance(value.get("resourceSpans"), list):
+            return [flat for group in value["resourceSpans"] if isinstance(group, dict)
+                    for flat in _flatten_otlp(group)]  # fmt: skip
+        if isinstance(value, dict) and value.get("trace_id"):
+            return [_flat_span(value)]
+    except RecursionError:  # key/value lists nested past Python's stack, though not past the decoder's
+        raise MalformedLine("nested too deeply") from None
     raise MalformedLine("neither a span with a trace_id nor an OTLP batch")
+
+
+def _flat_span(span: dict[str, Any]) -> dict[str, Any]:
+    """A flat span as written, its ``kind`` made a name and its ``events`` bounded (``events``)."""
+    if "kind" in span:
+        kind = kind_name(span.pop("kind"))
+        if kind is not None:
+            span["kind"] = kind
+    if "events" in span or "dropped_events_count" in span:
+        raw = span.pop("events", None)
+        span.update(events_of(raw, span.pop("dropped_events_count", None), _event_attributes, _nanos))
+    return span
 
 
 def _flatten_otlp(group: dict[str, Any]) -> list[dict[str, Any]]:
@@ -178,15 +196,27 @@ def _flatten_otlp(group: dict[str, Any]) -> list[dict[str, Any]]:
     for scope in group.get("scopeSpans") or []:
         for span in scope.get("spans") or []:
             status = span.get("status") or {}
-            flat.append({
+            converted = {
                 "trace_id": str(span.get("traceId", "")).lower(), "span_id": str(span.get("spanId", "")).lower(),
                 "parent_span_id": str(span.get("parentSpanId") or "").lower() or None, "name": span.get("name"),
                 "start_time": _nanos(span.get("startTimeUnixNano")), "end_time": _nanos(span.get("endTimeUnixNano")),
                 "status": {"code": OTLP_STATUS.get(status.get("code", 0), "UNSET"), "message": status.get("message", "")},
                 "attributes": _attribute_dict(span.get("attributes") or []), "resource": resource,
                 "scope": (scope.get("scope") or {}).get("name"),
-            })  # fmt: skip
+            }  # fmt: skip
+            kind = kind_name(span.get("kind"))
+            if kind is not None:
+                converted["kind"] = kind
+            converted.update(events_of(span.get("events"), span.get("droppedEventsCount"), _event_attributes, _nanos))
+            flat.append(converted)
     return flat
+
+
+def _event_attributes(value: Any) -> dict[str, Any]:
+    """An event's attributes: OTLP's key/value list, or a flat span's object."""
+    if isinstance(value, dict):
+        return value
+    return _attribute_dict(value) if isinstance(value, list) else {}
 
 
 def _attribute_dict(pairs: list[Any]) -> dict[str, Any]:

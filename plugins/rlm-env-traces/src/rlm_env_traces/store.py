@@ -31,6 +31,8 @@ VIEW_SPANS_IDS = 200
 VIEW_SPANS_CHARS = 300_000
 #: Spans listed by an oversized ``view_trace``.
 LISTED_SPANS = 500
+#: Event names listed per span by an oversized ``view_trace``.
+LISTED_EVENTS = 10
 SAMPLE_IDS = 5
 SEARCH_MATCHES = 50
 SNIPPET_CHARS = 240
@@ -163,7 +165,8 @@ class TraceStore:
                 kept = None
             if len(listing) < LISTED_SPANS:
                 listing.append({"span_id": short(span.get("span_id")), "name": short(span.get("name")),
-                                "status": short(status_of(span).get("code")), "chars": len(text)})  # fmt: skip
+                                "kind": short(span.get("kind")), "status": short(status_of(span).get("code")),
+                                "events": _event_names(span), "chars": len(text)})  # fmt: skip
         if kept is not None:
             return {"trace_id": key, "spans": kept}
         return {"trace_id": key, "oversized": True, "chars": chars, "limit": VIEW_TRACE_CHARS, "span_count": count,
@@ -216,6 +219,7 @@ class TraceStore:
                     if len(matches) < SEARCH_MATCHES:
                         start = max(0, hit[0] - SNIPPET_CHARS // 2)
                         matches.append({"span_id": short(span.get("span_id")), "name": short(span.get("name")),
+                                        "kind": short(span.get("kind")),
                                         "snippet": text[start: start + SNIPPET_CHARS]})  # fmt: skip
                 if time.monotonic() > deadline:
                     raise TraceLimitError("its deadline passed")
@@ -259,3 +263,12 @@ class TraceStore:
             raise InputError(f"trace id prefix {short(trace_id)!r} matches {len(matches)} traces: {shown}",
                              hint="give more characters of the id")  # fmt: skip
         raise InputError(f"no trace {short(trace_id)!r} in {self.path.name}", hint=hint)
+
+
+def _event_names(span: dict[str, Any]) -> list[str]:
+    """The names of a span's events, for a listing (at most ``LISTED_EVENTS``, then how many more)."""
+    events = span.get("events") if isinstance(span.get("events"), list) else []
+    names = [short(event.get("name")) or "" for event in events[:LISTED_EVENTS] if isinstance(event, dict)]
+    left_out = span.get("events_left_out")
+    more = max(0, len(events) - LISTED_EVENTS) + (left_out if type(left_out) is int and left_out > 0 else 0)
+    return names + [f"… {more} more"] if more > 0 else names
