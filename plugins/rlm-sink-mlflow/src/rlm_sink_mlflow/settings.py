@@ -8,16 +8,18 @@ import urllib.error
 import urllib.request
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rlm_host import Readiness
+from rlm_host.sdk.observability import ContentSettings
 
 TOKEN_ENV = "MLFLOW_TRACKING_TOKEN"
 BASIC_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 
 
-class MlflowSinkSettings(BaseModel):
-    """``[sink.mlflow]`` (``RLM_SINK__MLFLOW__TRACKING_URI=…`` and so on)."""
+class MlflowSinkSettings(ContentSettings):
+    """``[sink.mlflow]`` (``RLM_SINK__MLFLOW__TRACKING_URI=…`` and so on); ``capture_content`` and
+    ``content_max_chars`` come from the host's ``ContentSettings`` (the same two fields in every tracing sink)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -28,7 +30,8 @@ class MlflowSinkSettings(BaseModel):
     tracing: bool = Field(True, description="record each run tree as an MLflow trace")
     timeout: float = Field(5.0, gt=0, description="seconds per HTTP request (and for the first /health probe)")
     max_retries: int = Field(1, ge=0, description="HTTP retries per request (MLflow's default is 7)")
-    task_chars: int = Field(500, ge=20, description="characters of the task kept in the `task` param")
+    task_chars: int = Field(500, ge=20, description="characters of the task kept in the `task` param "
+                            "and of the answer in the `rlm.answer` tag")
 
 
 def resolved_uri(settings: Optional[MlflowSinkSettings]) -> Optional[str]:

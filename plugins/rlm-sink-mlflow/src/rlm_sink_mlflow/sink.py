@@ -1,11 +1,13 @@
 """The ``mlflow`` sink: each RLM run as an MLflow run, each run tree as an MLflow trace.
 
 Per run (root and child alike): a run in the experiment, nested with the ``mlflow.parentRunId`` tag (a child
-under its parent's run, a root whose labels carry ``benchmark_id`` under that benchmark's run), with params and
-tags at ``run_start``, step metrics (``step=`` the step number) in one ``log_batch`` each time the sink has
-caught up with the run (``flush``), and the final metrics, status and trajectory artifact at ``final``, sent
-at once with the tree's trace. At the root's ``final`` the spans the shared
-``SpanBuilder`` made for the whole tree go up as one trace linked to the root's run (``traces.py``).
+under its parent's run, a root whose labels carry ``benchmark_id`` under that benchmark's one run, which several
+processes racing to make it agree on: ``benchmark.py``), with params and tags at ``run_start``, step metrics
+(``step=`` the step number) in one ``log_batch`` each time the sink has caught up with the run (``flush``), and
+the final metrics, status, task and answer (``run_text.py``) and trajectory artifact at ``final``, sent at once
+with the tree's trace. At the root's ``final`` the spans the shared ``SpanBuilder`` made for the whole tree go up
+as one trace linked to the root's run (``traces.py``). Content (task, answer, messages, code, output) follows
+the ``capture_content`` / ``content_max_chars`` settings (``ContentPolicy``): off, none of it leaves.
 
 Every call goes to ``MlflowClient(tracking_uri)``: nothing global is set. Calls are made under one lock, so
 ``handle`` is safe from any thread. The connection (importing mlflow: ≈ 1–2 s, the probe, the experiment) is made
@@ -29,6 +31,8 @@ from typing import Any, Callable, Optional
 from rlm_host import RunEvent
 from rlm_host.sdk.observability import SpanBuilder, SpanRecord
 
+from rlm_sink_mlflow.benchmark import BenchmarkRuns
+from rlm_sink_mlflow.run_text import run_note, span_builder
 from rlm_sink_mlflow.settings import MlflowSinkSettings, probe, resolved_uri
 
 log = logging.getLogger("rlm.sinks")
@@ -53,6 +57,8 @@ class _Run:
     mlflow_id: str
     depth: int
     benchmark: Optional[str] = None  # the benchmark run a root run is nested under
+    benchmark_id: Optional[str] = None
+    task: Optional[str] = None  # the task as content capture lets it out (None: capture off)
 
 
 def run_status(termination_reason: str, completed: bool) -> str:
@@ -83,8 +89,9 @@ class MlflowSink:
         self._tracing: Any = None
         self._experiment_id: Optional[str] = None
         self._runs: dict[str, _Run] = {}
-        self._benchmarks: dict[str, str] = {}
-        self._builder = SpanBuilder()
+        self._benchmarks: Optional[BenchmarkRuns] = None
+        self._content = self.settings.content_policy()
+        self._builder: SpanBuilder = span_builder(self._content)
         self._spans: dict[str, list[SpanRecord]] = {}
         self._off: Optional[str] = None
         self._closed = False
@@ -169,14 +176,17 @@ class MlflowSink:
         if parent is not None:
             tags["mlflow.parentRunId"] = parent.mlflow_id
         elif event.depth == 0 and labels.get("benchmark_id"):
-            benchmark = tags["mlflow.parentRunId"] = self._benchmark_run(labels["benchmark_id"], labels, event.ts)
+            benchmark = tags["mlflow.parentRunId"] = self._benchmark_runs().parent(labels["benchmark_id"], labels,
+                                                                                    _ms(event.ts))  # fmt: skip
         if event.parent_run_id:
             tags["rlm.parent_run_id"] = event.parent_run_id
         name = (labels.get("case") or str(data.get("environment") or "rlm")) if event.depth == 0 else "rlm_query"
         run = self._client.create_run(self._experiment_id, start_time=_ms(event.ts), tags=tags,
                                       run_name=f"{name} · {event.run_id[-8:]}")  # fmt: skip
-        self._runs[event.run_id] = _Run(run.info.run_id, event.depth, benchmark)
-        params = {"task": str(data.get("task") or "")[: self.settings.task_chars], "depth": event.depth}
+        task = self._content.text(str(data.get("task") or ""))
+        self._runs[event.run_id] = _Run(run.info.run_id, event.depth, benchmark, labels.get("benchmark_id"), task)
+        params: dict[str, Any] = {"task": task[: self.settings.task_chars]} if task is not None else {}
+        params["depth"] = event.depth
         params.update({k: data[k] for k in PARAM_KEYS if data.get(k) not in (None, "")})
         params.update({k: settings[k] for k in SETTING_PARAMS if settings.get(k) is not None})
         self._log_batch(run.info.run_id, params=params)
@@ -208,6 +218,12 @@ class MlflowSink:
             tags = {"rlm.termination_reason": reason, "rlm.completed": str(bool(data.get("completed"))).lower()}
             if data.get("error"):
                 tags["rlm.error"] = str(data["error"])[:5000]
+            answer = self._content.text(data.get("final_response"))
+            if answer is not None:
+                tags["rlm.answer"] = answer[: self.settings.task_chars]
+            note = run_note(run.task, answer, data.get("error"))
+            if note and self._content.capture:
+                tags["mlflow.note.content"] = note  # the run page's Description
             status = run_status(reason, bool(data.get("completed")))
 
             def finish_run(run: _Run = run) -> None:
@@ -269,24 +285,10 @@ class MlflowSink:
             self._tracing = tracing_client(client.tracking_uri)
         self._client = client  # set last: handle() uses the client only once _connected is set
 
-    def _benchmark_run(self, benchmark_id: str, labels: dict[str, str], ts: float) -> str:
-        """The benchmark's parent run: found by its ``rlm.benchmark_id`` tag, else created (once per id)."""
-        if benchmark_id in self._benchmarks:
-            return self._benchmarks[benchmark_id]
-        quoted = benchmark_id.replace("\\", "\\\\").replace("'", "\\'")
-        found = self._client.search_runs([self._experiment_id], f"tags.`rlm.benchmark_id` = '{quoted}'",
-                                         max_results=1, order_by=["attributes.start_time ASC"])  # fmt: skip
-        if found:
-            run_id = found[0].info.run_id
-        else:
-            tags = {"rlm.benchmark_id": benchmark_id, "mlflow.source.name": "rlm", "mlflow.source.type": "LOCAL"}
-            if labels.get("preset"):
-                tags["preset"] = labels["preset"]
-            run = self._client.create_run(self._experiment_id, start_time=_ms(ts), tags=tags,
-                                          run_name=f"benchmark {benchmark_id}")  # fmt: skip
-            run_id = run.info.run_id
-        self._benchmarks[benchmark_id] = run_id
-        return run_id
+    def _benchmark_runs(self) -> BenchmarkRuns:
+        if self._benchmarks is None:
+            self._benchmarks = BenchmarkRuns(self._client, str(self._experiment_id))
+        return self._benchmarks
 
     def _log_batch(self, run_id: str, *, metrics: Optional[dict[str, Any]] = None,
                    params: Optional[dict[str, Any]] = None, tags: Optional[dict[str, str]] = None,
@@ -310,9 +312,18 @@ class MlflowSink:
         if self.settings.tracing and records:
             calls.append(lambda: self._upload(event.root_run_id, records, root.mlflow_id if root else None))
         if root is not None and root.benchmark is not None:
-            benchmark = root.benchmark
-            calls.append(lambda: self._client.set_terminated(benchmark, "FINISHED", end_time=_ms(event.ts)))
+            calls.append(lambda: self._end_benchmark_case(root, event.ts))
         return calls
+
+    def _end_benchmark_case(self, root: _Run, ts: float) -> None:
+        """Settle the benchmark's parent run (``BenchmarkRuns.settle``: one search; more only after a race) and
+        move its end time to this case's. A parent deleted by another process meanwhile is not an error."""
+        assert root.benchmark is not None and root.benchmark_id is not None
+        winner = self._benchmark_runs().settle(root.benchmark_id, root.mlflow_id, root.benchmark)
+        try:
+            self._client.set_terminated(winner, "FINISHED", end_time=_ms(ts))
+        except Exception as exc:
+            log.debug("mlflow sink: the benchmark run %s: %s", winner, _one_line(exc))
 
     def _send_pending(self, run_id: str) -> None:
         held = self._pending.pop(run_id, [])
@@ -324,7 +335,8 @@ class MlflowSink:
 
         self._spans.pop(root_run_id, None)
         if records:
-            upload_trace(self._tracing, records, self._experiment_id, source_run, {"rlm.root_run_id": root_run_id})
+            upload_trace(self._tracing, records, self._experiment_id, source_run, {"rlm.root_run_id": root_run_id},
+                         self._content.capture)  # fmt: skip
 
     def _turn_off(self, reason: str) -> None:
         self._off = reason

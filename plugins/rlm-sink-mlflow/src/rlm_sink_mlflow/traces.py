@@ -6,6 +6,8 @@ that exporter does (``MlflowV3SpanExporter._log_trace``) with its own ``TracingC
 finished spans built with the public ``Span.from_dict``, ``log_spans`` (span rows in a SQL store), then
 ``start_trace`` with the trace info, and the spans as a trace artifact when the store keeps no span rows. No
 global state, synchronous, and the trace id is the run tree's own (``tr-`` + ``trace_id_for(root_run_id)``).
+What each span shows as inputs, outputs and chat comes from ``span_io``; the trace's request and response previews
+are the root's task and answer. With ``capture=False`` no content goes up (``span_io.without_content``).
 """
 
 from __future__ import annotations
@@ -18,13 +20,11 @@ from mlflow.entities import Span, SpanType, TraceData, TraceInfo, TraceLocation,
 from mlflow.tracing.client import TracingClient
 
 from rlm_host.sdk.observability import SpanRecord, tree_order
+from rlm_sink_mlflow.span_io import inputs_outputs, without_content
 
 SPAN_TYPES = {"invoke_agent": SpanType.AGENT, "chat": SpanType.CHAT_MODEL, "execute_tool": SpanType.TOOL}
 STATUS = {"ok": "STATUS_CODE_OK", "error": "STATUS_CODE_ERROR", "unset": "STATUS_CODE_UNSET"}
-PREVIEW_CHARS = 1000
-#: What a span's inputs and outputs are made of: (input event or attribute, output event or attribute).
-IO = {"invoke_agent": ("rlm.task", "rlm.final_response"), "chat": ("rlm.prompt", ("rlm.response", "rlm.reply")),
-      "execute_tool": ("rlm.code", "rlm.output")}  # fmt: skip
+PREVIEW_CHARS = 1000  # what MLflow's own tracing keeps of a request or response preview (OSS)
 
 
 def mlflow_trace_id(record: SpanRecord) -> str:
@@ -35,29 +35,19 @@ def _b64(hex_id: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_id)).decode()
 
 
-def _text_of(record: SpanRecord, names: Any) -> Optional[str]:
-    """The text of the first span event or attribute named ``names`` (one name or a tuple)."""
-    for name in (names,) if isinstance(names, str) else names:
-        for event in record.events:
-            if event.name == name:
-                return str(event.attributes.get("rlm.text", ""))
-        if name in record.attributes:
-            return str(record.attributes[name])
-    return None
-
-
 def span_dict(record: SpanRecord, trace_id: str, parent_known: bool) -> dict[str, Any]:
     """The ``Span.to_dict`` form of a record: attribute values JSON-encoded, as MLflow stores them."""
     operation = record.operation
-    inputs_name, outputs_name = IO.get(operation, ("", ""))
-    inputs, outputs = _text_of(record, inputs_name), _text_of(record, outputs_name)
+    inputs, outputs, chat = inputs_outputs(record)
     attributes = {key: json.dumps(value) for key, value in record.attributes.items()}
     attributes.update({"mlflow.traceRequestId": json.dumps(trace_id),
                        "mlflow.spanType": json.dumps(SPAN_TYPES.get(operation, SpanType.UNKNOWN))})  # fmt: skip
     if inputs is not None:
-        attributes["mlflow.spanInputs"] = json.dumps({inputs_name.removeprefix("rlm."): inputs})
+        attributes["mlflow.spanInputs"] = json.dumps(inputs, ensure_ascii=False)
     if outputs is not None:
-        attributes["mlflow.spanOutputs"] = json.dumps(outputs)
+        attributes["mlflow.spanOutputs"] = json.dumps(outputs, ensure_ascii=False)
+    if chat is not None:
+        attributes["mlflow.chat.messages"] = json.dumps(chat, ensure_ascii=False)
     tokens = [record.attributes.get(f"gen_ai.usage.{k}") for k in ("input_tokens", "output_tokens")]
     if operation == "chat" and all(isinstance(t, int) for t in tokens):
         attributes["mlflow.chat.tokenUsage"] = json.dumps({"input_tokens": tokens[0], "output_tokens": tokens[1],
@@ -76,10 +66,10 @@ def span_dict(record: SpanRecord, trace_id: str, parent_known: bool) -> dict[str
     }
 
 
-def build_trace(records: list[SpanRecord], experiment_id: str, source_run: Optional[str],
-                tags: dict[str, str]) -> tuple[TraceInfo, list[Span]]:  # fmt: skip
+def build_trace(records: list[SpanRecord], experiment_id: str, source_run: Optional[str], tags: dict[str, str],
+                capture: bool = True) -> tuple[TraceInfo, list[Span]]:  # fmt: skip
     """The trace info and MLflow spans of one run tree (its root is the first span in tree order)."""
-    ordered = list(tree_order(records))
+    ordered = list(tree_order(records if capture else [without_content(r) for r in records]))
     ids = {r.span_id for r in ordered}
     root = ordered[0]
     trace_id = mlflow_trace_id(root)
@@ -87,25 +77,31 @@ def build_trace(records: list[SpanRecord], experiment_id: str, source_run: Optio
     metadata = {"mlflow.trace_schema.version": "3", "rlm.root_run_id": str(root.attributes.get("rlm.root_run_id", ""))}
     if source_run:
         metadata["mlflow.sourceRun"] = source_run  # the run page's Traces tab lists the trace
-    task, answer = _text_of(root, "rlm.task"), _text_of(root, "rlm.final_response")
+    inputs, answer, _ = inputs_outputs(root)
     info = TraceInfo(
         trace_id=trace_id,
         trace_location=TraceLocation.from_experiment_id(experiment_id),
         request_time=root.start_ns // 1_000_000,
         execution_duration=max(0, root.end_ns - root.start_ns) // 1_000_000,
         state=TraceState.ERROR if root.status == "error" else TraceState.OK,
-        request_preview=json.dumps({"task": task})[:PREVIEW_CHARS] if task is not None else None,
-        response_preview=json.dumps(answer)[:PREVIEW_CHARS] if answer is not None else None,
+        request_preview=_preview(inputs),
+        response_preview=_preview(answer),
         trace_metadata=metadata,
         tags={"mlflow.traceName": root.name, **tags},
     )
     return info, spans
 
 
+def _preview(value: Any) -> Optional[str]:
+    """A request or response preview as MLflow's own tracing writes it: the JSON of the root's inputs or
+    outputs, cut to ``PREVIEW_CHARS``."""
+    return None if value is None else json.dumps(value, ensure_ascii=False)[:PREVIEW_CHARS]
+
+
 def upload_trace(client: TracingClient, records: list[SpanRecord], experiment_id: str, source_run: Optional[str],
-                 tags: dict[str, str]) -> str:  # fmt: skip
+                 tags: dict[str, str], capture: bool = True) -> str:  # fmt: skip
     """Log one run tree as a trace; return its MLflow trace id."""
-    info, spans = build_trace(records, experiment_id, source_run, tags)
+    info, spans = build_trace(records, experiment_id, source_run, tags, capture)
     try:
         client.log_spans(experiment_id, spans)  # span rows (SQL stores); the trace info comes next
     except NotImplementedError:

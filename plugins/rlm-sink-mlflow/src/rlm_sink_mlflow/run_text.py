@@ -1,0 +1,51 @@
+"""The content an MLflow run shows a person, and the span builder that respects the content policy.
+
+A run's params hold only the start of its task (``task_chars``), and the answer is known only at the end, when
+params can no longer be added; so the task and the answer go into the run's description (the
+``mlflow.note.content`` tag, Markdown, the top of the run page in MLflow's UI), and the start of the answer into
+the ``rlm.answer`` tag (a column of the runs table). All of it only when content capture is on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any, Optional
+
+from rlm_host.sdk.observability import ContentPolicy, SpanBuilder
+
+NOTE_CHARS = 7900  # MLflow's limit on a tag value is 8000
+
+
+def span_builder(policy: ContentPolicy) -> SpanBuilder:
+    """The host's span builder with the sink's content policy (a host without the ``content`` parameter gives
+    records with its own content attributes, which ``span_io.without_content`` strips when capture is off)."""
+    if "content" in inspect.signature(SpanBuilder).parameters:
+        return SpanBuilder("rlm", content=policy)  # type: ignore[call-arg]
+    return SpanBuilder("rlm")
+
+
+def _fenced(text: str) -> str:
+    """``text`` in a Markdown code fence longer than any run of backticks inside it (shown as written)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def run_note(task: Optional[str], answer: Optional[str], error: Any = None) -> Optional[str]:
+    """The run's description: its task and its answer (or its error), each cut to share ``NOTE_CHARS``."""
+    if task is None and answer is None:
+        return None
+    share = NOTE_CHARS // 2 - 40
+    parts = []
+    if task is not None:
+        parts.append("**Task**\n\n" + _fenced(_cut(task, share)))
+    if answer is not None:
+        parts.append("**Answer**\n\n" + _fenced(_cut(answer, share)))
+    elif error:
+        parts.append("**No answer**: " + _cut(str(error), 500).replace("\n", " "))
+    return "\n\n".join(parts)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 30] + f"… [{len(text) - limit + 30} more characters]"
