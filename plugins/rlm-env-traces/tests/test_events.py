@@ -6,6 +6,7 @@ import json
 import pytest
 
 from rlm_env_traces.events import HEAD_EVENTS, MAX_EVENTS, TAIL_EVENTS, kind_name
+from rlm_env_traces.generate import SYSTEMIC_MESSAGE, generate
 from rlm_env_traces.spans import spans, summaries
 from rlm_env_traces.store import TraceStore
 
@@ -95,3 +96,16 @@ def test_the_views_show_kinds_and_events(tmp_path):
     assert shown["events"] == [{"name": "rlm.output", "time": 5, "attributes": {"rlm.text": "42\n"}}]
     (match,) = store.search_trace("ab" * 16, "rlm.output")["matches"]
     assert match["span_id"] == "01" and match["kind"] == "INTERNAL" and "42" in match["snippet"]
+
+
+def test_generated_files_carry_kinds_and_exception_events_in_both_formats(tmp_path):
+    for fmt in ("flat", "otlp"):
+        info = generate(tmp_path / f"{fmt}.jsonl", traces=6, fmt=fmt)
+        store = TraceStore.load(tmp_path / f"{fmt}.jsonl")
+        view = store.view_trace(info["error_trace_ids"][0])["spans"]
+        assert {s["name"].split()[0]: s["kind"] for s in view} == {"invoke_agent": "INTERNAL", "chat": "CLIENT",
+                                                                    "execute_tool": "INTERNAL"}  # fmt: skip
+        (failed,) = [s for s in view if s["status"]["code"] == "ERROR" and s["name"].startswith("execute_tool")]
+        (event,) = failed["events"]
+        assert event["name"] == "exception" and event["time"] == failed["end_time"]
+        assert f"{event['attributes']['exception.type']}: {event['attributes']['exception.message']}" == SYSTEMIC_MESSAGE

@@ -16,11 +16,15 @@ from rlm_env_traces.store import TraceStore
 from rlm_host import InputError
 
 SPAN = {"trace_id": "abc", "span_id": "s1", "parent_span_id": None, "name": "chat m", "start_time": 1,
-        "end_time": "2026-01-01T00:00:00Z", "status": {"code": "ERROR", "message": "boom"},
-        "attributes": {"gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 3}, "resource": {"service.name": "s"}}
+        "end_time": "2026-01-01T00:00:00Z", "status": {"code": "ERROR", "message": "boom"}, "kind": "client",
+        "attributes": {"gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 3}, "resource": {"service.name": "s"},
+        "events": [{"name": "exception", "time": 2, "attributes": {"exception.message": "boom"}}]}
 OTLP = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
         "scopeSpans": [{"spans": [{"traceId": "AB", "spanId": "01", "status": {"code": 2}, "startTimeUnixNano": "5",
-                                   "attributes": [{"key": "gen_ai.agent.name", "value": {"stringValue": "a"}}]}]}]}]}
+                                   "kind": 3, "droppedEventsCount": 1,
+                                   "attributes": [{"key": "gen_ai.agent.name", "value": {"stringValue": "a"}}],
+                                   "events": [{"timeUnixNano": "6", "name": "rlm.code", "attributes": [
+                                       {"key": "rlm.text", "value": {"stringValue": "print(1)"}}]}]}]}]}]}
 INSERTS = [b"[", b"{", b"\n", b'"', b"\\", b"\xff", b"1e999", b"-", b"null", b"9" * 30]
 VALID = [json.dumps(SPAN).encode(), json.dumps(OTLP).encode(), json.dumps({**SPAN, "trace_id": "x2"}).encode()]
 FUZZ = settings(max_examples=60, deadline=3000, derandomize=True,

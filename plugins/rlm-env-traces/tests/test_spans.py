@@ -42,6 +42,9 @@ def test_status_codes(code, error):
 
 def test_blank_lines_hold_nothing_and_bad_lines_are_malformed():
     assert summaries(b"  \n") == []
-    for bad in (b"{not json\n", b'{"name": "no trace id"}\n', b"[1, 2]\n"):
+    for bad in (b"{not json\n", b'{"name": "no trace id"}\n', b"[1, 2]\n", b'{"trace_id": "\x80"}\n',
+                b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "a\xff"}]}]}]}\n'):  # not UTF-8
         with pytest.raises(MalformedLine):
             summaries(bad)
+        with pytest.raises(MalformedLine):
+            spans(bad)

@@ -28,6 +28,8 @@ MAX_EVENTS = HEAD_EVENTS + TAIL_EVENTS
 #: Attributes kept per event, characters per string value.
 EVENT_ATTRIBUTES = 64
 EVENT_VALUE_CHARS = SPAN_ATTRIBUTE_CHARS
+#: An event's time is kept when it fits 64 bits (unix nanoseconds), as the index keeps a span's.
+TIME_CAP = 1 << 63
 #: An unknown kind is kept as text of at most this many characters.
 KIND_CHARS = 64
 _PREFIXES = ("SPAN_KIND_", "SPANKIND.", "KIND_")
@@ -76,7 +78,7 @@ def events_of(raw: Any, dropped: Any, attributes_of: Callable[[Any], dict[str, A
 def _event(item: dict[str, Any], attributes_of: Callable[[Any], dict[str, Any]],
            nanos: Callable[[Any], Optional[int]]) -> dict[str, Any]:  # fmt: skip
     """One event as ``{"name", "time", "attributes"}``: OTLP's ``timeUnixNano`` or a flat ``time`` /
-    ``timestamp``; attributes and values bounded."""
+    ``timestamp`` (unix nanoseconds, None when absent or past 64 bits); attributes and values bounded."""
     name = item.get("name")
     time = next((item[key] for key in ("timeUnixNano", "time_unix_nano", "time", "timestamp") if key in item), None)
     pairs = item.get("attributes")
@@ -86,8 +88,9 @@ def _event(item: dict[str, Any], attributes_of: Callable[[Any], dict[str, Any]],
     elif isinstance(pairs, dict) and total > EVENT_ATTRIBUTES:
         pairs = dict(islice(pairs.items(), EVENT_ATTRIBUTES))
     attributes = capped(attributes_of(pairs) if pairs else {}, EVENT_VALUE_CHARS, EVENT_ATTRIBUTES)
-    event: dict[str, Any] = {"name": short(name),
-                             "time": nanos(time), "attributes": attributes}  # fmt: skip
+    when = nanos(time)
+    event: dict[str, Any] = {"name": short(name), "time": when if when is not None and 0 <= when < TIME_CAP else None,
+                             "attributes": attributes}  # fmt: skip
     left_out = max(0, total - EVENT_ATTRIBUTES) + _count(item.get("droppedAttributesCount"))
     if left_out:
         event["attributes_left_out"] = left_out

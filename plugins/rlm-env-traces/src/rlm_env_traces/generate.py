@@ -1,7 +1,8 @@
 """Generated agent-harness trace files for tests and the benchmark: flat spans, OTLP-JSON batches, or both mixed.
 
 Each trace is one agent run (``invoke_agent`` → ``chat`` model calls and ``execute_tool`` calls) with GenAI
-attributes. One failure mode is systemic — the ``researcher`` agent's ``web_search`` tool times out in about a
+attributes and span kinds (a model call is a ``CLIENT`` span, the rest ``INTERNAL``); a failed tool call carries
+an ``exception`` event, as OpenTelemetry SDKs record one. One failure mode is systemic — the ``researcher`` agent's ``web_search`` tool times out in about a
 third of its traces — and one is a one-off (a single ``rate limited`` chat error), so an analysis has something
 real to find. Deterministic for a given seed.
 """
@@ -65,6 +66,7 @@ def _trace(rng: random.Random, number: int) -> tuple[str, list[dict[str, Any]]]:
             "gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.agent.name": agent,
             "gen_ai.usage.input_tokens": 200 + rng.randrange(800), "gen_ai.usage.output_tokens": 20 + rng.randrange(200),
             "gen_ai.prompt": FILLER * (1 + rng.randrange(3))})  # fmt: skip
+        chat["kind"] = "CLIENT"
         spans.append(chat)
         call = _span(rng, trace_id, root["span_id"], f"execute_tool {tool}", begin + 500_000_000,
                      begin + 900_000_000, service, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
@@ -72,31 +74,48 @@ def _trace(rng: random.Random, number: int) -> tuple[str, list[dict[str, Any]]]:
         spans.append(call)
     if agent == "researcher" and number % 6 == 0:  # systemic: a third of the researcher's runs
         spans[-1]["status"] = {"code": "ERROR", "message": SYSTEMIC_MESSAGE}
+        spans[-1]["events"] = [_exception(spans[-1], SYSTEMIC_MESSAGE)]
         root["status"] = {"code": "ERROR", "message": "agent failed: tool error"}
     if number == 5:  # a one-off
         spans[1]["status"] = {"code": "ERROR", "message": ONE_OFF_MESSAGE}
+        spans[1]["events"] = [_exception(spans[1], ONE_OFF_MESSAGE)]
     return trace_id, spans
 
 
 def _span(rng: random.Random, trace_id: str, parent: str | None, name: str, start: int, end: int, service: str,
           attributes: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     return {"trace_id": trace_id, "span_id": f"{rng.getrandbits(64):016x}", "parent_span_id": parent, "name": name,
-            "start_time": start, "end_time": end, "status": {"code": "OK", "message": ""},
+            "kind": "INTERNAL", "start_time": start, "end_time": end, "status": {"code": "OK", "message": ""},
             "attributes": attributes, "resource": {"service.name": service}}  # fmt: skip
+
+
+def _exception(span: dict[str, Any], message: str) -> dict[str, Any]:
+    """The ``exception`` event an OpenTelemetry SDK records on a span that failed with ``message``."""
+    kind, text = message.split(": ", 1)
+    return {"name": "exception", "time": span["end_time"],
+            "attributes": {"exception.type": kind, "exception.message": text}}  # fmt: skip
 
 
 def _otlp_batch(spans: list[dict[str, Any]]) -> bytes:
     """One trace's spans as an OpenTelemetry Collector file exporter writes them."""
     codes = {"UNSET": 0, "OK": 1, "ERROR": 2}
+    kinds = {"INTERNAL": 1, "CLIENT": 3}
     converted = [{"traceId": s["trace_id"], "spanId": s["span_id"], "parentSpanId": s["parent_span_id"] or "",
-                  "name": s["name"], "kind": 1, "startTimeUnixNano": str(s["start_time"]),
+                  "name": s["name"], "kind": kinds[s["kind"]], "startTimeUnixNano": str(s["start_time"]),
                   "endTimeUnixNano": str(s["end_time"]),
                   "status": {"code": codes[s["status"]["code"]], "message": s["status"]["message"]},
-                  "attributes": [{"key": k, "value": _any_value(v)} for k, v in s["attributes"].items()]}
+                  "attributes": _key_values(s["attributes"]),
+                  **({"events": [{"timeUnixNano": str(e["time"]), "name": e["name"],
+                                  "attributes": _key_values(e["attributes"])} for e in s["events"]]}
+                     if "events" in s else {})}
                  for s in spans]  # fmt: skip
     resource = {"attributes": [{"key": "service.name", "value": {"stringValue": spans[0]["resource"]["service.name"]}}]}
     return _encode({"resourceSpans": [{"resource": resource,
                                        "scopeSpans": [{"scope": {"name": "harness"}, "spans": converted}]}]})
+
+
+def _key_values(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": _any_value(value)} for key, value in attributes.items()]
 
 
 def _any_value(value: Any) -> dict[str, Any]:

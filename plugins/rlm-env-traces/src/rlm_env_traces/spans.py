@@ -121,7 +121,7 @@ def summaries(line: bytes) -> list[SpanSummary]:
         parsed = _line_decoder.decode(line)
     except msgspec.ValidationError:  # unexpected value types: take the general path
         return [_summary_of(span) for span in spans(line)]
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # bytes that are not UTF-8 inside a string too
         if not line.strip():  # a blank line holds nothing, and is no error (checked only here: it costs a copy)
             return []
         raise MalformedLine(str(exc)) from None
@@ -163,7 +163,7 @@ def spans(line: bytes) -> list[dict[str, Any]]:
     """Every span on ``line`` as a flat span dict (OTLP batches converted); MalformedLine when it holds none."""
     try:
         value = _any_decoder.decode(line)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # bytes that are not UTF-8 inside a string too
         raise MalformedLine(str(exc)) from None
     except RecursionError:
         raise MalformedLine("nested too deeply") from None
