@@ -1,7 +1,8 @@
-"""Loopback OTLP receivers for tests: what an OTLP sink sent, decoded into plain span dicts.
+"""Loopback OTLP receivers for tests: what an OTLP sink sent, decoded into plain span and metric dicts.
 
 ``OTLPReceiver`` is an HTTP server on ``127.0.0.1`` (a free port) that records every request and decodes OTLP/HTTP
-trace bodies (protobuf or JSON, gzip or not) posted to any path ending in ``/traces``::
+trace bodies (protobuf or JSON, gzip or not) posted to any path ending in ``/traces``, and metric bodies posted to
+any path ending in ``/metrics``::
 
     from rlm_sink_otel.testing import OTLPReceiver
 
@@ -10,6 +11,8 @@ trace bodies (protobuf or JSON, gzip or not) posted to any path ending in ``/tra
         receiver.respond("/v1/traces", status=500)        # or: delay=0.5 for a slow backend
         ...  # point the exporter at receiver.traces_url ("http://127.0.0.1:PORT/v1/traces")
         spans = receiver.wait_for_spans(3)                # the decoded spans, at least 3 (5 s at most)
+        receiver.wait_for_metrics("rlm.runs")             # the decoded metrics, once these names came (5 s at most)
+        runs = receiver.metric("rlm.runs")                # the last one received of that name (or None)
 
 A span dict: ``name``, ``trace_id`` / ``span_id`` / ``parent_span_id`` (hex; None for a root), ``kind`` (the OTLP
 enum int: 1 internal, 3 client), ``start_ns``, ``end_ns``, ``attributes`` (plain values), ``events`` (``name``,
@@ -17,8 +20,16 @@ enum int: 1 internal, 3 client), ``start_ns``, ``end_ns``, ``attributes`` (plain
 (attributes), ``scope`` (name) and ``path`` (the request's). ``requests`` holds every request as a
 :class:`Received` (method, path, headers with lower-case names, raw body).
 
-``OTLPGrpcReceiver`` (needs ``grpcio``; the ``grpc`` extra) does the same for OTLP/gRPC at ``receiver.endpoint``
-(``127.0.0.1:PORT``); ``fail_with(grpc.StatusCode.UNAVAILABLE)`` makes it refuse exports.
+A metric dict (one per metric of each request; ``metrics`` holds them in arrival order, so a cumulative
+metric exported twice is there twice): ``name``, ``unit``, ``description``, ``kind`` (``sum``, ``gauge``,
+``histogram`` or ``exponential_histogram``), ``temporality`` (``cumulative``, ``delta`` or None for a gauge),
+``monotonic``, ``points`` (each: ``attributes``, ``start_ns``, ``time_ns`` and ``value`` for a sum or gauge;
+``count``, ``sum``, ``min``, ``max``, ``bucket_counts``, ``bounds`` for a histogram), ``resource``, ``scope`` and
+``path``.
+
+``OTLPGrpcReceiver`` (needs ``grpcio``; the ``grpc`` extra) does the same for OTLP/gRPC (the trace and the metrics
+services) at ``receiver.endpoint`` (``127.0.0.1:PORT``); ``fail_with(grpc.StatusCode.UNAVAILABLE)`` makes it
+refuse exports.
 """
 
 from __future__ import annotations
@@ -35,12 +46,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
 from google.protobuf.json_format import MessageToDict, ParseDict
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
-__all__ = ["OTLPReceiver", "OTLPGrpcReceiver", "Received", "decode_trace_body", "spans_of_request"]
+__all__ = ["OTLPReceiver", "OTLPGrpcReceiver", "Received", "decode_trace_body", "spans_of_request",
+           "decode_metrics_body", "metrics_of_request"]
 
 
 @dataclass
@@ -136,6 +152,73 @@ def decode_trace_body(body: bytes, content_type: str = "application/x-protobuf",
     return spans_of_request(request, path)
 
 
+_TEMPORALITY = {1: "delta", 2: "cumulative"}
+_METRIC_KINDS = {"sum": "sum", "gauge": "gauge", "histogram": "histogram",
+                 "exponentialHistogram": "exponential_histogram"}  # fmt: skip
+
+
+def _number(point: dict[str, Any]) -> Any:
+    if "asInt" in point:
+        return int(point["asInt"])
+    return float(point.get("asDouble", 0.0))
+
+
+def _point(point: dict[str, Any], kind: str) -> dict[str, Any]:
+    plain: dict[str, Any] = {"attributes": _attributes(point.get("attributes", [])),
+                             "start_ns": int(point.get("startTimeUnixNano", 0)),
+                             "time_ns": int(point.get("timeUnixNano", 0))}  # fmt: skip
+    if kind in ("sum", "gauge"):
+        plain["value"] = _number(point)
+    else:
+        plain.update({"count": int(point.get("count", 0)), "sum": point.get("sum"), "min": point.get("min"),
+                      "max": point.get("max"), "bucket_counts": [int(c) for c in point.get("bucketCounts", [])],
+                      "bounds": [float(b) for b in point.get("explicitBounds", [])]})  # fmt: skip
+    return plain
+
+
+def metrics_of_request(request: ExportMetricsServiceRequest, path: str = "") -> list[dict[str, Any]]:
+    """The plain metric dicts of one decoded ``ExportMetricsServiceRequest`` (see the module docstring)."""
+    data = MessageToDict(request, use_integers_for_enums=True)
+    metrics = []
+    for group in data.get("resourceMetrics", []):
+        resource = _attributes(group.get("resource", {}).get("attributes", []))
+        for scope in group.get("scopeMetrics", []):
+            for metric in scope.get("metrics", []):
+                field = next((key for key in _METRIC_KINDS if key in metric), None)
+                body = metric.get(field, {}) if field else {}
+                kind = _METRIC_KINDS.get(field or "", "unknown")
+                metrics.append({
+                    "name": metric.get("name", ""), "unit": metric.get("unit", ""),
+                    "description": metric.get("description", ""), "kind": kind,
+                    "temporality": _TEMPORALITY.get(int(body.get("aggregationTemporality", 0))),
+                    "monotonic": bool(body.get("isMonotonic", False)),
+                    "points": [_point(p, kind) for p in body.get("dataPoints", [])],
+                    "resource": resource, "scope": scope.get("scope", {}).get("name", ""), "path": path,
+                })  # fmt: skip
+    return metrics
+
+
+def _unpack(body: bytes, content_encoding: str) -> bytes:
+    if content_encoding == "gzip":
+        return gzip.decompress(body)
+    if content_encoding == "deflate":
+        return zlib.decompress(body)
+    return body
+
+
+def decode_metrics_body(body: bytes, content_type: str = "application/x-protobuf", content_encoding: str = "",
+                        path: str = "") -> list[dict[str, Any]]:  # fmt: skip
+    """The metrics of an OTLP/HTTP metrics body: protobuf, or OTLP/JSON when ``content_type`` says JSON (an
+    OTLP-JSON line of the file exporter too); ``content_encoding`` ``gzip`` or ``deflate`` is undone first."""
+    body = _unpack(body, content_encoding)
+    request = ExportMetricsServiceRequest()
+    if "json" in content_type:
+        ParseDict(jsonlib.loads(body or b"{}"), request, ignore_unknown_fields=True)
+    else:
+        request.ParseFromString(body)
+    return metrics_of_request(request, path)
+
+
 def free_port() -> int:
     """A TCP port nothing listens on at the moment (for a backend that is down)."""
     with socket.socket() as sock:
@@ -159,10 +242,11 @@ def one_step_run(run_id: str = "run_t", **start: Any) -> list[Any]:
 
 
 class _Collected:
-    """Spans and requests shared by both receivers."""
+    """Spans, metrics and requests shared by both receivers."""
 
     def __init__(self) -> None:
         self.spans: list[dict[str, Any]] = []
+        self.metrics: list[dict[str, Any]] = []
         self.errors: list[str] = []  # bodies that did not decode
         self._changed = threading.Condition()
 
@@ -170,6 +254,27 @@ class _Collected:
         with self._changed:
             self.spans.extend(spans)
             self._changed.notify_all()
+
+    def _add_metrics(self, metrics: list[dict[str, Any]]) -> None:
+        with self._changed:
+            self.metrics.extend(metrics)
+            self._changed.notify_all()
+
+    def wait_for_metrics(self, *names: str, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The metrics received once each of ``names`` (at least one metric when none is named) has come, or all
+        there are after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while time.monotonic() < deadline:
+                seen = {m["name"] for m in self.metrics}
+                if (set(names) <= seen) if names else self.metrics:
+                    break
+                self._changed.wait(max(0.0, deadline - time.monotonic()))
+            return list(self.metrics)
+
+    def metric(self, name: str) -> Optional[dict[str, Any]]:
+        """The last metric received named ``name`` (with cumulative temporality: the latest totals), or None."""
+        return next((m for m in reversed(list(self.metrics)) if m["name"] == name), None)
 
     def wait_for_spans(self, count: int = 1, timeout: float = 5.0) -> list[dict[str, Any]]:
         """The spans received once there are at least ``count`` (or all there are after ``timeout`` s)."""
@@ -252,6 +357,7 @@ class OTLPReceiver(_Collected):
         with self._changed:
             self.requests.clear()
             self.spans.clear()
+            self.metrics.clear()
             self.errors.clear()
 
     def start(self) -> "OTLPReceiver":
@@ -281,19 +387,23 @@ class OTLPReceiver(_Collected):
         with self._changed:
             self.requests.append(Received(handler.command, path, headers, body, query))
         reply = self._replies.get((handler.command, path)) or self._replies.get(("*", path))
-        is_traces = handler.command == "POST" and path.rstrip("/").endswith("/traces")
-        if is_traces:
+        signal = path.rstrip("/").rsplit("/", 1)[-1] if handler.command == "POST" else ""
+        if signal in ("traces", "metrics"):
+            content_type, encoding = headers.get("content-type", ""), headers.get("content-encoding", "")
             try:
-                self._add(decode_trace_body(body, headers.get("content-type", ""),
-                                            headers.get("content-encoding", ""), path))  # fmt: skip
+                if signal == "traces":
+                    self._add(decode_trace_body(body, content_type, encoding, path))
+                else:
+                    self._add_metrics(decode_metrics_body(body, content_type, encoding, path))
             except Exception as exc:  # noqa: BLE001 - recorded for the test to see
                 self.errors.append(f"{path}: {type(exc).__name__}: {exc}")
                 reply = reply or _Reply(400, b'{"error": "undecodable body"}')
             if reply is None:
-                if "json" in headers.get("content-type", ""):
+                if "json" in content_type:
                     reply = _Reply(200, b"{}")
                 else:
-                    reply = _Reply(200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
+                    response = ExportTraceServiceResponse() if signal == "traces" else ExportMetricsServiceResponse()
+                    reply = _Reply(200, response.SerializeToString(), "application/x-protobuf")
         reply = reply or _Reply(404, b'{"error": "not found"}')
         if reply.delay:
             time.sleep(reply.delay)
@@ -307,13 +417,15 @@ class OTLPReceiver(_Collected):
 
 
 class OTLPGrpcReceiver(_Collected):
-    """A recording OTLP/gRPC trace service on ``127.0.0.1:<free port>``; ``metadata`` holds each call's."""
+    """A recording OTLP/gRPC trace and metrics service on ``127.0.0.1:<free port>``; ``metadata`` holds each
+    call's."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__()
         from concurrent import futures
 
         import grpc
+        from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
         self.metadata: list[dict[str, str]] = []
@@ -331,8 +443,17 @@ class OTLPGrpcReceiver(_Collected):
                 receiver._add(spans_of_request(request, "grpc"))
                 return ExportTraceServiceResponse()
 
+        class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
+            def Export(self, request: ExportMetricsServiceRequest, context: Any) -> ExportMetricsServiceResponse:
+                receiver.metadata.append({k: v for k, v in context.invocation_metadata() if isinstance(v, str)})
+                if receiver._failure is not None:
+                    context.abort(receiver._failure, "refused by the test receiver")
+                receiver._add_metrics(metrics_of_request(request, "grpc"))
+                return ExportMetricsServiceResponse()
+
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self._server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), self._server)
         self.port = self._server.add_insecure_port(f"{host}:{port}")
         self.endpoint = f"{host}:{self.port}"
 
