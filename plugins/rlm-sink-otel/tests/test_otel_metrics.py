@@ -275,3 +275,18 @@ def test_names_and_endpoints():
     assert metrics_file(OtelSinkSettings(path=Path("/x/otel.jsonl")), Path("/h")) == Path("/x/otel-metrics.jsonl")
     with pytest.raises(ValueError):
         OtelSinkSettings(metrics="sometimes")
+
+
+def test_a_backend_without_metrics_is_one_warning_naming_the_switch(caplog, tmp_path):
+    """Jaeger takes OTLP traces but answers 404 on /v1/metrics: the spans go out, one warning says how to stop."""
+    with OTLPReceiver() as receiver:
+        receiver.respond("/v1/metrics", status=404, body="404 page not found", content_type="text/plain")
+        sink = create(OtelSinkSettings(endpoint=receiver.traces_url, timeout=1), type("S", (), {"home": tmp_path})())
+        with caplog.at_level(logging.WARNING, logger="rlm.sinks"):
+            for event in _recorded(tmp_path):
+                sink.handle(event)
+            sink.close()
+        assert receiver.wait_for_spans(2) and sink.exported >= 2
+    warnings = [r.getMessage() for r in caplog.records if r.name == "rlm.sinks"]
+    assert len(warnings) == 1 and "HTTP 404 Not Found: 404 page not found" in warnings[0], warnings
+    assert "metrics = false" in warnings[0]

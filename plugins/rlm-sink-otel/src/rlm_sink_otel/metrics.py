@@ -223,7 +223,8 @@ class RunMetrics:
             if not (self.already_reported is not None and self.already_reported()):
                 target = f" to {self.pipeline.target}" if self.pipeline.target else ""
                 logger.warning("%s sink: could not export metrics%s: %s (later failures are not reported; "
-                               "retrying every %gs)", self.name, target, outcome[1], self.retry_after)  # fmt: skip
+                               "retrying every %gs; [sink.otel] metrics = false turns them off)", self.name, target,
+                               outcome[1], self.retry_after)  # fmt: skip
         return False
 
     def close(self) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Optional
@@ -11,6 +12,7 @@ from rlm_host import Readiness
 from rlm_sink_otel.settings import OtelSinkSettings, host_port
 
 CONNECT_TIMEOUT = 1.0
+logger = logging.getLogger("rlm.sinks")
 
 
 def make_exporter(settings: OtelSinkSettings, home: Path) -> tuple[Any, str]:
@@ -47,7 +49,13 @@ def create(settings: Optional[OtelSinkSettings], services: Any) -> Any:
         endpoint, _ = settings.resolved_endpoint()
         probe = tcp_probe(*host_port(endpoint, _default_port(settings)), CONNECT_TIMEOUT)
     spans = SpanExportSink(exporter, service_name=settings.service_name, name="otel", target=target, probe=probe)
-    return OtelSink(spans, make_metrics(settings, Path(services.home), spans) if settings.metrics else None)
+    metrics = None
+    if settings.metrics:
+        try:
+            metrics = make_metrics(settings, Path(services.home), spans)
+        except Exception as exc:  # noqa: BLE001 - metrics that cannot start must not cost the spans
+            logger.warning("otel sink: no metrics for this run: %s: %s", type(exc).__name__, exc)
+    return OtelSink(spans, metrics)
 
 
 def make_metrics(settings: OtelSinkSettings, home: Path, spans: Any = None) -> Any:
