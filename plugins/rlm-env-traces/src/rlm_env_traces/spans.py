@@ -181,9 +181,9 @@ def spans(line: bytes) -> list[dict[str, Any]]:
 def _flat_span(span: dict[str, Any]) -> dict[str, Any]:
     """A flat span as written, its ``kind`` made a name and its ``events`` bounded (``events``)."""
     if "kind" in span:
-        kind = kind_name(span.pop("kind"))
-        if kind is not None:
-            span["kind"] = kind
+        span["kind"] = kind_name(span["kind"])  # in its place: a view shows it where the file had it
+        if span["kind"] is None:
+            del span["kind"]
     if "events" in span or "dropped_events_count" in span:
         raw = span.pop("events", None)
         span.update(events_of(raw, span.pop("dropped_events_count", None), _event_attributes, _nanos))
@@ -199,14 +199,13 @@ def _flatten_otlp(group: dict[str, Any]) -> list[dict[str, Any]]:
             converted = {
                 "trace_id": str(span.get("traceId", "")).lower(), "span_id": str(span.get("spanId", "")).lower(),
                 "parent_span_id": str(span.get("parentSpanId") or "").lower() or None, "name": span.get("name"),
-                "start_time": _nanos(span.get("startTimeUnixNano")), "end_time": _nanos(span.get("endTimeUnixNano")),
+                "kind": kind_name(span.get("kind")), "start_time": _nanos(span.get("startTimeUnixNano")), "end_time": _nanos(span.get("endTimeUnixNano")),
                 "status": {"code": OTLP_STATUS.get(status.get("code", 0), "UNSET"), "message": status.get("message", "")},
                 "attributes": _attribute_dict(span.get("attributes") or []), "resource": resource,
                 "scope": (scope.get("scope") or {}).get("name"),
             }  # fmt: skip
-            kind = kind_name(span.get("kind"))
-            if kind is not None:
-                converted["kind"] = kind
+            if converted["kind"] is None:  # SPAN_KIND_UNSPECIFIED, or none given
+                del converted["kind"]
             converted.update(events_of(span.get("events"), span.get("droppedEventsCount"), _event_attributes, _nanos))
             flat.append(converted)
     return flat
