@@ -77,8 +77,9 @@ class MetricsPipeline:
     def __init__(self, exporter: MetricExporter, service_name: str = "rlm", target: str = "",
                  probe: Optional[Callable[[], Optional[str]]] = None) -> None:  # fmt: skip
         self.exporter, self.target, self.probe = exporter, target, probe
-        self.reader = InMemoryMetricReader(preferred_temporality=getattr(exporter, "_preferred_temporality", None),
-                                           preferred_aggregation=getattr(exporter, "_preferred_aggregation", None))  # fmt: skip
+        # what the exporter prefers (OTEL_EXPORTER_OTLP_METRICS_*), as the SDK's periodic reader takes it
+        self.reader = InMemoryMetricReader(getattr(exporter, "_preferred_temporality", None),
+                                           getattr(exporter, "_preferred_aggregation", None))
         self.provider = MeterProvider(metric_readers=[self.reader], resource=make_resource(service_name),
                                       shutdown_on_exit=False)  # fmt: skip
         try:

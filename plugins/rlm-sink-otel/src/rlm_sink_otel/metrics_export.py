@@ -107,7 +107,8 @@ def make_metric_exporter(settings: OtelSinkSettings, home: Path) -> tuple[Metric
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcExporter
 
         exporter = GrpcExporter(endpoint=endpoint, insecure=settings.resolved_insecure(endpoint),
-                                headers={k.lower(): v for k, v in headers.items()}, timeout=settings.timeout)  # fmt: skip
+                                headers={k.lower(): v for k, v in headers.items()},  # gRPC metadata: lower-case
+                                timeout=settings.timeout)  # fmt: skip
         return exporter, f"grpc {endpoint}"
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 

@@ -39,12 +39,14 @@ class OtelSinkSettings(ContentSettings):
     timeout: float = Field(10.0, gt=0, description="seconds per export (retries included)")
     insecure: Optional[bool] = Field(None, description="gRPC without TLS (default: from the endpoint's scheme; "
                                      "true for a loopback host without scheme)")  # fmt: skip
-    metrics: bool = Field(True, description="also export OTLP metrics (runs, steps, reward, duration, tokens, "
-                          "cost) at each root run's end; the file exporter writes them next to the spans' file")  # fmt: skip
-    metrics_endpoint: Optional[str] = Field(None, description="OTLP metrics endpoint (default: the endpoint with "
-                                            "/v1/traces → /v1/metrics, else OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else "
-                                            "OTEL_EXPORTER_OTLP_ENDPOINT + /v1/metrics, else "
-                                            "http://localhost:4318/v1/metrics or the gRPC endpoint)")  # fmt: skip
+    metrics: bool = Field(True, description="also export OTLP metrics (runs, steps, reward, duration, "
+                          "tokens, cost) when a root run ends; the file exporter writes them beside the spans' "
+                          "file")  # fmt: skip
+    metrics_endpoint: Optional[str] = Field(None, description="OTLP metrics endpoint (default: the endpoint "
+                                            "with /v1/traces → /v1/metrics, else "
+                                            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT "
+                                            "+ /v1/metrics, else http://localhost:4318/v1/metrics or the gRPC "
+                                            "endpoint)")  # fmt: skip
 
     def resolved_endpoint(self, environ: Optional[Mapping[str, str]] = None) -> tuple[str, str]:
         """(the endpoint, where it came from: ``settings``, an env variable's name or ``default``)."""
