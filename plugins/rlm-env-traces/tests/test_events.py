@@ -35,10 +35,12 @@ def test_kind_names(value, name):
 
 def test_an_otlp_span_keeps_its_kind_and_its_events():
     span = {"traceId": "AB", "spanId": "01", "name": "execute_tool repl", "kind": 1, "startTimeUnixNano": "10",
-            "events": [{"timeUnixNano": "11", "name": "rlm.code", "attributes": [kv("rlm.text", stringValue="print(1)")]},
+            "events": [{"timeUnixNano": "11", "name": "rlm.code",
+                        "attributes": [kv("rlm.text", stringValue="print(1)")]},
                        {"timeUnixNano": "12", "name": "exception", "droppedAttributesCount": 2,
                         "attributes": [kv("exception.type", stringValue="ValueError"), kv("n", intValue="7"),
-                                       kv("ok", boolValue=True), kv("xs", arrayValue={"values": [{"doubleValue": 1.5}]}),
+                                       kv("ok", boolValue=True),
+                                       kv("xs", arrayValue={"values": [{"doubleValue": 1.5}]}),
                                        kv("m", kvlistValue={"values": [kv("a", stringValue="b")]})]}],
             "droppedEventsCount": "3"}  # fmt: skip
     (flat,) = spans(line(otlp(span, {"traceId": "AB", "spanId": "02", "kind": 0})))[:1]
@@ -59,7 +61,8 @@ def test_a_flat_span_keeps_its_kind_and_its_events():
                        {"name": "python-sdk", "timestamp": 6}, "not an event", 7]}  # fmt: skip
     (flat,) = spans(line(span))
     assert flat["kind"] == "CLIENT" and flat["events_left_out"] == 1 and "dropped_events_count" not in flat
-    assert flat["events"] == [{"name": "rlm.reply", "time": 1_767_225_600_000_000_000, "attributes": {"rlm.text": "hi"}},
+    assert flat["events"] == [{"name": "rlm.reply", "time": 1_767_225_600_000_000_000,
+                               "attributes": {"rlm.text": "hi"}},
                               {"name": "otlp-style", "time": 5, "attributes": {"k": "v"}},
                               {"name": "python-sdk", "time": 6, "attributes": {}}]  # fmt: skip
     (odd,) = spans(line({"trace_id": "t", "kind": {"not": "a kind"}, "events": "not a list"}))
@@ -108,4 +111,5 @@ def test_generated_files_carry_kinds_and_exception_events_in_both_formats(tmp_pa
         (failed,) = [s for s in view if s["status"]["code"] == "ERROR" and s["name"].startswith("execute_tool")]
         (event,) = failed["events"]
         assert event["name"] == "exception" and event["time"] == failed["end_time"]
-        assert f"{event['attributes']['exception.type']}: {event['attributes']['exception.message']}" == SYSTEMIC_MESSAGE
+        attributes = event["attributes"]
+        assert f"{attributes['exception.type']}: {attributes['exception.message']}" == SYSTEMIC_MESSAGE

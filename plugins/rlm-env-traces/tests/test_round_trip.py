@@ -1,6 +1,7 @@
 """The round trip: a real ``rlm run`` recorded by rlm's own ``otel`` sink (file exporter, OTLP/JSON lines), read
-back by this plugin — the span kinds and the span events (a step's code and its output) are visible through ``TraceStore``'s views, ``rlm traces view`` / ``search``, and runs of ``--env traces`` and
-``--env traces-repl`` over that file. Skipped when rlm-sink-otel is not installed."""
+back by this plugin — the span kinds and the span events (a step's code and its output) are visible through
+``TraceStore``'s views, ``rlm traces view`` / ``search``, and runs of ``--env traces`` and ``--env traces-repl``
+over that file. Skipped when rlm-sink-otel is not installed."""
 
 import importlib.util
 import json

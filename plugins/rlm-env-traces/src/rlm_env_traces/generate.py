@@ -1,10 +1,10 @@
 """Generated agent-harness trace files for tests and the benchmark: flat spans, OTLP-JSON batches, or both mixed.
 
 Each trace is one agent run (``invoke_agent`` → ``chat`` model calls and ``execute_tool`` calls) with GenAI
-attributes and span kinds (a model call is a ``CLIENT`` span, the rest ``INTERNAL``); a failed tool call carries
-an ``exception`` event, as OpenTelemetry SDKs record one. One failure mode is systemic — the ``researcher`` agent's ``web_search`` tool times out in about a
-third of its traces — and one is a one-off (a single ``rate limited`` chat error), so an analysis has something
-real to find. Deterministic for a given seed.
+attributes and span kinds (a model call is a ``CLIENT`` span, the rest ``INTERNAL``); a failed call carries an
+``exception`` event, as OpenTelemetry SDKs record one. One failure mode is systemic — the ``researcher`` agent's
+``web_search`` tool times out in about a third of its traces — and one is a one-off (a single ``rate limited``
+chat error), so an analysis has something real to find. Deterministic for a given seed.
 """
 
 from __future__ import annotations

@@ -199,7 +199,8 @@ def _flatten_otlp(group: dict[str, Any]) -> list[dict[str, Any]]:
             converted = {
                 "trace_id": str(span.get("traceId", "")).lower(), "span_id": str(span.get("spanId", "")).lower(),
                 "parent_span_id": str(span.get("parentSpanId") or "").lower() or None, "name": span.get("name"),
-                "kind": kind_name(span.get("kind")), "start_time": _nanos(span.get("startTimeUnixNano")), "end_time": _nanos(span.get("endTimeUnixNano")),
+                "kind": kind_name(span.get("kind")), "start_time": _nanos(span.get("startTimeUnixNano")),
+                "end_time": _nanos(span.get("endTimeUnixNano")),
                 "status": {"code": OTLP_STATUS.get(status.get("code", 0), "UNSET"), "message": status.get("message", "")},
                 "attributes": _attribute_dict(span.get("attributes") or []), "resource": resource,
                 "scope": (scope.get("scope") or {}).get("name"),
