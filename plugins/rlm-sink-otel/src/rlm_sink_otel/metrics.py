@@ -24,7 +24,8 @@ global one), so concurrent run trees make one set of streams; its reader is coll
 when a root run finishes and at close (no background thread: a CLI exits right after). Temporality is the OTLP
 exporters' (``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE``): cumulative since the provider was made by
 default. A failure never raises: one warning on ``rlm.sinks`` per sink (none when the span export already
-reported this backend down), then export is retried after ``retry_after`` seconds.
+reported this backend down); the next export (a root run's end, close) is tried once ``retry_after`` seconds
+have passed, and with cumulative temporality carries what the failed one did not.
 """
 
 from __future__ import annotations
