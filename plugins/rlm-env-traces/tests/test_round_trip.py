@@ -139,3 +139,21 @@ def test_a_repl_run_over_our_file_prints_kinds_and_events(rlm_cli, rlm_script, r
     assert sum(line.startswith("chat CLIENT ") for line in lines) == 2, "the two model calls"
     assert f"EVENT rlm.code {CODE + chr(10)!r}" in lines and f"EVENT rlm.output {OUTPUT + chr(10)!r}" in lines
     assert "FOUND ['INTERNAL']" in lines
+
+
+def test_the_default_file_of_a_project_config_reads_back(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    """``[sink.otel] exporter = "file"`` in a project's rlm.toml, no path: the run home's
+    ``observability/otel-traces.jsonl``, which ``rlm traces view`` reads with its kinds and events."""
+    (rlm_isolated.work / "rlm.toml").write_text('[run]\nsinks = ["otel"]\n\n[sink.otel]\nexporter = "file"\n'
+                                                "capture_content = true\n")  # fmt: skip
+    monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
+    model = rlm_script([f"```repl\n{CODE}\n```", "FINAL(42)"])
+    result = rlm_cli("run", "What does the step say?", "--model", model, "--sandbox", "process", "--json",
+                     plugins=f"{SINK},{TRACES}")  # fmt: skip
+    assert result.code == 0, result.err
+    run = json.loads(result.out)
+    path = rlm_isolated.runs / "observability" / "otel-traces.jsonl"  # the run home's
+    assert [path] == list(rlm_isolated.work.rglob("otel-traces.jsonl"))
+    view = rlm_cli("traces", "view", str(path), trace_id_for(run["run_id"]), plugins=TRACES)
+    assert view.code == 0, view.err
+    _assert_kinds_and_events(json.loads(view.out)["spans"])
