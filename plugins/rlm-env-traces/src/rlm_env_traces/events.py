@@ -98,11 +98,11 @@ def _event(item: dict[str, Any], attributes_of: Callable[[Any], dict[str, Any]],
 
 
 def _count(value: Any) -> int:
-    """A non-negative count from an int or a decimal string (OTLP writes 64-bit counts as either); 0 otherwise."""
+    """A count within 0..2⁶³ from an int or a decimal string (OTLP writes 64-bit counts as either); 0 otherwise."""
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
-        return max(0, value)
+        return min(max(0, value), TIME_CAP)
     if isinstance(value, str) and value.strip().isdigit() and len(value) < 20:
-        return int(value)
+        return min(int(value), TIME_CAP)
     return 0
