@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow_server import client, mlflow_server, quiet_home  # noqa: F401
 
+from rlm_host import wait_for_sinks
 from rlm_host.sdk.observability import trace_id_for
 from rlm_host.testing import SinkContract
 from rlm_sink_mlflow.settings import MlflowSinkSettings
@@ -39,6 +40,7 @@ class TestMlflowSink(SinkContract):
         return {"RLM_SINK__MLFLOW__TRACKING_URI": mlflow_server().url, "RLM_SINK__MLFLOW__EXPERIMENT": EXPERIMENT}
 
     def check_output(self, events, home: Path) -> None:
+        assert wait_for_sinks(60), "the sinks did not deliver within 60 s"  # delivery ends after the run returns
         mlflow = client(mlflow_server())
         experiment = mlflow.get_experiment_by_name(EXPERIMENT).experiment_id
         for final in (e for e in events if e.type == "final"):

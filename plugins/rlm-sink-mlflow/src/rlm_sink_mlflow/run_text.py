@@ -8,7 +8,6 @@ the ``rlm.answer`` tag (a column of the runs table). All of it only when content
 
 from __future__ import annotations
 
-import inspect
 import re
 from typing import Any, Optional
 
@@ -18,11 +17,8 @@ NOTE_CHARS = 7900  # MLflow's limit on a tag value is 8000
 
 
 def span_builder(policy: ContentPolicy) -> SpanBuilder:
-    """The host's span builder with the sink's content policy (a host without the ``content`` parameter gives
-    records with its own content attributes, which ``span_io.without_content`` strips when capture is off)."""
-    if "content" in inspect.signature(SpanBuilder).parameters:
-        return SpanBuilder("rlm", content=policy)  # type: ignore[call-arg]
-    return SpanBuilder("rlm")
+    """The host's span builder, with the sink's content policy (what text the spans carry)."""
+    return SpanBuilder("rlm", content=policy)
 
 
 def _fenced(text: str) -> str:

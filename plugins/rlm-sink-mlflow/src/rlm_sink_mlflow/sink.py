@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlm_host import RunEvent
-from rlm_host.sdk.observability import SpanBuilder, SpanRecord
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord
 
 from rlm_sink_mlflow.benchmark import BenchmarkRuns
 from rlm_sink_mlflow.run_text import run_note, span_builder
@@ -41,7 +41,7 @@ PARAM_KEYS = ("environment", "framework", "model", "provider", "sub_model", "sub
 SETTING_PARAMS = ("max_steps", "max_depth", "max_llm_calls", "max_sub_calls", "exec_timeout", "timeout")
 PARAM_CHARS = 6000  # MLflow 3's limit on a param value
 CONNECT_SECONDS = 60  # importing mlflow and the first calls; each HTTP call is bounded by `timeout` too
-SPAN_EVENTS = {"run_start", "step", "sub_call", "compaction", "model_retry", "final", "error"}
+SPAN_EVENTS = {"run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", *SPAN_LIVE_EVENTS}
 
 
 #: (tracking URI, experiment name) → (experiment id, when this process last reached it): a process running many
@@ -80,6 +80,8 @@ def _ms(seconds: float) -> int:
 
 
 class MlflowSink:
+    live_events = SPAN_LIVE_EVENTS  # model_call_end: each model call is a chat span of the trace
+
     def __init__(self, settings: Optional[MlflowSinkSettings], home: Path) -> None:
         self.settings = settings or MlflowSinkSettings()
         self.uri = resolved_uri(self.settings)
