@@ -37,10 +37,16 @@ def _events(path: str) -> list[RunEvent]:
     return [RunEvent.model_validate_json(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def _run(rlm_cli, rlm_script, monkeypatch, server, project: str, root: list, sub_rules: list, *args: str):
-    """``rlm run --sink otel`` into ``server``'s ``project``: (exit code, RunResult JSON, events, model names)."""
+def _run(rlm_cli, rlm_script, monkeypatch, server, project: str, root: list, sub_rules: list, *args: str,
+         grpc: bool = False):  # fmt: skip
+    """``rlm run --sink otel`` into ``server``'s ``project`` (over OTLP/HTTP, or OTLP/gRPC): (exit code, RunResult
+    JSON, events, model names)."""
     monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
-    monkeypatch.setenv("RLM_SINK__OTEL__ENDPOINT", server.traces_url)
+    if grpc:
+        monkeypatch.setenv("RLM_SINK__OTEL__EXPORTER", "otlp-grpc")
+        monkeypatch.setenv("RLM_SINK__OTEL__ENDPOINT", f"127.0.0.1:{server.grpc_port}")  # loopback: no TLS
+    else:
+        monkeypatch.setenv("RLM_SINK__OTEL__ENDPOINT", server.traces_url)
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
     monkeypatch.setenv("RLM_SINK__OTEL__METRICS", "false")  # Phoenix takes no OTLP metrics (405 on /v1/metrics)
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME"):
@@ -277,6 +283,21 @@ def test_a_failed_root_call_fails_the_run_in_phoenix(rlm_cli, rlm_script, monkey
     assert view["errorCount"] == 2  # the failed call and the run
     assert view["spans"][failed["context"]["span_id"]]["statusCode"] == "ERROR"
     assert view["spans"][agent["context"]["span_id"]]["statusCode"] == "ERROR"
+
+
+def test_the_same_tree_over_otlp_grpc(rlm_cli, rlm_script, monkeypatch, phoenix):
+    """Phoenix's OTLP/gRPC port takes the ``otlp-grpc`` exporter's spans: the same tree, kinds and contents."""
+    project = "rlm-grpc"
+    code, run, events, models = _run(rlm_cli, rlm_script, monkeypatch, phoenix, project, ROOT, SUB_RULES,
+                                     "--max-depth", "1", grpc=True)  # fmt: skip
+    assert code == 0 and run["final_response"] == "sandboxed recursive language models"
+    trace_id = trace_id_for(run["run_id"])
+    spans = wait_for_trace(phoenix, project, trace_id, 9)
+    assert Counter(s["span_kind"] for s in spans) == {"AGENT": 2, "LLM": 5, "TOOL": 2}
+    root = next(s for s in spans if s["parent_id"] is None)
+    assert root["attributes"]["input.value"] == TASK and root["attributes"]["output.value"] == run["final_response"]
+    sub = next(s for s in spans if s["span_kind"] == "LLM" and s["attributes"]["rlm.role"] == "sub")
+    assert _messages(sub["attributes"], "output") == [("assistant", "technical")]
 
 
 def test_spans_of_other_projects_stay_apart(phoenix):
