@@ -80,6 +80,24 @@ def test_the_store_shows_the_kinds_and_events_our_sink_wrote(recorded):
     assert found[tool["span_id"]]["kind"] == "INTERNAL" and OUTPUT in found[tool["span_id"]]["snippet"]
 
 
+def test_the_content_attributes_come_back_whole(recorded):
+    """What the sink writes where backends look — ``input.value`` / ``output.value``, the GenAI messages, a tool
+    call's arguments and result — is read back as it was written (attributes are kept whole up to the views'
+    caps)."""
+    path, run = recorded
+    spans = TraceStore.load(path).view_trace(trace_id_for(run["run_id"]))["spans"]
+    (agent,) = [s for s in spans if s["name"].startswith("invoke_agent")]
+    (tool,) = [s for s in spans if s["name"].startswith("execute_tool")]
+    chats = [s for s in spans if s["name"].startswith("chat")]
+    assert agent["attributes"]["input.value"] == "What does the step say?" and agent["attributes"]["output.value"] == "42"
+    assert json.loads(tool["attributes"]["gen_ai.tool.call.arguments"])["code"].strip() == CODE
+    result, output = tool["attributes"]["gen_ai.tool.call.result"], tool["attributes"]["output.value"]
+    assert result.strip() == output.strip() == OUTPUT
+    replies = [json.loads(c["attributes"]["gen_ai.output.messages"])[0]["parts"][0]["content"] for c in chats]
+    assert replies == [f"```repl\n{CODE}\n```", "FINAL(42)"]
+    assert all(json.loads(c["attributes"]["gen_ai.input.messages"])[0]["role"] == "system" for c in chats)
+
+
 def test_rlm_traces_view_and_search_show_them(rlm_cli, recorded):
     path, run = recorded
     trace_id = trace_id_for(run["run_id"])
