@@ -29,7 +29,8 @@ def start(folder: Path, barrier: Path, url: str, experiment: str, benchmark: str
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "MLFLOW_"))}
     env |= quiet_environ(folder) | {"RLM_PLUGINS": "rlm-sink-mlflow", "RLM_SINK__MLFLOW__TRACKING_URI": url,
                                     "RLM_SINK__MLFLOW__EXPERIMENT": experiment,
-                                    "RLM_RUN__LABELS": json.dumps({"benchmark_id": benchmark, "case": case})}  # fmt: skip
+                                    "RLM_RUN__LABELS": json.dumps({"benchmark_id": benchmark,
+                                                                   "case": case})}  # fmt: skip
     command = [sys.executable, BARRIER_RLM, str(barrier), "2", "run", "What is the answer?", "--context",
                "context.txt", "--model", "scripted:root.json", "--sub-model", "scripted:sub.json", "--sandbox",
                "process", "--max-depth", "1", "--sink", "mlflow", "--json", "-q"]  # fmt: skip

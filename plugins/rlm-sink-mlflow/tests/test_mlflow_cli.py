@@ -49,6 +49,20 @@ def test_rlm_run_records_the_tree_on_the_server(server, tmp_path):
     assert trace.info.trace_metadata["mlflow.sourceRun"] == runs[result["run_id"]].info.run_id
     assert len([s for s in trace.data.spans if s.span_type == "AGENT"]) == 2
     assert "disabled" not in stderr and "mlflow sink" not in stderr, stderr  # no warning
+    chats = [s for s in trace.data.spans if s.span_type == "CHAT_MODEL"]
+    assert len(chats) == 5 and all(s.inputs["messages"] and s.outputs for s in chats)  # live model calls: content
+    assert "FINAL(42)" in {s.outputs for s in chats} and trace.info.response_preview == '"42"'
+
+
+def test_capture_content_false_keeps_the_content_off_the_server(server, tmp_path):
+    experiment = f"cli-quiet-{uuid.uuid4().hex[:8]}"
+    result, _ = rlm_run(tmp_path, server.url, experiment, RLM_SINK__MLFLOW__CAPTURE_CONTENT="false")
+    mlflow = client(server)
+    trace = mlflow.get_trace(f"tr-{trace_id_for(result['run_id'])}")
+    assert len(trace.data.spans) == 9 and all(s.inputs is None and s.outputs is None for s in trace.data.spans)
+    stored = trace.to_json() + repr([r.data for r in runs_by_rlm_id(mlflow, experiment).values()])
+    for text in ("What is the answer?", "Summarise", "Classify", "Recursive Language Model", "FINAL", "prose"):
+        assert text not in stored, text
 
 
 def test_benchmark_labels_of_separate_rlm_runs_nest_them_under_one_benchmark_run(server, tmp_path):
