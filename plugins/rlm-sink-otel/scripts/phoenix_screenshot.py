@@ -4,8 +4,8 @@ Chromium screenshot of the run tree's trace in the Phoenix UI.
     .venv/bin/python plugins/rlm-sink-otel/scripts/phoenix_screenshot.py [--out FILE] [--span agent|turn|sub-call|tool] [--keep]
 
 Phoenix comes from .venv-phoenix (`bash scripts/install-phoenix.sh`). Everything lives in a temporary folder
-(Phoenix's working directory and SQLite database, HOME, the scripted model's replies); the server is stopped at
-the end unless --keep. Needs /usr/bin/chromium.
+(Phoenix's working directory and SQLite database, HOME, the scripted model's replies); the server is stopped and
+the folder removed at the end unless --keep. Needs /usr/bin/chromium.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -156,6 +157,7 @@ def main() -> None:
             print(f"server left running at {url} (pid {process.pid}, folder {folder})")
         else:
             stop(process)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -107,11 +107,16 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
-def start_phoenix(folder: Path) -> PhoenixServer:
-    """Start ``phoenix serve`` in ``folder`` and wait for /healthz; fails (pytest.fail) when it does not come up."""
+def require_phoenix() -> None:
+    """Fail (never skip) when .venv-phoenix is missing, naming the command that installs it."""
     if not PHOENIX.exists():
         pytest.fail(f"Arize Phoenix is not installed: {PHOENIX} is missing. Install it (its own virtualenv, "
                     f".venv-phoenix) with:\n    {INSTALL}", pytrace=False)  # fmt: skip
+
+
+def start_phoenix(folder: Path) -> PhoenixServer:
+    """Start ``phoenix serve`` in ``folder`` and wait for /healthz; fails (pytest.fail) when it does not come up."""
+    require_phoenix()
     port, grpc_port = free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -136,10 +141,13 @@ def phoenix_server() -> PhoenixServer:
         return _state["server"]
     if "failed" in _state:
         pytest.fail(_state["failed"], pytrace=False)
+    require_phoenix()
+    folder = Path(tempfile.mkdtemp(prefix="rlm-phoenix-server-"))
     try:
-        server = start_phoenix(Path(tempfile.mkdtemp(prefix="rlm-phoenix-server-")))
-    except pytest.fail.Exception as exc:
+        server = start_phoenix(folder)
+    except pytest.fail.Exception as exc:  # the message holds the tail of the server's log
         _state["failed"] = str(exc.msg)
+        shutil.rmtree(folder, ignore_errors=True)
         raise
     _state["server"] = server
     atexit.register(shutdown, server)
