@@ -108,11 +108,12 @@ def test_records_with_content_only_in_span_events_still_show_it():
     assert named["chat sub"].outputs == "prose" and named["execute_tool repl"].inputs == {"code": CODE}
 
 
-def test_the_run_description_holds_task_and_answer_fenced():
-    note = run_note("Show ``` fences", "It is ````x````")
-    assert note.startswith("**Task**\n\n````text\nShow ``` fences\n````")
-    assert "**Answer**\n\n`````text\nIt is ````x````\n`````" in note
-    assert run_note(None, None) is None and "**No answer**: boom" in run_note("t", None, "boom")
+def test_the_run_description_holds_task_and_answer():
+    assert run_note("What is 6*7?", "42") == "**Task:** What is 6\\*7?\n\n**Answer:** 42"  # one line: inline
+    note = run_note("Show\n``` fences", "It is ````x````\n")
+    assert note.startswith("**Task:**\n\n````text\nShow\n``` fences\n````")
+    assert "**Answer:**\n\n`````text\nIt is ````x````\n\n`````" in note
+    assert run_note(None, None) is None and "**No answer:** boom" in run_note("t", None, "boom")
     assert len(run_note("x" * 50_000, "y" * 50_000)) < 8000
 
 

@@ -113,7 +113,7 @@ def test_the_runs_show_the_task_and_the_answer(traced):
     root = runs[result.run_id]
     assert root.data.params["task"] == "What is the answer?" and root.data.tags["rlm.answer"] == "42"
     note = root.data.tags["mlflow.note.content"]  # the run page's description
-    assert "**Task**" in note and "What is the answer?" in note and "**Answer**" in note and "\n42\n" in note
+    assert note == "**Task:** What is the answer?\n\n**Answer:** 42"
     child = next(r for k, r in runs.items() if k != result.run_id)
     assert "Summarise the context" in child.data.tags["mlflow.note.content"]
 

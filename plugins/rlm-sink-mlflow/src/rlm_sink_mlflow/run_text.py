@@ -14,6 +14,7 @@ from typing import Any, Optional
 from rlm_host.sdk.observability import ContentPolicy, SpanBuilder
 
 NOTE_CHARS = 7900  # MLflow's limit on a tag value is 8000
+INLINE_CHARS = 300  # a task or answer up to this long, on one line, is shown inline
 
 
 def span_builder(policy: ContentPolicy) -> SpanBuilder:
@@ -21,11 +22,14 @@ def span_builder(policy: ContentPolicy) -> SpanBuilder:
     return SpanBuilder("rlm", content=policy)
 
 
-def _fenced(text: str) -> str:
-    """``text`` in a Markdown code fence longer than any run of backticks inside it (shown as written)."""
+def _shown(text: str) -> str:
+    """``text`` as Markdown shows it as written: a short single line inline (Markdown's marks escaped), anything
+    else in a code fence longer than any run of backticks inside it."""
+    if "\n" not in text and len(text) <= INLINE_CHARS:
+        return " " + re.sub(r"([\\`*_\[\]<>#|~!])", r"\\\1", text)
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
+    return f"\n\n{fence}text\n{text}\n{fence}"
 
 
 def run_note(task: Optional[str], answer: Optional[str], error: Any = None) -> Optional[str]:
@@ -35,11 +39,11 @@ def run_note(task: Optional[str], answer: Optional[str], error: Any = None) -> O
     share = NOTE_CHARS // 2 - 40
     parts = []
     if task is not None:
-        parts.append("**Task**\n\n" + _fenced(_cut(task, share)))
+        parts.append("**Task:**" + _shown(_cut(task, share)))
     if answer is not None:
-        parts.append("**Answer**\n\n" + _fenced(_cut(answer, share)))
+        parts.append("**Answer:**" + _shown(_cut(answer, share)))
     elif error:
-        parts.append("**No answer**: " + _cut(str(error), 500).replace("\n", " "))
+        parts.append("**No answer:** " + _cut(str(error), 500).replace("\n", " "))
     return "\n\n".join(parts)
 
 
