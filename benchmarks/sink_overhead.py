@@ -5,8 +5,10 @@ Runs the same pure_rlm task (``--steps`` root turns of ``--model-delay`` seconds
 backend answers each request after ``--delay`` seconds (500 ms by default): one loopback server stands in for the
 OTLP collector, Langfuse, LangSmith and Logfire (it answers what their SDKs send), and a real ``mlflow server``
 sits behind a proxy adding the same delay. Printed per configuration: the run's own duration (start to final
-answer), the time until ``run_task`` returned (the end-of-run flush included), requests the backends got, and
-sinks disabled; then the ratios against the run without sinks.
+answer), the time until ``run_task`` returned (the sinks deliver in the background), until they delivered
+(``wait_for_sinks``), requests the backends got, and sinks disabled; then the ratios against the run without sinks.
+Then the same through ``rlm run`` in a subprocess: the seconds until the answer is on stdout and until the
+process exits (it waits for the sinks after printing the answer).
 
     .venv/bin/python benchmarks/sink_overhead.py [--delay 0.5] [--steps 6] [--model-delay 0.2] [--repeat 3]
 """
@@ -29,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Optional
 
+from rlm_host import wait_for_sinks
 from rlm_host.config import load_settings
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.llm.scripted import ScriptedConnector
@@ -164,11 +167,40 @@ def one_run(home: Path, sinks: list[str], environ: dict[str, str], steps: int, m
                              connectors={"root": root, "sub": sub}, on_event=events.append,
                              max_steps=steps + 1)  # fmt: skip
     returned = time.perf_counter() - started
+    wait_for_sinks()
+    delivered = time.perf_counter() - started
     if result.final_response != "done":
         raise SystemExit(f"run failed: {result.termination_reason}: {result.error}")
     errors = [e.data for e in events if e.type == "sink_error"]
-    return {"duration": result.duration_s, "returned": returned, "sink_errors": len(errors),
+    return {"duration": result.duration_s, "returned": returned, "delivered": delivered, "sink_errors": len(errors),
             "error_text": "; ".join(f"{e['sink']}: {e['error']}" for e in errors)}  # type: ignore[dict-item]
+
+
+def cli_run(home: Path, sinks: list[str], environ: dict[str, str], steps: int, model_delay: float,
+            flush: float) -> dict[str, float]:  # fmt: skip
+    """``rlm run`` as a user types it: seconds until the answer is on stdout, and until the process exits."""
+    code = "```repl\nnote = llm_query('Summarise: ' + context[:200])\nprint(len(context), note)\n```"
+    script = home / "script.json"
+    script.write_text(json.dumps({"responses": [{"text": code, "delay": model_delay}] * (steps - 1)
+                                  + [{"text": "FINAL('done')", "delay": model_delay}],
+                                  "rules": [{"match": "Summarise:", "text": "a note", "delay": model_delay / 2}]}))
+    (home / "context.txt").write_text("word " * 5000)
+    env = {**os.environ, "HOME": str(home), "RLM_HOME": str(home / ".rlm"), "RLM_RUN__SINKS": json.dumps(sinks),
+           "RLM_RUN__SINK_FLUSH_SECONDS": str(flush), **environ}  # fmt: skip
+    rlm = str(Path(sys.executable).with_name("rlm"))
+    started = time.perf_counter()
+    process = subprocess.Popen([rlm, "run", "Summarise the context.", "--context", str(home / "context.txt"),
+                                "--model", f"scripted:{script}", "--sandbox", "process", "--quiet",
+                                "--max-steps", str(steps + 1)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=env, cwd=home)  # fmt: skip
+    assert process.stdout is not None
+    answer = process.stdout.readline().decode().strip()
+    answered = time.perf_counter() - started
+    process.wait()
+    exited = time.perf_counter() - started
+    if answer != "done":
+        raise SystemExit(f"rlm run failed: {answer!r} {process.stderr.read().decode()[-500:] if process.stderr else ''}")
+    return {"answered": answered, "exited": exited}
 
 
 def main() -> None:
@@ -209,6 +241,11 @@ def main() -> None:
                 rows["all sinks"].append(one_run(folder, ["local", *remote], environ, args.steps, args.model_delay,
                                                  args.flush))  # fmt: skip
             requests = backend.requests + (proxy.requests if proxy else 0) - requests_before
+            cli: dict[str, list[dict[str, float]]] = {"no sinks": [], "all sinks": []}
+            for _ in range(args.repeat):
+                cli["no sinks"].append(cli_run(folder, [], {}, args.steps, args.model_delay, args.flush))
+                cli["all sinks"].append(cli_run(folder, ["local", *remote], environ, args.steps, args.model_delay,
+                                                args.flush))  # fmt: skip
         finally:
             backend.stop()
             if proxy is not None:
@@ -220,19 +257,28 @@ def main() -> None:
           f"{cold['duration']:.3f} s, returned after {cold['returned']:.3f} s, {cold['sink_errors']:.0f} sinks disabled"
           + (f" ({cold['error_text']})" if cold["error_text"] else ""))
     base = {k: statistics.median(r[k] for r in rows["no sinks"]) for k in ("duration", "returned")}
-    print(f"\nthen {args.repeat} runs each:\n{'':<10} {'run (start→answer)':>19} {'run_task returned':>18} {'sinks disabled':>15}")
+    print(f"\nthen {args.repeat} runs each:\n{'':<10} {'run (start→answer)':>19} {'run_task returned':>18} "
+          f"{'sinks delivered':>16} {'sinks disabled':>15}")  # fmt: skip
     for name, runs in rows.items():
         duration = statistics.median(r["duration"] for r in runs)
         returned = statistics.median(r["returned"] for r in runs)
+        delivered = statistics.median(r["delivered"] for r in runs)
         disabled = sum(int(r["sink_errors"]) for r in runs)
-        print(f"{name:<10} {duration:>17.3f} s {returned:>16.3f} s {disabled:>15}")
+        print(f"{name:<10} {duration:>17.3f} s {returned:>16.3f} s {delivered:>14.3f} s {disabled:>15}")
         for r in runs:
             if r["error_text"]:
                 print(f"    {r['error_text']}")
     with_sinks = rows["all sinks"]
     print(f"\nrun duration ratio (all sinks / none): {statistics.median(r['duration'] for r in with_sinks) / base['duration']:.3f}")
     print(f"time until run_task returned, ratio: {statistics.median(r['returned'] for r in with_sinks) / base['returned']:.3f}"
-          f" (+{statistics.median(r['returned'] for r in with_sinks) - base['returned']:.3f} s: the end-of-run flush)")
+          f" (+{statistics.median(r['returned'] for r in with_sinks) - base['returned']:.3f} s)")
+    answered = {k: statistics.median(r["answered"] for r in v) for k, v in cli.items()}
+    exited = {k: statistics.median(r["exited"] for r in v) for k, v in cli.items()}
+    print(f"\n`rlm run` ({args.repeat} each), seconds until the answer is on stdout / until the process exits:")
+    for name in cli:
+        print(f"{name:<10} {answered[name]:>8.3f} s {exited[name]:>8.3f} s")
+    print(f"answer on stdout: +{answered['all sinks'] - answered['no sinks']:.3f} s with the slow backends "
+          f"(target ≤ 0.2 s); exit: +{exited['all sinks'] - exited['no sinks']:.3f} s (the sinks' end-of-run flush)")
     print(f"backend requests during the {args.repeat} runs with sinks: {requests} ({requests / args.repeat:.1f} per run)")
 
 

@@ -65,6 +65,7 @@ _LAZY: dict[str, str] = {
     "RLM": "rlm_host.api.client",
     "RunStream": "rlm_host.api.client",
     "ChatSession": "rlm_host.api.session",
+    "wait_for_sinks": "rlm_host.observability.delivery",
 }
 
 #: Names the root exported before the kits existed → where they are now. Still resolvable (with a
@@ -169,6 +170,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from rlm_host.api.client import RLM, RunStream
     from rlm_host.api.session import ChatSession
+    from rlm_host.observability.delivery import wait_for_sinks
     from rlm_host.events import RunEvent
     from rlm_host.results import ActionResult, ExecResult, RunResult, RunUsage, StepRecord, Usage
     from rlm_host.services import CommandServices, HostServices, ProviderServices, SandboxServices

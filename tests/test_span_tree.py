@@ -76,6 +76,7 @@ def test_the_run_tree_as_genai_spans(recorded):
         assert span.start_ns <= span.end_ns
         parent = by_id.get(span.parent_span_id)
         assert span.parent_span_id is None or parent is not None, span.name
+        assert parent is None or parent.start_ns <= span.start_ns, (parent.name, span.name)  # a timeline reads right
 
 
 def test_ids_are_stable_and_tree_order_puts_parents_first(recorded):

@@ -41,6 +41,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     command = get_command(app)
     try:
+        return _main(command, args, debug, as_json)
+    finally:  # every command's output is out: now its runs' sinks finish delivering (each within its deadline)
+        if "rlm_host.observability.delivery" in sys.modules:
+            from rlm_host.observability.delivery import wait_for_sinks
+
+            wait_for_sinks()
+
+
+def _main(command: click.Command, args: list[str], debug: bool, as_json: bool) -> int:
+    try:
         result = command.main(args=args, prog_name="rlm", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except Exit as exc:

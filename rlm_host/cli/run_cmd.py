@@ -55,7 +55,7 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
             logs.say(f"no answer: the run ended {result.termination_reason}", event="no answer", level="warning",
                      reason=result.termination_reason)  # the live view's last line says it otherwise; errors below
         logs.say(f"trajectory: {result.trajectory_path}", event="trajectory", path=str(result.trajectory_path))
-    exit_with(result)
+    exit_with(result)  # rlm_host.cli.main then waits for the sinks: the answer is out before they finish
 
 
 def exit_with(result) -> None:

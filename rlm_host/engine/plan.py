@@ -8,12 +8,12 @@ Resolving up front means a bad name or value fails with one clear message before
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from pydantic import BaseModel
 
-from rlm_host import logs
 from rlm_host.config.schema import RewardProfile, RunSettings
 from rlm_host.context import PREVIEW_CHARS, ContextFiles, TextFile, describe_context
 from rlm_host.engine.context_loading import load_context_with_loaders
@@ -22,8 +22,9 @@ from rlm_host.engine.scope import new_run_id
 from rlm_host.engine.sub_models import SubModels
 from rlm_host.errors import ConfigError
 from rlm_host.results import SCHEMA_VERSION
-from rlm_host.events import EventBus, Sink
+from rlm_host.events import EventBus
 from rlm_host.llm.prices import PriceTable
+from rlm_host.observability.delivery import SinkStarter
 from rlm_host.llm.protocol import ModelConnector, ModelOptions, provider_of
 from rlm_host.llm.resolve import auto_model, resolve_connector, split_model_string
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
@@ -51,7 +52,7 @@ class RunPlan:
     root_connector: ModelConnector
     sub_connector: ModelConnector
     sub_models: SubModels  # what code may name in llm_query(..., model=...)
-    sinks: list[tuple[str, Sink]]
+    sinks: list[tuple[str, SinkStarter]]  # each sink's name and the call that makes it (in its worker)
     writer: Any  # the TrajectoryWriter of <home>/runs/<run_id>.jsonl
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
     warnings: list[str] = field(default_factory=list)  # notices said on stderr too when no live view shows them
@@ -86,7 +87,8 @@ class RunPlan:
         bus.subscribe("trajectory", self.writer)
         delivery = SinkDelivery(bus, self.sinks, flush_seconds=self.run.sink_flush_seconds,
                                 call_seconds=self.run.sink_call_seconds)  # fmt: skip
-        return [delivery.close, self.writer.close]  # sinks first: a sink_error they report still reaches the file
+        # the sinks deliver in the background: the answer is not kept waiting for a slow backend
+        return [delivery.close_in_background, self.writer.close]
 
     def describe(self, task: str, context_meta: dict[str, Any]) -> dict[str, Any]:
         """The ``run_start`` event's data; its ``schema_version`` tells a reader the format of the whole file."""
@@ -153,13 +155,13 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     notices += warnings
     run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": run_sinks(host, run.sinks),
                                  "framework": framework_spec.name if framework_spec else NATIVE_FRAMEWORK})
-    sinks = _open_sinks(host, loaded, home, run.sinks, notices)
+    sinks = _sink_starters(host, loaded, home, run.sinks)
     run_id = new_run_id()
     return RunPlan(
         run=run, run_id=run_id, home=home, rewards=loaded.settings.rewards, context=context,
         context_meta=context_meta, limits=limits, sandbox=sandbox,
         environment_factory=env_spec.load(), environment_settings=loaded.component("environment", env_spec.name),
-        root_connector=root, sub_connector=sub, sub_models=sub_models, sinks=sinks, writer=_writer(home, run_id, sinks),
+        root_connector=root, sub_connector=sub, sub_models=sub_models, sinks=sinks, writer=_writer(home, run_id),
         notices=notices, warnings=warnings, workdir=workdir, sources=_sources(loaded),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
@@ -182,19 +184,11 @@ def _sources(loaded: Any) -> dict[str, str]:
     return {name: source for name, source in found.items() if source != "default"}
 
 
-def _writer(home: Path, run_id: str, sinks: list[tuple[str, Sink]]) -> Any:
-    """The run's trajectory writer, made last: a plan that fails leaves no file (the sinks it opened are closed)."""
+def _writer(home: Path, run_id: str) -> Any:
+    """The run's trajectory writer, made last: a plan that fails leaves no file."""
     from rlm_host.trajectory.store import TrajectoryWriter
 
-    try:
-        return TrajectoryWriter(home, run_id)
-    except BaseException:
-        for _, sink in sinks:
-            try:
-                sink.close()
-            except Exception:  # noqa: BLE001 - the writer's error is the one to report
-                pass
-        raise
+    return TrajectoryWriter(home, run_id)
 
 
 def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTable) -> list[str]:
@@ -233,17 +227,15 @@ def run_sinks(host: Any, names: Optional[list[str]]) -> list[str]:
     return list(dict.fromkeys(registry.get(name, where_more=SINK_PLUGINS).name for name in names))
 
 
-def _open_sinks(host: Any, loaded: Any, home: Path, names: list[str], notices: list[str]) -> list[tuple[str, Sink]]:
-    """The sinks ``names`` (see :func:`run_sinks`); one that fails to start is skipped with a warning and a notice
-    in the run's record (never fatal: observability must not stop a run)."""
-    sinks = []
+def _sink_starters(host: Any, loaded: Any, home: Path, names: list[str]) -> list[tuple[str, SinkStarter]]:
+    """The sinks ``names`` (see :func:`run_sinks`) as calls that make them: their settings are read now (a bad
+    value is the usual clear error), the sinks themselves are made by their delivery workers beside the run (see
+    ``rlm_host.observability.delivery``); one that cannot start is disabled with a warning and a ``sink_error``
+    event (never fatal: observability must not stop a run)."""
     services = HostServices(home=home)
     registry = host.sinks()
+    starters = []
     for spec in (registry.get(name) for name in names):
-        try:
-            sinks.append((spec.name, spec.create(loaded.component("sink", spec.name), services)))
-        except Exception as exc:
-            problem = f"sink {spec.name} not started: {type(exc).__name__}: {exc}"
-            logs.get_logger("rlm.sinks").warning(problem, sink=spec.name, error=str(exc))
-            notices.append(problem)
-    return sinks
+        settings = loaded.component("sink", spec.name)
+        starters.append((spec.name, partial(spec.create, settings, services)))
+    return starters

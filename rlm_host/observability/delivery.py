@@ -6,9 +6,11 @@ a sink that buffers in ``handle`` and sends in ``flush`` batches by itself: one 
 backend, everything that piled up in one request on a slow one). Emitting an event costs the run one ``put_nowait``. A sink that raises, falls
 ``queue_size`` events behind, or leaves one call running longer than ``call_seconds`` is disabled for the rest of
 the run: one warning, and a ``sink_error`` event in the trajectory. Sinks get the recorded events; the live ones
-(``rlm_host.event_types``) only when the sink sets ``live_events = True``. At the end of the run tree,
+(``rlm_host.event_types``) only when the sink sets ``live_events`` (True, or the names it wants). At the end of the run tree,
 :class:`SinkDelivery` closes every sink at once and waits for them together until one deadline; what a sink has
-not delivered by then is dropped with a warning, and the run returns.
+not delivered by then is dropped with a warning. The run itself does not wait: it returns its answer while
+:meth:`SinkDelivery.close_in_background` delivers, and :func:`wait_for_sinks` (the CLI after printing the answer,
+the process at exit) waits for that.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from rlm_host import logs
 from rlm_host.event_types import LIVE_EVENT_TYPES
@@ -43,14 +45,27 @@ def wanted_by(sink: Sink) -> Optional[frozenset[str]]:
     return RECORDED_EVENT_TYPES | (frozenset([live]) if isinstance(live, str) else frozenset(live))
 
 
-class SinkWorker:
-    """One sink fed from its own thread; ``submit`` is the bus subscriber and never blocks."""
+SinkStarter = Callable[[], Sink]
+_starting = threading.Lock()
 
-    def __init__(self, name: str, sink: Sink, on_disabled: Callable[[str, str, Optional[RunEvent]], None], *,
+
+class SinkWorker:
+    """One sink fed from its own thread; ``submit`` is the bus subscriber and never blocks.
+
+    ``sink`` may be a :data:`SinkStarter` (a call that makes the sink): the worker's thread then makes it, so a
+    vendor SDK's import and connection set-up (0.3–0.7 s for some) happen beside the run, not before its first
+    step; the events sent meanwhile wait in the queue. One that cannot start is disabled like a failing sink."""
+
+    def __init__(self, name: str, sink: Union[Sink, SinkStarter],
+                 on_disabled: Callable[[str, str, Optional[RunEvent]], None], *,
                  queue_size: int = QUEUE_SIZE, call_seconds: float = 30.0) -> None:  # fmt: skip
         self.name = name
-        self.sink = sink
+        self._start: Optional[SinkStarter] = None if hasattr(sink, "handle") else sink  # type: ignore[assignment]
+        self.sink: Optional[Sink] = None if self._start is not None else sink  # type: ignore[assignment]
+        # what the sink takes: known once it exists (until then every event waits in the queue)
+        self.wanted: Optional[frozenset[str]] = wanted_by(self.sink) if self.sink is not None else None
         self.disabled: Optional[str] = None
+        self._unreported = ""
         self._on_disabled = on_disabled
         self._call_seconds = call_seconds
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
@@ -59,12 +74,16 @@ class SinkWorker:
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._closing = False
-        self._idle: Optional[Callable[[], None]] = getattr(sink, "flush", None)
+        self._idle: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
         self._thread = threading.Thread(target=self._work, name=f"rlm-sink-{name}", daemon=True)
         self._thread.start()
 
     def submit(self, event: RunEvent) -> None:
-        if self.disabled is not None or self._closing:
+        wanted = self.wanted
+        if self.disabled is not None or self._closing or (wanted is not None and event.type not in wanted):
+            if self._unreported and self.disabled is not None:  # a sink that could not start, told with this event
+                reason, self._unreported = self._unreported, ""
+                self._on_disabled(self.name, reason, event)
             return
         self._last_event = event
         busy = self._busy_since
@@ -83,6 +102,9 @@ class SinkWorker:
                 return
             self.disabled = reason
         self._drain()
+        if event is None and self._last_event is None:  # no run event seen yet: reported with the first one
+            self._unreported = reason
+            return
         self._on_disabled(self.name, reason, event or self._last_event)
 
     def close(self) -> None:
@@ -114,6 +136,8 @@ class SinkWorker:
 
     def _work(self) -> None:
         try:
+            if self._start is not None:
+                self._make_sink()
             while True:
                 try:
                     item = self._queue.get(timeout=0.1)
@@ -125,13 +149,29 @@ class SinkWorker:
                     if self._queue.empty():
                         break
                     continue
-                if self.disabled is None:
-                    self._call(lambda: self.sink.handle(item), item)
+                if self.disabled is None and self.sink is not None and (self.wanted is None or item.type in self.wanted):
+                    sink = self.sink
+                    self._call(lambda: sink.handle(item), item)
                     if self._idle is not None and self._queue.empty() and self.disabled is None:
                         self._call(self._idle, item)  # caught up: a batching sink sends what it holds
-            self._call(self.sink.close, None)
+            if self.sink is not None:
+                self._call(self.sink.close, None)
         finally:
             self._done.set()
+
+    def _make_sink(self) -> None:
+        assert self._start is not None
+        self._busy_since = time.monotonic()
+        try:
+            with _starting:  # one sink made at a time: fewer threads importing at once leave the run its share
+                sink = self._start()  # of the interpreter
+        except Exception as exc:  # a sink that cannot start must never break the run
+            self.disable(f"not started: {type(exc).__name__}: {exc}")
+            return
+        finally:
+            self._busy_since = None
+        self.sink, self._idle = sink, getattr(sink, "flush", None)
+        self.wanted = wanted_by(sink)
 
     def _call(self, call: Callable[[], None], event: Optional[RunEvent]) -> None:
         self._busy_since = time.monotonic()
@@ -145,17 +185,18 @@ class SinkWorker:
 
 
 class SinkDelivery:
-    """The sinks of one run tree on its event bus; :meth:`close` flushes them all within one deadline."""
+    """The sinks of one run tree on its event bus; :meth:`close` flushes them all within one deadline, and
+    :meth:`close_in_background` does so from a thread of its own so the run's answer is not kept waiting."""
 
-    def __init__(self, bus: EventBus, sinks: list[tuple[str, Sink]], *, flush_seconds: float = 10.0,
+    def __init__(self, bus: EventBus, sinks: list[tuple[str, Union[Sink, SinkStarter]]], *, flush_seconds: float = 10.0,
                  call_seconds: float = 30.0, queue_size: int = QUEUE_SIZE) -> None:  # fmt: skip
         self._bus = bus
         self._flush_seconds = flush_seconds
         self._closed = False
         self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)
                         for name, sink in sinks]  # fmt: skip
-        for worker in self.workers:
-            bus.subscribe(f"sink {worker.name}", worker.submit, wanted_by(worker.sink))
+        for worker in self.workers:  # a sink still starting takes every event; its worker filters them later
+            bus.subscribe(f"sink {worker.name}", worker.submit, worker.wanted if worker.sink is not None else None)
 
     def close(self) -> None:
         """Close every sink, waiting at most ``flush_seconds`` for all of them together."""
@@ -173,6 +214,19 @@ class SinkDelivery:
                     worker.disable(f"interrupted (Ctrl-C) before it delivered ({worker.pending} events dropped)")
         self._closed = True
 
+    def close_in_background(self) -> None:
+        """Start :meth:`close` in a thread and return at once; :func:`wait_for_sinks` (called by the CLI after it
+        printed the answer, and at the process's exit) waits for it. A sink disabled from now on is reported by
+        its warning alone: the trajectory is closed while the sinks still deliver."""
+        self._closed = True
+        if not self.workers:
+            return
+        thread = threading.Thread(target=self.close, name="rlm-sink-delivery", daemon=True)
+        with _pending_lock:
+            _pending.append(thread)
+        _wait_at_exit()
+        thread.start()
+
     def _disabled(self, name: str, reason: str, event: Optional[RunEvent]) -> None:
         logs.get_logger("rlm.sinks").warning(f"sink {name} disabled for this run: {reason}", sink=name, error=reason)
         if event is None or self._closed:
@@ -180,3 +234,39 @@ class SinkDelivery:
         self._bus.emit(RunEvent(type="sink_error", run_id=event.run_id, root_run_id=event.root_run_id,
                                 parent_run_id=event.parent_run_id, depth=event.depth,
                                 data={"sink": name, "error": reason}))  # fmt: skip
+
+
+_pending: list[threading.Thread] = []
+_pending_lock = threading.Lock()
+_exit_hook = False
+
+
+def wait_for_sinks(timeout: Optional[float] = None) -> bool:
+    """Wait until every run's sinks of this process have delivered (each within its own ``sink_flush_seconds``
+    deadline, counted from its run's end), or ``timeout`` seconds; True when nothing is left in flight.
+
+    The CLI calls it after printing the answer, and the process calls it at exit, so a script using ``RLM`` gets
+    its result at once and still delivers; call it yourself before reading what a sink wrote. Ctrl-C stops the
+    wait: what the sinks had not delivered is dropped, one warning each."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _pending_lock:
+        threads = list(_pending)
+    try:
+        for thread in threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:  # the delivery threads stop waiting on their own (see SinkDelivery.close)
+        logs.get_logger("rlm.sinks").warning("stopped waiting for the sinks (Ctrl-C): what they had not "
+                                             "delivered is dropped")  # fmt: skip
+        return False
+    with _pending_lock:
+        _pending[:] = [t for t in _pending if t.is_alive()]
+        return not _pending
+
+
+def _wait_at_exit() -> None:
+    global _exit_hook
+    if not _exit_hook:
+        import atexit
+
+        _exit_hook = True
+        atexit.register(wait_for_sinks)

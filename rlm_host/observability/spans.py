@@ -139,6 +139,7 @@ class _RunState:
     events: list[SpanEventRecord] = field(default_factory=list)
     error: str = ""
     model_calls: bool = False  # chat spans come from model_call_end events (else from steps and sub_calls)
+    turn_end: float = 0.0  # when the last root turn's model call ended: the step's code starts then
     step_events: list[SpanEventRecord] = field(default_factory=list)  # for the step's execute_tool span
 
 
@@ -244,6 +245,8 @@ class SpanBuilder:
         end = event.ts
         start = max(state.last_ts, end - float(data.get("duration_s") or 0.0))
         model_end = min(end, start + float(data.get("model_seconds") or 0.0))
+        if state.model_calls and start <= state.turn_end <= end:  # model_seconds counts the step's sub-calls too
+            model_end = state.turn_end
         usage = (data.get("usage") or {}).get("root") or {}
         spans = []
         if not state.model_calls and (usage.get("calls") or data.get("reply") is not None):
@@ -301,6 +304,8 @@ class SpanBuilder:
         if error:
             span.status, span.status_message = "error", clip(error, 500)
             span.attributes["error.type"] = error.split(":", 1)[0][:100] or "error"
+        else:
+            span.status = "ok"
         return span
 
     def _chat_span(self, state: _RunState, part: str, parent: str, model: str, provider: str, start: float,
@@ -336,6 +341,7 @@ class SpanBuilder:
         span.attributes.update({"rlm.purpose": purpose, "rlm.role": str(data.get("role") or "root")})
         if purpose == "turn":
             span.attributes["rlm.step"] = state.last_step + 1
+            state.turn_end = event.ts
         if data.get("reply_format"):
             span.attributes["rlm.reply_format"] = str(data["reply_format"])
         content = event.content or {}
@@ -347,9 +353,11 @@ class SpanBuilder:
             error = str(data["error"])
             span.status, span.status_message = "error", clip(error, 500)
             span.attributes["error.type"] = error_type(error)
-        elif content.get("reply") is not None and self.content.capture:
-            span.attributes["gen_ai.output.messages"] = self.content.reply(content["reply"]) or ""
-            self._io(span, None, content["reply"])
+        else:
+            span.status = "ok"
+            if content.get("reply") is not None and self.content.capture:
+                span.attributes["gen_ai.output.messages"] = self.content.reply(content["reply"]) or ""
+                self._io(span, None, content["reply"])
         if sub:  # the next step starts no earlier than this call
             state.last_ts = max(state.last_ts, event.ts - seconds)
         return [span]

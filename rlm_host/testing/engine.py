@@ -89,6 +89,9 @@ def run_scripted(
     result = runner.run_task(
         task, context=context, connectors={"root": root_model, "sub": sub_model}, on_event=events.append, **options
     )
+    from rlm_host.observability.delivery import wait_for_sinks
+
+    wait_for_sinks()  # the run returns while its sinks deliver: a test reads what they wrote
     return result, events, root_model
 
 

@@ -104,7 +104,8 @@ def test_rlm_env_traces_reads_our_file_back(rlm_cli, rlm_script, rlm_isolated, m
         assert seen["parent_span_id"] == span["parent_span_id"] and seen["name"] == span["name"]
         assert seen["attributes"] == span["attributes"] and seen["start_time"] == span["start_ns"]
         assert seen["status"]["code"] == {0: "UNSET", 1: "OK", 2: "ERROR"}[span["status"]["code"]]
-    assert "events" not in seen  # rlm-env-traces keeps no span events (our code / output / prompt annotations)
+    tool = next(s for s in view["spans"] if s["name"] == "execute_tool repl")  # span kinds and events come back
+    assert tool["kind"] == "INTERNAL" and [e["name"] for e in tool["events"]][:2] == ["rlm.code", "rlm.output"]
     # and the trace_rlm environment's REPL functions see the same run
     code = ("o = trace_overview()\nt = view_trace(o['sample_trace_ids'][0])\n"
             "found = f\"{o['traces']} {sorted(o['agents'])} \" + "
