@@ -358,8 +358,6 @@ class SpanBuilder:
             if content.get("reply") is not None and self.content.capture:
                 span.attributes["gen_ai.output.messages"] = self.content.reply(content["reply"]) or ""
                 self._io(span, None, content["reply"])
-        if sub:  # the next step starts no earlier than this call
-            state.last_ts = max(state.last_ts, event.ts - seconds)
         return [span]
 
     def _on_sub_call(self, event: RunEvent) -> list[SpanRecord]:

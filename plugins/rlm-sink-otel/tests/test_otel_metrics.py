@@ -283,16 +283,19 @@ def test_names_and_endpoints():
         OtelSinkSettings(metrics="sometimes")
 
 
-def test_a_backend_without_metrics_is_one_warning_naming_the_switch(caplog, tmp_path):
-    """Jaeger takes OTLP traces but answers 404 on /v1/metrics: the spans go out, one warning says how to stop."""
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_traces_only_backend_gets_spans_and_no_warning(caplog, tmp_path, status):
+    """Jaeger (404) and Phoenix (405) take OTLP traces but no metrics: the spans go out, the metrics stop after the
+    first answer, and a user is not warned on every run (an info line says it)."""
     with OTLPReceiver() as receiver:
-        receiver.respond("/v1/metrics", status=404, body="404 page not found", content_type="text/plain")
+        receiver.respond("/v1/metrics", status=status, body="no metrics here", content_type="text/plain")
         sink = create(OtelSinkSettings(endpoint=receiver.traces_url, timeout=1), type("S", (), {"home": tmp_path})())
-        with caplog.at_level(logging.WARNING, logger="rlm.sinks"):
+        with caplog.at_level(logging.INFO, logger="rlm.sinks"):
             for event in _recorded(tmp_path):
                 sink.handle(event)
             sink.close()
         assert receiver.wait_for_spans(2) and sink.exported >= 2
-    warnings = [r.getMessage() for r in caplog.records if r.name == "rlm.sinks"]
-    assert len(warnings) == 1 and "HTTP 404 Not Found: 404 page not found" in warnings[0], warnings
-    assert "metrics = false" in warnings[0]
+        tried = [r for r in receiver.requests if r.path.endswith("/metrics")]
+    records = [r for r in caplog.records if r.name == "rlm.sinks"]
+    assert not [r for r in records if r.levelno >= logging.WARNING], [r.getMessage() for r in records]
+    assert len(tried) == 1 and any(f"HTTP {status}" in r.getMessage() and "only spans" in r.getMessage() for r in records)

@@ -14,7 +14,9 @@ The public API other sinks reuse (imported lazily, so ``rlm`` starts without Ope
   tree replayed through a vendor SDK's own tracer with our ids and times (rlm-sink-langfuse, rlm-sink-logfire);
 - :class:`FoldedLogs` (``rlm_sink_otel.folded_logs``): an SDK's own warning lines folded into the sink's one
   warning; :func:`tcp_probe`: a quick reachability test for ``SpanExportSink(probe=…)``;
-- test receivers in ``rlm_sink_otel.testing`` (``OTLPReceiver``, ``OTLPGrpcReceiver``).
+- :class:`OtelSink` (``rlm_sink_otel.otel_sink``): the ``otel`` sink's spans and metrics together;
+  :class:`RunMetrics` / :class:`MetricsPipeline` (``rlm_sink_otel.metrics``): the run instruments over OTLP metrics;
+- test receivers in ``rlm_sink_otel.testing`` (``OTLPReceiver``, ``OTLPGrpcReceiver``: traces and metrics).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ _LAZY = {
     "ReplaySink": "rlm_sink_otel.replay",
     "tcp_probe": "rlm_sink_otel.export_sink",
     "FoldedLogs": "rlm_sink_otel.folded_logs",
+    "OtelSink": "rlm_sink_otel.otel_sink",
+    "RunMetrics": "rlm_sink_otel.metrics",
+    "MetricsPipeline": "rlm_sink_otel.metrics",
     "OTLP_EXPORTER_LOGGERS": "rlm_sink_otel.folded_logs",
 }
 __all__ = sorted(_LAZY)

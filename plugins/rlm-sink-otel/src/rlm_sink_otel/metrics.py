@@ -78,6 +78,7 @@ class MetricsPipeline:
     def __init__(self, exporter: MetricExporter, service_name: str = "rlm", target: str = "",
                  probe: Optional[Callable[[], Optional[str]]] = None) -> None:  # fmt: skip
         self.exporter, self.target, self.probe = exporter, target, probe
+        self.unsupported = False  # the backend answered that it takes no metrics (404/405…): not sent again
         # what the exporter prefers (OTEL_EXPORTER_OTLP_METRICS_*), as the SDK's periodic reader takes it
         self.reader = InMemoryMetricReader(getattr(exporter, "_preferred_temporality", None),
                                            getattr(exporter, "_preferred_aggregation", None))
@@ -172,6 +173,10 @@ class MetricsPipeline:
         return False, problem or logs.summary() or "the exporter reported a failure"
 
 
+#: Answers meaning "this endpoint takes no metrics" rather than "it is down": said once at info level, not retried.
+_NO_METRICS_HERE = ("HTTP 404", "HTTP 405", "HTTP 415", "HTTP 501")
+
+
 class _Run:
     """What a run's measurements carry, and whether its model calls come as ``model_call_end`` events."""
 
@@ -217,8 +222,15 @@ class RunMetrics:
 
     def flush(self) -> bool:
         """Export what changed now (unless the backend failed less than ``retry_after`` s ago)."""
+        if self.pipeline.unsupported:
+            return True
         outcome = self.pipeline.export(self.retry_after)
         if outcome is None or outcome[0]:
+            return True
+        if outcome[1].startswith(_NO_METRICS_HERE):  # a traces-only backend (Phoenix: 405, Jaeger: 404)
+            self.pipeline.unsupported = True
+            logger.info("%s sink: %s takes no OTLP metrics (%s): only spans are sent there", self.name,
+                        self.pipeline.target or "the backend", outcome[1][:60])  # fmt: skip
             return True
         if not self.warned:
             self.warned = True
