@@ -74,6 +74,22 @@ class ContentPolicy:
         return redact(json.dumps([message], ensure_ascii=False))
 
 
+def chat_messages(genai_json: Any) -> list[dict[str, str]]:
+    """``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON as plain chat messages (``role``, ``content``:
+    the text parts joined), the shape Langfuse, LangSmith and MLflow render as a conversation; [] when unreadable."""
+    try:
+        items = json.loads(genai_json) if isinstance(genai_json, str) else genai_json
+    except ValueError:
+        return []
+    messages = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            parts = item.get("parts") if isinstance(item.get("parts"), list) else []
+            text = "".join(str(p.get("content", "")) for p in parts if isinstance(p, dict))
+            messages.append({"role": str(item.get("role") or "user"), "content": text})
+    return messages
+
+
 def _message(message: Mapping[str, Any], limit: int) -> dict[str, Any]:
     content = message.get("content")
     if not isinstance(content, str):

@@ -13,7 +13,7 @@ sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.
 """
 
 from rlm_host.events import Sink
-from rlm_host.observability.content import ContentPolicy, ContentSettings, content_policy
+from rlm_host.observability.content import ContentPolicy, ContentSettings, chat_messages, content_policy
 from rlm_host.observability.spans import (
     SPAN_LIVE_EVENTS,
     SpanBuilder,
@@ -26,6 +26,6 @@ from rlm_host.observability.spans import (
     tree_order,
 )
 
-__all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "SpanBuilder", "SpanRecord",
+__all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "chat_messages", "SpanBuilder", "SpanRecord",
            "SpanEventRecord", "tree_order", "SPAN_LIVE_EVENTS", "model_name", "error_type", "trace_id_for",
            "span_id_for"]

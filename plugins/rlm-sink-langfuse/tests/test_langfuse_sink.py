@@ -72,6 +72,14 @@ def assert_langfuse_trace(receiver: OTLPReceiver, events: list) -> None:
     assert usage and all(u["total"] == u["input"] + u["output"] for u in usage)
     tools = [s["attributes"] for s in mine if s["name"].startswith("execute_tool")]
     assert any(t.get("langfuse.observation.input", "").startswith("print(") for t in tools)
+    # every generation shows the messages sent (a chat Langfuse renders) and the reply (a run seen live: a
+    # trajectory file keeps no prompt)
+    live = any(e.content for e in events if e.type == "model_call_end")
+    for generation in generations if live else []:
+        sent = json.loads(generation["langfuse.observation.input"])
+        assert sent and all(set(m) == {"role", "content"} and m["content"] for m in sent)
+        assert generation["langfuse.observation.output"]
+    assert not live or any(json.loads(g["langfuse.observation.input"])[0]["role"] == "system" for g in generations)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and len([s for s in scores_of(receiver) if s["traceId"] == trace_id]) < 2:
         time.sleep(0.05)

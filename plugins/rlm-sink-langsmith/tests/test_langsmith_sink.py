@@ -85,6 +85,13 @@ def assert_langsmith_runs(server: OTLPReceiver, events: list) -> None:
     usage = [r["extra"]["metadata"]["usage_metadata"] for r in llms if "usage_metadata" in r["extra"]["metadata"]]
     assert usage and all(u["total_tokens"] == u["input_tokens"] + u["output_tokens"] for u in usage)
     assert any(r["inputs"].get("code", "").startswith("print(") for r in runs if r["run_type"] == "tool")
+    # every model run shows the messages sent (root turns too: the system prompt first) and the reply (a run seen
+    # live: a trajectory file keeps no prompt)
+    live = any(e.content for e in events if e.type == "model_call_end")
+    for run in llms if live else []:
+        assert run["inputs"]["messages"] and all(m["content"] for m in run["inputs"]["messages"])
+        assert run["outputs"]["choices"][0]["message"]["content"]
+    assert not live or any(r["inputs"]["messages"][0]["role"] == "system" for r in llms)
     feedback = {f["key"]: f for f in feedback_of(server) if f["run_id"] == top["id"]}
     assert feedback["reward"]["score"] == float(final.data.get("total_reward") or 0.0)
     assert feedback["completed"]["score"] == 1.0

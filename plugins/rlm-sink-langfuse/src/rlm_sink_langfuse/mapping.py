@@ -1,7 +1,8 @@
 """The Langfuse attributes of one span record: what makes the Langfuse UI show an rlm run tree well.
 
 Each ``invoke_agent`` span becomes an *agent* observation, ``chat`` a *generation* (model, usage details, cost),
-``execute_tool`` a *tool* (the code as input, its output as output); anything else a *span*. The root run's span
+``execute_tool`` a *tool* (the code as input, its output as output); anything else a *span*. A generation's input
+is the messages sent, as the chat Langfuse renders, its output the reply. The root run's span
 also names the trace (the task), gives its input / output, tags and metadata (the run's labels). Attribute names
 are the SDK's own (``langfuse.LangfuseOtelSpanAttributes``).
 """
@@ -13,7 +14,7 @@ from typing import Any, Optional
 
 from rlm_sink_langfuse.sdk import LangfuseOtelSpanAttributes as A
 
-from rlm_host.sdk.observability import SpanRecord
+from rlm_host.sdk.observability import SpanRecord, chat_messages
 
 #: gen_ai.operation.name → Langfuse observation type.
 OBSERVATION_TYPES = {"invoke_agent": "agent", "chat": "generation", "execute_tool": "tool"}
@@ -27,17 +28,34 @@ def _event_text(record: SpanRecord, names: tuple[str, ...]) -> Optional[str]:
     return "\n".join(texts) if texts else None
 
 
+def _input(record: SpanRecord) -> Optional[str]:
+    """What went in: a generation's messages as a chat (Langfuse renders role/content lists), else the span's
+    ``input.value`` (the task, the code); a trajectory recorded before those existed: the rlm.* events."""
+    attrs = record.attributes
+    if record.operation == "chat" and attrs.get("gen_ai.input.messages"):
+        messages = chat_messages(attrs["gen_ai.input.messages"])
+        if messages:
+            return json.dumps(messages, ensure_ascii=False)
+    if "input.value" in attrs:
+        return str(attrs["input.value"])
+    return attrs.get("rlm.task") if record.operation == "invoke_agent" else _event_text(record, _INPUT_EVENTS)  # type: ignore[return-value]
+
+
+def _output(record: SpanRecord) -> Optional[str]:
+    attrs = record.attributes
+    if "output.value" in attrs:
+        return str(attrs["output.value"])
+    if record.operation == "invoke_agent":
+        return attrs.get("rlm.final_response")  # type: ignore[return-value]
+    return _event_text(record, _OUTPUT_EVENTS)
+
+
 def observation_attributes(record: SpanRecord) -> dict[str, Any]:
     """Langfuse observation attributes (type, input/output, model and usage, level) of ``record``."""
     attrs = record.attributes
     kind = OBSERVATION_TYPES.get(record.operation, "span")
     out: dict[str, Any] = {A.OBSERVATION_TYPE: kind}
-    if kind == "agent":
-        out[A.OBSERVATION_INPUT] = attrs.get("rlm.task")
-        out[A.OBSERVATION_OUTPUT] = attrs.get("rlm.final_response")
-    else:
-        out[A.OBSERVATION_INPUT] = _event_text(record, _INPUT_EVENTS)
-        out[A.OBSERVATION_OUTPUT] = _event_text(record, _OUTPUT_EVENTS)
+    out[A.OBSERVATION_INPUT], out[A.OBSERVATION_OUTPUT] = _input(record), _output(record)
     if kind == "generation":
         out[A.OBSERVATION_MODEL] = attrs.get("gen_ai.request.model") or None
         usage = {ours: attrs[theirs] for ours, theirs in (("input", "gen_ai.usage.input_tokens"),

@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
+
+from rlm_host.sdk.observability import ContentSettings
 
 CLOUD = "https://cloud.langfuse.com"
 PUBLIC_KEY_ENV = "LANGFUSE_PUBLIC_KEY"
@@ -14,7 +16,7 @@ SECRET_KEY_ENV = "LANGFUSE_SECRET_KEY"
 BASE_URL_ENV = ("LANGFUSE_BASE_URL", "LANGFUSE_HOST")
 
 
-class LangfuseSinkSettings(BaseModel):
+class LangfuseSinkSettings(ContentSettings):
     """``[sink.langfuse]`` (or ``RLM_SINK__LANGFUSE__<FIELD>``)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -90,7 +90,8 @@ class LangfuseSink(ReplaySink):
         self.langfuse = _client_for(settings)
         scope = make_scope()
         super().__init__(self.langfuse.provider.get_tracer(scope.name, scope.version), self.langfuse.ids,
-                         name="langfuse", target=self.langfuse.base_url, service_name=settings.service_name)  # fmt: skip
+                         name="langfuse", target=self.langfuse.base_url, service_name=settings.service_name,
+                         content=settings.content_policy())  # fmt: skip
         self.flush_seconds = settings.flush_seconds
 
     def attributes(self, record: SpanRecord) -> dict[str, Any]:

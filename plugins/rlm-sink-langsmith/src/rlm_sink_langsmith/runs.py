@@ -1,7 +1,9 @@
 """The host's span records of one run tree as LangSmith run dicts, ready for ``Client.multipart_ingest``.
 
-``invoke_agent`` → a ``chain`` run, ``chat`` → ``llm`` (model and provider as ``ls_model_name`` / ``ls_provider``,
-tokens as ``usage_metadata``, where LangSmith reads them), ``execute_tool`` → ``tool``. Run ids are uuid5 of the
+``invoke_agent`` → a ``chain`` run (task in, answer out), ``chat`` → ``llm`` (the messages sent as ``inputs.messages``
+and the reply as ``outputs.choices``, the shapes LangSmith renders as a chat; model and provider as
+``ls_model_name`` / ``ls_provider``, tokens as ``usage_metadata``), ``execute_tool`` → ``tool`` (code in, output
+out). Run ids are uuid5 of the
 span ids, so the same run tree always gives the same runs; the LangSmith trace id is the root run's id, and
 ``dotted_order`` (``<start>Z<id>`` joined by dots from the root) carries the nesting, as the API requires.
 """
@@ -12,7 +14,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from rlm_host.sdk.observability import SpanRecord, tree_order
+from rlm_host.sdk.observability import SpanRecord, chat_messages, tree_order
 
 #: uuid5 namespace of the run ids.
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/rlm/langsmith-runs")
@@ -35,6 +37,15 @@ def _io(record: SpanRecord) -> tuple[dict[str, Any], dict[str, Any]]:
     attrs = record.attributes
     inputs: dict[str, Any] = {}
     outputs: dict[str, Any] = {}
+    if record.operation == "chat" and attrs.get("gen_ai.input.messages"):  # a model call: the chat LangSmith shows
+        inputs["messages"] = chat_messages(attrs["gen_ai.input.messages"])
+        if "output.value" in attrs:
+            outputs["choices"] = [{"message": {"role": "assistant", "content": attrs["output.value"]}}]
+        return inputs, outputs
+    if record.operation == "execute_tool" and "input.value" in attrs:
+        inputs["code"] = attrs["input.value"]
+    if "output.value" in attrs and record.operation == "execute_tool":
+        outputs["output"] = attrs["output.value"]
     if record.operation == "invoke_agent":
         inputs["task"] = attrs.get("rlm.task", "")
         if "rlm.final_response" in attrs:
@@ -42,7 +53,7 @@ def _io(record: SpanRecord) -> tuple[dict[str, Any], dict[str, Any]]:
     for event in record.events:
         if event.name in _TEXT_EVENTS:
             side, key = _TEXT_EVENTS[event.name]
-            (inputs if side == "inputs" else outputs)[key] = event.attributes.get("rlm.text", "")
+            (inputs if side == "inputs" else outputs).setdefault(key, event.attributes.get("rlm.text", ""))
     return inputs, outputs
 
 

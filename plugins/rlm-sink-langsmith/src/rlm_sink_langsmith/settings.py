@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
+
+from rlm_host.sdk.observability import ContentSettings
 
 CLOUD = "https://api.smith.langchain.com"
 API_KEY_ENV = ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY")
@@ -18,7 +20,7 @@ def _first(env: Mapping[str, str], names: tuple[str, ...]) -> str:
     return next((env[n] for n in names if env.get(n)), "")
 
 
-class LangSmithSinkSettings(BaseModel):
+class LangSmithSinkSettings(ContentSettings):
     """``[sink.langsmith]`` (or ``RLM_SINK__LANGSMITH__<FIELD>``)."""
 
     model_config = ConfigDict(extra="forbid")

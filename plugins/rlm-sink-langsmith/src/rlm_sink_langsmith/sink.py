@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from rlm_host import Readiness, RunEvent
-from rlm_host.sdk.observability import SpanBuilder, SpanRecord
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord
 from rlm_sink_langsmith.runs import NAMESPACE, run_id_for, to_runs
 from rlm_sink_langsmith.settings import API_KEY_ENV, LangSmithSinkSettings
 
@@ -61,10 +61,12 @@ _PROJECT_IDS: dict[tuple[str, str], Any] = {}
 class LangSmithSink:
     """Builds the span tree (``rlm_host.SpanBuilder``) and posts each run tree when its root run ends."""
 
+    live_events = SPAN_LIVE_EVENTS  # each model call is a run
+
     def __init__(self, settings: LangSmithSinkSettings) -> None:
         _, self.api_url, self.project = settings.resolved()
         self.flush_seconds = settings.flush_seconds
-        self.builder = SpanBuilder()
+        self.builder = SpanBuilder(content=settings.content_policy())
         self.posted = self.failures = 0
         self._trees: dict[str, list[SpanRecord]] = {}
         self._errors: list[str] = []  # what the SDK reported during the current post

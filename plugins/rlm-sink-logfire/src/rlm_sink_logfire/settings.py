@@ -6,13 +6,15 @@ import os
 from collections.abc import Mapping
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
+
+from rlm_host.sdk.observability import ContentSettings
 
 TOKEN_ENV = "LOGFIRE_TOKEN"
 BASE_URL_ENV = "LOGFIRE_BASE_URL"
 
 
-class LogfireSinkSettings(BaseModel):
+class LogfireSinkSettings(ContentSettings):
     """``[sink.logfire]`` (or ``RLM_SINK__LOGFIRE__<FIELD>``)."""
 
     model_config = ConfigDict(extra="forbid")

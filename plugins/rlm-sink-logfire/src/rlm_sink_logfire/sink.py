@@ -58,7 +58,8 @@ class LogfireSink(ReplaySink):
             advanced=logfire.AdvancedOptions(base_url=base_url, id_generator=ids))  # fmt: skip
         scope = make_scope()
         tracer = self.logfire.config.get_tracer_provider().get_tracer(scope.name, scope.version)
-        super().__init__(tracer, ids, name="logfire", target=base_url or "", service_name=settings.service_name)
+        super().__init__(tracer, ids, name="logfire", target=base_url or "", service_name=settings.service_name,
+                         content=settings.content_policy())  # fmt: skip
         self.flush_seconds = settings.flush_seconds
 
     def attributes(self, record: SpanRecord) -> dict[str, Any]:

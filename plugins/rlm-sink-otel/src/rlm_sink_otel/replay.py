@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import NonRecordingSpan, Status, StatusCode
 
 from rlm_host import RunEvent
-from rlm_host.sdk.observability import SpanBuilder, SpanRecord, tree_order
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, ContentPolicy, SpanBuilder, SpanRecord, tree_order
 from rlm_sink_otel.convert import span_context
 
 __all__ = ["ReplayIdGenerator", "ReplaySink", "replay"]
@@ -109,12 +109,13 @@ class ReplaySink:
     """
 
     flush_seconds: float = 3.0
+    live_events = SPAN_LIVE_EVENTS  # each model call is a span
 
     def __init__(self, tracer: trace.Tracer, ids: ReplayIdGenerator, *, name: str, target: str = "",
-                 service_name: str = "rlm") -> None:  # fmt: skip
+                 service_name: str = "rlm", content: Optional[ContentPolicy] = None) -> None:  # fmt: skip
         self.tracer, self.ids = tracer, ids
         self.name, self.target = name, target
-        self.builder = SpanBuilder(service_name)
+        self.builder = SpanBuilder(service_name, content)
         self.replayed = 0
         self._trees: dict[str, list[SpanRecord]] = {}  # trace id → the finished spans waiting for their root
         self._lock = threading.RLock()
