@@ -244,3 +244,37 @@ def test_sinks_get_the_recorded_events_and_the_live_ones_only_when_they_ask():
     delivery.close()
     assert plain.types == ["run_start", "step", "final"]
     assert live.types == ["run_start", "step_start", "model_call_start", "model_call_end", "step", "final"]
+
+
+API_SCRIPT = """
+import json, sys, time
+from rlm_host import RLM
+started = time.monotonic()
+result = RLM(model=sys.argv[1], sandbox="process", sinks=["slow"]).completion("a context of a few words", "What?")
+print(json.dumps({"answer": result.final_response, "returned": time.monotonic() - started}), flush=True)
+"""
+
+
+def test_the_python_api_returns_before_the_sinks_deliver_and_the_process_waits_for_them(rlm_script, rlm_isolated):
+    """``RLM.completion`` gives its result while a slow sink still delivers; the process delivers everything
+    before it exits (the wait at exit), and no warning is said."""
+    import os
+    import subprocess
+    import sys
+
+    record = rlm_isolated.work / "delivered.txt"
+    model = rlm_script(REPLIES, rules=[{"match": "a question", "text": "an answer"}])
+    env = {**os.environ, "RLM_PLUGIN_MODULES": "support.misbehaving_sinks", "RLM_SINK__SLOW__DELAY": "0.3",
+           "RLM_SINK__SLOW__RECORD": str(record), "RLM_RUN__SINK_FLUSH_SECONDS": "30",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", API_SCRIPT, model], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=rlm_isolated.work)  # fmt: skip
+    exited = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    delivered = record.read_text().split()
+    assert out["answer"] == "42" and delivered[0] == "run_start" and delivered[-1] == "final"
+    # ≥ 0.3 s per event on the sink's side: the result came well before that, the exit after it
+    assert out["returned"] < 0.3 * len(delivered) / 2 < exited, (out, len(delivered), exited)
+    assert "disabled" not in done.stderr and "Traceback" not in done.stderr

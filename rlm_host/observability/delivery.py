@@ -222,7 +222,8 @@ class SinkDelivery:
         if not self.workers:
             return
         thread = threading.Thread(target=self.close, name="rlm-sink-delivery", daemon=True)
-        with _pending_lock:
+        with _pending_lock:  # a long-lived process (a server, chat) keeps only the deliveries still going
+            _pending[:] = [t for t in _pending if t.is_alive()]
             _pending.append(thread)
         _wait_at_exit()
         thread.start()
