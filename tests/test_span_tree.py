@@ -161,3 +161,32 @@ def test_content_is_capped_and_keeps_the_system_message_and_the_latest_turns():
     assert "left out" in kept[1]["parts"][0]["content"] and kept[-1]["parts"][0]["content"].startswith("turn 39")
     assert len(json.dumps(kept)) < 3_000
     assert len(policy.text("y" * 100_000)) < 2_100
+
+
+def test_content_never_carries_a_known_secret_and_a_huge_message_costs_its_cap():
+    """The model, its code and the task are hostile: a key they echo is scrubbed from every content attribute, and
+    a 20 MB reply or message list is cut to the cap before it is encoded."""
+    import time
+
+    from rlm_host.redact import register
+
+    secret = "sk-live-7f3a9c2b5d8e1f4a6b0c"
+    register(secret)
+    huge = "x" * 20_000_000
+    events = [
+        RunEvent(type="run_start", run_id="s", root_run_id="s", ts=1.0, data={"task": f"use {secret}", "model": "m:m"}),
+        RunEvent(type="model_call_end", run_id="s", root_run_id="s", ts=2.0,
+                 data={"call": 1, "role": "root", "model": "m:m", "provider": "m", "purpose": "turn", "seconds": 0.5},
+                 content={"messages": [{"role": "system", "content": f"key={secret}"}, {"role": "user", "content": huge}],
+                          "reply": f"```repl\nprint('{secret}')\n```" + huge}),
+        RunEvent(type="step", run_id="s", root_run_id="s", ts=3.0,
+                 data={"step": 1, "code": f"print('{secret}')", "observation": {"blocks": [{"stdout": secret}]},
+                       "duration_s": 2.0}),
+        RunEvent(type="final", run_id="s", root_run_id="s", ts=4.0, data={"completed": True, "final_response": secret}),
+    ]
+    started = time.monotonic()
+    spans, _ = _spans(events)
+    assert time.monotonic() - started < 2.0
+    dumped = json.dumps([s.attributes for s in spans] + [[e.attributes for e in s.events] for s in spans])
+    assert secret not in dumped and "***" in dumped
+    assert all(len(str(v)) <= 17_000 for s in spans for v in s.attributes.values())
