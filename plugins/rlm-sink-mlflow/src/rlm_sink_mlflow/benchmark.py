@@ -85,7 +85,10 @@ class BenchmarkRuns:
         nested = self.client.search_runs([self.experiment_id], f"tags.`{PARENT_TAG}` = {quoted(loser)}",
                                          max_results=1000)  # fmt: skip
         for run in nested:
-            self.client.set_tag(run.info.run_id, PARENT_TAG, winner)
+            try:
+                self.client.set_tag(run.info.run_id, PARENT_TAG, winner)
+            except Exception:  # deleted meanwhile, or moved by another process making the same merge
+                continue
         self._delete(loser)
 
     def _delete(self, run_id: str) -> Optional[str]:
