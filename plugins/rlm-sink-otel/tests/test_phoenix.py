@@ -268,7 +268,7 @@ def test_a_failed_root_call_fails_the_run_in_phoenix(rlm_cli, rlm_script, monkey
     kinds = {s["span_kind"]: s for s in spans if s["span_kind"] != "LLM"}
     agent, tool = kinds["AGENT"], kinds["TOOL"]
     turns = sorted((s for s in spans if s["span_kind"] == "LLM"), key=_start)
-    assert [s["status_code"] for s in turns] == ["UNSET", "ERROR"]
+    assert [s["status_code"] for s in turns] == ["OK", "ERROR"]
     failed = turns[1]
     assert failed["name"] == f"chat {models['root']}" and failed["parent_id"] == agent["context"]["span_id"]
     assert failed["status_message"] == "ModelError: the provider is down"
