@@ -21,12 +21,19 @@ Scenarios (``--scenarios``):
    ``duration_s``, rlms' ``completion()``), split into: before the run (interpreter, imports; the context file
    read, for rlms and the bare loop), loading (run start to the first root request: context into the sandbox,
    model client ready), after the last answer (the last root answer to the process's exit).
+5. the chunking policy (what the paper's models do on S-NIAH, issue 37's table): turn 1 prints ``type(context)``
+   and ``len(context)``; turn 2 cuts the context into 200,000-character chunks (100 more each, so the needle
+   is whole in one of them), searches them, and asks the
+   sub-model (``llm_query``) about the hit; turn 3 answers. Figures: the engine time from turn 1 to turn 2 (the
+   server finishing root answer 1 to receiving root request 2: running turn 1's code, the step's bookkeeping,
+   the next prompt) with a ``--chunk-small-mb`` and a ``--context-mb`` context, and the peak RSS of the process
+   tree on the ``--context-mb`` run (a separate run: sampling /proc costs CPU that would blur the gap).
 
 Latencies and step gaps are read from the server's clock only; the contenders' own stamps (perf_counter is
 CLOCK_MONOTONIC, shared by all processes; rlm's trajectory ``ts`` is mapped from the wall clock) only split wall.
 
-    .venv/bin/python benchmarks/vs_rlms.py [--scenarios 1,2,3,4] [--sandboxes monty,process] [--repeat 1]
-        [--context-mb 100] [--no-rlms] [--batch-concurrency N]
+    .venv/bin/python benchmarks/vs_rlms.py [--scenarios 1,2,3,4,5] [--sandboxes monty,process] [--repeat 1]
+        [--context-mb 100] [--chunk-small-mb 1] [--no-rlms] [--batch-concurrency N]
 """
 
 from __future__ import annotations
@@ -55,6 +62,19 @@ QUESTION = "What is the magic number?"
 NEEDLE = "The magic number is 4217."
 BATCH, BATCH_LATENCY = 16, 0.2
 STEP_TURNS = 20
+CHUNK = 200_000  # characters per chunk in the chunking policy
+CHUNKING_TURN_1 = "print(type(context))\nprint(len(context))"
+CHUNKING_TURN_2 = f"""chunk_size = {CHUNK}
+chunks = [context[i:i + chunk_size + 100] for i in range(0, len(context), chunk_size)]
+hit = ''
+for chunk in chunks:
+    if 'The magic number is' in chunk:
+        hit = chunk
+        break
+at = hit.find('The magic number is')
+needle = hit[at:at + 40]
+reply = llm_query('What is the magic number in this text? ' + hit[max(0, at - 2000):at + 2000])
+print(needle, reply)"""
 RUN_TIMEOUT = 600
 
 # -- the contenders' command lines ---------------------------------------------------------------------------------
@@ -264,6 +284,12 @@ def batch_window(contender: Contender, outcome: Outcome, llm: LoopbackLLM) -> fl
     return max(r.finish for r in subs) - min(r.arrival for r in subs)
 
 
+def first_gap_ms(contender: Contender, outcome: Outcome, llm: LoopbackLLM) -> float:
+    """Ms between the server finishing root answer 1 and receiving root request 2 (turn 1's code and bookkeeping)."""
+    roots = llm.of_kind("root")
+    return (roots[1].arrival - roots[0].finish) * 1000
+
+
 def median_gap_ms(contender: Contender, outcome: Outcome, llm: LoopbackLLM) -> float:
     """Median ms between the server finishing a root answer and receiving the next root request."""
     roots = llm.of_kind("root")
@@ -335,13 +361,15 @@ class Measure:
     details: dict[str, Figure] = field(default_factory=dict)  # printed under the measure, not in the table
 
 
-def scenarios(selected: set[int], small: Path, big: Path, mb: int) -> list[Measure]:
+def scenarios(selected: set[int], small: Path, big: Path, mb: int, chunk_small: Path, chunk_mb: int) -> list[Measure]:
     prompts = ", ".join(repr(f"question {i}") for i in range(BATCH))
     batched = Case("batched", [f"answers = llm_query_batched([{prompts}])\nsummary = ' '.join(answers)"],
                    "summary", small, "ok", sub_latency=BATCH_LATENCY, batch=BATCH)  # fmt: skip
     steps = lambda path: Case("steps", ["x = 1"] * STEP_TURNS, "x", path, "1")  # noqa: E731
     niah = Case("s-niah", ["idx = context.find('The magic number is')\nneedle = context[idx:idx + 40]",
                            "print(needle)"], "needle", big, "4217", needle=True)  # fmt: skip
+    chunking = lambda path: Case("chunking", [CHUNKING_TURN_1, CHUNKING_TURN_2], "needle", path, "4217",  # noqa: E731
+                                 needle=True)  # fmt: skip
     ideal = f"<= {1.1 * BATCH_LATENCY:.2f} (1.1x)"
     measures = {
         1: [Measure(f"1. {BATCH} batched sub-calls of {BATCH_LATENCY * 1000:.0f} ms", batched,
@@ -356,6 +384,12 @@ def scenarios(selected: set[int], small: Path, big: Path, mb: int) -> list[Measu
                     [Row(f"4. S-NIAH {mb} MB: wall s", "-", total_wall, "s"),
                      Row(f"4. S-NIAH {mb} MB: in-process s", "<= 0.8", in_process, "s")],
                     details={"before run": before_run, "loading": loading, "after last answer": after_last_answer})],
+        5: [*(Measure(f"5. chunking policy, {label} context: turn 1 type/len, turn 2 chunks + llm_query", chunking(path),
+                      [Row(f"5. chunking, {label}: engine ms turn 1 -> 2", "<= 3", first_gap_ms, "ms")])
+              for label, path in ((f"{chunk_mb} MB", chunk_small), (f"{mb} MB", big))),
+            Measure(f"5. chunking policy, {mb} MB context, RSS sampled every 20 ms", chunking(big),
+                    [Row(f"5. chunking, {mb} MB: peak RSS of the tree MB", "<= 0.8x rlms", peak_mb, "MB")],
+                    memory=True)],
     }
     return [m for number in sorted(selected) for m in measures.get(number, [])]
 
@@ -420,10 +454,11 @@ def build_contenders(args: argparse.Namespace, workdir: Path) -> list[Contender]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", default="1,2,3,4")
+    parser.add_argument("--scenarios", default="1,2,3,4,5")
     parser.add_argument("--sandboxes", default="monty,process")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--context-mb", type=int, default=100)
+    parser.add_argument("--chunk-small-mb", type=int, default=1, help="the small context of the chunking policy")
     parser.add_argument("--no-rlms", action="store_true", help="skip rlms (when its environment cannot be built)")
     parser.add_argument("--batch-concurrency", type=int, default=None,
                         help="[environment.pure_rlm] batch_concurrency for rlm (default: the engine's own)")
@@ -433,8 +468,9 @@ def main() -> None:
         workdir = Path(tmp)
         small = haystack(workdir / "context-1kb.txt", 1_000)
         big = haystack(workdir / f"context-{args.context_mb}mb.txt", args.context_mb * 1_000_000)
+        chunk_small = haystack(workdir / f"context-{args.chunk_small_mb}mb.txt", args.chunk_small_mb * 1_000_000)
         contenders = build_contenders(args, workdir)
-        measures = scenarios(selected, small, big, args.context_mb)
+        measures = scenarios(selected, small, big, args.context_mb, chunk_small, args.chunk_small_mb)
         print(f"loopback server {llm.base_url}; contexts {small.stat().st_size} B and "
               f"{big.stat().st_size / 1e6:.0f} MB; {args.repeat} run(s) each, median shown")  # fmt: skip
         for measure in measures:
