@@ -8,8 +8,8 @@ plugin builds on is in its kit, a documented module with its own ``__all__``: ``
 ``rlm_host.sdk``). Test helpers and the contract suites are in ``rlm_host.testing``. Nothing else of the host is
 public: its modules may move between releases, these names do not.
 
-Importing this module stays cheap (no pydantic, no plugin, no framework): the registration records, errors
-and ``hookimpl`` load at once, every other name on first use.
+Importing this module stays cheap (no pydantic, no plugin, no framework, not even pluggy): the errors load at
+once, every other name (the registration records and ``hookimpl`` included) on first use.
 """
 
 from __future__ import annotations
@@ -18,21 +18,6 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from rlm_host.components import (
-    BenchmarkPackSpec,
-    CommandSpec,
-    Component,
-    ContextLoaderSpec,
-    DoctorCheck,
-    EnvironmentSpec,
-    ExporterSpec,
-    FrameworkSpec,
-    LazyRef,
-    ProviderSpec,
-    Readiness,
-    SandboxSpec,
-    SinkSpec,
-)
 from rlm_host.errors import (
     BudgetExceeded,
     ConfigError,
@@ -44,10 +29,19 @@ from rlm_host.errors import (
     SandboxError,
     UnknownComponentError,
 )
-from rlm_host.hookspecs import hookimpl
+
+#: The registration records (``rlm_host.components``).
+_RECORDS = [
+    "LazyRef", "Readiness", "Component", "EnvironmentSpec", "FrameworkSpec", "SandboxSpec", "SinkSpec", "ExporterSpec",
+    "ContextLoaderSpec", "BenchmarkPackSpec", "ProviderSpec", "CommandSpec", "DoctorCheck",
+]  # fmt: skip
 
 #: Public name → the module that defines it, imported on first use.
 _LAZY: dict[str, str] = {
+    # what a plugin's hook module imports: ``rlm --help`` lists the commands of a healthy installation from the user's
+    # cache without importing a plugin, so these (pluggy, the dataclasses: 10 ms) load with the first plugin
+    "hookimpl": "rlm_host.hookspecs",
+    **dict.fromkeys(_RECORDS, "rlm_host.components"),
     # the factory convention: factory(settings, services); a plugin command's CommandServices.of(ctx)
     "HostServices": "rlm_host.services",
     "ProviderServices": "rlm_host.services",
@@ -140,19 +134,7 @@ __all__ = [
     "__version__",
     "hookimpl",
     # registration records
-    "LazyRef",
-    "Readiness",
-    "Component",
-    "EnvironmentSpec",
-    "FrameworkSpec",
-    "SandboxSpec",
-    "SinkSpec",
-    "ExporterSpec",
-    "ContextLoaderSpec",
-    "BenchmarkPackSpec",
-    "ProviderSpec",
-    "CommandSpec",
-    "DoctorCheck",
+    *_RECORDS,
     # errors
     "RlmError",
     "PluginError",
@@ -164,10 +146,26 @@ __all__ = [
     "BudgetExceeded",
     "RecursionRefused",
     # services, results and events, the front door
-    *_LAZY,
+    *(name for name in _LAZY if name != "hookimpl" and name not in _RECORDS),
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from rlm_host.components import (
+        BenchmarkPackSpec,
+        CommandSpec,
+        Component,
+        ContextLoaderSpec,
+        DoctorCheck,
+        EnvironmentSpec,
+        ExporterSpec,
+        FrameworkSpec,
+        LazyRef,
+        ProviderSpec,
+        Readiness,
+        SandboxSpec,
+        SinkSpec,
+    )
+    from rlm_host.hookspecs import hookimpl
     from rlm_host.api.client import RLM, RunStream
     from rlm_host.api.session import ChatSession
     from rlm_host.observability.delivery import wait_for_sinks

@@ -112,19 +112,15 @@ class RlmGroup(TyperGroup):
     ``rlm_register_commands`` registry, is listed by name and help, and is loaded on use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(self.commands) | set(_commands().names()))
+        return sorted(set(self.commands) | set(_listing(ctx)))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
             return self.commands[cmd_name]
-        registry = _commands()
-        if cmd_name not in registry:
+        listing = _listing(ctx)
+        if cmd_name not in listing:
             return None
-        if cmd_name not in registry.usable_names():  # claimed twice: running it says so, naming both
-            return LazyCommand(cmd_name, "(refused: two plugins register this command)",
-                               lambda: registry.get(cmd_name))  # fmt: skip
-        spec = registry.get(cmd_name)
-        return LazyCommand(cmd_name, spec.help, lambda: _load_command(cmd_name, spec.app))
+        return LazyCommand(cmd_name, listing[cmd_name], lambda: _load_listed(cmd_name))
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         # click resolves the sub-command (which loads the plugins) before the group's callback runs: apply the
@@ -147,6 +143,40 @@ def _commands() -> Any:
     from rlm_host.plugins import get_host
 
     return get_host().commands()
+
+
+_REFUSED = "(refused: two plugins register this command)"
+
+
+def _listing(ctx: click.Context) -> dict[str, str]:
+    """Command name → help of every registered sub-command, once per command line: the user's cache of this
+    installation's listing when it still holds (no plugin imported: ``rlm --help`` stays fast), else the registry's
+    (which a healthy load writes to that cache; see ``rlm_host.plugins.command_cache``)."""
+    meta = ctx.find_root().meta
+    if "rlm.listing" not in meta:
+        from rlm_host.plugins import command_cache
+
+        meta["rlm.listing"] = command_cache.read() or _registry_listing()
+    return meta["rlm.listing"]
+
+
+def _registry_listing() -> dict[str, str]:
+    from rlm_host.plugins import command_cache, get_host
+
+    host = get_host()
+    registry = host.commands()
+    usable = registry.usable_names()  # a name claimed twice is listed, and running it says so, naming both
+    listing = {name: registry.get(name).help if name in usable else _REFUSED for name in registry.names()}
+    command_cache.write(host, listing)
+    return listing
+
+
+def _load_listed(name: str) -> click.Command:
+    """The real command ``name``, from the loaded registry (which raises for a name claimed twice or gone)."""
+    registry = _commands()
+    if name not in registry.usable_names():
+        return registry.get(name)
+    return _load_command(name, registry.get(name).app)
 
 
 def _load_command(name: str, ref: Any) -> click.Command:

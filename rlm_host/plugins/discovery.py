@@ -51,6 +51,7 @@ class PluginDistribution:
     errors: list[str] = field(default_factory=list)
     provides: dict[str, list[str]] = field(default_factory=dict)  # kind → component names
     load_ms: float = 0.0  # time spent importing its hook module: what it adds to every `rlm` start
+    metadata_folder: str = ""  # its .dist-info / .egg-info folder, when known
 
     @property
     def version(self) -> str:
@@ -83,7 +84,8 @@ def discover() -> list[PluginDistribution]:
         return _discover_with_importlib()
     found = []
     for dist in scanned:
-        entry = PluginDistribution(canonical_dist_name(dist.key), lambda folder=dist.path: _version_in(folder))
+        entry = PluginDistribution(canonical_dist_name(dist.key), lambda folder=dist.path: _version_in(folder),
+                                   metadata_folder=dist.path)
         for pair in dist.entry_points:
             if pair not in entry.entry_points:
                 entry.entry_points.append(pair)
@@ -100,7 +102,8 @@ def _discover_with_importlib() -> list[PluginDistribution]:
         dist = ep.dist
         dist_name = canonical_dist_name(_name_of(dist) if dist is not None else ep.value.split(".")[0])
         version: Union[str, Callable[[], str]] = (lambda d=dist: d.version) if dist is not None else "unknown"
-        entry = found.setdefault(dist_name, PluginDistribution(dist_name, version))
+        folder = str(getattr(dist, "_path", ""))  # a PathDistribution's folder
+        entry = found.setdefault(dist_name, PluginDistribution(dist_name, version, metadata_folder=folder))
         if (ep.name, ep.value) not in entry.entry_points:
             entry.entry_points.append((ep.name, ep.value))
     return sorted(found.values(), key=lambda d: d.name)

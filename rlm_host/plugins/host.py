@@ -59,6 +59,8 @@ class PluginHost:
 
     def __init__(self, *, environ: dict[str, str] | None = None) -> None:
         env = dict(os.environ if environ is None else environ)
+        self.from_process_environment = environ is None  # what a cached command listing may stand for
+        self.load_started_ns = 0  # time.time_ns() when load() began
         self.strict = discovery.strict_mode(env)
         self._selected = discovery.selected_names(env)
         self._local_modules = discovery.local_modules(env)
@@ -78,6 +80,7 @@ class PluginHost:
             if self._loaded:
                 return self
             self._loaded = True
+            self.load_started_ns = time.time_ns()
             host = PluginDistribution(discovery.HOST_DISTRIBUTION, discovery.host_version, builtin=True)
             self.distributions.append(host)
             for module_name in DEFAULT_PLUGINS:
