@@ -20,7 +20,8 @@ from rlm_sink_langfuse.sink import check, create
 from rlm_sink_otel.testing import OTLPReceiver, free_port, one_step_run
 
 PLUGIN = "rlm-sink-langfuse"
-INGESTION = "/api/public/ingestion"
+INGESTION = "/api/public/ingestion"  # SDK v4 posts scores here (a batch of events)
+SCORES = "/api/public/scores"  # SDK v5 posts them here (a list of scores)
 
 
 
@@ -31,12 +32,14 @@ def new_key() -> str:
 def langfuse_receiver() -> OTLPReceiver:
     receiver = OTLPReceiver().start()
     receiver.respond(INGESTION, status=207, json={"successes": [], "errors": []})
+    receiver.respond(SCORES, status=202, json={"message": "Accepted"})
     return receiver
 
 
 def scores_of(receiver: OTLPReceiver) -> list[dict]:
     batches = [json.loads(r.body) for r in receiver.requests if r.path == INGESTION]
-    return [item["body"] for batch in batches for item in batch["batch"] if item["type"] == "score-create"]
+    v4 = [item["body"] for batch in batches for item in batch["batch"] if item["type"] == "score-create"]
+    return v4 + [score for r in receiver.requests if r.path == SCORES for score in json.loads(r.body)]
 
 
 def assert_langfuse_trace(receiver: OTLPReceiver, events: list) -> None:
@@ -55,8 +58,12 @@ def assert_langfuse_trace(receiver: OTLPReceiver, events: list) -> None:
     top = agents[root.run_id]
     assert top["parent_span_id"] is None
     attrs = top["attributes"]
-    assert attrs["langfuse.trace.name"] == root.data["task"] == attrs["langfuse.trace.input"]
-    assert attrs["langfuse.trace.output"] == final.data["final_response"]
+    # the trace's input/output: its root observation's (SDK v5 has no trace-level attributes for them)
+    assert attrs["langfuse.trace.name"] == root.data["task"] == attrs["langfuse.observation.input"]
+    assert attrs["langfuse.observation.output"] == final.data["final_response"]
+    if "langfuse.trace.input" in attrs or "langfuse.trace.output" in attrs:  # SDK v4
+        assert attrs["langfuse.trace.input"] == root.data["task"]
+        assert attrs["langfuse.trace.output"] == final.data["final_response"]
     assert "rlm" in attrs["langfuse.trace.tags"] and attrs["langfuse.internal.is_app_root"] is True
     for run_id, agent in agents.items():
         if run_id != root.run_id:  # a child run nests under its parent's execute_tool observation

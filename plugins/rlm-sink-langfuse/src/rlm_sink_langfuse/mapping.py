@@ -80,10 +80,12 @@ def trace_attributes(record: SpanRecord) -> dict[str, Any]:
     tags = [t for t in ("rlm", attrs.get("rlm.environment"), attrs.get("rlm.framework")) if t]
     out: dict[str, Any] = {
         A.TRACE_NAME: (task[:TRACE_NAME_CHARS].splitlines() or [record.name])[0] or record.name,
-        A.TRACE_INPUT: task or None,
-        A.TRACE_OUTPUT: attrs.get("rlm.final_response"),
         A.TRACE_TAGS: tags,
     }
+    # SDK v4 has trace-level input/output attributes; v5 dropped them (a trace's input/output are its root
+    # observation's, which observation_attributes already sets to the task and the final response).
+    if hasattr(A, "TRACE_INPUT"):
+        out[A.TRACE_INPUT], out[A.TRACE_OUTPUT] = task or None, attrs.get("rlm.final_response")
     for key in ("rlm.run_id", "rlm.environment", "rlm.framework", "rlm.sandbox", "gen_ai.request.model"):
         if attrs.get(key):
             out[f"{A.TRACE_METADATA}.{key.rsplit('.', 1)[-1]}"] = str(attrs[key])

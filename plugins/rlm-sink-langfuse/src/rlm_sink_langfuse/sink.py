@@ -5,7 +5,7 @@ filtering, media handling, export to ``<base_url>/api/public/otel/v1/traces``) t
 global is set. Our finished spans are replayed through that provider (``rlm_sink_otel.replay``) with their own
 ids and times, so the Langfuse trace id is ``rlm_host.trace_id_for(root run id)``. When a root run ends, the
 ``reward`` and ``completed`` scores go through ``Langfuse.create_score`` (the SDK's score queue, posted to
-``/api/public/ingestion``).
+``/api/public/ingestion`` by SDK v4, ``/api/public/scores`` by v5).
 
 The SDK keeps ONE resource manager per public key for the whole process (later clients with that key reuse the
 first one's endpoint and processor, and it registers an ``atexit`` flush). So this module keeps one client per
