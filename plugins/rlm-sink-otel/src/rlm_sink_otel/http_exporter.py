@@ -20,14 +20,14 @@ _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 
 
 class _ExplainingSession(requests.Session):
-    """A ``requests.Session`` remembering the last failed POST (cleared by a successful one)."""
+    """A ``requests.Session`` remembering the last failed request (cleared by a successful one)."""
 
     last_problem = ""
 
-    def post(self, url: Any, data: Any = None, json: Any = None,  # type: ignore[override]
-             **kwargs: Any) -> requests.Response:  # fmt: skip
+    def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        # every verb goes through request(): OTel ≤ 1.44 calls post(), 1.45 request() directly
         try:
-            response = super().post(url, data=data, json=json, **kwargs)
+            response = super().request(method, url, *args, **kwargs)
         except requests.RequestException as exc:
             found = _ERRNO.search(str(exc))
             self.last_problem = f"{type(exc).__name__}: {found.group(0).strip() if found else str(exc)[:200]}"
