@@ -73,3 +73,28 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
     except FileNotFoundError:
         return False
+
+
+def test_large_strings_are_indexed_at_bind_time_without_new_names(tmp_path):
+    """A large context (a str, a documents list, a file joined from pieces) is indexed while it is bound
+    (``worker.warm_code``): the values arrive whole and the namespace holds only what the host set."""
+    from rlm_host.sdk.context import TextFile
+
+    from rlm_sandbox_monty.worker import WARM_CHARS, warm_code
+
+    text = "ab\u00e9" * (WARM_CHARS // 3 + 1)
+    path = tmp_path / "big.txt"
+    path.write_text(text, encoding="utf-8")
+    assert warm_code("s", "short") == "" and warm_code("s", text) == "len(s)"
+    assert "_rlm_v" in warm_code("docs", [text]) and ".values()" in warm_code("d", {"a": text})
+    sandbox = MontySandbox()
+    try:
+        sandbox.set_variable("context", text)
+        sandbox.set_variable("docs", ["x", text, 3])
+        sandbox.set_variable("named", {"a": text})
+        sandbox.set_variable("on_disk", TextFile(path))
+        assert sandbox.list_variables() == {"context": "str", "docs": "list", "named": "dict", "on_disk": "str"}
+        result = sandbox.execute("print(len(context), len(docs[1]), len(named['a']), len(on_disk), on_disk[-3:])")
+        assert result.stdout == f"{len(text)} {len(text)} {len(text)} {len(text)} {text[-3:]}\n"
+    finally:
+        sandbox.shutdown()

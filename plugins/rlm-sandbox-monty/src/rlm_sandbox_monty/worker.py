@@ -50,6 +50,21 @@ def to_data(value: Any, _depth: int = 0) -> Any:
     return to_jsonable(value)
 
 
+WARM_CHARS = 1_000_000  # strings this long (alone or together in a list or dict) are indexed at bind time
+
+
+def warm_code(name: str, value: Any) -> str:
+    """Sandbox code that makes Monty index the large strings of a bound value (a str, or the str items of a
+    list, tuple or dict: a documents context), binding nothing; "" when there is nothing large to index."""
+    if isinstance(value, str):
+        return f"len({name})" if len(value) >= WARM_CHARS else ""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    if sum(len(v) for v in items if isinstance(v, str)) < WARM_CHARS:
+        return ""
+    values = f"{name}.values()" if isinstance(value, dict) else name
+    return f"[len(_rlm_v) for _rlm_v in {values} if isinstance(_rlm_v, str)]"
+
+
 _binary: str | None = None
 
 
@@ -119,16 +134,21 @@ class MontyWorker:
 
     def bind(self, values: dict[str, Any]) -> None:
         """Bind host values in the session: plain ones in one feed; a context kept on disk (``TextFile``) in
-        pieces joined inside the worker, so the host holds one piece at a time, never the whole text."""
+        pieces joined inside the worker, so the host holds one piece at a time, never the whole text.
+
+        Large strings are indexed in the same feed (``warm_code``): Monty finds a character position in a new
+        str by one pass over its bytes, done at the str's first ``len`` or slice and kept (≈ 4 ms at 100 MB).
+        Paid here, with the context's loading, it never lands on the model's first step."""
         plain = {name: value for name, value in values.items() if not isinstance(value, TextFile)}
         if plain:
-            self.session.feed_run("pass", inputs=plain)
+            self.session.feed_run("\n".join(["pass", *(warm_code(n, v) for n, v in plain.items())]), inputs=plain)
         for name, text_file in values.items():
             if isinstance(text_file, TextFile):
                 self.session.feed_run("_rlm_parts = []")
                 for piece in text_file.chunks():
                     self.session.feed_run("_rlm_parts.append(_rlm_piece)", inputs={"_rlm_piece": piece})
-                self.session.feed_run(f"{name} = ''.join(_rlm_parts)\n_rlm_parts = None\n_rlm_piece = None")
+                self.session.feed_run(f"{name} = ''.join(_rlm_parts)\n_rlm_parts = None\n_rlm_piece = None\n"
+                                      f"len({name})")  # fmt: skip
 
     def renew(self) -> None:
         """The same namespace in a new checkout (Monty's per-session count of host calls starts again)."""
