@@ -53,7 +53,7 @@ fi
 # - only the libraries the Python package loads (libllama, libggml*): no multimodal library (LLAVA_BUILD: mtmd, for
 #   image/audio chat handlers rlm does not use), no libllama-common (see scripts/llama-cpp-lib-only.cmake), and
 #   no tests, examples, tools or server (already off when llama.cpp is a subproject; said here so it stays so).
-#   This compiles 74 files instead of 178.
+#   This compiles 74 files instead of 178: ≈ 95 s instead of ≈ 220 s on 2 cores.
 lib_only=$(printf %q "$PWD/scripts/llama-cpp-lib-only.cmake")
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
