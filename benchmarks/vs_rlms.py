@@ -29,6 +29,8 @@ Scenarios (``--scenarios``):
    the next prompt) with a ``--chunk-small-mb`` and a ``--context-mb`` context, and the peak RSS of the process
    tree on the ``--context-mb`` run (a separate run: sampling /proc costs CPU that would blur the gap).
 
+Figures (before and after, with where the time and memory go): docs/guide/performance.md.
+
 Latencies and step gaps are read from the server's clock only; the contenders' own stamps (perf_counter is
 CLOCK_MONOTONIC, shared by all processes; rlm's trajectory ``ts`` is mapped from the wall clock) only split wall.
 
