@@ -142,3 +142,13 @@ def test_the_variables_choosing_plugins_choose_the_listing(env):
     assert "greet" in cached_help(env).stdout
     assert "greet" not in rlm({**env, "RLM_PLUGINS": ""}, "--help").stdout
     assert "greet" in rlm(env, "--help").stdout
+
+
+def test_no_home_means_no_cache(monkeypatch):
+    from rlm_host.plugins import command_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # not absolute: ignored, as the XDG rules say
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert command_cache.cache_dir() == "/home/someone/.cache/rlm"
+    monkeypatch.setenv("HOME", "relative")
+    assert command_cache.cache_dir() is None and command_cache.read() is None

@@ -38,12 +38,12 @@ _SELECTING = ("RLM_PLUGINS", "RLM_STRICT_PLUGINS")
 _SETTLE_NS = 100_000_000
 
 
-def cache_dir() -> str:
-    """``$XDG_CACHE_HOME/rlm``, else ``~/.cache/rlm``."""
+def cache_dir() -> Optional[str]:
+    """``$XDG_CACHE_HOME/rlm``, else ``~/.cache/rlm``; None when there is no home to find it in."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "rlm")
+    return os.path.join(base, "rlm") if os.path.isabs(base) else None
 
 
 def _setup() -> dict[str, Any]:
@@ -74,7 +74,7 @@ def _file_name(setup: dict[str, Any]) -> str:
     return f"commands-{zlib.crc32(json.dumps(setup, sort_keys=True).encode()):08x}.json"
 
 
-def usable() -> bool:
+def _may_read() -> bool:
     """Whether a cached listing may stand for this process's plugins: not with hook modules named by
     ``RLM_PLUGIN_MODULES`` (files of anyone's), nor once a plugin host exists (it may have been given another
     environment, and it knows better anyway)."""
@@ -92,18 +92,19 @@ def valid_listing(listing: Any) -> bool:
 
 def read() -> Optional[dict[str, str]]:
     """The cached listing, command name → help, when it is still this installation's; else None."""
-    if not usable():
+    directory = cache_dir()
+    if directory is None or not _may_read():
         return None
     setup = _setup()
     try:
-        data = _load(os.path.join(cache_dir(), _file_name(setup)))
+        data = _load(os.path.join(directory, _file_name(setup)))
         files = data["files"]
         if (data["setup"] != setup or data["path_times"] != [_mtime(entry or ".") for entry in sys.path]
                 or not isinstance(files, list) or not all(isinstance(f, list) and f and isinstance(f[0], str) for f in files)
                 or [_stamp(f[0]) for f in files] != files):  # fmt: skip
             return None
         listing = data["commands"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # a bad cache is no cache, never an error
         return None
     return listing if valid_listing(listing) else None
 
@@ -122,7 +123,8 @@ def _load(path: str) -> Any:
 def write(host: Any, listing: dict[str, str]) -> None:
     """Remember ``listing`` (made by ``host``, loaded from this process's environment) when the load was healthy
     and nothing it came from changed while it ran; never fails (a cache that cannot be written is no cache)."""
-    if not usable_for_writing(host) or not valid_listing(listing):
+    directory = cache_dir()
+    if directory is None or not _may_write(host) or not valid_listing(listing):
         return
     setup = _setup()
     path_times = [_mtime(entry or ".") for entry in sys.path]
@@ -131,7 +133,6 @@ def write(host: Any, listing: dict[str, str]) -> None:
     if any(t >= host.load_started_ns - _SETTLE_NS for t in times):
         return
     data = {"setup": setup, "path_times": path_times, "files": files, "commands": listing}
-    directory = cache_dir()
     temporary = os.path.join(directory, f".commands-{os.getpid()}-{time.monotonic_ns()}.tmp")
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -146,7 +147,7 @@ def write(host: Any, listing: dict[str, str]) -> None:
             pass
 
 
-def usable_for_writing(host: Any) -> bool:
+def _may_write(host: Any) -> bool:
     """A host whose load may be remembered: built from this process's environment, every plugin loaded cleanly."""
     return (not _local_modules() and getattr(host, "from_process_environment", False)
             and all(dist.status != "broken" for dist in host.distributions))  # fmt: skip
@@ -159,7 +160,7 @@ def _local_modules() -> bool:
 def _source_files(host: Any) -> list[str]:
     """The files the listing came from: each plugin's ``entry_points.txt`` and the loaded modules of its packages
     (and of the host's default plugins)."""
-    packages = {"rlm_host.default_plugins"}
+    packages = set()
     files = set()
     for dist in host.distributions:
         if dist.metadata_folder:
