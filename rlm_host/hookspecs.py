@@ -156,7 +156,8 @@ def rlm_register_commands() -> list[CommandSpec]:
 
     Listed by ``rlm --help`` from the record alone; ``app`` (a ``typer.Typer``, a click command or a plain
     function) is imported only when the sub-command runs or its own help is shown. A name taken by two
-    distributions, a built-in included, is refused for both.
+    distributions, a built-in included, is refused for both. Return the same records for the same installation:
+    ``rlm --help`` shows them from a per-user cache, rebuilt whenever an install or a plugin's files change.
     """
 
 
