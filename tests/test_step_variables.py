@@ -60,3 +60,21 @@ def test_replay_shows_the_variables_and_filters_steps(rlm_cli, rlm_script, rlm_i
     assert "words = context.split()" in successes and "ZeroDivisionError" not in successes
     both = rlm_cli("replay", run["run_id"], "--successes", "--errors")
     assert both.code == 2 and "exclude each other" in both.err
+
+
+@pytest.mark.parametrize("engine", RUNTIMES, indirect=True)
+def test_a_collection_shows_its_first_items_without_its_whole_repr(tmp_path, monkeypatch, engine):
+    """A list of chunks of a huge context is shown by its first items: the snapshot never builds the repr of the
+    whole collection (at 100 MB that repr was the largest allocation of a chunking run)."""
+    monkeypatch.chdir(tmp_path)
+    code = ("```repl\nchunks = [c * 1000 for c in 'abcdefghijkl']\none = ('x',)\nnested = [[[[[[1]]]]]]\n"
+            "table = {'k': chunks}\nprint(len(chunks))\n```")
+    runner = isolated_runner(tmp_path, sandbox=engine, plugins=PLUGINS[engine])
+    root = ScriptedConnector.from_responses([code, "FINAL(12)"])
+    result = runner.run_task("How many?", context="ctx", connectors={"root": root, "sub": root})
+    assert result.final_response == "12", result.error
+    steps = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
+    shown = {v["name"]: v for e in steps if e["type"] == "step" for v in e["data"]["observation"].get("variables") or []}
+    assert shown["chunks"]["size"] == 12 and shown["chunks"]["repr"].startswith("['aaaa")
+    assert len(shown["chunks"]["repr"]) <= 80 and len(shown["table"]["repr"]) <= 80
+    assert shown["one"]["repr"] == "('x',)" and shown["nested"]["repr"] == "[[[[...]]]]"

@@ -82,11 +82,46 @@ def _rlm_describe(pairs):
         except Exception:
             size = -1
         try:
-            shown = repr(value)[:80]
+            shown = _rlm_short(value, 80, 0)
         except Exception:
             shown = "?"
         described.append((name, type(value).__name__, size, shown))
     return described
+
+
+def _rlm_short(value, limit, depth):
+    """The start of repr(value), without building the whole repr of a huge string or collection (a 100 MB list of
+    chunks would be copied into its repr only to be cut to 80 characters)."""
+    if isinstance(value, str):
+        return repr(value[:limit])[:limit]
+    if isinstance(value, bytes):
+        return repr(value[:limit])[:limit]
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        if depth > 3:
+            return "..."
+        parts = []
+        used = 0
+        for item in value:
+            if len(parts) >= 8 or used > limit:
+                break
+            text = _rlm_short(item, limit, depth + 1)
+            if isinstance(value, dict):
+                text = text + ": " + _rlm_short(value[item], limit, depth + 1)
+            parts.append(text)
+            used = used + len(text) + 2
+        more = ", ..." if len(parts) < len(value) else ""
+        if isinstance(value, list):
+            ends = "[]"
+        elif isinstance(value, tuple):
+            ends = "()"
+            if len(value) == 1:
+                more = ","
+        elif isinstance(value, dict):
+            ends = "{}"
+        else:
+            return (type(value).__name__ + "({" + ", ".join(parts) + more + "})")[:limit]
+        return (ends[0] + ", ".join(parts) + more + ends[1])[:limit]
+    return repr(value)[:limit]
 
 
 def remove_file(name):
