@@ -114,7 +114,8 @@ def test_rlm_help_does_not_import_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert "tui " in out, out  # the command is listed…
     loaded = out.strip().splitlines()[-1]
-    assert loaded == "['rlm_tui', 'rlm_tui.hooks']", loaded  # …from the hooks module alone: no Textual
+    # …from the hooks module alone, or from the command cache (no plugin imported at all): never Textual
+    assert loaded in ("[]", "['rlm_tui', 'rlm_tui.hooks']"), loaded
 
 
 def test_the_index_agrees_with_the_hosts_replay(tmp_path):
