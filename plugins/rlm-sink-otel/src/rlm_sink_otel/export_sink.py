@@ -27,7 +27,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from rlm_host import RunEvent
 from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, ContentPolicy, SpanBuilder, SpanRecord
 from rlm_sink_otel.convert import make_resource, make_scope, to_readable_span
-from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
+from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, explained_export
 
 logger = logging.getLogger("rlm.sinks")
 
@@ -145,16 +145,8 @@ text the spans carry (default: all, capped; see ``ContentPolicy``). Subclasses m
         return f" to {self.target}" if self.target else ""
 
     def _export(self, batch: Sequence[ReadableSpan]) -> tuple[bool, str]:
-        with FoldedLogs(*OTLP_EXPORTER_LOGGERS) as logs:  # the exporter's own lines go into our one warning
-            try:
-                result = self.exporter.export(batch)
-            except Exception as exc:  # noqa: BLE001 - exporters may raise on I/O errors
-                return False, f"{type(exc).__name__}: {exc}"
-        if result == SpanExportResult.SUCCESS:
-            return True, ""
-        explain = getattr(self.exporter, "last_problem", None)
-        problem = explain() if callable(explain) else ""
-        return False, problem or logs.summary() or "the exporter reported a failure"
+        return explained_export(self.exporter, lambda: self.exporter.export(batch), SpanExportResult.SUCCESS,
+                                *OTLP_EXPORTER_LOGGERS)  # fmt: skip
 
 
 def tcp_probe(host: str, port: int, timeout: float = 1.0) -> Callable[[], Optional[str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Optional
+from typing import Any, Callable, Optional
 
 _lock = threading.Lock()
 _active: list["FoldedLogs"] = []
@@ -75,3 +75,18 @@ class FoldedLogs:
 #: The OpenTelemetry SDK exporters' loggers (OTLP/HTTP and OTLP/gRPC).
 OTLP_EXPORTER_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
                          "opentelemetry.exporter.otlp.proto.grpc.exporter")  # fmt: skip
+
+
+def explained_export(exporter: Any, export: Callable[[], Any], success: Any, *loggers: str) -> tuple[bool, str]:
+    """Run ``export`` (an exporter's export call) with ``loggers`` folded: (True, "") when it returned
+    ``success``, else (False, why): the exception, the exporter's ``last_problem()``, or its first log line."""
+    with FoldedLogs(*loggers) as logs:  # the exporter's own lines go into the sink's one warning
+        try:
+            result = export()
+        except Exception as exc:  # noqa: BLE001 - exporters may raise on I/O errors
+            return False, f"{type(exc).__name__}: {exc}"
+    if result == success:
+        return True, ""
+    explain = getattr(exporter, "last_problem", None)
+    problem = explain() if callable(explain) else ""
+    return False, problem or logs.summary() or "the exporter reported a failure"

@@ -44,7 +44,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExporte
 
 from rlm_host import RunEvent
 from rlm_sink_otel.convert import SCOPE_NAME, make_resource
-from rlm_sink_otel.folded_logs import FoldedLogs
+from rlm_sink_otel.folded_logs import explained_export
 from rlm_sink_otel.metrics_export import METRIC_EXPORTER_LOGGERS, TEMPORALITY_ENV
 
 logger = logging.getLogger("rlm.sinks")
@@ -158,19 +158,11 @@ class MetricsPipeline:
             return ok, reason
 
     def _send(self) -> tuple[bool, str]:
-        with FoldedLogs(*METRIC_EXPORTER_LOGGERS) as logs:  # the exporter's own lines go into our one warning
-            try:
-                data = self.reader.get_metrics_data()
-                if data is None:
-                    return True, ""
-                result = self.exporter.export(data)
-            except Exception as exc:  # noqa: BLE001 - exporters may raise on I/O errors
-                return False, f"{type(exc).__name__}: {exc}"
-        if result == MetricExportResult.SUCCESS:
-            return True, ""
-        explain = getattr(self.exporter, "last_problem", None)
-        problem = explain() if callable(explain) else ""
-        return False, problem or logs.summary() or "the exporter reported a failure"
+        def export() -> Any:
+            data = self.reader.get_metrics_data()
+            return MetricExportResult.SUCCESS if data is None else self.exporter.export(data)
+
+        return explained_export(self.exporter, export, MetricExportResult.SUCCESS, *METRIC_EXPORTER_LOGGERS)
 
 
 #: Answers meaning "this endpoint takes no metrics" rather than "it is down": said once at info level, not retried.
