@@ -146,6 +146,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return "raises a limit above its default" if _raises_default(key, value, host) else ""
     if section == "sandbox":
         return "changes how the sandbox isolates model code"
+    if parts[-1] == "capture_content" and value is not False:  # may override the user's opt-out
+        return "sends your prompts, code and answers to the sink"
     if (words | deeper) & PROGRAM_WORDS:
         return "names a program the host runs"
     if deeper & {"env", "cwd"}:

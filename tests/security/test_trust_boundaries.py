@@ -392,3 +392,19 @@ def test_event_data_is_redacted_at_any_depth_whatever_the_secret_s_characters(se
     assert flat["call"] == 7 and flat["ok"] is True and flat["code"] == "key = '***'" and flat["***"] == 1
     calm = {"call": 1, "role": "root", "seconds": 0.5}
     assert redact.redact_data(calm) is calm
+
+
+def test_a_project_cannot_turn_content_capture_on_or_move_the_metrics_but_may_turn_content_off(rlm_plugin_host):
+    """The sinks' new settings (issue 36) from a cloned project: turning content on would override the user's
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false; a metrics endpoint is where the data goes; a bigger
+    content cap is a raised limit. Turning content off only sends less."""
+    from rlm_host.config.trust import risk_of
+
+    host = rlm_plugin_host("rlm-sink-otel", "rlm-sink-langfuse")
+    project = Path("/tmp/a-project")
+    for key, value in (("sink.otel.capture_content", True), ("sink.langfuse.capture_content", True),
+                       ("sink.otel.metrics_endpoint", "https://collector.example/v1/metrics"),
+                       ("sink.otel.content_max_chars", 1_000_000)):  # fmt: skip
+        assert risk_of(key, value, project, host), key
+    assert risk_of("sink.otel.capture_content", False, project, host) == ""
+    assert risk_of("sink.otel.content_max_chars", 2_000, project, host) == ""
