@@ -32,7 +32,7 @@ def test_registered_through_the_entry_point(rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN).collect_all()
     dist = next(d for d in host.distributions if d.name == PLUGIN)
     assert dist.status == "ok", dist.errors
-    assert dist.provides == {"sandbox": ["docker"], "command": ["sandbox"], "check": ["docker-engine"]}
+    assert dist.provides == {"sandbox": ["docker"], "command": ["sandbox"], "check": ["docker-engine", "docker-image"]}
     spec = host.sandboxes().get("docker")
     assert spec.security_boundary and spec.isolation.startswith("Docker container: no network")
     assert spec.settings_model().__name__ == "DockerSettings"

@@ -3,7 +3,8 @@
 Modules: ``hooks`` (registration, imports rlm_host only), ``settings`` (``[sandbox.docker]``), ``engine``
 (connecting, image checks, labels, stale-container cleanup), ``channel`` (JSON lines over the attach socket),
 ``runtime`` (the session), ``checks`` (readiness), ``image`` and ``commands`` (``rlm sandbox build-image``,
-``rlm sandbox cleanup``).
+``rlm sandbox cleanup``), ``provision`` (a missing image built when a session needs it: ``build_missing``) and
+``build_view`` (its question and progress on stderr).
 """
 
 PLUGIN_NAME = "rlm-sandbox-docker"

@@ -116,7 +116,7 @@ def require_image(client: Any, image: str, packages: Any = ()) -> Any:
             listed = ", ".join(package_set(packages))
             raise DockerSandboxError(f"image {image} (the sandbox image with {listed}) not found: {how}",
                                      hint=how, problem=f"image {image} not found") from None
-        how = "run `rlm sandbox build-image`" + ("" if image == DEFAULT_IMAGE else f" --tag {image}")
+        how = "run `rlm sandbox build-image" + ("" if image == DEFAULT_IMAGE else f" --tag {image}") + "`"
         raise DockerSandboxError(f"image {image} not found: {how} (or `docker pull {image}` where a registry is "
                                  f"reachable)", hint=how, problem=f"image {image} not found") from None
     except docker.errors.APIError as exc:

@@ -33,4 +33,7 @@ def rlm_register_commands():
 @hookimpl
 def rlm_register_doctor_checks():
     return [DoctorCheck("docker-engine", "the Docker engine answers (for the docker sandbox)",
-                        "rlm_sandbox_docker.checks:engine_ready", section="sandbox.docker")]
+                        "rlm_sandbox_docker.checks:engine_ready", section="sandbox.docker"),
+            # no section: it is given the whole configuration, to find the configured environment's packages
+            DoctorCheck("docker-image", "the image the configured environment's docker sessions use is present",
+                        "rlm_sandbox_docker.checks:images_ready")]

@@ -50,6 +50,15 @@ CHANGES = [
 ]
 
 
+#: The steps of each build, in order, as ``phase`` callbacks name them (the progress display counts them).
+BASE_PHASES = ("debootstrap", "trimming", "packing", "importing")
+DERIVED_PHASES = ("exporting", "pip", "compiling", "assembling", "importing")
+
+
+def _no_phase(name: str) -> None:
+    """The default ``phase`` callback: nobody is watching the steps."""
+
+
 def image_exists(client: Any, tag: str) -> bool:
     import docker.errors
 
@@ -62,8 +71,11 @@ def image_exists(client: Any, tag: str) -> bool:
 
 def build_image(tag: str = DEFAULT_IMAGE, *, suite: str = DEFAULT_SUITE, mirror: str = DEFAULT_MIRROR,
                 include: tuple[str, ...] = (), force: bool = False, base_url: str | None = None,
-                log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
-    """Build and import the image; returns {"tag", "built", "seconds", "size_mb"} (built False: it existed)."""
+                log: Callable[[str], None] = print,
+                phase: Callable[[str], None] = _no_phase) -> dict[str, Any]:  # fmt: skip
+    """Build and import the image; returns {"tag", "built", "seconds", "size_mb"} (built False: it existed).
+
+    ``phase(name)`` is called as each of ``BASE_PHASES`` begins (a progress display shows them)."""
     client = connect(base_url, timeout=900, cached=False)
     if not force and image_exists(client, tag):
         log(f"image {tag} already exists (use --force to rebuild)")
@@ -78,11 +90,14 @@ def build_image(tag: str = DEFAULT_IMAGE, *, suite: str = DEFAULT_SUITE, mirror:
     try:
         rootfs = work / "rootfs"
         packages = ",".join(["python3", *include])
+        phase("debootstrap")
         log(f"debootstrap {suite} from {mirror} with {packages} (a few minutes)…")
         _run(["debootstrap", "--variant=minbase", f"--include={packages}", suite, str(rootfs), mirror],
              work / "debootstrap.log", "debootstrap")
+        phase("trimming")
         _finish_rootfs(rootfs)
         tarball = work / "rootfs.tar"
+        phase("packing")
         log("packing the root filesystem…")
         _run(["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-cf", str(tarball), "."],
              work / "tar.log", "tar")
@@ -90,6 +105,7 @@ def build_image(tag: str = DEFAULT_IMAGE, *, suite: str = DEFAULT_SUITE, mirror:
 
         repository, version = parse_repository_tag(tag)
         version = version or "latest"
+        phase("importing")
         log(f"importing as {repository}:{version}…")
         client.api.import_image_from_file(str(tarball), repository=repository, tag=version, changes=CHANGES)
     finally:
@@ -145,9 +161,10 @@ OLDEST_GLIBC_MINOR = 5
 
 def build_derived_image(packages: Iterable[str], tag: str | None = None, *, base: str = DEFAULT_IMAGE,
                         force: bool = False, base_url: str | None = None, log: Callable[[str], None] = print,
-                        suite: str = DEFAULT_SUITE, mirror: str = DEFAULT_MIRROR,
-                        include: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
+                        suite: str = DEFAULT_SUITE, mirror: str = DEFAULT_MIRROR, include: tuple[str, ...] = (),
+                        phase: Callable[[str], None] = _no_phase) -> dict[str, Any]:  # fmt: skip
     """Build ``base`` + ``packages`` as ``tag`` (default ``derived_tag(packages)``); the base is built if missing.
+    ``phase(name)`` is called as each of ``DERIVED_PHASES`` begins (and of ``BASE_PHASES``, for a missing base).
 
     Returns {"tag", "built", "seconds", "size_mb", "packages", "installed", "base", "python"} ("built" False:
     the image existed; "installed": "name version" of every distribution pip installed).
@@ -167,11 +184,12 @@ def build_derived_image(packages: Iterable[str], tag: str | None = None, *, base
     started = time.monotonic()
     if not image_exists(client, base):
         log(f"the base image {base} is missing: building it first")
-        build_image(base, suite=suite, mirror=mirror, include=include, base_url=base_url, log=log)
+        build_image(base, suite=suite, mirror=mirror, include=include, base_url=base_url, log=log, phase=phase)
     base_image = client.images.get(base)
     work = Path(tempfile.mkdtemp(prefix="rlm-image-"))
     try:
         tarball = work / "rootfs.tar"
+        phase("exporting")
         log(f"exporting the filesystem of {base}…")
         _export(client, base, tarball)
         layout = _python_layout(tarball)
@@ -180,11 +198,14 @@ def build_derived_image(packages: Iterable[str], tag: str | None = None, *, base
             + " ".join(wanted))
         staging = work / "staging"
         staging.mkdir()
+        phase("pip")
         _pip_install(wanted, staging, layout, arch, work / "pip.log")
         installed = _installed(staging)
+        phase("compiling")
         log(f"compiling bytecode with the image's python{layout['python']}…")
         _compile(client, base, staging, layout, log)
         image_tar = work / "image.tar"
+        phase("assembling")
         _assemble(tarball, staging, layout, image_tar)
         tarball.unlink()
         from docker.utils import parse_repository_tag
@@ -192,6 +213,7 @@ def build_derived_image(packages: Iterable[str], tag: str | None = None, *, base
         repository, version = parse_repository_tag(tag)
         version = version or "latest"
         labels = {PACKAGES_LABEL: json.dumps(list(wanted)), BASE_LABEL: base}
+        phase("importing")
         log(f"importing as {repository}:{version}…")
         client.api.import_image_from_file(str(image_tar), repository=repository, tag=version,
                                           changes=_changes(base_image.attrs.get("Config") or {}, labels))

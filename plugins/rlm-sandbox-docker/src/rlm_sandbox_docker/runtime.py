@@ -17,7 +17,8 @@ session ends or is restarted; containers left by killed rlm processes are remove
 A session given a workspace (``SandboxServices.workspace``: an environment's project folder) bind-mounts it
 read-write at ``workspace_dir`` (``/workspace``), makes it the working directory and runs as the folder's owner
 (HOME and TMPDIR stay on the tmpfs). A session given packages (``SandboxServices.packages``) runs the image
-``rlm sandbox build-image --with …`` derives for them (``rlm-sandbox:py-<hash>``), unless ``image`` is set.
+``rlm sandbox build-image --with …`` derives for them (``rlm-sandbox:py-<hash>``), unless ``image`` is set. A
+missing image is built at the session's start when ``build_missing`` allows it (``provision.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from rlm_sandbox_docker.engine import (
     HOST_DIR_LABEL, HOST_DIR_PREFIX, OWNER_LABEL, DockerSandboxError, connect, derived_tag, engine_address,
     forget_client, owner_label, package_set, require_image, sweep_once,
 )
+from rlm_sandbox_docker.provision import provide_image
 from rlm_sandbox_docker.settings import DockerSettings, size_bytes
 
 IMAGE_WORKER = "/opt/rlm/worker.py"  # where `rlm sandbox build-image` puts the worker
@@ -132,7 +134,7 @@ class DockerSandbox(WorkerSession):
     def _prepare(self) -> None:
         """Once per session: reach the engine, check the image, sweep stale containers, make the host dir."""
         client = connect(self.settings.base_url)
-        require_image(client, self.image, self._built_with)
+        provide_image(client, self.image, self._built_with, self.settings, engine_address(self.settings.base_url))
         if self.settings.cleanup_stale:
             sweep_once(client, engine_address(self.settings.base_url))
         if self._dir is None:

@@ -28,6 +28,10 @@ class DockerSettings(BaseModel):
         "host", description="'host': mount this rlm's worker.py read-only (always matches the host); "
         "'image': run the image's own /opt/rlm/worker.py")
     runtime: str | None = Field(None, description="OCI runtime, e.g. 'runsc' for gVisor (default: the engine's)")
+    build_missing: Literal["ask", "always", "never"] = Field(
+        "ask", description="when a run needs an rlm-sandbox image that is missing: 'ask' (on a terminal, offer to "
+        "build it; elsewhere fail naming the build command), 'always' (build it, with progress on stderr: CI, "
+        "scripts), 'never' (fail naming the build command)")
 
     # -- hardening
     network_mode: str = Field("none", description="'none': no network at all (host functions use the channel)")
