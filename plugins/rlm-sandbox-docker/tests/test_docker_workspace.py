@@ -169,10 +169,11 @@ def test_the_derived_image_is_labelled_and_the_command_finds_it(pytest_image, do
 def test_a_missing_derived_image_names_the_command_that_builds_it(docker_engine, docker_client):
     from rlm_sandbox_docker.engine import DockerSandboxError, derived_tag
     from rlm_sandbox_docker.runtime import DockerSandbox
+    from rlm_sandbox_docker.settings import DockerSettings
 
     packages = ("rlm-never-built-probe==0.0", "pytest")  # a set nobody builds
     tag = derived_tag(packages)
-    session = DockerSandbox(packages=packages)
+    session = DockerSandbox(DockerSettings(build_missing="never"), packages=packages)  # never asked, even on a tty
     started = time.monotonic()
     with pytest.raises(DockerSandboxError) as raised:
         session.start()

@@ -28,9 +28,9 @@ from rlm_sandbox_docker import DEFAULT_IMAGE, DERIVED_REPOSITORY, build_view
 from rlm_sandbox_docker import image as images
 from rlm_sandbox_docker.engine import DockerSandboxError, build_command, package_set, require_image
 
-#: Rough build times on a 2-core machine, for the question: debootstrap ≈ 55 s + packing and import; a
+#: Rough build times on a 2-core machine, for the question: the base 40–60 s (debootstrap downloads), a
 #: ``--with`` image ≈ 6 s (pytest) to 30 s (dspy) plus the download.
-BASE_MINUTES, DERIVED_MINUTES = 2, 1
+BASE_MINUTES, DERIVED_MINUTES = 1, 1
 _DERIVED_TAG = re.compile(rf"^{re.escape(DERIVED_REPOSITORY)}:py-[0-9a-f]{{10}}$")
 _declined: set[str] = set()  # images the person said no to in this process: the question is asked once
 

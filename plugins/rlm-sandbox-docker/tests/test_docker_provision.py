@@ -1,0 +1,469 @@
+"""A missing sandbox image built when a run needs it (``[sandbox.docker] build_missing``), and the doctor's line
+naming a missing image.
+
+Fast tests need no engine (the setting, which images can be built, the question, the lock, the progress lines,
+a cloned project's setting ignored). The slow ones use the real engine; a base build is replaced at the seam
+(``rlm_sandbox_docker.image.build_image``) by a retag of the suite's image — real tags in the real engine, no
+debootstrap — and one real ``--with`` build (pip + import, ≈ 4 s) runs end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from rlm_host import SandboxServices
+from rlm_host.sdk.embedding import load_settings
+
+from docker_fixtures import docker_client, docker_engine  # noqa: F401 (fixtures)
+
+PLUGIN = "rlm-sandbox-docker"
+REQUIRED = os.environ.get("RLM_REQUIRE_DOCKER") == "1"
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """The build locks go to this test's own cache folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from rlm_sandbox_docker import provision
+
+    monkeypatch.setattr(provision, "_declined", set())
+
+
+def settings(**values):
+    from rlm_sandbox_docker.settings import DockerSettings
+
+    return DockerSettings(**values)
+
+
+# ------------------------------------------------------------------------------------------- no engine needed
+
+
+def test_the_setting_defaults_to_ask_and_takes_an_environment_variable(tmp_path, rlm_plugin_host):
+    assert settings().build_missing == "ask"
+    with pytest.raises(ValueError):
+        settings(build_missing="sometimes")
+    host = rlm_plugin_host(PLUGIN)
+    loaded = load_settings(environ={"HOME": str(tmp_path), "RLM_SANDBOX__DOCKER__BUILD_MISSING": "always"},
+                           cwd=tmp_path, host=host)  # fmt: skip
+    assert loaded.component("sandbox", "docker").build_missing == "always"
+
+
+def test_a_cloned_project_cannot_make_runs_build_images(tmp_path, rlm_plugin_host):
+    """``build_missing = "always"`` in an untrusted rlm.toml is ignored (a multi-minute, network-using build the
+    user did not ask for); trusted, it applies."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "rlm.toml").write_text('[sandbox.docker]\nbuild_missing = "always"\n')
+    host = rlm_plugin_host(PLUGIN)
+    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=project, host=host)
+    assert loaded.component("sandbox", "docker").build_missing == "ask"
+    assert [item.key for item in loaded.ignored] == ["sandbox.docker.build_missing"]
+    trusted = load_settings(environ={"HOME": str(tmp_path)}, cwd=project, host=host, trust=True)
+    assert trusted.component("sandbox", "docker").build_missing == "always"
+
+
+def test_which_images_a_build_can_make():
+    from rlm_sandbox_docker.provision import buildable
+
+    assert buildable("rlm-sandbox:py3") and buildable("rlm-sandbox:mine") and buildable("rlm-sandbox")
+    assert not buildable("python:3.12-slim") and not buildable("registry:5000/rlm-sandbox:py3")
+    assert not buildable("rlm-sandbox:py-0123456789")  # a derived tag named without its packages
+    assert buildable("rlm-sandbox:py-0123456789", ("pytest",))
+
+
+def test_the_question_names_the_image_its_packages_and_the_time():
+    from rlm_sandbox_docker.provision import question
+
+    assert question("rlm-sandbox:py3", (), False) == (
+        "The Docker sandbox image rlm-sandbox:py3 is missing. Build it now (about 1 minute)?")
+    assert question("rlm-sandbox:py-aa", ("pytest", "dspy"), True) == (
+        "The Docker sandbox image rlm-sandbox:py-aa (with dspy, pytest) is missing. Build it now, after its base "
+        "rlm-sandbox:py3 (about 2 minutes)?")
+
+
+def test_nobody_is_asked_outside_the_main_thread_or_a_terminal():
+    from rlm_sandbox_docker import build_view
+
+    assert build_view.attended() is False  # pytest: stdin is not a terminal
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(build_view.attended()))
+    thread.start()
+    thread.join()
+    assert seen == [False]
+
+
+def test_the_lock_folder_is_private_and_a_foreign_one_is_refused(tmp_path, monkeypatch):
+    from rlm_sandbox_docker.engine import DockerSandboxError
+    from rlm_sandbox_docker.provision import image_lock, lock_folder
+
+    folder = lock_folder()
+    assert folder == tmp_path / "cache" / "rlm" / "docker-image-locks"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    with image_lock("unix:///x.sock", "rlm-sandbox:py3"):
+        (lock,) = folder.iterdir()
+        assert lock.name.startswith("rlm-sandbox_py3-") and lock.stat().st_mode & 0o777 == 0o600
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "linked"))
+    (tmp_path / "linked" / "rlm").mkdir(parents=True)
+    (tmp_path / "linked" / "rlm" / "docker-image-locks").symlink_to(elsewhere)
+    with pytest.raises(DockerSandboxError, match="is not a folder of yours"):
+        lock_folder()
+
+
+def test_the_lock_lets_one_thread_build_at_a_time(capsys):
+    from rlm_sandbox_docker.provision import image_lock
+
+    inside, overlaps = [], []
+
+    def build() -> None:
+        with image_lock("unix:///x.sock", "rlm-sandbox:py3"):
+            overlaps.append(len(inside))
+            inside.append(1)
+            time.sleep(0.3)
+            inside.pop()
+
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == [0, 0]
+    assert "waiting for the build of rlm-sandbox:py3 under way in another rlm session" in capsys.readouterr().err
+
+
+def test_the_progress_lines_name_each_phase_and_the_time(capsys):
+    from rlm_sandbox_docker.build_view import BuildView
+
+    view = BuildView("rlm-sandbox:py3", 4, live=False)
+    for name in ("debootstrap", "trimming"):
+        view.phase(name)
+    view.failed("was interrupted")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "building the Docker sandbox image rlm-sandbox:py3…"
+    assert lines[1] == "  debootstrap (1/4) · 0:00 elapsed" and lines[2] == "  trimming (2/4) · 0:00 elapsed"
+    assert lines[3].startswith("✗ building rlm-sandbox:py3 was interrupted during trimming, after 0.")
+
+
+# ------------------------------------------------------------------------------------------- the real engine
+
+
+class FakeBuilds:
+    """``image.build_image`` replaced by a retag of the suite's base image: the phases, then the tag in the real
+    engine (or ``fail``: an exception raised after the temporary tag was made)."""
+
+    def __init__(self, client, delay: float = 0.05) -> None:
+        self.client, self.delay = client, delay
+        self.calls: list[str] = []
+        self.fail: BaseException | None = None
+
+    def __call__(self, tag, *, base_url=None, log=print, phase=None, **options):
+        from rlm_sandbox_docker import DEFAULT_IMAGE
+        from rlm_sandbox_docker.image import BASE_PHASES
+
+        self.calls.append(tag)
+        for name in BASE_PHASES:
+            phase(name)
+            time.sleep(self.delay)
+        repository, _, version = tag.rpartition(":")
+        self.client.images.get(DEFAULT_IMAGE).tag(repository, version)
+        if self.fail is not None:
+            raise self.fail
+        return {"tag": tag, "built": True, "seconds": 0.1, "size_mb": 117}
+
+
+@pytest.fixture
+def missing_tag(docker_engine, docker_client):
+    """A tag of the rlm-sandbox repository that does not exist (removed again after the test)."""
+    tag = f"rlm-sandbox:test-{uuid.uuid4().hex[:8]}"
+    yield tag
+    for image in docker_client.images.list("rlm-sandbox"):
+        for name in image.tags:
+            if name == tag or name.startswith("rlm-sandbox:building-"):
+                docker_client.images.remove(name)
+
+
+@pytest.fixture
+def fake_builds(docker_client, monkeypatch):
+    from rlm_sandbox_docker import image
+
+    fake = FakeBuilds(docker_client)
+    monkeypatch.setattr(image, "build_image", fake)
+    return fake
+
+
+def tags(client) -> set[str]:
+    return {name for image in client.images.list("rlm-sandbox") for name in image.tags}
+
+
+@pytest.mark.slow
+def test_never_keeps_the_error_and_its_exit_code(missing_tag, fake_builds, rlm_cli, rlm_script, rlm_isolated,
+                                                 monkeypatch):  # fmt: skip
+    """A run needing a missing image is refused before any model call, with the command (exit 2); so is one
+    with ``ask`` where nobody can answer. Nothing is built."""
+    from rlm_sandbox_docker import build_view
+
+    monkeypatch.setattr(build_view, "attended", lambda: False)  # as without a terminal (even under pytest -s)
+    model = rlm_script(["FINAL(1)"])
+    for policy in ("never", "ask"):
+        (rlm_isolated.work / "c.toml").write_text(f'[sandbox.docker]\nimage = "{missing_tag}"\n'
+                                                  f'build_missing = "{policy}"\n')  # fmt: skip
+        done = rlm_cli("--config", "c.toml", "run", "q", "--model", model, "--sandbox", "docker", plugins=PLUGIN)
+        assert done.code == 2, done.err
+        assert (f"error: the docker sandbox is not ready: image {missing_tag} (the docker sandbox's image) is "
+                f"missing: run `rlm sandbox build-image --tag {missing_tag}`") in done.err
+        assert 'hint: or set [sandbox.docker] build_missing = "always"' in done.err
+    assert fake_builds.calls == []
+
+
+@pytest.mark.slow
+def test_always_builds_with_progress_and_the_run_goes_on(missing_tag, fake_builds, docker_client, rlm_cli,
+                                                         rlm_script, rlm_isolated):  # fmt: skip
+    (rlm_isolated.work / "c.toml").write_text(f'[sandbox.docker]\nimage = "{missing_tag}"\n'
+                                              'build_missing = "always"\n')  # fmt: skip
+    model = rlm_script(["```repl\nprint(6 * 7)\n```", "FINAL(42)"])
+    done = rlm_cli("--config", "c.toml", "run", "q", "--model", model, "--sandbox", "docker", plugins=PLUGIN)
+    assert done.code == 0, done.err
+    assert done.out.strip().splitlines()[0] == "42"
+    assert f"building the Docker sandbox image {missing_tag}…\n  debootstrap (1/4) · 0:00 elapsed\n" in done.err
+    assert "  importing (4/4) · " in done.err and f"✓ built {missing_tag} in " in done.err
+    assert len(fake_builds.calls) == 1 and fake_builds.calls[0].startswith("rlm-sandbox:building-")
+    assert missing_tag in tags(docker_client)
+    assert not any(t.startswith("rlm-sandbox:building-") for t in tags(docker_client))  # the temporary tag
+
+
+@pytest.mark.slow
+def test_two_sessions_build_the_image_once(missing_tag, fake_builds, capsys):
+    from rlm_sandbox_docker.runtime import DockerSandbox
+
+    fake_builds.delay = 0.4  # the second session finds the lock taken
+    outputs, errors = [], []
+
+    def run() -> None:
+        session = DockerSandbox(settings(image=missing_tag, build_missing="always"))
+        try:
+            outputs.append(session.execute("print(6 * 7)").stdout)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            session.shutdown()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and outputs == ["42\n", "42\n"]
+    assert len(fake_builds.calls) == 1
+    assert f"waiting for the build of {missing_tag} under way in another rlm session" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ask_is_asked_once_and_no_keeps_the_error(missing_tag, fake_builds, monkeypatch):
+    from rlm_sandbox_docker import build_view
+    from rlm_sandbox_docker.engine import DockerSandboxError
+    from rlm_sandbox_docker.runtime import DockerSandbox
+
+    asked: list[str] = []
+    monkeypatch.setattr(build_view, "attended", lambda: True)
+    monkeypatch.setattr(build_view, "ask", lambda question: asked.append(question) or False)
+    for _ in range(2):
+        session = DockerSandbox(settings(image=missing_tag))
+        with pytest.raises(DockerSandboxError, match=rf"image {missing_tag} not found: run `rlm sandbox "
+                                                     rf"build-image --tag {missing_tag}`"):
+            session.start()
+        session.shutdown()
+    assert asked == [f"The Docker sandbox image {missing_tag} is missing. Build it now (about 1 minute)?"]
+    assert fake_builds.calls == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failure", ["interrupted", "failed"])
+def test_a_failed_or_interrupted_build_leaves_no_tag(missing_tag, fake_builds, docker_client, failure):
+    from rlm_sandbox_docker.engine import DockerSandboxError
+    from rlm_sandbox_docker.runtime import DockerSandbox
+
+    fake_builds.fail = (KeyboardInterrupt() if failure == "interrupted"
+                        else DockerSandboxError("debootstrap failed (exit code 1):\nE: no network"))  # fmt: skip
+    session = DockerSandbox(settings(image=missing_tag, build_missing="always"))
+    with pytest.raises(DockerSandboxError) as raised:
+        session.start()
+    session.shutdown()
+    how = f"run `rlm sandbox build-image --tag {missing_tag}`"
+    expected = {"interrupted": f"building the sandbox image {missing_tag} was interrupted: {how}",
+                "failed": f"building the sandbox image {missing_tag} failed: debootstrap failed (exit code 1):\n"
+                          f"E: no network\n{how}"}[failure]  # fmt: skip
+    assert str(raised.value) == expected
+    assert not {missing_tag, *fake_builds.calls} & tags(docker_client)
+
+
+@pytest.mark.slow
+def test_a_missing_with_image_is_really_built_when_always(docker_engine, docker_client, tmp_path):
+    """The real ``--with`` build (pip on the host, a container compiling, an import) of a one-wheel package."""
+    from rlm_sandbox_docker.engine import DockerSandboxError, derived_tag
+    from rlm_sandbox_docker.runtime import create
+
+    tag = derived_tag(["iniconfig"])
+    if tag in tags(docker_client):
+        docker_client.images.remove(tag)
+    session = create({"build_missing": "always"}, SandboxServices(packages=("iniconfig",)))
+    try:
+        started = time.monotonic()
+        try:
+            ran = session.execute("import iniconfig\nprint(iniconfig.__name__)")
+        except DockerSandboxError as exc:
+            if "pip could not install" in str(exc) and not REQUIRED:
+                pytest.skip(f"no package index reachable: {exc}")
+            raise
+        assert ran.error is None and ran.stdout == "iniconfig\n"
+        assert time.monotonic() - started < 60
+        labels = docker_client.images.get(tag).labels
+        assert json.loads(labels["org.rlm.sandbox-packages"]) == ["iniconfig"]
+    finally:
+        session.shutdown()
+        if tag in tags(docker_client):
+            docker_client.images.remove(tag)
+
+
+ASK_SCRIPT = """
+import sys, time
+from rlm_sandbox_docker import image
+from rlm_sandbox_docker.engine import connect
+from rlm_sandbox_docker.runtime import DockerSandbox
+from rlm_sandbox_docker.settings import DockerSettings
+
+def build_image(tag, *, base_url=None, log=print, phase=None, **options):
+    for name in image.BASE_PHASES:
+        phase(name)
+        time.sleep(0.2)
+    connect(base_url, cached=False).images.get("rlm-sandbox:py3").tag(*tag.rsplit(":", 1))
+    return {"tag": tag, "built": True, "seconds": 0.8, "size_mb": 117}
+
+image.build_image = build_image
+session = DockerSandbox(DockerSettings(image=sys.argv[1]))
+try:
+    print("ran:", session.execute("print(6 * 7)").stdout.strip())
+except Exception as exc:
+    print("error:", exc)
+finally:
+    session.shutdown()
+"""
+
+
+def on_a_terminal(argv: list[str], answer: str, env: dict[str, str]) -> tuple[str, int]:
+    """Run ``argv`` with stdin, stdout and stderr on a pseudo-terminal; type ``answer`` at the question."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    out, answered, deadline = b"", False, time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            if not answered and b"[y/N] " in out:
+                os.write(master, answer.encode() + b"\n")
+                answered = True
+            if proc.poll() is not None and not ready:
+                break
+        return out.decode("utf-8", "replace"), proc.wait(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_ask_on_a_terminal(missing_tag, docker_client, tmp_path, answer):
+    """The question on a real pseudo-terminal: yes builds (with the live status line and a ✓ per phase) and the
+    session runs; no (or Enter) keeps the error naming the command."""
+    script = tmp_path / "ask.py"
+    script.write_text(ASK_SCRIPT)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TERM": "xterm", "COLUMNS": "120"}
+    out, code = on_a_terminal([sys.executable, str(script), missing_tag], answer, env)
+    assert code == 0, out
+    assert f"The Docker sandbox image {missing_tag} is missing. Build it now (about 1 minute)? [y/N] " in out
+    if answer == "y":
+        assert "✓ debootstrap" in out and "✓ importing" in out and f"✓ built {missing_tag} in " in out
+        assert f"building {missing_tag} · packing (3/4) · 0:0" in out  # the live line
+        assert "ran: 42" in out and missing_tag in tags(docker_client)
+    else:
+        assert f"error: image {missing_tag} not found: run `rlm sandbox build-image --tag {missing_tag}`" in out
+        assert missing_tag not in tags(docker_client)
+
+
+# ------------------------------------------------------------------------------------------------ the doctor
+
+ENV_HOOKS = '''
+from rlm_host import EnvironmentSpec, hookimpl
+
+
+@hookimpl
+def rlm_register_environments():
+    return [EnvironmentSpec("pkgs_env", "needs a package in its sandbox", "rlm_provision_env:Nothing",
+                            sandbox_packages=("rlm-never-built-probe==0.0",))]
+'''
+
+
+@pytest.mark.slow
+def test_the_doctor_names_the_missing_image_its_environment_and_the_command(docker_engine, rlm_cli, rlm_isolated,
+                                                                            tmp_path, monkeypatch):  # fmt: skip
+    from rlm_sandbox_docker.engine import derived_tag
+
+    (tmp_path / "rlm_provision_env.py").write_text(ENV_HOOKS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RLM_PLUGIN_MODULES", "rlm_provision_env")
+    tag = derived_tag(["rlm-never-built-probe==0.0"])
+    config = rlm_isolated.work / "c.toml"
+
+    def doctor(text: str) -> tuple[dict, str, int]:
+        config.write_text('[run]\nsandbox = "docker"\nenvironment = "pkgs_env"\n' + text)
+        rows = {r["name"]: r for r in json.loads(rlm_cli("--config", "c.toml", "plugins", "doctor", "--json",
+                                                         plugins=PLUGIN).out)["checks"]}  # fmt: skip
+        shown = rlm_cli("--config", "c.toml", "plugins", "doctor", plugins=PLUGIN)
+        return rows, shown.out, shown.code
+
+    rows, out, code = doctor("")
+    image = rows["docker-image"]
+    assert not image["ok"] and image["required"] and code == 1
+    line = (f"image {tag} (with rlm-never-built-probe==0.0) for the pkgs_env environment's docker sandbox is "
+            "missing: run `rlm sandbox build-image --with rlm-never-built-probe==0.0`")
+    assert image["detail"].startswith(line)
+    assert image["hint"] == 'or set [sandbox.docker] build_missing = "always" to build it when a run needs it'
+    assert [text for text in out.splitlines() if tag in text] == [f"FAIL check        docker-image         {line} "
+                                                                  f"(a run on a terminal offers to build it)  "
+                                                                  f"({PLUGIN})"]  # fmt: skip
+    assert rows["docker"]["ok"] and rows["docker-engine"]["ok"]
+    rows, out, code = doctor('[sandbox.docker]\nbuild_missing = "always"\n')
+    assert rows["docker-image"]["ok"] and code == 0
+    assert rows["docker-image"]["detail"].endswith('is missing: built when a run needs it (build_missing = "always")')
+    # the configured base image missing: one line, the sandbox's, with the command
+    rows, out, code = doctor('[sandbox.docker]\nimage = "rlm-sandbox:test-nothing"\nbuild_missing = "never"\n')
+    assert [text for text in out.splitlines() if "rlm-sandbox:test-nothing" in text] == [
+        "FAIL sandbox      docker               image rlm-sandbox:test-nothing (the docker sandbox's image) is "
+        f"missing: run `rlm sandbox build-image --tag rlm-sandbox:test-nothing`  ({PLUGIN})"]
+    assert rows["docker-image"]["ok"]  # said once, by the sandbox's row
+
+
+def test_the_doctor_leaves_an_engine_that_is_down_to_its_own_line(tmp_path, monkeypatch, rlm_cli):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
+    rows = {r["name"]: r for r in json.loads(rlm_cli("plugins", "doctor", "--json", plugins=PLUGIN).out)["checks"]}
+    assert not rows["docker-engine"]["ok"] and "cannot reach the Docker engine" in rows["docker-engine"]["detail"]
+    assert rows["docker-image"]["ok"] and rows["docker-image"]["detail"].startswith("not checked: the Docker engine")
