@@ -209,6 +209,7 @@ def test_missing_image_names_the_fix(docker_engine):
     from rlm_sandbox_docker.settings import DockerSettings
 
     session = DockerSandbox(DockerSettings(image="rlm-no-such-image:1"))
-    with pytest.raises(DockerSandboxError, match=r"image rlm-no-such-image:1 not found: run `rlm sandbox build-image`"):
+    with pytest.raises(DockerSandboxError, match=r"image rlm-no-such-image:1 not found: run `rlm sandbox build-image "
+                                                 r"--tag rlm-no-such-image:1` \(or `docker pull"):
         session.start()
     session.shutdown()

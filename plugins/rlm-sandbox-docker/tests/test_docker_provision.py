@@ -155,6 +155,29 @@ def test_the_progress_lines_name_each_phase_and_the_time(capsys):
     assert lines[3].startswith("✗ building rlm-sandbox:py3 was interrupted during trimming, after 0.")
 
 
+def test_the_run_spinner_is_paused_while_asking_and_building():
+    """``rlm run``'s spinner is a rich Live redirecting stderr: stopped for the question and the build (stderr is
+    the terminal again), started again after."""
+    import io
+
+    from rich.console import Console
+    from rich.live import Live
+
+    from rlm_sandbox_docker import build_view
+
+    live = Live("⠋ step 1", console=Console(file=io.StringIO(), force_terminal=True), redirect_stderr=True,
+                auto_refresh=False, transient=True)  # fmt: skip
+    live.start()
+    try:
+        proxy = sys.stderr
+        assert type(proxy).__name__ == "FileProxy"
+        with build_view.paused_live_view():
+            assert not live.is_started and sys.stderr is not proxy
+        assert live.is_started and type(sys.stderr).__name__ == "FileProxy"
+    finally:
+        live.stop()
+
+
 # ------------------------------------------------------------------------------------------- the real engine
 
 

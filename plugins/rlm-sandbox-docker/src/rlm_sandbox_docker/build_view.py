@@ -18,10 +18,14 @@ from typing import Any
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
 def attended() -> bool:
     """Whether a person can answer a question here: stdin and stderr are terminals and this is the main thread
     (a benchmark's cases run in worker threads, or in worker processes whose stdin is /dev/null)."""
-    if threading.current_thread() is not threading.main_thread():
+    if not _main_thread():
         return False
     try:
         return sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
@@ -39,8 +43,9 @@ def _live_display() -> Any:
 
 @contextmanager
 def paused_live_view() -> Iterator[None]:
-    """Stop the spinner of ``rlm run`` (if one is drawing) while the body runs; start it again after."""
-    live = _live_display()
+    """Stop the spinner of ``rlm run`` (if one is drawing) while the body runs; start it again after. Only from
+    the main thread: a worker thread's build (a benchmark case) prints plain lines, which show above it."""
+    live = _live_display() if _main_thread() else None
     if live is not None:
         try:
             live.stop()
@@ -74,9 +79,9 @@ def say(message: str) -> None:
 class BuildView:
     """The progress of one build: ``phase(name)`` as each step begins, ``done(detail)`` or ``failed()`` at the end.
 
-    ``phases`` is how many steps to expect (for "2/4"). On a terminal (``live=True``) a status line shows the
-    image, the step, its number and the elapsed time, refreshed 8 times a second by rich; otherwise each step is
-    a plain line with the time elapsed so far."""
+    ``phases`` is how many steps to expect (for "2/4"). On a terminal, from the main thread (or ``live=True``), a
+    status line shows the image, the step, its number and the elapsed time, refreshed 8 times a second by rich;
+    otherwise each step is a plain line with the time elapsed so far."""
 
     def __init__(self, image: str, phases: int, *, live: bool | None = None) -> None:
         self.image, self.phases = image, phases
@@ -85,7 +90,7 @@ class BuildView:
         self.number = 0
         self.live: Any = None
         self.console: Any = None
-        if sys.stderr.isatty() if live is None else live:
+        if (sys.stderr.isatty() and _main_thread()) if live is None else live:
             from rich.console import Console
             from rich.live import Live
 
