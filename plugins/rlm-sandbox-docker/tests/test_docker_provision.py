@@ -81,6 +81,29 @@ def test_which_images_a_build_can_make():
     assert buildable("rlm-sandbox:py-0123456789", ("pytest",))
 
 
+def test_a_session_builds_only_what_the_policy_a_person_and_this_process_allow(monkeypatch):
+    from rlm_sandbox_docker import build_view, provision
+
+    monkeypatch.setattr(provision, "base_problem", lambda: "")
+    monkeypatch.setattr(build_view, "attended", lambda: False)
+    assert provision.on_demand(settings(build_missing="always"))
+    assert not provision.on_demand(settings(build_missing="ask")) and not provision.on_demand(settings())
+    assert not provision.on_demand(settings(build_missing="never"))
+    assert not provision.on_demand(settings(build_missing="always", image="python:3.12-slim"))
+    monkeypatch.setattr(build_view, "attended", lambda: True)
+    assert provision.on_demand(settings(build_missing="ask"))
+    monkeypatch.setattr(provision, "base_problem", lambda: "building the base image needs root")
+    assert not provision.on_demand(settings(build_missing="always"))
+
+
+def test_a_base_image_needs_root(monkeypatch):
+    from rlm_sandbox_docker import provision
+
+    monkeypatch.setattr(provision.os, "geteuid", lambda: 1000)
+    assert provision.base_problem() == ("building the base image needs root (debootstrap): run `sudo rlm sandbox "
+                                        "build-image`")
+
+
 def test_the_question_names_the_image_its_packages_and_the_time():
     from rlm_sandbox_docker.provision import question
 

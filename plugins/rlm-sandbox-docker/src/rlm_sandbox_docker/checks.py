@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rlm_sandbox_docker.settings import DockerSettings
 
 CHECK_TIMEOUT = 5  # seconds: a readiness check must not hang the doctor
+ALWAYS = 'build_missing = "always"'
 
 
 def _effective(settings: DockerSettings | None) -> DockerSettings:
@@ -54,7 +55,7 @@ def sandbox_ready(settings: DockerSettings | None = None) -> Readiness:
     if not engine.ok:
         return engine
     from rlm_sandbox_docker.engine import DockerSandboxError, connect, require_image
-    from rlm_sandbox_docker.provision import on_demand
+    from rlm_sandbox_docker.provision import base_problem, buildable, on_demand
 
     settings = _effective(settings)
     try:
@@ -69,20 +70,16 @@ def sandbox_ready(settings: DockerSettings | None = None) -> Readiness:
         if not exc.problem.endswith("not found"):
             return Readiness(False, exc.problem, exc.hint or BUILD_HINT)
         how = exc.hint or BUILD_HINT
-        return Readiness(False, f"image {settings.image} (the docker sandbox's image) is missing: {how}",
-                         _or_always(settings))
+        hint = (_or_always(base_problem()) if buildable(settings.image) else
+                "build_missing builds only tags of the rlm-sandbox repository: pull or build this image yourself")
+        return Readiness(False, f"image {settings.image} (the docker sandbox's image) is missing: {how}", hint)
     return Readiness(True, f"{engine.detail}; image {settings.image} present")
 
 
-ALWAYS = 'build_missing = "always"'
-
-
-def _or_always(settings: DockerSettings, problem: str = "") -> str:
-    """The hint beside a missing image: what ``build_missing`` would do, or why it cannot build here."""
+def _or_always(problem: str = "") -> str:
+    """The hint beside a missing image: that ``build_missing`` would build it, or why it cannot here."""
     if problem:
-        return f"it cannot be built on demand here: {problem}"
-    if settings.build_missing == "always":
-        return "build_missing = \"always\" builds only images of the rlm-sandbox repository"
+        return f"build_missing cannot build it here: {problem}"
     return f"or set [sandbox.docker] {ALWAYS} to build it when a run needs it"
 
 
@@ -130,7 +127,7 @@ def images_ready(loaded: Any = None) -> Readiness:
         return Readiness(True, f"image {image}{base}{used} is missing: built when a run needs it ({ALWAYS})")
     note = " (a run on a terminal offers to build it)" if settings.build_missing == "ask" and not problem else ""
     return Readiness(False, f"image {image}{base}{used} is missing: run `{command}`{note}",
-                     _or_always(settings, problem))
+                     _or_always(problem))
 
 
 def _configured(loaded: Any) -> tuple[DockerSettings, str, tuple[str, ...]]:

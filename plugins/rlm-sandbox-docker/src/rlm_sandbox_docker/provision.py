@@ -71,6 +71,8 @@ def provide_image(client: Any, image: str, packages: Any, settings: Any, address
         return require_image(client, image, packages)
     except DockerSandboxError as missing:
         policy = settings.build_missing
+        if not missing.problem.endswith(" not found"):  # the engine refused the lookup: nothing to build
+            raise
         if policy == "never" or not buildable(image, packages) or image in _declined:
             raise
         if policy == "ask" and not build_view.attended():
