@@ -315,6 +315,23 @@ def test_two_sessions_build_the_image_once(missing_tag, fake_builds, capsys):
 
 
 @pytest.mark.slow
+def test_two_processes_build_the_image_once(missing_tag, docker_client, tmp_path):
+    """As the worker processes of ``rlm bench run --processes 2`` would: one builds, the other waits for the
+    lock, finds the image and runs."""
+    script = tmp_path / "session.py"
+    script.write_text(SESSION_SCRIPT)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PHASE_SECONDS": "0.75"}  # 3 s: both start
+    argv = [sys.executable, str(script), missing_tag, "always", str(tmp_path / "builds")]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]  # fmt: skip
+    outputs = [proc.communicate(timeout=120)[0] for proc in procs]
+    assert all("ran: 42" in out for out in outputs), outputs
+    assert len((tmp_path / "builds").read_text().splitlines()) == 1
+    assert sum(f"waiting for the build of {missing_tag}" in out for out in outputs) == 1, outputs
+    assert missing_tag in tags(docker_client)
+
+
+@pytest.mark.slow
 def test_ask_is_asked_once_and_no_keeps_the_error(missing_tag, fake_builds, monkeypatch):
     from rlm_sandbox_docker import build_view
     from rlm_sandbox_docker.engine import DockerSandboxError
@@ -381,22 +398,25 @@ def test_a_missing_with_image_is_really_built_when_always(docker_engine, docker_
             docker_client.images.remove(tag)
 
 
-ASK_SCRIPT = """
-import sys, time
+SESSION_SCRIPT = """
+# a session of argv[1] with build_missing = argv[2]; the base build is a retag, noted in the file argv[3]
+import os, sys, time
 from rlm_sandbox_docker import image
 from rlm_sandbox_docker.engine import connect
 from rlm_sandbox_docker.runtime import DockerSandbox
 from rlm_sandbox_docker.settings import DockerSettings
 
 def build_image(tag, *, base_url=None, log=print, phase=None, **options):
+    with open(sys.argv[3], "a") as builds:
+        builds.write(tag + "\\n")
     for name in image.BASE_PHASES:
         phase(name)
-        time.sleep(0.2)
+        time.sleep(float(os.environ.get("PHASE_SECONDS", "0.2")))
     connect(base_url, cached=False).images.get("rlm-sandbox:py3").tag(*tag.rsplit(":", 1))
     return {"tag": tag, "built": True, "seconds": 0.8, "size_mb": 117}
 
 image.build_image = build_image
-session = DockerSandbox(DockerSettings(image=sys.argv[1]))
+session = DockerSandbox(DockerSettings(image=sys.argv[1], build_missing=sys.argv[2]))
 try:
     print("ran:", session.execute("print(6 * 7)").stdout.strip())
 except Exception as exc:
@@ -440,10 +460,11 @@ def on_a_terminal(argv: list[str], answer: str, env: dict[str, str]) -> tuple[st
 def test_ask_on_a_terminal(missing_tag, docker_client, tmp_path, answer):
     """The question on a real pseudo-terminal: yes builds (with the live status line and a ✓ per phase) and the
     session runs; no (or Enter) keeps the error naming the command."""
-    script = tmp_path / "ask.py"
-    script.write_text(ASK_SCRIPT)
+    script = tmp_path / "session.py"
+    script.write_text(SESSION_SCRIPT)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TERM": "xterm", "COLUMNS": "120"}
-    out, code = on_a_terminal([sys.executable, str(script), missing_tag], answer, env)
+    out, code = on_a_terminal([sys.executable, str(script), missing_tag, "ask", str(tmp_path / "builds")], answer,
+                              env)  # fmt: skip
     assert code == 0, out
     assert f"The Docker sandbox image {missing_tag} is missing. Build it now (about 1 minute)? [y/N] " in out
     if answer == "y":
