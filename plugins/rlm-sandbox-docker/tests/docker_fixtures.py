@@ -8,13 +8,15 @@ host's suites and other plugins' tests — is ``rlm_host.testing``'s ``docker_en
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from rlm_host.sdk.sandbox import SandboxLimits
 from rlm_host.testing import docker_engine, prepare_engine, prepare_image, release_engine
 
-__all__ = ["containers_of", "docker_client", "docker_engine", "limits", "prepare_engine", "prepare_image",
-           "release_engine", "sandbox"]  # fmt: skip
+__all__ = ["containers_of", "docker_client", "docker_engine", "limits", "missing_tag", "prepare_engine",
+           "prepare_image", "private_cache", "release_engine", "sandbox", "sandbox_tags"]  # fmt: skip
 
 
 @pytest.fixture
@@ -48,3 +50,28 @@ def containers_of(docker_client):
         return docker_client.containers.list(all=True, filters={"label": f"rlm.session={session.session_id}"})
 
     return find
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """Image-build locks in this test's own cache folder, and no answer remembered from another test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from rlm_sandbox_docker import provision
+
+    monkeypatch.setattr(provision, "_declined", set())
+
+
+def sandbox_tags(client) -> set[str]:
+    """Every tag of the rlm-sandbox repository in the engine."""
+    return {name for image in client.images.list("rlm-sandbox") for name in image.tags}
+
+
+@pytest.fixture
+def missing_tag(docker_engine, docker_client):
+    """A tag of the rlm-sandbox repository that does not exist; removed after the test, with any temporary tag
+    an on-demand build left."""
+    tag = f"rlm-sandbox:test-{uuid.uuid4().hex[:8]}"
+    yield tag
+    for name in sandbox_tags(docker_client):
+        if name == tag or name.startswith("rlm-sandbox:building-"):
+            docker_client.images.remove(name)

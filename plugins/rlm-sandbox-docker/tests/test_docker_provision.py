@@ -1,42 +1,31 @@
-"""A missing sandbox image built when a run needs it (``[sandbox.docker] build_missing``), and the doctor's line
-naming a missing image.
+"""A missing sandbox image built when a run needs it (``[sandbox.docker] build_missing``), in this process.
 
 Fast tests need no engine (the setting, which images can be built, the question, the lock, the progress lines,
-a cloned project's setting ignored). The slow ones use the real engine; a base build is replaced at the seam
-(``rlm_sandbox_docker.image.build_image``) by a retag of the suite's image — real tags in the real engine, no
-debootstrap — and one real ``--with`` build (pip + import, ≈ 4 s) runs end to end.
+the spinner paused, a cloned project's setting ignored). The slow ones use the real engine; a base build is
+replaced at the seam (``rlm_sandbox_docker.image.build_image``) by a retag of the suite's image — real tags in
+the real engine, no debootstrap — and one real ``--with`` build (pip + import, ≈ 4 s) runs end to end. Other
+processes and a terminal: ``test_docker_provision_terminal.py``; the doctor: ``test_docker_image_doctor.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pty
-import select
-import subprocess
 import sys
 import threading
 import time
-import uuid
 
 import pytest
 
 from rlm_host import SandboxServices
 from rlm_host.sdk.embedding import load_settings
 
-from docker_fixtures import docker_client, docker_engine  # noqa: F401 (fixtures)
+from docker_fixtures import docker_client, docker_engine, missing_tag, private_cache, sandbox_tags  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 PLUGIN = "rlm-sandbox-docker"
 REQUIRED = os.environ.get("RLM_REQUIRE_DOCKER") == "1"
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    """The build locks go to this test's own cache folder."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    from rlm_sandbox_docker import provision
-
-    monkeypatch.setattr(provision, "_declined", set())
 
 
 def settings(**values):
@@ -229,27 +218,12 @@ class FakeBuilds:
 
 
 @pytest.fixture
-def missing_tag(docker_engine, docker_client):
-    """A tag of the rlm-sandbox repository that does not exist (removed again after the test)."""
-    tag = f"rlm-sandbox:test-{uuid.uuid4().hex[:8]}"
-    yield tag
-    for image in docker_client.images.list("rlm-sandbox"):
-        for name in image.tags:
-            if name == tag or name.startswith("rlm-sandbox:building-"):
-                docker_client.images.remove(name)
-
-
-@pytest.fixture
 def fake_builds(docker_client, monkeypatch):
     from rlm_sandbox_docker import image
 
     fake = FakeBuilds(docker_client)
     monkeypatch.setattr(image, "build_image", fake)
     return fake
-
-
-def tags(client) -> set[str]:
-    return {name for image in client.images.list("rlm-sandbox") for name in image.tags}
 
 
 @pytest.mark.slow
@@ -284,8 +258,8 @@ def test_always_builds_with_progress_and_the_run_goes_on(missing_tag, fake_build
     assert f"building the Docker sandbox image {missing_tag}…\n  debootstrap (1/4) · 0:00 elapsed\n" in done.err
     assert "  importing (4/4) · " in done.err and f"✓ built {missing_tag} in " in done.err
     assert len(fake_builds.calls) == 1 and fake_builds.calls[0].startswith("rlm-sandbox:building-")
-    assert missing_tag in tags(docker_client)
-    assert not any(t.startswith("rlm-sandbox:building-") for t in tags(docker_client))  # the temporary tag
+    assert missing_tag in sandbox_tags(docker_client)
+    assert not any(t.startswith("rlm-sandbox:building-") for t in sandbox_tags(docker_client))  # the temporary tag
 
 
 @pytest.mark.slow
@@ -312,23 +286,6 @@ def test_two_sessions_build_the_image_once(missing_tag, fake_builds, capsys):
     assert errors == [] and outputs == ["42\n", "42\n"]
     assert len(fake_builds.calls) == 1
     assert f"waiting for the build of {missing_tag} under way in another rlm session" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_two_processes_build_the_image_once(missing_tag, docker_client, tmp_path):
-    """As the worker processes of ``rlm bench run --processes 2`` would: one builds, the other waits for the
-    lock, finds the image and runs."""
-    script = tmp_path / "session.py"
-    script.write_text(SESSION_SCRIPT)
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PHASE_SECONDS": "0.75"}  # 3 s: both start
-    argv = [sys.executable, str(script), missing_tag, "always", str(tmp_path / "builds")]
-    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for _ in range(2)]  # fmt: skip
-    outputs = [proc.communicate(timeout=120)[0] for proc in procs]
-    assert all("ran: 42" in out for out in outputs), outputs
-    assert len((tmp_path / "builds").read_text().splitlines()) == 1
-    assert sum(f"waiting for the build of {missing_tag}" in out for out in outputs) == 1, outputs
-    assert missing_tag in tags(docker_client)
 
 
 @pytest.mark.slow
@@ -367,7 +324,7 @@ def test_a_failed_or_interrupted_build_leaves_no_tag(missing_tag, fake_builds, d
                 "failed": f"building the sandbox image {missing_tag} failed: debootstrap failed (exit code 1):\n"
                           f"E: no network\n{how}"}[failure]  # fmt: skip
     assert str(raised.value) == expected
-    assert not {missing_tag, *fake_builds.calls} & tags(docker_client)
+    assert not {missing_tag, *fake_builds.calls} & sandbox_tags(docker_client)
 
 
 @pytest.mark.slow
@@ -377,7 +334,7 @@ def test_a_missing_with_image_is_really_built_when_always(docker_engine, docker_
     from rlm_sandbox_docker.runtime import create
 
     tag = derived_tag(["iniconfig"])
-    if tag in tags(docker_client):
+    if tag in sandbox_tags(docker_client):
         docker_client.images.remove(tag)
     session = create({"build_missing": "always"}, SandboxServices(packages=("iniconfig",)))
     try:
@@ -394,143 +351,5 @@ def test_a_missing_with_image_is_really_built_when_always(docker_engine, docker_
         assert json.loads(labels["org.rlm.sandbox-packages"]) == ["iniconfig"]
     finally:
         session.shutdown()
-        if tag in tags(docker_client):
+        if tag in sandbox_tags(docker_client):
             docker_client.images.remove(tag)
-
-
-SESSION_SCRIPT = """
-# a session of argv[1] with build_missing = argv[2]; the base build is a retag, noted in the file argv[3]
-import os, sys, time
-from rlm_sandbox_docker import image
-from rlm_sandbox_docker.engine import connect
-from rlm_sandbox_docker.runtime import DockerSandbox
-from rlm_sandbox_docker.settings import DockerSettings
-
-def build_image(tag, *, base_url=None, log=print, phase=None, **options):
-    with open(sys.argv[3], "a") as builds:
-        builds.write(tag + "\\n")
-    for name in image.BASE_PHASES:
-        phase(name)
-        time.sleep(float(os.environ.get("PHASE_SECONDS", "0.2")))
-    connect(base_url, cached=False).images.get("rlm-sandbox:py3").tag(*tag.rsplit(":", 1))
-    return {"tag": tag, "built": True, "seconds": 0.8, "size_mb": 117}
-
-image.build_image = build_image
-session = DockerSandbox(DockerSettings(image=sys.argv[1], build_missing=sys.argv[2]))
-try:
-    print("ran:", session.execute("print(6 * 7)").stdout.strip())
-except Exception as exc:
-    print("error:", exc)
-finally:
-    session.shutdown()
-"""
-
-
-def on_a_terminal(argv: list[str], answer: str, env: dict[str, str]) -> tuple[str, int]:
-    """Run ``argv`` with stdin, stdout and stderr on a pseudo-terminal; type ``answer`` at the question."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-    os.close(slave)
-    out, answered, deadline = b"", False, time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:  # the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            if not answered and b"[y/N] " in out:
-                os.write(master, answer.encode() + b"\n")
-                answered = True
-            if proc.poll() is not None and not ready:
-                break
-        return out.decode("utf-8", "replace"), proc.wait(timeout=30)
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("answer", ["y", "n"])
-def test_ask_on_a_terminal(missing_tag, docker_client, tmp_path, answer):
-    """The question on a real pseudo-terminal: yes builds (with the live status line and a ✓ per phase) and the
-    session runs; no (or Enter) keeps the error naming the command."""
-    script = tmp_path / "session.py"
-    script.write_text(SESSION_SCRIPT)
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TERM": "xterm", "COLUMNS": "120"}
-    out, code = on_a_terminal([sys.executable, str(script), missing_tag, "ask", str(tmp_path / "builds")], answer,
-                              env)  # fmt: skip
-    assert code == 0, out
-    assert f"The Docker sandbox image {missing_tag} is missing. Build it now (about 1 minute)? [y/N] " in out
-    if answer == "y":
-        assert "✓ debootstrap" in out and "✓ importing" in out and f"✓ built {missing_tag} in " in out
-        assert f"building {missing_tag} · packing (3/4) · 0:0" in out  # the live line
-        assert "ran: 42" in out and missing_tag in tags(docker_client)
-    else:
-        assert f"error: image {missing_tag} not found: run `rlm sandbox build-image --tag {missing_tag}`" in out
-        assert missing_tag not in tags(docker_client)
-
-
-# ------------------------------------------------------------------------------------------------ the doctor
-
-ENV_HOOKS = '''
-from rlm_host import EnvironmentSpec, hookimpl
-
-
-@hookimpl
-def rlm_register_environments():
-    return [EnvironmentSpec("pkgs_env", "needs a package in its sandbox", "rlm_provision_env:Nothing",
-                            sandbox_packages=("rlm-never-built-probe==0.0",))]
-'''
-
-
-@pytest.mark.slow
-def test_the_doctor_names_the_missing_image_its_environment_and_the_command(docker_engine, rlm_cli, rlm_isolated,
-                                                                            tmp_path, monkeypatch):  # fmt: skip
-    from rlm_sandbox_docker.engine import derived_tag
-
-    (tmp_path / "rlm_provision_env.py").write_text(ENV_HOOKS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("RLM_PLUGIN_MODULES", "rlm_provision_env")
-    tag = derived_tag(["rlm-never-built-probe==0.0"])
-    config = rlm_isolated.work / "c.toml"
-
-    def doctor(text: str) -> tuple[dict, str, int]:
-        config.write_text('[run]\nsandbox = "docker"\nenvironment = "pkgs_env"\n' + text)
-        rows = {r["name"]: r for r in json.loads(rlm_cli("--config", "c.toml", "plugins", "doctor", "--json",
-                                                         plugins=PLUGIN).out)["checks"]}  # fmt: skip
-        shown = rlm_cli("--config", "c.toml", "plugins", "doctor", plugins=PLUGIN)
-        return rows, shown.out, shown.code
-
-    rows, out, code = doctor("")
-    image = rows["docker-image"]
-    assert not image["ok"] and image["required"] and code == 1
-    line = (f"image {tag} (with rlm-never-built-probe==0.0) for the pkgs_env environment's docker sandbox is "
-            "missing: run `rlm sandbox build-image --with rlm-never-built-probe==0.0`")
-    assert image["detail"].startswith(line)
-    assert image["hint"] == 'or set [sandbox.docker] build_missing = "always" to build it when a run needs it'
-    assert [text for text in out.splitlines() if tag in text] == [f"FAIL check        docker-image         {line} "
-                                                                  f"(a run on a terminal offers to build it)  "
-                                                                  f"({PLUGIN})"]  # fmt: skip
-    assert rows["docker"]["ok"] and rows["docker-engine"]["ok"]
-    rows, out, code = doctor('[sandbox.docker]\nbuild_missing = "always"\n')
-    assert rows["docker-image"]["ok"] and code == 0
-    assert rows["docker-image"]["detail"].endswith('is missing: built when a run needs it (build_missing = "always")')
-    # the configured base image missing: one line, the sandbox's, with the command
-    rows, out, code = doctor('[sandbox.docker]\nimage = "rlm-sandbox:test-nothing"\nbuild_missing = "never"\n')
-    assert [text for text in out.splitlines() if "rlm-sandbox:test-nothing" in text] == [
-        "FAIL sandbox      docker               image rlm-sandbox:test-nothing (the docker sandbox's image) is "
-        f"missing: run `rlm sandbox build-image --tag rlm-sandbox:test-nothing`  ({PLUGIN})"]
-    assert rows["docker-image"]["ok"]  # said once, by the sandbox's row
-
-
-def test_the_doctor_leaves_an_engine_that_is_down_to_its_own_line(tmp_path, monkeypatch, rlm_cli):
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
-    rows = {r["name"]: r for r in json.loads(rlm_cli("plugins", "doctor", "--json", plugins=PLUGIN).out)["checks"]}
-    assert not rows["docker-engine"]["ok"] and "cannot reach the Docker engine" in rows["docker-engine"]["detail"]
-    assert rows["docker-image"]["ok"] and rows["docker-image"]["detail"].startswith("not checked: the Docker engine")
