@@ -16,6 +16,7 @@ from rlm_host import SandboxError, SandboxServices  # noqa: E402
 from rlm_host.sdk.sandbox import SandboxLimits, SandboxSession  # noqa: E402
 from rlm_host.testing import SandboxContract  # noqa: E402
 
+from rlm_sandbox_monty import pools  # noqa: E402
 from rlm_sandbox_monty.runtime import MontySandbox, MontySettings, create  # noqa: E402
 
 
@@ -46,7 +47,10 @@ def test_factory_and_settings():
     session.shutdown()
 
 
-def test_shutdown_ends_the_worker():
+def test_shutdown_ends_the_worker(monkeypatch):
+    """The worker goes back to the shared pool, which ends it once no sandbox holds the pool (``pools.LINGER``)."""
+    monkeypatch.setattr(pools, "LINGER", 0.1)
+    pools.close_all()
     session = MontySandbox()
     session.start()
     pid = session.pid

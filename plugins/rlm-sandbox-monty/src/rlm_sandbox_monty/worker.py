@@ -1,9 +1,10 @@
-"""One sandbox session's Monty resources: a one-worker pool, the checked-out session and its step timer.
+"""One sandbox session's Monty resources: a session checked out of the process's shared pool, and its step timer.
 
 ``MontyWorker`` knows nothing of the REPL protocol; it opens a session (restoring the host-set variables in
 one feed), tells whether its worker process is alive, kills it, discards the session and closes everything.
-``pydantic_monty`` is imported here on first use, so a missing installation is a ``SandboxError`` with the
-install hint rather than an import failure of the plugin.
+The worker processes come from a pool shared by every sandbox of this process (``pools``), so a benchmark's
+cases reuse warm workers instead of spawning one each. ``pydantic_monty`` is imported here on first use, so a
+missing installation is a ``SandboxError`` with the install hint rather than an import failure of the plugin.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rlm_host.sdk.context import TextFile
 from rlm_host.sdk.sandbox import SandboxLimits, to_jsonable
 
 from rlm_sandbox_monty import INSTALL_HINT
+from rlm_sandbox_monty import pools
 from rlm_sandbox_monty.settings import MontySettings
 from rlm_sandbox_monty.timer import StepTimer
 
@@ -85,7 +87,7 @@ def monty_binary(explicit: str | None) -> str | None:
 
 
 class MontyWorker:
-    """The pool, the current session and its worker's pid; ``timer`` keeps the step time limit."""
+    """The shared pool, the current session and its worker's pid; ``timer`` keeps the step time limit."""
 
     def __init__(self, settings: MontySettings, limits: SandboxLimits) -> None:
         self.settings = settings
@@ -95,18 +97,15 @@ class MontyWorker:
         self.pid: int | None = None
         self.timer = StepTimer()
         self.backstop = settings.request_timeout or limits.exec_timeout + 60  # the pool's per-turn deadline
+        self._pool_key: tuple[Any, ...] | None = None
 
     def _start_pool(self) -> None:
-        monty = load_monty()
+        key = (monty_binary(self.settings.binary_path), self.settings.start_timeout, self.backstop)
         try:
-            pool = monty.Monty(
-                binary_path=monty_binary(self.settings.binary_path), min_processes=1, max_processes=1,
-                checkout_timeout=self.settings.start_timeout, request_timeout=self.backstop,
-            )  # fmt: skip
-            pool.__enter__()
+            self.pool = pools.acquire(key, load_monty())
         except Exception as exc:
             raise SandboxError(f"Monty could not be started: {exc}. Install or repair it: {INSTALL_HINT}") from None
-        self.pool = pool
+        self._pool_key = key
 
     def open(self, host_vars: dict[str, Any]) -> None:
         """Check out a fresh session, limit its worker and bind the host-set variables in it."""
@@ -192,7 +191,8 @@ class MontyWorker:
                 pass
 
     def discard(self) -> None:
-        """Give up the session (its worker goes back to, or is replaced by, the pool)."""
+        """Give up the session: its worker goes back to the pool, which starts the next checkout on an empty
+        namespace (or replaces the worker when it died)."""
         session, self.session, self.pid = self.session, None, None
         if session is not None:
             try:
@@ -201,12 +201,9 @@ class MontyWorker:
                 pass  # a crashed session has nothing left to release
 
     def close(self) -> None:
-        """Discard the session, stop the pool and the timer (idempotent; also run by a finalizer)."""
+        """Discard the session, release the shared pool and stop the timer (idempotent; also run by a finalizer)."""
         self.discard()
         pool, self.pool = self.pool, None
-        if pool is not None:
-            try:
-                pool.__exit__(None, None, None)
-            except Exception:
-                pass
+        if pool is not None and self._pool_key is not None:
+            pools.release(self._pool_key)
         self.timer.stop()
