@@ -144,6 +144,10 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     deeper = set().union(*(_words(part) for part in parts[3:])) if len(parts) > 3 else set()
     if isinstance(value, (int, float)) and not isinstance(value, bool):  # moves no secret, names no file
         return "raises a limit above its default" if _raises_default(key, value, host) else ""
+    if key.endswith(".build_missing"):  # [sandbox.docker]: "never" only tightens
+        return "" if value == "never" else "builds a sandbox image when a run needs it (minutes of downloads)"
+    if section == "environment" and len(parts) > 2 and parts[2] == "sandbox_packages":
+        return "names packages a sandbox image is built with (downloaded from the package index)"
     if section == "sandbox":
         return "changes how the sandbox isolates model code"
     if parts[-1] == "capture_content" and value is not False:  # may override the user's opt-out

@@ -408,3 +408,16 @@ def test_a_project_cannot_turn_content_capture_on_or_move_the_metrics_but_may_tu
         assert risk_of(key, value, project, host), key
     assert risk_of("sink.otel.capture_content", False, project, host) == ""
     assert risk_of("sink.otel.content_max_chars", 2_000, project, host) == ""
+
+
+def test_a_project_cannot_make_rlm_build_an_image_or_name_its_packages_but_may_forbid_builds():
+    """Images built when a run needs them (issue 37): a cloned project's ``build_missing = "always"`` would start
+    minutes of downloads unasked, and its ``sandbox_packages`` would choose what goes into the image; ``"never"``
+    only forbids."""
+    from rlm_host.config.trust import risk_of
+
+    project = Path("/tmp/a-project")
+    assert "builds a sandbox image" in risk_of("sandbox.docker.build_missing", "always", project)
+    assert "builds a sandbox image" in risk_of("sandbox.docker.build_missing", "ask", project)
+    assert risk_of("sandbox.docker.build_missing", "never", project) == ""
+    assert "names packages" in risk_of("environment.dspy.sandbox_packages", ["dspy", "evil-package"], project)
