@@ -90,6 +90,28 @@ def test_runs_share_one_sdk_client_per_endpoint_and_key(server):
     assert connect(server, timeout=7.0).client() is not first.client()
 
 
+def test_requests_go_through_the_proxy_the_environment_names(server, monkeypatch):
+    """The request is posted through the transport the client mounts for its URL (``post_json``), so a proxy from
+    ``HTTP_PROXY`` carries it, as ``client.post`` would: the proxy sees the absolute URL of the model server."""
+
+    class Proxy(OpenAIServer):
+        def route(self, request):
+            return None if request.path == "http://models.invalid/v1/chat/completions" else error(404, request.path)
+
+    with Proxy() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        proxy.push(answer("through the proxy"))
+        connector = OpenAIConnector("proxied-model", ModelOptions(base_url="http://models.invalid/v1",
+                                                                  api_key="sk-proxied", max_retries=0))  # fmt: skip
+        assert connector.complete(MESSAGES).text == "through the proxy"
+        [request] = proxy.requests
+        assert request.headers["authorization"] == "Bearer sk-proxied" and request.body["model"] == "proxied-model"
+        assert request.headers["content-type"] == "application/json"
+    assert not server.requests
+
+
 def test_a_base_url_without_a_scheme_is_one_error_not_retried():
     connector = OpenAIConnector("m", ModelOptions(base_url="127.0.0.1:9/v1", api_key="k", max_retries=3))
     with pytest.raises(ModelError, match="invalid base URL 127.0.0.1:9/v1") as info:

@@ -8,6 +8,7 @@ import time
 from typing import Any, Callable, Optional, TypeVar
 
 from rlm_host.errors import BudgetExceeded
+from rlm_host.threads import run_in_thread
 
 __all__ = ["Budget", "BudgetExceeded"]
 
@@ -92,8 +93,9 @@ class Budget:
 
     def unless_cancelled(self, call: Callable[[], T]) -> T:
         """``call()``, abandoned when the run is cancelled while it waits (``rlm runs cancel`` from another
-        process, a cancelled task): it runs in a daemon thread, and this raises ``BudgetExceeded("cancelled")``
-        within ``POLL_SECONDS`` of the cancellation. The abandoned call finishes (or times out) on its own."""
+        process, a cancelled task): it runs on a daemon helper thread (``rlm_host.threads``), and this raises
+        ``BudgetExceeded("cancelled")`` within ``POLL_SECONDS`` of the cancellation. The abandoned call finishes
+        (or times out) on its own."""
         outcome: dict[str, Any] = {}
         done = threading.Event()
         context = contextvars.copy_context()
@@ -106,7 +108,7 @@ class Budget:
             finally:
                 done.set()
 
-        threading.Thread(target=work, name="rlm-model-call", daemon=True).start()
+        run_in_thread(work, "rlm-model-call")
         while not done.wait(POLL_SECONDS):
             stop = self.stop_reason() if self.cancel.is_set() or self._shared_cancelled() else None
             if stop is not None:

@@ -31,14 +31,17 @@ from rlm_host.llm.retry import (
     retry_after_from_headers,
     status_text,
 )
+from rlm_host.threads import run_in_thread
 
 _Settings = TypeVar("_Settings", bound=BaseModel)
 
 #: SDK clients shared by every connector of the process with the same construction arguments: building one
 #: (an HTTP client, its TLS context, its connection pool) costs ~10 ms of CPU, which a benchmark running
-#: hundreds of short runs would otherwise pay per run; sharing also keeps connections alive between runs.
+#: hundreds of short runs would otherwise pay per run; sharing also keeps connections alive between runs. One
+#: thread builds each (``_build_locks``): 16 runs starting at once would otherwise build 16 clients, one kept.
 _shared_clients: dict[tuple[Any, ...], Any] = {}
 _shared_lock = threading.Lock()
+_build_locks: dict[tuple[Any, ...], threading.Lock] = {}
 
 
 class MalformedBody(Exception):
@@ -209,23 +212,39 @@ class RetryingConnector:
         :meth:`client_arguments` are equal (thread-safe: SDK clients are)."""
         with self._lock:
             if self._client is None:
-                arguments = self.client_arguments()
-                key = (type(self).__module__, type(self).__qualname__, repr(sorted(arguments.items())))
-                with _shared_lock:
-                    client = _shared_clients.get(key)
+                key, arguments, client = self._shared_client()
                 if client is None:
-                    client = self.build_client(arguments)
                     with _shared_lock:
-                        client = _shared_clients.setdefault(key, client)
+                        building = _build_locks.setdefault(key, threading.Lock())
+                    with building:
+                        with _shared_lock:
+                            client = _shared_clients.get(key)
+                        if client is None:
+                            client = self.build_client(arguments)
+                            with _shared_lock:
+                                client = _shared_clients.setdefault(key, client)
                 self._client = client
             return self._client
+
+    def _shared_client(self) -> tuple[str, dict[str, Any], Any]:
+        """The shared-client key of this connector's arguments, the arguments, and the client built for them
+        (None when none was yet)."""
+        arguments = self.client_arguments()
+        key = (type(self).__module__, type(self).__qualname__, repr(sorted(arguments.items())))
+        with _shared_lock:
+            return key, arguments, _shared_clients.get(key)
 
     def warm_up(self) -> None:
         """Import the client library and build its client in a background thread, so the first call does not wait
         for it (an SDK's import can take most of a second): started at run start, it overlaps with the context
-        loading."""
+        loading. A client already built for the same arguments (the runs before this one) is taken at once."""
         if self._client is not None:
             return
+        with self._lock:
+            if self._client is None:
+                self._client = self._shared_client()[2]
+            if self._client is not None:
+                return
 
         def build() -> None:
             try:
@@ -233,7 +252,7 @@ class RetryingConnector:
             except Exception:  # the first real call reports what is wrong
                 pass
 
-        threading.Thread(target=build, name=f"warm-up {self.name}", daemon=True).start()
+        run_in_thread(build, f"warm-up {self.name}")
 
     def close(self) -> None:
         """Let go of the SDK client (a later call takes the shared one again); the client itself stays open for the

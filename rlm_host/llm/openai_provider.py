@@ -145,7 +145,7 @@ class OpenAIConnector(RetryingConnector):
         """One ``POST /chat/completions``; the JSON body as it came (a non-2xx answer raises StatusError)."""
         body = {key: value for key, value in request.items() if key not in ("timeout", "extra_body")}
         body.update(request.get("extra_body") or {})
-        response = client.post("chat/completions", json=body, timeout=request["timeout"])
+        response = post_json(client, "chat/completions", body, request["timeout"])
         if response.status_code >= 400:
             raise StatusError(response)
         try:
@@ -251,6 +251,31 @@ class OpenAIConnector(RetryingConnector):
         return self.final_status_failure(
             status_text(status), status, detail, f"is '{self.model}' a model this server serves?"
         )
+
+
+def post_json(client: Any, path: str, body: Any, timeout: float) -> Any:
+    """POST ``body`` as JSON to ``path`` under the client's base URL and return the read response: what
+    ``client.post(path, json=body)`` does for this API (the client's headers, the transport its URL is mounted on,
+    so proxies from the environment too, the timeout), without the client's cookie jar, auth and redirect steps
+    that a JSON API never uses: ≈ 0.17 ms less CPU and 0.2 ms less time a call (``benchmarks/engine_overhead.py``)."""
+    import httpx
+
+    transport_for = getattr(client, "_transport_for_url", None)
+    if transport_for is None:  # another httpx release: the public way
+        return client.post(path, json=body, timeout=timeout)
+    url = client.base_url.join(path)
+    content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    headers = client.headers.copy()
+    headers["Content-Type"] = "application/json"
+    request = httpx.Request("POST", url, headers=headers, content=content,
+                            extensions={"timeout": httpx.Timeout(timeout).as_dict()})  # fmt: skip
+    response = transport_for(url).handle_request(request)
+    try:
+        response.read()
+    finally:
+        response.close()
+    response.request = request
+    return response
 
 
 class StatusError(Exception):

@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from typing import Any
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from rlm_host.sandbox.channel import Channel
 from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
 from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
 from rlm_host.services import SandboxServices
+from rlm_host.threads import run_in_thread
 
 
 class ProcessSettings(BaseModel):
@@ -54,8 +54,8 @@ class _ProcessChannel(Channel):
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=cwd, env=env, start_new_session=True, close_fds=True,
         )
-        threading.Thread(target=self._read_protocol, name=f"rlm-process-{self.proc.pid}", daemon=True).start()
-        threading.Thread(target=self._read_stderr, name=f"rlm-process-err-{self.proc.pid}", daemon=True).start()
+        run_in_thread(self._read_protocol, f"rlm-process-{self.proc.pid}")
+        run_in_thread(self._read_stderr, f"rlm-process-err-{self.proc.pid}")
 
     def _read_protocol(self) -> None:
         stream = self.proc.stdout

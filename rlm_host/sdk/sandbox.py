@@ -6,7 +6,8 @@ a VM) builds on ``WorkerSession``, ``Channel`` and ``WORKER_SCRIPT`` (the worker
 interpreter on ``Capture`` and ``to_jsonable``. ``run_command`` / ``run_in_session`` run a command or Python in a
 session (``PYTHON`` is its interpreter). A runtime given a project folder (``workspace=True``) keeps its
 metadata read-only and never follows a link: the workspace names below do that, and environments that edit a
-project use them too.
+project use them too. ``run_in_thread`` runs a runtime's helper (a step timer, an output reader) on a reused
+daemon thread.
 
 Reference plugins to copy: ``plugins/rlm-sandbox-docker`` (a worker in a container),
 ``plugins/rlm-sandbox-monty`` (an in-process interpreter). Contract suite: ``rlm_host.testing.SandboxContract``.
@@ -27,6 +28,7 @@ from rlm_host.sandbox.workspace import (
     sweep_workspace,
     workspace_metadata,
 )
+from rlm_host.threads import run_in_thread
 
 __all__ = [
     # the session protocol and what it returns
@@ -38,4 +40,6 @@ __all__ = [
     # a project folder the model edits: metadata read-only, writes that never follow a link, the after-step sweep
     "WorkspaceRefused", "check_workspace_write", "open_in_workspace", "remove_in_workspace", "workspace_metadata",
     "sweep_workspace",
+    # a helper thread (reused across sessions)
+    "run_in_thread",
 ]  # fmt: skip

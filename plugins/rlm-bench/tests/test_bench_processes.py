@@ -155,3 +155,14 @@ def test_a_shared_budget_covers_the_whole_benchmark(isolated_env):
 
     assert reasons("--shared-budget") == ["final", "final", "max_llm_calls"]
     assert reasons() == ["final", "final", "final"]
+
+
+def test_how_many_processes_share_the_cases(monkeypatch):
+    """One process per 8 cases at once, at most two per core (a second process per core lets the kernel share
+    the core between two bursts of cases); ``--processes`` decides when given; threads only below 16 cases."""
+    from rlm_bench import shards
+
+    monkeypatch.setattr(shards.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert [shards.worker_processes(n) for n in (1, 8, 15, 16, 24, 32, 64, 256)] == [1, 1, 1, 2, 3, 4, 4, 4]
+    assert shards.worker_processes(32, requested=1) == 1 and shards.worker_processes(32, requested=3) == 3
+    assert shards.worker_processes(2, requested=8) == 2  # never more processes than cases at once

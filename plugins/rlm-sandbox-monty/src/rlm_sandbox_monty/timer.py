@@ -1,7 +1,8 @@
 """The step timer: kills a Monty worker whose step has run longer than its limit.
 
 Monty's own feed-duration limit is fixed when a session is checked out, but every ``execute`` may ask for its
-own timeout, so the limit is kept here, on the host: one daemon thread per sandbox session sleeps until the
+own timeout, so the limit is kept here, on the host: one daemon helper thread per sandbox session (reused by the next
+session once this one stops) sleeps until the
 armed deadline and then SIGKILLs the worker, which makes the blocked ``feed_run`` raise ``MontyCrashedError``.
 Time spent inside host functions (``llm_query`` …) does not count: ``pause()`` / ``resume()`` around each call
 push the deadline back, as the process runtime does.
@@ -14,6 +15,8 @@ import signal
 import threading
 import time
 
+from rlm_host.sdk.sandbox import run_in_thread
+
 
 class StepTimer:
     """A restartable deadline for the step running in one worker process."""
@@ -21,7 +24,7 @@ class StepTimer:
     def __init__(self, name: str = "rlm-monty-timer") -> None:
         self._cond = threading.Condition()
         self._name = name
-        self._thread: threading.Thread | None = None
+        self._started = False
         self._stopped = False
         self._pid: int | None = None
         self._deadline: float | None = None
@@ -32,9 +35,9 @@ class StepTimer:
     def arm(self, pid: int | None, seconds: float) -> None:
         """Start counting ``seconds`` of running time for the worker ``pid``."""
         with self._cond:
-            if self._thread is None and not self._stopped:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
+            if not self._started and not self._stopped:
+                self._started = True
+                run_in_thread(self._run, self._name)
             self._pid, self._deadline = pid, time.monotonic() + seconds
             self._paused_at, self._pauses, self.fired = None, 0, False
             self._cond.notify()
