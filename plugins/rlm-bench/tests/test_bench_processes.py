@@ -163,6 +163,7 @@ def test_how_many_processes_share_the_cases(monkeypatch):
     from rlm_bench import shards
 
     monkeypatch.setattr(shards.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(shards.threading, "active_count", lambda: 1)  # as in `rlm bench run`: no thread yet
     assert [shards.worker_processes(n) for n in (1, 8, 15, 16, 24, 32, 64, 256)] == [1, 1, 1, 2, 3, 4, 4, 4]
     assert shards.worker_processes(32, requested=1) == 1 and shards.worker_processes(32, requested=3) == 3
     assert shards.worker_processes(2, requested=8) == 2  # never more processes than cases at once
