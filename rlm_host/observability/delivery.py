@@ -23,6 +23,7 @@ from typing import Callable, Optional, Union
 from rlm_host import logs
 from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import EVENT_TYPES, EventBus, RunEvent, Sink
+from rlm_host.threads import run_in_thread
 
 #: Events a sink may fall behind before it is disabled (a run emits a few per step).
 QUEUE_SIZE = 10_000
@@ -75,8 +76,7 @@ class SinkWorker:
         self._done = threading.Event()
         self._closing = False
         self._idle: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
-        self._thread = threading.Thread(target=self._work, name=f"rlm-sink-{name}", daemon=True)
-        self._thread.start()
+        run_in_thread(self._work, f"rlm-sink-{name}")
 
     def submit(self, event: RunEvent) -> None:
         wanted = self.wanted
@@ -221,12 +221,19 @@ class SinkDelivery:
         self._closed = True
         if not self.workers:
             return
-        thread = threading.Thread(target=self.close, name="rlm-sink-delivery", daemon=True)
+        delivered = threading.Event()
+
+        def deliver() -> None:
+            try:
+                self.close()
+            finally:
+                delivered.set()
+
         with _pending_lock:  # a long-lived process (a server, chat) keeps only the deliveries still going
-            _pending[:] = [t for t in _pending if t.is_alive()]
-            _pending.append(thread)
+            _pending[:] = [d for d in _pending if not d.is_set()]
+            _pending.append(delivered)
         _wait_at_exit()
-        thread.start()
+        run_in_thread(deliver, "rlm-sink-delivery")
 
     def _disabled(self, name: str, reason: str, event: Optional[RunEvent]) -> None:
         logs.get_logger("rlm.sinks").warning(f"sink {name} disabled for this run: {reason}", sink=name, error=reason)
@@ -237,7 +244,7 @@ class SinkDelivery:
                                 data={"sink": name, "error": reason}))  # fmt: skip
 
 
-_pending: list[threading.Thread] = []
+_pending: list[threading.Event] = []  # one per delivery in flight, set once it is done
 _pending_lock = threading.Lock()
 _exit_hook = False
 
@@ -251,16 +258,16 @@ def wait_for_sinks(timeout: Optional[float] = None) -> bool:
     wait: what the sinks had not delivered is dropped, one warning each."""
     deadline = None if timeout is None else time.monotonic() + timeout
     with _pending_lock:
-        threads = list(_pending)
+        deliveries = list(_pending)
     try:
-        for thread in threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for delivered in deliveries:
+            delivered.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
     except KeyboardInterrupt:  # the delivery threads stop waiting on their own (see SinkDelivery.close)
         logs.get_logger("rlm.sinks").warning("stopped waiting for the sinks (Ctrl-C): what they had not "
                                              "delivered is dropped")  # fmt: skip
         return False
     with _pending_lock:
-        _pending[:] = [t for t in _pending if t.is_alive()]
+        _pending[:] = [d for d in _pending if not d.is_set()]
         return not _pending
 
 
