@@ -76,11 +76,67 @@ def test_no_worker_survives_the_host_process():
         "from rlm_host.sandbox.process import ProcessSandbox\n"
         "s = ProcessSandbox()\n"
         "s.execute('import threading\\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)]).start()')\n"
-        "print(s.pid, s.workdir)\n"
+        "print(s.pid, s.workdir, open(f'/proc/{s.pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20, check=True)
-    pid, workdir = out.stdout.split()
+    pid, workdir, template = out.stdout.split()  # the worker, its folder, and the fork server that forked it
     deadline = time.monotonic() + 5
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+    while (os.path.exists(f"/proc/{pid}") or os.path.exists(f"/proc/{template}")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{pid}") and not os.path.exists(workdir)
+    assert not os.path.exists(f"/proc/{template}")
+
+
+# -- the fork server: a fresh fork of a pristine template per session ------------------------------------------
+
+
+def _parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_workers_are_forked_by_the_fork_server_and_share_nothing():
+    first, second = ProcessSandbox(), ProcessSandbox()
+    try:
+        first.execute("import json\njson.planted = 'from the first session'\nsecret = 42")
+        second.start()
+        assert first.pid != second.pid
+        assert _parent_of(first.pid) == _parent_of(second.pid) != os.getpid()  # the template forked both
+        result = second.execute("import json, os\nprint(hasattr(json, 'planted'), 'secret' in dir())\n"
+                                "print(os.getsid(0) == os.getpid(), os.getcwd() == os.environ['HOME'])")
+        assert result.stdout == "False False\nTrue True\n"
+        assert first.get_variable("secret") == 42
+    finally:
+        first.shutdown()
+        second.shutdown()
+
+
+def test_a_forked_worker_reports_how_it_ended():
+    session = ProcessSandbox()
+    try:
+        assert "exit code 3" in session.execute("import os\nos._exit(3)").error
+        assert "killed by signal SIGSEGV" in session.execute("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)").error
+        assert session.execute("print('restarted')").stdout == "restarted\n"
+    finally:
+        session.shutdown()
+
+
+def test_a_dead_fork_server_is_replaced_and_fork_server_false_starts_an_interpreter():
+    from rlm_host.sandbox import fork_server
+
+    session = ProcessSandbox()
+    session.start()
+    template = _parent_of(session.pid)
+    session.shutdown()
+    os.kill(template, 9)
+    deadline = time.monotonic() + 5
+    while any(server.alive for server in fork_server._servers.values()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    again = ProcessSandbox()
+    plain = ProcessSandbox(ProcessSettings(fork_server=False))
+    try:
+        assert again.execute("print(1)").stdout == "1\n" and _parent_of(again.pid) not in (template, os.getpid())
+        assert plain.execute("print(2)").stdout == "2\n" and _parent_of(plain.pid) == os.getpid()
+    finally:
+        again.shutdown()
+        plain.shutdown()

@@ -5,8 +5,9 @@ open network connections and can do anything the user running rlm can. What it d
 an infinite loop, a memory bomb, a segfault or ``os._exit`` in model code costs one restarted worker, never the
 host. Use a boundary runtime (Monty, Docker) for untrusted code.
 
-The worker (``worker.py`` next to this file, standard library only) is started as ``python -I -u worker.py``
-in a new session with an empty environment (PATH, HOME/TMPDIR = a fresh temporary working directory,
+The worker (``worker.py`` next to this file, standard library only) runs as ``python -I -u worker.py`` would,
+forked from a pristine template (``fork_server.py``, ``zygote.py``; ``fork_server = false``: started as that
+command), in a new session with an empty environment (PATH, HOME/TMPDIR = a fresh temporary working directory,
 PYTHONIOENCODING, LANG) and an address-space limit of ``limits.memory_mb``. Host and worker exchange JSON
 lines (see the worker's docstring). A timeout or a crash kills the worker's whole process group and starts a
 fresh worker, into which the host-set variables and host functions are restored (``session.py``: the host side
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.errors import SandboxError
 from rlm_host.sandbox.channel import Channel
+from rlm_host.sandbox.fork_server import fork_server
 from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
 from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
 from rlm_host.services import SandboxServices
@@ -43,17 +45,16 @@ class ProcessSettings(BaseModel):
     start_timeout: float = Field(15.0, gt=0, description="seconds a new worker may take to answer 'ready'")
     control_timeout: float = Field(120.0, gt=0, description="seconds for set/get/list/register requests")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables for the worker")
+    fork_server: bool = Field(True, description="start each worker as a fork of a pristine template process "
+                              "(≈ 1 ms) instead of a new interpreter (≈ 20 ms); false: a new interpreter each")
 
 
 class _ProcessChannel(Channel):
     """One running worker process, a thread reading its protocol lines and one keeping its stderr tail."""
 
-    def __init__(self, argv: list[str], cwd: str, env: dict[str, str]) -> None:
+    def __init__(self, proc: Any) -> None:
         super().__init__()
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, env=env, start_new_session=True, close_fds=True,
-        )
+        self.proc = proc  # a Popen, or a ForkedProcess from the fork server
         run_in_thread(self._read_protocol, f"rlm-process-{self.proc.pid}")
         run_in_thread(self._read_stderr, f"rlm-process-err-{self.proc.pid}")
 
@@ -173,12 +174,24 @@ class ProcessSandbox(WorkerSession):
         workdir = self._workdir
         env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
                "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8", **self.settings.env}
-        argv = [self.settings.python or sys.executable, "-I", "-u", str(WORKER_SCRIPT),
-                "--memory-mb", str(self.limits.memory_mb), "--max-output-chars", str(self.limits.max_output_chars)]
+        python = self.settings.python or sys.executable
+        args = ["--memory-mb", str(self.limits.memory_mb), "--max-output-chars", str(self.limits.max_output_chars)]
         if self.workspace is not None and not Path(self.workspace).is_dir():
             raise SandboxError(f"the workspace {self.workspace} is not a directory")
+        cwd = str(self.workspace or workdir)
+        if self.settings.fork_server:
+            try:
+                server_env = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
+                server = fork_server(python, server_env, self.settings.start_timeout)
+                return _ProcessChannel(server.spawn(args, cwd, env))
+            except OSError:
+                pass  # no fork server here (or it ended): start the worker as a process of its own
+        argv = [python, "-I", "-u", str(WORKER_SCRIPT), *args]
         try:
-            return _ProcessChannel(argv, str(self.workspace or workdir), env)
+            return _ProcessChannel(subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=cwd, env=env, start_new_session=True, close_fds=True,
+            ))  # fmt: skip
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox worker ({argv[0]}): {exc}") from exc
 
