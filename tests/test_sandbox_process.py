@@ -74,6 +74,10 @@ def test_a_worker_that_cannot_start_is_a_sandbox_error(tmp_path):
 def test_no_worker_survives_the_host_process():
     script = (
         "from rlm_host.sandbox.process import ProcessSandbox\n"
+        "ProcessSandbox().shutdown()\n"
+        "first = ProcessSandbox()\n"
+        "first.start()\n"
+        "first.shutdown()\n"  # the first worker starts on its own; the next is forked by the template
         "s = ProcessSandbox()\n"
         "s.execute('import threading\\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)]).start()')\n"
         "print(s.pid, s.workdir, open(f'/proc/{s.pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
@@ -90,12 +94,20 @@ def test_no_worker_survives_the_host_process():
 # -- the fork server: a fresh fork of a pristine template per session ------------------------------------------
 
 
+def _past_the_first_worker() -> None:
+    """The first worker of a process starts on its own (a single run pays for no template): start it."""
+    first = ProcessSandbox()
+    first.start()
+    first.shutdown()
+
+
 def _parent_of(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as stat:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
 def test_workers_are_forked_by_the_fork_server_and_share_nothing():
+    _past_the_first_worker()
     first, second = ProcessSandbox(), ProcessSandbox()
     try:
         first.execute("import json\njson.planted = 'from the first session'\nsecret = 42")
@@ -112,6 +124,7 @@ def test_workers_are_forked_by_the_fork_server_and_share_nothing():
 
 
 def test_a_forked_worker_reports_how_it_ended():
+    _past_the_first_worker()
     session = ProcessSandbox()
     try:
         assert "exit code 3" in session.execute("import os\nos._exit(3)").error
@@ -124,6 +137,7 @@ def test_a_forked_worker_reports_how_it_ended():
 def test_a_dead_fork_server_is_replaced_and_fork_server_false_starts_an_interpreter():
     from rlm_host.sandbox import fork_server
 
+    _past_the_first_worker()
     session = ProcessSandbox()
     session.start()
     template = _parent_of(session.pid)

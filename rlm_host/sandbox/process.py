@@ -16,6 +16,7 @@ shared with other worker-based runtimes).
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -34,6 +35,12 @@ from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
 from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
 from rlm_host.services import SandboxServices
 from rlm_host.threads import run_in_thread
+
+
+#: Workers this process has started. The first is started directly: a single run does not pay for a template
+#: process (its start and its ≈ 10 MB); the fork server starts with the second (a run's child run, a restart,
+#: a benchmark's next case).
+_launched = itertools.count()
 
 
 class ProcessSettings(BaseModel):
@@ -179,7 +186,7 @@ class ProcessSandbox(WorkerSession):
         if self.workspace is not None and not Path(self.workspace).is_dir():
             raise SandboxError(f"the workspace {self.workspace} is not a directory")
         cwd = str(self.workspace or workdir)
-        if self.settings.fork_server:
+        if self.settings.fork_server and next(_launched):  # the first worker of a process starts on its own
             try:
                 server_env = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
                 server = fork_server(python, server_env, self.settings.start_timeout)
