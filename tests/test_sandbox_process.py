@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -154,3 +155,16 @@ def test_a_dead_fork_server_is_replaced_and_fork_server_false_starts_an_interpre
     finally:
         again.shutdown()
         plain.shutdown()
+
+
+def test_a_relative_workspace_is_the_hosts_folder_for_a_forked_worker(tmp_path, monkeypatch):
+    """The template runs in /: a workspace given relative to the host's folder is resolved by the host."""
+    _past_the_first_worker()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "project").mkdir()
+    session = ProcessSandbox(workspace=Path("project"))
+    try:
+        assert session.execute("import os\nprint(os.getcwd())").stdout == f"{tmp_path / 'project'}\n"
+        assert _parent_of(session.pid) != os.getpid()
+    finally:
+        session.shutdown()

@@ -185,7 +185,7 @@ class ProcessSandbox(WorkerSession):
         args = ["--memory-mb", str(self.limits.memory_mb), "--max-output-chars", str(self.limits.max_output_chars)]
         if self.workspace is not None and not Path(self.workspace).is_dir():
             raise SandboxError(f"the workspace {self.workspace} is not a directory")
-        cwd = str(self.workspace or workdir)
+        cwd = os.path.abspath(self.workspace or workdir)  # the fork server's own folder is /, not this process's
         if self.settings.fork_server and next(_launched):  # the first worker of a process starts on its own
             try:
                 server_env = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}

@@ -70,6 +70,11 @@ def _become_worker(worker, channel, request, fds, wakeup):
         os.environ.update(request["env"])
         worker.main(request["args"])
         code = 0
+    except BaseException:  # told on the worker's stderr (fd 2 is the host's pipe once dup2 has run)
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
     finally:
         os._exit(code)
 

@@ -32,12 +32,17 @@ class StepTimer:
         self._pauses = 0
         self.fired = False
 
-    def arm(self, pid: int | None, seconds: float) -> None:
-        """Start counting ``seconds`` of running time for the worker ``pid``."""
+    def start(self) -> None:
+        """Give the timer its thread now (with the session, off the first step's path); ``arm`` does it otherwise."""
         with self._cond:
             if not self._started and not self._stopped:
                 self._started = True
                 run_in_thread(self._run, self._name)
+
+    def arm(self, pid: int | None, seconds: float) -> None:
+        """Start counting ``seconds`` of running time for the worker ``pid``."""
+        self.start()
+        with self._cond:
             self._pid, self._deadline = pid, time.monotonic() + seconds
             self._paused_at, self._pauses, self.fired = None, 0, False
             self._cond.notify()

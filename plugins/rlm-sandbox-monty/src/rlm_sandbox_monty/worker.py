@@ -124,6 +124,7 @@ class MontyWorker:
             raise SandboxError(f"no Monty worker could be started: {exc}. {INSTALL_HINT}") from None
         self.session, self.pid = session, session.worker_pid
         self._limit_address_space()
+        self.timer.start()
         if host_vars:
             try:
                 self.bind(host_vars)
