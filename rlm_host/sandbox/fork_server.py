@@ -14,6 +14,7 @@ child of the host (``rlm bench run`` worker processes) starts its own.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -34,12 +35,8 @@ class ForkedProcess:
         self.server, self.pid = server, pid
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
 
-    @property
-    def returncode(self) -> Optional[int]:
-        return self.server.exit_code(self.pid)
-
     def poll(self) -> Optional[int]:
-        return self.returncode
+        return self.server.exit_code(self.pid)
 
     def wait(self, timeout: Optional[float] = None) -> int:
         code = self.server.wait_exit(self.pid, timeout)
@@ -108,13 +105,6 @@ class ForkServer:
             self._changed.wait_for(lambda: pid in self._codes or not self.alive, timeout)
             return self._codes.get(pid)
 
-    def close(self) -> None:
-        """End the server (its workers keep running until their own host side closes them)."""
-        try:
-            self._socket.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
     def _next_reply(self) -> dict[str, Any]:
         with self._changed:
             if not self._changed.wait_for(lambda: self._replies or not self.alive, self._timeout):
@@ -163,11 +153,19 @@ def fork_server(python: str, env: dict[str, str], start_timeout: float) -> ForkS
         return server
 
 
+def _let_go() -> None:
+    """Close this process's ends of the servers' sockets (each server then ends: it sees the socket close)."""
+    for server in list(_servers.values()):
+        server._socket.close()
+    _servers.clear()
+
+
 def _after_fork_in_child() -> None:
     global _lock
     _lock = threading.Lock()
-    _servers.clear()  # the parent's: their sockets answer the parent only
+    _let_go()  # the parent's servers answer the parent only; closing the child's copies leaves them running
 
 
+atexit.register(_let_go)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -50,6 +50,20 @@ def _send(channel, message):
     channel.sendall((json.dumps(message) + "\n").encode())
 
 
+def _read_request(channel):
+    """One request line and the file descriptors sent with it; (None, []) when the host has closed the socket."""
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        chunk, received, _, _ = socket.recv_fds(channel, 1 << 16, 3)
+        fds += received
+        if not chunk:
+            for fd in fds:
+                os.close(fd)
+            return None, []
+        data += chunk
+    return data, fds
+
+
 def _become_worker(worker, channel, request, fds, wakeup):
     """In the forked child: the session's worker (never returns)."""
     code = 1
@@ -100,7 +114,6 @@ def serve(fd):
         os.set_blocking(end, False)
     signal.set_wakeup_fd(wakeup[1])
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    pending = b""
     while True:
         try:
             ready, _, _ = select.select([channel, wakeup[0]], [], [])
@@ -116,13 +129,11 @@ def serve(fd):
         if channel not in ready:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(channel, 1 << 16, 3)
+            line, fds = _read_request(channel)
         except OSError:
             return
-        if not data:
+        if line is None:
             return  # the host is gone
-        pending += data
-        line, _, pending = pending.partition(b"\n")
         try:
             request = json.loads(line)
             if len(fds) != 3:

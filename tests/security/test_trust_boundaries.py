@@ -420,4 +420,5 @@ def test_a_project_cannot_make_rlm_build_an_image_or_name_its_packages_but_may_f
     assert "builds a sandbox image" in risk_of("sandbox.docker.build_missing", "always", project)
     assert "builds a sandbox image" in risk_of("sandbox.docker.build_missing", "ask", project)
     assert risk_of("sandbox.docker.build_missing", "never", project) == ""
+    assert risk_of("sandbox.process.fork_server", False, project)  # how workers start: the user's choice
     assert "names packages" in risk_of("environment.dspy.sandbox_packages", ["dspy", "evil-package"], project)

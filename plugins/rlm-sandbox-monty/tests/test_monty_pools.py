@@ -16,6 +16,7 @@ from rlm_host.sdk.sandbox import SandboxLimits  # noqa: E402
 
 from rlm_sandbox_monty import pools  # noqa: E402
 from rlm_sandbox_monty.runtime import MontySandbox  # noqa: E402
+from rlm_sandbox_monty.worker import process_running as _running  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -160,11 +161,3 @@ def test_a_forked_child_never_closes_its_parents_pool():
     finally:
         os.close(read)
         parent.shutdown()
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except FileNotFoundError:
-        return False

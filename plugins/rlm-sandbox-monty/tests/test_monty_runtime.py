@@ -18,6 +18,7 @@ from rlm_host.testing import SandboxContract  # noqa: E402
 
 from rlm_sandbox_monty import pools  # noqa: E402
 from rlm_sandbox_monty.runtime import MontySandbox, MontySettings, create  # noqa: E402
+from rlm_sandbox_monty.worker import process_running as _running  # noqa: E402
 
 
 class TestMontySandbox(SandboxContract):
@@ -70,13 +71,6 @@ def test_monty_that_cannot_start_is_a_sandbox_error(tmp_path):
         session.execute("1")
     session.shutdown()
 
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except FileNotFoundError:
-        return False
 
 
 def test_large_strings_are_indexed_at_bind_time_without_new_names(tmp_path):

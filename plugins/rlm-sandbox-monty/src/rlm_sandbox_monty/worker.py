@@ -86,6 +86,18 @@ def monty_binary(explicit: str | None) -> str | None:
     return _binary
 
 
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (True where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        return True
+    return state not in (b"Z", b"X")
+
+
 class MontyWorker:
     """The shared pool, the current session and its worker's pid; ``timer`` keeps the step time limit."""
 
@@ -172,16 +184,7 @@ class MontyWorker:
 
     def alive(self) -> bool:
         """Whether the session's worker process still runs (always True where /proc is missing)."""
-        if self.pid is None:
-            return False
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as stat:
-                state = stat.read().rsplit(b")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return False
-        except (OSError, IndexError):
-            return True
-        return state not in (b"Z", b"X")
+        return self.pid is not None and process_running(self.pid)
 
     def kill(self) -> None:
         """Kill the worker now (the blocked feed then raises MontyCrashedError)."""
