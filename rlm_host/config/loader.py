@@ -136,7 +136,7 @@ def load_settings(
         if project_file is not None:
             found = _flatten_labelled(table, f"project file {project_file}")
             if not (trust or is_truthy(env.get(TRUST_ENV)) or is_trusted(project_file, table, env)):
-                found, ignored = screen(found, here, host)
+                found, ignored = screen(found, here, host, baseline={key: value for key, value, _ in entries})
                 untrusted = project_file.resolve() if ignored else None
             entries += found
             files.append(project_file)

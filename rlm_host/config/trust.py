@@ -5,7 +5,9 @@ An ``rlm.toml`` or ``[tool.rlm]`` table found in the working directory may come 
 move a secret, weaken isolation or read a file outside the project are ignored, with one warning naming them:
 provider and sink endpoints, headers, keys and key variables; a sandbox that is not a security boundary and any
 sandbox setting but a number; ``allow_any_workdir``; paths (``@FILE`` instructions, folders, model files) that
-leave the project. ``--trust-config`` or ``RLM_TRUST_CONFIG=1`` trust it for one command (CI). The user's own
+leave the project; prices (they decide when ``max_cost`` stops a run). Limits may only tighten: a ceiling above
+what the user's own file (else the default) sets, ``strict = false`` over the user's ``true``, or an approval
+mode looser than the user's is ignored too. ``--trust-config`` or ``RLM_TRUST_CONFIG=1`` trust it for one command (CI). The user's own
 file, ``--config FILE``, ``RLM_*`` variables and flags are always trusted.
 """
 
@@ -99,12 +101,13 @@ def record_trust(path: Path, table: Optional[Mapping[str, Any]], env: Mapping[st
     return store
 
 
-def screen(entries: list[tuple[str, Any, str]], project: Path,
-           host: Optional["PluginHost"] = None) -> tuple[list[tuple[str, Any, str]], list[Ignored]]:  # fmt: skip
-    """Split an untrusted file's ``(key, value, label)`` entries into those kept and those ignored."""
+def screen(entries: list[tuple[str, Any, str]], project: Path, host: Optional["PluginHost"] = None,
+           baseline: Optional[Mapping[str, Any]] = None) -> tuple[list[tuple[str, Any, str]], list[Ignored]]:  # fmt: skip
+    """Split an untrusted file's ``(key, value, label)`` entries into those kept and those ignored; ``baseline``
+    maps dotted keys to the values trusted layers below it set (the user's file), which it may only tighten."""
     kept, ignored = [], []
     for key, value, label in entries:
-        reason = risk_of(key, value, project.resolve(), host)
+        reason = risk_of(key, value, project.resolve(), host, baseline)
         if reason:
             ignored.append(Ignored(key, reason))
         else:
@@ -112,10 +115,21 @@ def screen(entries: list[tuple[str, Any, str]], project: Path,
     return kept, ignored
 
 
-def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = None) -> str:
-    """Why ``key = value`` from an untrusted project file must not apply ("" when it may)."""
+#: ``[run] approve`` modes from the strictest to the loosest.
+APPROVAL_ORDER = ("read-only", "ask", "auto")
+
+
+def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = None,
+            baseline: Optional[Mapping[str, Any]] = None) -> str:  # fmt: skip
+    """Why ``key = value`` from an untrusted project file must not apply ("" when it may); ``baseline``: the values
+    of trusted layers below it (see ``screen``)."""
     parts = key.split(".")
     section, words = parts[0], _words(parts[-1])
+    below = baseline or {}
+    if section == "prices":
+        return "sets model prices (they decide when max_cost stops a run)"
+    if key == "run.strict":
+        return "turns off the strict cost check your own settings turn on" if below.get(key) and not value else ""
     if key == "run.base_url":
         return "sends your API key to another server"
     if key == "run.sandbox":
@@ -123,7 +137,12 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if key == "run.allow_any_workdir":
         return "lets the model edit a home or system folder" if value else ""
     if key == "run.approve":
-        return "lets actions go ahead without asking you" if value == "auto" else ""
+        if value == "auto":
+            return "lets actions go ahead without asking you"
+        floor = below.get(key)
+        looser = value in APPROVAL_ORDER and floor in APPROVAL_ORDER and \
+            APPROVAL_ORDER.index(value) > APPROVAL_ORDER.index(floor)
+        return f"loosens your own approve = {floor!r}" if looser else ""
     if key.startswith("run.approval_rules"):  # the table, or one of its entries flattened
         rules = value if isinstance(value, dict) else {key: value}
         return "lets actions go ahead without asking you" if "allow" in rules.values() else ""
@@ -134,16 +153,16 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if key in ("run.model", "run.sub_model", "run.allowed_sub_models"):
         names = value if isinstance(value, list) else [value]
         return next((r for r in (_model_file(str(n), project, host) for n in names) if r), "")
-    if section == "run" and _raises_default(key, value, host):
-        return "raises a limit above its default"
-    if section in ("run", "logging", "rewards", "prices"):
+    if section == "run" and (raised := _raises_limit(key, value, host, below)):
+        return raised
+    if section in ("run", "logging", "rewards"):
         return ""
     # a component's section: [<kind>.<name>] with its own fields (nested tables flattened after the field)
     words = _words(parts[2]) if len(parts) > 2 else words
     # a nested table's keys count too: [environment.harness.mcp_servers.NAME] command, args, env, url, headers
     deeper = set().union(*(_words(part) for part in parts[3:])) if len(parts) > 3 else set()
     if isinstance(value, (int, float)) and not isinstance(value, bool):  # moves no secret, names no file
-        return "raises a limit above its default" if _raises_default(key, value, host) else ""
+        return _raises_limit(key, value, host, below)
     if key.endswith(".build_missing"):  # [sandbox.docker]: "never" only tightens
         return "" if value == "never" else "builds a sandbox image when a run needs it (minutes of downloads)"
     if section == "environment" and len(parts) > 2 and parts[2] == "sandbox_packages":
@@ -174,19 +193,27 @@ def _words(field: str) -> set[str]:
     return set(field.lower().replace("-", "_").split("_"))
 
 
-def _raises_default(key: str, value: Any, host: Optional["PluginHost"]) -> bool:
-    """Whether ``key = value`` sets a ceiling (its name says time, memory, size, count or money) above its default
-    (a default of none, as ``max_cost``'s, means no limit: any value only tightens it)."""
+def _raises_limit(key: str, value: Any, host: Optional["PluginHost"], below: Mapping[str, Any]) -> str:
+    """Why ``key = value`` raises a ceiling (its name says time, memory, size, count or money): above what a trusted
+    layer below set (the user's own file), else above its default (a default of none, as ``max_cost``'s, means no
+    limit: any value only tightens it). "" when it does not."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
+        return ""
     parts = key.split(".")
     field = parts[-1] if parts[0] == "run" else (parts[2] if len(parts) > 2 else parts[-1])
     if not _words(field) & LIMIT_WORDS or field.startswith("min"):
-        return False
+        return ""
     found, default = _default_of(parts, field, host)
     if not found:
-        return False  # a key nobody declares: validation names it
-    return isinstance(default, (int, float)) and not isinstance(default, bool) and value > default
+        return ""  # a key nobody declares: validation names it
+    floor = below.get(key)
+    if _is_number(floor):
+        return f"raises your own limit ({floor}) to {value}" if value > floor else ""
+    return "raises a limit above its default" if _is_number(default) and value > default else ""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _default_of(parts: list[str], field: str, host: Optional["PluginHost"]) -> tuple[bool, Any]:
@@ -217,7 +244,7 @@ def _outside(value: Any, project: Path) -> str:
 def _model_file(model: str, project: Path, host: Optional["PluginHost"]) -> str:
     """A model string whose provider reads a file named by it (scripted, replay, a weights path) outside the
     project; unknown providers are judged by the spelling alone."""
-    provider, _, name = model.partition(":")
+    provider, name = model_parts(model)
     if not name:
         return ""
     reads_files = True
@@ -232,6 +259,17 @@ def _model_file(model: str, project: Path, host: Optional["PluginHost"]) -> str:
         return ""
     outside = _outside(name, project)
     return f"reads a file outside the project ({model})" if outside else ""
+
+
+def model_parts(model: str) -> tuple[str, str]:
+    """``(provider, name)`` of a model string in either spelling the host accepts, ``provider:name`` or
+    ``provider/name`` (see ``rlm_host.llm.resolve.split_model_string``); ``("", "")`` when it names no provider.
+    Screening reads both, so a path cannot slip through in the spelling a check did not expect."""
+    provider, colon, name = model.partition(":")
+    if colon and provider and name:
+        return provider, name
+    head, slash, rest = model.partition("/")
+    return (head, rest) if slash and head and rest else ("", "")
 
 
 def _is_boundary(name: str, host: Optional["PluginHost"]) -> bool:

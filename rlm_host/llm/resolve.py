@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host import redact
+from rlm_host.config.trust import model_parts
 from rlm_host.errors import ConfigError
 from rlm_host.llm.protocol import ModelConnector, ModelOptions
 from rlm_host.services import ProviderServices
@@ -27,13 +28,12 @@ def split_model_string(model: str, host: "PluginHost") -> tuple[str, str]:
     when the part before the first ``/`` is a registered provider; a bare ``gpt-4o-mini`` (simonw/llm) gets a
     hint naming the providers whose models look like it, never a guess that could bill the wrong API.
     """
-    provider, sep, name = model.partition(":")
-    if sep and provider and name:
+    provider, name = model_parts(model)
+    if name and model == f"{provider}:{name}":  # the colon spelling names any provider
         return provider, name
     registry = host.providers()
-    head, slash, rest = model.partition("/")
-    if slash and rest and head in registry:
-        return registry.get(head).name, rest
+    if name and provider in registry:
+        return registry.get(provider).name, name
     raise ConfigError(f"model {model!r} names no provider: write provider:model", hint=_provider_hint(model, registry))
 
 

@@ -422,3 +422,49 @@ def test_a_project_cannot_make_rlm_build_an_image_or_name_its_packages_but_may_f
     assert risk_of("sandbox.docker.build_missing", "never", project) == ""
     assert risk_of("sandbox.process.fork_server", False, project)  # how workers start: the user's choice
     assert "names packages" in risk_of("environment.dspy.sandbox_packages", ["dspy", "evil-package"], project)
+
+
+def test_an_untrusted_project_cannot_raise_the_users_own_ceilings_or_disarm_them_with_prices(rlm, work, isolated_env):
+    """Issue 44: ``[run] max_cost = 1000`` in a cloned project replaced the user file's ``0.02``, and zero prices
+    disarmed the budget. A project may only tighten what the user's own file sets; its prices wait for trust."""
+    user = Path(isolated_env["HOME"]) / ".config" / "rlm" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[run]\nmax_cost = 0.02\nmax_steps = 6\nstrict = true\napprove = "ask"\n'
+                    '[[prices]]\nmodel = "openai:*"\ninput = 100\noutput = 0\n')  # $0.015 for 150 tokens
+    (work / "rlm.toml").write_text('[run]\nmax_cost = 1000\nmax_steps = 20\nstrict = false\napprove = "auto"\n'
+                                   '[[prices]]\nmodel = "openai:*"\ninput = 0\noutput = 0\n')  # fmt: skip
+    with OpenAIServer() as server:
+        server.push(*[answer("```repl\nprint(1)\n```", prompt_tokens=150)] * 4)
+        result = rlm("run", "q", "--model", "openai:gpt-4o-mini", "--sandbox", "monty", "--json",
+                     env={"OPENAI_API_KEY": FAKE_KEY, "OPENAI_BASE_URL": server.url}, plugins=["rlm-sandbox-monty"])
+        calls = len(server.requests)
+    run = json.loads(result.stdout)
+    # gpt-4o-mini: 100k input tokens ≈ $0.015 a call, so the user's $0.02 stops the run at the second call
+    assert run["termination_reason"] == "budget" and calls == 2, (run["termination_reason"], calls, result.stderr)
+    shown = rlm("config", "show", "--json", plugins=["rlm-sandbox-monty"])
+    settings = json.loads(shown.stdout)["settings"]
+    assert settings["run.max_cost"]["value"] == 0.02 and settings["run.strict"]["value"] is True
+    assert settings["run.max_steps"]["value"] == 6 and settings["run.approve"]["value"] == "ask"
+    assert settings["prices"]["value"][0]["input"] == 100
+    for phrase in ("run.max_cost (raises your own limit (0.02) to 1000)", "run.max_steps (raises your own limit",
+                   "run.strict (turns off", "prices (sets model prices"):  # fmt: skip
+        assert phrase in shown.stderr, shown.stderr
+    # lower than the user's own values still applies
+    (work / "rlm.toml").write_text('[run]\nmax_cost = 0.01\nmax_steps = 2\napprove = "read-only"\n')
+    settings = json.loads(rlm("config", "show", "--json", plugins=[]).stdout)["settings"]
+    assert (settings["run.max_cost"]["value"], settings["run.max_steps"]["value"]) == (0.01, 2)
+    assert settings["run.approve"]["value"] == "read-only"
+
+
+@pytest.mark.parametrize("spelling", ["scripted/{path}", "scripted:{path}", "replay/{path}"])
+def test_a_model_file_outside_the_project_is_refused_in_either_spelling(rlm, work, outside, spelling):
+    """Issue 44: ``scripted/<absolute path>`` passed the screening that refused ``scripted:<absolute path>``: a
+    model string is read once, in every spelling the host accepts, and then screened."""
+    model = spelling.format(path=outside / "secret.json")
+    (work / "rlm.toml").write_text(f'[run]\nmodel = "{model}"\nsub_model = "{model}"\n')
+    shown = rlm("config", "show", "--json", plugins=[])
+    settings = json.loads(shown.stdout)["settings"]
+    assert settings["run.model"]["value"] == "auto" and settings["run.sub_model"]["value"] is None
+    assert "run.model (reads a file outside the project" in shown.stderr, shown.stderr
+    result = rlm("run", "q", "--sandbox", "monty", plugins=["rlm-sandbox-monty"], env={"OPENAI_API_KEY": ""})
+    assert LEAK not in result.stdout + result.stderr
