@@ -85,10 +85,22 @@ def failures(pytester: pytest.Pytester, source: str, only: str = "") -> dict[str
     for report in recorder.getreports("pytest_runtest_logreport"):
         name = report.nodeid.split("::")[-1]
         if report.failed:
-            outcome[name] = str(report.longrepr)
+            outcome[name] = failure_reason(report)
         elif report.when == "call" or (report.skipped and name not in outcome):
             outcome.setdefault(name, report.outcome)
     return outcome
+
+
+def failure_reason(report: pytest.TestReport) -> str:
+    """What a failure says, without the test's source: the exception's message and pytest's ``E`` lines (the
+    assertion's explanation), so a reason matched below is the failure's, never a word of the check's code."""
+    longrepr = report.longrepr
+    crash = getattr(longrepr, "reprcrash", None)
+    entries = getattr(getattr(longrepr, "reprtraceback", None), "reprentries", [])
+    explained = [line[1:].strip() for entry in entries for line in getattr(entry, "lines", []) if line.startswith("E")]
+    if crash is None and not explained:  # a skip or collection error: its text is all there is
+        return str(longrepr)
+    return "\n".join([crash.message if crash is not None else "", *explained])
 
 
 def assert_fails(outcome: dict[str, str], test: str, *why: str) -> None:
