@@ -112,6 +112,25 @@ def _help(path: tuple[str, ...], home: str, work: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+def help_flags(help_text: str) -> set[str]:
+    """The long options a ``--help`` text offers: those in the option column of its ``Options:`` lines (``  -c,
+    --context PATH``, ``  --strict / --no-strict``), never a flag the help's prose merely mentions, and never a
+    prefix of a longer one (``--max`` is not offered by ``--max-steps``)."""
+    flags: set[str] = set()
+    for line in help_text.splitlines():
+        column = re.match(r"^ {2,4}(-[^ ].*?)(?: {2,}|$)", line)
+        if column:
+            flags.update(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)(?![\w-])", column.group(1)))
+    return flags
+
+
+def test_help_flags_are_the_option_column_only():
+    """The check above must fail for a flag the page invents: a prefix of a real option, or one named in prose."""
+    text = ("Options:\n  -c, --context PATH    A file (or repeat --context; see --also-in-prose).\n"
+            "  --strict / --no-strict  Refuse a run.\n  --max-steps INTEGER\n                        Root turns.\n")
+    assert help_flags(text) == {"--context", "--strict", "--no-strict", "--max-steps"}
+
+
 def _subcommands(help_text: str) -> set[str]:
     part = help_text.split("Commands:", 1)
     return {m.group(1) for m in re.finditer(r"^  (\S+)", part[1], re.M)} if len(part) == 2 else set()
@@ -141,8 +160,10 @@ def test_documented_command(where, command, place):
     code, text = _help(path, str(home), str(work))
     assert code == 0, f"{where}: `rlm {' '.join(path)} --help` failed: {text}"
     root_help = _help((), str(home), str(work))[1]
+    offered, global_offered = help_flags(text), help_flags(root_help)
     for flag in sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", command))):
-        assert flag in text or (flag in GLOBAL_FLAGS and flag in root_help), f"{where}: {command}: no {flag} in help"
+        assert flag in offered or (flag in GLOBAL_FLAGS and flag in global_offered), \
+            f"{where}: {command}: {flag} is not an option of `rlm {' '.join(path)}`"
     bare = re.sub(r"\s*\[[^\]]*\]", "", command).strip()  # a synopsis without its optional parts
     runnable = command if command in RUN else bare if bare in RUN else None
     if runnable:
