@@ -288,6 +288,17 @@ def open_regular(path: Path, *, follow_links: bool = True) -> BinaryIO:
         raise
 
 
+def read_regular(path: Path, max_bytes: int, *, follow_links: bool = False) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes`` (``open_regular``: a FIFO or device
+    never blocks, and by default a final symbolic link is refused). OSError otherwise: EFBIG when it is larger,
+    so a small file someone else controls (a registry entry, an ``@FILE`` setting) can neither hang nor flood."""
+    with open_regular(path, follow_links=follow_links) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes")
+    return data
+
+
 def _is_binary(path: Path) -> bool:
     with open_regular(path) as handle:
         return b"\x00" in handle.read(BINARY_PROBE)

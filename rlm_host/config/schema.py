@@ -13,6 +13,8 @@ from rlm_host.components import COMPONENT_KINDS
 #: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
 COMPONENT_SECTIONS = COMPONENT_KINDS
 from rlm_host.price_keys import PROVIDER_ALIASES, WILDCARD, parse_key, provider_key  # noqa: E402,F401 - re-exported
+#: The largest ``@FILE`` of instructions read (guidance for a system prompt, not a document).
+MAX_INSTRUCTIONS_BYTES = 1024 * 1024
 
 
 class Section(BaseModel):
@@ -44,6 +46,13 @@ class RunSettings(Section):
     strict: bool = Field(False, description="refuse a run whose cost budget cannot be enforced (a model with no price)")
     base_url: str | None = Field(None, description="server URL for the providers of this run (overrides theirs)")
     max_reply_tokens: int | None = Field(None, ge=16, description="cap on each model reply (default: the provider's)")
+    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature of every model call "
+                                      "(default: the provider's)")
+    top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling of every model call (default: the "
+                                "provider's)")
+    seed: int | None = Field(None, description="sampling seed of every model call, where the provider takes one")
+    sub_sampling: dict[str, float] = Field(default_factory=dict, description="sampling of sub-calls (llm_query, "
+                                           "child runs) where it differs from the root's: temperature, top_p, seed")
     reply_format: Literal["auto", "on", "off"] = Field(
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
@@ -65,6 +74,14 @@ class RunSettings(Section):
         default_factory=dict, description="per-tool approvals over --approve: TOOL=allow|ask|deny, TOOL an fnmatch "
         "pattern ('run_command', 'mcp__github__*'); the first match wins", json_schema_extra={"flag": "--approval-rule"})
 
+    @field_validator("sub_sampling")
+    @classmethod
+    def _sampling_names(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - {"temperature", "top_p", "seed"})
+        if unknown:
+            raise ValueError(f"unknown sampling option(s) {', '.join(unknown)}: use temperature, top_p, seed")
+        return value
+
     @field_validator("instructions")
     @classmethod
     def _instructions_file(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -73,14 +90,18 @@ class RunSettings(Section):
         given = (info.context or {}).get("given")
         if value is None or not value.startswith("@") or (given is not None and "instructions" not in given):
             return value
+        from rlm_host.context import read_regular
+
         path = Path(value[1:]).expanduser()
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError as exc:
+        try:  # a regular file only, read bounded: a FIFO or a device named here must not hang every command
+            text = read_regular(path, MAX_INSTRUCTIONS_BYTES, follow_links=True).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             from pydantic_core import PydanticCustomError  # its message has no "Value error, " in front
 
+            why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror or exc
             raise PydanticCustomError("instructions_file", "{reason}", {"reason": f"cannot read {path}: "
-                                      f"{exc.strerror or exc} (give the text, or @PATH to a text file)"}) from None
+                                      f"{why} (give the text, or @PATH to a text file)"}) from None
+        return text.replace("\r\n", "\n").replace("\r", "\n")  # as a text-mode read gives it
 
     allow_any_workdir: bool = Field(False, description="let an environment that edits files work in a home, documents "
                                     "or system folder (refused by default)")

@@ -7,6 +7,12 @@ sets the run's cancel event, so the run stops at its next check (a model call in
 trajectory ends ``cancelled`` and its sandbox is released. A run whose process is gone (or whose process id now
 belongs to another program) is ``dead``, never ``active``. Nothing of this may fail a run: a home that cannot be
 written leaves the run unregistered, with one warning.
+
+The folder may hold what others planted (a cloned project's ``.rlm``, a shared home): every file is written as a
+new private temporary file renamed over its name (``write_entry``: a link planted there is replaced, never
+written through), entries are read only from regular files of bounded size (``read_regular``: a FIFO never
+hangs a listing), and only a regular ``.cancel`` file is a request. The task is redacted before it is clipped
+(a key cut in two would no longer match).
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import socket
+import stat
 import sys
 import threading
 import time
@@ -24,6 +32,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
+from rlm_host.context import read_regular
 from rlm_host.errors import InputError
 from rlm_host.redact import redact
 from rlm_host.text import clip
@@ -31,6 +40,8 @@ from rlm_host.text import clip
 ACTIVE_DIR = "active"
 _COMMAND_WORD = re.compile(r"[a-z][a-z0-9_-]{0,20}")
 POLL_SECONDS = 0.2
+#: An entry is a few hundred bytes; a larger file is not one of ours.
+MAX_ENTRY_BYTES = 64 * 1024
 
 Status = Literal["active", "cancelling", "dead", "elsewhere"]
 
@@ -88,6 +99,37 @@ def _alive(pid: int, started: Optional[int]) -> bool:
     return started is None or len(fields) <= 19 or int(fields[19]) == started
 
 
+def write_entry(folder: Path, name: str, data: bytes) -> None:
+    """Write ``folder/name`` whole or not at all, never through a link: a new private file (``O_EXCL |
+    O_NOFOLLOW``, mode 0600) renamed over the name, so a link planted there is replaced instead of followed, and
+    ``folder`` itself must not be a link. OSError when it cannot be written."""
+    nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    directory = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow)
+    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=directory)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            try:
+                os.unlink(temporary, dir_fd=directory)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(directory)
+
+
+def _requested(cancel_file: Path) -> bool:
+    """Whether a cancel request stands: a regular file at that name (a link or a FIFO planted there is none)."""
+    try:
+        return stat.S_ISREG(os.lstat(cancel_file).st_mode)
+    except OSError:
+        return False
+
+
 def command_words() -> str:
     """This process as a person recognises it: ``rlm run``, ``rlm mcp serve``, ``python bench.py`` (the program and
     its leading words; options and their values are left out, they may hold secrets)."""
@@ -128,7 +170,7 @@ class _Watcher:
                     return
                 watched = list(self._runs.items())
             for cancel_file, event in watched:
-                if not event.is_set() and cancel_file.exists():
+                if not event.is_set() and _requested(cancel_file):
                     event.set()
 
 
@@ -167,14 +209,10 @@ class ActiveRuns:
         path, cancel_file = self.dir / f"{run_id}.json", self.dir / f"{run_id}.cancel"
         try:
             entry = ActiveRun(run_id=run_id, pid=pid, host=socket.gethostname(), started=datetime.now(timezone.utc),
-                              task=redact(clip(task, 200, "ellipsis")) or "", environment=environment, model=model,
+                              task=clip(redact(task), 200, "ellipsis") or "", environment=environment, model=model,
                               command=command_words(), trajectory=trajectory, process_start=_process_start(pid))  # fmt: skip
             self.dir.mkdir(parents=True, exist_ok=True)
-            temporary = self.dir / f".{run_id}.{pid}.tmp"
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(entry.model_dump_json(exclude={"status"}))
-            os.replace(temporary, path)
+            write_entry(self.dir, path.name, entry.model_dump_json(exclude={"status"}).encode())
         except (OSError, ValueError) as exc:
             from rlm_host import logs
 
@@ -193,16 +231,16 @@ class ActiveRuns:
         here, found = socket.gethostname(), []
         for path in sorted(self.dir.glob("*.json")):
             try:
-                run = ActiveRun.model_validate_json(path.read_bytes())
+                run = ActiveRun.model_validate_json(read_regular(path, MAX_ENTRY_BYTES))
             except (OSError, ValueError):
-                continue  # being written or removed right now, or not ours
+                continue  # being written or removed right now, or not ours (a link, a FIFO, a large file)
             if run.run_id != path.stem:
                 continue  # a planted entry (a cloned project's .rlm): its id could name a path outside this folder
             if run.host != here:
                 run.status = "elsewhere"
             elif not _alive(run.pid, run.process_start):
                 run.status = "dead"
-            elif (self.dir / f"{run.run_id}.cancel").exists():
+            elif _requested(self.dir / f"{run.run_id}.cancel"):
                 run.status = "cancelling"
             found.append(run)
         return sorted(found, key=lambda r: r.started)
@@ -268,9 +306,9 @@ class ActiveRuns:
         return left
 
     def _request(self, run_id: str) -> None:
+        """Write run ``run_id``'s cancel file: the one writer of cancel requests (``rlm runs cancel``, the TUI's
+        abort and the MCP server's ``rlm_runs_cancel`` all come here through ``cancel`` / ``cancel_all``)."""
         try:
-            fd = os.open(self.dir / f"{run_id}.cancel", os.O_WRONLY | os.O_CREAT, 0o600)
-            os.write(fd, json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode())
-            os.close(fd)
+            write_entry(self.dir, f"{run_id}.cancel", json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode())
         except OSError as exc:
             raise NoActiveRunError(f"cannot ask run {run_id} to stop: {exc}") from exc

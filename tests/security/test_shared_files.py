@@ -1,0 +1,153 @@
+"""Files in folders someone else can write, tried as an attacker would, through the real ``rlm`` command.
+
+A run home may be a cloned project's ``.rlm`` or a folder shared with other users, and ``@FILE`` instructions name
+a path in a project. What is planted there — a link where rlm writes a file, a FIFO where it reads one — must
+neither redirect a write nor hang a command: cancel files and registry entries are new files renamed over their
+name (a planted link is replaced, not followed), and what is read is a regular file, opened without blocking and
+read bounded (``rlm_host.context.read_regular``). Each command runs in a subprocess with a timeout: a hang fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+RLM = str(Path(sys.executable).with_name("rlm"))
+#: Seconds a command may take here: a command blocked on a FIFO never returns.
+PATIENCE = 60
+
+
+def rlm(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``rlm ARGS`` with ``home`` as its run home and no plugin; TimeoutExpired (a failure) if it hangs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
+    env.update({"RLM_HOME": str(home), "RLM_PLUGINS": "", "HOME": str(home.parent)})
+    return subprocess.run([RLM, *args], capture_output=True, text=True, env=env, cwd=cwd or home.parent,
+                          timeout=PATIENCE)  # fmt: skip
+
+
+def plant_entry(active: Path, run_id: str) -> None:
+    """A registry entry as another machine sharing this home would write it (its process cannot be checked)."""
+    active.mkdir(parents=True, exist_ok=True)
+    entry = {"run_id": run_id, "pid": 4242, "host": "another-machine", "started": "2026-01-01T00:00:00Z"}
+    (active / f"{run_id}.json").write_text(json.dumps(entry))
+
+
+# ---------------------------------------------------------------------------------------------- writes
+
+
+def test_cancel_all_replaces_planted_links_instead_of_writing_through_them(tmp_path):
+    home = tmp_path / "home"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    created = tmp_path / "created-by-rlm.txt"
+    plant_entry(home / "active", "run_to_victim")
+    (home / "active" / "run_to_victim.cancel").symlink_to(victim)
+    plant_entry(home / "active", "run_to_nowhere")
+    (home / "active" / "run_to_nowhere.cancel").symlink_to(created)
+
+    done = rlm(home, "runs", "cancel", "--all", "--wait", "0")
+    assert done.returncode == 0, done.stderr
+    assert "asked run_to_victim to stop" in done.stdout and "asked run_to_nowhere to stop" in done.stdout
+    assert victim.read_text() == "precious\n", "the cancel request was written into the link's target"
+    assert not created.exists(), "the cancel request created the link's target"
+    for run_id in ("run_to_victim", "run_to_nowhere"):
+        request = home / "active" / f"{run_id}.cancel"
+        assert not request.is_symlink() and "by_pid" in json.loads(request.read_text())
+
+
+def test_registering_a_run_never_writes_through_a_planted_temporary_file(tmp_path):
+    """The entry's temporary file had a name anyone could guess (``.<run_id>.<pid>.tmp``)."""
+    from rlm_host.sdk.embedding import ActiveRuns
+
+    home = tmp_path / "home"
+    (home / "active").mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (home / "active" / f".run_planted.{os.getpid()}.tmp").symlink_to(victim)
+    registration = ActiveRuns(home).register("run_planted", threading.Event(), task="t")
+    try:
+        assert registration is not None
+        assert victim.read_text() == "precious\n"
+        assert [run.run_id for run in ActiveRuns(home).list()] == ["run_planted"]
+        assert not (home / "active" / "run_planted.json").is_symlink()
+    finally:
+        registration and registration.close()
+
+
+def test_a_linked_registry_folder_is_never_written(tmp_path, caplog):
+    """``<home>/active`` planted as a link to another folder: a run stays unregistered, a cancel writes nothing."""
+    from rlm_host.sdk.embedding import ActiveRuns
+
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    plant_entry(elsewhere, "run_there")
+    home.mkdir()
+    (home / "active").symlink_to(elsewhere)
+    assert ActiveRuns(home).register("run_here", threading.Event()) is None
+    done = rlm(home, "runs", "cancel", "--all", "--wait", "0")
+    assert done.returncode == 2 and "cannot ask run run_there to stop" in done.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["run_there.json"]
+
+
+# ---------------------------------------------------------------------------------------------- reads
+
+
+def test_a_fifo_in_the_registry_hangs_no_command(tmp_path):
+    home = tmp_path / "home"
+    plant_entry(home / "active", "run_real")
+    os.mkfifo(home / "active" / "run_fifo.json")
+    os.mkfifo(home / "active" / "run_fifo.cancel")
+    listed = rlm(home, "runs", "active", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [run["run_id"] for run in json.loads(listed.stdout)] == ["run_real"]
+    assert rlm(home, "runs", "active").returncode == 0
+    assert rlm(home, "runs", "list").returncode == 0  # a saved run's status asks the registry too
+    cancelled = rlm(home, "runs", "cancel", "--all", "--wait", "0")
+    assert cancelled.returncode == 0 and "asked run_real to stop" in cancelled.stdout
+
+
+def test_a_huge_registry_entry_is_not_read(tmp_path):
+    home = tmp_path / "home"
+    plant_entry(home / "active", "run_real")
+    entry = {"run_id": "run_huge", "pid": 4242, "host": "another-machine", "started": "2026-01-01T00:00:00Z",
+             "task": "x" * (1 << 20)}  # fmt: skip
+    (home / "active" / "run_huge.json").write_text(json.dumps(entry))
+    listed = rlm(home, "runs", "active", "--json")
+    assert [run["run_id"] for run in json.loads(listed.stdout)] == ["run_real"]
+
+
+@pytest.mark.parametrize("where", ["flag", "project file"])
+def test_instructions_from_a_fifo_are_refused_not_waited_for(tmp_path, where):
+    home = tmp_path / "home"
+    home.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    os.mkfifo(project / "notes")
+    script = project / "script.json"
+    script.write_text(json.dumps({"responses": ["FINAL(1)"]}))
+    args = ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process"]
+    if where == "flag":
+        args += ["--instructions", "@notes"]
+    else:
+        (project / "rlm.toml").write_text('[run]\ninstructions = "@notes"\n')
+    done = rlm(home, *args, cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot read notes: not a regular file" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_instructions_from_a_regular_file_still_work(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "notes.md").write_text("Answer in French.\r\nAlways.\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": ["FINAL(1)"]}))
+    done = rlm(home, "run", "q", "--model", f"scripted:{script}", "--sandbox", "process", "--instructions",
+               "@notes.md", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = Path(json.loads(done.stdout)["trajectory_path"]).read_text()
+    assert "Answer in French.\\nAlways." in events
