@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from rlm_env_traces import index as index_module
-from rlm_env_traces import reader, storage
+from rlm_env_traces import checks, reader, storage
 from rlm_env_traces.generate import generate
 from rlm_env_traces.index import sidecar_path
 from rlm_env_traces.store import TraceStore
@@ -50,6 +50,31 @@ def test_a_forged_index_with_the_files_size_and_mtime_is_never_used(rlm_cli, rlm
     view = json.loads(rlm_cli("traces", "view", str(path), info["error_trace_ids"][0], plugins=PLUGIN).out)
     assert len(view["spans"]) == 7
     assert storage.unseal(sidecar_path(path)) is not None, "the forged index was replaced by a signed one"
+
+
+@pytest.mark.parametrize("signer", ["nobody", "another user"])
+def test_an_index_whose_only_lie_is_in_its_counts_is_believed_only_when_this_user_signed_it(tmp_path, monkeypatch,
+                                                                                            signer):  # fmt: skip
+    """Honest ranges, fingerprint, size and mtime, only the error counts zeroed: every sanity check passes such an
+    index, so its signature (this user's key) is all that keeps a view from hiding the errors."""
+    path = tmp_path / "t.jsonl"
+    info = generate(path, traces=6)
+    lying = index_module.build(path)
+    for entry in lying.traces.values():
+        entry.error_spans = 0
+    assert checks.problems(lying, path.stat().st_size, False) is None, "the lie passes every other check"
+    payload = msgspec.msgpack.encode(lying)
+    if signer == "nobody":
+        body = storage.MAGIC + b"0" * storage.MAC_BYTES + payload  # hex digits: the signature is checked, and fails
+    else:
+        mine = os.environ["XDG_CONFIG_HOME"]
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))  # their own key
+        body = storage.seal(payload)
+        monkeypatch.setenv("XDG_CONFIG_HOME", mine)
+    sidecar_path(path).write_bytes(body)
+    overview = TraceStore.load(path).get_overview()
+    assert overview["error_traces"] == len(info["error_trace_ids"]) == 2, "the unsigned counts were believed"
+    assert storage.unseal(sidecar_path(path)) is not None, "rebuilt and signed by this user"
 
 
 def test_a_signed_index_that_fails_its_checks_is_rebuilt(tmp_path):
