@@ -262,6 +262,9 @@ class ProviderSpec(Component):
     (a local server, a script, a replay), so its calls cost nothing; ``start_command`` how its server is started
     (said when nothing listens at its URL). Aliases name it in model strings and in ``[[prices]]`` keys too.
 
+    ``sampling`` names the sampling options its API honours (of ``temperature``, ``top_p``, ``seed``): a run that
+    sets another is told once that it is not sent.
+
     ``--model auto`` considers only providers with a ``default_model``, highest ``auto_priority`` first: the
     first one whose key (or base-URL variable) is set, else the first that needs no key and is ready (the
     embedded local model). A user who wants another model names it (``--model``, ``[run] model``,
@@ -283,10 +286,12 @@ class ProviderSpec(Component):
     prices: tuple[tuple[str, float, float], ...] = ()
     local: bool = False
     start_command: str = ""
+    sampling: tuple[str, ...] = ("temperature", "top_p", "seed")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "key_env", tuple(self.key_env))
+        object.__setattr__(self, "sampling", tuple(self.sampling))
         object.__setattr__(self, "prices", tuple(tuple(p) for p in self.prices))
 
 

@@ -25,7 +25,7 @@ from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus
 from rlm_host.llm.prices import PriceTable
 from rlm_host.observability.delivery import SinkStarter
-from rlm_host.llm.protocol import ModelConnector, ModelOptions, provider_of
+from rlm_host.llm.protocol import SAMPLING_OPTIONS, ModelConnector, ModelOptions, provider_of
 from rlm_host.llm.resolve import auto_model, resolve_connector, split_model_string
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import HostServices
@@ -60,6 +60,7 @@ class RunPlan:
     framework_factory: Optional[Callable[..., Any]] = None  # None: the native loop
     framework_settings: Optional[BaseModel] = None
     sources: dict[str, str] = field(default_factory=dict)  # run option → where its value came from, when not default
+    sampling: dict[str, dict[str, Any]] = field(default_factory=dict)  # role → the sampling options sent
 
     @property
     def trajectory_path(self) -> Path:
@@ -103,6 +104,7 @@ class RunPlan:
             "sub_provider": provider_of(self.sub_connector),
             "sandbox": self.sandbox_name,
             "settings": self.run.model_dump(mode="json"),
+            "sampling": dict(self.sampling),
             "settings_sources": dict(self.sources),
             "context": context_meta,
             "notices": list(self.notices),
@@ -133,24 +135,28 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     sandbox = (plan_sandbox(host, loaded, home, env_spec, run.sandbox, exec_timeout=limits.exec_timeout,
                             memory_mb=limits.memory_mb, workspace=workdir)
                if env_spec.runs_code or run.sandbox != "auto" else None)  # fmt: skip
-    options_for_models = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens)
-
-    def make_connector(model: str) -> ModelConnector:
-        return resolve_connector(model, host=host, settings=loaded, options=options_for_models, home=home)
-
+    sampling = Sampling.of(run)
     given = connectors or {}
     notices = []
     model = run.model
     if "root" not in given and model == "auto":
         model, notice = auto_model(host)
         notices += [notice] if notice else []
-    root = given.get("root") or make_connector(model)
-    sub = given.get("sub") or (make_connector(run.sub_model) if run.sub_model else root)
+
+    def make_connector(model: str, role: str = "sub") -> ModelConnector:
+        options = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens,
+                               **sampling.sent(role, model, host))  # fmt: skip
+        return resolve_connector(model, host=host, settings=loaded, options=options, home=home)
+
+    root = given.get("root") or make_connector(model, "root")
+    own_sub = run.sub_model or (model if run.sub_sampling and "root" not in given else None)
+    sub = given.get("sub") or (make_connector(own_sub) if own_sub else root)
     root_name = root.name if "root" in given else model
     sub_name = sub.name if "sub" in given else (run.sub_model or root_name)
     for name in run.allowed_sub_models:
         split_model_string(name, host)  # a name that names no provider fails now, not at the code's first call
     sub_models = SubModels(run.allowed_sub_models, {root_name: root, sub_name: sub}, make_connector, host)
+    notices += sampling.notices
     warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     notices += warnings
     run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": run_sinks(host, run.sinks),
@@ -165,7 +171,42 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         notices=notices, warnings=warnings, workdir=workdir, sources=_sources(loaded),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
+        sampling=sampling.recorded,
     )  # fmt: skip
+
+
+class Sampling:
+    """The run's sampling options per role (``temperature``, ``top_p``, ``seed``; sub-calls take ``sub_sampling``
+    over them), filtered for each model to what its provider honours: what is left out is one notice per provider
+    and option, and what each role's connector was given is recorded with the run."""
+
+    def __init__(self, root: dict[str, Any], sub: dict[str, Any]) -> None:
+        self.roles = {"root": root, "sub": sub}
+        self.notices: list[str] = []
+        self.recorded: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def of(cls, run: RunSettings) -> "Sampling":
+        root = {name: getattr(run, name) for name in SAMPLING_OPTIONS if getattr(run, name) is not None}
+        sub = {**root, **run.sub_sampling}
+        if "seed" in sub:
+            sub["seed"] = int(sub["seed"])
+        return cls(root, sub)
+
+    def sent(self, role: str, model: str, host: Any) -> dict[str, Any]:
+        """The options a connector of ``model`` in ``role`` gets (what its provider honours)."""
+        wanted = self.roles[role]
+        if not wanted:
+            return {}
+        provider = host.providers().get(split_model_string(model, host)[0])
+        dropped = [name for name in wanted if name not in provider.sampling]
+        for name in dropped:
+            notice = f"{provider.name} does not take {name}: it is not sent to {model}"
+            if notice not in self.notices:
+                self.notices.append(notice)
+        sent = {name: value for name, value in wanted.items() if name not in dropped}
+        self.recorded.setdefault(role, sent)
+        return sent
 
 
 def load_for(env_spec: Any, context: Any, host: Any, loaded: Any, home: Path) -> Any:

@@ -158,8 +158,7 @@ class OpenAIConnector(RetryingConnector):
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``messages``."""
         request: dict[str, Any] = {"model": self.model, "messages": list(messages), "timeout": timeout}
-        if self.options.temperature is not None:
-            request["temperature"] = self.options.temperature
+        request.update(self.options.sampling())  # temperature, top_p, seed: as the run set them
         if self.options.max_tokens is not None:
             reasoning = self.model.lower().startswith(_REASONING_PREFIXES)
             request["max_completion_tokens" if reasoning else "max_tokens"] = self.options.max_tokens

@@ -58,7 +58,17 @@ class ModelOptions(BaseModel):
     timeout: float = Field(120.0, gt=0, description="seconds per request")
     max_retries: int = Field(4, ge=0)
     temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    seed: Optional[int] = None
     max_tokens: Optional[int] = None
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling options that are set (``temperature``, ``top_p``, ``seed``): what a request should carry."""
+        return {name: getattr(self, name) for name in SAMPLING_OPTIONS if getattr(self, name) is not None}
+
+
+#: The sampling options a run may set for its model calls (``[run] temperature``…) and a provider may honour.
+SAMPLING_OPTIONS = ("temperature", "top_p", "seed")
 
 
 class Completion(BaseModel):

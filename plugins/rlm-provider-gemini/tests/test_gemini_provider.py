@@ -113,6 +113,13 @@ def test_the_request_sent_and_the_answer(server):
     }
 
 
+def test_the_runs_sampling_options_reach_the_generation_config(server):
+    server.push(answer("4"))
+    connect(server, temperature=0.3, top_p=0.9, seed=7, max_tokens=5).complete(MESSAGES)
+    [request] = server.requests
+    assert request.body["generationConfig"] == {"temperature": 0.3, "topP": 0.9, "seed": 7, "maxOutputTokens": 5}
+
+
 def test_system_instruction_model_role_and_merged_turns(server):
     server.push(answer("ok"))
     messages = [

@@ -151,6 +151,8 @@ def test_settings_are_validated_and_options_win(tiny_gguf):
     assert (connector.max_tokens, connector.temperature, connector.n_threads, connector.seed) == (64, 0.5, 3, 0)
     connector = LlamaCppConnector(str(tiny_gguf), ModelOptions(max_tokens=8, temperature=0.0), {"max_tokens": 64})
     assert (connector.max_tokens, connector.temperature) == (8, 0.0)
+    sampled = LlamaCppConnector(str(tiny_gguf), ModelOptions(temperature=0.7, top_p=0.8, seed=42), {"seed": 3})
+    assert (sampled.temperature, sampled.top_p, sampled.seed) == (0.7, 0.8, 42)  # the run's sampling wins
     assert LlamaCppConnector(str(tiny_gguf)).n_threads == connector_module.usable_cpus()
 
 

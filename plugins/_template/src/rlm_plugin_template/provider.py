@@ -94,8 +94,9 @@ class OllamaConnector(RetryingConnector):
 
     # -- one call -----------------------------------------------------------------------------------------------
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
-        options = {key: value for key, value in (("temperature", self.options.temperature),
-                                                 ("num_predict", self.options.max_tokens)) if value is not None}  # fmt: skip
+        options = self.options.sampling()  # temperature, top_p, seed: Ollama's options take all three
+        if self.options.max_tokens is not None:
+            options["num_predict"] = self.options.max_tokens
         return {"model": self.model, "messages": list(messages), "stream": False, "options": options,
                 "keep_alive": self.settings.keep_alive, "timeout": timeout}  # fmt: skip
 

@@ -31,6 +31,7 @@ def rlm_register_providers():
             install_hint=INSTALL_HINT,
             settings="rlm_provider_anthropic.settings:AnthropicSettings",
             key_env=(KEY_ENV,),
+            sampling=(),  # the Messages API of the anthropic SDK 2.x takes no sampling parameters: said, not sent
             base_url=DEFAULT_BASE_URL,
             # No base_url_env: ANTHROPIC_BASE_URL alone (set by other tools for their own gateways) must not make
             # `--model auto` pick this provider; the connector still honours it.

@@ -15,6 +15,7 @@ Where things come from, strongest first:
   ``$GEMINI_API_KEY`` (the SDK's order); with a custom base URL and no key a placeholder is sent. The client is
   always built for the Gemini Developer API (``vertexai=False``) with the key passed explicitly;
 - ``max_tokens`` / ``temperature``: the options when given, else the section, else the model's defaults;
+  ``top_p`` and ``seed`` when the run sets them;
 - timeout and max_retries: set explicitly in ``options``, else the section, else the options' defaults.
 
 Messages are converted to ``contents``: every ``system`` message goes, in order, into ``system_instruction``;
@@ -172,6 +173,9 @@ class GeminiConnector(RetryingConnector):
             config["max_output_tokens"] = self.max_tokens
         if self.temperature is not None:
             config["temperature"] = self.temperature
+        for name in ("top_p", "seed"):  # the run's sampling options, as GenerateContentConfig names them
+            if getattr(self.options, name) is not None:
+                config[name] = getattr(self.options, name)
         return {"model": self.model, "contents": contents, "config": config}
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:

@@ -12,7 +12,8 @@
   sample with a fixed seed so that a run repeats. Each call evaluates its whole prompt: reusing the KV cache of
   the previous call's common prefix (``prefix_cache = true``) is faster for long, growing prompts, but changes
   the logits slightly (a different batch shape), so answers would then depend on earlier calls. ``max_tokens``
-  and ``temperature`` come from the model options when given there, else from ``[provider.llamacpp]``.
+  ``temperature`` and ``seed`` come from the model options (the run's sampling) when given there, else from
+  ``[provider.llamacpp]``; ``top_p`` from the run, else llama.cpp's default.
 - A call that exceeds its timeout (waiting for the lock included) is stopped at its next token (a reply held to
   a grammar: at the first point the grammar lets it end) and raises ModelError, as does a prompt longer than the
   context window.
@@ -157,7 +158,8 @@ class LlamaCppConnector:
         self.n_threads = settings.n_threads or usable_cpus()
         self.max_tokens = options.max_tokens if options.max_tokens is not None else settings.max_tokens
         self.temperature = options.temperature if options.temperature is not None else settings.temperature
-        self.seed = settings.seed
+        self.top_p = options.top_p  # None: llama.cpp's own default
+        self.seed = options.seed if options.seed is not None else settings.seed
         self.timeout = options.timeout
 
     def __repr__(self) -> str:
@@ -214,6 +216,7 @@ class LlamaCppConnector:
                 messages=[dict(m) for m in messages],
                 max_tokens=self.max_tokens,
                 temperature=self.temperature,
+                **({"top_p": self.top_p} if self.top_p is not None else {}),
                 repeat_penalty=1.0 if grammar is not None else self.settings.repeat_penalty,
                 seed=self.seed,
                 grammar=grammar,
