@@ -53,13 +53,6 @@ class RunSettings(Section):
     seed: int | None = Field(None, description="sampling seed of every model call, where the provider takes one")
     sub_sampling: dict[str, float] = Field(default_factory=dict, description="sampling of sub-calls (llm_query, "
                                            "child runs) where it differs from the root's: temperature, top_p, seed")
-    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature of every model call "
-                                      "(default: the provider's)")
-    top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling of every model call (default: the "
-                                "provider's)")
-    seed: int | None = Field(None, description="sampling seed of every model call, where the provider takes one")
-    sub_sampling: dict[str, float] = Field(default_factory=dict, description="sampling of sub-calls (llm_query, "
-                                           "child runs) where it differs from the root's: temperature, top_p, seed")
     reply_format: Literal["auto", "on", "off"] = Field(
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
@@ -80,14 +73,6 @@ class RunSettings(Section):
     approval_rules: dict[str, Literal["allow", "ask", "deny"]] = Field(
         default_factory=dict, description="per-tool approvals over --approve: TOOL=allow|ask|deny, TOOL an fnmatch "
         "pattern ('run_command', 'mcp__github__*'); the first match wins", json_schema_extra={"flag": "--approval-rule"})
-
-    @field_validator("sub_sampling")
-    @classmethod
-    def _sampling_names(cls, value: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(value) - {"temperature", "top_p", "seed"})
-        if unknown:
-            raise ValueError(f"unknown sampling option(s) {', '.join(unknown)}: use temperature, top_p, seed")
-        return value
 
     @field_validator("sub_sampling")
     @classmethod
