@@ -158,3 +158,59 @@ def test_the_registry_names_the_command_without_its_arguments(monkeypatch, argv,
 
     monkeypatch.setattr(sys, "argv", argv)
     assert command_words() == words
+
+
+CONTROLS = "\x9b2J\x9d0;title\x07\x1b[31m\x7f\x85"  # C1 CSI and OSC, BEL, ESC, DEL, NEL
+
+
+def _raw_controls(text: str) -> list[str]:
+    return [c for c in text if c not in "\n\t" and not c.isprintable()]
+
+
+def test_a_secret_in_the_task_stays_out_of_the_registry_and_its_listing(tmp_path):
+    """The key is known to the run's process (its environment); the entry on disk and ``rlm runs active`` in a
+    shell that does not know it show ``***``, even where the task is clipped in the middle of a key."""
+    home = tmp_path / "home"
+    secret = "sk-test-Zq81LmN0pX4rT7uV9wY2"
+    task = f"deploy with {secret} then " + "x" * 139 + secret  # clipped first, 14 characters of a key stay
+    script = slow_script(tmp_path / "s.json")
+    env = {**os.environ, "RLM_HOME": str(home), "OPENAI_API_KEY": secret}
+    proc = subprocess.Popen([*RLM_CMD, "run", task, "--model", f"scripted:{script}", "--sandbox", "process"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)  # fmt: skip
+    try:
+        registry = ActiveRuns(home)
+        run = wait_for(lambda: registry.list() and registry.list()[0])
+        on_disk = b"".join(path.read_bytes() for path in (home / "active").iterdir())
+        keyless = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+        shown = [subprocess.run([*RLM_CMD, "runs", "active", *flag], capture_output=True, text=True, timeout=60,
+                                env={**keyless, "RLM_HOME": str(home)}).stdout for flag in ([], ["--json"])]  # fmt: skip
+    finally:
+        proc.kill()
+        proc.wait()
+    for text in (run.task, on_disk.decode(), *shown):
+        assert secret[:10] not in text, text
+    assert run.task.startswith("deploy with *** then xxx") and run.task.endswith("***")
+
+
+def test_listings_show_control_characters_from_runs_never_send_them(tmp_path):
+    home = tmp_path / "home"
+    (home / "active").mkdir(parents=True)
+    entry = {"run_id": "run_shown_1", "pid": 4242, "host": "another-machine", "started": "2026-01-01T00:00:00Z",
+             "task": f"task {CONTROLS}", "model": f"m{CONTROLS}", "environment": f"e{CONTROLS}",
+             "command": f"rlm {CONTROLS}"}  # fmt: skip
+    (home / "active" / "run_shown_1.json").write_text(json.dumps(entry))
+    active = cli(home, "runs", "active")
+    assert "run_shown_1" in active.stdout and not _raw_controls(active.stdout), repr(active.stdout)
+    assert "\\u009b" in cli(home, "runs", "active", "--json").stdout  # escaped, not raw
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"responses": [f"```repl\nprint({CONTROLS!r})\n```", f"FINAL(done {CONTROLS})"]}))
+    done = cli(home, "run", f"a task {CONTROLS}", "--model", f"scripted:{script}", "--sandbox", "process", "--json")
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    for args in (["runs", "list"], ["runs", "show", run_id]):
+        shown = cli(home, *args)
+        assert shown.returncode == 0 and "a task" in shown.stdout
+        assert not _raw_controls(shown.stdout), (args, shown.stdout)
+    for args in (["runs", "compare", run_id, run_id], ["runs", "compare", run_id, run_id, "--json"]):
+        compared = cli(home, *args)
+        assert compared.returncode == 0 and not _raw_controls(compared.stdout), (args, compared.stdout)

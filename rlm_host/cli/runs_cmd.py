@@ -1,5 +1,9 @@
 """``rlm runs list``, ``show``, ``compare`` and ``export``: the saved runs under ``<home>/runs``; ``rlm runs active``
-and ``cancel``: the runs in progress on this machine (``<home>/active``)."""
+and ``cancel``: the runs in progress on this machine (``<home>/active``).
+
+What these commands show comes from runs: tasks, models' replies, code, errors, registry entries anyone could
+write. Every line meant for a person goes through ``say`` (control characters shown, never sent: C0, DEL and C1,
+so no ESC or CSI sequence redraws the terminal); JSON is printed with ``ensure_ascii`` (escaped, not raw)."""
 
 from __future__ import annotations
 
@@ -8,12 +12,19 @@ from pathlib import Path
 
 import typer
 
+from rlm_host.text import terminal_safe
+
 app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
 
 
 @app.callback()
 def runs() -> None:
     """Saved runs (list, show one with every step, compare two, export one) and runs in progress (active, cancel)."""
+
+
+def say(text: str) -> None:
+    """Print ``text`` for a person: the one printer of these commands, so no run's text reaches the terminal raw."""
+    typer.echo(terminal_safe(text))
 
 
 def run_home(ctx: typer.Context) -> Path:
@@ -37,24 +48,24 @@ def list_runs(
         typer.echo(json.dumps([s.model_dump(mode="json") for s in shown], indent=2))
         return
     if not summaries:
-        typer.echo(f"no saved runs in {store.runs_dir}")
+        say(f"no saved runs in {store.runs_dir}")
         return
-    typer.echo(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
+    say(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
                f"{'COST':>8}  TASK")  # fmt: skip
     for s in shown:
         started = s.started.strftime("%Y-%m-%d %H:%M") if s.started else "?"
         tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
         cost = f"${s.cost:.4f}" if s.cost is not None else "-"
         task = s.task if len(s.task) <= 50 else s.task[:49] + "…"
-        typer.echo(
+        say(
             f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
             f"{tokens:>8} {cost:>8}  {task}"
         )
     if len(shown) < len(summaries):
-        typer.echo(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
+        say(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
     for s in shown:
         if s.problem:
-            typer.echo(f"unreadable: {s.path}: {s.problem}")
+            say(f"unreadable: {s.path}: {s.problem}")
 
 
 @app.command("active")
@@ -74,18 +85,18 @@ def active(
         typer.echo(json.dumps([run.model_dump(mode="json") for run in runs], indent=2))
         return
     for run in pruned:
-        typer.echo(f"pruned {run.run_id} (process {run.pid} is gone)")
+        say(f"pruned {run.run_id} (process {run.pid} is gone)")
     if not runs:
-        typer.echo("no active runs")
+        say("no active runs")
         return
-    typer.echo(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} TASK")
+    say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} TASK")
     for run in runs:
         task = run.task if len(run.task) <= 40 else run.task[:39] + "…"
-        typer.echo(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
+        say(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
                    f"{run.environment:<10} {run.command[:16]:<16} {task}")  # fmt: skip
     dead = sum(run.status == "dead" for run in runs)
     if dead:
-        typer.echo(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
+        say(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
 
 
 @app.command("cancel")
@@ -106,22 +117,22 @@ def cancel(
     if every:
         asked = registry.cancel_all()
         if not asked:
-            typer.echo("no active runs")
+            say("no active runs")
             return
     else:
         run = registry.cancel(run_id)
         if run.status == "dead":
-            typer.echo(f"{run.run_id} was not running (process {run.pid} is gone): its entry is removed")
+            say(f"{run.run_id} was not running (process {run.pid} is gone): its entry is removed")
             return
         asked = [run]
     left = set(registry.wait([run.run_id for run in asked], wait)) if wait else {run.run_id for run in asked}
     for run in asked:
         if run.run_id not in left:
-            typer.echo(f"cancelled {run.run_id}")
+            say(f"cancelled {run.run_id}")
         elif wait:
-            typer.echo(f"asked {run.run_id} to stop; still running after {wait:g} s (process {run.pid})")
+            say(f"asked {run.run_id} to stop; still running after {wait:g} s (process {run.pid})")
         else:
-            typer.echo(f"asked {run.run_id} to stop")
+            say(f"asked {run.run_id} to stop")
     if left and wait:
         raise typer.Exit(1)
 
@@ -141,7 +152,10 @@ def compare(
     store = RunStore(run_home(ctx))
     a, b = (Replay(store.load(store.resolve(run))) for run in (run_a, run_b))
     comparison = compare_runs(a, b)
-    typer.echo(comparison.model_dump_json(indent=2) if as_json else render_comparison(comparison))
+    if as_json:
+        typer.echo(json.dumps(comparison.model_dump(mode="json"), indent=2))
+    else:
+        say(render_comparison(comparison))
 
 
 @app.command("show")
@@ -170,10 +184,10 @@ def show(
         }
         typer.echo(json.dumps(payload, indent=2, default=str))
         return
-    typer.echo(render_summary(replay))
+    say(render_summary(replay))
     for step in replay.steps:
-        typer.echo("")
-        typer.echo(render_step(step, total=len(replay.steps)))
+        say("")
+        say(render_step(step, total=len(replay.steps)))
 
 
 def json_exporter(settings: object, services: object):
