@@ -531,6 +531,7 @@ ATTACKS = [  # (what the file adds to a plain grid, what the refusal names)
     ({"run": 'timeout = 60\nbase_url = "http://attacker.invalid/v1"'}, "[run] base_url"),
     ({"run": "timeout = 60\nallow_any_workdir = true"}, "allow_any_workdir"),
     ({"extra_tables": '[bench.ray]\nruntime_env = { pip = ["evil-package"] }\n'}, "runtime_env"),
+    ({"extra_tables": '[bench.ray]\naddress = "ray://203.0.113.9:10001"\n'}, "[bench.ray] address"),
 ]
 
 
@@ -562,3 +563,48 @@ def test_an_untrusted_sweep_file_may_not_read_files_outside_its_folder(cli, work
     text = grid(model).replace("[sweep]\n", f'[sweep]\ninstructions = ["@{secret}"]\n', 1)
     code, _, err = cli("bench", "sweep", str(sweep_file(work, text)), "-q")
     assert code == 2 and "instructions" in err and "a private note" not in err, err
+
+
+def test_an_untrusted_sweep_file_may_not_name_a_model_file_outside_in_the_slash_spelling(cli, work, monkeypatch,
+                                                                                         tmp_path):
+    """``scripted/PATH`` (the provider/name spelling the host also accepts) is screened as ``scripted:PATH`` is."""
+    monkeypatch.delenv("RLM_TRUST_CONFIG")
+    setup(work)
+    planted = write_script(tmp_path / "outside.json", [{"match": ".", "text": "FINAL(42)"}])
+    code, _, err = cli("bench", "sweep", str(sweep_file(work, grid(f"scripted/{planted}"))), "-q")
+    assert code == 2 and "is not trusted" in err and "models = " in err and "reads a file outside" in err, err
+    assert not (work / ".rlm" / "benchmarks").exists()
+
+
+def test_a_base_url_password_is_never_written_or_printed_in_clear(cli, work, priced_model, monkeypatch):
+    """``http://user:PASSWORD@host/v1`` is stored and printed as ``http://user:***@host/v1``; a resume reads the
+    password again from the sweep file (a changed file is refused)."""
+    from rlm_bench import sweep as sweep_module
+
+    given: list[str] = []  # the base URL each case was run with
+    real_run_item = sweep_module.run_item
+    monkeypatch.setattr(sweep_module, "run_item", lambda item, *rest: given.append(item["run"]["base_url"])
+                        or real_run_item(item, *rest))  # fmt: skip
+    setup(work)
+    url = priced_model.url.replace("http://", "http://user:s3cret-passw0rd@")
+    path = sweep_file(work, grid("openai:fake", run=f'timeout = 60\nbase_url = "{url}"'))
+    code, out, err = cli("bench", "sweep", str(path), "-q", "--json")
+    assert code == 0, err
+    masked = priced_model.url.replace("http://", "http://user:***@")
+    assert "s3cret-passw0rd" not in out + err and json.loads(out)["spec"]["run"]["base_url"] == masked
+    written = [p for p in (work / ".rlm").rglob("*") if p.is_file()]
+    assert written and not [p for p in written if "s3cret-passw0rd" in p.read_text(errors="replace")]
+    record = SweepStore(work / ".rlm").load(json.loads(out)["sweep_id"])
+    assert record.points[0].point["run"]["base_url"] == masked
+    sent = len(priced_model.requests)
+
+    BenchStore(work / ".rlm").case_path(record.points[0].benchmark_id, "b").unlink()
+    code, out, err = cli("bench", "sweep", "--resume", record.sweep_id, "-q", "--json")
+    assert code == 0 and json.loads(out)["status"] == "finished", err
+    assert len(priced_model.requests) == sent + 1 and "s3cret-passw0rd" not in out + err
+    assert given == [url, url, url]  # the resumed case too: the password read again from the sweep file
+
+    BenchStore(work / ".rlm").case_path(record.points[0].benchmark_id, "b").unlink()
+    path.write_text(path.read_text().replace("timeout = 60", "timeout = 61"))
+    code, _, err = cli("bench", "sweep", "--resume", record.sweep_id, "-q")
+    assert code == 2 and "says something else now" in err and len(priced_model.requests) == sent + 1, err

@@ -95,12 +95,13 @@ def run(
         env = "harness"
     # --instructions and --sink are settings of every case's run (the flag named in any error); the models, the
     # sandbox and --env are the benchmark's own identity (its manifest), so a resume runs with them again
-    loaded = apply_run_flags(CommandServices.of(ctx).settings, {"instructions": instructions, "sinks": sink})
+    services = CommandServices.of(ctx)
+    loaded = apply_run_flags(services.settings, {"instructions": instructions, "sinks": sink})
     runner = RLMRunner(loaded=loaded)
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
                             on_case=progress.case if progress else None, processes=processes,
-                            shared_budget=shared_budget)  # fmt: skip
+                            shared_budget=shared_budget, trust_records=services.trust_config)  # fmt: skip
     summaries: list[Any] = []
     try:
         if resume:

@@ -1,10 +1,11 @@
 """Coding cases: a project folder the run works in, and hidden tests that score it afterwards in the sandbox.
 
-A case with ``project`` files gets a fresh folder (``<home>/benchmarks/<id>/projects/<case>``) holding them,
-passed to the run as its ``workdir``. A case with ``hidden_tests`` is scored after the run: the tests are
-written into the folder (the agent never saw them) and pytest runs them in a *fresh* sandbox session of the
-run's kind, with the folder as its working directory, so the score is not the model's word and nothing of the
-model's project runs on the host. Score: the fraction of hidden tests that passed; correct: all of them did.
+A case with ``project`` files gets a fresh folder holding them (``<home>/benchmarks/<id>/projects/<case>``, from
+``BenchStore.project_path``), passed to the run as its ``workdir``. A case with ``hidden_tests`` is scored after
+the run: the tests are written into the folder (the agent never saw them) and pytest runs them in a *fresh*
+sandbox session of the run's kind, with the folder as its working directory, so the score is not the model's
+word and nothing of the model's project runs on the host. Score: the fraction of hidden tests that passed;
+correct: all of them did.
 """
 
 from __future__ import annotations
@@ -18,10 +19,6 @@ from rlm_host.sdk.sandbox import PYTHON, run_command
 HIDDEN_DIR = "_rlm_hidden_tests"
 TEST_TIMEOUT = 300.0
 OUTPUT_KEPT = 4000
-
-
-def project_folder(store_root: Path, benchmark_id: str, case_id: str) -> Path:
-    return store_root / benchmark_id / "projects" / case_id
 
 
 def prepare_project(folder: Path, files: dict[str, str]) -> Path:

@@ -17,12 +17,14 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlm_bench.cases import BenchmarkCase, length_bucket
 from rlm_bench.catalog import Preset, find_preset
 from rlm_bench.direct import run_direct
-from rlm_bench.projects import prepare_project, project_folder, score_hidden_tests
+from rlm_bench.projects import prepare_project, score_hidden_tests
+from rlm_bench.record_screen import manifest_for_resume
 from rlm_bench.scorers import score
 from rlm_bench.shards import Shards, worker_processes
 from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
@@ -70,12 +72,15 @@ class BenchmarkRunner:
     forked worker processes (None: one per core for every 8 cases at once; see :mod:`rlm_bench.shards`); the
     default, 1, runs them on threads of this process. ``shared_budget`` makes the ``[run]`` cost, token and
     sub-call limits cover all cases of one invocation together (``spent`` holds the counters); the cases then
-    run on threads, which share the budget."""
+    run on threads, which share the budget. ``resume`` screens a manifest this user's rlm did not sign
+    (``rlm_bench.record_screen``) unless ``trust_records`` (``--trust-config``)."""
 
     def __init__(self, runner: Any, *, connectors: Optional[dict[str, ModelConnector]] = None,
                  on_start: Optional[Callable[[int, int], None]] = None, on_case: Optional[ProgressHook] = None,
-                 processes: Optional[int] = 1, shared_budget: bool = False) -> None:  # fmt: skip
+                 processes: Optional[int] = 1, shared_budget: bool = False,
+                 trust_records: bool = False) -> None:  # fmt: skip
         self.processes = processes
+        self.trust_records = trust_records
         self.shared_budget = shared_budget
         self.pool: Optional[Budget] = None  # with shared_budget: what every case of the run draws from
         self.runner = runner
@@ -108,7 +113,8 @@ class BenchmarkRunner:
             raise
 
     def resume(self, benchmark_id: str, concurrency: int = 1) -> BenchmarkSummary:
-        manifest = self.store.load_manifest(benchmark_id)
+        stored = self.store.read_manifest(benchmark_id)
+        manifest = manifest_for_resume(stored, Path.cwd(), self.runner.host, self.trust_records)
         preset = find_preset(manifest.preset, self.runner.host, [manifest.pack_file] if manifest.pack_file else [],
                              loaded=self.runner.loaded)
         by_id = {c.case_id: c for c in preset.cases}
@@ -262,8 +268,7 @@ class BenchmarkRunner:
             tags.setdefault("length_bucket", length_bucket(estimate_tokens(ready.chars)))
         workdir = None
         if mode in ("native", "harness") and (case.project or case.hidden_tests):
-            workdir = prepare_project(project_folder(self.store.root, manifest.benchmark_id, case.case_id),
-                                      case.project)  # fmt: skip
+            workdir = prepare_project(self.store.project_path(manifest.benchmark_id, case.case_id), case.project)
         own = bool(case.framework) and manifest.framework == "native"  # the case's own framework, not everyone's
         framework = case.framework if own else manifest.framework
         if own and mode == "native" and framework not in ("native", *self.runner.host.frameworks().names()):

@@ -6,7 +6,10 @@ cluster) at most ``capacity`` at a time. Each finished case is saved at once in 
 (``<home>/benchmarks``), so a sweep is resumable: ``--resume SWEEP_ID`` runs only the cases without a result. A
 point whose cases are all saved gets its summary, as ``rlm bench run`` writes one. The sweep's own record,
 ``<home>/sweeps/<sweep_id>.json``, holds the file, the points and their benchmark ids, and how the sweep went
-(status, why it stopped, cases per node).
+(status, why it stopped, cases per node). It is signed by this user's rlm (``rlm_bench.signed_records``) and holds
+no secret in clear (``rlm_bench.sweep_secrets``); a resume of a record that is not signed, or of a benchmark whose
+manifest is not, takes only what an untrusted project file could give (``rlm_bench.record_screen``), and every id
+a record holds is a name, never a path (``rlm_bench.ids``).
 
 Budgets: with ``max_cost`` / ``max_tokens`` no new case starts once the finished cases' spend reaches it (the
 running ones finish). Ctrl-C cancels the cases in flight and keeps every finished one. A case an executor lost
@@ -25,16 +28,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from rlm_bench.catalog import find_preset
-from rlm_bench.store import BenchStore, Manifest, _write_atomic, new_benchmark_id
+from rlm_bench.ids import checked_id
+from rlm_bench.record_screen import manifest_for_resume, sweep_for_resume
+from rlm_bench.signed_records import read_signed, signed_json
+from rlm_bench.store import BenchStore, Manifest, Stored, _write_atomic, new_benchmark_id
 from rlm_bench.summary import CaseResult, build_summary, utc_now
 from rlm_bench.sweep_file import Point, SweepFile, check_trusted, expand
+from rlm_bench.sweep_secrets import masked, with_secrets
 from rlm_bench.sweep_worker import run_item
 from rlm_host import InputError, RlmError
 
 SWEEPS_DIR = "sweeps"
+#: The kind a sweep record's signature names (``rlm_bench.signed_records``).
+SWEEP_KIND = "sweep"
 
 
 class NodeStats(BaseModel):
@@ -83,15 +92,21 @@ class SweepStore:
         self.bench = BenchStore(home)
 
     def path(self, sweep_id: str) -> Path:
-        return self.root / f"{sweep_id}.json"
+        return self.root / f"{checked_id(sweep_id, 'sweep')}.json"
 
     def save(self, record: SweepRecord) -> None:
+        """The record, masked (``stored_form``) and signed by this user's rlm."""
         record.updated_at = utc_now()
         self.root.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.path(record.sweep_id), record.model_dump_json(indent=2))
+        _write_atomic(self.path(record.sweep_id), signed_json(SWEEP_KIND, stored_form(record)))
 
     def load(self, ref: str) -> SweepRecord:
         """A sweep by id, unique id prefix or ``latest``."""
+        return self.read(ref).record
+
+    def read(self, ref: str) -> Stored[SweepRecord]:
+        """A sweep by id, unique id prefix or ``latest``, and whether this user's rlm signed its record; the ids it
+        holds are checked (its own must be its file's name)."""
         found = sorted(self.root.glob("*.json")) if self.root.is_dir() else []
         if ref == "latest" and found:
             chosen = [max(found, key=lambda p: p.stat().st_mtime)]
@@ -101,7 +116,24 @@ class SweepStore:
             known = ", ".join(p.stem for p in found[-5:]) or "none yet"
             raise InputError(f"no sweep {ref!r}" if not chosen else f"sweep id {ref!r} is ambiguous",
                              hint=f"sweeps in {self.root}: {known}")  # fmt: skip
-        return SweepRecord.model_validate_json(chosen[0].read_text(encoding="utf-8"))
+        path = chosen[0]
+        try:
+            data, signed = read_signed(SWEEP_KIND, path.read_text(encoding="utf-8"))
+            record = SweepRecord.model_validate(data)
+        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            raise InputError(f"{path}: not a sweep record: {detail}") from None
+        if checked_id(record.sweep_id, "sweep") != path.stem:
+            raise InputError(f"{path} names another sweep: {record.sweep_id!r}",
+                             hint="a sweep record's sweep_id is the name of its file")  # fmt: skip
+        for point in record.points:
+            checked_id(point.benchmark_id, "bench")
+        return Stored(record, path, signed)
+
+
+def stored_form(record: SweepRecord) -> dict[str, Any]:
+    """A sweep record as it is written and printed (``--json``): a URL's password and every known key masked."""
+    return masked(record.model_dump(mode="json"))
 
 
 # ---------------------------------------------------------------------------------------------------- planning
@@ -196,15 +228,24 @@ def _check_names(spec: SweepFile, host: Any) -> None:
 
 
 def resume_plan(store: SweepStore, ref: str, *, executor: str = "local", config_file: Optional[Path] = None,
-                trust: bool = False) -> Plan:  # fmt: skip
-    """The cases of a recorded sweep that have no saved result yet (their items rebuilt from the record)."""
-    record = store.load(ref)
+                trust: bool = False, host: Any = None) -> Plan:  # fmt: skip
+    """The cases of a recorded sweep that have no saved result yet (their items rebuilt from the record). A record
+    or manifest this user's rlm did not sign is screened (``trust``: ``--trust-config`` takes them as they are);
+    the secrets a record masks are read again from its sweep file."""
+    stored = store.read(ref)
+    project = Path.cwd()
+    record = sweep_for_resume(stored, project, host, trust)
+    if stored.signed or trust:
+        record = with_secrets(record)
     items: dict[str, list[dict[str, Any]]] = {}
     manifests = {}
-    spec = SweepFile.model_validate(record.spec)
+    try:
+        spec = SweepFile.model_validate(record.spec)
+    except ValidationError as exc:
+        raise InputError(f"{stored.path}: not a sweep record: {exc.errors()[0]['msg']}") from None
     packs = [str((Path(record.file).parent / pack).resolve()) for pack in spec.sweep.packs]
     for point in record.points:
-        manifest = store.bench.load_manifest(point.benchmark_id)
+        manifest = manifest_for_resume(store.bench.read_manifest(point.benchmark_id), project, host, trust)
         manifests[point.benchmark_id] = manifest
         done = store.bench.load_cases(point.benchmark_id)
         run = json.loads(json.dumps(Point.from_json(point.point).run))

@@ -37,7 +37,7 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run a sweep: every point of the grid a benchmark (as `rlm bench run` makes one), every case a task."""
-    from rlm_bench.sweep import SweepDriver, SweepStore, plan_sweep, resume_plan
+    from rlm_bench.sweep import SweepDriver, SweepStore, plan_sweep, resume_plan, stored_form
     from rlm_bench.sweep_file import load_sweep
     from rlm_host.sdk.embedding import RLMRunner
 
@@ -50,7 +50,7 @@ def sweep(
     store = SweepStore(runner.home)
     if resume is not None:
         plan = resume_plan(store, resume, executor=executor, config_file=services.config_file,
-                           trust=services.trust_config)  # fmt: skip
+                           trust=services.trust_config, host=runner.host)  # fmt: skip
         spec_ray = plan.record.spec.get("bench", {}).get("ray", {})
     else:
         assert file is not None
@@ -71,7 +71,7 @@ def sweep(
         if display:
             display.stop()
     if as_json:
-        typer.echo(record.model_dump_json(indent=2))
+        typer.echo(json.dumps(stored_form(record), indent=2, ensure_ascii=False))
     else:
         _print_outcome(record, store)
     if record.status == "lost":

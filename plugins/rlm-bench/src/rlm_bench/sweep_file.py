@@ -154,11 +154,27 @@ def load_sweep(path: Path) -> SweepFile:
         raise InputError(f"{path}: {problems}", hint="see `rlm bench sweep --help` for the file's keys") from None
 
 
+#: ``[bench.ray]`` settings an untrusted sweep file (or a record nobody signed) may not give, and why: Ray trusts
+#: its cluster (a case's result comes back pickled, and the cluster sees every case's keys and data).
+CLUSTER_RISKS = {
+    "address": "joins a Ray cluster that runs your cases (Ray trusts its cluster: results come back pickled)",
+    "runtime_env": "installs and runs programs on every node of the cluster",
+}
+
+
+def cluster_risks(ray: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    """The ``[bench.ray]`` settings of ``ray`` (the table as data) that an untrusted file may not give:
+    ``(key, value, why)``. Only the user's own ``--address`` chooses a cluster then."""
+    return [(key, ray[key], why) for key, why in CLUSTER_RISKS.items() if ray.get(key)]
+
+
 def check_trusted(spec: SweepFile, file: Path, host: Any, *, trust: bool = False) -> None:
     """A sweep file may come with a cloned project: what it asks that moves keys or data elsewhere, weakens
     isolation or reads files outside its folder (a ``[run]`` base URL, a sandbox that is no boundary, a model or
-    ``@instructions`` file outside, a Ray ``runtime_env`` that installs and runs programs on the cluster) is
-    refused, naming each, unless the user trusts the file as it is (``rlm config trust FILE``, ``--trust-config``)."""
+    ``@instructions`` file outside, a Ray cluster to join or a ``runtime_env`` that installs and runs programs on
+    it) is refused, naming each, unless the user trusts the file as it is (``rlm config trust FILE``,
+    ``--trust-config``). Models, sandboxes, paths and ``[run]`` settings are judged by the host's screening of
+    project files (``risk_of``: a model file in either spelling, ``scripted:PATH`` or ``scripted/PATH``)."""
     import os
 
     from rlm_host.sdk.embedding import is_trusted, risk_of
@@ -177,8 +193,8 @@ def check_trusted(spec: SweepFile, file: Path, host: Any, *, trust: bool = False
     asked += [("run.workdir", "packs", pack) for pack in grid.packs]
     refused = [f"{where} = {value!r} ({reason})" for key, where, value in asked
                if (reason := risk_of(key, value, folder, host))]  # fmt: skip
-    if spec.bench.ray.runtime_env:
-        refused.append("[bench.ray] runtime_env (installs and runs programs on every node of the cluster)")
+    refused += [f"[bench.ray] {key} = {value!r} ({why})" for key, value, why in
+                cluster_risks(spec.bench.ray.model_dump())]  # fmt: skip
     if refused:
         raise InputError(f"{file} is not trusted, and it asks for: " + "; ".join(refused),
                          hint=f"if you trust it, run `rlm config trust {file}` (or pass --trust-config)")
