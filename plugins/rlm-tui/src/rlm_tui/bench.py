@@ -24,9 +24,9 @@ class BenchUnavailable(RuntimeError):
 
 
 def rlm_command() -> list[str]:
-    """The ``rlm`` command of this interpreter."""
+    """The ``rlm`` command of this interpreter (``-P``: like the script, never importing from the working folder)."""
     script = Path(sys.executable).with_name("rlm")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "rlm_host"]
+    return [str(script)] if script.exists() else [sys.executable, "-P", "-m", "rlm_host"]
 
 
 @dataclass
