@@ -331,6 +331,7 @@ class RlmTui(App):
         def changed(progress: Any) -> None:
             self.from_thread(self._bench_changed, progress)
 
+        self.workspace.check_bench(options)  # a browser session's ceilings; its refusal is the message
         try:
             progress = self.bench.run(preset, total, options, changed)
         except BenchUnavailable as exc:

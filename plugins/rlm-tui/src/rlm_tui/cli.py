@@ -21,6 +21,8 @@ def tui(
     host: Optional[str] = typer.Option(None, "--host", help="--web: address to listen on (default 127.0.0.1; "
                                        "another than loopback exposes your runs and lets anyone start runs)."),
     port: int = typer.Option(8766, "--port", "-p", min=0, max=65535, help="--web: port to listen on."),
+    browser_session: bool = typer.Option(False, "--browser-session", hidden=True,
+                                         help="Set by --web for the app it serves: the settings are ceilings."),
 ) -> None:
     """Browse saved runs, follow a live one, replay and compare runs, run benchmarks, start runs with /rlm run.
 
@@ -33,11 +35,15 @@ def tui(
 
         serve(host, port, config_file=services.config_file, trust=services.trust_config, run=run)
         return
+    from pathlib import Path
+
     from rlm_tui.app import RlmTui
     from rlm_tui.bench import Bench
+    from rlm_tui.browser_session import BrowserCeilings
     from rlm_tui.workspace import Workspace
 
-    workspace = Workspace(home=services.home, settings=services.settings)
+    ceilings = BrowserCeilings(project=Path.cwd()) if browser_session else None
+    workspace = Workspace(home=services.home, settings=services.settings, ceilings=ceilings)
     try:
         RlmTui(workspace, Bench(services.config_file, services.trust_config), open_run=run).run()
     finally:

@@ -5,7 +5,8 @@ A run starts as ``rlm run`` starts one: the command's settings (``CommandService
 (validated against ``RunSettings``, errors naming the option), then ``RLM(settings=…, home=…).completion`` in a
 worker thread with ``on_event``, so the app learns the run's id from its ``run_start`` and follows the trajectory
 file like any other run's. Cancelling uses the host's registry of active runs (``ActiveRuns``), the same for a
-run started here and one started by another process.
+run started here and one started by another process. In a browser session (``rlm tui --web``) every choice is
+checked against the launching user's settings first (``rlm_tui.browser_session``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any, Callable, Optional
 
 from rlm_host import InputError, RlmError
 from rlm_host.sdk.embedding import RLM, ActiveRuns, RunStore, apply_run_flags
+
+from rlm_tui.browser_session import BrowserCeilings
 
 #: Seconds leaving the app waits for its own runs to end ``cancelled``.
 STOP_SECONDS = 5.0
@@ -57,6 +60,7 @@ class Workspace:
     overrides: dict[str, Any] = field(default_factory=dict)
     chat: Any = None  # the ChatSession of /rlm chat, kept between turns
     approver: Any = None  # asked under approve=ask (the app's modal: rlm_tui.approval), None: ask is refused
+    ceilings: Optional[BrowserCeilings] = None  # a browser session (rlm tui --web): the user's settings are ceilings
 
     @property
     def store(self) -> Any:
@@ -87,7 +91,16 @@ class Workspace:
             merged = apply_run_flags(settings, given) if given else settings
         except RlmError as exc:  # name the options as they were typed here (steps=), not as flags (--max-steps)
             raise OptionError(slash_names(str(exc)), hint=slash_names(getattr(exc, "hint", "") or "")) from None
-        return RLM(settings=merged, home=self.home, approver=self.approver)
+        rlm = RLM(settings=merged, home=self.home, approver=self.approver)
+        if self.ceilings is not None:
+            self.ceilings.check(settings.settings.run, rlm.loaded.settings.run, rlm.runner.host)
+        return rlm
+
+    def check_bench(self, options: dict[str, Any]) -> None:
+        """A benchmark's ``model=`` and ``sandbox=`` checked as a run's (in a browser session: its ceilings)."""
+        chosen = {key: options[key] for key in ("model", "sandbox") if options.get(key)}
+        if chosen and self.ceilings is not None:
+            self.rlm(chosen)
 
     def choose(self, name: str, value: str) -> None:
         """``/connect`` (model) and ``/sandbox``: checked now, used by every later run."""
@@ -100,7 +113,7 @@ class Workspace:
         """Start ``task`` in a thread (settings errors raise here, before it starts); ``on_started(run_id, path)``
         when its ``run_start`` arrives, ``on_finished(result, error)`` at the end (both from the thread)."""
         rlm = self.rlm(options)
-        value = _context(context)
+        value = self._context(context)
         return _in_thread(lambda on_event: rlm.completion(value, task, on_event=on_event), rlm.home, on_started,
                           on_finished, "rlm-tui-run")  # fmt: skip
 
@@ -108,13 +121,19 @@ class Workspace:
             on_finished: Finished) -> threading.Thread:  # fmt: skip
         """One ``/rlm chat`` turn in a thread; the session (REPL variables, history) is kept for the next turn
         unless a context is given (a new conversation); ``options`` apply to this turn."""
-        if self.chat is None or context is not None:
-            self.chat = self.rlm({}).session(_context(context))
         if options:
             self.rlm(options)  # validated here: a bad value is a message before the turn starts
+        if self.chat is None or context is not None:
+            self.chat = self.rlm({}).session(self._context(context))
         session = self.chat
         return _in_thread(lambda on_event: session.ask(question, on_event=on_event, **options), self.home,
                           on_started, on_finished, "rlm-tui-chat")  # fmt: skip
+
+    def _context(self, value: Optional[str]) -> Any:
+        """``context=`` as the CLI reads ``--context`` (in a browser session: only inside the working folder)."""
+        if self.ceilings is not None:
+            self.ceilings.check_context(value)
+        return context_value(value)
 
     # ------------------------------------------------------------------ cancelling (any process's runs)
 
@@ -170,7 +189,7 @@ def _in_thread(run: Callable[[Callable[[Any], None]], Any], home: Path, on_start
     return thread
 
 
-def _context(value: Optional[str]) -> Any:
+def context_value(value: Optional[str]) -> Any:
     """``context=`` as the CLI reads ``--context``: an existing file or folder is loaded by the run, else text."""
     if value is None:
         return None
