@@ -212,3 +212,15 @@ def test_ids_in_planted_records_never_lead_outside_the_store(cli, work, outside,
     assert code == 2 and "not a benchmark id" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "outside", "work"]  # nothing written beside
     assert not saved_cases(work)
+
+
+def test_a_benchmark_folder_linked_out_of_the_store_is_refused(cli, work, outside):
+    """A planted benchmark folder that is a symbolic link to a folder elsewhere is not read or written through."""
+    linked = "bench_20260101_120000_000000_0001"
+    target = outside / "elsewhere"
+    manifest = plant_manifest(work, folder=linked, model=f"scripted:{work / 'model.json'}", sandbox="process")
+    manifest.parent.rename(target)
+    manifest.parent.symlink_to(target, target_is_directory=True)
+    code, _, err = cli("bench", "run", "--resume", linked, "-q")
+    assert code == 2 and "leads outside" in err, err
+    assert sorted(p.name for p in target.iterdir()) == ["manifest.json"]  # no case written through the link
