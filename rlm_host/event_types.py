@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from rlm_host.text import clip
+from rlm_host.redact import redacted_clip
 
 #: Characters of code, a task or an error a live event keeps (the step and sub_call events keep the rest).
 LIVE_TEXT_CHARS = 500
@@ -28,10 +28,11 @@ def next_call() -> int:
 
 
 def live_text(text: Optional[str], limit: int = LIVE_TEXT_CHARS) -> Optional[str]:
-    """``text`` as a live event keeps it (cut first, so a huge text costs nothing more)."""
+    """``text`` as a live event keeps it: redacted, then cut (the event's own redaction comes after the cut, too
+    late for a secret the cut falls inside)."""
     if text is None or len(text) <= limit:
         return text
-    return clip(text[: limit + 1], limit, "ellipsis") + f" [{len(text):,} characters]"
+    return redacted_clip(text, limit, "ellipsis") + f" [{len(text):,} characters]"
 
 
 class StepStart(BaseModel):

@@ -22,8 +22,7 @@ from typing import Any, Callable, Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field, model_validator
 
-from rlm_host.redact import redact_data
-from rlm_host.text import clip
+from rlm_host.redact import redact_data, redacted_clip
 
 EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error",
                     "step_start", "model_call_start", "model_call_end", "code_start", "code_end", "sub_call_start",
@@ -134,8 +133,9 @@ def prompt_hash(prompt: str) -> str:
 
 
 def sub_call_text(text: Optional[str]) -> Optional[str]:
-    """A prompt or response as a ``sub_call`` event keeps it."""
-    return clip(text, SUB_CALL_TEXT_CHARS, "count")
+    """A prompt or response as a ``sub_call`` event keeps it: redacted before it is cut (the event's own
+    redaction comes after the cut, too late for a secret the cut falls inside)."""
+    return redacted_clip(text, SUB_CALL_TEXT_CHARS, "count")
 
 
 Subscriber = Callable[[RunEvent], None]

@@ -4,7 +4,8 @@ It masks the password of a URL (``https://user:***@host``) and secret-looking qu
 secret value this process knows of: API keys and tokens found in the environment (variables whose name says
 key, token, secret, password…), keys given as flags or settings (``register`` them), and the passwords of
 configured URLs. A server that echoes a key in an error body, a base URL with a password, a sink endpoint with
-a token: none of them reaches a terminal, a log, a trajectory or a sink in clear.
+a token: none of them reaches a terminal, a log, a trajectory or a sink in clear. Text cut for an event, a span or
+a log goes through ``redacted_clip``: redacted first, since a secret the cut falls inside is no longer recognised.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import re
 import threading
 from typing import Any, Mapping, Optional
+
+from rlm_host.text import Style, clip
 
 MASK = "***"
 #: Shorter values are not scrubbed from text (too likely to be ordinary words or numbers).
@@ -78,6 +81,13 @@ def redact(text: Any) -> Any:
     if "=" in text and ("?" in text or "&" in text):
         text = _QUERY_SECRET.sub(lambda m: m.group("head") + MASK, text)
     return text
+
+
+def redacted_clip(text: Optional[str], limit: int, style: Style = "count", *,
+                  one_line: bool = False) -> Optional[str]:  # fmt: skip
+    """``text`` redacted, then clipped to ``limit`` in ``style`` (``rlm_host.text.clip``); None stays None. Never
+    the other way round: a secret the cut falls inside would keep its prefix in clear."""
+    return None if text is None else clip(redact(text), limit, style, one_line=one_line)
 
 
 def redact_data(value: Any) -> Any:
