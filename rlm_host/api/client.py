@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 if TYPE_CHECKING:  # importing this module stays cheap: the engine loads when an RLM is built
     from rlm_host.api.session import ChatSession
     from rlm_host.engine.budget import Budget
+    from rlm_host.engine.carry import VariableCarrier
     from rlm_host.events import RunEvent
     from rlm_host.results import RunResult
 
@@ -99,15 +100,17 @@ class RLM:
 
     def completion(self, context: Any, query: str, *, cancel: Optional[threading.Event] = None,
                    on_event: Any = None, event_types: Optional[Iterable[str]] = None,
-                   **options: Any) -> RunResult:  # fmt: skip
+                   carry: Optional[VariableCarrier] = None, **options: Any) -> RunResult:  # fmt: skip
         """Run ``query`` over ``context`` (text, a list of documents, a JSON value, a file or folder path, or None)
         and return the ``RunResult`` (``final_response``, ``completed``, usage, cost, ``trajectory_path``…).
 
         Options override this object's for this call; ``cancel`` (a ``threading.Event``) stops the run;
         ``on_event`` receives the run's events as they happen, only those of ``event_types`` when given (e.g.
-        ``{"step", "model_call_start"}``; an unknown type name is a ValueError); an error in the setup (an unknown
-        model, a bad value) raises ``rlm_host.RlmError``."""
-        return self._run(context, query, cancel, on_event, options, event_types=event_types)
+        ``{"step", "model_call_start"}``; an unknown type name is a ValueError); ``carry`` (a ``VariableCarrier``)
+        binds its variables in the root run's sandbox and reads them back when the run ends, so a front door can
+        keep REPL state between runs (as chat sessions do; the environment sees it as ``ctx.carry``); an error in
+        the setup (an unknown model, a bad value) raises ``rlm_host.RlmError``."""
+        return self._run(context, query, cancel, on_event, options, carry=carry, event_types=event_types)
 
     async def acompletion(self, context: Any, query: str, **options: Any) -> RunResult:
         """``completion`` for asyncio: runs in a worker thread; cancelling the task cancels the run."""

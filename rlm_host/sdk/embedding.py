@@ -3,7 +3,8 @@
 ``RLM`` is the front door (``RLM(model=...).completion(context, query)``, ``acompletion``, ``stream``,
 ``astream``, ``session`` → ``ChatSession``; also in the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
 ``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
-runs), ``RunStore`` reads the recorded runs of a home, ``Replay`` walks one run tree (what an exporter,
+runs), ``VariableCarrier`` the REPL variables a front door keeps from one run to the next
+(``RLM.completion(..., carry=)``), ``RunStore`` reads the recorded runs of a home, ``Replay`` walks one run tree (what an exporter,
 ``rlm_register_exporters``, writes out), ``ActiveRuns`` lists the runs in progress on this machine and cancels one
 or all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where two runs' steps first
 diverge and the deltas of their outcomes (``rlm runs compare``; ``render_comparison`` prints it). A plugin's own sub-command gets its settings from
@@ -26,6 +27,7 @@ from rlm_host.config.trust import is_trusted, risk_of
 from rlm_host.api.session import ChatSession
 from rlm_host.config import LoadedSettings, load_settings
 from rlm_host.engine.budget import Budget
+from rlm_host.engine.carry import VariableCarrier
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.plugins.host import PluginHost
 from rlm_host.trajectory.compare import compare_runs, render_comparison
@@ -36,7 +38,8 @@ from rlm_host.trajectory.active import ActiveRun, ActiveRuns
 from rlm_host.trajectory.store import RunStore
 from rlm_host.trajectory.tree import Replay
 
-__all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "load_settings", "LoadedSettings",
+__all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "VariableCarrier", "load_settings",
+           "LoadedSettings",
            "PluginHost", "RunStore", "Replay", "run_option", "apply_run_flags",
            "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns",
            "ActiveRun", "is_loopback_host", "TerminalApprover", "terminal_safe"]  # fmt: skip
