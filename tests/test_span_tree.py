@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.sdk.observability import SpanBuilder, trace_id_for, tree_order
+from rlm_host.sdk.observability import ContentPolicy, SpanBuilder, trace_id_for, tree_order
 from rlm_host.events import RunEvent
 from rlm_host.testing.engine import isolated_runner, run_scripted
 
@@ -28,8 +28,11 @@ def recorded(tmp_path: Path, monkeypatch) -> list[RunEvent]:
     return events
 
 
+CAPTURE = ContentPolicy(capture=True)
+
+
 def _spans(events):
-    builder = SpanBuilder()
+    builder = SpanBuilder(content=CAPTURE)
     spans = [span for event in events for span in builder.add(event)]
     return spans + builder.finish(), builder
 
@@ -97,7 +100,7 @@ def test_a_run_without_a_final_event_ends_as_an_error(recorded):
 
 
 def test_unknown_and_orphan_events_are_ignored():
-    builder = SpanBuilder()
+    builder = SpanBuilder(content=CAPTURE)
     future = RunEvent.model_construct(type="from_the_future", run_id="x", root_run_id="x", data={})
     assert builder.add(future) == []
     assert builder.add(RunEvent(type="step", run_id="never-started", root_run_id="x", data={"step": 1})) == []
@@ -126,8 +129,6 @@ def test_a_trajectory_without_model_call_events_still_gives_every_model_span(rec
 
 
 def test_a_failed_model_call_is_an_error_span_and_content_can_be_turned_off():
-    from rlm_host.sdk.observability import ContentPolicy
-
     def events():
         yield RunEvent(type="run_start", run_id="r", root_run_id="r", ts=1.0,
                        data={"task": "the question sk-secret", "model": "openai:gpt-4o", "provider": "openai"})
@@ -151,9 +152,7 @@ def test_a_failed_model_call_is_an_error_span_and_content_can_be_turned_off():
 
 
 def test_content_is_capped_and_keeps_the_system_message_and_the_latest_turns():
-    from rlm_host.sdk.observability import ContentPolicy
-
-    policy = ContentPolicy(max_chars=2_000)
+    policy = ContentPolicy(capture=True, max_chars=2_000)
     messages = [{"role": "system", "content": "S" * 5_000}] + [
         {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " + "x" * 400} for i in range(40)]
     kept = json.loads(policy.messages(messages))

@@ -1,9 +1,14 @@
-"""What content (tasks, answers, prompts, replies, code, output) the sinks send, and how much of it.
+"""The one content policy of every sink: whether run content leaves the machine, and how much of each text.
 
-rlm exports content by default, since naming a sink is the user's choice to see runs in that backend. It follows
-the GenAI convention's switch too: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false`` (or
-``NO_CONTENT``) turns content off, and a sink's own ``capture_content`` setting wins over the variable. Each
-text is cut to ``max_chars`` and scrubbed of known secrets (``rlm_host.redact``) before it leaves.
+Content is the task, the context, prompts and messages, replies, code, its output, the answer, and error text
+(which may quote any of them). rlm exports it by default, since naming a sink is the user's choice to see runs
+in that backend. :func:`content_policy` decides it for one sink: its ``capture_content`` setting when set, else
+the GenAI convention's switch ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``false`` or
+``NO_CONTENT`` turn it off). Every sink asks it and sends content only through the :class:`ContentPolicy` it
+returns: span attributes and events (``SpanBuilder``), params, tags and run names, error messages (``error``:
+their class alone when content is off), uploaded files such as the trajectory (``artifact``). With content off
+the tree, sizes, token counts, costs, timings, step kinds and model names still go. Each text is redacted, then
+cut to ``max_chars`` (``rlm_host.redact.redacted_clip``).
 """
 
 from __future__ import annotations
@@ -12,45 +17,46 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Optional, Union
 
 from pydantic import BaseModel, Field
 
-from rlm_host.redact import redact
-from rlm_host.text import clip
+from rlm_host.observability.span_records import error_type
+from rlm_host.redact import redacted_clip
 
 #: The GenAI semantic conventions' switch for message content.
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 #: Characters of one text attribute (a task, an answer, a message list as JSON, code, output) by default.
 DEFAULT_MAX_CHARS = 16_000
+#: Characters of an error message (a span's status, a tag) when content is captured.
+ERROR_CHARS = 500
 _OFF = {"false", "0", "no", "off", "no_content", "none"}
 
 
 @dataclass(frozen=True)
 class ContentPolicy:
-    """Whether content is captured, and the size of one captured text."""
+    """Whether content is captured, and the size of one captured text (made by :func:`content_policy`)."""
 
-    capture: bool = True
+    capture: bool
     max_chars: int = DEFAULT_MAX_CHARS
 
-    def text(self, value: Any) -> Optional[str]:
-        """``value`` (a string, or anything JSON can show) cut to ``max_chars`` and redacted; None when content
-        is not captured or there is none."""
+    def text(self, value: Any, limit: Optional[int] = None) -> Optional[str]:
+        """``value`` (a string, or anything JSON can show) redacted and cut to ``max_chars`` (or ``limit``, when
+        smaller); None when content is not captured or there is none."""
         if not self.capture or value is None:
             return None
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        return redact(clip(text, self.max_chars, "count"))
+        return redacted_clip(text, min(self.max_chars, limit or self.max_chars))
 
     def messages(self, messages: Sequence[Mapping[str, Any]]) -> Optional[str]:
         """Chat messages as the GenAI convention's ``gen_ai.input.messages`` JSON (``role`` and text ``parts``),
         within ``max_chars``: the first (system) message and the latest ones are kept, the middle is elided."""
         if not self.capture or not messages:
             return None
-        share = max(200, self.max_chars // 4)
-        items = [_message(m, share) for m in messages]
-        if len(items) == 1:
-            items[0]["parts"][0]["content"] = redact(clip(items[0]["parts"][0]["content"], self.max_chars, "count"))
-            return json.dumps(items, ensure_ascii=False)
+        if len(messages) == 1:
+            return json.dumps([_message(messages[0], self.max_chars)], ensure_ascii=False)
+        items = [_message(m, max(200, self.max_chars // 4)) for m in messages]
         kept_tail: list[dict[str, Any]] = []
         size = _size(items[0]) + 80
         for item in reversed(items[1:]):
@@ -63,15 +69,51 @@ class ContentPolicy:
         if left_out:
             head.append({"role": "system", "parts": [{"type": "text",
                                                       "content": f"[{left_out} earlier message(s) left out]"}]})  # fmt: skip
-        return redact(json.dumps(head + kept_tail, ensure_ascii=False))
+        return json.dumps(head + kept_tail, ensure_ascii=False)
 
     def reply(self, text: Optional[str], finish_reason: str = "stop") -> Optional[str]:
         """A model's reply as ``gen_ai.output.messages`` JSON."""
         if not self.capture or text is None:
             return None
-        message = {"role": "assistant", "parts": [{"type": "text", "content": clip(text, self.max_chars, "count")}],
+        message = {"role": "assistant", "parts": [{"type": "text", "content": redacted_clip(text, self.max_chars)}],
                    "finish_reason": finish_reason}  # fmt: skip
-        return redact(json.dumps([message], ensure_ascii=False))
+        return json.dumps([message], ensure_ascii=False)
+
+    def error(self, message: Any, limit: int = ERROR_CHARS) -> str:
+        """An error message as it may leave: redacted and cut to ``limit`` when content is captured, else only
+        its class (``ValueError``, or ``error``): the message may quote the task, a prompt, code or output."""
+        text = str(message or "error")
+        if not self.capture:
+            return error_type(text)
+        return redacted_clip(text, limit, "ellipsis") or "error"
+
+    def artifact(self, path: Union[str, Path, None]) -> Optional[Path]:
+        """A file a sink would upload (the trajectory: every step's code, output and answer), or None when content
+        is not captured, or there is no such file."""
+        return Path(path) if self.capture and path and Path(path).is_file() else None
+
+
+def _message(message: Mapping[str, Any], limit: int) -> dict[str, Any]:
+    content = message.get("content")
+    if not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    return {"role": str(message.get("role") or "user"),
+            "parts": [{"type": "text", "content": redacted_clip(content, limit)}]}  # fmt: skip
+
+
+def _size(item: Mapping[str, Any]) -> int:
+    return len(item["parts"][0]["content"]) + 60
+
+
+def content_policy(settings: Any = None, environ: Optional[Mapping[str, str]] = None) -> ContentPolicy:
+    """The content policy of a sink with these settings: their ``capture_content`` when set, else
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (of ``environ``, default the process's), and their
+    ``content_max_chars``. ``settings`` may be any object (None, or a model without those fields: the variable)."""
+    capture = getattr(settings, "capture_content", None)
+    if capture is None:
+        value = (os.environ if environ is None else environ).get(CAPTURE_ENV, "").strip().lower()
+        capture = value not in _OFF
+    return ContentPolicy(bool(capture), getattr(settings, "content_max_chars", None) or DEFAULT_MAX_CHARS)
 
 
 def chat_messages(genai_json: Any) -> list[dict[str, str]]:
@@ -90,35 +132,11 @@ def chat_messages(genai_json: Any) -> list[dict[str, str]]:
     return messages
 
 
-def _message(message: Mapping[str, Any], limit: int) -> dict[str, Any]:
-    content = message.get("content")
-    if not isinstance(content, str):
-        content = json.dumps(content, ensure_ascii=False, default=str)
-    return {"role": str(message.get("role") or "user"),
-            "parts": [{"type": "text", "content": clip(content, limit, "count")}]}  # fmt: skip
-
-
-def _size(item: Mapping[str, Any]) -> int:
-    return len(item["parts"][0]["content"]) + 60
-
-
-def content_policy(capture: Optional[bool] = None, max_chars: Optional[int] = None,
-                   environ: Optional[Mapping[str, str]] = None) -> ContentPolicy:  # fmt: skip
-    """The policy from a sink's settings (None: not set) and ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``."""
-    if capture is None:
-        value = (os.environ if environ is None else environ).get(CAPTURE_ENV, "").strip().lower()
-        capture = value not in _OFF
-    return ContentPolicy(capture, max_chars or DEFAULT_MAX_CHARS)
-
-
 class ContentSettings(BaseModel):
     """The content fields every tracing sink's settings share (``[sink.NAME] capture_content``,
-    ``content_max_chars``)."""
+    ``content_max_chars``); :func:`content_policy` reads them."""
 
-    capture_content: Optional[bool] = Field(None, description="send tasks, answers, prompts, replies, code and "
-                                            f"output (default: yes, unless {CAPTURE_ENV}=false)")  # fmt: skip
+    capture_content: Optional[bool] = Field(None, description="send tasks, answers, prompts, replies, code, "
+                                            f"output and error text (default: yes, unless {CAPTURE_ENV}=false)")  # fmt: skip
     content_max_chars: int = Field(DEFAULT_MAX_CHARS, ge=200, le=1_000_000,
                                    description="characters of one text sent (a task, a message list, code, output)")
-
-    def content_policy(self, environ: Optional[Mapping[str, str]] = None) -> ContentPolicy:
-        return content_policy(self.capture_content, self.content_max_chars, environ)

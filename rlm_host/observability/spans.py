@@ -14,11 +14,13 @@ The tree of one run tree (a root run and the child runs ``rlm_query`` / ``delega
 - ``execute_tool <tool>`` per step that ran code (tool ``repl``) or made sub-calls (tool: the step's action); the
   sub-calls and child runs the step made nest under it.
 
-Content goes where backends look for it, as the :class:`ContentPolicy` allows (on by default, size-capped,
-redacted): ``input.value`` / ``output.value`` on every span (the task and answer, the messages and reply, the code
-and its output), ``gen_ai.input.messages`` / ``gen_ai.output.messages`` on model calls,
+Content goes where backends look for it, only through the sink's :class:`ContentPolicy` (redacted, then
+size-capped): ``input.value`` / ``output.value`` on every span (the task and answer, the messages and reply, the
+code and its output), ``gen_ai.input.messages`` / ``gen_ai.output.messages`` on model calls,
 ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` on code steps, plus ``openinference.span.kind``
-(Phoenix). rlm's own ``rlm.*`` attributes and span events (``rlm.code``, ``rlm.output``…) carry it too.
+(Phoenix). rlm's own ``rlm.*`` attributes and span events (``rlm.code``, ``rlm.output``…) carry it too. Error
+messages (statuses, ``exception`` events, a retry's reason) go through it as well: with content off, only the
+error's class.
 
 Ids are derived from run ids, so the same run always gives the same ids: :func:`trace_id_for` is the trace id
 ``rlm runs show`` prints, and a span may be exported before its parent (whose id is already known).
@@ -26,7 +28,6 @@ Ids are derived from run ids, so the same run always gives the same ids: :func:`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -45,7 +46,7 @@ from rlm_host.observability.span_records import (
 __all__ = ["SpanBuilder", "SpanRecord", "SpanEventRecord", "SPAN_LIVE_EVENTS", "EVENT_TEXT_CHARS", "model_name",
            "error_type", "span_id_for", "trace_id_for", "tree_order"]
 from rlm_host.observability.content import ContentPolicy
-from rlm_host.text import clip
+from rlm_host.redact import redacted_clip
 
 #: Characters of code, output, prompts and answers kept in a span event or attribute.
 EVENT_TEXT_CHARS = 4096
@@ -58,15 +59,12 @@ def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
 
-def _text(value: Any) -> str:
-    return clip(value if isinstance(value, str) else json.dumps(value, default=str), EVENT_TEXT_CHARS, "count")
-
-
 def _scalar(value: Any) -> Optional[AttributeValue]:
+    """A number or a setting's string as an attribute (content never comes this way); None for anything else."""
     if isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
-        return clip(value, EVENT_TEXT_CHARS, "count")
+        return redacted_clip(value, EVENT_TEXT_CHARS)
     return None
 
 
@@ -97,17 +95,16 @@ class SpanBuilder:
     ``final`` (a crash, a killed process) as errors. Not thread-safe: a sink calls it from one worker.
     """
 
-    def __init__(self, service_name: str = "rlm", content: Optional[ContentPolicy] = None) -> None:
+    def __init__(self, service_name: str = "rlm", *, content: ContentPolicy) -> None:
         self.service_name = service_name
-        self.content = content or ContentPolicy()
+        self.content = content  # the sink's: ``content_policy(settings)``
         self._runs: dict[str, _RunState] = {}
         self._sub_calls = 0
 
     def _text_event(self, name: str, ts: float, value: Any) -> Optional[SpanEventRecord]:
         """A span event holding ``value`` (capped at :data:`EVENT_TEXT_CHARS`), when content is captured."""
-        if not self.content.capture or value is None:
-            return None
-        return SpanEventRecord(name, _ns(ts), {"rlm.text": self.content.text(_text(value)) or ""})
+        text = self.content.text(value, EVENT_TEXT_CHARS)
+        return SpanEventRecord(name, _ns(ts), {"rlm.text": text}) if text is not None else None
 
     def _io(self, span: SpanRecord, inputs: Any, outputs: Any, input_type: str = _TEXT) -> None:
         """``input.value`` / ``output.value`` (and their mime types) as the content policy allows."""
@@ -164,9 +161,9 @@ class SpanBuilder:
         if event.parent_run_id:
             attributes["rlm.parent_run_id"] = event.parent_run_id
         task = self.content.text(data.get("task") or "")
-        if task is not None:
-            attributes.update({"rlm.task": clip(task, EVENT_TEXT_CHARS, "count"), "input.value": task,
-                               "input.mime_type": _TEXT})  # fmt: skip
+        short = self.content.text(data.get("task") or "", EVENT_TEXT_CHARS)
+        if task is not None and short is not None:
+            attributes.update({"rlm.task": short, "input.value": task, "input.mime_type": _TEXT})
         settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
         for key, value in (settings.get("labels") or {}).items():
             attributes[f"rlm.label.{key}"] = str(value)
@@ -248,8 +245,8 @@ class SpanBuilder:
             self._io(span, code or None, shown)
         error = observation_error(observation)
         if error:
-            span.status, span.status_message = "error", clip(error, 500)
-            span.attributes["error.type"] = error.split(":", 1)[0][:100] or "error"
+            span.status, span.status_message = "error", self.content.error(error)
+            span.attributes["error.type"] = error_type(error)
         else:
             span.status = "ok"
         return span
@@ -297,7 +294,7 @@ class SpanBuilder:
                                     "input.mime_type": _JSON})  # fmt: skip
         if data.get("error"):
             error = str(data["error"])
-            span.status, span.status_message = "error", clip(error, 500)
+            span.status, span.status_message = "error", self.content.error(error)
             span.attributes["error.type"] = error_type(error)
         else:
             span.status = "ok"
@@ -321,7 +318,7 @@ class SpanBuilder:
             if prompt is not None:
                 attributes["rlm.prompt"] = prompt
             if data.get("error"):
-                attributes["rlm.error"] = clip(str(data["error"]), 500)
+                attributes["rlm.error"] = self.content.error(data["error"])
             state.step_events.append(SpanEventRecord("rlm.sub_call", _ns(event.ts), attributes))
             return []
         self._sub_calls += 1
@@ -335,7 +332,7 @@ class SpanBuilder:
             span.events.append(prompt)
             span.attributes["gen_ai.input.messages"] = self.content.messages([{"role": "user", "content": data["prompt"]}]) or ""
         if data.get("error"):
-            span.status, span.status_message = "error", clip(str(data["error"]), 500)
+            span.status, span.status_message = "error", self.content.error(data["error"])
             span.attributes["error.type"] = "sub_call_error"
         else:
             response = self._text_event("rlm.response", event.ts, data.get("response"))
@@ -373,7 +370,10 @@ class SpanBuilder:
     def _on_model_retry(self, event: RunEvent) -> list[SpanRecord]:
         state = self._runs.get(event.run_id)
         if state is not None:
-            attributes = {f"rlm.{k}": v for k, v in event.data.items() if _scalar(v) is not None}
+            attributes = {f"rlm.{k}": _scalar(v) for k, v in event.data.items()
+                          if k != "reason" and _scalar(v) is not None}  # fmt: skip
+            if event.data.get("reason"):  # a provider's error: it may quote the prompt
+                attributes["rlm.reason"] = self.content.error(event.data["reason"])
             state.events.append(SpanEventRecord("rlm.model_retry", _ns(event.ts), attributes))  # type: ignore[arg-type]
         return []
 
@@ -381,8 +381,9 @@ class SpanBuilder:
         state = self._runs.get(event.run_id)
         if state is not None:
             state.error = str(event.data.get("message") or "error")
-            state.events.append(SpanEventRecord("exception", _ns(event.ts), {"exception.message": _text(state.error),
-                                                "exception.type": str(event.data.get("where") or "rlm")}))  # fmt: skip
+            state.events.append(SpanEventRecord("exception", _ns(event.ts), {
+                "exception.message": self.content.error(state.error, EVENT_TEXT_CHARS),
+                "exception.type": str(event.data.get("where") or "rlm")}))  # fmt: skip
         return []
 
     def _on_final(self, event: RunEvent) -> list[SpanRecord]:
@@ -403,12 +404,12 @@ class SpanBuilder:
             if value is not None:
                 span.attributes[f"rlm.{key}"] = value
         answer = self.content.text(result.get("final_response"))
-        if answer is not None:
-            span.attributes.update({"rlm.final_response": clip(answer, EVENT_TEXT_CHARS, "count"),
-                                    "output.value": answer, "output.mime_type": _TEXT})  # fmt: skip
+        short = self.content.text(result.get("final_response"), EVENT_TEXT_CHARS)
+        if answer is not None and short is not None:
+            span.attributes.update({"rlm.final_response": short, "output.value": answer, "output.mime_type": _TEXT})
         error = result.get("error") or state.error
         if error or result.get("termination_reason") == "error" or not result:
-            span.status, span.status_message = "error", clip(str(error or "run failed"), 500)
+            span.status, span.status_message = "error", self.content.error(error or "run failed")
             span.attributes["error.type"] = str(result.get("termination_reason") or "error")
         else:
             span.status = "ok"

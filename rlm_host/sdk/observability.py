@@ -5,8 +5,10 @@ A sink that exports traces builds the run's span tree with ``SpanBuilder`` (one 
 model call, ``SpanEventRecord`` inside them), walks it parents first with ``tree_order``, and names it with the
 ids a re-export gives again (``trace_id_for``, ``span_id_for``). Such a sink sets ``live_events =
 SPAN_LIVE_EVENTS`` (every model call, failed ones included, is a span). ``RunEvent`` itself is in the root.
-What content the spans carry (and how much) is a ``ContentPolicy``; a sink's settings take its fields from
-``ContentSettings`` (``capture_content``, ``content_max_chars``).
+What run content a sink sends is decided once, by ``content_policy(settings)``: every sink asks it and sends
+content only through the ``ContentPolicy`` it returns (the ``SpanBuilder`` takes it; params, tags, error messages
+and uploaded files go through its ``text``, ``error`` and ``artifact``). A sink's settings take the fields it
+reads from ``ContentSettings`` (``capture_content``, ``content_max_chars``).
 
 Reference plugins to copy: ``plugins/rlm-sink-otel`` (spans to OpenTelemetry), ``plugins/_template`` (a CSV
 sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.

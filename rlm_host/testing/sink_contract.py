@@ -21,7 +21,9 @@ HostServices(home))``; events it does not know are ignored; ``close()`` is idemp
 concurrent ``handle`` calls from many threads are safe; named in ``run.sinks``, it receives a real run; with
 ``unreachable_settings`` (a backend that is down) it never raises and ``close()`` gives up within
 ``CLOSE_SECONDS``; its readiness check (``rlm plugins doctor``) answers quickly and never shows the value of a
-``secret_environ`` credential. ``feed_trajectory(sink, source)`` replays a saved run into any sink.
+``secret_environ`` credential; with content capture off (the GenAI variable, or its ``capture_content``
+setting), nothing of a real run's content reaches what ``received`` reads back from its backend.
+``feed_trajectory(sink, source)`` replays a saved run into any sink.
 Real example: plugins/rlm-sink-local/tests/test_local_sink.py.
 """
 
@@ -29,13 +31,15 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Optional, Union
 
 import pytest
 
 from rlm_host.components import Readiness
 from rlm_host.events import RunEvent, Sink
+from rlm_host.observability.content import CAPTURE_ENV
 from rlm_host.plugins.host import PluginHost
 from rlm_host.results import RunResult
 from rlm_host.services import HostServices
@@ -50,6 +54,19 @@ ROOT_REPLIES = [
 CHILD_REPLIES = ["```repl\nprint(context[:10])\n```", "FINAL('a summary')"]
 #: Seconds a sink may take to give up on a dead backend, and a readiness check to answer.
 CLOSE_SECONDS = 10.0
+
+
+def content_run(mark: str) -> dict[str, Any]:
+    """``run_scripted`` arguments of a run whose every kind of content carries ``mark``: the task, the context,
+    the code and its output, a sub-call's prompt and reply, a failed sub-call whose error quotes its prompt, an
+    exception naming a variable's value, and the answer."""
+    code = (f"note = 'code-{mark}'\nprint('output-{mark}')\nprint(llm_query('prompt-{mark}'))\n"
+            f"try:\n    llm_query('refused-{mark}')\nexcept Exception:\n    print('refused')\n")  # fmt: skip
+    return {"task": f"What follows task-{mark}?", "context": f"a context holding context-{mark}",
+            "root_replies": [f"```repl\n{code}```", f"```repl\nraise ValueError('error-{mark} ' + note)\n```",
+                             f"FINAL(answer-{mark})"],
+            "sub_rules": [{"match": "prompt-", "text": f"reply-{mark}"},
+                          {"match": "refused-", "error": f"HTTP 400: the server cannot read 'refused-{mark}'"}]}  # fmt: skip
 
 
 def feed_trajectory(sink: Sink, source: Union[RunResult, str, Path, Iterable[RunEvent]]) -> list[RunEvent]:
@@ -209,6 +226,38 @@ class SinkContract:
         sink.close()
         sink.close()
         assert time.monotonic() - started < CLOSE_SECONDS, "a sink must give up on a dead backend within seconds"
+
+    # ------------------------------------------------------------------ content capture off
+
+    def received(self, home: Path) -> Optional[str]:
+        """Everything the sink's backend has received, as one text (what it stored, or the requests it got);
+        None for a sink that sends nothing off this machine (``local``), which the content switch leaves alone."""
+        return None
+
+    @pytest.mark.parametrize("switch", ["variable", "setting"])
+    def test_with_content_capture_off_no_content_leaves(self, switch: str, tmp_path: Path, monkeypatch,
+                                                        home: Path) -> None:  # fmt: skip
+        """``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false``, or the sink's ``capture_content = false``:
+        none of a real run's task, context, prompts, replies, code, output, answer, or error text quoting them
+        reaches the backend (spans, span events, metrics, params, tags, artifacts); the run itself still does."""
+        if self.received(home) is None:
+            pytest.skip("this sink sends nothing off this machine")
+        monkeypatch.chdir(tmp_path)
+        environ = {"RLM_RUN__SINKS": f'["{self.sink}"]', **self.run_environ(home)}
+        if switch == "variable":
+            monkeypatch.setenv(CAPTURE_ENV, "false")
+        else:
+            environ[f"RLM_SINK__{self.sink.upper()}__CAPTURE_CONTENT"] = "false"
+        runner = isolated_runner(tmp_path, plugins=self.distribution, sandbox="process", environ=environ)
+        runner.home = home
+        mark = uuid.uuid4().hex[:12]
+        arguments = content_run(mark)
+        result, _, _ = run_scripted(runner, arguments.pop("task"), arguments.pop("root_replies"), **arguments)
+        assert result.completed and mark in str(result.final_response), result.error
+        text = self.received(home) or ""
+        where = text.find(mark)
+        assert where < 0, f"content left with capture off: …{text[max(0, where - 300):where + 80]}…"
+        assert result.run_id in text, "the run itself (ids, tokens, timings) still goes to the backend"
 
     def test_readiness_names_credentials_but_never_their_values(self, home: Path, monkeypatch) -> None:
         secrets = self.secret_environ()

@@ -122,6 +122,9 @@ class TestLangfuseSink(SinkContract):
     def secret_environ(self) -> dict[str, str]:
         return {"LANGFUSE_SECRET_KEY": "sk-lf-made-up-7f3a", "LANGFUSE_PUBLIC_KEY": "pk-lf-made-up-91c2"}
 
+    def received(self, home: Path) -> str:
+        return self.server.received_text()
+
     def check_output(self, events, home: Path) -> None:
         assert_langfuse_trace(self.server, events)
 

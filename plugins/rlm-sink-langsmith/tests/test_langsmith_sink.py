@@ -122,6 +122,9 @@ class TestLangSmithSink(SinkContract):
     def secret_environ(self) -> dict[str, str]:
         return {"LANGSMITH_API_KEY": "lsv2_pt_madeup_4d2e", "LANGCHAIN_API_KEY": "lsv2_pt_madeup_9b17"}
 
+    def received(self, home: Path) -> str:
+        return self.server.received_text()
+
     def check_output(self, events, home: Path) -> None:
         assert_langsmith_runs(self.server, events)
 

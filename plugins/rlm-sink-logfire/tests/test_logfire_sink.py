@@ -86,6 +86,9 @@ class TestLogfireSink(SinkContract):
     def secret_environ(self) -> dict[str, str]:
         return {"LOGFIRE_TOKEN": "pylf_v1_us_madeup5c1d"}
 
+    def received(self, home: Path) -> str:
+        return self.server.received_text()
+
     def check_output(self, events, home: Path) -> None:
         assert_logfire_trace(self.server, events)
 

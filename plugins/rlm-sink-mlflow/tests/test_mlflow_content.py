@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 from mlflow_server import quiet_home  # noqa: F401
 
-from rlm_host.sdk.observability import SpanEventRecord, SpanRecord
+from rlm_host import RunEvent
+from rlm_host.sdk.observability import SpanBuilder, SpanEventRecord, SpanRecord, content_policy
 from rlm_sink_mlflow.benchmark import BenchmarkRuns
 from rlm_sink_mlflow.run_text import run_note
 from rlm_sink_mlflow.settings import MlflowSinkSettings
@@ -81,8 +82,28 @@ def test_spans_show_question_answer_messages_code_and_output():
     assert [e.name for e in tool.events] == ["rlm.code", "rlm.output"]  # the old events stay
 
 
+def content_events() -> list[RunEvent]:
+    """A run with a root model turn, a failed sub-call whose error quotes its prompt, a code step and an answer."""
+    def event(type_: str, ts: float, data: dict, content: dict | None = None) -> RunEvent:
+        return RunEvent(type=type_, run_id="run_1", root_run_id="run_1", ts=ts, data=data, content=content)
+
+    call = {"role": "root", "model": "openai:gpt-x", "provider": "openai", "purpose": "turn", "seconds": 0.5,
+            "input_tokens": 30, "output_tokens": 7}  # fmt: skip
+    return [event("run_start", 1.0, {"task": QUESTION, "model": "openai:gpt-x", "environment": "pure_rlm"}),
+            event("model_call_end", 2.0, {**call, "call": 1},
+                  {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}],
+                   "reply": REPLY}),
+            event("model_call_end", 2.5, {**call, "call": 2, "role": "sub", "purpose": "sub_call",
+                                          "error": "ModelError: HTTP 400: cannot read 'Classify: a text'"},
+                  {"messages": [{"role": "user", "content": "Classify: a text"}]}),
+            event("step", 3.0, {"step": 1, "code": CODE, "reply": REPLY, "duration_s": 2.0,
+                                "observation": {"blocks": [{"stdout": OUTPUT}]}}),
+            event("final", 4.0, {"completed": True, "final_response": ANSWER, "steps": 1})]  # fmt: skip
+
+
 def test_with_capture_off_no_content_leaves():
-    info, spans = build_trace(content_tree(), "3", "run-x", {}, capture=False)
+    builder = SpanBuilder(content=content_policy(MlflowSinkSettings(capture_content=False)))
+    info, spans = build_trace([r for e in content_events() for r in builder.add(e)], "3", "run-x", {})
     sent = json.dumps([s.to_dict() for s in spans]) + json.dumps(info.to_dict())
     for text in (QUESTION, ANSWER, SYSTEM, PROMPT, "Classify", "capital", "print"):
         assert text not in sent, text
@@ -90,7 +111,8 @@ def test_with_capture_off_no_content_leaves():
     assert all(s.inputs is None and s.outputs is None for s in spans)
     named = by_name(spans)
     assert named["chat gpt-x"].get_attribute("gen_ai.usage.input_tokens") == 30  # the rest stays
-    assert named["chat gpt-mini"].status.status_code.value == "ERROR"
+    failed = next(s for s in spans if s.get_attribute("rlm.role") == "sub")
+    assert failed.status.status_code.value == "ERROR" and failed.status.description == "ModelError"
 
 
 def test_records_with_content_only_in_span_events_still_show_it():
@@ -118,8 +140,8 @@ def test_the_run_description_holds_task_and_answer():
 
 
 def test_settings_take_the_content_fields():
-    assert MlflowSinkSettings(capture_content=False).content_policy().capture is False
-    assert MlflowSinkSettings(content_max_chars=500).content_policy().max_chars == 500
+    assert content_policy(MlflowSinkSettings(capture_content=False)).capture is False
+    assert content_policy(MlflowSinkSettings(content_max_chars=500)).max_chars == 500
 
 
 class FakeClient:

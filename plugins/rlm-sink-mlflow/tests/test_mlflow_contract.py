@@ -39,6 +39,12 @@ class TestMlflowSink(SinkContract):
     def run_environ(self, home: Path) -> dict[str, str]:
         return {"RLM_SINK__MLFLOW__TRACKING_URI": mlflow_server().url, "RLM_SINK__MLFLOW__EXPERIMENT": EXPERIMENT}
 
+    def received(self, home: Path) -> str:
+        """What the server stored: its database (WAL included) and every artifact, as text."""
+        assert wait_for_sinks(60), "the sinks did not deliver within 60 s"
+        files = sorted(p for p in mlflow_server().folder.rglob("*") if p.is_file())
+        return "\n".join(p.read_bytes().decode(errors="replace") for p in files)
+
     def check_output(self, events, home: Path) -> None:
         assert wait_for_sinks(60), "the sinks did not deliver within 60 s"  # delivery ends after the run returns
         mlflow = client(mlflow_server())

@@ -10,7 +10,7 @@ import pytest
 from mlflow_server import quiet_home, record_tree  # noqa: F401
 
 from rlm_host.sdk.embedding import PluginHost
-from rlm_host.sdk.observability import SpanBuilder
+from rlm_host.sdk.observability import ContentPolicy, SpanBuilder
 from rlm_sink_mlflow.settings import MlflowSinkSettings, check
 from rlm_sink_mlflow.sink import run_status
 
@@ -69,7 +69,7 @@ def test_a_recorded_tree_becomes_one_trace_with_its_span_tree(tmp_path):
     from rlm_sink_mlflow.traces import build_trace
 
     result, events = record_tree(tmp_path / "rec")
-    builder = SpanBuilder()
+    builder = SpanBuilder(content=ContentPolicy(capture=True))
     records = [span for event in events for span in builder.add(event)]
     info, spans = build_trace(records, "7", "mlflow-run-1", {"rlm.root_run_id": result.run_id})
     assert info.trace_id == spans[0].trace_id and info.trace_metadata["mlflow.sourceRun"] == "mlflow-run-1"

@@ -11,7 +11,7 @@ from mlflow_server import client, quiet_home, record_tree, server  # noqa: F401
 
 from rlm_host import HostServices
 from rlm_host.sdk.embedding import PluginHost
-from rlm_host.sdk.observability import SpanBuilder, trace_id_for
+from rlm_host.sdk.observability import ContentPolicy, SpanBuilder, trace_id_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -35,7 +35,7 @@ def test_the_otel_sink_sends_the_tree_to_mlflows_otlp_endpoint(server, tmp_path)
     assert len(traces) == 1, "the OTLP export did not land in the experiment"
     trace = mlflow.get_trace(traces[0].info.trace_id)
     assert traces[0].info.trace_id.endswith(trace_id_for(result.run_id))
-    builder = SpanBuilder()
+    builder = SpanBuilder(content=ContentPolicy(capture=True))
     expected = [span for event in events for span in builder.add(event)]
     assert {s.span_id for s in trace.data.spans} == {r.span_id for r in expected}
     parents = {r.span_id: r.parent_span_id for r in expected}

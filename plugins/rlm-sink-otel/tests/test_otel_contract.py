@@ -32,6 +32,10 @@ class TestOtelFileSink(SinkContract):
     def run_environ(self, home: Path) -> dict[str, str]:
         return {"RLM_SINK__OTEL__EXPORTER": "file"}
 
+    def received(self, home: Path) -> str:
+        folder = home / "observability"  # the spans' file and the metrics' file beside it
+        return "\n".join(p.read_text() for p in sorted(folder.glob("*"))) if folder.is_dir() else ""
+
     def check_output(self, events, home: Path) -> None:
         lines = (home / "observability" / "otel-traces.jsonl").read_text().splitlines()
         batches = [json.loads(line) for line in lines]
@@ -61,6 +65,9 @@ class TestOtelHttpSink(SinkContract):
 
     def secret_environ(self) -> dict[str, str]:
         return SECRETS
+
+    def received(self, home: Path) -> str:
+        return self.server.received_text()
 
     def check_output(self, events, home: Path) -> None:
         assert not self.server.errors
@@ -92,6 +99,9 @@ class TestOtelGrpcSink(SinkContract):
 
     def secret_environ(self) -> dict[str, str]:
         return SECRETS
+
+    def received(self, home: Path) -> str:
+        return self.server.received_text()
 
     def check_output(self, events, home: Path) -> None:
         assert_run_tree(self.server.spans, events)

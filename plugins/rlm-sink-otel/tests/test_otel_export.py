@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode
 
 from rlm_host import RunEvent
-from rlm_host.sdk.observability import SpanEventRecord, SpanRecord, trace_id_for
+from rlm_host.sdk.observability import ContentPolicy, SpanEventRecord, SpanRecord, trace_id_for
 from rlm_sink_otel import (
     OTLPJsonLinesExporter,
     SpanExportSink,
@@ -28,6 +28,9 @@ from rlm_sink_otel.testing import OTLPReceiver, decode_trace_body
 RECORD = SpanRecord("0" * 30 + "ab", "1" * 15 + "f", "2" * 16, "chat m", "client", 10, 20, "run_1",
                     {"i": 1, "f": 1.5, "b": True, "s": "x"}, [SpanEventRecord("rlm.reply", 15, {"rlm.text": "hi"})],
                     "error", "boom")  # fmt: skip
+
+
+CONTENT = ContentPolicy(capture=True)
 
 
 def _event(type_: str, run_id: str = "run_a", parent: str | None = None, ts: float = 1.0, **data) -> RunEvent:
@@ -99,7 +102,7 @@ class _Recording:
 
 def test_spans_go_out_when_the_root_run_finishes_and_close_ends_open_runs():
     exporter = _Recording()
-    sink = SpanExportSink(exporter)
+    sink = SpanExportSink(exporter, content=CONTENT)
     for event in _root_run()[:-1]:
         sink.handle(event)
     assert exporter.batches == []  # nothing until the root run finishes
@@ -115,7 +118,7 @@ def test_spans_go_out_when_the_root_run_finishes_and_close_ends_open_runs():
 
 def test_a_full_batch_goes_out_before_the_run_ends():
     exporter = _Recording()
-    sink = SpanExportSink(exporter)
+    sink = SpanExportSink(exporter, content=CONTENT)
     sink.batch_size = 2
     for event in _root_run()[:2]:
         sink.handle(event)
@@ -136,7 +139,7 @@ def test_a_failing_backend_is_one_warning_never_an_exception(backend, caplog):
         else:
             receiver.respond("/v1/traces", status=int(backend))
             url = receiver.traces_url
-        sink = SpanExportSink(otlp_http_exporter(url, timeout=0.5), target=url)
+        sink = SpanExportSink(otlp_http_exporter(url, timeout=0.5), content=CONTENT, target=url)
         sink.retry_after = 0  # try again at every batch
         with caplog.at_level(logging.INFO, logger="rlm.sinks"):
             for run_id in ("run_a", "run_b", "run_c"):
@@ -157,7 +160,7 @@ def test_a_failing_backend_is_one_warning_never_an_exception(backend, caplog):
 def test_spans_wait_for_a_backend_that_comes_back(caplog):
     with OTLPReceiver() as receiver:
         receiver.respond("/v1/traces", status=400)
-        sink = SpanExportSink(OTLPSpanExporter(endpoint=receiver.traces_url, timeout=1))
+        sink = SpanExportSink(OTLPSpanExporter(endpoint=receiver.traces_url, timeout=1), content=CONTENT)
         sink.retry_after = 0
         for event in _root_run("run_a"):
             sink.handle(event)
@@ -172,7 +175,7 @@ def test_spans_wait_for_a_backend_that_comes_back(caplog):
 def test_a_slow_backend_is_waited_for(caplog):
     with OTLPReceiver() as receiver:
         receiver.respond("/v1/traces", delay=0.5)
-        sink = SpanExportSink(OTLPSpanExporter(endpoint=receiver.traces_url, timeout=5))
+        sink = SpanExportSink(OTLPSpanExporter(endpoint=receiver.traces_url, timeout=5), content=CONTENT)
         started = time.monotonic()
         for event in _root_run():
             sink.handle(event)

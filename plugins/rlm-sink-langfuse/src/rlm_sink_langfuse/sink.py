@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from opentelemetry.sdk.trace import TracerProvider
 
 from rlm_host import Readiness
-from rlm_host.sdk.observability import SpanRecord
+from rlm_host.sdk.observability import SpanRecord, content_policy
 from rlm_sink_langfuse.mapping import langfuse_attributes
 from rlm_sink_langfuse.settings import LangfuseSinkSettings
 from rlm_sink_otel.convert import make_resource, make_scope
@@ -91,7 +91,7 @@ class LangfuseSink(ReplaySink):
         scope = make_scope()
         super().__init__(self.langfuse.provider.get_tracer(scope.name, scope.version), self.langfuse.ids,
                          name="langfuse", target=self.langfuse.base_url, service_name=settings.service_name,
-                         content=settings.content_policy())  # fmt: skip
+                         content=content_policy(settings))  # fmt: skip
         self.flush_seconds = settings.flush_seconds
 
     def attributes(self, record: SpanRecord) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from rlm_host import Readiness, RunEvent
-from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord, content_policy
 from rlm_sink_langsmith.runs import NAMESPACE, run_id_for, to_runs
 from rlm_sink_langsmith.settings import API_KEY_ENV, LangSmithSinkSettings
 
@@ -66,7 +66,7 @@ class LangSmithSink:
     def __init__(self, settings: LangSmithSinkSettings) -> None:
         _, self.api_url, self.project = settings.resolved()
         self.flush_seconds = settings.flush_seconds
-        self.builder = SpanBuilder(content=settings.content_policy())
+        self.builder = SpanBuilder(content=content_policy(settings))
         self.posted = self.failures = 0
         self._trees: dict[str, list[SpanRecord]] = {}
         self._errors: list[str] = []  # what the SDK reported during the current post

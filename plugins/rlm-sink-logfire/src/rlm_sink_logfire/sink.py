@@ -17,7 +17,7 @@ from typing import Any, Optional
 import requests
 
 from rlm_host import Readiness
-from rlm_host.sdk.observability import SpanRecord
+from rlm_host.sdk.observability import SpanRecord, content_policy
 from rlm_sink_logfire.settings import TOKEN_ENV, LogfireSinkSettings
 from rlm_sink_otel.convert import make_scope
 from rlm_sink_otel.folded_logs import OTLP_EXPORTER_LOGGERS, FoldedLogs
@@ -59,7 +59,7 @@ class LogfireSink(ReplaySink):
         scope = make_scope()
         tracer = self.logfire.config.get_tracer_provider().get_tracer(scope.name, scope.version)
         super().__init__(tracer, ids, name="logfire", target=base_url or "", service_name=settings.service_name,
-                         content=settings.content_policy())  # fmt: skip
+                         content=content_policy(settings))  # fmt: skip
         self.flush_seconds = settings.flush_seconds
 
     def attributes(self, record: SpanRecord) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The content an MLflow run shows a person, and the span builder that respects the content policy.
+"""The content an MLflow run shows a person: its description, from the task and answer the content policy let out.
 
 A run's params hold only the start of its task (``task_chars``), and the answer is known only at the end, when
 params can no longer be added; so the task and the answer go into the run's description (the
@@ -11,15 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from rlm_host.sdk.observability import ContentPolicy, SpanBuilder
-
 NOTE_CHARS = 7900  # MLflow's limit on a tag value is 8000
 INLINE_CHARS = 300  # a task or answer up to this long, on one line, is shown inline
-
-
-def span_builder(policy: ContentPolicy) -> SpanBuilder:
-    """The host's span builder, with the sink's content policy (what text the spans carry)."""
-    return SpanBuilder("rlm", content=policy)
 
 
 def _shown(text: str) -> str:

@@ -6,8 +6,8 @@ processes racing to make it agree on: ``benchmark.py``), with params and tags at
 (``step=`` the step number) in one ``log_batch`` each time the sink has caught up with the run (``flush``), and
 the final metrics, status, task and answer (``run_text.py``) and trajectory artifact at ``final``, sent at once
 with the tree's trace. At the root's ``final`` the spans the shared ``SpanBuilder`` made for the whole tree go up
-as one trace linked to the root's run (``traces.py``). Content (task, answer, messages, code, output) follows
-the ``capture_content`` / ``content_max_chars`` settings (``ContentPolicy``): off, none of it leaves.
+as one trace linked to the root's run (``traces.py``). Content (task, answer, messages, code, output, error text,
+the trajectory file) goes only through the host's ``content_policy(settings)``: off, none of it leaves.
 
 Every call goes to ``MlflowClient(tracking_uri)``: nothing global is set. Calls are made under one lock, so
 ``handle`` is safe from any thread. The connection (importing mlflow: ≈ 1–2 s, the probe, the experiment) is made
@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlm_host import RunEvent
-from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord, content_policy
 
 from rlm_sink_mlflow.benchmark import BenchmarkRuns
-from rlm_sink_mlflow.run_text import run_note, span_builder
+from rlm_sink_mlflow.run_text import run_note
 from rlm_sink_mlflow.settings import MlflowSinkSettings, probe, resolved_uri
 
 log = logging.getLogger("rlm.sinks")
@@ -40,6 +40,7 @@ log = logging.getLogger("rlm.sinks")
 PARAM_KEYS = ("environment", "framework", "model", "provider", "sub_model", "sub_provider", "sandbox")
 SETTING_PARAMS = ("max_steps", "max_depth", "max_llm_calls", "max_sub_calls", "exec_timeout", "timeout")
 PARAM_CHARS = 6000  # MLflow 3's limit on a param value
+ERROR_CHARS = 5000  # of a run's error in its rlm.error tag (MLflow's limit on a tag value is 8000)
 CONNECT_SECONDS = 60  # importing mlflow and the first calls; each HTTP call is bounded by `timeout` too
 SPAN_EVENTS = {"run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", *SPAN_LIVE_EVENTS}
 
@@ -92,8 +93,8 @@ class MlflowSink:
         self._experiment_id: Optional[str] = None
         self._runs: dict[str, _Run] = {}
         self._benchmarks: Optional[BenchmarkRuns] = None
-        self._content = self.settings.content_policy()
-        self._builder: SpanBuilder = span_builder(self._content)
+        self._content = content_policy(self.settings)
+        self._builder = SpanBuilder("rlm", content=self._content)
         self._spans: dict[str, list[SpanRecord]] = {}
         self._off: Optional[str] = None
         self._closed = False
@@ -218,13 +219,14 @@ class MlflowSink:
                        "sub_calls": sub.get("calls")}  # fmt: skip
             reason = str(data.get("termination_reason") or "error")
             tags = {"rlm.termination_reason": reason, "rlm.completed": str(bool(data.get("completed"))).lower()}
-            if data.get("error"):
-                tags["rlm.error"] = str(data["error"])[:5000]
+            error = self._content.error(data["error"], ERROR_CHARS) if data.get("error") else None
+            if error is not None:
+                tags["rlm.error"] = error
             answer = self._content.text(data.get("final_response"))
             if answer is not None:
                 tags["rlm.answer"] = answer[: self.settings.task_chars]
-            note = run_note(run.task, answer, data.get("error"))
-            if note and self._content.capture:
+            note = run_note(run.task, answer, error)
+            if note is not None:
                 tags["mlflow.note.content"] = note  # the run page's Description
             status = run_status(reason, bool(data.get("completed")))
 
@@ -304,8 +306,9 @@ class MlflowSink:
             self._client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags)
 
     def _log_trajectory(self, run: _Run, path: Any) -> None:
-        if self.settings.log_trajectory and run.depth == 0 and path and Path(path).is_file():
-            self._client.log_artifact(run.mlflow_id, str(path), artifact_path="trajectory")
+        trajectory = self._content.artifact(path) if self.settings.log_trajectory and run.depth == 0 else None
+        if trajectory is not None:
+            self._client.log_artifact(run.mlflow_id, str(trajectory), artifact_path="trajectory")
 
     def _finish_tree(self, event: RunEvent, root: Optional[_Run]) -> list[Callable[[], None]]:
         """The root's final: the calls uploading the tree's trace and touching the benchmark run's end time."""
@@ -337,8 +340,7 @@ class MlflowSink:
 
         self._spans.pop(root_run_id, None)
         if records:
-            upload_trace(self._tracing, records, self._experiment_id, source_run, {"rlm.root_run_id": root_run_id},
-                         self._content.capture)  # fmt: skip
+            upload_trace(self._tracing, records, self._experiment_id, source_run, {"rlm.root_run_id": root_run_id})
 
     def _turn_off(self, reason: str) -> None:
         self._off = reason

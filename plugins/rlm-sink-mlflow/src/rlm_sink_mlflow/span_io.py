@@ -12,35 +12,18 @@ task and answer as ``rlm.task`` / ``rlm.final_response`` and the rest as span ev
   and ``mlflow.chat.messages`` (the messages and the reply): the attribute MLflow's UI draws as a chat;
 - ``execute_tool`` (TOOL): inputs ``{"code": …}``, outputs the printed output.
 
-With content capture off, :func:`without_content` takes every content attribute and event off a record first, so
-nothing of the task, answer, messages, code or output leaves, whatever the builder put there.
+With content capture off the builder puts none of it on the records (``rlm_host.sdk.observability.content_policy``),
+so there is nothing here to show.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, Optional
 
 from rlm_host.sdk.observability import SpanRecord
 
-#: Attributes that hold content (dropped, with CONTENT_EVENTS, when content capture is off).
-CONTENT_ATTRIBUTES = frozenset({
-    "input.value", "output.value", "input.mime_type", "output.mime_type", "gen_ai.input.messages",
-    "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
-    "rlm.task", "rlm.final_response", "rlm.prompt", "rlm.response",
-})  # fmt: skip
-CONTENT_EVENTS = frozenset({"rlm.code", "rlm.output", "rlm.reply", "rlm.prompt", "rlm.response", "rlm.summary"})
 ROLES = {"system", "user", "assistant", "tool"}
-
-
-def without_content(record: SpanRecord) -> SpanRecord:
-    """A copy of ``record`` with no content attribute or event."""
-    return dataclasses.replace(
-        record,
-        attributes={k: v for k, v in record.attributes.items() if k not in CONTENT_ATTRIBUTES},
-        events=[e for e in record.events if e.name not in CONTENT_EVENTS],
-    )
 
 
 def text_of(record: SpanRecord, *names: str) -> Optional[str]:

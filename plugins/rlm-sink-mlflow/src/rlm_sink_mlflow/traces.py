@@ -7,7 +7,7 @@ finished spans built with the public ``Span.from_dict``, ``log_spans`` (span row
 ``start_trace`` with the trace info, and the spans as a trace artifact when the store keeps no span rows. No
 global state, synchronous, and the trace id is the run tree's own (``tr-`` + ``trace_id_for(root_run_id)``).
 What each span shows as inputs, outputs and chat comes from ``span_io``; the trace's request and response previews
-are the root's task and answer. With ``capture=False`` no content goes up (``span_io.without_content``).
+are the root's task and answer (none of it when the sink's content policy kept the content off the records).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mlflow.entities import Span, SpanType, TraceData, TraceInfo, TraceLocation,
 from mlflow.tracing.client import TracingClient
 
 from rlm_host.sdk.observability import SpanRecord, tree_order
-from rlm_sink_mlflow.span_io import inputs_outputs, without_content
+from rlm_sink_mlflow.span_io import inputs_outputs
 
 SPAN_TYPES = {"invoke_agent": SpanType.AGENT, "chat": SpanType.CHAT_MODEL, "execute_tool": SpanType.TOOL}
 STATUS = {"ok": "STATUS_CODE_OK", "error": "STATUS_CODE_ERROR", "unset": "STATUS_CODE_UNSET"}
@@ -66,10 +66,10 @@ def span_dict(record: SpanRecord, trace_id: str, parent_known: bool) -> dict[str
     }
 
 
-def build_trace(records: list[SpanRecord], experiment_id: str, source_run: Optional[str], tags: dict[str, str],
-                capture: bool = True) -> tuple[TraceInfo, list[Span]]:  # fmt: skip
+def build_trace(records: list[SpanRecord], experiment_id: str, source_run: Optional[str],
+                tags: dict[str, str]) -> tuple[TraceInfo, list[Span]]:  # fmt: skip
     """The trace info and MLflow spans of one run tree (its root is the first span in tree order)."""
-    ordered = list(tree_order(records if capture else [without_content(r) for r in records]))
+    ordered = list(tree_order(records))
     ids = {r.span_id for r in ordered}
     root = ordered[0]
     trace_id = mlflow_trace_id(root)
@@ -99,9 +99,9 @@ def _preview(value: Any) -> Optional[str]:
 
 
 def upload_trace(client: TracingClient, records: list[SpanRecord], experiment_id: str, source_run: Optional[str],
-                 tags: dict[str, str], capture: bool = True) -> str:  # fmt: skip
+                 tags: dict[str, str]) -> str:  # fmt: skip
     """Log one run tree as a trace; return its MLflow trace id."""
-    info, spans = build_trace(records, experiment_id, source_run, tags, capture)
+    info, spans = build_trace(records, experiment_id, source_run, tags)
     try:
         client.log_spans(experiment_id, spans)  # span rows (SQL stores); the trace info comes next
     except NotImplementedError:

@@ -38,9 +38,9 @@ class SpanExportSink:
     ``name`` and ``target`` (where the spans go, e.g. the endpoint) only appear in log lines; ``probe`` (see
     :func:`tcp_probe`) is tried before the first export and before each retry, so a backend that is down costs
     a connection attempt, not the exporter's retries with back-off; an exporter with a
-    ``last_problem()`` method (see :func:`otlp_http_exporter`) explains its failures in them. ``content`` says what
-text the spans carry (default: all, capped; see ``ContentPolicy``). Subclasses may
-    override :meth:`to_span` to add vendor attributes. Counters: ``exported``, ``dropped``, ``failures``.
+    ``last_problem()`` method (see :func:`otlp_http_exporter`) explains its failures in them. ``content`` is the
+    sink's ``content_policy(settings)``: what run content the spans carry. Subclasses may override :meth:`to_span`
+    to add vendor attributes. Counters: ``exported``, ``dropped``, ``failures``.
     """
 
     batch_size: int = 256
@@ -50,15 +50,14 @@ text the spans carry (default: all, capped; see ``ContentPolicy``). Subclasses m
 
     live_events = SPAN_LIVE_EVENTS  # each model call is a span
 
-    def __init__(self, exporter: SpanExporter, resource: Optional[Resource] = None, *, service_name: str = "rlm",
-                 scope: Optional[InstrumentationScope] = None, name: str = "otel", target: str = "",
-                 probe: Optional[Callable[[], Optional[str]]] = None,
-                 content: Optional[ContentPolicy] = None) -> None:  # fmt: skip
+    def __init__(self, exporter: SpanExporter, resource: Optional[Resource] = None, *, content: ContentPolicy,
+                 service_name: str = "rlm", scope: Optional[InstrumentationScope] = None, name: str = "otel",
+                 target: str = "", probe: Optional[Callable[[], Optional[str]]] = None) -> None:  # fmt: skip
         self.exporter = exporter
         self.probe = probe  # a quick reachability test before the first export and each retry: a problem or None
         self.resource = resource if resource is not None else make_resource(service_name)
         self.scope = scope or make_scope()
-        self.builder = SpanBuilder(service_name, content)
+        self.builder = SpanBuilder(service_name, content=content)
         self.name, self.target = name, target
         self.exported = self.dropped = self.failures = 0
         self._pending: list[ReadableSpan] = []

@@ -43,6 +43,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExporter, MetricExportResult
 
 from rlm_host import RunEvent
+from rlm_host.sdk.observability import error_type
 from rlm_sink_otel.convert import SCOPE_NAME, make_resource
 from rlm_sink_otel.folded_logs import explained_export
 from rlm_sink_otel.metrics_export import METRIC_EXPORTER_LOGGERS, TEMPORALITY_ENV
@@ -300,7 +301,7 @@ class RunMetrics:
         attributes = self._model_call(run, data.get("model"), data.get("provider"), role, data,
                                       one_call=not data.get("error"))  # fmt: skip
         if data.get("error"):
-            attributes["error.type"] = str(data["error"]).split(":", 1)[0][:100] or "error"
+            attributes["error.type"] = error_type(str(data["error"]))  # its class: never the message
         if isinstance(data.get("seconds"), (int, float)):
             self.pipeline.call_duration.record(float(data["seconds"]), attributes)
 

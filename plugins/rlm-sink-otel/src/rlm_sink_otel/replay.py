@@ -101,7 +101,8 @@ def replay(tracer: trace.Tracer, records: Iterable[SpanRecord], ids: ReplayIdGen
 class ReplaySink:
     """A ``rlm_host.Sink`` replaying each run tree through a vendor SDK's ``tracer`` when its root run ends.
 
-    Subclasses override :meth:`attributes` (vendor attributes per record), :meth:`root_finished` (called with the
+    ``content`` is the sink's ``content_policy(settings)``: what run content the spans carry. Subclasses override
+    :meth:`attributes` (vendor attributes per record), :meth:`root_finished` (called with the
     root ``invoke_agent`` record of each run tree) and :meth:`flush_backend` (deliver what the SDK holds within
     ``timeout`` seconds; return "" or why it failed). ``close`` ends open runs, then runs ``flush_backend`` in a
     daemon thread for at most ``flush_seconds``: a backend that is down costs one warning on ``rlm.sinks``, never
@@ -111,11 +112,11 @@ class ReplaySink:
     flush_seconds: float = 3.0
     live_events = SPAN_LIVE_EVENTS  # each model call is a span
 
-    def __init__(self, tracer: trace.Tracer, ids: ReplayIdGenerator, *, name: str, target: str = "",
-                 service_name: str = "rlm", content: Optional[ContentPolicy] = None) -> None:  # fmt: skip
+    def __init__(self, tracer: trace.Tracer, ids: ReplayIdGenerator, *, name: str, content: ContentPolicy,
+                 target: str = "", service_name: str = "rlm") -> None:  # fmt: skip
         self.tracer, self.ids = tracer, ids
         self.name, self.target = name, target
-        self.builder = SpanBuilder(service_name, content)
+        self.builder = SpanBuilder(service_name, content=content)
         self.replayed = 0
         self._trees: dict[str, list[SpanRecord]] = {}  # trace id → the finished spans waiting for their root
         self._lock = threading.RLock()

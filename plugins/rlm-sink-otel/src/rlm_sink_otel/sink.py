@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rlm_host import Readiness
+from rlm_host.sdk.observability import content_policy
 from rlm_sink_otel.settings import OtelSinkSettings, host_port
 
 CONNECT_TIMEOUT = 1.0
@@ -48,7 +49,8 @@ def create(settings: Optional[OtelSinkSettings], services: Any) -> Any:
     if settings.exporter != "file":
         endpoint, _ = settings.resolved_endpoint()
         probe = tcp_probe(*host_port(endpoint, _default_port(settings)), CONNECT_TIMEOUT)
-    spans = SpanExportSink(exporter, service_name=settings.service_name, name="otel", target=target, probe=probe)
+    spans = SpanExportSink(exporter, content=content_policy(settings), service_name=settings.service_name,
+                           name="otel", target=target, probe=probe)  # fmt: skip
     metrics = None
     if settings.metrics:
         try:

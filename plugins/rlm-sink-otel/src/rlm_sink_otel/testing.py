@@ -27,6 +27,9 @@ metric exported twice is there twice): ``name``, ``unit``, ``description``, ``ki
 ``count``, ``sum``, ``min``, ``max``, ``bucket_counts``, ``bounds`` for a histogram), ``resource``, ``scope`` and
 ``path``.
 
+``received_text()`` is everything a receiver got, as one text (the decoded spans and metrics, and for
+``OTLPReceiver`` every request body, unpacked): what a test searches for content that must not have left.
+
 ``OTLPGrpcReceiver`` (needs ``grpcio``; the ``grpc`` extra) does the same for OTLP/gRPC (the trace and the metrics
 services) at ``receiver.endpoint`` (``127.0.0.1:PORT``); ``fail_with(grpc.StatusCode.UNAVAILABLE)`` makes it
 refuse exports.
@@ -206,6 +209,12 @@ def _unpack(body: bytes, content_encoding: str) -> bytes:
     return body
 
 
+def _request_text(request: Received) -> str:
+    """A request's method, path and query, then its body unpacked and decoded as UTF-8 (non-text bytes replaced)."""
+    body = _unpack(request.body, request.headers.get("content-encoding", ""))
+    return f"{request.method} {request.path}?{request.query}\n{body.decode(errors='replace')}"
+
+
 def decode_metrics_body(body: bytes, content_type: str = "application/x-protobuf", content_encoding: str = "",
                         path: str = "") -> list[dict[str, Any]]:  # fmt: skip
     """The metrics of an OTLP/HTTP metrics body: protobuf, or OTLP/JSON when ``content_type`` says JSON (an
@@ -303,6 +312,11 @@ class _Collected:
         """The spans whose name starts with ``prefix`` (``"invoke_agent"``, ``"chat"``…)."""
         return [s for s in list(self.spans) if s["name"].startswith(prefix)]
 
+    def received_text(self) -> str:
+        """The decoded spans and metrics as JSON text."""
+        with self._changed:
+            return jsonlib.dumps([self.spans, self.metrics], ensure_ascii=False, default=str)
+
 
 class OTLPReceiver(_Collected):
     """A recording OTLP/HTTP server on ``127.0.0.1:<free port>`` (see the module docstring)."""
@@ -359,6 +373,12 @@ class OTLPReceiver(_Collected):
             self.spans.clear()
             self.metrics.clear()
             self.errors.clear()
+
+    def received_text(self) -> str:
+        """The decoded spans and metrics, then every request's path, query and body (unpacked, as UTF-8)."""
+        with self._changed:
+            requests = list(self.requests)
+        return "\n".join([super().received_text(), *map(_request_text, requests)])
 
     def start(self) -> "OTLPReceiver":
         if self._thread is None:
