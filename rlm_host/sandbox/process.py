@@ -9,7 +9,8 @@ The worker (``worker.py`` next to this file, standard library only) runs as ``py
 forked from a pristine template (``fork_server.py``, ``zygote.py``; ``fork_server = false``: started as that
 command), in a new session with an empty environment (PATH, HOME/TMPDIR = a fresh temporary working directory,
 PYTHONIOENCODING, LANG) and an address-space limit of ``limits.memory_mb``. Host and worker exchange JSON
-lines (see the worker's docstring). A timeout or a crash kills the worker's whole process group and starts a
+lines (see the worker's docstring). The end of a session, a timeout or a crash kills the worker with every
+process it started, even one that left its group and session (``process_tree``), and a restart starts a
 fresh worker, into which the host-set variables and host functions are restored (``session.py``: the host side
 shared with other worker-based runtimes).
 """
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlm_host.errors import SandboxError
 from rlm_host.sandbox.channel import Channel
 from rlm_host.sandbox.fork_server import fork_server
+from rlm_host.sandbox.process_tree import kill_tree
 from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
 from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
 from rlm_host.services import SandboxServices
@@ -122,11 +124,15 @@ class _ProcessChannel(Channel):
         return how + (f".\nThe process's last stderr output:\n{tail}\n" if tail else "")
 
     def kill(self) -> None:
-        """Kill the worker's whole process group and reap it."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        """Kill the worker with every process of its session (``kill_tree``: its group, and what left the group
+        with ``setsid``) and reap it. A worker already gone leaves only its group: its pid may be another's now."""
+        if self.proc.poll() is None:
+            kill_tree(self.proc.pid)
+        else:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -20,6 +20,7 @@ host's directory read-only. When the host closes the channel the worker exits at
 
 User code cannot corrupt the channel by accident: at start the protocol moves to private close-on-exec file
 descriptors and fds 0/1 point at /dev/null; ``print`` goes to a per-execute capture (stdout and stderr).
+On Linux the worker is a child subreaper, so what user code leaves running stays its descendant, killed with it.
 This is crash isolation only, not a security boundary: code running here can do anything its user can.
 """
 
@@ -396,11 +397,23 @@ def _exit_when_host_closes(fd):
     threading.Thread(target=watch, name="rlm-host-watch", daemon=True).start()
 
 
+def adopt_orphans():
+    """Make this worker a child subreaper (Linux): a process its children orphan (``setsid sleep 1000 &``) is
+    re-parented to it, not to init, so the host finds and kills it with the session (``process_tree.py``)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:  # noqa: BLE001 - not Linux, no ctypes: the host kills the worker's process group only
+        pass
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="rlm sandbox worker (JSON lines on stdin/stdout)")
     parser.add_argument("--memory-mb", type=int, default=0, help="address-space limit (0: none)")
     parser.add_argument("--max-output-chars", type=int, default=1_000_000, help="stdout/stderr kept per execute")
     args = parser.parse_args(argv)
+    adopt_orphans()  # before the address-space limit: loading ctypes takes memory
     if args.memory_mb > 0:
         import resource
 

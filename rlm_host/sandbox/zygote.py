@@ -94,7 +94,8 @@ def _become_worker(worker, channel, request, fds, wakeup):
 
 
 #: Modules a worker imports when it starts (``worker.main``) or often right after: imported once, here.
-PRELOADED = ("faulthandler", "resource", "select", "re", "json", "math", "collections", "itertools", "functools")
+PRELOADED = ("faulthandler", "resource", "select", "re", "json", "math", "collections", "itertools", "functools",
+             "ctypes")
 
 
 def serve(fd):

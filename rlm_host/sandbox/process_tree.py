@@ -1,0 +1,79 @@
+"""Killing a sandbox worker with every process it left behind, wherever they moved: ``kill_tree(pid)``.
+
+Killing the worker's process group is not enough: a command run by model code may start a session of its own
+(``setsid sleep 1000 &``) and its shell exit, so the process is in no group of ours and its parent is gone. The
+worker makes itself a child subreaper (``worker.py``, ``PR_SET_CHILD_SUBREAPER``): what its descendants orphan is
+re-parented to it, never to init, so every process of the session stays its descendant, found through the parent
+links in ``/proc``. ``kill_tree`` stops the worker and each descendant (a stopped process cannot fork), looks again
+until no new one appears, then kills them all. Where there is no ``/proc``, the process group alone is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+#: Rounds of "find the descendants, stop them" before killing: each round stops what the last one missed.
+MAX_ROUNDS = 50
+
+
+def parents() -> dict[int, int]:
+    """Every process's parent id, from ``/proc/PID/stat`` (empty where there is no ``/proc``)."""
+    found: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        fields = raw[raw.rfind(b")") + 2:].split()  # the command name, in parentheses, may hold anything
+        if len(fields) > 1:
+            found[int(name)] = int(fields[1])
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes whose chain of parents leads to ``pid`` (not ``pid`` itself)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in parents().items():
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    waiting = list(children.get(pid, ()))
+    while waiting:
+        child = waiting.pop()
+        if child not in found:
+            found.add(child)
+            waiting.extend(children.get(child, ()))
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL process ``pid``, its process group and all its descendants; never raises. The caller must know that
+    ``pid`` is still its worker (not reaped: a reused id would name another program's tree)."""
+    stopped: set[int] = set()
+    for _ in range(MAX_ROUNDS):
+        new = ({pid} | descendants(pid)) - stopped
+        if not new:
+            break
+        for process in new:
+            _signal(process, signal.SIGSTOP)
+        stopped |= new
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for process in stopped | {pid}:
+        _signal(process, signal.SIGKILL)
+
+
+def _signal(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
