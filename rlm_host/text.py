@@ -51,10 +51,11 @@ def valid_unicode(text: str) -> str:
 
 
 def terminal_safe(text: str) -> str:
-    """``text`` for a terminal: control characters (but newlines and tabs) shown as ``?`` and ESC as ``␛``, never
-    sent — model output or a tool's metadata could otherwise redraw the screen to hide what is really asked."""
-    return "".join(c if c in "\n\t" or (c.isprintable() and c not in "\x7f\x9b") else "␛" if c == "\x1b" else "?"
-                   for c in text)  # fmt: skip
+    """``text`` for a terminal: every character that is not printable but newlines and tabs — C0, DEL, C1 (U+0080
+    to U+009F: CSI and OSC on many terminals), format and separator characters — shown as ``?`` and ESC as ``␛``,
+    never sent: model output or a tool's metadata could otherwise redraw the screen to hide what is really asked.
+    Apply it where text is printed (one printer per command), not to each string on its way there."""
+    return "".join(c if c in "\n\t" or c.isprintable() else "␛" if c == "\x1b" else "?" for c in text)
 
 
 def clip_lines(text: str, max_lines: int) -> str:

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from harness_support import PLUGIN, call, final, harness
+from rlm_harness import sandbox_ops
+from rlm_harness.environment import searchable_files
+from rlm_host.sdk.environments import ProjectFiles
 from rlm_host.testing import EnvironmentContract
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -92,6 +98,66 @@ def test_a_command_is_bounded_and_leaves_nothing_running(rlm_cli, rlm_script, rl
     assert not marker.exists(), "the command's process group is killed when it returns"
 
 
+def test_search_never_reads_through_a_link_out_of_the_folder(rlm_cli, rlm_script, rlm_isolated, project):
+    """Two layers, each tested: the host lists no linked file or folder for the search (``searchable_files``), and
+    the search child in the sandbox opens nothing through a link (``SEARCH_SCRIPT``, run here on a list naming
+    a linked file and a file under a linked folder)."""
+    outside = rlm_isolated.work / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SECRET-OUTSIDE\n")
+    (project / "inside.txt").write_text("SECRET-INSIDE\n")
+    (project / "link.txt").symlink_to(outside / "secret.txt")
+    (project / "linkdir").symlink_to(outside)
+    replies = [call("search", pattern="SECRET"), call("search", pattern="SECRET", path="link.txt"),
+               call("search", pattern="SECRET", path="linkdir"),
+               call("search", pattern="SECRET", path="linkdir/secret.txt"), final()]  # fmt: skip
+    result, run, steps = harness(rlm_cli, rlm_script, project, replies)
+    assert result.code == 0, result.out + result.err
+    assert steps[0]["observation"]["matches"] == [{"path": "inside.txt", "line": 1, "text": "SECRET-INSIDE"}]
+    assert all(not s["observation"]["success"] and "outside" in s["observation"]["error"] for s in steps[1:4])
+    assert "SECRET-OUTSIDE" not in result.out + Path(run["trajectory_path"]).read_text()
+    assert searchable_files(ProjectFiles(project), ".") == ["inside.txt"], "the host listed a link for the search"
+    request = json.dumps({"pattern": "SECRET", "files": ["link.txt", "linkdir/secret.txt", "inside.txt"],
+                          "limit": 10})  # fmt: skip
+    child = subprocess.run([sys.executable, "-c", sandbox_ops.SEARCH_SCRIPT], input=request, capture_output=True,
+                           text=True, cwd=project, timeout=60)  # fmt: skip
+    paths = [match["path"] for match in json.loads(child.stdout)["matches"]]
+    assert paths == ["inside.txt"], "the search child read through a final link"
+
+
+def test_a_command_that_leaves_its_session_does_not_outlive_the_run(rlm_cli, rlm_script, project):
+    """``setsid`` puts the process out of the command's group and session: the whole process tree of the sandbox
+    session is killed when the run ends, wherever its processes moved."""
+    seconds = str(1000 + os.getpid() % 997)  # a command line no other process has
+    detach = f"setsid sleep {seconds} & setsid sh -c 'sleep {seconds}; true' & sleep 0.5; echo started"
+    replies = [call("run_command", command=detach),
+               call("run_command", command=f"ps -eo args | grep -c '^sleep {seconds}$'"), final()]  # fmt: skip
+    result, run, steps = harness(rlm_cli, rlm_script, project, replies)
+    assert result.code == 0, result.out + result.err
+    assert steps[0]["observation"]["stdout"] == "started\n"
+    assert steps[1]["observation"]["stdout"] == "2\n", "the detached processes outlive their step (their group)"
+    deadline = time.monotonic() + 10
+    while _running(f"sleep {seconds}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(f"sleep {seconds}"), "a process of the run's sandbox session is still running"
+
+
+def _running(command_line: str) -> list[int]:
+    """The processes (not zombies) whose command line is ``command_line``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if b" ".join(w for w in words if w).decode(errors="replace").endswith(command_line) and state != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
 # ---------------------------------------------------------------------------------------------- the work
 
 
@@ -154,6 +220,20 @@ def test_the_live_step_lines_show_each_step_without_control_characters(rlm_cli, 
     assert result.out.strip() == "done"
     assert "step 1 · write_file · ok" in result.err and "step 2 · read_file · failed" in result.err
     assert "\x1b" not in result.err and "answered after 3 steps" in result.err
+
+
+def test_the_answer_and_step_lines_reach_the_terminal_without_control_characters(rlm_cli, rlm_script, project):
+    controls = "\x9b2J\x9d0;title\x07\x1b[31m\x7f\x85"  # C1 CSI and OSC, BEL, ESC, DEL, NEL
+    model = rlm_script([call("read_file", path=f"x{controls}"), final(f"done {controls}")])
+    result = rlm_cli("harness", "run", f"Go {controls}", "--workdir", str(project), "--model", model, "--sandbox",
+                     "process", plugins=PLUGIN)  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.out.startswith("done ") and "step 1 · read_file · failed" in result.err
+    raw = [c for c in result.out + result.err if c not in "\n\t" and not c.isprintable()]
+    assert not raw, (result.out, result.err)
+    as_json = rlm_cli("harness", "run", "Go", "--workdir", str(project), "--model", model, "--sandbox", "process",
+                      "--json", plugins=PLUGIN)  # fmt: skip
+    assert "\\u009b" in as_json.out and "\x9b" not in as_json.out
 
 
 # ---------------------------------------------------------------------------------------------- refusals

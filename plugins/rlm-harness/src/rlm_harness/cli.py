@@ -3,7 +3,11 @@
 
 Both read ``[environment.harness]`` (its ``mcp_servers``) from the command's settings; ``--mcp-config FILE``
 adds the servers of a Claude Desktop or VS Code JSON file (the user's own choice, so trusted as a flag is). A run
-goes through the public ``RLM`` front door with ``environment="harness"``, as a Python program would."""
+goes through the public ``RLM`` front door with ``environment="harness"``, as a Python program would.
+
+Everything printed for a person goes through ``_out`` (stdout) or ``_say`` (stderr), which show control characters
+(C0, DEL, C1) instead of sending them: the answer, errors and step lines hold the model's and the servers' text.
+``--json`` output is escaped JSON (``ensure_ascii``)."""
 
 from __future__ import annotations
 
@@ -85,9 +89,9 @@ def run(
         exc.exit_code = EXIT_USAGE
         raise
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     elif result.final_response is not None:
-        typer.echo(result.final_response)
+        _out(result.final_response)
     if not as_json:
         _say(f"{'answered' if result.completed else 'no answer: ' + result.termination_reason} after "
              f"{result.steps} steps · reward {result.total_reward:+.2f} · trajectory: {result.trajectory_path}")
@@ -125,20 +129,20 @@ def list_tools(
                for t in pool.tools]  # fmt: skip
         servers = pool.status()
     if as_json:
-        typer.echo(json.dumps({"builtin": builtin, "mcp": mcp, "servers": servers}, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({"builtin": builtin, "mcp": mcp, "servers": servers}, indent=2))
         return
-    typer.echo("built-in tools:")
+    _out("built-in tools:")
     for tool in builtin:
-        typer.echo(f"  {tool['name']:<16} {tool['kind']:<8} {tool['description']}")
+        _out(f"  {tool['name']:<16} {tool['kind']:<8} {tool['description']}")
     if not servers:
-        typer.echo("MCP servers: none configured ([environment.harness.mcp_servers.NAME] or --mcp-config)")
+        _out("MCP servers: none configured ([environment.harness.mcp_servers.NAME] or --mcp-config)")
     for server in servers:
         if server["error"]:
-            typer.echo(f"MCP server {server['server']} ({server['transport']}): NOT AVAILABLE: {server['error']}")
+            _out(f"MCP server {server['server']} ({server['transport']}): NOT AVAILABLE: {server['error']}")
             continue
-        typer.echo(f"MCP server {server['server']} ({server['transport']}, started in {server['startup_s']:.2f} s):")
+        _out(f"MCP server {server['server']} ({server['transport']}, started in {server['startup_s']:.2f} s):")
         for tool in (t for t in mcp if t["server"] == server["server"]):
-            typer.echo(f"  {tool['name']:<36} {tool['kind']:<5} {_first_line(tool['description'])}")
+            _out(f"  {tool['name']:<36} {tool['kind']:<5} {_first_line(tool['description'])}")
 
 
 def _print_step(event: Any) -> None:
@@ -152,13 +156,19 @@ def _print_step(event: Any) -> None:
     observation = data.get("observation") or {}
     status = "refused" if observation.get("refused") else "ok" if observation.get("success", True) else "failed"
     detail = observation.get("error") or observation.get("path") or observation.get("command") or ""
-    _say(terminal_safe(f"step {data.get('step')} · {data.get('action')} · {status} · reward {data.get('reward', 0):+.2f}"
-                   + (f" · {str(detail)[:120]}" if detail else "")))
+    _say(f"step {data.get('step')} · {data.get('action')} · {status} · reward {data.get('reward', 0):+.2f}"
+         + (f" · {str(detail)[:120]}" if detail else ""))
 
 
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0][:100]
 
 
+def _out(text: str) -> None:
+    """Print ``text`` on stdout for a person, control characters shown, never sent."""
+    typer.echo(terminal_safe(text))
+
+
 def _say(line: str) -> None:
-    print(f"rlm harness: {line}", file=sys.stderr, flush=True)
+    """One line on stderr (the live view, the summary, errors), control characters shown, never sent."""
+    print(terminal_safe(f"rlm harness: {line}"), file=sys.stderr, flush=True)

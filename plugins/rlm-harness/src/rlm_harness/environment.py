@@ -206,7 +206,8 @@ class HarnessEnvironment:
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise PathRefused("search needs a 'pattern' (a Python regular expression)")
-        found = sandbox_ops.search(self.ctx.scope, self.session, pattern, self._text_files(args.get("path") or "."),
+        files = searchable_files(self.files, args.get("path") or ".")
+        found = sandbox_ops.search(self.ctx.scope, self.session, pattern, files,
                                    timeout=self._seconds(self.settings.search_timeout),
                                    ignore_case=bool(args.get("ignore_case")), step=self._step)  # fmt: skip
         ok = "error" not in found
@@ -306,18 +307,20 @@ class HarnessEnvironment:
             return "(unreadable)"
         return ", ".join(entries[:80]) + (" …" if len(entries) > 80 else "") if entries else "(empty)"
 
-    def _text_files(self, raw: Any) -> list[str]:
-        """Regular files under ``raw`` (relative paths; links and caches skipped), for the search."""
-        base = self.files.resolve(raw)
-        if base.is_file():
-            return [self.files.relative(base)]
-        found: list[str] = []
-        for folder, dirs, names in os.walk(base, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
-            for name in sorted(names):
-                path = Path(folder) / name
-                if not path.is_symlink() and path.is_file():
-                    found.append(self.files.relative(path))
-                if len(found) >= MAX_SEARCH_FILES:
-                    return found
-        return found
+
+def searchable_files(files: ProjectFiles, raw: Any) -> list[str]:
+    """The regular files under ``raw`` the search may read (relative paths): never a link, to a file or a folder,
+    and no cache or metadata folder (``SKIPPED``); at most ``MAX_SEARCH_FILES``. PathRefused for a path out."""
+    base = files.resolve(raw)
+    if base.is_file():
+        return [files.relative(base)]
+    found: list[str] = []
+    for folder, dirs, names in os.walk(base, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+        for name in sorted(names):
+            path = Path(folder) / name
+            if not path.is_symlink() and path.is_file():
+                found.append(files.relative(path))
+            if len(found) >= MAX_SEARCH_FILES:
+                return found
+    return found

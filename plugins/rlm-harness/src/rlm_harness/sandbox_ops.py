@@ -8,7 +8,8 @@ files in the sandbox (a command printing gigabytes does not fill the worker's me
 
 The regex search is a child Python process too: a model's regex is hostile (catastrophic backtracking), so it
 runs in the sandbox, never on the host, and a child that runs past its time is killed without touching the
-session. Files are opened without following a final symlink.
+session. Files are opened one path component at a time, never through a symlink (the host lists no linked file
+either).
 
 Each runs through ``execute_code`` so the live view shows it as the step's code; results come back as JSON data
 (``get_variable``), never parsed from printed text.
@@ -77,10 +78,27 @@ try:
 except (re.error, RecursionError, OverflowError) as exc:
     print(json.dumps({"error": "bad regex: " + str(exc)}))
     sys.exit(0)
+
+
+def open_inside(path):
+    """``path`` (relative) opened one component at a time, never through a link: a folder or file swapped for a
+    link out of the project since the host listed it is not followed."""
+    *folders, name = path.split("/")
+    folder = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in folders:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
 found, truncated = [], False
 for path in request["files"]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_inside(path)
     except OSError:
         continue
     with os.fdopen(fd, "rb") as handle:
