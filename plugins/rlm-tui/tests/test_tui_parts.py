@@ -101,6 +101,7 @@ def test_hostile_text_stays_text():
     assert "[bold red]boom[/]" in detail.plain and "\x1b" not in detail.plain and "\x07" not in detail.plain
     assert all(span.style in ("bold", "dim", "cyan", "red", "green", "bold red", "") for span in detail.spans)
     assert clean("\x1b[31m") == "␛[31m"
+    assert clean("a\x9b2J\x9d8;;u\x07\x85\x7fb") == "a?2J?8;;u???b"  # C1 (CSI, OSC, NEL) and DEL too
     long = step_detail(1, {"action": "run_code", "code": "x", "observation": {"blocks": [{"stdout": "y" * 50_000}]}},
                        None, [], [])
     assert "30,000 more characters" in long.plain and len(long.plain) < 21_000

@@ -29,6 +29,11 @@ from rlm_tui.slash import HELP, Slash, SlashError, parse
 from rlm_tui.workspace import Workspace, error_text
 
 
+def printable(names: Any) -> list[str]:
+    """The names that show as they are (no control character): what completion may put on the command line."""
+    return [str(name) for name in names if clean(str(name)) == str(name)]
+
+
 class RlmTui(App):
     TITLE = "rlm"
     CSS = """
@@ -69,7 +74,7 @@ class RlmTui(App):
             yield BenchView(id="bench")
             yield Static(Text(HELP), id="help", markup=False)
         yield Static(id="message", markup=False)
-        yield CommandLine(SlashSuggester(lambda: self.run_ids, lambda: [str(p.get("name")) for p in self.presets]),
+        yield CommandLine(SlashSuggester(lambda: self.run_ids, lambda: printable(p.get("name") for p in self.presets)),
                           id="command")
         yield Footer()
 
@@ -113,7 +118,7 @@ class RlmTui(App):
         except Exception as exc:  # noqa: BLE001 - an unreadable home is a message, not a crash
             self.say(f"cannot list runs: {error_text(exc)}", error=True)
             runs, active = [], set()
-        self.run_ids = [run.run_id for run in runs]
+        self.run_ids = printable(run.run_id for run in runs)  # offered by completion: never a control character
         self.query_one(RunsView).load(runs, active)
         self.action_view("runs")
         self.query_one("#runs-table").focus()

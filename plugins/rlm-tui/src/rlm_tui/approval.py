@@ -68,8 +68,9 @@ class ApprovalScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"approval needed · the request is {self.lines:,} lines, all shown below", markup=False,
-                         id="approval-count")  # fmt: skip
+            shown = "all shown below" if self.whole else f"the first {MAX_SHOWN:,} characters shown below"
+            yield Static(f"approval needed · the request is {self.lines:,} lines, {shown}", markup=False,
+                         id="approval-count")
             with VerticalScroll(id="approval-scroll"):
                 yield Static(self.text, markup=False, id="approval-text")
             yield Static(markup=False, id="approval-hint")

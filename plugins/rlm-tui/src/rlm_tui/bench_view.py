@@ -84,13 +84,13 @@ class BenchView(Vertical):
         bar = self.query_one("#bench-bar", ProgressBar)
         bar.update(total=progress.total or None, progress=progress.done)
         if progress.error:
-            state = Text(f"{progress.preset}: {clean(progress.error)}", style="red")
+            state = Text(clean(f"{progress.preset}: {progress.error}"), style="red")
         elif progress.finished and progress.summary:
             metrics = progress.summary.get("metrics") or {}
-            state = Text(f"{progress.preset} done: {clean(progress.summary.get('benchmark_id'))} · score "
-                         f"{metrics.get('accuracy')} · completed {metrics.get('completion_rate')}", style="green")
+            state = Text(clean(f"{progress.preset} done: {progress.summary.get('benchmark_id')} · score "
+                               f"{metrics.get('accuracy')} · completed {metrics.get('completion_rate')}"), style="green")
         else:
-            state = Text(f"{progress.preset}: {progress.done} of {progress.total or '?'} cases…", style="yellow")
+            state = Text(clean(f"{progress.preset}: {progress.done} of {progress.total or '?'} cases…"), style="yellow")
         self.query_one("#bench-status", Static).update(state)
         self.query_one("#bench-log", Static).update(Text("\n".join(clean(line) for line in progress.lines)))
 
@@ -100,10 +100,10 @@ class BenchView(Vertical):
         table.clear()
         for row in self.rows:
             cost = row.get("cost")
-            table.add_row(str(row.get("rank", "")), Text(one_line(row.get("preset"), 20)),
-                          Text(one_line(row.get("model"), 20)), Text(clean(row.get("mode"))), str(row.get("cases", "")),
-                          _g(row.get("accuracy")), _g(row.get("avg_reward")), f"{row.get('tokens') or 0:,}",
-                          f"${cost:.4f}" if isinstance(cost, (int, float)) else "—")  # fmt: skip
+            table.add_row(Text(one_line(row.get("rank", ""), 6)), Text(one_line(row.get("preset"), 20)),
+                          Text(one_line(row.get("model"), 20)), Text(one_line(row.get("mode"), 12)),
+                          Text(one_line(row.get("cases", ""), 8)), _g(row.get("accuracy")), _g(row.get("avg_reward")),
+                          _count(row.get("tokens")), f"${cost:.4f}" if _is_number(cost) else "—")  # fmt: skip
         lines = chart(self.rows, self.metric) if self.rows else ["no benchmark saved yet"]
         self.query_one("#chart", Static).update(Text(f"{self.metric}\n" + "\n".join(clean(x) for x in lines)))
 
@@ -125,5 +125,14 @@ class BenchView(Vertical):
             self.app.say("benchmark stopped")  # type: ignore[attr-defined]
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _g(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, (int, float)) else "—"
+    return f"{value:.3g}" if _is_number(value) else "—"
+
+
+def _count(value: Any) -> str:
+    """A count with thousands separators; anything else a row holds (a saved file is text) as a dash."""
+    return f"{value:,}" if _is_number(value) else "—"

@@ -1,7 +1,8 @@
 """Text of a step: one row of the step list and the full detail, built as ``rich.text.Text`` from plain strings.
 
 A trajectory is model output — hostile text — so nothing here is ever parsed as Rich markup: every piece goes
-into ``Text`` (``Text.append`` with a style of ours), and control characters are made visible.
+into ``Text`` (``Text.append`` with a style of ours), and control characters (C0, C1 such as CSI U+009B and OSC
+U+009D, DEL) are made visible.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from typing import Any, Optional
 
 from rich.text import Text
 
-_CONTROL = {i: f"\\x{i:02x}" for i in range(32) if i not in (9, 10)}
-_CONTROL[0x1B] = "␛"
-_CONTROL[0x7F] = "\\x7f"
+from rlm_host.sdk.embedding import terminal_safe
 
 
 #: Characters of one text (code, output, reply) shown in a step's detail: a step that printed megabytes must not
@@ -21,8 +20,9 @@ SHOWN_CHARS = 20_000
 
 
 def clean(value: Any) -> str:
-    """A value as plain text with terminal control characters (escape sequences, bells) made visible."""
-    return str(value if value is not None else "").translate(_CONTROL)
+    """A value as plain text for the terminal: C0 and C1 controls, DEL and other unprintable characters shown as
+    ``?`` (ESC as ``␛``), never sent (the host's ``terminal_safe``)."""
+    return terminal_safe(str(value if value is not None else ""))
 
 
 def cut(value: Any, limit: int = SHOWN_CHARS) -> str:

@@ -41,7 +41,7 @@ def meter_text(label: str, used: float, limit: Optional[float], text: str) -> Te
         line.append("░" * (BAR - filled), style="dim")
     else:
         line.append(" " * BAR)
-    line.append(f" {text}")
+    line.append(f" {clean(text)}")  # the limits come from the run's settings: text of the file, as any other
     return line
 
 

@@ -19,6 +19,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from rlm_tui.render import clean
+
 
 class VirtualList(ScrollView, can_focus=True):
     """Rows drawn on demand from ``row(index)``; ``count`` says how many there are (call ``set_count``)."""
@@ -96,7 +98,7 @@ class VirtualList(ScrollView, can_focus=True):
             text = self._row(index)
         except Exception as exc:  # noqa: BLE001 - one bad row must not break the list
             text = f"(unreadable row: {exc})"
-        text = text.replace("\n", " ")[:width].ljust(width)
+        text = clean(text.replace("\n", " ")[:width]).ljust(width)  # the last gate before the terminal
         style = self.get_component_rich_style("virtual-list--cursor") if index == self.cursor else self.rich_style
         return Strip([Segment(text, style if isinstance(style, Style) else None)], width)
 
