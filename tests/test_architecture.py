@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, int]] = [
     ("rlm_host.events", 1), ("rlm_host.event_types", 1), ("rlm_host.context", 1), ("rlm_host.config", 1),
     ("rlm_host.llm.protocol", 2), ("rlm_host.sandbox.protocol", 2),
     ("rlm_host.environments.protocol", 3), ("rlm_host.environments.kit", 3), ("rlm_host.environments.repl", 3),
+    ("rlm_host.environments.repl_tools", 3),
     ("rlm_host.environments.repl_format", 3), ("rlm_host.environments.case_folders", 3),
     ("rlm_host.services", 3),
     ("rlm_host.llm", 3), ("rlm_host.sandbox", 3), ("rlm_host.trajectory", 3), ("rlm_host.observability", 3),

@@ -101,8 +101,10 @@ class LiveView:
         if child is not None:  # rlm_query: its child run's model and tokens
             data = {**data, "model": data.get("model") or child["model"]}
         tokens = child["tokens"] if child is not None else _tokens(data.get("usage"))
-        status = f"error: {data['error']}" if data.get("error") else f"{tokens:,} tokens"
-        self._print(f"{indent}  ↳ {data['kind']} {data.get('model', '')} {data.get('seconds', 0):.2f}s {status}",
+        done = "ok" if data.get("tool") else f"{tokens:,} tokens"  # a user's tool costs no tokens
+        status = f"error: {data['error']}" if data.get("error") else done
+        who = data.get("tool") or data.get("model", "")
+        self._print(f"{indent}  ↳ {data['kind']} {who} {data.get('seconds', 0):.2f}s {status}",
                     "red" if data.get("error") else "magenta")  # fmt: skip
 
     def _on_model_call_start(self, event: RunEvent, indent: str) -> None:

@@ -92,20 +92,20 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
 def _render_sub_call(call: SubCall) -> str:
     data = call.event.data
     parts = [call.kind]
-    if data.get("model"):
-        parts.append(str(data["model"]))
+    if data.get("model") or data.get("tool"):
+        parts.append(str(data.get("model") or data.get("tool")))
     usage = data.get("usage") or {}
     if usage:
         parts.append(_tokens(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)))
     if data.get("seconds"):
         parts.append(f"{float(data['seconds']):.1f} s")
     text = " · ".join(parts)
-    if data.get("prompt"):
-        text += f"  {_short(data['prompt'])!r}"
+    if data.get("prompt") or data.get("arguments"):
+        text += f"  {_short(data.get('prompt') or data['arguments'])!r}"
     if data.get("error"):
         text += f"  → error: {_short(data['error'])}"
-    elif data.get("response") is not None:
-        text += f"  → {_short(data['response'])!r}"
+    elif data.get("response") is not None or data.get("result") is not None:
+        text += f"  → {_short(data['response'] if data.get('response') is not None else data['result'])!r}"
     if call.child_run_id:
         text += f"  (child run {call.child_run_id})"
     return text

@@ -22,6 +22,10 @@ from rlm_host.config import run_options
 from rlm_host.errors import InputError
 
 
+#: List options whose flag adds to the configured values rather than replacing them.
+ADDING_LISTS = ("sinks", "allowed_sub_models", "tools", "sub_tools")
+
+
 def _field_type(name: str) -> tuple[Any, bool, bool, Optional[str]]:
     """(click type, is a flag, repeatable, metavar) of a run option, from its annotation; pydantic validates the
     value (a choice, a path) when the settings are merged, so its error names the flag."""
@@ -68,7 +72,7 @@ def options(names: Optional[Iterable[str]] = None) -> list[TyperOption]:
 
 def _help(name: str, description: str) -> str:
     text = description[:1].upper() + description[1:]
-    if name in ("sinks", "allowed_sub_models") or _field_type(name)[3] == "KEY=VALUE":
+    if name in ADDING_LISTS or _field_type(name)[3] == "KEY=VALUE":
         text += " (repeat; adds to [run] " + name + ")"
     return text + "."
 
@@ -83,7 +87,7 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
             continue
         if _field_type(name)[3] == "KEY=VALUE":  # --label, --approval-rule: pairs added to the configured ones
             values[name] = {**getattr(run, name), **_pairs(run_options.flag_of(name), value)}
-        elif name in ("sinks", "allowed_sub_models"):
+        elif name in ADDING_LISTS:
             added = [part.strip() for item in value for part in str(item).split(",") if part.strip()]
             values[name] = list(dict.fromkeys([*_configured(run, name), *added]))
         else:
@@ -94,6 +98,8 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
 def _configured(run: Any, name: str) -> list[str]:
     """The configured values a list flag adds to; for ``sinks`` not set, the sinks that are on by default (so
     ``--sink otel`` feeds ``otel`` besides them, as it would beside a configured list)."""
+    if name == "sub_tools" and run.sub_tools is None:
+        return []
     if name == "sinks" and run.sinks is None:
         from rlm_host.engine.plan import run_sinks
         from rlm_host.plugins import get_host

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_serializer, field_validator
 
 from rlm_host.components import COMPONENT_KINDS
 
@@ -15,6 +15,15 @@ COMPONENT_SECTIONS = COMPONENT_KINDS
 from rlm_host.price_keys import PROVIDER_ALIASES, WILDCARD, parse_key, provider_key  # noqa: E402,F401 - re-exported
 #: The largest ``@FILE`` of instructions read (guidance for a system prompt, not a document).
 MAX_INSTRUCTIONS_BYTES = 1024 * 1024
+
+
+def tool_spec(item: Any) -> str:
+    """How a run records one of the user's tools: ``module:function`` (``name=module:function`` when renamed)."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return f"{item[0]}={tool_spec(item[1])}"
+    return f"{getattr(item, '__module__', None) or '?'}:{getattr(item, '__qualname__', None) or repr(item)}"
 
 
 class Section(BaseModel):
@@ -53,6 +62,12 @@ class RunSettings(Section):
     seed: int | None = Field(None, description="sampling seed of every model call, where the provider takes one")
     sub_sampling: dict[str, float] = Field(default_factory=dict, description="sampling of sub-calls (llm_query, "
                                            "child runs) where it differs from the root's: temperature, top_p, seed")
+    tools: list[Any] = Field(default_factory=list, description="your own functions the model's code may call, as "
+                             "module:function (name=module:function renames one); RLM(tools=[fn]) takes the functions",
+                             json_schema_extra={"flag": "--tool"})
+    sub_tools: Optional[list[Any]] = Field(None, description="the functions of child runs (rlm_query) (default: the "
+                                           "run's tools)", json_schema_extra={"flag": "--sub-tool"})
+    tool_timeout: float = Field(30.0, gt=0, description="limit of one call of a tool, seconds")
     reply_format: Literal["auto", "on", "off"] = Field(
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
@@ -73,6 +88,20 @@ class RunSettings(Section):
     approval_rules: dict[str, Literal["allow", "ask", "deny"]] = Field(
         default_factory=dict, description="per-tool approvals over --approve: TOOL=allow|ask|deny, TOOL an fnmatch "
         "pattern ('run_command', 'mcp__github__*'); the first match wins", json_schema_extra={"flag": "--approval-rule"})
+
+    @field_validator("tools", "sub_tools", mode="before")
+    @classmethod
+    def _tool_items(cls, value: Any) -> Any:
+        """A dict (name → function or ``module:function``) or one function is a list of the user's tools."""
+        if isinstance(value, dict):
+            return [(str(name), target) for name, target in value.items()]
+        if callable(value) or isinstance(value, str):
+            return [value]
+        return list(value) if isinstance(value, tuple) else value
+
+    @field_serializer("tools", "sub_tools", when_used="json")
+    def _tool_refs(self, value: Optional[list[Any]]) -> Optional[list[str]]:
+        return None if value is None else [tool_spec(item) for item in value]
 
     @field_validator("sub_sampling")
     @classmethod

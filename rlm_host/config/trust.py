@@ -5,7 +5,8 @@ An ``rlm.toml`` or ``[tool.rlm]`` table found in the working directory may come 
 move a secret, weaken isolation or read a file outside the project are ignored, with one warning naming them:
 provider and sink endpoints, headers, keys and key variables; a sandbox that is not a security boundary and any
 sandbox setting but a number; ``allow_any_workdir``; paths (``@FILE`` instructions, folders, model files) that
-leave the project; prices (they decide when ``max_cost`` stops a run). Limits may only tighten: a ceiling above
+leave the project; prices (they decide when ``max_cost`` stops a run); tools (functions of the user's Python the
+model's code may call: host code). Limits may only tighten: a ceiling above
 what the user's own file (else the default) sets, ``strict = false`` over the user's ``true``, or an approval
 mode looser than the user's is ignored too. ``--trust-config`` or ``RLM_TRUST_CONFIG=1`` trust it for one command (CI). The user's own
 file, ``--config FILE``, ``RLM_*`` variables and flags are always trusted.
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 TRUST_ENV = "RLM_TRUST_CONFIG"
 TRUST_FILE = "trusted.json"
 #: Words of a field name (split at ``_`` and ``-``, any plugin's section) that carry an endpoint or a credential.
-SECRET_WORDS = frozenset({"url", "uri", "endpoint", "host", "headers", "header", "key", "token", "secret",
+SECRET_WORDS = frozenset({"url", "uri", "endpoint", "host", "address", "headers", "header", "key", "token", "secret",
                           "password", "passwd", "auth", "credentials", "cookie", "organization", "account"})
 #: Words of a field name that hold a file or folder: allowed when inside the project.
 PATH_WORDS = frozenset({"path", "dir", "directory", "folder", "root", "home", "file", "workdir"})
@@ -130,6 +131,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return "sets model prices (they decide when max_cost stops a run)"
     if key == "run.strict":
         return "turns off the strict cost check your own settings turn on" if below.get(key) and not value else ""
+    if key in ("run.tools", "run.sub_tools"):
+        return "runs functions of your Python on the host (a tool is host code)" if value else ""
     if key == "run.base_url":
         return "sends your API key to another server"
     if key == "run.sandbox":
@@ -186,7 +189,7 @@ def holds_credential(key: str) -> bool:
     """Whether a setting's value is itself a credential (a key, token, password or header), not an address."""
     parts = key.split(".")
     words = _words(parts[2] if len(parts) > 2 and parts[0] not in ("run", "paths") else parts[-1])
-    return bool(words & (SECRET_WORDS - {"url", "uri", "endpoint", "host", "organization", "account"}))
+    return bool(words & (SECRET_WORDS - {"url", "uri", "endpoint", "host", "address", "organization", "account"}))
 
 
 def _words(field: str) -> set[str]:

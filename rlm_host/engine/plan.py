@@ -20,6 +20,7 @@ from rlm_host.engine.context_loading import load_context_with_loaders
 from rlm_host.engine.sandbox_plan import SandboxPlan, guard_context_folders, memory_for, plan_sandbox, project_folder
 from rlm_host.engine.scope import new_run_id
 from rlm_host.engine.sub_models import SubModels
+from rlm_host.environments.repl_tools import Tool, resolve_tools
 from rlm_host.errors import ConfigError
 from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus
@@ -61,6 +62,12 @@ class RunPlan:
     framework_settings: Optional[BaseModel] = None
     sources: dict[str, str] = field(default_factory=dict)  # run option → where its value came from, when not default
     sampling: dict[str, dict[str, Any]] = field(default_factory=dict)  # role → the sampling options sent
+    tools: tuple[Tool, ...] = ()  # the user's functions in the root run's REPL
+    sub_tools: tuple[Tool, ...] = ()  # … and in its child runs'
+
+    def tools_at(self, depth: int) -> tuple[Tool, ...]:
+        """The user's functions offered to a run of the tree at ``depth`` (0: the root)."""
+        return self.tools if depth == 0 else self.sub_tools
 
     @property
     def trajectory_path(self) -> Path:
@@ -157,6 +164,8 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         split_model_string(name, host)  # a name that names no provider fails now, not at the code's first call
     sub_models = SubModels(run.allowed_sub_models, {root_name: root, sub_name: sub}, make_connector, host)
     notices += sampling.notices
+    tools = resolve_tools(run.tools, where=loaded.source_of("run.tools"))
+    sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools, where=loaded.source_of("run.sub_tools"))
     warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     notices += warnings
     run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": run_sinks(host, run.sinks),
@@ -171,7 +180,7 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         notices=notices, warnings=warnings, workdir=workdir, sources=_sources(loaded),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
-        sampling=sampling.recorded,
+        sampling=sampling.recorded, tools=tools, sub_tools=sub_tools,
     )  # fmt: skip
 
 
@@ -242,7 +251,7 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
     if not unpriced:
         return []
     names = ", ".join(unpriced)
-    hint = ("give it a price in rlm.toml (USD per 1M tokens; put in its real prices):\n"
+    hint = ("give it a price in your config file or a trusted rlm.toml (USD per 1M tokens; put in its real prices):\n"
             f'  [[prices]]\n  model = "{unpriced[0]}"\n  input = 1.0\n  output = 2.0')
     if run.strict:
         raise ConfigError(f"--max-cost ${run.max_cost:g} cannot be enforced: no price is known for {names}",

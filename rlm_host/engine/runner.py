@@ -180,6 +180,7 @@ class RLMRunner:
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
             environment_builder=_environment_builder(self.host, self.loaded), approvals=approvals,
+            tools=plan.tools_at(scope.depth), tool_timeout=plan.run.tool_timeout,
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None
@@ -277,7 +278,8 @@ class RLMRunner:
 
         tools = SandboxTools(ctx.open_sandbox, ctx.context, budget=ctx.budget, scope=ctx.scope,
                              model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model),
-                             exec_timeout=plan.limits.exec_timeout, spawn_child=ctx.spawn_child)  # fmt: skip
+                             exec_timeout=plan.limits.exec_timeout, spawn_child=ctx.spawn_child,
+                             tools=ctx.tools, approvals=ctx.approvals, tool_timeout=ctx.tool_timeout)  # fmt: skip
         closers.append(tools.close)
 
         def turn_starts() -> None:

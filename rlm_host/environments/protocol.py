@@ -105,6 +105,10 @@ class EnvironmentContext:
     #: ``approvals.check(ApprovalRequest(tool, kind, summary))`` before an action that changes things: None, or
     #: the refusal the model sees as the action's observation (``[run] approve``, ``rlm_host.approvals``)
     approvals: Approvals = field(default=ALLOW_ALL, repr=False)
+    #: the user's own functions offered in the REPL (``[run] tools``: ``rlm_host.environments.repl_tools``), and
+    #: how long one call of them may take
+    tools: tuple[Any, ...] = ()
+    tool_timeout: float = 30.0
 
     def build_environment(self, name: str, ctx: Optional["EnvironmentContext"] = None) -> "Environment":
         """The registered environment ``name`` (an alias works too), created as a run would create it: with the

@@ -1,7 +1,7 @@
 """The REPL kit: what a REPL-style run puts in its sandbox session, shared by pure_rlm, the framework tools
 (``rlm_host.frameworks.tools``) and plugin environments (rlm-env-dspy): the helper functions (as sandbox-side
 Python source, ``HELPERS_SOURCE``), the names ``list_files()`` shows (``document_names``) and the sub-call host
-functions ``llm_query``, ``llm_query_batched`` and ``rlm_query`` (``SubCalls``).
+functions ``llm_query``, ``llm_query_batched`` and ``rlm_query`` with the user's own tools (``SubCalls``).
 
 The helper source sticks to the Python subset every runtime supports (Monty has no generators, no class
 inheritance), so it runs unchanged in the process, Monty and Docker sandboxes.
@@ -13,7 +13,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
+from rlm_host.approvals import ALLOW_ALL
 from rlm_host.environments.protocol import EnvironmentContext, ModelRole
+from rlm_host.environments.repl_tools import ToolCalls
 from rlm_host.errors import BudgetExceeded, RecursionRefused
 from rlm_host.events import prompt_hash, sub_call_text
 from rlm_host.llm.protocol import ModelError
@@ -157,9 +159,20 @@ class SubCalls:
         self.ctx = ctx
         self.concurrency = concurrency
         self.model_for = model_for
+        self.tools = ToolCalls(getattr(ctx, "tools", ()), emit=lambda kind, data: self.ctx.scope.emit(kind, data),
+                               approvals=getattr(ctx, "approvals", ALLOW_ALL),
+                               timeout=getattr(ctx, "tool_timeout", 30.0))  # fmt: skip
 
     def functions(self) -> dict[str, Callable[..., Any]]:
-        return {"llm_query": self.llm_query, "llm_query_batched": self.llm_query_batched, "rlm_query": self.rlm_query}
+        """Every host function of the REPL: the sub-calls and the bridges of the user's tools."""
+        return {"llm_query": self.llm_query, "llm_query_batched": self.llm_query_batched, "rlm_query": self.rlm_query,
+                **self.tools.functions()}  # fmt: skip
+
+    def helpers_source(self) -> str:
+        """``HELPERS_SOURCE`` and the sandbox-side definitions of the user's tools: run once after ``functions`` are
+        registered and ``context`` is set."""
+        tools = self.tools.source()
+        return f"{HELPERS_SOURCE}\n\n{tools}" if tools else HELPERS_SOURCE
 
     def llm_query(self, prompt: Any, model: Optional[str] = None) -> str:
         return self._query(_as_prompt(prompt), model, kind="llm_query")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rlm_host.environments.kit import answer_text, execute_code, truncate
-from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
+from rlm_host.approvals import ALLOW_ALL
+from rlm_host.environments.repl import SubCalls, document_names
 from rlm_host.errors import RecursionRefused
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession
@@ -46,11 +47,13 @@ class CodeOutcome:
 
 
 class _RunLink:
-    """What ``SubCalls`` needs of a framework run: its budget, its events and its child runs (``spawn_child``; none
-    when not given)."""
+    """What ``SubCalls`` needs of a framework run: its budget, its events, its child runs (``spawn_child``; none
+    when not given) and the user's tools with the run's approvals."""
 
-    def __init__(self, budget: Any, scope: Any, spawn_child: Optional[Callable[[str, Any], Any]]) -> None:
+    def __init__(self, budget: Any, scope: Any, spawn_child: Optional[Callable[[str, Any], Any]],
+                 tools: tuple[Any, ...] = (), approvals: Any = ALLOW_ALL, tool_timeout: float = 30.0) -> None:  # fmt: skip
         self.budget, self.scope, self._spawn = budget, scope, spawn_child
+        self.tools, self.approvals, self.tool_timeout = tools, approvals, tool_timeout
 
     def spawn_child(self, task: str, context: Any) -> Any:
         if self._spawn is None:
@@ -63,13 +66,15 @@ class SandboxTools:
 
     def __init__(self, open_sandbox: Callable[[], SandboxSession], context: Any, *, budget: Any, scope: Any,
                  model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 32,
-                 spawn_child: Optional[Callable[[str, Any], Any]] = None) -> None:  # fmt: skip
+                 spawn_child: Optional[Callable[[str, Any], Any]] = None, tools: tuple[Any, ...] = (),
+                 approvals: Any = ALLOW_ALL, tool_timeout: float = 30.0) -> None:  # fmt: skip
         self._open = open_sandbox
         self._context = context
         self._budget = budget
         self._exec_timeout = exec_timeout
         self._scope = scope  # code_start / code_end events (None: none)
-        self.sub_calls = SubCalls(_RunLink(budget, scope, spawn_child), concurrency=concurrency,  # type: ignore[arg-type]
+        link = _RunLink(budget, scope, spawn_child, tools, approvals, tool_timeout)
+        self.sub_calls = SubCalls(link, concurrency=concurrency,  # type: ignore[arg-type]
                                   model_for=model_for)  # fmt: skip
         self._session: Optional[SandboxSession] = None
         self._lock = threading.Lock()
@@ -83,7 +88,7 @@ class SandboxTools:
                 session.register_functions(self.sub_calls.functions())
                 session.set_variable("context", self._context)
                 session.set_variable("context_names", document_names(self._context))
-                session.execute(HELPERS_SOURCE)
+                session.execute(self.sub_calls.helpers_source())
                 self._session = session
             return self._session
 

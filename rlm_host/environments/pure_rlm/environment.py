@@ -15,7 +15,8 @@ from rlm_host.environments.kit import (
     answer_text, execute_code, render_description, truncate, variable_snapshot, with_instructions, with_preview,
 )
 from rlm_host.environments.protocol import EnvironmentContext
-from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
+from rlm_host.environments.repl import SubCalls, document_names
+from rlm_host.environments.repl_tools import tools_prompt
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
 from rlm_host.environments.pure_rlm.parsing import parse_reply
@@ -73,7 +74,7 @@ class PureRLMEnvironment:
         if self.ctx.context is not None:
             session.set_variable("context", self.ctx.context)
         session.set_variable("context_names", document_names(self.ctx.context))
-        helpers = session.execute(HELPERS_SOURCE)
+        helpers = session.execute(calls.helpers_source())
         if not helpers.ok:
             raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
         self.baseline = set(session.list_variables())  # the environment's own names: not the model's variables
@@ -85,7 +86,8 @@ class PureRLMEnvironment:
             max_llm_calls=self.ctx.budget.max_llm_calls,
             python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",
         )
-        system = with_instructions(system, self.ctx.instructions)
+        tools = tools_prompt(self.ctx.tools)
+        system = with_instructions(f"{system}\n\n{tools}" if tools else system, self.ctx.instructions)
         opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
                                count=lambda text: count_tokens(text, self.ctx.root))  # fmt: skip

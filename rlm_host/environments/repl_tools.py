@@ -1,0 +1,247 @@
+"""The user's own functions in the REPL (``RLM(tools=[fn])``, ``rlm run --tool module:function``, ``[run] tools``).
+
+A tool is host code: the model's code calls it by name inside the sandbox, the call crosses the same bridge as
+``llm_query`` (arguments and result as JSON, bounded in size) and runs here, in the host, under the run's
+approvals, with a timeout, recorded as a ``tool_call`` sub-call. Its exception reaches the sandbox code as an
+exception it can catch, naming the type and message, never a host traceback. ``resolve_tools`` turns what the
+user gave into ``Tool``s (one clear error for anything that cannot be one), ``tools_prompt`` lists them for the
+model the way the REPL's own functions are listed, and ``ToolCalls`` makes the host functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import keyword
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+from rlm_host.approvals import ApprovalRequest
+from rlm_host.config.schema import tool_spec
+from rlm_host.errors import ConfigError
+from rlm_host.events import sub_call_text
+from rlm_host.threads import run_in_thread
+
+__all__ = ["RESERVED_NAMES", "Tool", "ToolCalls", "resolve_tools", "tool_spec", "tools_prompt"]
+
+#: Names the REPL itself defines: a tool may not take them.
+RESERVED_NAMES = frozenset({
+    "llm_query", "llm_query_batched", "rlm_query", "rlm_query_batched", "FINAL", "FINAL_VAR", "SUBMIT", "SHOW_VARS",
+    "context", "context_names", "list_files", "load_file", "load_files", "switch_to", "remove_file", "chunk_text",
+    "chunk_indices", "print", "answer",
+})  # fmt: skip
+#: The largest JSON of a call's arguments, or of its result, that crosses the bridge.
+MAX_JSON_CHARS = 1_000_000
+_PRIVATE = "rlm_tool_"  # the bridge's own name for a tool; the model calls the wrapper of the tool's name
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One function offered to the model's code: its name there, the callable, and how the prompt shows it."""
+
+    name: str
+    function: Callable[..., Any]
+    signature: str  # "(query: str, limit: int = 5) -> list"
+    summary: str  # the first line of its docstring
+    reference: str  # "module:function", as the run records it
+
+    def wrapper_source(self) -> str:
+        """Sandbox-side Python defining ``name`` with the function's parameters and docstring, calling the bridge
+        (a signature whose defaults are not plain literals is passed through as ``*args, **kwargs``)."""
+        params, call = _parameters(self.function)
+        doc = (inspect.getdoc(self.function) or self.summary or "").replace('"""', "'''")
+        return (f"def {self.name}({params}):\n    {json.dumps(doc)}\n"
+                f"    return {_PRIVATE}{self.name}({call})\n")  # fmt: skip
+
+
+def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, ...]:
+    """``Tool``s from callables, ``"module:function"`` / ``"name=module:function"`` strings and ``(name, target)``
+    pairs; anything not importable, not callable, with a reserved or invalid name, or given twice is one
+    ConfigError naming it (exit 2, before the run)."""
+    tools: dict[str, Tool] = {}
+    for item in items:
+        name, target = item if isinstance(item, (tuple, list)) else (None, item)
+        if isinstance(target, str):
+            given, eq, ref = target.partition("=")
+            if eq and ":" not in given:
+                name, target = given.strip(), ref.strip()
+            function = _import(target, where)
+            reference = target
+        else:
+            function, reference = target, tool_spec(target)
+        if not callable(function):
+            raise ConfigError(f"{where}: {reference} is not callable")
+        name = name or getattr(function, "__name__", "")
+        if not name.isidentifier() or name.startswith(("_", _PRIVATE)) or keyword.iskeyword(name):
+            raise ConfigError(f"{where}: {name!r} is not a usable function name", hint="give it one: name=module:function")
+        if name in RESERVED_NAMES:
+            raise ConfigError(f"{where}: {name!r} is a name the REPL defines itself",
+                              hint="rename it: tools={'my_name': fn} or --tool my_name=module:function")  # fmt: skip
+        if name in tools:
+            raise ConfigError(f"{where}: two tools are named {name!r}")
+        tools[name] = Tool(name, function, _signature(function), _summary(function), reference)
+    return tuple(tools.values())
+
+
+def tools_prompt(tools: Iterable[Tool]) -> str:
+    """The prompt's section on the user's functions, one line each (empty without tools)."""
+    lines = [f"- `{tool.name}{tool.signature}`" + (f": {tool.summary}" if tool.summary else "") for tool in tools]
+    if not lines:
+        return ""
+    return ("Functions the user gave you, callable from REPL code like llm_query (arguments and results are JSON "
+            "data; a failure raises an exception you can catch):\n" + "\n".join(lines))  # fmt: skip
+
+
+class ToolCalls:
+    """The host side of the user's tools for one run: approvals, a timeout per call, JSON bounds, and the
+    ``sub_call_start`` / ``sub_call`` events (kind ``tool_call``) the trajectory, the live view and sinks see."""
+
+    def __init__(self, tools: Iterable[Tool], *, emit: Callable[[str, dict[str, Any]], None], approvals: Any,
+                 timeout: float) -> None:  # fmt: skip
+        self.tools = tuple(tools)
+        self.emit = emit
+        self.approvals = approvals
+        self.timeout = timeout
+
+    def functions(self) -> dict[str, Callable[..., Any]]:
+        """Bridge name → host function, for ``SandboxSession.register_functions``."""
+        return {f"{_PRIVATE}{tool.name}": self._host_function(tool) for tool in self.tools}
+
+    def source(self) -> str:
+        """The sandbox-side definitions of every tool (run once in the session, after ``functions`` are registered)."""
+        return "\n\n".join(tool.wrapper_source() for tool in self.tools)
+
+    def _host_function(self, tool: Tool) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.call(tool, args, kwargs)
+
+        return call
+
+    def call(self, tool: Tool, args: tuple, kwargs: dict[str, Any]) -> Any:
+        started = time.monotonic()
+        arguments = {"args": list(args), "kwargs": kwargs} if args else dict(kwargs)
+        shown = _json_text(arguments, f"the arguments of {tool.name}")
+        event: dict[str, Any] = {"kind": "tool_call", "tool": tool.name, "arguments": sub_call_text(shown)}
+        self.emit("sub_call_start", dict(event))
+        try:
+            refusal = self.approvals.check(ApprovalRequest(tool.name, "tool", f"{tool.name}({shown[:200]})",
+                                                           {"arguments": arguments}))  # fmt: skip
+            if refusal is not None:
+                raise PermissionError(refusal)
+            result = _within(self.timeout, tool, args, kwargs)
+            event["result"] = sub_call_text(_json_text(result, f"the result of {tool.name}"))
+            return result
+        except Exception as exc:
+            event["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            event["seconds"] = round(time.monotonic() - started, 3)
+            self.emit("sub_call", event)
+
+
+def _within(timeout: float, tool: Tool, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """``tool(*args, **kwargs)`` on a helper thread, waited for at most ``timeout`` seconds (a tool that hangs is
+    left behind, and the model's code gets a TimeoutError)."""
+    done, outcome = threading.Event(), {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = tool.function(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    run_in_thread(work, f"rlm-tool-{tool.name}")
+    if not done.wait(timeout):
+        raise TimeoutError(f"{tool.name} did not return within {timeout:g} s")
+    if "error" in outcome:
+        error = outcome["error"]
+        if not isinstance(error, Exception):
+            raise RuntimeError(f"{tool.name} stopped: {type(error).__name__}")
+        raise error.with_traceback(None)
+    return outcome.get("value")
+
+
+def _json_text(value: Any, what: str) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} is not JSON data ({exc})") from None
+    if len(text) > MAX_JSON_CHARS:
+        raise ValueError(f"{what} is {len(text):,} characters of JSON, more than {MAX_JSON_CHARS:,}")
+    return text
+
+
+def _import(reference: str, where: str) -> Any:
+    module_name, colon, attribute = reference.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ConfigError(f"{where}: {reference!r} is not module:function", hint="e.g. --tool mypkg.search:find")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - whatever the import raised, said in one line
+        raise ConfigError(f"{where}: cannot import {module_name!r} for {reference}: {type(exc).__name__}: {exc}")
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ConfigError(f"{where}: {module_name!r} has no {attribute!r}")
+        target = getattr(target, part)
+    return target
+
+
+def _summary(function: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(function) or ""
+    return doc.strip().splitlines()[0].strip() if doc.strip() else ""
+
+
+def _signature(function: Callable[..., Any]) -> str:
+    """The signature as the prompt shows it; annotations written as strings (``from __future__ import
+    annotations``) are shown as the types they name when they can be evaluated."""
+    for evaluate in (True, False):
+        try:
+            return str(inspect.signature(function, eval_str=evaluate))
+        except Exception:  # noqa: BLE001 - an annotation that cannot be evaluated: shown as written
+            continue
+    return "(*args, **kwargs)"
+
+
+def _parameters(function: Callable[..., Any]) -> tuple[str, str]:
+    """(parameter list, call arguments) for the sandbox wrapper: the real parameters when every default is a plain
+    literal and no parameter is positional-only, else ``*args, **kwargs``."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        parameters = None
+    if parameters is None or not all(_plain(p) for p in parameters):
+        return "*args, **kwargs", "*args, **kwargs"
+    declared, passed, star = [], [], False
+    for p in parameters:
+        if p.kind is p.VAR_POSITIONAL:
+            declared.append(f"*{p.name}")
+            passed.append(f"*{p.name}")
+            star = True
+        elif p.kind is p.VAR_KEYWORD:
+            declared.append(f"**{p.name}")
+            passed.append(f"**{p.name}")
+        else:
+            if p.kind is p.KEYWORD_ONLY and not star:
+                declared.append("*")
+                star = True
+            default = "" if p.default is p.empty else f"={p.default!r}"
+            declared.append(f"{p.name}{default}")
+            passed.append(f"{p.name}={p.name}")
+    return ", ".join(declared), ", ".join(passed)
+
+
+def _plain(parameter: inspect.Parameter) -> bool:
+    if parameter.kind is parameter.POSITIONAL_ONLY:
+        return False
+    if parameter.default is parameter.empty:
+        return True
+    try:
+        return ast.literal_eval(repr(parameter.default)) == parameter.default
+    except (ValueError, SyntaxError):
+        return False
