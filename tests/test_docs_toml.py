@@ -37,7 +37,7 @@ def _rlm(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_the_readme_prices_example_is_accepted_as_printed(rlm_isolated):
     block = next(body for _, body in toml_blocks() if "[[prices]]" in body)
     (rlm_isolated.work / "rlm.toml").write_text(block)
-    done = _rlm("config", "show", "--json", cwd=rlm_isolated.work)
+    done = _rlm("--trust-config", "config", "show", "--json", cwd=rlm_isolated.work)  # prices apply once trusted
     assert done.returncode == 0, done.stderr
     assert '"openai:gpt-4.1"' in done.stdout and "prices" in json.dumps(json.loads(done.stdout))
 

@@ -14,6 +14,8 @@ what the user gave with ``apply_run_flags(settings, {"max_steps": value})`` (err
 a front door speaking JSON Schema types its parameters with ``run_option_type("max_steps")`` (the MCP tool). A
 command reading a settings-like file the user names (a sweep file) screens it as a project file is screened:
 ``is_trusted(path, table, environ)`` (``rlm config trust PATH``), ``risk_of("run.base_url", value, folder)``.
+What such a command writes or prints is masked like everything rlm writes (``redact_data``: registered keys, a URL's
+password as ``user:***@host``), and its one-line notices to the person go through ``say`` (JSON with ``--log-json``).
 
 Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and ``RunStore``),
 ``plugins/rlm-bench`` (benchmarks over ``RLMRunner``).
@@ -34,6 +36,8 @@ from rlm_host.trajectory.compare import compare_runs, render_comparison
 from rlm_host.cli.approve_prompt import TerminalApprover
 from rlm_host.llm.loopback import is_loopback_host
 from rlm_host.text import terminal_safe
+from rlm_host.logs import say
+from rlm_host.redact import MASK, redact_data
 from rlm_host.trajectory.active import ActiveRun, ActiveRuns
 from rlm_host.trajectory.store import RunStore
 from rlm_host.trajectory.tree import Replay
@@ -42,4 +46,4 @@ __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "VariableCa
            "LoadedSettings",
            "PluginHost", "RunStore", "Replay", "run_option", "apply_run_flags",
            "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns",
-           "ActiveRun", "is_loopback_host", "TerminalApprover", "terminal_safe"]  # fmt: skip
+           "ActiveRun", "is_loopback_host", "TerminalApprover", "terminal_safe", "say", "redact_data", "MASK"]  # fmt: skip

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from rlm_host.approvals import ApprovalRequest
+from rlm_host.sdk.environments import ApprovalRequest
 from tui_support import drive, svg_text, wait_for
 
 from test_tui_app import make_app

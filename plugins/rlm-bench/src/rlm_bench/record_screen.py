@@ -32,10 +32,10 @@ def refused(asks: Iterable[tuple[str, str, Any]], project: Path, host: Any) -> l
 
 def warn(path: Path, ignored: list[Refused]) -> None:
     """The one warning a record gets, in the form an untrusted project file's has."""
-    from rlm_host import logs
+    from rlm_host.sdk.embedding import say
 
     items = "; ".join(f"{name} = {repr(value)[:120]} ({why})" for name, value, why in ignored)
-    logs.say(f"warning: {path} was not written by your rlm (it carries no valid signature of yours), so these "
+    say(f"warning: {path} was not written by your rlm (it carries no valid signature of yours), so these "
              f"settings were ignored: {items}. If you trust this project, pass --trust-config.",
              event="untrusted record", level="warning", file=str(path),
              ignored=[name for name, _, _ in ignored])  # fmt: skip

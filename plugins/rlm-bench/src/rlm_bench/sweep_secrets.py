@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_bench.sweep_file import expand, load_sweep
 from rlm_host import InputError
-from rlm_host.redact import MASK, redact_data
+from rlm_host.sdk.embedding import MASK, redact_data
 
 if TYPE_CHECKING:
     from rlm_bench.sweep import SweepRecord
