@@ -16,6 +16,8 @@ from rlm_host.sdk.sandbox import SandboxLimits  # noqa: E402
 
 from rlm_sandbox_monty import pools  # noqa: E402
 from rlm_sandbox_monty.runtime import MontySandbox  # noqa: E402
+from rlm_sandbox_monty.settings import MontySettings  # noqa: E402
+from rlm_sandbox_monty.worker import MIB  # noqa: E402
 from rlm_sandbox_monty.worker import process_running as _running  # noqa: E402
 
 
@@ -61,6 +63,33 @@ def test_each_sandbox_keeps_its_own_limits_on_a_reused_worker():
         assert large.execute("x = 'a' * (200 * 1024 * 1024)\nprint(len(x))").stdout == f"{200 * 1024 * 1024}\n"
     finally:
         large.shutdown()
+
+
+def test_a_session_after_a_smaller_one_gets_its_own_address_space_cap():
+    """The OS cap (heap limit + headroom) is a hard limit: a worker capped for a small session cannot be raised
+    for a large one, so a large session never runs on such a worker (it would fail far below its own limit)."""
+    import resource
+
+    settings = MontySettings(os_memory_headroom_mb=256)
+    small = MontySandbox(settings, SandboxLimits(memory_mb=64))
+    small.start()
+    assert resource.prlimit(small.pid, resource.RLIMIT_AS)[1] == (64 + 256) * MIB
+    small.shutdown()
+    large = MontySandbox(settings, SandboxLimits(memory_mb=1024))
+    large.start()
+    try:
+        assert resource.prlimit(large.pid, resource.RLIMIT_AS) == ((1024 + 256) * MIB,) * 2
+        size = 400 * 1024 * 1024  # above the small session's cap, well below the large one's
+        assert large.execute(f"x = 'a' * {size}\nprint(len(x))").stdout == f"{size}\n"
+    finally:
+        large.shutdown()
+    again = MontySandbox(settings, SandboxLimits(memory_mb=64))
+    again.start()
+    try:
+        assert again.pid == small.pid or not _running(small.pid), "a worker of the same cap is reused"
+        assert resource.prlimit(again.pid, resource.RLIMIT_AS)[1] == (64 + 256) * MIB
+    finally:
+        again.shutdown()
 
 
 def test_sandboxes_open_at_once_never_share_a_worker():

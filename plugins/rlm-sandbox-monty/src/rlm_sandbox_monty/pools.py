@@ -2,10 +2,11 @@
 
 Starting a pool and its worker costs the host ≈ 3 ms and the worker its own start; a checkout from a warm pool
 ≈ 0.04 ms. So every sandbox of a process (a benchmark's cases, a run's child runs, chat turns) checks its session
-out of one pool per set of pool options. Nothing is shared between sessions: Monty starts every checkout on an
-empty namespace, a worker that died is replaced, each checkout gets its own limits, and a worker is recycled
-after ``RECYCLE_AFTER`` sessions. A pool that no sandbox holds is closed ``LINGER`` seconds later, so back-to-back
-runs reuse it and a long-lived process (chat, the MCP server) gives its idle workers back.
+out of one pool per set of pool options and address-space cap (a hard OS limit, never raised again on a worker).
+Nothing is shared between sessions: Monty starts every checkout on an empty namespace, a worker that died is
+replaced, each checkout gets its own limits, and a worker is recycled after ``RECYCLE_AFTER`` sessions. A pool
+that no sandbox holds is closed ``LINGER`` seconds later, so back-to-back runs reuse it and a long-lived process
+(chat, the MCP server) gives its idle workers back.
 
 A forked child (``rlm bench run`` worker processes) never uses or closes its parent's pools: they are set aside
 at the fork and the child starts its own.
@@ -38,12 +39,14 @@ _inherited: list[_Entry] = []  # a parent's pools seen by a forked child: kept r
 
 
 def acquire(key: tuple[Any, ...], monty: Any) -> Any:
-    """The open pool for ``key`` = (binary path, checkout timeout, request timeout), started if needed; the caller
-    holds it until ``release(key)``. Raises what pydantic-monty raises when the pool cannot start."""
+    """The open pool for ``key`` = (binary path, checkout timeout, request timeout, address-space cap), started if
+    needed; the caller holds it until ``release(key)``. Raises what pydantic-monty raises when the pool cannot
+    start. The cap is in the key because it is a hard limit the host cannot raise again on a worker: sessions with
+    another cap get workers of their own."""
     with _lock:
         entry = _pools.get(key)
         if entry is None:
-            binary, checkout_timeout, request_timeout = key
+            binary, checkout_timeout, request_timeout, _cap = key
             pool = monty.Monty(
                 binary_path=binary, min_processes=1, max_processes=MAX_WORKERS, checkout_timeout=checkout_timeout,
                 request_timeout=request_timeout, max_checkouts_per_worker=RECYCLE_AFTER,

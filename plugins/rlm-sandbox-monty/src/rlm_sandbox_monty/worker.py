@@ -112,7 +112,8 @@ class MontyWorker:
         self._pool_key: tuple[Any, ...] | None = None
 
     def _start_pool(self) -> None:
-        key = (monty_binary(self.settings.binary_path), self.settings.start_timeout, self.backstop)
+        key = (monty_binary(self.settings.binary_path), self.settings.start_timeout, self.backstop,
+               self._address_space_cap())  # fmt: skip
         try:
             self.pool = pools.acquire(key, load_monty())
         except Exception as exc:
@@ -169,15 +170,21 @@ class MontyWorker:
         self.open({})
         self.session.load_session(state)
 
-    def _limit_address_space(self) -> None:
-        """Defence in depth: the worker's address space is capped a little above Monty's heap limit."""
+    def _address_space_cap(self) -> int | None:
+        """The worker's OS address-space cap in bytes: a little above Monty's heap limit (None: no cap)."""
         headroom = self.settings.os_memory_headroom_mb
-        if headroom is None or self.pid is None:
+        return None if headroom is None else (self.limits.memory_mb + headroom) * MIB
+
+    def _limit_address_space(self) -> None:
+        """Defence in depth: the worker's address space is capped a little above Monty's heap limit. The cap is a
+        hard limit, which only root could raise again: the pool is chosen by cap (``_start_pool``), so a worker
+        only ever serves sessions of its own cap."""
+        limit = self._address_space_cap()
+        if limit is None or self.pid is None:
             return
         try:
             import resource
 
-            limit = (self.limits.memory_mb + headroom) * MIB
             resource.prlimit(self.pid, resource.RLIMIT_AS, (limit, limit))
         except (ImportError, AttributeError, OSError, ValueError):
             pass  # not Linux, or not allowed: Monty's own heap limit still applies
