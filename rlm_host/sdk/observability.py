@@ -8,7 +8,9 @@ SPAN_LIVE_EVENTS`` (every model call, failed ones included, is a span). ``RunEve
 What run content a sink sends is decided once, by ``content_policy(settings)``: every sink asks it and sends
 content only through the ``ContentPolicy`` it returns (the ``SpanBuilder`` takes it; params, tags, error messages
 and uploaded files go through its ``text``, ``error`` and ``artifact``). A sink's settings take the fields it
-reads from ``ContentSettings`` (``capture_content``, ``content_max_chars``).
+reads from ``ContentSettings`` (``capture_content``, ``content_max_chars``). Any other text a sink cuts for a log
+line or a field (a backend's answer, an SDK's error) goes through ``redacted_clip``: redacted, then cut, so a
+secret the cut falls inside leaves no prefix.
 
 Reference plugins to copy: ``plugins/rlm-sink-otel`` (spans to OpenTelemetry), ``plugins/_template`` (a CSV
 sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.
@@ -16,6 +18,7 @@ sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.
 
 from rlm_host.events import Sink
 from rlm_host.observability.content import ContentPolicy, ContentSettings, chat_messages, content_policy
+from rlm_host.redact import redacted_clip
 from rlm_host.observability.spans import (
     SPAN_LIVE_EVENTS,
     SpanBuilder,
@@ -30,4 +33,4 @@ from rlm_host.observability.spans import (
 
 __all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "chat_messages", "SpanBuilder", "SpanRecord",
            "SpanEventRecord", "tree_order", "SPAN_LIVE_EVENTS", "model_name", "error_type", "trace_id_for",
-           "span_id_for"]
+           "span_id_for", "redacted_clip"]

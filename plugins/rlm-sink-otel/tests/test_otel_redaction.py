@@ -40,3 +40,22 @@ def test_a_secret_cut_by_an_export_leaves_no_prefix(rlm_cli, rlm_script, monkeyp
                  if m["role"] == "assistant"]  # fmt: skip
     assert sent_back and "more characters]" in sent_back[0], "the second call's messages carry the first reply, cut"
     assert secret[:8] not in sent, "a secret's prefix left at a cut"
+
+
+def test_a_backend_echoing_the_token_across_the_cut_of_its_answer_leaves_no_prefix_in_the_warning(
+        rlm_cli, rlm_script, monkeypatch):  # fmt: skip
+    """The sink's one warning quotes the start of the backend's answer: the token it echoes there is masked
+    whole, even where that quote is cut (the log's own redaction comes after the cut)."""
+    token = f"sekret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("RLM_SINK__OTEL__HEADERS__AUTHORIZATION", f"Bearer {token}")
+    Path("notes.txt").write_text("a context of a few words")
+    model = rlm_script(["```repl\nprint(len(context))\n```", "FINAL(24)"])
+    with OTLPReceiver() as receiver:
+        receiver.respond("/v1/traces", status=401, body=f"{'x' * 180} rejected: {token}", content_type="text/plain")
+        monkeypatch.setenv("RLM_RUN__SINKS", '["otel"]')
+        monkeypatch.setenv("RLM_SINK__OTEL__ENDPOINT", receiver.traces_url)
+        monkeypatch.setenv("RLM_SINK__OTEL__METRICS", "false")
+        result = rlm_cli("run", "How long are the notes?", "--context", "notes.txt", "--model", model, "--sandbox",
+                         "process", plugins=PLUGIN)  # fmt: skip
+    assert result.code == 0 and "otel sink: could not export" in result.err and "HTTP 401" in result.err, result.err
+    assert token[:8] not in result.err, "a prefix of the token in the warning"

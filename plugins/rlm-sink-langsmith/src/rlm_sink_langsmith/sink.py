@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from rlm_host import Readiness, RunEvent
-from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord, content_policy
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord, content_policy, redacted_clip
 from rlm_sink_langsmith.runs import NAMESPACE, run_id_for, to_runs
 from rlm_sink_langsmith.settings import API_KEY_ENV, LangSmithSinkSettings
 
@@ -157,7 +157,8 @@ class LangSmithSink:
         self.failures += 1
         if self.failures == 1:
             errno = _ERRNO.search(problem)  # the SDK's message wraps urllib3's; keep the cause
-            short = f"{problem.split(':')[0]}: {errno.group(0).strip()}" if errno else " ".join(problem.split())[:300]
+            short = (f"{problem.split(':')[0]}: {errno.group(0).strip()}" if errno
+                     else redacted_clip(problem, 300, "ellipsis", one_line=True))  # fmt: skip
             logger.warning("langsmith sink: could not deliver to %s: %s (later run trees are not sent)",
                            self.api_url, short)  # fmt: skip
 

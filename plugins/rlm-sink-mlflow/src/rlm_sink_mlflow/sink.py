@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlm_host import RunEvent
-from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord, content_policy
+from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord, content_policy, redacted_clip
 
 from rlm_sink_mlflow.benchmark import BenchmarkRuns
 from rlm_sink_mlflow.run_text import run_note
@@ -73,7 +73,7 @@ def run_status(termination_reason: str, completed: bool) -> str:
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {redacted_clip(text[0], 300, 'ellipsis')}" if text else type(exc).__name__
 
 
 def _ms(seconds: float) -> int:

@@ -2,8 +2,9 @@
 
 The SDK's exporter logs only "Failed to export span batch due to timeout, max retries or shutdown." when a
 retryable failure (HTTP 5xx, a refused connection) outlives its timeout. The session given to it here keeps the
-last problem (``HTTP 500 Internal Server Error: <body>``, ``ConnectionError: [Errno 111] Connection refused``),
-and the exporter carries ``last_problem()``, which :class:`SpanExportSink` puts in its warning.
+last problem (``HTTP 500 Internal Server Error: <body>``, ``ConnectionError: [Errno 111] Connection refused``,
+redacted before it is cut: a body may echo the token sent), and the exporter carries ``last_problem()``, which
+:class:`SpanExportSink` puts in its warning.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any, Optional
 import requests
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+from rlm_host.sdk.observability import redacted_clip
 
 _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 
@@ -30,12 +33,13 @@ class _ExplainingSession(requests.Session):
             response = super().request(method, url, *args, **kwargs)
         except requests.RequestException as exc:
             found = _ERRNO.search(str(exc))
-            self.last_problem = f"{type(exc).__name__}: {found.group(0).strip() if found else str(exc)[:200]}"
+            cause = found.group(0).strip() if found else redacted_clip(str(exc), 200, "ellipsis")
+            self.last_problem = f"{type(exc).__name__}: {cause}"
             raise
         if response.ok:
             self.last_problem = ""
         else:
-            body = " ".join((response.text or "").split())[:200]
+            body = redacted_clip(response.text or "", 200, "ellipsis", one_line=True)  # it may echo a credential
             self.last_problem = f"HTTP {response.status_code} {response.reason}" + (f": {body}" if body else "")
         return response
 
