@@ -81,7 +81,7 @@ def test_a_browser_session_runs_what_the_user_allowed(rlm_isolated):
         assert "next runs use model" in app.last_message, app.last_message
         app.execute(f"/connect {model}")
         app.execute('/rlm run "What is six times seven?" steps=3 sandbox=monty context=notes.txt')  # lower, the same
-        await wait_for(pilot, lambda: "42" in app.last_message, what="the run's answer")
+        await wait_for(pilot, lambda: app.last_message.endswith(": final · 42"), what="the run's answer")
 
     drive(app, body)
 

@@ -103,6 +103,18 @@ def test_strangers_get_403_and_start_nothing(tmp_path):
     assert not started(mark, 1.0)
 
 
+def test_a_refusal_is_one_line_on_the_terminal_with_nothing_of_the_page_sent(tmp_path, capfd):
+    async def body():
+        async with guarded(tmp_path) as (guard, _):
+            async with aiohttp.ClientSession() as stranger:
+                async with stranger.get(f"{guard.origin}/%1b%5b2J%c2%9b%07x") as reply:
+                    return reply.status
+
+    assert asyncio.run(body()) == 403
+    err = capfd.readouterr().err
+    assert "rlm tui: refused GET /␛[2J??x: no token" in err and "\x1b" not in err and "\x9b" not in err
+
+
 def test_another_loopback_name_is_sent_to_the_printed_origin(tmp_path):
     async def body():
         async with guarded(tmp_path) as (guard, _):

@@ -17,9 +17,11 @@ app = typer.Typer(help="A terminal UI: browse, follow, replay and compare runs; 
 def tui(
     ctx: typer.Context,
     run: Optional[str] = typer.Option(None, "--run", "-r", help="Open this run first (an id, a prefix or latest)."),
-    web: bool = typer.Option(False, "--web", help="Serve the app to a browser instead (textual-serve)."),
-    host: Optional[str] = typer.Option(None, "--host", help="--web: address to listen on (default 127.0.0.1; "
-                                       "another than loopback exposes your runs and lets anyone start runs)."),
+    web: bool = typer.Option(False, "--web", help="Serve the app to a browser instead (textual-serve): open the URL "
+                             "it prints, which carries a token made for this launch."),
+    host: Optional[str] = typer.Option(None, "--host", help="--web: the one address to listen on (default "
+                                       "127.0.0.1; another than loopback is plain HTTP: whoever has the printed URL "
+                                       "reads your runs and starts runs)."),
     port: int = typer.Option(8766, "--port", "-p", min=0, max=65535, help="--web: port to listen on."),
     browser_session: bool = typer.Option(False, "--browser-session", hidden=True,
                                          help="Set by --web for the app it serves: the settings are ceilings."),

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Optional
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from rlm_host.sdk.embedding import is_loopback_host
+from rlm_host.sdk.embedding import is_loopback_host, terminal_safe
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -67,7 +67,8 @@ class WebGuard:
 
 def refuse(request: web.Request, why: str) -> web.Response:
     """A 403 saying why; one line on the server's terminal too, so the user sees what was turned away."""
-    print(f"rlm tui: refused {request.method} {request.path}: {why}", file=sys.stderr, flush=True)
+    line = terminal_safe(f"rlm tui: refused {request.method} {request.path}: {why}")  # the path is the page's text
+    print(line, file=sys.stderr, flush=True)
     return web.Response(status=403, text=f"403 forbidden: {why}\n")
 
 
