@@ -60,7 +60,7 @@ def test_the_token_url_sets_a_strict_cookie_and_opens_the_app(tmp_path):
             jar = aiohttp.CookieJar(unsafe=True)
             async with aiohttp.ClientSession(cookie_jar=jar) as session:
                 async with session.get(f"{guard.origin}/?token={TOKEN}&fontsize=18", allow_redirects=False) as first:
-                    assert first.status == 303 and first.headers["Location"] == "/?fontsize=18"  # token out of the bar
+                    assert first.status == 303 and first.headers["Location"] == f"{guard.origin}/?fontsize=18"
                     cookie = first.cookies[guard.cookie]
                     assert cookie.value == TOKEN and cookie["httponly"] and cookie["samesite"] == "Strict"
                 async with session.get(f"{guard.origin}/?fontsize=18") as page:
@@ -68,6 +68,8 @@ def test_the_token_url_sets_a_strict_cookie_and_opens_the_app(tmp_path):
                 async with session.get(f"{guard.origin}/static/js/textual.js") as script:
                     assert script.status == 200
                 assert not mark.exists()  # a page is not an app
+                async with session.get(f"{guard.origin}//evil.example/?token={TOKEN}", allow_redirects=False) as odd:
+                    assert odd.headers["Location"].startswith(f"{guard.origin}/")  # never off this origin
                 assert await handshake(session, f"ws://127.0.0.1:{guard.port}/ws", origin=guard.origin) == 101
             return mark
 

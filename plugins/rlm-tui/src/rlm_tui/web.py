@@ -78,11 +78,11 @@ def serve(host: Optional[str], port: int, *, config_file: Optional[Path] = None,
         raise ConfigError(f"--host {address} is every interface: the server checks that a browser names it, so it "
                           "needs one address", hint="give this machine's address on the network, e.g. "
                           "--host 192.168.1.5 (or leave --host out for 127.0.0.1)")  # fmt: skip
-    if not is_loopback(address):
-        print(f"rlm tui: WARNING: serving on {address}, not loopback: anyone who reaches port {port} and has the "
-              "URL's token can read your runs and start runs with your keys, over plain HTTP",
-              file=sys.stderr, flush=True)  # fmt: skip
     guard = WebGuard(address, port or free_port(address), secrets.token_urlsafe(32))
+    if not is_loopback(address):
+        print(f"rlm tui: WARNING: serving on {address}, not loopback: anyone who reaches port {guard.port} and has "
+              "the URL's token can read your runs and start runs with your keys, over plain HTTP",
+              file=sys.stderr, flush=True)  # fmt: skip
     server = guarded_server(app_command(config_file, trust, run), guard)
     print(f"rlm tui: open {guard.origin}/?token={guard.token} (stop with Ctrl-C)", file=sys.stderr, flush=True)
     server.serve()

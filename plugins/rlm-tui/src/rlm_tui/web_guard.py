@@ -93,7 +93,8 @@ def middleware(guard: WebGuard) -> Any:
         if in_query is not None and not websocket:  # the first visit: the token moves into a cookie
             query = request.rel_url.query.copy()
             query.popall("token")
-            response = web.Response(status=303, headers={"Location": str(request.rel_url.with_query(query))})
+            location = f"{guard.origin}{request.rel_url.with_query(query)}"  # absolute: a path of // stays here
+            response = web.Response(status=303, headers={"Location": location})
             response.set_cookie(guard.cookie, guard.token, httponly=True, samesite="Strict", path="/")
             return response
         return await handler(request)
