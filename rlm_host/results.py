@@ -157,3 +157,6 @@ class RunResult(BaseModel):
     #: What a framework reported about its own run (``FrameworkOutcome.metadata``: adk-rlm's session metrics,
     #: dspy.RLM's iterations…), JSON values; None for a native run.
     framework_metadata: Optional[dict[str, Any]] = None
+    #: With ``[run] output_type`` (``--output-schema``): the final answer validated as that type (a pydantic model's
+    #: instance, a dataclass, JSON data for a schema); None without one, or when the run ended without a valid answer.
+    output: Any = None

@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, int]] = [
     ("rlm_host.events", 1), ("rlm_host.event_types", 1), ("rlm_host.context", 1), ("rlm_host.config", 1),
     ("rlm_host.llm.protocol", 2), ("rlm_host.sandbox.protocol", 2),
     ("rlm_host.environments.protocol", 3), ("rlm_host.environments.kit", 3), ("rlm_host.environments.repl", 3),
-    ("rlm_host.environments.repl_tools", 3),
+    ("rlm_host.environments.repl_tools", 3), ("rlm_host.environments.output_type", 3),
     ("rlm_host.environments.repl_format", 3), ("rlm_host.environments.case_folders", 3),
     ("rlm_host.services", 3),
     ("rlm_host.llm", 3), ("rlm_host.sandbox", 3), ("rlm_host.trajectory", 3), ("rlm_host.observability", 3),
@@ -247,9 +247,9 @@ def test_one_table_of_kinds():
     assert importlib.import_module("rlm_host.default_plugins")
 
 
-#: ``…Adapter`` identifiers that are not ours: DSPy's adapters (a signature → a prompt) and, in the protocol module
-#: only, the deprecated old name of ``Framework``.
-DSPY_ADAPTERS = {"Adapter", "ChatAdapter", "JSONAdapter", "XMLAdapter", "TwoStepAdapter", "BAMLAdapter"}
+#: ``…Adapter`` identifiers that are not ours: DSPy's adapters (a signature → a prompt), pydantic's ``TypeAdapter``
+#: and, in the protocol module only, the deprecated old name of ``Framework``.
+DSPY_ADAPTERS = {"Adapter", "ChatAdapter", "JSONAdapter", "XMLAdapter", "TwoStepAdapter", "BAMLAdapter", "TypeAdapter"}
 DEPRECATED_ADAPTER = ("rlm_host/frameworks/protocol.py", "FrameworkAdapter")
 
 

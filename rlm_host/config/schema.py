@@ -68,6 +68,9 @@ class RunSettings(Section):
     sub_tools: Optional[list[Any]] = Field(None, description="the functions of child runs (rlm_query) (default: the "
                                            "run's tools)", json_schema_extra={"flag": "--sub-tool"})
     tool_timeout: float = Field(30.0, gt=0, description="limit of one call of a tool, seconds")
+    output_type: Any = Field(None, description="the type the final answer must have: a JSON Schema file; in Python "
+                             "also a pydantic model, a dataclass or a schema dict (an answer that does not match is "
+                             "sent back to the model)", json_schema_extra={"flag": "--output-schema"})
     reply_format: Literal["auto", "on", "off"] = Field(
         "auto", description="enforce the environment's reply shape (grammar, JSON schema) on root turns: 'auto' where "
         "the provider does so by default (local llama.cpp), 'on' wherever it can, 'off' never")
@@ -98,6 +101,20 @@ class RunSettings(Section):
         if callable(value) or isinstance(value, str):
             return [value]
         return list(value) if isinstance(value, tuple) else value
+
+    @field_serializer("output_type", when_used="json")
+    def _output_schema(self, value: Any) -> Any:
+        """A type is recorded as its JSON Schema; a file as its path."""
+        if value is None or isinstance(value, (str, dict)):
+            return value
+        if isinstance(value, Path):
+            return str(value)
+        try:
+            from pydantic import TypeAdapter
+
+            return TypeAdapter(value).json_schema()
+        except Exception:  # noqa: BLE001 - refused by the plan with its own message; recorded by name here
+            return repr(value)
 
     @field_serializer("tools", "sub_tools", when_used="json")
     def _tool_refs(self, value: Optional[list[Any]]) -> Optional[list[str]]:

@@ -131,6 +131,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return "sets model prices (they decide when max_cost stops a run)"
     if key == "run.strict":
         return "turns off the strict cost check your own settings turn on" if below.get(key) and not value else ""
+    if key == "run.output_type":
+        return _outside(value, project) if isinstance(value, str) else ""
     if key in ("run.tools", "run.sub_tools"):
         return "runs functions of your Python on the host (a tool is host code)" if value else ""
     if key == "run.base_url":

@@ -20,6 +20,7 @@ from rlm_host.engine.context_loading import load_context_with_loaders
 from rlm_host.engine.sandbox_plan import SandboxPlan, guard_context_folders, memory_for, plan_sandbox, project_folder
 from rlm_host.engine.scope import new_run_id
 from rlm_host.engine.sub_models import SubModels
+from rlm_host.environments.output_type import OutputType, output_type_of
 from rlm_host.environments.repl_tools import Tool, resolve_tools
 from rlm_host.errors import ConfigError
 from rlm_host.results import SCHEMA_VERSION
@@ -62,6 +63,7 @@ class RunPlan:
     framework_settings: Optional[BaseModel] = None
     sources: dict[str, str] = field(default_factory=dict)  # run option → where its value came from, when not default
     sampling: dict[str, dict[str, Any]] = field(default_factory=dict)  # role → the sampling options sent
+    output: Optional[OutputType] = None  # the type the root run's answer must have ([run] output_type)
     tools: tuple[Tool, ...] = ()  # the user's functions in the root run's REPL
     sub_tools: tuple[Tool, ...] = ()  # … and in its child runs'
 
@@ -164,6 +166,7 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         split_model_string(name, host)  # a name that names no provider fails now, not at the code's first call
     sub_models = SubModels(run.allowed_sub_models, {root_name: root, sub_name: sub}, make_connector, host)
     notices += sampling.notices
+    output = output_type_of(run.output_type, where=loaded.source_of("run.output_type"))
     tools = resolve_tools(run.tools, where=loaded.source_of("run.tools"))
     sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools, where=loaded.source_of("run.sub_tools"))
     warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
@@ -180,7 +183,7 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         notices=notices, warnings=warnings, workdir=workdir, sources=_sources(loaded),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
-        sampling=sampling.recorded, tools=tools, sub_tools=sub_tools,
+        sampling=sampling.recorded, tools=tools, sub_tools=sub_tools, output=output,
     )  # fmt: skip
 
 

@@ -181,6 +181,7 @@ class RLMRunner:
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
             environment_builder=_environment_builder(self.host, self.loaded), approvals=approvals,
             tools=plan.tools_at(scope.depth), tool_timeout=plan.run.tool_timeout,
+            output=plan.output if scope.depth == 0 else None,
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None
@@ -224,7 +225,7 @@ class RLMRunner:
             duration_s=round(time.monotonic() - started, 4),
             termination_reason=reason, error=redact(error), trajectory_path=str(plan.trajectory_path),
             over_budget=_over_budget(plan.run.max_cost, usage.cost, progress.crossed_at) if scope.depth == 0 else None,
-            framework_metadata=progress.framework_metadata,
+            framework_metadata=progress.framework_metadata, output=_typed_output(ctx.output, final_response),
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result
@@ -392,6 +393,17 @@ def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:
                 None if new.cost is None else new.cost - (old.cost or 0.0), calls=new.calls - old.calls,
                 unpriced_calls=new.unpriced_calls - old.unpriced_calls)  # fmt: skip
     return delta
+
+
+def _typed_output(output: Any, final_response: Optional[str]) -> Any:
+    """The final answer as the run's output type (None without one, or when the answer does not match it: an
+    answer synthesised at the step limit is not held to the type)."""
+    if output is None or final_response is None:
+        return None
+    try:
+        return output.parse(final_response)
+    except ValueError:
+        return None
 
 
 def _close_all(closers: list[Callable[[], None]]) -> None:

@@ -109,6 +109,9 @@ class EnvironmentContext:
     #: how long one call of them may take
     tools: tuple[Any, ...] = ()
     tool_timeout: float = 30.0
+    #: the type the final answer must have (``[run] output_type``: an ``OutputType``, whose ``parse`` raises
+    #: ``OutputInvalid``; None: any answer), for the root run only
+    output: Optional[Any] = None
 
     def build_environment(self, name: str, ctx: Optional["EnvironmentContext"] = None) -> "Environment":
         """The registered environment ``name`` (an alias works too), created as a run would create it: with the

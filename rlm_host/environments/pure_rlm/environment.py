@@ -16,6 +16,7 @@ from rlm_host.environments.kit import (
 )
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.repl import SubCalls, document_names
+from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.environments.repl_tools import tools_prompt
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
@@ -86,8 +87,8 @@ class PureRLMEnvironment:
             max_llm_calls=self.ctx.budget.max_llm_calls,
             python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",
         )
-        tools = tools_prompt(self.ctx.tools)
-        system = with_instructions(f"{system}\n\n{tools}" if tools else system, self.ctx.instructions)
+        extra = [part for part in (tools_prompt(self.ctx.tools), self.ctx.output and self.ctx.output.prompt()) if part]
+        system = with_instructions("\n\n".join([system, *extra]), self.ctx.instructions)
         opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
                                count=lambda text: count_tokens(text, self.ctx.root))  # fmt: skip
@@ -151,6 +152,13 @@ class PureRLMEnvironment:
             observation["variables"] = variable_snapshot(self.session, self.baseline)
         if notes:
             observation["notes"] = notes
+        rejected = self._rejected(final)
+        if rejected is not None:
+            observation["final_rejected"] = rejected
+            self.history.add_turn(text, f"Your final answer does not match the required type, so the run goes on:\n"
+                                        f"{rejected}\nFix it and give the final answer again.")  # fmt: skip
+            return ActionResult(action="final_rejected", observation=observation, code=code,
+                                reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
         if final is not None:
             answer = answer_text(final)
             observation["final_source"] = source
@@ -168,6 +176,16 @@ class PureRLMEnvironment:
         else:
             reward = 0.0
         return ActionResult(action="run_code" if results else "nudge", observation=observation, reward=reward, code=code)
+
+    def _rejected(self, final: Optional[FinalSignal]) -> Optional[str]:
+        """Why a final answer does not match the run's output type (None: it does, or the run has none)."""
+        if final is None or self.ctx.output is None:
+            return None
+        try:
+            self.ctx.output.parse(answer_text(final))
+        except OutputInvalid as invalid:
+            return str(invalid)
+        return None
 
     def synthesize(self) -> Optional[str]:
         assert self.history is not None

@@ -1,0 +1,121 @@
+"""Typed answers: ``RLM(output_type=Model)`` or ``rlm run --output-schema schema.json``.
+
+The run's final answer must be JSON that matches the type: a pydantic model, a dataclass (any type pydantic can
+validate) or a JSON Schema (a dict, or a file). The prompt states the schema; a ``FINAL`` / ``FINAL_VAR`` /
+``SUBMIT`` value that does not match is sent back to the model with the validation errors as that step's
+observation, and the run goes on within its limits; ``RunResult.output`` holds the validated object.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from rlm_host.context import read_regular
+from rlm_host.errors import ConfigError
+
+__all__ = ["OutputInvalid", "OutputType", "output_type_of"]
+
+#: The largest schema file read, and how much of a schema the prompt shows.
+MAX_SCHEMA_BYTES = 1024 * 1024
+PROMPT_SCHEMA_CHARS = 6000
+
+
+class OutputInvalid(ValueError):
+    """A final value that does not match the run's output type; the message lists the problems, one a line."""
+
+
+class OutputType:
+    """The type a run's answer must have: its JSON Schema (for the prompt) and a validator (value → object)."""
+
+    def __init__(self, schema: dict[str, Any], validate: Callable[[Any], Any], name: str) -> None:
+        self.schema = schema
+        self._validate = validate
+        self.name = name
+
+    def parse(self, value: Any) -> Any:
+        """The validated object for a final value (a JSON text is read first); OutputInvalid when it does not match."""
+        data = value
+        if isinstance(value, str):
+            try:
+                data = json.loads(value)
+            except ValueError:
+                data = value  # plain text: valid only for a string schema
+        return self._validate(data)
+
+    def prompt(self) -> str:
+        """What the model is told about the answer's shape."""
+        schema = json.dumps(self.schema, ensure_ascii=False)
+        if len(schema) > PROMPT_SCHEMA_CHARS:
+            schema = schema[:PROMPT_SCHEMA_CHARS] + " … (cut)"
+        return (f"Your final answer must be JSON matching this JSON Schema ({self.name}): {schema}\n"
+                "Build it as a Python dict or list in the REPL and give it with FINAL_VAR(name) (or FINAL(value) in "
+                "code). An answer that does not match is sent back to you with the errors.")  # fmt: skip
+
+
+def output_type_of(given: Any, *, where: str = "output_type", folder: Optional[Path] = None) -> Optional[OutputType]:
+    """The ``OutputType`` of what the user gave: None, a JSON Schema dict, the path of a JSON Schema file, or a type
+    pydantic validates (a BaseModel, a dataclass, ``list[int]``…). Anything else, an unreadable file or a schema that
+    is not valid JSON Schema is one ConfigError naming ``where`` (exit 2, before the run)."""
+    if given is None:
+        return None
+    if isinstance(given, (str, Path)):
+        return _from_schema(_read_schema(Path(given), where, folder), where, name=Path(given).name)
+    if isinstance(given, dict):
+        return _from_schema(given, where, name="the given schema")
+    return _from_type(given, where)
+
+
+def _read_schema(path: Path, where: str, folder: Optional[Path]) -> Any:
+    full = path.expanduser() if path.expanduser().is_absolute() or folder is None else folder / path
+    try:
+        data = read_regular(full, MAX_SCHEMA_BYTES, follow_links=True)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the schema {path}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {path} is not JSON: {exc}") from None
+
+
+def _from_schema(schema: Any, where: str, *, name: str) -> OutputType:
+    import jsonschema
+
+    if not isinstance(schema, dict):
+        raise ConfigError(f"{where}: a JSON Schema is an object, not {type(schema).__name__}")
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        at = "/".join(str(part) for part in exc.path) or "the top level"
+        raise ConfigError(f"{where}: not a valid JSON Schema ({at}: {exc.message})") from None
+    validator = cls(schema)
+
+    def validate(data: Any) -> Any:
+        problems = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if problems:
+            raise OutputInvalid("\n".join(f"{'/'.join(map(str, e.absolute_path)) or '(the answer)'}: {e.message}"
+                                          for e in problems[:20]))  # fmt: skip
+        return data
+
+    return OutputType(schema, validate, name)
+
+
+def _from_type(given: Any, where: str) -> OutputType:
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        adapter = TypeAdapter(given)
+        schema = adapter.json_schema()
+    except Exception as exc:  # noqa: BLE001 - pydantic's many ways of saying a type is not one it handles
+        raise ConfigError(f"{where}: {given!r} is not a type an answer can be validated as ({exc})") from None
+
+    def validate(data: Any) -> Any:
+        try:
+            return adapter.validate_python(data)
+        except ValidationError as exc:
+            raise OutputInvalid("\n".join(f"{'.'.join(map(str, e['loc'])) or '(the answer)'}: {e['msg']}"
+                                          for e in exc.errors()[:20])) from None  # fmt: skip
+
+    return OutputType(schema, validate, getattr(given, "__name__", None) or str(given))
