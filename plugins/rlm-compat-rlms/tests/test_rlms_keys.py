@@ -8,6 +8,7 @@ the environment when a backend brings its own).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -69,11 +70,11 @@ def test_a_backend_without_a_key_uses_its_providers_variable_not_the_roots_key(s
 
 
 def test_the_roots_base_url_is_not_a_run_option_for_the_other_backends(servers):
-    root, _ = servers
-    rlm = RLM(backend="openai", backend_kwargs={"model_name": "root-model", "base_url": root.url, "api_key": KEY_A},
-              other_backends=["openai"], other_backend_kwargs=[{"model_name": "sub-model"}], environment="monty")
-    assert "base_url" not in rlm.engine.options  # it would apply to every connector of the run
-    assert set(rlm.engine.connectors) == {"root"}  # the sub-model's: built by the engine, from its own settings
+    root, sub = servers
+    completion = run(root, {"base_url": sub.url})
+    start = json.loads(Path(completion.run.trajectory_path).read_text().splitlines()[0])
+    assert start["data"]["settings"]["base_url"] is None  # a run option would apply to every connector of the run
+    assert start["data"]["model"] == "openai:root-model" and start["data"]["sub_model"] == "openai:sub-model"
 
 
 def test_a_key_without_a_model_name_is_refused_not_sent_to_the_configured_model():

@@ -1,0 +1,65 @@
+"""How a run ends for the caller, as in rlms: an answer is an ``RLMChatCompletion``; a limit is the exception of
+``rlm_compat_rlms.utils.exceptions`` carrying the partial answer (the root model's last non-empty reply).
+
+rlm ends a run on a limit with a termination reason; here each reason becomes rlms' exception: ``timeout`` →
+``TimeoutExceededError``; ``budget`` → ``TokenLimitExceededError`` when the tokens reached ``max_tokens``, else
+``BudgetExceededError``; ``cancelled`` → ``CancellationError``; ``max_errors`` → ``ErrorThresholdExceededError``.
+Turns used up give the answer one more call made (rlms' default answer). Any other error is ``RunFailedError``."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rlm_compat_rlms.core.types import ModelUsageSummary, RLMChatCompletion, UsageSummary
+from rlm_compat_rlms.utils.exceptions import (
+    BudgetExceededError,
+    CancellationError,
+    ErrorThresholdExceededError,
+    RunFailedError,
+    TimeoutExceededError,
+    TokenLimitExceededError,
+)
+
+
+def usage_summary(result: Any, root_model: str, sub_model: str) -> UsageSummary:
+    """The run's usage per model name (the sub-calls and child runs count under the sub-model)."""
+    summaries: dict[str, ModelUsageSummary] = {}
+    for name, part in ((root_model, result.usage.root), (sub_model, result.usage.sub)):
+        if not part.calls:
+            continue
+        known = summaries.get(name)
+        cost = part.cost if known is None else (None if part.cost is None and known.total_cost is None
+                                                 else (part.cost or 0.0) + (known.total_cost or 0.0))  # fmt: skip
+        summaries[name] = ModelUsageSummary(part.calls + (known.total_calls if known else 0),
+                                            part.input_tokens + (known.total_input_tokens if known else 0),
+                                            part.output_tokens + (known.total_output_tokens if known else 0), cost)  # fmt: skip
+    return UsageSummary(summaries)
+
+
+def outcome(result: Any, *, prompt: Any, root_model: str, usage: UsageSummary, seconds: float,
+            partial_answer: Optional[str], error_streak: Any, limits: Any,
+            metadata: Optional[dict[str, Any]]) -> RLMChatCompletion:  # fmt: skip
+    """The completion of a finished run, or the exception its ending calls for (``limits``: the run's settings)."""
+    reason = result.termination_reason
+    if result.final_response is not None and reason in ("final", "max_steps", "max_llm_calls"):
+        return RLMChatCompletion(root_model=root_model, prompt=prompt, response=result.final_response,
+                                 usage_summary=usage, execution_time=seconds, metadata=metadata, run=result)  # fmt: skip
+    detail = result.error or reason
+    if reason == "timeout":
+        raise TimeoutExceededError(result.duration_s, limits.timeout, partial_answer,
+                                   f"Timeout exceeded: {detail}")  # fmt: skip
+    if reason == "budget":
+        tokens = usage.total_input_tokens + usage.total_output_tokens
+        if limits.max_tokens is not None and tokens >= limits.max_tokens:
+            raise TokenLimitExceededError(tokens, limits.max_tokens, partial_answer, f"Token limit exceeded: {detail}")
+        raise BudgetExceededError(result.cost or 0.0, limits.max_cost or 0.0, f"Budget exceeded: {detail}")
+    if reason == "cancelled":
+        raise CancellationError(partial_answer, f"Execution cancelled: {detail}")
+    if reason == "error" and error_streak is not None:
+        raise ErrorThresholdExceededError(error_streak.count, error_streak.threshold, error_streak.last_error,
+                                          partial_answer, f"Error threshold exceeded: {detail}")  # fmt: skip
+    raise RunFailedError(f"the run ended without an answer ({reason}): {detail} (trajectory: "
+                         f"{result.trajectory_path})", result, partial_answer)  # fmt: skip
+
+
+__all__ = ["outcome", "usage_summary"]

@@ -1,0 +1,1 @@
+"""The authors' ``rlm.core``: the ``RLM`` class (``rlm.core.rlm``) and its records (``rlm.core.types``)."""
