@@ -123,7 +123,8 @@ class StepRecord(BaseModel):
     duration_s: float = 0.0
 
 
-TerminationReason = Literal["final", "max_steps", "timeout", "budget", "max_llm_calls", "cancelled", "error"]
+TerminationReason = Literal["final", "max_steps", "timeout", "budget", "max_llm_calls", "max_errors", "cancelled",
+                            "error"]
 
 
 class RunResult(BaseModel):

@@ -45,7 +45,8 @@ def test_every_run_setting_is_an_rlm_keyword(tmp_path, name):
                "labels": {"k": "v"}, "sub_model": "scripted:x.json", "max_tokens": 100, "max_cost": 0.5,
                "base_url": "http://127.0.0.1:9", "max_reply_tokens": 64, "allowed_sub_models": ["scripted:y.json"],
                "sinks": [], "temperature": 0.2, "top_p": 0.9, "seed": 7, "sub_sampling": {"temperature": 0.1},
-               "tools": ["json:dumps"], "sub_tools": ["json:loads"], "output_type": {"type": "string"}}  # fmt: skip
+               "tools": ["json:dumps"], "sub_tools": ["json:loads"], "output_type": {"type": "string"},
+               "max_errors": 3}  # fmt: skip
     value = samples.get(name, value)
     rlm = RLM(home=tmp_path, **{name: value})
     assert getattr(rlm.loaded.settings.run, name) == value

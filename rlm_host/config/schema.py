@@ -50,6 +50,8 @@ class RunSettings(Section):
     exec_timeout: float = Field(30.0, gt=0, description="limit of one code execution, seconds")
     max_depth: int = Field(2, ge=0, le=8, description="recursion depth of rlm_query / delegate")
     max_llm_calls: int = Field(50, ge=0, description="sub-model calls allowed per run")
+    max_errors: int | None = Field(None, ge=1, description="stop after this many failed steps in a row (code that "
+                                   "raised, a malformed reply), with the best answer so far (default: no limit)")
     max_tokens: int | None = Field(None, ge=1, description="token budget of a run tree (all roles)")
     max_cost: float | None = Field(None, gt=0, description="cost budget of a run tree, USD")
     strict: bool = Field(False, description="refuse a run whose cost budget cannot be enforced (a model with no price)")

@@ -238,6 +238,7 @@ class RLMRunner:
         environment.start()
         if ctx.carry is not None:
             ctx.carry.after_setup()  # the environment's helpers exist now: earlier variables go in after them
+        failures = 0  # failed steps in a row, for [run] max_errors
         for step in range(1, plan.run.max_steps + 1):
             ctx.budget.check()
             result, record = self._step(environment, step, root, sub, usage, plan, progress.total_reward, ctx.scope)
@@ -247,6 +248,10 @@ class RLMRunner:
                 return True, result.final_response, "final"
             if ctx.budget.llm_calls_refused:  # type: ignore[attr-defined]
                 return False, self._synthesize(environment, ctx.scope), "max_llm_calls"
+            failed = result.action == "malformed_reply" or result.observation.get("success") is False
+            failures = failures + 1 if failed else 0
+            if plan.run.max_errors is not None and failures >= plan.run.max_errors:
+                return False, self._synthesize(environment, ctx.scope), "max_errors"
         return False, self._synthesize(environment, ctx.scope), "max_steps"
 
     def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, usage: RunUsage, progress: "_Progress",

@@ -1,7 +1,8 @@
 """The REPL kit: what a REPL-style run puts in its sandbox session, shared by pure_rlm, the framework tools
 (``rlm_host.frameworks.tools``) and plugin environments (rlm-env-dspy): the helper functions (as sandbox-side
 Python source, ``HELPERS_SOURCE``), the names ``list_files()`` shows (``document_names``) and the sub-call host
-functions ``llm_query``, ``llm_query_batched`` and ``rlm_query`` with the user's own tools (``SubCalls``).
+functions ``llm_query``, ``llm_query_batched``, ``rlm_query`` and ``rlm_query_batched`` with the user's own tools
+(``SubCalls``).
 
 The helper source sticks to the Python subset every runtime supports (Monty has no generators, no class
 inheritance), so it runs unchanged in the process, Monty and Docker sandboxes.
@@ -166,7 +167,7 @@ class SubCalls:
     def functions(self) -> dict[str, Callable[..., Any]]:
         """Every host function of the REPL: the sub-calls and the bridges of the user's tools."""
         return {"llm_query": self.llm_query, "llm_query_batched": self.llm_query_batched, "rlm_query": self.rlm_query,
-                **self.tools.functions()}  # fmt: skip
+                "rlm_query_batched": self.rlm_query_batched, **self.tools.functions()}  # fmt: skip
 
     def helpers_source(self) -> str:
         """``HELPERS_SOURCE`` and the sandbox-side definitions of the user's tools: run once after ``functions`` are
@@ -183,17 +184,21 @@ class SubCalls:
         items = [_as_prompt(p) for p in prompts]
         if not items:
             return []
-        with ThreadPoolExecutor(max_workers=self._workers(len(items), model)) as pool:
-            futures = [pool.submit(self._query, p, model, "llm_query_batched", i) for i, p in enumerate(items)]
-            answers, failures = [], []
-            for index, future in enumerate(futures):
-                try:
-                    answers.append(future.result())
-                except Exception as exc:
-                    failures.append(f"prompt {index}: {exc}")
-        if failures:
-            raise RuntimeError(f"llm_query_batched: {len(failures)} of {len(items)} calls failed: " + "; ".join(failures))
-        return answers
+        calls = [lambda p=p, i=i: self._query(p, model, "llm_query_batched", i) for i, p in enumerate(items)]
+        return _gather("llm_query_batched", calls, self._workers(len(items), model))
+
+    def rlm_query_batched(self, prompts: Any, contexts: Any = None) -> list[str]:
+        """Several ``rlm_query`` child runs at once (up to the batch cap), answers in order; they share the run
+        tree's budget and ``max_depth`` as ``rlm_query`` does."""
+        if not isinstance(prompts, (list, tuple)):
+            raise TypeError("rlm_query_batched expects a list of prompts")
+        if contexts is not None and (not isinstance(contexts, (list, tuple)) or len(contexts) != len(prompts)):
+            raise TypeError("rlm_query_batched: contexts must be a list as long as prompts (or None)")
+        items = list(zip(prompts, contexts if contexts is not None else [None] * len(prompts)))
+        if not items:
+            return []
+        calls = [lambda p=p, c=c: self.rlm_query(p, c) for p, c in items]
+        return _gather("rlm_query_batched", calls, max(1, min(len(items), self.concurrency)))
 
     def _workers(self, calls: int, model: Optional[str]) -> int:
         """All of a batch at once, up to the cap and the provider's own limit (one connection pool serves them)."""
@@ -258,6 +263,21 @@ class SubCalls:
         finally:
             event["seconds"] = round(time.monotonic() - started, 3)
             self.ctx.scope.emit("sub_call", event)
+
+
+def _gather(kind: str, calls: list[Callable[[], str]], workers: int) -> list[str]:
+    """Run ``calls`` on ``workers`` threads; their answers in order, or one RuntimeError naming every failure."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(call) for call in calls]
+        answers, failures = [], []
+        for index, future in enumerate(futures):
+            try:
+                answers.append(future.result())
+            except Exception as exc:
+                failures.append(f"prompt {index}: {exc}")
+    if failures:
+        raise RuntimeError(f"{kind}: {len(failures)} of {len(calls)} calls failed: " + "; ".join(failures))
+    return answers
 
 
 def _as_prompt(value: Any) -> str:

@@ -40,7 +40,7 @@ from rlm_host.llm.protocol import Completion, Message, ModelError, Purpose
 
 #: Large enough that history compaction never triggers on the connector's account.
 REPLAY_CONTEXT_WINDOW = 1 << 30
-SYNTHESIS_REASONS = ("max_steps", "max_llm_calls")  # the runner asks for a synthesised answer after these
+SYNTHESIS_REASONS = ("max_steps", "max_llm_calls", "max_errors")  # the runner asks for a synthesised answer after these
 
 
 class ReplaySettings(BaseModel):

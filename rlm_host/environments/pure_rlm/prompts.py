@@ -25,6 +25,8 @@ read, extract from or classify chunks of the context.
 over a loop of llm_query calls.
 - `rlm_query(prompt, context=None) -> str`: a recursive RLM with its own REPL, for a sub-problem that needs its \
 own exploration of the `context` you pass it.
+- `rlm_query_batched(prompts, contexts=None) -> list[str]`: several rlm_query runs at once, answers in the same \
+order.
 - `chunk_indices(total_length, chunk_size, overlap=0)` and `chunk_text(text, chunk_size, overlap=0)`: split text.
 {files_help}- `SHOW_VARS()`: list your variables and their types.
 - `FINAL(answer)`: finish with this answer. `FINAL_VAR(name)`: finish with the value of the variable called \
