@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 from rlm_host.approvals import ApprovalRequest
 
-DETAIL_CHARS = 800
+#: A request longer than this is refused unseen: nobody reads a megabyte in a terminal prompt before typing y.
+MAX_SHOWN_CHARS = 100_000
 
 
 class TerminalApprover:
@@ -27,15 +28,17 @@ class TerminalApprover:
         return cls(live_view) if sys.stderr.isatty() else None
 
     def __call__(self, request: ApprovalRequest) -> bool:
-        from rlm_host.redact import redact
-        from rlm_host.text import clip, terminal_safe
+        """Show the whole request (every detail uncut, each line numbered, so blank padding cannot push what is
+        approved out of sight) and read y/N; a request too long to show is refused without asking."""
+        from rlm_host.text import terminal_safe
 
+        shown = _whole_request(request)
+        if len(shown) > MAX_SHOWN_CHARS:
+            return False
         spinner = getattr(self.live_view, "spinner", None)
         if spinner is not None:
             spinner.stop()
-        lines = [f"\n? {request.tool} wants to {request.kind}: {redact(request.summary)}"]
-        lines += [f"    {key}: {clip(redact(str(value)), DETAIL_CHARS, 'count')}" for key, value in request.details.items()]
-        prompt = terminal_safe("\n".join(lines)) + "\n  allow? [y/N] "
+        prompt = terminal_safe(shown) + "\n  allow? [y/N] "
         try:
             fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
             try:
@@ -49,6 +52,23 @@ class TerminalApprover:
         if not answer:
             raise EOFError("the terminal closed")
         return answer.strip().lower() in ("y", "yes")
+
+
+def _whole_request(request: ApprovalRequest) -> str:
+    """The request as the person sees it: a header, then each detail whole, a multi-line one numbered with its line
+    count."""
+    from rlm_host.redact import redact
+
+    lines = [f"\n? {request.tool} wants to {request.kind}: {redact(request.summary)}"]
+    for key, value in request.details.items():
+        text = redact(str(value))
+        rows = text.split("\n")
+        if len(rows) == 1:
+            lines.append(f"    {key}: {text}")
+            continue
+        lines.append(f"    {key} ({len(rows)} lines, all shown):")
+        lines += [f"    {number:>4} | {row}" for number, row in enumerate(rows, 1)]
+    return "\n".join(lines)
 
 
 def _read_line(fd: int, limit: int = 1024) -> str:
