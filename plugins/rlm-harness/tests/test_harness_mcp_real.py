@@ -78,7 +78,7 @@ def http_server(rlm_isolated):
 def test_rlm_mcp_serve_over_stdio(rlm_cli, rlm_script, rlm_isolated):
     project = rlm_isolated.work / "project"
     project.mkdir()
-    config = mcp_file(rlm_isolated.work, {"rlm": {"command": RLM, "args": ["mcp", "serve"]}})
+    config = mcp_file(rlm_isolated.work, {"rlm": {"command": RLM, "args": ["mcp", "serve"], "trust_annotations": True}})
     replies = [call("mcp__rlm__rlm_runs_list", limit=5), call("mcp__rlm__rlm_runs_cancel", run_id="all"), final()]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve",
                                  "read-only")  # fmt: skip
@@ -110,7 +110,7 @@ def test_the_npm_filesystem_server(rlm_cli, rlm_script, rlm_isolated, filesystem
     project = rlm_isolated.work / "project"
     project.mkdir()
     (project / "notes.txt").write_text("from the project\n")
-    server = {"command": "node", "args": [str(filesystem_server), str(project)]}
+    server = {"command": "node", "args": [str(filesystem_server), str(project)], "trust_annotations": True}
     config = mcp_file(rlm_isolated.work, {"fs": server})
     replies = [call("mcp__fs__list_directory", path=str(project)),
                call("mcp__fs__read_text_file", path=str(project / "notes.txt")),

@@ -52,8 +52,8 @@ class McpTool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    read_only: bool  # annotations.readOnlyHint
-    destructive: bool  # annotations.destructiveHint (MCP's default when not read-only: true)
+    read_only: bool  # annotations.readOnlyHint, believed only with the server's trust_annotations
+    destructive: bool  # annotations.destructiveHint (MCP's default when not read-only: true); true when not believed
 
     @property
     def kind(self) -> str:
@@ -271,13 +271,20 @@ class McpPool:
             if not own or name in seen:
                 continue
             seen.add(name)
-            notes = getattr(raw, "annotations", None)
-            read_only = getattr(notes, "read_only_hint", None) is True
-            destructive = not read_only and getattr(notes, "destructive_hint", None) is not False
+            read_only, destructive = _approval_hints(getattr(raw, "annotations", None), state.config.trust_annotations)
             description = clean(str(getattr(raw, "description", "") or getattr(raw, "title", "") or ""))
             tools.append(McpTool(state.name, own, name, description[:DESCRIPTION_CHARS],
                                  _schema(getattr(raw, "input_schema", None)), read_only, destructive))  # fmt: skip
         return tools
+
+
+def _approval_hints(notes: Any, trusted: bool) -> tuple[bool, bool]:
+    """(read_only, destructive) of a tool for approvals: the server's ``readOnlyHint`` / ``destructiveHint`` when
+    the user trusts its annotations, else (False, True), MCP's own default for a tool that says nothing."""
+    if not trusted:
+        return False, True
+    read_only = getattr(notes, "read_only_hint", None) is True
+    return read_only, not read_only and getattr(notes, "destructive_hint", None) is not False
 
 
 def _http_transport(config: McpServer, httpx2: Any, streamable_http_client: Any) -> Any:

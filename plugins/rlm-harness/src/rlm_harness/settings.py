@@ -7,6 +7,10 @@ streamable HTTP endpoint. ``load_mcp_config(path)`` reads such a JSON file (``--
 An untrusted project's ``rlm.toml`` cannot configure servers: the host ignores every key of such a table that
 names a program, an endpoint, a credential, an environment or a folder (``rlm config trust`` lifts that). The
 ``--mcp-config`` file is the user's own choice on the command line, and is trusted as a flag is.
+
+A server's annotations are its own claims: a tool's ``readOnlyHint`` makes it a read (never asked about, allowed
+in a ``read-only`` run) only for a server the user marked ``trust_annotations = true``; any other server's tools
+are all treated as tools that may change things.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ class McpServer(BaseModel):
     startup_timeout: float = Field(30.0, gt=0, le=600, description="seconds to start, initialize and list tools")
     call_timeout: float = Field(60.0, gt=0, le=3600, description="seconds one tool call may take")
     disabled: bool = Field(False, description="leave this server out")
+    trust_annotations: bool = Field(False, description="believe what the server says of its own tools: a tool it "
+                                    "marks readOnlyHint then runs unasked in ask and read-only runs (default: every "
+                                    "tool of this server is treated as one that may change things)")
 
     @model_validator(mode="after")
     def _one_transport(self) -> "McpServer":
