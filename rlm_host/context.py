@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable, Iterator, Optional, Protocol
 
 from rlm_host.errors import InputError
+from rlm_host.redact import redacted_head
 
 BINARY_PROBE = 8192
 #: How many document lengths or keys a description lists.
@@ -320,9 +321,9 @@ def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
     if isinstance(context, Path):  # a file the environment reads itself (``context_as_path``)
         return {"type": "path", "path": str(context), "total_chars": 0, "bytes": context.stat().st_size}
     if isinstance(context, str):
-        return {"type": "str", "total_chars": len(context), "preview": context[:preview_chars]}
+        return {"type": "str", "total_chars": len(context), "preview": redacted_head(context, preview_chars)}
     if isinstance(context, TextFile):  # what the sandbox will hold: a str
-        return {"type": "str", "total_chars": context.chars, "preview": context.head(preview_chars)}
+        return {"type": "str", "total_chars": context.chars, "preview": redacted_head(context.head(preview_chars + 512), preview_chars)}
     if isinstance(context, list):
         lengths = [len(doc) if isinstance(doc, str) else len(_compact_json(doc)) for doc in context]
         first = context[0] if context else ""
@@ -332,14 +333,14 @@ def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
             "documents": len(context),
             "total_chars": sum(lengths),
             "document_lengths": lengths[:MAX_LISTED],
-            "preview": preview[:preview_chars],
+            "preview": redacted_head(preview, preview_chars),
         }
     text = _compact_json(context)
     described: dict[str, Any] = {"type": type(context).__name__, "total_chars": len(text)}
     if isinstance(context, dict):
         described["keys"] = [str(k) for k in list(context)[:MAX_LISTED]]
         described["key_count"] = len(context)
-    described["preview"] = text[:preview_chars]
+    described["preview"] = redacted_head(text, preview_chars)
     return described
 
 

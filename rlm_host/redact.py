@@ -90,6 +90,15 @@ def redacted_clip(text: Optional[str], limit: int, style: Style = "count", *,
     return None if text is None else clip(redact(text), limit, style, one_line=one_line)
 
 
+def redacted_head(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text`` with every secret that starts in them masked, without redacting
+    the whole of a huge text: the window redacted reaches past the cut by more than the longest secret, so a secret
+    straddling the cut is masked whole before the cut is made."""
+    with _lock:
+        longest = max((len(secret) for secret in _secrets), default=0)
+    return redact(text[: chars + max(longest, 512)])[:chars]
+
+
 def redact_data(value: Any) -> Any:
     """``redact`` applied to every string of a JSON-like value (dicts, lists, tuples), keys included.
 

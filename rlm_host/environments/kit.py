@@ -13,7 +13,8 @@ from typing import Any, Optional
 from rlm_host.event_types import error_line, live_text, next_call
 from rlm_host.results import FinalSignal
 from rlm_host.llm.protocol import Completion
-from rlm_host.text import clip, json_object_spans
+from rlm_host.redact import redacted_clip
+from rlm_host.text import json_object_spans
 
 def execute_code(scope: Any, session: Any, code: str, timeout: float, *, step: Optional[int] = None,
                  block: Optional[int] = None) -> Any:
@@ -40,8 +41,9 @@ _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 def truncate(text: str, limit: int) -> str:
-    """Head and tail of ``text`` with a marker saying how much was cut from the middle."""
-    return clip(text, limit, "middle")
+    """Head and tail of ``text`` with a marker saying how much was cut from the middle; known secrets are masked
+    first, so a cut through one never leaves its prefix in clear."""
+    return redacted_clip(text, limit, "middle") or ""
 
 
 def answer_text(final: FinalSignal) -> str:
