@@ -38,13 +38,16 @@ def configure(*, verbose: int = 0, json: bool = False, level: str | None = None)
 
 
 def say(text: str, *, event: str, level: str = "info", **fields: Any) -> None:
-    """A line for the person at the terminal, on stderr: ``text`` as it is, or, with ``--log-json``, a JSON
-    record (``event`` and ``fields``) like every log line, so that stderr stays machine-readable."""
+    """A line for the person at the terminal, on stderr: ``text`` with its control characters shown, never sent
+    (``terminal_safe``: an error may quote a model's words), or, with ``--log-json``, a JSON record (``event`` and
+    ``fields``) like every log line, so that stderr stays machine-readable."""
     from rlm_host.redact import redact, redact_data
 
     text, fields = redact(text), redact_data(fields)
     if not _state["json"]:
-        print(text, file=sys.stderr)
+        from rlm_host.text import terminal_safe
+
+        print(terminal_safe(text), file=sys.stderr)
         return
     import json
     from datetime import datetime, timezone

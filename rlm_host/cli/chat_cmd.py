@@ -40,10 +40,11 @@ def chat_session(
     from rlm_host.api.session import list_sessions, session_file
     from rlm_host.cli.runs_cmd import run_home
     from rlm_host.engine.context_loading import load_context_with_loaders
+    from rlm_host.text import terminal_safe
 
     if list_:
         for entry in list_sessions(run_home(ctx)):
-            typer.echo(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}")
+            typer.echo(terminal_safe(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}"))
         return
     state = ctx.find_root().obj
     rlm = RLM(model, sub_model=sub_model, sandbox=sandbox, max_steps=max_steps, environment=environment,
@@ -102,6 +103,8 @@ def _guarded(action, *args) -> bool:
 
 
 def _turn(session, question: str, quiet: bool) -> None:
+    from rlm_host.cli.run_cmd import for_stdout
+
     on_event = None
     if not quiet:
         from rlm_host.cli.live import LiveView
@@ -118,9 +121,10 @@ def _turn(session, question: str, quiet: bool) -> None:
     if result.termination_reason == "cancelled":
         typer.echo("(turn cancelled)", err=True)
     elif result.final_response is not None:
-        typer.echo(f"rlm> {result.final_response}")
+        typer.echo(for_stdout(f"rlm> {result.final_response}"))
     else:
-        typer.echo(f"rlm> (no answer: {result.termination_reason}{': ' + result.error if result.error else ''})")
+        typer.echo(for_stdout(f"rlm> (no answer: {result.termination_reason}"
+                              f"{': ' + result.error if result.error else ''})"))
 
 
 def _command(line: str, session, rlm) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 from rlm_host.cli.progress import Spinner
 from rlm_host.events import RunEvent
+from rlm_host.text import terminal_safe
 
 CODE_LINES = 12
 OUTPUT_CHARS = 600
@@ -35,9 +36,12 @@ class LiveView:
         self.spinner.stop()
 
     def _print(self, text: str, style: str = "") -> None:
+        """The view's one printer: markup escaped, control characters shown, never sent (``terminal_safe``: the
+        model's code and output, a task or an error could otherwise move the cursor or rewrite the screen)."""
         from rich.markup import escape
 
-        self.console.print(f"[{style}]{escape(text)}[/]" if style else escape(text))
+        shown = escape(terminal_safe(text))
+        self.console.print(f"[{style}]{shown}[/]" if style else shown)
 
     def _on_run_start(self, event: RunEvent, indent: str) -> None:
         data = event.data

@@ -1,7 +1,8 @@
 """``rlm replay RUN_ID``: step through a saved run.
 
 On a terminal it is interactive (``n``/Enter next, ``p`` previous, ``e`` next error, ``g N`` go to step N,
-``q`` quit); with ``--no-interactive``, or when stdin is not a terminal, it prints the steps and exits.
+``q`` quit); with ``--no-interactive``, or when stdin is not a terminal, it prints the steps and exits. What it
+prints goes through ``rlm runs``' printer (``say``): a run's text never sends control characters to the terminal.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from rlm_host.cli.runs_cmd import say  # the printer that shows control characters, never sends them
 from rlm_host.errors import InputError, RlmError
 
 if TYPE_CHECKING:
@@ -40,9 +42,9 @@ def replay(
     store = RunStore(run_home(ctx))
     player = Replay(store.load(store.resolve(run_id)))
     start = _start_index(player, step)
-    typer.echo(render_summary(player))
+    say(render_summary(player))
     if not player.steps:
-        typer.echo("\nno steps recorded")
+        say("\nno steps recorded")
         return
     if successes:
         if errors:
@@ -68,8 +70,8 @@ def _start_index(player: "Replay", number: Optional[int]) -> int:
 def _show(player: "Replay", index: int) -> None:
     from rlm_host.cli.render import render_step
 
-    typer.echo("")
-    typer.echo(render_step(player.step(index), total=len(player.steps)))
+    say("")
+    say(render_step(player.step(index), total=len(player.steps)))
 
 
 def _print_all(player: "Replay", start: int, only_errors: bool, *, only_successes: bool = False) -> None:
@@ -78,7 +80,7 @@ def _print_all(player: "Replay", start: int, only_errors: bool, *, only_successe
     indices = [i for i in range(start, len(player.steps))
                if (not only_errors or player.steps[i].is_error) and (not only_successes or not player.steps[i].is_error)]  # fmt: skip
     if not indices:
-        typer.echo("\nno error steps" if only_errors else "\nno steps to show")
+        say("\nno error steps" if only_errors else "\nno steps to show")
     for index in indices:
         _show(player, index)
 
@@ -89,15 +91,15 @@ def _interactive(player: "Replay", start: int, only_errors: bool) -> None:
         following = [i for i in player.errors() if i >= start]
         start = following[0] if following else start
         if not following:
-            typer.echo("\nno error steps")
+            say("\nno error steps")
     player.goto(start)
-    typer.echo(f"\n{KEYS}")
+    say(f"\n{KEYS}")
     _show(player, player.cursor)
     while True:
         try:
             command = input(PROMPT).strip().lower()
         except (EOFError, KeyboardInterrupt):
-            typer.echo("")
+            say("")
             return
         if command in ("q", "quit", "exit"):
             return
@@ -119,18 +121,18 @@ def _move(player: "Replay", command: str) -> bool:
         index = player.index_of(int(argument)) if argument.isdigit() else None
         if index is None:
             numbers = [s.number for s in player.steps]
-            typer.echo(f"usage: g N, with N a step number from {numbers[0]} to {numbers[-1]}")
+            say(f"usage: g N, with N a step number from {numbers[0]} to {numbers[-1]}")
             return False
         player.goto(index)
         return True
     if command in ("?", "h", "help"):
-        typer.echo(KEYS)
+        say(KEYS)
         return False
-    typer.echo(f"unknown command {command!r}; {KEYS}")
+    say(f"unknown command {command!r}; {KEYS}")
     return False
 
 
 def _moved(ok: bool, message: str) -> bool:
     if not ok:
-        typer.echo(message)
+        say(message)
     return ok

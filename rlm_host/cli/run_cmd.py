@@ -49,13 +49,23 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif result.final_response is not None:  # stdout is the answer or nothing: the exit code says the rest
-        click.echo(result.final_response)
+        click.echo(for_stdout(result.final_response))
     if not as_json:
         if result.final_response is None and result.termination_reason != "error" and on_event is None:
             logs.say(f"no answer: the run ended {result.termination_reason}", event="no answer", level="warning",
                      reason=result.termination_reason)  # the live view's last line says it otherwise; errors below
         logs.say(f"trajectory: {result.trajectory_path}", event="trajectory", path=str(result.trajectory_path))
     exit_with(result)  # rlm_host.cli.main then waits for the sinks: the answer is out before they finish
+
+
+def for_stdout(answer: str) -> str:
+    """The answer as printed: as it is into a pipe or a file (it is the product), with its control characters
+    shown, never sent, on a terminal (``terminal_safe``: a model's answer must not drive the screen)."""
+    import sys
+
+    from rlm_host.text import terminal_safe
+
+    return terminal_safe(answer) if sys.stdout.isatty() else answer
 
 
 def exit_with(result) -> None:
