@@ -104,6 +104,34 @@ def test_acompletion_and_astream_in_one_event_loop(here):
     assert events[0] == "run_start" and events[-1] == "final"
 
 
+def test_leaving_an_astream_early_stops_the_run_before_the_loop_closes(here):
+    """Issue 47: breaking out of ``async for`` left the run's thread handing events to a closed loop
+    (``RuntimeError: Event loop is closed`` on stderr); the run now ends, cancelled, before ``asyncio.run`` returns."""
+    import subprocess
+    import sys
+
+    slow = [{"text": CODE, "delay": 0.2}] * 10 + ["FINAL(1)"]
+    model = script(here / "s.json", slow)
+    program = f"""
+import asyncio, json, pathlib, time
+from rlm_host import RLM
+
+async def main():
+    async for event in RLM({model!r}, sandbox="process", max_steps=20).astream("ctx", "q"):
+        if event.type == "step":
+            break
+
+asyncio.run(main())
+last = [json.loads(p.read_text().splitlines()[-1]) for p in pathlib.Path(".rlm/runs").glob("*.jsonl")]
+print(last[0]["type"], last[0]["data"].get("termination_reason"))
+time.sleep(1.0)  # the run's thread would still be pushing events here
+"""
+    done = subprocess.run([sys.executable, "-c", program], cwd=here, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["final", "cancelled"], done.stdout + done.stderr
+    assert "Event loop is closed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 def test_cancelling_an_acompletion_task_cancels_the_run(here):
     slow = [{"text": CODE, "delay": 0.3}] * 20
     rlm = RLM(script(here / "s.json", slow), sandbox="process", max_steps=20)

@@ -134,14 +134,21 @@ class RLM:
 
     async def astream(self, context: Any, query: str, *, event_types: Optional[Iterable[str]] = None,
                       **options: Any) -> AsyncIterator[RunEvent]:  # fmt: skip
-        """``stream`` for asyncio; cancelling the consuming task (or leaving the loop early) cancels the run."""
+        """``stream`` for asyncio; cancelling the consuming task (or leaving the loop early) cancels the run, and
+        the generator's end waits for the run to stop (its trajectory gets its final event) before the loop may
+        close: nothing is handed to a loop that is gone."""
         check_event_types(event_types)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
         cancel = threading.Event()
 
         def push(item: Any) -> None:
-            loop.call_soon_threadsafe(events.put_nowait, item)
+            if cancel.is_set():
+                return  # the consumer left: nobody reads the queue, and its loop may be closed
+            try:
+                loop.call_soon_threadsafe(events.put_nowait, item)
+            except RuntimeError:  # the loop closed between the check and the call
+                pass
 
         def work() -> None:
             try:
@@ -162,6 +169,8 @@ class RLM:
                 yield item
         finally:
             cancel.set()
+            if worker.is_alive():
+                await asyncio.shield(asyncio.to_thread(worker.join))
 
     def session(self, context: Any = None, *, resume: Optional[str] = None, **options: Any) -> "ChatSession":
         """A chat over ``context``: ``ask(query)`` per turn, the REPL's JSON variables and the conversation kept
