@@ -67,3 +67,13 @@ def test_rlm_query_shows_the_child_runs_model_and_tokens(rlm, work):
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stderr.splitlines() if "↳ rlm_query" in line)
     assert "scripted:rq.json" in line and " 0 tokens" not in line and "tokens" in line
+
+
+@pytest.mark.parametrize("sandbox", ["process", "monty"])
+def test_a_failed_step_shows_why_it_failed(rlm, work, sandbox):
+    """Issue 47: the ✗ line showed the traceback's last line (``x = 1/0``, or ``~^~`` in process), not the reason."""
+    (work / "fail.json").write_text(json.dumps(["```repl\nx = 1/0\n```", "FINAL(done)"]))
+    result = rlm("run", "q", "--model", "scripted:fail.json", "--sandbox", sandbox, plugins=PLUGINS)
+    assert result.returncode == 0, result.stderr
+    failed = [line.strip() for line in result.stderr.splitlines() if "✗" in line]
+    assert failed == ["✗ ZeroDivisionError: division by zero"], result.stderr

@@ -85,7 +85,7 @@ class LiveView:
                 for line in clipped.splitlines():
                     self._print(f"{indent}  → {line}")
             if block.get("error"):
-                self._print(f"{indent}  ✗ {block['error'].strip().splitlines()[-1]}", "red")
+                self._print(f"{indent}  ✗ {error_summary(block['error'])}", "red")
         self._flush_sub_calls(event.run_id, indent)
         for note in data.get("observation", {}).get("notes", []):
             self._print(f"{indent}  ! {note}", "yellow")
@@ -154,6 +154,13 @@ class LiveView:
         self._print(f"{indent}{mark} {data['termination_reason']} after {steps} · reward "
                     f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
                     f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip
+
+
+def error_summary(error: str) -> str:
+    """The line that says why a step's code failed: every sandbox writes ``ExcType: message`` first, then the
+    traceback of the model's own code (its last line is a source line or a ``~^~`` marker, not the reason)."""
+    lines = [line for line in error.strip().splitlines() if line.strip()]
+    return lines[0] if lines else error
 
 
 def _tokens(usage: Any) -> int:
