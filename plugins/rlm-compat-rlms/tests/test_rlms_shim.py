@@ -1,5 +1,6 @@
-"""``rlm_compat_rlms``: a program written for the official package (``from rlm import RLM``) runs on our engine by
-changing the import. Driven through our real openai connector against a loopback OpenAI-compatible server."""
+"""``rlm_compat_rlms.RLM``: a program written for the authors' package runs by changing its import. Each completion
+is a real rlm run of the ``rlms`` loop — rlm's openai connector talking to a loopback OpenAI-compatible server,
+the model's code in a real sandbox — that ends the authors' way and answers in their types."""
 
 from __future__ import annotations
 
@@ -9,52 +10,132 @@ from pathlib import Path
 import pytest
 
 from rlm_compat_rlms import RLM
-from rlm_host.testing import OpenAIServer
+from rlm_compat_rlms.clients import get_client
+from rlm_compat_rlms.core.types import ModelUsageSummary
+from rlm_host import ConfigError
 from rlm_host.testing import openai_answer as answer
 
-CODE = "```repl\nprint(len(context))\n```"
+SUBMIT = "Done.\n```repl\nanswer['content'] = str(len(context))\nanswer['ready'] = True\n```"
 
 
-def test_the_official_call_shape_runs_on_our_engine(rlm_isolated, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with OpenAIServer() as server:
-        server.push(answer(CODE), answer("FINAL(11)"))
-        rlm = RLM(backend="openai", backend_kwargs={"model_name": "gpt-test", "base_url": server.url,
-                                                    "api_key": "sk-from-kwargs"},
-                  environment="process", max_iterations=4, max_depth=1)  # fmt: skip
-        completion = rlm.completion(prompt="hello world", root_prompt="How long is it?")
-        requests = list(server.requests)
-    assert completion.response == "11" and completion.root_model == "openai:gpt-test"
+def test_a_completion_is_a_run_of_the_rlms_loop_answered_in_the_authors_types(server, kwargs_for, bodies, capsys):
+    server.push(answer("First a look.\n```repl\nprint(len(context))\n```"), answer(SUBMIT))
+    rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server, "gpt-test"), environment="local", max_iterations=4)
+    completion = rlm.completion("hello world", root_prompt="How long is it?")
+    assert completion.response == "11" and completion.root_model == "gpt-test" and completion.metadata is None
+    assert completion.usage_summary.model_usage_summaries == {"gpt-test": ModelUsageSummary(2, 22, 14, None)}
     assert completion.prompt == "hello world" and completion.execution_time > 0
-    usage = completion.usage_summary.model_usage_summaries["openai:gpt-test"]
-    assert usage.total_calls == 2 and usage.total_input_tokens == 22 and usage.total_output_tokens == 14
-    assert completion.to_dict()["usage_summary"]["model_usage_summaries"]["openai:gpt-test"]["total_calls"] == 2
-    # the key went to this run's connector, never into the environment
-    assert requests[0].headers.get("authorization") == "Bearer sk-from-kwargs"
-    import os
-
-    assert "OPENAI_API_KEY" not in os.environ
-    body = requests[0].body if isinstance(requests[0].body, dict) else json.loads(requests[0].body)
-    assert body["model"] == "gpt-test" and "How long is it?" in json.dumps(body["messages"])
     run = completion.run
-    assert run.sandbox == "process" and Path(run.trajectory_path).is_file()
-    start = json.loads(Path(run.trajectory_path).read_text().splitlines()[0])
-    settings = start["data"]["settings"]
-    assert settings["max_steps"] == 4 and settings["max_depth"] == 0  # their max_depth 1 = no recursion
+    assert (run.environment, run.sandbox, run.steps, run.termination_reason) == ("rlms", "process", 2, "final")
+    assert Path(run.trajectory_path).is_file()
+
+    first, second = bodies(server)
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    system, opening = (m["content"] for m in first["messages"])
+    assert 'answer["ready"] = True' in system and "rlm_query(prompt, model=None)" in system
+    assert "Answer the following: How long is it?" in opening and "str of 11 characters" in opening
+    assert "Turn 1 of 4." in opening
+    assert all("hello world" not in m["content"] for m in first["messages"])  # the context stays in the REPL
+    assert second["messages"][-1] == {"role": "user", "content": "REPL output:\n11\n\nTurn 2 of 4."}
+    assert server.requests[0].headers["authorization"] == "Bearer sk-test-kwargs-0000"
 
 
-def test_what_we_do_not_reproduce_is_refused_by_name():
-    with pytest.raises(TypeError, match="custom_tools"):
+def test_local_is_full_python_in_the_process_sandbox_and_says_once_it_is_no_boundary(server, kwargs_for, capsys):
+    code = ("```repl\nimport collections\nclass Box:\n    pass\nfirst = next((w for w in context.split() if "
+            "w.startswith('w')), None)\nanswer['content'] = first + str(collections.Counter(context)['l'])\n"
+            "answer['ready'] = True\n```")  # fmt: skip
+    server.push(answer(code), answer(code))
+    rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="local")
+    assert rlm.completion("hello world").response == "world3"
+    assert capsys.readouterr().err.count("NOT a security boundary") == 1
+    assert rlm.completion("hello world").response == "world3"
+    assert "NOT a security boundary" not in capsys.readouterr().err  # once per RLM
+
+
+@pytest.mark.parametrize("reply", ["```repl\nFINAL(str(len(context)))\n```", "Counted it.\nFINAL(11)",
+                                   "```repl\nn = str(len(context))\n```\nFINAL_VAR(n)"])  # fmt: skip
+def test_rlms_finish_with_final_too(server, kwargs_for, reply):
+    server.push(answer(reply))
+    rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="monty", max_iterations=2)
+    completion = rlm.completion("hello world", "How long?")
+    assert completion.response == "11" and completion.run.sandbox == "monty"
+
+
+def test_a_reply_without_code_gets_the_next_turn_and_the_turns_running_out_get_one_more_call(
+        server, kwargs_for, bodies):  # fmt: skip
+    server.push(answer("Let me think about it."), answer("```repl\nprint('still')\n```"), answer("It is 11."))
+    rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process", max_iterations=2)
+    completion = rlm.completion("hello world", "How long?")
+    assert completion.response == "It is 11." and completion.run.termination_reason == "max_steps"
+    second, third = bodies(server)[1:]
+    assert second["messages"][-2:] == [{"role": "assistant", "content": "Let me think about it."},
+                                       {"role": "user", "content": "Turn 2 of 2."}]  # fmt: skip
+    assert "You have used all your turns" in third["messages"][-1]["content"]
+
+
+def test_without_a_question_the_model_is_shown_only_the_context_shape(server, kwargs_for, bodies):
+    server.push(answer(SUBMIT))
+    RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process").completion(["ab", "cde"])
+    opening = bodies(server)[0]["messages"][1]["content"]
+    assert opening.startswith("Your context is a list of 5 characters in total, in parts of [2, 3] characters")
+    assert "Answer the following" not in opening
+
+
+def test_custom_system_prompt_user_prologue_and_orchestrator(server, kwargs_for, bodies):
+    server.push(answer(SUBMIT))
+    rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process", orchestrator=False,
+              custom_system_prompt="Be brief.{custom_tools_section} Use the REPL.", user_prologue="Tip: count.")
+    rlm.completion("hello world", "How long?")
+    system, opening = (m["content"] for m in bodies(server)[0]["messages"])
+    assert system == "Be brief. Use the REPL."  # rlms fills the placeholder; no orchestration advice
+    assert "Tip: count." in opening
+    server.push(answer(SUBMIT))
+    RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process").completion("x", "q")
+    assert "Work as an orchestrator" in bodies(server)[1]["messages"][0]["content"]
+
+
+def test_sampling_args_reach_the_root_and_sub_sampling_args_the_sub_model(servers, kwargs_for, bodies):
+    root, sub = servers
+    root.push(answer("```repl\nprint(llm_query('hi'))\n```"), answer(SUBMIT))
+    sub.push(answer("hello"))
+    rlm = RLM(backend="openai", backend_kwargs=kwargs_for(root), other_backends=["openai"],
+              other_backend_kwargs=[kwargs_for(sub, "sub-model")], environment="process",
+              sampling_args={"temperature": 0.2, "seed": 7}, sub_sampling_args={"temperature": 0.9})  # fmt: skip
+    rlm.completion("hello world", "q")
+    assert {k: bodies(root)[0].get(k) for k in ("temperature", "seed")} == {"temperature": 0.2, "seed": 7}
+    assert bodies(sub)[0]["temperature"] == 0.9 and "seed" not in bodies(sub)[0]
+
+
+def test_bad_arguments_fail_at_once_by_name(rlm_isolated):
+    with pytest.raises(TypeError, match="rlm_compat_rlms.RLM does not support: custom_tools"):
         RLM(backend="openai", backend_kwargs={"model_name": "m"}, custom_tools={"f": print})
-    with pytest.raises(TypeError, match="backend 'portkey' is not supported"):
-        RLM(backend="portkey", backend_kwargs={"model_name": "m"})
-    with pytest.raises(TypeError, match="no_such_option"):
-        RLM(no_such_option=1)
-    RLM(backend="openai", backend_kwargs={"model_name": "m"}, verbose=True, logger=None)  # accepted, unused
+    with pytest.raises(ValueError, match="Unknown backend: 'nope'"):
+        RLM(backend="nope")
+    with pytest.raises(ValueError, match="other_backends takes exactly one"):
+        RLM(other_backends=["openai", "anthropic"], other_backend_kwargs=[{}, {}])
+    with pytest.raises(ValueError, match="environment 'modal' is not available"):
+        RLM(environment="modal")
+    with pytest.raises(ValueError, match="persistent=True is not supported for environment type 'e2b'"):
+        RLM(environment="e2b", persistent=True)
+    with pytest.raises(TypeError, match="environment_kwargs: gpu not supported"):
+        RLM(environment_kwargs={"gpu": True})
+    with pytest.raises(ConfigError, match=r"RLM\(max_iterations=…\)"):
+        RLM(max_iterations=5000)
+    with pytest.raises(TypeError, match="sampling_args'\\]: frequency_penalty not supported"):
+        get_client("openai", {"model_name": "m", "sampling_args": {"frequency_penalty": 0.5}})
+    with pytest.raises(TypeError, match="default_headers not supported"):
+        get_client("openai", {"model_name": "m", "default_headers": {"x": "y"}})
+    with pytest.raises(ValueError, match="Invalid prompt type"):
+        RLM(backend="openai", backend_kwargs={"model_name": "m"}).completion(42)
 
 
-def test_rlm_the_official_import_name_is_not_ours():
-    import importlib.util
-
-    spec = importlib.util.find_spec("rlm")
-    assert spec is None or "rlm_host" not in (spec.origin or ""), "we never install a module named rlm"
+def test_max_depth_counts_the_root_and_zero_is_one_plain_model_call(server, kwargs_for, trajectory_of):
+    server.push(answer(SUBMIT))
+    completion = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process",
+                     max_depth=3).completion("x", "q")  # fmt: skip
+    assert trajectory_of(completion.run)[0]["data"]["settings"]["max_depth"] == 2  # rlms' 3 levels: root + 2
+    server.push(answer("just an answer"))
+    plain = RLM(backend="openai", backend_kwargs=kwargs_for(server), max_depth=0).completion("What is 2+2?")
+    assert plain.response == "just an answer" and plain.run is None
+    assert plain.usage_summary.model_usage_summaries["root-model"].total_calls == 1
+    assert json.loads(json.dumps(plain.to_dict()))["response"] == "just an answer"

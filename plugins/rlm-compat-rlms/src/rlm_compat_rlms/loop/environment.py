@@ -186,7 +186,7 @@ class RlmsEnvironment:
         if self.compactor is None:
             return list(self.conversation)
         shown = self.compactor.fit(self.conversation)
-        if len(shown) < len(self.conversation):
+        if shown != self.conversation:  # folded: the REPL keeps what the model no longer sees
             self.session.set_variable("history", list(self.conversation))
         return list(shown)
 
