@@ -42,6 +42,16 @@ def test_rlm_query_batched_runs_child_rlms_and_answers_in_order(runner):
     assert [e.data["kind"] for e in events if e.type == "sub_call" and e.depth == 0] == ["rlm_query"] * 3
 
 
+def test_max_concurrent_subcalls_bounds_the_child_rlms_at_once(runner):
+    root = ["```repl\nparts = rlm_query_batched(['a', 'b', 'c'])\n```", SUBMIT_UPPER, SUBMIT_UPPER, SUBMIT_UPPER,
+            "```repl\nanswer['content'] = ''.join(parts)\nanswer['ready'] = True\n```"]  # fmt: skip
+    one_at_a_time = runner(RLM_ENVIRONMENT__RLMS__MAX_CONCURRENT_SUBCALLS="1")
+    result, events, _ = run_scripted(one_at_a_time, "q", root, context="c", environment="rlms", max_depth=1)
+    assert result.final_response == "ABC"
+    order = [e.type for e in events if e.type in ("child_run_start", "child_run_end")]
+    assert order == ["child_run_start", "child_run_end"] * 3
+
+
 def test_rlm_query_with_a_model_falls_back_to_llm_query_at_the_limit_and_is_refused_above_it(runner):
     code = "```repl\nprint(rlm_query('hello', model='scripted:sub'))\n```"
     done = "```repl\nanswer['content'] = 'x'\nanswer['ready'] = True\n```"

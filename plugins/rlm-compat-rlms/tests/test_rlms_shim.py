@@ -12,6 +12,7 @@ import pytest
 from rlm_compat_rlms import RLM
 from rlm_compat_rlms.clients import get_client
 from rlm_compat_rlms.core.types import ModelUsageSummary
+from rlm_compat_rlms.utils.exceptions import RunFailedError
 from rlm_host import ConfigError
 from rlm_host.testing import openai_answer as answer
 
@@ -139,3 +140,14 @@ def test_max_depth_counts_the_root_and_zero_is_one_plain_model_call(server, kwar
     assert plain.response == "just an answer" and plain.run is None
     assert plain.usage_summary.model_usage_summaries["root-model"].total_calls == 1
     assert json.loads(json.dumps(plain.to_dict()))["response"] == "just an answer"
+
+
+def test_setup_code_runs_before_the_first_turn_and_a_failing_one_says_so(server, kwargs_for):
+    server.push(answer("```repl\nanswer['content'] = str(helper + 1)\nanswer['ready'] = True\n```"))
+    rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process",
+              environment_kwargs={"setup_code": "helper = 41"})  # fmt: skip
+    assert rlm.completion("x", "q").response == "42"
+    broken = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process",
+                 environment_kwargs={"setup_code": "raise ValueError('no setup today')"})  # fmt: skip
+    with pytest.raises(RunFailedError, match=r"setup_code'\] failed: .*no setup today"):
+        broken.completion("x", "q")
