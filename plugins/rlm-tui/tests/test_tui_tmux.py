@@ -61,3 +61,27 @@ def wait_screen_cmd(tmux_cmd: list[str], session: str, text: str, seconds: float
             return screen
         time.sleep(0.2)
     raise AssertionError(f"{text!r} never showed; the screen:\n{screen}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("redirect", ["> out.txt 2>&1", "< /dev/null 2> out.txt"])
+def test_without_a_terminal_it_exits_2_and_points_at_web(tmp_path, redirect):
+    """Issue 47: started from a terminal with its output (or input) redirected, ``rlm tui`` drew into the file and
+    never exited; it now says it needs a terminal, names ``--web``, and exits 2 at once."""
+    tmux = system_program("tmux", required_by="RLM_REQUIRE_TMUX")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "TMUX"))}, "HOME": str(tmp_path),
+           "TERM": "xterm-256color"}  # fmt: skip
+    tmux_cmd = [tmux, "-S", str(tmp_path / "tmux.sock")]
+    subprocess.run([*tmux_cmd, "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "-c", str(work),
+                    f"timeout 30 {RLM} tui {redirect}; echo $? > rc.txt"], check=True, env=env)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and not (work / "rc.txt").is_file():
+            time.sleep(0.2)
+        assert (work / "rc.txt").read_text().strip() == "2"
+        said = (work / "out.txt").read_text()
+        assert "rlm tui needs a terminal" in said and "rlm tui --web" in said and "\x1b" not in said, said
+    finally:
+        subprocess.run([*tmux_cmd, "kill-server"], capture_output=True)

@@ -37,6 +37,8 @@ def tui(
 
         serve(host, port, config_file=services.config_file, trust=services.trust_config, run=run)
         return
+    if not browser_session:  # textual-serve runs the app it serves over pipes, with its own driver
+        need_terminal()
     from pathlib import Path
 
     from rlm_tui.app import RlmTui
@@ -52,3 +54,18 @@ def tui(
         left = workspace.stop_own()  # runs started here end `cancelled`, not dead with the process
         if left:
             typer.echo(f"{len(left)} run(s) still stopping; they end when this process does", err=True)
+
+
+def need_terminal() -> None:
+    """Refuse to start without a terminal to draw on: Textual reads keys from stdin and draws on stderr, and with
+    either redirected it would draw into the file and wait for keys that never come (exit 2, pointing at --web)."""
+    import sys
+
+    from rlm_host import InputError
+
+    missing = [name for name, stream in (("stdin", sys.stdin), ("stderr", sys.stderr))
+               if stream is None or not stream.isatty()]  # fmt: skip
+    if missing:
+        raise InputError(f"rlm tui needs a terminal: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'}"
+                         " not one (redirected or piped)",
+                         hint="run it in a terminal, or serve it to a browser with `rlm tui --web`")
