@@ -56,8 +56,9 @@ def test_portkey_sends_its_key_in_its_own_header_never_as_a_bearer_token(service
 def test_azure_openai_goes_to_the_deployment_under_openai_v1(service, monkeypatch):
     endpoint = service.url.removesuffix("/v1")
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
-    completion = complete("azure_openai", {"model_name": "gpt-4o", "azure_endpoint": endpoint,
-                                           "azure_deployment": "my-deployment", "api_version": "2024-02-01"})  # fmt: skip
+    kwargs = {"model_name": "gpt-4o", "azure_endpoint": endpoint, "azure_deployment": "my-deployment",
+              "api_version": "2024-02-01"}  # fmt: skip
+    completion = complete("azure_openai", kwargs)
     request = service.requests[0]
     assert completion.response == "hi" and request.path == "/openai/v1/chat/completions"
     assert request.body["model"] == "my-deployment" and request.headers["api-key"] == KEY

@@ -28,7 +28,7 @@ def test_callbacks_get_the_authors_arguments(server, kwargs_for):
         on_iteration_start=lambda depth, n: calls.append(("iteration_start", depth, n)),
         on_iteration_complete=lambda depth, n, seconds: calls.append(("iteration_complete", depth, n, seconds >= 0)),
         on_subcall_start=lambda depth, model, preview: calls.append(("subcall_start", depth, model, preview)),
-        on_subcall_complete=lambda depth, model, seconds, error: calls.append(("subcall_complete", depth, model, error)),
+        on_subcall_complete=lambda depth, model, secs, error: calls.append(("subcall_complete", depth, model, error)),
     )  # fmt: skip
     assert completion.response == "a greeting"
     assert calls == [("iteration_start", 0, 1), ("subcall_start", 1, "gpt-test", "Say what this is: hello world"),

@@ -79,6 +79,7 @@ def test_the_logger_keeps_one_configuration_and_each_completions_iterations(tmp_
     on_disk = RLMLogger(log_dir=str(tmp_path / "logs"), file_name="run")
     on_disk.log_metadata(meta)
     on_disk.log(RLMIteration("p", "r", []))
-    assert on_disk.log_file_path.startswith(str(tmp_path / "logs" / "run_")) and on_disk.log_file_path.endswith(".jsonl")
+    path = on_disk.log_file_path
+    assert path.startswith(str(tmp_path / "logs" / "run_")) and path.endswith(".jsonl")
     lines = [json.loads(line) for line in open(on_disk.log_file_path, encoding="utf-8")]
     assert [(line["type"], line.get("iteration")) for line in lines] == [("metadata", None), ("iteration", 1)]

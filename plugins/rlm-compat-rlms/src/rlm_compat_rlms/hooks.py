@@ -20,7 +20,7 @@ def rlm_register_environments():
     return [
         EnvironmentSpec(
             "rlms",  # rlm_compat_rlms.RLM runs it; rlm run --env rlms too
-            "The authors' rlms loop: answer['ready'] (or FINAL) ends it, context_N / history_N, rlm_query(prompt, model)",
+            "The authors' rlms loop: answer['ready'] or FINAL ends it; context_N, history_N, rlm_query(prompt, model)",
             "rlm_compat_rlms.loop.environment:create",
             settings="rlm_compat_rlms.loop.settings:RlmsLoopSettings",  # [environment.rlms]
         )

@@ -58,8 +58,11 @@ def _last_usage(client: Any) -> tuple[Optional[int], Optional[int]]:
         usage = client.get_last_usage()
     except Exception:
         return None, None
-    counts = (getattr(usage, "total_input_tokens", None), getattr(usage, "total_output_tokens", None))
-    return tuple(n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None for n in counts)  # type: ignore[return-value]
+    return _count(getattr(usage, "total_input_tokens", None)), _count(getattr(usage, "total_output_tokens", None))
+
+
+def _count(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 __all__ = ["ClientConnector", "connector_of"]

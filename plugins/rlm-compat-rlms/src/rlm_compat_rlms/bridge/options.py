@@ -74,8 +74,8 @@ def plan_front(*, environment: str, environment_kwargs: Optional[dict[str, Any]]
     run = {"environment": "rlms", "framework": "native", "sandbox": sandbox, "max_steps": max_iterations,
            "max_depth": max(0, max_depth - depth - 1), "max_cost": max_budget, "max_tokens": max_tokens}  # fmt: skip
     labels = {"environment": "RLM(environment=…)", "framework": "RLM(…)", "sandbox": "RLM(environment=…)",
-              "max_steps": "RLM(max_iterations=…)", "max_depth": "RLM(max_depth=…)", "max_cost": "RLM(max_budget=…)",
-              "max_tokens": "RLM(max_tokens=…)"}  # fmt: skip
+              "max_steps": "RLM(max_iterations=…)", "max_depth": "RLM(max_depth=…)",
+              "max_cost": "RLM(max_budget=…)", "max_tokens": "RLM(max_tokens=…)"}  # fmt: skip
     if max_timeout is not None or not configured("timeout"):
         run["timeout"] = max_timeout if max_timeout is not None else NO_LIMIT_SECONDS
         labels["timeout"] = "RLM(max_timeout=…)"

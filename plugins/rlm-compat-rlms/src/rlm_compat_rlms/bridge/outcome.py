@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rlm_compat_rlms.core.types import ModelUsageSummary, RLMChatCompletion, UsageSummary
+from rlm_compat_rlms.core.types import ModelUsageSummary, RLMChatCompletion, UsageSummary, added
 from rlm_compat_rlms.utils.exceptions import (
     BudgetExceededError,
     CancellationError,
@@ -25,14 +25,9 @@ def usage_summary(result: Any, root_model: str, sub_model: str) -> UsageSummary:
     """The run's usage per model name (the sub-calls and child runs count under the sub-model)."""
     summaries: dict[str, ModelUsageSummary] = {}
     for name, part in ((root_model, result.usage.root), (sub_model, result.usage.sub)):
-        if not part.calls:
-            continue
-        known = summaries.get(name)
-        cost = part.cost if known is None else (None if part.cost is None and known.total_cost is None
-                                                 else (part.cost or 0.0) + (known.total_cost or 0.0))  # fmt: skip
-        summaries[name] = ModelUsageSummary(part.calls + (known.total_calls if known else 0),
-                                            part.input_tokens + (known.total_input_tokens if known else 0),
-                                            part.output_tokens + (known.total_output_tokens if known else 0), cost)  # fmt: skip
+        if part.calls:
+            usage = ModelUsageSummary(part.calls, part.input_tokens, part.output_tokens, part.cost)
+            summaries[name] = added(summaries[name], usage) if name in summaries else usage
     return UsageSummary(summaries)
 
 
@@ -43,7 +38,8 @@ def outcome(result: Any, *, prompt: Any, root_model: str, usage: UsageSummary, s
     reason = result.termination_reason
     if result.final_response is not None and reason in ("final", "max_steps", "max_llm_calls"):
         return RLMChatCompletion(root_model=root_model, prompt=prompt, response=result.final_response,
-                                 usage_summary=usage, execution_time=seconds, metadata=metadata, run=result)  # fmt: skip
+                                 usage_summary=usage, execution_time=seconds, metadata=metadata,
+                                 run=result)  # fmt: skip
     detail = result.error or reason
     if reason == "timeout":
         raise TimeoutExceededError(result.duration_s, limits.timeout, partial_answer,

@@ -94,9 +94,9 @@ class Recorder:
             result = block["result"]
             marked = index < len(blocks_seen) and blocks_seen[index].get("final") is not None
             calls = [RLMChatCompletion.from_dict(call) for call in result.get("rlm_calls") or []]
-            blocks.append(CodeBlock(block["code"], REPLResult(result["stdout"], result["stderr"], {},
-                                                              result.get("execution_time"), calls,
-                                                              final if marked else result.get("final_answer"))))  # fmt: skip
+            outcome = REPLResult(result["stdout"], result["stderr"], {}, result.get("execution_time"), calls,
+                                 final if marked else result.get("final_answer"))  # fmt: skip
+            blocks.append(CodeBlock(block["code"], outcome))
         prompt = self.turn.prompts.get(entry["iteration"]) if self.turn is not None else None
         return RLMIteration(prompt if prompt is not None else entry["prompt"], entry["response"], blocks, final,
                             entry.get("iteration_time"))  # fmt: skip

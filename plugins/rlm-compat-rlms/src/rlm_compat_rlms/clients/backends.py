@@ -183,7 +183,8 @@ def _service_class() -> Any:
     return ServiceConnector
 
 
-def provider_connector(backend: Backend, kwargs: dict[str, Any], host: Any, settings: Any, home: Any) -> "ModelConnector":
+def provider_connector(backend: Backend, kwargs: dict[str, Any], host: Any, settings: Any,
+                       home: Any) -> "ModelConnector":  # fmt: skip
     """The connector of a provider backend, built by rlm's provider plugin as a run builds one."""
     from rlm_host.sdk.models import resolve_connector
 
@@ -191,5 +192,5 @@ def provider_connector(backend: Backend, kwargs: dict[str, Any], host: Any, sett
                              home=home)  # fmt: skip
 
 
-__all__ = ["BACKENDS", "Backend", "backend_named", "check_kwargs", "check_named", "options_of", "model_string", "service_connector",
-           "provider_connector"]  # fmt: skip
+__all__ = ["BACKENDS", "Backend", "backend_named", "check_kwargs", "check_named", "options_of", "model_string",
+           "service_connector", "provider_connector"]  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from rlm_compat_rlms.clients.backends import backend_named, check_kwargs, provider_connector, service_connector
 from rlm_compat_rlms.clients.base_lm import DEFAULT_TIMEOUT, BaseLM
-from rlm_compat_rlms.core.types import ModelUsageSummary, UsageSummary
+from rlm_compat_rlms.core.types import ModelUsageSummary, UsageSummary, added
 
 
 class HostClient(BaseLM):
@@ -57,12 +57,7 @@ class HostClient(BaseLM):
         answer = self.connector().complete(messages)
         last = ModelUsageSummary(1, answer.input_tokens, answer.output_tokens, answer.cost)
         with self._lock:
-            self._last = last
-            cost = None if last.total_cost is None and self._usage.total_cost is None else \
-                (self._usage.total_cost or 0.0) + (last.total_cost or 0.0)  # fmt: skip
-            self._usage = ModelUsageSummary(self._usage.total_calls + 1,
-                                            self._usage.total_input_tokens + last.total_input_tokens,
-                                            self._usage.total_output_tokens + last.total_output_tokens, cost)  # fmt: skip
+            self._last, self._usage = last, added(self._usage, last)
         return answer.text or ""
 
     async def acompletion(self, prompt: Any) -> str:

@@ -89,7 +89,8 @@ class RLM:
         self.custom_tools = custom_tools
         self.custom_sub_tools = custom_sub_tools if custom_sub_tools is not None else custom_tools
         self.depth, self.max_depth, self.max_iterations = depth, max_depth, max_iterations
-        self.max_budget, self.max_timeout, self.max_tokens, self.max_errors = max_budget, max_timeout, max_tokens, max_errors
+        self.max_budget, self.max_timeout = max_budget, max_timeout
+        self.max_tokens, self.max_errors = max_tokens, max_errors
         self.system_prompt = custom_system_prompt
         self.compaction, self.compaction_threshold_pct = compaction, compaction_threshold_pct
         self.max_concurrent_subcalls = max_concurrent_subcalls

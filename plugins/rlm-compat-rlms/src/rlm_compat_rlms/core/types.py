@@ -60,6 +60,14 @@ class ModelUsageSummary:
                    total_output_tokens=data.get("total_output_tokens"), total_cost=data.get("total_cost"))  # fmt: skip
 
 
+def added(first: ModelUsageSummary, second: ModelUsageSummary) -> ModelUsageSummary:
+    """Two usages of one model as one: calls and tokens added, the cost too when either knows it."""
+    costs = [c for c in (first.total_cost, second.total_cost) if c is not None]
+    return ModelUsageSummary(first.total_calls + second.total_calls,
+                             first.total_input_tokens + second.total_input_tokens,
+                             first.total_output_tokens + second.total_output_tokens, sum(costs) if costs else None)
+
+
 @dataclass
 class UsageSummary:
     """Usage per model name; the totals add them up (the cost only over the models whose cost is known)."""

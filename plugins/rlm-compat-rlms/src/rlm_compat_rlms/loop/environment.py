@@ -256,7 +256,8 @@ def _final_text(final: Any) -> str:
 
 def _block_record(code: str, result: Any, answer: Optional[str]) -> dict[str, Any]:
     """A block as the step's observation keeps it (what ``rlm runs show`` and the rlms exporter read)."""
-    record: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, 4000), "duration_s": round(result.duration_s, 4)}
+    record: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, 4000),
+                              "duration_s": round(result.duration_s, 4)}  # fmt: skip
     for key in ("stderr", "error"):
         if getattr(result, key):
             record[key] = truncate(getattr(result, key), 4000)

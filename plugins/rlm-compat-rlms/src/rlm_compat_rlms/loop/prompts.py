@@ -100,8 +100,9 @@ def turn_prompt(step: int, max_steps: int, contexts: int, histories: int) -> str
     if step == 1:
         parts.append(FIRST_TURN)
     if contexts > 1:
-        parts.append(f"The REPL holds {contexts} contexts: context_0 … context_{contexts - 1} (`context` is context_0, "
-                     f"the newest is context_{contexts - 1}).")  # fmt: skip
+        newest = f"context_{contexts - 1}"
+        parts.append(f"The REPL holds {contexts} contexts: context_0 … {newest} (`context` is context_0, the newest "
+                     f"is {newest}).")  # fmt: skip
     if histories == 1:
         parts.append("The REPL holds the conversation of 1 earlier completion in `history` (also history_0): a list of "
                      "messages.")  # fmt: skip
