@@ -58,6 +58,19 @@ def terminal_safe(text: str) -> str:
     return "".join(c if c in "\n\t" or c.isprintable() else "␛" if c == "\x1b" else "?" for c in text)
 
 
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def json_for_terminal(value: object, indent: int = 2) -> str:
+    """``value`` as JSON text whose strings keep their characters, except DEL, the C1 controls (U+0080–U+009F: a
+    terminal reads U+009B as CSI) and the line separators, written as ``\\uXXXX`` escapes: the same JSON to a
+    parser, nothing a terminal acts on (JSON itself escapes C0)."""
+    import json
+
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def clip_lines(text: str, max_lines: int) -> str:
     """The first ``max_lines`` lines of ``text``, then ``… (N more lines)``."""
     lines = text.rstrip("\n").splitlines()

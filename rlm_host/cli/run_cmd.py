@@ -28,6 +28,7 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
     from rlm_host.cli import run_flags
     from rlm_host.context import ContextFiles
     from rlm_host.errors import ModelError
+    from rlm_host.text import json_for_terminal
 
     state = click.globals.get_current_context().find_root().obj
     from rlm_host.cli.approve_prompt import TerminalApprover
@@ -47,7 +48,7 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
         if on_event is not None:
             on_event.close()
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        click.echo(json_for_terminal(result.model_dump(mode="json")))
     elif result.final_response is not None:  # stdout is the answer or nothing: the exit code says the rest
         click.echo(for_stdout(result.final_response))
     if not as_json:

@@ -174,6 +174,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return "names packages a sandbox image is built with (downloaded from the package index)"
     if section == "sandbox":
         return "changes how the sandbox isolates model code"
+    if parts[-1].startswith("trust") and value:  # trust_annotations: believe a server's claims about its tools
+        return "trusts what a server says of its own tools (read-only tools then run unasked)"
     if parts[-1] == "capture_content" and value is not False:  # may override the user's opt-out
         return "sends your prompts, code and answers to the sink"
     if (words | deeper) & PROGRAM_WORDS:

@@ -6,7 +6,9 @@ for any plugin that reads a run's context.
 does (``load_context_with_loaders``, ``loader_lookup`` and ``media_type`` with the installed loaders);
 ``describe_context`` is the description a prompt shows; ``TextFile`` a context left on disk. Work on untrusted
 bytes (a PDF, an archive) runs in a bounded child process (``run_bounded``, ``BoundedLimits``); what rlm reads back
-later (a cache) is signed with the user's key (``user_signature``, ``verify_user_signature``).
+later (a cache) is signed with the user's key (``user_signature``, ``verify_user_signature``). A small file a
+user or a project names (``@FILE`` guidance) is read with ``read_regular``: regular files only, bounded, never
+blocking on a FIFO.
 
 Reference plugin to copy: ``plugins/rlm-context-documents``. Contract suite:
 ``rlm_host.testing.ContextLoaderContract``.
@@ -21,7 +23,8 @@ from rlm_host.bounded import (
     run_bounded,
 )
 from rlm_host.config.user_key import user_signature, verify_user_signature
-from rlm_host.context import Documents, TextFile, context_value, describe_context, load_context, load_file
+from rlm_host.context import (Documents, TextFile, context_value, describe_context, load_context, load_file,
+                              read_regular)  # fmt: skip
 from rlm_host.engine.context_loading import load_context_with_loaders, loader_lookup, media_type
 
 __all__ = [
@@ -33,4 +36,6 @@ __all__ = [
     "run_bounded", "BoundedLimits", "BoundedError", "LimitExceeded", "ChildFailed", "bounded_start_method",
     # what rlm reads back, signed with the user's key
     "user_signature", "verify_user_signature",
+    # a small file named by a user or a project, read safely
+    "read_regular",
 ]  # fmt: skip

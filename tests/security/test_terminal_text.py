@@ -71,3 +71,13 @@ def test_the_answer_on_a_terminal_shows_control_characters(tmp_path):
         os.close(controller)
     text = shown.decode("utf-8", "replace").replace("\r\n", "\n")  # the terminal's own newline translation
     assert text.startswith("answer ") and not raw_controls(text), repr(text)
+
+
+def test_run_json_escapes_del_and_c1_so_the_same_json_cannot_drive_a_terminal(tmp_path):
+    """``rlm run --json`` is read by programs and by people: JSON escapes C0 itself, and DEL and C1 are written as
+    ``\\uXXXX`` too (the same value to a parser)."""
+    home = tmp_path / "home"
+    done = subprocess.run([RLM, "run", "task", "--model", hostile_script(tmp_path), "--sandbox", "process", "--json",
+                           "-q"], capture_output=True, text=True, env=env_for(home), cwd=tmp_path, timeout=120)  # fmt: skip
+    assert raw_controls(done.stdout) == [], done.stdout[:400]
+    assert json.loads(done.stdout)["final_response"] == f"answer {CONTROLS}".strip()  # the same value, unescaped

@@ -565,6 +565,24 @@ def test_an_untrusted_sweep_file_may_not_read_files_outside_its_folder(cli, work
     assert code == 2 and "instructions" in err and "a private note" not in err, err
 
 
+def test_instructions_naming_a_fifo_are_refused_not_waited_for(cli, work):
+    """``@notes`` that is a FIFO (planted beside the sweep file) would block the sweep forever at its first read."""
+    import os
+    import threading
+
+    os.mkfifo(work / "notes")
+    model = setup(work)
+    text = grid(model).replace("[sweep]\n", '[sweep]\ninstructions = ["@notes"]\n', 1)
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(cli("bench", "sweep", str(sweep_file(work, text)), "-q")),
+                              daemon=True)  # fmt: skip
+    worker.start()
+    worker.join(60)
+    assert outcome, "the sweep waited on the FIFO"
+    code, _, err = outcome[0]
+    assert code == 2 and "instructions @notes: cannot read" in err, err
+
+
 def test_an_untrusted_sweep_file_may_not_name_a_model_file_outside_in_the_slash_spelling(cli, work, monkeypatch,
                                                                                          tmp_path):
     """``scripted/PATH`` (the provider/name spelling the host also accepts) is screened as ``scripted:PATH`` is."""

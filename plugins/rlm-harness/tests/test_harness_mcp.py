@@ -105,8 +105,6 @@ def test_a_server_not_marked_trusted_cannot_make_its_tools_reads(rlm_cli, rlm_sc
     assert "needs approval and nobody can be asked" in steps[0]["observation"]["error"]
 
 
-@pytest.mark.xfail(strict=True, reason="rlm_host/config/trust.py does not screen a project's trust_annotations yet "
-                   "(issue 44, item 12): remove this mark with the rule")  # fmt: skip
 def test_a_cloned_project_cannot_mark_a_users_server_trusted(rlm_cli, rlm_script, rlm_isolated):
     """The user's own config names the server; the project's ``trust_annotations = true`` for it would let its
     self-declared reads through a read-only run: ignored until ``rlm config trust``."""

@@ -203,11 +203,14 @@ def _instructions(point: Point, file: Path) -> Optional[str]:
     text = point.instructions
     if not text or not text.startswith("@"):
         return text or None
+    from rlm_host.sdk.context import read_regular
+
     path = (file.parent / text[1:]).expanduser()
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"instructions {text}: cannot read {path}: {exc.strerror or exc}") from None
+    try:  # a regular file, bounded: a FIFO named here must not hang the sweep
+        return read_regular(path, 1024 * 1024, follow_links=True).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror or exc
+        raise InputError(f"instructions {text}: cannot read {path}: {why}") from None
 
 
 def _check_names(spec: SweepFile, host: Any) -> None:
