@@ -31,14 +31,14 @@ def run_completion(front: Any, prompt: Any, root_prompt: Optional[str], root_cli
         turn = persistent.turn(root_prompt, plan.setup_code)
     else:
         turn = Turn(question=root_prompt, setup_code=plan.setup_code)
-    home = loaded.home
+    home = front._home
     connectors = {"root": connector_of(root_client, front._label(0), host, loaded, home),
                   "sub": connector_of(sub_client, front._label(1), host, loaded, home)}  # fmt: skip
     if sub_client is root_client:
         connectors["sub"] = connectors["root"]
     root_model = _model_name(front.backend_kwargs, connectors["root"])
     sub_model = _model_name(front.other_backend_kwargs[0], connectors["sub"]) if front.other_backends else root_model
-    engine = Engine(settings=loaded, connectors=connectors)
+    engine = Engine(settings=loaded, connectors=connectors, home=home)
     callbacks = Callbacks(front.on_subcall_start, front.on_subcall_complete, front.on_iteration_start,
                           front.on_iteration_complete)  # fmt: skip
     recorder = Recorder(turn=turn, callbacks=callbacks, model=root_model, logger=front.logger,

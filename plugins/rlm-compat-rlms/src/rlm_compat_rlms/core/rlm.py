@@ -11,6 +11,7 @@ argument and what it does here."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Optional
 
 from rlm_compat_rlms.clients import get_client
@@ -103,6 +104,7 @@ class RLM:
         self._persistent_env: Any = None
         self._noticed = False
         self._plan, self._loaded, self._host = self._rlm_settings()
+        self._home = Path(self._loaded.home).expanduser().resolve()  # runs are stored here, whatever the cwd later
 
         if logger is not None or verbose:
             metadata = RLMMetadata(root_model=self.backend_kwargs.get("model_name") or "unknown", max_depth=max_depth,
@@ -194,7 +196,7 @@ class RLM:
 
         client = get_client(self.backend, dict(self.backend_kwargs))
         if isinstance(client, HostClient):
-            client.connector(self._host, self._loaded, self._loaded.home)
+            client.connector(self._host, self._loaded, self._home)
         started = time.perf_counter()
         response = client.completion(prompt)
         last = client.get_last_usage()
