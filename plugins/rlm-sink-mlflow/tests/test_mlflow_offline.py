@@ -29,10 +29,11 @@ def test_termination_reasons_map_to_run_statuses(reason, completed, status):
     assert run_status(reason, completed) == status
 
 
-def test_check_without_a_server_uri_and_with_a_dead_one(monkeypatch):
+def test_check_without_a_server_uri_and_with_a_dead_one(monkeypatch, tmp_path):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert check(None).ok and "default" in check(None).detail
-    assert check(MlflowSinkSettings(tracking_uri="sqlite:///x.db")).ok
+    monkeypatch.chdir(tmp_path)  # MLflow's default store is a file of the working folder
+    assert check(None).ok and "mlflow.db opens" in check(None).detail and (tmp_path / "mlflow.db").is_file()
+    assert check(MlflowSinkSettings(tracking_uri=f"sqlite:///{tmp_path}/x.db")).ok
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler) as probe:
         port = probe.server_port
     state = check(MlflowSinkSettings(tracking_uri=f"http://127.0.0.1:{port}"))

@@ -1,4 +1,5 @@
-"""``[sink.mlflow]`` settings and the readiness check ``rlm plugins doctor`` runs (no mlflow import: fast)."""
+"""``[sink.mlflow]`` settings and the readiness check ``rlm plugins doctor`` runs: a server is probed over HTTP
+(no mlflow import: fast); a local store is opened as a run opens it (``store.py``)."""
 
 from __future__ import annotations
 
@@ -87,10 +88,10 @@ def check(settings: Optional[MlflowSinkSettings]) -> Readiness:
     if importlib.util.find_spec("mlflow") is None:
         return Readiness(False, "mlflow is not installed", "pip install rlm-sink-mlflow")
     uri = resolved_uri(settings)
-    if uri is None:
-        return Readiness(True, "MLflow's default local store (set [sink.mlflow] tracking_uri or MLFLOW_TRACKING_URI)")
-    if not uri.startswith(("http://", "https://")):
-        return Readiness(True, f"{uri} (a local store: nothing to probe)")
+    if uri is None or not uri.startswith(("http://", "https://")):  # a local store: open it as the run will
+        from rlm_sink_mlflow.store import local_readiness
+
+        return local_readiness(uri, settings.experiment if settings else MlflowSinkSettings().experiment)
     timeout = min(settings.timeout if settings else 2.0, 2.0)
     problem = probe(uri, timeout)
     if problem:

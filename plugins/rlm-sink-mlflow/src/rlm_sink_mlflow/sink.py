@@ -34,6 +34,7 @@ from rlm_host.sdk.observability import SPAN_LIVE_EVENTS, SpanBuilder, SpanRecord
 from rlm_sink_mlflow.benchmark import BenchmarkRuns
 from rlm_sink_mlflow.run_text import run_note
 from rlm_sink_mlflow.settings import MlflowSinkSettings, probe, resolved_uri
+from rlm_sink_mlflow.store import open_experiment, store_problem
 
 log = logging.getLogger("rlm.sinks")
 
@@ -248,7 +249,7 @@ class MlflowSink:
         try:
             self._connect()
         except Exception as exc:
-            self._connect_error = str(exc) if isinstance(exc, ConnectionError) else _one_line(exc)
+            self._connect_error = str(exc) if isinstance(exc, ConnectionError) else store_problem(exc)
         finally:
             self._connected.set()
 
@@ -269,19 +270,12 @@ class MlflowSink:
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", str(self.settings.max_retries))
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(1, math.ceil(self.settings.timeout))))
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-        from mlflow import MlflowClient
-
-        client = MlflowClient(tracking_uri=self.uri)
         if self._experiment_id is None:
-            experiment = client.get_experiment_by_name(self.settings.experiment)
-            if experiment is None:
-                try:
-                    self._experiment_id = client.create_experiment(self.settings.experiment)
-                except Exception:  # created meanwhile by another process
-                    experiment = client.get_experiment_by_name(self.settings.experiment)
-                    if experiment is None:
-                        raise
-            self._experiment_id = self._experiment_id or experiment.experiment_id
+            client, self._experiment_id = open_experiment(self.uri, self.settings.experiment)
+        else:
+            from mlflow import MlflowClient
+
+            client = MlflowClient(tracking_uri=self.uri)
         _KNOWN[key] = (self._experiment_id, time.monotonic())
         if self.settings.tracing:
             from rlm_sink_mlflow.traces import tracing_client
