@@ -206,10 +206,8 @@ class RLM:
 
 
 def _check_prompt(prompt: Any) -> None:
-    """rlms takes a string, a list or a dict as the prompt (its context); so does this layer (and a path)."""
-    import os
-
-    if not isinstance(prompt, (str, list, dict, os.PathLike)):
+    """rlms takes a string, a list or a dict as the prompt (its context); so does this layer."""
+    if not isinstance(prompt, (str, list, dict)):
         raise ValueError(f"Invalid prompt type: {type(prompt)} (give a str, a list or a dict)")
 
 

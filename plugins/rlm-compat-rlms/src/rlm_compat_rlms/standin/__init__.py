@@ -53,9 +53,9 @@ def _authors_package() -> Optional[str]:
     """Where an ``rlm`` other than the stand-in is importable from, if anywhere."""
     paths = [p for p in sys.path if _resolved(p) != STANDIN_DIR]
     spec = importlib.machinery.PathFinder.find_spec(NAME, paths)
-    if spec is None:
+    if spec is None or spec.origin is None:  # none, or a bare folder called rlm (a namespace, no package)
         return None
-    return spec.origin or ", ".join(spec.submodule_search_locations or []) or NAME
+    return spec.origin
 
 
 def _resolved(entry: str) -> Optional[Path]:
