@@ -10,6 +10,13 @@ CODE = "```repl\nx = 1\n```"
 PRICES = '[[prices]]\nmodel = "openai:house-model"\ninput = 6.0\noutput = 0.0\n'  # $0.006 per 1,000-token call
 
 
+def user_prices(isolated_env: dict) -> None:
+    """The prices in the user's own config file (a project's wait for ``rlm config trust``)."""
+    config = Path(isolated_env["HOME"]) / ".config" / "rlm" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(PRICES)
+
+
 def final_event(work: Path) -> dict:
     trajectory = next((work / ".rlm" / "runs").glob("*.jsonl"))
     return [json.loads(line) for line in trajectory.read_text().splitlines()][-1]
@@ -17,7 +24,7 @@ def final_event(work: Path) -> dict:
 
 def test_the_call_that_crosses_the_budget_is_named_with_the_overrun(rlm, isolated_env):
     work = Path(isolated_env["WORK"])
-    (work / "rlm.toml").write_text(PRICES)
+    user_prices(isolated_env)
     with OpenAIServer() as server:
         server.push(answer(CODE, prompt_tokens=1000, completion_tokens=10),
                     answer("FINAL(7)", prompt_tokens=1000, completion_tokens=10))
@@ -34,7 +41,7 @@ def test_the_call_that_crosses_the_budget_is_named_with_the_overrun(rlm, isolate
 
 def test_within_the_budget_nothing_is_said(rlm, isolated_env):
     work = Path(isolated_env["WORK"])
-    (work / "rlm.toml").write_text(PRICES)
+    user_prices(isolated_env)
     with OpenAIServer() as server:
         server.push(answer("FINAL(7)", prompt_tokens=1000, completion_tokens=10))
         result = rlm("run", "q", "--model", "openai:house-model", "--base-url", server.url, "--max-cost", "0.01",

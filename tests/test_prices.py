@@ -116,8 +116,9 @@ def test_overrides_join_the_table():
 
 
 def write_project(tmp_path, text: str):
+    """Settings with ``text`` as a trusted project file (an untrusted one's prices wait for trust)."""
     (tmp_path / "rlm.toml").write_text(text)
-    return load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path)
+    return load_settings(environ={"HOME": str(tmp_path), "RLM_TRUST_CONFIG": "1"}, cwd=tmp_path)
 
 
 def test_prices_from_the_config_file(tmp_path):
@@ -171,7 +172,7 @@ def test_run_result_and_usage_per_role_carry_the_cost(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     host = PluginHost(environ={"RLM_PLUGINS": ""})
     (tmp_path / "rlm.toml").write_text('[[prices]]\nmodel = "test:sub"\ninput = 1.0\noutput = 10.0\n')
-    loaded = load_settings(environ={"HOME": str(tmp_path)}, cwd=tmp_path, host=host)
+    loaded = load_settings(environ={"HOME": str(tmp_path), "RLM_TRUST_CONFIG": "1"}, cwd=tmp_path, host=host)
     runner = RLMRunner(loaded=loaded, host=host, home=tmp_path / ".rlm")
     root = Priced("openai:gpt-4o-mini", ["```repl\nx = llm_query('hi')\n```", "FINAL_VAR(x)"])
     sub = Priced("test:sub", ["hello"])
