@@ -58,6 +58,15 @@ def test_the_logger_keeps_the_trajectory_in_memory_and_in_the_authors_log_file(s
     assert "api_key" not in lines[0]["backend_kwargs"] and lines[0]["backend_kwargs"]["model_name"] == "gpt-test"
 
 
+def test_the_logged_configuration_holds_no_key_and_no_url_password(rlm_isolated):
+    logger = RLMLogger()
+    RLM(backend="openai", backend_kwargs={"model_name": "m", "api_key": "sk-secret-1", "base_url":
+        "https://user:pw-secret-2@proxy.example/v1"}, environment_kwargs={"setup_code": "token = 1"},
+        environment="process", logger=logger)  # fmt: skip
+    logged = json.dumps(logger.get_trajectory())
+    assert "sk-secret-1" not in logged and "pw-secret-2" not in logged and "https://proxy.example/v1" in logged
+
+
 def test_each_completion_starts_a_new_list_of_iterations(server, kwargs_for):
     logger = RLMLogger()
     server.push(answer(CHILD), answer(CHILD))

@@ -75,5 +75,6 @@ def test_the_authors_package_is_never_shadowed(tmp_path):
 def test_a_folder_that_merely_is_called_rlm_is_no_package_in_the_way(tmp_path):
     (tmp_path / "rlm").mkdir()  # a data folder in the working directory: no __init__.py, not the authors' package
     (tmp_path / "rlm" / "notes.txt").write_text("x")
-    done = python("import rlm_compat_rlms; rlm_compat_rlms.install_as_rlm(); import rlm.core.rlm; print('ok')", tmp_path)
+    done = python("import rlm_compat_rlms; rlm_compat_rlms.install_as_rlm(); import rlm.core.rlm; print('ok')",
+                  tmp_path)  # fmt: skip
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

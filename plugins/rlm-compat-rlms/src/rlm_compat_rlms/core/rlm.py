@@ -212,8 +212,16 @@ def _check_prompt(prompt: Any) -> None:
 
 
 def _without_secrets(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` without the entries whose names mark a secret (what a log may show)."""
-    return {k: v for k, v in kwargs.items() if not any(word in k.lower() for word in SECRET_WORDS)}
+    """``kwargs`` as a log may show them: no entry whose name marks a secret, no password in a URL."""
+    return {k: _without_password(v) for k, v in kwargs.items() if not any(word in k.lower() for word in SECRET_WORDS)}
+
+
+def _without_password(value: Any) -> Any:
+    """A URL's ``user:password@`` taken out (any other value as it is)."""
+    if isinstance(value, str) and "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
+        scheme, rest = value.split("://", 1)
+        return f"{scheme}://{rest.split('@', 1)[1]}"
+    return value
 
 
 __all__ = ["RLM", "get_client"]
