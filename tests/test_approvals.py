@@ -38,28 +38,11 @@ def test_an_approver_that_cannot_ask_refuses():
 
 @pytest.mark.parametrize("typed, allowed", [("y\n", True), ("yes\n", True), ("n\n", False), ("\n", False)])
 def test_the_terminal_prompt_shows_the_action_and_reads_the_answer(typed, allowed):
-    leader, follower = pty.openpty()
-    try:
-        approver = TerminalApprover(tty=os.ttyname(follower))
-        shown = []
-
-        def person():
-            text = b""
-            while b"allow? [y/N]" not in text:
-                text += os.read(leader, 4096)
-            shown.append(text.decode())
-            os.write(leader, typed.encode())
-
-        answering = threading.Thread(target=person)
-        answering.start()
-        request = ApprovalRequest("write_file", "write", "write_file a.py", {"content": "x = 1\x1b[2J"})
-        assert approver(request) is allowed
-        answering.join(5)
-        assert "write_file wants to write: write_file a.py" in shown[0] and "content: x = 1" in shown[0]
-        assert "\x1b[2J" not in shown[0]  # the model's escape sequences never reach the terminal
-    finally:
-        os.close(leader)
-        os.close(follower)
+    request = ApprovalRequest("write_file", "write", "write_file a.py", {"content": "x = 1\x1b[2J"})
+    answer, screen = _ask(request, typed)
+    assert answer is allowed
+    assert "write_file wants to write: write_file a.py" in screen and "content: x = 1" in screen
+    assert "\x1b[2J" not in screen  # the model's escape sequences never reach the terminal
 
 
 def _ask(request: ApprovalRequest, typed: str = "y\n") -> tuple[bool, str]:
