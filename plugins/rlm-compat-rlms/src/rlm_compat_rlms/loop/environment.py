@@ -62,6 +62,22 @@ class RlmsEnvironment:
         recursion = Recursion(self.ctx, calls, self.settings.max_concurrent_subcalls)
         session.register_functions({"llm_query": calls.llm_query, "llm_query_batched": calls.llm_query_batched,
                                     **recursion.functions()})  # fmt: skip
+        contexts = self._bind_names(session)
+        if self.turn is not None and self.turn.setup_code:
+            result = session.execute(self.turn.setup_code)
+            if not result.ok:
+                raise RlmError(f"environment_kwargs['setup_code'] failed: {result.error or 'it timed out'}")
+        system = prompts.system_prompt(self.settings.system_prompt, self.settings.orchestrator, self.ctx.instructions)
+        first = prompts.opening(self._question(), contexts[-1], self.settings.user_prologue)
+        self.conversation = [{"role": "system", "content": system}, {"role": "user", "content": first}]
+        if self.turn is not None:
+            self.turn.conversation = self.conversation
+        if self.settings.compaction:
+            self.compactor = ChatCompactor(_Windowed(self.ctx.root, self.settings.context_window),
+                                           threshold=self.settings.compaction_threshold)  # fmt: skip
+
+    def _bind_names(self, session: Any) -> list[Any]:
+        """``context`` / ``context_N``, ``history`` / ``history_N`` and ``answer`` in the REPL; the contexts."""
         turn = self.turn
         contexts = turn.contexts if turn is not None and turn.contexts else [self.ctx.context]
         if contexts[0] is not None:
@@ -75,18 +91,7 @@ class RlmsEnvironment:
             session.set_variable("history", histories[0])
         session.set_variable("answer", dict(EMPTY_ANSWER))
         self.contexts, self.histories = len(contexts), len(histories)
-        if turn is not None and turn.setup_code:
-            result = session.execute(turn.setup_code)
-            if not result.ok:
-                raise RlmError(f"environment_kwargs['setup_code'] failed: {result.error or 'it timed out'}")
-        system = prompts.system_prompt(self.settings.system_prompt, self.settings.orchestrator, self.ctx.instructions)
-        first = prompts.opening(self._question(), contexts[-1], self.settings.user_prologue)
-        self.conversation = [{"role": "system", "content": system}, {"role": "user", "content": first}]
-        if turn is not None:
-            turn.conversation = self.conversation
-        if self.settings.compaction:
-            self.compactor = ChatCompactor(_Windowed(self.ctx.root, self.settings.context_window),
-                                           threshold=self.settings.compaction_threshold)  # fmt: skip
+        return contexts
 
     def close(self) -> None:
         if self.session is not None:
