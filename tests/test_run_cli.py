@@ -134,6 +134,33 @@ def test_incomplete_run_exits_1_with_the_synthesised_answer(rlm, work):
     assert run["termination_reason"] == "max_steps" and run["final_response"] == "my best guess"
 
 
+@pytest.mark.parametrize("env,step", [
+    ("pure_rlm", "```repl\nanswer = context.split()[-1]\n```"),
+    ("generic", '{"action": "run_python", "code": "answer = context.split()[-1]"}'),
+])  # fmt: skip
+@pytest.mark.parametrize("synthesis,expected", [("FINAL_VAR(answer)", "forty-two"), ("FINAL(forty-one)", "forty-one"),
+                                                ("FINAL_VAR(nothing_by_that_name)", None)])  # fmt: skip
+def test_a_synthesis_reply_in_the_loops_form_is_read_as_the_answer_it_names(rlm, work, env, step, synthesis, expected):
+    """Issue 47: at the step limit a synthesis reply ``FINAL_VAR(answer)`` was printed literally as the answer."""
+    (work / "c.txt").write_text("the answer is forty-two")
+    write_script(work / "s.json", [step, synthesis])
+    result = rlm("run", "q", "--context", "c.txt", "--env", env, "--model", "scripted:s.json", "--sandbox", "process",
+                 "--max-steps", "1", "--json", plugins=[])  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    run = json.loads(result.stdout)
+    assert run["termination_reason"] == "max_steps" and run["final_response"] == expected
+
+
+def test_a_framework_runs_synthesis_reply_in_the_loops_form_is_read_as_its_answer(rlm, work, plugin_site):
+    write_script(work / "s.json", ["print(1)", "FINAL(forty-one)"])
+    tests = str(Path(__file__).resolve().parent)
+    result = rlm("run", "q", "--framework", "echo", "--model", "scripted:s.json", "--sandbox", "process",
+                 "--max-steps", "1", "--json", plugins=[],
+                 env={"RLM_PLUGIN_MODULES": "support.echo_framework", "PYTHONPATH": f"{plugin_site}:{tests}"})  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["final_response"] == "forty-one"
+
+
 def haystack_over_http(rlm, work: Path, chars: int, sandbox: str = "process", plugins: tuple = ()) -> dict:
     hay = write_haystack(work / f"hay_{chars}.txt", chars)
     with OpenAIServer() as server:

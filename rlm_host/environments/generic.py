@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RecursionRefused
 from rlm_host.environments.kit import (
-    StepHistory, answer_text, execute_code, render_description, reply_action, truncate, with_instructions,
-    with_preview,
+    StepHistory, answer_text, execute_code, render_description, reply_action, synthesized_answer, truncate,
+    with_instructions, with_preview,
 )
 from rlm_host.llm.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
@@ -123,7 +123,7 @@ class GenericEnvironment:
             {"role": "user", "content": "Steps are used up. Give your best final answer now as plain text."}
         ]
         completion = self.ctx.root.complete(messages, purpose="synthesis")
-        return completion.text.strip() if completion.text else None
+        return synthesized_answer(completion.text, self.session)
 
     # ------------------------------------------------------------------ actions
 

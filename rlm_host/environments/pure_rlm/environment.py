@@ -12,7 +12,8 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.environments.kit import (
-    answer_text, execute_code, render_description, truncate, variable_snapshot, with_instructions, with_preview,
+    answer_text, execute_code, render_description, synthesized_answer, truncate, variable_snapshot, with_instructions,
+    with_preview,
 )
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.repl import SubCalls, document_names
@@ -191,7 +192,7 @@ class PureRLMEnvironment:
         assert self.history is not None
         messages = self.history.messages() + [{"role": "user", "content": prompts.SYNTHESIS_PROMPT}]
         completion = self.ctx.root.complete(messages, purpose="synthesis")
-        return completion.text.strip() if completion.text else None
+        return synthesized_answer(completion.text, self.session)
 
     # ------------------------------------------------------------------ helpers
 
