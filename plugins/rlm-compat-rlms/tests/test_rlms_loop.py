@@ -62,6 +62,14 @@ def test_rlm_query_with_a_model_falls_back_to_llm_query_at_the_limit_and_is_refu
     assert "a child RLM runs with this run's model here" in blocks(events)[0]["error"]
 
 
+@pytest.mark.parametrize(("last_word", "answer"), [("FINAL(42)", "42"), ("FINAL_VAR(n)", "7"),
+                                                   ("It is 42.", "It is 42.")])  # fmt: skip
+def test_the_answer_after_the_last_turn_may_be_written_as_a_final_line(runner, last_word, answer):
+    result, _, _ = run_scripted(runner(), "q", ["```repl\nn = 7\n```", last_word], context="c", environment="rlms",
+                                max_steps=1)  # fmt: skip
+    assert (result.final_response, result.termination_reason) == (answer, "max_steps")
+
+
 def test_answer_stays_a_dict_and_an_open_fence_is_said_not_run(runner):
     root = ["```repl\nanswer = 'oops'\n```", "```repl\nprint('never closed')",
             "```repl\nanswer['content'] = type(answer).__name__\nanswer['ready'] = True\n```"]  # fmt: skip

@@ -165,7 +165,12 @@ class RlmsEnvironment:
         self._say("\n\n".join(part for part in (self.pending, prompts.SYNTHESIS_PROMPT) if part))
         self.pending = ""
         completion = self.ctx.root.complete(self._shown(), purpose="synthesis")
-        return completion.text.strip() if completion.text else None
+        text = (completion.text or "").strip()
+        final = read_reply(text).final  # an answer in the loop's own form is the answer it names
+        if final is not None:
+            answer, _ = self._final_in_text(*final)
+            return answer
+        return text or None
 
     # ------------------------------------------------------------------ helpers
 
