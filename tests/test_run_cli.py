@@ -161,6 +161,22 @@ def test_a_framework_runs_synthesis_reply_in_the_loops_form_is_read_as_its_answe
     assert json.loads(result.stdout)["final_response"] == "forty-one"
 
 
+def test_a_first_final_before_looking_is_refused_once_by_name_and_a_run_option_turns_it_off(rlm, work):
+    """Issue 47: the "nudge" refusing a first FINAL(...) with a context was undocumented and not an option."""
+    (work / "c.txt").write_text("forty-two")
+    write_script(work / "one.json", ["FINAL(42)"])
+    refused = rlm("run", "q", "--context", "c.txt", "--model", "scripted:one.json", "--sandbox", "process", plugins=[])
+    assert refused.returncode == 1 and "── step 1 · first_answer_refused · reward" in refused.stderr, refused.stderr
+    assert "without examining `context`" in refused.stderr
+    off = rlm("run", "q", "--context", "c.txt", "--model", "scripted:one.json", "--sandbox", "process",
+              "--no-nudge-first-answer", plugins=[])  # fmt: skip
+    assert off.returncode == 0 and off.stdout == "42\n" and "── step 1 · final" in off.stderr, off.stderr
+    (work / "rlm.toml").write_text("[run]\nnudge_first_answer = false\n")
+    configured = rlm("run", "q", "--context", "c.txt", "--model", "scripted:one.json", "--sandbox", "process", "-q",
+                     plugins=[])  # fmt: skip
+    assert configured.returncode == 0 and configured.stdout == "42\n", configured.stderr
+
+
 def haystack_over_http(rlm, work: Path, chars: int, sandbox: str = "process", plugins: tuple = ()) -> dict:
     hay = write_haystack(work / f"hay_{chars}.txt", chars)
     with OpenAIServer() as server:

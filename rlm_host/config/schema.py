@@ -52,6 +52,9 @@ class RunSettings(Section):
     max_llm_calls: int = Field(50, ge=0, description="sub-model calls allowed per run")
     max_errors: int | None = Field(None, ge=1, description="stop after this many failed steps in a row (code that "
                                    "raised, a malformed reply), with the best answer so far (default: no limit)")
+    nudge_first_answer: bool = Field(True, description="refuse once a FINAL(...) written at step 1 before any code "
+                                     "looked at the context (a first_answer_refused step: the model is asked to "
+                                     "look first, and may give the same answer again)")
     max_tokens: int | None = Field(None, ge=1, description="token budget of a run tree (all roles)")
     max_cost: float | None = Field(None, gt=0, description="cost budget of a run tree, USD")
     strict: bool = Field(False, description="refuse a run whose cost budget cannot be enforced (a model with no price)")

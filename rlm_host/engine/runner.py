@@ -181,7 +181,7 @@ class RLMRunner:
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
             environment_builder=_environment_builder(self.host, self.loaded), approvals=approvals,
             tools=plan.tools_at(scope.depth), tool_timeout=plan.run.tool_timeout,
-            output=plan.output if scope.depth == 0 else None,
+            nudge_first_answer=plan.run.nudge_first_answer, output=plan.output if scope.depth == 0 else None,
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None

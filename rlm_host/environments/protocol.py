@@ -109,6 +109,8 @@ class EnvironmentContext:
     #: how long one call of them may take
     tools: tuple[Any, ...] = ()
     tool_timeout: float = 30.0
+    #: ``[run] nudge_first_answer``: a REPL environment refuses once a FINAL given at step 1 before any code ran
+    nudge_first_answer: bool = True
     #: the type the final answer must have (``[run] output_type``: an ``OutputType``, whose ``parse`` raises
     #: ``OutputInvalid``; None: any answer), for the root run only
     output: Optional[Any] = None

@@ -42,7 +42,6 @@ class PureRLMSettings(BaseModel):
     compaction_threshold: float = Field(0.85, gt=0, le=1, description="share of the context window")
     context_window: Optional[int] = Field(None, ge=1024, description="root model's window, tokens (default: provider's, else 32768)")
     keep_last_turns: int = Field(4, ge=0, description="turns kept verbatim when compacting")
-    nudge_first_answer: bool = Field(True, description="refuse once a first-turn answer given without code")
     record_variables: bool = Field(True, description="record the REPL's variables (name, type, size, short repr) "
                                    "after each step that ran code, for replay")
 
@@ -138,9 +137,11 @@ class PureRLMEnvironment:
         if parsed.unclosed_fence:
             notes.append("Your last code block was not closed with ```; it ran up to the end of your reply.")
         source = "code" if final is not None else None
+        refused_first = False  # [run] nudge_first_answer: a FINAL at step 1 before any code looked at the context
         if final is None and parsed.final_kind is not None:
             final, note = self._final_from_text(parsed.final_kind, parsed.final_text or "", step, ran_code=bool(results))
             source = "text" if final is not None else None
+            refused_first = note == prompts.NUDGE_FIRST_ANSWER
             if note:
                 notes.append(note)
 
@@ -176,7 +177,8 @@ class PureRLMEnvironment:
             reward = self.ctx.rewards.code_step(ok=ok, stderr=any(r.stderr for r in results))
         else:
             reward = 0.0
-        return ActionResult(action="run_code" if results else "nudge", observation=observation, reward=reward, code=code)
+        action = "run_code" if results else "first_answer_refused" if refused_first else "nudge"
+        return ActionResult(action=action, observation=observation, reward=reward, code=code)
 
     def _rejected(self, final: Optional[FinalSignal]) -> Optional[str]:
         """Why a final answer does not match the run's output type (None: it does, or the run has none)."""
@@ -203,7 +205,7 @@ class PureRLMEnvironment:
             and step == 1
             and not ran_code
             and not self.nudged
-            and self.settings.nudge_first_answer
+            and self.ctx.nudge_first_answer
             and self.ctx.context is not None
         ):
             self.nudged = True
