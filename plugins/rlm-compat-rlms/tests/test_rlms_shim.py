@@ -107,9 +107,33 @@ def test_sampling_args_reach_the_root_and_sub_sampling_args_the_sub_model(server
     assert bodies(sub)[0]["temperature"] == 0.9 and "seed" not in bodies(sub)[0]
 
 
+def lookup(key: str) -> str:
+    """Find a part number by name."""
+    return {"pump": "P-42"}.get(key, "?")
+
+
+USE_TOOLS = ("```repl\nanswer['content'] = find('pump') + ' ' + str(LIMITS['max']) + ' ' + str(plain('x'))\n"
+             "answer['ready'] = True\n```")
+
+
+def test_custom_tools_are_functions_and_data_in_the_repl(server, kwargs_for, bodies, trajectory_of):
+    """rlms' ``custom_tools``: a function (plain, or with a description) is called on the host through rlm's tool
+    bridge and listed in the prompt; a data value is a variable of the REPL."""
+    server.push(answer(USE_TOOLS))
+    completion = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="local",
+                     custom_tools={"find": {"tool": lookup, "description": "Look up a part by its name."},
+                                   "plain": str.upper, "LIMITS": {"max": 3}}).completion("ctx", "q")  # fmt: skip
+    assert completion.response == "P-42 3 X"
+    system = bodies(server)[0]["messages"][0]["content"]
+    assert "`find(key: str) -> str`: Look up a part by its name." in system
+    calls = [e["data"] for e in trajectory_of(completion.run) if e["type"] == "sub_call"
+             and e["data"]["kind"] == "tool_call"]  # fmt: skip
+    assert [c["tool"] for c in calls] == ["find", "plain"]
+
+
 def test_bad_arguments_fail_at_once_by_name(rlm_isolated):
-    with pytest.raises(TypeError, match="rlm_compat_rlms.RLM does not support: custom_tools"):
-        RLM(backend="openai", backend_kwargs={"model_name": "m"}, custom_tools={"f": print})
+    with pytest.raises(TypeError, match=r"custom_tools\['bad'\] is neither a function nor JSON data"):
+        RLM(backend="openai", backend_kwargs={"model_name": "m"}, custom_tools={"bad": object()}).completion("x")
     with pytest.raises(ValueError, match="Unknown backend: 'nope'"):
         RLM(backend="nope")
     with pytest.raises(ValueError, match="other_backends takes exactly one"):

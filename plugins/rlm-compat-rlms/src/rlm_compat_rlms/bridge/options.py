@@ -8,6 +8,8 @@ user configured for rlm (``rlm.toml``, ``RLM_*`` variables) still applies; only 
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -53,11 +55,49 @@ def sandbox_for(environment: Any, persistent: bool) -> str:
     return FULL_PYTHON.get(environment, environment)
 
 
+def custom_tools_plan(tools: Optional[dict[str, Any]], *, where: str) -> tuple[list[tuple[str, Any]], str]:
+    """rlms' ``custom_tools`` as rlm takes them: each function (``{"name": fn}`` or ``{"name": {"tool": fn,
+    "description": "…"}}``) a tool of the run (the host's bridge: called on the host, listed in the prompt, its
+    description as its first docstring line), and each data value a REPL variable set by code run before the first
+    turn (JSON data only: it crosses into the sandbox as a literal)."""
+    functions: list[tuple[str, Any]] = []
+    data: list[str] = []
+    for name, entry in (tools or {}).items():
+        value, description = (entry["tool"], entry.get("description")) if isinstance(entry, dict) and "tool" in entry \
+            else (entry, None)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"{where}: {name!r} is not a Python name")
+        if callable(value):
+            functions.append((name, _described(value, description)))
+            continue
+        try:
+            literal = json.dumps(value, ensure_ascii=True, allow_nan=False)
+        except (TypeError, ValueError):
+            raise TypeError(f"{where}[{name!r}] is neither a function nor JSON data ({type(value).__name__})") from None
+        data.append(f"{name} = json.loads({literal!r})")
+    code = "import json\n" + "\n".join(data) if data else ""
+    return functions, code
+
+
+def _described(function: Any, description: Optional[str]) -> Any:
+    """``function`` whose docstring is the rlms ``description`` (its signature kept), or itself when none."""
+    if not isinstance(description, str) or not description.strip():
+        return function
+
+    @functools.wraps(function)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    tool.__doc__ = description.strip()
+    return tool
+
+
 def plan_front(*, environment: str, environment_kwargs: Optional[dict[str, Any]], persistent: bool, depth: int,
                max_depth: int, max_iterations: int, max_budget: Optional[float], max_timeout: Optional[float],
                max_tokens: Optional[int], max_errors: Optional[int], custom_system_prompt: Optional[str],
                compaction: bool, compaction_threshold_pct: float, max_concurrent_subcalls: int, orchestrator: bool,
-               user_prologue: Optional[str], configured: Any) -> FrontPlan:  # fmt: skip
+               user_prologue: Optional[str], configured: Any, custom_tools: Optional[dict[str, Any]] = None,
+               custom_sub_tools: Optional[dict[str, Any]] = None) -> FrontPlan:  # fmt: skip
     """The plan of an ``RLM``; ``configured(name)`` says whether the user set run option ``name`` for rlm."""
     sandbox = sandbox_for(environment, persistent)
     kwargs = dict(environment_kwargs or {})
@@ -93,6 +133,15 @@ def plan_front(*, environment: str, environment_kwargs: Optional[dict[str, Any]]
                  if value is not None}  # fmt: skip
     if "image" in kwargs:
         overrides["sandbox.docker.image"] = (kwargs["image"], "RLM(environment_kwargs={'image': …})")
+    tools, data_code = custom_tools_plan(custom_tools, where="custom_tools")
+    sub_tools, _ = custom_tools_plan(custom_sub_tools if custom_sub_tools is not None else custom_tools,
+                                     where="custom_sub_tools")  # fmt: skip
+    if tools:
+        run["tools"], labels["tools"] = tools, "RLM(custom_tools=…)"
+    if custom_tools is not None or custom_sub_tools is not None:
+        run["sub_tools"], labels["sub_tools"] = sub_tools, "RLM(custom_sub_tools=…)"
+    if data_code:
+        setup_code = f"{data_code}\n{setup_code}" if setup_code else data_code
     notice = NOT_A_BOUNDARY.format(env=environment) if environment in FULL_PYTHON else None
     return FrontPlan(sandbox, {k: v for k, v in run.items() if v is not None}, labels, overrides, setup_code, notice)
 

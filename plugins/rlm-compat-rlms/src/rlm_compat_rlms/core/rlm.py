@@ -59,10 +59,6 @@ class RLM:
         orchestrator: bool = True,
         user_prologue: Optional[str] = None,
     ) -> None:
-        refused = [name for name, value in (("custom_tools", custom_tools), ("custom_sub_tools", custom_sub_tools))
-                   if value]  # fmt: skip
-        if refused:
-            raise TypeError(f"rlm_compat_rlms.RLM does not support: {', '.join(refused)}")
         backend_kwargs = dict(backend_kwargs or {})
         if sampling_args is not None:  # as rlms plumbs them: into the backend's kwargs, before any client exists
             backend_kwargs["sampling_args"] = {**(backend_kwargs.get("sampling_args") or {}), **sampling_args}
@@ -177,7 +173,8 @@ class RLM:
                           custom_system_prompt=self.system_prompt, compaction=self.compaction,
                           compaction_threshold_pct=self.compaction_threshold_pct,
                           max_concurrent_subcalls=self.max_concurrent_subcalls, orchestrator=self.orchestrator,
-                          user_prologue=self.user_prologue,
+                          user_prologue=self.user_prologue, custom_tools=self.custom_tools,
+                          custom_sub_tools=self.custom_sub_tools,
                           configured=lambda name: base.loaded.source_of(f"run.{name}") != "default")  # fmt: skip
         host = base.host
         if "rlms" not in [spec.name for spec in host.environments()]:

@@ -19,7 +19,7 @@ import json
 from typing import Any, Optional
 
 from rlm_host import ActionResult, RlmError
-from rlm_host.sdk.environments import SubCalls, execute_code, truncate
+from rlm_host.sdk.environments import SubCalls, execute_code, tools_prompt, truncate
 from rlm_host.sdk.frameworks import REPL_REPLY_FORMAT, ChatCompactor
 
 from rlm_compat_rlms.loop import prompts
@@ -61,13 +61,18 @@ class RlmsEnvironment:
         calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
         recursion = Recursion(self.ctx, calls, self.settings.max_concurrent_subcalls)
         session.register_functions({"llm_query": calls.llm_query, "llm_query_batched": calls.llm_query_batched,
-                                    **recursion.functions()})  # fmt: skip
+                                    **recursion.functions(), **calls.tools.functions()})  # fmt: skip
         contexts = self._bind_names(session)
+        if calls.tools.tools:  # custom_tools: each a function of its name (the host's bridge), listed in the prompt
+            defined = session.execute(calls.tools.source())
+            if not defined.ok:
+                raise RlmError(f"custom_tools could not be defined in the sandbox: {defined.error}")
         if self.turn is not None and self.turn.setup_code:
             result = session.execute(self.turn.setup_code)
             if not result.ok:
                 raise RlmError(f"environment_kwargs['setup_code'] failed: {result.error or 'it timed out'}")
-        system = prompts.system_prompt(self.settings.system_prompt, self.settings.orchestrator, self.ctx.instructions)
+        system = prompts.system_prompt(self.settings.system_prompt, self.settings.orchestrator, self.ctx.instructions,
+                                       tools_prompt(self.ctx.tools))  # fmt: skip
         first = prompts.opening(self._question(), contexts[-1], self.settings.user_prologue)
         self.conversation = [{"role": "system", "content": system}, {"role": "user", "content": first}]
         if self.turn is not None:

@@ -52,15 +52,20 @@ SYNTHESIS_PROMPT = ("You have used all your turns. From everything above, give y
                     "as plain text, without code.")  # fmt: skip
 
 
-def system_prompt(custom: Optional[str], orchestrator: bool, instructions: Optional[str] = None) -> str:
+def system_prompt(custom: Optional[str], orchestrator: bool, instructions: Optional[str] = None,
+                  tools: str = "") -> str:  # fmt: skip
     """The system prompt: the user's own (``custom_system_prompt``) or this layer's, the orchestration advice,
-    and ``[run] instructions`` after them. A ``{custom_tools_section}`` in a custom prompt is filled (empty: no
-    custom tools) as rlms fills it; a prompt that is not a format string is used as it is."""
+    and ``[run] instructions`` after them. ``tools`` (the host's lines for the user's functions) fills a
+    ``{custom_tools_section}`` as rlms fills it, or follows the prompt; a prompt that is not a format string is used
+    as it is."""
     template = custom if custom is not None else SYSTEM_PROMPT
+    section = f"\n\n{tools}" if tools else ""
     try:
-        text = template.format(custom_tools_section="")
+        text = template.format(custom_tools_section=section)
     except (KeyError, IndexError, ValueError):
         text = template
+    if tools and tools not in text:
+        text = f"{text}{section}"
     if orchestrator:
         text = f"{text}\n\n{ORCHESTRATOR_ADVICE}"
     if instructions and instructions.strip():
