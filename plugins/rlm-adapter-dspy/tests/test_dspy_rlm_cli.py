@@ -77,6 +77,22 @@ def test_max_steps_are_root_turns_and_stop_the_loop_cleanly(rlm_cli, rlm_script,
     assert purposes == ["turn", "turn", "synthesis"]
 
 
+@pytest.mark.parametrize("extracted,answer", [
+    (WORKING, None),  # an action reply (reasoning, code) where extract's fields were asked for: no answer
+    ("Bo ships it on Friday.", "Bo ships it on Friday."),  # plain prose: the answer as it is
+    ("[[ ## answer ## ]]\nPAPAYA\n\n[[ ## completed ## ]]", "PAPAYA"),  # extract's answer field alone
+])  # fmt: skip
+def test_an_extract_reply_dspy_cannot_parse_gives_only_the_answer_it_holds(rlm_cli, rlm_script, context_file,
+                                                                           extracted, answer):  # fmt: skip
+    """Issue 47: at the step limit the next raw scripted reply (an action reply) was printed as the answer."""
+    result = rlm_cli("run", TASK, "--framework", "dspy-rlm", "--context", str(context_file), "--model",
+                     rlm_script([WORKING, extracted]), "--sandbox", "process", "--max-steps", "1", "-q",
+                     plugins=PLUGIN)  # fmt: skip
+    assert result.code == 1, result.err
+    assert result.out == (f"{answer}\n" if answer else ""), result.out
+    assert answer is not None or "no answer: the run ended max_steps" in result.err, result.err
+
+
 def test_a_code_error_is_a_step_and_the_run_goes_on(rlm_cli, rlm_script, context_file):
     model = rlm_script([reply("print(undefined_name)"), LOOK, SUBMIT_WORD], rules=SUB_RULES)
     result, data = run(rlm_cli, model, context_file)

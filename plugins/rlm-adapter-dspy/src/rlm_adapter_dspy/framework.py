@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from typing import Any, Iterator, Optional
 
 import dspy
@@ -125,7 +126,7 @@ class ActionPredictor(_WrappedPredictor):
 class Extract(_WrappedPredictor):
     """dspy.RLM's ``extract`` predictor, called once ``max_iters`` (the run's ``max_steps``) are used without
     SUBMIT: the run's synthesis call (``purpose="synthesis"``, allowed once past the turn limit). A reply dspy
-    cannot parse still gives its text as the answer."""
+    cannot parse gives the answer it holds (``unparsed_answer``): never an action reply shown as the answer."""
 
     def __call__(self, **kwargs: Any) -> Any:
         self.interpreter.file_unrun_replies()
@@ -134,10 +135,28 @@ class Extract(_WrappedPredictor):
         try:
             return self.predict(**kwargs)
         except AdapterParseError as exc:
-            said = (exc.lm_response or "").strip()
-            return dspy.Prediction(**{ANSWER_FIELD: said or None, "final_reasoning": "(extract's reply unparsed)"})
+            answer = unparsed_answer(exc.lm_response or "")
+            return dspy.Prediction(**{ANSWER_FIELD: answer, "final_reasoning": "(extract's reply unparsed)"})
         finally:
             root.purpose = "turn"
+
+
+_FIELD_HEADER = re.compile(r"^\[\[ ## (\w+) ## \]\]\s*$", re.MULTILINE)
+
+
+def unparsed_answer(said: str) -> Optional[str]:
+    """The answer in an extract reply dspy could not parse: plain text is the answer as it is (a small model
+    answering in prose); a reply in dspy's field format gives its ``answer`` field, and one without that field (an
+    action reply: reasoning and code, as a model still in its loop writes) gives none."""
+    said = said.strip()
+    headers = list(_FIELD_HEADER.finditer(said))
+    if not headers:
+        return said or None
+    for index, header in enumerate(headers):
+        if header.group(1) == ANSWER_FIELD:
+            end = headers[index + 1].start() if index + 1 < len(headers) else len(said)
+            return said[header.end():end].strip() or None
+    return None
 
 
 def our_error(exc: BaseException) -> Optional[BaseException]:
