@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
 from rlm_host import RecursionRefused
+from rlm_host.sdk.observability import redacted_clip
 
 PROMPT_CHARS = 500  # of a prompt or an answer kept in a sub_call event (the child's own trajectory has it all)
 
@@ -82,9 +83,8 @@ class Recursion:
 
 
 def _clip(text: Optional[str]) -> Optional[str]:
-    if text is None or len(text) <= PROMPT_CHARS:
-        return text
-    return text[:PROMPT_CHARS] + f"… [{len(text):,} characters]"
+    """A prompt or answer as a sub_call event keeps it: redacted, then cut (a key across the cut keeps no prefix)."""
+    return redacted_clip(text, PROMPT_CHARS, "count")
 
 
 __all__ = ["Recursion"]
