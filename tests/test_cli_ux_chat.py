@@ -104,3 +104,23 @@ def test_chat_through_another_environment_and_a_framework(rlm, isolated_env):
     assert start["data"]["framework"] == "pydantic-ai"
     bad = rlm("chat", "--framework", "nosuch", "--model", "scripted:f.json", plugins=PLUGINS, input="Hi?\n")
     assert bad.returncode == 2 and "nosuch" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_ordered_script_plays_on_across_turns_and_runs_list_the_question(rlm, isolated_env):
+    """Issue 47: an ordered script restarted at every turn (the chat page's session answered 42 twice), and a later
+    turn was listed as "This is turn 2 of a conversation…" instead of its question."""
+    work = Path(isolated_env["WORK"])
+    (work / "nums.txt").write_text("20 22\n")
+    (work / "chat.json").write_text(json.dumps({"responses": [
+        "```repl\ntotal = sum(int(x) for x in context.split())\nanswer = total\nprint(answer)\n```", "FINAL_VAR(answer)",
+        "```repl\nanswer = total + 1\nprint(answer)\n```", "FINAL_VAR(answer)"]}))
+    chat = rlm("chat", "--context", "nums.txt", "--model", "scripted:chat.json", "--sandbox", "process", "--quiet",
+               plugins=PLUGINS, input="Sum the numbers\nAdd one\n/exit\n")  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    assert [line for line in chat.stdout.splitlines() if "rlm> " in line][-2:] == ["you> rlm> 42", "you> rlm> 43"]
+    listed = rlm("runs", "list", plugins=PLUGINS)
+    assert [line.split("$0.0000")[-1].strip() for line in listed.stdout.splitlines()[1:]] == ["Add one",
+                                                                                           "Sum the numbers"]
+    shown = rlm("runs", "show", "latest", plugins=PLUGINS)
+    session = _session_id(chat.stderr)
+    assert f"question: Add one (turn 2 of chat {session})" in shown.stdout and "This is turn" not in shown.stdout

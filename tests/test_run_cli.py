@@ -249,3 +249,14 @@ def test_ctrl_c_writes_the_final_event_and_exits_130(plugin_site, work):
     last = json.loads(trajectory.read_text().splitlines()[-1])
     assert last["type"] == "final" and last["data"]["termination_reason"] == "cancelled"
     assert "Traceback" not in stderr
+
+
+def test_runs_show_shows_the_labels_and_instructions_a_run_recorded(rlm, work):
+    """Issue 47: labels and instructions were recorded with the run, but ``rlm runs show`` showed neither."""
+    (work / "c.txt").write_text("text")
+    write_script(work / "s.json", ["```repl\nprint(1)\n```", "FINAL(42)"])
+    ran = rlm("run", "q", "--context", "c.txt", "--model", "scripted:s.json", "--sandbox", "process", "-q",
+              "--label", "experiment=chunking", "--label", "try=2", "--instructions", "Answer in one word.", plugins=[])
+    assert ran.returncode == 0, ran.stderr
+    shown = rlm("runs", "show", "latest", plugins=[])
+    assert "labels: experiment=chunking  try=2" in shown.stdout and "instructions: Answer in one word." in shown.stdout

@@ -183,16 +183,18 @@ class RLM:
     # ------------------------------------------------------------------ internals
 
     def _run(self, context: Any, query: str, cancel: Optional[threading.Event], on_event: Any,
-             options: dict[str, Any], carry: Any = None,
-             event_types: Optional[Iterable[str]] = None) -> RunResult:  # fmt: skip
+             options: dict[str, Any], carry: Any = None, event_types: Optional[Iterable[str]] = None,
+             question: Optional[str] = None, connector_pool: Optional[dict[Any, Any]] = None) -> RunResult:  # fmt: skip
         """One run: this object's settings with the call's options merged in (validated, each labelled), the
-        context as given (a path or a list of paths: loaded by the run's plan, as ``--context`` is)."""
+        context as given (a path or a list of paths: loaded by the run's plan, as ``--context`` is); ``question``
+        and ``connector_pool`` as ``Runner.run_task`` takes them (a chat session's turn)."""
         from rlm_host.context import ContextFiles
 
         loaded = self.loaded.with_run(options, _labels(options))
         return self.runner.run_task(query, context=ContextFiles.of(context), settings=loaded, cancel=cancel,
                                     on_event=on_event, event_types=event_types, connectors=self.connectors,
-                                    shared_budget=self._pool, carry=carry, approver=self.approver)  # fmt: skip
+                                    shared_budget=self._pool, carry=carry, approver=self.approver,
+                                    question=question, connector_pool=connector_pool)  # fmt: skip
 
 
 class RunStream:

@@ -66,6 +66,7 @@ class ChatSession:
         self.variables: dict[str, Any] = {}
         self.dropped: list[str] = []
         self._lock = threading.Lock()
+        self._connectors: dict[Any, Any] = {}  # built once per model: a scripted model plays on from turn to turn
         if resume is not None:
             self._path = session_file(rlm.home, resume)
             self.id = resume
@@ -100,7 +101,9 @@ class ChatSession:
             chosen = {**self.rlm.options, **self.options, **{k: v for k, v in options.items() if v is not None}}
             filled = {k: v for k, v in self.stored.items() if k not in chosen}  # the caller's choices win
             merged = {**filled, **self.options, **options, "labels": labels}
-            result = self.rlm._run(self.context, self._task(query), cancel, on_event, merged, carry=carrier)
+            task = self._task(query)
+            result = self.rlm._run(self.context, task, cancel, on_event, merged, carry=carrier,
+                                   question=query if task != query else None, connector_pool=self._connectors)  # fmt: skip
             self.ran = {k: v for k, v in {**filled, **chosen}.items() if k in FROM_FILE + LIMITS}
             self.ran.update({k: v for k, v in (("model", result.model), ("sandbox", result.sandbox))
                              if v and v != "none"})  # what it ran with: a resume uses it  # fmt: skip

@@ -127,13 +127,23 @@ def render_child(child: RunTrace, *, max_lines: int = OUTPUT_LINES) -> str:
 
 
 def render_summary(replay: Replay) -> str:
-    """The run's header: id, task, components, outcome, steps, reward, tokens, cost, duration, answer."""
+    """The run's header: id, task (a chat turn's question), labels and instructions, components, outcome, steps,
+    reward, tokens, cost, duration, answer."""
     root, result, start = replay.root, replay.result, replay.root.start
     started = datetime.fromtimestamp(replay.events[0].ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [f"run {root.run_id}  started {started}"]
+    settings = start.get("settings") if isinstance(start.get("settings"), dict) else {}
+    labels = settings.get("labels") if isinstance(settings.get("labels"), dict) else {}
     task = start.get("task") or (result.task if result else "")
-    if task:
+    if start.get("question"):  # a chat turn: its task carries the conversation, its question is what was asked
+        session = f" (turn {labels.get('turn', '?')} of chat {labels['session_id']})" if labels.get("session_id") else ""
+        parts.append(f"question: {_short(start['question'], 200)}{session}")
+    elif task:
         parts.append(f"task: {_short(task, 200)}")
+    if labels:
+        parts.append("labels: " + "  ".join(f"{k}={_short(v, 60)}" for k, v in labels.items()))
+    if settings.get("instructions"):
+        parts.append(f"instructions: {_short(settings['instructions'], 200)}")
     setup = {k: start.get(k) or (getattr(result, k, "") if result else "")
              for k in ("framework", "environment", "model", "sandbox")}  # fmt: skip
     if setup["framework"] == "native":

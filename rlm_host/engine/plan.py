@@ -100,11 +100,13 @@ class RunPlan:
         # the sinks deliver in the background: the answer is not kept waiting for a slow backend
         return [delivery.close_in_background, self.writer.close]
 
-    def describe(self, task: str, context_meta: dict[str, Any]) -> dict[str, Any]:
-        """The ``run_start`` event's data; its ``schema_version`` tells a reader the format of the whole file."""
+    def describe(self, task: str, context_meta: dict[str, Any], question: Optional[str] = None) -> dict[str, Any]:
+        """The ``run_start`` event's data; its ``schema_version`` tells a reader the format of the whole file.
+        ``question``: the user's own question when the task wraps it (a chat turn's task carries the conversation)."""
         return {
             "schema_version": SCHEMA_VERSION,
             "task": task,
+            **({"question": question} if question is not None else {}),
             "environment": self.run.environment,
             "framework": self.run.framework,
             "model": self.root_connector.name,
@@ -122,13 +124,15 @@ class RunPlan:
 
 def plan_run(host: Any, loaded: Any, home: Path, context: Any,
              connectors: Optional[dict[str, ModelConnector]] = None,
-             prices: Optional[PriceTable] = None) -> RunPlan:  # fmt: skip
+             prices: Optional[PriceTable] = None,
+             pool: Optional[dict[tuple[str, str], ModelConnector]] = None) -> RunPlan:  # fmt: skip
     """Resolve every name and value of a run before its first step (one clear error if any is wrong).
 
     ``loaded``: the settings with the front door's run options merged in (``LoadedSettings.with_run``), so each
     value's source is known; ``context``: the context itself, or ``ContextFiles`` to load here as the environment
     needs. ``prices`` (the table the run's costs are counted with; by default the settings' own) says whether a
-    cost budget can be enforced: see :func:`cost_notices`."""
+    cost budget can be enforced: see :func:`cost_notices`. ``pool`` (model and options → connector) keeps the
+    connectors built here for the next run that passes it: a chat session's turns play one script on."""
     run: RunSettings = loaded.settings.run
     framework_spec = _framework(host, run.framework)
     env_spec = host.environments().get(run.environment)
@@ -155,7 +159,13 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     def make_connector(model: str, role: str = "sub") -> ModelConnector:
         options = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens,
                                **sampling.sent(role, model, host))  # fmt: skip
-        return resolve_connector(model, host=host, settings=loaded, options=options, home=home)
+        key = (model, options.model_dump_json())
+        if pool is not None and key in pool:  # a chat session's turns share their connectors (a script goes on)
+            return pool[key]
+        connector = resolve_connector(model, host=host, settings=loaded, options=options, home=home)
+        if pool is not None:
+            pool[key] = connector
+        return connector
 
     root = given.get("root") or make_connector(model, "root")
     own_sub = run.sub_model or (model if run.sub_sampling and "root" not in given else None)

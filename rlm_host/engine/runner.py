@@ -71,6 +71,8 @@ class RLMRunner:
         shared_budget: Optional[Budget] = None,
         carry: Optional[VariableCarrier] = None,
         approver: Optional[Approver] = None,
+        question: Optional[str] = None,
+        connector_pool: Optional[dict[Any, ModelConnector]] = None,
         **options: Any,
     ) -> RunResult:
         """Run ``task`` over ``context``: a value (str, list of documents, JSON) or ``ContextFiles`` (paths the plan
@@ -82,13 +84,15 @@ class RLMRunner:
         well (runs of one ``RLM(shared_budget=True)``); ``event_types`` limits what ``on_event`` receives to those
         event types (the trajectory and the sinks still get every event); ``carry`` (a ``VariableCarrier``) binds earlier variables in
         the root run's sandbox and saves them after; ``approver`` is asked before actions that change things when
-        ``[run] approve`` (or a rule) says ask (``rlm_host.approvals``).
+        ``[run] approve`` (or a rule) says ask (``rlm_host.approvals``). ``question``: the user's own question
+        when ``task`` wraps it (a chat turn), recorded and listed in its place; ``connector_pool`` keeps the model
+        connectors for the next run given it (``plan_run``'s ``pool``).
         """
         from rlm_host.config.run_options import keyword_label
 
         wanted = check_event_types(event_types)  # a misspelt type fails before anything starts
         loaded = (settings or self.loaded).with_run(options, {name: keyword_label(name) for name in options})
-        plan = plan_run(self.host, loaded, self.home, context, connectors, self.prices)
+        plan = plan_run(self.host, loaded, self.home, context, connectors, self.prices, connector_pool)
         if on_event is None:  # no live view (--quiet, a plain API call): a cost budget's warnings still reach stderr
             for warning in plan.warnings:
                 logs.get_logger("rlm.budget").warning(warning)
@@ -105,12 +109,12 @@ class RLMRunner:
             bus.subscribe("on_event", on_event, wanted)
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
         registration = ActiveRuns(self.home).register(  # `rlm runs cancel` from any process sets budget.cancel
-            plan.run_id, budget.cancel, task=task, environment=run.environment, model=plan.root_connector.name,
+            plan.run_id, budget.cancel, task=question or task, environment=run.environment, model=plan.root_connector.name,
             trajectory=str(plan.trajectory_path))  # fmt: skip
         approvals = Approvals(run.approve, run.approval_rules, approver)
         try:
             result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry,
-                               approvals)  # fmt: skip
+                               approvals, question)  # fmt: skip
         finally:
             if registration is not None:
                 registration.close()
@@ -136,7 +140,7 @@ class RLMRunner:
 
     def _run(self, scope: RunScope, task: str, context: Any, plan: RunPlan, budget: Budget,
              guard: RecursionGuard, carry: Optional[VariableCarrier] = None,
-             approvals: Approvals = ALLOW_ALL) -> RunResult:  # fmt: skip
+             approvals: Approvals = ALLOW_ALL, question: Optional[str] = None) -> RunResult:  # fmt: skip
         """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
         started = time.monotonic()
         usage, usage_lock = RunUsage(), threading.Lock()
@@ -148,7 +152,7 @@ class RLMRunner:
 
         root, sub = client(plan.root_connector, "root"), client(plan.sub_connector, "sub")
         meta = plan.context_meta if scope.depth == 0 else describe_context(context)
-        scope.emit("run_start", plan.describe(task, meta))
+        scope.emit("run_start", plan.describe(task, meta, question))
         fingerprint = guard.enter(plan.run.environment, task)
 
         def spawn_child(child_task: str, child_context: Any) -> RunResult:

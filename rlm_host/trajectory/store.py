@@ -352,7 +352,8 @@ class RunStore:
         started = _iso(float(event["ts"])) if isinstance(event.get("ts"), (int, float)) else None
         return RunSummary(
             run_id=root,
-            task=clip(str(data.get("task") or ""), TASK_CHARS, one_line=True),
+            task=clip(str(data.get("question") or data.get("task") or ""), TASK_CHARS, one_line=True),  # a chat
+            # turn's task carries the conversation: its question is what the user asked
             environment=str(data.get("environment") or ""),
             model=str(data.get("model") or ""),
             started=started,
