@@ -138,6 +138,25 @@ def test_compare_fails_on_an_injected_regression_and_report_formats(cli, work):
     assert code == 0 and (work / "r.md").read_text().startswith("# Benchmark")
 
 
+def test_a_gate_across_different_cases_is_refused_unless_allowed(cli, work):
+    """Issue 47: ``rlm bench compare latest previous`` across two presets passed (exit 0) with a note."""
+    write_script(work / "good.json", SMOKE_RULES)
+    common = ("--sandbox", "process", "-q", "--model", "scripted:good.json")
+    assert cli("bench", "run", "--preset", "pure_rlm_smoke", *common)[0] == 0
+    cli("bench", "run", "--preset", "generic_smoke", *common)  # its cases fail: a benchmark of another preset
+    code, out, err = cli("bench", "compare", "latest", "previous")
+    assert code == 2 and out == "", out
+    assert "(preset generic_smoke)" in err and "(preset pure_rlm_smoke)" in err and "0 in common" in err, err
+    assert "hint: compare two benchmarks of one preset, or pass --allow-different-cases" in err
+    code, out, err = cli("bench", "compare", "latest", "previous", "--allow-different-cases")
+    assert code in (0, 1) and "different presets (generic_smoke vs pure_rlm_smoke)" in out, err
+    assert cli("bench", "run", "--preset", "pure_rlm_smoke", "--limit", "1", *common)[0] == 0
+    store = BenchStore(work / ".rlm")
+    full, _, one = (str(p) for p in store.summaries())
+    code, _, err = cli("bench", "compare", one, full)  # one preset, but --limit 1 ran one case of three
+    assert code == 2 and "1 in common; only in the baseline:" in err, err
+
+
 def test_clear_errors(cli):
     code, _, err = cli("bench", "run", "--preset", "oolong-styl")
     assert code == 2 and "unknown benchmark 'oolong-styl' (did you mean 'oolong_style'?)" in err

@@ -215,9 +215,13 @@ def compare(
     allow_regressions: bool = typer.Option(
         False, "--allow-completion-regressions", help="Do not gate on cases that stop completing."
     ),
+    allow_different_cases: bool = typer.Option(
+        False, "--allow-different-cases", help="Gate two benchmarks of different presets or case sets (refused "
+        "otherwise: exit 2)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
 ) -> None:
-    """Gate a candidate benchmark against a baseline; exit 1 when a gate fails (for CI)."""
+    """Gate a candidate benchmark against a baseline; exit 1 when a gate fails (for CI), exit 2 when the two did
+    not run the same cases (another preset, another --limit) unless --allow-different-cases."""
     from rlm_bench.compare import Gates
     from rlm_bench.compare import compare as run_compare
     from rlm_bench.report import comparison_markdown
@@ -228,6 +232,8 @@ def compare(
                   max_steps_increase=max_steps_increase, min_accuracy_delta=min_accuracy_delta,
                   fail_on_completion_regression=not allow_regressions)  # fmt: skip
     result = run_compare(store.load(candidate), store.load(baseline), gates)
+    if not allow_different_cases:
+        refuse_different_cases(result)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
@@ -237,6 +243,22 @@ def compare(
         failed = ", ".join(g.name for g in result.gates if not g.passed)
         typer.echo(f"gates failed: {failed}", err=True)
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def refuse_different_cases(result: Any) -> None:
+    """A gate over two benchmarks that did not run the same cases compares nothing: one clear error (exit 2) naming
+    both presets and what differs, unless the caller says it means it."""
+    from rlm_host import InputError
+
+    if result.same_preset and not result.only_in_candidate and not result.only_in_baseline:
+        return
+    differs = [f"only in the candidate: {', '.join(result.only_in_candidate[:5])}" if result.only_in_candidate else "",
+               f"only in the baseline: {', '.join(result.only_in_baseline[:5])}" if result.only_in_baseline else ""]
+    what = "; ".join(d for d in differs if d)
+    raise InputError(f"{result.candidate_id} (preset {result.candidate_preset}) and {result.baseline_id} (preset "
+                     f"{result.baseline_preset}) did not run the same cases ({result.common_cases} in common"
+                     f"{'; ' + what if what else ''}): a gate across them compares nothing",
+                     hint="compare two benchmarks of one preset, or pass --allow-different-cases")  # fmt: skip
 
 
 @app.command("report", short_help="A benchmark's report: markdown, csv, json or an HTML page.")
