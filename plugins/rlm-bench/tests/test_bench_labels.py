@@ -49,7 +49,7 @@ def test_a_benchmark_scoring_zero_shows_no_tick_and_names_its_figures(work):
     assert "mean score **0." in report.stdout and "| pack | cases | mean score | correct |" in report.stdout
     board = rlm("leaderboard")
     assert board.stdout.startswith("ranked by mean score (higher is better)")
-    assert "SCORE mean score" in board.stdout and "EFF efficiency: reward per 1,000 tokens" in board.stdout
+    assert "SCORE mean score" in board.stdout and "EFF efficiency: mean score per 1,000 tokens" in board.stdout
     assert rlm("leaderboard", "--metric", "score").stdout == board.stdout
 
 
@@ -83,4 +83,4 @@ def test_help_is_never_cut(command, work):
     body = done.stdout.split("\n", 1)[1]  # the usage line's [ARGS]... is click's, not a cut
     assert done.returncode == 0 and "..." not in body
     if command == ("leaderboard",):
-        assert "efficiency (reward per 1,000 tokens)" in " ".join(done.stdout.split())
+        assert "efficiency (mean score per 1,000 tokens)" in " ".join(done.stdout.split())

@@ -70,7 +70,7 @@ def test_ranking_by_each_metric_follows_its_direction(cli, benchmarks):
     good = rows[0]
     assert good["preset"] == "pure_rlm_smoke" and good["mode"] == "native" and good["model"] == "scripted:good.json"
     assert good["sandbox"] == "process" and good["cases"] == 3 and good["completion_rate"] == 1.0
-    assert good["efficiency"] == pytest.approx(good["avg_reward"] * 1000 / good["avg_tokens"], rel=1e-5)
+    assert good["efficiency"] == pytest.approx(good["accuracy"] * 1000 / good["avg_tokens"], rel=1e-5)
     steps = leaderboard_json(cli, "--metric", "steps")["rows"]
     assert steps[-1]["benchmark_id"] == ids["half"]  # the most steps per case ranks last
 
@@ -128,7 +128,7 @@ def test_empty_home_and_pure_functions(cli, benchmarks):
     assert lb.rank(summaries, "accuracy", where) == []
     with pytest.raises(lb.LeaderboardError, match="not KEY=VALUE"):
         lb.parse_filters(["preset"])
-    assert lb.efficiency(1.0, 0) is None and lb.efficiency(0.5, 2000) == 0.25
+    assert lb.efficiency(1.0, 0) is None and lb.efficiency(0.5, 2000) == 0.25 and lb.efficiency(None, 2000) is None
     stats = lb.statistics_block(lb.rank(summaries, "completion"), "completion")
     assert stats["count"] == 3 and stats["max"] == 1.0
 
@@ -136,3 +136,23 @@ def test_empty_home_and_pure_functions(cli, benchmarks):
 def test_no_benchmarks_yet(cli):
     code, out, _ = cli("leaderboard")
     assert code == 0 and "no saved benchmarks" in out
+
+
+def test_efficiency_ranks_right_answers_per_token_not_the_step_reward(cli, isolated_env):
+    """Issue 47: ``--metric efficiency`` ranked a benchmark that scored 0 first: any final answer earns reward 1.0,
+    and a one-call direct benchmark spends few tokens on its wrong answers."""
+    work = Path(isolated_env["WORK"])
+    write_script(work / "good.json", SMOKE_RULES)
+    write_script(work / "wrong.json", [{"match": "Velmora", "text": "Nowhere"}, {"match": "Isjor", "text": "Nobody"}])
+    common = ("--sandbox", "process", "-q", "--json")
+    code, out, err = cli("bench", "run", "--preset", "pure_rlm_smoke", "--model", "scripted:good.json", *common)
+    assert code == 0, err
+    right = json.loads(out)["benchmark_id"]
+    code, out, err = cli("bench", "run", "--pack", str(DATA / "evals.yaml"), "--mode", "direct-llm", "--model",
+                         "scripted:wrong.json", "--limit", "2", *common)  # fmt: skip
+    assert code == 0, err
+    wrong = json.loads(out)
+    assert wrong["metrics"]["accuracy"] == 0 and wrong["metrics"]["avg_reward"] == 1.0  # reward knows no answer
+    rows = leaderboard_json(cli, "--metric", "efficiency")["rows"]
+    assert [r["benchmark_id"] for r in rows] == [right, wrong["benchmark_id"]]
+    assert rows[1]["efficiency"] == 0 and rows[0]["efficiency"] > 0

@@ -3,7 +3,8 @@
 - **mean score**: the mean of the case scores (each in [0, 1]) over the scored cases — the summary's ``accuracy``
   field, ``--metric accuracy`` (alias ``score``) and the ``accuracy`` gate;
 - **correct**: how many scored cases got the full score (1.0), out of the scored cases;
-- **efficiency** (``EFF``): reward per 1,000 tokens (average reward × 1000 / average tokens per case).
+- **efficiency** (``EFF``): mean score per 1,000 tokens (mean score × 1000 / average tokens per case): what the
+  tokens bought in right answers (a step reward, earned by any final answer, would rank a wrong benchmark first).
 
 A case's mark follows its score, not only whether it ran: ✓ correct, ◐ partly right, ✗ wrong or failed,
 ○ finished without an expected answer, … incomplete and unscored.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 MEAN_SCORE = "mean score"
-EFFICIENCY = "efficiency: reward per 1,000 tokens (avg reward × 1000 / avg tokens per case)"
+EFFICIENCY = "efficiency: mean score per 1,000 tokens (mean score × 1000 / avg tokens per case)"
 MARKS = {"correct": ("✓", "green"), "partial": ("◐", "yellow"), "wrong": ("✗", "red"), "unscored": ("○", "default"),
          "incomplete": ("…", "yellow")}  # fmt: skip
 MARK_LEGEND = "✓ correct · ◐ partly right · ✗ wrong or failed · ○ no expected answer · … incomplete"

@@ -7,7 +7,7 @@ One row per benchmark (``LeaderboardRow``). Metrics and their direction:
 | ``accuracy`` (alias ``score``) | mean score over scored cases (shown as SCORE) | higher |
 | ``reward`` | average reward per case | higher |
 | ``completion`` | completion rate | higher |
-| ``efficiency`` | reward per 1000 tokens (avg reward × 1000 / avg tokens per case; shown as EFF) | higher |
+| ``efficiency`` | mean score per 1000 tokens (mean score × 1000 / avg tokens per case; shown as EFF) | higher |
 | ``steps`` | average steps per case | lower |
 | ``tokens`` | average tokens per case (so benchmarks of different sizes compare fairly) | lower |
 | ``cost`` | average cost per case (USD) | lower |
@@ -103,9 +103,10 @@ class LeaderboardRow:
         return {"rank": data.pop("rank"), **data}
 
 
-def efficiency(avg_reward: float, avg_tokens: float) -> Optional[float]:
-    """Reward per 1000 tokens; None when no token was counted."""
-    return round(avg_reward * 1000 / avg_tokens, 6) if avg_tokens > 0 else None
+def efficiency(mean_score: Optional[float], avg_tokens: float) -> Optional[float]:
+    """Mean score per 1000 tokens: right answers for the tokens (not the step reward, which any final answer
+    earns); None without a scored case or a counted token."""
+    return round(mean_score * 1000 / avg_tokens, 6) if mean_score is not None and avg_tokens > 0 else None
 
 
 def row_from_summary(summary: BenchmarkSummary) -> LeaderboardRow:
@@ -122,7 +123,7 @@ def row_from_summary(summary: BenchmarkSummary) -> LeaderboardRow:
         started_at=started.isoformat(), cases=m.cases, accuracy=m.accuracy, avg_reward=m.avg_reward,
         completion_rate=m.completion_rate, avg_steps=m.avg_steps, tokens=m.tokens.total, avg_tokens=m.avg_tokens,
         cost=m.cost, avg_cost=round(m.cost / m.cases, 8) if m.cost is not None and m.cases else None,
-        p50_latency_s=m.latency_s.p50, avg_latency_s=m.latency_s.avg, efficiency=efficiency(m.avg_reward, m.avg_tokens),
+        p50_latency_s=m.latency_s.p50, avg_latency_s=m.latency_s.avg, efficiency=efficiency(m.accuracy, m.avg_tokens),
         environments=sorted({*environments, *([summary.environment] if summary.environment else [])}),
         tags={k: sorted(v) for k, v in tags.items()}, started=started,
     )  # fmt: skip

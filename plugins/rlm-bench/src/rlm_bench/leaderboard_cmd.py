@@ -17,7 +17,7 @@ def leaderboard(
     ctx: typer.Context,
     metric: str = typer.Option(
         "accuracy", "--metric", "-m",
-        help="accuracy (the mean score; alias: score), reward, completion, efficiency (reward per 1,000 tokens) "
+        help="accuracy (the mean score; alias: score), reward, completion, efficiency (mean score per 1,000 tokens) "
         "(higher is better); steps, tokens, cost, duration (lower is better).",
     ),
     filters: Optional[List[str]] = typer.Option(
@@ -31,7 +31,7 @@ def leaderboard(
     as_markdown: bool = typer.Option(False, "--markdown", help="Print a markdown table with statistics."),
 ) -> None:
     """Rank saved benchmarks: one row per benchmark with mean score, reward, completion, steps, tokens, cost,
-    latency and efficiency (EFF: reward per 1,000 tokens)."""
+    latency and efficiency (EFF: mean score per 1,000 tokens)."""
     from rlm_bench.leaderboard import LeaderboardError, check_metric, load_summaries, parse_filters, rank, render
     from rlm_bench.store import BenchStore
 
