@@ -172,6 +172,23 @@ class RLM:
             if worker.is_alive():
                 await asyncio.shield(asyncio.to_thread(worker.join))
 
+    def check(self, *, model: Optional[str] = None, sandbox: Optional[str] = None) -> None:
+        """Resolve ``model`` and ``sandbox`` as a run would (the provider and its key, a script or weights file; the
+        runtime installed and ready), raising ``RlmError`` when one cannot be used: for a front door taking them
+        ahead of a run (chat's ``/model``, the TUI's ``/connect`` and ``/sandbox``), so the refusal comes there."""
+        runner = self.runner
+        if model is not None:
+            from rlm_host.llm.resolve import resolve_connector
+
+            connector = resolve_connector(model, host=runner.host, settings=runner.loaded, home=self.home)
+            close = getattr(connector, "close", None)
+            if callable(close):
+                close()
+        if sandbox is not None:
+            from rlm_host.engine.sandbox_plan import choose_sandbox
+
+            choose_sandbox(runner.host, runner.loaded, sandbox)
+
     def session(self, context: Any = None, *, resume: Optional[str] = None, **options: Any) -> "ChatSession":
         """A chat over ``context``: ``ask(query)`` per turn, the REPL's JSON variables and the conversation kept
         between turns and saved under ``home/sessions``; ``resume=ID`` continues a saved one (see

@@ -56,7 +56,7 @@ def chat_session(
         session_file(rlm.home, resume)  # an id that is not a session's is refused first, whatever else is wrong
     for given in (model, sub_model):
         if given:
-            _check_model(given, rlm)  # a model that cannot be loaded is refused now, not at the first question
+            rlm.check(model=given)  # a model that cannot be loaded is refused now, not at the first question
     if environment:
         rlm.runner.host.environments().get(environment)  # an unknown name is refused now too (exit 2)
     if framework and framework != "native":
@@ -143,7 +143,7 @@ def _command(line: str, session, rlm) -> bool:
                    + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))  # fmt: skip
     elif name == "/model":
         if argument.strip():
-            _check_model(argument.strip(), rlm)  # raises: the model stays as it was
+            rlm.check(model=argument.strip())  # raises: the model stays as it was
             session.options["model"] = argument.strip()
             typer.echo(f"model from the next turn: {argument.strip()}")
         else:
@@ -176,13 +176,3 @@ def _sandbox(session, rlm) -> str:
     except RlmError:
         return "auto (none ready)"
 
-
-def _check_model(model: str, rlm) -> None:
-    """Build ``model``'s connector as a turn would (provider, key, script or weights file); RlmError if it cannot."""
-    from rlm_host.llm.resolve import resolve_connector
-
-    runner = rlm.runner
-    connector = resolve_connector(model, host=runner.host, settings=runner.loaded, home=rlm.home)
-    close = getattr(connector, "close", None)
-    if callable(close):
-        close()

@@ -79,9 +79,13 @@ def _help(name: str, description: str) -> str:
 
 def apply(loaded: Any, given: dict[str, Any]) -> Any:
     """``loaded`` with the run options of ``given`` (click's parsed values; None or empty: not given) set, each
-    recorded as coming from its flag; a bad value is a ConfigError naming the flag."""
+    recorded as coming from its flag; a bad value is a ConfigError naming the flag, and so is a name that is no run
+    option (a front door passing what its user typed: the TUI's ``budget=``)."""
     run = loaded.settings.run
     values: dict[str, Any] = {}
+    unknown = [name for name in given if name not in run_options.names()]
+    if unknown:
+        raise _unknown_option(unknown[0])
     for name, value in given.items():
         if value is None or value == ():
             continue
@@ -93,6 +97,20 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
         else:
             values[name] = value
     return loaded.with_run(values, {name: run_options.flag_of(name) for name in values})
+
+
+def _unknown_option(name: str) -> Exception:
+    """One clear error for a name that is no run option, with the nearest ones (``--max-cost`` for ``cost``)."""
+    import difflib
+
+    from rlm_host.errors import ConfigError
+
+    flag = "--" + name.replace("_", "-")
+    flags = [run_options.flag_of(n) for n in run_options.names()]
+    near = difflib.get_close_matches(flag, flags, n=3, cutoff=0.5)
+    return ConfigError(f"unknown run option {flag}" + (f" (did you mean {' or '.join(near)}?)" if near else ""),
+                       hint="the run options are those of `rlm run --help` (--max-cost and --max-tokens for a "
+                       "budget)")  # fmt: skip
 
 
 def _configured(run: Any, name: str) -> list[str]:
