@@ -237,3 +237,66 @@ def test_a_run_without_final_whose_process_is_gone_shows_interrupted(tmp_path):
         assert app.query_one("RunsView").runs[0].interrupted
 
     drive(app, body)
+
+
+def test_typing_on_the_runs_table_goes_to_the_filter(tmp_path):
+    """Issue 47: the filter took no typing until shift+Tab, though the browser said "type in the filter above"."""
+    home = tmp_path / ".rlm"
+    sample_home(home)
+    app = make_app(home)
+
+    async def body(pilot):
+        table = app.query_one("#runs-table")
+        assert app.focused is table and table.row_count == 3  # as the app opens
+        await pilot.press(*"bbbb")
+        assert app.query_one("#filter").value == "bbbb" and table.row_count == 1
+        await pilot.press("down")  # back to the table
+        assert app.focused is table
+        await pilot.press("slash")  # a command key keeps its meaning
+        assert app.focused is app.query_one("#command")
+
+    drive(app, body)
+
+
+def test_connect_sandbox_and_options_are_checked_when_typed(rlm_isolated):
+    """Issue 47: /sandbox nosuch and /connect nosuchprov m were accepted ("checked at once") and failed at the next
+    run; budget= was a raw KeyError."""
+    model = script(rlm_isolated.work / "s.json", ["FINAL(1)"])
+    app = make_app(rlm_isolated.runs)
+
+    async def body(pilot):
+        app.execute("/sandbox nosuch")
+        assert "unknown sandbox 'nosuch'" in app.last_message and "next runs" not in app.last_message
+        app.execute("/connect nosuchprov m")
+        assert "nosuchprov" in app.last_message and "next runs" not in app.last_message, app.last_message
+        app.execute("/connect scripted:missing.json")
+        assert "missing.json" in app.last_message and "next runs" not in app.last_message, app.last_message
+        assert app.workspace.overrides == {}
+        app.execute('/rlm run "x" budget=5')
+        assert "unknown run option budget=" in app.last_message and "KeyError" not in app.last_message
+        app.execute(f"/connect {model}")
+        assert app.last_message == f"next runs use model {model}"
+
+    drive(app, body)
+
+
+def test_the_seeds_rlm_doctor_and_harness_run(rlm_isolated):
+    """Issue 47: the seeds' /rlm doctor and /harness run were missing."""
+    project = rlm_isolated.work / "shop"
+    project.mkdir()
+    (project / "notes.md").write_text("nothing to do\n")
+    model = script(rlm_isolated.work / "h.json", ['{"tool": "final", "args": {"answer": "nothing to do"}}'])
+    app = RlmTui(Workspace(home=rlm_isolated.runs, settings=None), Bench(cwd=rlm_isolated.work))
+
+    async def body(pilot):
+        app.execute("/rlm doctor")
+        await wait_for(pilot, lambda: app.view == "doctor", seconds=120, what="the doctor's report")
+        shown = str(app.query_one("#doctor-text").render())
+        assert "sandbox" in shown and " ready" in shown and "rlm plugins doctor" in app.last_message
+        app.execute(f'/harness run "Is there anything to do?" workdir=shop sandbox=process model={model}')
+        await wait_for(pilot, lambda: "harness" in str(app.query_one("RunView").run_id or "") or "final" in
+                       app.last_message or "failed" in app.last_message, what="the harness run")  # fmt: skip
+        await wait_for(pilot, lambda: ": final" in app.last_message or "failed" in app.last_message, what="its end")
+        assert ": final · nothing to do" in app.last_message, app.last_message
+
+    drive(app, body)

@@ -86,8 +86,10 @@ def test_a_browser_session_runs_what_the_user_allowed(rlm_isolated):
     drive(app, body)
 
 
-def test_a_terminal_session_keeps_its_choices(rlm_isolated):
-    """Without ``--web`` the person at the terminal is the user: the same choices are theirs to make."""
+def test_a_terminal_session_keeps_its_choices(rlm_isolated, monkeypatch):
+    """Without ``--web`` the person at the terminal is the user: the same choices are theirs to make (checked as a
+    run would check them: /connect openai needs its key)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     model = script(rlm_isolated.work / "s.json", ["FINAL(1)"])
     workspace = Workspace(home=rlm_isolated.runs, settings=user_settings(rlm_isolated.work, model=model, max_steps=5))
     app = RlmTui(workspace, Bench(cwd=rlm_isolated.work))

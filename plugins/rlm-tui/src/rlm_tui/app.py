@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from rlm_tui.bench import Bench, BenchUnavailable
@@ -41,7 +42,7 @@ class RlmTui(App):
     #command { height: 1; border: none; padding: 0 1; background: $boost; }
     #command:focus { background: $primary 30%; }
     ContentSwitcher { height: 1fr; }
-    #help { padding: 0 1; }
+    #help, #doctor-text { padding: 0 1; }
     """
     BINDINGS = [
         Binding("f1", "view('help')", "Help"),
@@ -73,6 +74,8 @@ class RlmTui(App):
             yield CompareView(id="compare")
             yield BenchView(id="bench")
             yield Static(Text(HELP), id="help", markup=False)
+            with VerticalScroll(id="doctor"):  # /rlm doctor: longer than a small screen
+                yield Static(id="doctor-text", markup=False)
         yield Static(id="message", markup=False)
         yield CommandLine(SlashSuggester(lambda: self.run_ids, lambda: printable(p.get("name") for p in self.presets)),
                           id="command")
@@ -166,7 +169,8 @@ class RlmTui(App):
 
     def focus_view(self) -> None:
         """Give the keyboard to the visible view's main list."""
-        target = {"runs": "#runs-table", "run": "#steps", "compare": "#side-a VirtualList", "bench": "#bench-tabs Tabs"}
+        target = {"runs": "#runs-table", "run": "#steps", "compare": "#side-a VirtualList", "bench": "#bench-tabs Tabs",
+                  "doctor": "#doctor"}
         if self.view in target:
             self.query_one(target[self.view]).focus()
         else:
@@ -249,8 +253,11 @@ class RlmTui(App):
             self.say(f"next runs use sandbox {slash.args[0]}")
         elif name == "compare":
             self.compare(*slash.args)
-        elif name in ("run", "chat"):
+        elif name in ("run", "chat", "harness"):
             self.start(slash)
+        elif name == "doctor":
+            self.say("rlm plugins doctor: checking…")
+            self.doctor()
         elif name == "bench":
             self.run_bench(slash.options)
         elif name == "bench_report":
@@ -275,6 +282,8 @@ class RlmTui(App):
 
         if slash.name == "run":
             self.workspace.start_run(task, slash.context, slash.options, started, finished)
+        elif slash.name == "harness":
+            self.workspace.start_harness(task, slash.options, started, finished)
         else:
             self.workspace.ask(task, slash.context, slash.options, started, finished)
         self.say(f"starting: {task}")
@@ -354,6 +363,18 @@ class RlmTui(App):
             else:
                 self.say(f"benchmark {progress.preset} finished: {progress.summary.get('benchmark_id')}")
                 self.load_leaderboard()
+
+    @work(thread=True, exclusive=True, group="doctor", exit_on_error=False)
+    def doctor(self) -> None:
+        """``/rlm doctor``: ``rlm plugins doctor`` of this invocation, its lines shown in the doctor view."""
+        text, ready = self.bench.doctor()
+        self.call_from_thread(self._show_doctor, text, ready)
+
+    def _show_doctor(self, text: str, ready: bool) -> None:
+        self.query_one("#doctor-text", Static).update(Text(clean(text)))
+        self.action_view("doctor")
+        self.say("rlm plugins doctor: " + ("everything this setup uses is ready" if ready else
+                                           "something this setup uses is not ready (FAIL lines)"), error=not ready)
 
     @work(thread=True, exclusive=True, group="report", exit_on_error=False)
     def bench_report(self, candidate: str, baseline: Optional[str]) -> None:

@@ -1,4 +1,5 @@
-"""Benchmarks through the rlm-bench plugin's commands, in a subprocess (as the MCP plugin runs them).
+"""Benchmarks through the rlm-bench plugin's commands, in a subprocess (as the MCP plugin runs them), and
+``rlm plugins doctor`` for ``/rlm doctor`` the same way.
 
 ``rlm bench list --json`` gives the presets, ``rlm leaderboard --json`` the ranked rows, ``rlm bench report C
 --baseline B`` a comparison; ``rlm bench run --preset P --json`` runs one, printing a line per finished case on
@@ -85,6 +86,16 @@ class Bench:
         if done.returncode != 0:
             raise BenchUnavailable(_failure(done, args))
         return done.stdout
+
+    def doctor(self) -> tuple[str, bool]:
+        """``rlm plugins doctor`` (``/rlm doctor``, a seed command): its text and whether it said all is ready
+        (exit 0; 1 when something this setup uses is not)."""
+        try:
+            done = subprocess.run([*self.prefix, "plugins", "doctor"], cwd=self.cwd, env=self.env,
+                                  capture_output=True, text=True, timeout=180)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"rlm plugins doctor: {exc}", False
+        return (done.stdout + done.stderr).strip(), done.returncode == 0
 
     def run(self, preset: str, total: int, options: dict[str, str],
             on_change: Callable[[BenchProgress], None]) -> BenchProgress:  # fmt: skip

@@ -2,8 +2,9 @@
 
 The filter line takes words: ``status=final`` (a termination reason, ``running`` or ``interrupted``),
 ``env=pure_rlm``, ``model=scripted``, ``since=2026-11-01``, ``until=2026-11-30``; any other word must appear in
-the run's id or task. Runs registered as active (``ActiveRuns``) show as ``running``. Enter opens a run; ``r``
-reloads; ``/`` goes to the command line.
+the run's id or task. Runs registered as active (``ActiveRuns``) show as ``running``. Typing on the table goes to
+the filter (every printable key but ``/`` and ``:``, which open the command line); down or enter in the filter
+goes back to the table. Enter opens a run; ``ctrl+r`` reloads.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import date, datetime
 from typing import Any, Optional
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -80,7 +82,9 @@ def status_of(run: Any, active: set[str]) -> str:
 class RunsView(Vertical):
     """The saved runs of the home (newest first)."""
 
-    BINDINGS = [Binding("r", "reload", "Reload"), Binding("slash", "app.command_line", "Command", show=False)]
+    BINDINGS = [Binding("ctrl+r", "reload", "Reload"), Binding("slash", "app.command_line", "Command", show=False)]
+    #: keys that keep their meaning on the table; any other printable key is typed into the filter
+    COMMAND_KEYS = ("/", ":")
     DEFAULT_CSS = """
     RunsView #filter { height: 1; border: none; padding: 0 1; }
     RunsView #runs-count { height: 1; color: $text-muted; }
@@ -95,7 +99,7 @@ class RunsView(Vertical):
 
     def compose(self) -> ComposeResult:
         hint = "filter: status=final env=pure_rlm model=… since=YYYY-MM-DD words…  (tab: the table)"
-        yield Input(placeholder=hint, id="filter")
+        yield Input(placeholder=hint, id="filter", select_on_focus=False)  # typing on the table goes on here
         yield Static(id="runs-count", markup=False)
         table: DataTable = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
@@ -117,7 +121,7 @@ class RunsView(Vertical):
         for run in self.shown:
             table.add_row(*self._cells(run), key=run.run_id)
         self.query_one("#runs-count", Static).update(
-            f"{len(self.shown)} of {len(self.runs)} runs · enter: open · r: reload · type in the filter above")
+            f"{len(self.shown)} of {len(self.runs)} runs · type to filter · enter: open · ctrl+r: reload")
 
     def _cells(self, run: Any) -> list[Any]:
         status = status_of(run, self.active)
@@ -140,6 +144,20 @@ class RunsView(Vertical):
         if message.input.id == "filter":
             message.stop()
             self.query_one("#runs-table").focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """Type to filter: a printable key on the table (not a command key) goes into the filter, which takes the
+        keyboard; down in the filter gives it back to the table."""
+        table, line = self.query_one("#runs-table", DataTable), self.query_one("#filter", Input)
+        if self.app.focused is table and event.is_printable and event.character not in self.COMMAND_KEYS:
+            event.stop()
+            event.prevent_default()
+            line.focus()
+            line.insert_text_at_cursor(event.character or "")
+        elif self.app.focused is line and event.key == "down":
+            event.stop()
+            event.prevent_default()
+            table.focus()
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
         message.stop()

@@ -4,8 +4,9 @@ The seeds' commands, mapped onto the API the CLI uses (the app carries them out)
 
     /rlm run "task" env=… framework=… context=… steps=… [model=… sandbox=… timeout=… cost=… depth=…]
     /rlm chat "question" [context=…]       /rlm bench preset=NAME [limit=N]
-    /rlm bench report candidate=ID baseline=ID                /rlm replay ID
+    /rlm bench report candidate=ID baseline=ID                /rlm replay ID     /rlm doctor
     /rlm abort [ID|all]     /compare A B     /runs     /connect PROVIDER MODEL     /sandbox NAME     /help
+    /harness run "task" [workdir=DIR] [key=value…]
 
 ``key=value`` options are run options: a short seed name (``env``, ``steps``, ``depth``, ``cost``) or any
 ``RunSettings`` field name; their values are validated by the host (``apply_run_flags``) when the run starts,
@@ -31,6 +32,8 @@ HELP = """\
 /rlm bench preset=NAME [limit=N]       run a benchmark preset (F4: presets, progress, leaderboard)
 /rlm bench report candidate=ID baseline=ID   compare two benchmarks
 /rlm replay ID                         open a saved run (id, prefix or latest)
+/rlm doctor                            what is installed and ready (rlm plugins doctor)
+/harness run "task" [workdir=DIR]      the coding harness over a project folder (default: here; rlm-harness)
 /rlm abort [ID|all]                    cancel a run (default: the one shown) — any process's
 /compare A B                           two runs side by side from their first divergent step
 /connect PROVIDER MODEL                model of the next runs     /sandbox NAME   sandbox of the next runs
@@ -38,7 +41,8 @@ HELP = """\
 keys: F1 help  F2 runs  F3 live  F4 bench  / or : command line  ctrl+x abort  q back  ctrl+q quit"""
 
 COMMANDS = ['/rlm run "', "/rlm chat \"", "/rlm bench preset=", "/rlm bench report candidate=", "/rlm replay ",
-            "/rlm abort ", "/compare ", "/connect ", "/sandbox ", "/runs", "/help", "/quit"]  # fmt: skip
+            "/rlm doctor", "/rlm abort ", '/harness run "', "/compare ", "/connect ", "/sandbox ", "/runs", "/help",
+            "/quit"]  # fmt: skip
 
 
 class SlashError(ValueError):
@@ -47,8 +51,9 @@ class SlashError(ValueError):
 
 @dataclass
 class Slash:
-    """One parsed command: ``name`` (``run``, ``chat``, ``bench``, ``bench_report``, ``replay``, ``abort``,
-    ``compare``, ``connect``, ``sandbox``, ``runs``, ``help``, ``quit``), its words and options."""
+    """One parsed command: ``name`` (``run``, ``chat``, ``harness``, ``bench``, ``bench_report``, ``replay``,
+    ``doctor``, ``abort``, ``compare``, ``connect``, ``sandbox``, ``runs``, ``help``, ``quit``), its words and
+    options."""
 
     name: str
     args: list[str] = field(default_factory=list)
@@ -105,6 +110,11 @@ def parse(line: str) -> Slash:
         if len(rest) != 1:
             raise SlashError("usage: /sandbox NAME (e.g. /sandbox monty)")
         return Slash("sandbox", rest)
+    if head == "/harness":
+        args, options = _options(rest[1:])
+        if not rest or rest[0].lower() != "run" or len(args) != 1:
+            raise SlashError('usage: /harness run "task in quotes" [workdir=DIR] key=value…')
+        return Slash("harness", args, options)
     if head != "/rlm":
         raise SlashError(f"unknown command {words[0]!r}: /help lists the commands")
     if not rest:
@@ -136,7 +146,11 @@ def parse(line: str) -> Slash:
         if len(rest) > 1:
             raise SlashError("usage: /rlm abort [RUN_ID|all]")
         return Slash("abort", rest)
-    raise SlashError(f"unknown /rlm command {sub!r}: run, chat, bench, replay or abort")
+    if sub == "doctor":
+        if rest:
+            raise SlashError("usage: /rlm doctor")
+        return Slash("doctor")
+    raise SlashError(f"unknown /rlm command {sub!r}: run, chat, bench, replay, doctor or abort")
 
 
 def complete(value: str, run_ids: list[str], presets: list[str]) -> Optional[str]:
@@ -152,7 +166,7 @@ def complete(value: str, run_ids: list[str], presets: list[str]) -> Optional[str
         pool = run_ids + (["all"] if value.startswith("/rlm abort ") else []) + ["latest"]
     elif last.startswith("preset="):
         pool = [f"preset={name}" for name in presets]
-    elif value.startswith(("/rlm run ", "/rlm chat ")) and value.count('"') % 2 == 0 and last:
+    elif value.startswith(("/rlm run ", "/rlm chat ", "/harness run ")) and value.count('"') % 2 == 0 and last:
         pool = RUN_KEYS
     else:
         return None

@@ -103,8 +103,10 @@ class Workspace:
             self.rlm(chosen)
 
     def choose(self, name: str, value: str) -> None:
-        """``/connect`` (model) and ``/sandbox``: checked now, used by every later run."""
-        self.rlm({name: value})  # raises a ConfigError naming the option when the value is bad
+        """``/connect`` (model) and ``/sandbox``: checked now as a run would resolve them (an unknown provider or
+        runtime, a missing key or script, a runtime that is not ready), used by every later run."""
+        rlm = self.rlm({name: value})  # raises a ConfigError naming the option when the value is bad
+        rlm.check(**{name: value})
         self.overrides[name] = value
         self.chat = None
 
@@ -116,6 +118,22 @@ class Workspace:
         value = self._context(context)
         return _in_thread(lambda on_event: rlm.completion(value, task, on_event=on_event), rlm.home, on_started,
                           on_finished, "rlm-tui-run")  # fmt: skip
+
+    def start_harness(self, task: str, options: dict[str, Any], on_started: Started,
+                      on_finished: Finished) -> threading.Thread:  # fmt: skip
+        """``/harness run``: the coding harness over ``workdir=`` (default: the working folder), as ``rlm harness
+        run`` runs it — the run in the ``harness`` environment (rlm-harness), no context; refused here when the
+        plugin is missing."""
+        from rlm_host import UnknownComponentError
+
+        options = {**options, "environment": "harness"}
+        rlm = self.rlm(options)
+        try:
+            rlm.runner.host.environments().get("harness")
+        except UnknownComponentError:
+            raise InputError("/harness run needs the coding harness plugin", hint="pip install rlm-harness") from None
+        return _in_thread(lambda on_event: rlm.completion(None, task, on_event=on_event), rlm.home, on_started,
+                          on_finished, "rlm-tui-harness")  # fmt: skip
 
     def ask(self, question: str, context: Optional[str], options: dict[str, Any], on_started: Started,
             on_finished: Finished) -> threading.Thread:  # fmt: skip
