@@ -196,6 +196,19 @@ def test_config_show_prints_values_and_sources(rlm, tmp_path):
     assert "run.max_steps" in text and "# project file" in text
 
 
+def test_config_show_lists_every_documented_key_even_empty(rlm, tmp_path):
+    """Issue 47: ``rlm config show`` hid the documented keys whose value is empty (labels, sub_sampling,
+    approval_rules), though each is a setting one may look for; component kinds with no section stay out."""
+    result = rlm("config", "show", "--json", plugins=[])
+    assert result.returncode == 0, result.stderr
+    settings = json.loads(result.stdout)["settings"]
+    for key in ("run.labels", "run.sub_sampling", "run.approval_rules"):
+        assert settings[key] == {"value": {}, "source": "default"}, key
+    assert "sandbox" not in settings and "environment" not in settings
+    text = rlm("config", "show", plugins=[]).stdout
+    assert "run.labels" in text and "run.approval_rules" in text
+
+
 def test_config_errors_exit_nonzero_with_one_line(rlm, tmp_path):
     (tmp_path / "work" / "rlm.toml").write_text("[run]\nmax_steps = 'ten'\n")
     result = rlm("config", "show", plugins=[])

@@ -74,13 +74,16 @@ class LoadedSettings:
     def rows(self, *, all_components: bool = False) -> list[tuple[str, Any, str]]:
         """(key, value, source) for every leaf of the effective settings, for ``rlm config show``.
 
-        Component sections appear when configured; ``all_components`` adds every component's defaults.
+        Component sections appear when configured; ``all_components`` adds every component's defaults. A documented
+        key whose value is empty (``run.labels = {}``) is shown like any other; only a component kind with no
+        section configured (``sandbox = {}``) is left out.
         """
         data = self.settings.model_dump(mode="json")
         for (kind, name), model in self.components.items():
             if all_components or self.source_of(f"{kind}.{name}") != DEFAULT:
                 data.setdefault(kind, {})[name] = model.model_dump(mode="json")
-        return [(key, value, self.source_of(key)) for key, value in _flatten(data) if value != {}]
+        return [(key, value, self.source_of(key)) for key, value in _flatten(data)
+                if not (value == {} and key in COMPONENT_SECTIONS)]
 
     def with_run(self, values: dict[str, Any], labels: dict[str, str] | None = None) -> "LoadedSettings":
         """These settings with ``[run]`` values a front door was given (None: not given), validated once; each
