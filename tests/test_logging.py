@@ -67,3 +67,22 @@ def test_the_http_client_records_of_a_real_run_come_out_as_json_lines(rlm_isolat
     records = [json.loads(line) for line in result.stderr.splitlines()]  # raises on any line that is not JSON
     loggers = {record["logger"] for record in records}
     assert "httpcore.connection" in loggers and "rlm.cli" in loggers, loggers
+
+
+def test_v_says_a_runs_start_and_end_at_info(rlm_isolated):
+    """Issue 47: ``rlm -v`` added no info line to a successful run; it now says what ran and how it ended (one line
+    each), and without ``-v`` neither shows."""
+    (rlm_isolated.work / "s.json").write_text(json.dumps(["```repl\nprint(1)\n```", "FINAL(42)"]))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(rlm_isolated.home), "RLM_PLUGINS": ""}
+    args = ["run", "q", "--context", "-", "--model", "scripted:s.json", "--sandbox", "process", "-q"]
+    plain = subprocess.run([RLM_SCRIPT, *args], input="ctx", capture_output=True, text=True, env=env,
+                           cwd=rlm_isolated.work, timeout=120)  # fmt: skip
+    assert plain.returncode == 0 and "[info" not in plain.stderr, plain.stderr
+    verbose = subprocess.run([RLM_SCRIPT, "-v", *args], input="ctx", capture_output=True, text=True, env=env,
+                             cwd=rlm_isolated.work, timeout=120)  # fmt: skip
+    assert verbose.returncode == 0 and verbose.stdout == "42\n", verbose.stderr
+    started = [line for line in verbose.stderr.splitlines() if "run started" in line]
+    finished = [line for line in verbose.stderr.splitlines() if "run finished" in line]
+    assert len(started) == 1 and "model=scripted:s.json" in started[0] and "sandbox=process" in started[0]
+    assert len(finished) == 1 and "reason=final" in finished[0] and "steps=2" in finished[0]
+    assert "trajectory=" in finished[0] and "[debug" not in verbose.stderr

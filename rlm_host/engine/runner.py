@@ -112,6 +112,7 @@ class RLMRunner:
             plan.run_id, budget.cancel, task=question or task, environment=run.environment, model=plan.root_connector.name,
             trajectory=str(plan.trajectory_path))  # fmt: skip
         approvals = Approvals(run.approve, run.approval_rules, approver)
+        _log_run_start(plan, task if question is None else question)
         try:
             result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry,
                                approvals, question)  # fmt: skip
@@ -123,6 +124,7 @@ class RLMRunner:
         if writer.failed is not None:  # the answer survives a record that could not be written
             result = result.model_copy(update={"record_error": f"the trajectory {writer.path} is incomplete: "
                                                f"{writer.failed} ({writer.dropped} event(s) not written)"})  # fmt: skip
+        _log_run_end(result)
         return result
 
     def open_sandbox(self, *, sandbox: Optional[str] = None, environment: Optional[str] = None,
@@ -435,3 +437,23 @@ def _environment_builder(host: Any, loaded: Any) -> Callable[[str, EnvironmentCo
         return spec.create(loaded.component("environment", spec.name), ctx)
 
     return build
+
+
+def _log_run_start(plan: RunPlan, task: str) -> None:
+    """rlm's info line at a run's start (``rlm -v``, or ``[logging] level = "info"``): what runs, with what."""
+    import logging
+
+    if logs.enabled(logging.INFO):
+        logs.get_logger("rlm.run").info("run started", run_id=plan.run_id, environment=plan.run.environment,
+                                        framework=plan.run.framework, model=plan.root_connector.name,
+                                        sandbox=plan.sandbox_name, task=live_text(task, 80))  # fmt: skip
+
+
+def _log_run_end(result: RunResult) -> None:
+    """rlm's info line at a run's end: how it ended, its size and cost, and where its trajectory is."""
+    import logging
+
+    if logs.enabled(logging.INFO):
+        logs.get_logger("rlm.run").info("run finished", run_id=result.run_id, reason=result.termination_reason,
+                                        steps=result.steps, tokens=result.usage.total_tokens, cost=result.cost,
+                                        seconds=result.duration_s, trajectory=result.trajectory_path)  # fmt: skip
