@@ -77,3 +77,17 @@ def test_a_failed_step_shows_why_it_failed(rlm, work, sandbox):
     assert result.returncode == 0, result.stderr
     failed = [line.strip() for line in result.stderr.splitlines() if "✗" in line]
     assert failed == ["✗ ZeroDivisionError: division by zero"], result.stderr
+
+
+def test_a_framework_step_shows_its_code_and_its_tools_result(rlm, work, plugin_site):
+    """Issue 47: the live view showed a framework's tool_call / tool_result steps as bare step lines: no code, no
+    output (a framework records them as the step's code and the observation's output, not as REPL blocks)."""
+    (work / "fw.json").write_text(json.dumps(["print(6 * 7)", "ANSWER: 42"]))
+    tests = str(Path(__file__).resolve().parent)
+    result = rlm("run", "q", "--framework", "echo", "--model", "scripted:fw.json", "--sandbox", "process",
+                 plugins=[], env={"RLM_PLUGIN_MODULES": "support.echo_framework",
+                                  "PYTHONPATH": f"{plugin_site}:{tests}"})  # fmt: skip
+    assert result.returncode == 0 and result.stdout == "42\n", result.stderr
+    lines = [line.strip() for line in result.stderr.splitlines()]
+    step = lines.index(next(line for line in lines if line.startswith("── step 1 · run_code")))
+    assert lines[step + 1:step + 3] == ["│ print(6 * 7)", "→ 42"], result.stderr

@@ -5,11 +5,12 @@ the step under way, its time and the tokens so far; piped, nothing but the lines
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rlm_host.cli.progress import Spinner
 from rlm_host.events import RunEvent
-from rlm_host.text import terminal_safe
+from rlm_host.text import clip, terminal_safe
 
 CODE_LINES = 12
 OUTPUT_CHARS = 600
@@ -74,21 +75,39 @@ class LiveView:
             self.spinner.step(own)
         self._print(f"{indent}── step {data['step']} · {data['action']} · reward {data['reward']:+.2f} · "
                     f"{tokens:,} tokens · {data['duration_s']:.2f}s", "cyan")  # fmt: skip
-        for block in data.get("observation", {}).get("blocks", []):
-            code_lines = block["code"].strip().splitlines()
-            shown = code_lines[:CODE_LINES] + ([f"… ({len(code_lines) - CODE_LINES} more lines)"] if len(code_lines) > CODE_LINES else [])
-            for line in shown:
-                self._print(f"{indent}  │ {line}", "dim")
-            output = (block.get("stdout") or "").strip()
-            if output:
-                clipped = output if len(output) <= OUTPUT_CHARS else output[:OUTPUT_CHARS] + " …"
-                for line in clipped.splitlines():
-                    self._print(f"{indent}  → {line}")
+        observation = data.get("observation") or {}
+        for block in observation.get("blocks", []):
+            self._show_code(block["code"], indent)
+            self._show_output(block.get("stdout"), indent)
             if block.get("error"):
                 self._print(f"{indent}  ✗ {error_summary(block['error'])}", "red")
+        if not observation.get("blocks"):  # a framework's steps: a tool call's code or arguments, a tool's result
+            if data.get("code"):
+                self._show_code(data["code"], indent)
+            elif observation.get("tool") and "args" in observation:
+                args = json.dumps(observation["args"], ensure_ascii=False, default=str)
+                self._print(f"{indent}  │ {observation['tool']}({clip(args, OUTPUT_CHARS // 3)})", "dim")
+            if isinstance(observation.get("output"), str):
+                self._show_output(observation["output"], indent)
         self._flush_sub_calls(event.run_id, indent)
         for note in data.get("observation", {}).get("notes", []):
             self._print(f"{indent}  ! {note}", "yellow")
+
+    def _show_code(self, code: str, indent: str) -> None:
+        """A step's code, its first ``CODE_LINES`` lines."""
+        code_lines = code.strip().splitlines()
+        shown = code_lines[:CODE_LINES] + ([f"… ({len(code_lines) - CODE_LINES} more lines)"]
+                                           if len(code_lines) > CODE_LINES else [])  # fmt: skip
+        for line in shown:
+            self._print(f"{indent}  │ {line}", "dim")
+
+    def _show_output(self, output: Any, indent: str) -> None:
+        """What the code printed (or a tool returned), its first ``OUTPUT_CHARS`` characters."""
+        text = (output or "").strip()
+        if text:
+            clipped = text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + " …"
+            for line in clipped.splitlines():
+                self._print(f"{indent}  → {line}")
 
     def _on_sub_call(self, event: RunEvent, indent: str) -> None:
         """Kept until its step is shown: a sub-call is made by the step's code, and the step is reported after."""
