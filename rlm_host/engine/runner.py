@@ -25,7 +25,7 @@ from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, plan_run
 from rlm_host.engine.sandbox_plan import memory_for, plan_sandbox
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
-from rlm_host.errors import RlmError
+from rlm_host.errors import ConfigError, RlmError
 from rlm_host.frameworks.protocol import FrameworkContext, FrameworkOutcome, StepLimitReached, TurnLimitedRole
 from rlm_host.frameworks.synthesis import synthesize
 from rlm_host.frameworks.tools import SandboxTools
@@ -188,6 +188,7 @@ class RLMRunner:
             environment_builder=_environment_builder(self.host, self.loaded), approvals=approvals,
             tools=plan.tools_at(scope.depth), tool_timeout=plan.run.tool_timeout,
             nudge_first_answer=plan.run.nudge_first_answer, output=plan.output if scope.depth == 0 else None,
+            allow_any_workdir=plan.run.allow_any_workdir,
         )  # fmt: skip
         progress = _Progress()
         final_response: Optional[str] = None
@@ -202,6 +203,8 @@ class RLMRunner:
             else:
                 completed, final_response, reason = self._drive_environment(environment, ctx, plan, root, sub, usage,
                                                                             progress, closers)  # fmt: skip
+        except _NotBuilt as refused:  # a framework that cannot be built fails the run before it starts
+            raise refused.error from None
         except StepLimitReached:
             reason = "max_steps"
         except BudgetExceeded as exc:
@@ -306,10 +309,13 @@ class RLMRunner:
             root=TurnLimitedRole(ctx.root, plan.run.max_steps, turn_starts), sub=ctx.sub,
             sub_model_for=ctx.sub_model_for, tools=tools, budget=ctx.budget, rewards=plan.rewards, limits=plan.limits,
             scope=ctx.scope, max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, step=step,
-            settings=plan.framework_settings,
+            settings=plan.framework_settings, allow_any_workdir=plan.run.allow_any_workdir,
         )  # fmt: skip
         assert plan.framework_factory is not None
-        framework = plan.framework_factory(plan.framework_settings, fctx)
+        try:
+            framework = plan.framework_factory(plan.framework_settings, fctx)
+        except ConfigError as exc:  # bad input the framework checks at once: refused, as an environment's is
+            raise _NotBuilt(exc) from None
         closers.append(framework.close)
         try:
             outcome = framework.run()
@@ -457,3 +463,12 @@ def _log_run_end(result: RunResult) -> None:
         logs.get_logger("rlm.run").info("run finished", run_id=result.run_id, reason=result.termination_reason,
                                         steps=result.steps, tokens=result.usage.total_tokens, cost=result.cost,
                                         seconds=result.duration_s, trajectory=result.trajectory_path)  # fmt: skip
+
+
+class _NotBuilt(Exception):
+    """A framework's factory refused its settings (a ``ConfigError``): carried past the run's own error handling,
+    so the front door reports it as bad input (exit 2), as it does an environment that cannot be built."""
+
+    def __init__(self, error: ConfigError) -> None:
+        super().__init__(str(error))
+        self.error = error

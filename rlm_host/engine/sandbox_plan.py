@@ -110,11 +110,20 @@ def project_folder(workdir: Optional[Path], allow_any: bool = False) -> Path:
     folder = Path(workdir or ".").expanduser().resolve()
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"--workdir {folder} is not a directory")
-    if not allow_any and folder in protected_folders():
-        raise ConfigError(f"refusing to let the model edit files in {folder}: a home, documents or system folder",
-                          hint="run from a project folder, pass --workdir DIR, or --allow-any-workdir if you mean it")
+    guard_folder(folder, allow_any, "edit files in")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def guard_folder(folder: Path, allow_any: bool = False, doing: str = "work with the files of") -> Path:
+    """``folder`` resolved, or a ConfigError when it is a home, desktop, documents, downloads or system folder and
+    ``allow_any`` (``--allow-any-workdir``) is not set: the guard of every component that reads or writes a folder
+    of the host for the model (a project folder, a file tool's root, where a trace environment opens files)."""
+    resolved = Path(folder).expanduser().resolve()
+    if not allow_any and resolved in protected_folders():
+        raise ConfigError(f"refusing to let the model {doing} {resolved}: a home, documents or system folder",
+                          hint="run from a project folder, pass --workdir DIR, or --allow-any-workdir if you mean it")
+    return resolved
 
 
 def guard_context_folders(context: Any, allow_any: bool = False) -> None:

@@ -111,9 +111,19 @@ class EnvironmentContext:
     tool_timeout: float = 30.0
     #: ``[run] nudge_first_answer``: a REPL environment refuses once a FINAL given at step 1 before any code ran
     nudge_first_answer: bool = True
+    #: ``[run] allow_any_workdir``: ``guarded_folder`` lets a home, documents or system folder through
+    allow_any_workdir: bool = False
     #: the type the final answer must have (``[run] output_type``: an ``OutputType``, whose ``parse`` raises
     #: ``OutputInvalid``; None: any answer), for the root run only
     output: Optional[Any] = None
+
+    def guarded_folder(self, folder: Optional[Path] = None, doing: str = "work with the files of") -> Path:
+        """``folder`` (default: the working directory) resolved, for an environment that reads or writes files of
+        the host there outside the sandbox: refused (``ConfigError``) when it is a home, documents or system
+        folder, unless the run allows any (``--allow-any-workdir``), as a project folder is."""
+        from rlm_host.engine.sandbox_plan import guard_folder
+
+        return guard_folder(folder if folder is not None else Path.cwd(), self.allow_any_workdir, doing)
 
     def build_environment(self, name: str, ctx: Optional["EnvironmentContext"] = None) -> "Environment":
         """The registered environment ``name`` (an alias works too), created as a run would create it: with the

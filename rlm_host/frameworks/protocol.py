@@ -22,6 +22,7 @@ the agent framework it drives, which ends the run cleanly with that reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Optional, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -103,10 +104,19 @@ class FrameworkContext:
     max_depth: int
     step: Callable[..., float]
     settings: Any = None  # the framework's settings: its FrameworkRewards weigh the events
+    allow_any_workdir: bool = False  # [run] allow_any_workdir: what guarded_folder lets through
 
     def reward_for(self, kind: str, ok: bool = True) -> float:
         """The reward of a framework event kind: a tool call that ran, a model turn… (``FrameworkRewards``)."""
         return event_reward(self.rewards, kind, ok, self.settings)
+
+    def guarded_folder(self, folder: Optional[Path] = None, doing: str = "work with the files of") -> Path:
+        """``folder`` (default: the working directory) resolved, for a framework whose tools read or write files of
+        the host there (a file tool's root): refused (``ConfigError``) when it is a home, documents or system
+        folder, unless the run allows any (``--allow-any-workdir``), as a project folder is."""
+        from rlm_host.engine.sandbox_plan import guard_folder
+
+        return guard_folder(folder if folder is not None else Path.cwd(), self.allow_any_workdir, doing)
 
 
 class Framework(Protocol):

@@ -114,6 +114,22 @@ def test_the_filesystem_backend_never_writes_version_control_metadata(rlm_cli, r
     assert sum("read-only for the model" in text for text in refused) == 3, refused
 
 
+def test_a_filesystem_root_in_a_home_folder_is_refused_unless_allowed(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
+    """Issue 47: a 'filesystem' backend rooted at the home folder was accepted (the agent's file tools would read
+    and write the user's keys and mail); it is refused before the run, as a project folder is, unless
+    --allow-any-workdir."""
+    (rlm_isolated.home / ".netrc").write_text("machine example.com password hunter2\n")
+    monkeypatch.setenv("RLM_FRAMEWORK__DEEPAGENTS__BACKEND", "filesystem")
+    monkeypatch.setenv("RLM_FRAMEWORK__DEEPAGENTS__ROOT", str(rlm_isolated.home))
+    model = rlm_script([call("read_file", file_path="/.netrc"), final(ANSWER)])
+    args = ("run", "q", "--framework", "deepagents", "--model", model, "--sandbox", "process", "--json")
+    refused = rlm_cli(*args, plugins=PLUGIN)
+    assert refused.code == 2 and "hunter2" not in refused.out + refused.err, refused.err
+    assert "refusing to let the model read and write files in" in refused.err and "--allow-any-workdir" in refused.err
+    allowed = rlm_cli(*args, "--allow-any-workdir", plugins=PLUGIN)
+    assert allowed.code == 0 and json.loads(allowed.out)["final_response"] == ANSWER, allowed.err
+
+
 def test_the_settings_section_is_validated(rlm_isolated, rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN)
     environ = {"HOME": str(rlm_isolated.home)}

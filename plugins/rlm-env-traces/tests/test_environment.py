@@ -118,3 +118,28 @@ def test_an_empty_trace_file_is_a_clear_error(rlm_cli, rlm_script, rlm_isolated)
     result = rlm_cli("run", "x", "--env", "traces", "--context", "empty.jsonl", "--model", rlm_script(["{}"]),
                      plugins=PLUGIN)  # fmt: skip
     assert result.code != 0 and "trace file is empty" in result.err
+
+
+def test_without_a_trace_a_home_folder_is_refused_as_where_files_are_opened(rlm_cli, rlm_script, rlm_isolated,
+                                                                             monkeypatch):  # fmt: skip
+    """Issue 47: with no trace named, the model opens files with set_trace_path from the working folder; started in
+    the home folder, that was the user's whole home, unguarded. It is refused before the run (exit 2) unless
+    --allow-any-workdir; a trace file named in a home folder gives access to that file alone."""
+    home = rlm_isolated.home
+    (home / "notes.jsonl").write_text('{"secret": "hunter2"}\n')
+    monkeypatch.chdir(home)
+    peek = [{"action": "set_trace_path", "path": "notes.jsonl"}, {"action": "final", "final_response": "done"}]
+    model = rlm_script([json.dumps(a) for a in peek])
+    args = ("run", "What is in my files?", "--env", "traces", "--model", model, "--json", "--max-steps", "2")
+    refused = rlm_cli(*args, plugins=PLUGIN)
+    assert refused.code == 2 and "refusing to let the model open trace files in" in refused.err, refused.err
+    allowed = rlm_cli(*args, "--allow-any-workdir", plugins=PLUGIN)
+    assert allowed.code == 0 and json.loads(allowed.out)["final_response"] == "done", allowed.err
+    generate(home / "run.jsonl", traces=3, seed=1)
+    other = [{"action": "set_trace_path", "path": "notes.jsonl"}, {"action": "final", "final_response": "done"}]
+    named = rlm_cli("run", "q", "--env", "traces", "--context", str(home / "run.jsonl"), "--model",
+                    rlm_script([json.dumps(a) for a in other]), "--json", "--max-steps", "2", plugins=PLUGIN)  # fmt: skip
+    assert named.code == 0, named.err
+    steps = [json.loads(line)["data"] for line in open(json.loads(named.out)["trajectory_path"])
+             if json.loads(line)["type"] == "step"]  # fmt: skip
+    assert "outside the allowed folders" in json.dumps(steps[0]["observation"]), steps[0]

@@ -74,6 +74,7 @@ class DeepAgentsFramework:
         self._seen: set[str] = set()  # ids of messages already recorded
         self._invalid_left = self.settings.invalid_reply_retries
         self._model_calls = 0
+        self.root = self._file_root()  # checked now: a bad root is refused before the run (exit 2)
 
     # ------------------------------------------------------------------ the run
 
@@ -141,16 +142,24 @@ class DeepAgentsFramework:
         if self.settings.backend == "filesystem":
             from rlm_adapter_deepagents.filesystem import ConfinedFilesystemBackend
 
-            root = Path(self.settings.root or ".").expanduser().resolve()
-            if not root.is_dir():
-                raise ConfigError(f"[framework.deepagents] root {root} is not a folder",
-                                  hint="create it, or use backend = 'state'")  # fmt: skip
-            return ConfinedFilesystemBackend(root)  # virtual paths under root, no escape, metadata read-only
+            assert self.root is not None
+            return ConfinedFilesystemBackend(self.root)  # virtual paths under root, no escape, metadata read-only
         if self.settings.backend == "local_shell":  # deepagents' LocalShellBackend would run on the host: not that
             from rlm_adapter_deepagents.backends import SandboxShellBackend
 
             return SandboxShellBackend(self.ctx.tools, timeout=self.settings.shell_timeout)
         raise ConfigError(f"[framework.deepagents] backend {self.settings.backend!r} is not offered")
+
+    def _file_root(self) -> Optional[Path]:
+        """The 'filesystem' backend's folder: an existing folder, never a home, documents or system folder (the
+        host's guard: ``--allow-any-workdir`` lets one through); None for the other backends."""
+        if self.settings.backend != "filesystem":
+            return None
+        root = self.ctx.guarded_folder(Path(self.settings.root or "."), "read and write files in")
+        if not root.is_dir():
+            raise ConfigError(f"[framework.deepagents] root {root} is not a folder",
+                              hint="create it, or use backend = 'state'")  # fmt: skip
+        return root
 
     def instructions(self) -> str:
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)

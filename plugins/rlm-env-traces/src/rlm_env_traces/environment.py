@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import ActionResult, InputError
+from rlm_host import ActionResult, InputError, RlmError
 from rlm_host.sdk.environments import EnvironmentContext, reply_action, truncate
 from rlm_host.sdk.models import Completion, Message
 
@@ -64,16 +64,19 @@ class TraceAnalysisEnvironment:
     def __init__(self, settings: Optional[TraceSettings], ctx: EnvironmentContext) -> None:
         self.ctx = ctx
         self.settings = settings or TraceSettings()
-        self.output_dir = Path(self.settings.output_dir).expanduser().resolve()
+        self.output_dir = ctx.guarded_folder(Path(self.settings.output_dir), "write trace exports in")
         self.store: Optional[TraceStore] = None
-        self.roots: list[Path] = [self.output_dir, Path.cwd().resolve()]
+        self.trace = trace_path_of(ctx.context, ctx.task)
+        # where set_trace_path and the exports may reach; with no trace named, the working folder, which is guarded
+        # (refused before the run when it is a home, documents or system folder)
+        self.base = Path.cwd() if self.trace is not None else ctx.guarded_folder(None, "open trace files in")
+        self.roots: list[Path] = [self.output_dir] if self.trace is not None else [self.output_dir, self.base]
         self.steps: list[dict[str, Any]] = []
 
     def start(self) -> None:
         """Index the trace file named by the context or the task (before step 1, as the seeds do)."""
-        path = trace_path_of(self.ctx.context, self.ctx.task)
-        if path is not None:
-            self._open(path)
+        if self.trace is not None:
+            self._open(self.trace)
 
     def close(self) -> None:
         self.store = None
@@ -127,7 +130,7 @@ class TraceAnalysisEnvironment:
 
     def _handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {
-            "set_trace_path": lambda a: self._open(confined(a["path"], self.roots[-1], self.roots)).get_overview(),
+            "set_trace_path": lambda a: self._open(confined(a["path"], self.base, self.roots)).get_overview(),
             "get_dataset_overview": lambda a: self._loaded().get_overview(),
             "query_traces": lambda a: self._loaded().query_traces(**_filters(a), limit=int(a.get("limit", 20)),
                                                                    offset=int(a.get("offset", 0))),
@@ -143,8 +146,16 @@ class TraceAnalysisEnvironment:
 
     def _open(self, path: Path) -> TraceStore:
         self.store = TraceStore.load(path, time_left=self.ctx.budget.remaining)
-        self.roots = [self.output_dir, self.store.path.parent]
+        self.base, self.roots = self.store.path.parent, [self.output_dir, self._trace_root(self.store.path)]
         return self.store
+
+    def _trace_root(self, trace: Path) -> Path:
+        """Where set_trace_path may reach from the open trace: its folder, or the file alone when that folder is a
+        home, documents or system folder (the model would read whatever lies there) and the run does not allow it."""
+        try:
+            return self.ctx.guarded_folder(trace.parent)
+        except RlmError:
+            return trace
 
     def _loaded(self) -> TraceStore:
         if self.store is None:
