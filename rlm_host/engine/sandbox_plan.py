@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
+from rlm_host.config.protected import guard_folder, protected_folders
 from rlm_host.errors import ConfigError
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
 from rlm_host.services import SandboxServices
@@ -115,17 +116,6 @@ def project_folder(workdir: Optional[Path], allow_any: bool = False) -> Path:
     return folder
 
 
-def guard_folder(folder: Path, allow_any: bool = False, doing: str = "work with the files of") -> Path:
-    """``folder`` resolved, or a ConfigError when it is a home, desktop, documents, downloads or system folder and
-    ``allow_any`` (``--allow-any-workdir``) is not set: the guard of every component that reads or writes a folder
-    of the host for the model (a project folder, a file tool's root, where a trace environment opens files)."""
-    resolved = Path(folder).expanduser().resolve()
-    if not allow_any and resolved in protected_folders():
-        raise ConfigError(f"refusing to let the model {doing} {resolved}: a home, documents or system folder",
-                          hint="run from a project folder, pass --workdir DIR, or --allow-any-workdir if you mean it")
-    return resolved
-
-
 def guard_context_folders(context: Any, allow_any: bool = False) -> None:
     """Refuse a ``--context`` folder that is a home, desktop, documents, downloads or system folder (its keys,
     mail and browser profiles would go into the model's sandbox, and a sub-model's prompts) unless ``allow_any``."""
@@ -140,13 +130,3 @@ def guard_context_folders(context: Any, allow_any: bool = False) -> None:
             raise ConfigError(f"refusing to read {folder.resolve()} as the context: a home, documents or system "
                               "folder", hint="pass the project folder or the files you mean, or --allow-any-workdir "
                               "if you mean it")  # fmt: skip
-
-
-def protected_folders() -> set[Path]:
-    """Folders an environment that edits files never works in by default: the user's home and its desktop,
-    documents and downloads folders, the filesystem root and the system's own folders."""
-    home = Path.home().resolve()
-    system = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/root", "/sbin", "/sys", "/usr",
-              "/var", "/System", "/Library", "/Applications", "/Users", "/home", "/private", "/tmp")  # fmt: skip
-    folders = {home, *(home / name for name in ("Desktop", "Documents", "Downloads"))}
-    return {p.resolve() if p.exists() else p for p in folders | {Path(s) for s in system}}

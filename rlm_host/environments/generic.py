@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RecursionRefused
 from rlm_host.environments.kit import (
-    StepHistory, answer_text, execute_code, render_description, reply_action, synthesized_answer, truncate,
-    with_instructions, with_preview,
+    StepHistory, answer_text, execute_code, render_description, reply_action, truncate, with_instructions,
+    with_preview,
 )
+from rlm_host.environments.pure_rlm.parsing import synthesized_answer
 from rlm_host.llm.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult

@@ -46,29 +46,6 @@ def truncate(text: str, limit: int) -> str:
     return redacted_clip(text, limit, "middle") or ""
 
 
-def synthesized_answer(text: Optional[str], session: Any = None) -> Optional[str]:
-    """A synthesis reply as the run's answer: its text, unless it ends the run the REPL's way despite the prompt
-    (a ``FINAL(x)`` / ``FINAL_VAR(name)`` line, as a model used to its loop writes): then the answer that line
-    names — ``x``, or the variable's value from ``session`` (None when there is no such variable, or no session)."""
-    from rlm_host.environments.pure_rlm.parsing import parse_reply
-
-    stripped = (text or "").strip()
-    if not stripped:
-        return None
-    parsed = parse_reply(stripped)
-    if parsed.final_kind == "direct":
-        return parsed.final_text
-    if parsed.final_kind == "variable":
-        if session is None or not parsed.final_text:
-            return None
-        try:
-            value = session.get_variable(parsed.final_text)
-        except KeyError:
-            return None
-        return answer_text(FinalSignal(kind="variable", var=parsed.final_text, value=value))
-    return stripped
-
-
 def answer_text(final: FinalSignal) -> str:
     """The final answer as a string: text as is, anything else as JSON (SUBMIT's single ``answer`` unwrapped)."""
     value: Any = final.value

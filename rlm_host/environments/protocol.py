@@ -121,7 +121,7 @@ class EnvironmentContext:
         """``folder`` (default: the working directory) resolved, for an environment that reads or writes files of
         the host there outside the sandbox: refused (``ConfigError``) when it is a home, documents or system
         folder, unless the run allows any (``--allow-any-workdir``), as a project folder is."""
-        from rlm_host.engine.sandbox_plan import guard_folder
+        from rlm_host.config.protected import guard_folder
 
         return guard_folder(folder if folder is not None else Path.cwd(), self.allow_any_workdir, doing)
 

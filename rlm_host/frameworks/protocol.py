@@ -114,7 +114,7 @@ class FrameworkContext:
         """``folder`` (default: the working directory) resolved, for a framework whose tools read or write files of
         the host there (a file tool's root): refused (``ConfigError``) when it is a home, documents or system
         folder, unless the run allows any (``--allow-any-workdir``), as a project folder is."""
-        from rlm_host.engine.sandbox_plan import guard_folder
+        from rlm_host.config.protected import guard_folder
 
         return guard_folder(folder if folder is not None else Path.cwd(), self.allow_any_workdir, doing)
 

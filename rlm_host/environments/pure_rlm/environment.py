@@ -12,8 +12,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.environments.kit import (
-    answer_text, execute_code, render_description, synthesized_answer, truncate, variable_snapshot, with_instructions,
-    with_preview,
+    answer_text, execute_code, render_description, truncate, variable_snapshot, with_instructions, with_preview,
 )
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.repl import SubCalls, document_names
@@ -21,7 +20,7 @@ from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.environments.repl_tools import tools_prompt
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
-from rlm_host.environments.pure_rlm.parsing import parse_reply
+from rlm_host.environments.pure_rlm.parsing import parse_reply, synthesized_answer
 from rlm_host.environments.repl_format import REPLY_FORMAT
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession

@@ -1,4 +1,5 @@
-"""Reading a root model's reply: ```repl code blocks, and a FINAL(...) / FINAL_VAR(...) line in the text.
+"""Reading a root model's reply: ```repl code blocks, and a FINAL(...) / FINAL_VAR(...) line in the text (also
+in a synthesis reply: ``synthesized_answer``).
 
 A final answer in the text counts only at the start of a line outside code, so a sentence that merely
 mentions FINAL does not end the run.
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
+
+from rlm_host.environments.kit import answer_text
+from rlm_host.results import FinalSignal
 
 _NEWLINES = re.compile(r"\r\n?")
 _OPENING = re.compile(r"```[ \t]*([^\n`]*)\n")  # a fence and its language, up to the end of its line
@@ -58,6 +62,27 @@ def parse_reply(text: str) -> ParsedReply:
             parsed.final_kind = kind
             parsed.final_text = _unquote(argument) if kind == "direct" else _unquote(argument).strip()
     return parsed
+
+
+def synthesized_answer(text: Optional[str], session: Any = None) -> Optional[str]:
+    """A synthesis reply as the run's answer: its text, unless it ends the run the REPL's way despite the prompt
+    (a ``FINAL(x)`` / ``FINAL_VAR(name)`` line, as a model used to its loop writes): then the answer that line
+    names — ``x``, or the variable's value from ``session`` (None when there is no such variable, or no session)."""
+    stripped = (text or "").strip()
+    if not stripped:
+        return None
+    parsed = parse_reply(stripped)
+    if parsed.final_kind == "direct":
+        return parsed.final_text
+    if parsed.final_kind == "variable":
+        if session is None or not parsed.final_text:
+            return None
+        try:
+            value = session.get_variable(parsed.final_text)
+        except KeyError:
+            return None
+        return answer_text(FinalSignal(kind="variable", var=parsed.final_text, value=value))
+    return stripped
 
 
 def _closing_argument(rest: str) -> Optional[str]:
