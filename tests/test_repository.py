@@ -68,4 +68,6 @@ def test_template_copies_renames_installs_and_passes_its_own_tests(tmp_path):
         cwd=plugin, capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-2000:]
-    assert "60 passed, 2 skipped" in tests.stdout  # its own tests and the contract suites of its six kinds
+    # its own tests and the contract suites of its six kinds; the sink contract's content-switch checks skip (the
+    # template's sink writes a file on this machine: nothing leaves it)
+    assert "60 passed, 4 skipped" in tests.stdout
