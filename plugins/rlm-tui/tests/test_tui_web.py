@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from rlm_host.testing import chromium  # noqa: F401 (the chromium fixture)
 from tui_support import sample_home
-from web_support import Listener, Served, children, free_port, screen_until, served_tui, type_line, wait_port
+from web_support import (Listener, Served, children, free_port, screen_until, served_tui, type_line, wait_port,
+                         ws_status)  # fmt: skip
 
 from rlm_tui.web import app_command, is_loopback
 
@@ -51,18 +52,6 @@ def cloned_project(work: Path) -> list[Path]:
 async def status_of(session, url: str, **headers: str) -> int:
     async with session.get(url, headers=headers, allow_redirects=True) as response:
         return response.status
-
-
-async def ws_status(session, url: str, **kwargs) -> int:
-    """The websocket handshake's status: 101 when the app was opened, else the refusal's."""
-    import aiohttp
-
-    try:
-        async with session.ws_connect(url, **kwargs) as ws:
-            await ws.close()
-            return 101
-    except aiohttp.WSServerHandshakeError as exc:
-        return exc.status
 
 
 async def attacks(served: Served) -> dict[str, int]:

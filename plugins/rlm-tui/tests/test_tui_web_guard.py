@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp import web
-from web_support import free_port
+from web_support import free_port, ws_status
 
 from rlm_tui import web as tui_web
 from rlm_tui.web_guard import WebGuard
@@ -36,15 +36,6 @@ async def guarded(tmp_path: Path, address: str = "127.0.0.1"):
         yield guard, mark
     finally:
         await runner.cleanup()
-
-
-async def handshake(session: aiohttp.ClientSession, url: str, **kwargs) -> int:
-    try:
-        async with session.ws_connect(url, **kwargs) as ws:
-            await ws.close()
-            return 101
-    except aiohttp.WSServerHandshakeError as exc:
-        return exc.status
 
 
 def started(mark: Path, seconds: float = 5.0) -> bool:
@@ -70,7 +61,7 @@ def test_the_token_url_sets_a_strict_cookie_and_opens_the_app(tmp_path):
                 assert not mark.exists()  # a page is not an app
                 async with session.get(f"{guard.origin}//evil.example/?token={TOKEN}", allow_redirects=False) as odd:
                     assert odd.headers["Location"].startswith(f"{guard.origin}/")  # never off this origin
-                assert await handshake(session, f"ws://127.0.0.1:{guard.port}/ws", origin=guard.origin) == 101
+                assert await ws_status(session, f"ws://127.0.0.1:{guard.port}/ws", origin=guard.origin) == 101
             return mark
 
     assert started(asyncio.run(body()))
@@ -88,15 +79,15 @@ def test_strangers_get_403_and_start_nothing(tmp_path):
                                            ("no port", f"/?token={TOKEN}", {"Host": "127.0.0.1"})]:  # fmt: skip
                     async with stranger.get(f"{guard.origin}{url}", headers=headers, allow_redirects=False) as reply:
                         found[name] = reply.status
-                found["websocket, no cookie"] = await handshake(stranger, ws, origin=guard.origin)
-                found["websocket, wrong token"] = await handshake(stranger, f"{ws}?token=nope", origin=guard.origin)
+                found["websocket, no cookie"] = await ws_status(stranger, ws, origin=guard.origin)
+                found["websocket, wrong token"] = await ws_status(stranger, f"{ws}?token=nope", origin=guard.origin)
             async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as holder:
                 async with holder.get(f"{guard.origin}/?token={TOKEN}") as page:
                     assert page.status == 200
-                found["websocket, foreign Origin"] = await handshake(holder, ws, origin=f"http://evil.example:{port}")
-                found["websocket, localhost Origin"] = await handshake(holder, ws, origin=f"http://localhost:{port}")
-                found["websocket, no Origin"] = await handshake(holder, ws)
-                found["websocket, rebound Host"] = await handshake(
+                found["websocket, foreign Origin"] = await ws_status(holder, ws, origin=f"http://evil.example:{port}")
+                found["websocket, localhost Origin"] = await ws_status(holder, ws, origin=f"http://localhost:{port}")
+                found["websocket, no Origin"] = await ws_status(holder, ws)
+                found["websocket, rebound Host"] = await ws_status(
                     holder, ws, origin=f"http://evil.example:{port}", headers={"Host": f"evil.example:{port}"})
             return found, mark
 

@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 RLM = str(Path(sys.executable).with_name("rlm"))
@@ -176,3 +176,15 @@ def wait_no_children(pid: int, seconds: float = 2.0) -> list[int]:
     time.sleep(seconds)
     return children(pid)
 
+
+
+async def ws_status(session: Any, url: str, **kwargs: Any) -> int:
+    """The websocket handshake's status: 101 when the app was opened, else the refusal's."""
+    import aiohttp
+
+    try:
+        async with session.ws_connect(url, **kwargs) as ws:
+            await ws.close()
+            return 101
+    except aiohttp.WSServerHandshakeError as exc:
+        return exc.status
