@@ -21,7 +21,7 @@ from rlm_host.errors import BudgetExceeded, RecursionRefused
 from rlm_host.events import prompt_hash, sub_call_text
 from rlm_host.llm.protocol import ModelError
 
-__all__ = ["HELPERS_SOURCE", "SubCalls", "document_names"]
+__all__ = ["HELPERS_SOURCE", "SubCalls", "document_names", "gather_calls"]
 
 #: The REPL helpers (chunk_text, list_files, load_file, switch_to…), run once in every session after ``context``
 #: and ``context_names`` (``document_names``) are set.
@@ -185,7 +185,7 @@ class SubCalls:
         if not items:
             return []
         calls = [lambda p=p, i=i: self._query(p, model, "llm_query_batched", i) for i, p in enumerate(items)]
-        return _gather("llm_query_batched", calls, self._workers(len(items), model))
+        return gather_calls("llm_query_batched", calls, self._workers(len(items), model))
 
     def rlm_query_batched(self, prompts: Any, contexts: Any = None) -> list[str]:
         """Several ``rlm_query`` child runs at once (up to the batch cap), answers in order; they share the run
@@ -198,7 +198,7 @@ class SubCalls:
         if not items:
             return []
         calls = [lambda p=p, c=c: self.rlm_query(p, c) for p, c in items]
-        return _gather("rlm_query_batched", calls, max(1, min(len(items), self.concurrency)))
+        return gather_calls("rlm_query_batched", calls, max(1, min(len(items), self.concurrency)))
 
     def _workers(self, calls: int, model: Optional[str]) -> int:
         """All of a batch at once, up to the cap and the provider's own limit (one connection pool serves them)."""
@@ -265,7 +265,7 @@ class SubCalls:
             self.ctx.scope.emit("sub_call", event)
 
 
-def _gather(kind: str, calls: list[Callable[[], str]], workers: int) -> list[str]:
+def gather_calls(kind: str, calls: list[Callable[[], str]], workers: int) -> list[str]:
     """Run ``calls`` on ``workers`` threads; their answers in order, or one RuntimeError naming every failure."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(call) for call in calls]

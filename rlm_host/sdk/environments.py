@@ -22,7 +22,7 @@ from rlm_host.approvals import ApprovalRequest
 from rlm_host.environments.case_folders import CaseFolders
 from rlm_host.environments.project_files import PathRefused, ProjectFiles
 from rlm_host.environments.protocol import Environment, EnvironmentContext
-from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names
+from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names, gather_calls
 from rlm_host.environments.repl_tools import tools_prompt
 from rlm_host.results import ActionResult
 from rlm_host.text import json_object_spans
@@ -41,7 +41,7 @@ __all__ = [
     # coding benchmark cases kept as folders in a plugin package (starter, hidden tests, reference, wrong)
     "CaseFolders",
     # the REPL kit; model code run with its live events
-    "SubCalls", "HELPERS_SOURCE", "document_names", "execute_code",
+    "SubCalls", "HELPERS_SOURCE", "document_names", "execute_code", "gather_calls",
     # the user's own functions in the REPL (ctx.tools): their prompt lines
     "tools_prompt",
 ]  # fmt: skip

@@ -11,10 +11,10 @@ plain call, otherwise naming one is refused in the code. Failures raise in the m
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
 from rlm_host import RecursionRefused
+from rlm_host.sdk.environments import gather_calls
 from rlm_host.sdk.observability import redacted_clip
 
 PROMPT_CHARS = 500  # of a prompt or an answer kept in a sub_call event (the child's own trajectory has it all)
@@ -67,19 +67,8 @@ class Recursion:
             return self.calls.llm_query_batched(list(prompts), model)
         if not prompts:
             return []
-        workers = max(1, min(self.concurrency, len(prompts)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(self.rlm_query, prompt, model) for prompt in prompts]
-            answers, failures = [], []
-            for index, future in enumerate(futures):
-                try:
-                    answers.append(future.result())
-                except Exception as exc:
-                    failures.append(f"prompt {index}: {exc}")
-        if failures:
-            raise RuntimeError(f"rlm_query_batched: {len(failures)} of {len(prompts)} child RLMs failed: "
-                               + "; ".join(failures))  # fmt: skip
-        return answers
+        calls = [lambda prompt=prompt: self.rlm_query(prompt, model) for prompt in prompts]
+        return gather_calls("rlm_query_batched", calls, max(1, min(self.concurrency, len(prompts))))
 
 
 def _clip(text: Optional[str]) -> Optional[str]:
