@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -60,6 +62,9 @@ def test_tools_runs_progress_and_roots_over_stdio(rlm_isolated, rlm_script, tmp_
     outcome = anyio.run(session_calls, params(rlm_isolated, "--model", model), calls)
     found, by_text, by_file, refused, both, script, runs, shown, by_path = outcome
     assert TOOLS <= set(found)
+    helped = subprocess.run([RLM, "mcp", "serve", "--help"], capture_output=True, text=True, timeout=60).stdout
+    named = re.search(r"Serve the rlm tools \(([^)]*)\)", " ".join(helped.split())).group(1)
+    assert set(re.findall(r"\brlm_\w+", named)) == set(found)  # the help names every tool served
     assert set(found["rlm_run"].output_schema["properties"]) == RUN_FIELDS
     assert {"query", "text", "path", "model", "max_steps"} <= set(found["rlm_run"].input_schema["properties"])
     for result, chars in ((by_text, 6), (by_file, 11)):

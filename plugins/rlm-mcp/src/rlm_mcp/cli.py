@@ -43,7 +43,8 @@ def serve(
     timeout: Optional[float] = run_option("timeout"),
     max_cost: Optional[float] = run_option("max_cost"),
 ) -> None:
-    """Serve the rlm tools (rlm_run, rlm_runs_list, rlm_runs_show, rlm_bench_run) to MCP clients.
+    """Serve the rlm tools (rlm_run, rlm_runs_list, rlm_runs_show, rlm_runs_active, rlm_runs_cancel, rlm_bench_run)
+    to MCP clients.
 
     The run options set every run and are ceilings for clients: a client may choose --model, --sub-model or an
     --allow-model (nothing else), a sandbox at least as isolating as --sandbox, and lower --max-steps,
