@@ -150,7 +150,7 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
                if env_spec.runs_code or run.sandbox != "auto" else None)  # fmt: skip
     sampling = Sampling.of(run)
     given = connectors or {}
-    notices = []
+    notices = [not_a_boundary(sandbox)] if sandbox is not None and not sandbox.spec.security_boundary else []
     model = run.model
     if "root" not in given and model == "auto":
         model, notice = auto_model(host)
@@ -195,6 +195,13 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
         sampling=sampling.recorded, tools=tools, sub_tools=sub_tools, output=output,
     )  # fmt: skip
+
+
+def not_a_boundary(sandbox: SandboxPlan) -> str:
+    """The first thing a run in a runtime that is no security boundary says (``--sandbox process``)."""
+    where = f" and can change {sandbox.services.workspace} and what lies beside it" if sandbox.services.workspace else ""
+    return (f"sandbox {sandbox.name} is NOT a security boundary: the model's code and commands run with your user's "
+            f"rights, can read your files{where}; use a boundary (monty, docker) for code you do not trust")
 
 
 class Sampling:

@@ -321,3 +321,24 @@ def test_the_reply_format_is_one_tool_call_of_a_listed_tool():
     assert '"\\"read_file\\"" ws "," ws "\\"args\\"" ws ":" ws "{" ws "\\"path\\""' in shape.gbnf
     llama_cpp = pytest.importorskip("llama_cpp")
     llama_cpp.LlamaGrammar.from_string(shape.gbnf, verbose=False)
+
+
+def test_a_run_in_a_runtime_that_is_no_boundary_says_so_first(rlm_cli, rlm_script, rlm_isolated):
+    """``--sandbox process`` lets model commands write beside the workdir: the run's first lines say so, and an
+    approval names the runtime for what it is, never "the sandbox" (issue 47)."""
+    project = rlm_isolated.work / "project"
+    project.mkdir()
+    model = rlm_script([call("run_command", command="echo hi"), final()])
+    result = rlm_cli("harness", "run", "Do the task.", "--workdir", str(project), "--model", model, "--max-steps", "2",
+                     "--sandbox", "process", plugins=PLUGIN)  # fmt: skip
+    lines = result.err.splitlines()
+    assert lines[1].startswith("rlm harness: ! sandbox process is NOT a security boundary"), result.err
+    assert str(project.resolve()) in lines[1] or str(project) in lines[1]
+    from rlm_harness.environment import HarnessEnvironment
+
+    class Info:
+        name, security_boundary = "process", False
+
+    env = HarnessEnvironment.__new__(HarnessEnvironment)
+    env.session = type("Session", (), {"info": Info()})()
+    assert env.sandbox_label().startswith("process runtime (NOT a security boundary")

@@ -150,6 +150,8 @@ def _print_step(event: Any) -> None:
     data = event.data
     if event.type == "run_start":
         _say(f"run {event.run_id} · model {data.get('model', '?')} · sandbox {data.get('sandbox', '?')}")
+        for notice in data.get("notices") or []:  # a sandbox that is no boundary says so first
+            _say(f"! {notice}")
         return
     if event.depth:
         return

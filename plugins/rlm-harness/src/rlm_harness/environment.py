@@ -88,6 +88,13 @@ class HarnessEnvironment:
             self.session.shutdown()
             self.session = None
 
+    def sandbox_label(self) -> str:
+        """How an approval names where a command runs: "sandbox" only for a security boundary."""
+        info = getattr(self.session, "info", None)
+        if info is not None and not info.security_boundary:
+            return f"{info.name} runtime (NOT a security boundary: runs as your user)"
+        return f"{info.name} sandbox" if info is not None else "sandbox"
+
     def messages(self, step: int) -> list[Message]:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}",
                  "Project folder: " + self._overview()]  # fmt: skip
@@ -163,7 +170,8 @@ class HarnessEnvironment:
             content = args.get("content") if name == "write_file" else args.get("replace")
             request = ApprovalRequest(name, "write", f"{name} {args.get('path')}", {"content": content}, run_id=run_id)
         elif name == "run_command":
-            request = ApprovalRequest(name, "command", str(args.get("command")), {"in": "the sandbox"}, run_id=run_id)
+            where = f"the {self.sandbox_label()}"
+            request = ApprovalRequest(name, "command", str(args.get("command")), {"in": where}, run_id=run_id)
         elif name == "run_tests":
             selection = args.get("selection") or []
             shown = " ".join(map(str, selection if isinstance(selection, list) else [selection]))
