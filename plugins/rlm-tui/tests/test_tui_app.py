@@ -292,7 +292,9 @@ def test_the_seeds_rlm_doctor_and_harness_run(rlm_isolated):
         app.execute("/rlm doctor")
         await wait_for(pilot, lambda: app.view == "doctor", seconds=120, what="the doctor's report")
         shown = str(app.query_one("#doctor-text").render())
-        assert "sandbox" in shown and " ready" in shown and "rlm plugins doctor" in app.last_message
+        # the doctor's own report: every check when one is not ready, else its one summary line
+        assert " ready" in shown and ("problems" in shown or "sandbox" in shown), shown
+        assert "rlm plugins doctor" in app.last_message
         app.execute(f'/harness run "Is there anything to do?" workdir=shop sandbox=process model={model}')
         await wait_for(pilot, lambda: "harness" in str(app.query_one("RunView").run_id or "") or "final" in
                        app.last_message or "failed" in app.last_message, what="the harness run")  # fmt: skip
