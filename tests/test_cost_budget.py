@@ -69,7 +69,8 @@ def test_a_model_nobody_prices_is_named_at_run_start_and_its_calls_are_not_free(
     root = Unpriced("deepinfra:some-model", [CODE, "FINAL(1)"])
     result = runner.run_task("q", connectors={"root": root}, max_cost=1.0, on_event=events.append)
     notices = next(e for e in events if e.type == "run_start").data["notices"]
-    assert len(notices) == 1 and notices[0].startswith("no price is known for deepinfra:some-model: --max-cost $1")
+    priced = [notice for notice in notices if "price" in notice]  # the process sandbox also says it is no boundary
+    assert len(priced) == 1 and priced[0].startswith("no price is known for deepinfra:some-model: --max-cost $1")
     assert result.completed and result.cost is None and not result.cost_complete
     assert (result.usage.root.calls, result.usage.root.unpriced_calls) == (2, 2)
 
