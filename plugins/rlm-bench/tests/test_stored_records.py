@@ -224,3 +224,33 @@ def test_a_benchmark_folder_linked_out_of_the_store_is_refused(cli, work, outsid
     code, _, err = cli("bench", "run", "--resume", linked, "-q")
     assert code == 2 and "leads outside" in err, err
     assert sorted(p.name for p in target.iterdir()) == ["manifest.json"]  # no case written through the link
+
+
+def test_a_fifo_planted_as_a_record_or_a_case_result_never_hangs_a_resume(tmp_path):
+    """A store in a shared or cloned folder may hold a FIFO where a sweep record, a manifest or a case result is
+    expected: reading one would block forever, so records are read only from regular files."""
+    import os
+    import threading
+
+    from rlm_bench.store import BenchStore
+    from rlm_bench.sweep import SweepStore
+
+    home = tmp_path / ".rlm"
+    (home / "sweeps").mkdir(parents=True)
+    os.mkfifo(home / "sweeps" / "sweep_20260101_000000_000000_abcd.json")
+    cases = home / "benchmarks" / "bench_20260101_000000_000000_abcd" / "cases"
+    cases.mkdir(parents=True)
+    os.mkfifo(cases / "c1.json")
+    outcome: list = []
+
+    def attempt() -> None:
+        try:
+            SweepStore(home).load("latest")
+        except Exception as exc:  # noqa: BLE001 - what matters is that it returns
+            outcome.append(type(exc).__name__)
+        outcome.append(BenchStore(home).load_cases("bench_20260101_000000_000000_abcd"))
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(20)
+    assert outcome == ["InputError", {}], outcome

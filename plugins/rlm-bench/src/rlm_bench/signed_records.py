@@ -6,9 +6,14 @@ the trace index sign theirs) over the record's JSON exactly as written, minus th
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
-from rlm_host.sdk.context import user_signature, verify_user_signature
+from pydantic import BaseModel, ValidationError
+
+from rlm_host.sdk.context import read_regular, user_signature, verify_user_signature
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 FIELD = "signature"
 
@@ -37,3 +42,19 @@ def read_signed(kind: str, text: str) -> tuple[dict[str, Any], bool]:
         raise ValueError("not a JSON object")
     signature = data.pop(FIELD, None)
     return data, verify_user_signature(_claim(kind, data), signature)
+
+
+#: A record is a few kilobytes of JSON (a sweep's, one line a point): a larger file is not one of ours.
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+
+
+def load_signed(kind: str, path: Path, model: type[ModelT], what: str, error: type[Exception]) -> tuple[ModelT, bool]:
+    """The record at ``path`` validated as ``model``, and whether this user signed it. The file is read only if it
+    is a regular file of bounded size (a FIFO planted as a record never hangs a resume); anything unreadable or
+    invalid is one ``error`` naming the file as ``what`` ("a sweep record")."""
+    try:
+        data, signed = read_signed(kind, read_regular(path, MAX_RECORD_BYTES, follow_links=True).decode("utf-8"))
+        return model.model_validate(data), signed
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError and UnicodeDecodeError are ValueErrors
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise error(f"{path}: not {what}: {detail}") from None

@@ -34,7 +34,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from rlm_bench.compat import upgrade_summary, upgrade_tokens
 from rlm_bench.ids import checked_id, is_store_id
-from rlm_bench.signed_records import read_signed, signed_json
+from rlm_bench.signed_records import MAX_RECORD_BYTES, load_signed, signed_json
+from rlm_host.sdk.context import read_regular
 from rlm_bench.summary import BenchmarkIdentity, BenchmarkSummary, CaseResult, utc_now
 from rlm_host import InputError, RlmError
 
@@ -139,12 +140,7 @@ class BenchStore:
             known = sorted(p.parent.name for p in self.root.glob("*/manifest.json")) if self.root.is_dir() else []
             hint = f"known benchmarks: {', '.join(known[-5:])}" if known else f"nothing under {self.root}"
             raise BenchmarkNotFoundError(f"no benchmark {benchmark_id!r} to resume", hint=hint)
-        try:
-            data, signed = read_signed(MANIFEST_KIND, path.read_text(encoding="utf-8"))
-            manifest = Manifest.model_validate(data)
-        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            raise RlmError(f"{path}: not a benchmark manifest: {detail}") from None
+        manifest, signed = load_signed(MANIFEST_KIND, path, Manifest, "a benchmark manifest", RlmError)
         if manifest.benchmark_id != benchmark_id:
             raise InputError(f"{path} names another benchmark: {manifest.benchmark_id[:80]!r}",
                              hint="a manifest's benchmark_id is the name of its folder")  # fmt: skip
@@ -166,7 +162,8 @@ class BenchStore:
         directory = self.folder(benchmark_id) / "cases"
         for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
             try:
-                result = CaseResult.model_validate(upgrade_tokens(json.loads(path.read_text(encoding="utf-8"))))
+                raw = read_regular(path, MAX_RECORD_BYTES, follow_links=False)  # a FIFO here never hangs a resume
+                result = CaseResult.model_validate(upgrade_tokens(json.loads(raw)))
             except (OSError, ValidationError, ValueError):
                 continue
             results[result.case_id] = result

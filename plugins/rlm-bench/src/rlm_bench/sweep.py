@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 from rlm_bench.catalog import find_preset
 from rlm_bench.ids import checked_id
 from rlm_bench.record_screen import manifest_for_resume, sweep_for_resume
-from rlm_bench.signed_records import read_signed, signed_json
+from rlm_bench.signed_records import load_signed, signed_json
 from rlm_bench.store import BenchStore, Manifest, Stored, _write_atomic, new_benchmark_id
 from rlm_bench.summary import CaseResult, build_summary, utc_now
 from rlm_bench.sweep_file import Point, SweepFile, check_trusted, expand
@@ -117,12 +117,7 @@ class SweepStore:
             raise InputError(f"no sweep {ref!r}" if not chosen else f"sweep id {ref!r} is ambiguous",
                              hint=f"sweeps in {self.root}: {known}")  # fmt: skip
         path = chosen[0]
-        try:
-            data, signed = read_signed(SWEEP_KIND, path.read_text(encoding="utf-8"))
-            record = SweepRecord.model_validate(data)
-        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            raise InputError(f"{path}: not a sweep record: {detail}") from None
+        record, signed = load_signed(SWEEP_KIND, path, SweepRecord, "a sweep record", InputError)
         if checked_id(record.sweep_id, "sweep") != path.stem:
             raise InputError(f"{path} names another sweep: {record.sweep_id!r}",
                              hint="a sweep record's sweep_id is the name of its file")  # fmt: skip
