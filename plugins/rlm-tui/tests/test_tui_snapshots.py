@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tui_support import TS0, check_snapshot, drive, event, sample_home, write_run
+from tui_support import TS0, check_snapshot, drive, event, sample_home, settled, write_run
 
 from test_tui_app import A, B, make_app
 
@@ -34,27 +34,28 @@ def test_main_screens(tmp_path, monkeypatch):
     monkeypatch.setattr("rlm_tui.live.clock", lambda: TS0 + 10_805.0)  # the live clock, frozen
 
     async def body(pilot):
+        await settled(pilot, app)
         check_snapshot(app, "runs")
         app.execute("/rlm replay run_20261116_030000_000000_live")
-        await pilot.pause()
+        await settled(pilot, app)
         check_snapshot(app, "live")
         app.execute(f"/rlm replay {A}")
         await pilot.pause()
         await pilot.press("home", "down")
-        await pilot.pause()
+        await settled(pilot, app)
         check_snapshot(app, "run")
         app.execute(f"/compare {A} {B}")
-        await pilot.pause()
+        await settled(pilot, app)
         check_snapshot(app, "compare")
         await pilot.press("f4")
         view = app.query_one("BenchView")
         view.show_presets(PRESETS)
         view.show_leaderboard(BOARD)
         app.query_one("#bench-tabs").active = "tab-leaderboard"
-        await pilot.pause()
+        await settled(pilot, app)
         check_snapshot(app, "bench")
         await pilot.press("f1")
-        await pilot.pause()
+        await settled(pilot, app)
         check_snapshot(app, "help")
 
     drive(app, body)

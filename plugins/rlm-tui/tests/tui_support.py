@@ -162,6 +162,21 @@ def check_snapshot(app: Any, name: str) -> None:
                              f"\n--- now\n{text_now}")  # fmt: skip
 
 
+async def settled(pilot: Any, app: Any, seconds: float = 5.0) -> None:
+    """Wait until the screen stops changing (two screenshots alike after a pause), at most ``seconds``: a view
+    drawn in steps (a comparison, a table filled by a worker) is compared once it is done, even on a busy machine."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    before = None
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        now = normalise_svg(app.export_screenshot(title="rlm tui"))
+        if now == before:
+            return
+        before = now
+
+
 def svg_text(svg: str) -> str:
     """The text lines of an exported screenshot, for a readable failure."""
     import html
