@@ -68,6 +68,13 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _private_run_registry(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test has a registry of live runs of its own (``$XDG_STATE_HOME/rlm/active``): a test's runs never
+    show in the developer's ``rlm runs active``, and a test's ``rlm runs cancel --all`` stops no other run."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(autouse=True)
 def _fresh_host():
     """Each test starts with no cached plugin host."""
     reset_host()
@@ -95,6 +102,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, s
     work.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     monkeypatch.chdir(work)
     return {"HOME": str(home), "WORK": str(work)}
 

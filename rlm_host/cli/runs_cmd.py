@@ -1,5 +1,6 @@
 """``rlm runs list``, ``show``, ``compare`` and ``export``: the saved runs under ``<home>/runs``; ``rlm runs active``
-and ``cancel``: the runs in progress on this machine (``<home>/active``).
+and ``cancel``: this user's runs in progress on this machine, whatever folder they run in (the registry in
+``~/.local/state/rlm/active``, ``rlm_host.trajectory.active``).
 
 What these commands show comes from runs: tasks, models' replies, code, errors, registry entries anyone could
 write. Every line meant for a person goes through ``say`` (control characters shown, never sent: C0, DEL and C1,
@@ -70,15 +71,15 @@ def list_runs(
 
 @app.command("active")
 def active(
-    ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
     prune: bool = typer.Option(False, "--prune", help="Remove the entries of dead runs (their process is gone)."),
 ) -> None:
-    """Runs in progress on this machine, in any process: id, status, process, start, environment, model and task.
-    A run whose process died is shown as dead (its trajectory has no final event; `--prune` forgets it)."""
+    """Your runs in progress on this machine, in any process and any folder: id, status, process, start,
+    environment, command, task and the run home each writes to. A run whose process died is shown as dead (its
+    trajectory has no final event; `--prune` forgets it, as the next run to start does)."""
     from rlm_host.trajectory.active import ActiveRuns
 
-    registry = ActiveRuns(run_home(ctx))
+    registry = ActiveRuns()
     pruned = registry.prune() if prune else []
     runs = registry.list()
     if as_json:
@@ -89,11 +90,12 @@ def active(
     if not runs:
         say("no active runs")
         return
-    say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} TASK")
+    say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} "
+        f"{'TASK':<40} HOME")
     for run in runs:
         task = run.task if len(run.task) <= 40 else run.task[:39] + "…"
         say(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
-                   f"{run.environment:<10} {run.command[:16]:<16} {task}")  # fmt: skip
+                   f"{run.environment:<10} {run.command[:16]:<16} {task:<40} {run.home or '?'}")  # fmt: skip
     dead = sum(run.status == "dead" for run in runs)
     if dead:
         say(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
@@ -101,19 +103,19 @@ def active(
 
 @app.command("cancel")
 def cancel(
-    ctx: typer.Context,
     run_id: str = typer.Argument("", help="The run to stop: an id or a unique prefix (`rlm runs active`)."),
-    every: bool = typer.Option(False, "--all", help="Stop every active run on this machine."),
+    every: bool = typer.Option(False, "--all", help="Stop every run of yours in progress on this machine, whatever "
+                               "folder it runs in."),
     wait: float = typer.Option(10.0, "--wait", min=0, help="Seconds to wait for the runs to end (0: do not wait)."),
 ) -> None:
-    """Stop runs in any process: each stops at its next check (a model call in progress is abandoned), its
-    trajectory ends `cancelled` and its sandbox is released."""
+    """Stop your runs in any process and any folder: each stops at its next check (a model call in progress is
+    abandoned), its trajectory ends `cancelled` and its sandbox is released."""
     from rlm_host.errors import InputError
     from rlm_host.trajectory.active import ActiveRuns
 
     if bool(run_id) == every:
         raise InputError("give a run id or --all (not both)")
-    registry = ActiveRuns(run_home(ctx))
+    registry = ActiveRuns()
     if every:
         asked = registry.cancel_all()
         if not asked:

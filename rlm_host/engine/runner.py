@@ -108,9 +108,9 @@ class RLMRunner:
         if on_event is not None:
             bus.subscribe("on_event", on_event, wanted)
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
-        registration = ActiveRuns(self.home).register(  # `rlm runs cancel` from any process sets budget.cancel
-            plan.run_id, budget.cancel, task=question or task, environment=run.environment, model=plan.root_connector.name,
-            trajectory=str(plan.trajectory_path))  # fmt: skip
+        registration = ActiveRuns().register(  # `rlm runs cancel` from any process and folder sets budget.cancel
+            plan.run_id, budget.cancel, home=str(self.home), task=question or task, environment=run.environment,
+            model=plan.root_connector.name, trajectory=str(plan.trajectory_path))  # fmt: skip
         approvals = Approvals(run.approve, run.approval_rules, approver)
         _log_run_start(plan, task if question is None else question)
         try:

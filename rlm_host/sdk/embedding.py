@@ -5,8 +5,8 @@
 ``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
 runs), ``VariableCarrier`` the REPL variables a front door keeps from one run to the next
 (``RLM.completion(..., carry=)``), ``RunStore`` reads the recorded runs of a home, ``Replay`` walks one run tree (what an exporter,
-``rlm_register_exporters``, writes out), ``ActiveRuns`` lists the runs in progress on this machine and cancels one
-or all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where two runs' steps first
+``rlm_register_exporters``, writes out), ``ActiveRuns()`` lists this user's runs in progress on this machine, whatever
+folder they run in, and cancels one or all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where two runs' steps first
 diverge and the deltas of their outcomes (``rlm runs compare``; ``render_comparison`` prints it). A plugin's own sub-command gets its settings from
 ``rlm_host.CommandServices.of(ctx)``, not by loading them again; a command that offers run options declares them
 with ``run_option("max_steps")`` (flag, help and default from the one declaration, ``RunSettings``) and merges

@@ -2,7 +2,8 @@
 
 Installed with rlm-host, so every plugin's tests get them without a ``conftest.py``:
 
-- ``rlm_isolated``: a HOME, a working directory and a run home of the test's own, and no ``RLM_*`` variable
+- ``rlm_isolated``: a HOME, a working directory and a run home of the test's own (and a registry of live runs:
+  ``$XDG_STATE_HOME`` and ``$XDG_CONFIG_HOME`` unset, so both are under that HOME), and no ``RLM_*`` variable
   from the developer's shell; returns an ``Isolated`` with ``home``, ``work`` and ``runs`` paths.
 - ``rlm_cli``: runs ``rlm`` in-process, ``rlm_cli("plugins", "list", plugins="rlm-sandbox-mine")`` →
   ``CliResult(code, out, err)``; ``plugins`` is ``RLM_PLUGINS`` (which installed distributions load).
@@ -47,6 +48,7 @@ def rlm_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Isolated:
     work.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)  # the registry of live runs: this HOME's, not the user's
     monkeypatch.chdir(work)
     return Isolated(home=home, work=work, runs=work / ".rlm")
 

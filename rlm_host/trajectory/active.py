@@ -1,22 +1,30 @@
-"""The runs in progress on this machine, and cancelling one from any process: ``rlm runs active`` / ``cancel``.
+"""The runs in progress on this machine, whatever folder they run in, and cancelling one from any process:
+``rlm runs active`` / ``cancel``.
 
-Every root run registers itself in ``<home>/active/<run_id>.json`` (its process id and that process's start time,
-the command, task, environment, model and trajectory) for as long as it runs. Cancelling writes
-``<run_id>.cancel`` beside it; a watcher thread in the run's process sees the file within ``POLL_SECONDS`` and
-sets the run's cancel event, so the run stops at its next check (a model call in progress is abandoned), its
-trajectory ends ``cancelled`` and its sandbox is released. A run whose process is gone (or whose process id now
-belongs to another program) is ``dead``, never ``active``. Nothing of this may fail a run: a home that cannot be
-written leaves the run unregistered, with one warning.
+Every root run registers itself, for as long as it runs, in this user's registry of live runs:
+``<state>/active/<run_id>.json``, where ``<state>`` is ``$XDG_STATE_HOME/rlm``, else ``~/.local/state/rlm``
+(``rlm_host.config.paths.user_state_dir``): one folder per user, whatever the working folder or the run home. The
+entry holds the process id and that process's start time, the command, task, environment, model, run home and
+trajectory. Cancelling writes ``<run_id>.cancel`` beside it; a watcher thread in the run's process sees the file
+within ``POLL_SECONDS`` and sets the run's cancel event, so the run stops at its next check (a model call in
+progress is abandoned), its trajectory ends ``cancelled`` and its sandbox is released. A canceller writes nothing
+in the run's home and signals no process: a request is a file only the registered process watches. A run whose
+process is gone (or whose process id now belongs to another program, or to another user) is ``dead``, never
+``active``; each new registration sweeps the dead entries away. Nothing of this may fail a run: a registry that
+cannot be written leaves the run unregistered, with one warning.
 
-The folder may hold what others planted (a cloned project's ``.rlm``, a shared home): every file is written as a
-new private temporary file renamed over its name (``write_entry``: a link planted there is replaced, never
-written through), entries are read only from regular files of bounded size (``read_regular``: a FIFO never
-hangs a listing), and only a regular ``.cancel`` file is a request. The task is redacted before it is clipped
-(a key cut in two would no longer match).
+The folder is private (created 0700, a looser mode tightened; a link there, or another user's folder, is refused),
+and what it holds is still read as untrusted input: every file is written as a new private temporary file renamed
+over its name (``write_entry``: a link planted there is replaced, never written through), entries are read only
+from regular files of bounded size (``read_regular``: a FIFO never hangs a listing), an entry whose id is not its
+file's name is ignored (an id is a name, never a path; the home and trajectory it names are shown, never written),
+and only a regular ``.cancel`` file is a request. The task is redacted before it is clipped (a key cut in two
+would no longer match).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -28,10 +36,11 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Mapping, Optional
 
 from pydantic import BaseModel, Field
 
+from rlm_host.config.paths import user_state_dir
 from rlm_host.context import read_regular
 from rlm_host.errors import InputError
 from rlm_host.redact import redact
@@ -49,7 +58,7 @@ Status = Literal["active", "cancelling", "dead", "elsewhere"]
 class ActiveRun(BaseModel):
     """One registered run. ``status``: ``active``, ``cancelling`` (asked to stop, still running), ``dead`` (its
     process is gone: the run will never end on its own) or ``elsewhere`` (registered by another machine sharing
-    this home: its process cannot be checked from here)."""
+    this user's home folder: its process cannot be checked from here). ``home``: the run home it writes to."""
 
     run_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,120}$")
     pid: int = Field(gt=0)
@@ -59,6 +68,7 @@ class ActiveRun(BaseModel):
     environment: str = ""
     model: str = ""
     command: str = ""
+    home: str = ""
     trajectory: str = ""
     process_start: Optional[int] = None  # the process's start time in clock ticks (Linux), against pid reuse
     status: Status = "active"
@@ -66,6 +76,48 @@ class ActiveRun(BaseModel):
 
 class NoActiveRunError(InputError):
     """No registered run matches the id or prefix given (or more than one does)."""
+
+
+class RegistryError(InputError):
+    """The registry folder cannot be used: a link, a file, another user's folder."""
+
+
+def registry_folder(env: Optional[Mapping[str, str]] = None) -> Path:
+    """This user's registry of live runs: ``<user_state_dir>/active`` (``~/.local/state/rlm/active``)."""
+    return user_state_dir(env) / ACTIVE_DIR
+
+
+def _uid() -> Optional[int]:
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid() if geteuid is not None else None
+
+
+def _private_folder(folder: Path, create: bool) -> bool:
+    """Whether ``folder`` is there to be used as a registry: a folder (not a link) of this user's, its mode
+    tightened to 0700 when looser. ``create``: make it first (0700, its parent too if missing). OSError when
+    something else is at that name (a link, a file) or the folder is another user's."""
+    if create:
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        raise OSError(errno.ENOTDIR, f"{folder} is not a folder (a link or a file is there)")
+    uid = _uid()
+    if uid is not None and info.st_uid != uid:
+        raise OSError(errno.EPERM, f"{folder} belongs to another user (uid {info.st_uid})")
+    if info.st_mode & 0o077:
+        os.chmod(folder, 0o700)
+    return True
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path)) if path else ""
 
 
 def _proc_stat(pid: int) -> Optional[list[bytes]]:
@@ -84,19 +136,23 @@ def _process_start(pid: int) -> Optional[int]:
 
 
 def _alive(pid: int, started: Optional[int]) -> bool:
-    """Whether process ``pid`` runs and is the one that registered (same start time; a zombie is dead)."""
+    """Whether process ``pid`` runs and is the one that registered: this user's, with the same start time (where
+    ``/proc`` tells it, an entry without one is not believed; a zombie is dead)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: it exists
+    except (OSError, OverflowError):
+        return False  # gone, or another user's process: never one of this user's runs
     fields = _proc_stat(pid)
     if fields is None:
         return not Path("/proc/self/stat").exists()  # no /proc here: os.kill is all we know
-    if fields[0] in (b"Z", b"X"):
+    try:
+        owner = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
         return False
-    return started is None or len(fields) <= 19 or int(fields[19]) == started
+    uid = _uid()
+    if (uid is not None and owner != uid) or fields[0] in (b"Z", b"X"):
+        return False
+    return started is not None and len(fields) > 19 and int(fields[19]) == started
 
 
 def write_entry(folder: Path, name: str, data: bytes) -> None:
@@ -193,25 +249,31 @@ class Registration:
 
 
 class ActiveRuns:
-    """The registry of runs in progress under a run home (``<home>/active``)."""
+    """This user's registry of the runs in progress on this machine (``registry_folder()``, whatever the working
+    folder; ``folder=`` names another registry folder)."""
 
-    def __init__(self, home: Path) -> None:
-        self.home = Path(home).expanduser()
-        self.dir = self.home / ACTIVE_DIR
+    def __init__(self, *, folder: Optional[Path] = None) -> None:
+        self.dir = Path(folder).expanduser() if folder is not None else registry_folder()
 
     # ------------------------------------------------------------------ the running process's side
 
-    def register(self, run_id: str, cancel: threading.Event, *, task: str = "", environment: str = "",
-                 model: str = "", trajectory: str = "") -> Optional[Registration]:  # fmt: skip
-        """Record run ``run_id`` of this process and watch for its cancellation (``cancel`` is set then).
-        None, with a warning, when the registry cannot be written: the run goes on, uncancellable from outside."""
+    def register(self, run_id: str, cancel: threading.Event, *, home: str = "", task: str = "",
+                 environment: str = "", model: str = "", trajectory: str = "") -> Optional[Registration]:  # fmt: skip
+        """Record run ``run_id`` of this process (``home``: the run home it writes to) and watch for its
+        cancellation (``cancel`` is set then); the entries of dead runs are swept away. None, with a warning, when
+        the registry cannot be written: the run goes on, uncancellable from outside."""
         pid = os.getpid()
         path, cancel_file = self.dir / f"{run_id}.json", self.dir / f"{run_id}.cancel"
         try:
             entry = ActiveRun(run_id=run_id, pid=pid, host=socket.gethostname(), started=datetime.now(timezone.utc),
                               task=clip(redact(task), 200, "ellipsis") or "", environment=environment, model=model,
-                              command=command_words(), trajectory=trajectory, process_start=_process_start(pid))  # fmt: skip
-            self.dir.mkdir(parents=True, exist_ok=True)
+                              command=command_words(), home=_absolute(home), trajectory=_absolute(trajectory),
+                              process_start=_process_start(pid))  # fmt: skip
+            _private_folder(self.dir, create=True)
+            try:
+                os.unlink(cancel_file)  # a request left from before is not one for this run
+            except FileNotFoundError:
+                pass
             write_entry(self.dir, path.name, entry.model_dump_json(exclude={"status"}).encode())
         except (OSError, ValueError) as exc:
             from rlm_host import logs
@@ -220,14 +282,22 @@ class ActiveRuns:
                                                 "`rlm runs cancel` cannot reach it")  # fmt: skip
             return None
         _watcher.watch(cancel_file, cancel)
+        try:
+            self.prune()
+        except (OSError, InputError):
+            pass  # sweeping is housekeeping: never a reason to fail a run
         return Registration(path, cancel_file)
 
     # ------------------------------------------------------------------ anyone's side
 
     def list(self) -> list[ActiveRun]:
-        """Every registered run, oldest first, with its status as of now."""
-        if not self.dir.is_dir():
-            return []
+        """Every registered run, oldest first, with its status as of now. RegistryError when the registry folder is
+        not a folder of this user's."""
+        try:
+            if not _private_folder(self.dir, create=False):
+                return []
+        except OSError as exc:
+            raise RegistryError(f"the registry of active runs cannot be used: {exc.strerror or exc}") from exc
         here, found = socket.gethostname(), []
         for path in sorted(self.dir.glob("*.json")):
             try:
@@ -235,7 +305,7 @@ class ActiveRuns:
             except (OSError, ValueError):
                 continue  # being written or removed right now, or not ours (a link, a FIFO, a large file)
             if run.run_id != path.stem:
-                continue  # a planted entry (a cloned project's .rlm): its id could name a path outside this folder
+                continue  # not what register wrote: its id could name a path outside this folder
             if run.host != here:
                 run.status = "elsewhere"
             elif not _alive(run.pid, run.process_start):
@@ -246,8 +316,12 @@ class ActiveRuns:
         return sorted(found, key=lambda r: r.started)
 
     def running_ids(self) -> set[str]:
-        """The ids of runs whose process is alive (or cannot be checked from here)."""
-        return {run.run_id for run in self.list() if run.status != "dead"}
+        """The ids of runs whose process is alive (or cannot be checked from here); none when the registry cannot
+        be read."""
+        try:
+            return {run.run_id for run in self.list() if run.status != "dead"}
+        except RegistryError:
+            return set()
 
     def find(self, ref: str) -> ActiveRun:
         """The registered run whose id is ``ref`` or starts with it."""

@@ -290,7 +290,7 @@ class RunStore:
         """A summary of every saved run, newest first."""
         from rlm_host.trajectory.active import ActiveRuns
 
-        running = ActiveRuns(self.home).running_ids()  # a run without a final event may still be going on
+        running = ActiveRuns().running_ids()  # a run without a final event may still be going on
         summaries = [self.summarize(path) for path in self.files()]
         for summary in summaries:
             if summary.interrupted and summary.run_id in running:

@@ -1,10 +1,11 @@
 """Files in folders someone else can write, tried as an attacker would, through the real ``rlm`` command.
 
-A run home may be a cloned project's ``.rlm`` or a folder shared with other users, and ``@FILE`` instructions name
-a path in a project. What is planted there — a link where rlm writes a file, a FIFO where it reads one — must
-neither redirect a write nor hang a command: cancel files and registry entries are new files renamed over their
-name (a planted link is replaced, not followed), and what is read is a regular file, opened without blocking and
-read bounded (``rlm_host.context.read_regular``). Each command runs in a subprocess with a timeout: a hang fails.
+``@FILE`` instructions name a path in a project, which may be a cloned one; the registry of live runs is a private
+per-user folder (``~/.local/state/rlm/active``: 0700, this user's, not a link) whose entries are still read as
+untrusted input. What is planted there — a link where rlm writes a file, a FIFO where it reads one — must neither
+redirect a write nor hang a command: cancel files and registry entries are new files renamed over their name (a
+planted link is replaced, not followed), and what is read is a regular file, opened without blocking and read
+bounded (``rlm_host.context.read_regular``). Each command runs in a subprocess with a timeout: a hang fails.
 """
 
 from __future__ import annotations
@@ -31,9 +32,17 @@ def rlm(home: Path, *args: str, cwd: Path | None = None) -> subprocess.Completed
                           timeout=PATIENCE)  # fmt: skip
 
 
+def registry() -> Path:
+    """This test's registry folder (``$XDG_STATE_HOME/rlm/active``: ``conftest.py`` gives each test its own)."""
+    from rlm_host.sdk.embedding import ActiveRuns
+
+    return ActiveRuns().dir
+
+
 def plant_entry(active: Path, run_id: str) -> None:
-    """A registry entry as another machine sharing this home would write it (its process cannot be checked)."""
-    active.mkdir(parents=True, exist_ok=True)
+    """A registry entry as another machine sharing this home folder would write it (its process cannot be
+    checked from here)."""
+    active.mkdir(parents=True, exist_ok=True, mode=0o700)
     entry = {"run_id": run_id, "pid": 4242, "host": "another-machine", "started": "2026-01-01T00:00:00Z"}
     (active / f"{run_id}.json").write_text(json.dumps(entry))
 
@@ -46,10 +55,10 @@ def test_cancel_all_replaces_planted_links_instead_of_writing_through_them(tmp_p
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     created = tmp_path / "created-by-rlm.txt"
-    plant_entry(home / "active", "run_to_victim")
-    (home / "active" / "run_to_victim.cancel").symlink_to(victim)
-    plant_entry(home / "active", "run_to_nowhere")
-    (home / "active" / "run_to_nowhere.cancel").symlink_to(created)
+    plant_entry(registry(), "run_to_victim")
+    (registry() / "run_to_victim.cancel").symlink_to(victim)
+    plant_entry(registry(), "run_to_nowhere")
+    (registry() / "run_to_nowhere.cancel").symlink_to(created)
 
     done = rlm(home, "runs", "cancel", "--all", "--wait", "0")
     assert done.returncode == 0, done.stderr
@@ -57,7 +66,7 @@ def test_cancel_all_replaces_planted_links_instead_of_writing_through_them(tmp_p
     assert victim.read_text() == "precious\n", "the cancel request was written into the link's target"
     assert not created.exists(), "the cancel request created the link's target"
     for run_id in ("run_to_victim", "run_to_nowhere"):
-        request = home / "active" / f"{run_id}.cancel"
+        request = registry() / f"{run_id}.cancel"
         assert not request.is_symlink() and "by_pid" in json.loads(request.read_text())
 
 
@@ -65,33 +74,65 @@ def test_registering_a_run_never_writes_through_a_planted_temporary_file(tmp_pat
     """The entry's temporary file had a name anyone could guess (``.<run_id>.<pid>.tmp``)."""
     from rlm_host.sdk.embedding import ActiveRuns
 
-    home = tmp_path / "home"
-    (home / "active").mkdir(parents=True)
+    registry().mkdir(parents=True, mode=0o700)
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    (home / "active" / f".run_planted.{os.getpid()}.tmp").symlink_to(victim)
-    registration = ActiveRuns(home).register("run_planted", threading.Event(), task="t")
+    (registry() / f".run_planted.{os.getpid()}.tmp").symlink_to(victim)
+    registration = ActiveRuns().register("run_planted", threading.Event(), task="t")
     try:
         assert registration is not None
         assert victim.read_text() == "precious\n"
-        assert [run.run_id for run in ActiveRuns(home).list()] == ["run_planted"]
-        assert not (home / "active" / "run_planted.json").is_symlink()
+        assert [run.run_id for run in ActiveRuns().list()] == ["run_planted"]
+        assert not (registry() / "run_planted.json").is_symlink()
     finally:
         registration and registration.close()
 
 
 def test_a_linked_registry_folder_is_never_written(tmp_path, caplog):
-    """``<home>/active`` planted as a link to another folder: a run stays unregistered, a cancel writes nothing."""
+    """The registry folder planted as a link to another folder: a run stays unregistered, a listing and a cancel
+    are refused and write nothing; the saved runs are still listed."""
     from rlm_host.sdk.embedding import ActiveRuns
 
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
     plant_entry(elsewhere, "run_there")
     home.mkdir()
-    (home / "active").symlink_to(elsewhere)
-    assert ActiveRuns(home).register("run_here", threading.Event()) is None
-    done = rlm(home, "runs", "cancel", "--all", "--wait", "0")
-    assert done.returncode == 2 and "cannot ask run run_there to stop" in done.stderr
+    registry().parent.mkdir(parents=True)
+    registry().symlink_to(elsewhere)
+    assert ActiveRuns().register("run_here", threading.Event()) is None
+    for args in (["runs", "cancel", "--all", "--wait", "0"], ["runs", "active"]):
+        done = rlm(home, *args)
+        assert done.returncode == 2 and "registry of active runs cannot be used" in done.stderr, done.stderr
+        assert "not a folder" in done.stderr and "Traceback" not in done.stderr
+    assert rlm(home, "runs", "list").returncode == 0
     assert sorted(p.name for p in elsewhere.iterdir()) == ["run_there.json"]
+
+
+def test_the_registry_folder_is_private(tmp_path):
+    """Made 0700 with 0600 entries; a looser mode is tightened before an entry is written or read."""
+    from rlm_host.sdk.embedding import ActiveRuns
+
+    registration = ActiveRuns().register("run_private", threading.Event(), task="t")
+    try:
+        assert registration is not None
+        assert registry().stat().st_mode & 0o777 == 0o700
+        assert (registry() / "run_private.json").stat().st_mode & 0o777 == 0o600
+        registry().chmod(0o777)
+        assert [run.run_id for run in ActiveRuns().list()] == ["run_private"]
+        assert registry().stat().st_mode & 0o777 == 0o700
+    finally:
+        registration and registration.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to make another user's folder")
+def test_another_users_registry_folder_is_refused(tmp_path):
+    from rlm_host.sdk.embedding import ActiveRuns
+
+    plant_entry(registry(), "run_theirs")
+    os.chown(registry(), 65534, 65534)
+    assert ActiveRuns().register("run_mine", threading.Event()) is None
+    done = rlm(tmp_path / "home", "runs", "cancel", "--all", "--wait", "0")
+    assert done.returncode == 2 and "belongs to another user" in done.stderr, done.stderr
+    assert sorted(p.name for p in registry().iterdir()) == ["run_theirs.json"]
 
 
 # ---------------------------------------------------------------------------------------------- reads
@@ -99,9 +140,10 @@ def test_a_linked_registry_folder_is_never_written(tmp_path, caplog):
 
 def test_a_fifo_in_the_registry_hangs_no_command(tmp_path):
     home = tmp_path / "home"
-    plant_entry(home / "active", "run_real")
-    os.mkfifo(home / "active" / "run_fifo.json")
-    os.mkfifo(home / "active" / "run_fifo.cancel")
+    plant_entry(registry(), "run_real")
+    os.mkfifo(registry() / "run_fifo.json")
+    os.mkfifo(registry() / "run_fifo.cancel")
+    (registry() / "run_linked.json").symlink_to(registry() / "run_real.json")  # a link is no entry either
     listed = rlm(home, "runs", "active", "--json")
     assert listed.returncode == 0, listed.stderr
     assert [run["run_id"] for run in json.loads(listed.stdout)] == ["run_real"]
@@ -113,10 +155,10 @@ def test_a_fifo_in_the_registry_hangs_no_command(tmp_path):
 
 def test_a_huge_registry_entry_is_not_read(tmp_path):
     home = tmp_path / "home"
-    plant_entry(home / "active", "run_real")
+    plant_entry(registry(), "run_real")
     entry = {"run_id": "run_huge", "pid": 4242, "host": "another-machine", "started": "2026-01-01T00:00:00Z",
              "task": "x" * (1 << 20)}  # fmt: skip
-    (home / "active" / "run_huge.json").write_text(json.dumps(entry))
+    (registry() / "run_huge.json").write_text(json.dumps(entry))
     listed = rlm(home, "runs", "active", "--json")
     assert [run["run_id"] for run in json.loads(listed.stdout)] == ["run_real"]
 

@@ -66,7 +66,7 @@ def test_a_cancelled_run_raises_cancellation_with_the_partial_answer(server, kwa
     server.push(answer(SLOW))
 
     def cancel_soon(depth: int, iteration: int) -> None:  # once the slow code runs, as `rlm runs cancel` would
-        threading.Timer(0.5, lambda: ActiveRuns(rlm_isolated.runs).cancel_all()).start()
+        threading.Timer(0.5, lambda: ActiveRuns().cancel_all()).start()
 
     with pytest.raises(CancellationError) as raised:
         make(server, kwargs_for, on_iteration_start=cancel_soon).completion("ctx", "q")

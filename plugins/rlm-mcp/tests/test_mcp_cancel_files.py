@@ -1,11 +1,12 @@
 """``rlm_runs_cancel`` through the official MCP client writes its request with the host's one cancel-file writer:
-a link planted at the request's name (in a run home others can write) is replaced, never written through."""
+a link planted at the request's name (in the registry folder) is replaced, never written through."""
 
 from __future__ import annotations
 
 import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from rlm_host.sdk.embedding import ActiveRuns
 
 from mcp_support import RLM, slow_script
 
@@ -31,7 +32,7 @@ def test_a_client_cancel_never_writes_through_a_link_planted_at_the_request(rlm_
                 await seen.wait()
             active = await session.call_tool("rlm_runs_active", {})
             run_id = active.structured_content["runs"][0]["run_id"]
-            (rlm_isolated.runs / "active" / f"{run_id}.cancel").symlink_to(created)
+            (ActiveRuns().dir / f"{run_id}.cancel").symlink_to(created)
             outcome["cancel"] = await session.call_tool("rlm_runs_cancel", {"run_id": "all"})
         return outcome
 

@@ -96,15 +96,16 @@ def observation_text(observation: dict[str, Any]) -> Optional[str]:
     return json.dumps(rest, default=str, ensure_ascii=False) if rest else None
 
 
-def active_runs(home: Path) -> ActiveList:
-    """The runs in progress under ``home``, whoever started them (a dead one says so)."""
-    return ActiveList(runs=[_active(run) for run in ActiveRuns(home).list()])
+def active_runs() -> ActiveList:
+    """The runs in progress on this machine of the user the server runs as, whichever process and folder started
+    them (a dead one says so)."""
+    return ActiveList(runs=[_active(run) for run in ActiveRuns().list()])
 
 
-def cancel_run(home: Path, run_id: str) -> ActiveList:
+def cancel_run(run_id: str) -> ActiveList:
     """Cancel a run this server started (an id or unique prefix, or ``all``: every one of them). A client may not
     stop runs of other processes: those belong to other people's terminals and programs."""
-    registry = ActiveRuns(home)
+    registry = ActiveRuns()
     own = [run for run in registry.list() if run.pid == os.getpid() and run.status != "dead"]
     chosen = own if run_id == "all" else [run for run in own if run.run_id.startswith(run_id)] if run_id else []
     if run_id != "all" and len(chosen) != 1:

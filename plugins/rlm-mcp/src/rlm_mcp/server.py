@@ -129,8 +129,9 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def rlm_runs_active() -> Annotated[CallToolResult, ActiveList]:
         """Runs in progress on the server's machine (any process): id, status (active, cancelling, or dead when its
-        process is gone), task, model; `own` marks the runs this server started (the ones rlm_runs_cancel stops)."""
-        listed = runs.active_runs(rlm.home)
+        process is gone), task, model; `own` marks the runs this server started (the ones rlm_runs_cancel stops).
+        They are the runs of the user the server runs as, whatever folder each runs in."""
+        listed = runs.active_runs()
         lines = [f"{r.run_id} {r.status}{' (this server)' if r.own else ''} {r.task}" for r in listed.runs]
         return _result(listed, "\n".join(lines) or "no active runs")
 
@@ -139,7 +140,7 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
         """Stop a run this server started (its id, a unique prefix, or 'all'): it stops at its next check (a model
         call in progress is abandoned) and its trajectory ends `cancelled`."""
         try:
-            stopped = runs.cancel_run(rlm.home, run_id)
+            stopped = runs.cancel_run(run_id)
         except (RlmError, ValueError) as exc:
             raise _error(exc) from None
         return _result(stopped, "\n".join(f"cancelling {r.run_id}" for r in stopped.runs) or "no runs to cancel")

@@ -4,9 +4,10 @@ A run starts as ``rlm run`` starts one: the command's settings (``CommandService
 ``/connect`` and ``/sandbox`` choices, then the command line's ``key=value`` — merged by ``apply_run_flags``
 (validated against ``RunSettings``, errors naming the option), then ``RLM(settings=…, home=…).completion`` in a
 worker thread with ``on_event``, so the app learns the run's id from its ``run_start`` and follows the trajectory
-file like any other run's. Cancelling uses the host's registry of active runs (``ActiveRuns``), the same for a
-run started here and one started by another process. In a browser session (``rlm tui --web``) every choice is
-checked against the launching user's settings first (``rlm_tui.browser_session``).
+file like any other run's. Cancelling uses the host's registry of active runs (``ActiveRuns``): this user's runs on
+the machine, the same for a run started here and one started by another process in any folder. In a browser
+session (``rlm tui --web``) every choice is checked against the launching user's settings first
+(``rlm_tui.browser_session``).
 """
 
 from __future__ import annotations
@@ -156,13 +157,14 @@ class Workspace:
     # ------------------------------------------------------------------ cancelling (any process's runs)
 
     def active(self) -> list[Any]:
-        """The registered runs of the home (``ActiveRun``: ``active``, ``cancelling``, ``dead``…)."""
-        return ActiveRuns(self.home).list()
+        """This user's registered runs on the machine, whatever their home (``ActiveRun``: ``active``,
+        ``cancelling``, ``dead``…)."""
+        return ActiveRuns().list()
 
     def abort(self, ref: Optional[str]) -> str:
         """Cancel run ``ref`` (an id or unique prefix) or ``all``, whichever process runs it; what was done, as one
         line. No match raises the registry's error (an RlmError with exit code 2)."""
-        registry = ActiveRuns(self.home)
+        registry = ActiveRuns()
         if ref in (None, "", "all"):
             runs = registry.cancel_all()
             return f"asked {len(runs)} run(s) to stop" + (": " + ", ".join(r.run_id for r in runs) if runs else "")
@@ -173,7 +175,7 @@ class Workspace:
     def stop_own(self, wait: float = STOP_SECONDS) -> list[str]:
         """Cancel the runs this process started (leaving the app) and wait up to ``wait`` seconds for each to write
         its ``cancelled`` final event; the ids still running after that."""
-        registry = ActiveRuns(self.home)
+        registry = ActiveRuns()
         own = [run.run_id for run in registry.list() if run.pid == os.getpid() and run.status != "dead"]
         for run_id in own:
             try:
