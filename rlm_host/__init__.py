@@ -33,7 +33,7 @@ from rlm_host.errors import (
 #: The registration records (``rlm_host.components``).
 _RECORDS = [
     "LazyRef", "Readiness", "Component", "EnvironmentSpec", "FrameworkSpec", "SandboxSpec", "SinkSpec", "ExporterSpec",
-    "ContextLoaderSpec", "BenchmarkPackSpec", "ProviderSpec", "CommandSpec", "DoctorCheck",
+    "ToolboxSpec", "ContextLoaderSpec", "BenchmarkPackSpec", "ProviderSpec", "CommandSpec", "DoctorCheck",
 ]  # fmt: skip
 
 #: Public name → the module that defines it, imported on first use.
@@ -164,6 +164,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Readiness,
         SandboxSpec,
         SinkSpec,
+        ToolboxSpec,
     )
     from rlm_host.hookspecs import hookimpl
     from rlm_host.api.client import RLM, RunStream

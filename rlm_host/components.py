@@ -239,6 +239,20 @@ class ExporterSpec(Component):
     kind: ClassVar[str] = "exporter"
 
 
+@dataclass(frozen=True)
+class ToolboxSpec(Component):
+    """A source of functions for the REPL of any run, turned on by a run option (MCP servers: ``mcp_servers``).
+
+    The factory is called as ``factory(None, services: HostServices)`` and returns an object with
+    ``check(value, folder)`` (a bad value is a ConfigError, said before the run starts) and ``open(value, folder)``,
+    which starts the source for one run tree and returns an object with ``tools`` (``Tool`` s, offered to the root
+    run and its child runs), ``notices`` (said at run start) and ``close()``.
+    """
+
+    kind: ClassVar[str] = "toolbox"
+    option: str = ""  # the run option whose value turns it on
+
+
 class BenchmarkPackSpec(Component):
     """A benchmark pack: named presets of cases carrying their data and expected answers."""
 
@@ -365,6 +379,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("benchmark", "rlm_register_benchmark_packs", BenchmarkPackSpec, "benchmark_packs"),
     Kind("provider", "rlm_register_providers", ProviderSpec, "providers"),
     Kind("exporter", "rlm_register_exporters", ExporterSpec, "exporters", configurable=False),
+    Kind("toolbox", "rlm_register_toolboxes", ToolboxSpec, "toolboxes", configurable=False),
     Kind("command", "rlm_register_commands", CommandSpec, "commands", configurable=False),
     Kind("check", "rlm_register_doctor_checks", DoctorCheck, "doctor_checks", configurable=False),
 )
@@ -384,6 +399,7 @@ __all__ = [
     "BenchmarkPackSpec",
     "ProviderSpec",
     "ExporterSpec",
+    "ToolboxSpec",
     "CommandSpec",
     "DoctorCheck",
     "Kind",

@@ -41,6 +41,7 @@ from rlm_host.components import (
     ProviderSpec,
     SandboxSpec,
     SinkSpec,
+    ToolboxSpec,
 )
 
 PROJECT = "rlm"
@@ -144,6 +145,17 @@ def rlm_register_exporters() -> list[ExporterSpec]:
 
     The factory is called once per export as ``factory(None, services: HostServices)`` and returns a callable
     ``write(events, out)`` writing the tree of ``events`` (``RunEvent``s, as loaded) to the text stream ``out``.
+    """
+
+
+@hookspec
+def rlm_register_toolboxes() -> list[ToolboxSpec]:
+    """Toolboxes: functions offered to the REPL of every run from a source the user configures, turned on by the
+    run option the record names (``mcp_servers``: each tool of the configured MCP servers).
+
+    The factory is called when a run sets that option, as ``factory(None, services: HostServices)``; see
+    ``ToolboxSpec`` for what it returns. Each function is a ``rlm_host.sdk.environments.Tool``, called on the host
+    through the same bridge, approvals, timeout and ``tool_call`` record as the user's own ``--tool`` functions.
     """
 
 

@@ -46,7 +46,7 @@ def test_every_run_setting_is_an_rlm_keyword(tmp_path, name):
                "base_url": "http://127.0.0.1:9", "max_reply_tokens": 64, "allowed_sub_models": ["scripted:y.json"],
                "sinks": [], "temperature": 0.2, "top_p": 0.9, "seed": 7, "sub_sampling": {"temperature": 0.1},
                "tools": ["json:dumps"], "sub_tools": ["json:loads"], "output_type": {"type": "string"},
-               "max_errors": 3}  # fmt: skip
+               "max_errors": 3, "mcp_servers": {"fs": {"command": "true"}}}  # fmt: skip
     value = samples.get(name, value)
     rlm = RLM(home=tmp_path, **{name: value})
     assert getattr(rlm.loaded.settings.run, name) == value

@@ -34,6 +34,8 @@ PYPROJECT = "pyproject.toml"  # its [tool.rlm] table, when there is no rlm.toml
 ENV_PREFIX = "RLM_"
 DEFAULT = "default"
 
+#: Top-level tables a file may hold that are run options: ``[mcp_servers.NAME]``, as Claude Desktop names them.
+TOP_LEVEL_ALIASES = {"mcp_servers": "run.mcp_servers"}
 Entry = tuple[str, Any, str]  # (dotted key, value, source label)
 _WARNED: set[str] = set()  # untrusted-config warnings already given in this process
 
@@ -353,7 +355,7 @@ def _parse_env_value(raw: str) -> Any:
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
     for key, value in data.items():
-        dotted = f"{prefix}.{key}" if prefix else str(key)
+        dotted = f"{prefix}.{key}" if prefix else TOP_LEVEL_ALIASES.get(str(key), str(key))
         if isinstance(value, dict) and value:
             yield from _flatten(value, dotted)
         else:

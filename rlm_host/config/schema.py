@@ -73,6 +73,9 @@ class RunSettings(Section):
     sub_tools: Optional[list[Any]] = Field(None, description="the functions of child runs (rlm_query) (default: the "
                                            "run's tools)", json_schema_extra={"flag": "--sub-tool"})
     tool_timeout: float = Field(30.0, gt=0, description="limit of one call of a tool, seconds")
+    mcp_servers: Any = Field(None, description="MCP servers whose tools the model's code may call as functions "
+                             "(mcp__SERVER__TOOL): a Claude Desktop / VS Code JSON file, or [mcp_servers.NAME] "
+                             "tables (command, args, env or url, headers)", json_schema_extra={"flag": "--mcp-config"})
     output_type: Any = Field(None, description="the type the final answer must have: a JSON Schema file; in Python "
                              "also a pydantic model, a dataclass or a schema dict (an answer that does not match is "
                              "sent back to the model)", json_schema_extra={"flag": "--output-schema"})

@@ -133,6 +133,9 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return "turns off the strict cost check your own settings turn on" if below.get(key) and not value else ""
     if key == "run.output_type":
         return _outside(value, project) if isinstance(value, str) else ""
+    if key.startswith("run.mcp_servers"):  # a server is a program the host starts, or an endpoint with headers
+        return "" if key.endswith(".disabled") and value is True else "starts an MCP server (a program the host runs, " \
+            "or a server your data goes to)"
     if key in ("run.tools", "run.sub_tools"):
         return "runs functions of your Python on the host (a tool is host code)" if value else ""
     if key == "run.base_url":

@@ -21,7 +21,7 @@ from rlm_host.engine.sandbox_plan import SandboxPlan, guard_context_folders, mem
 from rlm_host.engine.scope import new_run_id
 from rlm_host.engine.sub_models import SubModels
 from rlm_host.environments.output_type import OutputType, output_type_of
-from rlm_host.environments.repl_tools import Tool, resolve_tools
+from rlm_host.environments.repl_tools import Tool, plan_toolboxes, resolve_tools
 from rlm_host.errors import ConfigError
 from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus
@@ -66,6 +66,7 @@ class RunPlan:
     output: Optional[OutputType] = None  # the type the root run's answer must have ([run] output_type)
     tools: tuple[Tool, ...] = ()  # the user's functions in the root run's REPL
     sub_tools: tuple[Tool, ...] = ()  # … and in its child runs'
+    toolboxes: tuple[Callable[[], Any], ...] = ()  # each opens a toolbox (MCP servers…) for the run tree
 
     def tools_at(self, depth: int) -> tuple[Tool, ...]:
         """The user's functions offered to a run of the tree at ``depth`` (0: the root)."""
@@ -179,6 +180,7 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     output = output_type_of(run.output_type, where=loaded.source_of("run.output_type"))
     tools = resolve_tools(run.tools, where=loaded.source_of("run.tools"))
     sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools, where=loaded.source_of("run.sub_tools"))
+    toolboxes = plan_toolboxes(host, run, workdir or Path.cwd(), home)
     warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     notices += warnings
     run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": run_sinks(host, run.sinks),
@@ -193,7 +195,7 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         notices=notices, warnings=warnings, workdir=workdir, sources=_sources(loaded),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
-        sampling=sampling.recorded, tools=tools, sub_tools=sub_tools, output=output,
+        sampling=sampling.recorded, tools=tools, sub_tools=sub_tools, output=output, toolboxes=toolboxes,
     )  # fmt: skip
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
@@ -103,8 +104,9 @@ class RLMRunner:
         run = plan.run
         budget = Budget(timeout=run.timeout, max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
                         max_cost=run.max_cost, cancel=cancel, shared=shared_budget)  # fmt: skip
+        plan, closers = _with_toolboxes(plan)
         bus = EventBus()
-        closers = plan.attach_observers(bus)
+        closers += plan.attach_observers(bus)
         if on_event is not None:
             bus.subscribe("on_event", on_event, wanted)
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
@@ -294,7 +296,8 @@ class RLMRunner:
         tools = SandboxTools(ctx.open_sandbox, ctx.context, budget=ctx.budget, scope=ctx.scope,
                              model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model),
                              exec_timeout=plan.limits.exec_timeout, spawn_child=ctx.spawn_child,
-                             tools=ctx.tools, approvals=ctx.approvals, tool_timeout=ctx.tool_timeout)  # fmt: skip
+                             tools=ctx.tools, approvals=ctx.approvals, tool_timeout=ctx.tool_timeout,
+                             output=ctx.output)  # fmt: skip
         closers.append(tools.close)
 
         def turn_starts() -> None:
@@ -309,7 +312,7 @@ class RLMRunner:
             root=TurnLimitedRole(ctx.root, plan.run.max_steps, turn_starts), sub=ctx.sub,
             sub_model_for=ctx.sub_model_for, tools=tools, budget=ctx.budget, rewards=plan.rewards, limits=plan.limits,
             scope=ctx.scope, max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, step=step,
-            settings=plan.framework_settings, allow_any_workdir=plan.run.allow_any_workdir,
+            settings=plan.framework_settings, allow_any_workdir=plan.run.allow_any_workdir, output=ctx.output,
         )  # fmt: skip
         assert plan.framework_factory is not None
         try:
@@ -421,6 +424,33 @@ def _typed_output(output: Any, final_response: Optional[str]) -> Any:
         return output.parse(final_response)
     except ValueError:
         return None
+
+
+def _with_toolboxes(plan: RunPlan) -> tuple[RunPlan, list[Callable[[], None]]]:
+    """Open the plan's toolboxes (MCP servers…) for this run tree: their functions join the tools of the root run
+    and of its child runs, what they say joins the run's notices; returns what closes them."""
+    opened: list[Any] = []
+    try:
+        for open_toolbox in plan.toolboxes:
+            opened.append(open_toolbox())
+    except BaseException:
+        _close_all([toolbox.close for toolbox in opened])
+        raise
+    if not opened:
+        return plan, []
+    taken = {tool.name for tool in (*plan.tools, *plan.sub_tools)}
+    extra, notices = [], list(plan.notices)
+    for toolbox in opened:
+        notices += list(toolbox.notices)
+        for tool in toolbox.tools:
+            if tool.name in taken:
+                notices.append(f"{tool.name} is left out: one of your tools has that name")
+                continue
+            taken.add(tool.name)
+            extra.append(tool)
+    plan = replace(plan, tools=(*plan.tools, *extra), sub_tools=(*plan.sub_tools, *extra), notices=notices,
+                   toolboxes=())  # fmt: skip
+    return plan, [toolbox.close for toolbox in opened]
 
 
 def _close_all(closers: list[Callable[[], None]]) -> None:

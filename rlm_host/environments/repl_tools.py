@@ -18,6 +18,7 @@ import keyword
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from rlm_host.approvals import ApprovalRequest
@@ -26,7 +27,7 @@ from rlm_host.errors import ConfigError
 from rlm_host.events import sub_call_text
 from rlm_host.threads import run_in_thread
 
-__all__ = ["RESERVED_NAMES", "Tool", "ToolCalls", "resolve_tools", "tool_spec", "tools_prompt"]
+__all__ = ["RESERVED_NAMES", "Tool", "ToolCalls", "plan_toolboxes", "resolve_tools", "tool_spec", "tools_prompt"]
 
 #: Names the REPL itself defines: a tool may not take them.
 RESERVED_NAMES = frozenset({
@@ -48,6 +49,7 @@ class Tool:
     signature: str  # "(query: str, limit: int = 5) -> list"
     summary: str  # the first line of its docstring
     reference: str  # "module:function", as the run records it
+    kind: str = "tool"  # what approvals call it: "tool" (may change things) or "read" (asked about in no mode)
 
     def wrapper_source(self) -> str:
         """Sandbox-side Python defining ``name`` with the function's parameters and docstring, calling the bridge
@@ -85,6 +87,24 @@ def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, 
             raise ConfigError(f"{where}: two tools are named {name!r}")
         tools[name] = Tool(name, function, _signature(function), _summary(function), reference)
     return tuple(tools.values())
+
+
+def plan_toolboxes(host: Any, run: Any, folder: Path, home: Path) -> tuple[Callable[[], Any], ...]:
+    """The toolboxes this run turns on (``ToolboxSpec``: a run option set, such as ``mcp_servers``), each checked
+    now (a bad value is a ConfigError before the run) and returned as the call that opens it for the run tree."""
+    from functools import partial
+
+    from rlm_host.services import HostServices
+
+    openers = []
+    for spec in host.toolboxes():
+        value = getattr(run, spec.option, None) if spec.option else None
+        if value in (None, "", {}, []):
+            continue
+        toolbox = spec.create(None, HostServices(home=home))
+        toolbox.check(value, folder)
+        openers.append(partial(toolbox.open, value, folder))
+    return tuple(openers)
 
 
 def tools_prompt(tools: Iterable[Tool]) -> str:
@@ -128,7 +148,7 @@ class ToolCalls:
         event: dict[str, Any] = {"kind": "tool_call", "tool": tool.name, "arguments": sub_call_text(shown)}
         self.emit("sub_call_start", dict(event))
         try:
-            refusal = self.approvals.check(ApprovalRequest(tool.name, "tool", f"{tool.name}({shown[:200]})",
+            refusal = self.approvals.check(ApprovalRequest(tool.name, tool.kind, f"{tool.name}({shown[:200]})",
                                                            {"arguments": arguments}))  # fmt: skip
             if refusal is not None:
                 raise PermissionError(refusal)

@@ -29,6 +29,7 @@ from rlm_host.components import (
     DoctorCheck,
     EnvironmentSpec,
     ExporterSpec,
+    ToolboxSpec,
     FrameworkSpec,
     ProviderSpec,
     SandboxSpec,
@@ -256,6 +257,9 @@ class PluginHost:
 
     def exporters(self) -> Registry[ExporterSpec]:
         return self._registry("rlm_register_exporters")
+
+    def toolboxes(self) -> Registry[ToolboxSpec]:
+        return self._registry("rlm_register_toolboxes")
 
     def commands(self) -> Registry[CommandSpec]:
         return self._registry("rlm_register_commands")

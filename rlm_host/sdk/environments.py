@@ -23,7 +23,7 @@ from rlm_host.environments.case_folders import CaseFolders
 from rlm_host.environments.project_files import PathRefused, ProjectFiles
 from rlm_host.environments.protocol import Environment, EnvironmentContext
 from rlm_host.environments.repl import HELPERS_SOURCE, SubCalls, document_names, gather_calls
-from rlm_host.environments.repl_tools import tools_prompt
+from rlm_host.environments.repl_tools import Tool, tools_prompt
 from rlm_host.results import ActionResult
 from rlm_host.text import json_object_spans
 
@@ -42,6 +42,6 @@ __all__ = [
     "CaseFolders",
     # the REPL kit; model code run with its live events
     "SubCalls", "HELPERS_SOURCE", "document_names", "execute_code", "gather_calls",
-    # the user's own functions in the REPL (ctx.tools): their prompt lines
-    "tools_prompt",
+    # the user's own functions in the REPL (ctx.tools): their prompt lines; a toolbox's functions (ToolboxSpec)
+    "tools_prompt", "Tool",
 ]  # fmt: skip

@@ -80,7 +80,7 @@ class HarnessEnvironment:
         self.session = self.ctx.open_sandbox()
         self.session.start()
         self.mcp.start()  # each server bounded by its start-up timeout; a failure is that server's error
-        self.specs = tools.tool_specs(self.mcp.tools)
+        self.specs = tools.tool_specs(self.mcp.tools, self._sub_calls.tools.tools)
 
     def close(self) -> None:
         self.mcp.close()
@@ -124,6 +124,9 @@ class HarnessEnvironment:
         if name == "final":
             answer = args.get("answer") if isinstance(args, dict) else args
             return self._final(answer if isinstance(answer, str) else json.dumps(answer), call_text)
+        run_tool = next((tool for tool in self._sub_calls.tools.tools if tool.name == name), None)
+        if run_tool is not None and isinstance(args, dict):
+            return self._record(call_text, self._run_tool(run_tool, args))
         handler = self._handlers().get(name)
         if handler is None and self.mcp.find(name) is None:
             down = self.mcp.unavailable(name)
@@ -265,10 +268,25 @@ class HarnessEnvironment:
                                 reward=self._failure())  # fmt: skip
         return self._ok("llm_query", {"response": truncate(answer, self.settings.max_output_chars)})
 
+    def _run_tool(self, tool: Any, args: dict[str, Any]) -> ActionResult:
+        """One of the run's functions (``--tool``, ``[mcp_servers]``), through the run's tool bridge: its approvals,
+        timeout and ``tool_call`` record; a refusal or an exception is the step's observation."""
+        try:
+            value = self._sub_calls.tools.call(tool, (), args)
+        except PermissionError as refused:
+            return ActionResult(action=tool.name, reward=0.0, observation={"success": False, "refused": True,
+                                                                            "error": str(refused)})  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the function's own failure: what the model reads
+            return ActionResult(action=tool.name, reward=self._failure(),
+                                observation={"success": False, "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        return self._ok(tool.name, {"content": truncate(text, self.settings.max_output_chars)}, f"{tool.name}: ok")
+
     def _mcp(self, name: str, args: dict[str, Any]) -> ActionResult:
         tool = self.mcp.find(name)
         limit = tool and self.mcp.states[tool.server].config.call_timeout
         observation = self.mcp.call(name, args, timeout=self._seconds(limit) if limit else None)
+        observation.pop("structured", None)  # the text already says it, and only the text is bounded here
         if "content" in observation:
             observation["content"] = truncate(observation["content"], self.settings.max_output_chars)
         ok = bool(observation.get("success"))

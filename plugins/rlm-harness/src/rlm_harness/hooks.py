@@ -1,7 +1,7 @@
 """The plugin's hook implementations: imported at every ``rlm`` start, so it imports only ``rlm_host`` (never
 ``mcp``: the SDK loads when a harness run starts its servers)."""
 
-from rlm_host import BenchmarkPackSpec, CommandSpec, EnvironmentSpec, hookimpl
+from rlm_host import BenchmarkPackSpec, CommandSpec, EnvironmentSpec, ToolboxSpec, hookimpl
 
 from rlm_harness import SANDBOX_PACKAGES
 
@@ -32,4 +32,13 @@ def rlm_register_benchmark_packs():
     return [
         BenchmarkPackSpec("coding_quick", "General coding: 3 small Python tasks in a project folder, scored by "
                           "hidden tests in the sandbox", "rlm_harness.bench:coding_quick"),
+    ]  # fmt: skip
+
+
+@hookimpl
+def rlm_register_toolboxes():
+    return [
+        ToolboxSpec("mcp", "Each tool of the MCP servers a run names ([mcp_servers.NAME], --mcp-config FILE) as a "
+                    "function in its REPL: mcp__SERVER__TOOL(...)", "rlm_harness.toolbox:McpToolbox",
+                    option="mcp_servers"),
     ]  # fmt: skip

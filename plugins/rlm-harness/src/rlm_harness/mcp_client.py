@@ -162,7 +162,8 @@ class McpPool:
         return None
 
     def call(self, name: str, args: dict[str, Any], timeout: Optional[float] = None) -> dict[str, Any]:
-        """Call the tool ``name`` (``mcp__server__tool``): an observation, ``success`` False on any failure."""
+        """Call the tool ``name`` (``mcp__server__tool``): an observation, ``success`` False on any failure; a
+        result's structured content (JSON data) is under ``structured`` too."""
         tool = self.find(name)
         if tool is None:
             return {"success": False, "error": f"no MCP tool {name!r}"}
@@ -332,7 +333,8 @@ def _render_result(result: Any) -> dict[str, Any]:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
     failed = bool(getattr(result, "is_error", False))
     text = clean("\n".join(parts))
-    return {"success": not failed, "content": text, **({"error": text[:400] or "the tool failed"} if failed else {})}
+    return {"success": not failed, "content": text, **({"error": text[:400] or "the tool failed"} if failed else {}),
+            **({"structured": structured} if isinstance(structured, dict) and not failed else {})}
 
 
 def clean(text: str) -> str:
