@@ -27,12 +27,15 @@ class OutputInvalid(ValueError):
 
 
 class OutputType:
-    """The type a run's answer must have: its JSON Schema (for the prompt) and a validator (value → object)."""
+    """The type a run's answer must have: its JSON Schema (for the prompt) and a validator (value → object);
+    ``python_type`` is the type given (None for a JSON Schema), for a framework whose structured output takes one."""
 
-    def __init__(self, schema: dict[str, Any], validate: Callable[[Any], Any], name: str) -> None:
+    def __init__(self, schema: dict[str, Any], validate: Callable[[Any], Any], name: str,
+                 python_type: Any = None) -> None:  # fmt: skip
         self.schema = schema
         self._validate = validate
         self.name = name
+        self.python_type = python_type
 
     def parse(self, value: Any) -> Any:
         """The validated object for a final value (a JSON text is read first); OutputInvalid when it does not match."""
@@ -118,4 +121,4 @@ def _from_type(given: Any, where: str) -> OutputType:
             raise OutputInvalid("\n".join(f"{'.'.join(map(str, e['loc'])) or '(the answer)'}: {e['msg']}"
                                           for e in exc.errors()[:20])) from None  # fmt: skip
 
-    return OutputType(schema, validate, getattr(given, "__name__", None) or str(given))
+    return OutputType(schema, validate, getattr(given, "__name__", None) or str(given), python_type=given)

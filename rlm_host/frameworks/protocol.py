@@ -2,13 +2,17 @@
 
 The runner builds a :class:`FrameworkContext` and calls the framework's factory as ``factory(settings, ctx)``;
 the :class:`Framework` it returns drives the agent framework to the end in ``run()`` and returns a
-:class:`FrameworkOutcome`. Three rules make a framework run the same thing as a native one:
+:class:`FrameworkOutcome`. Four rules make a framework run the same thing as a native one:
 
 - **Our models, through the framework's model interface.** ``ctx.root`` / ``ctx.sub`` are the run's model
   roles (usage, cost, retries, budgets, record-and-replay are the runner's); the framework wraps them as a
   ``dspy.BaseLM``, a pydantic-ai ``Model``… never by guessing provider names or setting environment variables.
 - **Our sandbox, through the framework's tools.** ``ctx.tools`` (:class:`~rlm_host.frameworks.tools.SandboxTools`)
   runs code in the run's sandbox session with ``context`` loaded and ``llm_query`` / ``llm_query_batched`` there.
+- **The user's tools and answer type, the framework's way.** ``ctx.tools.user_tools`` are the user's functions as
+  plain callables for the agent's own tools (each call through the run's approvals, timeout and ``tool_call``
+  event); ``ctx.output`` the type the answer must have: the agent framework's structured output where it has one,
+  and the answer checked with ``typed_answer`` (a mismatch is sent back to the model, as in a native run).
 - **Steps as they happen.** The framework calls ``ctx.step(...)`` for each event (a model turn, a tool call and its
   result…) as the framework produces it; the runner records it (trajectory, sinks, live view) with the model
   usage since the previous step.
@@ -105,6 +109,9 @@ class FrameworkContext:
     step: Callable[..., float]
     settings: Any = None  # the framework's settings: its FrameworkRewards weigh the events
     allow_any_workdir: bool = False  # [run] allow_any_workdir: what guarded_folder lets through
+    #: the type the final answer must have (``[run] output_type``: an ``OutputType``; None: any answer), for the root
+    #: run only: a framework holds its answer to it (``typed_answer``) where its agent framework cannot
+    output: Any = None
 
     def reward_for(self, kind: str, ok: bool = True) -> float:
         """The reward of a framework event kind: a tool call that ran, a model turn… (``FrameworkRewards``)."""

@@ -5,19 +5,28 @@
 through the run's budget; ``rlm_query`` starts a child run one level deeper (the same framework, the shared
 budget, ``max_depth``), as in a native run. So a native run and a framework run of one task differ only in who
 drives the loop.
+
+The user's own functions (``RLM(tools=[fn])``, ``--tool``, ``[run] tools``) are in that REPL too, and
+:class:`UserTools` (``ctx.tools.user_tools``) gives them to a framework that takes tools of its own as plain Python
+callables, each call going through the same host-side path. The run's output type (``[run] output_type``:
+``ctx.output``) holds a FINAL given in ``run_code`` and, through :func:`typed_answer`, a framework's own answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from rlm_host.environments.kit import answer_text, execute_code, truncate
 from rlm_host.approvals import ALLOW_ALL
+from rlm_host.environments.output_type import PROMPT_SCHEMA_CHARS, OutputInvalid
 from rlm_host.environments.repl import SubCalls, document_names
-from rlm_host.errors import RecursionRefused
+from rlm_host.environments.repl_tools import Tool, ToolCalls
+from rlm_host.errors import ConfigError, RecursionRefused
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession
 
@@ -33,13 +42,21 @@ TOOL_DESCRIPTIONS = {
 }  # fmt: skip
 
 
+#: What the model is told when its final answer does not match the run's output type (``{problems}``: one a line);
+#: the native loop's words.
+ANSWER_REJECTED = ("Your final answer does not match the required type, so the run goes on:\n{problems}\n"
+                   "Fix it and give the final answer again.")  # fmt: skip
+
+
 @dataclass
 class CodeOutcome:
-    """One ``run_code``: the sandbox's result, the text a framework shows the model, and a FINAL answer if any."""
+    """One ``run_code``: the sandbox's result, the text a framework shows the model, and a FINAL answer if any
+    (``rejected``: a FINAL the run's output type refused, its problems; ``final`` is then None)."""
 
     result: ExecResult
     text: str
     final: Optional[str]
+    rejected: Optional[str] = None
 
     @property
     def ok(self) -> bool:
@@ -67,8 +84,9 @@ class SandboxTools:
     def __init__(self, open_sandbox: Callable[[], SandboxSession], context: Any, *, budget: Any, scope: Any,
                  model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 32,
                  spawn_child: Optional[Callable[[str, Any], Any]] = None, tools: tuple[Any, ...] = (),
-                 approvals: Any = ALLOW_ALL, tool_timeout: float = 30.0) -> None:  # fmt: skip
+                 approvals: Any = ALLOW_ALL, tool_timeout: float = 30.0, output: Any = None) -> None:  # fmt: skip
         self._open = open_sandbox
+        self.output = output  # the run's OutputType (None: any answer): a FINAL in run_code is held to it
         self._context = context
         self._budget = budget
         self._exec_timeout = exec_timeout
@@ -78,6 +96,7 @@ class SandboxTools:
                                   model_for=model_for)  # fmt: skip
         self._session: Optional[SandboxSession] = None
         self._lock = threading.Lock()
+        self.user_tools = UserTools(self.sub_calls.tools)
 
     @property
     def session(self) -> SandboxSession:
@@ -97,6 +116,12 @@ class SandboxTools:
         timeout = max(0.5, min(self._exec_timeout, self._budget.remaining()))
         result = execute_code(self._scope, self.session, code, timeout)  # the sandbox's own failure raises
         final = answer_text(result.final) if result.final is not None else None
+        rejected = None
+        if final is not None and self.output is not None:
+            try:
+                final = typed_answer(self.output, final)
+            except OutputInvalid as invalid:
+                final, rejected = None, str(invalid)
         parts = [result.stdout.rstrip()] if result.stdout.strip() else []
         if result.stderr.strip():
             parts.append("stderr:\n" + result.stderr.rstrip())
@@ -104,8 +129,10 @@ class SandboxTools:
             parts.append("error:\n" + result.error.rstrip())
         if final is not None:
             parts.append(f"FINAL answer given: {final}")
+        if rejected is not None:
+            parts.append(ANSWER_REJECTED.format(problems=rejected))
         text = truncate("\n".join(parts) or "(no output)", TOOL_OUTPUT_CHARS)
-        return CodeOutcome(result, text, final)
+        return CodeOutcome(result, text, final, rejected)
 
     def llm_query(self, prompt: str) -> str:
         return self.sub_calls.llm_query(prompt)
@@ -115,6 +142,154 @@ class SandboxTools:
             if self._session is not None:
                 self._session.shutdown()
                 self._session = None
+
+
+class UserTools:
+    """The user's own functions (``RLM(tools=[fn])``, ``rlm run --tool module:function``, ``[run] tools``) for a
+    framework whose agent takes tools of its own (``ctx.tools.user_tools``).
+
+    :meth:`functions` gives each as a plain Python callable with the tool's name, signature (annotations evaluated)
+    and docstring, which every agent framework reads to declare a tool; a call goes through the run's
+    ``ToolCalls``, as a call from the REPL does: the run's approvals, the tool timeout, the JSON bounds of its
+    arguments and result, and the ``sub_call_start`` / ``sub_call`` events (kind ``tool_call``) the trajectory, the
+    live view and the sinks see. The same functions stay callable inside ``run_code``. A framework maps the tool's
+    result and its exception into its own tool result and tool error (``result=``, ``error=``), so that a failing
+    tool is something the model is shown, never the end of the run.
+    """
+
+    def __init__(self, calls: ToolCalls) -> None:
+        self._calls = calls
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return self._calls.tools
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(tool.name for tool in self._calls.tools)
+
+    def __len__(self) -> int:
+        return len(self._calls.tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._calls.tools)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the tool ``name`` through the run's ``ToolCalls`` (its exception propagates)."""
+        tool = next((tool for tool in self._calls.tools if tool.name == name), None)
+        if tool is None:
+            raise KeyError(f"no tool named {name!r}")
+        return self._calls.call(tool, args, kwargs)
+
+    def functions(self, *, result: Optional[Callable[[Any], Any]] = None,
+                  error: Optional[Callable[[Exception], Any]] = None,
+                  asynchronous: bool = False) -> list[Callable[..., Any]]:  # fmt: skip
+        """One callable per tool, in order. ``result(value)`` turns what the tool returned into what the
+        framework's tool returns (default: the value); ``error(exc)`` turns the tool's exception (its own, a refusal
+        of the approvals, a timeout, arguments or a result that are not JSON) into what the framework's tool returns,
+        or raises the framework's own tool-error exception (default: the exception propagates). ``asynchronous``:
+        coroutine functions, the call made on a worker thread (for a framework running tools on its event loop)."""
+        return [self._function(tool, result, error, asynchronous) for tool in self._calls.tools]
+
+    def _function(self, tool: Tool, result: Optional[Callable[[Any], Any]],
+                  error: Optional[Callable[[Exception], Any]], asynchronous: bool) -> Callable[..., Any]:  # fmt: skip
+        calls = self._calls
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                value = calls.call(tool, args, kwargs)
+            except Exception as exc:
+                if error is None:
+                    raise
+                return error(exc)
+            return result(value) if result is not None else value
+
+        function: Callable[..., Any] = call
+        if asynchronous:
+            async def acall(*args: Any, **kwargs: Any) -> Any:
+                return await asyncio.to_thread(call, *args, **kwargs)
+
+            function = acall
+        return _dressed(function, tool)
+
+
+def tool_error_text(exc: BaseException) -> str:
+    """A tool's exception as the model is shown it (and the ``tool_call`` event records it): type and message."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def tool_result_text(value: Any) -> str:
+    """A tool's result as text: a string as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def check_tool_names(tools: UserTools, taken: Any, framework: str) -> None:
+    """ConfigError (before the run: exit 2) when one of the user's tools has the name of one of ``taken``, the
+    framework's own tools."""
+    taken = set(taken)
+    for name in tools.names:
+        if name in taken:
+            raise ConfigError(f"the tool {name!r} has the name of one of {framework}'s own tools",
+                              hint=f"rename it: tools={{'my_{name}': fn}} or --tool my_{name}=module:function")  # fmt: skip
+
+
+def _dressed(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:
+    """``function`` carrying the tool's name, docstring, module and signature (annotations evaluated where they can
+    be: an agent framework builds the tool's JSON schema from them)."""
+    function.__name__ = function.__qualname__ = tool.name
+    function.__doc__ = inspect.getdoc(tool.function) or tool.summary or None
+    function.__module__ = getattr(tool.function, "__module__", None) or __name__
+    signature = _signature_of(tool.function)
+    if signature is not None:
+        function.__signature__ = signature  # type: ignore[attr-defined]
+        annotations = {p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty}
+        if signature.return_annotation is not signature.empty:
+            annotations["return"] = signature.return_annotation
+        function.__annotations__ = annotations
+    return function
+
+
+def _signature_of(function: Callable[..., Any]) -> Optional[inspect.Signature]:
+    for evaluate in (True, False):
+        try:
+            return inspect.signature(function, eval_str=evaluate)
+        except Exception:  # noqa: BLE001 - an annotation that cannot be evaluated: tried as written, then none
+            continue
+    return None
+
+
+def typed_answer(output: Any, value: Any) -> str:
+    """A final answer as the run's text, held to the run's output type (``ctx.output``; None: any answer): data (a
+    dict, a list, a pydantic model, a dataclass…) becomes JSON, text stays as it is; ``OutputInvalid`` (a
+    ValueError whose message lists the problems, one a line) when it does not match. The runner reads the text back
+    as the typed object (``RunResult.output``)."""
+    if isinstance(value, str):
+        text = value
+    else:
+        import pydantic_core
+
+        try:
+            text = pydantic_core.to_json(value).decode()
+        except Exception:  # noqa: BLE001 - a value pydantic cannot write: as the REPL's answers are written
+            text = json.dumps(value, ensure_ascii=False, default=str)
+    if output is not None:
+        output.parse(text)
+    return text
+
+
+def answer_type_instructions(output: Any, how: str = "Give it as your final answer") -> str:
+    """What an agent is told about the answer's type (empty without one): its JSON Schema, how to give it
+    (``how``), and that an answer that does not match comes back with the errors."""
+    if output is None:
+        return ""
+    schema = json.dumps(output.schema, ensure_ascii=False)
+    if len(schema) > PROMPT_SCHEMA_CHARS:
+        schema = schema[:PROMPT_SCHEMA_CHARS] + " … (cut)"
+    return (f"Your final answer must be JSON matching this JSON Schema ({output.name}): {schema}\n"
+            f"{how} (the JSON value itself, not text about it). An answer that does not match is sent back to you "
+            "with the errors.")  # fmt: skip
 
 
 #: The instructions every tool-calling agent framework gives its agent (``{description}``:

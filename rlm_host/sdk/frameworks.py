@@ -8,6 +8,12 @@ A framework lets an agent framework drive the loop over the run's own sandbox an
 text-only model through the tool protocol (``render_tool_protocol``, ``parse_tool_reply``, ``format_tool_*``).
 ``truncate`` is the environments' middle-cut of long output.
 
+The user's own functions (``RLM(tools=[fn])``, ``--tool``) reach an agent's tools as ``ctx.tools.user_tools``
+(``UserTools.functions()``: plain callables through the run's host-side tool path; ``tool_error_text`` /
+``tool_result_text`` for what the model is shown, ``check_tool_names`` against the framework's own tool names). The
+run's answer type is ``ctx.output``: ``typed_answer`` holds an answer to it (``OutputInvalid`` with the problems,
+``ANSWER_REJECTED`` the words sent back), ``answer_type_instructions`` tells the agent.
+
 Reference plugins to copy: ``plugins/rlm-adapter-pydantic-ai`` (native tool calls through the tool protocol),
 ``plugins/rlm-adapter-dspy`` (a framework with its own REPL loop). Contract suite:
 ``rlm_host.testing.FrameworkContract`` (and ``ToolAgentScenarios`` for tool-calling frameworks).
@@ -42,12 +48,20 @@ from rlm_host.frameworks.tool_protocol import (
     parse_tool_reply,
     render_tool_protocol,
 )
+from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.frameworks.tools import (
     AGENT_INSTRUCTIONS,
+    ANSWER_REJECTED,
     TOOL_DESCRIPTIONS,
     CodeOutcome,
     SandboxTools,
+    UserTools,
+    answer_type_instructions,
+    check_tool_names,
     describe_context_briefly,
+    tool_error_text,
+    tool_result_text,
+    typed_answer,
 )
 
 __all__ = [
@@ -57,6 +71,9 @@ __all__ = [
     # the run's sandbox as tools
     "SandboxTools", "CodeOutcome", "TOOL_DESCRIPTIONS", "AGENT_INSTRUCTIONS", "describe_context_briefly",
     "truncate",
+    # the user's own functions as an agent's tools, and the run's answer type
+    "UserTools", "tool_error_text", "tool_result_text", "check_tool_names", "typed_answer", "OutputInvalid",
+    "ANSWER_REJECTED", "answer_type_instructions",
     # tool calling as text
     "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
     "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",

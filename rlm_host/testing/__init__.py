@@ -58,6 +58,7 @@ _LAZY: dict[str, str] = {
     "ToolAgentScenarios": "rlm_host.testing.tool_agent",
     "run_framework": "rlm_host.testing.tool_agent",
     "write_station_log": "rlm_host.testing.tool_agent",
+    "UserToolScenarios": "rlm_host.testing.tool_agent",
     "call": "rlm_host.testing.tool_agent",
     "final": "rlm_host.testing.tool_agent",
     "actions": "rlm_host.testing.tool_agent",

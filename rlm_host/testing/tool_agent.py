@@ -15,6 +15,11 @@ the answer, in the process sandbox and any other named (``other_sandboxes``), wi
 usage; ``max_steps`` stopping after that many root turns; ``FINAL()`` in code ending the run, also in the last
 allowed turn; failing code as a tool error the model sees; the ``llm_query`` tool and the sub-call budget; the context
 staying in the sandbox.
+
+``UserToolScenarios`` (subclassed the same way) checks the user's own functions (``tools=[fn]``, ``--tool``) as the
+agent's tools and the run's answer type (``output_type``): a tool called with the model's arguments, its result and
+its exception shown to the model, each call a ``tool_call`` sub-call of the trajectory, a name of the framework's own
+refused; an answer of the wrong type sent back, the right one in ``RunResult.output``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any, Optional
 
 import pytest
 
-from rlm_host.testing.engine import HAYSTACK_NEEDLE, haystack, isolated_runner, run_scripted
+from rlm_host.testing.engine import HAYSTACK_NEEDLE, haystack, isolated_runner, run_scripted, trajectory
 
 LOG = "Station log\nday 116: sensor A ok\nday 117: sensor B FAILED, last reading 42.7\nday 118: sensor A ok\n"
 QUESTION = "Which sensor failed on day 117, and what did it read?"
@@ -43,7 +48,7 @@ def call(tool: str, **args: object) -> str:
     return json.dumps({"tool": tool, "args": args})
 
 
-def final(answer: str) -> str:
+def final(answer: object) -> str:
     """A scripted reply giving the final answer in the text tool protocol."""
     return json.dumps({"final": answer})
 
@@ -214,3 +219,109 @@ class ToolAgentScenarios:
         assert f"a string of {len(haystack(chars)):,} characters" in prompts[0]
         if self.max_first_prompt_chars is not None:
             assert len(prompts[0]) < self.max_first_prompt_chars
+
+
+class Reading:
+    """The typed answer of ``UserToolScenarios`` (a pydantic model, made on first use: pydantic is not imported
+    with the testing kit)."""
+
+    _model: Any = None
+
+    @classmethod
+    def model(cls) -> Any:
+        if cls._model is None:
+            from pydantic import BaseModel
+
+            class SensorReading(BaseModel):
+                sensor: str
+                reading: float
+
+            cls._model = SensorReading
+        return cls._model
+
+
+#: The same answer type as a JSON Schema (``--output-schema``).
+READING_SCHEMA = {"type": "object", "properties": {"sensor": {"type": "string"}, "reading": {"type": "number"}},
+                  "required": ["sensor", "reading"]}  # fmt: skip
+
+
+class UserToolScenarios:
+    """Subclass in a ``Test…`` class and set ``framework`` and ``distribution`` (see the module docstring)."""
+
+    framework: str = ""
+    distribution: str = ""
+    #: the step action that records an answer of the wrong type ("final_rejected"; a framework whose own structured
+    #: output rejected it first may record a "retry" instead)
+    rejected_actions: tuple[str, ...] = ("final_rejected", "retry")
+
+    @pytest.fixture
+    def runner(self, tmp_path: Path, monkeypatch: Any) -> Any:
+        monkeypatch.chdir(tmp_path)
+        return isolated_runner(tmp_path, plugins=self.distribution, sandbox="process")
+
+    def run(self, runner: Any, replies: list[str], **options: Any) -> tuple[Any, list, list[str]]:
+        """(the RunResult, its events, the text of each root prompt)."""
+        result, events, root = run_scripted(runner, QUESTION, replies, sub_rules=SUB_RULES, context=LOG,
+                                            framework=self.framework, **options)  # fmt: skip
+        prompts = ["\n".join(str(m["content"]) for m in sent) for sent in root.calls]
+        return result, events, prompts
+
+    def test_the_users_tools_are_the_agents_tools(self, runner: Any) -> None:
+        called: list[tuple[str, int]] = []
+
+        def reading(sensor: str, day: int = 117) -> str:
+            """Read a sensor's last reading on a day from the station database."""
+            called.append((sensor, day))
+            return {"B": "42.7"}.get(sensor, "no reading")
+
+        def recalibrate(sensor: str) -> dict:
+            """Recalibrate a sensor."""
+            raise RuntimeError(f"sensor {sensor} is offline")
+
+        replies = [call("reading", sensor="B"), call("recalibrate", sensor="B"),
+                   call("run_code", code="print('in code:', reading('A', 118))"), final(ANSWER)]  # fmt: skip
+        result, events, prompts = self.run(runner, replies, tools=[reading, recalibrate])
+        assert result.completed and result.final_response == ANSWER, result.error
+        assert called == [("B", 117), ("A", 118)]  # the model's arguments (the default filled by the function)
+        assert "reading" in prompts[0] and "Read a sensor's last reading on a day" in prompts[0]  # declared
+        assert "42.7" in prompts[1]  # the result reached the model
+        assert "RuntimeError: sensor B is offline" in prompts[2]  # the exception too, and the run went on
+        assert "in code: no reading" in prompts[3]  # the same function inside run_code
+        steps = [event.data for event in events if event.type == "step"]
+        assert [step["action"] for step in steps] == ["tool_call", "tool_result", "tool_call", "tool_error",
+                                                      "tool_call", "tool_result", "final"]  # fmt: skip
+        assert steps[0]["observation"]["args"] == {"sensor": "B"} and "42.7" in steps[1]["observation"]["output"]
+        assert "sensor B is offline" in json.dumps(steps[3]["observation"])
+        written = [e["data"] for e in trajectory(result) if e["type"] == "sub_call" and e["data"]["kind"] == "tool_call"]
+        assert [(c["tool"], c.get("result"), c.get("error")) for c in written] == [
+            ("reading", '"42.7"', None), ("recalibrate", None, "RuntimeError: sensor B is offline"),
+            ("reading", '"no reading"', None)]  # fmt: skip
+        assert json.loads(written[0]["arguments"])["sensor"] == "B"
+
+    def test_a_tool_may_not_take_a_name_of_the_frameworks_own(self, runner: Any) -> None:
+        from rlm_host import ConfigError
+
+        def lookup(code: str) -> str:
+            """Look something up."""
+            return code
+
+        with pytest.raises(ConfigError, match="run_code"):
+            self.run(runner, [final(ANSWER)], tools={"run_code": lookup})
+
+    @pytest.mark.parametrize("given", ["model", "schema"])
+    def test_the_answer_is_held_to_the_output_type(self, runner: Any, given: str) -> None:
+        output_type = Reading.model() if given == "model" else READING_SCHEMA
+        replies = [call("run_code", code="FINAL('sensor B, 42.7')"), final({"sensor": "B"}),
+                   final({"sensor": "B", "reading": 42.7})]  # fmt: skip
+        result, events, prompts = self.run(runner, replies, output_type=output_type)
+        assert result.completed and result.termination_reason == "final", result.error
+        expected = {"sensor": "B", "reading": 42.7}
+        assert json.loads(result.final_response) == expected
+        assert result.output == (Reading.model()(**expected) if given == "model" else expected)
+        assert '"reading"' in prompts[0]  # the schema is in the instructions
+        assert "does not match the required type" in prompts[1]  # FINAL() in run_code with text: sent back
+        assert "reading" in prompts[2].split(final({"sensor": "B"}))[-1]  # the missing field, named
+        steps = [event.data for event in events if event.type == "step"]
+        assert steps[1]["observation"].get("final_rejected")  # the run_code result says what was wrong
+        assert any(step["action"] in self.rejected_actions for step in steps[2:-1])
+        assert steps[-1]["action"] == "final"
