@@ -176,3 +176,58 @@ def test_the_iteration_metadata_of_a_reply():
     assert (meta.iteration_number, meta.code_block_count, meta.has_llm_query, meta.has_llm_query_batched) == (
         4, 1, False, True)
     assert meta.has_rlm_query and meta.has_final_answer and meta.final_answer_type == "FINAL_VAR"
+
+
+def test_the_users_tools_are_in_the_repl_and_listed_in_the_prompt(tmp_path, monkeypatch):
+    """``tools=[fn]`` / ``--tool``: defined in the run's REPL as in a native run (the host-side call, a ``tool_call``
+    sub-call), listed in the system prompt; an exception of one is an exception in the code."""
+    called = []
+
+    def reading(sensor: str, day: int = 117) -> str:
+        """Read a sensor's last reading on a day from the station database."""
+        called.append((sensor, day))
+        return {"B": "42.7"}.get(sensor, "no reading")
+
+    def recalibrate(sensor: str) -> dict:
+        """Recalibrate a sensor."""
+        raise RuntimeError(f"sensor {sensor} is offline")
+
+    monkeypatch.chdir(tmp_path)
+    runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
+    look = repl("print('B reads', reading('B'))\ntry:\n    recalibrate('B')\nexcept Exception as exc:\n"
+                "    print('caught:', exc)")  # fmt: skip
+    result, events, root = run_scripted(runner, "What does sensor B read?", [look, "FINAL(42.7)"], context=LOG,
+                                        tools=[reading, recalibrate], framework="adk-rlm")  # fmt: skip
+    assert result.final_response == "42.7" and called == [("B", 117)], result.error
+    system = root.calls[0][0]["content"]
+    assert "`reading(sensor: str, day: int = 117) -> str`: Read a sensor's last reading on a day" in system
+    assert "`recalibrate(sensor: str) -> dict`: Recalibrate a sensor." in system
+    shown = root.calls[1][-1]["content"]
+    assert "B reads 42.7" in shown and "caught: sensor B is offline" in shown
+    calls = [e.data for e in events if e.type == "sub_call" and e.data["kind"] == "tool_call"]
+    assert [(c["tool"], c.get("result"), c.get("error")) for c in calls] == [
+        ("reading", '"42.7"', None), ("recalibrate", None, "RuntimeError: sensor B is offline")]  # fmt: skip
+
+
+def test_a_final_answer_is_held_to_the_output_type(tmp_path, monkeypatch):
+    """``output_type``: the schema in the prompt; a FINAL (in the text or the code) that does not match is a
+    ``final_rejected`` step, the problems go back to the model, the loop goes on; the result formatter is left
+    out (the answer stays JSON) and ``RunResult.output`` holds the object."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rlm.toml").write_text("[framework.adk-rlm]\nformat_result = true\n")
+    runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
+    schema = {"type": "object", "properties": {"sensor": {"type": "string"}, "reading": {"type": "number"}},
+              "required": ["sensor", "reading"]}  # fmt: skip
+    replies = ["FINAL(sensor B)", repl("x = {'sensor': 'B'}\nFINAL_VAR('x')"), repl("x['reading'] = 42.7"),
+               "FINAL_VAR(x)"]  # fmt: skip
+    result, events, root = run_scripted(runner, "Which sensor failed?", replies, context=LOG, output_type=schema,
+                                        framework="adk-rlm")  # fmt: skip
+    assert result.completed and result.output == {"sensor": "B", "reading": 42.7}, result.error
+    assert json.loads(result.final_response) == result.output and result.usage.root.calls == 4  # no formatter
+    assert '"reading"' in root.calls[0][0]["content"]  # the schema, in the system prompt
+    steps = [event.data for event in events if event.type == "step"]
+    assert [s["action"] for s in steps] == ["final_rejected", "final_rejected", "run_code", "final"]
+    assert "is not of type 'object'" in steps[0]["observation"]["final_rejected"]
+    assert "'reading' is a required property" in steps[1]["observation"]["final_rejected"]
+    for call, problem in ((root.calls[1], "is not of type 'object'"), (root.calls[2], "'reading' is a required")):
+        assert "does not match the required type" in call[-1]["content"] and problem in call[-1]["content"]

@@ -15,8 +15,8 @@ pytest.importorskip("google.adk")
 from rlm_host import ConfigError  # noqa: E402
 from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
-    ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios, actions, call,
-    final, isolated_runner, run_framework, run_scripted, write_station_log,
+    ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios,
+    UserToolScenarios, actions, call, final, isolated_runner, run_framework, run_scripted, write_station_log,
 )  # fmt: skip
 
 PLUGIN = "rlm-adapter-adk"
@@ -41,6 +41,14 @@ class TestAdkScenarios(ToolAgentScenarios):
     distribution = PLUGIN
     other_sandboxes = (("monty", "rlm-sandbox-monty"),)
     quiet_loggers = ("google_adk",)  # ADK logs the exception that ended a run with a traceback
+
+
+class TestAdkUserTools(UserToolScenarios):
+    """The user's functions as ADK FunctionTools, the answer held to the run's output type."""
+
+    framework = "google-adk"
+    distribution = PLUGIN
+    rejected_actions = ("final_rejected",)
 
 
 run = partial(run_framework, framework="google-adk", plugins=PLUGIN)

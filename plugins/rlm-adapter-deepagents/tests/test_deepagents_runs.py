@@ -16,8 +16,8 @@ pytest.importorskip("deepagents")
 from rlm_host import ConfigError  # noqa: E402
 from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
-    ANSWER, FINAL, FrameworkContract, MODEL_TEXT, TOOL_CALL, TOOL_ERROR, TOOL_RESULT, ToolAgentScenarios, actions,
-    call, final, run_framework, write_station_log,
+    ANSWER, FINAL, FrameworkContract, MODEL_TEXT, TOOL_CALL, TOOL_ERROR, TOOL_RESULT, ToolAgentScenarios,
+    UserToolScenarios, actions, call, final, run_framework, write_station_log,
 )  # fmt: skip
 
 PLUGIN = "rlm-adapter-deepagents"
@@ -42,6 +42,14 @@ class TestDeepAgentsScenarios(ToolAgentScenarios):
     framework = "deepagents"
     distribution = PLUGIN
     other_sandboxes = (("monty", "rlm-sandbox-monty"),)
+
+
+class TestDeepAgentsUserTools(UserToolScenarios):
+    """The user's functions as LangChain tools of the deep agent, the answer held to the run's output type."""
+
+    framework = "deepagents"
+    distribution = PLUGIN
+    rejected_actions = ("final_rejected",)
 
 
 run = partial(run_framework, framework="deepagents", plugins=PLUGIN)

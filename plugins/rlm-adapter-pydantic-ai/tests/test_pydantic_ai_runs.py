@@ -14,8 +14,8 @@ pytest.importorskip("pydantic_ai")
 from rlm_host import ConfigError  # noqa: E402
 from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
-    ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios, actions, call,
-    final, run_framework, write_station_log,
+    ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios,
+    UserToolScenarios, actions, call, final, run_framework, write_station_log,
 )  # fmt: skip
 
 PLUGIN = "rlm-adapter-pydantic-ai"
@@ -39,6 +39,13 @@ class TestPydanticAIScenarios(ToolAgentScenarios):
     distribution = PLUGIN
     other_sandboxes = (("monty", "rlm-sandbox-monty"),)
     max_first_prompt_chars = 5_000
+
+
+class TestPydanticAIUserTools(UserToolScenarios):
+    """The user's functions as pydantic-ai function tools, the run's output type as the agent's output_type."""
+
+    framework = "pydantic-ai"
+    distribution = PLUGIN
 
 
 run = partial(run_framework, framework="pydantic-ai", plugins=PLUGIN)

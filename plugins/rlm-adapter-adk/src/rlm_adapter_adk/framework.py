@@ -3,7 +3,15 @@
 - the agent's model is :class:`~rlm_adapter_adk.model.RlmLlm` over ``ctx.root`` (text-only, tool calls through
   the text protocol);
 - its tools are ``run_code(code)`` (the run's sandbox session, ``context`` loaded there, ``llm_query`` inside the
-  code) and ``llm_query(prompt)`` (the run's sub-model);
+  code) and ``llm_query(prompt)`` (the run's sub-model), and the user's own functions (``--tool``,
+  ``RLM(tools=[fn])``: ``ctx.tools.user_tools``) as function tools of their own (name, parameters and
+  description from the function), each call through the run's approvals, timeout and ``tool_call`` event; a tool's
+  exception comes back to the model as a failed result (``{"ok": False, "output": "error: …"}``), never the end of
+  the run;
+- with an output type (``[run] output_type``, ``--output-schema``) the instruction states its JSON Schema and the
+  answer is checked against it: one that does not match is recorded as a ``final_rejected`` step and sent back as
+  the next invocation's message, within ``max_steps`` (ADK's ``output_schema`` needs a model with native structured
+  output; this one speaks the text protocol);
 - ADK's ``InMemoryRunner`` runs it; each event of its async stream is recorded with ``ctx.step`` as it arrives:
 
   ============  ===========================================================  ===========================
@@ -19,6 +27,8 @@
   final         the answer: a text reply ADK took as final, or FINAL()       final_reward
                 called in run_code
   ============  ===========================================================  ===========================
+
+An answer of the wrong type is a ``final_rejected`` step (reward_retry).
 
 ``StepLimitReached`` (from the root model, once ``max_steps`` turns are used) propagates out of ADK untouched,
 and the budget's exceptions come from ``ctx.step`` in the event loop, outside ADK; so the runner records
@@ -44,8 +54,9 @@ from rlm_adapter_adk.model import INVALID_KEY, RlmLlm, reply_of, result_status
 from rlm_adapter_adk.settings import AdkSettings
 from rlm_host import BudgetExceeded, RlmError
 from rlm_host.sdk.frameworks import (
-    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine,
-    truncate,
+    AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
+    answer_type_instructions, check_tool_names, describe_context_briefly, run_coroutine, tool_error_text,
+    tool_result_text, truncate, typed_answer,
 )  # fmt: skip
 
 APP = "rlm"
@@ -73,6 +84,8 @@ class AdkFramework:
         self.ctx = ctx
         self._events = 0
         self._model_calls = 0
+        self._rejected: Optional[str] = None  # the problems of an answer of the wrong type, to send back
+        check_tool_names(ctx.tools.user_tools, ("run_code", "llm_query"), "google-adk")  # before the run: exit 2
 
     # ------------------------------------------------------------------ the run
 
@@ -99,8 +112,8 @@ class AdkFramework:
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
         steps = self.ctx.max_steps
         text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        extra = self.settings.instructions.strip()
-        return f"{text}\n\n{extra}" if extra else text
+        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip()) if part]
+        return "\n\n".join([text, *extra])
 
     async def _run(self) -> FrameworkOutcome:
         runner = InMemoryRunner(agent=self.agent(), app_name=APP)
@@ -112,6 +125,9 @@ class AdkFramework:
             message, retries = self.ctx.task, 0
             while True:
                 answer, invalid = await self._invocation(runner, session.id, message)
+                if self._rejected is not None:  # an answer of the wrong type: the model is told, the run goes on
+                    message, self._rejected = ANSWER_REJECTED.format(problems=self._rejected), None
+                    continue
                 if invalid is None:
                     return FrameworkOutcome(answer, answer is not None, self._metadata())
                 if retries >= self.settings.output_retries:
@@ -184,6 +200,8 @@ class AdkFramework:
                                                "output": truncate(output, 2000)}  # fmt: skip
                 if value.get("final") is not None:
                     observation["final"] = final = str(value["final"])
+                if value.get("final_rejected") is not None:
+                    observation["final_rejected"] = value["final_rejected"]
                 self._step("tool_result" if status == "ok" else "tool_error", observation, "tool_result",
                            ok=status == "ok")  # fmt: skip
             if final is not None:  # FINAL() in the code: the run ends here, whatever ADK would do next
@@ -195,6 +213,12 @@ class AdkFramework:
             self._step("model_text", {"text": text}, "model_text", reply=reply)
             return None, str(invalid)
         if event.is_final_response():
+            try:
+                text = typed_answer(self.ctx.output, text)
+            except OutputInvalid as invalid:
+                self._rejected = str(invalid)
+                self._step("final_rejected", {"answer": text, "final_rejected": self._rejected}, "retry", reply=reply)
+                return None, None
             self._step("final", {"answer": text}, "final", reply=reply)
             return text, None
         if text:
@@ -205,7 +229,7 @@ class AdkFramework:
 
     def tools(self) -> list[Any]:
         """The tools as ADK wants them: functions whose name, signature and docstring declare them (the
-        descriptions are the host's)."""
+        descriptions are the host's; the user's tools keep their own)."""
 
         async def run_code(code: str) -> dict[str, Any]:
             return await self._run_code(code)
@@ -215,13 +239,21 @@ class AdkFramework:
 
         for function in (run_code, llm_query):
             function.__doc__ = TOOL_DESCRIPTIONS[function.__name__]
-        return [run_code, llm_query]
+        limit = self.settings.max_output_chars
+        users = self.ctx.tools.user_tools.functions(
+            asynchronous=True,  # on a worker thread: ADK awaits a tool on its event loop
+            result=lambda value: {"ok": True, "output": truncate(tool_result_text(value), limit)},
+            error=lambda exc: {"ok": False, "output": f"error: {tool_error_text(exc)}"},
+        )  # fmt: skip
+        return [run_code, llm_query, *users]
 
     async def _run_code(self, code: str) -> dict[str, Any]:
         outcome = await asyncio.to_thread(self.ctx.tools.run_code, code)
         result: dict[str, Any] = {"ok": outcome.ok, "output": truncate(outcome.text, self.settings.max_output_chars)}
         if outcome.final is not None:
             result["final"] = outcome.final
+        if outcome.rejected is not None:  # FINAL() with an answer of the wrong type: the output says so
+            result["final_rejected"] = outcome.rejected
         return result
 
     async def _llm_query(self, prompt: str) -> dict[str, Any]:

@@ -23,6 +23,11 @@ reward: ``[rewards]`` code_step), ``no_code`` (a reply with neither code nor FIN
 ``final`` (final_reward). ``StepLimitReached`` (from the root model) and the budget's exceptions (from
 ``ctx.step``) propagate out of ADK untouched.
 
+The user's own functions (``--tool``, ``RLM(tools=[fn])``) are defined in the run's REPL, as in a native run, and
+listed in the system prompt; with an output type (``[run] output_type``, ``--output-schema``) the prompt states its
+JSON Schema, a FINAL that does not match is a ``final_rejected`` step whose problems go back to the model (the loop
+goes on), and the result formatter is left out (it would rewrite the JSON as prose).
+
 Why custom ``BaseAgent`` subclasses and not ``LoopAgent`` / ``SequentialAgent`` (deprecated in ADK 2.x in favour
 of ``google.adk.workflow``): the loop is three lines of ``_run_async_impl``, stays the seeds' agent tree (sub
 agents, escalation, state deltas), emits no deprecation warning, and does not depend on the workflow API, which
@@ -50,8 +55,10 @@ from rlm_adapter_adk.framework import _QUIET_LOGS, _QuietAdkLogs
 from rlm_adapter_adk import rlm_callbacks as callbacks
 from rlm_adapter_adk.model import REPLY_KEY, RlmLlm, _FINISH, to_chat
 from rlm_adapter_adk.rlm_settings import AdkRlmSettings
+from rlm_host.sdk.environments import tools_prompt
 from rlm_host.sdk.frameworks import (
-    REPL_REPLY_FORMAT, FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine, truncate,
+    ANSWER_REJECTED, REPL_REPLY_FORMAT, FrameworkContext, FrameworkOutcome, OutputInvalid, describe_context_briefly,
+    run_coroutine, truncate, typed_answer,
 )  # fmt: skip
 
 APP = "rlm"
@@ -252,8 +259,10 @@ class AdkRlmFramework:
     def system_prompt(self) -> str:
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
         text = SYSTEM_PROMPT.format(description=description, max_steps=self.ctx.max_steps)
-        extra = self.settings.instructions.strip()
-        return f"{text}\n\n{extra}" if extra else text
+        output = self.ctx.output
+        extra = [part for part in (tools_prompt(self.ctx.tools.user_tools.tools), output and output.prompt(),
+                                   self.settings.instructions.strip()) if part]  # fmt: skip
+        return "\n\n".join([text, *extra])
 
     def agent(self) -> RlmSessionAgent:
         prompt = self.system_prompt()
@@ -278,7 +287,7 @@ class AdkRlmFramework:
             after_agent_callback=callbacks.after_loop,
         )
         agents: list[BaseAgent] = [loop]
-        if self.settings.format_result:
+        if self.settings.format_result and self.ctx.output is None:  # a typed answer stays the JSON it is
             agents.append(LlmAgent(
                 name="result_formatter", model=RlmTextLlm(self.ctx.root, purpose="synthesis"),
                 instruction=lambda context: FORMAT_PROMPT.format(task=self.ctx.task,
@@ -308,12 +317,16 @@ class AdkRlmFramework:
         self._iterations = number
         blocks: list[dict[str, Any]] = []
         final: Optional[str] = None
+        rejected: Optional[str] = None  # a FINAL in the code that does not match the run's output type
         stderr = False
         for code in code_blocks(reply):
             outcome = await asyncio.to_thread(self.ctx.tools.run_code, code)
             stderr = stderr or bool(outcome.result.stderr.strip())
             blocks.append({"code": code, "ok": outcome.ok,
                            "output": truncate(outcome.text, self.settings.max_output_chars)})  # fmt: skip
+            if outcome.rejected is not None:  # the block's output says what was wrong; the loop goes on
+                rejected = outcome.rejected
+                break
             if outcome.final is not None:
                 final = outcome.final
                 break
@@ -323,6 +336,12 @@ class AdkRlmFramework:
             record["final"] = final
             self._step("final", {"answer": final, "via": "code", "output": "\n".join(b["output"] for b in blocks),
                                  "blocks": blocks}, self.ctx.reward_for("final"),
+                       code=code, reply=reply)  # fmt: skip
+            return record
+        if rejected is not None:
+            output = "\n".join(b["output"] for b in blocks)
+            self._step("final_rejected", {"iteration": number, "output": output, "blocks": blocks,
+                                          "final_rejected": rejected}, -self.ctx.rewards.no_action_penalty,
                        code=code, reply=reply)  # fmt: skip
             return record
         if blocks:
@@ -338,6 +357,8 @@ class AdkRlmFramework:
             kind, argument = found
             if kind == "FINAL_VAR":
                 outcome = await asyncio.to_thread(self.ctx.tools.run_code, f"FINAL_VAR({argument!r})")
+                if outcome.rejected is not None:
+                    return self._rejected(record, outcome.rejected, argument, reply_left)
                 if outcome.final is None:
                     record["note"] = (f"FINAL_VAR({argument}) failed: {truncate(outcome.text, 500)}\nCreate the "
                                       "variable in a ```repl block first, or use FINAL(answer).")  # fmt: skip
@@ -345,12 +366,25 @@ class AdkRlmFramework:
                                reply=reply_left)  # fmt: skip
                     return record
                 argument = outcome.final
+            else:
+                try:
+                    argument = typed_answer(self.ctx.output, argument)
+                except OutputInvalid as invalid:
+                    return self._rejected(record, str(invalid), argument, reply_left)
             record["final"] = argument
             self._step("final", {"answer": argument, "via": kind}, self.ctx.reward_for("final"), reply=reply_left)
             return record
         if not blocks:
             record["note"] = NO_CODE
             self._step("no_code", {"error": NO_CODE}, -self.ctx.rewards.no_action_penalty, reply=reply)
+        return record
+
+    def _rejected(self, record: dict[str, Any], problems: str, answer: str, reply: Optional[str]) -> dict[str, Any]:
+        """A FINAL line whose answer does not match the run's output type: the problems go back to the model."""
+        ran = self.feedback(record) if record["blocks"] else ""  # what the reply's code printed, then the problems
+        record["note"] = "\n\n".join(part for part in (ran, ANSWER_REJECTED.format(problems=problems)) if part)
+        self._step("final_rejected", {"answer": answer, "final_rejected": problems},
+                   -self.ctx.rewards.no_action_penalty, reply=reply)  # fmt: skip
         return record
 
     def _step(self, action: str, observation: dict[str, Any], reward: float, *, code: Optional[str] = None,

@@ -9,7 +9,14 @@
   ``general-purpose`` sub-agent is a child run of rlm (``rlm_query``: a deep agent again, one level deeper, with the
   run's context, the shared budget and ``max_depth``; recorded as a child run with its own steps; at the depth
   limit a plain sub-model call), plus ``write_todos`` (LangChain's TodoListMiddleware, no longer a deepagents
-  default in 0.7: setting ``planning``);
+  default in 0.7: setting ``planning``); and the user's own functions (``--tool``, ``RLM(tools=[fn])``:
+  ``ctx.tools.user_tools``) as LangChain tools of their own (name, parameters and description from the function),
+  each call through the run's approvals, timeout and ``tool_call`` event; a tool's exception is an error
+  ToolMessage the model sees (``ToolException``), never the end of the run;
+- with an output type (``[run] output_type``, ``--output-schema``) the system prompt states its JSON Schema and the
+  answer is checked against it (a middleware after the model): one that does not match is recorded as a
+  ``final_rejected`` step and sent back to the model, within ``max_steps`` (LangChain's ``response_format`` needs
+  a model with native structured output or tool choice; this one speaks the text protocol);
 - it is streamed (``stream_mode="updates"``) and each message is recorded with ``ctx.step`` as it arrives:
 
   ==================  ======================================================  ===============================
@@ -22,6 +29,7 @@
   tool_result         a ToolMessage came back (``ok`` False: an error         reward_tool_result /
                       ToolMessage: the code raised, unknown tool, bad args)   reward_tool_error
   final               the agent's answer, or FINAL() called in run_code       final_reward
+  final_rejected      an answer that does not match the run's output type     reward_retry
   ==================  ======================================================  ===============================
 
 ``StepLimitReached`` (from the root model) and the budget's exceptions (from ``ctx.step``) propagate out of
@@ -45,11 +53,16 @@ from rlm_adapter_deepagents.model import INVALID_KEY, REPLY_KEY, RlmChatModel
 from rlm_adapter_deepagents.settings import DeepAgentsSettings
 from rlm_host import ConfigError
 from rlm_host.sdk.frameworks import (
-    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, describe_context_briefly, truncate,
+    AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
+    answer_type_instructions, check_tool_names, describe_context_briefly, tool_error_text, tool_result_text, truncate,
+    typed_answer,
 )  # fmt: skip
 
 
 PLANNING_TOOLS = ("write_todos", "read_todos")
+#: The agent's own tools (deepagents' and ours): no tool of the user's may take their names.
+OWN_TOOLS = ("run_code", "llm_query", "ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep",
+             "execute", "task", *PLANNING_TOOLS)  # fmt: skip
 SUB_AGENT_DESCRIPTION = ("An agent like you, with the same tools and the same context, for a self-contained part of "
                          "the task: give it a complete description of what to find or do; it answers in one message.")
 
@@ -71,10 +84,12 @@ class DeepAgentsFramework:
         self.settings = settings or DeepAgentsSettings()
         self.ctx = ctx
         self._final: Optional[str] = None  # FINAL() called in run_code
+        self._final_rejected: Optional[str] = None  # … with an answer of the wrong type: its problems
         self._seen: set[str] = set()  # ids of messages already recorded
         self._invalid_left = self.settings.invalid_reply_retries
         self._model_calls = 0
         self.root = self._file_root()  # checked now: a bad root is refused before the run (exit 2)
+        check_tool_names(ctx.tools.user_tools, OWN_TOOLS, "deepagents")  # so is a tool's name taken by the agent
 
     # ------------------------------------------------------------------ the run
 
@@ -92,7 +107,7 @@ class DeepAgentsFramework:
                 return FrameworkOutcome(self._final, True, self._metadata())
         if last is None or last.tool_calls:
             return FrameworkOutcome(None, False, self._metadata())
-        answer = last.text.strip()
+        answer = typed_answer(self.ctx.output, last.text.strip())  # held to the type by the middleware already
         self._step("final", {"answer": answer}, "final", reply=last.additional_kwargs.get(REPLY_KEY))
         return FrameworkOutcome(answer, True, self._metadata())
 
@@ -106,9 +121,12 @@ class DeepAgentsFramework:
                                          handle_tool_error=True),
             StructuredTool.from_function(self._llm_query, name="llm_query",
                                          description=TOOL_DESCRIPTIONS["llm_query"], handle_tool_error=True),
+            *self.user_tools(),
         ]  # fmt: skip
         middleware: list[Any] = [TodoListMiddleware()] if self.settings.planning else []  # not a default in 0.7
         middleware.append(self._resend_invalid())
+        if self.ctx.output is not None:
+            middleware.append(self._hold_to_type())
         options: dict[str, Any] = {}
         backend = self.backend()
         if backend is not None:
@@ -116,6 +134,19 @@ class DeepAgentsFramework:
         model = RlmChatModel(role=self.ctx.root, brief_tools=self.settings.brief_tool_descriptions)
         return create_deep_agent(model=model, tools=tools, system_prompt=self.instructions(), middleware=middleware,
                                  name="rlm", subagents=[self._sub_agent()], **options)  # fmt: skip
+
+    def user_tools(self) -> list[Any]:
+        """The user's functions as LangChain tools; a tool's exception is an error ToolMessage (``ToolException``)."""
+        limit = self.settings.max_output_chars
+
+        def failed(exc: Exception) -> Any:
+            raise ToolException(f"error: {tool_error_text(exc)}")
+
+        functions = self.ctx.tools.user_tools.functions(result=lambda value: truncate(tool_result_text(value), limit),
+                                                        error=failed)  # fmt: skip
+        return [StructuredTool.from_function(function, name=function.__name__, handle_tool_error=True,
+                                             description=function.__doc__ or f"The function {function.__name__}.")
+                for function in functions]  # fmt: skip
 
     def _sub_agent(self) -> Any:
         """The ``general-purpose`` sub-agent of ``task``: a child run (see the module docstring)."""
@@ -165,7 +196,8 @@ class DeepAgentsFramework:
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
         steps = self.ctx.max_steps
         text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        return f"{text}\n\n{self.settings.instructions.strip()}" if self.settings.instructions.strip() else text
+        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip()) if part]
+        return "\n\n".join([text, *extra])
 
     def _resend_invalid(self) -> Any:
         """A middleware sending a malformed reply back to the model (a few times per run) instead of ending."""
@@ -183,6 +215,27 @@ class DeepAgentsFramework:
             return {"messages": [note], "jump_to": "model"}
 
         return resend
+
+    def _hold_to_type(self) -> Any:
+        """A middleware sending an answer that does not match the run's output type back to the model, with the
+        problems (a ``final_rejected`` step), as a native run does: within ``max_steps``."""
+
+        @after_model(can_jump_to=["model"], name="RlmOutputType")
+        def check(state: Any, runtime: Any) -> Optional[dict[str, Any]]:
+            messages = state["messages"]
+            last = messages[-1] if messages else None
+            if not isinstance(last, AIMessage) or last.tool_calls or last.additional_kwargs.get(INVALID_KEY):
+                return None
+            answer = last.text.strip()
+            try:
+                typed_answer(self.ctx.output, answer)
+            except OutputInvalid as invalid:
+                self._step("final_rejected", {"answer": answer, "final_rejected": str(invalid)}, "retry",
+                           reply=last.additional_kwargs.get(REPLY_KEY))  # fmt: skip
+                return {"messages": [HumanMessage(ANSWER_REJECTED.format(problems=invalid))], "jump_to": "model"}
+            return None
+
+        return check
 
     def _metadata(self) -> dict[str, Any]:
         return {"deepagents_backend": self.settings.backend}
@@ -221,6 +274,8 @@ class DeepAgentsFramework:
             observation: dict[str, Any] = {"tool": message.name, "ok": ok, "output": truncate(message.text, 2000)}
             if message.name == "run_code" and self._final is not None:
                 observation["final"] = self._final
+            if message.name == "run_code" and self._final_rejected is not None:
+                observation["final_rejected"], self._final_rejected = self._final_rejected, None
             self._step("tool_result" if ok else "tool_error", observation, "tool_result", ok=ok)
 
     # ------------------------------------------------------------------ the tools
@@ -231,6 +286,7 @@ class DeepAgentsFramework:
         text = truncate(outcome.text, self.settings.max_output_chars)
         if outcome.final is not None:
             self._final = outcome.final
+        self._final_rejected = outcome.rejected  # FINAL() with an answer of the wrong type: the text says so
         if not outcome.ok and outcome.final is None:
             raise ToolException(text)  # an error ToolMessage: the model sees it and goes on
         return text

@@ -9,7 +9,13 @@ How dspy.RLM's pieces map onto the run (``FrameworkContext``):
 - ``max_iters`` is the run's ``max_steps`` (root turns); the prompt's sub-call allowance is the run's
   ``max_llm_calls``, which the run's budget enforces as in a native run (dspy's own counter is set out of its
   way: a refused sub-call ends the run with ``max_llm_calls`` at the end of that step);
-- the signature is ``context, query -> answer``: the run's context and task in, the answer out.
+- the signature is ``context, query -> answer``: the run's context and task in, the answer out; with an output type
+  (``[run] output_type``, ``--output-schema``) its instructions state the JSON Schema, and a SUBMIT whose answer
+  does not match is refused in the interpreter (a ``final_rejected`` step; dspy shows the model the problems as the
+  step's error and goes on), so the answer is JSON of that type (``RunResult.output``);
+- the user's own functions (``--tool``, ``RLM(tools=[fn])``: ``ctx.tools.user_tools``) are dspy.RLM's ``tools=``:
+  dspy lists them in its prompt, and the code calls them in the sandbox, where the run defines them (the host-side
+  call: approvals, timeout, JSON bounds, a ``tool_call`` event); an exception of one is an exception in that code.
 
 Two of dspy.RLM's predictors are wrapped (they are public attributes of the module): ``generate_action``, so
 that a root reply dspy cannot parse becomes a ``malformed_reply`` step shown to the model instead of an
@@ -34,7 +40,9 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from rlm_host import BudgetExceeded, RecursionRefused, RlmError, SandboxError
-from rlm_host.sdk.frameworks import FrameworkContext, FrameworkOutcome, truncate
+from rlm_host.sdk.frameworks import (
+    FrameworkContext, FrameworkOutcome, answer_type_instructions, check_tool_names, truncate,
+)  # fmt: skip
 
 from rlm_adapter_dspy.interpreter import NO_CODE, InterpreterFactory, SandboxInterpreter, execution_instructions
 from rlm_adapter_dspy.models import ANSWER_FIELD, RootEngine, SubEngine, role_lm
@@ -46,6 +54,8 @@ UNCOUNTED = 1 << 62
 #: dspy.RLM's log lines that this framework reports in its own way (a step, the run's end).
 _QUIET = ("RLM sub-agents are unavailable", "RLM reached max iterations")
 OURS = (RlmError, BudgetExceeded, SandboxError, RecursionRefused)
+#: Names dspy.RLM keeps for itself besides the REPL's: its signature's inputs and its sandbox facade.
+DSPY_NAMES = ("context", "query", "dspy", "SUBMIT", "print")
 
 
 class DspyRlmFramework:
@@ -56,6 +66,7 @@ class DspyRlmFramework:
     def __init__(self, settings: DspyRlmSettings, ctx: FrameworkContext) -> None:
         self.settings = settings
         self.ctx = ctx
+        check_tool_names(ctx.tools.user_tools, DSPY_NAMES, "dspy.RLM")  # refused before the run (exit 2)
         self.root = RootEngine(ctx)
         self.interpreter = SandboxInterpreter(ctx, self.root, preset={"context": ctx.context})
 
@@ -64,14 +75,24 @@ class DspyRlmFramework:
         info = self.ctx.tools.session.info
         factory = InterpreterFactory(lambda: self.interpreter, execution_instructions(info, [ANSWER_FIELD]))
         rlm = dspy.RLM(
-            SIGNATURE, max_iters=self.ctx.max_steps, max_llm_calls=self.ctx.budget.max_llm_calls,
+            self.signature(), max_iters=self.ctx.max_steps, max_llm_calls=self.ctx.budget.max_llm_calls,
             max_output_chars=self.settings.max_output_chars, verbose=self.settings.verbose,
             sub_lm=role_lm(SubEngine(self.ctx), self.ctx.sub.name), interpreter_factory=factory,
+            tools=self.ctx.tools.user_tools.functions() or None,  # listed by dspy; run in the sandbox
         )  # fmt: skip
         rlm.max_llm_calls = UNCOUNTED  # the prompt (built above) says max_llm_calls; the run's budget enforces it
         rlm.generate_action = ActionPredictor(rlm.generate_action, self.interpreter)
         rlm.extract = Extract(rlm.extract, self.interpreter)
         return rlm
+
+    def signature(self) -> Any:
+        """``context, query -> answer``; with an output type, its instructions say the answer's JSON Schema."""
+        typed = answer_type_instructions(self.ctx.output, how=f"Give it with SUBMIT({ANSWER_FIELD}=value), the "
+                                                              "value a dict or list built in the REPL")  # fmt: skip
+        if not typed:
+            return SIGNATURE
+        plain = dspy.Signature(SIGNATURE)
+        return plain.with_instructions(f"{plain.instructions}\n\n{typed}")
 
     def run(self) -> FrameworkOutcome:
         rlm = self.build()

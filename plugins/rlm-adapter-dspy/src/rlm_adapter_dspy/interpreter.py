@@ -10,7 +10,10 @@ errors from ``ctx.step`` (``max_llm_calls`` used up, time, tokens, cost) stop th
 
 Here the code runs in the run's own session (``ctx.tools.session``: Monty, Docker, process), where ``context``
 is already bound, once, by the host; dspy's per-iteration ``variables`` are bound only when new or changed, so a
-step never re-sends the context. dspy's tools become host functions of the session. ``SUBMIT`` is the session's
+step never re-sends the context. dspy's tools become host functions of the session, but the user's own (dspy.RLM's
+``tools=``): the run defines those in the session already, each call through the run's host-side tool path. With an
+output type, a SUBMIT whose answer does not match it is a ``final_rejected`` step and a ``CodeExecutionError``
+naming the problems (dspy shows it and goes on); one that matches carries the answer as JSON text. ``SUBMIT`` is the session's
 own REPL builtin (it ends the code and carries its fields back as JSON), wrapped once so that it also takes the
 positional form dspy's prompt shows (``SUBMIT(answer)``) and checks the field names as dspy's interpreters do.
 ``FINAL(x)`` / ``FINAL_VAR(name)``, which models trained on rlm's prompts write, count as ``SUBMIT(answer=x)``.
@@ -27,7 +30,7 @@ from typing import Any, Callable, Optional
 from dspy.primitives.code_interpreter import CodeExecutionError, FinalOutput
 
 from rlm_host import SandboxError
-from rlm_host.sdk.frameworks import FrameworkContext, truncate
+from rlm_host.sdk.frameworks import ANSWER_REJECTED, FrameworkContext, truncate
 
 from rlm_adapter_dspy.models import ANSWER_FIELD, RootEngine
 
@@ -141,6 +144,12 @@ class SandboxInterpreter:
         note, self._restart_note = self._restart_note, None
         if note:
             observation["notes"] = [note]
+        if outcome.rejected is not None:  # SUBMIT with an answer of the run's output type's wrong shape
+            observation["final_rejected"] = outcome.rejected
+            self._step("final_rejected", observation, -self.ctx.rewards.no_action_penalty, code=code, reply=reply)
+            raise CodeExecutionError(ANSWER_REJECTED.format(problems=outcome.rejected))
+        if fields is not None and outcome.final is not None and self.ctx.output is not None and len(fields) == 1:
+            fields = {next(iter(fields)): outcome.final}  # the answer as JSON text of the type (dspy keeps a str)
         if fields is not None:
             self.submitted = True
             self._step("final", observation, self.ctx.reward_for("final"), code=code, reply=reply)
@@ -179,9 +188,10 @@ class SandboxInterpreter:
         self.steps += 1
 
     def _register_tools(self) -> None:
-        """dspy's tools (its llm_query, llm_query_batched, user tools) as host functions of the session."""
+        """dspy's tools (its llm_query, llm_query_batched) as host functions of the session."""
+        own = set(self.ctx.tools.user_tools.names)  # defined by the run, called through its host-side path
         new = {name: tool for name, tool in self.tools.items()
-               if not name.startswith("_") and self._registered.get(name) is not tool}  # fmt: skip
+               if not name.startswith("_") and name not in own and self._registered.get(name) is not tool}  # fmt: skip
         if new:
             self.ctx.tools.session.register_functions(new)
             self._registered.update(new)

@@ -3,22 +3,34 @@
 - the agent's model is :class:`~rlm_adapter_pydantic_ai.model.RlmModel` over ``ctx.root`` (text-only, tool calls
   through the text protocol);
 - its tools are ``run_code(code)`` (the run's sandbox session, ``context`` loaded there, ``llm_query`` inside
-  the code) and ``llm_query(prompt)`` (the run's sub-model);
+  the code) and ``llm_query(prompt)`` (the run's sub-model), and the user's own functions (``--tool``,
+  ``RLM(tools=[fn])``: ``ctx.tools.user_tools``) as function tools of their own, each call through the run's
+  approvals, timeout and ``tool_call`` event; a tool's exception is a failed tool result the model sees
+  (``ToolFailed``: no retry is used up);
+- with an output type (``[run] output_type``, ``--output-schema``) the agent's ``output_type`` is that type (an
+  object schema: the type given, or a ``StructuredDict`` of the JSON Schema), so the answer is an output-tool call
+  pydantic-ai validates; every answer is also held to the run's type by an output validator, and one that does not
+  match is sent back (``ModelRetry``, within ``output_retries``) and recorded as a ``final_rejected`` step;
 - it runs with ``agent.iter()``; each event is recorded with ``ctx.step`` as it happens:
 
-  ============  ===========================================================  ===========================
-  step action   when                                                         reward (its settings)
-  ============  ===========================================================  ===========================
-  tool_call     a model reply calls a tool (observation: tool, args)         reward_tool_call
-  model_text    the prose of a reply next to a tool call, or a rejected      reward_model_text
-                answer
-  tool_result   a tool returned (recorded by the tool itself, as it returns) reward_tool_result
-  tool_error    a tool ran and failed (code raised, a sub-call failed)       reward_tool_error
-  retry         pydantic-ai asks the model again: unknown tool, bad          reward_retry
-                arguments, an empty or malformed reply
-  final         the answer: a text answer the agent accepted, or FINAL()     final_reward
-                called in run_code
-  ============  ===========================================================  ===========================
+  ==============  =========================================================  ===========================
+  step action     when                                                       reward (its settings)
+  ==============  =========================================================  ===========================
+  tool_call       a model reply calls a tool (observation: tool, args)       reward_tool_call
+  model_text      the prose of a reply next to a tool call, or a rejected    reward_model_text
+                  answer
+  tool_result     a tool returned (run_code, llm_query: recorded by the      reward_tool_result
+                  tool itself, as it returns; a user's tool: as its result
+                  goes back to the model)
+  tool_error      a tool ran and failed (code raised, a sub-call failed, a   reward_tool_error
+                  user's tool raised)
+  retry           pydantic-ai asks the model again: unknown tool, bad        reward_retry
+                  arguments, an empty or malformed reply
+  final_rejected  the answer does not match the run's output type: sent      reward_retry
+                  back with the problems
+  final           the answer: a text answer the agent accepted, or FINAL()   final_reward
+                  called in run_code
+  ==============  =========================================================  ===========================
 
 ``StepLimitReached`` (from the root model, once ``max_steps`` turns are used) and the budget's exceptions (from
 ``ctx.step``) propagate through pydantic-ai untouched (a tool never catches them, and pydantic-ai turns only
@@ -32,8 +44,8 @@ import asyncio
 import json
 from typing import Any, Optional
 
-from pydantic_ai import Agent, Tool
-from pydantic_ai.exceptions import AgentRunError
+from pydantic_ai import Agent, ModelRetry, Tool
+from pydantic_ai.exceptions import AgentRunError, ToolFailed
 from pydantic_ai.messages import (
     BaseToolCallPart,
     BaseToolReturnPart,
@@ -48,10 +60,13 @@ from rlm_adapter_pydantic_ai.model import REPLY_KEY, RlmModel, reject_invalid_re
 from rlm_adapter_pydantic_ai.settings import PydanticAISettings
 from rlm_host import RlmError
 from rlm_host.sdk.frameworks import (
-    AGENT_INSTRUCTIONS, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, describe_context_briefly, run_coroutine,
-    truncate,
+    AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
+    answer_type_instructions, check_tool_names, describe_context_briefly, run_coroutine, tool_error_text,
+    tool_result_text, truncate, typed_answer,
 )  # fmt: skip
 
+#: The framework's own tools, and pydantic-ai's output tool: no tool of the user's may take their names.
+OWN_TOOLS = ("run_code", "llm_query", "final_result")
 
 
 #: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
@@ -80,6 +95,9 @@ class PydanticAIFramework:
         self._pending_text: Optional[tuple[str, Optional[str]]] = None  # a text answer not yet accepted
         self._steps = 0  # steps recorded (the runner counts the same: this framework is its only reporter)
         self._usage: Any = None
+        self._rejected: Optional[str] = None  # the problems of the answer the output validator sent back
+        check_tool_names(ctx.tools.user_tools, OWN_TOOLS, "pydantic-ai")  # refused before the run (exit 2)
+        self._user_tools = set(ctx.tools.user_tools.names)
 
     # ------------------------------------------------------------------ the run
 
@@ -89,27 +107,68 @@ class PydanticAIFramework:
     def close(self) -> None:
         pass  # the sandbox session is the runner's (closed with the run); the agent holds nothing else
 
-    def agent(self) -> Agent[None, str]:
-        """The agent: our root model, the sandbox's tools, the RLM instructions."""
+    def agent(self) -> Agent[None, Any]:
+        """The agent: our root model, the sandbox's tools and the user's, the RLM instructions, the answer's type."""
         retries = self.settings.retries
         output_retries = self.settings.output_retries if self.settings.output_retries is not None else retries
-        agent: Agent[None, str] = Agent(
+        agent: Agent[None, Any] = Agent(
             RlmModel(self.ctx.root),
             instructions=self.instructions(),
             tools=[Tool(self._run_code, name="run_code", description=TOOL_DESCRIPTIONS["run_code"]),
-                   Tool(self._llm_query, name="llm_query", description=TOOL_DESCRIPTIONS["llm_query"])],
+                   Tool(self._llm_query, name="llm_query", description=TOOL_DESCRIPTIONS["llm_query"]),
+                   *self.user_tools()],
             retries={"tools": retries, "output": output_retries},
-            output_type=str,
+            output_type=self.output_type(),
             name="rlm",
         )  # fmt: skip
         agent.output_validator(reject_invalid_reply)
+        agent.output_validator(self._hold_to_type)
         return agent
+
+    def user_tools(self) -> list[Tool[None]]:
+        """The user's functions as pydantic-ai tools (name, parameters and description from the function; the result
+        as text, cut to ``max_output_chars``); a tool's exception is a failed tool result (``ToolFailed``), which the
+        model sees and no retry is spent on."""
+        limit = self.settings.max_output_chars
+
+        def failed(exc: Exception) -> Any:
+            raise ToolFailed(f"error: {tool_error_text(exc)}")
+
+        functions = self.ctx.tools.user_tools.functions(result=lambda value: truncate(tool_result_text(value), limit),
+                                                        error=failed)  # fmt: skip
+        return [Tool(function, name=function.__name__) for function in functions]
+
+    def output_type(self) -> Any:
+        """What pydantic-ai is asked for: the run's output type when it is an object (the type given, else a
+        ``StructuredDict`` of its JSON Schema), text otherwise (an answer then held to the type by the validator)."""
+        output = self.ctx.output
+        if output is None or output.schema.get("type") != "object":
+            return str
+        if output.python_type is not None:
+            return output.python_type
+        from pydantic_ai import StructuredDict
+        from pydantic_ai.exceptions import UserError
+
+        try:
+            return StructuredDict(output.schema, name=output.schema.get("title"))
+        except UserError:  # a schema pydantic-ai cannot take (recursive $defs): text, held to the type
+            return str
+
+    def _hold_to_type(self, output: Any) -> Any:
+        """An output validator: an answer that does not match the run's output type goes back to the model."""
+        try:
+            typed_answer(self.ctx.output, output)
+        except OutputInvalid as invalid:
+            self._rejected = str(invalid)
+            raise ModelRetry(ANSWER_REJECTED.format(problems=invalid)) from None
+        return output
 
     def instructions(self) -> str:
         steps = self.ctx.max_steps
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
         text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        return f"{text}\n\n{self.settings.instructions.strip()}" if self.settings.instructions.strip() else text
+        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip()) if part]
+        return "\n\n".join([text, *extra])
 
     async def _run(self) -> FrameworkOutcome:
         agent = self.agent()
@@ -119,7 +178,7 @@ class PydanticAIFramework:
                 async for node in run:
                     self._record(node)
                 self._usage = run.usage
-                output = run.result.output if run.result is not None else None
+                output = typed_answer(None, run.result.output) if run.result is not None else None
         except _Finished as finished:
             self._answer_step({"answer": finished.answer, "via": "FINAL() in run_code"})
             return FrameworkOutcome(finished.answer, True, self._metadata())
@@ -127,7 +186,7 @@ class PydanticAIFramework:
             self._flush_pending_text()
             hint = "raise [framework.pydantic-ai] retries, or look at the last replies"
             raise RlmError(f"pydantic-ai stopped the run: {exc}", hint=hint) from exc
-        return FrameworkOutcome(None if output is None else str(output), output is not None, self._metadata())
+        return FrameworkOutcome(output, output is not None, self._metadata())
 
     def _metadata(self) -> dict[str, Any]:
         usage = self._usage
@@ -152,7 +211,7 @@ class PydanticAIFramework:
         elif Agent.is_end_node(node):
             reply = self._pending_text[1] if self._pending_text else None
             self._pending_text = None
-            self._answer_step({"answer": node.data.output}, reply=reply)
+            self._answer_step({"answer": typed_answer(None, node.data.output)}, reply=reply)
 
     def _record_response(self, response: ModelResponse) -> None:
         """A model reply: its tool calls (and the prose beside them) now; a text answer once it is accepted."""
@@ -172,12 +231,19 @@ class PydanticAIFramework:
             reply = None
 
     def _record_request(self, request: ModelRequest) -> None:
-        """What goes back to the model (retries pydantic-ai asks for, failed calls: our tools record their own
-        results as they return)."""
+        """What goes back to the model (retries pydantic-ai asks for, an answer of the wrong type, failed calls, the
+        results of the user's tools: run_code and llm_query record their own results as they return)."""
         self._flush_pending_text()
         for part in request.parts:
             outcome = getattr(part, "outcome", "success")
-            if isinstance(part, BaseToolReturnPart) and outcome == "retried":
+            rejected = self._rejected if isinstance(part, (BaseToolReturnPart, RetryFeedbackPart)) else None
+            if rejected is not None and (isinstance(part, RetryFeedbackPart) or outcome == "retried"):
+                self._rejected = None
+                self._step("final_rejected", {"final_rejected": rejected}, "retry")
+            elif isinstance(part, BaseToolReturnPart) and outcome == "success" and part.tool_name in self._user_tools:
+                self._step("tool_result", {"tool": part.tool_name, "ok": True,
+                                           "output": truncate(part.model_response_str(), 2000)}, "tool_result")  # fmt: skip
+            elif isinstance(part, BaseToolReturnPart) and outcome == "retried":
                 retry = getattr(part, "retry", None)
                 self._step("retry", {"tool": part.tool_name, "cause": getattr(retry, "cause", None),
                                      "feedback": truncate(part.model_response_str(wrap_if_error=False), 2000)},
@@ -209,6 +275,8 @@ class PydanticAIFramework:
         observation: dict[str, Any] = {"tool": "run_code", "ok": outcome.ok, "output": text}
         if outcome.final is not None:
             observation["final"] = outcome.final
+        if outcome.rejected is not None:  # FINAL() with an answer of the wrong type: the model is told, goes on
+            observation["final_rejected"] = outcome.rejected
         # the code is on the tool_call step just before: this step is what it gave
         self._step("tool_result" if outcome.ok else "tool_error", observation, "tool_result", ok=outcome.ok)
         if outcome.final is not None:  # the answer: the run ends here, whatever pydantic-ai would do next
