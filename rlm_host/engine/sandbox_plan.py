@@ -1,5 +1,11 @@
 """Which sandbox a run gets, planned once for runs and for work outside them (scoring a benchmark case's project):
-the runtime (named, or the best ready security boundary), its settings, limits, packages and project folder."""
+the runtime (named, or the best ready security boundary), its settings, limits, packages and project folder.
+
+A runtime is chosen only if it is ready for the run's services, not just its settings: a session of it (made here,
+never started) whose class defines ``prepare()`` makes ready what such sessions need before the run starts — the
+docker runtime's image holding the environment's packages, built when ``[sandbox.docker] build_missing`` allows.
+A named runtime that cannot be made ready stops the run before it starts (ConfigError, exit 2); ``auto`` goes on
+to the next boundary."""
 
 from __future__ import annotations
 
@@ -9,8 +15,9 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
+from rlm_host.components import Readiness
 from rlm_host.config.protected import guard_folder, protected_folders
-from rlm_host.errors import ConfigError
+from rlm_host.errors import ConfigError, RlmError, SandboxError
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
 from rlm_host.services import SandboxServices
 
@@ -34,11 +41,12 @@ class SandboxPlan:
 
 def plan_sandbox(host: Any, loaded: Any, home: Path, env_spec: Any, name: str, *, exec_timeout: float,
                  memory_mb: int, workspace: Optional[Path] = None) -> SandboxPlan:  # fmt: skip
-    """The sandbox a run of ``env_spec`` gets with ``--sandbox name`` (``auto``: the best ready boundary)."""
-    spec = choose_sandbox(host, loaded, name, env_spec)
+    """The sandbox a run of ``env_spec`` gets with ``--sandbox name`` (``auto``: the best ready boundary), made
+    ready for the run's services (``prepare_sandbox``) before the run starts."""
     packages = sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)) if env_spec else ()
     services = SandboxServices(home=home, limits=SandboxLimits(exec_timeout=exec_timeout, memory_mb=memory_mb),
                                workspace=workspace, packages=packages)  # fmt: skip
+    spec = choose_sandbox(host, loaded, name, env_spec, services)
     return SandboxPlan(spec, loaded.component("sandbox", spec.name), services)
 
 
@@ -47,9 +55,11 @@ def memory_for(context_meta: dict[str, Any]) -> int:
     return max(2048, 512 + 6 * int(context_meta.get("total_chars", 0)) // 1_000_000)
 
 
-def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None) -> Any:
+def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
+                   services: Optional[SandboxServices] = None) -> Any:  # fmt: skip
     """The named runtime, or for ``auto`` the ready security boundary with the highest priority; for an
-    environment that needs a workspace, only runtimes that can mount one."""
+    environment that needs a workspace, only runtimes that can mount one. With a run's ``services``, a runtime is
+    ready only once it is prepared for them (``prepare_sandbox``: the docker image holding the packages)."""
     registry = host.sandboxes()
     needs_workspace = bool(env_spec is not None and env_spec.workspace)
     able = [spec.name for spec in registry if spec.workspace]
@@ -58,33 +68,70 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None) -> A
         if needs_workspace and not spec.workspace:
             raise ConfigError(f"the {env_spec.name} environment edits a project folder, and the {spec.name} sandbox "
                               "cannot mount one", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
-        ready = spec.readiness(loaded.component("sandbox", spec.name))
+        settings = loaded.component("sandbox", spec.name)
+        ready = spec.readiness(settings)
+        if ready.ok and services is not None:
+            ready = prepare_sandbox(spec, settings, services)
         if not ready.ok:  # a named runtime that cannot start is bad input, said before any model is called
             raise ConfigError(f"the {spec.name} sandbox is not ready: {ready.detail}",
                               hint=ready.hint or "rlm plugins doctor shows what each sandbox needs")  # fmt: skip
         return spec
     ranked = sorted((spec for spec in registry if spec.security_boundary and (spec.workspace or not needs_workspace)),
                     key=lambda spec: -spec.priority)  # fmt: skip
+    unready: dict[str, Readiness] = {}  # why each candidate cannot serve: its settings, or this run's services
     for spec in ranked:
-        if spec.readiness(loaded.component("sandbox", spec.name)).ok:
+        settings = loaded.component("sandbox", spec.name)
+        ready = spec.readiness(settings)
+        if ready.ok and services is not None:
+            ready = prepare_sandbox(spec, settings, services)
+        if ready.ok:
             return spec
+        unready[spec.name] = ready
+    why = f" ({'; '.join(f'{name}: {ready.detail}' for name, ready in unready.items())})" if unready else ""
     if needs_workspace:
         raise ConfigError(f"no sandbox that can mount the {env_spec.name} environment's project folder is ready "
-                          "as a security boundary", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
+                          f"as a security boundary{why}",
+                          hint=_workspace_hint(registry, loaded, able, unready))  # fmt: skip
     not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
     raise ConfigError(
-        "no secure sandbox is installed and ready",
+        f"no secure sandbox is installed and ready{why}",
         hint="install a sandbox plugin that is a security boundary (`rlm plugins doctor` shows what is not ready)"
         + (f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox"
            f" {not_boundaries[0]}" if not_boundaries else ""),
     )  # fmt: skip
 
 
-def _workspace_hint(registry: Any, loaded: Any, able: list[str]) -> str:
+def prepare_sandbox(spec: Any, settings: Any, services: SandboxServices) -> Readiness:
+    """Make ready, before the run starts, what ``spec``'s sessions need for ``services``: a session is made (never
+    started) and, if its runtime defines ``prepare()``, asked to (the docker runtime provides its image there,
+    built when ``build_missing`` allows, with the progress on stderr). Why it cannot, as a Readiness; a session
+    that cannot even be made here is left for the run to report, as before."""
+    try:
+        session = spec.create(settings, services)
+    except Exception:
+        return Readiness(True, "not prepared: the run's own start says what is wrong")
+    prepare = getattr(type(session), "prepare", None)
+    if not callable(prepare):
+        return Readiness(True, "nothing to prepare")
+    try:
+        session.prepare()
+    except RlmError as exc:
+        return Readiness(False, exc.message, exc.hint)
+    except SandboxError as exc:
+        return Readiness(False, str(exc))
+    except Exception as exc:  # a runtime's bug: the run could not start either
+        return Readiness(False, f"preparing the {spec.name} sandbox failed: {type(exc).__name__}: {exc}")
+    return Readiness(True, "prepared")
+
+
+def _workspace_hint(registry: Any, loaded: Any, able: list[str],
+                    known: Optional[dict[str, Readiness]] = None) -> str:  # fmt: skip
     """Which flag to pass: a ready runtime that can mount a folder but is not a security boundary (said so), and
-    how to make a boundary that can ready (its own hint), or which plugin to install."""
+    how to make a boundary that can ready (its own hint, or why it could not be prepared for this run: ``known``),
+    or which plugin to install."""
     specs = [registry.get(name) for name in able]
-    ready = {spec.name: spec.readiness(loaded.component("sandbox", spec.name)) for spec in specs}
+    ready = {spec.name: (known or {}).get(spec.name) or spec.readiness(loaded.component("sandbox", spec.name))
+             for spec in specs}  # fmt: skip
     unsafe = [spec.name for spec in specs if not spec.security_boundary and ready[spec.name].ok]
     options = [f"pass --sandbox {name} (NOT a security boundary)" for name in unsafe]
     for spec in specs:

@@ -1,6 +1,7 @@
 """A missing sandbox image, built when a session needs it (``[sandbox.docker] build_missing``).
 
-``provide_image`` is what a session calls instead of ``require_image``: a present image is returned at once. A
+``provide_image`` is what a session calls instead of ``require_image`` (and ``ensure_image``, what the planner
+has a run's session do before the run starts: ``DockerSandbox.prepare``): a present image is returned at once. A
 missing one that ``rlm sandbox build-image`` can make — the base (any tag of the ``rlm-sandbox`` repository but
 a derived one) or the ``--with`` image of the session's packages — is built when the setting says ``always``,
 or says ``ask`` and the person at the terminal answers yes (asked once per image and process); otherwise, and
@@ -33,6 +34,7 @@ from rlm_sandbox_docker.engine import DockerSandboxError, build_command, package
 BASE_MINUTES, DERIVED_MINUTES = 1, 1
 _DERIVED_TAG = re.compile(rf"^{re.escape(DERIVED_REPOSITORY)}:py-[0-9a-f]{{10}}$")
 _declined: set[str] = set()  # images the person said no to in this process: the question is asked once
+ALWAYS = 'build_missing = "always"'
 
 
 def buildable(image: str, packages: Any = ()) -> bool:
@@ -98,6 +100,21 @@ def provide_image(client: Any, image: str, packages: Any, settings: Any, address
                         _build(client, base, (), settings, error)
             _build(client, image, package_set(packages), settings, error)
     return require_image(client, image, packages)
+
+
+def ensure_image(client: Any, image: str, packages: Any, settings: Any, address: str) -> Any:
+    """``provide_image`` before a run starts (``DockerSandbox.prepare``): the same image, built the same way. A
+    missing image left unbuilt because nobody could be asked (``build_missing = "ask"`` with no terminal) fails
+    with a hint naming the setting that would build it, besides the command."""
+    try:
+        return provide_image(client, image, packages, settings, address)
+    except DockerSandboxError as missing:
+        unasked = settings.build_missing == "ask" and not build_view.attended()
+        if not (unasked and str(missing).startswith("image ") and buildable(image, packages)):
+            raise
+        hint = f"{missing.hint or 'run `rlm sandbox build-image`'}, or set [sandbox.docker] {ALWAYS} to build " \
+               "it when a run needs it (a run on a terminal offers to)"
+        raise DockerSandboxError(str(missing), hint=hint, problem=missing.problem) from None
 
 
 def question(image: str, packages: Any, with_base: bool) -> str:

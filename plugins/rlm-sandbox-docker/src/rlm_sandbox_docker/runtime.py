@@ -18,7 +18,8 @@ A session given a workspace (``SandboxServices.workspace``: an environment's pro
 read-write at ``workspace_dir`` (``/workspace``), makes it the working directory and runs as the folder's owner
 (HOME and TMPDIR stay on the tmpfs). A session given packages (``SandboxServices.packages``) runs the image
 ``rlm sandbox build-image --with …`` derives for them (``rlm-sandbox:py-<hash>``), unless ``image`` is set. A
-missing image is built at the session's start when ``build_missing`` allows it (``provision.py``).
+missing image is built before the run starts (``prepare``, which the host's planner calls) or at a session's start
+when ``build_missing`` allows it (``provision.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from rlm_sandbox_docker.engine import (
     HOST_DIR_LABEL, HOST_DIR_PREFIX, OWNER_LABEL, DockerSandboxError, connect, derived_tag, engine_address,
     forget_client, owner_label, package_set, require_image, sweep_once,
 )
-from rlm_sandbox_docker.provision import provide_image
+from rlm_sandbox_docker.provision import ensure_image, provide_image
 from rlm_sandbox_docker.settings import DockerSettings, size_bytes
 
 IMAGE_WORKER = "/opt/rlm/worker.py"  # where `rlm sandbox build-image` puts the worker
@@ -129,6 +130,15 @@ class DockerSandbox(WorkerSession):
         new ``.git`` whose config the user's git would run: after every step and at the end both are undone."""
         if self.workspace is not None:
             sweep_workspace(self.workspace, self.metadata)
+
+    # -- before the run ----------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Before a run starts (the planner calls it on a session it never starts): the image this session would
+        use is present, or built now when ``build_missing`` allows (the question on a terminal, the progress on
+        stderr); DockerSandboxError naming the fix otherwise, and the run stops before it starts (exit 2).
+        Nothing is left to shut down."""
+        client = connect(self.settings.base_url)
+        ensure_image(client, self.image, self._built_with, self.settings, engine_address(self.settings.base_url))
 
     # -- launching ----------------------------------------------------------------------------------------
     def _prepare(self) -> None:
