@@ -89,6 +89,9 @@ class LiveView:
                 self._print(f"{indent}  │ {observation['tool']}({clip(args, OUTPUT_CHARS // 3)})", "dim")
             if isinstance(observation.get("output"), str):
                 self._show_output(observation["output"], indent)
+        if isinstance(observation.get("final_rejected"), str):  # an answer the run's output type refused
+            for line in observation["final_rejected"].splitlines()[:5]:
+                self._print(f"{indent}  ✗ not the required type: {clip(line, OUTPUT_CHARS // 3)}", "red")
         self._flush_sub_calls(event.run_id, indent)
         for note in data.get("observation", {}).get("notes", []):
             self._print(f"{indent}  ! {note}", "yellow")

@@ -138,3 +138,26 @@ def test_bench_compares_native_and_pydantic_ai_on_one_preset(rlm_cli, rlm_script
     assert result.code == 0, result.err
     rows = json.loads(result.out)["frameworks"]
     assert [(r["framework"], r["accuracy"]) for r in rows] == [("native", 1.0), ("pydantic-ai", 1.0)]
+
+
+def test_rlm_run_with_a_tool_and_an_output_schema(rlm_cli, rlm_script, log_file, rlm_isolated, monkeypatch):
+    """``rlm run --framework pydantic-ai --tool module:function --output-schema FILE``: the README's session. The
+    live view shows the tool's calls and the rejected answer's problems; ``--json`` gives the typed output."""
+    (rlm_isolated.work / "stationtools.py").write_text(
+        'def spares(part: str) -> int:\n    """How many spares of a part the station holds."""\n'
+        '    return {"T4": 0}[part]\n')  # fmt: skip
+    monkeypatch.syspath_prepend(str(rlm_isolated.work))
+    (rlm_isolated.work / "incident.json").write_text(json.dumps({
+        "type": "object", "properties": {"sensor": {"type": "string"}, "spares_left": {"type": "integer"}},
+        "required": ["sensor", "spares_left"]}))  # fmt: skip
+    replies = [call("spares", part="thermistor T4"), call("spares", part="T4"), final({"sensor": "T4"}),
+               final({"sensor": "T4", "spares_left": 0})]  # fmt: skip
+    args = ("run", "Spares of the failed sensor?", "--framework", "pydantic-ai", "--context", str(log_file),
+            "--sandbox", "process", "--tool", "stationtools:spares", "--output-schema", "incident.json")
+    shown = rlm_cli(*args, "--model", rlm_script(replies), plugins=PLUGIN)
+    assert shown.code == 0 and json.loads(shown.out) == {"sensor": "T4", "spares_left": 0}, shown.err
+    assert "↳ tool_call spares" in shown.err and "error: KeyError: 'thermistor T4'" in shown.err
+    assert "✗ not the required type: (the answer): 'spares_left' is a required property" in shown.err
+    typed = rlm_cli(*args, "--model", rlm_script(replies), "--json", plugins=PLUGIN)
+    outcome = json.loads(typed.out)
+    assert outcome["output"] == {"sensor": "T4", "spares_left": 0} and outcome["termination_reason"] == "final"
