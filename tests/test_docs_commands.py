@@ -126,6 +126,13 @@ RUN: dict[str, Expect] = {
     'rlm run "Who will ship the parser fix, and when?" --framework dspy-rlm --context notes.txt --model '
     "scripted:script.json --sandbox monty": ok(says="Bo, on Friday."),
     "plugins/rlm-adapter-dspy/README.md :: rlm runs show latest": ok(says="final answer: Bo, on Friday."),
+    # … and each with the user's function (stationtools:spares) and a typed answer (incident.json)
+    **{f'rlm run "Which sensor failed on day 117, what did it read, and how many spares of it are left?" --framework '
+       f"{framework} --context station_log.txt --model scripted:{script} --sandbox process --tool stationtools:spares "
+       "--output-schema incident.json": ok(says="✗ not the required type: (the answer): 'spares_left' is a required "
+                                                "property")
+       for framework, script in (("pydantic-ai", "agent.json"), ("google-adk", "agent.json"),
+                                 ("deepagents", "agent.json"), ("dspy-rlm", "dspy.json"))},
     'rlm run "Who will ship the parser fix, and when?" --framework dspy --context notes.txt --model replay:latest '
     "--sandbox process -q": ok(says="Bo, on Friday."),
     'rlm run "Who will ship the parser fix, and when?" --framework dspy --context notes.txt --model scripted:script.json '

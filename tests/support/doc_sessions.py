@@ -215,6 +215,20 @@ DSPY_SCRIPT = script([
                "who = llm_query('Who ships the parser fix, and when? Answer in five words. ' + hits[0])\nprint(who)"),
     dspy_reply("The sub-model answered.", "SUBMIT(who)"),
 ], [{"match": "^Who ships the parser fix", "text": "Bo, on Friday."}])
+#: The framework READMEs' sessions with the user's function and a typed answer (stationtools.py, incident.json)
+SPARES_INCIDENT = {"type": "object", "properties": {"sensor": {"type": "string"}, "reading": {"type": "number"},
+                                                    "spares_left": {"type": "integer"}},
+                   "required": ["sensor", "reading", "spares_left"]}  # fmt: skip
+TOOL_FILES = {"stationtools.py": FromPage("# stationtools.py"), "incident.json": json.dumps(SPARES_INCIDENT)}
+DSPY_TOOLS_SCRIPT = script([
+    dspy_reply("Find day 117's incident, then ask the station's records for spares.",
+               "day = context[context.find('Day 117.'):context.find('Day 118.')]\n"
+               "print([l for l in day.splitlines() if l.startswith('INCIDENT')])\ntry:\n"
+               "    print(spares('thermistor T4'))\nexcept Exception as exc:\n    print('no such part:', exc)\n"
+               "print('T4 spares:', spares('T4'))"),
+    dspy_reply("T4 failed at -41.7 C.", "SUBMIT(answer={'sensor': 'T4', 'reading': -41.7})"),
+    dspy_reply("Add the spares.", "SUBMIT(answer={'sensor': 'T4', 'reading': -41.7, 'spares_left': spares('T4')})"),
+])
 SMOKE = [{"match": "How many characters", "text": repl("FINAL(len(context))")},
          {"match": "first word", "text": repl("FINAL(context.split()[0])")},
          {"match": "lantern", "text": repl("import re\nFINAL(len(re.findall(r'\\blantern\\b', context, re.I)))")}]
@@ -300,14 +314,19 @@ SESSIONS: dict[str, Session] = {
     }, env={"PYTHONPATH": "{plugin_site}", "RLM_PLUGINS": "rlm-plugin-template,rlm-bench"}),
     "plugins/rlm-adapter-adk/README.md": Session({
         **STATION, "station_log.txt": copy_of("samples/station_log.txt"), "script.json": FromPage('{"responses": ['),
+        **TOOL_FILES, "agent.json": FromPage('{"responses": [', 1),
     }),
     "plugins/rlm-adapter-deepagents/README.md": Session({
         **STATION, "station_log.txt": copy_of("samples/station_log.txt"), "script.json": FromPage('{"responses": ['),
+        **TOOL_FILES, "agent.json": FromPage('{"responses": [', 1),
     }),
     "plugins/rlm-adapter-pydantic-ai/README.md": Session({
         **STATION, "station_log.txt": copy_of("samples/station_log.txt"), "script.json": FromPage('{"responses": ['),
+        **TOOL_FILES, "agent.json": FromPage('{"responses": [', 1),
     }),
-    "plugins/rlm-adapter-dspy/README.md": Session({"notes.txt": FromCat("notes.txt"), "script.json": DSPY_SCRIPT},
+    "plugins/rlm-adapter-dspy/README.md": Session({"notes.txt": FromCat("notes.txt"), "script.json": DSPY_SCRIPT,
+                                                   "station_log.txt": copy_of("samples/station_log.txt"),
+                                                   **TOOL_FILES, "dspy.json": DSPY_TOOLS_SCRIPT},
                                                   env={"RLM_PLUGINS": "rlm-adapter-dspy,rlm-sandbox-monty"}),
     "plugins/rlm-bench/README.md": Session({"smoke.json": script([], SMOKE), "worse.json": script([], WORSE)}),
     "plugins/rlm-compat-rlms/README.md": Session({"notes.txt": "hello world\n", "script.json": FromCat("script.json")}),
