@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted(ROOT.glob("plugins/*/README.md"))]
 RLM = str(Path(sys.executable).with_name("rlm"))
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+#: PATH with this Python's folder first: a page's MCP server started as ``python3`` finds the ``mcp`` package
+VENV_PATH = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 GLOBAL_FLAGS = ("--version", "--config", "--debug", "--verbose", "--log-json", "--trust-config", "--help")
 
 @dataclass(frozen=True)
@@ -137,6 +139,18 @@ RUN: dict[str, Expect] = {
     "--sandbox process -q": ok(says="Bo, on Friday."),
     'rlm run "Who will ship the parser fix, and when?" --framework dspy --context notes.txt --model scripted:script.json '
     "--sandbox monty --max-steps 1": ok(1, says="max_steps after 1 step"),
+    # docs/guide/run.md: an MCP server's tools in the REPL (the page's own server, started with this Python), a
+    # run's page
+    'rlm run "When do invoices go out?" --mcp-config mcp.json':
+        ok(says="Invoices go out on the 1st", env={"RLM_RUN__MODEL": "scripted:notes.json", "PATH": VENV_PATH}),
+    "rlm runs export latest --format html -o run.html": ok(says="wrote run.html (html"),
+    # docs/guide/benchmarks.md: a leaderboard of runs
+    'rlm run "What is 6 x 7?" --label expected=42': ok(says="42", env={"RLM_RUN__MODEL": "scripted:six.json"}),
+    "rlm leaderboard --runs --metric accuracy -F label=expected -F since=2026-01-01":
+        ok(says="runs ranked by accuracy"),
+    # plugins/rlm-export-html/README.md
+    'rlm run "Halve eighty-four." --model scripted:half.json -q': ok(says="42"),
+    "rlm runs export latest --format html -o half.html": ok(says="wrote half.html (html, 22 events)"),
     # plugins/rlm-bench/README.md
     "rlm bench run -p pure_rlm_smoke --model scripted:smoke.json --sandbox process -q": ok(says="mean score 1.000"),
     "rlm bench run -p pure_rlm_smoke --model scripted:worse.json --sandbox process -q": ok(says="mean score 0.917"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -38,18 +39,22 @@ def list_runs(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most N runs (0: all)."),
+    filters: Optional[list[str]] = typer.Option(None, "--filter", "-F", help="KEY=VALUE, repeatable: model, "
+                                                "environment, framework (globs), label (KEY or KEY=VALUE), status, "
+                                                "since, until (ISO dates)."),
 ) -> None:
     """Saved runs, newest first: id, start, outcome, steps, reward, tokens, cost and task."""
     from rlm_host.trajectory import RunStore
+    from rlm_host.trajectory.store import select_runs
 
     store = RunStore(run_home(ctx))
-    summaries = store.list_runs()
+    summaries = select_runs(store.list_runs(), filters or [])
     shown = summaries[:limit] if limit else summaries
     if as_json:
         typer.echo(json.dumps([s.model_dump(mode="json") for s in shown], indent=2))
         return
     if not summaries:
-        say(f"no saved runs in {store.runs_dir}")
+        say(f"no saved runs in {store.runs_dir}" + (" match the filters" if filters else ""))
         return
     say(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
                f"{'COST':>8}  TASK")  # fmt: skip

@@ -4,7 +4,8 @@
 ``astream``, ``session`` → ``ChatSession``; also in the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
 ``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
 runs), ``VariableCarrier`` the REPL variables a front door keeps from one run to the next
-(``RLM.completion(..., carry=)``), ``RunStore`` reads the recorded runs of a home, ``Replay`` walks one run tree (what an exporter,
+(``RLM.completion(..., carry=)``), ``RunStore`` reads the recorded runs of a home (``select_runs`` filters
+their summaries as ``rlm runs list --filter`` does), ``Replay`` walks one run tree (what an exporter,
 ``rlm_register_exporters``, writes out), ``ActiveRuns()`` lists this user's runs in progress on this machine, whatever
 folder they run in, and cancels one or all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where two runs' steps first
 diverge and the deltas of their outcomes (``rlm runs compare``; ``render_comparison`` prints it). A plugin's own sub-command gets its settings from
@@ -39,11 +40,12 @@ from rlm_host.text import terminal_safe
 from rlm_host.logs import say
 from rlm_host.redact import MASK, redact_data
 from rlm_host.trajectory.active import ActiveRun, ActiveRuns
-from rlm_host.trajectory.store import RunStore
+from rlm_host.trajectory.store import RUN_FILTERS, RunStore, parse_moment, select_runs
 from rlm_host.trajectory.tree import Replay
 
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "VariableCarrier", "load_settings",
            "LoadedSettings",
-           "PluginHost", "RunStore", "Replay", "run_option", "apply_run_flags",
+           "PluginHost", "RunStore", "select_runs", "RUN_FILTERS", "parse_moment", "Replay", "run_option",
+           "apply_run_flags",
            "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns",
            "ActiveRun", "is_loopback_host", "TerminalApprover", "terminal_safe", "say", "redact_data", "MASK"]  # fmt: skip

@@ -210,7 +210,9 @@ class RunSummary(BaseModel):
     run_id: str
     task: str = ""
     environment: str = ""
+    framework: str = ""
     model: str = ""
+    labels: dict[str, str] = {}
     started: Optional[datetime] = None
     completed: bool = False
     termination_reason: str = "interrupted"
@@ -219,12 +221,66 @@ class RunSummary(BaseModel):
     tokens: Optional[int] = None
     cost: Optional[float] = None
     duration: Optional[float] = None
+    answer: Optional[str] = None  # the final response, whole
     path: str = ""
     problem: Optional[str] = None
 
     @property
     def interrupted(self) -> bool:
         return self.termination_reason == "interrupted"
+
+
+#: The keys of ``select_runs``'s filters (``rlm runs list --filter``, ``rlm leaderboard --runs --filter``).
+RUN_FILTERS = ("model", "environment", "framework", "label", "status", "since", "until")
+
+
+def select_runs(summaries: list[RunSummary], filters: list[str] | tuple[str, ...]) -> list[RunSummary]:
+    """The runs matching every ``KEY=VALUE`` filter: ``model``, ``environment`` (``env``), ``framework`` (glob
+    patterns, case-insensitive), ``label`` (``KEY`` or ``KEY=VALUE``, the value a glob), ``status`` (how the run
+    ended: ``final``, ``max_steps``, ``error``, ``running``…), ``since`` / ``until`` (ISO dates or datetimes on
+    the start, UTC unless said; a bare ``until`` date includes that day). A bad filter is an InputError."""
+    import fnmatch
+
+    def like(pattern: str, value: str) -> bool:
+        return fnmatch.fnmatchcase(value.lower(), pattern.lower())
+
+    checks = []
+    for item in filters:
+        key, sep, value = str(item).partition("=")
+        key = {"env": "environment", "labels": "label"}.get(key.strip().lower(), key.strip().lower())
+        if not sep or key not in RUN_FILTERS:
+            problem = f"unknown filter key {key!r}" if sep else f"filter {item!r} is not KEY=VALUE"
+            raise InputError(problem, hint="filters: " + ", ".join(f"{k}=…" for k in RUN_FILTERS))
+        value = value.strip()
+        if key in ("since", "until"):
+            moment = parse_moment(key, value)
+            checks.append(lambda s, m=moment, k=key: s.started is not None and (s.started >= m if k == "since"
+                                                                                 else s.started < m))  # fmt: skip
+        elif key == "label":
+            name, has, wanted = value.partition("=")
+            checks.append(lambda s, n=name.strip(), h=has, w=wanted.strip(): n in s.labels and
+                          (not h or fnmatch.fnmatchcase(s.labels[n], w)))  # fmt: skip
+        elif key == "status":
+            checks.append(lambda s, v=value: like(v, s.termination_reason))
+        else:
+            checks.append(lambda s, k=key, v=value: like(v, getattr(s, k)))
+    return [summary for summary in summaries if all(check(summary) for check in checks)]
+
+
+def parse_moment(key: str, text: str) -> datetime:
+    """``since`` / ``until`` as an aware datetime: an ISO date (``until``: the end of that day) or datetime."""
+    from datetime import date, time as clock, timedelta
+
+    raw = text.strip()
+    try:
+        if len(raw) == 10:
+            moment = datetime.combine(date.fromisoformat(raw), clock(), tzinfo=timezone.utc)
+            return moment + timedelta(days=1) if key == "until" else moment
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"filter {key}: {text!r} is not a date", hint=f"e.g. {key}=2026-01-31 or an ISO "
+                         "datetime") from None  # fmt: skip
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _iso(ts: float) -> datetime:
@@ -349,13 +405,17 @@ class RunStore:
     @staticmethod
     def _start_fields(root: str, event: dict[str, Any], path: Path) -> RunSummary:
         data = event.get("data") or {}
+        settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+        labels = settings.get("labels") or {}
         started = _iso(float(event["ts"])) if isinstance(event.get("ts"), (int, float)) else None
         return RunSummary(
             run_id=root,
             task=clip(str(data.get("question") or data.get("task") or ""), TASK_CHARS, one_line=True),  # a chat
             # turn's task carries the conversation: its question is what the user asked
             environment=str(data.get("environment") or ""),
+            framework=str(data.get("framework") or ""),
             model=str(data.get("model") or ""),
+            labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
             started=started,
             path=str(path),
         )
@@ -371,7 +431,9 @@ class RunStore:
             update={
                 "task": summary.task or clip(result.task, TASK_CHARS, one_line=True),
                 "environment": summary.environment or result.environment,
+                "framework": summary.framework or result.framework,
                 "model": summary.model or result.model,
+                "answer": result.final_response,
                 "completed": result.completed,
                 "termination_reason": result.termination_reason,
                 "steps": result.steps,

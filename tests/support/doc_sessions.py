@@ -288,6 +288,8 @@ SESSIONS: dict[str, Session] = {
         **REPORT, **STATION, "tools.json": TOOLS, "typed.json": TYPED,
         "orders.txt": "order 1: 40 bolts\norder 2: 200 nuts\norder 3: 10 washers\n",
         "mytools.py": FromPage("# mytools.py"), "incident.json": json.dumps(INCIDENT),
+        "notes_server.py": FromPage("# notes_server.py"), "mcp.json": FromPage('{"mcpServers": {"notes"'),
+        "notes.json": script([repl("note = mcp__notes__lookup(topic='billing')\nprint(note)"), "FINAL_VAR(note)"]),
     }),
     "docs/guide/configuration.md": Session({  # a cloned project's rlm.toml, not trusted
         "rlm.toml": '[run]\nbase_url = "http://127.0.0.1:9/v1"\nsandbox = "process"\nmodel = "scripted:q.json"\n',
@@ -304,7 +306,8 @@ SESSIONS: dict[str, Session] = {
         "chat.json": script([repl("total = sum(int(x) for x in context.split())\nanswer = total\nprint(answer)"),
                              "FINAL_VAR(answer)", repl("answer = total + 1\nprint(answer)"), "FINAL_VAR(answer)"]),
     }),
-    "docs/guide/benchmarks.md": Session({"sweep.toml": FromPage("[sweep]"), "guidance.txt": "Answer in one line.\n"}),
+    "docs/guide/benchmarks.md": Session({"sweep.toml": FromPage("[sweep]"), "guidance.txt": "Answer in one line.\n",
+                                         "six.json": script([repl("print(6 * 7)"), "FINAL(42)"])}),
     "plugins/_template/README.md": Session({
         "log.txt": "2026-03-01 pump P-1 inspected\n2026-03-04 pump P-2 inspected\n2026-03-09 valve V-7 inspected\n",
         "lines.json": FromEcho("lines.json"), "six.json": FromEcho("six.json"),
@@ -337,6 +340,7 @@ SESSIONS: dict[str, Session] = {
         "script.json": TRACES_SCRIPT, "repl.json": TRACES_REPL, "traces.jsonl": generated_traces,
     }),
     "plugins/rlm-sink-local/README.md": Session({"six.json": FromCat("six.json")}),
+    "plugins/rlm-export-html/README.md": Session({"half.json": FromCat("half.json")}),
     "plugins/rlm-sink-otel/README.md": Session({
         "notes.txt": "What is 6 times 7? Reply.\n",
         "script.json": script([repl("answer = llm_query('What is 6 times 7? Reply with the number.')\nprint(answer)"),
