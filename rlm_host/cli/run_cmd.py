@@ -23,12 +23,10 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
 
     A client of the public ``RLM`` API, as a Python program would be: the flags become run settings (each
     recorded as coming from its flag), ``RLM.completion`` runs the task, the live view renders its events."""
-    from rlm_host import logs
     from rlm_host.api.client import RLM
     from rlm_host.cli import run_flags
     from rlm_host.context import ContextFiles
     from rlm_host.errors import ModelError
-    from rlm_host.text import json_for_terminal
 
     state = click.globals.get_current_context().find_root().obj
     from rlm_host.cli.approve_prompt import TerminalApprover
@@ -47,12 +45,21 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
     finally:
         if on_event is not None:
             on_event.close()
+    show_result(result, as_json, live=on_event is not None)
+
+
+def show_result(result: Any, as_json: bool, *, live: bool) -> None:
+    """What a run command prints when its run is over (the answer on stdout, or the RunResult as JSON, the
+    trajectory's path), then its exit (``exit_with``); ``live``: a live view showed the run."""
+    from rlm_host import logs
+    from rlm_host.text import json_for_terminal
+
     if as_json:
         click.echo(json_for_terminal(result.model_dump(mode="json")))
     elif result.final_response is not None:  # stdout is the answer or nothing: the exit code says the rest
         click.echo(for_stdout(result.final_response))
     if not as_json:
-        if result.final_response is None and result.termination_reason != "error" and on_event is None:
+        if result.final_response is None and result.termination_reason != "error" and not live:
             logs.say(f"no answer: the run ended {result.termination_reason}", event="no answer", level="warning",
                      reason=result.termination_reason)  # the live view's last line says it otherwise; errors below
         logs.say(f"trajectory: {result.trajectory_path}", event="trajectory", path=str(result.trajectory_path))

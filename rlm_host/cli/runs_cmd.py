@@ -241,3 +241,16 @@ def export(
     except OSError as exc:
         raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     logs.say(f"wrote {target} ({spec.name}, {len(events)} events)", event="export", path=str(target), format=spec.name)
+
+
+def _group() -> "typer.core.TyperGroup":
+    """``rlm runs``: the commands above, and ``fork``, which takes every run option as a flag as ``rlm run`` does."""
+    from rlm_host.cli import fork_cmd
+
+    group = typer.main.get_group(app)
+    group.add_command(fork_cmd.command(), "fork")
+    return group
+
+
+#: The ``runs`` command of ``rlm`` (``rlm_host.default_plugins.commands``).
+runs = _group()

@@ -124,24 +124,29 @@ class RunPlan:
 
 
 def plan_run(host: Any, loaded: Any, home: Path, context: Any,
-             connectors: Optional[dict[str, ModelConnector]] = None,
+             connectors: Optional[dict[str, Any]] = None,
              prices: Optional[PriceTable] = None,
              pool: Optional[dict[tuple[str, str], ModelConnector]] = None) -> RunPlan:  # fmt: skip
     """Resolve every name and value of a run before its first step (one clear error if any is wrong).
 
     ``loaded``: the settings with the front door's run options merged in (``LoadedSettings.with_run``), so each
     value's source is known; ``context``: the context itself, or ``ContextFiles`` to load here as the environment
-    needs. ``prices`` (the table the run's costs are counted with; by default the settings' own) says whether a
+    needs; ``connectors``: ``root`` / ``sub`` connectors to use instead of the settings' models, or ``wrap``, a
+    callable given each connector planned (a fork's ``rlm_host.trajectory.fork.ForkConnector``). ``prices`` (the table the run's costs are counted with; by default the settings' own) says whether a
     cost budget can be enforced: see :func:`cost_notices`. ``pool`` (model and options → connector) keeps the
     connectors built here for the next run that passes it: a chat session's turns play one script on."""
     run: RunSettings = loaded.settings.run
     framework_spec = _framework(host, run.framework)
     env_spec = host.environments().get(run.environment)
     on_disk = env_spec.context_on_disk and framework_spec is None
+    files = None
     if isinstance(context, ContextFiles):
         guard_context_folders(context, run.allow_any_workdir)
+        files = None if "-" in context.paths else [str(Path(p).resolve()) for p in context.paths]
     context = load_for(env_spec, context, host, loaded, home)
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
+    if files:
+        context_meta["files"] = files  # what `rlm runs fork` reads again
     if isinstance(context, TextFile) and not on_disk:
         context = context.read()  # this environment (or framework) works with the text itself
     workdir = project_folder(run.workdir, run.allow_any_workdir) if env_spec.workspace else None
@@ -171,6 +176,9 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     root = given.get("root") or make_connector(model, "root")
     own_sub = run.sub_model or (model if run.sub_sampling and "root" not in given else None)
     sub = given.get("sub") or (make_connector(own_sub) if own_sub else root)
+    wrap = given.get("wrap")  # a fork answers its first steps from a recording: (connector) -> connector
+    if wrap is not None:
+        root, sub = (wrap(root),) * 2 if sub is root else (wrap(root), wrap(sub))
     root_name = root.name if "root" in given else model
     sub_name = sub.name if "sub" in given else (run.sub_model or root_name)
     for name in run.allowed_sub_models:

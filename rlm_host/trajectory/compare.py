@@ -40,6 +40,7 @@ class RunComparison(BaseModel):
     run_b: str
     same_task: bool
     identical_steps: int  # the leading steps both runs took alike
+    fork_at: Optional[int] = None  # B is a fork of A (or A of B) whose first fork_at steps were replayed
     divergence: Optional[Divergence]  # None: the same steps from start to end
     deltas: dict[str, Delta]
 
@@ -87,7 +88,20 @@ def compare_runs(a: Replay, b: Replay) -> RunComparison:
     deltas = {key: Delta(a=first[key], b=second[key], delta=_minus(second[key], first[key])) for key in first}
     task_a, task_b = a.root.start.get("task"), b.root.start.get("task")
     return RunComparison(run_a=a.root.run_id, run_b=b.root.run_id, same_task=task_a == task_b,
-                         identical_steps=identical, divergence=divergence, deltas=deltas)  # fmt: skip
+                         identical_steps=identical, divergence=divergence, deltas=deltas,
+                         fork_at=_fork_point(a, b) or _fork_point(b, a))  # fmt: skip
+
+
+def _fork_point(source: Replay, fork: Replay) -> Optional[int]:
+    """The step ``fork`` was forked from ``source`` at (its labels ``fork_of`` / ``fork_at``), or None."""
+    settings = fork.root.start.get("settings")
+    labels = settings.get("labels") if isinstance(settings, dict) else None
+    if not isinstance(labels, dict) or labels.get("fork_of") != source.root.run_id:
+        return None
+    try:
+        return int(labels.get("fork_at"))
+    except (TypeError, ValueError):
+        return None
 
 
 def _minus(b: Optional[float], a: Optional[float]) -> Optional[float]:
@@ -97,6 +111,9 @@ def _minus(b: Optional[float], a: Optional[float]) -> Optional[float]:
 def render_comparison(comparison: RunComparison) -> str:
     """The comparison as a few lines of text."""
     lines = [f"A {comparison.run_a}", f"B {comparison.run_b}" + ("" if comparison.same_task else "  (another task)")]
+    if comparison.fork_at is not None:
+        lines.append(f"one is a fork of the other at step {comparison.fork_at}: steps 1-{comparison.fork_at} "
+                     "replayed as recorded, the runs go their own ways after")  # fmt: skip
     if comparison.divergence is None:
         lines.append(f"the same {comparison.identical_steps} steps from start to end")
     else:

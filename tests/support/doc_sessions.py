@@ -290,6 +290,7 @@ SESSIONS: dict[str, Session] = {
         "mytools.py": FromPage("# mytools.py"), "incident.json": json.dumps(INCIDENT),
         "notes_server.py": FromPage("# notes_server.py"), "mcp.json": FromPage('{"mcpServers": {"notes"'),
         "notes.json": script([repl("note = mcp__notes__lookup(topic='billing')\nprint(note)"), "FINAL_VAR(note)"]),
+        "find.json": script([FIND_INCIDENT, "FINAL(T4)"]),
     }),
     "docs/guide/configuration.md": Session({  # a cloned project's rlm.toml, not trusted
         "rlm.toml": '[run]\nbase_url = "http://127.0.0.1:9/v1"\nsandbox = "process"\nmodel = "scripted:q.json"\n',

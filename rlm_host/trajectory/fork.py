@@ -1,0 +1,141 @@
+"""Forks of a saved run: a new run whose first steps are the recorded ones, then goes on with other settings.
+
+``fork_recording(replay, at)`` takes what the model answered in the recorded run's first ``at`` root steps (each
+step's reply, the child runs those steps started, and the sub-calls made on the way) as a ``Recording``;
+``ForkConnector`` answers the new run's calls from it while it lasts and from the run's own model after, so no
+model is called for the replayed steps and their code runs again, rebuilding the REPL state. ``ForkWatch`` sees the
+new run's steps: one that did not come out as recorded (another action, other code, other output) stops the run
+at its next model call, naming the step — a fork continues from the recorded state or not at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from rlm_host.events import RunEvent
+from rlm_host.llm.protocol import Completion, Message, ModelError
+from rlm_host.trajectory.replay_provider import (RecordedReply, Recording, ReplayConnector, _is_model_sub_call,
+                                                 _sub_reply)  # fmt: skip
+from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace
+
+#: The labels a fork carries: the run it was forked from and the last replayed step.
+FORK_OF, FORK_AT = "fork_of", "fork_at"
+
+
+def fork_recording(replay: Replay, at: int) -> Recording:
+    """The answers of the first ``at`` root steps of ``replay`` (1 ≤ at ≤ its steps), child runs and sub-calls
+    included, in the order the new run will ask for them."""
+    root = replay.root
+    recording = Recording(root.run_id, str(root.start.get("model") or ""), outcome=f"forked at step {at}")
+    for step in root.steps[:at]:
+        _add_step(recording, step)
+    return recording
+
+
+def _add_step(recording: Recording, step: ReplayStep) -> None:
+    usage = step.record.usage.root
+    recording.root.append(RecordedReply(step.record.reply, usage.input_tokens, usage.output_tokens,
+                                        f"step {step.number} of {step.event.run_id}"))  # fmt: skip
+    recording.sub += [_sub_reply(call.event) for call in step.sub_calls if _is_model_sub_call(call.event)]
+    for child in step.children:
+        _add_child(recording, child)
+
+
+def _add_child(recording: Recording, run: RunTrace) -> None:
+    for step in run.steps:
+        _add_step(recording, step)
+    for child in run.pending_children:
+        _add_child(recording, child)
+    result = run.result
+    if result is not None and not result.completed and result.final_response is not None and \
+            result.termination_reason in ("max_steps", "max_llm_calls", "max_errors"):  # fmt: skip
+        recording.root.append(RecordedReply(result.final_response, where=f"synthesised answer of {run.run_id}"))
+
+
+class ForkWatch:
+    """Compares the new run's root steps with the recorded ones up to the fork point; ``problem`` says where a
+    step first came out otherwise (None while they agree)."""
+
+    def __init__(self, replay: Replay, at: int) -> None:
+        self.recorded = {step.number: step for step in replay.root.steps[:at]}
+        self.at = at
+        self.source = replay.root.run_id
+        self.problem: Optional[str] = None
+        self._lock = threading.Lock()
+
+    def __call__(self, event: RunEvent) -> None:
+        if event.type != "step" or event.depth != 0 or self.problem is not None:
+            return
+        number = int(event.data.get("step") or 0)
+        recorded = self.recorded.get(number)
+        if recorded is None:
+            return
+        why = _difference(recorded.record.model_dump(mode="json"), event.data)
+        if why:
+            with self._lock:
+                self.problem = (f"the fork of {self.source} diverged at step {number} of {self.at} replayed: {why}; "
+                                "the recorded state cannot be rebuilt, so the run stops here")  # fmt: skip
+
+    def check(self) -> None:
+        if self.problem is not None:
+            raise ModelError(self.problem, hint="the context, the sandbox or a tool answers otherwise than when the "
+                             "run was recorded: fork at an earlier step, or give the same --context")  # fmt: skip
+
+
+def _difference(recorded: dict[str, Any], now: dict[str, Any]) -> str:
+    if recorded.get("action") != now.get("action"):
+        return f"the action was {recorded.get('action')!r}, now {now.get('action')!r}"
+    if " ".join(str(recorded.get("code") or "").split()) != " ".join(str(now.get("code") or "").split()):
+        return "its code differs"
+    before, after = _outputs(recorded.get("observation")), _outputs(now.get("observation"))
+    if before != after:
+        first = next(i for i, (a, b) in enumerate(zip(before + [""], after + [""])) if a != b)
+        return f"its output differs (recorded {_clip(before, first)!r}, now {_clip(after, first)!r})"
+    return ""
+
+
+def _outputs(observation: Any) -> list[str]:
+    blocks = observation.get("blocks") if isinstance(observation, dict) else None
+    return [f"{b.get('stdout') or ''}{b.get('error') or ''}" for b in blocks or [] if isinstance(b, dict)]
+
+
+def _clip(outputs: list[str], index: int) -> str:
+    text = outputs[index] if index < len(outputs) else ""
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+class ForkConnector:
+    """A model connector that answers from the fork's recording while it lasts, then from ``then`` (the run's own
+    model for this role); before every call it asks ``watch`` whether the replayed steps still agree."""
+
+    def __init__(self, replay: ReplayConnector, then: Any, watch: ForkWatch) -> None:
+        self.replay, self.then, self.watch = replay, then, watch
+        self.name = then.name
+        self.context_window = getattr(then, "context_window", None)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the model's connector: provider, prices, warm_up…
+        return getattr(self.then, name)
+
+    def complete(self, messages: list[Message], **options: Any) -> Completion:
+        self.watch.check()
+        if self._recorded(messages, options.get("purpose", "turn")):
+            return self.replay.complete(messages, **options)
+        return self.then.complete(messages, **options)
+
+    def _recorded(self, messages: list[Message], purpose: str) -> bool:
+        replay, recording = self.replay, self.replay.recording
+        if messages and messages[0].get("role") == "system":
+            return purpose == "turn" and replay._next["root"] < len(recording.root)
+        return not all(replay._sub_used)
+
+
+def fork_wrapper(replay: Replay, at: int) -> tuple[Any, ForkWatch]:
+    """``(wrap, watch)``: ``wrap(connector)`` makes the run's planned connector a ``ForkConnector`` (root and sub
+    share one recording), ``watch`` is to be fed the new run's events."""
+    recorded = ReplayConnector(fork_recording(replay, at))
+    watch = ForkWatch(replay, at)
+    return (lambda connector: ForkConnector(recorded, connector, watch)), watch
+
+
+__all__ = ["FORK_AT", "FORK_OF", "ForkConnector", "ForkWatch", "fork_recording", "fork_wrapper"]
