@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -202,7 +203,7 @@ def test_ray_errors_become_error_results_lost_cases_or_cancellations():
             raise exc
 
         executor.ray = SimpleNamespace(exceptions=rex, get=get)
-        executor._items, executor._cancelled = {"r": item}, set()
+        executor._items, executor._cancelled, executor._points = {"r": item}, set(), {}
         return executor._outcome("r")
 
     missing = rex.RayTaskError("ray_case", "Traceback …", ModuleNotFoundError("No module named 'rlm_bench'"),
@@ -218,6 +219,86 @@ def test_ray_errors_become_error_results_lost_cases_or_cancellations():
     assert isinstance(crashed, CaseLost) and "WorkerCrashedError on 10.0.0.9" in crashed.reason
     assert isinstance(outcome(rex.TaskUnschedulableError("no node has node9")), CaseLost)
     assert outcome(rex.TaskCancelledError()) == {"cancelled": True}
+
+
+#: Ray's internals this repository must not touch (ray._private, ray._raylet, the internal key-value store).
+RAY_INTERNALS = re.compile(r"\bray\s*\.\s*_(?:private|raylet)\b|\bfrom\s+ray\s+import\s+[^\n]*\b_(?:private|raylet)\b"
+                           r"|\binternal_kv\b")
+REPOSITORY = Path(__file__).resolve().parents[3]
+
+
+def test_no_code_of_the_repository_uses_rays_internals():
+    """Ray's public API only: no .py file (host, plugins, tests, benchmarks, scripts) imports or patches
+    ``ray._private`` / ``ray._raylet`` or uses ``internal_kv``."""
+    assert (REPOSITORY / "rlm_host").is_dir() and (REPOSITORY / "plugins").is_dir(), REPOSITORY
+    found, scanned = [], 0
+    for folder, subfolders, files in os.walk(REPOSITORY):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in ("__pycache__", "build", "dist",
+                                                                                     "node_modules", "site-packages")
+                         and not d.endswith(".egg-info")]  # fmt: skip
+        for name in files:
+            path = Path(folder) / name
+            if name.endswith(".py") and path != Path(__file__).resolve():  # this file names them to find them
+                scanned += 1
+                text = path.read_text(encoding="utf-8", errors="replace")
+                found += [f"{path.relative_to(REPOSITORY)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+                          for m in RAY_INTERNALS.finditer(text)]  # fmt: skip
+    assert scanned > 100 and Path(__file__).resolve().is_relative_to(REPOSITORY)
+    assert not found, "Ray internals used:\n" + "\n".join(found)
+    assert RAY_INTERNALS.search("import ray._private.worker") and RAY_INTERNALS.search("from ray import _raylet")
+    assert RAY_INTERNALS.search("ray.experimental.internal_kv._internal_kv_get(k)")
+
+
+def test_a_points_shared_part_goes_to_the_cluster_once():
+    """Every case of a point gets the same ObjectRef of the point's manifest and [run] settings (one ray.put a
+    point), and only its own fields travel with it; a point with no case in flight is let go of once the next
+    point starts."""
+    from types import SimpleNamespace
+
+    from rlm_bench.sweep_ray import RayExecutor
+
+    put, sent = [], []
+    executor = object.__new__(RayExecutor)
+    executor.ray = SimpleNamespace(put=lambda value: put.append(value) or f"ref{len(put)}")
+    executor._task = SimpleNamespace(remote=lambda *args: sent.append(args) or f"task{len(sent)}")
+    executor._flag, executor._items, executor._points, executor._cancelled = "flag", {}, {}, set()
+    manifest_a, manifest_b, run = {"preset": "tiny", "case_ids": ["a", "b"]}, {"preset": "tiny"}, {"timeout": 60}
+
+    def item(benchmark_id: str, case_id: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        return {"benchmark_id": benchmark_id, "case_id": case_id, "manifest": manifest, "run": run, "cwd": "/w"}
+
+    first = [executor.submit(item("bench_a", c, manifest_a)) for c in ("a", "b")]
+    executor.submit(item("bench_a", "c", dict(manifest_a)))  # an equal copy: the same point
+    assert put == [{"manifest": manifest_a, "run": run}]
+    assert [args[1:] for args in sent] == [("ref1", "flag")] * 3
+    assert sent[0][0] == {"benchmark_id": "bench_a", "case_id": "a", "cwd": "/w"}
+    executor.submit(item("bench_b", "a", manifest_b))
+    assert put[-1] == {"manifest": manifest_b, "run": run} and sent[-1][1] == "ref2"
+    assert set(executor._points) == {"bench_a", "bench_b"}  # bench_a still has cases in flight
+    executor.ray.get = lambda ref: {"result": {}}
+    for ref in [*first, "task3"]:
+        executor._outcome(ref)
+    executor.submit(item("bench_c", "a", manifest_b))
+    assert set(executor._points) == {"bench_b", "bench_c"} and len(put) == 3
+
+
+def test_rays_messages_on_stdout_go_to_stderr_as_first_lines(capsys):
+    """What Ray's driver prints to stdout while the executor is connected (the cluster's error messages, a log tail
+    under them) reaches stderr as ``ray: <first line>``; once released, the stream is the stdout it replaced."""
+    from rlm_bench.sweep_ray import _RayMessagesToStderr
+
+    real = sys.stdout
+    stream = _RayMessagesToStderr(real)
+    print("\x1b[33m(raylet, ip=10.0.0.9)\x1b[0m A worker died or was killed while executing a task.\n"
+          "    [state-dump] NodeManager ...\n    [state-dump] more", file=stream)  # fmt: skip
+    stream.flush()
+    out, err = capsys.readouterr()
+    assert out == "" and err == "ray: A worker died or was killed while executing a task.\n"
+    assert stream.encoding == real.encoding
+    stream.released = True
+    print("{}", file=stream)
+    out, err = capsys.readouterr()
+    assert out == "{}\n" and err == ""
 
 
 # ------------------------------------------------------------------------------------------------ a real cluster
@@ -277,33 +358,75 @@ def test_a_node_without_the_sandbox_fails_its_cases_naming_the_node(cluster, pla
     assert record["nodes"][next(iter(record["nodes"]))]["failed"] == 4
 
 
+#: Two cases that answer at once and two whose model takes ``SLOW_DELAY`` seconds to answer.
+MIXED_PACK = PACK.replace('"What is six times seven?"', '"zebra-fast: what is six times seven?"').replace(
+    '"What is forty-two in digits?"', '"zebra-fast: forty-two in digits?"').replace(
+    '"Say 42."', '"zebra-slow: say 42."').replace('"Answer 42."', '"zebra-slow: answer 42."')
+SLOW_DELAY = 45
+
+
+def _mixed_script(path: Path, slow_delay: float) -> str:
+    rules = [{"match": "zebra-slow", "text": "FINAL(42)", "delay": slow_delay}, {"match": ".", "text": "FINAL(42)"}]
+    path.write_text(json.dumps({"rules": rules}))
+    return f"scripted:{path}"
+
+
+def _ends(trajectory: Path) -> tuple[str, Any]:
+    """(which kind of case it ran, how its run ended: the last record's termination_reason or None)."""
+    text = trajectory.read_text(errors="replace")
+    lines = [line for line in text.splitlines() if line.strip()]
+    try:
+        last = json.loads(lines[-1]) if lines else {}
+    except ValueError:  # being written
+        last = {}
+    reason = (last.get("data") or {}).get("termination_reason") if last.get("type") == "final" else None
+    return ("slow" if "zebra-slow" in text else "fast"), reason
+
+
 @pytest.mark.slow
-def test_ctrl_c_keeps_finished_cases_and_resume_finishes_the_sweep(cluster, place):
-    """(c) SIGINT to the sweep: exit 130 with the resume command, finished cases kept; --resume runs the rest;
-    every case appears once."""
+def test_ctrl_c_cancels_running_cases_through_the_flag_keeps_finished_ones_and_resume_finishes(cluster, place):
+    """(c) SIGINT while two quick cases of each repeat have finished and two slow ones (a model call of
+    ``SLOW_DELAY`` s) run: the driver raises the cancel flag (an actor; no ray.cancel), the running cases stop at
+    once (their runs end ``cancelled``; the driver, which waits up to 30 s for them, exits within seconds) and
+    are not saved; exit 130 with the resume command, the finished cases kept; --resume runs the rest, every case
+    once."""
     folder, home = place["folder"], place["home"]
-    sweep = _sweep_file(folder, "interrupted", _script(folder / "slow.json", 1.5, steps=2), repeat=4)
+    (folder / "pack.yaml").write_text(MIXED_PACK)
+    script = folder / "mixed.json"
+    sweep = _sweep_file(folder, "interrupted", _mixed_script(script, SLOW_DELAY), repeat=2)
     process = place["start"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address, "-q")
-    deadline = time.monotonic() + 90
-    while len(_saved(home)) < 2 and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.1)
+    runs = home / "runs"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:  # the fast cases saved, every slow run started
+        kinds = [_ends(path)[0] for path in runs.glob("*.jsonl")] if runs.is_dir() else []
+        if len(_saved(home)) == 4 and kinds.count("slow") == 4:
+            break
+        time.sleep(0.2)
     assert process.poll() is None, process.communicate()[1][-3000:]
+    assert len(_saved(home)) == 4 and kinds.count("slow") == 4, (len(_saved(home)), kinds)
+    interrupted = time.monotonic()
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=90)
+    stopped_after = time.monotonic() - interrupted
     assert process.returncode == 130, err[-3000:]
+    assert stopped_after < 25, f"the running cases took {stopped_after:.1f} s to stop: {err[-2000:]}"
     sweep_id = next(home.glob("sweeps/*.json")).stem
     assert f"rlm bench sweep --resume {sweep_id}" in err
     record = _record(home, sweep_id)
     assert record["status"] == "interrupted"
-    kept = len(_saved(home))
-    assert 2 <= kept < 16
+    kept = [json.loads(p.read_text()) for p in _saved(home)]
+    assert len(kept) == 4 and all(r["status"] == "completed" and r["case_id"] in ("a", "b") for r in kept), kept
+    ends = sorted(_ends(path) for path in runs.glob("*.jsonl"))
+    assert ends == [("fast", "final")] * 4 + [("slow", "cancelled")] * 4, ends
 
+    _mixed_script(script, 0)  # the rest answers at once now
     done = place["rlm"]("bench", "sweep", "--resume", sweep_id, "--executor", "ray", "--address", cluster.address,
                         "--json", "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(done.stdout)
     assert record["status"] == "finished"
     _assert_complete(home, record)
+    assert len(_saved(home)) == 8
 
 
 def _kill_raylet_once_it_runs_a_case(node: Any, process: subprocess.Popen, timeout: float = 60) -> None:

@@ -181,9 +181,10 @@ def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "loc
         manifests[manifest.benchmark_id] = manifest
         records.append(PointRecord(key=point.key, benchmark_id=manifest.benchmark_id, point=point.to_json(),
                                    cases=len(cases)))  # fmt: skip
+        shared = manifest.model_dump(mode="json")  # one dict for the point's cases (an executor sends it once)
         items[manifest.benchmark_id] = [
             {"sweep_id": sweep_id, "benchmark_id": manifest.benchmark_id, "case_id": case.case_id,
-             "manifest": manifest.model_dump(mode="json"), "packs": packs, "run": run,
+             "manifest": shared, "packs": packs, "run": run,
              "config_file": str(config_file.resolve()) if config_file else None, "cwd": os.getcwd(),
              "home": str(Path(runner.home).resolve()), "ship_trajectory": executor != "local", "trust": trust}
             for case in cases
@@ -251,9 +252,10 @@ def resume_plan(store: SweepStore, ref: str, *, executor: str = "local", config_
                                  "repeat": str(point.point.get("repeat", 1))}}  # fmt: skip
         if manifest.instructions is not None:
             run["instructions"] = manifest.instructions
+        shared = manifest.model_dump(mode="json")
         items[point.benchmark_id] = [
             {"sweep_id": record.sweep_id, "benchmark_id": point.benchmark_id, "case_id": case_id,
-             "manifest": manifest.model_dump(mode="json"), "packs": packs, "run": run,
+             "manifest": shared, "packs": packs, "run": run,
              "config_file": str(config_file.resolve()) if config_file else None, "cwd": os.getcwd(),
              "home": str(store.root.parent.resolve()), "ship_trajectory": executor != "local", "trust": trust}
             for case_id in manifest.case_ids if case_id not in done

@@ -5,22 +5,32 @@ one, ``RAY_ADDRESS``) or starts a private local Ray for the sweep (shut down aga
 the sweep file's ``[bench.ray]`` (``rlm_bench.sweep_file.RayOptions``): what a case reserves (``num_cpus``,
 ``num_gpus``, custom ``resources``), its ``runtime_env``, how many cases are in flight at most
 (``max_in_flight``: the executor's capacity) and how often Ray reruns a case whose worker or node died
-(``max_retries``).
+(``max_retries``). Only Ray's public API is used.
 
 A case runs in the environment of the node that takes it (its plugins, sandboxes, providers and keys); what
 stops it there comes back as an ``error`` result naming the node (``run_item`` does that, and so does this
 module for an exception that escapes it, e.g. rlm-bench missing on that node). What Ray itself could not finish
 (a node or worker that died once the retries were spent, a case no node can be scheduled for, an object lost)
 is a ``CaseLost`` with Ray's reason; the driver reports it with the resume command. Tasks are spread over the
-nodes (``SPREAD``), so a sweep uses the whole cluster rather than filling the driver's node first.
+nodes (``SPREAD``), so a sweep uses the whole cluster rather than filling the driver's node first. What the
+cases of one point share (its manifest and its ``[run]`` settings, instructions included) goes to the cluster
+once (``ray.put``): its cases get the ``ObjectRef``, let go of when a later point starts and none of them is
+in flight.
 
-Cancelling (Ctrl-C) raises a flag in the cluster's key-value store that every case of this executor watches
-(``CANCEL_POLL``): a running case stops at its next step (``run_item`` with its cancel event set returns
-``{"cancelled": True}``), a queued one returns as soon as it starts. ``ray.cancel`` is not used: in Ray 2.60 a
-cancel that meets a task being dispatched can abort the driver (a failed check in ``TaskManager::
-CompletePendingTask``, "Tried to complete task that was not pending"), which would lose the sweep's record. A
-case still stuck in a model call when the driver stops waiting is ended by Ray with the job when the driver
-disconnects.
+Cancelling (Ctrl-C) raises a flag that every case of this executor watches: a small actor of the executor's
+(``CancelFlag``, Ray's "use an actor to synchronize other tasks" pattern), created when it connects and handed to
+every case. A case asks it as it starts (a queued case returns at once once the flag is up) and, while it runs,
+keeps one call waiting on it (``CANCEL_WAIT``), so it learns of the cancel at once and stops at its next step
+(``run_item`` with its cancel event set returns ``{"cancelled": True}``). The actor's class is built inside a
+function so that Ray ships it by value: the node that hosts it needs Ray, not rlm-bench. ``ray.cancel`` is not
+used: in Ray 2.60 a cancel that meets a task being dispatched can abort the driver (a failed check in
+``TaskManager::CompletePendingTask``, "Tried to complete task that was not pending"), which would lose the
+sweep's record. A case still stuck in a model call when the driver stops waiting is ended by Ray with the job
+when the driver disconnects.
+
+Ray's driver prints the cluster's error messages (a node that died, a task retried; whole raylet log tails
+included) to stdout, and no setting sends them elsewhere: while this executor is connected, ``sys.stdout`` is a
+stream that writes the first line of each to stderr as ``ray: …``, so ``--json`` output stays the record alone.
 
 Token authentication (Ray 2.60 turns it on for clusters that ``ray.init`` starts, and for ``ray start`` when
 a token exists): a driver joining a cluster at an explicit address does not send a token unless
@@ -29,7 +39,10 @@ a token exists): a driver joining a cluster at an explicit address does not send
 ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), joining turns token mode on (a cluster without
 authentication accepts such a driver too); without a token, a failed join says how to give the driver the
 cluster's token. The private local Ray gets token authentication with a token of its own, held in this
-process's environment (and so its Ray processes'), never written to ``~/.ray``.
+process's environment (and so its Ray processes'), never written to ``~/.ray``. Ray reads ``RAY_AUTH_MODE`` when
+it is imported, so these variables are set before the first ``import ray``; in a process that imported Ray
+earlier, the private Ray gets only the token (``ray.init`` turns token mode on itself, as it does by default),
+and joining a token cluster needs ``RAY_AUTH_MODE=token`` set before that import.
 
 Ray is an optional extra (``pip install "rlm-bench[ray]"``): importing this module does not import it.
 """
@@ -42,6 +55,7 @@ import re
 import secrets
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -50,12 +64,16 @@ from rlm_bench.sweep_file import RayOptions
 from rlm_host import InputError, RlmError
 
 INSTALL = 'pip install "rlm-bench[ray]"'
-#: Seconds between two looks of a running case at the sweep's cancel flag.
+#: Seconds a case's call to the cancel flag waits for it at most before it asks again.
+CANCEL_WAIT = 5.0
+#: Seconds between two looks of a case's flag watcher at whether its case has finished.
 CANCEL_POLL = 0.5
-#: The namespace of the cancel flags in the cluster's key-value store.
-KV_NAMESPACE = "rlm_bench"
+#: Seconds a starting case waits for the flag's first answer before it starts anyway (the watcher keeps asking).
+START_LOOK = 0.2
 #: The object store of a private local Ray (results and shipped trajectories pass through it).
 LOCAL_OBJECT_STORE = 512 * 2**20
+#: What the cases of one point share (sent once a point, by ``ray.put``); the rest of an item is the case's own.
+POINT_KEYS = ("manifest", "run")
 
 
 class RayUnavailable(InputError):
@@ -95,6 +113,15 @@ def auth_environment(joining: bool, environ: Optional[dict[str, str]] = None) ->
     return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
+@dataclass
+class _Point:
+    """A point's shared part as sent to the cluster: what it was made from, its ObjectRef, its cases in flight."""
+
+    parts: tuple[Any, ...]
+    ref: Any
+    in_flight: int = 0
+
+
 class RayExecutor:
     """Cases as Ray tasks (see the module docstring). Build it with ``connect``."""
 
@@ -109,10 +136,11 @@ class RayExecutor:
         self.address = address
         self._restore_env = restore_env or {}
         self._items: dict[Any, dict[str, Any]] = {}
+        self._points: dict[str, _Point] = {}  # benchmark_id → its shared part on the cluster
         self._cancelled: set[Any] = set()
-        self._cancel_key = f"sweep-cancel-{secrets.token_hex(8)}"  # this executor's flag (a resume gets a new one)
         self._flag_raised = False
         self._joined = False  # this executor called ray.init (and so calls ray.shutdown)
+        self._stdout: Optional[_RayMessagesToStderr] = None  # sys.stdout while connected
         task_options: dict[str, Any] = {
             "num_cpus": options.num_cpus, "num_gpus": options.num_gpus, "max_retries": options.max_retries,
             "retry_exceptions": False,  # a Python exception is this case's answer on that node, not a crash
@@ -123,6 +151,7 @@ class RayExecutor:
         if options.runtime_env:
             task_options["runtime_env"] = dict(options.runtime_env)
         self._task = ray.remote(ray_case).options(**task_options)
+        self._flag = _start_cancel_flag(ray, self.capacity)
 
     # ------------------------------------------------------------------------------------------------ connecting
 
@@ -138,15 +167,15 @@ class RayExecutor:
             executor._check_feasible(strict=False)
             return executor
         extra = auth_environment(joining=address is not None)
-        restore = {name: os.environ.get(name) for name in extra}
+        if already is not None and address is None:  # Ray read RAY_AUTH_MODE at import: leave it to ray.init
+            extra.pop("RAY_AUTH_MODE", None)
+        restore = {name: os.environ.get(name) for name in (*extra, "RAY_AUTH_MODE")}  # ray.init may set the mode
         os.environ.update(extra)
         try:
             ray = import_ray()
         except BaseException:
             _restore(restore)
             raise
-        if extra:
-            _refresh_auth_config()
         quiet = {"logging_level": logging.WARNING, "log_to_driver": False, "configure_logging": True}
         try:
             if address is None:
@@ -160,11 +189,12 @@ class RayExecutor:
                 ray.shutdown()
             except Exception:  # noqa: BLE001
                 pass
-            raise _join_error(address, exc, token=token_available()) from None
-        _errors_to_stderr(ray)
+            raise _join_error(address, exc, token=token_available(),
+                              imported_before=already is not None and "RAY_AUTH_MODE" in extra) from None  # fmt: skip
         executor = cls(ray, opts, owns_cluster=address is None, address=address or "local",
                        restore_env=restore)  # fmt: skip
         executor._joined = True
+        executor._messages_to_stderr()
         try:
             executor._check_feasible(strict=address is None)
         except BaseException:
@@ -190,12 +220,33 @@ class RayExecutor:
             raise InputError(message, hint=hint)
         print(f"warning: {message}; cases wait until such a node joins ({hint})", file=sys.stderr)
 
+    def _messages_to_stderr(self) -> None:
+        """Ray's messages to stdout go to stderr, first lines only, while this executor is connected."""
+        self._stdout = _RayMessagesToStderr(sys.stdout)
+        sys.stdout = self._stdout
+
     # ------------------------------------------------------------------------------------------------ the protocol
 
     def submit(self, item: dict[str, Any]) -> Any:
-        ref = self._task.remote(item, self._cancel_key)
+        point = self._point(item)
+        ref = self._task.remote({k: v for k, v in item.items() if k not in POINT_KEYS}, point.ref, self._flag)
+        point.in_flight += 1
         self._items[ref] = item
         return ref
+
+    def _point(self, item: dict[str, Any]) -> _Point:
+        """The ObjectRef of this item's point's shared part, put once (again only if an item of it brings other
+        values). Starting another point lets go of the points with no case in flight: the driver hands out the
+        cases point by point, and Ray keeps an object for as long as a task that was given it runs."""
+        key, parts = item["benchmark_id"], tuple(item.get(name) for name in POINT_KEYS)
+        point = self._points.get(key)
+        if point is not None and all(a is b or a == b for a, b in zip(point.parts, parts)):
+            return point
+        if point is None:
+            self._points = {k: p for k, p in self._points.items() if p.in_flight > 0}
+        fresh = _Point(parts, self.ray.put(dict(zip(POINT_KEYS, parts))), point.in_flight if point else 0)
+        self._points[key] = fresh
+        return fresh
 
     def wait(self, handles: Iterable[Any], timeout: float) -> list[tuple[Any, Any]]:
         refs = list(handles)
@@ -211,6 +262,9 @@ class RayExecutor:
     def _outcome(self, ref: Any) -> Any:
         ray = self.ray
         item = self._items.pop(ref, {})
+        point = self._points.get(item.get("benchmark_id", ""))
+        if point is not None:
+            point.in_flight -= 1
         cancelled = ref in self._cancelled
         self._cancelled.discard(ref)
         try:
@@ -232,50 +286,121 @@ class RayExecutor:
     def cancel(self, handles: Iterable[Any]) -> None:
         """Raise this executor's cancel flag: running cases stop at their next step, queued ones at once."""
         self._cancelled.update(handles)
-        if not self._flag_raised:
-            self._flag_raised = True
-            try:
-                from ray.experimental.internal_kv import _internal_kv_put
-
-                _internal_kv_put(self._cancel_key, b"1", overwrite=True, namespace=KV_NAMESPACE)
-            except Exception as exc:  # noqa: BLE001 - the cases then end with the job when the driver leaves
-                print(f"warning: could not tell the cluster to cancel the running cases: {exc}", file=sys.stderr)
+        if self._flag_raised:
+            return
+        self._flag_raised = True
+        try:
+            if self._flag is None:
+                raise RuntimeError("the cancel flag could not be started")
+            self.ray.get(self._flag.set.remote(), timeout=10)
+        except Exception as exc:  # noqa: BLE001 - the cases then end with the job when the driver leaves
+            print(f"warning: could not tell the cluster to cancel the running cases: {exc}", file=sys.stderr)
 
     def close(self) -> None:
-        """Disconnect (and stop the private local Ray, if this executor started it)."""
-        if self._flag_raised:
-            try:
-                from ray.experimental.internal_kv import _internal_kv_del
-
-                _internal_kv_del(self._cancel_key, namespace=KV_NAMESPACE)
-            except Exception:  # noqa: BLE001 - a flag left behind names no other sweep
-                pass
+        """Disconnect (and stop the private local Ray, if this executor started it). The cancel flag goes when
+        the last case holding it ends (Ray ends an actor nothing refers to any more)."""
+        self._flag = None
+        self._points.clear()
         if self._joined:
             self._joined = False
             try:
                 self.ray.shutdown()
             except Exception:  # noqa: BLE001 - closing must not hide the sweep's outcome
                 pass
+        if self._stdout is not None:
+            stream, self._stdout = self._stdout, None
+            stream.released = True
+            if sys.stdout is stream:
+                sys.stdout = stream.stdout
         _restore(self._restore_env)
         self._restore_env = {}
 
 
-def ray_case(item: dict[str, Any], cancel_key: Optional[str] = None) -> dict[str, Any]:
-    """The Ray task of one case: ``run_item(item)`` in the worker Ray chose, stopped at its next step once the
-    executor raises the flag ``cancel_key`` (see the module docstring)."""
+# ---------------------------------------------------------------------------------------------------- the flag
+
+
+def _start_cancel_flag(ray: Any, capacity: int) -> Any:
+    """This executor's cancel flag (an actor handle; None if Ray would not start it), on the driver's node when
+    that node can take it: it then lives as long as the driver does."""
+    try:
+        options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": max(1000, 2 * capacity + 100),
+                                   "max_restarts": -1, "max_task_retries": -1}  # fmt: skip
+        try:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            node = ray.get_runtime_context().get_node_id()
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node, soft=True)
+        except Exception:  # noqa: BLE001 - Ray's default placement then
+            pass
+        return ray.remote(_cancel_flag_class()).options(**options).remote()
+    except Exception as exc:  # noqa: BLE001 - the sweep runs; a cancel then ends its cases with the job
+        print(f"warning: no cancel flag on the Ray cluster ({type(exc).__name__}: {_first_line(exc)}); Ctrl-C "
+              "will stop the running cases only when the driver disconnects", file=sys.stderr)  # fmt: skip
+        return None
+
+
+def _cancel_flag_class() -> type:
+    """The class of the cancel flag, made here so that Ray ships it by value (see the module docstring)."""
+    import asyncio
+
+    class CancelFlag:
+        """Raised once by the driver; each case keeps a ``wait`` pending on it."""
+
+        def __init__(self) -> None:
+            self.raised = asyncio.Event()
+
+        async def set(self) -> None:
+            self.raised.set()
+
+        async def wait(self, timeout: float) -> bool:
+            """Whether the flag is up, waiting up to ``timeout`` seconds for it."""
+            if timeout > 0 and not self.raised.is_set():
+                try:
+                    await asyncio.wait_for(self.raised.wait(), timeout)
+                except asyncio.TimeoutError:
+                    pass
+            return self.raised.is_set()
+
+    return CancelFlag
+
+
+def ray_case(item: dict[str, Any], point: Optional[dict[str, Any]] = None, flag: Any = None) -> dict[str, Any]:
+    """The Ray task of one case: ``run_item`` of the item and its point's shared part (``POINT_KEYS``) in the
+    worker Ray chose, stopped at its next step once the executor raises ``flag`` (see the module docstring)."""
     import threading
 
     from rlm_bench.sweep_worker import node_name, run_item
 
-    if cancel_key is None:
+    item = {**item, **(point or {})}
+    if flag is None:
         return run_item(item)
-    if _flag_raised(cancel_key):
+    import ray
+
+    try:
+        asked = flag.wait.remote(0)
+        ready, _ = ray.wait([asked], timeout=START_LOOK)
+    except Exception:  # noqa: BLE001 - the flag is out of reach: the case runs (Ray ends it with the job)
+        return run_item(item)
+    if ready and _answer(ray, asked):
         return {"cancelled": True, "node": node_name()}
     cancel, finished = threading.Event(), threading.Event()
+    pending = [None if ready else asked]
 
     def watch() -> None:
-        while not finished.wait(CANCEL_POLL):
-            if _flag_raised(cancel_key):
+        while not finished.is_set():
+            try:
+                if pending[0] is None:
+                    pending[0] = flag.wait.remote(CANCEL_WAIT)
+                ready, _ = ray.wait([pending[0]], timeout=CANCEL_POLL)
+            except Exception:  # noqa: BLE001 - the flag is out of reach: Ray ends this case with the job
+                return
+            if not ready:
+                continue
+            answer = _answer(ray, pending[0])
+            pending[0] = None
+            if answer is None:  # the flag is gone (its driver left): Ray ends this case with the job
+                return
+            if answer:
                 cancel.set()
                 return
 
@@ -286,13 +411,12 @@ def ray_case(item: dict[str, Any], cancel_key: Optional[str] = None) -> dict[str
         finished.set()
 
 
-def _flag_raised(key: str) -> bool:
+def _answer(ray: Any, ref: Any) -> Optional[bool]:
+    """The flag's answer to a finished call; None when it gave none (the actor is gone)."""
     try:
-        from ray.experimental.internal_kv import _internal_kv_get
-
-        return _internal_kv_get(key, namespace=KV_NAMESPACE) is not None
+        return bool(ray.get(ref, timeout=5))
     except Exception:  # noqa: BLE001 - no answer is no cancel
-        return False
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -306,39 +430,36 @@ def _restore(saved: dict[str, Optional[str]]) -> None:
             os.environ[name] = value
 
 
-def _errors_to_stderr(ray: Any) -> None:
-    """Ray's driver prints the cluster's error messages (a node that died, a task retried) to *stdout*, whole
-    raylet log tails included, which would corrupt ``--json``: send their first line to stderr instead."""
-    try:
-        worker = sys.modules["ray._private.worker"]
-        original = worker.print_to_stdstream
-    except (KeyError, AttributeError):
-        return
-    if getattr(original, "_rlm_bench", False):
-        return
+class _RayMessagesToStderr:
+    """``sys.stdout`` while a RayExecutor is connected. Ray's driver prints the cluster's error messages (a node that
+    died, a task retried; whole raylet log tails included) to stdout, which would corrupt ``--json``: what is
+    written here goes to stderr instead, the first line of each message only, without Ray's colours and
+    ``(raylet)`` prefix, as ``ray: …``. Once ``released`` (the executor closed) it is the stdout it replaced again,
+    in case something that wrapped it (a progress display) puts it back afterwards."""
 
-    def to_stderr(data: dict[str, Any], ignore_prefix: bool = False) -> None:
-        if data.get("pid") != "raylet":
-            return original(data, ignore_prefix)
-        for line in data.get("lines") or []:
-            first = str(line).strip().splitlines()[0] if str(line).strip() else ""
-            if first:
-                print(f"ray: {first[:400]}", file=sys.stderr, flush=True)
+    def __init__(self, stdout: Any) -> None:
+        self.stdout = stdout
+        self.released = False
 
-    to_stderr._rlm_bench = True  # type: ignore[attr-defined]
-    worker.print_to_stdstream = to_stderr
+    def write(self, text: str) -> int:
+        if self.released:
+            return self.stdout.write(text)
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        first = next((line.strip() for line in plain.splitlines() if line.strip()), "")
+        first = re.sub(r"^\((?:raylet|autoscaler)[^)]*\)\s*", "", first)
+        if first:
+            print(f"ray: {first[:400]}", file=sys.stderr, flush=True)
+        return len(text)
 
+    def flush(self) -> None:
+        (self.stdout if self.released else sys.stderr).flush()
 
-def _refresh_auth_config() -> None:
-    """Make this process's Ray see the ``RAY_AUTH_*`` variables set after it was imported (Ray reads them into
-    its C++ config at import; ``ray.init`` refreshes it only when it picks the mode itself)."""
-    try:
-        from ray._raylet import AuthenticationTokenLoader, Config
-
-        Config.initialize("")
-        AuthenticationTokenLoader.instance().reset_cache()
-    except Exception:  # noqa: BLE001 - another Ray version: its own defaults apply
-        pass
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno …: the stdout it stands for
+        if name == "stdout":
+            raise AttributeError(name)
+        return getattr(self.stdout, name)
 
 
 def _where(exc: BaseException) -> str:
@@ -376,7 +497,7 @@ def _error_result(item: dict[str, Any], where: str, exc: BaseException) -> dict[
     return {"result": result.model_dump(mode="json"), "node": where.split(" (pid")[0]}
 
 
-def _join_error(address: Optional[str], exc: BaseException, *, token: bool) -> RlmError:
+def _join_error(address: Optional[str], exc: BaseException, *, token: bool, imported_before: bool = False) -> RlmError:
     causes, cause = [], exc.__cause__
     while cause is not None and len(causes) < 5:
         causes.append(cause)
@@ -397,6 +518,9 @@ def _join_error(address: Optional[str], exc: BaseException, *, token: bool) -> R
         hint += ("; if the cluster uses token authentication (Ray's default for clusters that ray.init starts, "
                  "and for `ray start` where a token exists), give this driver its token: "
                  "RAY_AUTH_TOKEN=$(ray get-auth-token) on the head, or copy the head's ~/.ray/auth_token here")
+    if imported_before:
+        hint += ("; this process imported Ray before the sweep set RAY_AUTH_MODE=token, and Ray reads it at import: "
+                 "set RAY_AUTH_MODE=token before Ray is imported")
     return RayUnavailable(f"could not join the Ray cluster at {address}: {type(exc).__name__}: {detail}", hint=hint)
 
 
