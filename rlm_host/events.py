@@ -26,7 +26,7 @@ from rlm_host.redact import redact_data, redacted_clip
 
 EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error",
                     "step_start", "model_call_start", "model_call_end", "code_start", "code_end", "sub_call_start",
-                    "child_run_start", "child_run_end"]  # fmt: skip
+                    "child_run_start", "child_run_end", "branch"]  # fmt: skip
 #: Every event type, for checking a subscription's filter.
 EVENT_TYPES: frozenset[str] = frozenset(EventType.__args__)  # type: ignore[attr-defined]
 #: What an event describes, as ``gen_ai.operation.name``: a run, a model call, a sandbox code execution.
@@ -71,6 +71,8 @@ class RunEvent(BaseModel):
     - final: the RunResult
     - error: message, where
     - sink_error: sink (its name), error (why it was disabled for the rest of the run)
+    - branch: one candidate reply of a root step under ``branch_width`` (step, candidate, reply, action, code,
+      output, error, score, chosen), tried in a throwaway copy of the REPL before the step
     - step_start, model_call_start, model_call_end, code_start, code_end, sub_call_start, child_run_start,
       child_run_end: see ``rlm_host.event_types`` (``payload()`` returns them typed)
     """

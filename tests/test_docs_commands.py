@@ -144,6 +144,8 @@ RUN: dict[str, Expect] = {
     'rlm run "When do invoices go out?" --mcp-config mcp.json':
         ok(says="Invoices go out on the 1st", env={"RLM_RUN__MODEL": "scripted:notes.json", "PATH": VENV_PATH}),
     "rlm runs export latest --format html -o run.html": ok(says="wrote run.html (html"),
+    'rlm run "Which sensor failed on day 117?" --context samples/station_log.txt --branch-width 3':
+        ok(says="T4", env={"RLM_RUN__MODEL": "scripted:branch.json"}),
     'rlm run "Which sensor failed on day 117?" --context samples/station_log.txt --max-steps 2':
         ok(says="T4", env={"RLM_RUN__MODEL": "scripted:find.json"}),
     # docs/guide/benchmarks.md: a leaderboard of runs

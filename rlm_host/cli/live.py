@@ -24,6 +24,7 @@ class LiveView:
 
         self.console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # "openai:x:" stays text
         self.sub_calls: dict[str, list[RunEvent]] = {}  # per run: the sub-calls of the step under way
+        self.branches: dict[str, list[RunEvent]] = {}  # per run: the candidates of the step under way
         self.children: dict[str, dict[str, Any]] = {}  # child run id → its model and tokens (for ↳ rlm_query)
         self.spinner = Spinner(self.console)
 
@@ -92,6 +93,12 @@ class LiveView:
         if isinstance(observation.get("final_rejected"), str):  # an answer the run's output type refused
             for line in observation["final_rejected"].splitlines()[:5]:
                 self._print(f"{indent}  ✗ not the required type: {clip(line, OUTPUT_CHARS // 3)}", "red")
+        for branch in self.branches.pop(event.run_id, []):  # --branch-width: every candidate, the kept one marked
+            tried = branch.data
+            result = "kept" if tried.get("chosen") else error_summary(tried["error"]) if tried.get("error") else ""
+            self._print(f"{indent}  ⑂ candidate {tried.get('candidate')} · {tried.get('action')} · score "
+                        f"{tried.get('score', 0):+.2f}" + (f" · {result}" if result else ""),
+                        "green" if tried.get("chosen") else "dim")  # fmt: skip
         self._flush_sub_calls(event.run_id, indent)
         for note in data.get("observation", {}).get("notes", []):
             self._print(f"{indent}  ! {note}", "yellow")
@@ -117,6 +124,9 @@ class LiveView:
         if event.data.get("kind") != "rlm_query":  # a child run's tokens come with its steps
             self.spinner.add(_tokens(event.data.get("usage")))
         self.sub_calls.setdefault(event.run_id, []).append(event)
+
+    def _on_branch(self, event: RunEvent, indent: str) -> None:
+        self.branches.setdefault(event.run_id, []).append(event)
 
     def _flush_sub_calls(self, run_id: str, indent: str) -> None:
         for event in self.sub_calls.pop(run_id, []):

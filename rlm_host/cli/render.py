@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from rlm_host.cli.live import error_summary
 from rlm_host.text import clip, clip_lines
 from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, SubCall, observation_error
 
@@ -80,6 +81,14 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
     rest = {k: v for k, v in observation.items() if v not in (None, "", [], {}, False)}
     if rest:
         lines.append("observation: " + ", ".join(f"{k}={_short(v, 60)}" for k, v in rest.items()))
+    if step.branches:
+        lines.append(f"candidates ({len(step.branches)}):")
+        for tried in step.branches:
+            code = " ".join(str(tried.get("code") or tried.get("reply") or "").split())
+            mark = "kept" if tried.get("chosen") else _short(error_summary(str(tried["error"])), 60) \
+                if tried.get("error") else ""  # fmt: skip
+            lines.append(f"    {tried.get('candidate')}. {tried.get('action')} · score {tried.get('score', 0):+.2f}"
+                         + (f" · {mark}" if mark else "") + f"  {_short(code, 70)}")  # fmt: skip
     if step.sub_calls:
         lines.append(f"sub-calls ({len(step.sub_calls)}):")
         lines += ["    " + _render_sub_call(call) for call in step.sub_calls]

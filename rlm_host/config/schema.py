@@ -50,6 +50,9 @@ class RunSettings(Section):
     exec_timeout: float = Field(30.0, gt=0, description="limit of one code execution, seconds")
     max_depth: int = Field(2, ge=0, le=8, description="recursion depth of rlm_query / delegate")
     max_llm_calls: int = Field(50, ge=0, description="sub-model calls allowed per run")
+    branch_width: int = Field(1, ge=1, description="candidate replies drawn at each root step: each is tried in a "
+                              "throwaway copy of the REPL and scored with the run's rewards, the best is kept "
+                              "(1: no branching; each candidate is a model call of the budget)")
     max_errors: int | None = Field(None, ge=1, description="stop after this many failed steps in a row (code that "
                                    "raised, a malformed reply), with the best answer so far (default: no limit)")
     nudge_first_answer: bool = Field(True, description="refuse once a FINAL(...) written at step 1 before any code "

@@ -189,6 +189,8 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
     tools = resolve_tools(run.tools, where=loaded.source_of("run.tools"))
     sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools, where=loaded.source_of("run.sub_tools"))
     toolboxes = plan_toolboxes(host, run, workdir or Path.cwd(), home)
+    if run.branch_width > 1:
+        check_branching(run, env_spec, framework_spec, root, prices or PriceTable.from_settings(loaded.settings))
     warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     notices += warnings
     run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": run_sinks(host, run.sinks),
@@ -288,6 +290,28 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
                           hint=hint + "\nor run without --strict")  # fmt: skip
     return [f"no price is known for {names}: --max-cost ${run.max_cost:g} counts only the calls it can price "
             f"(--strict refuses such a run); {hint}"]  # fmt: skip
+
+
+def check_branching(run: RunSettings, env_spec: Any, framework_spec: Any, root: ModelConnector,
+                    prices: PriceTable) -> None:  # fmt: skip
+    """A ``branch_width`` the run can take: at most ``MAX_BRANCH_WIDTH`` (the error estimates what more would
+    cost), in an environment that tries replies in a copy of its REPL, with no framework."""
+    from rlm_host.engine.branching import MAX_BRANCH_WIDTH
+
+    width = run.branch_width
+    if framework_spec is not None or not hasattr(env_spec.load(), "trial"):
+        where = f"the {framework_spec.name} framework" if framework_spec is not None else f"the {env_spec.name} " \
+            "environment"  # fmt: skip
+        raise ConfigError(f"--branch-width {width}: {where} cannot try replies in a copy of its REPL",
+                          hint="branching works in the native loop of pure_rlm (and environments built on it)")
+    if width > MAX_BRANCH_WIDTH:
+        calls = width * run.max_steps
+        price = prices.lookup(root.name, base_url=getattr(root, "base_url", None))
+        estimate = (f"; at {root.name}'s price, about ${price.cost(calls * 4000, calls * 300):,.2f} for 4,000 "
+                    "prompt and 300 reply tokens a call" if price is not None else "")  # fmt: skip
+        raise ConfigError(f"--branch-width {width} is more than {MAX_BRANCH_WIDTH}: up to {calls:,} root model calls "
+                          f"for {run.max_steps} steps ({width} a step, each also a copy of the REPL){estimate}",
+                          hint=f"use at most --branch-width {MAX_BRANCH_WIDTH}")  # fmt: skip
 
 
 def _framework(host: Any, name: str) -> Any:

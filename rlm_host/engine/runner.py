@@ -29,6 +29,7 @@ from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import ConfigError, RlmError
 from rlm_host.frameworks.protocol import FrameworkContext, FrameworkOutcome, StepLimitReached, TurnLimitedRole
 from rlm_host.frameworks.synthesis import synthesize
+from rlm_host.engine.branching import best_of
 from rlm_host.frameworks.tools import SandboxTools
 from rlm_host.events import EventBus, RunEvent, check_event_types
 from rlm_host.event_types import error_line, live_text
@@ -246,6 +247,9 @@ class RLMRunner:
                            closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], TerminationReason]:  # fmt: skip
         """The native loop: the environment's prompt, the root model's reply, the environment's verdict."""
         closers.append(environment.close)
+        if plan.run.branch_width > 1 and ctx.carry is not None:
+            raise ConfigError(f"--branch-width {plan.run.branch_width}: a chat session's REPL cannot be copied yet",
+                              hint="branching works in single runs (rlm run, RLM.completion, benchmarks)")
         environment.start()
         if ctx.carry is not None:
             ctx.carry.after_setup()  # the environment's helpers exist now: earlier variables go in after them
@@ -347,7 +351,12 @@ class RLMRunner:
         scope.emit("step_start", {"step": step})
         messages = environment.messages(step)
         completion = root.complete(messages, reply_format=reply_format_of(environment))
-        result: ActionResult = environment.execute(completion, step)
+        if plan.run.branch_width > 1 and scope.depth == 0:  # candidates tried in copies of the REPL, the best kept
+            completion, result = best_of(environment, completion, plan.run.branch_width,
+                                         lambda: root.complete(messages, reply_format=reply_format_of(environment)),
+                                         step, scope, plan.rewards.apply_global_scale)  # fmt: skip
+        else:
+            result = environment.execute(completion, step)
         reward = plan.rewards.apply_global_scale(result.reward)
         record = StepRecord(
             step=step, action=result.action, code=result.code, reply=completion.text,

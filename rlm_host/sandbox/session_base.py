@@ -143,6 +143,18 @@ class SessionBase:
         if self._cell_log is None:
             self._cell_log = CellLog()
 
+    def take_cells(self, other: "SessionBase") -> str | None:
+        """Make this session a copy of ``other``'s REPL state: run its logged cells here, their host functions
+        answered from its log (no model is asked again). Both keep cells (``keep_cells_for_rebuild``); returns
+        None, or what could not be rebuilt."""
+        if self._cell_log is None or other._cell_log is None:
+            raise SandboxError("copying a REPL needs both sessions to keep their cells (keep_cells_for_rebuild)")
+        with self._guard():
+            self._live()
+            self._cell_log.cells = list(other._cell_log.cells)
+            self._rebuild()
+            return None if self._rebuilt is None or self._rebuilt.startswith("your variables were") else self._rebuilt
+
     def _rebuild(self) -> None:
         self._rebuilt = None
         if self._cell_log is None or not self._cell_log.cells or self._rebuilding:

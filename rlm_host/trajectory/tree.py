@@ -40,6 +40,7 @@ class ReplayStep:
     event: RunEvent
     sub_calls: list[SubCall] = field(default_factory=list)
     children: list["RunTrace"] = field(default_factory=list)
+    branches: list[dict[str, Any]] = field(default_factory=list)  # --branch-width: every candidate tried
 
     @property
     def number(self) -> int:
@@ -148,6 +149,7 @@ def _build(events: list[RunEvent]) -> dict[str, RunTrace]:
     runs: dict[str, RunTrace] = {}
     first_seq: dict[str, int] = {}
     pending: dict[str, list[SubCall]] = {}
+    branches: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         run = runs.get(event.run_id)
         if run is None:
@@ -157,9 +159,12 @@ def _build(events: list[RunEvent]) -> dict[str, RunTrace]:
             run.start = dict(event.data)
         elif event.type == "sub_call":
             pending.setdefault(event.run_id, []).append(SubCall(event))
+        elif event.type == "branch":
+            branches.setdefault(event.run_id, []).append(dict(event.data))
         elif event.type == "step":
             record = _step_record(event.data, len(run.steps) + 1)
-            run.steps.append(ReplayStep(record, event, pending.pop(event.run_id, [])))
+            run.steps.append(ReplayStep(record, event, pending.pop(event.run_id, []),
+                                        branches=branches.pop(event.run_id, [])))
         elif event.type == "final":
             try:
                 run.result = RunResult.model_validate(event.data)

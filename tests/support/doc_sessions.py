@@ -291,6 +291,8 @@ SESSIONS: dict[str, Session] = {
         "notes_server.py": FromPage("# notes_server.py"), "mcp.json": FromPage('{"mcpServers": {"notes"'),
         "notes.json": script([repl("note = mcp__notes__lookup(topic='billing')\nprint(note)"), "FINAL_VAR(note)"]),
         "find.json": script([FIND_INCIDENT, "FINAL(T4)"]),
+        "branch.json": script([repl("print(context[:40])"), FIND_INCIDENT, repl("x = 1/0"), "FINAL(T4)",
+                               "FINAL(T4)", "FINAL(T4)"]),
     }),
     "docs/guide/configuration.md": Session({  # a cloned project's rlm.toml, not trusted
         "rlm.toml": '[run]\nbase_url = "http://127.0.0.1:9/v1"\nsandbox = "process"\nmodel = "scripted:q.json"\n',

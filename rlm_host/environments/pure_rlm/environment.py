@@ -22,6 +22,7 @@ from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
 from rlm_host.environments.pure_rlm.parsing import parse_reply, synthesized_answer
 from rlm_host.environments.repl_format import REPLY_FORMAT
+from rlm_host.errors import SandboxError
 from rlm_host.llm.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult, ExecResult, FinalSignal
@@ -64,17 +65,8 @@ class PureRLMEnvironment:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        session = self.session = self.ctx.open_sandbox()
-        session.start()
-        keep_cells = getattr(session, "keep_cells_for_rebuild", None)
-        if keep_cells is not None:  # the REPL has no outside effects: a lost worker is rebuilt by replaying cells
-            keep_cells()
-        calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
-        session.register_functions(calls.functions())
-        if self.ctx.context is not None:
-            session.set_variable("context", self.ctx.context)
-        session.set_variable("context_names", document_names(self.ctx.context))
-        helpers = session.execute(calls.helpers_source())
+        session = self.session = self._new_session()
+        helpers = session.execute(self._calls.helpers_source())
         if not helpers.ok:
             raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
         self.baseline = set(session.list_variables())  # the environment's own names: not the model's variables
@@ -92,10 +84,57 @@ class PureRLMEnvironment:
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
                                count=lambda text: count_tokens(text, self.ctx.root))  # fmt: skip
 
+    def _new_session(self) -> SandboxSession:
+        """A started session with the REPL's functions and the context bound (the helpers not run yet)."""
+        session = self.ctx.open_sandbox()
+        session.start()
+        keep_cells = getattr(session, "keep_cells_for_rebuild", None)
+        if keep_cells is not None:  # the REPL has no outside effects: a lost worker is rebuilt by replaying cells
+            keep_cells()
+        self._calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
+        session.register_functions(self._calls.functions())
+        if self.ctx.context is not None:
+            session.set_variable("context", self.ctx.context)
+        session.set_variable("context_names", document_names(self.ctx.context))
+        return session
+
     def close(self) -> None:
         if self.session is not None:
             self.session.shutdown()
             self.session = None
+
+    def trial(self, reply: Completion, step: int) -> "Trial":
+        """What ``execute(reply, step)`` gives, run in a throwaway copy of the REPL (its cells run again, their
+        sub-calls answered from the record) with a copy of the history: ``commit()`` makes the copy this
+        environment's state (the step is then taken), ``discard()`` drops it (``branch_width``)."""
+        import copy as copying
+
+        assert self.session is not None and self.history is not None, "start() first"
+        fresh = self._new_session()
+        take_cells = getattr(fresh, "take_cells", None)
+        if take_cells is None:
+            fresh.shutdown()
+            raise SandboxError(f"the {fresh.info.name} sandbox cannot copy a REPL: --branch-width needs one that "
+                               "keeps its cells (the built-in process runtime, Monty, Docker)")  # fmt: skip
+        lost = take_cells(self.session)
+        saved = (self.session, self.history, self.nudged)
+        self.session, self.history = fresh, copying.deepcopy(self.history)
+        try:
+            result = self.execute(reply, step)
+            after = (self.session, self.history, self.nudged)
+        except BaseException:
+            fresh.shutdown()
+            raise
+        finally:
+            self.session, self.history, self.nudged = saved
+        if lost:
+            result.observation.setdefault("notes", []).append(f"the copy of the REPL was incomplete: {lost}")
+        return Trial(result, lambda: self._adopt(*after), fresh.shutdown)
+
+    def _adopt(self, session: SandboxSession, history: History, nudged: bool) -> None:
+        old, self.session, self.history, self.nudged = self.session, session, history, nudged
+        if old is not None:
+            old.shutdown()
 
     # ------------------------------------------------------------------ the step
 
@@ -240,6 +279,13 @@ class PureRLMEnvironment:
 
     def _model_for(self, model: Optional[str]):
         return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
+
+
+class Trial:
+    """A reply tried in a copy of the REPL: its ``result``, and the calls that keep or drop the copy."""
+
+    def __init__(self, result: ActionResult, commit: Any, discard: Any) -> None:
+        self.result, self.commit, self.discard = result, commit, discard
 
 
 def _block_record(code: str, result: ExecResult) -> dict[str, Any]:
