@@ -90,6 +90,13 @@ class LiveView:
                 self._print(f"{indent}  │ {observation['tool']}({clip(args, OUTPUT_CHARS // 3)})", "dim")
             if isinstance(observation.get("output"), str):
                 self._show_output(observation["output"], indent)
+            detail = next((f"{key}: {observation[key]}" for key in ("path", "command", "pattern")
+                           if isinstance(observation.get(key), str)), None)  # a tool-protocol step (the harness)
+            if detail and not data.get("code"):
+                self._print(f"{indent}  │ {clip(detail, OUTPUT_CHARS // 3)}", "dim")
+            if observation.get("error") and observation.get("success") is False:
+                mark = "refused" if observation.get("refused") else "✗"
+                self._print(f"{indent}  {mark} {error_summary(str(observation['error']))}", "red")
         if isinstance(observation.get("final_rejected"), str):  # an answer the run's output type refused
             for line in observation["final_rejected"].splitlines()[:5]:
                 self._print(f"{indent}  ✗ not the required type: {clip(line, OUTPUT_CHARS // 3)}", "red")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable, Optional
 
 import typer
 from typer import _click as click  # typer vendors its click; commands must come from the same module
@@ -18,11 +19,14 @@ EXIT_CANCELLED = 130
 EXIT_RECORD_INCOMPLETE = 3
 
 
-def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **flags: Any) -> None:
+def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (), *, defaults: Any = None,
+             prepare: Optional[Callable[..., Any]] = None, **flags: Any) -> None:  # fmt: skip
     """Run a task with an RLM: the context stays in the sandbox, the model explores it with code.
 
     A client of the public ``RLM`` API, as a Python program would be: the flags become run settings (each
-    recorded as coming from its flag), ``RLM.completion`` runs the task, the live view renders its events."""
+    recorded as coming from its flag), ``RLM.completion`` runs the task, the live view renders its events.
+    ``defaults``: run options of the command itself (``rlm harness run``: its environment), under the flags;
+    ``prepare(loaded, extras)``: the command's own flags (``extras``) applied to the settings."""
     from rlm_host.api.client import RLM
     from rlm_host.cli import run_flags
     from rlm_host.context import ContextFiles
@@ -36,7 +40,14 @@ def run_task(task: str, context: tuple[str, ...], as_json: bool, quiet: bool, **
         from rlm_host.cli.live import LiveView
 
         on_event = LiveView()
-    rlm = RLM(settings=run_flags.apply(state.settings(), flags), approver=TerminalApprover.if_attended(on_event))
+    extras = {name: flags.pop(name) for name in list(flags) if name not in run_flags.run_options.names()}
+    loaded = state.settings()
+    if defaults:
+        loaded = loaded.with_run(defaults, {name: click.globals.get_current_context().command_path for name in defaults})
+    loaded = run_flags.apply(loaded, flags)
+    if prepare is not None:
+        loaded = prepare(loaded, extras)
+    rlm = RLM(settings=loaded, approver=TerminalApprover.if_attended(on_event))
     try:
         result = rlm.completion(ContextFiles(tuple(context)) if context else None, task, on_event=on_event)
     except ModelError as exc:  # before the run: the model cannot be set up (no key, no file): bad input
@@ -95,20 +106,31 @@ def exit_with(result) -> None:
         raise typer.Exit(EXIT_RECORD_INCOMPLETE)
 
 
-def _command() -> click.Command:
-    """``rlm run``: the task, ``--context``, the output flags, and every run option as a flag (``run_flags``)."""
+def run_command(name: str = "run", *, help: Optional[str] = None, defaults: Optional[dict[str, Any]] = None,
+                exclude: tuple[str, ...] = (), params: tuple[Any, ...] = (), context: bool = True,
+                prepare: Optional[Callable[..., Any]] = None) -> click.Command:  # fmt: skip
+    """A command that runs a task the way ``rlm run`` does — the task, ``--context``, every run option as a flag,
+    ``--json``, ``-q``, the live view, the exit codes — for a plugin's own run command (``rlm harness run``).
+
+    ``defaults``: run options the command sets (its environment), which flags override; ``exclude``: run options
+    it does not offer; ``params``: its own click options, handed with their values to ``prepare(loaded, extras)``,
+    which returns the settings to run with; ``context``: whether it takes ``--context``."""
     from rlm_host.cli import run_flags
 
-    params = [
+    offered = [name for name in run_flags.run_options.names() if name not in exclude]
+    options = [
         TyperArgument(param_decls=["task"], required=True, help="The question or task."),
-        TyperOption(param_decls=["--context", "-c", "context"], multiple=True, metavar="PATH", help="A file, a directory, or - for stdin; "
-                     "several: --context a.txt b.md (or repeat --context)."),
-        *run_flags.options(),
+        *([TyperOption(param_decls=["--context", "-c", "context"], multiple=True, metavar="PATH", help="A file, a "
+                       "directory, or - for stdin; several: --context a.txt b.md (or repeat --context).")]
+          if context else []),
+        *params,
+        *run_flags.options(offered),
         TyperOption(param_decls=["--json", "as_json"], is_flag=True, help="Print the RunResult as JSON on stdout."),
         TyperOption(param_decls=["--quiet", "-q", "quiet"], is_flag=True, help="No live view."),
     ]
-    return ContextsCommand(name="run", callback=run_task, params=params, help=run_task.__doc__.split("\n")[0],
-                           rich_markup_mode=None)  # fmt: skip
+    callback = functools.partial(run_task, defaults=defaults, prepare=prepare)
+    return ContextsCommand(name=name, callback=callback, params=options, rich_markup_mode=None,
+                           help=help or run_task.__doc__.split("\n")[0])  # fmt: skip
 
 
-run = _command()
+run = run_command()

@@ -25,6 +25,7 @@ Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and `
 from rlm_host.api.client import RLM, RunStream
 from rlm_host.cli.run_flags import apply as apply_run_flags
 from rlm_host.cli.run_flags import run_option
+from rlm_host.cli.run_cmd import run_command
 from rlm_host.config.run_options import run_option_type
 from rlm_host.config.trust import is_trusted, risk_of
 from rlm_host.api.session import ChatSession
@@ -46,6 +47,6 @@ from rlm_host.trajectory.tree import Replay
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "VariableCarrier", "load_settings",
            "LoadedSettings",
            "PluginHost", "RunStore", "select_runs", "RUN_FILTERS", "parse_moment", "Replay", "run_option",
-           "apply_run_flags",
+           "apply_run_flags", "run_command",
            "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns",
            "ActiveRun", "is_loopback_host", "TerminalApprover", "terminal_safe", "say", "redact_data", "MASK"]  # fmt: skip

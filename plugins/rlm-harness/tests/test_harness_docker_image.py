@@ -76,7 +76,7 @@ def _harness(rlm_cli, rlm_script, config, project, sandbox, replies):
 def _no_run(rlm_isolated, result):
     """Nothing of a run: no run line, no trajectory."""
     runs = rlm_isolated.runs / "runs"
-    assert "rlm harness: run " not in result.err
+    assert "▶ run " not in result.err
     assert not runs.exists() or not list(runs.glob("*.jsonl")), "the run must not start"
 
 
@@ -93,7 +93,7 @@ def test_a_missing_image_is_built_before_the_run_and_used_by_auto_and_docker(rlm
     run = json.loads(first.out)
     assert run["sandbox"] == "docker" and run["completed"], first.err
     assert f"building the Docker sandbox image {tag}…" in first.err and f"✓ built {tag}" in first.err
-    assert first.err.index(f"✓ built {tag}") < first.err.index("rlm harness: run "), "built before the run starts"
+    assert first.err.index(f"✓ built {tag}") < first.err.index("▶ run "), "built before the run starts"
     steps = [json.loads(line)["data"] for line in open(run["trajectory_path"])
              if json.loads(line)["type"] == "step"]  # fmt: skip
     assert steps[0]["observation"]["passed"] and "1 passed" in steps[0]["observation"]["stdout"]

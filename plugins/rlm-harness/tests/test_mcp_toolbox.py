@@ -119,6 +119,8 @@ def test_a_bad_configuration_is_exit_2_before_the_run(rlm_cli, rlm_script, rlm_i
 
 
 def test_a_harness_run_offers_the_runs_servers_and_functions_as_its_tools(rlm_cli, rlm_script, rlm_isolated):
+    """``rlm harness run`` takes the run's servers as its own tools (started once, not also as REPL functions) and
+    your ``--tool`` functions as tools of its protocol, called through the run's tool bridge."""
     from harness_support import call, final, harness
 
     user_file = rlm_isolated.home / ".config" / "rlm" / "config.toml"
@@ -126,10 +128,14 @@ def test_a_harness_run_offers_the_runs_servers_and_functions_as_its_tools(rlm_cl
     user_file.write_text(f"[mcp_servers.flaky]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(FLAKY)}]\n")
     project = rlm_isolated.work / "project"
     project.mkdir()
-    replies = [call("mcp__flaky__echo", text="in the harness"), call("mcp__flaky__fail", reason="no"), final()]
-    result, run, steps = harness(rlm_cli, rlm_script, project, replies)
+    replies = [call("mcp__flaky__echo", text="in the harness"), call("mcp__flaky__fail", reason="no"),
+               call("capwords", s="hello world"), final()]  # fmt: skip
+    result, run, steps = harness(rlm_cli, rlm_script, project, replies, "--tool", "string:capwords")
     assert result.code == 0, result.out + result.err
     assert steps[0]["observation"]["success"] and "echo: in the harness" in steps[0]["observation"]["content"]
     assert steps[1]["observation"]["success"] is False and "failed on purpose: no" in steps[1]["observation"]["error"]
+    assert steps[2]["observation"] == {"success": True, "content": "Hello World"}
     events = [json.loads(line) for line in open(run["trajectory_path"], encoding="utf-8")]
-    assert [e["data"]["tool"] for e in events if e["type"] == "sub_call"] == ["mcp__flaky__echo", "mcp__flaky__fail"]
+    assert [e["data"]["tool"] for e in events if e["type"] == "sub_call"] == ["capwords"]
+    notices = next(e for e in events if e["type"] == "run_start")["data"]["notices"]
+    assert not any("in the REPL" in n for n in notices), "the servers are the harness's: not started twice"

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import typer
-from rlm_host.sdk.embedding import TerminalApprover, apply_run_flags, run_option, terminal_safe
+from rlm_host.sdk.embedding import run_command as run_command_of
+from rlm_host.sdk.embedding import terminal_safe
+from typer.core import TyperOption
 
 app = typer.Typer(help="A coding agent over a project folder with MCP tools and approvals.", rich_markup_mode=None,
                   add_completion=False, no_args_is_help=True)  # fmt: skip
 
-EXIT_USAGE = 2
 
 
 @app.callback()
@@ -50,59 +50,41 @@ def _settings(ctx: typer.Context, mcp_config: Optional[Path], workdir: Optional[
     return dataclasses.replace(loaded, components={**loaded.components, ("environment", "harness"): merged})
 
 
-@app.command("run")
-def run(
-    ctx: typer.Context,
-    task: str = typer.Argument(..., help="What to do in the project folder."),
-    workdir: Optional[Path] = run_option("workdir"),
-    approve: Optional[str] = run_option("approve"),
-    approval_rule: Optional[List[str]] = run_option("approval_rules"),
-    mcp_config: Optional[Path] = typer.Option(None, "--mcp-config", help="A Claude Desktop / VS Code JSON file "
-                                              "of MCP servers ({\"mcpServers\": {…}} or {\"servers\": {…}})."),
-    model: Optional[str] = run_option("model"),
-    sub_model: Optional[str] = run_option("sub_model"),
-    sandbox: Optional[str] = run_option("sandbox"),
-    max_steps: Optional[int] = run_option("max_steps"),
-    timeout: Optional[float] = run_option("timeout"),
-    max_cost: Optional[float] = run_option("max_cost"),
-    instructions: Optional[str] = run_option("instructions"),
-    allow_any_workdir: Optional[bool] = run_option("allow_any_workdir"),
-    as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON on stdout."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No step lines on stderr."),
-) -> None:
-    """Work on TASK in the project folder: read, search, edit, run commands and tests in the sandbox, MCP tools.
+def _with_mcp_servers(loaded: Any, extras: dict[str, Any]) -> Any:
+    """The run's MCP servers (``--mcp-config FILE``, ``[mcp_servers.NAME]``) as the harness's own, whose tools are
+    actions of its tool protocol (``mcp__SERVER__TOOL``), so the run does not also start them as REPL functions."""
+    from rlm_host import ConfigError
 
-    Writes, commands and MCP tools that are not read-only follow --approve (auto, ask: y/N on this terminal,
-    read-only: refused, the model is told). Exit 0 answered, 1 no final answer, 2 bad input or a sandbox that is
-    not ready: in Docker, a missing image with pytest is built first when [sandbox.docker] build_missing allows
-    (on a terminal: asked), else the run does not start."""
-    from rlm_host import RLM, ModelError
+    from rlm_harness.settings import HarnessSettings
+    from rlm_harness.toolbox import servers_of
 
-
-    given = {"workdir": workdir, "approve": approve, "approval_rules": approval_rule, "model": model,
-             "sub_model": sub_model, "sandbox": sandbox, "max_steps": max_steps, "timeout": timeout,
-             "max_cost": max_cost, "instructions": instructions, "allow_any_workdir": allow_any_workdir}  # fmt: skip
-    loaded = apply_run_flags(_settings(ctx, mcp_config, workdir), given)
-    rlm = RLM(settings=loaded, approver=TerminalApprover.if_attended(), environment="harness")
-    on_event = None if quiet else _print_step
+    value = extras.get("mcp_config") or loaded.settings.run.mcp_servers
+    if not value:
+        return loaded
+    workdir = loaded.settings.run.workdir or Path.cwd()
     try:
-        result = rlm.completion(None, task, on_event=on_event, event_types=None if quiet else {"step", "run_start"})
-    except ModelError as exc:  # before the run: the model cannot be set up (no key, no file): bad input
-        exc.exit_code = EXIT_USAGE
-        raise
-    if as_json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
-    elif result.final_response is not None:
-        _out(result.final_response)
-    if not as_json:
-        _say(f"{'answered' if result.completed else 'no answer: ' + result.termination_reason} after "
-             f"{result.steps} steps · reward {result.total_reward:+.2f} · trajectory: {result.trajectory_path}")
-    if result.error and result.termination_reason == "error":
-        _say(f"error: {result.error}")
-    if result.termination_reason == "cancelled":
-        raise typer.Exit(130)
-    if not result.completed:
-        raise typer.Exit(1)
+        servers = servers_of(str(value) if isinstance(value, Path) else value, Path(workdir).resolve())
+    except ConfigError as exc:
+        raise ConfigError(exc.message.replace("mcp_servers:", "--mcp-config:", 1), hint=exc.hint) from None
+    current = loaded.component("environment", "harness") or HarnessSettings()
+    merged = current.model_copy(update={"mcp_servers": {**current.mcp_servers, **servers}})
+    loaded = dataclasses.replace(loaded, components={**loaded.components, ("environment", "harness"): merged})
+    return loaded.with_run({"mcp_servers": {}}, {"mcp_servers": "rlm harness run"})
+
+
+#: ``rlm harness run``: ``rlm run``'s command (every run option, the live view, the exit codes) in the harness.
+run_command = run_command_of(
+    "run", defaults={"environment": "harness"}, exclude=("environment", "framework", "mcp_servers"), context=False,
+    params=(TyperOption(param_decls=["--mcp-config", "mcp_config"], type=Path, default=None, metavar="FILE",
+                        help="A Claude Desktop / VS Code JSON file of MCP servers ({\"mcpServers\": {…}} or "
+                        "{\"servers\": {…}}): their tools are the model's, next to the built-in ones."),),
+    prepare=_with_mcp_servers,
+    help="Work on TASK in the project folder (--workdir): read, search, edit, run commands and tests in the "
+    "sandbox, MCP tools. Writes, commands and MCP tools that are not read-only follow --approve (auto, ask: y/N on "
+    "this terminal, read-only: refused, the model is told). Exit 0 answered, 1 no final answer, 2 bad input or a "
+    "sandbox that is not ready: in Docker, a missing image with pytest is built first when [sandbox.docker] "
+    "build_missing allows (on a terminal: asked), else the run does not start.",
+)  # fmt: skip
 
 
 @app.command("tools")
@@ -147,23 +129,6 @@ def list_tools(
             _out(f"  {tool['name']:<36} {tool['kind']:<5} {_first_line(tool['description'])}")
 
 
-def _print_step(event: Any) -> None:
-    """One line per step on stderr (the plugin's own view: the host's live view is not public)."""
-    data = event.data
-    if event.type == "run_start":
-        _say(f"run {event.run_id} · model {data.get('model', '?')} · sandbox {data.get('sandbox', '?')}")
-        for notice in data.get("notices") or []:  # a sandbox that is no boundary says so first
-            _say(f"! {notice}")
-        return
-    if event.depth:
-        return
-    observation = data.get("observation") or {}
-    status = "refused" if observation.get("refused") else "ok" if observation.get("success", True) else "failed"
-    detail = observation.get("error") or observation.get("path") or observation.get("command") or ""
-    _say(f"step {data.get('step')} · {data.get('action')} · {status} · reward {data.get('reward', 0):+.2f}"
-         + (f" · {str(detail)[:120]}" if detail else ""))
-
-
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0][:100]
 
@@ -173,6 +138,12 @@ def _out(text: str) -> None:
     typer.echo(terminal_safe(text))
 
 
-def _say(line: str) -> None:
-    """One line on stderr (the live view, the summary, errors), control characters shown, never sent."""
-    print(terminal_safe(f"rlm harness: {line}"), file=sys.stderr, flush=True)
+def _group() -> Any:
+    """``rlm harness``: ``run`` (``rlm run``'s own command, in the harness) and ``tools``."""
+    group = typer.main.get_group(app)
+    group.add_command(run_command, "run")
+    return group
+
+
+#: The ``harness`` command of ``rlm`` (its ``CommandSpec``).
+harness_group = _group()

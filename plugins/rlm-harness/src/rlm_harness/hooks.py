@@ -24,7 +24,7 @@ def rlm_register_environments():
 @hookimpl
 def rlm_register_commands():
     return [CommandSpec("harness", "A coding agent over a project folder with MCP tools and approvals.",
-                        "rlm_harness.cli:app")]  # fmt: skip
+                        "rlm_harness.cli:harness_group")]  # fmt: skip
 
 
 @hookimpl
