@@ -99,6 +99,11 @@ class LoadedSettings:
         sources = {**self.sources, **{f"run.{name}": (labels or {}).get(name, name) for name in given}}
         return replace(self, settings=self.settings.model_copy(update={"run": run}), sources=sources)
 
+    def with_component(self, kind: str, name: str, settings: BaseModel) -> "LoadedSettings":
+        """These settings with ``[<kind>.<name>]`` replaced by ``settings`` (validated: a front door's own flags,
+        such as ``rlm harness run --mcp-config``)."""
+        return replace(self, components={**self.components, (kind, name): settings})
+
     def component(self, kind: str, name: str) -> BaseModel | None:
         """The validated section ``[<kind>.<name>]`` (defaults when absent), or None if it takes no settings."""
         return self.components.get((kind, name))

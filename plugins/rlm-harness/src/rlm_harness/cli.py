@@ -1,17 +1,14 @@
-"""``rlm harness run TASK --workdir DIR``: the harness environment over a project folder, shown step by step;
-``rlm harness tools``: the tools a run would offer (built-in, and each MCP server's, or why it is not available).
+"""``rlm harness run TASK --workdir DIR``: the harness environment over a project folder — ``rlm run``'s own command
+(``run_command``: every run option, the live view, the exit codes) with the environment set; ``rlm harness
+tools``: the tools a run would offer (built-in, and each MCP server's, or why it is not available).
 
-Both read ``[environment.harness]`` (its ``mcp_servers``) from the command's settings; ``--mcp-config FILE``
-adds the servers of a Claude Desktop or VS Code JSON file (the user's own choice, so trusted as a flag is). A run
-goes through the public ``RLM`` front door with ``environment="harness"``, as a Python program would.
-
-Everything printed for a person goes through ``_out`` (stdout) or ``_say`` (stderr), which show control characters
-(C0, DEL, C1) instead of sending them: the answer, errors and step lines hold the model's and the servers' text.
-``--json`` output is escaped JSON (``ensure_ascii``)."""
+Both take the run's MCP servers (``--mcp-config FILE``: a Claude Desktop or VS Code JSON file, the user's own
+choice and so trusted as a flag is; ``[mcp_servers.NAME]``) as the harness's own, beside ``[environment.harness]
+mcp_servers``: their tools are actions of its tool protocol. What ``tools`` prints for a person goes through
+``_out``, which shows control characters (C0, DEL, C1) instead of sending them (the servers' text is hostile)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -31,25 +28,6 @@ def harness() -> None:
     """A coding agent over a project folder: files, search, commands and tests in the sandbox, MCP tools."""
 
 
-def _settings(ctx: typer.Context, mcp_config: Optional[Path], workdir: Optional[Path]) -> Any:
-    """The command's settings, with the servers of ``--mcp-config`` added to ``[environment.harness]``."""
-    from rlm_host import CommandServices, ConfigError
-
-    from rlm_harness.settings import HarnessSettings, load_mcp_config
-
-    loaded = CommandServices.of(ctx).settings
-    if mcp_config is None:
-        return loaded
-    try:
-        servers = load_mcp_config(mcp_config, (workdir or Path.cwd()).resolve())
-    except ValueError as exc:
-        raise ConfigError(f"--mcp-config: {exc}", hint="a JSON file like Claude Desktop's "
-                          '{"mcpServers": {"NAME": {"command": …, "args": […]}}}') from None  # fmt: skip
-    current = loaded.component("environment", "harness") or HarnessSettings()
-    merged = current.model_copy(update={"mcp_servers": {**current.mcp_servers, **servers}})
-    return dataclasses.replace(loaded, components={**loaded.components, ("environment", "harness"): merged})
-
-
 def _with_mcp_servers(loaded: Any, extras: dict[str, Any]) -> Any:
     """The run's MCP servers (``--mcp-config FILE``, ``[mcp_servers.NAME]``) as the harness's own, whose tools are
     actions of its tool protocol (``mcp__SERVER__TOOL``), so the run does not also start them as REPL functions."""
@@ -61,15 +39,15 @@ def _with_mcp_servers(loaded: Any, extras: dict[str, Any]) -> Any:
     value = extras.get("mcp_config") or loaded.settings.run.mcp_servers
     if not value:
         return loaded
-    workdir = loaded.settings.run.workdir or Path.cwd()
+    workdir = extras.get("workdir") or loaded.settings.run.workdir or Path.cwd()
     try:
         servers = servers_of(str(value) if isinstance(value, Path) else value, Path(workdir).resolve())
     except ConfigError as exc:
         raise ConfigError(exc.message.replace("mcp_servers:", "--mcp-config:", 1), hint=exc.hint) from None
     current = loaded.component("environment", "harness") or HarnessSettings()
     merged = current.model_copy(update={"mcp_servers": {**current.mcp_servers, **servers}})
-    loaded = dataclasses.replace(loaded, components={**loaded.components, ("environment", "harness"): merged})
-    return loaded.with_run({"mcp_servers": {}}, {"mcp_servers": "rlm harness run"})
+    return loaded.with_component("environment", "harness", merged).with_run({"mcp_servers": {}},
+                                                                            {"mcp_servers": "rlm harness run"})
 
 
 #: ``rlm harness run``: ``rlm run``'s command (every run option, the live view, the exit codes) in the harness.
@@ -102,7 +80,9 @@ def list_tools(
     from rlm_harness.settings import HarnessSettings
     from rlm_harness.tools import BUILTIN_TOOLS, KINDS
 
-    loaded = _settings(ctx, mcp_config, workdir)
+    from rlm_host import CommandServices
+
+    loaded = _with_mcp_servers(CommandServices.of(ctx).settings, {"mcp_config": mcp_config, "workdir": workdir})
     settings = loaded.component("environment", "harness") or HarnessSettings()
     folder = (workdir or Path.cwd()).resolve()
     with McpPool(settings.mcp_servers, folder) as pool:
