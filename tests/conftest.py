@@ -3,6 +3,8 @@
 The test distributions under ``tests/plugins/`` are installed once per session with pip into a private
 ``--target`` directory, so they are found through real entry points without touching the environment the
 user runs ``rlm`` in. Subprocess runs put that directory on PYTHONPATH; in-process runs prepend it to sys.path.
+What tests import (the repository's paths, ``RLM_SCRIPT``, ``pip_install_target``…) is in ``support``
+(tests/support/__init__.py): a conftest.py is not a module to import from.
 """
 
 from __future__ import annotations
@@ -10,53 +12,12 @@ from __future__ import annotations
 import importlib
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from rlm_host.plugins import reset_host
-
-REPO = Path(__file__).resolve().parent.parent
-TEST_PLUGINS = sorted(p for p in (REPO / "tests" / "plugins").iterdir() if (p / "pyproject.toml").is_file())
-TEMPLATE = REPO / "plugins" / "_template"
-GOOD = "rlm-test-good"
-BROKEN_ALL = ["rlm-test-broken-import", "rlm-test-raising-hook", "rlm-test-clash", "rlm-test-misspelt"]
-
-#: The installed console script: tests go through the same entry point a user types.
-RLM_SCRIPT = str(Path(sys.executable).with_name("rlm"))
-
-#: Modules of the heavy frameworks the host must never import just to start, list or show help.
-HEAVY_MODULES = (
-    "dspy",
-    "google.adk",
-    "pydantic_ai",
-    "deepagents",
-    "docker",
-    "pydantic_monty",
-    "litellm",
-    "langchain_core",
-    "openai",
-    "httpx",
-    "anthropic",
-    "google.genai",
-    "llama_cpp",
-    "rlm_test_good.heavy",
-    "rlm_host.testing",  # the test helpers for plugin authors, and pytest with them
-    "pytest",
-    "_pytest",
-)
-
-
-def pip_install_target(target: Path, *projects: Path) -> None:
-    """Build and install ``projects`` into ``target`` with pip (no deps, no network for build deps)."""
-    command = [
-        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        "--no-deps", "--no-build-isolation", "--target", str(target), *map(str, projects),
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"pip install failed:\n{result.stdout}\n{result.stderr}")
+from support import RLM_SCRIPT, TEMPLATE, TEST_PLUGINS, pip_install_target
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import pytest
 
 import rlm_host
 import rlm_host.sdk
-from conftest import REPO
+from support import REPO
 from rlm_host import hookspecs, testing
 from rlm_host.components import KINDS
 from rlm_host.config.schema import Settings
@@ -95,15 +95,9 @@ def test_host_imports_only_run_downwards():
             targets = [module] + [f"{module}.{name}" for name in names]
             theirs = max((layer(t) for t in targets if t.startswith("rlm_host.") and layer(t) is not None),
                          default=None)  # fmt: skip
-            if theirs is not None and theirs > mine and not here.startswith("rlm_host.testing"):
+            if theirs is not None and theirs > mine:
                 upward.append(f"{path.relative_to(REPO)}:{line}: {here} (layer {mine}) imports {module} ({theirs})")
     assert not upward, "\n".join(upward)
-
-
-#: Host files that may name plugins: the fixtures of ``rlm_host.testing`` that start a plugin's real server or engine
-#: for every suite (``docker_engine``, ``llama_server``) import that plugin inside their functions, skipping (or
-#: failing under RLM_REQUIRE_*) when it is absent. Test helpers for plugins, never loaded by ``rlm``.
-NAMING_EXEMPT = ("rlm_host/testing/*_fixture.py",)
 
 
 def plugin_names() -> set[str]:
@@ -126,14 +120,13 @@ def plugin_names() -> set[str]:
 def test_the_host_names_no_plugin():
     """No name a plugin registers (provider, sandbox, sink, environment, framework, pack, loader, exporter,
     command, check, or an alias), nor a plugin's distribution or package, as a string or an import in the host's
-    code: the host learns what it needs from the records (``ProviderSpec.price_id``, ``local``…). Outside
-    ``rlm_host/testing`` only, except :data:`NAMING_EXEMPT`; comments and docstrings may name plugins."""
+    code: the host learns what it needs from the records (``ProviderSpec.price_id``, ``local``…). Everywhere
+    in the host, ``rlm_host/testing`` included: a plugin's test fixtures (a Docker engine, llama.cpp's server) are
+    in that plugin's own ``testing`` module. Comments and docstrings may name plugins."""
     words = plugin_names()
     assert {"anthropic", "docker", "ollama", "otel", "rlms"} <= words, "the installed plugins' names are read"
     mentions = []
     for path in sorted(HOST.rglob("*.py")):
-        if any(path.relative_to(REPO).match(glob) for glob in NAMING_EXEMPT):
-            continue
         tree = ast.parse(path.read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))

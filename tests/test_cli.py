@@ -4,7 +4,7 @@ import json
 import re
 import sys
 
-from conftest import BROKEN_ALL, GOOD, HEAVY_MODULES
+from support import BROKEN_ALL, GOOD, HEAVY_MODULES
 
 
 def test_version_lists_host_and_every_plugin_without_importing_them(rlm, tmp_path):

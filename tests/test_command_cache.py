@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RLM_SCRIPT
+from support import RLM_SCRIPT
 
 HOOKS = '''
 from rlm_host import CommandSpec, hookimpl

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD
+from support import GOOD
 from rlm_host.config import load_settings
 from rlm_host.errors import ConfigError
 from rlm_host.plugins.host import PluginHost

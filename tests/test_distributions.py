@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 PROJECTS = [REPO] + sorted(p for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file()
                            and not p.name.startswith("_"))  # fmt: skip

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD
+from support import GOOD
 
 MONTY = "rlm-sandbox-monty"  # the ready security boundary of a default setup
 

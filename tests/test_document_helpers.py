@@ -48,7 +48,7 @@ def test_the_helpers_in_every_runtime(tmp_path, monkeypatch, sandbox):
         lines, system = _run(tmp_path, sandbox, documents)
     else:
         pytest.importorskip("rlm_sandbox_docker")
-        from rlm_host.testing import prepare_engine, release_engine
+        from rlm_sandbox_docker.testing import prepare_engine, release_engine
 
         prepare_engine()
         try:

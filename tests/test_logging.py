@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import RLM_SCRIPT
+from support import RLM_SCRIPT
 from rlm_host import logs
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 #: What rlm-host promises every plugin as part of its SDK: settings models are pydantic models and commands are
 #: typer apps, so a plugin may import both through its rlm-host requirement.

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from conftest import BROKEN_ALL, GOOD
+from support import BROKEN_ALL, GOOD
 from rlm_host import EnvironmentSpec, SinkSpec, hookimpl
 from rlm_host.errors import ComponentClashError, PluginError
 from rlm_host.plugins.discovery import PluginDistribution

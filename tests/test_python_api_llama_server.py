@@ -11,7 +11,8 @@ import pytest
 
 from rlm_host import RLM
 
-from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
+pytest.importorskip("rlm_provider_llamacpp", reason="the llama.cpp provider plugin has the server fixture")
+from rlm_provider_llamacpp.testing import llama_server  # noqa: E402,F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.testing import docker_engine  # noqa: F401 - the fixture
 from rlm_host.testing.engine import isolated_runner, run_scripted
+from support.workers import docker_engine  # noqa: F401 - the fixture
 
 CALLS: list[tuple] = []
 

@@ -11,7 +11,7 @@ from importlib import metadata
 
 import pytest
 
-from conftest import REPO, RLM_SCRIPT, TEMPLATE, pip_install_target
+from support import REPO, RLM_SCRIPT, TEMPLATE, pip_install_target
 
 PLUGIN_DIRS = sorted(p for p in (REPO / "plugins").iterdir() if p.is_dir() and not p.name.startswith("_"))
 

@@ -212,7 +212,7 @@ def test_100mb_haystack_through_an_openai_compatible_server(rlm, work, sandbox):
         run = haystack_over_http(rlm, work, 100_000_000, sandbox, plugins)
     else:
         pytest.importorskip("rlm_sandbox_docker")
-        from rlm_host.testing import prepare_engine, release_engine
+        from rlm_sandbox_docker.testing import prepare_engine, release_engine
 
         prepare_engine()
         try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import operation_of
 from rlm_host.llm.openai_provider import OpenAIConnector

@@ -16,13 +16,11 @@ The public names, importable from here:
   scripted behaviours and recording every request; subclass it with an API's route and error body;
 - fixtures (no import needed: this package is a pytest plugin): ``rlm_isolated``, ``rlm_cli``,
   ``rlm_plugin_host`` (see ``rlm_host.testing.pytest_plugin``);
-- real servers, fixtures to import into the test modules that need them: ``docker_engine`` (a Docker engine
-  holding the sandbox image, one per test session for every suite; ``prepare_engine``, ``release_engine`` and
-  ``prepare_image(packages)`` for code that is not a fixture) and ``llama_server`` (llama.cpp's OpenAI-compatible
-  server with the embedded model, per module): they need the docker sandbox runtime or the llama.cpp provider,
-  imported only when they run; ``chromium`` (a headless Chromium, installed on demand as root on Debian, else the
-  test skips) with ``browser(binary, profile, *args)`` to run it, and ``system_program(name, package)`` for
-  another program a test drives (tmux).
+- ``OpenAIServer`` (with ``openai_answer``, ``openai_unauthorized``): a loopback OpenAI-compatible server.
+
+A plugin's own real servers and engines are that plugin's test helpers, in its ``testing`` module (say, a Docker
+engine holding the sandbox image, or llama.cpp's server with the embedded model): this package names no plugin and
+installs nothing.
 
 Nothing in the host imports this package: the ``rlm`` command never loads pytest.
 """
@@ -93,14 +91,6 @@ _LAZY: dict[str, str] = {
     "openai_unauthorized": "rlm_host.testing.openai_server",
     "Isolated": "rlm_host.testing.pytest_plugin",
     "CliResult": "rlm_host.testing.pytest_plugin",
-    "docker_engine": "rlm_host.testing.docker_engine_fixture",
-    "prepare_engine": "rlm_host.testing.docker_engine_fixture",
-    "prepare_image": "rlm_host.testing.docker_engine_fixture",
-    "release_engine": "rlm_host.testing.docker_engine_fixture",
-    "llama_server": "rlm_host.testing.llama_server_fixture",
-    "chromium": "rlm_host.testing.browser",
-    "browser": "rlm_host.testing.browser",
-    "system_program": "rlm_host.testing.browser",
 }
 
 __all__ = sorted(_LAZY)

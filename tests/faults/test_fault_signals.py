@@ -81,7 +81,7 @@ def test_after_sigkill_the_run_is_listed_as_interrupted_and_replays(tmp_path):
 def test_sigterm_with_the_docker_sandbox_leaves_no_container(tmp_path):
     pytest.importorskip("rlm_sandbox_docker")
     import docker
-    from rlm_host.testing import prepare_engine, release_engine
+    from rlm_sandbox_docker.testing import prepare_engine, release_engine
 
     prepare_engine()
     try:

@@ -164,7 +164,7 @@ def _from_registry(name: str) -> Callable[[], SandboxSession]:
         if name not in registry:
             _unavailable(f"sandbox runtime {name!r} is not installed")
         if name == "docker":  # a real engine: found or started once per session (fails under RLM_REQUIRE_DOCKER=1)
-            from rlm_host.testing import prepare_engine
+            from rlm_sandbox_docker.testing import prepare_engine
 
             prepare_engine()
         spec = registry.get(name)
@@ -247,7 +247,7 @@ def session_for(attack_env):
     for session in sessions.values():
         session.shutdown()
     if "docker" in sessions:  # stop the engine if this session started it
-        from rlm_host.testing import release_engine
+        from rlm_sandbox_docker.testing import release_engine
 
         release_engine()
 

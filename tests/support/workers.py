@@ -1,6 +1,7 @@
 """Sandbox runtimes for tests that run the engine in each: the ``engine`` fixture (the runtime's name, with a
-Docker engine prepared and released around a docker test), and killing a session's worker from outside, as the
-OOM killer, a user or an engine restart would."""
+Docker engine prepared and released around a docker test), ``docker_engine`` (the engine, for a docker test in a
+module of other tests), and killing a session's worker from outside, as the OOM killer, a user or an engine
+restart would."""
 
 from __future__ import annotations
 
@@ -26,13 +27,22 @@ def engine(request: pytest.FixtureRequest) -> Iterator[str]:
     if sandbox != "docker":
         yield sandbox
         return
-    from rlm_host.testing import prepare_engine, release_engine
+    from rlm_sandbox_docker.testing import prepare_engine, release_engine
 
     prepare_engine()
     try:
         yield sandbox
     finally:
         release_engine()
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[str]:
+    """rlm-sandbox-docker's engine (``rlm_sandbox_docker.testing``) for a host test module that also has tests
+    needing no Docker: its DOCKER_HOST, the test skipped when that plugin is not installed."""
+    testing = pytest.importorskip("rlm_sandbox_docker.testing")
+    yield testing.prepare_engine()
+    testing.release_engine()
 
 
 def kill_worker(session: Any) -> None:

@@ -7,7 +7,7 @@ import pytest
 import test_dspy_rlm_contract as base
 from rlm_host.testing import in_sandbox
 
-from rlm_host.testing import docker_engine  # noqa: F401 (a fixture)
+from rlm_sandbox_docker.testing import docker_engine  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("docker_engine")]
 

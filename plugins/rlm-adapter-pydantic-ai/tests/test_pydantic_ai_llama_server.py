@@ -7,7 +7,7 @@ import pytest
 
 from rlm_host.testing import assert_a_real_model_run_ends_cleanly
 
-from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
+from rlm_provider_llamacpp.testing import llama_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 

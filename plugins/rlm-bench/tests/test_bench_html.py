@@ -16,7 +16,7 @@ from bench_data import SMOKE_RULES, DATA, repl, write_script
 from bench_data.fixtures import cli, isolated_env  # noqa: F401 (fixtures)
 from rlm_bench.html_report import render_html
 from rlm_bench.store import BenchStore
-from rlm_host.testing import browser, chromium  # noqa: F401 (the chromium fixture)
+from support.browser import browser, chromium  # noqa: F401 (the chromium fixture; tests/support)
 
 EVIL = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>Kasrin"
 

@@ -14,7 +14,7 @@ from rlm_env_dspy import SANDBOX_PACKAGES
 from rlm_env_dspy.bench import as_case, case_files, case_ids
 from rlm_host.testing import ScriptedConnector, isolated_runner
 
-from rlm_host.testing import docker_engine, prepare_image  # noqa: F401 (fixtures)
+from rlm_sandbox_docker.testing import docker_engine, prepare_image  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
 

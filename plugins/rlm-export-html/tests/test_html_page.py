@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.testing import browser, chromium  # noqa: F401 - chromium is a fixture
+from support.browser import browser, chromium  # noqa: F401 - chromium is a fixture (tests/support)
 
 PLUGINS = "rlm-export-html,rlm-sandbox-monty"
 HOSTILE = "</script><script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED2'\">\x1b[2J"

@@ -15,7 +15,7 @@ from rlm_harness import SANDBOX_PACKAGES
 from rlm_harness.bench import case_files
 from rlm_host.testing import ScriptedConnector, isolated_runner
 
-from rlm_host.testing import docker_engine, prepare_image  # noqa: F401 (fixtures)
+from rlm_sandbox_docker.testing import docker_engine, prepare_image  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ import pytest
 from harness_support import call, final
 from rlm_harness import SANDBOX_PACKAGES
 
-from rlm_host.testing import docker_engine  # noqa: F401 (fixture)
+from rlm_sandbox_docker.testing import docker_engine  # noqa: F401 (fixture)
 
 PLUGINS = "rlm-harness,rlm-sandbox-docker"
 

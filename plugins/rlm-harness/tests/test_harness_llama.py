@@ -12,7 +12,7 @@ import pytest
 
 from harness_support import PLUGIN
 
-from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
+from rlm_provider_llamacpp.testing import llama_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_support import RLM
 
-from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
+from rlm_provider_llamacpp.testing import llama_server  # noqa: F401 (a fixture)
 
 
 async def _calls(rlm_isolated, calls, env=None, args=()):

@@ -26,7 +26,7 @@ from rlm_provider_llamacpp.connector import LlamaCppConnector
 from rlm_provider_llamacpp.grammars import compiled_grammar
 from rlm_provider_llamacpp.models import bundled_path
 
-from rlm_host.testing import llama_server  # noqa: F401 (a fixture)
+from rlm_provider_llamacpp.testing import llama_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 

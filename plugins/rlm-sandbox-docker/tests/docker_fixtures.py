@@ -1,9 +1,9 @@
-"""The sessions the docker runtime's own slow tests need (a plain module the test modules import: a conftest.py
-here would shadow the ``import conftest`` of the host's tests in a run of the whole repository).
+"""The sessions the docker runtime's own slow tests need (a plain module the test modules import by name: this
+folder is on pytest's ``pythonpath``, see the root pyproject.toml).
 
 The engine itself — found or started once per test session, the sandbox image built once, shared with the
-host's suites and other plugins' tests — is ``rlm_host.testing``'s ``docker_engine`` (``prepare_engine``,
-``release_engine``, ``prepare_image``), re-exported here for this folder's test modules.
+host's suites and other plugins' tests — is this plugin's ``rlm_sandbox_docker.testing.docker_engine``
+(``prepare_engine``, ``release_engine``, ``prepare_image``), re-exported here for this folder's test modules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from rlm_host.sdk.sandbox import SandboxLimits
-from rlm_host.testing import docker_engine, prepare_engine, prepare_image, release_engine
+from rlm_sandbox_docker.testing import docker_engine, prepare_engine, prepare_image, release_engine
 
 __all__ = ["containers_of", "docker_client", "docker_engine", "limits", "missing_tag", "prepare_engine",
            "prepare_image", "private_cache", "release_engine", "sandbox", "sandbox_tags"]  # fmt: skip

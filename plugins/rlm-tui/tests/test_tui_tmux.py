@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from rlm_host.testing import system_program
+from support.browser import system_program  # tests/support
 from tui_support import sample_home
 
 from test_tui_app import A

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from rlm_host.testing import chromium  # noqa: F401 (the chromium fixture)
+from support.browser import chromium  # noqa: F401 (the chromium fixture; tests/support)
 from tui_support import sample_home
 from web_support import (Listener, Served, children, free_port, screen_until, served_tui, type_line, wait_port,
                          ws_status)  # fmt: skip

@@ -1,14 +1,16 @@
-"""The Docker engine that tests of the docker sandbox runtime need, shared by every suite of one test session.
+"""The Docker engine that tests of the docker sandbox runtime need, shared by every suite of one test session:
+this plugin's own tests, the host's suites (``tests/security``, ``tests/faults``…) and other plugins' tests that
+run something in the docker sandbox. Needs pytest; nothing else in the plugin imports this module.
 
 ``prepare_engine()`` finds or starts an engine once per test session and makes sure the sandbox image is
-there: an engine that already answers (DOCKER_HOST or the default socket) is used; else, as root, the
-repository's ``scripts/docker-engine.sh`` (``RLM_DOCKER_ENGINE_SCRIPT`` points elsewhere) starts one — it
-installs docker.io and debootstrap if missing and runs dockerd under /tmp with no bridge and no iptables rules —
-and ``release_engine()`` stops it at the end, only if this session started it. The image is built once per
-machine (``rlm sandbox build-image``: a few minutes), then found in the engine's image store. Where no engine
-can run (not root and none reachable), the tests that need one are skipped with the reason; with
-RLM_REQUIRE_DOCKER=1 (CI) that is a failure instead. The state lives in this module, so the host's suites
-(``tests/security``, ``tests/faults``…) and every plugin's tests share one engine and build the image once.
+there: an engine that already answers (DOCKER_HOST or the default socket) is used; else, as root, the rlm
+repository's ``scripts/docker-engine.sh`` (found above this file or the working folder in a checkout;
+``RLM_DOCKER_ENGINE_SCRIPT`` points elsewhere) starts one — it installs docker.io and debootstrap if missing and
+runs dockerd under /tmp with no bridge and no iptables rules — and ``release_engine()`` stops it at the end, only
+if this session started it. The image is built once per machine (``rlm sandbox build-image``: a few minutes),
+then found in the engine's image store. Where no engine can run (not root and none reachable), the tests that
+need one are skipped with the reason; with RLM_REQUIRE_DOCKER=1 (CI) that is a failure instead. The state lives
+in this module, so every suite of the session shares one engine and builds the image once.
 
 ``prepare_image(packages)`` (after, or instead of, ``prepare_engine()``) makes sure the image that sessions
 given ``SandboxServices(packages=…)`` use is there — ``rlm sandbox build-image --with …``, once per machine
@@ -16,9 +18,11 @@ given ``SandboxServices(packages=…)`` use is there — ``rlm sandbox build-ima
 (no package index reachable) skips the tests that need it, with the reason (a failure with
 RLM_REQUIRE_DOCKER=1), and is not tried again in the same test session.
 
-``docker_engine``: a session fixture, its DOCKER_HOST; a test module that needs the engine imports that name
-from ``rlm_host.testing``. The docker runtime's plugin is imported only inside these functions: importing
-``rlm_host.testing`` needs neither it nor the docker SDK.
+``docker_engine``: a session fixture, its DOCKER_HOST; a test module that needs the engine imports it::
+
+    from rlm_sandbox_docker.testing import docker_engine  # noqa: F401 (a fixture)
+
+The docker SDK and the runtime's modules are imported only inside these functions.
 """
 
 from __future__ import annotations
@@ -30,8 +34,22 @@ from pathlib import Path
 
 import pytest
 
-ENGINE_SCRIPT = Path(os.environ.get("RLM_DOCKER_ENGINE_SCRIPT")
-                     or Path(__file__).resolve().parents[2] / "scripts" / "docker-engine.sh")
+SCRIPT = Path("scripts") / "docker-engine.sh"
+
+
+def _engine_script() -> Path:
+    """``RLM_DOCKER_ENGINE_SCRIPT``, else the rlm checkout's ``scripts/docker-engine.sh`` above this file (an
+    editable install) or above the working folder; else where it would be in the working folder (missing)."""
+    if os.environ.get("RLM_DOCKER_ENGINE_SCRIPT"):
+        return Path(os.environ["RLM_DOCKER_ENGINE_SCRIPT"])
+    for start in (Path(__file__).resolve().parent, Path.cwd()):
+        for folder in (start, *start.parents):
+            if (folder / SCRIPT).is_file():
+                return folder / SCRIPT
+    return Path.cwd() / SCRIPT
+
+
+ENGINE_SCRIPT = _engine_script()
 REQUIRED = os.environ.get("RLM_REQUIRE_DOCKER") == "1"
 
 _engine: dict = {}  # the engine found or started for this test session (shared by every test module)
@@ -45,10 +63,7 @@ def _unavailable(reason: str) -> None:
 
 
 def _engine_answers() -> bool:
-    try:  # the runtime's own plugin: optional for the host, needed by every test of the Docker runtime
-        from rlm_sandbox_docker.engine import DockerSandboxError, connect
-    except ImportError:
-        _unavailable("the rlm-sandbox-docker plugin is not installed")
+    from rlm_sandbox_docker.engine import DockerSandboxError, connect
 
     try:
         connect(cached=False, timeout=10).close()
@@ -63,12 +78,9 @@ def prepare_engine() -> str:
         return _engine["host"]
     if "unavailable" in _engine:
         _unavailable(_engine["unavailable"])
-    try:
-        from rlm_sandbox_docker import DEFAULT_IMAGE
-        from rlm_sandbox_docker.engine import connect, engine_address
-        from rlm_sandbox_docker.image import build_image, image_exists
-    except ImportError:
-        _unavailable("the rlm-sandbox-docker plugin is not installed")
+    from rlm_sandbox_docker import DEFAULT_IMAGE
+    from rlm_sandbox_docker.engine import connect, engine_address
+    from rlm_sandbox_docker.image import build_image, image_exists
 
     _engine["saved"] = os.environ.get("DOCKER_HOST")
     if not _engine_answers():
@@ -101,11 +113,8 @@ def prepare_engine() -> str:
 def prepare_image(packages) -> str:
     """The tag of the image with ``packages`` (``derived_tag``), built if missing; once per test session."""
     prepare_engine()
-    try:
-        from rlm_sandbox_docker.engine import DockerSandboxError, connect, derived_tag, package_set
-        from rlm_sandbox_docker.image import build_derived_image, image_exists
-    except ImportError:
-        _unavailable("the rlm-sandbox-docker plugin is not installed")
+    from rlm_sandbox_docker.engine import DockerSandboxError, connect, derived_tag, package_set
+    from rlm_sandbox_docker.image import build_derived_image, image_exists
 
     wanted = package_set(packages)
     images = _engine.setdefault("images", {})  # package set → tag, or the reason it could not be built

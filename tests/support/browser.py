@@ -1,6 +1,9 @@
-"""A headless Chromium (and other system programs) for tests that check a page or a terminal app for real.
+"""A headless Chromium (and other system programs) for this repository's tests that check a page or a terminal app
+for real (rlm-bench's HTML reports, rlm-tui's web app and tmux session). Repository test support, not a helper of
+``rlm_host.testing``: it may install Debian packages, which a library for plugin authors must not do.
 
-``chromium`` is a session fixture (import it into the test modules that need it) giving the browser's path:
+``chromium`` is a session fixture (``from support.browser import chromium`` into the test modules that need it;
+``tests`` is on pytest's ``pythonpath``) giving the browser's path:
 found on PATH, else installed with apt-get when the tests run as root on Debian (as CI does), else the test is
 skipped — or fails, when ``RLM_REQUIRE_BROWSER=1`` says the browser must be there. ``browser(binary, profile,
 *args)`` runs it headless with a throw-away profile (``--dump-dom``, ``--screenshot=…``,

@@ -1,9 +1,10 @@
 """``llama_server``: llama.cpp's OpenAI-compatible HTTP server with the embedded model, on a free loopback port,
-once per test module that imports it (``from rlm_host.testing import llama_server``): the llama.cpp provider's
-slow tests, the framework plugins' (they drive their agent frameworks through it) and the host's.
+once per test module that imports it: this plugin's slow tests, the framework plugins' (they drive their agent
+frameworks through it) and the host's. Needs pytest; nothing else in the plugin imports this module::
 
-It needs the llama.cpp provider plugin (its embedded model) and ``llama_cpp[server]``; both are imported only when
-the fixture runs, never by importing ``rlm_host.testing``."""
+    from rlm_provider_llamacpp.testing import llama_server  # noqa: F401 (a fixture)
+
+The embedded model is looked up, and ``llama_cpp[server]`` started, only when the fixture runs."""
 
 from __future__ import annotations
 
@@ -27,10 +28,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     """``python -m llama_cpp.server`` with the embedded model on a free loopback port; its base URL."""
-    try:  # the embedded model's plugin: optional for the host
-        from rlm_provider_llamacpp.models import bundled_path
-    except ImportError:
-        pytest.skip("the rlm-provider-llamacpp plugin is not installed")
+    from rlm_provider_llamacpp.models import bundled_path
 
     port = free_port()
     log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+")
