@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from pydantic import BaseModel
 
@@ -31,6 +31,12 @@ from rlm_host.llm.protocol import SAMPLING_OPTIONS, ModelConnector, ModelOptions
 from rlm_host.llm.resolve import auto_model, resolve_connector, split_model_string
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import HostServices
+
+if TYPE_CHECKING:  # types only: the planner is given these, never imports their modules at run time
+    from rlm_host.components import EnvironmentSpec, FrameworkSpec
+    from rlm_host.config.loader import LoadedSettings
+    from rlm_host.plugins.host import PluginHost
+    from rlm_host.trajectory.store import TrajectoryWriter
 
 NATIVE_FRAMEWORK = "native"
 NO_SANDBOX = "none"  # the sandbox name recorded by a run whose environment runs no code
@@ -55,7 +61,7 @@ class RunPlan:
     sub_connector: ModelConnector
     sub_models: SubModels  # what code may name in llm_query(..., model=...)
     sinks: list[tuple[str, SinkStarter]]  # each sink's name and the call that makes it (in its worker)
-    writer: Any  # the TrajectoryWriter of <home>/runs/<run_id>.jsonl
+    writer: "TrajectoryWriter"  # the trajectory file <home>/runs/<run_id>.jsonl
     notices: list[str] = field(default_factory=list)  # said once at run start (e.g. "a tiny local model")
     warnings: list[str] = field(default_factory=list)  # notices said on stderr too when no live view shows them
     workdir: Optional[Path] = None  # the project folder, for an environment whose spec says workspace=True
@@ -123,7 +129,7 @@ class RunPlan:
         }
 
 
-def plan_run(host: Any, loaded: Any, home: Path, context: Any,
+def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: Any,
              connectors: Optional[dict[str, Any]] = None,
              prices: Optional[PriceTable] = None,
              pool: Optional[dict[tuple[str, str], ModelConnector]] = None) -> RunPlan:  # fmt: skip
@@ -193,9 +199,10 @@ def plan_run(host: Any, loaded: Any, home: Path, context: Any,
         check_branching(run, env_spec, framework_spec, root, prices or PriceTable.from_settings(loaded.settings))
     warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
     notices += warnings
-    run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": run_sinks(host, run.sinks),
+    sink_names = run_sinks(host, run.sinks)
+    run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": sink_names,
                                  "framework": framework_spec.name if framework_spec else NATIVE_FRAMEWORK})
-    sinks = _sink_starters(host, loaded, home, run.sinks)
+    sinks = _sink_starters(host, loaded, home, sink_names)
     run_id = new_run_id()
     return RunPlan(
         run=run, run_id=run_id, home=home, rewards=loaded.settings.rewards, context=context,
@@ -234,7 +241,7 @@ class Sampling:
             sub["seed"] = int(sub["seed"])
         return cls(root, sub)
 
-    def sent(self, role: str, model: str, host: Any) -> dict[str, Any]:
+    def sent(self, role: str, model: str, host: "PluginHost") -> dict[str, Any]:
         """The options a connector of ``model`` in ``role`` gets (what its provider honours)."""
         wanted = self.roles[role]
         if not wanted:
@@ -250,7 +257,8 @@ class Sampling:
         return sent
 
 
-def load_for(env_spec: Any, context: Any, host: Any, loaded: Any, home: Path) -> Any:
+def load_for(env_spec: "EnvironmentSpec", context: Any, host: "PluginHost", loaded: "LoadedSettings",
+             home: Path) -> Any:
     """``ContextFiles`` loaded as the environment takes them: the one file's path for ``context_as_path``, a large
     text file left on disk (``TextFile``) for one that reads it in its sandbox, else text, JSON or documents. Any
     other context is already loaded."""
@@ -260,13 +268,13 @@ def load_for(env_spec: Any, context: Any, host: Any, loaded: Any, home: Path) ->
                                      lazy_text=True)  # fmt: skip
 
 
-def _sources(loaded: Any) -> dict[str, str]:
+def _sources(loaded: "LoadedSettings") -> dict[str, str]:
     """Where each run option that is not a default came from (``--max-steps``, ``RLM(model=…)``, a file)."""
     found = {name: loaded.source_of(f"run.{name}") for name in RunSettings.model_fields}
     return {name: source for name, source in found.items() if source != "default"}
 
 
-def _writer(home: Path, run_id: str) -> Any:
+def _writer(home: Path, run_id: str) -> "TrajectoryWriter":
     """The run's trajectory writer, made last: a plan that fails leaves no file."""
     from rlm_host.trajectory.store import TrajectoryWriter
 
@@ -292,7 +300,8 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
             f"(--strict refuses such a run); {hint}"]  # fmt: skip
 
 
-def check_branching(run: RunSettings, env_spec: Any, framework_spec: Any, root: ModelConnector,
+def check_branching(run: RunSettings, env_spec: "EnvironmentSpec", framework_spec: Optional["FrameworkSpec"],
+                    root: ModelConnector,
                     prices: PriceTable) -> None:  # fmt: skip
     """A ``branch_width`` the run can take: at most ``MAX_BRANCH_WIDTH`` (the error estimates what more would
     cost), in an environment that tries replies in a copy of its REPL, with no framework."""
@@ -314,7 +323,7 @@ def check_branching(run: RunSettings, env_spec: Any, framework_spec: Any, root: 
                           hint=f"use at most --branch-width {MAX_BRANCH_WIDTH}")  # fmt: skip
 
 
-def _framework(host: Any, name: str) -> Any:
+def _framework(host: "PluginHost", name: str) -> Optional["FrameworkSpec"]:
     """The framework's spec (aliases too), None for the native loop; UnknownComponentError otherwise."""
     if name == NATIVE_FRAMEWORK:
         return None
@@ -322,7 +331,7 @@ def _framework(host: Any, name: str) -> Any:
                                  where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")
 
 
-def run_sinks(host: Any, names: Optional[list[str]]) -> list[str]:
+def run_sinks(host: "PluginHost", names: Optional[list[str]]) -> list[str]:
     """The sinks a run feeds, by their registered names (an unknown name is an error, a name given twice is one
     sink): ``names`` (``[run] sinks``), or when it is not set every installed sink whose spec says ``default``."""
     if names is None:
@@ -331,14 +340,15 @@ def run_sinks(host: Any, names: Optional[list[str]]) -> list[str]:
     return list(dict.fromkeys(registry.get(name, where_more=SINK_PLUGINS).name for name in names))
 
 
-def _sink_starters(host: Any, loaded: Any, home: Path, names: list[str]) -> list[tuple[str, SinkStarter]]:
+def _sink_starters(host: "PluginHost", loaded: "LoadedSettings", home: Path,
+                   names: list[str]) -> list[tuple[str, SinkStarter]]:
     """The sinks ``names`` (see :func:`run_sinks`) as calls that make them: their settings are read now (a bad
     value is the usual clear error), the sinks themselves are made by their delivery workers beside the run (see
     ``rlm_host.observability.delivery``); one that cannot start is disabled with a warning and a ``sink_error``
     event (never fatal: observability must not stop a run)."""
     services = HostServices(home=home)
     registry = host.sinks()
-    starters = []
+    starters: list[tuple[str, SinkStarter]] = []
     for spec in (registry.get(name) for name in names):
         settings = loaded.component("sink", spec.name)
         starters.append((spec.name, partial(spec.create, settings, services)))

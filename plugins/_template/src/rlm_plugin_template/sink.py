@@ -10,10 +10,10 @@ from __future__ import annotations
 import csv
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-from rlm_host import HostServices, RunEvent
+from rlm_host import HostServices, RunEvent, RunResult
 
 COLUMNS = ("run_id", "parent_run_id", "depth", "task", "completed", "termination_reason", "steps", "total_reward",
            "tokens", "cost", "duration_s")  # fmt: skip
@@ -43,12 +43,11 @@ class CsvSink:
     def handle(self, event: RunEvent) -> None:
         if event.type != "final":
             return
-        result: dict[str, Any] = event.data
-        usage = result.get("usage") or {}
-        tokens = sum(int(role.get(key) or 0) for role in usage.values() if isinstance(role, dict)
-                     for key in ("input_tokens", "output_tokens"))  # fmt: skip
-        row = {**{column: result.get(column) for column in COLUMNS}, "run_id": event.run_id, "depth": event.depth,
-               "parent_run_id": event.parent_run_id or "", "tokens": tokens}  # fmt: skip
+        result = event.payload()  # the final event's data as the typed RunResult
+        assert isinstance(result, RunResult)
+        row = {**{column: getattr(result, column, None) for column in COLUMNS}, "run_id": event.run_id,
+               "depth": event.depth, "parent_run_id": event.parent_run_id or "",
+               "tokens": result.usage.total_tokens}  # fmt: skip
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             new = not self.path.exists()
