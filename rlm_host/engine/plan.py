@@ -73,6 +73,7 @@ class RunPlan:
     tools: tuple[Tool, ...] = ()  # the user's functions in the root run's REPL
     sub_tools: tuple[Tool, ...] = ()  # … and in its child runs'
     toolboxes: tuple[Callable[[], Any], ...] = ()  # each opens a toolbox (MCP servers…) for the run tree
+    context_files: tuple[str, ...] = ()  # the files the context was read from: recorded (rlm runs fork), not shown
 
     def tools_at(self, depth: int) -> tuple[Tool, ...]:
         """The user's functions offered to a run of the tree at ``depth`` (0: the root)."""
@@ -124,7 +125,8 @@ class RunPlan:
             "settings": self.run.model_dump(mode="json"),
             "sampling": dict(self.sampling),
             "settings_sources": dict(self.sources),
-            "context": context_meta,
+            "context": {**context_meta, **({"files": list(self.context_files)}  # the root's, for rlm runs fork
+                                            if self.context_files and context_meta is self.context_meta else {})},
             "notices": list(self.notices),
         }
 
@@ -151,8 +153,6 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
         files = None if "-" in context.paths else [str(Path(p).resolve()) for p in context.paths]
     context = load_for(env_spec, context, host, loaded, home)
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
-    if files:
-        context_meta["files"] = files  # what `rlm runs fork` reads again
     if isinstance(context, TextFile) and not on_disk:
         context = context.read()  # this environment (or framework) works with the text itself
     workdir = project_folder(run.workdir, run.allow_any_workdir) if env_spec.workspace else None
@@ -213,6 +213,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
         sampling=sampling.recorded, tools=tools, sub_tools=sub_tools, output=output, toolboxes=toolboxes,
+        context_files=tuple(files or ()),
     )  # fmt: skip
 
 

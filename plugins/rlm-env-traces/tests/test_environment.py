@@ -70,7 +70,8 @@ def test_the_prompt_carries_the_live_overview_and_the_context_stays_unread(rlm_c
     assert run["final_response"] == "seen", result.err
     assert f"{path} ({path.stat().st_size:,} bytes, unread)" in result.err
     start = json.loads(open(run["trajectory_path"]).readline())["data"]
-    assert start["context"] == {"type": "path", "path": str(path), "total_chars": 0, "bytes": path.stat().st_size}
+    assert start["context"] == {"type": "path", "path": str(path), "total_chars": 0, "bytes": path.stat().st_size,
+                                "files": [str(path.resolve())]}  # the recorded files: rlm runs fork reads them again
     assert (rlm_isolated.work / "t.jsonl.rlm-index").is_file()
 
 
