@@ -23,12 +23,10 @@ from rlm_host.cli.context_args import ContextsCommand
 def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quiet: bool, **flags: Any) -> None:
     """Fork a saved run: replay its first --at steps as recorded, then go on with the settings given."""
     from rlm_host import logs
-    from rlm_host.api.client import RLM
     from rlm_host.cli import run_flags
-    from rlm_host.cli.approve_prompt import TerminalApprover
-    from rlm_host.cli.run_cmd import EXIT_USAGE, show_result
+    from rlm_host.cli.run_cmd import run_and_show
     from rlm_host.context import ContextFiles
-    from rlm_host.errors import InputError, ModelError
+    from rlm_host.errors import InputError
     from rlm_host.trajectory import RunStore
     from rlm_host.trajectory.fork import FORK_AT, FORK_OF, fork_wrapper
     from rlm_host.trajectory.tree import Replay
@@ -53,27 +51,7 @@ def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quie
     taken = f"steps 1-{at} are" if at > 1 else "step 1 is"
     logs.say(f"fork of {source}: {taken} taken as recorded (their code runs again), then "
              f"{loaded.settings.run.model} goes on", event="fork", run=source, at=at)  # fmt: skip
-    live = None
-    if not quiet and not state.log_json:
-        from rlm_host.cli.live import LiveView
-
-        live = LiveView()
-
-    def on_event(event: Any) -> None:
-        watch(event)
-        if live is not None:
-            live(event)
-
-    rlm = RLM(settings=loaded, approver=TerminalApprover.if_attended(live), connectors={"wrap": wrap})
-    try:
-        result = rlm.completion(value, str(start.get("task") or ""), on_event=on_event)
-    except ModelError as exc:
-        exc.exit_code = EXIT_USAGE
-        raise
-    finally:
-        if live is not None:
-            live.close()
-    show_result(result, as_json, live=live is not None)
+    run_and_show(loaded, str(start.get("task") or ""), value, as_json, quiet, connectors={"wrap": wrap}, watch=watch)
 
 
 def recorded_settings(settings: Any, source: str) -> dict[str, Any]:

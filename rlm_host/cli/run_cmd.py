@@ -27,19 +27,10 @@ def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (
     recorded as coming from its flag), ``RLM.completion`` runs the task, the live view renders its events.
     ``defaults``: run options of the command itself (``rlm harness run``: its environment), under the flags;
     ``prepare(loaded, extras)``: the command's own flags (``extras``) applied to the settings."""
-    from rlm_host.api.client import RLM
     from rlm_host.cli import run_flags
     from rlm_host.context import ContextFiles
-    from rlm_host.errors import ModelError
 
     state = click.globals.get_current_context().find_root().obj
-    from rlm_host.cli.approve_prompt import TerminalApprover
-
-    on_event = None
-    if not quiet and not state.log_json:  # the live view is prose: not with JSON log lines on stderr
-        from rlm_host.cli.live import LiveView
-
-        on_event = LiveView()
     extras = {name: flags.pop(name) for name in list(flags) if name not in run_flags.run_options.names()}
     loaded = state.settings()
     if defaults:
@@ -47,16 +38,40 @@ def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (
     loaded = run_flags.apply(loaded, flags)
     if prepare is not None:
         loaded = prepare(loaded, extras)
-    rlm = RLM(settings=loaded, approver=TerminalApprover.if_attended(on_event))
+    run_and_show(loaded, task, ContextFiles(tuple(context)) if context else None, as_json, quiet)
+
+
+def run_and_show(loaded: Any, task: str, context: Any, as_json: bool, quiet: bool, *,
+                 connectors: Optional[dict[str, Any]] = None,
+                 watch: Optional[Callable[[Any], None]] = None) -> None:  # fmt: skip
+    """Run ``task`` with ``loaded`` through ``RLM``, shown by the live view unless ``quiet`` (or JSON logs), then
+    ``show_result``; ``watch`` sees every event too (``rlm runs fork``: the replayed steps)."""
+    from rlm_host.api.client import RLM
+    from rlm_host.cli.approve_prompt import TerminalApprover
+    from rlm_host.errors import ModelError
+
+    state = click.globals.get_current_context().find_root().obj
+    live = None
+    if not quiet and not state.log_json:  # the live view is prose: not with JSON log lines on stderr
+        from rlm_host.cli.live import LiveView
+
+        live = LiveView()
+    viewers = [view for view in (watch, live) if view is not None]
+
+    def on_event(event: Any) -> None:
+        for view in viewers:
+            view(event)
+
+    rlm = RLM(settings=loaded, approver=TerminalApprover.if_attended(live), connectors=connectors)
     try:
-        result = rlm.completion(ContextFiles(tuple(context)) if context else None, task, on_event=on_event)
+        result = rlm.completion(context, task, on_event=on_event if viewers else None)
     except ModelError as exc:  # before the run: the model cannot be set up (no key, no file): bad input
         exc.exit_code = EXIT_USAGE
         raise
     finally:
-        if on_event is not None:
-            on_event.close()
-    show_result(result, as_json, live=on_event is not None)
+        if live is not None:
+            live.close()
+    show_result(result, as_json, live=live is not None)
 
 
 def show_result(result: Any, as_json: bool, *, live: bool) -> None:
