@@ -7,7 +7,11 @@
 - ``settings``: ``[framework.google-adk]``;
 - ``rlm_loop``: the second framework, ``adk-rlm`` (mode ``native_rlm``): the RLM loop built of ADK agents (a code
   generator ``LlmAgent``, a REPL executor running code in the run's sandbox, a completion checker), in a custom
-  ``BaseAgent`` loop; ``rlm_settings``: ``[framework.adk-rlm]``.
+  ``BaseAgent`` loop; ``rlm_settings``: ``[framework.adk-rlm]``;
+- ``agent``: the third, ``adk-rlm-agent`` (mode ``agent``): seed 003's conversational root agent (tools
+  ``rlm_execute_code``, ``rlm_load_context``, ``rlm_query_context``; a ``context_loader`` sub-agent; the adk-rlm loop
+  as ``rlm_workflow``); ``bundles``: its callback bundles (approvals, metadata, logging, a program's own);
+  ``metadata``: the context, sub-LM call, tool and session schemas; ``agent_settings``: ``[framework.adk-rlm-agent]``.
 
 Importing this package imports nothing heavy: google.adk loads only when a run uses the framework.
 """

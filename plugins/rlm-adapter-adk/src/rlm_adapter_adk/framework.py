@@ -78,6 +78,8 @@ def create(settings: Optional[AdkSettings], ctx: FrameworkContext) -> "AdkFramew
 
 class AdkFramework:
     name = "google-adk"
+    #: the framework's own tool names, which the user's tools may not take
+    own_tools: tuple[str, ...] = ("run_code", "llm_query")
 
     def __init__(self, settings: Optional[AdkSettings], ctx: FrameworkContext) -> None:
         self.settings = settings or AdkSettings()
@@ -85,7 +87,7 @@ class AdkFramework:
         self._events = 0
         self._model_calls = 0
         self._rejected: Optional[str] = None  # the problems of an answer of the wrong type, to send back
-        check_tool_names(ctx.tools.user_tools, ("run_code", "llm_query"), "google-adk")  # before the run: exit 2
+        check_tool_names(ctx.tools.user_tools, self.own_tools, self.name)  # before the run: exit 2
 
     # ------------------------------------------------------------------ the run
 
@@ -116,11 +118,12 @@ class AdkFramework:
         return "\n\n".join([text, *extra])
 
     async def _run(self) -> FrameworkOutcome:
-        runner = InMemoryRunner(agent=self.agent(), app_name=APP)
         quiet = _QuietAdkLogs()
         for name in _QUIET_LOGS:
             logging.getLogger(name).addFilter(quiet)
+        runner: Optional[InMemoryRunner] = None
         try:
+            runner = InMemoryRunner(agent=self.agent(), app_name=APP)  # it may warn as it starts
             session = await runner.session_service.create_session(app_name=APP, user_id="rlm")
             message, retries = self.ctx.task, 0
             while True:
@@ -131,8 +134,8 @@ class AdkFramework:
                 if invalid is None:
                     return FrameworkOutcome(answer, answer is not None, self._metadata())
                 if retries >= self.settings.output_retries:
-                    hint = "raise [framework.google-adk] output_retries, or look at the last replies"
-                    raise RlmError(f"google-adk stopped the run: the reply was not understood ({invalid}), "
+                    hint = f"raise [framework.{self.name}] output_retries, or look at the last replies"
+                    raise RlmError(f"{self.name} stopped the run: the reply was not understood ({invalid}), "
                                    f"{retries} times sent back", hint=hint)  # fmt: skip
                 retries += 1
                 feedback = f"Your reply was not understood: {invalid}"
@@ -141,7 +144,8 @@ class AdkFramework:
         finally:
             for name in _QUIET_LOGS:
                 logging.getLogger(name).removeFilter(quiet)
-            await runner.close()
+            if runner is not None:
+                await runner.close()
 
     async def _invocation(self, runner: InMemoryRunner, session_id: str,
                           message: str) -> tuple[Optional[str], Optional[str]]:  # fmt: skip
@@ -154,7 +158,10 @@ class AdkFramework:
                 self._events += 1
                 done = self._record(event)
                 if done is not None:
-                    return done
+                    if event.is_final_response():  # ADK's invocation ends: let it finish (after-agent callbacks)
+                        async for _rest in events:
+                            self._events += 1
+                    return done  # (FINAL() in the code stops here: ADK would call the model again)
         return None, None
 
     def _metadata(self) -> dict[str, Any]:
@@ -167,10 +174,12 @@ class AdkFramework:
         """Record one step now (``kind``: its event kind in the reward table); the budget's refusals propagate."""
         self.ctx.step(action, observation, self.ctx.reward_for(kind, ok), code=code, reply=reply)
 
-    def _record(self, event: Any) -> Optional[tuple[Optional[str], Optional[str]]]:
-        """Record one event's steps; (answer, invalid) when the invocation is over for us."""
+    def _record(self, event: Any, agent: Optional[str] = None) -> Optional[tuple[Optional[str], Optional[str]]]:
+        """Record one event's steps; (answer, invalid) when the invocation is over for us. ``agent``: the event is
+        a helper agent's (its steps say so; its text is never the run's answer)."""
         if event.content is None or not event.content.parts:
             return None
+        tag = {"agent": agent} if agent else {}
         reply = reply_of(event)
         if reply is not None or event.usage_metadata is not None:
             self._model_calls += 1
@@ -179,34 +188,40 @@ class AdkFramework:
         text = "\n".join(p.text for p in event.content.parts if p.text and not p.thought and p.text.strip())
         if calls:
             if text:
-                self._step("model_text", {"text": text}, "model_text", reply=reply)
+                self._step("model_text", {"text": text, **tag}, "model_text", reply=reply)
                 reply = None  # the reply is on the step of its first part
             for call in calls:
                 args = dict(call.args or {})
                 code = args.get("code") if isinstance(args.get("code"), str) else None
-                self._step("tool_call", {"tool": call.name, "args": args}, "tool_call", code=code, reply=reply)
+                self._step("tool_call", {"tool": call.name, "args": args, **tag}, "tool_call", code=code, reply=reply)
                 reply = None
             return None
         if responses:
-            final = None
+            final, via = None, None
             for response in responses:
                 value = response.response or {}
                 status, output = result_status(value)
                 if status == "retry":  # ADK rejected the call before running it
                     self._step("retry", {"tool": response.name, "cause": "rejected_call",
-                                         "feedback": truncate(output, 2000)}, "retry")  # fmt: skip
+                                         "feedback": truncate(output, 2000), **tag}, "retry")  # fmt: skip
                     continue
                 observation: dict[str, Any] = {"tool": response.name, "ok": status == "ok",
-                                               "output": truncate(output, 2000)}  # fmt: skip
+                                               "output": truncate(output, 2000), **tag}  # fmt: skip
                 if value.get("final") is not None:
                     observation["final"] = final = str(value["final"])
-                if value.get("final_rejected") is not None:
-                    observation["final_rejected"] = value["final_rejected"]
+                    via = f"FINAL() in {response.name}"
+                for key in ("final_rejected", "refused", "metadata"):  # what a callback or the tool adds
+                    if value.get(key) is not None:
+                        observation[key] = value[key]
                 self._step("tool_result" if status == "ok" else "tool_error", observation, "tool_result",
                            ok=status == "ok")  # fmt: skip
             if final is not None:  # FINAL() in the code: the run ends here, whatever ADK would do next
-                self._step("final", {"answer": final, "via": "FINAL() in run_code"}, "final")
+                self._step("final", {"answer": final, "via": via}, "final")
                 return final, None
+            return None
+        if agent:  # a helper's answer goes back to the agent that called it
+            if text:
+                self._step("model_text", {"text": text, **tag}, "model_text", reply=reply)
             return None
         invalid = (event.custom_metadata or {}).get(INVALID_KEY)
         if invalid:
@@ -271,6 +286,11 @@ class _QuietAdkLogs(logging.Filter):
         error = record.exc_info[1] if record.exc_info else None
         if error is not None:
             return not isinstance(error, (RlmError, BudgetExceeded))
-        return not (record.levelno == logging.WARNING and record.getMessage().startswith("Tool '"))
+        if record.levelno != logging.WARNING:
+            return True
+        message = record.getMessage()
+        # an unknown tool (a retry step); and the advice to configure Gemini's context cache for agent transfer
+        # (adk-rlm-agent's rlm_workflow), which rlm's models do not have
+        return not (message.startswith("Tool '") or "can transfer between agents" in message)
 
 

@@ -26,4 +26,14 @@ def rlm_register_frameworks():
             settings="rlm_adapter_adk.rlm_settings:AdkRlmSettings",  # [framework.adk-rlm]
             mode="native_rlm",
         ),
+        FrameworkSpec(
+            "adk-rlm-agent",
+            "Seed 003's conversational root agent on Google ADK: rlm_execute_code, rlm_load_context and "
+            "rlm_query_context tools, a context_loader sub-agent, the adk-rlm loop as rlm_workflow, callback bundles",
+            "rlm_adapter_adk.agent:create",
+            requires=("google.adk",),
+            install_hint="pip install rlm-adapter-adk  (it brings google-adk)",
+            settings="rlm_adapter_adk.agent_settings:AdkAgentSettings",  # [framework.adk-rlm-agent]
+            mode="agent",
+        ),
     ]

@@ -28,6 +28,8 @@ import rlm_host.sdk.frameworks as protocol
 
 #: Keys this model writes into ``LlmResponse.custom_metadata``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
+#: Keys of a tool's result that are for the trajectory, never shown to the model (a callback's metadata).
+HIDDEN_KEYS = ("metadata", "refused")
 _FINISH = {"stop": types.FinishReason.STOP, "end_turn": types.FinishReason.STOP,
            "length": types.FinishReason.MAX_TOKENS, "max_tokens": types.FinishReason.MAX_TOKENS,
            "content_filter": types.FinishReason.SAFETY}  # fmt: skip
@@ -153,7 +155,8 @@ def function_response_text(response: types.FunctionResponse) -> str:
 
 
 def result_status(value: dict[str, Any]) -> tuple[str, str]:
-    """("ok" | "error" | "retry", the text) of a function response's payload."""
+    """("ok" | "error" | "retry", the text) of a function response's payload (its ``HIDDEN_KEYS`` left out)."""
+    value = {key: item for key, item in value.items() if key not in HIDDEN_KEYS}
     if "output" in value:
         return ("ok" if value.get("ok", True) else "error"), str(value["output"])
     if set(value) == {"error"}:

@@ -246,6 +246,8 @@ class AdkRlmFramework:
     def __init__(self, settings: Optional[AdkRlmSettings], ctx: FrameworkContext) -> None:
         self.settings = settings or AdkRlmSettings()
         self.ctx = ctx
+        #: what the system prompt says ``context`` is (adk-rlm-agent updates it when its root loads a new one)
+        self.context_meta = ctx.context_meta
         self._events = 0
         self._iterations = 0
 
@@ -257,19 +259,19 @@ class AdkRlmFramework:
 
     # -- the agent tree ---------------------------------------------------------------------------------
     def system_prompt(self) -> str:
-        description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
+        description = describe_context_briefly(self.context_meta, self.settings.preview_chars)
         text = SYSTEM_PROMPT.format(description=description, max_steps=self.ctx.max_steps)
         output = self.ctx.output
         extra = [part for part in (tools_prompt(self.ctx.tools.user_tools.tools), output and output.prompt(),
                                    self.settings.instructions.strip()) if part]  # fmt: skip
         return "\n\n".join([text, *extra])
 
-    def agent(self) -> RlmSessionAgent:
-        prompt = self.system_prompt()
+    def agent(self, name: str = "rlm_session", description: str = "The RLM loop and its answer") -> RlmSessionAgent:
+        """The agent tree (``name``: its root's; adk-rlm-agent offers it as ``rlm_workflow``)."""
         generator = LlmAgent(
             name="code_generator",
             model=RlmTextLlm(self.ctx.root),
-            instruction=lambda _context: prompt,  # a callable: no {placeholder} filling from the state
+            instruction=lambda _context: self.system_prompt(),  # a callable: no {placeholder} filling
             description="Writes the next ```repl code of the RLM loop",
             include_contents="none",  # the history comes from the session state (before_model_callback)
             before_model_callback=[self._inject_history, callbacks.before_model],
@@ -295,7 +297,7 @@ class AdkRlmFramework:
                 description="Formats the final answer for presentation", include_contents="none",
                 output_key=STATE_FORMATTED,
             ))  # fmt: skip
-        return RlmSessionAgent(name="rlm_session", description="The RLM loop and its answer", sub_agents=agents)
+        return RlmSessionAgent(name=name, description=description, sub_agents=agents)
 
     def _inject_history(self, callback_context: Any, llm_request: LlmRequest) -> None:
         """The code generator's contents: the query, then each iteration (its reply, the REPL's output)."""

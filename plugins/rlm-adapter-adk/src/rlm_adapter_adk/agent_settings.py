@@ -1,0 +1,52 @@
+"""``[framework.adk-rlm-agent]``: validated at every settings load, so this module imports pydantic and the
+frameworks kit only. The event rewards (``reward_tool_call``…) are the fields of its base, ``FrameworkRewards``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from pydantic import ConfigDict, Field, field_validator
+from rlm_host.sdk.frameworks import FrameworkRewards
+
+
+class AdkAgentSettings(FrameworkRewards):
+    """The settings of the ``adk-rlm-agent`` framework (seed 003's conversational root agent)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    output_retries: int = Field(
+        3, ge=0, le=50, description="times a malformed or empty reply is sent back to the model (in the whole run) "
+                                    "before the run fails"
+    )  # fmt: skip
+    max_output_chars: int = Field(8000, ge=200, description="characters of a tool's result shown to the model")
+    preview_chars: int = Field(200, ge=0, le=2000, description="characters of the context's preview in the "
+                                                               "instructions (0: none)")  # fmt: skip
+    instructions: str = Field("", description="extra instructions appended to the root agent's instruction")
+    callbacks: list[str] = Field(
+        ["approvals", "metadata"],
+        description="the callback bundles on the agents, in order: approvals (always on: the run's approvals before "
+                    "each tool call), metadata (tool, context and sub-LM metadata into the trajectory), logging "
+                    "(each model and tool call logged at info level), or one a program registered "
+                    "(rlm_adapter_adk.bundles.register_callback_bundle)",
+    )  # fmt: skip
+    context_root: Optional[Path] = Field(None, description="the folder rlm_load_context reads files from (default: "
+                                                           "the working directory); never a home, documents or "
+                                                           "system folder unless --allow-any-workdir")  # fmt: skip
+    max_load_bytes: int = Field(50_000_000, ge=1, description="the largest file rlm_load_context loads, in bytes")
+    chunk_chars: int = Field(100_000, ge=100, description="characters of a text's chunk in the context metadata")
+    context_loader: bool = Field(True, description="offer the context_loader sub-agent (a single-turn agent that "
+                                                   "lists the folder and loads files)")  # fmt: skip
+    workflow: bool = Field(True, description="offer the rlm_workflow sub-agent (the adk-rlm loop) as a transfer "
+                                             "target")  # fmt: skip
+
+    @field_validator("callbacks")
+    @classmethod
+    def _approvals_stay_on(cls, value: list[str]) -> list[str]:
+        names = [name.strip() for name in value]
+        if "approvals" not in names:
+            raise ValueError("the 'approvals' bundle cannot be left out: the run's approvals hold for every tool "
+                             "(set them with [run] approve and approval_rules)")  # fmt: skip
+        if len(set(names)) != len(names):
+            raise ValueError("a callback bundle is named twice")
+        return names
