@@ -115,6 +115,9 @@ RUN: dict[str, Expect] = {
     "station_log.txt --model scripted:script.json --sandbox process":
         ok(says="The thermistor T4 failed; it read -41.7 C before failing.",
            before={"script.json": FromPage('{\n "responses": [')}),
+    'rlm run "Which sensor failed on day 117, and what did it read before failing?" --framework adk-rlm-agent '
+    "--model scripted:script.json --sandbox process":
+        ok(says="its last reading was -41.7 C", before={"script.json": FromPage('{\n "responses": [', 1)}),
     'rlm run "Which sensor failed on day 117?" --framework google-adk --context samples/station_log.txt':
         ok(says="-41.7 C", env={"RLM_RUN__MODEL": "scripted:script.json", "RLM_RUN__SANDBOX": "process"}),
     'rlm run "Which sensor failed on day 117, and what did it read before failing?" --framework deepagents --context '
