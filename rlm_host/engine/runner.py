@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
@@ -311,13 +311,9 @@ class RLMRunner:
                     mark["started"] = progress.steps + 1
                     ctx.scope.emit("step_start", {"step": progress.steps + 1})
 
-        fctx = FrameworkContext(
-            task=ctx.task, context=ctx.context, context_meta=ctx.context_meta,
-            root=TurnLimitedRole(ctx.root, plan.run.max_steps, turn_starts), sub=ctx.sub,
-            sub_model_for=ctx.sub_model_for, tools=tools, budget=ctx.budget, rewards=plan.rewards, limits=plan.limits,
-            scope=ctx.scope, max_steps=plan.run.max_steps, max_depth=plan.run.max_depth, step=step,
-            settings=plan.framework_settings, allow_any_workdir=plan.run.allow_any_workdir, output=ctx.output,
-        )  # fmt: skip
+        fctx = FrameworkContext(**{f.name: getattr(ctx, f.name) for f in fields(EnvironmentContext)} | {
+            "root": TurnLimitedRole(ctx.root, plan.run.max_steps, turn_starts), "tools": tools, "step": step,
+            "settings": plan.framework_settings})  # the run's context, with the framework's tools and steps
         assert plan.framework_factory is not None
         try:
             framework = plan.framework_factory(plan.framework_settings, fctx)

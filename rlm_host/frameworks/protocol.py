@@ -26,15 +26,13 @@ the agent framework it drives, which ends the run cleanly with that reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Awaitable, Callable, Optional, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.config.schema import RewardProfile
-from rlm_host.environments.protocol import BudgetView, Emitter, ModelRole
+from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.errors import RlmError
-from rlm_host.sandbox.protocol import SandboxLimits
 
 
 class StepLimitReached(RlmError):
@@ -84,46 +82,25 @@ class FrameworkOutcome:
 
 
 @dataclass
-class FrameworkContext:
-    """Everything a framework may use (the ``services`` of its factory).
+class FrameworkContext(EnvironmentContext):
+    """Everything a framework may use (the ``services`` of its factory): an environment's context — the task, the
+    models, the budget, the sandbox, child runs, approvals, the answer's type… (``EnvironmentContext``) — where
+    ``tools`` is the run's sandbox as tools, and with two more.
 
     ``step(action, observation=None, reward=0.0, code=None, reply=None)`` records one step now and returns the
-    reward the runner kept (clamped, scaled); ``tools`` is the run's sandbox as tools (opened on first use,
-    closed by the runner); ``reward_for(kind)`` is the reward of a framework event kind, from the framework's
-    ``settings`` (the run's validated ``[framework.<name>]``, a :class:`FrameworkRewards` or None).
+    reward the runner kept (clamped, scaled); ``tools`` is the run's sandbox as tools (opened on first use, closed
+    by the runner; the user's own functions are ``tools.user_tools``); ``reward_for(kind)`` is the reward of a
+    framework event kind, from the framework's ``settings`` (the run's validated ``[framework.<name>]``, a
+    :class:`FrameworkRewards` or None).
     """
 
-    task: str
-    context: Any
-    context_meta: dict[str, Any]
-    root: ModelRole
-    sub: ModelRole
-    sub_model_for: Callable[[str], ModelRole]
-    tools: Any  # rlm_host.frameworks.tools.SandboxTools
-    budget: BudgetView
-    rewards: RewardProfile
-    limits: SandboxLimits
-    scope: Emitter
-    max_steps: int
-    max_depth: int
-    step: Callable[..., float]
+    tools: Any = None  # rlm_host.frameworks.tools.SandboxTools
+    step: Callable[..., float] = field(default=lambda *args, **kwargs: 0.0, repr=False)
     settings: Any = None  # the framework's settings: its FrameworkRewards weigh the events
-    allow_any_workdir: bool = False  # [run] allow_any_workdir: what guarded_folder lets through
-    #: the type the final answer must have (``[run] output_type``: an ``OutputType``; None: any answer), for the root
-    #: run only: a framework holds its answer to it (``typed_answer``) where its agent framework cannot
-    output: Any = None
 
     def reward_for(self, kind: str, ok: bool = True) -> float:
         """The reward of a framework event kind: a tool call that ran, a model turn… (``FrameworkRewards``)."""
         return event_reward(self.rewards, kind, ok, self.settings)
-
-    def guarded_folder(self, folder: Optional[Path] = None, doing: str = "work with the files of") -> Path:
-        """``folder`` (default: the working directory) resolved, for a framework whose tools read or write files of
-        the host there (a file tool's root): refused (``ConfigError``) when it is a home, documents or system
-        folder, unless the run allows any (``--allow-any-workdir``), as a project folder is."""
-        from rlm_host.config.protected import guard_folder
-
-        return guard_folder(folder if folder is not None else Path.cwd(), self.allow_any_workdir, doing)
 
 
 class Framework(Protocol):

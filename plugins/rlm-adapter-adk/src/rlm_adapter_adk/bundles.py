@@ -192,24 +192,26 @@ def _call_id(tool_context: Any) -> str:
 
 
 def logging_bundle(framework: Any) -> CallbackBundle:
-    """Each model call and tool call at info level (``rlm.adk``)."""
-    from rlm_host import logs
+    """Each model call and tool call at info level (the ``rlm.adk`` logger, which rlm's ``-v`` shows)."""
+    import logging
 
-    log = logs.get_logger("rlm.adk")
+    log = logging.getLogger("rlm.adk")
 
     def before_model(callback_context: Any, llm_request: Any) -> None:
-        log.info("adk model call", agent=callback_context.agent_name, run_id=framework.run_id,
-                 contents=len(getattr(llm_request, "contents", None) or []))  # fmt: skip
+        log.info("adk model call: agent %s, run %s, %d contents", callback_context.agent_name, framework.run_id,
+                 len(getattr(llm_request, "contents", None) or []))  # fmt: skip
         return None
 
     def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> None:
         shown = {k: (v if len(str(v)) <= 200 else str(v)[:200] + "…") for k, v in dict(args).items()}
-        log.info("adk tool call", agent=tool_context.agent_name, tool=tool.name, args=shown, run_id=framework.run_id)
+        log.info("adk tool call: agent %s, tool %s, args %r, run %s", tool_context.agent_name, tool.name, shown,
+                 framework.run_id)  # fmt: skip
         return None
 
     def after_tool(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
         ok = not (isinstance(tool_response, dict) and (tool_response.get("ok") is False or "error" in tool_response))
-        log.info("adk tool result", agent=tool_context.agent_name, tool=tool.name, ok=ok, run_id=framework.run_id)
+        log.info("adk tool result: agent %s, tool %s, ok %s, run %s", tool_context.agent_name, tool.name, ok,
+                 framework.run_id)  # fmt: skip
         return None
 
     return CallbackBundle("logging", before_model=[before_model], before_tool=[before_tool], after_tool=[after_tool])
