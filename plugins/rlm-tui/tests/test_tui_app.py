@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tui_support import drive, sample_home, wait_for
+from tui_support import CANDIDATES, drive, sample_home, wait_for, write_run
 
 from rlm_tui.app import RlmTui
 from rlm_tui.bench import Bench
@@ -79,6 +79,40 @@ def test_browse_filter_open_and_replay(tmp_path):
     drive(app, body)
 
 
+def test_a_steps_candidates_show_beside_the_kept_one(tmp_path):
+    """Issue 49: a run made with ``--branch-width``: the step that tried candidates says how many in its row, and
+    its detail lists each (action, score, tokens, code, output or error), the kept one marked; so does /compare."""
+    home = tmp_path / ".rlm"
+    run_id = "run_20261116_000000_000000_brch"
+    write_run(home, run_id, [{"code": "print(1)"}, {"code": "x = 6 * 7", "stdout": "42\n", "branches": CANDIDATES},
+                             {"code": "FINAL(x)", "final": True}])  # fmt: skip
+    app = make_app(home)
+
+    async def body(pilot):
+        await pilot.resize_terminal(120, 40)
+        app.execute(f"/rlm replay {run_id}")
+        await pilot.pause()
+        await pilot.press("home")
+        await pilot.pause()
+        steps = app.query_one("#steps")
+        assert "[3 tried]" not in steps.render_line(0).text
+        assert "candidates" not in str(app.query_one("#detail").render())
+        await pilot.press("down")
+        await pilot.pause()
+        assert "[3 tried] x = 6 * 7" in steps.render_line(1).text
+        detail = str(app.query_one("#detail").render())
+        assert "candidates (3)" in detail and "▶ 2. run_code · score +0.80 · 41 tok · kept" in detail
+        assert "1. run_code · score -0.20 · 40 tok · error" in detail and "✗ ZeroDivisionError" in detail
+        assert "3. final · score +0.00 · 12 tok" in detail and "FINAL(41)" in detail
+        app.execute(f"/compare {run_id} {run_id}")
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert all("candidates (3)" in str(side.render()) for side in app.query(".side-detail"))
+
+    drive(app, body)
+
+
 def test_bad_input_is_one_message(tmp_path):
     home = tmp_path / ".rlm"
     sample_home(home)
@@ -89,7 +123,9 @@ def test_bad_input_is_one_message(tmp_path):
                            ("/warp 9", "unknown command"), ("/rlm run", "usage"),
                            ("/compare nope latest", "no saved run"),
                            ('/rlm run "x', "close the quotes"), ("/rlm replay /etc/passwd", "is a path"),
-                           ('/rlm run "x" steps=many', "steps="), ("/connect nowhere model", "nowhere"),
+                           ('/rlm run "x" steps=many', "invalid run option: steps="),
+                           ('/rlm run "x" max_steps=many', "invalid run option: max_steps="),
+                           ('/rlm run "x" labels=nokey', "labels=nokey: "), ("/connect nowhere model", "nowhere"),
                            ("/rlm abort", "open a run to abort it"),
                            ("/rlm abort nothing", "no active run")]:  # fmt: skip
             await pilot.press("slash")

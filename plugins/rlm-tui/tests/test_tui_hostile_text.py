@@ -1,5 +1,6 @@
 """Text of a run is model output: C0 and C1 controls (ESC, CSI U+009B, OSC U+009D, NEL U+0085), DEL and Rich markup
-in a task, code, output, model name, run settings or benchmark row never reach the terminal as such. Every view
+in a task, code, output, model name, run settings, a step's candidates, a benchmark row or a ranked run (task, model,
+labels) never reach the terminal as such. Every view
 is drawn by Textual's Pilot and what it would send to the terminal (the rendered screen) is searched."""
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ def screen(app) -> str:
 
 def hostile_home(home) -> None:
     step = {"code": f"print({NASTY!r})", "stdout": NASTY, "error": NASTY}
-    write_run(home, RUN_A, [step, {"code": NASTY}], task=NASTY, model=f"scripted:{NASTY}", finished=False,
+    tried = {"candidate": 1, "reply": NASTY, "action": NASTY, "code": NASTY, "output": NASTY, "error": NASTY,
+             "score": 0.5, "chosen": True, "tokens": 9}  # fmt: skip
+    write_run(home, RUN_A, [step, {"code": NASTY, "branches": (tried, {**tried, "candidate": 2, "error": None,
+                                                                      "chosen": False})}], task=NASTY, model=f"scripted:{NASTY}", finished=False,
               max_steps=NASTY)  # fmt: skip
     write_run(home, RUN_B, [{"code": NASTY, "stdout": NASTY}], task=NASTY)
     write_run(home, RUN_C, [{"code": "x"}], task="named with a control character")
@@ -48,6 +52,10 @@ def test_every_view_shows_hostile_run_text_as_text(tmp_path):
         await pilot.press("down")
         await pilot.pause()
         seen["step detail"] = controls(screen(app))
+        app.query_one("#detail-box").scroll_end(animate=False)
+        await pilot.pause()
+        seen["step candidates"] = controls(screen(app))
+        assert "candidates (2)" in screen(app).replace("\xa0", " ")  # the step's candidates, on screen
         app.execute(f"/compare {RUN_A} {RUN_B}")
         await pilot.pause()
         seen["compare"] = controls(screen(app))
@@ -62,6 +70,15 @@ def test_every_view_shows_hostile_run_text_as_text(tmp_path):
         await pilot.pause()
         seen["leaderboard"] = controls(screen(app))
         assert "[link=https://evil" in screen(app)  # a cell is text, not markup (cut to the column)
+        view.show_board("runs")
+        view.show_run_board({"metric": "reward", "higher_is_better": True, "statistics": {"mean": 0.5},
+                             "rows": [{"rank": 1, "run_id": NASTY, "started": NASTY, "status": NASTY, "model": NASTY,
+                                       "environment": NASTY, "framework": NASTY, "steps": NASTY, "reward": 0.5,
+                                       "accuracy": NASTY, "tokens": NASTY, "cost": NASTY, "seconds": NASTY,
+                                       "task": NASTY, "labels": {NASTY: NASTY}}]})  # fmt: skip
+        await pilot.pause()
+        seen["runs leaderboard"] = controls(screen(app))
+        assert "[link=https://evil" in screen(app) and "runs ranked by reward" in screen(app).replace("\xa0", " ")
         view.show_report(NASTY)
         await pilot.pause()
         seen["bench report"] = controls(screen(app))

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from rich.text import Text
-from tui_support import sample_home, step_events, write_run
+from tui_support import CANDIDATES, sample_home, step_events, write_run
 
 from rlm_tui.index import TrajectoryIndex
 from rlm_tui.render import clean, step_detail
@@ -19,7 +19,7 @@ from rlm_tui.runs_view import FilterError, RunFilter
 def test_slash_commands_parse_into_records():
     run = parse('/rlm run "find the number" env=pure_rlm framework=native context=data.txt steps=3 model=x:y')
     assert (run.name, run.args, run.context) == ("run", ["find the number"], "data.txt")
-    assert run.options == {"environment": "pure_rlm", "framework": "native", "max_steps": "3", "model": "x:y"}
+    assert run.options == {"env": "pure_rlm", "framework": "native", "steps": "3", "model": "x:y"}  # as typed
     assert parse("/rlm chat 'hello there'").name == "chat"
     assert parse("/rlm bench preset=pure_rlm_smoke limit=2").options == {"preset": "pure_rlm_smoke", "limit": "2"}
     report = parse("/rlm bench report candidate=latest baseline=previous")
@@ -29,6 +29,11 @@ def test_slash_commands_parse_into_records():
     assert parse("/connect openai gpt-4o-mini").args == ["openai:gpt-4o-mini"]
     assert parse("/sandbox monty").args == ["monty"]
     assert parse("/help").name == "help" and parse("/compare a b").args == ["a", "b"]
+    board = parse("/leaderboard runs metric=cost model=scripted* label=expected label=case=c1")
+    assert (board.name, board.args, board.options) == ("leaderboard", ["runs"], {"metric": "cost"})
+    assert board.filters == ["model=scripted*", "label=expected", "label=case=c1"]  # each kept, as typed
+    assert parse("/leaderboard").args == ["benchmarks"] and parse("/leaderboard metric=avg_cost").options == \
+        {"metric": "avg_cost"}
 
 
 @pytest.mark.parametrize("line, says", [
@@ -36,7 +41,9 @@ def test_slash_commands_parse_into_records():
     ('/rlm run "unclosed', "close the quotes"), ("/rlm run two words", "task in quotes"),
     ("/rlm bench limit=2", "preset=NAME"), ("/rlm bench preset=x limit=many", "whole number"),
     ("/rlm bench preset=x colour=red", "unknown option"), ("/connect openai", "usage"), ("/compare a", "usage"),
-    ('/rlm run "t" steps=', "needs a value"),
+    ('/rlm run "t" steps=', "needs a value"), ("/leaderboard runs metric=speed", "unknown metric 'speed'"),
+    ("/leaderboard runs colour=red", "unknown option 'colour=red'"), ("/leaderboard boats", "usage"),
+    ("/leaderboard metric=reward", "unknown metric"), ("/leaderboard runs model=", "needs a value"),
 ])  # fmt: skip
 def test_bad_command_lines_say_what_is_wrong(line, says):
     with pytest.raises(SlashError, match=says):
@@ -51,6 +58,8 @@ def test_completion_offers_commands_options_run_ids_and_presets():
     assert complete('/rlm run "task" st', [], []) == '/rlm run "task" steps='
     assert complete('/rlm run "task st', [], []) is None  # inside the quoted task
     assert complete("hello", [], []) is None
+    assert complete("/lea", [], []) == "/leaderboard runs metric="
+    assert complete("/leaderboard runs metric=c", [], []) == "/leaderboard runs metric=cost"
 
 
 def test_run_filters():
@@ -131,3 +140,54 @@ def test_the_index_agrees_with_the_hosts_replay(tmp_path):
         assert index.error_indices(index.root_id) == replay.errors()
         assert [index.step(index.root_id, i)["code"] for i in range(len(replay))] == \
             [step.record.code for step in replay.steps]
+
+
+def test_a_steps_candidates_are_attached_as_the_hosts_replay_attaches_them(tmp_path):
+    """``--branch-width``: the ``branch`` events before a step are its candidates, read lazily like the step."""
+    from rlm_host.sdk.embedding import Replay, RunStore
+
+    path = write_run(tmp_path, "run_branch", [{"code": "print(1)"}, {"code": "x = 6 * 7", "stdout": "42\n",
+                                                                     "branches": CANDIDATES},
+                                              {"code": "FINAL(x)", "final": True}])  # fmt: skip
+    index = TrajectoryIndex(path)
+    index.refresh()
+    replay = Replay(RunStore(tmp_path).load(path))
+    assert [index.branches("run_branch", i) for i in range(3)] == [step.branches for step in replay.steps]
+    assert [b["candidate"] for b in index.branches("run_branch", 1)] == [1, 2, 3] and len(index.root) == 3
+    assert index.step("run_branch", 1)["code"] == "x = 6 * 7"  # the kept candidate is the step
+    detail = step_detail(2, index.step("run_branch", 1), None, [], [], index.branches("run_branch", 1)).plain
+    assert "candidates (3)" in detail
+    assert "▶ 2. run_code · score +0.80 · 41 tok · kept\n    x = 6 * 7\n    → 42" in detail
+    assert "  1. run_code · score -0.20 · 40 tok · error\n    x = 1/0\n    ✗ ZeroDivisionError" in detail
+    assert "  3. final · score +0.00" in detail and "FINAL(41)" in detail
+    assert step_detail(1, index.step("run_branch", 0), None, [], [], []).plain.count("candidates") == 0
+
+
+def test_run_options_are_named_as_typed_without_rewriting(rlm_isolated):
+    """Issue 48: each option maps to its run option by name and is labelled as typed, so the host's own message
+    names it (``steps=`` or ``max_steps=``, whichever was typed), and nothing else in it is touched."""
+    from rlm_host import RlmError
+    from rlm_host.sdk.embedding import load_settings
+
+    from rlm_tui.workspace import merge_options
+
+    loaded = load_settings()
+
+    def error(given):
+        with pytest.raises(RlmError) as caught:
+            merge_options(loaded, given)
+        return str(caught.value), caught.value.hint or ""
+
+    assert error({"steps": "many"})[0].startswith("invalid run option: steps=: Input should be a valid integer")
+    assert error({"max_steps": "many"})[0].startswith("invalid run option: max_steps=: ")
+    message = error({"depth": "x", "timeout": "soon"})[0]
+    assert "depth=: " in message and "timeout=: " in message and "--" not in message
+    message, hint = error({"budget": "5"})
+    assert message.startswith("unknown run option budget=") and "cost=" in hint and "help=" not in hint
+    assert "max_steps=" in error({"max_step": "5"})[0]  # the nearest names, as the command line takes them
+    message, hint = error({"labels": "nokey"})
+    assert message.startswith("labels=nokey: ") and "KEY=VALUE" in message  # a pairs option: typed, then the host's
+    merged = merge_options(loaded, {"steps": "3", "env": "generic", "labels": "team=a,case=c1"})
+    run = merged.settings.run
+    assert (run.max_steps, run.environment, run.labels) == (3, "generic", {"team": "a", "case": "c1"})
+    assert merged.sources["run.max_steps"] == "steps=" and merged.sources["run.environment"] == "env="

@@ -15,6 +15,19 @@ BOARD = {"rows": [{"rank": 1, "preset": "pure_rlm_smoke", "model": "openai:gpt-4
                    "accuracy": 1.0, "avg_reward": 1.4, "tokens": 9000, "cost": 0.0021},
                   {"rank": 2, "preset": "pure_rlm_smoke", "model": "scripted:root", "mode": "native", "cases": 3,
                    "accuracy": 0.33, "avg_reward": 0.2, "tokens": 4000, "cost": None}]}  # fmt: skip
+RUN_BOARD = {"metric": "reward", "higher_is_better": True,
+             "statistics": {"count": 3, "mean": 1.3, "median": 1.2, "stdev": 0.9, "min": 0.4, "max": 2.3},
+             "rows": [{"rank": i + 1, "run_id": run_id, "started": f"2026-11-16T0{i}:00:00+00:00", "status": "final",
+                       "model": model, "environment": "pure_rlm", "framework": "native", "steps": steps,
+                       "reward": reward, "accuracy": accuracy, "tokens": tokens, "cost": cost, "seconds": seconds,
+                       "task": task, "labels": labels}
+                      for i, (run_id, model, steps, reward, accuracy, tokens, cost, seconds, task, labels) in enumerate([
+                          (A, "openai:gpt-4o-mini", 4, 2.3, 1.0, 3720, 0.0004, 2.4, "What is the magic number?",
+                           {"expected": "4217"}),
+                          (B, "scripted:root", 3, 1.2, 0.0, 2790, 0.0003, 1.8, "What is the magic number?",
+                           {"expected": "4217"}),
+                          ("run_20261116_020000_000000_cccc", "scripted:root", 2, 0.4, None, 1860, None, 1.2,
+                           "Delegate the search", {})])]}  # fmt: skip
 
 
 def test_main_screens(tmp_path, monkeypatch):
@@ -54,6 +67,10 @@ def test_main_screens(tmp_path, monkeypatch):
         app.query_one("#bench-tabs").active = "tab-leaderboard"
         await settled(pilot, app)
         check_snapshot(app, "bench")
+        view.show_board("runs")  # r: the leaderboard of runs (rlm leaderboard --runs --json)
+        view.show_run_board(RUN_BOARD)
+        await settled(pilot, app)
+        check_snapshot(app, "bench_runs")
         await pilot.press("f1")
         await settled(pilot, app)
         check_snapshot(app, "help")

@@ -21,8 +21,10 @@ def event(kind: str, run_id: str, seq: int, data: dict[str, Any], *, ts: float, 
 
 def step_events(run_id: str, number: int, *, code: str, stdout: str = "", error: Optional[str] = None,
                 reward: float = 0.1, cumulative: float = 0.0, ts: float = TS0, sub_call: bool = False,
-                final: bool = False) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
-    """The live and recorded events of one native step (types and data as the host writes them)."""
+                final: bool = False,
+                branches: tuple[dict[str, Any], ...] = ()) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
+    """The live and recorded events of one native step (types and data as the host writes them); ``branches``: the
+    candidates it tried (``--branch-width``), each a ``branch`` event's data, written before the step."""
     usage = {"root": {"calls": 1, "input_tokens": 900 + number, "output_tokens": 30, "cost": 0.0001,
                       "unpriced_calls": 0}, "sub": {"calls": 0, "input_tokens": 0, "output_tokens": 0,
                                                     "cost": None, "unpriced_calls": 0}}  # fmt: skip
@@ -42,6 +44,7 @@ def step_events(run_id: str, number: int, *, code: str, stdout: str = "", error:
                                      "usage": {"input_tokens": 15, "output_tokens": 1}, "seconds": 0.2}))
         out.append(("code_end", {"call": number * 10 + 1, "step": number, "block": 1, "ok": error is None,
                                  "seconds": 0.01, "error": error, "final": False}))  # fmt: skip
+    out += [("branch", {"step": number, **tried}) for tried in branches]
     block = {"code": code, "stdout": stdout, "duration_s": 0.01, **({"error": error} if error else {})}
     observation = ({"blocks": [], "success": True, "final_source": "text"} if final else
                    {"blocks": [block], "success": error is None,
@@ -55,8 +58,10 @@ def step_events(run_id: str, number: int, *, code: str, stdout: str = "", error:
 
 def write_run(home: Path, run_id: str, steps: list[dict[str, Any]], *, task: str = "What is the magic number?",
               finished: bool = True, ts: float = TS0, model: str = "scripted:root", max_steps: int = 10,
-              reason: str = "final", child: Optional[str] = None) -> Path:  # fmt: skip
-    """A trajectory file under ``home/runs`` with ``steps`` (``step_events`` keyword arguments), fixed times."""
+              reason: str = "final", child: Optional[str] = None, labels: Optional[dict[str, str]] = None,
+              answer: str = "4217") -> Path:  # fmt: skip
+    """A trajectory file under ``home/runs`` with ``steps`` (``step_events`` keyword arguments), fixed times;
+    ``labels`` are the run's (``[run] labels``), ``answer`` its final response."""
     path = home / "runs" / f"{run_id}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines: list[dict[str, Any]] = []
@@ -69,7 +74,8 @@ def write_run(home: Path, run_id: str, steps: list[dict[str, Any]], *, task: str
 
     add("run_start", {"schema_version": 2, "task": task, "environment": "pure_rlm", "framework": "native",
                       "model": model, "provider": "scripted", "sandbox": "monty",
-                      "settings": {"max_steps": max_steps, "timeout": 600.0, "max_cost": 0.05, "max_tokens": None}})
+                      "settings": {"max_steps": max_steps, "timeout": 600.0, "max_cost": 0.05, "max_tokens": None,
+                                   **({"labels": labels} if labels else {})}})
     cumulative = 0.0
     for number, spec in enumerate(steps, 1):
         cumulative += spec.get("reward", 0.1)
@@ -87,7 +93,7 @@ def write_run(home: Path, run_id: str, steps: list[dict[str, Any]], *, task: str
     if finished:
         add("final", {"schema_version": 2, "run_id": run_id, "task": task, "environment": "pure_rlm",
                       "framework": "native", "model": model, "sandbox": "monty", "completed": reason == "final",
-                      "final_response": "4217", "steps": len(steps), "total_reward": round(cumulative, 4),
+                      "final_response": answer, "steps": len(steps), "total_reward": round(cumulative, 4),
                       "usage": {"root": {"calls": len(steps), "input_tokens": 900 * len(steps),
                                          "output_tokens": 30 * len(steps), "cost": 0.0001 * len(steps),
                                          "unpriced_calls": 0},
@@ -111,6 +117,15 @@ def sample_home(home: Path) -> dict[str, Path]:
             "c": write_run(home, "run_20261116_020000_000000_cccc", [a[0], a[3]], ts=TS0 + 7200,
                            task="Delegate <b>[bold red]markup[/]</b> \x1b[31mred",
                            child="run_20261116_020000_000001_dddd")}
+
+
+#: The candidates of a step run with ``--branch-width 3`` (``branch`` events' data): the second one kept.
+CANDIDATES = ({"candidate": 1, "reply": "```repl\nx = 1/0\n```", "action": "run_code", "code": "x = 1/0", "output": "",
+               "error": "ZeroDivisionError: division by zero", "score": -0.2, "chosen": False, "tokens": 40},
+              {"candidate": 2, "reply": "```repl\nx = 6 * 7\n```", "action": "run_code", "code": "x = 6 * 7",
+               "output": "42\n", "error": None, "score": 0.8, "chosen": True, "tokens": 41},
+              {"candidate": 3, "reply": "FINAL(41)", "action": "final", "code": None, "output": "", "error": None,
+               "score": 0.0, "chosen": False, "tokens": 12})  # fmt: skip
 
 
 def drive(app: Any, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:

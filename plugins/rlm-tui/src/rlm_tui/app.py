@@ -20,7 +20,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from rlm_tui.bench import Bench, BenchUnavailable
-from rlm_tui.bench_view import BenchView, case_count
+from rlm_tui.bench_view import BENCHMARKS, RUNS, RUNS_KEYS, BenchView, case_count
 from rlm_tui.cmdline import CommandLine, SlashSuggester
 from rlm_tui.compare_view import CompareView
 from rlm_tui.render import clean
@@ -184,7 +184,7 @@ class RlmTui(App):
 
     def action_bench(self) -> None:
         self.action_view("bench")
-        self.say("benchmarks: enter on a preset runs it · l leaderboard · m chart metric · x stop")
+        self.say("enter runs a preset · l leaderboard · r runs/benchmarks · m metric · x stop")
         self.load_presets()
         self.load_leaderboard()
 
@@ -262,6 +262,8 @@ class RlmTui(App):
             self.run_bench(slash.options)
         elif name == "bench_report":
             self.bench_report(slash.options["candidate"], slash.options.get("baseline"))
+        elif name == "leaderboard":
+            self.leaderboard(slash)
 
     def do_abort(self, ref: str) -> None:
         try:
@@ -326,13 +328,40 @@ class RlmTui(App):
 
     @work(thread=True, exclusive=True, group="leaderboard", exit_on_error=False)
     def load_leaderboard(self) -> None:
+        """The leaderboard shown: the benchmarks' (``rlm leaderboard --json``) or the runs' (``--runs``, with the
+        view's metric and filters)."""
         view = self.query_one(BenchView)
+        kind, request = view.board, (view.run_metric, view.run_filters)
         try:
-            board = self.bench.leaderboard()
+            if kind == RUNS:
+                board = self.bench.run_leaderboard(*request)
+            else:
+                board = self.bench.leaderboard()
         except BenchUnavailable as exc:
             self.call_from_thread(self.say, str(exc), True)
             return
-        self.call_from_thread(view.show_leaderboard, board)
+        if kind == RUNS:
+            self.call_from_thread(view.show_run_board, board, request)
+        else:
+            self.call_from_thread(view.show_leaderboard, board)
+
+    def leaderboard(self, slash: Slash) -> None:
+        """``/leaderboard [runs] [metric=…] [KEY=VALUE…]``: the benchmarks' leaderboard (``metric=`` its chart's) or
+        the runs' ranked by ``metric=`` and filtered as ``rlm runs list --filter``."""
+        view = self.query_one(BenchView)
+        self.action_view("bench")
+        if slash.args == ["runs"]:
+            view.run_metric = slash.options.get("metric", view.run_metric)
+            view.run_filters = tuple(slash.filters)
+            view.run_board = {}
+            view.show_board(RUNS)
+            self.say(f"runs ranked by {view.run_metric} · {RUNS_KEYS}")
+        else:
+            view.metric = slash.options.get("metric", view.metric)
+            view.show_board(BENCHMARKS)
+            self.say("benchmarks' leaderboard · m chart metric · r runs")
+        view.action_leaderboard()
+        self.query_one("#run-board" if view.board == RUNS else "#board").focus()
 
     def run_bench(self, options: dict[str, str]) -> None:
         preset = options["preset"]

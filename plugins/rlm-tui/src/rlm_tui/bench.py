@@ -1,8 +1,9 @@
 """Benchmarks through the rlm-bench plugin's commands, in a subprocess (as the MCP plugin runs them), and
 ``rlm plugins doctor`` for ``/rlm doctor`` the same way.
 
-``rlm bench list --json`` gives the presets, ``rlm leaderboard --json`` the ranked rows, ``rlm bench report C
---baseline B`` a comparison; ``rlm bench run --preset P --json`` runs one, printing a line per finished case on
+``rlm bench list --json`` gives the presets, ``rlm leaderboard --json`` the ranked benchmarks, ``rlm leaderboard
+--runs --json`` the ranked runs (by one of ``RUN_METRICS``, filtered as ``rlm runs list --filter``), ``rlm bench
+report C --baseline B`` a comparison; ``rlm bench run --preset P --json`` runs one, printing a line per finished case on
 stderr (read here for the progress) and the summary JSON on stdout. The TUI does not import rlm_bench, so it
 works (and says so) when the plugin is missing. The subprocess gets the command's ``--config`` and
 ``--trust-config`` and runs in the working directory, so it uses the same run home.
@@ -18,6 +19,12 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+
+#: The metrics of the benchmarks' chart (keys of ``rlm leaderboard --json``'s rows).
+METRICS = ("accuracy", "avg_reward", "completion_rate", "efficiency", "avg_tokens", "avg_cost")
+#: The metrics ``rlm leaderboard --runs`` ranks by (reward and accuracy: higher is better; the rest lower).
+RUN_METRICS = ("reward", "accuracy", "tokens", "cost", "seconds", "steps")
 
 
 class BenchUnavailable(RuntimeError):
@@ -73,6 +80,13 @@ class Bench:
     def leaderboard(self, metric: str = "accuracy") -> dict[str, Any]:
         """``rlm leaderboard --json``: ``rows`` (best first), ``metric``, ``statistics``."""
         found = self._json("leaderboard", "--json", "--metric", metric)
+        return found if isinstance(found, dict) else {"rows": []}
+
+    def run_leaderboard(self, metric: str = "reward", filters: tuple[str, ...] = ()) -> dict[str, Any]:
+        """``rlm leaderboard --runs --json``: the saved runs ranked by ``metric`` (``rows`` best first, ``metric``,
+        ``higher_is_better``, ``statistics``), ``filters`` as ``rlm runs list --filter`` takes them (KEY=VALUE)."""
+        found = self._json("leaderboard", "--runs", "--json", f"--metric={metric}",
+                           *(f"--filter={item}" for item in filters))  # fmt: skip
         return found if isinstance(found, dict) else {"rows": []}
 
     def report(self, candidate: str, baseline: Optional[str]) -> str:
@@ -156,7 +170,8 @@ def _parsed(done: subprocess.CompletedProcess, args: tuple[str, ...]) -> Any:
         found = None
     if done.returncode != 0 or found is None:
         if isinstance(found, dict) and found.get("error"):
-            raise BenchUnavailable(f"rlm {' '.join(args)}: {found['error']}")
+            hint = f" (hint: {found['hint']})" if found.get("hint") else ""
+            raise BenchUnavailable(f"rlm {' '.join(args)}: {found['error']}{hint}")
         raise BenchUnavailable(_failure(done, list(args)))
     return found
 
@@ -168,17 +183,31 @@ def _failure(done: subprocess.CompletedProcess, args: list[str]) -> str:
     return f"rlm {' '.join(args[:2])} failed (exit {done.returncode}): " + " | ".join(text[-3:])
 
 
-def chart(rows: list[dict[str, Any]], metric: str, width: int = 30) -> list[str]:
-    """A horizontal bar chart of ``metric`` over the leaderboard rows, as plain text lines."""
+def chart(rows: list[dict[str, Any]], metric: str, width: int = 30,
+          label: Optional[Callable[[dict[str, Any]], str]] = None) -> list[str]:  # fmt: skip
+    """A horizontal bar chart of ``metric`` over the leaderboard rows, as plain text lines; ``label(row)`` names a
+    bar (default: a benchmark's preset and model)."""
     values = [(row, row.get(metric)) for row in rows]
-    numbers = [v for _, v in values if isinstance(v, (int, float))]
+    numbers = [v for _, v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     top = max(numbers) if numbers else 0
     lines = []
     for row, value in values:
-        label = f"{str(row.get('preset') or '')[:18]:<18} {str(row.get('model') or '')[:16]:<16}"
-        if isinstance(value, (int, float)):
+        name = label(row) if label else f"{_flat(row.get('preset'))[:18]:<18} {_flat(row.get('model'))[:16]:<16}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             bar = "█" * (max(1 if value > 0 else 0, round(width * value / top)) if top > 0 else 0)
-            lines.append(f"{label} {bar:<{width}} {value:.3g}")
+            lines.append(f"{name} {bar:<{width}} {value:,}" if isinstance(value, int) else
+                         f"{name} {bar:<{width}} {value:.3g}")  # fmt: skip
         else:
-            lines.append(f"{label} {'':<{width}} —")
+            lines.append(f"{name} {'':<{width}} —")
     return lines
+
+
+def run_label(row: dict[str, Any]) -> str:
+    """A run's bar in the chart: its rank, task and model (one line each, cut to their columns)."""
+    return f"{_flat(row.get('rank'))[:3]:>3} {_flat(row.get('task'))[:22]:<22} {_flat(row.get('model'))[:14]:<14}"
+
+
+def _flat(value: Any) -> str:
+    """A value of a row as one line (a task or a label holds newlines); control characters are the caller's to
+    clean (the view shows every line through ``clean``)."""
+    return " ".join(str(value if value is not None else "").split())

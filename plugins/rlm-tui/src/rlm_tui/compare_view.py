@@ -63,9 +63,11 @@ class Side(Vertical):
         if root is None or i >= len(root):
             detail.update(Text(f"{self.label} has no step {i + 1}", style="dim"))
             return
-        data = self.index.step(root.run_id, i)  # type: ignore[union-attr]
-        detail.update(step_detail(i + 1, data, self.index.step_error(root.run_id, i),  # type: ignore[union-attr]
-                                  root.sub_calls.get(i, []), []))
+        index = self.index
+        assert index is not None
+        data = index.step(root.run_id, i)
+        detail.update(step_detail(i + 1, data, index.step_error(root.run_id, i), root.sub_calls.get(i, []), [],
+                                  index.branches(root.run_id, i)))  # fmt: skip
 
 
 class CompareView(Vertical):

@@ -3,7 +3,8 @@
 ``<home>/runs/<root_run_id>.jsonl`` holds one ``RunEvent`` a line, flushed after every event. ``TrajectoryIndex``
 reads the bytes it has not seen yet (``refresh()``: the whole file the first time, then what was appended), keeps
 only the byte ranges of ``step`` lines (the big ones: code, reply, observation) and parses a step when it is shown
-(``step(run_id, i)``, cached). Every other line is small and parsed at once; the live events among them feed
+(``step(run_id, i)``, cached); so for ``branch`` lines, the candidates a step tried under ``--branch-width``
+(``branches(run_id, i)``). Every other line is small and parsed at once; the live events among them feed
 ``LiveState``. A last line still being written (no newline yet) is kept for the next refresh.
 
 Everything read here is hostile text (model output): it is only ever data, never markup or code.
@@ -16,12 +17,14 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from rlm_tui.live import LiveState
 
 _HEAD = re.compile(rb'\{"type":"([a-z_]+)","operation":(?:null|"[a-z_]+"),"run_id":"([^"]+)"')
 _CACHE = 512
+#: A ``branch`` line: its byte range (parsed when shown), or its data when it had to be parsed to be read.
+Branch = Union[tuple[int, int], dict[str, Any]]
 
 
 @dataclass
@@ -35,8 +38,10 @@ class RunSteps:
     spans: list[tuple[int, int]] = field(default_factory=list)  # (offset, length) of each step line
     sub_calls: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # step index → its sub_call data
     children: dict[int, list[str]] = field(default_factory=dict)  # step index → child run ids started in it
+    branches: dict[int, list[Branch]] = field(default_factory=dict)  # step index → its candidates' branch lines
     pending_calls: list[dict[str, Any]] = field(default_factory=list)  # before the next step event
     pending_children: list[str] = field(default_factory=list)
+    pending_branches: list[Branch] = field(default_factory=list)
     final: Optional[dict[str, Any]] = None
     errors: list[str] = field(default_factory=list)
 
@@ -86,6 +91,10 @@ class TrajectoryIndex:
         if head is not None and head.group(1) == b"step":
             self._add_step(self._run(head.group(2).decode("utf-8", "replace"), None), base + start, stop - start)
             return
+        if head is not None and head.group(1) == b"branch":  # a candidate's reply, code and output: big too
+            self._run(head.group(2).decode("utf-8", "replace"), None).pending_branches.append((base + start,
+                                                                                                stop - start))
+            return
         try:
             event = json.loads(buffer[start:stop])
         except ValueError:
@@ -109,6 +118,8 @@ class TrajectoryIndex:
             run.sub_calls[index], run.pending_calls = run.pending_calls, []
         if run.pending_children:
             run.children[index], run.pending_children = run.pending_children, []
+        if run.pending_branches:
+            run.branches[index], run.pending_branches = run.pending_branches, []
         if run.run_id == self.root_id:
             self.live.on_step(len(run.spans))
 
@@ -132,6 +143,8 @@ class TrajectoryIndex:
             run.pending_calls.append(data)
         elif kind == "child_run_start" and data.get("child_run_id"):
             run.pending_children.append(str(data["child_run_id"]))
+        elif kind == "branch":
+            run.pending_branches.append(data)
         elif kind == "final":
             run.final = data
         elif kind == "error":
@@ -163,6 +176,24 @@ class TrajectoryIndex:
         if len(self._cache) > _CACHE:
             self._cache.popitem(last=False)
         return data
+
+    def branches(self, run_id: str, index: int) -> list[dict[str, Any]]:
+        """The candidates step ``index`` of run ``run_id`` tried (its ``branch`` events, ``--branch-width``), in
+        order, the kept one with ``chosen``; [] for a step that did not branch."""
+        run = self.runs.get(run_id)
+        found = []
+        for item in run.branches.get(index, []) if run else []:
+            if isinstance(item, dict):
+                found.append(item)
+                continue
+            try:
+                with self.path.open("rb") as handle:
+                    handle.seek(item[0])
+                    data = json.loads(handle.read(item[1])).get("data")
+            except (OSError, ValueError, AttributeError):
+                data = None
+            found.append(data if isinstance(data, dict) else {"error": "unreadable branch record"})
+        return found
 
     def step_error(self, run_id: str, index: int) -> Optional[str]:
         """The step's error (its observation's, a code block's, or an ``error`` action's), as replay reports it."""

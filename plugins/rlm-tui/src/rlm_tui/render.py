@@ -7,6 +7,7 @@ U+009D, DEL) are made visible.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from rich.text import Text
@@ -52,13 +53,16 @@ def _num(value: Any, spec: str, default: str = "—") -> str:
     return format(value, spec) if isinstance(value, (int, float)) else default
 
 
-def step_row(number: int, data: dict[str, Any], error: Optional[str]) -> str:
-    """``  12 run_code    ✗  r=+0.10 Σ=1.20  1,234 tok  2.1s  x = 1/0``: one line of the step list."""
+def step_row(number: int, data: dict[str, Any], error: Optional[str], candidates: int = 0) -> str:
+    """``  12 run_code    ✗  r=+0.10 Σ=1.20  1,234 tok  2.1s  x = 1/0``: one line of the step list (a step that
+    tried several candidates, ``--branch-width``, says how many before its code: ``[3 tried]``)."""
     mark = "✗" if error else "✓"
     what = data.get("code") or data.get("reply") or ""
+    tried = f"[{candidates} tried] " if candidates else ""
     return (f"{number:>5} {one_line(data.get('action') or '?', 11):<11} {mark} "
             f"r={_num(data.get('reward'), '+.2f', '  —  ')} Σ={_num(data.get('cumulative_reward'), '.2f')} "
-            f"{_tokens(data.get('usage')):>7,} tok {_num(data.get('duration_s'), '5.1f')}s  {one_line(what, 200)}")
+            f"{_tokens(data.get('usage')):>7,} tok {_num(data.get('duration_s'), '5.1f')}s  {tried}"
+            f"{one_line(what, 200)}")
 
 
 def step_row_short(number: int, data: dict[str, Any], error: Optional[str]) -> str:
@@ -91,8 +95,9 @@ def observation_text(observation: Any) -> str:
 
 
 def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_calls: list[dict[str, Any]],
-                children: list[tuple[str, str]]) -> Text:  # fmt: skip
-    """Everything about one step: reply, code, output, REPL variables, sub-calls, child runs and its figures."""
+                children: list[tuple[str, str]], branches: Sequence[dict[str, Any]] = ()) -> Text:  # fmt: skip
+    """Everything about one step: reply, code, output, REPL variables, the candidates it tried (``branches``),
+    sub-calls, child runs and its figures."""
     text = Text()
     text.append(f"Step {number}", style="bold")
     text.append(f"  {clean(data.get('action') or '?')}  ")
@@ -124,6 +129,8 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
                 text.append(f"{clean(var.get('name'))}", style="bold")
                 shown = f" [{size}]" if isinstance(size, int) and size >= 0 else ""
                 text.append(f": {clean(var.get('type'))}{shown} = {one_line(var.get('repr'), 80)}\n")
+    if branches:
+        candidates_text(text, branches)
     if sub_calls:
         _section(text, f"sub-calls ({len(sub_calls)})")
         for call in sub_calls:
@@ -143,3 +150,25 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
         _section(text, "reply")
         text.append(cut(data["reply"]).rstrip("\n") + "\n")
     return text
+
+
+def candidates_text(text: Text, branches: Sequence[dict[str, Any]]) -> None:
+    """The candidates a step tried (``--branch-width``; the ``branch`` events, as ``rlm runs show`` lists them): each
+    one's number, action, score and tokens, the kept one marked, then its code (or reply) and what it printed or
+    its error, one line each."""
+    _section(text, f"candidates ({len(branches)})")
+    for tried in branches:
+        kept = bool(tried.get("chosen"))
+        text.append("▶ " if kept else "  ", style="bold green")
+        text.append(f"{clean(tried.get('candidate', '?'))}. {clean(tried.get('action') or '?')} · score "
+                    f"{_num(tried.get('score'), '+.2f')} · {_num(tried.get('tokens'), ',')} tok",
+                    style="bold" if kept else "")  # fmt: skip
+        if kept:
+            text.append(" · kept", style="bold green")
+        elif tried.get("error"):
+            text.append(" · error", style="red")
+        text.append(f"\n    {one_line(tried.get('code') or tried.get('reply'), 200)}\n", style="cyan")
+        if tried.get("error"):
+            text.append(f"    ✗ {one_line(tried['error'], 200)}\n", style="red")
+        elif tried.get("output"):
+            text.append(f"    → {one_line(tried['output'], 200)}\n", style="dim")

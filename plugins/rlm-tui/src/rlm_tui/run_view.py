@@ -4,7 +4,8 @@ The same view shows a finished run and follows a live one: it reads the trajecto
 ``TrajectoryIndex`` and, until the root run's ``final`` arrives, reads what was appended every tenth of a second
 (the file is flushed after every event, whichever process writes it). Replay keys move the cursor: ``n``/``p``
 next and previous step, ``g`` jump to a step number, ``e`` next error step, ``E`` errors only, ``f`` follow the
-newest step, ``o`` open the step's first child run, ``backspace`` back to the parent run.
+newest step, ``o`` open the step's first child run, ``backspace`` back to the parent run. A step that tried
+several candidates (``--branch-width``) says so in its row and lists them in its detail, the kept one marked.
 """
 
 from __future__ import annotations
@@ -195,7 +196,8 @@ class RunView(Vertical):
         assert self.index is not None
         run_id, i, depth = self.entry(row)
         data = self.index.step(run_id, i)
-        text = step_row(int(data.get("step") or i + 1), data, self.index.step_error(run_id, i))
+        tried = len(self.index.runs[run_id].branches.get(i, ()))
+        text = step_row(int(data.get("step") or i + 1), data, self.index.step_error(run_id, i), tried)
         return text if not depth else "  " * depth + "↳" + text[2 * depth + 1:]
 
     # ------------------------------------------------------------------ drawing
@@ -249,7 +251,7 @@ class RunView(Vertical):
         data = self.index.step(run_id, i)
         children = [(child, self._child_summary(child)) for child in run.children.get(i, [])]
         detail = step_detail(int(data.get("step") or i + 1), data, self.index.step_error(run_id, i),
-                             run.sub_calls.get(i, []), children)  # fmt: skip
+                             run.sub_calls.get(i, []), children, self.index.branches(run_id, i))  # fmt: skip
         if depth:
             detail = Text(f"in child run {clean(run_id)} (o opens it alone)\n", style="dim") + detail
         self.query_one("#detail", Static).update(detail)

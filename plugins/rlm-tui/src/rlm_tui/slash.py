@@ -7,10 +7,12 @@ The seeds' commands, mapped onto the API the CLI uses (the app carries them out)
     /rlm bench report candidate=ID baseline=ID                /rlm replay ID     /rlm doctor
     /rlm abort [ID|all]     /compare A B     /runs     /connect PROVIDER MODEL     /sandbox NAME     /help
     /harness run "task" [workdir=DIR] [key=value…]
+    /leaderboard [runs] [metric=M] [KEY=VALUE…]
 
 ``key=value`` options are run options: a short seed name (``env``, ``steps``, ``depth``, ``cost``) or any
-``RunSettings`` field name; their values are validated by the host (``apply_run_flags``) when the run starts,
-so this module only splits and names them.
+``RunSettings`` field name, kept as typed; the workspace maps them to run options by name and the host validates
+their values when the run starts, naming each as it was typed (``rlm_tui.workspace.merge_options``), so this
+module only splits them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ HELP = """\
 /rlm chat "question" [context=FILE]    one chat turn (turns keep the REPL's variables)
 /rlm bench preset=NAME [limit=N]       run a benchmark preset (F4: presets, progress, leaderboard)
 /rlm bench report candidate=ID baseline=ID   compare two benchmarks
+/leaderboard runs [metric=M] [model=… label=K=V]   saved runs ranked (F4: r runs/benchmarks, m metric)
 /rlm replay ID                         open a saved run (id, prefix or latest)
 /rlm doctor                            what is installed and ready (rlm plugins doctor)
 /harness run "task" [workdir=DIR]      the coding harness over a project folder (default: here; rlm-harness)
@@ -42,7 +45,7 @@ keys: F1 help  F2 runs  F3 live  F4 bench  / or : command line  ctrl+x abort  q 
 
 COMMANDS = ['/rlm run "', "/rlm chat \"", "/rlm bench preset=", "/rlm bench report candidate=", "/rlm replay ",
             "/rlm doctor", "/rlm abort ", '/harness run "', "/compare ", "/connect ", "/sandbox ", "/runs", "/help",
-            "/quit"]  # fmt: skip
+            "/quit", "/leaderboard runs metric="]  # fmt: skip
 
 
 class SlashError(ValueError):
@@ -52,13 +55,14 @@ class SlashError(ValueError):
 @dataclass
 class Slash:
     """One parsed command: ``name`` (``run``, ``chat``, ``harness``, ``bench``, ``bench_report``, ``replay``,
-    ``doctor``, ``abort``, ``compare``, ``connect``, ``sandbox``, ``runs``, ``help``, ``quit``), its words and
-    options."""
+    ``doctor``, ``abort``, ``compare``, ``connect``, ``sandbox``, ``runs``, ``leaderboard``, ``help``, ``quit``),
+    its words and options (keyed as typed: ``steps``, ``max_steps``), a leaderboard's filters (``KEY=VALUE``)."""
 
     name: str
     args: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     context: Optional[str] = None
+    filters: list[str] = field(default_factory=list)
 
 
 def _split(line: str) -> list[str]:
@@ -73,7 +77,6 @@ def _options(words: list[str], allowed: Optional[set[str]] = None) -> tuple[list
     for word in words:
         key, eq, value = word.partition("=")
         if eq and key and key.replace("_", "").isalnum():
-            key = ALIASES.get(key, key)
             if allowed is not None and key not in allowed:
                 raise SlashError(f"unknown option {word.partition('=')[0]}= (here: {', '.join(sorted(allowed))})")
             if value == "":
@@ -115,6 +118,8 @@ def parse(line: str) -> Slash:
         if not rest or rest[0].lower() != "run" or len(args) != 1:
             raise SlashError('usage: /harness run "task in quotes" [workdir=DIR] key=value…')
         return Slash("harness", args, options)
+    if head == "/leaderboard":
+        return _leaderboard(rest)
     if head != "/rlm":
         raise SlashError(f"unknown command {words[0]!r}: /help lists the commands")
     if not rest:
@@ -153,6 +158,36 @@ def parse(line: str) -> Slash:
     raise SlashError(f"unknown /rlm command {sub!r}: run, chat, bench, replay, doctor or abort")
 
 
+def _leaderboard(words: list[str]) -> Slash:
+    """``/leaderboard [benchmarks] [metric=M]`` or ``/leaderboard runs [metric=M] [KEY=VALUE…]`` (the filters of
+    ``rlm runs list --filter``, each kept: ``label=`` may come twice)."""
+    from rlm_host.sdk.embedding import RUN_FILTERS
+
+    from rlm_tui.bench import METRICS, RUN_METRICS
+
+    kind = words[0].lower() if words and "=" not in words[0] else "benchmarks"
+    rest = words[1:] if words and "=" not in words[0] else words
+    if kind not in ("runs", "benchmarks"):
+        raise SlashError("usage: /leaderboard [runs|benchmarks] [metric=M] [KEY=VALUE…]")
+    metrics, keys = (RUN_METRICS, {"metric", "env", *RUN_FILTERS}) if kind == "runs" else (METRICS, {"metric"})
+    options: dict[str, Any] = {}
+    filters = []
+    for word in rest:
+        key, eq, value = word.partition("=")
+        if not eq or key not in keys:
+            raise SlashError(f"unknown option {word!r} for /leaderboard {kind} (here: "
+                             f"{', '.join(k + '=' for k in sorted(keys))})")  # fmt: skip
+        if not value:
+            raise SlashError(f"option {key}= needs a value")
+        if key == "metric":
+            if value not in metrics:
+                raise SlashError(f"unknown metric {value!r} for the {kind}: {', '.join(metrics)}")
+            options["metric"] = value
+        else:
+            filters.append(word)
+    return Slash("leaderboard", [kind], options, filters=filters)
+
+
 def complete(value: str, run_ids: list[str], presets: list[str]) -> Optional[str]:
     """The completion of a partial command line (the whole line), or None."""
     if not value.startswith("/"):
@@ -166,6 +201,10 @@ def complete(value: str, run_ids: list[str], presets: list[str]) -> Optional[str
         pool = run_ids + (["all"] if value.startswith("/rlm abort ") else []) + ["latest"]
     elif last.startswith("preset="):
         pool = [f"preset={name}" for name in presets]
+    elif value.startswith("/leaderboard runs ") and last.startswith("metric="):
+        from rlm_tui.bench import RUN_METRICS
+
+        pool = [f"metric={name}" for name in RUN_METRICS]
     elif value.startswith(("/rlm run ", "/rlm chat ", "/harness run ")) and value.count('"') % 2 == 0 and last:
         pool = RUN_KEYS
     else:

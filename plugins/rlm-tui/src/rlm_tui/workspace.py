@@ -1,8 +1,9 @@
 """What the app does through the host's public API: start runs and chat turns, cancel runs, list saved runs.
 
 A run starts as ``rlm run`` starts one: the command's settings (``CommandServices``) with the options given —
-``/connect`` and ``/sandbox`` choices, then the command line's ``key=value`` — merged by ``apply_run_flags``
-(validated against ``RunSettings``, errors naming the option), then ``RLM(settings=…, home=…).completion`` in a
+``/connect`` and ``/sandbox`` choices, then the command line's ``key=value`` — merged through the host's
+run-option API (``merge_options``: each option mapped to its run option by name and recorded as typed, so a bad
+value's error names ``steps=`` as the user wrote it), then ``RLM(settings=…, home=…).completion`` in a
 worker thread with ``on_event``, so the app learns the run's id from its ``run_start`` and follows the trajectory
 file like any other run's. Cancelling uses the host's registry of active runs (``ActiveRuns``): this user's runs on
 the machine, the same for a run started here and one started by another process in any folder. In a browser
@@ -12,9 +13,10 @@ session (``rlm tui --web``) every choice is checked against the launching user's
 
 from __future__ import annotations
 
+import difflib
 import os
-import re
 import threading
+import typing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,13 +37,47 @@ class OptionError(InputError):
     """A run option the command line gave (or /connect, /sandbox chose) is not valid; the message says which."""
 
 
-def slash_names(message: str) -> str:
-    """``--max-steps: …`` → ``steps=: …``: the host names options by their flags; the command line by key=."""
+def merge_options(loaded: Any, given: dict[str, Any]) -> Any:
+    """``loaded`` (LoadedSettings) with the command line's run options: ``given`` maps each option as it was typed
+    (a short name, ``steps``, or a ``RunSettings`` name, ``max_steps``) to its value as typed.
+
+    Each is mapped to its run option by name (``ALIASES``, else the same name) and merged as the host merges a front
+    door's options, ``LoadedSettings.with_run(values, labels)``, labelled as typed (``steps=``): a bad value's
+    error names it that way (``invalid run option: steps=: …``) and so does the value's provenance, with no
+    rewriting of the host's message. A list or KEY=VALUE option (``labels=k=v,k2=v2``, ``sinks=otel``) adds to the
+    configured values as its flag does, through ``apply_run_flags``: its error is given after what was typed. A
+    name that is no run option is an ``OptionError`` with the nearest names of the command line."""
     from rlm_tui.slash import ALIASES
 
-    short = {value: key for key, value in ALIASES.items()}
-    return re.sub(r"--([a-z][a-z-]*)", lambda m: short.get(m.group(1).replace("-", "_"), m.group(1).replace("-", "_"))
-                  + "=", message)
+    fields = type(loaded.settings.run).model_fields
+    values: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    collections: list[tuple[str, str]] = []
+    for typed, value in given.items():
+        name = ALIASES.get(typed, typed)
+        if name not in fields:
+            near = difflib.get_close_matches(typed, [*ALIASES, *fields], n=3, cutoff=0.5)
+            guess = f" (did you mean {' or '.join(n + '=' for n in near)}?)" if near else ""
+            raise OptionError(f"unknown run option {typed}={guess}", hint="a run option's name (rlm run --help: "
+                              "--max-steps is max_steps=) or a short one: " + ", ".join(f"{s}=" for s in ALIASES)
+                              + " (cost= and tokens= for a budget)")  # fmt: skip
+        if _collection(fields[name].annotation):
+            collections.append((typed, name))
+        else:
+            values[name], labels[name] = value, f"{typed}="
+    merged = loaded.with_run(values, labels)
+    for typed, name in collections:
+        items = tuple(part for part in str(given[typed]).split(",") if part.strip())
+        try:
+            merged = apply_run_flags(merged, {name: items})
+        except RlmError as exc:  # the host names the option by its flag (--label): say first what was typed
+            raise OptionError(f"{typed}={given[typed]}: {exc}", hint=getattr(exc, "hint", None)) from None
+    return merged
+
+
+def _collection(annotation: Any) -> bool:
+    """Whether a run option holds a list or a mapping (``list[str]``, ``Optional[list]``, ``dict[str, str]``)."""
+    return any(typing.get_origin(kind) in (list, dict) for kind in (annotation, *typing.get_args(annotation)))
 
 
 def error_text(exc: BaseException) -> str:
@@ -88,10 +124,7 @@ class Workspace:
             from rlm_host.sdk.embedding import load_settings
 
             settings = self.settings = load_settings()
-        try:
-            merged = apply_run_flags(settings, given) if given else settings
-        except RlmError as exc:  # name the options as they were typed here (steps=), not as flags (--max-steps)
-            raise OptionError(slash_names(str(exc)), hint=slash_names(getattr(exc, "hint", "") or "")) from None
+        merged = merge_options(settings, given) if given else settings
         rlm = RLM(settings=merged, home=self.home, approver=self.approver)
         if self.ceilings is not None:
             self.ceilings.check(settings.settings.run, rlm.loaded.settings.run, rlm.runner.host)
@@ -140,12 +173,16 @@ class Workspace:
             on_finished: Finished) -> threading.Thread:  # fmt: skip
         """One ``/rlm chat`` turn in a thread; the session (REPL variables, history) is kept for the next turn
         unless a context is given (a new conversation); ``options`` apply to this turn."""
-        if options:
-            self.rlm(options)  # validated here: a bad value is a message before the turn starts
+        from rlm_tui.slash import ALIASES
+
+        turn: dict[str, Any] = {}
+        if options:  # validated here (a bad value is a message before the turn starts); the turn gets them merged
+            run = self.rlm(options).loaded.settings.run
+            turn = {name: getattr(run, name) for name in (ALIASES.get(typed, typed) for typed in options)}
         if self.chat is None or context is not None:
             self.chat = self.rlm({}).session(self._context(context))
         session = self.chat
-        return _in_thread(lambda on_event: session.ask(question, on_event=on_event, **options), self.home,
+        return _in_thread(lambda on_event: session.ask(question, on_event=on_event, **turn), self.home,
                           on_started, on_finished, "rlm-tui-chat")  # fmt: skip
 
     def _context(self, value: Optional[str]) -> Any:
