@@ -61,3 +61,17 @@ def test_a_bad_metric_or_filter_is_exit_2(cli, work):
     assert code == 2 and "unknown filter key 'colour'" in err
     code, _, err = cli("runs", "list", "-F", "since=yesterday")
     assert code == 2 and "is not a date" in err
+
+
+def test_a_runs_text_never_drives_the_terminal(cli, work):
+    hostile = "\x1b[2J\x9b31m\x07"
+    (work / "evil.json").write_text(json.dumps({"responses": ["FINAL(x)"]}))
+    code, _, err = cli("run", f"Clear {hostile}", "--model", "scripted:evil.json", "--sandbox", "process",
+                       "--no-nudge-first-answer", "--label", f"team={hostile}", "-q")  # fmt: skip
+    assert code == 0, err
+    code, out, _ = cli("leaderboard", "--runs", "-F", "label=team", "--markdown")
+    assert code == 0 and "Clear " in out and not [c for c in out if c not in "\n\t" and not c.isprintable()], out
+    code, out, _ = cli("leaderboard", "--runs", "-F", "label=team")
+    assert code == 0 and "Clear " in out and not [c for c in out if c not in "\n\t" and not c.isprintable()], out
+    code, out, _ = cli("leaderboard", "--runs", "--json")
+    assert json.loads(out)["rows"][0]["labels"]["team"] == hostile and out.isascii()

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from rlm_bench.leaderboard import LeaderboardError, statistics_block
+from rlm_host.sdk.embedding import terminal_safe
 
 #: metric → True when higher is better
 RUN_METRICS: dict[str, bool] = {"reward": True, "accuracy": True, "tokens": False, "cost": False, "seconds": False,
@@ -106,6 +107,12 @@ def rank_runs(summaries: Sequence[Any], metric: str, score: Callable[[Any], Opti
 
 
 def _cell(name: str, value: Any) -> str:
+    """A value as the table shows it; text from a run (its task, model, labels) with its control characters shown,
+    never sent to the terminal (a run's record is read back from disk: it may be anyone's)."""
+    return terminal_safe(_text(name, value))
+
+
+def _text(name: str, value: Any) -> str:
     if value is None:
         return "-"
     if name == "tokens":
@@ -128,8 +135,9 @@ def render_runs(rows: Sequence[RunRow], metric: str, fmt: str = "table") -> str:
     better = "higher" if RUN_METRICS[name] else "lower"
     if fmt == "json":
         stats = statistics_block(rows, name)  # type: ignore[arg-type]  # rows have metric(), as benchmark rows do
-        return json.dumps({"metric": name, "higher_is_better": RUN_METRICS[name], "rows": [r.to_dict() for r in rows],
-                           "statistics": stats}, indent=2, ensure_ascii=False) + "\n"  # fmt: skip
+        payload = {"metric": name, "higher_is_better": RUN_METRICS[name], "rows": [r.to_dict() for r in rows],
+                   "statistics": stats}
+        return json.dumps(payload, indent=2) + "\n"  # ASCII: no control character of a run reaches the terminal
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=[*COLUMNS, "labels"], lineterminator="\n")
