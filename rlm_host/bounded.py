@@ -9,12 +9,14 @@ child whose parser was subverted can send the parent data, never code. The paren
 raised, or the child crashed); it never holds more than the cap, whatever the input.
 
 The child is forked from the caller when the caller has one thread (≈2 ms). When the caller has other threads (a
-server), a fork could inherit a lock another thread held, so the child is forked instead by this module's own fork
-server: a single-threaded helper process started once (``python -c``, never re-running the caller's main module
-as ``multiprocessing`` would), which imports what callers ask it to preload and forks, per request, a waiter that
-forks the worker; the target is then named by its import path and its arguments must be JSON-able. Either way the
-worker is reaped with ``wait4``: one that died of a signal after growing to near its memory limit is reported as
-the memory limit (a C library that cannot allocate often aborts instead of failing the call).
+server), a fork could inherit a lock another thread held, so the child comes instead from the host's fork server
+(``rlm_host.sandbox.fork_server``, the one that forks the process runtime's workers): a single-threaded template
+started once (``python -I``, never re-running the caller's main module as ``multiprocessing`` would) with this
+file as its script, which imports what callers ask it to preload and forks a child per request; the target is
+then named by its import path and its arguments must be JSON-able (they reach the child on its stdin, never
+through the template). Either way the child is reaped with ``wait4``: one that died of a signal after growing to
+near its memory limit is reported as the memory limit (a C library that cannot allocate often aborts instead of
+failing the call). This file is standard library only: the template runs it.
 """
 
 from __future__ import annotations
@@ -28,21 +30,21 @@ import math
 import os
 import select
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 MB = 1024 * 1024
 #: The child's exit status when it ran out of memory (a ``MemoryError`` it could not even report).
 MEMORY_EXIT = 3
 _READ = 1 << 20
-#: The fork server of this process: (owner pid, process, control socket), started on first need.
-_server: Optional[tuple[int, subprocess.Popen, socket.socket]] = None
-_server_lock = threading.Lock()
+#: The fork server's template: its environment (each child gets the caller's), and how long it may take to answer
+#: (its first answer imports what the request preloads).
+TEMPLATE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+START_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ class ChildFailed(BoundedError):
 
 
 def start_method(method: str = "auto") -> str:
-    """``fork`` when this process has one thread, else ``forkserver`` (this module's fork server); an explicit
+    """``fork`` when this process has one thread, else ``forkserver`` (the host's fork server); an explicit
     method is kept."""
     if method != "auto":
         return method
@@ -126,7 +128,7 @@ def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, 
     status = usage = None
     data = bytearray()
     try:
-        killed = _collect(read_end, None, deadline, limits.output_bytes, data)
+        killed = _collect(read_end, deadline, limits.output_bytes, data)
         while not killed:  # the pipe is closed: the child is ending
             done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
@@ -150,39 +152,49 @@ def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, 
 
 def _run_served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float],
                 preload: list[str]) -> Any:  # fmt: skip
-    request = json.dumps({"target": _reference(target), "args": list(args), "limits": dataclasses.asdict(limits),
-                          "cwd": os.getcwd()})  # the server started elsewhere: a relative path means the caller's
-    read_end, write_end = os.pipe()
-    channel, theirs = socket.socketpair()
+    from rlm_host.sandbox.fork_server import fork_server  # here: the template runs this file (standard library only)
+
+    body = json.dumps({"target": _reference(target), "args": list(args), "limits": dataclasses.asdict(limits),
+                       "path": sys.path}).encode()  # fmt: skip
+    request = {"args": [], "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "preload": preload,
+               "kill_on_close": True}  # the template is in /: a relative path means the caller's folder
+    for attempt in (1, 2):
+        try:
+            child = fork_server(sys.executable, Path(__file__), TEMPLATE_ENV, START_SECONDS).spawn(request, stderr=2)
+            break
+        except OSError:  # the server has gone: start another, once
+            if attempt == 2:
+                raise
+    code = None
     try:
-        with _server_lock:
-            for attempt in (1, 2):
-                try:
-                    socket.send_fds(_control(), [json.dumps(preload).encode()], [theirs.fileno(), write_end])
-                    break
-                except OSError:  # the server has gone: start another, once
-                    if attempt == 2:
-                        raise
-                    _stop_server()
-        theirs.close()
-        os.close(write_end)
-        write_end = -1
-        channel.sendall(request.encode() + b"\n")
+        try:
+            _write_all(child.stdin.fileno(), body)
+        except BrokenPipeError:
+            pass  # it ended before reading: its exit code says how
+        child.stdin.close()
         data = bytearray()
-        killed = _collect(read_end, channel.fileno(), deadline, limits.output_bytes, data)
-        status = {} if killed else _status(channel, deadline)
-        if "error" in status:
-            raise ChildFailed(str(status["error"]))
-        if not killed and "code" not in status:
-            killed = "wall" if deadline is not None and time.monotonic() >= deadline else ""
-        code = status.get("code") if isinstance(status.get("code"), int) else None
-        return _outcome(code, killed, bytes(data), limits, status.get("grown"))
+        killed = _collect(child.stdout.fileno(), deadline, limits.output_bytes, data)
+        if not killed:
+            code = child.server.wait_exit(child.pid, None if deadline is None else max(0.0, deadline - time.monotonic()))
+            killed = "wall" if code is None and deadline is not None and time.monotonic() >= deadline else ""
+        return _outcome(code, killed, bytes(data), limits, child.grown_mb())
     finally:
-        channel.close()  # a worker still running is killed by its waiter
-        theirs.close()
-        os.close(read_end)
-        if write_end >= 0:
-            os.close(write_end)
+        if code is None:
+            child.kill()
+        child.stdin.close()
+        child.stdout.close()
+
+
+def main(argv: list[str]) -> None:
+    """A bounded child of the fork server: the request on stdin (the target's import path, its JSON arguments, the
+    limits, the caller's ``sys.path``), the value sent back on what was stdout (which becomes stderr: a library's
+    prints cannot garble the value)."""
+    result = os.dup(1)
+    os.dup2(2, 1)
+    with os.fdopen(0, "rb") as stdin:
+        request = json.loads(stdin.read())
+    sys.path[:] = request["path"]
+    _child(result, request["target"], tuple(request["args"]), BoundedLimits(**request["limits"]))
 
 
 def _reference(target: Callable[..., Any]) -> str:
@@ -203,161 +215,15 @@ def _resolve(ref: str) -> Any:
     return value
 
 
-def _control() -> socket.socket:
-    """The control socket of this process's fork server, started if need be (the caller holds the lock)."""
-    global _server
-    if _server is not None and (_server[0] != os.getpid() or _server[1].poll() is not None):
-        _stop_server()
-    if _server is None:
-        ours, theirs = socket.socketpair()
-        code = ("import json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
-                "from rlm_host.bounded import _serve; _serve(int(sys.argv[1]))")  # fmt: skip
-        try:
-            process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), json.dumps(sys.path)],
-                                       pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)  # fmt: skip
-        finally:
-            theirs.close()
-        _server = (os.getpid(), process, ours)
-    return _server[2]
-
-
-def _stop_server() -> None:
-    """Forget the fork server (closing its control socket ends it; one inherited from a parent is only closed)."""
-    global _server
-    if _server is not None:
-        _server[2].close()
-        _server = None
-
-
-def _status(channel: socket.socket, deadline: Optional[float]) -> dict[str, Any]:
-    """The waiter's last word: ``{"code", "grown"}`` once the worker is reaped ({} if none came in time)."""
-    line = b""
-    while not line.endswith(b"\n") and len(line) < 4096:
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        channel.settimeout(timeout)
-        try:
-            chunk = channel.recv(4096)
-        except (socket.timeout, OSError):
-            return {}
-        if not chunk:
-            return {}
-        line += chunk
-    try:
-        status = json.loads(line)
-    except ValueError:
-        return {}
-    return status if isinstance(status, dict) else {}
-
-
-def _serve(control_fd: int) -> None:
-    """The fork server's loop: each message on the control socket names modules to import (once) and carries a
-    request's channel and result pipe; a forked waiter serves it. It ends when the host closes the socket."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle; its exit ends this
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
-    control = socket.socket(fileno=control_fd)
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 2)
-        except OSError:
-            return
-        if not message and not fds:
-            return
-        try:
-            names = json.loads(message)
-        except ValueError:
-            names = []
-        for name in names if isinstance(names, list) else []:
-            try:
-                importlib.import_module(str(name))
-            except Exception:  # noqa: BLE001 - a module that cannot be imported is the worker's error to report
-                pass
-        if len(fds) == 2 and os.fork() == 0:
-            code = 1
-            try:
-                control.close()
-                _wait_one(fds[0], fds[1])
-                code = 0
-            finally:
-                os._exit(code)
-        for fd in fds:
-            os.close(fd)
-
-
-def _wait_one(channel_fd: int, result_fd: int) -> None:
-    """A waiter: read the request, fork the worker, and answer with its exit status and growth once it is reaped;
-    if the host closes the channel first (a limit, or it stopped), kill the worker."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    channel = socket.socket(fileno=channel_fd)
-    channel.settimeout(60)
-
-    def answer(message: dict[str, Any]) -> None:
-        channel.sendall(json.dumps(message).encode() + b"\n")
-
-    try:
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = channel.recv(1 << 20)
-            if not chunk:
-                return
-            line += chunk
-        request = json.loads(line)
-        target, args = _resolve(request["target"]), tuple(request["args"])
-        limits = BoundedLimits(**request["limits"])
-    except Exception as exc:  # noqa: BLE001 - told to the host as data
-        answer({"error": f"the fork server could not start the target: {type(exc).__name__}: {exc}"})
-        return
-    at_fork = _resident()
-    pid = os.fork()
-    if pid == 0:
-        channel.close()
-        try:
-            os.chdir(str(request.get("cwd") or "."))  # where the caller is now, as a forked child would be
-        except OSError:
-            pass  # the caller's folder is gone: relative paths fail as they would there
-        _child(result_fd, target, args, limits)
-    os.close(result_fd)
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    poller = select.poll()
-    poller.register(channel.fileno(), select.POLLIN)
-    if pidfd is not None:
-        poller.register(pidfd, select.POLLIN)
-    while True:
-        done, status, usage = os.wait4(pid, os.WNOHANG)
-        if done:
-            answer({"code": os.waitstatus_to_exitcode(status), "grown": max(0, usage.ru_maxrss * 1024 - at_fork) // MB})
-            return
-        if any(fd == channel.fileno() for fd, _ in poller.poll(None if pidfd is not None else 5)):
-            os.kill(pid, signal.SIGKILL)  # the host closed the channel: it wants no more of this worker
-            os.waitpid(pid, 0)
-            return
-
-
-def _collect(fd: int, sentinel: Optional[int], deadline: Optional[float], cap: int, data: bytearray) -> str:
+def _collect(fd: int, deadline: Optional[float], cap: int, data: bytearray) -> str:
     """Read the child's message into ``data`` until it ends; "wall" or "output" when a limit stops it first.
     (``poll``, not ``select``: a long-lived server may hold descriptors past ``FD_SETSIZE``.)"""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
-    if sentinel is not None:
-        poller.register(sentinel, select.POLLIN)
     while True:
         timeout = None if deadline is None else max(0, math.ceil((deadline - time.monotonic()) * 1000))
-        ready = {number for number, _ in poller.poll(timeout)}
-        if not ready:
+        if not poller.poll(timeout):
             return "wall"
-        if fd not in ready:  # the child ended: take what it left in the pipe
-            drain = select.poll()
-            drain.register(fd, select.POLLIN)
-            while drain.poll(0):
-                chunk = os.read(fd, _READ)
-                if not chunk:
-                    break
-                if len(data) + len(chunk) > cap:
-                    return "output"
-                data += chunk
-            return ""
         chunk = os.read(fd, _READ)
         if not chunk:
             return ""
@@ -411,17 +277,18 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _child(fd: int, target: Callable[..., Any], args: tuple, limits: BoundedLimits) -> None:
-    """In the child: limits, the target, its value (or what it raised) as JSON to the pipe ``fd``, then exit at
-    once (the parent's exit handlers never run here)."""
+def _child(fd: int, target: "Callable[..., Any] | str", args: tuple, limits: BoundedLimits) -> None:
+    """In the child: the target (imported first when named by its import path), limits, its value (or what it
+    raised) as JSON to the pipe ``fd``, then exit at once (the parent's exit handlers never run here)."""
     code = 0
     try:
         _reset_signals()
         faulthandler.disable()  # a crash here is reported by the parent, not as a dump of the parent's stack
         gc.freeze()  # the collector skips the inherited heap: traversing it would copy every page it touches
-        _apply(limits)
         try:
-            message: dict[str, Any] = {"ok": target(*args)}
+            function = _resolve(target) if isinstance(target, str) else target  # importing it is not the work
+            _apply(limits)
+            message: dict[str, Any] = {"ok": function(*args)}
         except MemoryError:
             message = {"limit": "memory"}
         except Exception as exc:  # noqa: BLE001 - reported to the parent as data

@@ -10,10 +10,11 @@ that never returns (an abandoned model call) never holds up the process's exit.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from typing import Callable
+
+from rlm_host.process_state import register
 
 IDLE_SECONDS = 30.0
 
@@ -68,5 +69,4 @@ def _after_fork_in_child() -> None:
     _lock, _tasks, _idle = threading.Lock(), queue.SimpleQueue(), 0  # the parent's helpers do not exist here
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+register("helper threads", after_fork_in_child=_after_fork_in_child)

@@ -38,7 +38,8 @@ LAYERS: list[tuple[str, int]] = [
     ("rlm_host.errors", 0), ("rlm_host.components", 0), ("rlm_host.hookspecs", 0), ("rlm_host.text", 0),
     ("rlm_host.results", 0), ("rlm_host.logs", 0), ("rlm_host.tokens", 0), ("rlm_host.signals", 0),
     ("rlm_host.redact", 0), ("rlm_host.price_keys", 0), ("rlm_host.bounded", 0), ("rlm_host.approvals", 0),
-    ("rlm_host.threads", 0),
+    ("rlm_host.threads", 0), ("rlm_host.process_state", 0),
+    ("rlm_host.sandbox.fork_server", 0),  # the host's one fork server: sandbox workers and run_bounded's children
     ("rlm_host.events", 1), ("rlm_host.event_types", 1), ("rlm_host.context", 1), ("rlm_host.config", 1),
     ("rlm_host.llm.protocol", 2), ("rlm_host.sandbox.protocol", 2),
     ("rlm_host.environments.protocol", 3), ("rlm_host.environments.kit", 3), ("rlm_host.environments.repl", 3),

@@ -23,6 +23,7 @@ from typing import Callable, Optional, Sequence, Union
 from rlm_host import logs
 from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import EVENT_TYPES, EventBus, RunEvent, Sink
+from rlm_host.process_state import register
 from rlm_host.threads import run_in_thread
 
 #: Events a sink may fall behind before it is disabled (a run emits a few per step).
@@ -232,7 +233,9 @@ class SinkDelivery:
         with _pending_lock:  # a long-lived process (a server, chat) keeps only the deliveries still going
             _pending[:] = [d for d in _pending if not d.is_set()]
             _pending.append(delivered)
-        _wait_at_exit()
+        # at exit, wait for them: registered now, after the sinks' libraries registered their own exit handlers,
+        # so that this runs before those do
+        register("sink delivery", at_exit=wait_for_sinks)
         run_in_thread(deliver, "rlm-sink-delivery")
 
     def _disabled(self, name: str, reason: str, event: Optional[RunEvent]) -> None:
@@ -246,7 +249,6 @@ class SinkDelivery:
 
 _pending: list[threading.Event] = []  # one per delivery in flight, set once it is done
 _pending_lock = threading.Lock()
-_exit_hook = False
 
 
 def wait_for_sinks(timeout: Optional[float] = None) -> bool:
@@ -271,10 +273,9 @@ def wait_for_sinks(timeout: Optional[float] = None) -> bool:
         return not _pending
 
 
-def _wait_at_exit() -> None:
-    global _exit_hook
-    if not _exit_hook:
-        import atexit
+def _after_fork_in_child() -> None:
+    global _starting, _pending, _pending_lock
+    _starting, _pending, _pending_lock = threading.Lock(), [], threading.Lock()  # the parent's deliveries are its own
 
-        _exit_hook = True
-        atexit.register(wait_for_sinks)
+
+register("sink delivery", after_fork_in_child=_after_fork_in_child)

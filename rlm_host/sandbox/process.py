@@ -195,8 +195,8 @@ class ProcessSandbox(WorkerSession):
         if self.settings.fork_server and next(_launched):  # the first worker of a process starts on its own
             try:
                 server_env = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
-                server = fork_server(python, server_env, self.settings.start_timeout)
-                return _ProcessChannel(server.spawn(args, cwd, env))
+                server = fork_server(python, WORKER_SCRIPT, server_env, self.settings.start_timeout)
+                return _ProcessChannel(server.spawn({"cwd": cwd, "env": env, "args": args}))
             except OSError:
                 pass  # no fork server here (or it ended): start the worker as a process of its own
         argv = [python, "-I", "-u", str(WORKER_SCRIPT), *args]

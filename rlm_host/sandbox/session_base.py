@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import keyword
+import os
 import threading
 import time
 import weakref
@@ -29,6 +30,11 @@ RESERVED = frozenset({"FINAL", "FINAL_VAR", "SUBMIT", "SHOW_VARS"})
 INTERRUPTED = "the host was interrupted while the sandbox was busy, and the sandbox was stopped"
 
 
+def _release_in(owner: int, release: Callable[[], None]) -> None:
+    if os.getpid() == owner:
+        release()
+
+
 def check_name(name: str) -> None:
     """A host-provided name must be a plain identifier that does not shadow a REPL builtin."""
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_") or keyword.iskeyword(name):
@@ -41,7 +47,8 @@ class SessionBase:
     """A persistent REPL session's lifecycle and bookkeeping; subclasses run the code (see the hooks).
 
     ``release`` frees the runtime's resources (worker, pool, directories): it is called once, by ``shutdown``
-    or when the session is garbage-collected, so it must not refer to the session itself.
+    or when the session is garbage-collected, so it must not refer to the session itself; and only in the
+    process that made the session (a forked child's copy, collected or finalized at its exit, frees nothing).
     """
 
     info: SandboxInfo
@@ -52,7 +59,7 @@ class SessionBase:
         self.limits = limits or SandboxLimits()
         self._host_vars: dict[str, Any] = {}
         self._functions: dict[str, HostFunction] = {}
-        self._finalizer = weakref.finalize(self, release)
+        self._finalizer = weakref.finalize(self, _release_in, os.getpid(), release)
         self._lock = threading.RLock()
         self._calling_thread: int | None = None  # set while a host function runs
         self._unreported: str | None = None  # a restart the model has not been told about yet

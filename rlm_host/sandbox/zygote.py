@@ -1,15 +1,20 @@
-"""The process runtime's fork server: a pristine worker template that forks one fresh worker per session.
+"""The host's fork server: a pristine template process that forks one fresh child per request.
 
-Run by the host as ``python -I -u zygote.py FD`` (standard library only; FD is a Unix socket to the host). It
-imports ``worker.py`` (next to it) once and then waits. For each request, a JSON line ``{"cwd", "env", "args"}``
-sent with the three ends of the worker's stdin, stdout and stderr pipes, it forks: the child starts a new session,
-takes the pipes as fds 0-2, the request's working directory and environment, and runs ``worker.main(args)``, as
-``python -I -u worker.py ARGS`` would, without starting an interpreter (≈ 1 ms instead of ≈ 20 ms of CPU). The
-template holds nothing of any session: it never runs user code, and each worker is a fresh fork of it.
+Run by the host as ``python -I -u zygote.py FD SCRIPT`` (standard library only; FD is a Unix socket to the host,
+SCRIPT a standard-library-only module with a ``main(args)``: the process runtime's ``worker.py``, or
+``rlm_host/bounded.py`` for bounded children of threaded callers). It imports SCRIPT once and then waits. For each
+request, a JSON line ``{"cwd", "env", "args"}`` sent with three file descriptors (the child's stdin, stdout and
+stderr), it forks: the child starts a new session, takes the descriptors as fds 0-2, the request's working
+directory and environment, and runs ``main(args)``, as ``python -I -u SCRIPT ARGS`` would, without starting an
+interpreter (≈ 1 ms instead of ≈ 20 ms of CPU). The template never runs user code or reads untrusted bytes: each
+child is a fresh fork of it. A request may also name modules to ``preload`` (found on ``path``), which the
+template imports once before it forks, so that later children start with them (the host's own trusted code:
+document parsers), and ask to be killed when the host goes (``kill_on_close``).
 
-Replies, JSON lines on the socket: ``{"pid": n}`` for each request (or ``{"error": text}``), and
-``{"exited": pid, "code": c}`` when a worker ends (``c`` as ``Popen.returncode``: negative for a signal), since
-only this process can reap them. It exits when the host closes the socket.
+Replies, JSON lines on the socket: ``{"pid": n}`` for each request (or ``{"error": text}``), and ``{"exited": pid,
+"code": c, "grown": mb}`` when a child ends (``c`` as ``Popen.returncode``: negative for a signal; ``grown``: how
+far its peak resident memory went past what it started with), since only this process can reap them. It exits
+when the host closes the socket.
 """
 
 import gc
@@ -22,28 +27,36 @@ import signal
 import socket
 import sys
 
+MB = 1024 * 1024
 
-def _load_worker():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
-    spec = importlib.util.spec_from_file_location("rlm_sandbox_worker", path)
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location("rlm_forked_" + os.path.basename(path)[:-3], path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
-def _code(status):
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+def _resident():
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
-def _reap(channel):
+def _reap(channel, live):
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
-        _send(channel, {"exited": pid, "code": _code(status)})
+        at_fork, _ = live.pop(pid, (0, False))
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        _send(channel, {"exited": pid, "code": code, "grown": max(0, usage.ru_maxrss * 1024 - at_fork) // MB})
 
 
 def _send(channel, message):
@@ -64,8 +77,17 @@ def _read_request(channel):
     return data, fds
 
 
-def _become_worker(worker, channel, request, fds, wakeup):
-    """In the forked child: the session's worker (never returns)."""
+def _preload(request):
+    sys.path[:0] = [entry for entry in request.get("path", ()) if entry not in sys.path]
+    for name in request.get("preload", ()):
+        try:
+            importlib.import_module(str(name))
+        except Exception:  # noqa: BLE001 - a module that cannot be imported is the child's error to report
+            pass
+
+
+def _become_child(main, channel, request, fds, wakeup):
+    """In the forked child: ``main(args)`` with the request's descriptors, folder and environment (never returns)."""
     code = 1
     try:
         channel.close()
@@ -82,9 +104,9 @@ def _become_worker(worker, channel, request, fds, wakeup):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        worker.main(request["args"])
+        main(request["args"])
         code = 0
-    except BaseException:  # told on the worker's stderr (fd 2 is the host's pipe once dup2 has run)
+    except BaseException:  # told on the child's stderr (fd 2 is the host's once dup2 has run)
         import traceback
 
         traceback.print_exc()
@@ -93,28 +115,38 @@ def _become_worker(worker, channel, request, fds, wakeup):
         os._exit(code)
 
 
-#: Modules a worker imports when it starts (``worker.main``) or often right after: imported once, here.
+#: Modules a child imports when it starts (``main``) or often right after: imported once, here.
 PRELOADED = ("faulthandler", "resource", "select", "re", "json", "math", "collections", "itertools", "functools",
              "ctypes")
 
 
-def serve(fd):
-    worker = _load_worker()
+def serve(fd, script):
+    main = _load(script).main
     for name in PRELOADED:
         try:
             importlib.import_module(name)
         except ImportError:
             pass
-    # the template's objects move to the permanent generation: a worker's garbage collections never walk them,
+    # the template's objects move to the permanent generation: a child's garbage collections never walk them,
     # so its pages stay shared with the template instead of being copied by the collector's reference counting
     gc.collect()
     gc.freeze()
     channel = socket.socket(fileno=fd)
-    wakeup = os.pipe()  # a byte arrives here when a worker ends (SIGCHLD), so it is reaped and reported at once
+    live = {}  # pid -> (resident bytes at the fork, kill it when the host goes)
+    wakeup = os.pipe()  # a byte arrives here when a child ends (SIGCHLD), so it is reaped and reported at once
     for end in wakeup:
         os.set_blocking(end, False)
     signal.set_wakeup_fd(wakeup[1])
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    try:
+        _serve_requests(main, channel, live, wakeup)
+    finally:
+        for pid, (_, kill) in live.items():
+            if kill:
+                os.kill(pid, signal.SIGKILL)
+
+
+def _serve_requests(main, channel, live, wakeup):
     while True:
         try:
             ready, _, _ = select.select([channel, wakeup[0]], [], [])
@@ -126,7 +158,7 @@ def serve(fd):
                     pass
             except BlockingIOError:
                 pass
-            _reap(channel)
+            _reap(channel, live)
         if channel not in ready:
             continue
         try:
@@ -144,6 +176,8 @@ def serve(fd):
                 os.close(fd)
             _send(channel, {"error": str(exc)})
             continue
+        _preload(request)
+        at_fork = _resident()
         try:
             pid = os.fork()
         except OSError as exc:
@@ -152,12 +186,13 @@ def serve(fd):
             _send(channel, {"error": f"fork failed: {exc}"})
             continue
         if pid == 0:
-            _become_worker(worker, channel, request, fds, wakeup)
+            _become_child(main, channel, request, fds, wakeup)
+        live[pid] = (at_fork, bool(request.get("kill_on_close")))
         for fd in fds:
             os.close(fd)
         _send(channel, {"pid": pid})
-        _reap(channel)
+        _reap(channel, live)
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2])

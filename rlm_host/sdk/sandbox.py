@@ -7,12 +7,14 @@ interpreter on ``Capture`` and ``to_jsonable``. ``run_command`` / ``run_in_sessi
 session (``PYTHON`` is its interpreter). A runtime given a project folder (``workspace=True``) keeps its
 metadata read-only and never follows a link: the workspace names below do that, and environments that edit a
 project use them too. ``run_in_thread`` runs a runtime's helper (a step timer, an output reader) on a reused
-daemon thread.
+daemon thread; ``register_process_state`` is where a runtime's process-wide state (a pool of workers) says what a
+forked child resets and what the process releases at exit.
 
 Reference plugins to copy: ``plugins/rlm-sandbox-docker`` (a worker in a container),
 ``plugins/rlm-sandbox-monty`` (an in-process interpreter). Contract suite: ``rlm_host.testing.SandboxContract``.
 """
 
+from rlm_host.process_state import register as register_process_state
 from rlm_host.results import ExecResult, FinalSignal
 from rlm_host.sandbox.channel import Channel
 from rlm_host.sandbox.commands import PYTHON, CommandResult, run_command, run_in_session
@@ -40,6 +42,6 @@ __all__ = [
     # a project folder the model edits: metadata read-only, writes that never follow a link, the after-step sweep
     "WorkspaceRefused", "check_workspace_write", "open_in_workspace", "remove_in_workspace", "workspace_metadata",
     "sweep_workspace",
-    # a helper thread (reused across sessions)
-    "run_in_thread",
+    # a helper thread (reused across sessions); process-wide state (what a forked child resets, what exit releases)
+    "run_in_thread", "register_process_state",
 ]  # fmt: skip

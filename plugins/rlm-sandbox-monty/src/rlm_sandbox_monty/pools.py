@@ -9,15 +9,15 @@ that no sandbox holds is closed ``LINGER`` seconds later, so back-to-back runs r
 (chat, the MCP server) gives its idle workers back.
 
 A forked child (``rlm bench run`` worker processes) never uses or closes its parent's pools: they are set aside
-at the fork and the child starts its own.
+at the fork and the child starts its own (both rules registered with the host's ``register_process_state``).
 """
 
 from __future__ import annotations
 
-import atexit
-import os
 import threading
 from typing import Any, Hashable
+
+from rlm_host.sdk.sandbox import register_process_state
 
 LINGER = 5.0  # seconds an unheld pool stays open for the next sandbox
 RECYCLE_AFTER = 200  # sessions a worker serves before the pool replaces it
@@ -112,6 +112,4 @@ def _after_fork_in_child() -> None:
     _pools.clear()
 
 
-atexit.register(close_all)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+register_process_state("monty pools", after_fork_in_child=_after_fork_in_child, at_exit=close_all)
