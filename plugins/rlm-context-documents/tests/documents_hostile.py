@@ -4,14 +4,17 @@ and declares or expands to far more work than its size."""
 from __future__ import annotations
 
 import io
+import os
+import signal
 import struct
+import time
 import zipfile
 from pathlib import Path
 
 import docx
-import openpyxl
 
 from rlm_context_documents import testing as samples
+from rlm_context_documents.web import HtmlLoader
 
 OPF = "http://www.idpf.org/2007/opf"
 
@@ -191,3 +194,42 @@ def declare_size(data: bytes, name: str, size: int) -> bytes:
             struct.pack_into("<I", out, directory + 24, size)
         directory += 46 + length + extra + comment
     return bytes(out)
+
+
+# -- readers that break each limit: importable by name, as a bounded child may import its target ------------------
+
+
+class Sleeper(HtmlLoader):
+    def extract(self, path):
+        time.sleep(60)
+        yield "", "never"
+
+
+class Spinner(HtmlLoader):
+    def extract(self, path):
+        while True:
+            pass
+        yield "", "never"
+
+
+class Glutton(HtmlLoader):
+    def extract(self, path):
+        hoard = [bytearray(1 << 20) for _ in range(4096)]
+        yield "", str(len(hoard))
+
+
+class Crasher(HtmlLoader):
+    def extract(self, path):
+        os.kill(os.getpid(), signal.SIGSEGV)
+        yield "", "never"
+
+
+class Thrower(HtmlLoader):
+    def extract(self, path):
+        raise RecursionError("maximum recursion depth exceeded")
+        yield "", "never"
+
+
+def large(size: int) -> str:
+    """A result larger than a small output cap."""
+    return "x" * size

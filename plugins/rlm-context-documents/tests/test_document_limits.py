@@ -6,10 +6,8 @@ drive the work, and a cache entry this user did not sign is never read."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import resource
-import signal
 import threading
 import time
 import zipfile
@@ -203,43 +201,12 @@ def test_a_deck_listing_one_slide_twice_reads_it_once(tmp_path):
 # -- the limits themselves -----------------------------------------------------------------------------------------
 
 
-class Sleeper(HtmlLoader):
-    def extract(self, path):
-        time.sleep(60)
-        yield "", "never"
-
-
-class Spinner(HtmlLoader):
-    def extract(self, path):
-        while True:
-            pass
-        yield "", "never"
-
-
-class Glutton(HtmlLoader):
-    def extract(self, path):
-        hoard = [bytearray(1 << 20) for _ in range(4096)]
-        yield "", str(len(hoard))
-
-
-class Crasher(HtmlLoader):
-    def extract(self, path):
-        os.kill(os.getpid(), signal.SIGSEGV)
-        yield "", "never"
-
-
-class Thrower(HtmlLoader):
-    def extract(self, path):
-        raise RecursionError("maximum recursion depth exceeded")
-        yield "", "never"
-
-
 @pytest.mark.parametrize("cls, settings, expected", [
-    (Sleeper, {"wall_seconds": 1}, "reading it stopped at the time limit (wall_seconds = 1): it did not finish"),
-    (Spinner, {"cpu_seconds": 1}, "reading it stopped at the CPU-time limit (cpu_seconds = 1)"),
-    (Glutton, {"memory_mb": 64}, "reading it stopped at the memory limit (memory_mb = 64)"),
-    (Crasher, {}, "the HTML reader crashed (SIGSEGV)"),
-    (Thrower, {}, "not a readable HTML file (damaged, truncated, or another format): its structure is nested"),
+    (hostile.Sleeper, {"wall_seconds": 1}, "reading it stopped at the time limit (wall_seconds = 1): it did not finish"),
+    (hostile.Spinner, {"cpu_seconds": 1}, "reading it stopped at the CPU-time limit (cpu_seconds = 1)"),
+    (hostile.Glutton, {"memory_mb": 64}, "reading it stopped at the memory limit (memory_mb = 64)"),
+    (hostile.Crasher, {}, "the HTML reader crashed (SIGSEGV)"),
+    (hostile.Thrower, {}, "not a readable HTML file (damaged, truncated, or another format): its structure is nested"),
 ])  # fmt: skip
 def test_each_limit_is_one_error_naming_it(tmp_path, mode, cls, settings, expected):
     path = samples.write_html(tmp_path / "page.html", FACT)
@@ -260,16 +227,12 @@ def test_output_caps(tmp_path, settings, expected):
     assert expected in raised.value.message and list(settings)[0] in raised.value.hint
 
 
-def _large(size: int) -> str:
-    return "x" * size
-
-
 def test_the_parent_reads_no_more_than_the_output_cap(mode):
     limits = BoundedLimits(output_bytes=10_000)
     with pytest.raises(LimitExceeded) as raised:
-        run_bounded(_large, 1_000_000, limits=limits)
+        run_bounded(hostile.large, 1_000_000, limits=limits)
     assert raised.value.limit == "output"
-    assert run_bounded(_large, 10, limits=limits) == "x" * 10
+    assert run_bounded(hostile.large, 10, limits=limits) == "x" * 10
 
 
 def test_a_threaded_host_uses_a_forkserver(tmp_path):
