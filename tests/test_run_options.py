@@ -129,7 +129,8 @@ def test_provenance_names_the_flag_a_value_came_from(rlm, isolated_env):
 
 
 def test_rlm_run_reaches_the_model_through_the_public_api_in_at_most_10_calls(tmp_path, monkeypatch):
-    """From the ``rlm run`` command to the model connector: the CLI is a thin client of ``RLM``. The connector
+    """From the ``rlm run`` command (its ``run_and_show``, which every run command shares) to the model connector:
+    the CLI is a thin client of ``RLM``. The connector
     itself is called from a thread of ``Budget.unless_cancelled`` (so a cancelled run abandons the call): the chain
     is counted to that hop, plus the one call in the thread."""
     from rlm_host.engine.budget import Budget
@@ -139,7 +140,7 @@ def test_rlm_run_reaches_the_model_through_the_public_api_in_at_most_10_calls(tm
 
     def unless_cancelled(self, call):
         frames = traceback.extract_stack()
-        start = next(i for i, f in enumerate(frames) if f.name == "run_task" and f.filename.endswith("run_cmd.py"))
+        start = next(i for i, f in enumerate(frames) if f.name == "run_and_show" and f.filename.endswith("run_cmd.py"))
         chains.append([f"{Path(f.filename).stem}.{f.name}" for f in frames[start:]] + ["connector.complete"])
         return original(self, call)
 

@@ -88,15 +88,18 @@ class LiveView:
             elif observation.get("tool") and "args" in observation:
                 args = json.dumps(observation["args"], ensure_ascii=False, default=str)
                 self._print(f"{indent}  │ {observation['tool']}({clip(args, OUTPUT_CHARS // 3)})", "dim")
-            if isinstance(observation.get("output"), str):
-                self._show_output(observation["output"], indent)
             detail = next((f"{key}: {observation[key]}" for key in ("path", "command", "pattern")
                            if isinstance(observation.get(key), str)), None)  # a tool-protocol step (the harness)
             if detail and not data.get("code"):
                 self._print(f"{indent}  │ {clip(detail, OUTPUT_CHARS // 3)}", "dim")
-            if observation.get("error") and observation.get("success") is False:
-                mark = "refused" if observation.get("refused") else "✗"
-                self._print(f"{indent}  {mark} {error_summary(str(observation['error']))}", "red")
+            for key in ("output", "stdout", "content"):  # what the tool gave back: a command's, a file's, a server's
+                if isinstance(observation.get(key), str):
+                    self._show_output(observation[key], indent)
+                    break
+            if observation.get("success") is False:
+                why = observation.get("error") or observation.get("stderr") or (
+                    f"exit code {observation['exit_code']}" if observation.get("exit_code") is not None else "failed")
+                self._print(f"{indent}  ✗ {error_summary(str(why))}", "red")  # a refusal says "refused: …" itself
         if isinstance(observation.get("final_rejected"), str):  # an answer the run's output type refused
             for line in observation["final_rejected"].splitlines()[:5]:
                 self._print(f"{indent}  ✗ not the required type: {clip(line, OUTPUT_CHARS // 3)}", "red")
@@ -107,8 +110,9 @@ class LiveView:
                         f"{tried.get('score', 0):+.2f}" + (f" · {result}" if result else ""),
                         "green" if tried.get("chosen") else "dim")  # fmt: skip
         self._flush_sub_calls(event.run_id, indent)
-        for note in data.get("observation", {}).get("notes", []):
-            self._print(f"{indent}  ! {note}", "yellow")
+        for note in observation.get("notes", []):
+            if note != observation.get("error"):  # a refusal is its error and its note: said once
+                self._print(f"{indent}  ! {note}", "yellow")
 
     def _show_code(self, code: str, indent: str) -> None:
         """A step's code, its first ``CODE_LINES`` lines."""
