@@ -4,7 +4,7 @@ The root holds what every plugin and every program needs — ``from rlm_host imp
 ConfigError, ProviderServices, RunResult, RLM`` — the registration records, ``hookimpl``, the errors, the
 services a factory is given, the run's results and events, and the front door (``RLM``). What one kind of
 plugin builds on is in its kit, a documented module with its own ``__all__``: ``rlm_host.sdk.models``,
-``.sandbox``, ``.context``, ``.environments``, ``.frameworks``, ``.observability``, ``.embedding`` (see
+``.sandbox``, ``.context``, ``.environments``, ``.frameworks``, ``.observability``, ``.embedding``, ``.commands`` (see
 ``rlm_host.sdk``). Test helpers and the contract suites are in ``rlm_host.testing``. Nothing else of the host is
 public: its modules may move between releases, these names do not.
 

@@ -28,7 +28,7 @@ HOST = REPO / "rlm_host"
 PLUGIN_SOURCES = sorted((REPO / "plugins").glob("*/src/**/*.py"))
 PLUGIN_TESTS = sorted((REPO / "plugins").glob("*/tests/**/*.py"))
 TEST_PLUGINS = sorted((REPO / "tests" / "plugins").glob("*/src/**/*.py"))
-KITS = ["models", "sandbox", "context", "environments", "frameworks", "observability", "embedding"]
+KITS = ["models", "sandbox", "context", "environments", "frameworks", "observability", "embedding", "commands"]
 #: Plugin files that still use the root's deprecated names (resolved by ``rlm_host.__getattr__``, in no
 #: ``__all__``): being rewritten by their owners. Strict: a file that is fixed must leave this list.
 STILL_ON_OLD_NAMES: set[str] = set()

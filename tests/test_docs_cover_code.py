@@ -68,7 +68,7 @@ def kit_sections(page: str) -> dict[str, str]:
 
 def test_the_kits_are_the_sdk_modules():
     assert KITS == sorted(["models", "sandbox", "context", "environments", "frameworks", "observability",
-                           "embedding"])  # fmt: skip
+                           "embedding", "commands"])  # fmt: skip
 
 
 @pytest.mark.parametrize("kit", KITS)

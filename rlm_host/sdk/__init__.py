@@ -15,6 +15,7 @@ kit                                for
 ``rlm_host.sdk.frameworks``        frameworks: the contract, the sandbox as tools, tool calls as text
 ``rlm_host.sdk.observability``     sinks: the sink protocol and the span tree of a run
 ``rlm_host.sdk.embedding``         programs and commands that run rlm: ``RLM``, the runner, settings, run store
+``rlm_host.sdk.commands``          plugin commands: ``rlm run``'s own command, run options as flags, the terminal
 =================================  ======================================================================
 
 Test helpers and the contract suites are in ``rlm_host.testing``.

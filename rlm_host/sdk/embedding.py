@@ -1,32 +1,26 @@
 """The embedding kit: for programs that run rlm (and plugin commands that run it: a benchmark, an MCP server).
 
 ``RLM`` is the front door (``RLM(model=...).completion(context, query)``, ``acompletion``, ``stream``,
-``astream``, ``session`` → ``ChatSession``; also in the root). Below it, ``RLMRunner`` runs a task with given plugins and settings (``load_settings`` →
-``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run tree's limits (shareable between
-runs), ``VariableCarrier`` the REPL variables a front door keeps from one run to the next
-(``RLM.completion(..., carry=)``), ``RunStore`` reads the recorded runs of a home (``select_runs`` filters
-their summaries as ``rlm runs list --filter`` does), ``Replay`` walks one run tree (what an exporter,
-``rlm_register_exporters``, writes out), ``ActiveRuns()`` lists this user's runs in progress on this machine, whatever
-folder they run in, and cancels one or all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where two runs' steps first
-diverge and the deltas of their outcomes (``rlm runs compare``; ``render_comparison`` prints it). A plugin's own sub-command gets its settings from
-``rlm_host.CommandServices.of(ctx)``, not by loading them again; a command that offers run options declares them
-with ``run_option("max_steps")`` (flag, help and default from the one declaration, ``RunSettings``) and merges
-what the user gave with ``apply_run_flags(settings, {"max_steps": value})`` (errors and provenance name the flag);
-a front door speaking JSON Schema types its parameters with ``run_option_type("max_steps")`` (the MCP tool). A
-command reading a settings-like file the user names (a sweep file) screens it as a project file is screened:
-``is_trusted(path, table, environ)`` (``rlm config trust PATH``), ``risk_of("run.base_url", value, folder)``.
-What such a command writes or prints is masked like everything rlm writes (``redact_data``: registered keys, a URL's
-password as ``user:***@host``), and its one-line notices to the person go through ``say`` (JSON with ``--log-json``).
+``astream``, ``session`` → ``ChatSession``; also in the root). Below it, ``RLMRunner`` runs a task with given plugins
+and settings (``load_settings`` → ``LoadedSettings``; ``PluginHost`` the installed plugins), ``Budget`` is a run
+tree's limits (shareable between runs), ``VariableCarrier`` the REPL variables a front door keeps from one run to
+the next (``RLM.completion(..., carry=)``), ``RunStore`` reads the recorded runs of a home (``select_runs`` filters
+their summaries by the ``RUN_FILTERS`` keys as ``rlm runs list --filter`` does; ``parse_moment`` reads a ``since``
+/ ``until`` date), ``Replay`` walks one run tree (what an exporter, ``rlm_register_exporters``, writes out),
+``ActiveRuns()`` lists this user's runs in progress on this machine, whatever folder they run in, and cancels one or
+all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where
+two runs' steps first diverge and the deltas of their outcomes (``rlm runs compare``; ``render_comparison`` prints
+it). A command reading a settings-like file the user names (a sweep file) screens it as a project file is screened:
+``is_trusted(path, table, environ)`` (``rlm config trust PATH``), ``risk_of("run.base_url", value, folder)``. What
+such a command writes is masked like everything rlm writes (``redact_data``: registered keys, a URL's password as
+``user:***@host``). The command side — run options as flags, ``rlm run``'s own command, the terminal — is the
+commands kit, ``rlm_host.sdk.commands``.
 
 Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and ``RunStore``),
 ``plugins/rlm-bench`` (benchmarks over ``RLMRunner``).
 """
 
 from rlm_host.api.client import RLM, RunStream
-from rlm_host.cli.run_flags import apply as apply_run_flags
-from rlm_host.cli.run_flags import run_option
-from rlm_host.cli.run_cmd import run_command
-from rlm_host.config.run_options import run_option_type
 from rlm_host.config.trust import is_trusted, risk_of
 from rlm_host.api.session import ChatSession
 from rlm_host.config import LoadedSettings, load_settings
@@ -35,18 +29,12 @@ from rlm_host.engine.carry import VariableCarrier
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.plugins.host import PluginHost
 from rlm_host.trajectory.compare import compare_runs, render_comparison
-from rlm_host.cli.approve_prompt import TerminalApprover
-from rlm_host.llm.loopback import is_loopback_host
-from rlm_host.text import terminal_safe
-from rlm_host.logs import say
 from rlm_host.redact import MASK, redact_data
 from rlm_host.trajectory.active import ActiveRun, ActiveRuns
 from rlm_host.trajectory.store import RUN_FILTERS, RunStore, parse_moment, select_runs
 from rlm_host.trajectory.tree import Replay
 
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "VariableCarrier", "load_settings",
-           "LoadedSettings",
-           "PluginHost", "RunStore", "select_runs", "RUN_FILTERS", "parse_moment", "Replay", "run_option",
-           "apply_run_flags", "run_command",
-           "run_option_type", "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns",
-           "ActiveRun", "is_loopback_host", "TerminalApprover", "terminal_safe", "say", "redact_data", "MASK"]  # fmt: skip
+           "LoadedSettings", "PluginHost", "RunStore", "select_runs", "RUN_FILTERS", "parse_moment", "Replay",
+           "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns", "ActiveRun", "redact_data",
+           "MASK"]  # fmt: skip

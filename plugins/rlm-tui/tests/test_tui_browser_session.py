@@ -17,7 +17,8 @@ from rlm_tui.workspace import Workspace
 
 def user_settings(work, **chosen):
     """The settings ``rlm tui --web`` was launched with (as flags of the launching user)."""
-    from rlm_host.sdk.embedding import apply_run_flags, load_settings
+    from rlm_host.sdk.embedding import load_settings
+    from rlm_host.sdk.commands import apply_run_flags
 
     return apply_run_flags(load_settings(), chosen)
 

@@ -10,7 +10,8 @@ from typing import Any, List, Optional
 import typer
 
 from rlm_host import CommandServices, ConfigError, InputError, RlmError
-from rlm_host.sdk.embedding import RLMRunner, apply_run_flags, run_option
+from rlm_host.sdk.embedding import RLMRunner
+from rlm_host.sdk.commands import apply_run_flags, run_option
 from rlm_host.sdk.models import resolve_connector
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)

@@ -32,7 +32,7 @@ def refused(asks: Iterable[tuple[str, str, Any]], project: Path, host: Any) -> l
 
 def warn(path: Path, ignored: list[Refused]) -> None:
     """The one warning a record gets, in the form an untrusted project file's has."""
-    from rlm_host.sdk.embedding import say
+    from rlm_host.sdk.commands import say
 
     items = "; ".join(f"{name} = {repr(value)[:120]} ({why})" for name, value, why in ignored)
     say(f"warning: {path} was not written by your rlm (it carries no valid signature of yours), so these "

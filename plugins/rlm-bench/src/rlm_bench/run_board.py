@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from rlm_bench.leaderboard import LeaderboardError, statistics_block
-from rlm_host.sdk.embedding import terminal_safe
+from rlm_host.sdk.commands import terminal_safe
 
 #: metric → True when higher is better
 RUN_METRICS: dict[str, bool] = {"reward": True, "accuracy": True, "tokens": False, "cost": False, "seconds": False,

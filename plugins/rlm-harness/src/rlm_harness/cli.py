@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rlm_host.sdk.embedding import run_command as run_command_of
-from rlm_host.sdk.embedding import terminal_safe
+from rlm_host.sdk.commands import run_command as run_command_of
+from rlm_host.sdk.commands import terminal_safe
 from typer.core import TyperOption
 
 app = typer.Typer(help="A coding agent over a project folder with MCP tools and approvals.", rich_markup_mode=None,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rlm_host.sdk.embedding import apply_run_flags, run_option
+from rlm_host.sdk.commands import apply_run_flags, run_option
 
 app = typer.Typer(help="An MCP server exposing rlm runs, saved runs and benchmarks as tools.",
                   rich_markup_mode=None, add_completion=False, no_args_is_help=True)  # fmt: skip

@@ -4,7 +4,7 @@ is set when its client's connection closes (the SDK does not stop a tool when an
 from __future__ import annotations
 
 import hmac
-from rlm_host.sdk.embedding import is_loopback_host
+from rlm_host.sdk.commands import is_loopback_host
 import json
 import threading
 from typing import Any, Awaitable, Callable

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from rlm_host import RLM, RlmError
-from rlm_host.sdk.embedding import run_option_type
+from rlm_host.sdk.commands import run_option_type
 
 from rlm_mcp import bench, runs
 from rlm_mcp.ceilings import CeilingError, Ceilings

@@ -20,7 +20,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from rlm_host.sdk.embedding import terminal_safe
+from rlm_host.sdk.commands import terminal_safe
 
 ALLOW_HINT = "y: allow · n / Esc: refuse (the model is told)"
 #: Characters the modal shows at most (more would stall the screen for seconds): a longer request cannot be read

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from rich.text import Text
 
-from rlm_host.sdk.embedding import terminal_safe
+from rlm_host.sdk.commands import terminal_safe
 
 
 #: Characters of one text (code, output, reply) shown in a step's detail: a step that printed megabytes must not

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rlm_host import ConfigError
-from rlm_host.sdk.embedding import is_loopback_host
+from rlm_host.sdk.commands import is_loopback_host
 
 from rlm_tui.web_guard import WebGuard, middleware
 

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Optional
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from rlm_host.sdk.embedding import is_loopback_host, terminal_safe
+from rlm_host.sdk.commands import is_loopback_host, terminal_safe
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

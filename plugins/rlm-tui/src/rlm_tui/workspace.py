@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlm_host import InputError, RlmError
-from rlm_host.sdk.embedding import RLM, ActiveRuns, RunStore, apply_run_flags
+from rlm_host.sdk.embedding import RLM, ActiveRuns, RunStore
+from rlm_host.sdk.commands import apply_run_flags
 
 from rlm_tui.browser_session import BrowserCeilings
 

@@ -54,7 +54,7 @@ class VerbosePrinter:
     def _say(self, text: str) -> None:
         if not self.enabled:
             return
-        from rlm_host.sdk.embedding import terminal_safe
+        from rlm_host.sdk.commands import terminal_safe
 
         out = self.out or sys.stderr
         out.write(terminal_safe(text) + "\n")
