@@ -96,3 +96,15 @@ def test_a_records_settings_are_screened_like_an_untrusted_files(rlm_cli, rlm_sc
     assert "sandbox (runs model code without a security boundary)" in fork.err
     settings = next(e for e in events_of(json.loads(fork.out)["trajectory_path"]) if e["type"] == "run_start")
     assert settings["data"]["settings"]["base_url"] is None and settings["data"]["settings"]["max_steps"] == 5
+
+
+def test_a_child_run_of_a_replayed_step_is_replayed_too(rlm_cli, rlm_script):
+    code = "```repl\nhalf = rlm_query('What is half of 84? Answer with FINAL.')\nprint('child', half)\n```"
+    original = run_json(rlm_cli, "run", "Halve eighty-four.", "--model", rlm_script(
+        [code, "FINAL_VAR(half)"], rules=[{"match": "half of 84", "text": "FINAL(42)"}]), "--sandbox", "process")
+    assert original["final_response"] == "42"
+    fork = run_json(rlm_cli, "runs", "fork", original["run_id"], "--at", "1", "--model",
+                    rlm_script(["FINAL_VAR(half)"]), "--sandbox", "process")  # no rule: the child is not asked again
+    assert fork["final_response"] == "42"
+    events = events_of(fork["trajectory_path"])
+    assert any(e["type"] == "run_start" and e["depth"] == 1 for e in events), "the child run ran again, replayed"
