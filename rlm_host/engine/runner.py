@@ -160,27 +160,7 @@ class RLMRunner:
         scope.emit("run_start", plan.describe(task, meta, question))
         fingerprint = guard.enter(plan.run.environment, task)
 
-        def spawn_child(child_task: str, child_context: Any) -> RunResult:
-            guard.check(scope.depth + 1, plan.run.environment, child_task)
-            child_scope = scope.child(new_run_id())
-            scope.emit("child_run_start", {"child_run_id": child_scope.run_id, "task": live_text(child_task),
-                                           "depth": child_scope.depth})  # fmt: skip
-            child_started = time.monotonic()
-            try:
-                child = self._run(child_scope, child_task, child_context, plan, budget, guard, approvals=approvals)
-            except BaseException as exc:
-                scope.emit("child_run_end", {"child_run_id": child_scope.run_id,
-                                             "seconds": round(time.monotonic() - child_started, 3),
-                                             "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
-                raise
-            scope.emit("child_run_end", {"child_run_id": child.run_id, "completed": child.completed,
-                                         "termination_reason": child.termination_reason,
-                                         "seconds": round(time.monotonic() - child_started, 3), "cost": child.cost})  # fmt: skip
-            with usage_lock:
-                usage.sub.merge(child.usage.root)
-                usage.sub.merge(child.usage.sub)
-            return child
-
+        spawn_child = self._child_spawner(scope, plan, budget, guard, approvals, usage, usage_lock)
         ctx = EnvironmentContext(
             task=task, context=context, scope=scope, root=root, sub=sub, budget=budget, rewards=plan.rewards,
             limits=plan.limits, open_sandbox=(lambda: carry.wrap(plan.open_sandbox())) if carry else plan.open_sandbox,
@@ -241,6 +221,34 @@ class RLMRunner:
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result
+
+    def _child_spawner(self, scope: RunScope, plan: RunPlan, budget: Budget, guard: RecursionGuard,
+                       approvals: Approvals, usage: RunUsage, usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:  # fmt: skip
+        """``spawn_child(task, context)`` of a run: a child run one level deeper, on the same plan, budget and guard,
+        announced by ``child_run_start`` / ``child_run_end``; its whole usage counts as the parent's sub usage."""
+
+        def spawn_child(child_task: str, child_context: Any) -> RunResult:
+            guard.check(scope.depth + 1, plan.run.environment, child_task)
+            child_scope = scope.child(new_run_id())
+            scope.emit("child_run_start", {"child_run_id": child_scope.run_id, "task": live_text(child_task),
+                                           "depth": child_scope.depth})  # fmt: skip
+            child_started = time.monotonic()
+            try:
+                child = self._run(child_scope, child_task, child_context, plan, budget, guard, approvals=approvals)
+            except BaseException as exc:
+                scope.emit("child_run_end", {"child_run_id": child_scope.run_id,
+                                             "seconds": round(time.monotonic() - child_started, 3),
+                                             "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+                raise
+            scope.emit("child_run_end", {"child_run_id": child.run_id, "completed": child.completed,
+                                         "termination_reason": child.termination_reason,
+                                         "seconds": round(time.monotonic() - child_started, 3), "cost": child.cost})  # fmt: skip
+            with usage_lock:
+                usage.sub.merge(child.usage.root)
+                usage.sub.merge(child.usage.sub)
+            return child
+
+        return spawn_child
 
     def _drive_environment(self, environment: Any, ctx: EnvironmentContext, plan: RunPlan, root: ModelClient,
                            sub: ModelClient, usage: RunUsage, progress: "_Progress",
