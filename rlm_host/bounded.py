@@ -141,6 +141,7 @@ def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, 
         if status is None:
             os.kill(pid, signal.SIGKILL)
             _, status, usage = os.wait4(pid, 0)
+        assert usage is not None  # set by the wait4 that reaped the child
         grown = max(0, usage.ru_maxrss * 1024 - at_fork) // MB
         return _outcome(os.waitstatus_to_exitcode(status), killed, bytes(data), limits, grown)
     finally:

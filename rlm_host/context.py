@@ -149,7 +149,7 @@ class TextLoader:
 class JsonLoader(TextLoader):
     """The built-in ``json`` loader: a ``.json`` file as the JSON value it holds."""
 
-    def load(self, path: Path) -> Any:  # type: ignore[override]
+    def load(self, path: Path) -> Any:
         text = super().load(path)
         try:
             return json.loads(text)
@@ -161,7 +161,7 @@ class JsonLinesLoader(TextLoader):
     """The built-in ``jsonl`` loader: a JSON Lines file (``.jsonl``, ``.ndjson``) as the list of values its lines
     hold (blank lines skipped)."""
 
-    def load(self, path: Path) -> Any:  # type: ignore[override]
+    def load(self, path: Path) -> Any:
         values = []
         for number, line in enumerate(super().load(path).splitlines(), start=1):
             if not line.strip():
@@ -195,7 +195,9 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
         if lazy_text and _plain_text(path, loader_for):
             return TextFile(path)
         return load_file(path, loader_for)
-    documents, names, skipped = [], [], []
+    documents: list[Any] = []
+    names: list[str] = []
+    skipped: list[str] = []
     for raw in paths:
         path = _existing(raw)
         files = _files_under(path) if path.is_dir() else [path]

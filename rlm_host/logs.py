@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, Callable
 
 ROOT = "rlm"
 _state: dict[str, Any] = {"level": logging.WARNING, "json": False}
@@ -114,8 +114,9 @@ def _bang(event: dict[str, Any]) -> str:
 def _structlog_formatter() -> logging.Formatter:
     import structlog
 
-    to_json = [structlog.processors.format_exc_info, structlog.processors.TimeStamper(fmt="iso", utc=True),
-               structlog.processors.JSONRenderer()]  # fmt: skip
+    to_json: list[Callable[[Any, str, Any], Any]] = [
+        structlog.processors.format_exc_info, structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.JSONRenderer()]  # fmt: skip
     console = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), pad_event_to=0,
                                             exception_formatter=structlog.dev.plain_traceback)  # fmt: skip
 

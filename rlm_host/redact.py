@@ -14,7 +14,7 @@ import json
 import os
 import re
 import threading
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, overload
 
 from rlm_host.text import Style, clip
 
@@ -83,6 +83,10 @@ def redact(text: Any) -> Any:
     return text
 
 
+@overload
+def redacted_clip(text: str, limit: int, style: Style = ..., *, one_line: bool = ...) -> str: ...
+@overload
+def redacted_clip(text: Optional[str], limit: int, style: Style = ..., *, one_line: bool = ...) -> Optional[str]: ...
 def redacted_clip(text: Optional[str], limit: int, style: Style = "count", *,
                   one_line: bool = False) -> Optional[str]:  # fmt: skip
     """``text`` redacted, then clipped to ``limit`` in ``style`` (``rlm_host.text.clip``); None stays None. Never

@@ -29,7 +29,8 @@ def synthesis_messages(task: str, steps: Sequence[StepRecord]) -> list[dict[str,
         observation = truncate(json.dumps(record.observation, ensure_ascii=False, default=str), OBSERVATION_CHARS)
         code = f"\ncode:\n{truncate(record.code, OBSERVATION_CHARS)}" if record.code else ""
         entries.append(f"step {record.step} ({record.action}){code}\nresult: {observation}")
-    log, size = [], 0
+    log: list[str] = []
+    size = 0
     for entry in reversed(entries):  # the newest steps matter most
         if size + len(entry) > STEP_LOG_CHARS:
             log.append(f"({len(entries) - len(log)} earlier steps left out)")

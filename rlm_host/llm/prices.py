@@ -134,7 +134,7 @@ class PriceTable:
         length, price = _longest(self.overrides.get(provider, {}), names)
         if catalog.serves(provider, base_url):
             found = catalog.find(provider, names)
-            candidates = [_from_catalog(found)] if found is not None else []
+            candidates: list[tuple[int, Optional[Price]]] = [_from_catalog(found)] if found is not None else []
             candidates.append(_longest(unlisted(provider), names))
             for other_length, other in candidates:
                 if other_length > length:

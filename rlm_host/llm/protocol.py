@@ -141,5 +141,5 @@ def reply_format_for(connector: Any, reply_format: Optional[ReplyFormat],
         return None
     if mode == "auto" and not getattr(connector, "reply_format_by_default", False):
         return None
-    supported = getattr(connector, "reply_formats", frozenset())
+    supported: frozenset[str] = getattr(connector, "reply_formats", frozenset())
     return reply_format if reply_format.kinds & supported else None

@@ -160,8 +160,8 @@ def _local_modules() -> bool:
 def _source_files(host: Any) -> list[str]:
     """The files the listing came from: each plugin's ``entry_points.txt`` and the loaded modules of its packages
     (and of the host's default plugins)."""
-    packages = set()
-    files = set()
+    packages: set[str] = set()
+    files: set[str] = set()
     for dist in host.distributions:
         if dist.metadata_folder:
             files.add(os.path.join(dist.metadata_folder, "entry_points.txt"))

@@ -16,6 +16,7 @@ module leaves to it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ def discover() -> list[PluginDistribution]:
         return _discover_with_importlib()
     found = []
     for dist in scanned:
-        entry = PluginDistribution(canonical_dist_name(dist.key), lambda folder=dist.path: _version_in(folder),
+        entry = PluginDistribution(canonical_dist_name(dist.key), functools.partial(_version_in, dist.path),
                                    metadata_folder=dist.path)
         for pair in dist.entry_points:
             if pair not in entry.entry_points:

@@ -63,6 +63,7 @@ class CellLog:
     def replay(self, run: Callable[[str], Any], succeeded: Callable[[Any], bool]) -> tuple[int, Optional[str]]:
         """Run every logged cell again with ``run(code)``; the number rebuilt and, if one failed, why. Cells after
         a failing one are dropped from the log (they may depend on it)."""
+        why: Optional[str]
         for index, (code, calls) in enumerate(list(self.cells)):
             self._replaying = deque(calls)
             try:

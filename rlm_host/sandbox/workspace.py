@@ -14,7 +14,7 @@ import errno
 import os
 import shutil
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Iterable, Optional
 
 #: Names (any folder level, compared case-insensitively) the model's actions never write, create or delete.
@@ -26,7 +26,7 @@ class WorkspaceRefused(ValueError):
     """A model-driven action the project folder does not allow; the message says why (shown to the model)."""
 
 
-def protected_part(relative: PurePosixPath | str) -> Optional[str]:
+def protected_part(relative: PurePath | str) -> Optional[str]:
     """The first part of ``relative`` that names protected metadata, or None."""
     for part in PurePosixPath(str(relative).replace("\\", "/")).parts:
         if part.lower() in PROTECTED_NAMES:
@@ -34,7 +34,7 @@ def protected_part(relative: PurePosixPath | str) -> Optional[str]:
     return None
 
 
-def check_workspace_write(relative: PurePosixPath | str) -> None:
+def check_workspace_write(relative: PurePath | str) -> None:
     """WorkspaceRefused when ``relative`` lies in version-control or tool metadata."""
     part = protected_part(relative)
     if part is not None:

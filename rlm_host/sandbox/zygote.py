@@ -32,6 +32,7 @@ MB = 1024 * 1024
 
 def _load(path):
     spec = importlib.util.spec_from_file_location("rlm_forked_" + os.path.basename(path)[:-3], path)
+    assert spec is not None and spec.loader is not None  # a .py path always has a source loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -132,7 +133,7 @@ def serve(fd, script):
     gc.collect()
     gc.freeze()
     channel = socket.socket(fileno=fd)
-    live = {}  # pid -> (resident bytes at the fork, kill it when the host goes)
+    live: dict[int, tuple[int, bool]] = {}  # pid -> (resident bytes at the fork, kill it when the host goes)
     wakeup = os.pipe()  # a byte arrives here when a child ends (SIGCHLD), so it is reaped and reported at once
     for end in wakeup:
         os.set_blocking(end, False)

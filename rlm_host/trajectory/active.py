@@ -24,6 +24,7 @@ would no longer match).
 
 from __future__ import annotations
 
+import builtins  # builtins.list in ActiveRuns, whose method `list` hides the type there
 import errno
 import json
 import os
@@ -346,7 +347,7 @@ class ActiveRuns:
         run.status = "cancelling"
         return run
 
-    def cancel_all(self) -> list[ActiveRun]:
+    def cancel_all(self) -> builtins.list[ActiveRun]:
         """Ask every live run to stop (dead entries are left for ``prune``)."""
         asked = []
         for run in self.list():
@@ -356,7 +357,7 @@ class ActiveRuns:
                 asked.append(run)
         return asked
 
-    def prune(self) -> list[ActiveRun]:
+    def prune(self) -> builtins.list[ActiveRun]:
         """Remove the entries of dead runs; returns them."""
         dead = [run for run in self.list() if run.status == "dead"]
         for run in dead:
@@ -370,7 +371,7 @@ class ActiveRuns:
             except OSError:
                 pass
 
-    def wait(self, run_ids: list[str], timeout: float) -> list[str]:
+    def wait(self, run_ids: builtins.list[str], timeout: float) -> builtins.list[str]:
         """Wait up to ``timeout`` seconds for those runs to leave the registry; the ids still there."""
         deadline = time.monotonic() + timeout
         left = list(run_ids)
