@@ -46,7 +46,7 @@ def main() -> None:
         print(f"execute touching a {label:>5} context:       {step:8.3f} ms")
     for label, size in (("10 MB", 10_000_000), ("100 MB", 100_000_000)):
         value = "x" * size
-        cost = once_ms(lambda: session.set_variable("big", value))
+        cost = once_ms(lambda value=value: session.set_variable("big", value))
         print(f"set_variable of a {label:>6} string:        {cost:8.1f} ms")
         session.set_variable("big", "")
     session.register_functions({"echo": lambda v: v})

@@ -65,7 +65,7 @@ def _annotation_matches(annotation, field) -> bool:
     inner = [a for a in typing.get_args(annotation) if a is not type(None)][0]
     declared = field.annotation
     declared_args = [a for a in typing.get_args(declared) if a is not type(None)]
-    if typing.get_origin(declared) in (typing.Union, getattr(__import__("types"), "UnionType")):
+    if typing.get_origin(declared) in (typing.Union, __import__("types").UnionType):
         declared = declared_args[0]
     if typing.get_origin(declared) in (list, dict):
         return typing.get_origin(inner) is list

@@ -253,4 +253,4 @@ def _group() -> "typer.core.TyperGroup":
 
 
 #: The ``runs`` command of ``rlm`` (``rlm_host.default_plugins.commands``).
-runs = _group()
+runs_group = _group()

@@ -13,7 +13,7 @@ def rlm_register_commands() -> list[CommandSpec]:
                     "rlm_host.cli.run_cmd:run"),
         CommandSpec("chat", "Talk with an RLM about a context: turns keep variables and history; resumable.",
                     "rlm_host.cli.chat_cmd:chat"),
-        CommandSpec("runs", "List saved runs or show one with every step.", "rlm_host.cli.runs_cmd:runs"),
+        CommandSpec("runs", "List saved runs or show one with every step.", "rlm_host.cli.runs_cmd:runs_group"),
         CommandSpec("replay", "Step through a saved run: code, output, reward, sub-calls.",
                     "rlm_host.cli.replay_cmd:app"),
         CommandSpec("models", "List model providers, their keys and readiness, and what auto picks.",

@@ -19,9 +19,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable
 
-from rlm_host.approvals import ApprovalRequest
+from rlm_host.approvals import ActionKind, ApprovalRequest
 from rlm_host.config.schema import tool_spec
 from rlm_host.errors import ConfigError
 from rlm_host.events import sub_call_text
@@ -49,7 +49,7 @@ class Tool:
     signature: str  # "(query: str, limit: int = 5) -> list"
     summary: str  # the first line of its docstring
     reference: str  # "module:function", as the run records it
-    kind: str = "tool"  # what approvals call it: "tool" (may change things) or "read" (asked about in no mode)
+    kind: ActionKind = "tool"  # what approvals call it: "tool" (may change things) or "read" (asked about in no mode)
 
     def wrapper_source(self) -> str:
         """Sandbox-side Python defining ``name`` with the function's parameters and docstring, calling the bridge
@@ -204,7 +204,8 @@ def _import(reference: str, where: str) -> Any:
     try:
         target: Any = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - whatever the import raised, said in one line
-        raise ConfigError(f"{where}: cannot import {module_name!r} for {reference}: {type(exc).__name__}: {exc}")
+        raise ConfigError(f"{where}: cannot import {module_name!r} for {reference}: {type(exc).__name__}: {exc}") \
+            from None
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise ConfigError(f"{where}: {module_name!r} has no {attribute!r}")

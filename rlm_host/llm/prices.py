@@ -158,7 +158,7 @@ class PriceTable:
 
 
 def _key(entry: Any) -> str:
-    return str(entry["model"] if isinstance(entry, Mapping) else getattr(entry, "model"))
+    return str(entry["model"] if isinstance(entry, Mapping) else entry.model)
 
 
 def _price(value: Any) -> Price:
@@ -166,7 +166,7 @@ def _price(value: Any) -> Price:
         return value
     if isinstance(value, Mapping):
         return Price(float(value["input"]), float(value["output"]))
-    return Price(float(getattr(value, "input")), float(getattr(value, "output")))
+    return Price(float(value.input), float(value.output))
 
 
 _DEFAULT: Optional[PriceTable] = None

@@ -148,7 +148,8 @@ class ScriptedConnector:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ScriptFileError(f"{where}: cannot read: {exc.strerror or exc}", hint="use scripted:PATH/TO/script.json")
+            raise ScriptFileError(f"{where}: cannot read: {exc.strerror or exc}",
+                                  hint="use scripted:PATH/TO/script.json") from None
         data: Any
         if path.suffix.lower() == ".jsonl":
             data = _parse_jsonl(text, where)

@@ -152,7 +152,7 @@ class SinkWorker:
                     continue
                 if self.disabled is None and self.sink is not None and (self.wanted is None or item.type in self.wanted):
                     sink = self.sink
-                    self._call(lambda: sink.handle(item), item)
+                    self._call(lambda sink=sink, item=item: sink.handle(item), item)  # called at once
                     if self._idle is not None and self._queue.empty() and self.disabled is None:
                         self._call(self._idle, item)  # caught up: a batching sink sends what it holds
             if self.sink is not None:

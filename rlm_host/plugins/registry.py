@@ -29,7 +29,7 @@ class Registry(Generic[T]):
 
         When a name is taken, nothing is registered and ``(message, other owner)`` is returned instead.
         """
-        names = getattr(record, "names")
+        names = record.names
         for name in names:
             key = normalize_name(name)
             taken = self._by_key.get(key)
@@ -76,7 +76,7 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Primary names, in registration order (built-ins first)."""
-        return [getattr(record, "name") for record, _ in self._records]
+        return [record.name for record, _ in self._records]
 
     def usable_names(self) -> set[str]:
         """Primary names that resolve (not refused because of a clash)."""

@@ -14,6 +14,7 @@ from rlm_host.testing import OpenAIServer
 from rlm_host.testing import openai_answer as answer
 from rlm_host.testing import openai_unauthorized as unauthorized
 from rlm_host import ModelError, ProviderServices
+from rlm_host.sdk.models import ReplyFormat
 from rlm_host.sdk.models import ModelOptions, OpenAIConnector
 from rlm_host.testing import ENVIRONMENT_REPLY_FORMATS
 from rlm_provider_compatible import services as compatible

@@ -41,7 +41,7 @@ async def wait(pilot, condition, seconds: float = 60) -> None:
 async def session(work: Path) -> None:
     filler = "lorem ipsum dolor sit amet " * 400
     (work / "haystack.txt").write_text(filler[:5000] + "The magic number is 4217." + filler[5000:])
-    root = scripted(work / "root.json", [FIND, ASK, "FINAL_VAR(answer)"], delay=0.8)
+    scripted(work / "root.json", [FIND, ASK, "FINAL_VAR(answer)"], delay=0.8)
     other = scripted(work / "other.json", [FIND, SLICE, "FINAL_VAR(answer)"])
     sub = scripted(work / "sub.json", [], rules=[{"match": "Extract", "text": "4217"}])
     bench = scripted(work / "bench.json", [], rules=[{"match": ".", "text": "FINAL(42)"}])

@@ -40,7 +40,6 @@ high enough that ``max_steps`` is always the limit that applies.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from rlm_context_documents.errors import DocumentError, corrupt, limit_error
+from rlm_context_documents.errors import corrupt, limit_error
 
 #: Entries a package may hold (a real EPUB or workbook has hundreds; each costs memory to list).
 MAX_ENTRIES = 50_000
