@@ -69,20 +69,20 @@ def test_interrupted_run_resumes_from_the_cli(cli, work, monkeypatch):
     from rlm_bench import runner as bench_runner
 
     write_script(work / "smoke.json", SMOKE_RULES)
-    real = bench_runner.BenchmarkRunner._run_case
+    real = bench_runner.BenchmarkRunner.run_case
 
     def interrupt_second(self, case, manifest, cancel):
         if case.case_id == "smoke_first_word":
             raise KeyboardInterrupt
         return real(self, case, manifest, cancel)
 
-    monkeypatch.setattr(bench_runner.BenchmarkRunner, "_run_case", interrupt_second)
+    monkeypatch.setattr(bench_runner.BenchmarkRunner, "run_case", interrupt_second)
     code, _, err = cli("bench", "run", "-p", "pure_rlm_smoke", "--model", "scripted:smoke.json", "--sandbox", "process")
     assert code == 130 and "interrupted: 1 of 3 cases finished and saved" in err
     bench_id = err.split("--resume ")[1].split()[0]
     store = BenchStore(work / ".rlm")
     saved = store.case_path(bench_id, "smoke_length").read_text()
-    monkeypatch.setattr(bench_runner.BenchmarkRunner, "_run_case", real)
+    monkeypatch.setattr(bench_runner.BenchmarkRunner, "run_case", real)
     code, out, err = cli("bench", "run", "--resume", bench_id, "--json")
     assert code == 0, err
     summary = BenchmarkSummary.model_validate_json(out)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -26,9 +25,8 @@ from rlm_bench.direct import run_direct
 from rlm_bench.projects import prepare_project, score_hidden_tests
 from rlm_bench.record_screen import manifest_for_resume
 from rlm_bench.scorers import score
-from rlm_bench.shards import Shards, worker_processes
 from rlm_bench.store import BenchStore, Manifest, new_benchmark_id
-from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals, build_summary
+from rlm_bench.summary import BenchmarkSummary, CaseResult, Mode, TokenTotals
 import rlm_host
 from rlm_host import ModelError, RlmError
 from rlm_host.sdk.embedding import Budget
@@ -68,8 +66,9 @@ ProgressHook = Callable[[CaseResult, int, int], None]
 
 class BenchmarkRunner:
     """Runs benchmarks with an ``RLMRunner`` (its host, settings and home); ``connectors`` are passed to every
-    run (``{"root", "sub", "judge"}``, for tests and embedding). ``processes`` spreads the cases over that many
-    forked worker processes (None: one per core for every 8 cases at once; see :mod:`rlm_bench.shards`); the
+    run (``{"root", "sub", "judge"}``, for tests and embedding). A benchmark runs as a one-point sweep on this
+    machine (``rlm_bench.sweep``: ``SweepDriver`` and ``LocalExecutor``): ``processes`` spreads the cases over that
+    many forked worker processes (None: one per core for every 8 cases at once; see :mod:`rlm_bench.shards`); the
     default, 1, runs them on threads of this process. ``shared_budget`` makes the ``[run]`` cost, token and
     sub-call limits cover all cases of one invocation together (``spent`` holds the counters); the cases then
     run on threads, which share the budget. ``resume`` screens a manifest this user's rlm did not sign
@@ -123,134 +122,59 @@ class BenchmarkRunner:
             gone = ", ".join(missing)
             raise RlmError(f"cannot resume {benchmark_id}: preset {preset.name!r} no longer has case(s) {gone}")
         done = {k: v for k, v in self.store.load_cases(benchmark_id).items() if k in by_id}
+        self.store.summary_path(benchmark_id).unlink(missing_ok=True)  # written again once every case is done
         return self._execute(manifest, [by_id[i] for i in manifest.case_ids], done, max(1, concurrency))
 
     # ------------------------------------------------------------------ scheduling
 
     def _execute(self, manifest: Manifest, cases: list[BenchmarkCase], done: dict[str, CaseResult],
                  concurrency: int) -> BenchmarkSummary:  # fmt: skip
-        total = len(cases)
-        results = dict(done)
-        pending = [c for c in cases if c.case_id not in done]
+        """The cases without a result, as a one-point sweep on this machine (``rlm_bench.sweep``)."""
+        from rlm_bench.sweep import LocalExecutor, Plan, SweepDriver, SweepInterrupted, SweepStore
+
+        by_id = {c.case_id: c for c in cases}
+        items = [{"benchmark_id": manifest.benchmark_id, "case_id": i} for i in by_id if i not in done]
         if self.shared_budget:
             run = self.runner.loaded.settings.run
             self.pool = Budget(timeout=float("inf"), max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
                                max_cost=run.max_cost)  # fmt: skip
-        processes = worker_processes(concurrency, self.processes) if len(pending) > 1 and self.pool is None else 1
-        shards = None
-        if processes > 1:  # forked now, while this process runs no thread yet (a progress bar starts one)
-            shards = Shards(pending, lambda case, cancel: self._run_case(case, manifest, cancel), processes,
-                            concurrency)  # fmt: skip
-        if self.on_start:
-            self.on_start(total, len(done))
-        if shards is not None:
-            interrupted = self._gather_from_processes(shards, manifest, results, total)
-        else:
-            interrupted = self._gather_from_threads(iter(pending), manifest, results, total, concurrency)
-        if interrupted or len(results) < total:
-            raise BenchmarkInterrupted(manifest.benchmark_id, len(results), total)
-        summary = build_summary(manifest, list(results.values()), resumed=len(done))
-        self.store.write_summary(summary)
-        return summary
+        summaries: list[BenchmarkSummary] = []
 
-    def _record(self, result: CaseResult, manifest: Manifest, results: dict[str, CaseResult], total: int) -> None:
-        """A finished case: saved at once, then reported."""
-        self.store.save_case(manifest.benchmark_id, result)
-        results[result.case_id] = result
-        if self.on_case:
-            self.on_case(result, len(results), total)
+        def run_case(item: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
+            result = self.run_case(by_id[item["case_id"]], manifest, cancel)
+            return {"cancelled": True} if result is None else {"result": result}
 
-    def _gather_from_threads(self, pending: Any, manifest: Manifest, results: dict[str, CaseResult], total: int,
-                             concurrency: int) -> bool:  # fmt: skip
-        """Run the cases on ``concurrency`` threads of this process; True when interrupted."""
-        cancel = threading.Event()
-        interrupted = False
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bench") as pool:
-            running: dict[Future[Optional[CaseResult]], BenchmarkCase] = {}
+        def listen(kind: str, progress: Any, value: Any) -> None:
+            if kind == "start" and self.on_start:
+                self.on_start(progress.total, progress.done)
+            elif kind == "case" and self.on_case:
+                self.on_case(value, progress.done, progress.total)
+            elif kind == "summary":
+                summaries.append(value)
 
-            def fill() -> None:
-                while len(running) < concurrency and not cancel.is_set():
-                    case = next(pending, None)
-                    if case is None:
-                        return
-                    running[pool.submit(self._run_case, case, manifest, cancel)] = case
-
-            try:
-                fill()
-                while running:
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        running.pop(future)
-                        result = self._collect(future, cancel)
-                        if result is None:
-                            interrupted = True
-                            continue
-                        self._record(result, manifest, results, total)
-                    fill()
-            except KeyboardInterrupt:
-                interrupted = True
-                cancel.set()
-                for future in list(running):  # let running cases end (cancelled) and keep any that finished
-                    result = self._collect(future, cancel, quiet=True)
-                    if result is not None:
-                        self._record(result, manifest, results, total)
-        return interrupted
-
-    def _gather_from_processes(self, shards: Shards, manifest: Manifest, results: dict[str, CaseResult],
-                               total: int) -> bool:  # fmt: skip
-        """Collect the worker processes' results as they finish; True when interrupted. A setup error in a worker
-        (or one that died) stops the others and is raised once they have ended, finished cases saved."""
-        interrupted = False
-        failure: Optional[BaseException] = None
+        processes = self.processes if len(items) > 1 and self.pool is None else 1  # one budget: one process
+        # forked now, while this process runs no thread yet (a progress bar starts one)
+        executor = LocalExecutor(min(concurrency, max(1, len(items))), processes, run=run_case)
+        driver = SweepDriver(SweepStore(self.runner.home), executor, listener=listen, strict=True)
         try:
-            for _, message in shards.events():
-                if "result" in message:
-                    self._record(CaseResult.model_validate(message["result"]), manifest, results, total)
-                    continue
-                if failure is None and not interrupted:
-                    if "cancelled" in message:
-                        interrupted = True
-                    elif "error" in message:
-                        error = message["error"]
-                        failure = RlmError(error["message"], hint=error.get("hint") or "")
-                        failure.exit_code = error.get("exit_code") or 1
-                    else:
-                        failure = RlmError(message["died"], hint=f"resume it with: rlm bench run --resume "
-                                                                 f"{manifest.benchmark_id}")  # fmt: skip
-                    shards.stop()
-        except KeyboardInterrupt:
-            interrupted = True
-            shards.stop()
-            for _, message in shards.events():  # the workers cancel their cases; keep any that finished
-                if "result" in message:
-                    self._record(CaseResult.model_validate(message["result"]), manifest, results, total)
-        finally:
-            shards.stop()
-            shards.wait()
-        if failure is not None:
-            raise failure
-        return interrupted
-
-    def _collect(self, future: Future[Optional[CaseResult]], cancel: threading.Event,
-                 quiet: bool = False) -> Optional[CaseResult]:  # fmt: skip
-        """A finished case's result; None when it was cancelled. Setup errors stop the benchmark."""
-        try:
-            result = future.result()
-        except KeyboardInterrupt:
-            cancel.set()
-            return None
-        except BaseException:
-            cancel.set()
-            if quiet:
-                return None
-            raise
-        if result is None:
-            cancel.set()
-        return result
+            driver.run(Plan.one_point(manifest, items))
+        except SweepInterrupted:
+            pass  # said below: the finished cases are saved
+        if driver.failure is not None:
+            raise driver.failure.error or RlmError(
+                driver.failure.reason, hint=f"resume it with: rlm bench run --resume {manifest.benchmark_id}")
+        if not summaries:
+            raise BenchmarkInterrupted(manifest.benchmark_id, driver.progress.done, len(cases))
+        return summaries[0]
 
     # ------------------------------------------------------------------ one case
 
-    def _run_case(self, case: BenchmarkCase, manifest: Manifest, cancel: threading.Event) -> Optional[CaseResult]:
+    def run_case(self, case: BenchmarkCase, manifest: Manifest, cancel: threading.Event) -> Optional[CaseResult]:
+        """Run one case of ``manifest``'s benchmark here and score it: its ``CaseResult`` (``error`` when the case
+        failed, e.g. its context could not be built), or None when it was cancelled (``cancel`` set, or the run
+        ended ``cancelled``). Saves nothing: the caller keeps the result (``rlm bench run`` and every sweep
+        executor, through ``rlm_bench.sweep_worker.run_item``). Raises what stops every case alike (``RlmError``:
+        a model, sandbox or framework that does not exist)."""
         started = time.monotonic()
         mode: Mode = case.mode or manifest.mode
         tags = case.all_tags()

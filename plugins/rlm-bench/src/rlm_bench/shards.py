@@ -1,27 +1,29 @@
-"""Cases spread over worker processes: one Python process does at most one core's worth of engine work (the GIL),
-so ``rlm bench run -j N`` with a large N forks workers that each run a share of the cases on threads of their own.
+"""Forked worker processes, the multi-process half of ``rlm_bench.sweep.LocalExecutor``: one Python process does
+at most one core's worth of engine work (the GIL), so ``-j N`` with a large N shares the cases among workers that
+each run theirs on threads of their own.
 
-The parent forks the workers before any case runs, while it is still single-threaded (the only moment a fork is
-safe), so they inherit the loaded plugins, settings and cases and start in milliseconds. It then hands out cases
-one at a time as a worker's threads free up, and gets back each finished ``CaseResult`` as a JSON line; it alone
-saves results and reports progress. Ctrl-C (or a parent stopped by a signal) sends each worker a stop on its
-control pipe: it cancels its running cases, sends what finished, and exits (as it does when the parent dies). A worker that dies, or a setup error in one (a
-bad model name: nothing can run), stops the benchmark with one error, finished cases saved.
+The workers are forked when the executor is made, while this process is still single-threaded (the only moment a
+fork is safe), so they inherit the loaded plugins, settings and the function that runs a case, and start in
+milliseconds. A case submitted goes to a worker with a free thread (or waits here for one); its outcome comes
+back as it finishes, and only this process saves results. ``cancel`` (Ctrl-C, or a case that cannot run) sends
+each worker a stop: it cancels its running cases, sends what finished, and exits, as it does when this process
+dies. A worker that dies makes its running cases ``CaseLost``, naming them.
 
-Linux only (fork); elsewhere, and from a process that already runs threads (a server embedding rlm-bench), the
-cases run on threads in one process as before.
+Linux only (fork); elsewhere, and from a process that already runs threads (a server embedding rlm-bench),
+``worker_processes`` says 1 and the cases run on threads of this process.
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
-import selectors
 import sys
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from multiprocessing import Pipe, connection
+from typing import Any, Callable, Optional
 
 from rlm_host import RlmError
 
@@ -30,10 +32,8 @@ THREADS_PER_PROCESS = 8
 #: Worker processes per core at most: two let the kernel share a core between bursts of cases that one
 #: process's interpreter lock would run one at a time (``-j 32`` on 2 cores: 4 processes, 1.2x → 1.16x the ideal).
 PROCESSES_PER_CORE = 2
-#: The control line that cancels a worker's running cases (end of input alone lets them finish).
-STOP = b"stop"
 
-RunCase = Callable[[Any, threading.Event], Any]  # (case, cancel) -> CaseResult, or None when cancelled
+RunItem = Callable[[dict[str, Any], threading.Event], Any]  # (item, cancel) -> outcome; raises when it cannot run
 
 
 def worker_processes(concurrency: int, requested: Optional[int] = None) -> int:
@@ -51,181 +51,166 @@ def worker_processes(concurrency: int, requested: Optional[int] = None) -> int:
 @dataclass
 class _Worker:
     pid: int
-    control: int  # the parent writes case numbers here (-1 once closed)
-    results: int  # the parent reads result lines here
+    control: Any  # this process sends (number, item) here, None to stop
+    results: Any  # the worker sends (number, "done" | "cancelled" | "error", value) here
     threads: int
     running: set[int] = field(default_factory=set)
-    partial: bytes = b""  # the start of a result line not yet whole
-    ended: bool = False
 
 
 class Shards:
-    """The worker processes of one benchmark run; ``events()`` yields ``(case number, result or error)``."""
+    """The worker processes of one executor, with an ``Executor``'s ``submit`` / ``wait`` / ``cancel`` / ``close``
+    (a case's handle is its number)."""
 
-    def __init__(self, cases: list[Any], run_case: RunCase, processes: int, concurrency: int) -> None:
-        self.cases = cases
-        self.pending = iter(range(len(cases)))
-        self.workers: list[_Worker] = []
+    def __init__(self, run: RunItem, processes: int, concurrency: int) -> None:
+        self.items: dict[int, dict[str, Any]] = {}  # submitted, not finished
+        self.waiting: deque[int] = deque()  # submitted, no worker free yet
+        self.numbers = itertools.count()
         self.stopping = False
+        self.workers: list[_Worker] = []
         for k in range(processes):
             threads = concurrency // processes + (1 if k < concurrency % processes else 0)
-            self.workers.append(_fork(cases, run_case, threads, self.workers))
+            self.workers.append(_fork(run, threads, self.workers))
 
-    def events(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Hand out cases as threads free up; yield each answer until every worker has ended."""
-        selector = selectors.DefaultSelector()
-        for worker in self.workers:
-            if not worker.ended:
-                selector.register(worker.results, selectors.EVENT_READ, worker)
-                self._feed(worker)
-        try:
-            while any(not w.ended for w in self.workers):
-                for key, _ in selector.select():
-                    worker: _Worker = key.data
-                    chunk = os.read(worker.results, 1 << 16)
-                    if not chunk:
-                        selector.unregister(worker.results)
-                        yield from self._ended(worker)
-                        continue
-                    *lines, worker.partial = (worker.partial + chunk).split(b"\n")
-                    for line in lines:
-                        message = json.loads(line)
-                        worker.running.discard(message["case"])
-                        yield message["case"], message
-                    self._feed(worker)
-        finally:
-            selector.close()
+    def submit(self, item: dict[str, Any]) -> int:
+        number = next(self.numbers)
+        self.items[number] = item
+        self.waiting.append(number)
+        self._feed()
+        return number
 
-    def stop(self) -> None:
+    def wait(self, handles: Any, timeout: float) -> list[tuple[int, Any]]:
+        """The cases that finished within ``timeout`` seconds (any of this executor's)."""
+        if self.waiting and (self.stopping or all(w.control.closed for w in self.workers)):  # no worker takes them
+            out = [(n, {"cancelled": True} if self.stopping else _lost("no benchmark worker process is left"))
+                   for n in self.waiting]  # fmt: skip
+            self.waiting.clear()
+            return out
+        out, open_ = [], {w.results: w for w in self.workers if not w.results.closed}
+        for results in connection.wait(list(open_), timeout) if open_ else []:
+            try:
+                while True:
+                    number, kind, value = results.recv()
+                    open_[results].running.discard(number)
+                    self.items.pop(number, None)
+                    if kind == "error":
+                        error = RlmError(value[0], hint=value[1])
+                        error.exit_code = value[2]
+                        value = _lost(value[0], error)
+                    out.append((number, {"cancelled": True} if kind == "cancelled" else value))
+                    if not results.poll():
+                        break
+            except EOFError:
+                out += self._ended(open_[results])
+        self._feed()
+        return out
+
+    def cancel(self) -> None:
         """No more cases: each worker cancels what runs, sends what finished and exits."""
         self.stopping = True
         for worker in self.workers:
-            if worker.control >= 0:
-                try:
-                    os.write(worker.control, STOP + b"\n")
-                except OSError:
-                    pass  # it ended already: nothing runs there
-            _close_control(worker)
-
-    def wait(self) -> None:
-        """Reap every worker (after ``events()`` ran out, or once stopped)."""
-        for worker in self.workers:
-            _close_control(worker)
-            if worker.pid:
-                try:
-                    os.waitpid(worker.pid, 0)
-                except ChildProcessError:
-                    pass
-                worker.pid = 0
             try:
-                os.close(worker.results)
+                if not worker.control.closed:
+                    worker.control.send(None)
             except OSError:
-                pass
+                pass  # it ended already: nothing runs there
+            worker.control.close()
 
-    def _feed(self, worker: _Worker) -> None:
-        while not self.stopping and worker.control >= 0 and len(worker.running) < worker.threads:
-            number = next(self.pending, None)
-            if number is None:
-                _close_control(worker)  # nothing left: the worker ends once its cases are done
-                return
-            worker.running.add(number)
-            try:
-                os.write(worker.control, f"{number}\n".encode())
-            except OSError:  # the worker died: its end of the pipe is gone (reported when its results end)
-                return
+    def close(self) -> None:
+        """Cancel what still runs, and reap every worker."""
+        if self.waiting or any(w.running for w in self.workers):
+            self.cancel()
+        for worker in self.workers:
+            worker.control.close()  # the end of the cases: the worker exits once its cases are done
+            worker.results.close()
+            _reap(worker)
 
-    def _ended(self, worker: _Worker) -> Iterator[tuple[int, dict[str, Any]]]:
-        worker.ended = True
-        _close_control(worker)
-        status = 0
-        if worker.pid:
-            try:
-                _, status = os.waitpid(worker.pid, 0)
-            except ChildProcessError:
-                pass
-        worker.pid = 0
-        if worker.running and not self.stopping:
-            how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
-            lost = ", ".join(self.cases[n].case_id for n in sorted(worker.running))
-            for number in sorted(worker.running):
-                yield number, {"case": number, "died": f"a benchmark worker process ended ({how}) while running "
-                                                        f"case(s) {lost}"}  # fmt: skip
-        worker.running.clear()
+    def _feed(self) -> None:
+        for worker in self.workers:
+            while self.waiting and not self.stopping and not worker.control.closed and \
+                    len(worker.running) < worker.threads:  # fmt: skip
+                number = self.waiting.popleft()
+                worker.running.add(number)
+                try:
+                    worker.control.send((number, self.items[number]))
+                except OSError:  # the worker died (reported when its results end)
+                    worker.control.close()
+
+    def _ended(self, worker: _Worker) -> list[tuple[int, Any]]:
+        worker.control.close()
+        worker.results.close()
+        status = _reap(worker)
+        lost, worker.running = sorted(worker.running), set()
+        names = ", ".join(str(self.items.pop(n, {}).get("case_id", n)) for n in lost)
+        if self.stopping:
+            return [(n, {"cancelled": True}) for n in lost]
+        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
+        return [(n, _lost(f"a benchmark worker process ended ({how}) while running case(s) {names}")) for n in lost]
 
 
-def _close_control(worker: _Worker) -> None:
-    """Close the worker's control pipe once (a closed descriptor's number may soon belong to another file)."""
-    if worker.control >= 0:
+def _lost(reason: str, error: Optional[BaseException] = None) -> Any:
+    from rlm_bench.sweep import CaseLost  # the executor protocol's (sweep imports this module)
+
+    return CaseLost(reason, error)
+
+
+def _reap(worker: _Worker) -> int:
+    status, pid, worker.pid = 0, worker.pid, 0
+    if pid:
         try:
-            os.close(worker.control)
-        except OSError:
+            status = os.waitpid(pid, 0)[1]
+        except ChildProcessError:
             pass
-        worker.control = -1
+    return status
 
 
-def _fork(cases: list[Any], run_case: RunCase, threads: int, siblings: list[_Worker]) -> _Worker:
-    control_read, control_write = os.pipe()
-    results_read, results_write = os.pipe()
+def _fork(run: RunItem, threads: int, siblings: list[_Worker]) -> _Worker:
+    control, to_worker = Pipe(duplex=False)
+    from_worker, results = Pipe(duplex=False)
     pid = os.fork()
     if pid == 0:  # the worker: never returns into the parent's stack
         code = 1
         try:
             # the parent's ends of every pipe stay with the parent only, else a sibling's pipe never sees its end
-            for fd in (control_write, results_read, *(w.control for w in siblings),
-                       *(w.results for w in siblings)):  # fmt: skip
-                os.close(fd)
-            _serve(cases, run_case, threads, control_read, results_write)
+            for end in (to_worker, from_worker, *(w.control for w in siblings), *(w.results for w in siblings)):
+                end.close()
+            _serve(run, threads, control, results)
             code = 0
-        except BaseException:
-            code = 1
         finally:
             os._exit(code)
-    os.close(control_read)
-    os.close(results_write)
-    os.set_inheritable(control_write, False)
-    return _Worker(pid, control_write, results_read, threads)
+    control.close()
+    results.close()
+    return _Worker(pid, to_worker, from_worker, threads)
 
 
-def _serve(cases: list[Any], run_case: RunCase, threads: int, control: int, results: int) -> None:
-    """The worker's loop: run each case number read from ``control`` on a thread, answer on ``results``."""
-    cancel = threading.Event()
-    lock = threading.Lock()
+def _serve(run: RunItem, threads: int, control: Any, results: Any) -> None:
+    """The worker's loop: run each item read from ``control`` on a thread, answer on ``results``."""
+    cancel, lock = threading.Event(), threading.Lock()
 
-    def answer(message: dict[str, Any]) -> None:
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass")
-        with lock:  # one whole line at a time (a pipe write may take part of it)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(results, view):]
-
-    def run(number: int) -> None:
+    def work(number: int, item: dict[str, Any]) -> None:
         try:
-            result = run_case(cases[number], cancel)
-            if result is None:
-                answer({"case": number, "cancelled": True})
-            else:
-                answer({"case": number, "result": result.model_dump(mode="json")})
+            answer: tuple[Any, ...] = (number, "done", run(item, cancel))
         except KeyboardInterrupt:
-            answer({"case": number, "cancelled": True})
-        except RlmError as exc:  # nothing could run (a bad model name…): the parent stops the benchmark
-            answer({"case": number, "error": {"message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code}})
-        except BaseException as exc:
-            answer({"case": number, "error": {"message": f"{type(exc).__name__}: {exc}", "hint": "", "exit_code": 1}})
+            answer = (number, "cancelled", None)
+        except BaseException as exc:  # an RlmError: nothing could run (a bad model name…), the benchmark stops
+            error = exc if isinstance(exc, RlmError) else RlmError(f"{type(exc).__name__}: {exc}")
+            answer = (number, "error", (error.message, error.hint, error.exit_code))
+        with lock:  # one whole message at a time
+            try:
+                results.send(answer)
+            except Exception as exc:  # noqa: BLE001 - it cannot be pickled (nothing was sent)
+                results.send((number, "error", (f"a case's outcome cannot be sent: {exc}", "", 1)))
 
-    parent = os.getppid()
+    parent, stopped = os.getppid(), False
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bench") as pool:
-        stopped = False
         try:
-            with os.fdopen(control, "rb", buffering=0) as lines:
-                for line in iter(lines.readline, b""):
-                    if line.strip() == STOP:
-                        stopped = True
-                        break
-                    pool.submit(run, int(line))
-        except KeyboardInterrupt:
+            while (message := control.recv()) is not None:
+                pool.submit(work, *message)
+            stopped = True
+        except EOFError:
+            pass  # the end of the cases: the running ones finish
+        except BaseException:  # Ctrl-C, or a message cut short (the parent died)
             stopped = True
         finally:
-            # the end of the cases lets running ones finish; a stop, Ctrl-C or a parent gone cancels them
             if stopped or os.getppid() != parent:
                 cancel.set()
-    os.close(results)
+    results.close()

@@ -14,15 +14,19 @@ a record holds is a name, never a path (``rlm_bench.ids``).
 Budgets: with ``max_cost`` / ``max_tokens`` no new case starts once the finished cases' spend reaches it (the
 running ones finish). Ctrl-C cancels the cases in flight and keeps every finished one. A case an executor lost
 (its node died and the retries were spent) is reported with the resume command.
+
+``rlm bench run`` is a one-point sweep through the same driver and ``LocalExecutor`` (``Plan.one_point``,
+``strict``): it keeps no sweep record, and its first case that cannot run stops it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +37,7 @@ from pydantic import BaseModel, Field, ValidationError
 from rlm_bench.catalog import find_preset
 from rlm_bench.ids import checked_id
 from rlm_bench.record_screen import manifest_for_resume, sweep_for_resume
+from rlm_bench.shards import RunItem, Shards, worker_processes
 from rlm_bench.signed_records import load_signed, signed_json
 from rlm_bench.store import BenchStore, Manifest, Stored, _write_atomic, new_benchmark_id
 from rlm_bench.summary import CaseResult, build_summary, utc_now
@@ -146,6 +151,14 @@ class Plan:
     def cases(self) -> int:
         return sum(len(items) for items in self.items.values())
 
+    @classmethod
+    def one_point(cls, manifest: Manifest, items: list[dict[str, Any]]) -> "Plan":
+        """One benchmark (``rlm bench run``: its record is never written), with the items of its cases left."""
+        point = PointRecord(key=manifest.preset, benchmark_id=manifest.benchmark_id, point={},
+                            cases=len(manifest.case_ids))  # fmt: skip
+        record = SweepRecord(sweep_id=manifest.benchmark_id, spec={}, points=[point])
+        return cls(record, {manifest.benchmark_id: items}, {manifest.benchmark_id: manifest})
+
 
 def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "local",
                config_file: Optional[Path] = None, trust: bool = False) -> Plan:  # fmt: skip
@@ -181,17 +194,21 @@ def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "loc
         manifests[manifest.benchmark_id] = manifest
         records.append(PointRecord(key=point.key, benchmark_id=manifest.benchmark_id, point=point.to_json(),
                                    cases=len(cases)))  # fmt: skip
-        shared = manifest.model_dump(mode="json")  # one dict for the point's cases (an executor sends it once)
-        items[manifest.benchmark_id] = [
-            {"sweep_id": sweep_id, "benchmark_id": manifest.benchmark_id, "case_id": case.case_id,
-             "manifest": shared, "packs": packs, "run": run,
-             "config_file": str(config_file.resolve()) if config_file else None, "cwd": os.getcwd(),
-             "home": str(Path(runner.home).resolve()), "ship_trajectory": executor != "local", "trust": trust}
-            for case in cases
-        ]  # fmt: skip
+        items[manifest.benchmark_id] = _items(sweep_id, manifest, [c.case_id for c in cases], packs, run,
+                                              config_file, Path(runner.home), executor, trust)  # fmt: skip
     record = SweepRecord(sweep_id=sweep_id, name=spec.sweep.name, file=str(file), executor=executor,
                          spec=spec.model_dump(mode="json"), points=records)  # fmt: skip
     return Plan(record, items, manifests)
+
+
+def _items(sweep_id: str, manifest: Manifest, case_ids: list[str], packs: list[str], run: dict[str, Any],
+           config_file: Optional[Path], home: Path, executor: str, trust: bool) -> list[dict[str, Any]]:  # fmt: skip
+    """The work items of a point's cases (what ``run_item`` needs, anywhere)."""
+    shared = manifest.model_dump(mode="json")  # one dict for the point's cases (an executor sends it once)
+    return [{"sweep_id": sweep_id, "benchmark_id": manifest.benchmark_id, "case_id": case_id, "manifest": shared,
+             "packs": packs, "run": run, "config_file": str(config_file.resolve()) if config_file else None,
+             "cwd": os.getcwd(), "home": str(home.resolve()), "ship_trajectory": executor != "local",
+             "trust": trust} for case_id in case_ids]  # fmt: skip
 
 
 def _instructions(point: Point, file: Path) -> Optional[str]:
@@ -252,14 +269,8 @@ def resume_plan(store: SweepStore, ref: str, *, executor: str = "local", config_
                                  "repeat": str(point.point.get("repeat", 1))}}  # fmt: skip
         if manifest.instructions is not None:
             run["instructions"] = manifest.instructions
-        shared = manifest.model_dump(mode="json")
-        items[point.benchmark_id] = [
-            {"sweep_id": record.sweep_id, "benchmark_id": point.benchmark_id, "case_id": case_id,
-             "manifest": shared, "packs": packs, "run": run,
-             "config_file": str(config_file.resolve()) if config_file else None, "cwd": os.getcwd(),
-             "home": str(store.root.parent.resolve()), "ship_trajectory": executor != "local", "trust": trust}
-            for case_id in manifest.case_ids if case_id not in done
-        ]  # fmt: skip
+        items[point.benchmark_id] = _items(record.sweep_id, manifest, [c for c in manifest.case_ids if c not in done],
+                                           packs, run, config_file, store.root.parent, executor, trust)  # fmt: skip
     record.executor, record.status, record.stopped = executor, "running", None
     return Plan(record, items, manifests)
 
@@ -285,53 +296,60 @@ class Executor(Protocol):
 
 @dataclass
 class CaseLost:
-    """A case no node could finish (its node died and the retries were spent, or the executor failed)."""
+    """A case no node could finish (its node died and the retries were spent, or the executor failed); ``error``:
+    what its run raised, when it raised (a bad model name: nothing can run)."""
 
     reason: str
+    error: Optional[BaseException] = None
 
 
 class LocalExecutor:
-    """This machine: ``concurrency`` threads of the driver (default), or ``processes`` worker processes each
-    running one case at a time."""
+    """This machine: ``concurrency`` cases at once, on threads of this process or shared by forked worker
+    processes that each run theirs on threads (``rlm_bench.shards``; ``processes``: how many, None for one per
+    core for every 8 cases at once, 1 for threads only). ``run(item, cancel)`` runs a case (default: ``run_item``);
+    a run that raises KeyboardInterrupt was cancelled, one that raises anything else is a ``CaseLost`` carrying
+    it. ``close`` cancels what still runs and waits for it."""
 
     name = "local"
 
-    def __init__(self, concurrency: int = 4, processes: int = 1) -> None:
-        import multiprocessing
-        import threading
-
-        self.capacity = max(1, processes if processes > 1 else concurrency)
+    def __init__(self, concurrency: int = 4, processes: Optional[int] = 1, run: Optional[RunItem] = None) -> None:
+        self.capacity = max(1, concurrency)
+        self._run = run or run_item
         self._cancel = threading.Event()
-        if processes > 1:
-            context = multiprocessing.get_context("forkserver")
-            self._pool: Any = ProcessPoolExecutor(max_workers=processes, mp_context=context)
-            self._threads = False
-        else:
-            self._pool = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="sweep")
-            self._threads = True
+        count = worker_processes(self.capacity, processes)
+        self._shards = Shards(self._run, count, self.capacity) if count > 1 else None  # forked first: no thread yet
+        self._pool = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="bench")
 
-    def submit(self, item: dict[str, Any]) -> Future:
-        if self._threads:
-            return self._pool.submit(run_item, item, self._cancel)
-        return self._pool.submit(run_item, item)
+    def submit(self, item: dict[str, Any]) -> Any:
+        if self._shards is not None:
+            return self._shards.submit(item)
+        return self._pool.submit(self._run, item, self._cancel)
 
     def wait(self, handles: Iterable[Any], timeout: float) -> list[tuple[Any, Any]]:
+        if self._shards is not None:
+            return self._shards.wait(handles, timeout)
         done, _ = wait(list(handles), timeout=timeout, return_when=FIRST_COMPLETED)
-        out = []
-        for future in done:
-            try:
-                out.append((future, future.result()))
-            except Exception as exc:  # noqa: BLE001 - a worker process that died takes its case with it
-                out.append((future, CaseLost(f"{type(exc).__name__}: {exc}")))
-        return out
+        return [(future, _outcome(future)) for future in done]
 
     def cancel(self, handles: Iterable[Any]) -> None:
         self._cancel.set()  # threads: the running cases stop at their next check
-        for future in handles:
-            future.cancel()
+        if self._shards is not None:
+            self._shards.cancel()
 
     def close(self) -> None:
+        self._cancel.set()
+        if self._shards is not None:
+            self._shards.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _outcome(future: Future) -> Any:
+    try:
+        return future.result()
+    except (KeyboardInterrupt, CancelledError):
+        return {"cancelled": True}
+    except Exception as exc:  # noqa: BLE001 - the case could not run: the driver decides what that stops
+        return CaseLost(f"{type(exc).__name__}: {exc}", exc)
 
 
 # ---------------------------------------------------------------------------------------------------- the driver
@@ -351,28 +369,38 @@ class Progress:
     started: float = field(default_factory=time.monotonic)
 
 
-Listener = Callable[[str, Progress, Optional[CaseResult]], None]
+#: Told ("start" | "submitted" | "case" | "lost" | "summary" | "end", progress, the case's result or the point's
+#: summary).
+Listener = Callable[[str, Progress, Any], None]
 
 
 class SweepDriver:
-    """Feeds a plan's cases to an executor and keeps what comes back (see the module docstring)."""
+    """Feeds a plan's cases to an executor and keeps what comes back (see the module docstring). ``strict`` runs
+    one benchmark (``rlm bench run``): no sweep record is kept, and the first case that cannot run (``CaseLost``)
+    stops the others as Ctrl-C does and is the ``failure``."""
 
     def __init__(self, store: SweepStore, executor: Executor, *, max_cost: Optional[float] = None,
-                 max_tokens: Optional[int] = None, listener: Optional[Listener] = None) -> None:  # fmt: skip
+                 max_tokens: Optional[int] = None, listener: Optional[Listener] = None,
+                 strict: bool = False) -> None:  # fmt: skip
         self.store, self.executor = store, executor
         self.max_cost, self.max_tokens = max_cost, max_tokens
         self.listener = listener or (lambda *_: None)
+        self.strict = strict
+        self.progress = Progress()
+        self.failure: Optional[CaseLost] = None
+        self._stopping = self._interrupted = False
 
     def run(self, plan: Plan) -> SweepRecord:
         record, bench = plan.record, self.store.bench
         for manifest in plan.manifests.values():
             if not bench.manifest_path(manifest.benchmark_id).is_file():
                 bench.write_manifest(manifest)
-        self.store.save(record)
-        progress = Progress(total=sum(p.cases for p in record.points))
+        self._save(record)
+        progress = self.progress = Progress(total=sum(p.cases for p in record.points))
         progress.done = progress.total - plan.cases
         pending = deque(item for items in plan.items.values() for item in items)
-        self._remaining = {benchmark_id: len(items) for benchmark_id, items in plan.items.items()}
+        self._planned = {benchmark_id: len(items) for benchmark_id, items in plan.items.items()}
+        self._remaining = dict(self._planned)
         for benchmark_id, left in self._remaining.items():  # finished before a crash, not yet summarised
             if left == 0 and not bench.summary_path(benchmark_id).is_file():
                 self._summarise_if_complete(benchmark_id, plan)
@@ -380,41 +408,49 @@ class SweepDriver:
         lost: list[str] = []
         self.listener("start", progress, None)
         try:
-            while pending or running:
-                while pending and len(running) < self.executor.capacity and record.stopped is None:
-                    if self._over_budget(record):
+            try:
+                while (pending or running) and not self._stopping:
+                    while pending and len(running) < self.executor.capacity and not self._over_budget(record):
+                        item = pending.popleft()
+                        running[self.executor.submit(item)] = item
+                        progress.running = len(running)
+                        self.listener("submitted", progress, None)
+                    if not running:
                         break
-                    item = pending.popleft()
-                    running[self.executor.submit(item)] = item
-                    progress.running = len(running)
-                    self.listener("submitted", progress, None)
-                if not running:
-                    break
-                for handle, outcome in self.executor.wait(list(running), timeout=0.5):
-                    item = running.pop(handle)
-                    progress.running = len(running)
-                    self._finish(item, outcome, record, progress, plan, lost)
+                    for handle, outcome in self.executor.wait(list(running), timeout=0.5):
+                        item = running.pop(handle)
+                        progress.running = len(running)
+                        self._finish(item, outcome, record, progress, plan, lost)
+            except KeyboardInterrupt:
+                self._stopping = self._interrupted = True
+            if self._stopping:  # Ctrl-C, a case cancelled underneath, or (strict) one that could not run
+                self.executor.cancel(list(running))
+                deadline = time.monotonic() + 30
+                while running and time.monotonic() < deadline:  # keep every case that still finishes
+                    for handle, outcome in self.executor.wait(list(running), timeout=0.5):
+                        self._finish(running.pop(handle), outcome, record, progress, plan, lost)
+            if self._interrupted:
+                record.status = "interrupted"
+                self._save(record)
+                raise SweepInterrupted(f"sweep {record.sweep_id} interrupted: {progress.done} of {progress.total} "
+                                       "cases finished and saved",
+                                       hint=f"resume it with: rlm bench sweep --resume {record.sweep_id}") from None
             record.status = "lost" if lost else "budget" if record.stopped else "finished"
             if lost:
                 record.stopped = f"{len(lost)} case(s) lost: {lost[0]}"
-        except KeyboardInterrupt:
-            self.executor.cancel(list(running))
-            deadline = time.monotonic() + 30
-            while running and time.monotonic() < deadline:  # keep every case that still finishes
-                for handle, outcome in self.executor.wait(list(running), timeout=0.5):
-                    self._finish(running.pop(handle), outcome, record, progress, plan, lost)
-            record.status = "interrupted"
-            self.store.save(record)
-            raise SweepInterrupted(f"sweep {record.sweep_id} interrupted: {progress.done} of {progress.total} cases "
-                                   "finished and saved",
-                                   hint=f"resume it with: rlm bench sweep --resume {record.sweep_id}") from None
         finally:
             self.executor.close()
-        self.store.save(record)
+        self._save(record)
         self.listener("end", progress, None)
         return record
 
+    def _save(self, record: SweepRecord) -> None:
+        if not self.strict:
+            self.store.save(record)
+
     def _over_budget(self, record: SweepRecord) -> bool:
+        if record.stopped is not None:
+            return True
         if self.max_cost is not None and record.spent_cost >= self.max_cost:
             record.stopped = f"--max-cost ${self.max_cost:g} reached (${record.spent_cost:.4f} spent)"
         elif self.max_tokens is not None and record.spent_tokens >= self.max_tokens:
@@ -428,8 +464,12 @@ class SweepDriver:
             lost.append(f"{item['benchmark_id']}/{item['case_id']}: {outcome.reason}")
             progress.failed += 1
             self.listener("lost", progress, None)
+            if self.strict and not self._stopping:
+                self.failure, self._stopping = outcome, True
             return
         if outcome.get("cancelled"):
+            if not self._stopping:  # cancelled underneath (Ctrl-C reached the case first): stop as Ctrl-C does
+                self._stopping = self._interrupted = True
             return
         result = CaseResult.model_validate(outcome["result"])
         node = str(outcome.get("node") or "?")
@@ -448,7 +488,7 @@ class SweepDriver:
         progress.per_node[node] = progress.per_node.get(node, 0) + 1
         self._summarise_if_complete(item["benchmark_id"], plan)
         if progress.done % 20 == 0:
-            self.store.save(record)
+            self._save(record)
         self.listener("case", progress, result)
 
     def _keep_trajectory(self, result: CaseResult, text: str) -> str:
@@ -466,5 +506,8 @@ class SweepDriver:
             return
         manifest = plan.manifests[benchmark_id]
         results = self.store.bench.load_cases(benchmark_id)
-        if len(results) >= len(manifest.case_ids) and all(c in results for c in manifest.case_ids):
-            self.store.bench.write_summary(build_summary(manifest, list(results.values())))
+        if all(c in results for c in manifest.case_ids):
+            summary = build_summary(manifest, [results[c] for c in manifest.case_ids],
+                                    resumed=len(manifest.case_ids) - self._planned[benchmark_id])  # fmt: skip
+            self.store.bench.write_summary(summary)
+            self.listener("summary", self.progress, summary)

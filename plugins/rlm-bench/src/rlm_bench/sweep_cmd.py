@@ -24,8 +24,8 @@ def sweep(
                                           "ray://host:port, host:port); default [bench.ray] address, else a "
                                           "local Ray started for the sweep."),
     concurrency: int = typer.Option(4, "--concurrency", "-j", min=1, max=1024, help="local: cases at once."),
-    processes: int = typer.Option(1, "--processes", min=1, max=256, help="local: worker processes, one case "
-                                  "each at a time (1: threads of this process)."),
+    processes: int = typer.Option(1, "--processes", min=1, max=256, help="local: forked worker processes sharing "
+                                  "the -j cases, on threads of their own (1: threads of this process). Linux."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Run what an earlier sweep (its id, or latest) "
                                          "has not finished."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded grid, the case count and a cost "

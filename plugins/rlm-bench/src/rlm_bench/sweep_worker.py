@@ -1,7 +1,7 @@
 """One case of a sweep, run where an executor puts it: a thread of the driver, a worker process, or a Ray task on
 any node of a cluster.
 
-``run_item(item)`` runs exactly what ``rlm bench run`` runs for that case (``BenchmarkRunner``'s one-case path)
+``run_item(item)`` runs exactly what ``rlm bench run`` runs for that case (``BenchmarkRunner.run_case``)
 with the settings, plugins, sandboxes, providers and keys of the process it runs in, and returns plain JSON
 data: the ``CaseResult``, the node that ran it and, when asked, the run's trajectory (so the driver, which alone
 writes the bench store, can keep it). Anything that stops the case on this node (a sandbox or provider it cannot
@@ -96,7 +96,7 @@ def run_item(item: dict[str, Any], cancel: Optional[threading.Event] = None) -> 
     try:
         runner = _runner(item)
         case = _case(item, runner)
-        result = BenchmarkRunner(runner)._run_case(case, manifest, cancel or threading.Event())
+        result = BenchmarkRunner(runner).run_case(case, manifest, cancel or threading.Event())
     except KeyboardInterrupt:  # a Ray cancel, or Ctrl-C in a worker process
         return {"cancelled": True, "node": node}
     except Exception as exc:  # noqa: BLE001 - this case fails on this node; the sweep goes on
