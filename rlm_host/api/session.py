@@ -138,7 +138,7 @@ class ChatSession:
         if not isinstance(data, dict) or not isinstance(data.get("turns", []), list):
             raise InputError(f"{self.path} is not a chat session file")
         turns = [t for t in data.get("turns", []) if isinstance(t, dict) and isinstance(t.get("query"), str)]
-        options = data.get("options") if isinstance(data.get("options"), dict) else {}
+        options = found if isinstance(found := data.get("options"), dict) else {}
         self.ran = dict(options)
         chosen = {**self.rlm.options, **self.options}
         if data.get("options_signature") and _signed_options(self.id, options) == data.get("options_signature"):
@@ -151,9 +151,9 @@ class ChatSession:
             logs.get_logger("rlm.session").warning(
                 f"session {self.id}: not taken from the session file: {'; '.join(self.ignored)} "
                 "(pass them yourself, e.g. --sandbox / --model, to use them)", session_id=self.id)  # fmt: skip
-        self.turns, self.variables = turns, data.get("variables") if isinstance(data.get("variables"), dict) else {}
+        self.turns, self.variables = turns, found if isinstance(found := data.get("variables"), dict) else {}
         self.dropped = [d for d in data.get("dropped") or [] if isinstance(d, str)]
-        record = data.get("context") if isinstance(data.get("context"), dict) else {}
+        record = found if isinstance(found := data.get("context"), dict) else {}
         if isinstance(record.get("path"), str):
             self.context = Path(record["path"]) if _signed_path(record["path"]) == record.get("signature") else None
             if self.context is None:  # not written by this user's rlm (a cloned project's .rlm, an edited file)

@@ -88,7 +88,7 @@ def recorded_context(meta: Any, source: str) -> Optional[Any]:
 
     if not isinstance(meta, dict) or meta.get("type") in (None, "none"):
         return None
-    files = meta.get("files") if isinstance(meta.get("files"), list) else []
+    files = found if isinstance(found := meta.get("files"), list) else []
     here = Path.cwd().resolve()
     paths = [Path(str(f)) for f in files]
     if paths and all(p.is_file() and p.resolve().is_relative_to(here) for p in paths):

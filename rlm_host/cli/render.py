@@ -141,8 +141,8 @@ def render_summary(replay: Replay) -> str:
     root, result, start = replay.root, replay.result, replay.root.start
     started = datetime.fromtimestamp(replay.events[0].ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [f"run {root.run_id}  started {started}"]
-    settings = start.get("settings") if isinstance(start.get("settings"), dict) else {}
-    labels = settings.get("labels") if isinstance(settings.get("labels"), dict) else {}
+    settings = found if isinstance(found := start.get("settings"), dict) else {}
+    labels = found if isinstance(found := settings.get("labels"), dict) else {}
     task = start.get("task") or (result.task if result else "")
     if start.get("question"):  # a chat turn: its task carries the conversation, its question is what was asked
         session = f" (turn {labels.get('turn', '?')} of chat {labels['session_id']})" if labels.get("session_id") else ""

@@ -20,7 +20,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional, TypeGuard
 
 from rlm_host.config.paths import user_config_dir
 
@@ -222,7 +222,7 @@ def _raises_limit(key: str, value: Any, host: Optional["PluginHost"], below: Map
     return "raises a limit above its default" if _is_number(default) and value > default else ""
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

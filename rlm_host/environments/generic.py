@@ -114,7 +114,7 @@ class GenericEnvironment:
         if name == "delegate":
             return self._record(self._delegate([action.get("task")], action.get("context"), batch=False))
         if name == "delegate_batch":
-            tasks = action.get("tasks") if isinstance(action.get("tasks"), list) else []
+            tasks = found if isinstance(found := action.get("tasks"), list) else []
             return self._record(self._delegate(tasks, action.get("context"), batch=True))
         return self._record(ActionResult(action="invalid_action", observation={"error": f"unknown action {name!r}"},
                                          reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip

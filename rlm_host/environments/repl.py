@@ -10,9 +10,10 @@ inheritance), so it runs unchanged in the process, Monty and Docker sandboxes.
 
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from rlm_host.approvals import ALLOW_ALL
 from rlm_host.environments.protocol import EnvironmentContext, ModelRole
@@ -184,7 +185,7 @@ class SubCalls:
         items = [_as_prompt(p) for p in prompts]
         if not items:
             return []
-        calls = [lambda p=p, i=i: self._query(p, model, "llm_query_batched", i) for i, p in enumerate(items)]
+        calls = [functools.partial(self._query, p, model, "llm_query_batched", i) for i, p in enumerate(items)]
         return gather_calls("llm_query_batched", calls, self._workers(len(items), model))
 
     def rlm_query_batched(self, prompts: Any, contexts: Any = None) -> list[str]:
@@ -197,13 +198,14 @@ class SubCalls:
         items = list(zip(prompts, contexts if contexts is not None else [None] * len(prompts)))
         if not items:
             return []
-        calls = [lambda p=p, c=c: self.rlm_query(p, c) for p, c in items]
+        calls = [functools.partial(self.rlm_query, p, c) for p, c in items]
         return gather_calls("rlm_query_batched", calls, max(1, min(len(items), self.concurrency)))
 
     def _workers(self, calls: int, model: Optional[str]) -> int:
         """All of a batch at once, up to the cap and the provider's own limit (one connection pool serves them)."""
         try:
-            limit = self.model_for(model).max_concurrency or calls
+            # not a ModelRole member: a model client has it, a role without it sets no limit
+            limit = getattr(self.model_for(model), "max_concurrency", None) or calls
         except Exception:  # an unknown model: each call reports it
             limit = calls
         return max(1, min(calls, self.concurrency, limit))
@@ -265,7 +267,7 @@ class SubCalls:
             self.ctx.scope.emit("sub_call", event)
 
 
-def gather_calls(kind: str, calls: list[Callable[[], str]], workers: int) -> list[str]:
+def gather_calls(kind: str, calls: Sequence[Callable[[], str]], workers: int) -> list[str]:
     """Run ``calls`` on ``workers`` threads; their answers in order, or one RuntimeError naming every failure."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(call) for call in calls]

@@ -44,7 +44,7 @@ def _provider_hint(model: str, registry: Any) -> str:
         return f"name the model too, e.g. --model {spec.name}:{spec.example_model or 'MODEL'}"
     family = re.match(r"[a-z]+", model.lower())
     alike = [spec.name for spec in registry if family and any(
-        re.match(r"[a-z]+", example.lower()) and re.match(r"[a-z]+", example.lower()).group(0) == family.group(0)
+        (word := re.match(r"[a-z]+", example.lower())) and word.group(0) == family.group(0)
         for example in (spec.example_model, spec.default_model) if example)]  # fmt: skip
     if alike:
         return "did you mean " + " or ".join(f"--model {name}:{model}" for name in alike[:4]) + "?"

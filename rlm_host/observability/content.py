@@ -126,7 +126,7 @@ def chat_messages(genai_json: Any) -> list[dict[str, str]]:
     messages = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict):
-            parts = item.get("parts") if isinstance(item.get("parts"), list) else []
+            parts = found if isinstance(found := item.get("parts"), list) else []
             text = "".join(str(p.get("content", "")) for p in parts if isinstance(p, dict))
             messages.append({"role": str(item.get("role") or "user"), "content": text})
     return messages

@@ -164,13 +164,13 @@ class SpanBuilder:
         short = self.content.text(data.get("task") or "", EVENT_TEXT_CHARS)
         if task is not None and short is not None:
             attributes.update({"rlm.task": short, "input.value": task, "input.mime_type": _TEXT})
-        settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+        settings = found if isinstance(found := data.get("settings"), dict) else {}
         for key, value in (settings.get("labels") or {}).items():
             attributes[f"rlm.label.{key}"] = str(value)
         for key in ("max_steps", "max_depth", "max_llm_calls"):
             if isinstance(settings.get(key), int):
                 attributes[f"rlm.{key}"] = settings[key]
-        context = data.get("context") if isinstance(data.get("context"), dict) else {}
+        context = found if isinstance(found := data.get("context"), dict) else {}
         for key in ("type", "total_chars", "documents"):
             value = _scalar(context.get(key))
             if value is not None:
@@ -214,7 +214,7 @@ class SpanBuilder:
                    end: float) -> SpanRecord:  # fmt: skip
         from rlm_host.trajectory.tree import observation_error
 
-        observation = data.get("observation") if isinstance(data.get("observation"), dict) else {}
+        observation = found if isinstance(found := data.get("observation"), dict) else {}
         code = data.get("code")
         tool = "repl" if code else str(data.get("action") or "step")
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, f"tool:{step}"), span_id_for(state.run_id, "run"),
@@ -327,9 +327,9 @@ class SpanBuilder:
         span = self._chat_span(state, f"sub:{event.seq or self._sub_calls}", parent, str(data.get("model") or ""),
                                str(data.get("provider") or ""), event.ts - seconds, event.ts, data.get("usage") or {})  # fmt: skip
         span.attributes["rlm.sub_call.kind"] = str(data.get("kind") or "llm_query")
-        prompt = self._text_event("rlm.prompt", event.ts - seconds, data.get("prompt"))
-        if prompt is not None:
-            span.events.append(prompt)
+        prompt_event = self._text_event("rlm.prompt", event.ts - seconds, data.get("prompt"))
+        if prompt_event is not None:
+            span.events.append(prompt_event)
             span.attributes["gen_ai.input.messages"] = self.content.messages([{"role": "user", "content": data["prompt"]}]) or ""
         if data.get("error"):
             span.status, span.status_message = "error", self.content.error(data["error"])
@@ -394,7 +394,7 @@ class SpanBuilder:
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, "run"), state.parent_span_id,
                           f"invoke_agent {state.attributes['gen_ai.agent.name']}", "internal", _ns(state.start),
                           _ns(max(end, state.start)), state.run_id, dict(state.attributes), list(state.events))  # fmt: skip
-        usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+        usage = found if isinstance(found := result.get("usage"), dict) else {}
         root, sub = usage.get("root") or {}, usage.get("sub") or {}
         for key in ("input_tokens", "output_tokens"):  # the run's totals: not gen_ai.usage.*, which a consumer
             if isinstance(root.get(key), int):           # sums over spans (the chat spans already carry them)

@@ -166,7 +166,7 @@ class ProcessSandbox(WorkerSession):
     def pid(self) -> int | None:
         """The worker's process id (None before start and after shutdown)."""
         channel = self._res.channel
-        return channel.proc.pid if channel else None
+        return channel.proc.pid if isinstance(channel, _ProcessChannel) else None
 
     @property
     def workdir(self) -> str | None:

@@ -175,7 +175,7 @@ class WorkerSession(SessionBase):
     def _serve_call(self, channel: Channel, call: dict) -> None:
         """Run one host function for the worker and send back its value or its error."""
         name = call.get("name")
-        function = self._functions.get(name)
+        function = self._functions.get(name) if isinstance(name, str) else None  # the worker's JSON: any value
         try:
             with self._host_call():
                 if function is None:
@@ -190,6 +190,7 @@ class WorkerSession(SessionBase):
     # -- the runtime's part of the session protocol -------------------------------------------------------
     def _execute(self, code: str, limit: float, started: float) -> ExecResult:
         channel = self._res.channel
+        assert channel is not None  # execute() made the worker live
         try:
             reply = self._request(channel, {"op": "execute", "code": code}, limit)
         except WorkerTimeout:

@@ -16,7 +16,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional
+from typing import IO, Any, Callable, Iterator, Optional
 
 from pydantic import BaseModel
 
@@ -158,8 +158,9 @@ class TrajectoryWriter:
         if self._held:
             data, self._held = self._held + data, b""
         if data:
+            assert self._file is not None  # the callers checked it is open, under the lock
             try:
-                written = self._file.write(data)  # type: ignore[union-attr]
+                written = self._file.write(data)
                 if written != len(data):
                     raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written")
                 self._whole += written
@@ -170,6 +171,7 @@ class TrajectoryWriter:
         """Cut the file back to its last whole line and stop writing (called under the lock)."""
         self.failed = exc.strerror or str(exc)
         self.dropped += 1
+        assert self._file is not None  # called by _write only
         try:
             os.ftruncate(self._file.fileno(), self._whole)  # needs no free space
         except (OSError, ValueError):
@@ -244,7 +246,7 @@ def select_runs(summaries: list[RunSummary], filters: list[str] | tuple[str, ...
     def like(pattern: str, value: str) -> bool:
         return fnmatch.fnmatchcase(value.lower(), pattern.lower())
 
-    checks = []
+    checks: list[Callable[..., bool]] = []  # check(summary); each binds its values as defaulted parameters
     for item in filters:
         key, sep, value = str(item).partition("=")
         key = {"env": "environment", "labels": "label"}.get(key.strip().lower(), key.strip().lower())
@@ -405,7 +407,7 @@ class RunStore:
     @staticmethod
     def _start_fields(root: str, event: dict[str, Any], path: Path) -> RunSummary:
         data = event.get("data") or {}
-        settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+        settings = found if isinstance(found := data.get("settings"), dict) else {}
         labels = settings.get("labels") or {}
         started = _iso(float(event["ts"])) if isinstance(event.get("ts"), (int, float)) else None
         return RunSummary(
