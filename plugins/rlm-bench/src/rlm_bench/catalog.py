@@ -38,7 +38,8 @@ def _registered(host: Any, name: str, loaded: Any) -> Preset:
     except RlmError:
         raise
     except Exception as exc:  # a plugin's pack factory failing is the plugin's error, reported clearly
-        raise PluginError(f"benchmark pack {spec.name!r} ({owner}) failed to build its cases: {type(exc).__name__}: {exc}")
+        raise PluginError(f"benchmark pack {spec.name!r} ({owner}) failed to build its cases: "
+                          f"{type(exc).__name__}: {exc}") from None
     try:
         cases = [c if isinstance(c, BenchmarkCase) else BenchmarkCase.model_validate(c) for c in raw]
     except (ValidationError, TypeError) as exc:

@@ -62,21 +62,6 @@ def cost_measure(summaries: Sequence[BenchmarkSummary]) -> tuple[str, Callable[[
 # --- svg ----------------------------------------------------------------------------------------------------
 
 
-def _ticks(low: float, high: float, count: int = 5) -> list[float]:
-    if high <= low:
-        return [low]
-    step = (high - low) / (count - 1)
-    return [low + i * step for i in range(count)]
-
-
-def _tick_label(value: float) -> str:
-    if abs(value) >= 1000:
-        return f"{value / 1000:.0f}k" if abs(value) >= 10_000 else f"{value / 1000:.1f}k"
-    if abs(value) >= 10 or value == 0:
-        return f"{value:.0f}"
-    return f"{value:.2g}" if abs(value) < 0.01 else f"{value:.2f}"
-
-
 def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tuple[int, float, int]]],
               y_range: Optional[tuple[float, float]] = None, y_format: Callable[[float], str] = _tick_label) -> str:  # fmt: skip
     """A line chart with one polyline and one circle per point per series (x: context tokens, log scale when wide)."""

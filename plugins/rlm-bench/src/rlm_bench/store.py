@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Optional, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from rlm_bench.compat import upgrade_summary, upgrade_tokens
 from rlm_bench.ids import checked_id, is_store_id
