@@ -186,3 +186,23 @@ def test_contributing_links_resolve():
     assert targets
     broken = [t for t in targets if t.partition("#")[0] and not (REPO / t.partition("#")[0]).exists()]
     assert not broken, f"CONTRIBUTING.md links to nothing: {', '.join(broken)}"
+
+
+def test_the_run_pages_help_is_rlm_run_help_as_it_is():
+    """docs/guide/run.md prints `rlm run --help`: its options are the command's own, every one of them."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    page = (DOCS / "guide" / "run.md").read_text()
+    block = re.search(r"```text\n(Usage: rlm run .*?)```", page, re.S)
+    assert block, "docs/guide/run.md shows `rlm run --help`"
+    rlm = str(Path(sys.executable).with_name("rlm"))
+    real = subprocess.run([rlm, "run", "--help"], capture_output=True, text=True, env={"COLUMNS": "80",
+                          "PATH": "/usr/bin:/bin", "HOME": "/tmp"}).stdout  # fmt: skip
+
+    def options(text: str) -> list[str]:
+        return re.findall(r"^  (-[-\w]+(?:, -[-\w]+)?)", text.split("Options:", 1)[1], re.M)
+
+    assert options(block.group(1)) == options(real)
