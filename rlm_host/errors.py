@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rlm_host.results import TerminationReason
+
 
 class RlmError(Exception):
     """Base class of every error the CLI reports as a clear message instead of a traceback.
@@ -60,9 +65,9 @@ class SandboxError(Exception):
 class BudgetExceeded(Exception):
     """A limit of the run tree was reached; ``reason`` is the run's termination reason."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: TerminationReason, message: str) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.reason: TerminationReason = reason
 
 
 class RecursionRefused(Exception):

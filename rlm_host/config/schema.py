@@ -259,6 +259,7 @@ def _with_component_sections(base: type[Section]) -> type[Section]:
     return model
 
 
-Settings = _with_component_sections(Settings)  # type: ignore[misc]
+# the same name for the class create_model extended (mypy checks the fields declared above, not the sections)
+Settings = _with_component_sections(Settings)  # type: ignore[misc, assignment]
 
 

@@ -25,7 +25,7 @@ from rlm_host.context import describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, plan_run
 from rlm_host.engine.sandbox_plan import memory_for, plan_sandbox
-from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
+from rlm_host.environments.protocol import Emitter, EnvironmentContext, reply_format_of
 from rlm_host.errors import ConfigError, RlmError
 from rlm_host.frameworks.protocol import FrameworkContext, FrameworkOutcome, StepLimitReached, TurnLimitedRole
 from rlm_host.frameworks.synthesis import synthesize
@@ -348,7 +348,7 @@ class RLMRunner:
         return completed, answer, reason
 
     def _step(self, environment: Any, step: int, root: ModelClient, sub: ModelClient, usage: RunUsage,
-              plan: RunPlan, total_reward: float, scope: RunScope) -> tuple[ActionResult, StepRecord]:  # fmt: skip
+              plan: RunPlan, total_reward: float, scope: Emitter) -> tuple[ActionResult, StepRecord]:  # fmt: skip
         before = usage.model_copy(deep=True)
         model_before = root.seconds + sub.seconds
         step_started = time.monotonic()
@@ -372,7 +372,7 @@ class RLMRunner:
             record.observation.setdefault("malformed_reply", completion.raw["malformed"])
         return result, record
 
-    def _synthesize(self, environment: Any, scope: RunScope) -> Optional[str]:
+    def _synthesize(self, environment: Any, scope: Emitter) -> Optional[str]:
         """One extra root call for the best answer when the run ended without one; failures are recorded."""
         try:
             return environment.synthesize()

@@ -62,8 +62,11 @@ class BudgetView(Protocol):
 class Emitter(Protocol):
     """Where an environment emits its own events (``sub_call``, ``compaction``…) for the run it belongs to."""
 
-    run_id: str
-    depth: int
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def depth(self) -> int: ...
 
     def emit(self, type_: Any, data: dict[str, Any]) -> Any: ...
 

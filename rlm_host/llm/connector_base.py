@@ -149,25 +149,26 @@ class RetryingConnector:
         the settings, else genai-prices (:mod:`rlm_host.llm.catalog`), else ``context_window`` (the connector's
         own table, for the models genai-prices lacks)."""
         options = options or ModelOptions()
-        settings = validate_settings(settings_type, settings, provider)
+        # Any: each provider's own settings model; every one declares the fields read here
+        validated: Any = validate_settings(settings_type, settings, provider)
         env = os.environ if environ is None else environ
         self.model = model
         self.name = f"{provider}:{model}"
         self.options = options
-        self.settings = settings
-        self.context_window = settings.context_window or catalog.context_window(provider, model) or context_window
+        self.settings = validated
+        self.context_window = validated.context_window or catalog.context_window(provider, model) or context_window
         self.on_retry = on_retry
 
         explicit = options.model_fields_set
-        self.timeout = options.timeout if "timeout" in explicit or settings.timeout is None else settings.timeout
+        self.timeout = options.timeout if "timeout" in explicit or validated.timeout is None else validated.timeout
         max_retries = (
-            options.max_retries if "max_retries" in explicit or settings.max_retries is None else settings.max_retries
+            options.max_retries if "max_retries" in explicit or validated.max_retries is None else validated.max_retries
         )
-        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=settings.max_retry_wait)
+        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=validated.max_retry_wait)
 
-        self._custom_base_url = options.base_url or settings.base_url or env.get(base_url_env) or None
+        self._custom_base_url = options.base_url or validated.base_url or env.get(base_url_env) or None
         self.base_url = (self._custom_base_url or default_base_url).rstrip("/")
-        self.max_concurrency: int | None = getattr(settings, "max_concurrency", None)
+        self.max_concurrency: int | None = getattr(validated, "max_concurrency", None)
         self._client: Any = None
         self._lock = threading.Lock()
         return env
@@ -226,7 +227,7 @@ class RetryingConnector:
                 self._client = client
             return self._client
 
-    def _shared_client(self) -> tuple[str, dict[str, Any], Any]:
+    def _shared_client(self) -> tuple[tuple[str, str, str], dict[str, Any], Any]:
         """The shared-client key of this connector's arguments, the arguments, and the client built for them
         (None when none was yet)."""
         arguments = self.client_arguments()
@@ -276,9 +277,9 @@ class RetryingConnector:
         """
         limit = timeout if timeout is not None else self.timeout
         request = self.request(messages, limit)
-        enforced = reply_format is not None and bool(reply_format.kinds & self.reply_formats)
-        if enforced:
-            self.constrain(request, reply_format)
+        enforced = reply_format if reply_format is not None and reply_format.kinds & self.reply_formats else None
+        if enforced is not None:
+            self.constrain(request, enforced)
         client = self.client()
         attempts = 0
 
@@ -296,8 +297,8 @@ class RetryingConnector:
             on_retry=on_retry or self.on_retry,
         )
         completion = self._completion(response, time.monotonic() - started, attempts)
-        if enforced:
-            completion.raw["reply_format"] = reply_format.name
+        if enforced is not None:
+            completion.raw["reply_format"] = enforced.name
         return completion
 
     def timeout_failure(self, timeout: float) -> Failure:

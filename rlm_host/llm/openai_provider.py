@@ -86,9 +86,10 @@ class OpenAIConnector(RetryingConnector):
 
     provider = "openai"  # gen_ai.provider.name; an OpenAI-compatible service's connector is given its own
     reply_fields: ReplyFormatFields = OPENAI_STYLE
+    settings: ProviderSettings
 
     @property
-    def reply_formats(self) -> frozenset[str]:
+    def reply_formats(self) -> frozenset[str]:  # type: ignore[override]  # read-only: derived from reply_fields
         """The reply-format kinds the server enforces (see :class:`ReplyFormatFields`)."""
         return self.reply_fields.kinds
 

@@ -15,6 +15,7 @@ the process at exit) waits for that.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -62,7 +63,8 @@ class SinkWorker:
                  on_disabled: Callable[[str, str, Optional[RunEvent]], None], *,
                  queue_size: int = QUEUE_SIZE, call_seconds: float = 30.0) -> None:  # fmt: skip
         self.name = name
-        self._start: Optional[SinkStarter] = None if hasattr(sink, "handle") else sink  # type: ignore[assignment]
+        self._start: Optional[SinkStarter] = None if hasattr(sink, "handle") else sink
+        # not narrowed through self._start: a value with a ``handle`` is the sink
         self.sink: Optional[Sink] = None if self._start is not None else sink  # type: ignore[assignment]
         # what the sink takes: known once it exists (until then every event waits in the queue)
         self.wanted: Optional[frozenset[str]] = wanted_by(self.sink) if self.sink is not None else None
@@ -152,7 +154,7 @@ class SinkWorker:
                     continue
                 if self.disabled is None and self.sink is not None and (self.wanted is None or item.type in self.wanted):
                     sink = self.sink
-                    self._call(lambda sink=sink, item=item: sink.handle(item), item)  # called at once
+                    self._call(functools.partial(sink.handle, item), item)  # called at once
                     if self._idle is not None and self._queue.empty() and self.disabled is None:
                         self._call(self._idle, item)  # caught up: a batching sink sends what it holds
             if self.sink is not None:

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import difflib
-from typing import Generic, Iterator, TypeVar
+from typing import Generic, Iterator, Protocol, TypeVar
 
 from rlm_host.components import normalize_name
 from rlm_host.errors import ComponentClashError, UnknownComponentError
 
-T = TypeVar("T")
+
+class Named(Protocol):
+    """What a registry holds: a record with a name and its aliases (``Component``, ``CommandSpec``, ``DoctorCheck``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+
+T = TypeVar("T", bound=Named)
 
 
 class Registry(Generic[T]):

@@ -85,7 +85,7 @@ class Recording:
 
         replay = Replay(events)
         result = replay.result
-        outcome = "interrupted (no final event)" if result is None else result.termination_reason
+        outcome: str = "interrupted (no final event)" if result is None else result.termination_reason
         if result is not None and result.error:
             outcome += f": {result.error}"
         summaries: dict[tuple[str, int], str] = {}
