@@ -113,5 +113,5 @@ def command() -> click.Command:
         TyperOption(param_decls=["--json", "as_json"], is_flag=True, help="Print the RunResult as JSON on stdout."),
         TyperOption(param_decls=["--quiet", "-q", "quiet"], is_flag=True, help="No live view."),
     ]  # fmt: skip
-    return ContextsCommand(name="fork", callback=fork_run, params=params, help=fork_run.__doc__.split("\n")[0],
+    return ContextsCommand(name="fork", callback=fork_run, params=params, help=(fork_run.__doc__ or "").split("\n")[0],
                            rich_markup_mode=None)  # fmt: skip

@@ -4,6 +4,7 @@ readiness (``native`` is the built-in loop, always there)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -21,7 +22,7 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
     from rlm_host.plugins import get_host
 
     loaded = ctx.find_root().obj.settings()
-    rows = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin": "rlm-host",
+    rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin": "rlm-host",
              "detail": "the built-in loop (--env chooses the environment)", "hint": "",
              "description": "rlm's own RLM loop"}]  # fmt: skip
     for spec, owner in get_host().frameworks().items():

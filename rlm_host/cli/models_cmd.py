@@ -36,7 +36,7 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     urls = {row["name"]: base_url(spec, loaded.component("provider", spec.name), os.environ)
             for (spec, _), row in zip(specs, rows)}  # fmt: skip
     probe_local_servers(rows, urls)
-    report = {"providers": rows, "run": configured_models(host, loaded.settings.run)}
+    report: dict[str, Any] = {"providers": rows, "run": configured_models(host, loaded.settings.run)}
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
@@ -70,8 +70,8 @@ def probe_local_servers(rows: list[dict[str, Any]], urls: dict[str, Optional[str
     (a TCP connect, all at once, ``timeout`` seconds at most); else ``not running``, with how to start it."""
     from rlm_host.llm import loopback
 
-    local = {row["name"]: urls[row["name"]] for row in rows
-             if row["status"] == "ready" and urls.get(row["name"]) and loopback.is_loopback(urls[row["name"]])}
+    local = {row["name"]: url for row in rows
+             if row["status"] == "ready" and (url := urls.get(row["name"])) and loopback.is_loopback(url)}
     answers = loopback.probe(list(local.values()), timeout)
     for row in rows:
         row["listening"] = answers[local[row["name"]]] if row["name"] in local else None

@@ -145,7 +145,7 @@ def run_command(name: str = "run", *, help: Optional[str] = None, defaults: Opti
     ]
     callback = functools.partial(run_task, defaults=defaults, prepare=prepare)
     return ContextsCommand(name=name, callback=callback, params=options, rich_markup_mode=None,
-                           help=help or run_task.__doc__.split("\n")[0])  # fmt: skip
+                           help=help or (run_task.__doc__ or "").split("\n")[0])  # fmt: skip
 
 
 run = run_command()

@@ -31,7 +31,7 @@ def _field_type(name: str) -> tuple[Any, bool, bool, Optional[str]]:
     value (a choice, a path) when the settings are merged, so its error names the flag."""
     from rlm_host.config.schema import RunSettings
 
-    annotation = RunSettings.model_fields[name].annotation
+    annotation: Any = RunSettings.model_fields[name].annotation  # a class or a typing form (Optional, Literal…)
     args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
     optional = typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1
     base = args[0] if optional else annotation

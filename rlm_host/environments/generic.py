@@ -39,7 +39,7 @@ No markdown. JSON only."""
 #: The action object as a JSON schema, in the strict form OpenAI's structured outputs require (every key present,
 #: null where unused); llama.cpp turns it into a grammar. Replies that break it are still read by parse_action.
 _NULLABLE_TEXT = {"type": ["string", "null"]}
-ACTION_SCHEMA = {
+ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "action": {"type": "string", "enum": ["run_python", "final", "delegate", "delegate_batch"]},

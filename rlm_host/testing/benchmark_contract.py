@@ -91,7 +91,7 @@ class BenchmarkPackContract:
             assert cases, f"pack {pack!r} has no case"
             ids = [case.get("case_id") for case in cases]
             assert all(isinstance(i, str) and i for i in ids), f"pack {pack!r}: every case needs a case_id: {ids}"
-            assert len(set(ids)) == len(ids), f"pack {pack!r}: case ids repeat: {sorted(ids)}"
+            assert len(set(ids)) == len(ids), f"pack {pack!r}: case ids repeat: {sorted(str(i) for i in ids)}"
             for case in cases:
                 where = f"pack {pack!r} case {case['case_id']!r}"
                 assert case.get("expected") is not None, f"{where}: no expected answer"

@@ -92,6 +92,7 @@ class ContextLoaderContract:
         code = f"text = context if isinstance(context, str) else str(context)\nprint({fact!r} in text)"
         root = ScriptedConnector.from_responses([f"```repl\n{code}\n```", "FINAL(done)"])
         result = runner.run_task("Find the fact.", context=context, connectors={"root": root, "sub": root})
+        assert result.trajectory_path is not None, "the run was not recorded"
         steps = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
         output = next(e for e in steps if e["type"] == "step")["data"]["observation"]["blocks"][0]["stdout"]
         assert output.strip() == "True", output

@@ -129,7 +129,7 @@ class FrameworkContract:
         assert trajectory(result)[-1]["type"] == "final"
 
 
-def in_sandbox(contract: type, sandbox: str, distribution: str) -> type:
+def in_sandbox(contract: type[FrameworkContract], sandbox: str, distribution: str) -> type:
     """The same contract (``contract``: a ``FrameworkContract`` subclass with its replies) with the code in another
     sandbox runtime, registered by ``distribution``: ``TestMineInBox = in_sandbox(TestMine, "box", "acme-box")``.
     (A copy, so pytest does not collect the original twice.)"""

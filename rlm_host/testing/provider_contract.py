@@ -169,7 +169,8 @@ class ProviderContract(ProviderCalls):
         config = rlm_isolated.work / "rlm.toml"
         config.write_text(f"[provider.{self.provider}]\n")
         loaded = load_settings(cwd=rlm_isolated.work, host=host, environ={})
-        assert isinstance(loaded.component("provider", self.provider), spec.settings_model())
+        settings_model = spec.settings_model()
+        assert settings_model is not None and isinstance(loaded.component("provider", self.provider), settings_model)
         alias = spec.names[-1]
         connector = resolve_connector(f"{alias}:{self.model}", host=host, settings=loaded,
                                       options=ModelOptions(api_key=KEY))  # fmt: skip
@@ -200,7 +201,7 @@ class ProviderContract(ProviderCalls):
         server = self._server(request)
         if server is not None:
             server.push(self.answer("4", usage=(12, 1)))
-        connector = self.connect(server and server.url)
+        connector = self.connect(server.url if server is not None else None)
         reported: list[tuple[int, float, str]] = []
         result = connector.complete(MESSAGES, timeout=60, on_retry=lambda *a: reported.append(a), purpose="sub_call")
         assert isinstance(connector, ModelConnector) and isinstance(result, Completion)
@@ -216,7 +217,7 @@ class ProviderContract(ProviderCalls):
         server = self._server(request)
         if server is not None:
             server.push(self.answer("yes"))
-        connector = self.connect(server and server.url)
+        connector = self.connect(server.url if server is not None else None)
         kinds = YES_NO.kinds & getattr(connector, "reply_formats", frozenset())
         result = connector.complete(MESSAGES, timeout=60, purpose="turn", reply_format=YES_NO)
         assert isinstance(result, Completion) and result.text, result
@@ -233,7 +234,7 @@ class ProviderContract(ProviderCalls):
         texts = [f"answer {i}" for i in range(4)]
         if server is not None:
             server.push(*(self.answer(text) for text in texts))
-        connector = self.connect(server and server.url)
+        connector = self.connect(server.url if server is not None else None)
         with ThreadPoolExecutor(4) as pool:
             results = list(pool.map(lambda _: connector.complete(MESSAGES, timeout=60), texts))
         assert all(isinstance(r, Completion) and r.text for r in results), results

@@ -69,10 +69,16 @@ def content_run(mark: str) -> dict[str, Any]:
                           {"match": "refused-", "error": f"HTTP 400: the server cannot read 'refused-{mark}'"}]}  # fmt: skip
 
 
+def _recorded_path(result: RunResult) -> Path:
+    """The trajectory file of a recorded run."""
+    assert result.trajectory_path is not None, "the run was not recorded (no trajectory_path)"
+    return Path(result.trajectory_path)
+
+
 def feed_trajectory(sink: Sink, source: Union[RunResult, str, Path, Iterable[RunEvent]]) -> list[RunEvent]:
     """Send a saved run's events to ``sink`` in order (a RunResult, a trajectory path, or events); return them."""
     if isinstance(source, RunResult):
-        source = Path(source.trajectory_path)
+        source = _recorded_path(source)
     if isinstance(source, (str, Path)):
         path = Path(source)
         events = RunStore(path.parent).load(path)
@@ -146,11 +152,13 @@ class SinkContract:
 
     def test_ignores_event_types_it_does_not_know(self, make_sink, recorded: RunResult, home: Path) -> None:
         sink = make_sink()
-        events = RunStore(Path(recorded.trajectory_path).parent).load(recorded.trajectory_path)
+        path = _recorded_path(recorded)
+        events = RunStore(path.parent).load(path)
         root = events[0]
-        future = RunEvent.model_construct(type="from_a_future_version", operation=None, run_id=root.run_id,
-                                          root_run_id=root.root_run_id, parent_run_id=None, depth=0, seq=1, ts=root.ts,
-                                          data={"anything": [1, 2]})  # fmt: skip
+        future = RunEvent.model_construct(
+            type="from_a_future_version",  # type: ignore[arg-type]  # not an EventType: a newer host's event
+            operation=None, run_id=root.run_id, root_run_id=root.root_run_id, parent_run_id=None, depth=0, seq=1,
+            ts=root.ts, data={"anything": [1, 2]})  # fmt: skip
         feed_trajectory(sink, events[:1] + [future] + events[1:])  # in the middle of a real run: never raises
         sink.close()
         self.check_output(events, home)  # … and the run is recorded as if the unknown event had not been there
@@ -169,7 +177,8 @@ class SinkContract:
 
     def test_concurrent_handle_calls_are_safe(self, make_sink, recorded: RunResult, home: Path) -> None:
         sink = make_sink()
-        events = RunStore(Path(recorded.trajectory_path).parent).load(recorded.trajectory_path)
+        path = _recorded_path(recorded)
+        events = RunStore(path.parent).load(path)
         copies = [_renamed(events, f"_t{i}") for i in range(8)]
         errors: list[BaseException] = []
 

@@ -99,7 +99,7 @@ def _fork_point(source: Replay, fork: Replay) -> Optional[int]:
     if not isinstance(labels, dict) or labels.get("fork_of") != source.root.run_id:
         return None
     try:
-        return int(labels.get("fork_at"))
+        return int(labels.get("fork_at", ""))
     except (TypeError, ValueError):
         return None
 

@@ -164,9 +164,9 @@ class PureRLMEnvironment:
         results: list[ExecResult] = []
         final: Optional[FinalSignal] = None
         scope = self.ctx.scope
-        for block, code in enumerate(parsed.code_blocks, 1):
+        for block, cell in enumerate(parsed.code_blocks, 1):
             timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
-            result = execute_code(scope, self.session, code, timeout, step=step, block=block)  # a sandbox failure raises
+            result = execute_code(scope, self.session, cell, timeout, step=step, block=block)  # a sandbox failure raises
             results.append(result)
             if result.final is not None:
                 final = result.final
