@@ -10,8 +10,9 @@ run: install-main     ## install what the main job needs (host, Monty, the embed
 	@# exit 1 means "no final answer" (possible with another model, or --reply-format off): the run still happened
 	.venv/bin/rlm run "$(QUESTION)" --context samples/station_log.txt --max-steps 4 || [ $$? -eq 1 ]
 
-test: install         ## install everything, check style (ruff), then the whole test suite (slow integration tests included)
+test: install         ## install everything, check style (ruff) and types (mypy), then the whole test suite (slow ones included)
 	.venv/bin/ruff check .
+	.venv/bin/mypy
 	.venv/bin/pytest -m "slow or not slow"
 
 test-fast: install    ## the fast tests only (the default of a bare `pytest`)

@@ -28,10 +28,11 @@ def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (
     ``defaults``: run options of the command itself (``rlm harness run``: its environment), under the flags;
     ``prepare(loaded, extras)``: the command's own flags (``extras``) applied to the settings."""
     from rlm_host.cli import run_flags
+    from rlm_host.config import run_options
     from rlm_host.context import ContextFiles
 
     state = click.globals.get_current_context().find_root().obj
-    extras = {name: flags.pop(name) for name in list(flags) if name not in run_flags.run_options.names()}
+    extras = {name: flags.pop(name) for name in list(flags) if name not in run_options.names()}
     loaded = state.settings()
     if defaults:
         loaded = loaded.with_run(defaults, {name: click.globals.get_current_context().command_path for name in defaults})
@@ -131,8 +132,9 @@ def run_command(name: str = "run", *, help: Optional[str] = None, defaults: Opti
     it does not offer; ``params``: its own click options, handed with their values to ``prepare(loaded, extras)``,
     which returns the settings to run with; ``context``: whether it takes ``--context``."""
     from rlm_host.cli import run_flags
+    from rlm_host.config import run_options
 
-    offered = [name for name in run_flags.run_options.names() if name not in exclude]
+    offered = [name for name in run_options.names() if name not in exclude]
     options = [
         TyperArgument(param_decls=["task"], required=True, help="The question or task."),
         *([TyperOption(param_decls=["--context", "-c", "context"], multiple=True, metavar="PATH", help="A file, a "

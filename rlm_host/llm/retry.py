@@ -102,8 +102,6 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
-    if when is None:
-        return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     now = now or datetime.now(timezone.utc)
