@@ -59,25 +59,20 @@ def recorded_settings(settings: Any, source: str) -> dict[str, Any]:
     setting would be (one warning names what is left out, and why)."""
     from rlm_host import logs
     from rlm_host.config.schema import RunSettings
-    from rlm_host.config.trust import risk_of
+    from rlm_host.config.trust import screen
     from rlm_host.plugins import get_host
 
     if not isinstance(settings, dict):
         return {}
-    defaults, host, here = RunSettings().model_dump(mode="json"), get_host(), Path.cwd().resolve()
-    kept, left = {}, []
-    for name, value in settings.items():
-        if name not in RunSettings.model_fields or value == defaults.get(name):
-            continue
-        reason = risk_of(f"run.{name}", value, here, host)
-        if reason:
-            left.append(f"{name} ({reason})")
-        else:
-            kept[name] = value
-    if left:
-        logs.say(f"warning: settings of {source} not taken again (give them as flags if you mean them): "
-                 + "; ".join(left), event="fork settings", level="warning")  # fmt: skip
-    return kept
+    defaults = RunSettings().model_dump(mode="json")
+    entries = [(f"run.{name}", value, source) for name, value in settings.items()
+               if name in RunSettings.model_fields and value != defaults.get(name)]  # fmt: skip
+    kept, ignored = screen(entries, Path.cwd(), get_host())
+    if ignored:
+        left = "; ".join(f"{item.key.removeprefix('run.')} ({item.reason})" for item in ignored)
+        logs.say(f"warning: settings of {source} not taken again (give them as flags if you mean them): {left}",
+                 event="fork settings", level="warning")  # fmt: skip
+    return {key.removeprefix("run."): value for key, value, _ in kept}
 
 
 def recorded_context(meta: Any, source: str) -> Optional[Any]:

@@ -124,10 +124,9 @@ class ForkConnector:
         return self.then.complete(messages, **options)
 
     def _recorded(self, messages: list[Message], purpose: str) -> bool:
-        replay, recording = self.replay, self.replay.recording
         if messages and messages[0].get("role") == "system":
-            return purpose == "turn" and replay._next["root"] < len(recording.root)
-        return not all(replay._sub_used)
+            return purpose == "turn" and self.replay.left("root") > 0
+        return self.replay.left("sub") > 0
 
 
 def fork_wrapper(replay: Replay, at: int) -> tuple[Any, ForkWatch]:

@@ -65,8 +65,9 @@ class PureRLMEnvironment:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        session = self.session = self._new_session()
-        helpers = session.execute(self._calls.helpers_source())
+        session, calls = self._new_session()
+        self.session = session
+        helpers = session.execute(calls.helpers_source())
         if not helpers.ok:
             raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
         self.baseline = set(session.list_variables())  # the environment's own names: not the model's variables
@@ -84,19 +85,20 @@ class PureRLMEnvironment:
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
                                count=lambda text: count_tokens(text, self.ctx.root))  # fmt: skip
 
-    def _new_session(self) -> SandboxSession:
-        """A started session with the REPL's functions and the context bound (the helpers not run yet)."""
+    def _new_session(self) -> tuple[SandboxSession, SubCalls]:
+        """A started session with the REPL's functions and the context bound, and those functions (the helpers
+        are not run yet)."""
         session = self.ctx.open_sandbox()
         session.start()
         keep_cells = getattr(session, "keep_cells_for_rebuild", None)
         if keep_cells is not None:  # the REPL has no outside effects: a lost worker is rebuilt by replaying cells
             keep_cells()
-        self._calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
-        session.register_functions(self._calls.functions())
+        calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
+        session.register_functions(calls.functions())
         if self.ctx.context is not None:
             session.set_variable("context", self.ctx.context)
         session.set_variable("context_names", document_names(self.ctx.context))
-        return session
+        return session, calls
 
     def close(self) -> None:
         if self.session is not None:
@@ -110,7 +112,7 @@ class PureRLMEnvironment:
         import copy as copying
 
         assert self.session is not None and self.history is not None, "start() first"
-        fresh = self._new_session()
+        fresh, _ = self._new_session()
         take_cells = getattr(fresh, "take_cells", None)
         if take_cells is None:
             fresh.shutdown()

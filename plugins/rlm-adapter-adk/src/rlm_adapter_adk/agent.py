@@ -55,7 +55,7 @@ from rlm_host import ConfigError, RlmError
 from rlm_host.sdk.context import describe_context
 from rlm_host.sdk.environments import HELPERS_SOURCE, PathRefused, ProjectFiles, document_names
 from rlm_host.sdk.frameworks import (
-    FrameworkContext, answer_type_instructions, describe_context_briefly, tool_error_text, tool_result_text, truncate,
+    FrameworkContext, answer_type_instructions, describe_context_briefly, truncate,
 )  # fmt: skip
 
 ROOT, LOADER, WORKFLOW = "rlm_agent", "context_loader", "rlm_workflow"
@@ -206,13 +206,7 @@ class AdkAgentFramework(AdkFramework):
 
         for function in (rlm_execute_code, rlm_load_context, rlm_query_context):
             function.__doc__ = DESCRIPTIONS[function.__name__]
-        limit = self.settings.max_output_chars
-        users = self.ctx.tools.user_tools.functions(
-            asynchronous=True,  # on a worker thread: ADK awaits a tool on its event loop
-            result=lambda value: {"ok": True, "output": truncate(tool_result_text(value), limit)},
-            error=lambda exc: {"ok": False, "output": f"error: {tool_error_text(exc)}"},
-        )  # fmt: skip
-        return [rlm_execute_code, rlm_load_context, rlm_query_context, *users]
+        return [rlm_execute_code, rlm_load_context, rlm_query_context, *self._user_tools()]
 
     def loader_tools(self) -> list[Any]:
         async def rlm_list_files(folder: str = ".", depth: int = 2) -> dict[str, Any]:

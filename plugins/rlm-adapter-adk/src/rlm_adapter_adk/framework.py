@@ -253,13 +253,16 @@ class AdkFramework:
 
         for function in (run_code, llm_query):
             function.__doc__ = TOOL_DESCRIPTIONS[function.__name__]
+        return [run_code, llm_query, *self._user_tools()]
+
+    def _user_tools(self) -> list[Any]:
+        """The user's own functions (``--tool``) as ADK function tools: their results and errors as tool results."""
         limit = self.settings.max_output_chars
-        users = self.ctx.tools.user_tools.functions(
+        return self.ctx.tools.user_tools.functions(
             asynchronous=True,  # on a worker thread: ADK awaits a tool on its event loop
             result=lambda value: {"ok": True, "output": truncate(tool_result_text(value), limit)},
             error=lambda exc: {"ok": False, "output": f"error: {tool_error_text(exc)}"},
         )  # fmt: skip
-        return [run_code, llm_query, *users]
 
     async def _run_code(self, code: str) -> dict[str, Any]:
         outcome = await asyncio.to_thread(self.ctx.tools.run_code, code)

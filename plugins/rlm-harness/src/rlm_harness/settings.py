@@ -137,5 +137,5 @@ def _expand(value: Any, workdir: Optional[Path]) -> Any:
 
 def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
-    where = ".".join(str(p) for p in error.get("loc", ()))
+    where = ".".join(str(p) for p in error.get("loc", ()) if p != "__root__")
     return f"{where}: {error['msg']}" if where else str(error["msg"])

@@ -26,7 +26,7 @@ from rlm_host import ConfigError
 from rlm_host.sdk.environments import Tool
 
 from rlm_harness.mcp_client import McpPool, McpTool
-from rlm_harness.settings import HarnessSettings, McpServer, load_mcp_config
+from rlm_harness.settings import HarnessSettings, McpServer, _first_error, load_mcp_config
 
 #: JSON Schema types as the Python types the prompt shows.
 _TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -92,11 +92,11 @@ def servers_of(value: Any, folder: Path) -> dict[str, McpServer]:
         try:
             found[str(name)] = McpServer.model_validate(entry)
         except ValidationError as exc:
-            raise ConfigError(f"mcp_servers: server {name!r}: {_first(exc)}") from None
+            raise ConfigError(f"mcp_servers: server {name!r}: {_first_error(exc)}") from None
     try:
         HarnessSettings(mcp_servers=found)  # the rule for server names
     except ValidationError as exc:
-        raise ConfigError(f"mcp_servers: {_first(exc)}") from None
+        raise ConfigError(f"mcp_servers: {_first_error(exc)}") from None
     return found
 
 
@@ -135,6 +135,8 @@ def _function(pool: McpPool, tool: McpTool, name: str) -> Callable[..., Any]:
                               default=inspect.Parameter.empty if key in required else None)
             for key in ordered
         ])  # fmt: skip
+    else:  # names no Python parameter can take: the tool's arguments are given by name, as keywords
+        call.__signature__ = inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])  # type: ignore[attr-defined]
     return call
 
 
@@ -150,9 +152,3 @@ def _notice(row: dict[str, Any]) -> str:
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
     note = f" ({row['note']})" if row.get("note") else ""
     return f"MCP server {row['server']!r}: {len(names)} tool(s) in the REPL: {shown or 'none'}{note}"
-
-
-def _first(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error.get("loc", ()) if part != "__root__")
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
