@@ -27,7 +27,9 @@ def test_run_a_small_preset_and_see_the_leaderboard(rlm_isolated):
         progress = view.progress
         assert progress.error is None, progress.error
         assert (progress.done, progress.total) == (2, 2) and len(progress.lines) == 2
-        assert "done" in str(app.query_one("#bench-status").render())
+        # the status line is drawn from the app's thread after the progress ends: wait for it, never race it
+        await wait_for(pilot, lambda: "done" in str(app.query_one("#bench-status").render()), seconds=30,
+                       what="the status line")  # fmt: skip
         await wait_for(pilot, lambda: app.query_one("#board").row_count == 1, seconds=60, what="the leaderboard")
         assert "accuracy" in str(app.query_one("#chart").render())
         app.focus_view()
