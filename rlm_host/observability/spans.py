@@ -101,10 +101,20 @@ class SpanBuilder:
         self._runs: dict[str, _RunState] = {}
         self._sub_calls = 0
 
-    def _text_event(self, name: str, ts: float, value: Any) -> Optional[SpanEventRecord]:
-        """A span event holding ``value`` (capped at :data:`EVENT_TEXT_CHARS`), when content is captured."""
+    def _text_event(self, span: SpanRecord, name: str, ts: float, value: Any) -> bool:
+        """Whether ``span`` got an event holding ``value`` (capped at :data:`EVENT_TEXT_CHARS`): content is
+        captured and there is a value."""
         text = self.content.text(value, EVENT_TEXT_CHARS)
-        return SpanEventRecord(name, _ns(ts), {"rlm.text": text}) if text is not None else None
+        if text is not None:
+            span.events.append(SpanEventRecord(name, _ns(ts), {"rlm.text": text}))
+        return text is not None
+
+    def _text_and_short(self, attributes: dict[str, AttributeValue], name: str, prefix: str, value: Any) -> None:
+        """``rlm.<name>`` (cut at :data:`EVENT_TEXT_CHARS`) and ``<prefix>.value`` (whole), as the content policy
+        allows."""
+        whole, short = self.content.text(value), self.content.text(value, EVENT_TEXT_CHARS)
+        if whole is not None and short is not None:
+            attributes.update({f"rlm.{name}": short, f"{prefix}.value": whole, f"{prefix}.mime_type": _TEXT})
 
     def _io(self, span: SpanRecord, inputs: Any, outputs: Any, input_type: str = _TEXT) -> None:
         """``input.value`` / ``output.value`` (and their mime types) as the content policy allows."""
@@ -115,8 +125,19 @@ class SpanBuilder:
                 span.attributes[f"{prefix}.mime_type"] = mime
 
     def add(self, event: RunEvent) -> list[SpanRecord]:
-        handler = getattr(self, f"_on_{event.type}", None)
-        return handler(event) if handler is not None else []
+        """The spans ``event`` finished; an event of a run whose ``run_start`` was not seen finishes none."""
+        if event.type == "run_start":
+            return self._on_run_start(event)
+        handler, state = getattr(self, f"_on_{event.type}", None), self._runs.get(event.run_id)
+        return handler(state, event) if handler is not None and state is not None else []
+
+    def _status(self, span: SpanRecord, error: Any, kind: Optional[str] = None) -> None:
+        """``ok``, or ``error`` with the message as the content policy lets it leave and its ``error.type``."""
+        if error:
+            span.status, span.status_message = "error", self.content.error(error)
+            span.attributes["error.type"] = kind or error_type(str(error))
+        else:
+            span.status = "ok"
 
     def finish(self, reason: str = "the run ended without a final event") -> list[SpanRecord]:
         """Spans for the runs still open, children first, each with an error status."""
@@ -160,10 +181,7 @@ class SpanBuilder:
         }
         if event.parent_run_id:
             attributes["rlm.parent_run_id"] = event.parent_run_id
-        task = self.content.text(data.get("task") or "")
-        short = self.content.text(data.get("task") or "", EVENT_TEXT_CHARS)
-        if task is not None and short is not None:
-            attributes.update({"rlm.task": short, "input.value": task, "input.mime_type": _TEXT})
+        self._text_and_short(attributes, "task", "input", data.get("task") or "")
         settings = found if isinstance(found := data.get("settings"), dict) else {}
         for key, value in (settings.get("labels") or {}).items():
             attributes[f"rlm.label.{key}"] = str(value)
@@ -179,10 +197,7 @@ class SpanBuilder:
                                              attributes, last_ts=event.ts)  # fmt: skip
         return []
 
-    def _on_step(self, event: RunEvent) -> list[SpanRecord]:
-        state = self._runs.get(event.run_id)
-        if state is None:
-            return []
+    def _on_step(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
         data = event.data
         step = int(data.get("step") or state.last_step + 1)
         end = event.ts
@@ -193,13 +208,9 @@ class SpanBuilder:
         usage = (data.get("usage") or {}).get("root") or {}
         spans = []
         if not state.model_calls and (usage.get("calls") or data.get("reply") is not None):
-            chat = self._chat_span(state, f"chat:{step}", span_id_for(state.run_id, "run"),
-                                   str(state.attributes.get("rlm.model", "")),
-                                   str(state.attributes.get("gen_ai.provider.name", "")), start, model_end, usage)  # fmt: skip
+            chat = self._chat_span(state, f"chat:{step}", None, start, model_end, usage)
             chat.attributes["rlm.step"] = step
-            reply = self._text_event("rlm.reply", model_end, data.get("reply"))
-            if reply is not None:
-                chat.events.append(reply)
+            if self._text_event(chat, "rlm.reply", model_end, data.get("reply")):
                 chat.attributes["gen_ai.output.messages"] = self.content.reply(data["reply"]) or ""
                 self._io(chat, None, data["reply"])
             spans.append(chat)
@@ -233,26 +244,24 @@ class SpanBuilder:
         })  # fmt: skip
         output = "".join(str(b.get("stdout") or "") for b in observation.get("blocks") or [] if isinstance(b, dict))
         shown = output if output or code else {k: v for k, v in observation.items() if k != "blocks"}
-        for record in (self._text_event("rlm.code", start, code or None),
-                       self._text_event("rlm.output", end, shown if output or not code else None)):  # fmt: skip
-            if record is not None:
-                span.events.append(record)
+        self._text_event(span, "rlm.code", start, code or None)
+        self._text_event(span, "rlm.output", end, shown if output or not code else None)
         span.events.extend(state.step_events)
         if self.content.capture:
             if code:
                 span.attributes["gen_ai.tool.call.arguments"] = self.content.text({"code": code}) or ""
             span.attributes["gen_ai.tool.call.result"] = self.content.text(shown) or ""
             self._io(span, code or None, shown)
-        error = observation_error(observation)
-        if error:
-            span.status, span.status_message = "error", self.content.error(error)
-            span.attributes["error.type"] = error_type(error)
-        else:
-            span.status = "ok"
+        self._status(span, observation_error(observation))
         return span
 
-    def _chat_span(self, state: _RunState, part: str, parent: str, model: str, provider: str, start: float,
-                   end: float, usage: dict[str, Any]) -> SpanRecord:  # fmt: skip
+    def _chat_span(self, state: _RunState, part: str, parent: Optional[str], start: float, end: float,
+                   usage: dict[str, Any], model: Optional[str] = None, provider: Optional[str] = None) -> SpanRecord:  # fmt: skip
+        """A ``chat`` span of run ``state`` (its parent: the run's span unless given; model and provider: the
+        run's root model unless given)."""
+        parent = parent or span_id_for(state.run_id, "run")
+        model = str(state.attributes.get("rlm.model", "")) if model is None else model
+        provider = str(state.attributes.get("gen_ai.provider.name", "")) if provider is None else provider
         name = model_name(model)
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, part), parent, f"chat {name}".strip(), "client",
                           _ns(start), _ns(max(start, end)), state.run_id)  # fmt: skip
@@ -266,11 +275,8 @@ class SpanBuilder:
             span.attributes["rlm.cost"] = float(usage["cost"])
         return span
 
-    def _on_model_call_end(self, event: RunEvent) -> list[SpanRecord]:
+    def _on_model_call_end(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
         """One model call (root turn, sub-call, compaction, synthesis), failed or not, as a ``chat`` span."""
-        state = self._runs.get(event.run_id)
-        if state is None:
-            return []
         state.model_calls = True
         data = event.data
         seconds = float(data.get("seconds") or 0.0)
@@ -278,8 +284,8 @@ class SpanBuilder:
         if sub:
             state.step_has_children = True
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}" if sub else "run")
-        span = self._chat_span(state, f"call:{data.get('call') or event.seq}", parent, str(data.get("model") or ""),
-                               str(data.get("provider") or ""), event.ts - seconds, event.ts, data)  # fmt: skip
+        span = self._chat_span(state, f"call:{data.get('call') or event.seq}", parent, event.ts - seconds, event.ts, data,
+                               str(data.get("model") or ""), str(data.get("provider") or ""))  # fmt: skip
         purpose = str(data.get("purpose") or ("sub_call" if sub else "turn"))
         span.attributes.update({"rlm.purpose": purpose, "rlm.role": str(data.get("role") or "root")})
         if purpose == "turn":
@@ -292,21 +298,13 @@ class SpanBuilder:
         if messages is not None:
             span.attributes.update({"gen_ai.input.messages": messages, "input.value": messages,
                                     "input.mime_type": _JSON})  # fmt: skip
-        if data.get("error"):
-            error = str(data["error"])
-            span.status, span.status_message = "error", self.content.error(error)
-            span.attributes["error.type"] = error_type(error)
-        else:
-            span.status = "ok"
-            if content.get("reply") is not None and self.content.capture:
-                span.attributes["gen_ai.output.messages"] = self.content.reply(content["reply"]) or ""
-                self._io(span, None, content["reply"])
+        self._status(span, data.get("error") and str(data["error"]))
+        if not data.get("error") and content.get("reply") is not None and self.content.capture:
+            span.attributes["gen_ai.output.messages"] = self.content.reply(content["reply"]) or ""
+            self._io(span, None, content["reply"])
         return [span]
 
-    def _on_sub_call(self, event: RunEvent) -> list[SpanRecord]:
-        state = self._runs.get(event.run_id)
-        if state is None:
-            return []
+    def _on_sub_call(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
         state.step_has_children = True
         data = event.data
         if data.get("child_run_id"):
@@ -324,71 +322,52 @@ class SpanBuilder:
         self._sub_calls += 1
         seconds = float(data.get("seconds") or 0.0)
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}")
-        span = self._chat_span(state, f"sub:{event.seq or self._sub_calls}", parent, str(data.get("model") or ""),
-                               str(data.get("provider") or ""), event.ts - seconds, event.ts, data.get("usage") or {})  # fmt: skip
+        span = self._chat_span(state, f"sub:{event.seq or self._sub_calls}", parent, event.ts - seconds, event.ts,
+                               data.get("usage") or {}, str(data.get("model") or ""), str(data.get("provider") or ""))  # fmt: skip
         span.attributes["rlm.sub_call.kind"] = str(data.get("kind") or "llm_query")
-        prompt_event = self._text_event("rlm.prompt", event.ts - seconds, data.get("prompt"))
-        if prompt_event is not None:
-            span.events.append(prompt_event)
+        if self._text_event(span, "rlm.prompt", event.ts - seconds, data.get("prompt")):
             span.attributes["gen_ai.input.messages"] = self.content.messages([{"role": "user", "content": data["prompt"]}]) or ""
-        if data.get("error"):
-            span.status, span.status_message = "error", self.content.error(data["error"])
-            span.attributes["error.type"] = "sub_call_error"
-        else:
-            response = self._text_event("rlm.response", event.ts, data.get("response"))
-            if response is not None:
-                span.events.append(response)
+        self._status(span, data.get("error"), "sub_call_error")
+        if not data.get("error"):
+            if self._text_event(span, "rlm.response", event.ts, data.get("response")):
                 span.attributes["gen_ai.output.messages"] = self.content.reply(data["response"]) or ""
         self._io(span, data.get("prompt") if self.content.capture else None,
                  None if data.get("error") else data.get("response"))  # fmt: skip
         state.last_ts = max(state.last_ts, event.ts - seconds)  # the next step starts no earlier than this call
         return [span]
 
-    def _on_compaction(self, event: RunEvent) -> list[SpanRecord]:
-        state = self._runs.get(event.run_id)
-        if state is None:
-            return []
+    def _on_compaction(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
         data = event.data
         attributes: dict[str, AttributeValue] = {"rlm.turns_before": int(data.get("turns_before") or 0),
                                                  "rlm.turns_after": int(data.get("turns_after") or 0)}  # fmt: skip
-        summary = self.content.text(data.get("summary") or None)
         if state.model_calls:  # the summary's model call has its chat span: the run notes the fold
-            if summary is not None:
-                attributes["rlm.text"] = summary
-            state.events.append(SpanEventRecord("rlm.compaction", _ns(event.ts), attributes))
+            summary = self.content.text(data.get("summary") or None)
+            state.events.append(SpanEventRecord("rlm.compaction", _ns(event.ts),
+                                                {**attributes, **({"rlm.text": summary} if summary else {})}))  # fmt: skip
             return []
-        span = self._chat_span(state, f"compaction:{event.seq}", span_id_for(state.run_id, "run"),
-                               str(state.attributes.get("rlm.model", "")),
-                               str(state.attributes.get("gen_ai.provider.name", "")), event.ts, event.ts, {})  # fmt: skip
+        span = self._chat_span(state, f"compaction:{event.seq}", None, event.ts, event.ts, {})
         span.attributes.update({"rlm.compaction": True, **attributes})
-        record = self._text_event("rlm.summary", event.ts, data.get("summary") or None)
-        if record is not None:
-            span.events.append(record)
+        if self._text_event(span, "rlm.summary", event.ts, data.get("summary") or None):
             self._io(span, None, data["summary"])
         return [span]
 
-    def _on_model_retry(self, event: RunEvent) -> list[SpanRecord]:
-        state = self._runs.get(event.run_id)
-        if state is not None:
-            attributes = {f"rlm.{k}": _scalar(v) for k, v in event.data.items()
-                          if k != "reason" and _scalar(v) is not None}  # fmt: skip
-            if event.data.get("reason"):  # a provider's error: it may quote the prompt
-                attributes["rlm.reason"] = self.content.error(event.data["reason"])
-            state.events.append(SpanEventRecord("rlm.model_retry", _ns(event.ts), attributes))  # type: ignore[arg-type]
+    def _on_model_retry(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
+        attributes = {f"rlm.{k}": _scalar(v) for k, v in event.data.items() if k != "reason" and _scalar(v) is not None}
+        if event.data.get("reason"):  # a provider's error: it may quote the prompt
+            attributes["rlm.reason"] = self.content.error(event.data["reason"])
+        state.events.append(SpanEventRecord("rlm.model_retry", _ns(event.ts), attributes))  # type: ignore[arg-type]
         return []
 
-    def _on_error(self, event: RunEvent) -> list[SpanRecord]:
-        state = self._runs.get(event.run_id)
-        if state is not None:
-            state.error = str(event.data.get("message") or "error")
-            state.events.append(SpanEventRecord("exception", _ns(event.ts), {
-                "exception.message": self.content.error(state.error, EVENT_TEXT_CHARS),
-                "exception.type": str(event.data.get("where") or "rlm")}))  # fmt: skip
+    def _on_error(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
+        state.error = str(event.data.get("message") or "error")
+        state.events.append(SpanEventRecord("exception", _ns(event.ts), {
+            "exception.message": self.content.error(state.error, EVENT_TEXT_CHARS),
+            "exception.type": str(event.data.get("where") or "rlm")}))  # fmt: skip
         return []
 
-    def _on_final(self, event: RunEvent) -> list[SpanRecord]:
-        state = self._runs.pop(event.run_id, None)
-        return [self._run_span(state, event.ts, event.data)] if state is not None else []
+    def _on_final(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
+        del self._runs[event.run_id]
+        return [self._run_span(state, event.ts, event.data)]
 
     def _run_span(self, state: _RunState, end: float, result: dict[str, Any]) -> SpanRecord:
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, "run"), state.parent_span_id,
@@ -403,14 +382,8 @@ class SpanBuilder:
             value = _scalar(result.get(key))
             if value is not None:
                 span.attributes[f"rlm.{key}"] = value
-        answer = self.content.text(result.get("final_response"))
-        short = self.content.text(result.get("final_response"), EVENT_TEXT_CHARS)
-        if answer is not None and short is not None:
-            span.attributes.update({"rlm.final_response": short, "output.value": answer, "output.mime_type": _TEXT})
+        self._text_and_short(span.attributes, "final_response", "output", result.get("final_response"))
         error = result.get("error") or state.error
-        if error or result.get("termination_reason") == "error" or not result:
-            span.status, span.status_message = "error", self.content.error(error or "run failed")
-            span.attributes["error.type"] = str(result.get("termination_reason") or "error")
-        else:
-            span.status = "ok"
+        failed = error or result.get("termination_reason") == "error" or not result
+        self._status(span, (error or "run failed") if failed else None, str(result.get("termination_reason") or "error"))
         return span

@@ -15,9 +15,8 @@ from typing import Any, Optional
 
 from rlm_host.events import RunEvent
 from rlm_host.llm.protocol import Completion, Message, ModelError
-from rlm_host.trajectory.replay_provider import (RecordedReply, Recording, ReplayConnector, _is_model_sub_call,
-                                                 _sub_reply)  # fmt: skip
-from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace
+from rlm_host.trajectory.replay_provider import Recording, ReplayConnector
+from rlm_host.trajectory.tree import Replay
 
 #: The labels a fork carries: the run it was forked from and the last replayed step.
 FORK_OF, FORK_AT = "fork_of", "fork_at"
@@ -25,32 +24,13 @@ FORK_OF, FORK_AT = "fork_of", "fork_at"
 
 def fork_recording(replay: Replay, at: int) -> Recording:
     """The answers of the first ``at`` root steps of ``replay`` (1 ≤ at ≤ its steps), child runs and sub-calls
-    included, in the order the new run will ask for them."""
-    root = replay.root
-    recording = Recording(root.run_id, str(root.start.get("model") or ""), outcome=f"forked at step {at}")
-    for step in root.steps[:at]:
-        _add_step(recording, step)
+    included, in the order the new run will ask for them: the recording of the events up to the ``at``-th root
+    step's (that step's child runs and sub-calls all end before it)."""
+    last = replay.root.steps[at - 1].event
+    cut = next(index for index, event in enumerate(replay.events) if event is last)
+    recording = Recording.from_events(replay.events[:cut + 1])
+    recording.outcome = f"forked at step {at}"
     return recording
-
-
-def _add_step(recording: Recording, step: ReplayStep) -> None:
-    usage = step.record.usage.root
-    recording.root.append(RecordedReply(step.record.reply, usage.input_tokens, usage.output_tokens,
-                                        f"step {step.number} of {step.event.run_id}"))  # fmt: skip
-    recording.sub += [_sub_reply(call.event) for call in step.sub_calls if _is_model_sub_call(call.event)]
-    for child in step.children:
-        _add_child(recording, child)
-
-
-def _add_child(recording: Recording, run: RunTrace) -> None:
-    for step in run.steps:
-        _add_step(recording, step)
-    for child in run.pending_children:
-        _add_child(recording, child)
-    result = run.result
-    if result is not None and not result.completed and result.final_response is not None and \
-            result.termination_reason in ("max_steps", "max_llm_calls", "max_errors"):  # fmt: skip
-        recording.root.append(RecordedReply(result.final_response, where=f"synthesised answer of {run.run_id}"))
 
 
 class ForkWatch:
