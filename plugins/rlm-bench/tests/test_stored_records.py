@@ -165,7 +165,7 @@ def test_a_planted_sweep_resumes_without_sending_the_key_elsewhere_or_reading_ou
 def test_a_planted_sweep_does_not_choose_the_ray_cluster(cli, work, outside, monkeypatch):
     """A planted record's ``[bench.ray] address`` and ``runtime_env`` are not used (Ray trusts its cluster: results
     come back pickled); an ``--address`` the user types is."""
-    from rlm_bench import sweep_ray
+    from rlm_bench.sweep import ray_executor
     from rlm_bench.sweep import LocalExecutor
 
     joined: list[tuple[Optional[str], dict[str, Any]]] = []
@@ -174,7 +174,7 @@ def test_a_planted_sweep_does_not_choose_the_ray_cluster(cli, work, outside, mon
         joined.append((address, dict(options or {})))
         return LocalExecutor(concurrency=1)
 
-    monkeypatch.setattr(sweep_ray.RayExecutor, "connect", classmethod(connect))
+    monkeypatch.setattr(ray_executor.RayExecutor, "connect", classmethod(connect))
     plant_manifest(work, model=f"scripted:{work / 'model.json'}")
     plant_sweep(work, ray={"address": "ray://203.0.113.9:10001", "runtime_env": {"pip": ["evil-package"]},
                            "num_cpus": 0.5})  # fmt: skip

@@ -28,7 +28,7 @@ def trusted_sweep_files(isolated_env, monkeypatch):
     monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
 from rlm_bench.store import BenchStore
 from rlm_bench.sweep import SweepStore
-from rlm_bench.sweep_file import expand, load_sweep
+from rlm_bench.sweep.file import expand, load_sweep
 
 REPO = Path(__file__).resolve().parents[3]
 PACK = """\
@@ -513,7 +513,7 @@ def test_the_documented_sweep_file_is_a_valid_sweep_file():
     import re
     import tomllib
 
-    from rlm_bench.sweep_file import SweepFile, expand
+    from rlm_bench.sweep.file import SweepFile, expand
 
     page = (Path(__file__).resolve().parents[3] / "docs" / "guide" / "benchmarks.md").read_text()
     block = re.search(r"## Sweeps.*?```toml\n(.*?)```", page, re.S).group(1)
@@ -597,11 +597,11 @@ def test_an_untrusted_sweep_file_may_not_name_a_model_file_outside_in_the_slash_
 def test_a_base_url_password_is_never_written_or_printed_in_clear(cli, work, priced_model, monkeypatch):
     """``http://user:PASSWORD@host/v1`` is stored and printed as ``http://user:***@host/v1``; a resume reads the
     password again from the sweep file (a changed file is refused)."""
-    from rlm_bench import sweep as sweep_module
+    from rlm_bench.sweep import driver
 
     given: list[str] = []  # the base URL each case was run with
-    real_run_item = sweep_module.run_item
-    monkeypatch.setattr(sweep_module, "run_item", lambda item, *rest: given.append(item["run"]["base_url"])
+    real_run_item = driver.run_item
+    monkeypatch.setattr(driver, "run_item", lambda item, *rest: given.append(item.run["base_url"])
                         or real_run_item(item, *rest))  # fmt: skip
     setup(work)
     url = priced_model.url.replace("http://", "http://user:s3cret-passw0rd@")

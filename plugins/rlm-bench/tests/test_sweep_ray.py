@@ -167,7 +167,7 @@ def test_without_ray_the_executor_is_one_clear_error(cli, work, monkeypatch):
 
 
 def test_auth_environment_gives_a_joining_driver_token_mode_only_with_a_token(tmp_path, monkeypatch):
-    from rlm_bench.sweep_ray import auth_environment, token_available
+    from rlm_bench.sweep.ray_executor import auth_environment, token_available
 
     monkeypatch.setenv("HOME", str(tmp_path))
     bare: dict[str, str] = {}
@@ -191,10 +191,10 @@ def test_ray_errors_become_error_results_lost_cases_or_cancellations():
 
     import ray.exceptions as rex
 
-    from rlm_bench.sweep import CaseLost
-    from rlm_bench.sweep_ray import RayExecutor
+    from rlm_bench.sweep import CaseLost, SweepItem
+    from rlm_bench.sweep.ray_executor import RayExecutor
 
-    item = {"case_id": "a", "manifest": {"preset": "tiny", "model": "scripted:x.json", "sandbox": "process"}}
+    item = SweepItem("bench_a", "a", manifest={"preset": "tiny", "model": "scripted:x.json", "sandbox": "process"})
 
     def outcome(exc: BaseException) -> Any:
         executor = object.__new__(RayExecutor)
@@ -255,7 +255,8 @@ def test_a_points_shared_part_goes_to_the_cluster_once():
     point starts."""
     from types import SimpleNamespace
 
-    from rlm_bench.sweep_ray import RayExecutor
+    from rlm_bench.sweep import SweepItem
+    from rlm_bench.sweep.ray_executor import RayExecutor
 
     put, sent = [], []
     executor = object.__new__(RayExecutor)
@@ -264,14 +265,14 @@ def test_a_points_shared_part_goes_to_the_cluster_once():
     executor._flag, executor._items, executor._points, executor._cancelled = "flag", {}, {}, set()
     manifest_a, manifest_b, run = {"preset": "tiny", "case_ids": ["a", "b"]}, {"preset": "tiny"}, {"timeout": 60}
 
-    def item(benchmark_id: str, case_id: str, manifest: dict[str, Any]) -> dict[str, Any]:
-        return {"benchmark_id": benchmark_id, "case_id": case_id, "manifest": manifest, "run": run, "cwd": "/w"}
+    def item(benchmark_id: str, case_id: str, manifest: dict[str, Any]) -> SweepItem:
+        return SweepItem(benchmark_id, case_id, manifest=manifest, run=run, cwd="/w")
 
     first = [executor.submit(item("bench_a", c, manifest_a)) for c in ("a", "b")]
     executor.submit(item("bench_a", "c", dict(manifest_a)))  # an equal copy: the same point
     assert put == [{"manifest": manifest_a, "run": run}]
     assert [args[1:] for args in sent] == [("ref1", "flag")] * 3
-    assert sent[0][0] == {"benchmark_id": "bench_a", "case_id": "a", "cwd": "/w"}
+    assert sent[0][0] == SweepItem("bench_a", "a", cwd="/w")  # the case's own fields, without the shared part
     executor.submit(item("bench_b", "a", manifest_b))
     assert put[-1] == {"manifest": manifest_b, "run": run} and sent[-1][1] == "ref2"
     assert set(executor._points) == {"bench_a", "bench_b"}  # bench_a still has cases in flight
@@ -285,7 +286,7 @@ def test_a_points_shared_part_goes_to_the_cluster_once():
 def test_rays_messages_on_stdout_go_to_stderr_as_first_lines(capsys):
     """What Ray's driver prints to stdout while the executor is connected (the cluster's error messages, a log tail
     under them) reaches stderr as ``ray: <first line>``; once released, the stream is the stdout it replaced."""
-    from rlm_bench.sweep_ray import _RayMessagesToStderr
+    from rlm_bench.sweep.ray_executor import _RayMessagesToStderr
 
     real = sys.stdout
     stream = _RayMessagesToStderr(real)

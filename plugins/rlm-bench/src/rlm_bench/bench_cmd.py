@@ -340,13 +340,13 @@ def judge(
     typer.echo(f"results: {out}", err=True)
 
 
-from rlm_bench.sweep_cmd import sweep as _sweep  # noqa: E402 - registered last: the sweep command lives beside
+from rlm_bench.sweep.command import sweep as _sweep  # noqa: E402 - registered last: the sweep command lives beside
 
 app.command("sweep", short_help="Run a grid of benchmarks (models × frameworks × …) here or on a Ray cluster.")(
     _sweep
 )
 
-from rlm_bench.sweep_report import sweep_report as _sweep_report  # noqa: E402 - beside the sweep command
+from rlm_bench.sweep.report import sweep_report as _sweep_report  # noqa: E402 - beside the sweep command
 
 app.command("sweep-report", short_help="Report a sweep: a table per axis, charts (md or a self-contained html).")(
     _sweep_report

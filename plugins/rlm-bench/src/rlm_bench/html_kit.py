@@ -1,4 +1,4 @@
-"""What the self-contained HTML pages of rlm-bench share (``html_report``: one or more benchmarks; ``sweep_report``:
+"""What the self-contained HTML pages of rlm-bench share (``html_report``: one or more benchmarks; ``sweep.report``:
 a sweep): escaping, number formats, colours, the page's CSS and head (a Content-Security-Policy forbidding any
 fetch), and the axes of the SVG charts drawn in Python.
 """

@@ -2,7 +2,7 @@
 (``rlm_bench.signed_records``: planted by a cloned project, or changed since) is screened as an untrusted project
 file is: each setting it would give a run is judged by the host's ``risk_of`` under the key a project file sets it
 with (``sandbox`` as ``run.sandbox``, a pack file as a folder), a Ray cluster as a sweep file's is
-(``rlm_bench.sweep_file.cluster_risks``). What is risky is ignored (the configured value applies instead), with one
+(``rlm_bench.sweep.file.cluster_risks``). What is risky is ignored (the configured value applies instead), with one
 warning per record naming each setting and why. ``--trust-config`` takes the project's records as they are."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from rlm_bench.sweep_file import cluster_risks
 from rlm_host.sdk.embedding import risk_of
 
 if TYPE_CHECKING:
     from rlm_bench.store import Manifest, Stored
-    from rlm_bench.sweep import SweepRecord
+    from rlm_bench.sweep.record import SweepRecord
 
 #: The project-file key each manifest field a resume uses is judged as.
 MANIFEST_KEYS = {"model": "run.model", "sub_model": "run.sub_model", "judge_model": "run.model",
@@ -55,6 +54,8 @@ def manifest_for_resume(stored: "Stored[Manifest]", project: Path, host: Any, tr
 def sweep_for_resume(stored: "Stored[SweepRecord]", project: Path, host: Any, trust: bool = False) -> "SweepRecord":
     """The sweep record a resume runs: as written when this user's rlm signed it (or ``trust``), else without the
     ``[run]`` settings (of the sweep, its overrides and every point), pack files and Ray cluster it may not give."""
+    from rlm_bench.sweep.file import cluster_risks  # here: the sweep package imports this module
+
     if stored.signed or trust:
         return stored.record
     record = stored.record.model_copy(deep=True)

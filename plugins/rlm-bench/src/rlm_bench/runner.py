@@ -130,18 +130,18 @@ class BenchmarkRunner:
     def _execute(self, manifest: Manifest, cases: list[BenchmarkCase], done: dict[str, CaseResult],
                  concurrency: int) -> BenchmarkSummary:  # fmt: skip
         """The cases without a result, as a one-point sweep on this machine (``rlm_bench.sweep``)."""
-        from rlm_bench.sweep import LocalExecutor, Plan, SweepDriver, SweepInterrupted, SweepStore
+        from rlm_bench.sweep import LocalExecutor, Plan, SweepDriver, SweepInterrupted, SweepItem, SweepStore
 
         by_id = {c.case_id: c for c in cases}
-        items = [{"benchmark_id": manifest.benchmark_id, "case_id": i} for i in by_id if i not in done]
+        items = [SweepItem(manifest.benchmark_id, i) for i in by_id if i not in done]
         if self.shared_budget:
             run = self.runner.loaded.settings.run
             self.pool = Budget(timeout=float("inf"), max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
                                max_cost=run.max_cost)  # fmt: skip
         summaries: list[BenchmarkSummary] = []
 
-        def run_case(item: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
-            result = self.run_case(by_id[item["case_id"]], manifest, cancel)
+        def run_case(item: SweepItem, cancel: threading.Event) -> dict[str, Any]:
+            result = self.run_case(by_id[item.case_id], manifest, cancel)
             return {"cancelled": True} if result is None else {"result": result}
 
         def listen(kind: str, progress: Any, value: Any) -> None:
@@ -173,7 +173,7 @@ class BenchmarkRunner:
         """Run one case of ``manifest``'s benchmark here and score it: its ``CaseResult`` (``error`` when the case
         failed, e.g. its context could not be built), or None when it was cancelled (``cancel`` set, or the run
         ended ``cancelled``). Saves nothing: the caller keeps the result (``rlm bench run`` and every sweep
-        executor, through ``rlm_bench.sweep_worker.run_item``). Raises what stops every case alike (``RlmError``:
+        executor, through ``rlm_bench.sweep.worker.run_item``). Raises what stops every case alike (``RlmError``:
         a model, sandbox or framework that does not exist)."""
         started = time.monotonic()
         mode: Mode = case.mode or manifest.mode

@@ -23,9 +23,12 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import Pipe, connection
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from rlm_host import RlmError
+
+if TYPE_CHECKING:
+    from rlm_bench.sweep.worker import SweepItem
 
 #: Threads a worker process should have at least before another process pays off.
 THREADS_PER_PROCESS = 8
@@ -33,7 +36,7 @@ THREADS_PER_PROCESS = 8
 #: process's interpreter lock would run one at a time (``-j 32`` on 2 cores: 4 processes, 1.2x → 1.16x the ideal).
 PROCESSES_PER_CORE = 2
 
-RunItem = Callable[[dict[str, Any], threading.Event], Any]  # (item, cancel) -> outcome; raises when it cannot run
+RunItem = Callable[["SweepItem", threading.Event], Any]  # (item, cancel) -> outcome; raises when it cannot run
 
 
 def worker_processes(concurrency: int, requested: Optional[int] = None) -> int:
@@ -62,7 +65,7 @@ class Shards:
     (a case's handle is its number)."""
 
     def __init__(self, run: RunItem, processes: int, concurrency: int) -> None:
-        self.items: dict[int, dict[str, Any]] = {}  # submitted, not finished
+        self.items: dict[int, SweepItem] = {}  # submitted, not finished
         self.waiting: deque[int] = deque()  # submitted, no worker free yet
         self.numbers = itertools.count()
         self.stopping = False
@@ -71,7 +74,7 @@ class Shards:
             threads = concurrency // processes + (1 if k < concurrency % processes else 0)
             self.workers.append(_fork(run, threads, self.workers))
 
-    def submit(self, item: dict[str, Any]) -> int:
+    def submit(self, item: SweepItem) -> int:
         number = next(self.numbers)
         self.items[number] = item
         self.waiting.append(number)
@@ -140,7 +143,7 @@ class Shards:
         worker.results.close()
         status = _reap(worker)
         lost, worker.running = sorted(worker.running), set()
-        names = ", ".join(str(self.items.pop(n, {}).get("case_id", n)) for n in lost)
+        names = ", ".join(item.case_id if (item := self.items.pop(n, None)) else str(n) for n in lost)
         if self.stopping:
             return [(n, {"cancelled": True}) for n in lost]
         how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
@@ -148,7 +151,7 @@ class Shards:
 
 
 def _lost(reason: str, error: Optional[BaseException] = None) -> Any:
-    from rlm_bench.sweep import CaseLost  # the executor protocol's (sweep imports this module)
+    from rlm_bench.sweep.driver import CaseLost  # the executor protocol's (the driver imports this module)
 
     return CaseLost(reason, error)
 
@@ -186,7 +189,7 @@ def _serve(run: RunItem, threads: int, control: Any, results: Any) -> None:
     """The worker's loop: run each item read from ``control`` on a thread, answer on ``results``."""
     cancel, lock = threading.Event(), threading.Lock()
 
-    def work(number: int, item: dict[str, Any]) -> None:
+    def work(number: int, item: SweepItem) -> None:
         try:
             answer: tuple[Any, ...] = (number, "done", run(item, cancel))
         except KeyboardInterrupt:

@@ -38,7 +38,7 @@ def sweep(
 ) -> None:
     """Run a sweep: every point of the grid a benchmark (as `rlm bench run` makes one), every case a task."""
     from rlm_bench.sweep import SweepDriver, SweepStore, plan_sweep, resume_plan, stored_form
-    from rlm_bench.sweep_file import load_sweep
+    from rlm_bench.sweep.file import load_sweep
     from rlm_host.sdk.embedding import RLMRunner
 
     if executor not in ("local", "ray"):
@@ -84,7 +84,7 @@ def _executor(name: str, address: Optional[str], ray_options: dict[str, Any], co
         from rlm_bench.sweep import LocalExecutor
 
         return LocalExecutor(concurrency=concurrency, processes=processes)
-    from rlm_bench.sweep_ray import RayExecutor  # imports Ray; a clear error with the install command without it
+    from rlm_bench.sweep.ray_executor import RayExecutor  # imports Ray; a clear error with the install command without it
 
     return RayExecutor.connect(address or ray_options.get("address"), ray_options)
 

@@ -27,7 +27,7 @@ import typer
 from rlm_bench.html_kit import MARGIN, color, e, legend, num, page, pct, plot_size, svg_open, tick_label
 from rlm_bench.html_kit import x_label, y_axis
 from rlm_bench.summary import CaseResult, percentile
-from rlm_bench.sweep_file import AXES
+from rlm_bench.sweep.file import AXES
 
 FORMATS = ("md", "markdown", "html")
 AXIS_TITLES = {"preset": "Preset", "model": "Model", "framework": "Framework", "environment": "Environment",
@@ -421,7 +421,7 @@ def sweep_report(
     cost per model × framework, latency and completion rate per framework)."""
     import sys
 
-    from rlm_bench.sweep import SweepStore
+    from rlm_bench.sweep.record import SweepStore
     from rlm_host import CommandServices, InputError
 
     if fmt not in FORMATS:

@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlm_bench.sweep_file import expand, load_sweep
+from rlm_bench.sweep.file import expand, load_sweep
 from rlm_host import InputError
 from rlm_host.sdk.embedding import MASK, redact_data
 
 if TYPE_CHECKING:
-    from rlm_bench.sweep import SweepRecord
+    from rlm_bench.sweep.record import SweepRecord
 
 
 def masked(data: Any) -> Any:

@@ -21,7 +21,7 @@
     model = "anthropic:claude-3-5-haiku-latest"
     run = { timeout = 600 }                    # …these [run] settings apply on top
 
-    [bench.ray]                                # for --executor ray (see rlm_bench.sweep_ray)
+    [bench.ray]                                # for --executor ray (see rlm_bench.sweep.ray_executor)
     num_cpus = 0.25
 
 A point has the identity a single ``rlm bench run --preset P --model M --framework F --env E --sandbox S

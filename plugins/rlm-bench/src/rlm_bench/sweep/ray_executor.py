@@ -1,8 +1,8 @@
-"""``--executor ray``: every case of a sweep a Ray task of ``rlm_bench.sweep_worker.run_item`` on a cluster.
+"""``--executor ray``: every case of a sweep a Ray task of ``rlm_bench.sweep.worker.run_item`` on a cluster.
 
 ``RayExecutor.connect(address, options)`` joins a cluster (``auto``, ``host:port``, ``ray://host:port``; without
 one, ``RAY_ADDRESS``) or starts a private local Ray for the sweep (shut down again by ``close``). ``options`` is
-the sweep file's ``[bench.ray]`` (``rlm_bench.sweep_file.RayOptions``): what a case reserves (``num_cpus``,
+the sweep file's ``[bench.ray]`` (``rlm_bench.sweep.file.RayOptions``): what a case reserves (``num_cpus``,
 ``num_gpus``, custom ``resources``), its ``runtime_env``, how many cases are in flight at most
 (``max_in_flight``: the executor's capacity) and how often Ray reruns a case whose worker or node died
 (``max_retries``). Only Ray's public API is used.
@@ -55,12 +55,13 @@ import re
 import secrets
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from rlm_bench.sweep import CaseLost
-from rlm_bench.sweep_file import RayOptions
+from rlm_bench.sweep.driver import CaseLost
+from rlm_bench.sweep.file import RayOptions
+from rlm_bench.sweep.worker import SweepItem
 from rlm_host import InputError, RlmError
 
 INSTALL = 'pip install "rlm-bench[ray]"'
@@ -73,7 +74,7 @@ START_LOOK = 0.2
 #: The object store of a private local Ray (results and shipped trajectories pass through it).
 LOCAL_OBJECT_STORE = 512 * 2**20
 #: What the cases of one point share (sent once a point, by ``ray.put``); the rest of an item is the case's own.
-POINT_KEYS = ("manifest", "run")
+POINT_FIELDS = ("manifest", "run")
 
 
 class RayUnavailable(InputError):
@@ -135,7 +136,7 @@ class RayExecutor:
         self.owns_cluster = owns_cluster
         self.address = address
         self._restore_env = restore_env or {}
-        self._items: dict[Any, dict[str, Any]] = {}
+        self._items: dict[Any, SweepItem] = {}
         self._points: dict[str, _Point] = {}  # benchmark_id → its shared part on the cluster
         self._cancelled: set[Any] = set()
         self._flag_raised = False
@@ -227,24 +228,24 @@ class RayExecutor:
 
     # ------------------------------------------------------------------------------------------------ the protocol
 
-    def submit(self, item: dict[str, Any]) -> Any:
+    def submit(self, item: SweepItem) -> Any:
         point = self._point(item)
-        ref = self._task.remote({k: v for k, v in item.items() if k not in POINT_KEYS}, point.ref, self._flag)
+        ref = self._task.remote(replace(item, **{name: {} for name in POINT_FIELDS}), point.ref, self._flag)
         point.in_flight += 1
         self._items[ref] = item
         return ref
 
-    def _point(self, item: dict[str, Any]) -> _Point:
+    def _point(self, item: SweepItem) -> _Point:
         """The ObjectRef of this item's point's shared part, put once (again only if an item of it brings other
         values). Starting another point lets go of the points with no case in flight: the driver hands out the
         cases point by point, and Ray keeps an object for as long as a task that was given it runs."""
-        key, parts = item["benchmark_id"], tuple(item.get(name) for name in POINT_KEYS)
+        key, parts = item.benchmark_id, tuple(getattr(item, name) for name in POINT_FIELDS)
         point = self._points.get(key)
         if point is not None and all(a is b or a == b for a, b in zip(point.parts, parts)):
             return point
         if point is None:
             self._points = {k: p for k, p in self._points.items() if p.in_flight > 0}
-        fresh = _Point(parts, self.ray.put(dict(zip(POINT_KEYS, parts))), point.in_flight if point else 0)
+        fresh = _Point(parts, self.ray.put(dict(zip(POINT_FIELDS, parts))), point.in_flight if point else 0)
         self._points[key] = fresh
         return fresh
 
@@ -261,8 +262,8 @@ class RayExecutor:
 
     def _outcome(self, ref: Any) -> Any:
         ray = self.ray
-        item = self._items.pop(ref, {})
-        point = self._points.get(item.get("benchmark_id", ""))
+        item = self._items.pop(ref, None)
+        point = self._points.get(item.benchmark_id) if item is not None else None
         if point is not None:
             point.in_flight -= 1
         cancelled = ref in self._cancelled
@@ -326,10 +327,9 @@ def _start_cancel_flag(ray: Any, capacity: int) -> Any:
         options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": max(1000, 2 * capacity + 100),
                                    "max_restarts": -1, "max_task_retries": -1}  # fmt: skip
         try:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
             node = ray.get_runtime_context().get_node_id()
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node, soft=True)
+            strategies = ray.util.scheduling_strategies  # loaded with ray
+            options["scheduling_strategy"] = strategies.NodeAffinitySchedulingStrategy(node_id=node, soft=True)
         except Exception:  # noqa: BLE001 - Ray's default placement then
             pass
         return ray.remote(_cancel_flag_class()).options(**options).remote()
@@ -364,17 +364,17 @@ def _cancel_flag_class() -> type:
     return CancelFlag
 
 
-def ray_case(item: dict[str, Any], point: Optional[dict[str, Any]] = None, flag: Any = None) -> dict[str, Any]:
-    """The Ray task of one case: ``run_item`` of the item and its point's shared part (``POINT_KEYS``) in the
+def ray_case(item: SweepItem, point: Optional[dict[str, Any]] = None, flag: Any = None) -> dict[str, Any]:
+    """The Ray task of one case: ``run_item`` of the item and its point's shared part (``POINT_FIELDS``) in the
     worker Ray chose, stopped at its next step once the executor raises ``flag`` (see the module docstring)."""
     import threading
 
-    from rlm_bench.sweep_worker import node_name, run_item
+    from rlm_bench.sweep.worker import node_name, run_item
 
-    item = {**item, **(point or {})}
+    item = replace(item, **(point or {}))
     if flag is None:
         return run_item(item)
-    import ray
+    ray = import_ray()
 
     try:
         asked = flag.wait.remote(0)
@@ -484,13 +484,13 @@ def _gist(exc: BaseException) -> str:
     return lines[0][:300] + (f" … {lines[-1][:300]}" if len(lines) > 1 else "")
 
 
-def _error_result(item: dict[str, Any], where: str, exc: BaseException) -> dict[str, Any]:
+def _error_result(item: Optional[SweepItem], where: str, exc: BaseException) -> dict[str, Any]:
     """An exception that escaped ``run_item`` on a node (e.g. rlm-bench or a dependency missing there): this
     case's ``error`` result, naming the node."""
     from rlm_bench.summary import CaseResult
 
-    manifest = item.get("manifest") or {}
-    result = CaseResult(case_id=item.get("case_id", "?"), preset=manifest.get("preset", ""), status="error",
+    manifest = item.manifest if item is not None else {}
+    result = CaseResult(case_id=item.case_id if item is not None else "?", preset=manifest.get("preset", ""), status="error",
                         termination_reason="error", error=f"on node {where}: {type(exc).__name__}: {_gist(exc)}",
                         model=manifest.get("model") or "", sandbox=manifest.get("sandbox") or "",
                         environment=manifest.get("environment") or "")  # fmt: skip
