@@ -23,17 +23,21 @@ def _options_of(command) -> dict[str, object]:
     return {p.name: p for p in command.params if p.param_type_name == "option"}
 
 
-def test_every_run_setting_is_an_rlm_run_flag_named_and_described_by_its_declaration():
-    from rlm_host.cli.run_cmd import run
+@pytest.mark.parametrize("command, own", [("rlm_host.cli.run_cmd:run", {"context", "as_json", "quiet"}),
+                                          ("rlm_host.cli.chat_cmd:chat", {"context", "resume", "list_", "quiet"})])
+def test_every_run_setting_is_an_rlm_run_flag_named_and_described_by_its_declaration(command, own):
+    """``rlm run`` and ``rlm chat`` (one kit, issue 48) offer every run option as its declared flag."""
+    import importlib
 
-    options = _options_of(run)
+    module, _, name = command.partition(":")
+    options = _options_of(getattr(importlib.import_module(module), name))
     assert set(FIELDS) <= set(options), set(FIELDS) - set(options)
     for name in FIELDS:
         flag = run_options.flag_of(name)
         assert flag in options[name].opts, (name, options[name].opts)
         description = RunSettings.model_fields[name].description
         assert description[1:] in options[name].help, name  # the declaration's words (capitalised)
-    assert set(options) - set(FIELDS) == {"context", "as_json", "quiet"}  # the command's own, nothing else
+    assert set(options) - set(FIELDS) == own  # the command's own, nothing else
 
 
 @pytest.mark.parametrize("name", FIELDS)
@@ -75,8 +79,6 @@ def _annotation_matches(annotation, field) -> bool:
 
 
 @pytest.mark.parametrize("module, function, run_names", [
-    ("rlm_host.cli.chat_cmd", "chat_session", {"model": "model", "sub_model": "sub_model", "sandbox": "sandbox",
-                                               "max_steps": "max_steps"}),
     ("rlm_bench.bench_cmd", "run", {"env": "environment", "model": "model", "sub_model": "sub_model",
                                     "sandbox": "sandbox", "instructions": "instructions", "sink": "sinks"}),
 ])  # fmt: skip

@@ -24,15 +24,14 @@ def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quie
     """Fork a saved run: replay its first --at steps as recorded, then go on with the settings given."""
     from rlm_host import logs
     from rlm_host.cli import run_flags
-    from rlm_host.cli.run_cmd import run_and_show
+    from rlm_host.cli.run_cmd import cli_state, run_and_show
     from rlm_host.context import ContextFiles
     from rlm_host.errors import InputError
     from rlm_host.trajectory import RunStore
     from rlm_host.trajectory.fork import FORK_AT, FORK_OF, fork_wrapper
     from rlm_host.trajectory.tree import Replay
 
-    state = click.globals.get_current_context().find_root().obj
-    loaded = state.settings()
+    loaded = cli_state().settings()
     store = RunStore(loaded.home)
     replay = Replay(store.load(store.resolve(run_id)))
     source, steps = replay.root.run_id, len(replay.root.steps)
@@ -94,19 +93,15 @@ def recorded_context(meta: Any, source: str) -> Optional[Any]:
 
 
 def command() -> click.Command:
-    """``rlm runs fork``: the run, ``--at``, ``--context``, the output flags and every run option (``run_flags``)."""
-    from rlm_host.cli import run_flags
+    """``rlm runs fork``: the run, ``--at``, ``--context``, the output flags and every run option (``run_params``)."""
+    from rlm_host.cli.run_cmd import run_params
 
     params = [
         TyperArgument(param_decls=["run_id"], required=True, metavar="RUN", help="A run id, a unique prefix, "
                       "'latest' or a .jsonl path."),
         TyperOption(param_decls=["--at", "at"], type=int, required=True, metavar="STEP",
                     help="The last step taken as recorded (1 to the run's steps)."),
-        TyperOption(param_decls=["--context", "-c", "context"], multiple=True, metavar="PATH",
-                    help="The context, when the run's files are not in this folder any more."),
-        *run_flags.options(),
-        TyperOption(param_decls=["--json", "as_json"], is_flag=True, help="Print the RunResult as JSON on stdout."),
-        TyperOption(param_decls=["--quiet", "-q", "quiet"], is_flag=True, help="No live view."),
+        *run_params(context="The context, when the run's files are not in this folder any more."),
     ]  # fmt: skip
     return ContextsCommand(name="fork", callback=fork_run, params=params, help=(fork_run.__doc__ or "").split("\n")[0],
                            rich_markup_mode=None)  # fmt: skip

@@ -60,18 +60,24 @@ def _main(command: click.Command, args: list[str], debug: bool, as_json: bool) -
     except click.exceptions.ClickException as exc:
         exc.show()
         return _error(exc.format_message(), "", exc.exit_code, as_json, shown=True)
-    except RlmError as exc:
+    except (Exception, KeyboardInterrupt) as exc:
+        return report(exc, debug=debug, as_json=as_json)
+
+
+def report(exc: BaseException, *, debug: bool = False, as_json: bool = False) -> int:
+    """Say what went wrong as ``rlm`` does (``error:`` and ``hint:`` lines; an unexpected failure in one line unless
+    ``debug``, which shows its traceback) and return the exit code: for a command's end, and an ``rlm chat`` turn's."""
+    if isinstance(exc, RlmError):
         if debug:
             traceback.print_exc()
         return _error(exc.message, exc.hint, exc.exit_code, as_json)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (rlm_host.signals.Terminated)
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM / SIGHUP (rlm_host.signals.Terminated)
         return _error(str(exc) or "interrupted", "", getattr(exc, "exit_code", EXIT_INTERRUPTED), as_json)
-    except Exception as exc:  # an unexpected failure: one line unless --debug
-        if debug:
-            traceback.print_exc()
-            return 1
-        message = f"internal error: {type(exc).__name__}: {exc}"
-        return _error(message, "run again with --debug for the traceback", 1, as_json)
+    if debug:
+        traceback.print_exc()
+        return 1
+    message = f"internal error: {type(exc).__name__}: {exc}"
+    return _error(message, "run again with --debug for the traceback", 1, as_json)
 
 
 def _error(message: str, hint: str, code: int, as_json: bool, *, shown: bool = False) -> int:

@@ -1,9 +1,14 @@
-"""``rlm run TASK``: run one task and show it live; ``--json`` prints the RunResult on stdout."""
+"""``rlm run TASK``: run one task and show it live; ``--json`` prints the RunResult on stdout.
+
+The kit of every command that starts runs (``rlm run``, ``rlm harness run``, ``rlm runs fork``, ``rlm chat``): the
+run options as flags (:func:`run_params`), the live view and the terminal approver around each run (:func:`watched`),
+what is printed when it is over and the exit codes (:func:`show_result`)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 from typer import _click as click  # typer vendors its click; commands must come from the same module
@@ -19,6 +24,11 @@ EXIT_CANCELLED = 130
 EXIT_RECORD_INCOMPLETE = 3
 
 
+def cli_state() -> Any:
+    """The running ``rlm`` command's global options and settings (``rlm_host.cli.app.CliState``)."""
+    return click.globals.get_current_context().find_root().obj
+
+
 def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (), *, defaults: Any = None,
              prepare: Optional[Callable[..., Any]] = None, **flags: Any) -> None:  # fmt: skip
     """Run a task with an RLM: the context stays in the sandbox, the model explores it with code.
@@ -31,9 +41,8 @@ def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (
     from rlm_host.config import run_options
     from rlm_host.context import ContextFiles
 
-    state = click.globals.get_current_context().find_root().obj
     extras = {name: flags.pop(name) for name in list(flags) if name not in run_options.names()}
-    loaded = state.settings()
+    loaded = cli_state().settings()
     if defaults:
         loaded = loaded.with_run(defaults, {name: click.globals.get_current_context().command_path for name in defaults})
     loaded = run_flags.apply(loaded, flags)
@@ -48,31 +57,36 @@ def run_and_show(loaded: Any, task: str, context: Any, as_json: bool, quiet: boo
     """Run ``task`` with ``loaded`` through ``RLM``, shown by the live view unless ``quiet`` (or JSON logs), then
     ``show_result``; ``watch`` sees every event too (``rlm runs fork``: the replayed steps)."""
     from rlm_host.api.client import RLM
+
+    rlm = RLM(settings=loaded, connectors=connectors)
+    with watched(rlm, quiet, watch) as (on_event, live):
+        result = rlm.completion(context, task, on_event=on_event)
+    show_result(result, as_json, live=live is not None)
+
+
+@contextlib.contextmanager
+def watched(rlm: Any, quiet: bool, watch: Optional[Callable[[Any], None]] = None) -> Iterator[tuple[Any, Any]]:
+    """Around one run of ``rlm``: (the event callback to give it, the live view): the live view unless ``quiet`` or
+    JSON logs, ``watch`` too, and the person at the terminal as ``rlm``'s approver. A model that cannot be set up
+    (no key, no file) is bad input: exit 2."""
     from rlm_host.cli.approve_prompt import TerminalApprover
     from rlm_host.errors import ModelError
 
-    state = click.globals.get_current_context().find_root().obj
     live = None
-    if not quiet and not state.log_json:  # the live view is prose: not with JSON log lines on stderr
+    if not quiet and not cli_state().log_json:  # the live view is prose: not with JSON log lines on stderr
         from rlm_host.cli.live import LiveView
 
         live = LiveView()
     viewers = [view for view in (watch, live) if view is not None]
-
-    def on_event(event: Any) -> None:
-        for view in viewers:
-            view(event)
-
-    rlm = RLM(settings=loaded, approver=TerminalApprover.if_attended(live), connectors=connectors)
+    rlm.approver = TerminalApprover.if_attended(live)
     try:
-        result = rlm.completion(context, task, on_event=on_event if viewers else None)
-    except ModelError as exc:  # before the run: the model cannot be set up (no key, no file): bad input
+        yield (lambda event: [view(event) for view in viewers]) if viewers else None, live
+    except ModelError as exc:
         exc.exit_code = EXIT_USAGE
         raise
     finally:
         if live is not None:
             live.close()
-    show_result(result, as_json, live=live is not None)
 
 
 def show_result(result: Any, as_json: bool, *, live: bool) -> None:
@@ -103,7 +117,7 @@ def for_stdout(answer: str) -> str:
     return terminal_safe(answer) if sys.stdout.isatty() else answer
 
 
-def exit_with(result) -> None:
+def exit_with(result: Any) -> None:
     """Exit as the README's rule says: 0 answered, 1 no final answer, 3 answered with an incomplete record,
     130/143/129 interrupted (Ctrl-C, SIGTERM, SIGHUP)."""
     from rlm_host import logs
@@ -122,29 +136,34 @@ def exit_with(result) -> None:
         raise typer.Exit(EXIT_RECORD_INCOMPLETE)
 
 
+def run_params(offered: Any = None, *, context: str = "", as_json: bool = True,
+               quiet: str = "No live view.") -> list[Any]:  # fmt: skip
+    """The options of a command that starts runs: ``--context`` (with its ``context`` help, when given), the run
+    options ``offered`` (default: all) as flags, ``--json`` and ``-q``."""
+    from rlm_host.cli import run_flags
+
+    return [*([TyperOption(param_decls=["--context", "-c", "context"], multiple=True, metavar="PATH", help=context)]
+              if context else []), *run_flags.options(offered),
+            *([TyperOption(param_decls=["--json", "as_json"], is_flag=True, help="Print the RunResult as JSON on "
+                           "stdout.")] if as_json else []),
+            TyperOption(param_decls=["--quiet", "-q", "quiet"], is_flag=True, help=quiet)]  # fmt: skip
+
+
 def run_command(name: str = "run", *, help: Optional[str] = None, defaults: Optional[dict[str, Any]] = None,
                 exclude: tuple[str, ...] = (), params: tuple[Any, ...] = (), context: bool = True,
                 prepare: Optional[Callable[..., Any]] = None) -> click.Command:  # fmt: skip
     """A command that runs a task the way ``rlm run`` does — the task, ``--context``, every run option as a flag,
     ``--json``, ``-q``, the live view, the exit codes — for a plugin's own run command (``rlm harness run``).
 
-    ``defaults``: run options the command sets (its environment), which flags override; ``exclude``: run options
-    it does not offer; ``params``: its own click options, handed with their values to ``prepare(loaded, extras)``,
-    which returns the settings to run with; ``context``: whether it takes ``--context``."""
-    from rlm_host.cli import run_flags
+    ``defaults``: run options of the command itself (its environment), which flags override; ``exclude``: run
+    options it does not offer; ``params``: its own click options, handed with their values to ``prepare(loaded,
+    extras)``, which returns the settings to run with; ``context``: whether it takes ``--context``."""
     from rlm_host.config import run_options
 
     offered = [name for name in run_options.names() if name not in exclude]
-    options = [
-        TyperArgument(param_decls=["task"], required=True, help="The question or task."),
-        *([TyperOption(param_decls=["--context", "-c", "context"], multiple=True, metavar="PATH", help="A file, a "
-                       "directory, or - for stdin; several: --context a.txt b.md (or repeat --context).")]
-          if context else []),
-        *params,
-        *run_flags.options(offered),
-        TyperOption(param_decls=["--json", "as_json"], is_flag=True, help="Print the RunResult as JSON on stdout."),
-        TyperOption(param_decls=["--quiet", "-q", "quiet"], is_flag=True, help="No live view."),
-    ]
+    where = "A file, a directory, or - for stdin; several: --context a.txt b.md (or repeat --context)."
+    options = [TyperArgument(param_decls=["task"], required=True, help="The question or task."), *params,
+               *run_params(offered, context=where if context else "")]  # fmt: skip
     callback = functools.partial(run_task, defaults=defaults, prepare=prepare)
     return ContextsCommand(name=name, callback=callback, params=options, rich_markup_mode=None,
                            help=help or (run_task.__doc__ or "").split("\n")[0])  # fmt: skip
