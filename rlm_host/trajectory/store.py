@@ -31,6 +31,7 @@ RUNS_DIR = "runs"
 SUFFIX = ".jsonl"
 TASK_CHARS = 100
 _TAIL_BLOCK = 64 * 1024
+_NO_RUNS_HINT = "runs are saved by `rlm run`; set RLM_HOME or [paths] home if they live elsewhere"
 
 
 class TrajectoryError(RlmError):
@@ -308,25 +309,18 @@ def _tail_lines(path: Path) -> Iterator[bytes]:
             yield rest
 
 
-def _first_line(path: Path) -> Optional[dict[str, Any]]:
-    with path.open("rb") as handle:
-        for raw in handle:
-            if raw.strip():
-                return _json_or_none(raw)
-    return None
-
-
-def _line_dict(raw: bytes | str) -> dict[str, Any]:
-    """A trajectory line parsed, with today's names (files of older schemas: ``compat``); ValueError if not JSON."""
+def _event(raw: bytes | str) -> RunEvent:
+    """One trajectory line as a RunEvent, with today's names (files of older schemas: ``compat``): the one screen
+    every line read back goes through. ValueError when it is not a run event."""
     value = json.loads(raw)
     if not isinstance(value, dict):
         raise ValueError(f"a JSON {type(value).__name__}, not an object")
-    return upgrade_event(value)
+    return RunEvent.model_validate(upgrade_event(value))
 
 
-def _json_or_none(raw: bytes | str) -> Optional[dict[str, Any]]:
+def _event_or_none(raw: bytes | str) -> Optional[RunEvent]:
     try:
-        return _line_dict(raw)
+        return _event(raw)
     except ValueError:
         return None
 
@@ -358,67 +352,53 @@ class RunStore:
 
     def summarize(self, path: Path) -> RunSummary:
         """A run's summary, reading only its first line and its tail (the whole file if it must)."""
-        first = _first_line(path)
-        if not first or first.get("type") != "run_start" or first.get("run_id") != first.get("root_run_id"):
-            return self._summary_from_events(path)
-        root = str(first["root_run_id"])
-        summary = self._start_fields(root, first, path)
-        for raw in _tail_lines(path):
-            event = _json_or_none(raw)
-            if not event or event.get("run_id") != root:
-                continue
-            if event.get("type") == "final":
-                return self._with_final(summary, event.get("data") or {})
-            if event.get("type") in ("step", "run_start"):
-                break  # the root run's last event is not its final one: it was interrupted
+        with path.open("rb") as handle:
+            first = next((_event_or_none(raw) for raw in handle if raw.strip()), None)
+        if first is not None and first.type == "run_start" and first.run_id == first.root_run_id:
+            for event in filter(None, map(_event_or_none, _tail_lines(path))):
+                if event.run_id == first.run_id and event.type == "final":
+                    return self._with_final(self._start_fields(first, path), event.data)
+                if event.run_id == first.run_id and event.type in ("step", "run_start"):
+                    break  # the root run's last event is not its final one: it was interrupted
         return self._summary_from_events(path)
 
     def _summary_from_events(self, path: Path) -> RunSummary:
         """The summary of a run without a root final event (or an odd first line), from all its events."""
-        events = self._read(path, strict=False)
+        events, modified = self._read(path, strict=False), _iso(path.stat().st_mtime)
         if not events:
-            return RunSummary(run_id=path.stem, path=str(path), termination_reason="unreadable",
-                              started=_iso(path.stat().st_mtime), problem=_unreadable(path))  # fmt: skip
+            return RunSummary(run_id=path.stem, path=str(path), termination_reason="unreadable", started=modified,
+                              problem=_unreadable(path))  # fmt: skip
         root_id = events[0].root_run_id
-        summary = RunSummary(run_id=root_id, path=str(path))
-        started = _iso(path.stat().st_mtime)
-        tokens = 0
-        for event in events:
-            if event.run_id != root_id:
-                continue
+        summary, records = RunSummary(run_id=root_id, path=str(path)), []
+        for event in (event for event in events if event.run_id == root_id):
             if event.type == "run_start":
-                summary = self._start_fields(root_id, event.model_dump(), path)
-                started = summary.started or started
+                summary = self._start_fields(event, path)
             elif event.type == "step":
                 try:
-                    record = StepRecord.model_validate(event.data)
+                    records.append(StepRecord.model_validate(event.data))
                 except ValueError:
                     continue
-                summary.steps += 1
-                summary.total_reward += record.reward
-                tokens += record.usage.total_tokens
             elif event.type == "final":
                 return self._with_final(summary, event.data)
-        summary.started = started
-        summary.total_reward = round(summary.total_reward, 6)
-        summary.tokens = tokens or None
+        summary.started = summary.started or modified
+        summary.steps, summary.total_reward = len(records), round(sum(record.reward for record in records), 6)
+        summary.tokens = sum(record.usage.total_tokens for record in records) or None
         return summary
 
     @staticmethod
-    def _start_fields(root: str, event: dict[str, Any], path: Path) -> RunSummary:
-        data = event.get("data") or {}
+    def _start_fields(event: RunEvent, path: Path) -> RunSummary:
+        data = event.data
         settings = found if isinstance(found := data.get("settings"), dict) else {}
         labels = settings.get("labels") or {}
-        started = _iso(float(event["ts"])) if isinstance(event.get("ts"), (int, float)) else None
         return RunSummary(
-            run_id=root,
+            run_id=event.root_run_id,
             task=clip(str(data.get("question") or data.get("task") or ""), TASK_CHARS, one_line=True),  # a chat
             # turn's task carries the conversation: its question is what the user asked
             environment=str(data.get("environment") or ""),
             framework=str(data.get("framework") or ""),
             model=str(data.get("model") or ""),
             labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
-            started=started,
+            started=_iso(event.ts),
             path=str(path),
         )
 
@@ -448,22 +428,19 @@ class RunStore:
 
     def resolve(self, ref: str | Path) -> Path:
         """The trajectory file of ``ref``: ``latest``, a run id, a unique prefix of one, or a ``.jsonl`` path."""
-        if isinstance(ref, Path):
-            if not ref.is_file():
-                raise RunNotFoundError(f"no trajectory file {ref}", hint="check the path, or give a run id")
-            return ref
-        ref = ref.strip()
-        if not ref:
-            raise RunNotFoundError("no run id given", hint="give a run id, a prefix of one, or 'latest'")
-        if ref.endswith(SUFFIX) or "/" in ref or "\\" in ref:
-            path = Path(ref).expanduser()
+        text = "" if isinstance(ref, Path) else ref.strip()
+        if isinstance(ref, Path) or text.endswith(SUFFIX) or "/" in text or "\\" in text:
+            path = ref if isinstance(ref, Path) else Path(text).expanduser()
             if not path.is_file():
                 raise RunNotFoundError(f"no trajectory file {path}", hint="check the path, or give a run id")
             return path
+        ref = text
+        if not ref:
+            raise RunNotFoundError("no run id given", hint="give a run id, a prefix of one, or 'latest'")
         if ref == "latest":
             runs = self.list_runs()
             if not runs:
-                raise RunNotFoundError(f"no saved runs in {self.runs_dir}", hint=self._no_runs_hint())
+                raise RunNotFoundError(f"no saved runs in {self.runs_dir}", hint=_NO_RUNS_HINT)
             return Path(runs[0].path)
         files = self.files()
         for candidate in (ref, f"run_{ref}"):
@@ -479,11 +456,8 @@ class RunStore:
                     f"run id prefix {ref!r} matches {len(matches)} runs: {shown}",
                     hint="give more characters of the run id",
                 )
-        hint = "rlm runs list shows the saved runs" if files else self._no_runs_hint()
+        hint = "rlm runs list shows the saved runs" if files else _NO_RUNS_HINT
         raise RunNotFoundError(f"no saved run matches {ref!r} in {self.runs_dir}", hint=hint)
-
-    def _no_runs_hint(self) -> str:
-        return "runs are saved by `rlm run`; set RLM_HOME or [paths] home if they live elsewhere"
 
     def load(self, ref: str | Path) -> list[RunEvent]:
         """Every event of a saved run tree, in order (see ``resolve`` for what ``ref`` may be)."""
@@ -510,7 +484,7 @@ class RunStore:
         events: list[RunEvent] = []
         for index, (number, line) in enumerate(lines):
             try:
-                events.append(RunEvent.model_validate(_line_dict(line)))
+                events.append(_event(line))
             except ValueError as exc:
                 reason = _reason(exc)
                 if not strict:
@@ -520,7 +494,10 @@ class RunStore:
                                                  f"({reason})", hint="give a run id or a .jsonl file that "
                                                  "rlm run wrote (rlm runs list shows them)") from exc  # fmt: skip
                 if index == len(lines) - 1:
-                    _warn("truncated last line skipped", path=str(path), line=number, why="the run was probably killed")
+                    from rlm_host import logs
+
+                    logs.get_logger("rlm.trajectory").warning("truncated last line skipped", path=str(path), line=number,
+                                                              why="the run was probably killed")  # fmt: skip
                     continue
                 raise CorruptTrajectoryError(
                     f"{path}:{number}: not a valid run event ({reason})",
@@ -541,7 +518,7 @@ def _unreadable(path: Path) -> str:
         return f"not a trajectory: binary data ({path.stat().st_size:,} bytes)"
     first = head.split(b"\n", 1)[0]
     try:
-        RunEvent.model_validate(_line_dict(first))
+        _event(first)
     except ValueError as exc:
         return f"not a trajectory: its first line is not a run event ({_reason(exc)})"
     return "not a trajectory: no line is a valid run event"
@@ -556,8 +533,3 @@ def _reason(exc: ValueError) -> str:
         return f"{where}: {first.get('msg', 'invalid')}"
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
-
-def _warn(event: str, **fields: Any) -> None:
-    from rlm_host import logs
-
-    logs.get_logger("rlm.trajectory").warning(event, **fields)
