@@ -9,9 +9,11 @@ ends with a ``final`` event, so a trajectory always says how it ended.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
@@ -25,7 +27,7 @@ from rlm_host.context import describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, plan_run
 from rlm_host.engine.sandbox_plan import memory_for, plan_sandbox
-from rlm_host.environments.protocol import Emitter, EnvironmentContext, reply_format_of
+from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
 from rlm_host.errors import ConfigError, RlmError
 from rlm_host.frameworks.protocol import FrameworkContext, FrameworkOutcome, StepLimitReached, TurnLimitedRole
 from rlm_host.frameworks.synthesis import synthesize
@@ -40,7 +42,7 @@ from rlm_host import logs
 from rlm_host.redact import redact
 from rlm_host.signals import interruption
 from rlm_host.trajectory.active import ActiveRuns
-from rlm_host.results import ActionResult, RunResult, RunUsage, StepRecord, TerminationReason
+from rlm_host.results import RunResult, RunUsage, StepRecord, TerminationReason
 
 
 class RLMRunner:
@@ -159,33 +161,30 @@ class RLMRunner:
         meta = plan.context_meta if scope.depth == 0 else describe_context(context)
         scope.emit("run_start", plan.describe(task, meta, question))
         fingerprint = guard.enter(plan.run.environment, task)
-
-        spawn_child = self._child_spawner(scope, plan, budget, guard, approvals, usage, usage_lock)
         ctx = EnvironmentContext(
             task=task, context=context, scope=scope, root=root, sub=sub, budget=budget, rewards=plan.rewards,
             limits=plan.limits, open_sandbox=(lambda: carry.wrap(plan.open_sandbox())) if carry else plan.open_sandbox,
-            spawn_child=spawn_child,
-            sub_model_for=lambda model: client(plan.connector_for(model), "sub"),
+            spawn_child=self._child_spawner(scope, plan, budget, guard, approvals, usage, usage_lock),
+            sub_model_for=lambda model: client(plan.sub_models.connector(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
             environment_builder=_environment_builder(self.host, self.loaded), approvals=approvals,
-            tools=plan.tools_at(scope.depth), tool_timeout=plan.run.tool_timeout,
+            tools=plan.tools if scope.depth == 0 else plan.sub_tools, tool_timeout=plan.run.tool_timeout,
             nudge_first_answer=plan.run.nudge_first_answer, output=plan.output if scope.depth == 0 else None,
             allow_any_workdir=plan.run.allow_any_workdir,
         )  # fmt: skip
-        progress = _Progress()
-        final_response: Optional[str] = None
-        completed, error = False, None
+        steps = _Steps(ctx, plan, budget, usage)
+        completed, answer, error = False, None, None
         reason: TerminationReason = "max_steps"
         closers: list[Callable[[], None]] = []
         # An environment that cannot be built (bad input it checks at once) fails the run before it starts.
         environment = plan.environment_factory(plan.environment_settings, ctx) if plan.framework_factory is None else None
         try:
             if environment is None:
-                completed, final_response, reason = self._drive_framework(ctx, plan, usage, progress, closers)
+                completed, answer, reason = self._drive_framework(ctx, plan, steps, closers)
             else:
-                completed, final_response, reason = self._drive_environment(environment, ctx, plan, root, sub, usage,
-                                                                            progress, closers)  # fmt: skip
+                closers.append(environment.close)
+                completed, answer, reason = self._drive_environment(environment, ctx, plan, steps)
         except _NotBuilt as refused:  # a framework that cannot be built fails the run before it starts
             raise refused.error from None
         except StepLimitReached:
@@ -208,19 +207,19 @@ class RLMRunner:
                     close()
                 except Exception as exc:  # closing must not hide the run's own outcome
                     scope.emit("error", {"message": f"closing the run's parts failed: {exc}", "where": "close"})
-        steps, total_reward = progress.steps, progress.total_reward
         result = RunResult(
             run_id=scope.run_id, parent_run_id=scope.parent_run_id, depth=scope.depth, task=task,
             environment=plan.run.environment, framework=plan.run.framework, model=root.name, sandbox=plan.sandbox_name,
-            completed=completed, final_response=final_response, steps=steps, total_reward=round(total_reward, 6),
-            usage=usage, cost=usage.cost, cost_complete=not usage.unpriced_calls,
-            duration_s=round(time.monotonic() - started, 4),
+            completed=completed, final_response=answer, steps=len(steps.records),
+            total_reward=round(steps.total_reward, 6), usage=usage, cost=usage.cost,
+            cost_complete=not usage.unpriced_calls, duration_s=round(time.monotonic() - started, 4),
             termination_reason=reason, error=redact(error), trajectory_path=str(plan.trajectory_path),
-            over_budget=_over_budget(plan.run.max_cost, usage.cost, progress.crossed_at) if scope.depth == 0 else None,
-            framework_metadata=progress.framework_metadata, output=_typed_output(ctx.output, final_response),
+            over_budget=_over_budget(plan.run.max_cost, usage.cost, steps.crossed_at) if scope.depth == 0 else None,
+            framework_metadata=steps.metadata, output=_typed_output(ctx.output, answer),
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result
+
 
     def _child_spawner(self, scope: RunScope, plan: RunPlan, budget: Budget, guard: RecursionGuard,
                        approvals: Approvals, usage: RunUsage, usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:  # fmt: skip
@@ -250,77 +249,57 @@ class RLMRunner:
 
         return spawn_child
 
-    def _drive_environment(self, environment: Any, ctx: EnvironmentContext, plan: RunPlan, root: ModelClient,
-                           sub: ModelClient, usage: RunUsage, progress: "_Progress",
-                           closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], TerminationReason]:  # fmt: skip
+    def _drive_environment(self, environment: Any, ctx: EnvironmentContext, plan: RunPlan,
+                           steps: "_Steps") -> tuple[bool, Optional[str], TerminationReason]:  # fmt: skip
         """The native loop: the environment's prompt, the root model's reply, the environment's verdict."""
-        closers.append(environment.close)
-        if plan.run.branch_width > 1 and ctx.carry is not None:
-            raise ConfigError(f"--branch-width {plan.run.branch_width}: a chat session's REPL cannot be copied yet",
+        width = plan.run.branch_width
+        if width > 1 and ctx.carry is not None:
+            raise ConfigError(f"--branch-width {width}: a chat session's REPL cannot be copied yet",
                               hint="branching works in single runs (rlm run, RLM.completion, benchmarks)")
         environment.start()
         if ctx.carry is not None:
             ctx.carry.after_setup()  # the environment's helpers exist now: earlier variables go in after them
+        steps.mark()  # the first step's time and usage are counted from here, as every later step's
         failures = 0  # failed steps in a row, for [run] max_errors
-        for step in range(1, plan.run.max_steps + 1):
-            ctx.budget.check()
-            result, record = self._step(environment, step, root, sub, usage, plan, progress.total_reward, ctx.scope)
-            progress.record(record, plan.run.max_cost)
-            ctx.scope.emit("step", record.model_dump(mode="json"))
+        for _ in range(plan.run.max_steps):
+            step = steps.start()
+            messages = environment.messages(step)
+            ask = partial(ctx.root.complete, messages, reply_format=reply_format_of(environment))  # type: ignore[call-arg]
+            completion = ask()
+            if width > 1 and ctx.scope.depth == 0:  # candidates tried in copies of the REPL, the best kept
+                completion, result = best_of(environment, completion, width, ask, step, ctx.scope,
+                                             plan.rewards.apply_global_scale)  # fmt: skip
+            else:
+                result = environment.execute(completion, step)
+            if completion.raw.get("malformed"):
+                result.observation.setdefault("malformed_reply", completion.raw["malformed"])
+            steps.record(result.action, result.observation, result.reward, result.code, completion.text)
             if result.done:
                 return True, result.final_response, "final"
-            if ctx.budget.llm_calls_refused:  # type: ignore[attr-defined]
-                return False, self._synthesize(environment, ctx.scope), "max_llm_calls"
+            if steps.budget.llm_calls_refused:
+                return False, steps.synthesize(environment.synthesize), "max_llm_calls"
             failed = result.action == "malformed_reply" or result.observation.get("success") is False
             failures = failures + 1 if failed else 0
             if plan.run.max_errors is not None and failures >= plan.run.max_errors:
-                return False, self._synthesize(environment, ctx.scope), "max_errors"
-        return False, self._synthesize(environment, ctx.scope), "max_steps"
+                return False, steps.synthesize(environment.synthesize), "max_errors"
+        return False, steps.synthesize(environment.synthesize), "max_steps"
 
-    def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, usage: RunUsage, progress: "_Progress",
+    def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, steps: "_Steps",
                          closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], Any]:  # fmt: skip
-        """A framework drives the loop; its steps are recorded as it reports them (``FrameworkContext``)."""
-        lock = threading.Lock()
-        records: list[StepRecord] = []  # what the run did, for a synthesis at the step limit
-        mark = {"usage": usage.model_copy(deep=True), "time": time.monotonic(),
-                "model_seconds": ctx.root.seconds + ctx.sub.seconds}  # type: ignore[attr-defined]  # fmt: skip
+        """A framework drives the loop; the steps it reports (``FrameworkContext.step``) go to the run's recorder."""
 
         def step(action: str, observation: Optional[dict[str, Any]] = None, reward: float = 0.0,
                  code: Optional[str] = None, reply: Optional[str] = None) -> float:  # fmt: skip
-            with lock:
-                ctx.budget.check()
-                kept = plan.rewards.apply_global_scale(reward)
-                now, model_seconds = time.monotonic(), ctx.root.seconds + ctx.sub.seconds  # type: ignore[attr-defined]
-                record = StepRecord(
-                    step=progress.steps + 1, action=action, code=code, reply=reply, observation=observation or {},
-                    reward=round(kept, 6), cumulative_reward=round(progress.total_reward + kept, 6),
-                    usage=_usage_delta(mark["usage"], usage), model_seconds=round(model_seconds - mark["model_seconds"], 4),
-                    duration_s=round(now - mark["time"], 4),
-                )  # fmt: skip
-                mark.update(usage=usage.model_copy(deep=True), time=now, model_seconds=model_seconds)
-                records.append(record)
-                progress.record(record, plan.run.max_cost)
-                ctx.scope.emit("step", record.model_dump(mode="json"))
-            if ctx.budget.llm_calls_refused:  # type: ignore[attr-defined]  # a sub-call was refused: the run ends
-                raise BudgetExceeded("max_llm_calls", f"max_llm_calls ({ctx.budget.max_llm_calls}) reached")
+            steps.budget.check()
+            kept = steps.record(action, observation or {}, reward, code, reply).reward
+            if steps.budget.llm_calls_refused:  # a sub-call was refused: the run ends
+                raise BudgetExceeded("max_llm_calls", f"max_llm_calls ({steps.budget.max_llm_calls}) reached")
             return kept
 
-        tools = SandboxTools(ctx.open_sandbox, ctx.context, budget=ctx.budget, scope=ctx.scope,
-                             model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model),
-                             exec_timeout=plan.limits.exec_timeout, spawn_child=ctx.spawn_child,
-                             tools=ctx.tools, approvals=ctx.approvals, tool_timeout=ctx.tool_timeout,
-                             output=ctx.output)  # fmt: skip
+        tools = SandboxTools(ctx)
         closers.append(tools.close)
-
-        def turn_starts() -> None:
-            """A root turn of the framework: the first one of a step not yet reported is that step's start."""
-            with lock:
-                if mark.get("started") != progress.steps + 1:
-                    mark["started"] = progress.steps + 1
-                    ctx.scope.emit("step_start", {"step": progress.steps + 1})
-
         fctx = FrameworkContext(**{f.name: getattr(ctx, f.name) for f in fields(EnvironmentContext)} | {
-            "root": TurnLimitedRole(ctx.root, plan.run.max_steps, turn_starts), "tools": tools, "step": step,
+            "root": TurnLimitedRole(ctx.root, plan.run.max_steps, steps.start), "tools": tools, "step": step,
             "settings": plan.framework_settings})  # the run's context, with the framework's tools and steps
         assert plan.framework_factory is not None
         try:
@@ -332,90 +311,86 @@ class RLMRunner:
             outcome = framework.run()
         except StepLimitReached:  # the framework wanted another root turn: the steps are used up
             outcome = FrameworkOutcome(None, completed=False, termination_reason="max_steps")
-        if progress.steps == 0:  # the seeds' rule: a run that reported no step still gets one
+        if not steps.records:  # the seeds' rule: a run that reported no step still gets one
             kind = "model_response" if outcome.final_response else "empty_response"
             step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))
         completed = bool(outcome.completed and outcome.final_response is not None)
-        progress.framework_metadata = _json_values(outcome.metadata)
+        steps.metadata = json.loads(json.dumps(outcome.metadata, default=str)) if outcome.metadata else None
         reason = "final" if completed else (outcome.termination_reason or "max_steps")
         answer = outcome.final_response
-        synthesized = fctx.root.synthesized  # type: ignore[attr-defined]  # the framework made its own (dspy's extract)
-        if answer is None and reason in ("max_steps", "max_llm_calls") and not synthesized:  # as a native run
-            try:
-                answer = synthesize(ctx.root, ctx.task, records)
-            except (RlmError, BudgetExceeded) as exc:
-                ctx.scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
+        if answer is None and reason in ("max_steps", "max_llm_calls") and not fctx.root.synthesized:  # type: ignore[attr-defined]
+            answer = steps.synthesize(lambda: synthesize(ctx.root, ctx.task, steps.records))  # as a native run does
         return completed, answer, reason
 
-    def _step(self, environment: Any, step: int, root: ModelClient, sub: ModelClient, usage: RunUsage,
-              plan: RunPlan, total_reward: float, scope: Emitter) -> tuple[ActionResult, StepRecord]:  # fmt: skip
-        before = usage.model_copy(deep=True)
-        model_before = root.seconds + sub.seconds
-        step_started = time.monotonic()
-        scope.emit("step_start", {"step": step})
-        messages = environment.messages(step)
-        completion = root.complete(messages, reply_format=reply_format_of(environment))
-        if plan.run.branch_width > 1 and scope.depth == 0:  # candidates tried in copies of the REPL, the best kept
-            completion, result = best_of(environment, completion, plan.run.branch_width,
-                                         lambda: root.complete(messages, reply_format=reply_format_of(environment)),
-                                         step, scope, plan.rewards.apply_global_scale)  # fmt: skip
-        else:
-            result = environment.execute(completion, step)
-        reward = plan.rewards.apply_global_scale(result.reward)
-        record = StepRecord(
-            step=step, action=result.action, code=result.code, reply=completion.text,
-            observation=result.observation, reward=round(reward, 6), cumulative_reward=round(total_reward + reward, 6),
-            usage=_usage_delta(before, usage), model_seconds=round(root.seconds + sub.seconds - model_before, 4),
-            duration_s=round(time.monotonic() - step_started, 4),
-        )  # fmt: skip
-        if completion.raw.get("malformed"):
-            record.observation.setdefault("malformed_reply", completion.raw["malformed"])
-        return result, record
 
-    def _synthesize(self, environment: Any, scope: Emitter) -> Optional[str]:
+class _Steps:
+    """The one step recorder of a run, whoever drives it (the native loop, a framework through ``ctx.step``): the
+    budget checked and ``step_start`` said once before each step; each step numbered, its reward scaled, its usage
+    and time since the step before it counted, recorded as a ``step`` event, and the cost budget's crossing noted."""
+
+    def __init__(self, ctx: EnvironmentContext, plan: RunPlan, budget: Budget, usage: RunUsage) -> None:
+        self.ctx, self.plan, self.budget, self.usage = ctx, plan, budget, usage
+        self.records: list[StepRecord] = []
+        self.total_reward = self.cost = 0.0
+        self.crossed_at: Optional[int] = None  # the step whose calls took the cost over --max-cost
+        self.metadata: Optional[dict[str, Any]] = None  # FrameworkOutcome.metadata of a framework run
+        self.started = 0  # the step whose step_start was said
+        self.lock = threading.Lock()
+        self.mark()
+
+    def _model_seconds(self) -> float:
+        return self.ctx.root.seconds + self.ctx.sub.seconds  # type: ignore[attr-defined]
+
+    def mark(self) -> None:
+        """Count the next step's usage and time from now."""
+        self.since = (self.usage.model_copy(deep=True), time.monotonic(), self._model_seconds())
+
+    def start(self) -> int:
+        """The next step's number, its ``step_start`` said (once, after the budget's check: a stopped run starts none)."""
+        with self.lock:
+            step = len(self.records) + 1
+            if self.started != step:
+                self.budget.check()
+                self.started = step
+                self.ctx.scope.emit("step_start", {"step": step})
+            return step
+
+    def record(self, action: str, observation: dict[str, Any], reward: float, code: Optional[str],
+               reply: Optional[str]) -> StepRecord:  # fmt: skip
+        """Record one step: ``reward`` is the raw one, clamped and scaled here."""
+        with self.lock:
+            kept = self.plan.rewards.apply_global_scale(reward)
+            before, since, model_before = self.since
+            self.mark()
+            record = StepRecord(
+                step=len(self.records) + 1, action=action, code=code, reply=reply, observation=observation,
+                reward=round(kept, 6), cumulative_reward=round(self.total_reward + kept, 6),
+                usage=_usage_delta(before, self.usage), model_seconds=round(self.since[2] - model_before, 4),
+                duration_s=round(self.since[1] - since, 4),
+            )  # fmt: skip
+            self.records.append(record)
+            self.total_reward = record.cumulative_reward
+            self.cost += sum(part.cost or 0.0 for part in (record.usage.root, record.usage.sub))
+            if self.plan.run.max_cost is not None and self.crossed_at is None and self.cost > self.plan.run.max_cost:
+                self.crossed_at = record.step
+            self.ctx.scope.emit("step", record.model_dump(mode="json"))
+            return record
+
+    def synthesize(self, answer: Callable[[], Optional[str]]) -> Optional[str]:
         """One extra root call for the best answer when the run ended without one; failures are recorded."""
         try:
-            return environment.synthesize()
+            return answer()
         except (RlmError, BudgetExceeded) as exc:
-            scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
+            self.ctx.scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
             return None
-
-
-class _Progress:
-    """Steps taken and reward earned so far by one run (shared by its loop and the step reporter)."""
-
-    def __init__(self) -> None:
-        self.steps = 0
-        self.total_reward = 0.0
-        self.cost = 0.0
-        self.crossed_at: Optional[int] = None  # the step whose calls took the cost over --max-cost
-        self.framework_metadata: Optional[dict[str, Any]] = None  # FrameworkOutcome.metadata of a framework run
-
-    def record(self, record: StepRecord, max_cost: Optional[float]) -> None:
-        """Count a recorded step: its number, reward and cost (and whether it crossed the cost budget)."""
-        self.steps, self.total_reward = record.step, record.cumulative_reward
-        self.cost += sum(part.cost or 0.0 for part in (record.usage.root, record.usage.sub))
-        if max_cost is not None and self.crossed_at is None and self.cost > max_cost:
-            self.crossed_at = record.step
 
 
 def _over_budget(limit: Optional[float], spent: Optional[float], step: Optional[int]) -> Optional[dict[str, Any]]:
     """The run's over-budget note (see ``RunResult.over_budget``), said once as a warning on stderr too."""
     note = Budget.over_budget(limit, spent, step) if limit is not None and spent is not None else None
     if note is not None:
-        from rlm_host import logs
-
         logs.get_logger("rlm.budget").warning(note["message"])
     return note
-
-
-def _json_values(metadata: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """A framework's metadata as JSON values (what JSON cannot hold becomes its text), None when empty."""
-    import json
-
-    if not metadata:
-        return None
-    return json.loads(json.dumps(metadata, default=str))
 
 
 def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:

@@ -46,7 +46,7 @@ class TurnLimitedRole:
     ``purpose="synthesis"`` is allowed besides the turns: a framework's own answer step once its turns are used
     (dspy.RLM's ``extract``), as a native run makes one; ``purpose="compaction"`` calls are not turns either."""
 
-    def __init__(self, role: Any, max_turns: int, on_turn: Optional[Callable[[], None]] = None) -> None:
+    def __init__(self, role: Any, max_turns: int, on_turn: Optional[Callable[[], Any]] = None) -> None:
         self._role = role
         self._max_turns = max_turns
         self._on_turn = on_turn

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 from rlm_host.environments.kit import answer_text, execute_code, truncate
-from rlm_host.approvals import ALLOW_ALL
 from rlm_host.environments.output_type import PROMPT_SCHEMA_CHARS, OutputInvalid
 from rlm_host.environments.repl import SubCalls, document_names
 from rlm_host.environments.repl_tools import Tool, ToolCalls
-from rlm_host.errors import ConfigError, RecursionRefused
+from rlm_host.errors import ConfigError
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession
 
@@ -63,37 +62,16 @@ class CodeOutcome:
         return self.result.ok
 
 
-class _RunLink:
-    """What ``SubCalls`` needs of a framework run: its budget, its events, its child runs (``spawn_child``; none
-    when not given) and the user's tools with the run's approvals."""
-
-    def __init__(self, budget: Any, scope: Any, spawn_child: Optional[Callable[[str, Any], Any]],
-                 tools: tuple[Any, ...] = (), approvals: Any = ALLOW_ALL, tool_timeout: float = 30.0) -> None:  # fmt: skip
-        self.budget, self.scope, self._spawn = budget, scope, spawn_child
-        self.tools, self.approvals, self.tool_timeout = tools, approvals, tool_timeout
-
-    def spawn_child(self, task: str, context: Any) -> Any:
-        if self._spawn is None:
-            raise RecursionRefused("max_depth", "this run has no child runs")
-        return self._spawn(task, context)
-
-
 class SandboxTools:
-    """The sandbox session of a framework run, opened on first use (thread-safe) and closed by the runner."""
+    """The sandbox session of a framework run (``ctx``: its ``EnvironmentContext``), opened on first use
+    (thread-safe) and closed by the runner; its sub-calls go through the run's budget, events, child runs, and the
+    user's tools with the run's approvals."""
 
-    def __init__(self, open_sandbox: Callable[[], SandboxSession], context: Any, *, budget: Any, scope: Any,
-                 model_for: Callable[[Optional[str]], Any], exec_timeout: float, concurrency: int = 32,
-                 spawn_child: Optional[Callable[[str, Any], Any]] = None, tools: tuple[Any, ...] = (),
-                 approvals: Any = ALLOW_ALL, tool_timeout: float = 30.0, output: Any = None) -> None:  # fmt: skip
-        self._open = open_sandbox
-        self.output = output  # the run's OutputType (None: any answer): a FINAL in run_code is held to it
-        self._context = context
-        self._budget = budget
-        self._exec_timeout = exec_timeout
-        self._scope = scope  # code_start / code_end events (None: none)
-        link = _RunLink(budget, scope, spawn_child, tools, approvals, tool_timeout)
-        self.sub_calls = SubCalls(link, concurrency=concurrency,  # type: ignore[arg-type]
-                                  model_for=model_for)  # fmt: skip
+    def __init__(self, ctx: Any, concurrency: int = 32) -> None:
+        self._ctx = ctx
+        self.output = ctx.output  # the run's OutputType (None: any answer): a FINAL in run_code is held to it
+        self.sub_calls = SubCalls(ctx, concurrency=concurrency,
+                                  model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model))
         self._session: Optional[SandboxSession] = None
         self._lock = threading.Lock()
         self.user_tools = UserTools(self.sub_calls.tools)
@@ -102,19 +80,19 @@ class SandboxTools:
     def session(self) -> SandboxSession:
         with self._lock:
             if self._session is None:
-                session = self._open()
+                session = self._ctx.open_sandbox()
                 session.start()
                 session.register_functions(self.sub_calls.functions())
-                session.set_variable("context", self._context)
-                session.set_variable("context_names", document_names(self._context))
+                session.set_variable("context", self._ctx.context)
+                session.set_variable("context_names", document_names(self._ctx.context))
                 session.execute(self.sub_calls.helpers_source())
                 self._session = session
             return self._session
 
     def run_code(self, code: str) -> CodeOutcome:
         """Run ``code`` in the session; the text shows stdout, stderr and the error, cut to a readable size."""
-        timeout = max(0.5, min(self._exec_timeout, self._budget.remaining()))
-        result = execute_code(self._scope, self.session, code, timeout)  # the sandbox's own failure raises
+        timeout = max(0.5, min(self._ctx.limits.exec_timeout, self._ctx.budget.remaining()))
+        result = execute_code(self._ctx.scope, self.session, code, timeout)  # the sandbox's own failure raises
         final = answer_text(result.final) if result.final is not None else None
         rejected = None
         if final is not None and self.output is not None:
