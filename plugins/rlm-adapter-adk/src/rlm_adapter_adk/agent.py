@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from google.adk.agents import LlmAgent
-from google.adk.tools import FunctionTool, ToolContext
+from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.tool_context import ToolContext
 
 from rlm_adapter_adk.agent_settings import AdkAgentSettings
 from rlm_adapter_adk.bundles import agent_callbacks, build_bundles
@@ -147,7 +148,6 @@ class AdkAgentFramework(AdkFramework):
     # ------------------------------------------------------------------ the agent tree
 
     def agent(self) -> LlmAgent:
-        callbacks = agent_callbacks(self.bundles)
         sub_agents: list[Any] = []
         if self.settings.context_loader:
             sub_agents.append(LlmAgent(
@@ -157,7 +157,7 @@ class AdkAgentFramework(AdkFramework):
                             "each file as a variable); answers with what it loaded",
                 tools=[FunctionTool(tool) for tool in self.loader_tools()],
                 disallow_transfer_to_parent=True, disallow_transfer_to_peers=True,
-                **{kind: list(chain) for kind, chain in callbacks.items()},
+                **agent_callbacks(self.bundles),
             ))  # fmt: skip
         if self.workflow is not None:
             sub_agents.append(self.workflow.agent(
@@ -170,7 +170,7 @@ class AdkAgentFramework(AdkFramework):
             description="Answers a task about data loaded in a Python REPL, as an RLM",
             tools=[FunctionTool(tool) for tool in self.tools()],
             sub_agents=sub_agents,
-            **{kind: list(chain) for kind, chain in callbacks.items()},
+            **agent_callbacks(self.bundles),
         )
 
     def instructions(self) -> str:
@@ -341,12 +341,12 @@ class AdkAgentFramework(AdkFramework):
 
     # ------------------------------------------------------------------ the run's events
 
-    def _record(self, event: Any) -> Optional[tuple[Optional[str], Optional[str]]]:
+    def _record(self, event: Any, agent: Optional[str] = None) -> Optional[tuple[Optional[str], Optional[str]]]:
         if event.author == LOADER:  # the context loader's calls and answer, tagged: never the run's answer
             return super()._record(event, agent=LOADER)
         if event.author != ROOT:  # the workflow's agents: the loop records its own steps
             return None
-        return super()._record(event)
+        return super()._record(event, agent=agent)
 
     async def _invocation(self, runner: Any, session_id: str, message: str) -> tuple[Optional[str], Optional[str]]:
         answer, invalid = await super()._invocation(runner, session_id, message)

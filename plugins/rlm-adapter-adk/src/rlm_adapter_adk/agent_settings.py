@@ -1,27 +1,21 @@
 """``[framework.adk-rlm-agent]``: validated at every settings load, so this module imports pydantic and the
-frameworks kit only. The event rewards (``reward_tool_call``…) are the fields of its base, ``FrameworkRewards``."""
+``google-adk`` framework's settings only (its base, whose base ``FrameworkRewards`` holds the event rewards)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
-from pydantic import ConfigDict, Field, field_validator
-from rlm_host.sdk.frameworks import FrameworkRewards
+from pydantic import Field, field_validator
+
+from rlm_adapter_adk.settings import AdkSettings
 
 
-class AdkAgentSettings(FrameworkRewards):
-    """The settings of the ``adk-rlm-agent`` framework (seed 003's conversational root agent)."""
+class AdkAgentSettings(AdkSettings):
+    """The settings of the ``adk-rlm-agent`` framework (seed 003's conversational root agent): the ``google-adk``
+    framework's, and what the root agent adds."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    output_retries: int = Field(
-        3, ge=0, le=50, description="times a malformed or empty reply is sent back to the model (in the whole run) "
-                                    "before the run fails"
-    )  # fmt: skip
     max_output_chars: int = Field(8000, ge=200, description="characters of a tool's result shown to the model")
-    preview_chars: int = Field(200, ge=0, le=2000, description="characters of the context's preview in the "
-                                                               "instructions (0: none)")  # fmt: skip
     instructions: str = Field("", description="extra instructions appended to the root agent's instruction")
     callbacks: list[str] = Field(
         ["approvals", "metadata"],

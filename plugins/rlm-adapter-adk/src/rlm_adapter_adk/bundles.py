@@ -83,9 +83,10 @@ def build_bundles(names: list[str], framework: Any) -> list[CallbackBundle]:
     return [built[name](framework) for name in names]
 
 
-def agent_callbacks(bundles: list[CallbackBundle]) -> dict[str, list[Callable[..., Any]]]:
-    """The ``LlmAgent`` keyword arguments of ``bundles``: each kind's callbacks in the bundles' order."""
-    merged: dict[str, list[Callable[..., Any]]] = {}
+def agent_callbacks(bundles: list[CallbackBundle]) -> dict[str, Any]:
+    """The ``LlmAgent`` keyword arguments of ``bundles``: each kind's callbacks in the bundles' order (new lists at
+    each call: one agent's never shared with another's). Typed ``Any``: each keyword has its own callback type."""
+    merged: dict[str, Any] = {}
     for kind, keyword in KINDS.items():
         callbacks = [callback for bundle in bundles for callback in getattr(bundle, kind)]
         if callbacks:

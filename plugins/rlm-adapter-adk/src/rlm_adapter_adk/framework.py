@@ -46,7 +46,7 @@ from typing import Any, Optional
 
 from google.adk.agents import LlmAgent
 from google.adk.runners import InMemoryRunner
-from google.adk.tools import FunctionTool
+from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
 from rlm_adapter_adk.model import INVALID_KEY, RlmLlm, reply_of, result_status

@@ -20,7 +20,9 @@ import asyncio
 import json
 from typing import Any, AsyncGenerator, Optional, Sequence
 
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse
+from google.adk.models import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from pydantic import ConfigDict, PrivateAttr
 

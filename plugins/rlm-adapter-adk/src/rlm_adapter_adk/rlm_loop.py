@@ -46,7 +46,8 @@ from typing import Any, AsyncGenerator, Optional
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event, EventActions
-from google.adk.models import LlmRequest, LlmResponse
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 from pydantic import ConfigDict
@@ -146,6 +147,10 @@ class RlmTextLlm(RlmLlm):
     turns held to the REPL grammar (```repl blocks, a FINAL line) where the provider enforces one."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    # RlmLlm's, said again: pydantic's mypy plugin gives a subclass without one an __init__ of its fields
+    def __init__(self, role: Any, *, purpose: str = "turn", **data: Any) -> None:
+        super().__init__(role, purpose=purpose, **data)
 
     async def generate_content_async(self, llm_request: LlmRequest,
                                      stream: bool = False) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip
@@ -333,24 +338,24 @@ class AdkRlmFramework:
                 final = outcome.final
                 break
         record: dict[str, Any] = {"iteration": number, "reply": reply, "blocks": blocks, "note": None}
-        code = "\n\n".join(b["code"] for b in blocks) or None
+        ran_code = "\n\n".join(b["code"] for b in blocks) or None
         if final is not None:  # FINAL / FINAL_VAR called in the code
             record["final"] = final
             self._step("final", {"answer": final, "via": "code", "output": "\n".join(b["output"] for b in blocks),
                                  "blocks": blocks}, self.ctx.reward_for("final"),
-                       code=code, reply=reply)  # fmt: skip
+                       code=ran_code, reply=reply)  # fmt: skip
             return record
         if rejected is not None:
             output = "\n".join(b["output"] for b in blocks)
             self._step("final_rejected", {"iteration": number, "output": output, "blocks": blocks,
                                           "final_rejected": rejected}, -self.ctx.rewards.no_action_penalty,
-                       code=code, reply=reply)  # fmt: skip
+                       code=ran_code, reply=reply)  # fmt: skip
             return record
         if blocks:
             ok = all(b["ok"] for b in blocks)
             output = "\n".join(b["output"] for b in blocks)  # what `rlm runs show` prints
             self._step("run_code", {"iteration": number, "ok": ok, "output": output, "blocks": blocks},
-                       self.ctx.rewards.code_step(ok=ok, stderr=stderr), code=code, reply=reply)  # fmt: skip
+                       self.ctx.rewards.code_step(ok=ok, stderr=stderr), code=ran_code, reply=reply)  # fmt: skip
             reply_left: Optional[str] = None
         else:
             reply_left = reply
@@ -406,8 +411,8 @@ class AdkRlmFramework:
             async with contextlib.aclosing(events):
                 async for _event in events:
                     self._events += 1
-            state = (await runner.session_service.get_session(app_name=APP, user_id="rlm",
-                                                              session_id=session.id)).state  # fmt: skip
+            finished = await runner.session_service.get_session(app_name=APP, user_id="rlm", session_id=session.id)
+            state = finished.state if finished is not None else {}  # a session gone: no answer, not a crash
             answer = state.get(STATE_FINAL)
             if answer is not None and state.get(STATE_FORMATTED):
                 answer = str(state[STATE_FORMATTED]).strip() or answer
