@@ -25,6 +25,7 @@ from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import RunEvent
 from rlm_host.results import RunResult, StepRecord
 from rlm_host.text import clip, valid_unicode
+from rlm_host.threads import run_in_thread
 from rlm_host.trajectory.compat import upgrade_event
 
 RUNS_DIR = "runs"
@@ -69,39 +70,6 @@ def _event_line(event: RunEvent) -> str:
 HOLD_SECONDS = 0.05
 
 
-class _LateWrites:
-    """One thread per process writing the live events that nothing followed within ``HOLD_SECONDS``."""
-
-    def __init__(self) -> None:
-        self._pending: set["TrajectoryWriter"] = set()
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def add(self, writer: "TrajectoryWriter") -> None:
-        with self._lock:
-            if writer in self._pending:
-                return
-            self._pending.add(writer)
-            self._wake.set()
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="rlm-trajectory-late", daemon=True)
-                self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            self._wake.wait()
-            time.sleep(HOLD_SECONDS)
-            with self._lock:
-                writers, self._pending = self._pending, set()
-                self._wake.clear()
-            for writer in writers:
-                writer.write_held()
-
-
-_late_writes = _LateWrites()
-
-
 class TrajectoryWriter:
     """Event subscriber appending every event of one run tree to ``<home>/runs/<root_run_id>.jsonl``.
 
@@ -142,14 +110,15 @@ class TrajectoryWriter:
                 self.dropped += 1
                 return
             if event.type in LIVE_EVENT_TYPES:
-                if not self._held:
-                    _late_writes.add(self)
+                if not self._held:  # a helper thread writes it after HOLD_SECONDS unless an event comes first
+                    run_in_thread(self.write_held, "rlm-trajectory-late")
                 self._held += data
                 return
             self._write(data)
 
     def write_held(self) -> None:
-        """Write the live events still waiting (``_LateWrites``, after ``HOLD_SECONDS``)."""
+        """Write, ``HOLD_SECONDS`` from now, the live events then still waiting (on a helper thread)."""
+        time.sleep(HOLD_SECONDS)
         with self._lock:
             if self._held and self._file is not None and self.failed is None:
                 self._write(b"")
