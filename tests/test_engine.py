@@ -319,7 +319,7 @@ def test_the_summarising_call_fits_the_window_even_when_the_history_does_not():
 
     history = History({"role": "system", "content": "s" * 2000}, {"role": "user", "content": "task"})
     history.add_turn("r" * 20000, "o" * 20000)
-    assert history.needs_compaction(context_window=4096, threshold=0.85, keep_last_turns=4)
+    assert history.needs_compaction(context_window=4096, threshold=0.85)
     seen = []
     before, after = history.compact(lambda messages: seen.append(messages) or "S", 4, context_window=4096)
     assert (before, after) == (1, 0) and history.summary == "S"

@@ -39,23 +39,15 @@ No markdown. JSON only."""
 #: The action object as a JSON schema, in the strict form OpenAI's structured outputs require (every key present,
 #: null where unused); llama.cpp turns it into a grammar. Replies that break it are still read by parse_action.
 _NULLABLE_TEXT = {"type": ["string", "null"]}
-ACTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["run_python", "final", "delegate", "delegate_batch"]},
-        "code": _NULLABLE_TEXT,
-        "rationale": _NULLABLE_TEXT,
-        "done": {"type": "boolean"},
-        "final_response": _NULLABLE_TEXT,
-        "task": _NULLABLE_TEXT,
-        "tasks": {"type": ["array", "null"], "items": {"type": "string"}},
-        "context": _NULLABLE_TEXT,
-    },
-    "required": ["action", "code", "rationale", "done", "final_response", "task", "tasks", "context"],
-    "additionalProperties": False,
-}
+_PROPERTIES: dict[str, Any] = {
+    "action": {"type": "string", "enum": ["run_python", "final", "delegate", "delegate_batch"]},
+    "code": _NULLABLE_TEXT, "rationale": _NULLABLE_TEXT, "done": {"type": "boolean"},
+    "final_response": _NULLABLE_TEXT, "task": _NULLABLE_TEXT,
+    "tasks": {"type": ["array", "null"], "items": {"type": "string"}}, "context": _NULLABLE_TEXT,
+}  # fmt: skip
+ACTION_SCHEMA: dict[str, Any] = {"type": "object", "properties": _PROPERTIES, "required": list(_PROPERTIES),
+                                 "additionalProperties": False}  # fmt: skip
 REPLY_FORMAT = ReplyFormat("generic_action", json_schema=ACTION_SCHEMA)
-
 
 
 class GenericSettings(BaseModel):
@@ -99,30 +91,30 @@ class GenericEnvironment:
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
         self._step = step
+        return self.history.record(self._act(reply))
+
+    def _act(self, reply: Completion) -> ActionResult:
         action, problem = reply_action(reply)
         if action is None:
-            return self._record(ActionResult(action="malformed_reply", observation={"error": problem},
-                                             reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
+            return ActionResult(action="malformed_reply", observation={"error": problem},
+                                reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
         name = str(action.get("action", "")).strip()
         if name == "final" or action.get("done") is True and name not in ("run_python", "delegate", "delegate_batch"):
             answer = action.get("final_response")
             answer = answer if isinstance(answer, str) else json.dumps(answer, default=str)
-            return self._record(ActionResult(action="final", observation={"rationale": action.get("rationale")},
-                                             reward=self.ctx.rewards.final_reward, done=True, final_response=answer))  # fmt: skip
+            return ActionResult(action="final", observation={"rationale": action.get("rationale")},
+                                reward=self.ctx.rewards.final_reward, done=True, final_response=answer)  # fmt: skip
         if name == "run_python":
-            return self._record(self._run_python(str(action.get("code") or "")))
-        if name == "delegate":
-            return self._record(self._delegate([action.get("task")], action.get("context"), batch=False))
-        if name == "delegate_batch":
-            tasks = found if isinstance(found := action.get("tasks"), list) else []
-            return self._record(self._delegate(tasks, action.get("context"), batch=True))
-        return self._record(ActionResult(action="invalid_action", observation={"error": f"unknown action {name!r}"},
-                                         reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
+            return self._run_python(str(action.get("code") or ""))
+        if name in ("delegate", "delegate_batch"):
+            tasks = [action.get("task")] if name == "delegate" else action.get("tasks")
+            return self._delegate(tasks if isinstance(tasks, list) else [], action.get("context"), name)
+        return ActionResult(action="invalid_action", observation={"error": f"unknown action {name!r}"},
+                            reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
 
     def synthesize(self) -> Optional[str]:
-        messages = self.messages(self.ctx.max_steps) + [
-            {"role": "user", "content": "Steps are used up. Give your best final answer now as plain text."}
-        ]
+        ask = "Steps are used up. Give your best final answer now as plain text."
+        messages = self.messages(self.ctx.max_steps) + [{"role": "user", "content": ask}]
         completion = self.ctx.root.complete(messages, purpose="synthesis")
         return synthesized_answer(completion.text, self.session)
 
@@ -140,26 +132,23 @@ class GenericEnvironment:
                                 reward=self.ctx.rewards.final_reward, done=True, final_response=answer_text(result.final))  # fmt: skip
         limit = self.settings.max_output_chars
         observation = {"success": result.ok, "stdout": truncate(result.stdout, limit)}
-        if result.stderr:
-            observation["stderr"] = truncate(result.stderr, limit // 2)
-        if result.error:
-            observation["error"] = truncate(result.error, limit // 2)
+        observation.update({key: truncate(value, limit // 2) for key in ("stderr", "error")
+                            if (value := getattr(result, key))})  # fmt: skip
         reward = self.ctx.rewards.code_step(ok=result.ok, stderr=bool(result.stderr))
         note = f"run_python {'ok' if result.ok else 'failed'}: {(result.error or result.stdout).strip()[:120]}"
         return ActionResult(action="run_python", observation=observation, reward=reward, code=code, memory_note=note)
 
-    def _delegate(self, tasks: list[Any], context: Any, *, batch: bool) -> ActionResult:
+    def _delegate(self, tasks: list[Any], context: Any, action: str) -> ActionResult:
         tasks = [str(t) for t in tasks if isinstance(t, str) and t.strip()]
-        action = "delegate_batch" if batch else "delegate"
         if not tasks:
             return ActionResult(action=action, observation={"error": "no task given"}, reward=self.ctx.rewards.code_step(ok=False, stderr=False))
         with ThreadPoolExecutor(max_workers=min(self.settings.delegate_concurrency, len(tasks))) as pool:
             outcomes = list(pool.map(lambda task: self._one_child(task, context), tasks))
-        rewards = [reward for _, reward in outcomes]
-        observation: dict[str, Any] = {"children": [record for record, _ in outcomes]}
-        observation["success"] = all(r.get("completed") for r, _ in outcomes)
+        observation = {"children": [record for record, _ in outcomes],
+                       "success": all(record.get("completed") for record, _ in outcomes)}
         note = f"{action}: " + "; ".join(f"{r['task'][:40]} → {str(r.get('answer'))[:60]}" for r, _ in outcomes)
-        return ActionResult(action=action, observation=observation, reward=sum(rewards) / len(rewards), memory_note=note)
+        return ActionResult(action=action, observation=observation, reward=sum(w for _, w in outcomes) / len(outcomes),
+                            memory_note=note)  # fmt: skip
 
     def _one_child(self, task: str, context: Any) -> tuple[dict[str, Any], float]:
         try:
@@ -171,6 +160,3 @@ class GenericEnvironment:
         record = {"task": task, "run_id": child.run_id, "completed": child.completed, "answer": child.final_response,
                   "termination_reason": child.termination_reason}  # fmt: skip
         return record, self.ctx.rewards.code_step(ok=child.completed, stderr=False)
-
-    def _record(self, result: ActionResult) -> ActionResult:
-        return self.history.record(result)

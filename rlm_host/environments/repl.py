@@ -177,16 +177,13 @@ class SubCalls:
         return f"{HELPERS_SOURCE}\n\n{tools}" if tools else HELPERS_SOURCE
 
     def llm_query(self, prompt: Any, model: Optional[str] = None) -> str:
-        return self._query(_as_prompt(prompt), model, kind="llm_query")
+        return self._query(str(prompt), model, kind="llm_query")
 
     def llm_query_batched(self, prompts: Any, model: Optional[str] = None) -> list[str]:
         if not isinstance(prompts, (list, tuple)):
             raise TypeError("llm_query_batched expects a list of prompts")
-        items = [_as_prompt(p) for p in prompts]
-        if not items:
-            return []
-        calls = [functools.partial(self._query, p, model, "llm_query_batched", i) for i, p in enumerate(items)]
-        return gather_calls("llm_query_batched", calls, self._workers(len(items), model))
+        calls = [functools.partial(self._query, str(p), model, "llm_query_batched", i) for i, p in enumerate(prompts)]
+        return gather_calls("llm_query_batched", calls, self._workers(len(calls), model))
 
     def rlm_query_batched(self, prompts: Any, contexts: Any = None) -> list[str]:
         """Several ``rlm_query`` child runs at once (up to the batch cap), answers in order; they share the run
@@ -195,11 +192,8 @@ class SubCalls:
             raise TypeError("rlm_query_batched expects a list of prompts")
         if contexts is not None and (not isinstance(contexts, (list, tuple)) or len(contexts) != len(prompts)):
             raise TypeError("rlm_query_batched: contexts must be a list as long as prompts (or None)")
-        items = list(zip(prompts, contexts if contexts is not None else [None] * len(prompts)))
-        if not items:
-            return []
-        calls = [functools.partial(self.rlm_query, p, c) for p, c in items]
-        return gather_calls("rlm_query_batched", calls, max(1, min(len(items), self.concurrency)))
+        calls = [functools.partial(self.rlm_query, p, c) for p, c in zip(prompts, contexts or [None] * len(prompts))]
+        return gather_calls("rlm_query_batched", calls, max(1, min(len(calls), self.concurrency)))
 
     def _workers(self, calls: int, model: Optional[str]) -> int:
         """All of a batch at once, up to the cap and the provider's own limit (one connection pool serves them)."""
@@ -211,7 +205,7 @@ class SubCalls:
         return max(1, min(calls, self.concurrency, limit))
 
     def rlm_query(self, prompt: Any, context: Any = None) -> str:
-        prompt = _as_prompt(prompt)
+        prompt = str(prompt)
         started = time.monotonic()
         self.ctx.scope.emit("sub_call_start", {"kind": "rlm_query", "prompt": sub_call_text(prompt)})
         try:
@@ -221,17 +215,10 @@ class SubCalls:
                 raise RuntimeError(f"rlm_query refused: {refused}") from None
             full = prompt if context is None else f"{prompt}\n\nContext:\n{context}"
             return self._query(full, None, kind="rlm_query(max_depth: plain llm_query)", announce=False)
-        self.ctx.scope.emit(
-            "sub_call",
-            {
-                "kind": "rlm_query",
-                "prompt": sub_call_text(prompt),
-                "child_run_id": child.run_id,
-                "response": sub_call_text(child.final_response),
-                "termination_reason": child.termination_reason,
-                "seconds": round(time.monotonic() - started, 3),
-            },
-        )
+        self.ctx.scope.emit("sub_call", {
+            "kind": "rlm_query", "prompt": sub_call_text(prompt), "child_run_id": child.run_id,
+            "response": sub_call_text(child.final_response), "termination_reason": child.termination_reason,
+            "seconds": round(time.monotonic() - started, 3)})  # fmt: skip
         if child.final_response is None:
             raise RuntimeError(f"rlm_query: the child run ended without an answer ({child.termination_reason})")
         return child.final_response
@@ -280,9 +267,3 @@ def gather_calls(kind: str, calls: Sequence[Callable[[], str]], workers: int) ->
     if failures:
         raise RuntimeError(f"{kind}: {len(failures)} of {len(calls)} calls failed: " + "; ".join(failures))
     return answers
-
-
-def _as_prompt(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return str(value)

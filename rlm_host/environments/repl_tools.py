@@ -136,10 +136,7 @@ class ToolCalls:
         return "\n\n".join(tool.wrapper_source() for tool in self.tools)
 
     def _host_function(self, tool: Tool) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self.call(tool, args, kwargs)
-
-        return call
+        return lambda *args, **kwargs: self.call(tool, args, kwargs)
 
     def call(self, tool: Tool, args: tuple, kwargs: dict[str, Any]) -> Any:
         started = time.monotonic()
@@ -214,8 +211,7 @@ def _import(reference: str, where: str) -> Any:
 
 
 def _summary(function: Callable[..., Any]) -> str:
-    doc = inspect.getdoc(function) or ""
-    return doc.strip().splitlines()[0].strip() if doc.strip() else ""
+    return ((inspect.getdoc(function) or "").strip().splitlines() or [""])[0].strip()
 
 
 def _signature(function: Callable[..., Any]) -> str:
@@ -238,23 +234,10 @@ def _parameters(function: Callable[..., Any]) -> tuple[str, str]:
         parameters = None
     if parameters is None or not all(_plain(p) for p in parameters):
         return "*args, **kwargs", "*args, **kwargs"
-    declared, passed, star = [], [], False
-    for p in parameters:
-        if p.kind is p.VAR_POSITIONAL:
-            declared.append(f"*{p.name}")
-            passed.append(f"*{p.name}")
-            star = True
-        elif p.kind is p.VAR_KEYWORD:
-            declared.append(f"**{p.name}")
-            passed.append(f"**{p.name}")
-        else:
-            if p.kind is p.KEYWORD_ONLY and not star:
-                declared.append("*")
-                star = True
-            default = "" if p.default is p.empty else f"={p.default!r}"
-            declared.append(f"{p.name}{default}")
-            passed.append(f"{p.name}={p.name}")
-    return ", ".join(declared), ", ".join(passed)
+    bare = inspect.Signature([p.replace(annotation=p.empty) for p in parameters])  # defaults shown as their repr
+    passed = [f"*{p.name}" if p.kind is p.VAR_POSITIONAL else f"**{p.name}" if p.kind is p.VAR_KEYWORD
+              else f"{p.name}={p.name}" for p in parameters]  # fmt: skip
+    return str(bare)[1:-1], ", ".join(passed)
 
 
 def _plain(parameter: inspect.Parameter) -> bool:

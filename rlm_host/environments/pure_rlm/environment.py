@@ -72,13 +72,10 @@ class PureRLMEnvironment:
             raise RuntimeError(f"the sandbox could not define the REPL helpers: {helpers.error}")
         self.baseline = set(session.list_variables())  # the environment's own names: not the model's variables
         notes = session.info.python_notes
-        several = len(document_names(self.ctx.context)) > 1
         system = prompts.SYSTEM_PROMPT.format(
-            files_help=prompts.FILES_HELP if several else "",
-            max_steps=self.ctx.max_steps,
-            max_llm_calls=self.ctx.budget.max_llm_calls,
-            python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "",
-        )
+            files_help=prompts.FILES_HELP if len(document_names(self.ctx.context)) > 1 else "",
+            max_steps=self.ctx.max_steps, max_llm_calls=self.ctx.budget.max_llm_calls,
+            python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "")  # fmt: skip
         extra = [part for part in (tools_prompt(self.ctx.tools), self.ctx.output and self.ctx.output.prompt()) if part]
         system = with_instructions("\n\n".join([system, *extra]), self.ctx.instructions)
         opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
@@ -143,13 +140,10 @@ class PureRLMEnvironment:
     def messages(self, step: int) -> list[Message]:
         assert self.history is not None, "start() first"
         window = self._window()
-        if self.settings.compaction and self.history.needs_compaction(
-            window, self.settings.compaction_threshold, self.settings.keep_last_turns
-        ):
+        if self.settings.compaction and self.history.needs_compaction(window, self.settings.compaction_threshold):
             before, after = self.history.compact(self._summarise, self.settings.keep_last_turns, window)
-            self.ctx.scope.emit(
-                "compaction", {"step": step, "turns_before": before, "turns_after": after, "summary": self.history.summary}
-            )
+            self.ctx.scope.emit("compaction", {"step": step, "turns_before": before, "turns_after": after,
+                                               "summary": self.history.summary})  # fmt: skip
         return self.history.messages()
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
@@ -165,10 +159,10 @@ class PureRLMEnvironment:
         parsed = parse_reply(text)
         results: list[ExecResult] = []
         final: Optional[FinalSignal] = None
-        scope = self.ctx.scope
         for block, cell in enumerate(parsed.code_blocks, 1):
             timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
-            result = execute_code(scope, self.session, cell, timeout, step=step, block=block)  # a sandbox failure raises
+            # a sandbox failure raises
+            result = execute_code(self.ctx.scope, self.session, cell, timeout, step=step, block=block)
             results.append(result)
             if result.final is not None:
                 final = result.final
@@ -185,11 +179,8 @@ class PureRLMEnvironment:
             if note:
                 notes.append(note)
 
-        code = "\n\n".join(parsed.code_blocks) or None
-        observation = {
-            "blocks": [_block_record(c, r) for c, r in zip(parsed.code_blocks, results)],
-            "success": all(r.ok for r in results),
-        }
+        code, ok = "\n\n".join(parsed.code_blocks) or None, all(r.ok for r in results)
+        observation = {"blocks": [_block_record(c, r) for c, r in zip(parsed.code_blocks, results)], "success": ok}
         if results and self.settings.record_variables:
             observation["variables"] = variable_snapshot(self.session, self.baseline)
         if notes:
@@ -202,21 +193,16 @@ class PureRLMEnvironment:
             return ActionResult(action="final_rejected", observation=observation, code=code,
                                 reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
         if final is not None:
-            answer = answer_text(final)
             observation["final_source"] = source
             self.history.add_turn(text, "Final answer received.")
             return ActionResult(action="final", observation=observation, reward=self.ctx.rewards.final_reward,
-                                done=True, final_response=answer, code=code)  # fmt: skip
+                                done=True, final_response=answer_text(final), code=code)  # fmt: skip
         if not results and not notes:
             self.history.add_turn(text, prompts.NO_CODE)
             return ActionResult(action="no_code", observation=observation, reward=-self.ctx.rewards.no_action_penalty)
         feedback = "\n\n".join([*(self._render(i, r) for i, r in enumerate(results, 1)), *notes]) or prompts.NO_CODE
         self.history.add_turn(text, feedback)
-        if results:
-            ok = all(r.ok for r in results)
-            reward = self.ctx.rewards.code_step(ok=ok, stderr=any(r.stderr for r in results))
-        else:
-            reward = 0.0
+        reward = self.ctx.rewards.code_step(ok=ok, stderr=any(r.stderr for r in results)) if results else 0.0
         action = "run_code" if results else "first_answer_refused" if refused_first else "nudge"
         return ActionResult(action=action, observation=observation, reward=reward, code=code)
 
@@ -240,14 +226,8 @@ class PureRLMEnvironment:
 
     def _final_from_text(self, kind: str, argument: str, step: int, *, ran_code: bool) -> tuple[Optional[FinalSignal], Optional[str]]:
         assert self.session is not None
-        if (
-            kind == "direct"
-            and step == 1
-            and not ran_code
-            and not self.nudged
-            and self.ctx.nudge_first_answer
-            and self.ctx.context is not None
-        ):
+        if kind == "direct" and step == 1 and not ran_code and not self.nudged and self.ctx.nudge_first_answer \
+                and self.ctx.context is not None:  # fmt: skip
             self.nudged = True
             return None, prompts.NUDGE_FIRST_ANSWER
         if kind == "variable":
@@ -292,14 +272,8 @@ class Trial:
 
 def _block_record(code: str, result: ExecResult) -> dict[str, Any]:
     record: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, 4000), "duration_s": round(result.duration_s, 4)}
-    for key in ("stderr", "error"):
-        value = getattr(result, key)
-        if value:
-            record[key] = truncate(value, 4000)
-    if result.timed_out:
-        record["timed_out"] = True
-    if result.restarted:
-        record["restarted"] = True
+    record.update({key: truncate(value, 4000) for key in ("stderr", "error") if (value := getattr(result, key))})
+    record.update({key: True for key in ("timed_out", "restarted") if getattr(result, key)})
     if result.final is not None:
         record["final"] = result.final.model_dump()
     return record

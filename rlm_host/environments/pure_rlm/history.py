@@ -35,13 +35,10 @@ class History:
     def add_turn(self, reply: str, observation: str) -> None:
         self.turns.append(({"role": "assistant", "content": reply}, {"role": "user", "content": observation}))
 
-    def estimated_tokens(self) -> int:
-        counted = self.count("".join(m["content"] for m in self.messages()))
-        return max(counted, self.last_prompt_tokens)
-
-    def needs_compaction(self, context_window: int, threshold: float, keep_last_turns: int) -> bool:
-        """Over the threshold with at least one turn to fold in (fewer than ``keep_last_turns`` are kept then)."""
-        return bool(self.turns) and self.estimated_tokens() > threshold * context_window
+    def needs_compaction(self, context_window: int, threshold: float) -> bool:
+        """Over the threshold with at least one turn to fold in (``compact`` then keeps fewer than asked)."""
+        tokens = max(self.count("".join(m["content"] for m in self.messages())), self.last_prompt_tokens)
+        return bool(self.turns) and tokens > threshold * context_window
 
     def clipped_messages(self, max_tokens: int) -> list[Message]:
         """The messages with each one cut to an equal share of ``max_tokens``, so the summarising call itself
@@ -57,8 +54,7 @@ class History:
         returns (turns before, turns after)."""
         before = len(self.turns)
         keep = min(keep_last_turns, before - 1)
-        summary = summarise(self.clipped_messages(int(context_window * 0.7)))
-        self.summary = summary
+        self.summary = summarise(self.clipped_messages(int(context_window * 0.7)))
         self.turns = self.turns[-keep:] if keep > 0 else []
         self.last_prompt_tokens = 0
         return before, len(self.turns)
