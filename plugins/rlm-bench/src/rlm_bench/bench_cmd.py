@@ -11,7 +11,7 @@ import typer
 
 from rlm_host import CommandServices, ConfigError, InputError, RlmError
 from rlm_host.sdk.embedding import RLMRunner
-from rlm_host.sdk.commands import apply_run_flags, run_option
+from rlm_host.sdk.commands import apply_run_flags, run_option, say, terminal_safe
 from rlm_host.sdk.models import resolve_connector
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
@@ -131,37 +131,33 @@ def run(
         typer.echo(summary.model_dump_json(indent=2))
     else:
         _print_overview(summary)
-    typer.echo(f"summary: {path}", err=True)
+    say(f"summary: {path}", event="bench summary", path=str(path))
 
 
 class _Progress:
-    """A rich progress bar on stderr, with one line per finished case."""
+    """A rich progress bar on stderr; each finished case a notice line with its mark (``say``: JSON with
+    ``--log-json``)."""
 
     def __init__(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.console = Console(stderr=True)
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=self.console, transient=False)  # fmt: skip
+                            console=Console(stderr=True), transient=False)  # fmt: skip
         self.task: Any = None
 
     def start(self, total: int, done: int) -> None:
         self.bar.start()
         self.task = self.bar.add_task("cases", total=total, completed=done)
         if done:
-            self.bar.console.print(f"resuming: {done} of {total} cases already finished")
+            say(f"resuming: {done} of {total} cases already finished", event="bench resumed", done=done, total=total)
 
     def case(self, result: Any, done: int, total: int) -> None:
-        from rich.text import Text
-
         from rlm_bench.labels import mark, score_text
 
-        sign, colour = mark(result)
-        line = Text(sign, style=colour)
-        line.append(f" {result.case_id}  {result.status}  score {score_text(result.score)}  steps {result.steps}  "
-                    f"tokens {result.tokens.total:,}  {result.duration_s:.1f}s")  # fmt: skip
-        self.bar.console.print(line, highlight=False)
+        say(f"{mark(result)[0]} {result.case_id}  {result.status}  score {score_text(result.score)}  steps "
+            f"{result.steps}  tokens {result.tokens.total:,}  {result.duration_s:.1f}s", event="bench case",
+            case_id=result.case_id, status=result.status, score=result.score, done=done, total=total)  # fmt: skip
         self.bar.update(self.task, completed=done)
 
     def stop(self) -> None:
@@ -179,28 +175,30 @@ def _print_side_by_side(summaries: list[Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"preset": summaries[0].preset, "frameworks": rows}, indent=2))
         return
-    typer.echo(f"preset {summaries[0].preset} through {len(rows)} frameworks")
-    typer.echo(f"{'FRAMEWORK':<14} {'MEAN SCORE':>10} {'CORRECT':>7} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} {'TOKENS':>9} "
-               f"{'COST':>9} {'SECONDS':>8}  BENCHMARK")  # fmt: skip
+    lines = [f"preset {summaries[0].preset} through {len(rows)} frameworks",
+             f"{'FRAMEWORK':<14} {'MEAN SCORE':>10} {'CORRECT':>7} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} {'TOKENS':>9} "
+             f"{'COST':>9} {'SECONDS':>8}  BENCHMARK"]  # fmt: skip
     for row in rows:
         score = "-" if row["accuracy"] is None else f"{row['accuracy']:.3f}"
         correct = f"{row['correct']}/{row['scored']}"
         cost = "-" if row["cost"] is None else f"${row['cost']:.4f}"
-        typer.echo(f"{row['framework']:<14} {score:>10} {correct:>7} {row['completed']:>2}/{row['cases']:<3} "
-                   f"{row['avg_reward']:>7.3f} {row['avg_steps']:>6.2f} {row['tokens']:>9,} {cost:>9} "
-                   f"{row['seconds']:>8.2f}  {row['benchmark_id']}")  # fmt: skip
+        lines.append(f"{row['framework']:<14} {score:>10} {correct:>7} {row['completed']:>2}/{row['cases']:<3} "
+                     f"{row['avg_reward']:>7.3f} {row['avg_steps']:>6.2f} {row['tokens']:>9,} {cost:>9} "
+                     f"{row['seconds']:>8.2f}  {row['benchmark_id']}")  # fmt: skip
+    typer.echo(terminal_safe("\n".join(lines)))
 
 
 def _print_overview(summary: Any) -> None:
+    """The benchmark's cases and figures on stdout (case ids and model names shown, never sent: they come from
+    pack files and settings)."""
     from rlm_bench.labels import MARK_LEGEND, mark, overall_line, score_text
 
-    typer.echo(f"benchmark {summary.benchmark_id}  preset {summary.preset}  mode {summary.mode}  model {summary.model}")
-    typer.echo(f"  {'CASE':<30} {'STATUS':<11} {'SCORE':>6} {'STEPS':>5} {'TOKENS':>9} {'SECONDS':>8}")
-    for c in summary.cases:
-        typer.echo(f"{mark(c)[0]} {c.case_id:<30} {c.status:<11} {score_text(c.score):>6} {c.steps:>5} "
-                   f"{c.tokens.total:>9,} {c.duration_s:>8.2f}")  # fmt: skip
-    typer.echo(overall_line(summary.metrics))
-    typer.echo(f"({MARK_LEGEND}; mean score: the mean of the case scores, each 0-1)")
+    lines = [f"benchmark {summary.benchmark_id}  preset {summary.preset}  mode {summary.mode}  model {summary.model}",
+             f"  {'CASE':<30} {'STATUS':<11} {'SCORE':>6} {'STEPS':>5} {'TOKENS':>9} {'SECONDS':>8}"]  # fmt: skip
+    lines += [f"{mark(c)[0]} {c.case_id:<30} {c.status:<11} {score_text(c.score):>6} {c.steps:>5} "
+              f"{c.tokens.total:>9,} {c.duration_s:>8.2f}" for c in summary.cases]  # fmt: skip
+    lines += [overall_line(summary.metrics), f"({MARK_LEGEND}; mean score: the mean of the case scores, each 0-1)"]
+    typer.echo(terminal_safe("\n".join(lines)))
 
 
 @app.command("compare", short_help="Gate a benchmark against a baseline; exit 1 on a regression.")

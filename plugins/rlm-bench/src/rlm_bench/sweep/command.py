@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from rlm_host import CommandServices, InputError
+from rlm_host.sdk.commands import say, terminal_safe
 
 #: Tokens one root step takes at most, for the upper-bound estimate when no earlier run of a preset is known.
 STEP_INPUT_TOKENS, STEP_OUTPUT_TOKENS = 4_000, 600
@@ -103,14 +104,15 @@ def _print_dry_run(plan: Any, runner: Any, store: Any, as_json: bool) -> None:
         typer.echo(json.dumps({"sweep": plan.record.name, "points": rows, "total": total}, indent=2))
         return
     width = max([len(row["point"]) for row in rows] + [5])
-    typer.echo(f"{'POINT':<{width}}  {'CASES':>5}  {'EST. COST':>10}  FROM")
+    lines = [f"{'POINT':<{width}}  {'CASES':>5}  {'EST. COST':>10}  FROM"]
     for row in rows:
         cost = f"${row['cost_estimate']:.4f}" if row["cost_estimate"] is not None else "?"
-        typer.echo(f"{row['point']:<{width}}  {row['cases']:>5}  {cost:>10}  {row['estimate_from']}")
+        lines.append(f"{row['point']:<{width}}  {row['cases']:>5}  {cost:>10}  {row['estimate_from']}")
     cost = f"${total['cost_estimate']:.4f}" if total["cost_estimate"] is not None else "unknown"
     unpriced = f" ({total['unpriced_points']} point(s) without a price)" if total["unpriced_points"] else ""
-    typer.echo(f"{total['points']} points, {total['cases']} cases, estimated cost {cost}{unpriced}; nothing ran "
-               "(--dry-run)")
+    lines.append(f"{total['points']} points, {total['cases']} cases, estimated cost {cost}{unpriced}; nothing ran "
+                 "(--dry-run)")  # fmt: skip
+    typer.echo(terminal_safe("\n".join(lines)))
 
 
 def _estimate(manifest: Any, cases: int, runner: Any, store: Any) -> tuple[Optional[float], str]:
@@ -142,25 +144,29 @@ def _estimate(manifest: Any, cases: int, runner: Any, store: Any) -> tuple[Optio
 def _print_outcome(record: Any, store: Any) -> None:
     done = sum(len(store.bench.load_cases(p.benchmark_id)) for p in record.points)
     total = sum(p.cases for p in record.points)
-    typer.echo(f"sweep {record.sweep_id}: {record.status}, {done} of {total} cases, ${record.spent_cost:.4f}, "
-               f"{record.spent_tokens} tokens", err=True)
+    say(f"sweep {record.sweep_id}: {record.status}, {done} of {total} cases, ${record.spent_cost:.4f}, "
+        f"{record.spent_tokens} tokens", event="sweep end", sweep_id=record.sweep_id, status=record.status, done=done,
+        total=total, cost=record.spent_cost, tokens=record.spent_tokens)  # fmt: skip
     if record.stopped:
-        typer.echo(f"stopped: {record.stopped}; finish it with: rlm bench sweep --resume {record.sweep_id}", err=True)
+        say(f"stopped: {record.stopped}; finish it with: rlm bench sweep --resume {record.sweep_id}",
+            event="sweep stopped", reason=record.stopped)  # fmt: skip
     for node, stats in sorted(record.nodes.items()):
-        typer.echo(f"  node {node}: {stats.cases} cases ({stats.failed} failed)", err=True)
-    typer.echo(f"record: {store.path(record.sweep_id)}", err=True)
+        say(f"  node {node}: {stats.cases} cases ({stats.failed} failed)", event="sweep node", node=node,
+            cases=stats.cases, failed=stats.failed)  # fmt: skip
+    say(f"record: {store.path(record.sweep_id)}", event="sweep record", path=str(store.path(record.sweep_id)))
 
 
 class _Display:
-    """A live progress bar on stderr: done / running / failed, spend so far and cases per minute per node."""
+    """A live progress bar on stderr: done / running / failed, spend so far and cases per minute per node; a case
+    that failed is a notice line (``say``)."""
 
     def __init__(self, sweep_id: str, executor: str) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=False)  # fmt: skip
-        self.task: Any = None
+        self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=False)  # fmt: skip
+        self.task: Any = None  # the description as text: "[host: 3.0/min]" is no markup
         self.label = f"{sweep_id} ({executor})"
 
     def update(self, kind: str, progress: Any, result: Any) -> None:
@@ -175,7 +181,7 @@ class _Display:
                 + (f"  [{nodes}]" if nodes else ""))  # fmt: skip
         self.bar.update(self.task, completed=progress.done, description=text)
         if kind == "case" and result is not None and result.status == "error":
-            self.bar.console.print(f"✗ {result.case_id}: {result.error}")
+            say(f"✗ {result.case_id}: {result.error}", event="sweep case failed", case_id=result.case_id)
 
     def stop(self) -> None:
         if self.task is not None:

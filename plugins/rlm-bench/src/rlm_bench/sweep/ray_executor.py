@@ -63,6 +63,7 @@ from rlm_bench.sweep.driver import CaseLost
 from rlm_bench.sweep.file import RayOptions
 from rlm_bench.sweep.worker import SweepItem
 from rlm_host import InputError, RlmError
+from rlm_host.sdk.commands import say
 
 INSTALL = 'pip install "rlm-bench[ray]"'
 #: Seconds a case's call to the cancel flag waits for it at most before it asks again.
@@ -219,7 +220,7 @@ class RayExecutor:
         hint = "lower [bench.ray] num_cpus / num_gpus / resources, or add a node that has them"
         if strict:
             raise InputError(message, hint=hint)
-        print(f"warning: {message}; cases wait until such a node joins ({hint})", file=sys.stderr)
+        say(f"warning: {message}; cases wait until such a node joins ({hint})", event="ray infeasible", level="warning")
 
     def _messages_to_stderr(self) -> None:
         """Ray's messages to stdout go to stderr, first lines only, while this executor is connected."""
@@ -295,7 +296,8 @@ class RayExecutor:
                 raise RuntimeError("the cancel flag could not be started")
             self.ray.get(self._flag.set.remote(), timeout=10)
         except Exception as exc:  # noqa: BLE001 - the cases then end with the job when the driver leaves
-            print(f"warning: could not tell the cluster to cancel the running cases: {exc}", file=sys.stderr)
+            say(f"warning: could not tell the cluster to cancel the running cases: {exc}", event="ray cancel failed",
+                level="warning")  # fmt: skip
 
     def close(self) -> None:
         """Disconnect (and stop the private local Ray, if this executor started it). The cancel flag goes when
@@ -334,8 +336,9 @@ def _start_cancel_flag(ray: Any, capacity: int) -> Any:
             pass
         return ray.remote(_cancel_flag_class()).options(**options).remote()
     except Exception as exc:  # noqa: BLE001 - the sweep runs; a cancel then ends its cases with the job
-        print(f"warning: no cancel flag on the Ray cluster ({type(exc).__name__}: {_first_line(exc)}); Ctrl-C "
-              "will stop the running cases only when the driver disconnects", file=sys.stderr)  # fmt: skip
+        say(f"warning: no cancel flag on the Ray cluster ({type(exc).__name__}: {_first_line(exc)}); Ctrl-C "
+            "will stop the running cases only when the driver disconnects", event="ray no cancel flag",
+            level="warning")  # fmt: skip
         return None
 
 
@@ -450,7 +453,7 @@ class _RayMessagesToStderr:
         first = next((line.strip() for line in plain.splitlines() if line.strip()), "")
         first = re.sub(r"^\((?:raylet|autoscaler)[^)]*\)\s*", "", first)
         if first:
-            print(f"ray: {first[:400]}", file=sys.stderr, flush=True)
+            say(f"ray: {first[:400]}", event="ray message")
         return len(text)
 
     def flush(self) -> None:
@@ -541,6 +544,6 @@ def _join(ray: Any, address: str, quiet: dict[str, Any], attempts: int = 4) -> N
                 ray.shutdown()
             except Exception:  # noqa: BLE001 - nothing was connected
                 pass
-            print(f"ray: {address} did not answer in time; trying again ({attempt + 1} of {attempts})",
-                  file=sys.stderr)  # fmt: skip
+            say(f"ray: {address} did not answer in time; trying again ({attempt + 1} of {attempts})",
+                event="ray join retried", address=address)  # fmt: skip
             time.sleep(3 * attempt)
