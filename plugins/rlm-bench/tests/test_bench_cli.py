@@ -139,7 +139,8 @@ def test_compare_fails_on_an_injected_regression_and_report_formats(cli, work):
 
 
 def test_a_gate_across_different_cases_is_refused_unless_allowed(cli, work):
-    """Issue 47: ``rlm bench compare latest previous`` across two presets passed (exit 0) with a note."""
+    """``rlm bench compare latest previous`` across two presets compares nothing: refused (exit 2) unless
+    ``--allow-different-cases`` (it once passed, exit 0, with a note)."""
     write_script(work / "good.json", SMOKE_RULES)
     common = ("--sandbox", "process", "-q", "--model", "scripted:good.json")
     assert cli("bench", "run", "--preset", "pure_rlm_smoke", *common)[0] == 0

@@ -1,4 +1,4 @@
-"""Issue 30, items 11 and 13 and `rlm bench --help`, through the installed ``rlm`` command as a user types it:
+"""How rlm-bench names its figures and shows its help, through the installed ``rlm`` command as a user types it:
 figures named for what they are (mean score, correct count), marks that follow the score, the HTML report on
 stdout (``> report.html``) or in ``--output``, and short help that is never cut."""
 

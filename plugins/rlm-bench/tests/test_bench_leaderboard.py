@@ -139,8 +139,8 @@ def test_no_benchmarks_yet(cli):
 
 
 def test_efficiency_ranks_right_answers_per_token_not_the_step_reward(cli, isolated_env):
-    """Issue 47: ``--metric efficiency`` ranked a benchmark that scored 0 first: any final answer earns reward 1.0,
-    and a one-call direct benchmark spends few tokens on its wrong answers."""
+    """``--metric efficiency`` is mean score per token, not reward per token, which ranked a benchmark that scored 0
+    first: any final answer earns reward 1.0, and a one-call direct benchmark spends few tokens on its wrong answers."""
     work = Path(isolated_env["WORK"])
     write_script(work / "good.json", SMOKE_RULES)
     write_script(work / "wrong.json", [{"match": "Velmora", "text": "Nowhere"}, {"match": "Isjor", "text": "Nobody"}])

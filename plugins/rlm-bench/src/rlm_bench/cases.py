@@ -1,10 +1,10 @@
 """Benchmark cases: one task, the context it needs, its expected answer and how to score it.
 
-``BenchmarkCase`` is a frozen pydantic model (the seeds' ``RLMBenchmarkCase`` plus data and answers). Its
-context is a ``ContextSpec``: nothing, an inline value, a file (text, or JSON for ``.json``), or a generator
-with parameters (``rlm_bench.generators``). A generated context brings its own answer, question and
-scorer; a case may still pin ``expected`` (the runner refuses to score when the two disagree, so a generator
-that drifted is caught) and its own ``task`` (otherwise the generator's question is asked).
+``BenchmarkCase`` is a frozen pydantic model holding a case's data and its answer. Its context is a
+``ContextSpec``: nothing, an inline value, a file (text, or JSON for ``.json``), or a generator with parameters
+(``rlm_bench.generators``). A generated context brings its own answer, question and scorer; a case may still pin
+``expected`` (the runner refuses to score when the two disagree, so a generator that drifted is caught) and its own
+``task`` (otherwise the generator's question is asked).
 
 Nothing is built when a case is defined: :meth:`BenchmarkCase.materialize` builds the context when the case
 runs, and the runner drops it when the case ends.

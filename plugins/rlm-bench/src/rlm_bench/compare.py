@@ -1,7 +1,7 @@
 """Comparing two benchmarks with CI gates: ``rlm bench compare CANDIDATE BASELINE`` exits 1 when a gate fails.
 
-The seeds' four gates, on the summaries' overall metrics, plus an accuracy gate (on the mean score, the
-summary's ``accuracy`` field):
+Four gates on the summaries' overall metrics (reward, completion, steps, cases that stop completing), plus an
+accuracy gate (on the mean score, the summary's ``accuracy`` field):
 
 | gate | passes when | default |
 | --- | --- | --- |

@@ -1,4 +1,4 @@
-"""The built-in benchmark presets, under the seeds' names, each case with its data and its expected answer.
+"""The built-in benchmark presets, each case with its data and its expected answer.
 
 Every preset is a pack factory, ``preset(settings, services)`` returning its cases; :func:`builtin_pack_specs`
 gives one ``BenchmarkPackSpec`` per preset for the ``rlm_register_benchmark_packs`` hook. A factory returns a list
@@ -6,8 +6,8 @@ of ``BenchmarkCase`` (or of dicts validating as one) — the contract for every 
 
 Long-context cases name a generator and its parameters; their answers are pinned here and checked against
 what the generator computes when the case runs. ``dspy_reading_quick`` / ``dspy_reading_extended`` are
-questions about DSPy programs with answers, run by the native loop (the seeds' ``dspy_quick`` / ``dspy_extended``
-names belong to rlm-env-dspy's coding tasks, scored by hidden tests). This module imports nothing heavy: cases are built only when a preset is asked for.
+questions about DSPy programs with answers, run by the native loop (``dspy_quick`` / ``dspy_extended`` are
+rlm-env-dspy's coding tasks, scored by hidden tests). This module imports nothing heavy: cases are built only when a preset is asked for.
 """
 
 from __future__ import annotations
