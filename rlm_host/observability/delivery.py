@@ -41,11 +41,7 @@ def wanted_by(sink: Sink) -> Optional[frozenset[str]]:
     """The event types a sink gets: the recorded ones, plus its ``live_events`` (True: every live event; a set of
     names: those, e.g. ``model_call_end`` for a span tree's model calls); None means every type."""
     live = getattr(sink, "live_events", False)
-    if live is True:
-        return None
-    if not live:
-        return RECORDED_EVENT_TYPES
-    return RECORDED_EVENT_TYPES | (frozenset([live]) if isinstance(live, str) else frozenset(live))
+    return None if live is True else RECORDED_EVENT_TYPES | frozenset([live] if isinstance(live, str) else live or ())
 
 
 SinkStarter = Callable[[], Sink]
@@ -104,7 +100,11 @@ class SinkWorker:
             if self.disabled is not None:
                 return
             self.disabled = reason
-        self._drain()
+        try:  # its queued events are dropped
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            pass
         if event is None and self._last_event is None:  # no run event seen yet: reported with the first one
             self._unreported = reason
             return
@@ -121,21 +121,6 @@ class SinkWorker:
     def wait(self, seconds: float) -> bool:
         """Whether the sink finished (delivered and closed) within ``seconds``."""
         return self._done.wait(max(0.0, seconds))
-
-    @property
-    def finished(self) -> bool:
-        return self._done.is_set()
-
-    @property
-    def pending(self) -> int:
-        return self._queue.qsize()
-
-    def _drain(self) -> None:
-        try:
-            while True:
-                self._queue.get_nowait()
-        except queue.Empty:
-            pass
 
     def _work(self) -> None:
         try:
@@ -210,11 +195,11 @@ class SinkDelivery:
             for worker in self.workers:
                 if not worker.wait(deadline - time.monotonic()) and worker.disabled is None:
                     worker.disable(f"it did not deliver within {self._flush_seconds:g} s of the run's end "
-                                   f"({worker.pending} events dropped)")  # fmt: skip
+                                   f"({worker._queue.qsize()} events dropped)")  # fmt: skip
         except KeyboardInterrupt:  # Ctrl-C while the sinks flush: stop waiting, keep the run's result
             for worker in self.workers:
-                if not worker.finished and worker.disabled is None:
-                    worker.disable(f"interrupted (Ctrl-C) before it delivered ({worker.pending} events dropped)")
+                if not worker._done.is_set() and worker.disabled is None:
+                    worker.disable(f"interrupted (Ctrl-C) before it delivered ({worker._queue.qsize()} events dropped)")
         self._closed = True
 
     def close_in_background(self) -> None:

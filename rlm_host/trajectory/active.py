@@ -117,10 +117,6 @@ def _private_folder(folder: Path, create: bool) -> bool:
     return True
 
 
-def _absolute(path: str) -> str:
-    return os.path.abspath(os.path.expanduser(path)) if path else ""
-
-
 def _proc_stat(pid: int) -> Optional[list[bytes]]:
     """The fields of ``/proc/PID/stat`` after the command name (Linux), or None where there is none."""
     try:
@@ -128,12 +124,6 @@ def _proc_stat(pid: int) -> Optional[list[bytes]]:
     except OSError:
         return None
     return raw[raw.rfind(b")") + 2:].split()  # the command name (in parentheses) may hold spaces
-
-
-def _process_start(pid: int) -> Optional[int]:
-    """The start time of process ``pid`` in clock ticks since boot, or None where unknown."""
-    fields = _proc_stat(pid)
-    return int(fields[19]) if fields and len(fields) > 19 else None
 
 
 def _alive(pid: int, started: Optional[int]) -> bool:
@@ -237,16 +227,21 @@ _watcher = _Watcher()
 class Registration:
     """A run's entry in the registry; ``close()`` removes it (and any cancel request) when the run ends."""
 
-    def __init__(self, entry: Path, cancel_file: Path) -> None:
-        self.entry, self.cancel_file = entry, cancel_file
+    def __init__(self, folder: Path, run_id: str) -> None:
+        self.folder, self.run_id = folder, run_id
 
     def close(self) -> None:
-        _watcher.forget(self.cancel_file)
-        for path in (self.entry, self.cancel_file):
-            try:
-                path.unlink()
-            except OSError:
-                pass
+        _watcher.forget(self.folder / f"{self.run_id}.cancel")
+        _remove(self.folder, self.run_id)
+
+
+def _remove(folder: Path, run_id: str) -> None:
+    """Remove run ``run_id``'s entry and any cancel request."""
+    for suffix in (".json", ".cancel"):
+        try:
+            (folder / f"{run_id}{suffix}").unlink()
+        except OSError:
+            pass
 
 
 class ActiveRuns:
@@ -268,8 +263,9 @@ class ActiveRuns:
         try:
             entry = ActiveRun(run_id=run_id, pid=pid, host=socket.gethostname(), started=datetime.now(timezone.utc),
                               task=clip(redact(task), 200, "ellipsis") or "", environment=environment, model=model,
-                              command=command_words(), home=_absolute(home), trajectory=_absolute(trajectory),
-                              process_start=_process_start(pid))  # fmt: skip
+                              command=command_words(), home=home and os.path.abspath(os.path.expanduser(home)),
+                              trajectory=trajectory and os.path.abspath(os.path.expanduser(trajectory)),
+                              process_start=int(fields[19]) if (fields := _proc_stat(pid)) and len(fields) > 19 else None)  # fmt: skip
             _private_folder(self.dir, create=True)
             try:
                 os.unlink(cancel_file)  # a request left from before is not one for this run
@@ -287,7 +283,7 @@ class ActiveRuns:
             self.prune()
         except (OSError, InputError):
             pass  # sweeping is housekeeping: never a reason to fail a run
-        return Registration(path, cancel_file)
+        return Registration(self.dir, run_id)
 
     # ------------------------------------------------------------------ anyone's side
 
@@ -343,19 +339,11 @@ class ActiveRuns:
         if run.status == "dead":
             self.forget(run)
             return run
-        self._request(run.run_id)
-        run.status = "cancelling"
-        return run
+        return self._request(run)
 
     def cancel_all(self) -> builtins.list[ActiveRun]:
         """Ask every live run to stop (dead entries are left for ``prune``)."""
-        asked = []
-        for run in self.list():
-            if run.status in ("active", "cancelling", "elsewhere"):
-                self._request(run.run_id)
-                run.status = "cancelling"
-                asked.append(run)
-        return asked
+        return [self._request(run) for run in self.list() if run.status != "dead"]
 
     def prune(self) -> builtins.list[ActiveRun]:
         """Remove the entries of dead runs; returns them."""
@@ -365,11 +353,8 @@ class ActiveRuns:
         return dead
 
     def forget(self, run: ActiveRun) -> None:
-        for suffix in (".json", ".cancel"):
-            try:
-                (self.dir / f"{run.run_id}{suffix}").unlink()
-            except OSError:
-                pass
+        """Remove ``run``'s entry and any cancel request."""
+        _remove(self.dir, run.run_id)
 
     def wait(self, run_ids: builtins.list[str], timeout: float) -> builtins.list[str]:
         """Wait up to ``timeout`` seconds for those runs to leave the registry; the ids still there."""
@@ -380,10 +365,12 @@ class ActiveRuns:
             left = [run_id for run_id in left if (self.dir / f"{run_id}.json").exists()]
         return left
 
-    def _request(self, run_id: str) -> None:
-        """Write run ``run_id``'s cancel file: the one writer of cancel requests (``rlm runs cancel``, the TUI's
-        abort and the MCP server's ``rlm_runs_cancel`` all come here through ``cancel`` / ``cancel_all``)."""
+    def _request(self, run: ActiveRun) -> ActiveRun:
+        """Write ``run``'s cancel file, now ``cancelling``: the one writer of cancel requests (``rlm runs cancel``,
+        the TUI's abort and the MCP server's ``rlm_runs_cancel`` all come here through ``cancel`` / ``cancel_all``)."""
         try:
-            write_entry(self.dir, f"{run_id}.cancel", json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode())
+            write_entry(self.dir, f"{run.run_id}.cancel", json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode())
         except OSError as exc:
-            raise NoActiveRunError(f"cannot ask run {run_id} to stop: {exc}") from exc
+            raise NoActiveRunError(f"cannot ask run {run.run_id} to stop: {exc}") from exc
+        run.status = "cancelling"
+        return run
