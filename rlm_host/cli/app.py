@@ -64,6 +64,33 @@ class CliState:
         logs.configure(level=section.level, verbose=self.verbose, json=self.log_json or section.json_lines)
 
 
+def group(help_text: str) -> typer.Typer:
+    """A command group of ``rlm`` (``rlm runs``, ``rlm models``…): its sub-commands, and its help without one."""
+    commands = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+    commands.callback(help=help_text)(lambda: None)
+    return commands
+
+
+def settings_of(ctx: click.Context) -> "LoadedSettings":
+    """The effective settings of the running ``rlm`` command (``CliState.settings``)."""
+    return ctx.find_root().obj.settings()
+
+
+def say(text: str) -> None:
+    """Print ``text`` for a person, its control characters shown, never sent (``terminal_safe``): the printer of
+    what came from runs, so no run's text reaches the terminal raw."""
+    from rlm_host.text import terminal_safe
+
+    typer.echo(terminal_safe(text))
+
+
+def echo_json(value: Any) -> None:
+    """``value`` as indented JSON on stdout (``--json``: escaped, never raw control characters)."""
+    import json
+
+    typer.echo(json.dumps(value, indent=2, default=str))
+
+
 def command_settings(ctx: click.Context) -> "LoadedSettings":
     """The settings of the running ``rlm`` command (``--config`` and the global flags honoured). Deprecated for
     plugins: a sub-command reads ``CommandServices.of(ctx)`` (``rlm_host.services``) instead."""

@@ -8,15 +8,15 @@ prints goes through ``rlm runs``' printer (``say``): a run's text never sends co
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import typer
 
-from rlm_host.cli.runs_cmd import say  # the printer that shows control characters, never sends them
+from rlm_host.cli.app import say  # the printer that shows control characters, never sends them
+from rlm_host.cli.render import render_step, render_summary
+from rlm_host.cli.runs_cmd import RUN_ID, store_of
 from rlm_host.errors import InputError, RlmError
-
-if TYPE_CHECKING:
-    from rlm_host.trajectory import Replay
+from rlm_host.trajectory import Replay
 
 KEYS = "n/Enter next · p previous · e next error · g N go to step N · q quit"
 PROMPT = "replay> "
@@ -27,7 +27,7 @@ app = typer.Typer(rich_markup_mode=None, add_completion=False)
 @app.command()
 def replay(
     ctx: typer.Context,
-    run_id: str = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path."),
+    run_id: str = RUN_ID,
     step: Optional[int] = typer.Option(None, "--step", help="Start at this step number."),
     errors: bool = typer.Option(False, "--errors", help="Only the steps that ended in an error."),
     successes: bool = typer.Option(False, "--successes", help="Only the steps that did not end in an error "
@@ -35,89 +35,61 @@ def replay(
     no_interactive: bool = typer.Option(False, "--no-interactive", help="Print the steps and exit."),
 ) -> None:
     """Step through a saved run: each step's code, output, reward, tokens, sub-calls and child runs."""
-    from rlm_host.cli.runs_cmd import run_home
-    from rlm_host.cli.render import render_summary
-    from rlm_host.trajectory import Replay, RunStore
-
-    store = RunStore(run_home(ctx))
-    player = Replay(store.load(store.resolve(run_id)))
-    start = _start_index(player, step)
-    say(render_summary(player))
-    if not player.steps:
-        say("\nno steps recorded")
-        return
-    if successes:
-        if errors:
-            raise InputError("--errors and --successes exclude each other", hint="choose one")
-        _print_all(player, start, False, only_successes=True)
-    elif no_interactive or not sys.stdin.isatty():
-        _print_all(player, start, errors)
-    else:
-        _interactive(player, start, errors)
-
-
-def _start_index(player: "Replay", number: Optional[int]) -> int:
-    if number is None:
-        return 0
-    index = player.index_of(number)
-    if index is None:
+    player = Replay(store_of(ctx).load(run_id))
+    start = 0 if step is None else player.index_of(step)
+    if start is None:
         numbers = [s.number for s in player.steps]
         span = f"steps {numbers[0]}–{numbers[-1]}" if numbers else "no steps"
-        raise RlmError(f"run {player.root.run_id} has no step {number}", hint=f"it has {span}")
-    return index
-
-
-def _show(player: "Replay", index: int) -> None:
-    from rlm_host.cli.render import render_step
-
-    say("")
-    say(render_step(player.step(index), total=len(player.steps)))
-
-
-def _print_all(player: "Replay", start: int, only_errors: bool, *, only_successes: bool = False) -> None:
-    """Every step from ``start`` on (only the error steps with ``only_errors``, only the others with
-    ``only_successes``)."""
-    indices = [i for i in range(start, len(player.steps))
-               if (not only_errors or player.steps[i].is_error) and (not only_successes or not player.steps[i].is_error)]  # fmt: skip
-    if not indices:
-        say("\nno error steps" if only_errors else "\nno steps to show")
-    for index in indices:
+        raise RlmError(f"run {player.root.run_id} has no step {step}", hint=f"it has {span}")
+    say(render_summary(player))
+    if not player.steps:
+        return say("\nno steps recorded")
+    if successes and errors:
+        raise InputError("--errors and --successes exclude each other", hint="choose one")
+    if not (successes or no_interactive or not sys.stdin.isatty()):
+        return _interactive(player, start, errors)
+    shown = [i for i in range(start, len(player.steps)) if successes == errors or player.steps[i].is_error == errors]
+    if not shown:
+        say("\nno error steps" if errors else "\nno steps to show")
+    for index in shown:
         _show(player, index)
 
 
-def _interactive(player: "Replay", start: int, only_errors: bool) -> None:
+def _show(player: Replay, index: int) -> None:
+    say("\n" + render_step(player.step(index), total=len(player.steps)))
+
+
+def _interactive(player: Replay, start: int, only_errors: bool) -> None:
     """Read one command per line and move through the steps until ``q`` or end of input."""
-    if only_errors:
-        following = [i for i in player.errors() if i >= start]
-        start = following[0] if following else start
-        if not following:
-            say("\nno error steps")
-    player.goto(start)
+    following = [i for i in player.errors() if i >= start]
+    if only_errors and not following:
+        say("\nno error steps")
+    player.goto(following[0] if only_errors and following else start)
     say(f"\n{KEYS}")
     _show(player, player.cursor)
     while True:
         try:
             command = input(PROMPT).strip().lower()
         except (EOFError, KeyboardInterrupt):
-            say("")
-            return
+            return say("")
         if command in ("q", "quit", "exit"):
             return
         if _move(player, command):
             _show(player, player.cursor)
 
 
-def _move(player: "Replay", command: str) -> bool:
+def _move(player: Replay, command: str) -> bool:
     """Apply one command; True when the cursor moved and the new step should be shown."""
-    if command in ("", "n", "next"):
-        return _moved(player.next() is not None, "at the last step (p goes back, q quits)")
-    if command in ("p", "prev"):
-        return _moved(player.prev() is not None, "at the first step")
-    if command in ("e", "error"):
-        return _moved(player.next_error() is not None, "no error step after this one")
+    moves = {"n": (player.next, "at the last step (p goes back, q quits)"), "p": (player.prev, "at the first step"),
+             "e": (player.next_error, "no error step after this one")}  # fmt: skip
+    key = {"": "n", "next": "n", "prev": "p", "error": "e"}.get(command, command)
+    if key in moves:
+        moved = moves[key][0]() is not None
+        if not moved:
+            say(moves[key][1])
+        return moved
     if command.startswith("g"):
-        argument = command[2:] if command.startswith("go") else command[1:]
-        argument = argument.strip()
+        argument = (command[2:] if command.startswith("go") else command[1:]).strip()
         index = player.index_of(int(argument)) if argument.isdigit() else None
         if index is None:
             numbers = [s.number for s in player.steps]
@@ -125,14 +97,5 @@ def _move(player: "Replay", command: str) -> bool:
             return False
         player.goto(index)
         return True
-    if command in ("?", "h", "help"):
-        say(KEYS)
-        return False
-    say(f"unknown command {command!r}; {KEYS}")
+    say(KEYS if command in ("?", "h", "help") else f"unknown command {command!r}; {KEYS}")
     return False
-
-
-def _moved(ok: bool, message: str) -> bool:
-    if not ok:
-        say(message)
-    return ok

@@ -10,63 +10,56 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from rlm_host.text import terminal_safe
+from rlm_host.cli.app import echo_json, group, say, settings_of
+from rlm_host.errors import InputError
+from rlm_host.trajectory import Replay, RunStore
+from rlm_host.trajectory.active import ActiveRuns
 
-app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
-
-
-@app.callback()
-def runs() -> None:
-    """Saved runs (list, show one with every step, compare two, export one) and runs in progress (active, cancel)."""
-
-
-def say(text: str) -> None:
-    """Print ``text`` for a person: the one printer of these commands, so no run's text reaches the terminal raw."""
-    typer.echo(terminal_safe(text))
+app = group("Saved runs (list, show one with every step, compare two, export one) and runs in progress (active, "
+            "cancel).")  # fmt: skip
+AS_JSON = typer.Option(False, "--json", help="Print JSON.")
+RUN_ID = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path.")
 
 
-def run_home(ctx: typer.Context) -> Path:
-    """The run home directory from the effective settings (relative paths are relative to the cwd)."""
-    return ctx.find_root().obj.settings().home
+def store_of(ctx: typer.Context) -> RunStore:
+    """The saved runs of the effective run home (relative paths are relative to the cwd)."""
+    return RunStore(settings_of(ctx).home)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 @app.command("list")
 def list_runs(
     ctx: typer.Context,
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+    as_json: bool = AS_JSON,
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most N runs (0: all)."),
     filters: Optional[list[str]] = typer.Option(None, "--filter", "-F", help="KEY=VALUE, repeatable: model, "
                                                 "environment, framework (globs), label (KEY or KEY=VALUE), status, "
                                                 "since, until (ISO dates)."),
 ) -> None:
     """Saved runs, newest first: id, start, outcome, steps, reward, tokens, cost and task."""
-    from rlm_host.trajectory import RunStore
     from rlm_host.trajectory.store import select_runs
 
-    store = RunStore(run_home(ctx))
+    store = store_of(ctx)
     summaries = select_runs(store.list_runs(), filters or [])
     shown = summaries[:limit] if limit else summaries
     if as_json:
-        typer.echo(json.dumps([s.model_dump(mode="json") for s in shown], indent=2))
-        return
+        return echo_json([s.model_dump(mode="json") for s in shown])
     if not summaries:
-        say(f"no saved runs in {store.runs_dir}" + (" match the filters" if filters else ""))
-        return
-    say(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
-               f"{'COST':>8}  TASK")  # fmt: skip
+        return say(f"no saved runs in {store.runs_dir}" + (" match the filters" if filters else ""))
+    say(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} {'COST':>8}  TASK")
     for s in shown:
         started = s.started.strftime("%Y-%m-%d %H:%M") if s.started else "?"
         tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
         cost = f"${s.cost:.4f}" if s.cost is not None else "-"
-        task = s.task if len(s.task) <= 50 else s.task[:49] + "…"
-        say(
-            f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
-            f"{tokens:>8} {cost:>8}  {task}"
-        )
+        say(f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
+            f"{tokens:>8} {cost:>8}  {_clip(s.task, 50)}")  # fmt: skip
     if len(shown) < len(summaries):
         say(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
     for s in shown:
@@ -76,31 +69,25 @@ def list_runs(
 
 @app.command("active")
 def active(
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+    as_json: bool = AS_JSON,
     prune: bool = typer.Option(False, "--prune", help="Remove the entries of dead runs (their process is gone)."),
 ) -> None:
     """Your runs in progress on this machine, in any process and any folder: id, status, process, start,
     environment, command, task and the run home each writes to. A run whose process died is shown as dead (its
     trajectory has no final event; `--prune` forgets it, as the next run to start does)."""
-    from rlm_host.trajectory.active import ActiveRuns
-
     registry = ActiveRuns()
     pruned = registry.prune() if prune else []
     runs = registry.list()
     if as_json:
-        typer.echo(json.dumps([run.model_dump(mode="json") for run in runs], indent=2))
-        return
+        return echo_json([run.model_dump(mode="json") for run in runs])
     for run in pruned:
         say(f"pruned {run.run_id} (process {run.pid} is gone)")
     if not runs:
-        say("no active runs")
-        return
-    say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} "
-        f"{'TASK':<40} HOME")
+        return say("no active runs")
+    say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} {'TASK':<40} HOME")
     for run in runs:
-        task = run.task if len(run.task) <= 40 else run.task[:39] + "…"
         say(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
-                   f"{run.environment:<10} {run.command[:16]:<16} {task:<40} {run.home or '?'}")  # fmt: skip
+            f"{run.environment:<10} {run.command[:16]:<16} {_clip(run.task, 40):<40} {run.home or '?'}")  # fmt: skip
     dead = sum(run.status == "dead" for run in runs)
     if dead:
         say(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
@@ -115,31 +102,20 @@ def cancel(
 ) -> None:
     """Stop your runs in any process and any folder: each stops at its next check (a model call in progress is
     abandoned), its trajectory ends `cancelled` and its sandbox is released."""
-    from rlm_host.errors import InputError
-    from rlm_host.trajectory.active import ActiveRuns
-
     if bool(run_id) == every:
         raise InputError("give a run id or --all (not both)")
     registry = ActiveRuns()
-    if every:
-        asked = registry.cancel_all()
-        if not asked:
-            say("no active runs")
-            return
-    else:
-        run = registry.cancel(run_id)
-        if run.status == "dead":
-            say(f"{run.run_id} was not running (process {run.pid} is gone): its entry is removed")
-            return
-        asked = [run]
+    asked = registry.cancel_all() if every else [registry.cancel(run_id)]
+    if not asked:
+        return say("no active runs")
+    if not every and asked[0].status == "dead":
+        return say(f"{asked[0].run_id} was not running (process {asked[0].pid} is gone): its entry is removed")
     left = set(registry.wait([run.run_id for run in asked], wait)) if wait else {run.run_id for run in asked}
     for run in asked:
         if run.run_id not in left:
             say(f"cancelled {run.run_id}")
-        elif wait:
-            say(f"asked {run.run_id} to stop; still running after {wait:g} s (process {run.pid})")
         else:
-            say(f"asked {run.run_id} to stop")
+            say(f"asked {run.run_id} to stop" + (f"; still running after {wait:g} s (process {run.pid})" if wait else ""))
     if left and wait:
         raise typer.Exit(1)
 
@@ -149,67 +125,49 @@ def compare(
     ctx: typer.Context,
     run_a: str = typer.Argument(..., help="The reference run (id, unique prefix, 'latest', or a .jsonl path)."),
     run_b: str = typer.Argument(..., help="The run compared with it."),
-    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    as_json: bool = AS_JSON,
 ) -> None:
     """Where two runs' steps first diverge (action, code, success), and the deltas of reward, tokens, cost, time
     and efficiency (reward per 1,000 tokens: total reward × 1000 / total tokens)."""
-    from rlm_host.trajectory import Replay, RunStore
     from rlm_host.trajectory.compare import compare_runs, render_comparison
 
-    store = RunStore(run_home(ctx))
-    a, b = (Replay(store.load(store.resolve(run))) for run in (run_a, run_b))
-    comparison = compare_runs(a, b)
+    store = store_of(ctx)
+    comparison = compare_runs(Replay(store.load(run_a)), Replay(store.load(run_b)))
     if as_json:
-        typer.echo(json.dumps(comparison.model_dump(mode="json"), indent=2))
-    else:
-        say(render_comparison(comparison))
+        return echo_json(comparison.model_dump(mode="json"))
+    say(render_comparison(comparison))
 
 
 @app.command("show")
-def show(
-    ctx: typer.Context,
-    run_id: str = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path."),
-    as_json: bool = typer.Option(False, "--json", help="Print the RunResult and every event as JSON."),
-) -> None:
+def show(ctx: typer.Context, run_id: str = RUN_ID, as_json: bool = typer.Option(False, "--json", help="Print the "
+         "RunResult and every event as JSON.")) -> None:  # fmt: skip
     """One saved run: its summary, then every root step with its sub-calls and child runs."""
     from rlm_host.cli.render import render_step, render_summary
     from rlm_host.observability.spans import trace_id_for
-    from rlm_host.trajectory import Replay, RunStore
 
-    store = RunStore(run_home(ctx))
+    store = store_of(ctx)
     path = store.resolve(run_id)
     events = store.load(path)
     replay = Replay(events)
     if as_json:
-        result = replay.result
-        payload = {
-            "run_id": replay.root.run_id,
-            "trace_id": trace_id_for(replay.root.run_id),
-            "path": str(path),
-            "result": result.model_dump(mode="json") if result else None,
-            "events": [e.model_dump(mode="json") for e in events],
-        }
-        typer.echo(json.dumps(payload, indent=2, default=str))
-        return
+        result = replay.result.model_dump(mode="json") if replay.result else None
+        return echo_json({"run_id": replay.root.run_id, "trace_id": trace_id_for(replay.root.run_id), "path": str(path),
+                          "result": result, "events": [e.model_dump(mode="json") for e in events]})  # fmt: skip
     say(render_summary(replay))
     for step in replay.steps:
-        say("")
-        say(render_step(step, total=len(replay.steps)))
+        say("\n" + render_step(step, total=len(replay.steps)))
 
 
-def json_exporter(settings: object, services: object):
+def json_exporter(settings: object, services: object) -> Any:
     """The built-in ``json`` exporter: a run tree's events as one JSON array."""
-
-    def write(events: list, out) -> None:
-        out.write(json.dumps([e.model_dump(mode="json") for e in events], indent=2, default=str) + "\n")
-
-    return write
+    return lambda events, out: out.write(json.dumps([e.model_dump(mode="json") for e in events], indent=2,
+                                                    default=str) + "\n")  # fmt: skip
 
 
 @app.command("export")
 def export(
     ctx: typer.Context,
-    run_id: str = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path."),
+    run_id: str = RUN_ID,
     fmt: str = typer.Option("json", "--format", "-f", help="An exporter (`rlm plugins list`): json, this run's "
                             "events as one JSON array, or one a plugin registers."),
     output: str = typer.Option("-", "--output", "-o", help="The file to write ('-': standard output)."),
@@ -219,25 +177,21 @@ def export(
     import sys
 
     from rlm_host import logs
-    from rlm_host.errors import InputError
     from rlm_host.plugins import get_host
     from rlm_host.services import HostServices
-    from rlm_host.trajectory import RunStore
 
     spec = get_host().exporters().get(fmt)
-    home = run_home(ctx)
-    store = RunStore(home)
-    events = store.load(store.resolve(run_id))
+    store = store_of(ctx)
+    events = store.load(run_id)
     buffer = io.StringIO()
-    spec.create(None, HostServices(home=home))(events, buffer)
-    text = buffer.getvalue()
+    spec.create(None, HostServices(home=store.home))(events, buffer)
     if output in ("", "-"):
-        sys.stdout.write(text)
+        sys.stdout.write(buffer.getvalue())
         return
     target = Path(output).expanduser()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target.write_text(buffer.getvalue(), encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     logs.say(f"wrote {target} ({spec.name}, {len(events)} events)", event="export", path=str(target), format=spec.name)
@@ -247,9 +201,9 @@ def _group() -> "typer.core.TyperGroup":
     """``rlm runs``: the commands above, and ``fork``, which takes every run option as a flag as ``rlm run`` does."""
     from rlm_host.cli import fork_cmd
 
-    group = typer.main.get_group(app)
-    group.add_command(fork_cmd.command(), "fork")
-    return group
+    commands = typer.main.get_group(app)
+    commands.add_command(fork_cmd.command(), "fork")
+    return commands
 
 
 #: The ``runs`` command of ``rlm`` (``rlm_host.default_plugins.commands``).
