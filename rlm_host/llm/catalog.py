@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Optional
@@ -52,10 +51,6 @@ class CatalogModel:
     provider: Any  # genai_prices.types.Provider
     model: Any  # genai_prices.types.ModelInfo
 
-    @property
-    def context_window(self) -> Optional[int]:
-        return self.model.context_window
-
     def rates(self) -> tuple[float, float]:
         """USD per million input and output tokens at the first tier (0 for a side the model does not bill)."""
         price = self.model.get_prices(datetime.now(tz=UTC))
@@ -69,14 +64,10 @@ class CatalogModel:
         return float(self.model.calc_price(usage, self.provider).total_price)
 
 
-def find(provider: str, names: Iterable[str]) -> Optional[CatalogModel]:
+@functools.lru_cache(maxsize=1024)
+def find(provider: str, names: tuple[str, ...]) -> Optional[CatalogModel]:
     """The first of ``names`` (lower-case model names) genai-prices knows for ``provider``; None when it knows none.
     Remembered per process: the data is fixed, and a lookup walks every model of the provider (~0.6 ms)."""
-    return _find(provider, tuple(names))
-
-
-@functools.lru_cache(maxsize=1024)
-def _find(provider: str, names: tuple[str, ...]) -> Optional[CatalogModel]:
     provider_id = PROVIDER_IDS.get(provider)
     if provider_id is None:
         return None
@@ -110,7 +101,7 @@ def serves(provider: str, base_url: Optional[str]) -> bool:
 def context_window(provider: str, model: str) -> Optional[int]:
     """``provider:model``'s context window in tokens per genai-prices, None when it does not say."""
     found = find(provider, model_names(model))
-    return found.context_window if found is not None else None
+    return found.model.context_window if found is not None else None
 
 
 def model_names(model: str) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ Nothing here imports an SDK: importing this module stays cheap.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -23,14 +24,8 @@ from pydantic import BaseModel, ValidationError
 from rlm_host.errors import ConfigError
 from rlm_host.llm import catalog, loopback
 from rlm_host.llm.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
-from rlm_host.llm.retry import (
-    Failure,
-    RetryCallback,
-    RetryPolicy,
-    call_with_retries,
-    retry_after_from_headers,
-    status_text,
-)
+from rlm_host.llm.retry import (Failure, RetryCallback, RetryPolicy, call_with_retries, retry_after_from_headers,
+                                status_text)  # fmt: skip
 from rlm_host.threads import run_in_thread
 
 _Settings = TypeVar("_Settings", bound=BaseModel)
@@ -126,21 +121,11 @@ class RetryingConnector:
     #: The ReplyFormat kinds this connector enforces (through :meth:`constrain`); none unless a subclass says so.
     reply_formats: frozenset[str] = frozenset()
 
-    def _configure(
-        self,
-        provider: str,
-        model: str,
-        options: ModelOptions | None,
-        settings: BaseModel | Mapping[str, Any] | None,
-        *,
-        settings_type: type[BaseModel],
-        context_window: int | None,
-        retry_policy: RetryPolicy | None,
-        on_retry: RetryCallback | None,
-        base_url_env: str,
-        default_base_url: str,
-        environ: Mapping[str, str] | None,
-    ) -> Mapping[str, str]:
+    def _configure(self, provider: str, model: str, options: ModelOptions | None,
+                   settings: BaseModel | Mapping[str, Any] | None, *, settings_type: type[BaseModel],
+                   context_window: int | None, retry_policy: RetryPolicy | None, on_retry: RetryCallback | None,
+                   base_url_env: str, default_base_url: str,
+                   environ: Mapping[str, str] | None) -> Mapping[str, str]:  # fmt: skip
         """Set what every SDK connector has and return the environment to read (``os.environ`` when None).
 
         ``settings`` are validated as ``settings_type`` (``[provider.PROVIDER]``); timeout and max_retries come
@@ -161,9 +146,8 @@ class RetryingConnector:
 
         explicit = options.model_fields_set
         self.timeout = options.timeout if "timeout" in explicit or validated.timeout is None else validated.timeout
-        max_retries = (
-            options.max_retries if "max_retries" in explicit or validated.max_retries is None else validated.max_retries
-        )
+        max_retries = options.max_retries if "max_retries" in explicit or validated.max_retries is None \
+            else validated.max_retries
         self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries, max_delay=validated.max_retry_wait)
 
         self._custom_base_url = options.base_url or validated.base_url or env.get(base_url_env) or None
@@ -213,45 +197,33 @@ class RetryingConnector:
         :meth:`client_arguments` are equal (thread-safe: SDK clients are)."""
         with self._lock:
             if self._client is None:
-                key, arguments, client = self._shared_client()
-                if client is None:
-                    with _shared_lock:
-                        building = _build_locks.setdefault(key, threading.Lock())
-                    with building:
-                        with _shared_lock:
-                            client = _shared_clients.get(key)
-                        if client is None:
-                            client = self.build_client(arguments)
-                            with _shared_lock:
-                                client = _shared_clients.setdefault(key, client)
-                self._client = client
+                key, arguments = self._client_key()
+                with _shared_lock:
+                    building = _build_locks.setdefault(key, threading.Lock())
+                with building:  # the first thread builds the client for this key; the others wait for it
+                    if key not in _shared_clients:
+                        _shared_clients[key] = self.build_client(arguments)
+                self._client = _shared_clients[key]
             return self._client
 
-    def _shared_client(self) -> tuple[tuple[str, str, str], dict[str, Any], Any]:
-        """The shared-client key of this connector's arguments, the arguments, and the client built for them
-        (None when none was yet)."""
+    def _client_key(self) -> tuple[tuple[str, str, str], dict[str, Any]]:
+        """The shared-client key of this connector's arguments, and the arguments."""
         arguments = self.client_arguments()
-        key = (type(self).__module__, type(self).__qualname__, repr(sorted(arguments.items())))
-        with _shared_lock:
-            return key, arguments, _shared_clients.get(key)
+        return (type(self).__module__, type(self).__qualname__, repr(sorted(arguments.items()))), arguments
 
     def warm_up(self) -> None:
         """Import the client library and build its client in a background thread, so the first call does not wait
         for it (an SDK's import can take most of a second): started at run start, it overlaps with the context
         loading. A client already built for the same arguments (the runs before this one) is taken at once."""
-        if self._client is not None:
-            return
         with self._lock:
             if self._client is None:
-                self._client = self._shared_client()[2]
+                self._client = _shared_clients.get(self._client_key()[0])
             if self._client is not None:
                 return
 
         def build() -> None:
-            try:
+            with contextlib.suppress(Exception):  # the first real call reports what is wrong
                 self.client()
-            except Exception:  # the first real call reports what is wrong
-                pass
 
         run_in_thread(build, f"warm-up {self.name}")
 
@@ -261,15 +233,8 @@ class RetryingConnector:
         with self._lock:
             self._client = None
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        timeout: float | None = None,
-        on_retry: RetryCallback | None = None,
-        purpose: Purpose = "turn",
-        reply_format: ReplyFormat | None = None,
-    ) -> Completion:
+    def complete(self, messages: list[Message], *, timeout: float | None = None, on_retry: RetryCallback | None = None,
+                 purpose: Purpose = "turn", reply_format: ReplyFormat | None = None) -> Completion:  # fmt: skip
         """Answer ``messages``; retries transient failures and raises one ModelError when they persist.
 
         A ``reply_format`` is added to the request by :meth:`constrain` when the connector supports one of its
@@ -289,13 +254,8 @@ class RetryingConnector:
             return self.send(client, request)
 
         started = time.monotonic()
-        response = call_with_retries(
-            attempt,
-            lambda exc: self.classify(exc, limit),
-            policy=self.retry_policy,
-            what=self.name,
-            on_retry=on_retry or self.on_retry,
-        )
+        response = call_with_retries(attempt, lambda exc: self.classify(exc, limit), policy=self.retry_policy,
+                                     what=self.name, on_retry=on_retry or self.on_retry)  # fmt: skip
         completion = self._completion(response, time.monotonic() - started, attempts)
         if enforced is not None:
             completion.raw["reply_format"] = enforced.name
@@ -332,13 +292,5 @@ class RetryingConnector:
         return Failure(False, message, hint=hint_404 if status == 404 else "")
 
 
-__all__ = [
-    "MalformedBody",
-    "RetryingConnector",
-    "connection_detail",
-    "context_window_of",
-    "reject_raw_text",
-    "retry_after_of",
-    "token_count",
-    "validate_settings",
-]
+__all__ = ["MalformedBody", "RetryingConnector", "connection_detail", "context_window_of", "reject_raw_text",
+           "retry_after_of", "token_count", "validate_settings"]

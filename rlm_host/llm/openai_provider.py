@@ -27,13 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.llm.connector_base import (
-    MalformedBody,
-    RetryingConnector,
-    context_window_of,
-    retry_after_of,
-    token_count,
-)
+from rlm_host.llm.connector_base import MalformedBody, RetryingConnector, context_window_of, retry_after_of, token_count
 from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions, ReplyFormat
 from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
 from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
@@ -97,16 +91,10 @@ class OpenAIConnector(RetryingConnector):
     def reply_format_by_default(self) -> bool:
         return self.reply_fields.by_default
 
-    def __init__(
-        self,
-        model: str,
-        options: ModelOptions | None = None,
-        settings: ProviderSettings | Mapping[str, Any] | None = None,
-        *,
-        retry_policy: RetryPolicy | None = None,
-        on_retry: RetryCallback | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, model: str, options: ModelOptions | None = None,
+                 settings: ProviderSettings | Mapping[str, Any] | None = None, *,
+                 retry_policy: RetryPolicy | None = None, on_retry: RetryCallback | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:  # fmt: skip
         if not model:
             raise ModelError("openai: empty model name (use openai:MODEL, e.g. openai:gpt-4o-mini)")
         env = self._configure(
@@ -171,49 +159,19 @@ class OpenAIConnector(RetryingConnector):
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         """Turn a chat-completions JSON body into a Completion, flagging (never raising for) malformed content."""
-        raw: dict[str, Any] = {}
-        body = response if isinstance(response, dict) else {}
-        if not isinstance(response, dict):
-            raw["malformed"] = f"response body is a JSON {type(response).__name__}, not an object"
-        if body.get("id"):
-            raw["id"] = body["id"]
+        body = _object(response)
+        raw: dict[str, Any] = {"id": body["id"]} if body.get("id") else {}
         if attempts > 1:
             raw["attempts"] = attempts
+        text, finish_reason, malformed = _reply_text(response)
+        if malformed:
+            raw["malformed"] = malformed
         usage = _object(body.get("usage"))
-        text: str | None = None
-        finish_reason: str | None = None
-        choices = body.get("choices")
-        if "malformed" in raw:
-            pass
-        elif choices is None:
-            raw["malformed"] = "no 'choices' in response"
-        elif not isinstance(choices, list) or not choices:
-            raw["malformed"] = "empty 'choices' list"
-        else:
-            choice = _object(choices[0])
-            finish_reason = choice.get("finish_reason")
-            message = choice.get("message")
-            if not isinstance(message, dict):
-                raw["malformed"] = "first choice has no message"
-            else:
-                text = message.get("content")
-                if text is None:
-                    refusal, tools = message.get("refusal"), message.get("tool_calls")
-                    why = f" (refusal: {refusal})" if refusal else (" (tool calls instead)" if tools else "")
-                    raw["malformed"] = "message.content is null" + why
-                elif not isinstance(text, str):
-                    raw["malformed"], text = f"message.content is a JSON {type(text).__name__}, not text", None
-                elif text == "":
-                    raw["malformed"] = "message.content is empty"
-        return Completion(
-            text=text,
-            model=str(body.get("model") or self.model),
-            input_tokens=token_count(usage.get("prompt_tokens", 0)),
-            output_tokens=token_count(usage.get("completion_tokens", 0)),
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-            seconds=seconds,
-            raw=raw,
-        )
+        return Completion(text=text, model=str(body.get("model") or self.model),
+                          input_tokens=token_count(usage.get("prompt_tokens", 0)),
+                          output_tokens=token_count(usage.get("completion_tokens", 0)),
+                          finish_reason=finish_reason if isinstance(finish_reason, str) else None, seconds=seconds,
+                          raw=raw)  # fmt: skip
 
     # -- failures ------------------------------------------------------------------------------------------------
 
@@ -239,7 +197,7 @@ class OpenAIConnector(RetryingConnector):
             return Failure(False, f"{type(exc).__name__}: {exc}")
         return None
 
-    def _status_failure(self, exc: Any) -> Failure:
+    def _status_failure(self, exc: StatusError) -> Failure:
         status = exc.status_code
         code, detail = _error_body(exc)
         if status == 401:
@@ -248,9 +206,8 @@ class OpenAIConnector(RetryingConnector):
             return Failure(False, f"{status_text(status)}: insufficient quota", hint="check your plan and billing")
         if is_retryable_status(status):
             return Failure(True, status_text(status), retry_after=retry_after_of(exc))
-        return self.final_status_failure(
-            status_text(status), status, detail, f"is '{self.model}' a model this server serves?"
-        )
+        serves = f"is '{self.model}' a model this server serves?"
+        return self.final_status_failure(status_text(status), status, detail, serves)
 
 
 def post_json(client: Any, path: str, body: Any, timeout: float) -> Any:
@@ -296,15 +253,37 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _error_body(exc: Any) -> tuple[str, str]:
-    """(error code, error message) from an API error's JSON body, empty strings when absent."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            return str(error.get("code") or ""), str(error.get("message") or "")
-        return "", str(error)
-    return str(getattr(exc, "code", "") or ""), str(body or getattr(exc, "message", "") or "")
+def _reply_text(response: Any) -> tuple[str | None, Any, str]:
+    """(text, finish reason, what is malformed: "" when nothing) of a chat-completions JSON body."""
+    if not isinstance(response, dict):
+        return None, None, f"response body is a JSON {type(response).__name__}, not an object"
+    choices = response.get("choices")
+    if choices is None:
+        return None, None, "no 'choices' in response"
+    if not isinstance(choices, list) or not choices:
+        return None, None, "empty 'choices' list"
+    choice = _object(choices[0])
+    finish_reason, message = choice.get("finish_reason"), choice.get("message")
+    if not isinstance(message, dict):
+        return None, finish_reason, "first choice has no message"
+    text = message.get("content")
+    if text is None:
+        refusal, tools = message.get("refusal"), message.get("tool_calls")
+        why = f" (refusal: {refusal})" if refusal else (" (tool calls instead)" if tools else "")
+        return None, finish_reason, "message.content is null" + why
+    if not isinstance(text, str):
+        return None, finish_reason, f"message.content is a JSON {type(text).__name__}, not text"
+    return text, finish_reason, "" if text else "message.content is empty"
+
+
+def _error_body(exc: StatusError) -> tuple[str, str]:
+    """(error code, error message) from an error answer's body (JSON, else text), empty strings when absent."""
+    if not isinstance(exc.body, dict):
+        return "", str(exc.body or "")
+    error = exc.body.get("error", exc.body)
+    if isinstance(error, dict):
+        return str(error.get("code") or ""), str(error.get("message") or "")
+    return "", str(error)
 
 
 def create(settings: ProviderSettings | Mapping[str, Any] | None, services: "ProviderServices") -> OpenAIConnector:

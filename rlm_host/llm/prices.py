@@ -28,6 +28,8 @@ nothing heavy; genai-prices is loaded by the first lookup of a hosted provider's
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -59,17 +61,6 @@ class Price:
 
 FREE = Price(0.0, 0.0)
 
-def unlisted(provider: str) -> dict[str, Price]:
-    """Prices of ``provider``'s models genai-prices lacks (``ProviderSpec.prices``), by model-name prefix; official
-    endpoints only, like genai-prices' own prices."""
-    return {prefix: Price(*rates) for prefix, rates in catalog.UNLISTED.get(provider, {}).items()}
-
-
-def free_providers() -> frozenset[str]:
-    """The providers that run on this machine (``ProviderSpec.local``: scripts, replays, local servers). A plugin's
-    free model may say so itself instead: its completions carry ``cost=0.0`` and its connector ``reports_cost``."""
-    return frozenset(catalog.LOCAL)
-
 
 def matches(prefix: str, name: str) -> bool:
     """Whether a price entry's ``prefix`` covers model ``name``: the same name, or the name followed by a
@@ -82,24 +73,16 @@ def matches(prefix: str, name: str) -> bool:
 
 def _longest(table: Mapping[str, Price], names: Iterable[str]) -> tuple[int, Optional[Price]]:
     """The entry with the longest prefix covering any of ``names``, as (prefix length, price); (-1, None)."""
-    best: tuple[int, Optional[Price]] = (-1, None)
-    for prefix, price in table.items():
-        if len(prefix) > best[0] and any(matches(prefix, name) for name in names):
-            best = (len(prefix), price)
-    return best
+    found = [(len(prefix), price) for prefix, price in table.items() if any(matches(prefix, name) for name in names)]
+    return max(found, key=lambda entry: entry[0], default=(-1, None))
 
 
 def _from_catalog(found: catalog.CatalogModel) -> tuple[int, Price]:
     """A genai-prices match as (length it counts for against a prefix, price): the length of the start the
     looked-up name shares with genai-prices' model id (``claude-3-5-haiku-20241022`` and
     ``claude-3-5-haiku-latest`` share ``claude-3-5-haiku``)."""
-    shared = 0
-    for ours, theirs in zip(found.name, found.model.id.lower()):
-        if ours != theirs:
-            break
-        shared += 1
-    length = len(found.name[:shared].rstrip(SEPARATORS))
-    return length, Price(*found.rates(), tiered=found.cost)
+    shared = os.path.commonprefix([found.name, found.model.id.lower()])
+    return len(shared.rstrip(SEPARATORS)), Price(*found.rates(), tiered=found.cost)
 
 
 def endpoint(connector: Any) -> Optional[str]:
@@ -114,7 +97,7 @@ class PriceTable:
 
     def __init__(self, overrides: Mapping[str, Any] | Iterable[Any] = ()) -> None:
         self.overrides: dict[str, dict[str, Price]] = {}
-        items = overrides.items() if isinstance(overrides, Mapping) else ((_key(e), e) for e in overrides)
+        items = overrides.items() if isinstance(overrides, Mapping) else ((str(_field(e, "model")), e) for e in overrides)
         for key, value in items:
             provider, prefix = parse_key(key)
             self.overrides.setdefault(provider, {})[prefix] = _price(value)
@@ -131,15 +114,16 @@ class PriceTable:
             return None
         provider = provider_key(provider)
         names = catalog.model_names(name)  # "models/gemini-2.5-pro" is priced as "gemini-2.5-pro"
-        length, price = _longest(self.overrides.get(provider, {}), names)
-        if catalog.serves(provider, base_url):
+        best = _longest(self.overrides.get(provider, {}), names)
+        if catalog.serves(provider, base_url):  # genai-prices, and ProviderSpec.prices: at the provider's own API
             found = catalog.find(provider, names)
-            candidates: list[tuple[int, Optional[Price]]] = [_from_catalog(found)] if found is not None else []
-            candidates.append(_longest(unlisted(provider), names))
-            for other_length, other in candidates:
-                if other_length > length:
-                    length, price = other_length, other
-        if price is None and provider in free_providers():
+            unlisted = {prefix: Price(*rates) for prefix, rates in catalog.UNLISTED.get(provider, {}).items()}
+            listed = [_from_catalog(found)] if found is not None else []
+            best = max([best, *listed, _longest(unlisted, names)], key=lambda entry: entry[0])  # a tie: the earlier
+        price = best[1]
+        # a provider on this machine (ProviderSpec.local) is free; a plugin's free model may say so itself instead:
+        # cost=0.0 on its completions, reports_cost on its connector
+        if price is None and provider in catalog.LOCAL:
             return FREE
         return price
 
@@ -152,42 +136,23 @@ class PriceTable:
     def can_price(self, connector: Any) -> bool:
         """Whether every completion of ``connector`` gets a cost: it reports its own (``reports_cost``), or its
         model has a price here."""
-        if getattr(connector, "reports_cost", False) is True:
-            return True
-        return self.lookup(connector.name, base_url=endpoint(connector)) is not None
+        return getattr(connector, "reports_cost", False) is True or \
+            self.lookup(connector.name, base_url=endpoint(connector)) is not None
 
 
-def _key(entry: Any) -> str:
-    return str(entry["model"] if isinstance(entry, Mapping) else entry.model)
+def _field(entry: Any, name: str) -> Any:
+    """A field of a ``[[prices]]`` entry: a table, or a PriceSettings."""
+    return entry[name] if isinstance(entry, Mapping) else getattr(entry, name)
 
 
 def _price(value: Any) -> Price:
-    if isinstance(value, Price):
-        return value
-    if isinstance(value, Mapping):
-        return Price(float(value["input"]), float(value["output"]))
-    return Price(float(value.input), float(value.output))
+    return value if isinstance(value, Price) else Price(float(_field(value, "input")), float(_field(value, "output")))
 
 
-_DEFAULT: Optional[PriceTable] = None
-
-
+@functools.cache
 def default_table() -> PriceTable:
     """The built-in prices without overrides (shared, created on first use)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = PriceTable()
-    return _DEFAULT
+    return PriceTable()
 
 
-__all__ = [
-    "FREE",
-    "Price",
-    "PriceTable",
-    "default_table",
-    "endpoint",
-    "free_providers",
-    "matches",
-    "parse_key",
-    "unlisted",
-]
+__all__ = ["FREE", "Price", "PriceTable", "default_table", "endpoint", "matches", "parse_key"]

@@ -16,7 +16,6 @@ from rlm_host.llm.protocol import ModelConnector, ModelOptions
 from rlm_host.services import ProviderServices
 
 if TYPE_CHECKING:
-    from rlm_host.components import ProviderSpec
     from rlm_host.config import LoadedSettings
     from rlm_host.plugins.host import PluginHost
 
@@ -51,12 +50,6 @@ def _provider_hint(model: str, registry: Any) -> str:
     return f"e.g. --model openai:{model} (`rlm models list` shows the providers)"
 
 
-def configured_here(spec: "ProviderSpec", environ: Mapping[str, str]) -> bool:
-    """Whether the environment points at the provider: one of its key variables, or its base-URL variable."""
-    names = (*spec.key_env, *((spec.base_url_env,) if spec.base_url_env else ()))
-    return any(environ.get(name) for name in names)
-
-
 def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) -> tuple[str, str]:
     """What ``--model auto`` means here, and a notice for the user (empty when nothing needs saying).
 
@@ -66,8 +59,8 @@ def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) 
     env = os.environ if environ is None else environ
     candidates = sorted((spec for spec in host.providers() if spec.default_model),
                         key=lambda spec: -spec.auto_priority)  # fmt: skip
-    for spec in candidates:
-        if configured_here(spec, env):
+    for spec in candidates:  # the environment points at it: one of its key variables, or its base-URL variable
+        if any(env.get(name) for name in (*spec.key_env, spec.base_url_env) if name):
             return f"{spec.name}:{spec.default_model}", spec.default_notice
     for spec in candidates:
         if not spec.key_env and spec.readiness().ok:
@@ -80,14 +73,8 @@ def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) 
     )
 
 
-def resolve_connector(
-    model: str,
-    *,
-    host: "PluginHost",
-    settings: "LoadedSettings",
-    options: Optional[ModelOptions] = None,
-    home: Optional[Path] = None,
-) -> ModelConnector:
+def resolve_connector(model: str, *, host: "PluginHost", settings: "LoadedSettings",
+                      options: Optional[ModelOptions] = None, home: Optional[Path] = None) -> ModelConnector:  # fmt: skip
     """A ready connector for ``model`` (``auto`` resolved), built by its provider plugin."""
     if model == "auto":
         model, _ = auto_model(host)

@@ -23,16 +23,12 @@ from datetime import datetime, timezone
 from http import HTTPStatus
 from typing import TypeVar
 
-from rlm_host.llm.protocol import RetryCallback
-
-from rlm_host.llm.protocol import ModelError
+from rlm_host.llm.protocol import ModelError, RetryCallback
 
 T = TypeVar("T")
 
 #: HTTP statuses worth another attempt besides every 5xx: request timeout, conflict, rate limit.
 RETRYABLE_4XX = frozenset({408, 409, 429})
-
-#: ``on_retry(attempt, wait_seconds, reason)``: ``attempt`` is the 1-based number of the attempt that failed.
 
 
 @dataclass(frozen=True)
@@ -87,9 +83,7 @@ def status_text(status: int) -> str:
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date; None when absent or bad."""
-    if value is None:
-        return None
-    value = value.strip()
+    value = (value or "").strip()
     if not value:
         return None
     try:
@@ -113,15 +107,11 @@ def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:
     if not headers:
         return None
     lowered = {str(k).lower(): v for k, v in headers.items()}
-    millis = lowered.get("retry-after-ms")
-    if millis is not None:
-        try:
-            value = float(millis)
-            if value >= 0:
-                return value / 1000.0
-        except ValueError:
-            pass
-    return parse_retry_after(lowered.get("retry-after"))
+    try:
+        millis = float(lowered.get("retry-after-ms", "-1"))
+    except ValueError:
+        millis = -1.0
+    return millis / 1000.0 if millis >= 0 else parse_retry_after(lowered.get("retry-after"))
 
 
 def call_with_retries(
@@ -161,15 +151,5 @@ def call_with_retries(
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
-__all__ = [
-    "RETRYABLE_4XX",
-    "Classifier",
-    "Failure",
-    "RetryCallback",
-    "RetryPolicy",
-    "call_with_retries",
-    "is_retryable_status",
-    "parse_retry_after",
-    "retry_after_from_headers",
-    "status_text",
-]
+__all__ = ["RETRYABLE_4XX", "Classifier", "Failure", "RetryCallback", "RetryPolicy", "call_with_retries",
+           "is_retryable_status", "parse_retry_after", "retry_after_from_headers", "status_text"]

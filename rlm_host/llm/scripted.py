@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -75,58 +75,35 @@ class ScriptRule(ScriptItem):
 
 
 ItemLike = str | Mapping[str, Any] | ScriptItem
+_Entry = TypeVar("_Entry", bound=ScriptItem)
 
 
-def _item(value: ItemLike, where: str) -> ScriptItem:
-    if isinstance(value, ScriptItem):
+def _entry(kind: type[_Entry], value: Any, where: str) -> _Entry:
+    """A response (a string or an object) or a rule (an object with ``match``), validated."""
+    if isinstance(value, kind):
         return value
-    if isinstance(value, str):
-        return ScriptItem(text=value)
-    if isinstance(value, Mapping):
-        try:
-            return ScriptItem.model_validate(dict(value))
-        except ValidationError as exc:
-            raise ModelError(f"{where}: {_problems(exc)}") from None
-    raise ModelError(f"{where}: expected a string or an object, got {type(value).__name__}")
-
-
-def _rule(value: ScriptRule | Mapping[str, Any], where: str) -> ScriptRule:
-    if isinstance(value, ScriptRule):
-        return value
+    if isinstance(value, str) and kind is ScriptItem:
+        value = {"text": value}
     if not isinstance(value, Mapping):
-        raise ModelError(f"{where}: a rule is an object with 'match', got {type(value).__name__}")
+        expected = "expected a string or an object" if kind is ScriptItem else "a rule is an object with 'match'"
+        raise ModelError(f"{where}: {expected}, got {type(value).__name__}")
     try:
-        return ScriptRule.model_validate(dict(value))
+        return kind.model_validate(dict(value))
     except ValidationError as exc:
-        raise ModelError(f"{where}: {_problems(exc)}") from None
-
-
-def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors())
-
-
-def _last_user_message(messages: list[Message]) -> str:
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            return str(message.get("content") or "")
-    return ""
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors())
+        raise ModelError(f"{where}: {problems}") from None
 
 
 class ScriptedConnector:
     """A ModelConnector replaying scripted responses and rules (see the module docstring)."""
 
-    def __init__(
-        self,
-        responses: Iterable[ItemLike] = (),
-        rules: Iterable[ScriptRule | Mapping[str, Any]] = (),
-        *,
-        name: str = "scripted:inline",
-        context_window: int | None = DEFAULT_CONTEXT_WINDOW,
-    ) -> None:
+    def __init__(self, responses: Iterable[ItemLike] = (), rules: Iterable[ScriptRule | Mapping[str, Any]] = (), *,
+                 name: str = "scripted:inline",
+                 context_window: int | None = DEFAULT_CONTEXT_WINDOW) -> None:  # fmt: skip
         self.name = name
         self.context_window = context_window
-        self.responses: list[ScriptItem] = [_item(r, f"{name}: response {i + 1}") for i, r in enumerate(responses)]
-        self.rules: list[ScriptRule] = [_rule(r, f"{name}: rule {i + 1}") for i, r in enumerate(rules)]
+        self.responses = [_entry(ScriptItem, r, f"{name}: response {i + 1}") for i, r in enumerate(responses)]
+        self.rules = [_entry(ScriptRule, r, f"{name}: rule {i + 1}") for i, r in enumerate(rules)]
         self._patterns = [re.compile(rule.match, re.DOTALL) for rule in self.rules]
         self._next = 0
         self._count = 0
@@ -134,9 +111,8 @@ class ScriptedConnector:
         self.calls: list[list[Message]] = []  # the messages of every call, in arrival order
 
     @classmethod
-    def from_responses(
-        cls, responses: Iterable[ItemLike], rules: Iterable[Mapping[str, Any]] = (), **kwargs: Any
-    ) -> ScriptedConnector:
+    def from_responses(cls, responses: Iterable[ItemLike], rules: Iterable[Mapping[str, Any]] = (),
+                       **kwargs: Any) -> ScriptedConnector:  # fmt: skip
         """A scripted model from responses (and rules) given in code."""
         return cls(responses, rules, **kwargs)
 
@@ -184,7 +160,7 @@ class ScriptedConnector:
         with self._lock:
             self._count += 1
             self.calls.append([dict(m) for m in messages])
-            last = _last_user_message(messages)
+            last = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
             for index, pattern in enumerate(self._patterns):
                 if pattern.search(last):
                     return self._count, self.rules[index], {"rule": index + 1}
@@ -203,9 +179,8 @@ class ScriptedConnector:
         if item.delay:
             if timeout is not None and item.delay > timeout:
                 time.sleep(timeout)
-                raise ModelError(
-                    f"{self.name}: no answer within {timeout:g} s (timeout, scripted delay {item.delay:g} s)"
-                )
+                raise ModelError(f"{self.name}: no answer within {timeout:g} s (timeout, scripted delay "
+                                 f"{item.delay:g} s)")
             time.sleep(item.delay)
         if item.error is not None:
             raise ModelError(item.error)
@@ -215,16 +190,10 @@ class ScriptedConnector:
         elif item.text == "":
             raw["malformed"] = "scripted reply with empty text"
         prompt = "".join(str(m.get("content") or "") for m in messages)
-        return Completion(
-            text=item.text,
-            model=self.name,
-            input_tokens=item.input_tokens if item.input_tokens is not None else estimate_tokens(prompt),
-            output_tokens=item.output_tokens if item.output_tokens is not None else estimate_tokens(item.text or ""),
-            cost=0.0,
-            finish_reason=item.finish_reason,
-            seconds=time.monotonic() - started,
-            raw=raw,
-        )
+        return Completion(text=item.text, model=self.name, cost=0.0, finish_reason=item.finish_reason, raw=raw,
+                          input_tokens=item.input_tokens if item.input_tokens is not None else estimate_tokens(prompt),
+                          output_tokens=estimate_tokens(item.text or "") if item.output_tokens is None
+                          else item.output_tokens, seconds=time.monotonic() - started)  # fmt: skip
 
 
 def _parse_jsonl(text: str, where: str) -> dict[str, Any]:

@@ -13,25 +13,10 @@ Reference plugins to copy: ``plugins/rlm-provider-anthropic`` (an SDK-based conn
 ``rlm_host.testing.ProviderContract``.
 """
 
-from rlm_host.llm.connector_base import (
-    MalformedBody,
-    RetryingConnector,
-    context_window_of,
-    reject_raw_text,
-    retry_after_of,
-    token_count,
-    validate_settings,
-)
-from rlm_host.llm.protocol import (
-    Completion,
-    Message,
-    ModelConnector,
-    ModelOptions,
-    Purpose,
-    ReplyFormat,
-    ReplyFormatMode,
-    RetryCallback,
-)
+from rlm_host.llm.connector_base import (MalformedBody, RetryingConnector, context_window_of, reject_raw_text,
+                                         retry_after_of, token_count, validate_settings)  # fmt: skip
+from rlm_host.llm.protocol import (Completion, Message, ModelConnector, ModelOptions, Purpose, ReplyFormat,
+                                   ReplyFormatMode, RetryCallback)  # fmt: skip
 from rlm_host.llm.catalog import context_window as listed_context_window
 from rlm_host.llm.openai_provider import OpenAIConnector
 from rlm_host.llm.openai_provider import ProviderSettings as OpenAISettings
