@@ -7,6 +7,7 @@ efficiency — reward × 1000 / tokens, the seed's figure for how much reward a 
 
 from __future__ import annotations
 
+from itertools import zip_longest
 from typing import Any, Optional
 
 from pydantic import BaseModel
@@ -68,11 +69,8 @@ def _outcome(replay: Replay) -> dict[str, Optional[float]]:
 
 def compare_runs(a: Replay, b: Replay) -> RunComparison:
     """The comparison of run ``a`` (the reference) and run ``b``."""
-    identical = 0
     divergence = None
-    for index in range(max(len(a.steps), len(b.steps))):
-        left = a.steps[index] if index < len(a.steps) else None
-        right = b.steps[index] if index < len(b.steps) else None
+    for index, (left, right) in enumerate(zip_longest(a.steps, b.steps)):
         sides = _side(left), _side(right)
         if left is None or right is None:
             differs = ["length"]
@@ -83,7 +81,7 @@ def compare_runs(a: Replay, b: Replay) -> RunComparison:
         if differs:
             divergence = Divergence(step=index + 1, differs_in=differs, a=sides[0], b=sides[1])
             break
-        identical += 1
+    identical = divergence.step - 1 if divergence is not None else len(a.steps)
     first, second = _outcome(a), _outcome(b)
     deltas = {key: Delta(a=first[key], b=second[key], delta=_minus(second[key], first[key])) for key in first}
     task_a, task_b = a.root.start.get("task"), b.root.start.get("task")
@@ -139,7 +137,4 @@ EFFICIENCY_LEGEND = "efficiency: reward per 1,000 tokens (total reward × 1000 /
 
 
 def _fmt(value: Any, sign: bool = False) -> str:
-    if value is None:
-        return "—"
-    text = f"{value:+.4g}" if sign else f"{value:.4g}"
-    return text
+    return "—" if value is None else f"{value:+.4g}" if sign else f"{value:.4g}"

@@ -88,10 +88,8 @@ class Recording:
         outcome: str = "interrupted (no final event)" if result is None else result.termination_reason
         if result is not None and result.error:
             outcome += f": {result.error}"
-        summaries: dict[tuple[str, int], str] = {}
-        for event in replay.events:
-            if event.type == "compaction":
-                summaries[(event.run_id, int(event.data.get("step") or 0))] = str(event.data.get("summary") or "")
+        summaries = {(event.run_id, int(event.data.get("step") or 0)): str(event.data.get("summary") or "")
+                     for event in replay.events if event.type == "compaction"}  # fmt: skip
         recording = cls(replay.root.run_id, str(replay.root.start.get("model") or ""), outcome=outcome)
         recording._add_root(replay.root, summaries)
         recording.sub = [_sub_reply(e) for e in replay.events if _is_model_sub_call(e)]
@@ -204,9 +202,8 @@ class ReplayConnector:
             if index < len(replies):
                 self._next[kind] = index + 1
                 return replies[index]
-        if kind == "root":
-            raise self._exhausted(len(replies), "root reply", "root replies")
-        raise self._exhausted(len(replies), "compaction summary", "compaction summaries")
+        raise self._exhausted(len(replies), *(("root reply", "root replies") if kind == "root" else
+                                              ("compaction summary", "compaction summaries")))  # fmt: skip
 
     def _take_sub(self, prompt: str) -> RecordedReply:
         digest, clipped = prompt_hash(prompt), sub_call_text(prompt)
@@ -234,14 +231,6 @@ class ReplayConnector:
         )
 
 
-def load_recording(ref: str, home: Path) -> Recording:
-    """The recording of the saved run ``ref`` (id, prefix, ``latest`` or a .jsonl path) under ``home``."""
-    from rlm_host.trajectory.store import RunStore
-
-    store = RunStore(home)
-    return Recording.from_events(store.load(store.resolve(ref)))
-
-
 def create(settings: ReplaySettings | Mapping[str, Any] | None, services: Any) -> ReplayConnector:
     """The provider factory named by the ``replay`` ProviderSpec: ``replay:RUN``, looked up in
     ``[provider.replay] home`` when set, else in the run home the host passes."""
@@ -253,7 +242,9 @@ def create(settings: ReplaySettings | Mapping[str, Any] | None, services: Any) -
         settings = ReplaySettings.model_validate(dict(settings))
     if settings is not None and settings.home is not None:
         home = Path(settings.home).expanduser()
-    return ReplayConnector(load_recording(ref, home))
+    from rlm_host.trajectory.store import RunStore
+
+    return ReplayConnector(Recording.from_events(RunStore(home).load(ref)))
 
 
-__all__ = ["RecordedReply", "Recording", "ReplayConnector", "ReplaySettings", "create", "load_recording", "ordinal"]
+__all__ = ["RecordedReply", "Recording", "ReplayConnector", "ReplaySettings", "create", "ordinal"]

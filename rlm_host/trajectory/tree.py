@@ -110,21 +110,16 @@ class Replay:
 
     def goto(self, index: int) -> ReplayStep:
         """Move the cursor to ``index`` and return that step."""
-        step = self.step(index)
-        self.cursor = index
+        step, self.cursor = self.step(index), index
         return step
 
     def next(self) -> Optional[ReplayStep]:
         """Advance one step; None (cursor unchanged) at the last step."""
-        if self.cursor + 1 >= len(self.steps):
-            return None
-        return self.goto(self.cursor + 1)
+        return self.goto(self.cursor + 1) if self.cursor + 1 < len(self.steps) else None
 
     def prev(self) -> Optional[ReplayStep]:
         """Go back one step; None (cursor unchanged) at the first step."""
-        if self.cursor <= 0:
-            return None
-        return self.goto(self.cursor - 1)
+        return self.goto(self.cursor - 1) if self.cursor > 0 else None
 
     def index_of(self, number: int) -> Optional[int]:
         """The index of the step recorded with step number ``number``."""
@@ -136,8 +131,8 @@ class Replay:
 
     def next_error(self) -> Optional[ReplayStep]:
         """Move to the next error step after the cursor; None (cursor unchanged) when there is none."""
-        following = [i for i in self.errors() if i > self.cursor]
-        return self.goto(following[0]) if following else None
+        following = next((i for i in self.errors() if i > self.cursor), None)
+        return None if following is None else self.goto(following)
 
     def recorded_responses(self) -> list[Optional[str]]:
         """The root model's reply texts, one per root step in order (None: the provider returned no content)."""
@@ -148,23 +143,21 @@ def _build(events: list[RunEvent]) -> dict[str, RunTrace]:
     """Group events into runs, attach sub-calls and child runs to the steps that made them."""
     runs: dict[str, RunTrace] = {}
     first_seq: dict[str, int] = {}
-    pending: dict[str, list[SubCall]] = {}
     branches: dict[str, list[dict[str, Any]]] = {}
     for event in events:
-        run = runs.get(event.run_id)
-        if run is None:
-            run = runs[event.run_id] = RunTrace(event.run_id, event.parent_run_id, event.depth)
-            first_seq[event.run_id] = event.seq
+        if event.run_id not in runs:
+            runs[event.run_id], first_seq[event.run_id] = RunTrace(event.run_id, event.parent_run_id, event.depth), event.seq
+        run = runs[event.run_id]
         if event.type == "run_start":
             run.start = dict(event.data)
         elif event.type == "sub_call":
-            pending.setdefault(event.run_id, []).append(SubCall(event))
+            run.pending_sub_calls.append(SubCall(event))  # the next step's, unless the run ends first
         elif event.type == "branch":
             branches.setdefault(event.run_id, []).append(dict(event.data))
         elif event.type == "step":
-            record = _step_record(event.data, len(run.steps) + 1)
-            run.steps.append(ReplayStep(record, event, pending.pop(event.run_id, []),
-                                        branches=branches.pop(event.run_id, [])))
+            run.steps.append(ReplayStep(_step_record(event.data, len(run.steps) + 1), event, run.pending_sub_calls,
+                                        branches=branches.pop(event.run_id, [])))  # fmt: skip
+            run.pending_sub_calls = []
         elif event.type == "final":
             try:
                 run.result = RunResult.model_validate(event.data)
@@ -172,8 +165,6 @@ def _build(events: list[RunEvent]) -> dict[str, RunTrace]:
                 run.errors.append(event)
         elif event.type == "error":
             run.errors.append(event)
-    for run_id, calls in pending.items():
-        runs[run_id].pending_sub_calls = calls
     _attach_children(runs, first_seq)
     return runs
 
@@ -217,5 +208,3 @@ def observation_error(observation: dict[str, Any]) -> Optional[str]:
             return str(block.get("error") or "timed out")
     return None
 
-
-# --- text rendering ---------------------------------------------------------------------------------------
