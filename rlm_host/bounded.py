@@ -21,6 +21,7 @@ failing the call). This file is standard library only: the template runs it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import faulthandler
 import gc
@@ -108,51 +109,69 @@ def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = 
     children start with them."""
     deadline = None if limits.wall_seconds is None else time.monotonic() + limits.wall_seconds
     if start_method(method) == "fork":
-        return _run_forked(target, args, limits, deadline)
-    return _run_served(target, args, limits, deadline, list(preload))
-
-
-def _run_forked(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float]) -> Any:
-    at_fork = _resident()
-    read_end, write_end = os.pipe()
+        child: Any = _Forked(target, args, limits)
+    else:
+        child = _served(target, args, limits, list(preload))
+    code = None
     try:
-        pid = os.fork()
-    except BaseException:
-        os.close(read_end)
+        data = bytearray()
+        killed = _collect(child.stdout.fileno(), deadline, limits.output_bytes, data)
+        if not killed:
+            code = child.exit_code(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            killed = "wall" if code is None and deadline is not None and time.monotonic() >= deadline else ""
+        return _outcome(code, killed, bytes(data), limits, child.grown_mb())
+    finally:
+        if code is None:  # a limit, or an interruption (Ctrl-C): never leave it running
+            child.kill()
+        child.stdout.close()
+
+
+class _Forked:
+    """A child forked from the caller, with what ``run_bounded`` uses of a fork server's child (``ForkedProcess``):
+    its result pipe as ``stdout``, ``exit_code``, ``grown_mb`` and ``kill`` (which also reaps it)."""
+
+    def __init__(self, target: Callable[..., Any], args: tuple, limits: BoundedLimits) -> None:
+        self._at_fork = _statm(1)
+        self.code: Optional[int] = None
+        self.grown: Optional[int] = None
+        read_end, write_end = os.pipe()
+        try:
+            self.pid = os.fork()
+        except BaseException:
+            os.close(read_end)
+            os.close(write_end)
+            raise
+        if self.pid == 0:  # the child: never returns
+            os.close(read_end)
+            _child(write_end, target, args, limits)
         os.close(write_end)
-        raise
-    if pid == 0:  # the child: never returns
-        os.close(read_end)
-        _child(write_end, target, args, limits)
-    os.close(write_end)
-    status = usage = None
-    data = bytearray()
-    try:
-        killed = _collect(read_end, deadline, limits.output_bytes, data)
-        while not killed:  # the pipe is closed: the child is ending
-            done, status, usage = os.wait4(pid, os.WNOHANG)
+        self.stdout = os.fdopen(read_end, "rb", buffering=0)
+
+    def exit_code(self, timeout: Optional[float]) -> Optional[int]:
+        """Its exit code once reaped, waiting up to ``timeout`` seconds (None: no limit) for it to end, else None."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.code is None:
+            done, status, usage = os.wait4(self.pid, os.WNOHANG)
             if done:
-                break
-            status = None
-            if deadline is not None and time.monotonic() > deadline:
-                killed = "wall"
+                self.code = os.waitstatus_to_exitcode(status)
+                self.grown = max(0, usage.ru_maxrss * 1024 - self._at_fork) // MB
+            elif end is not None and time.monotonic() > end:
+                return None
             else:
                 time.sleep(0.0005)
-        if status is None:
-            os.kill(pid, signal.SIGKILL)
-            _, status, usage = os.wait4(pid, 0)
-        assert usage is not None  # set by the wait4 that reaped the child
-        grown = max(0, usage.ru_maxrss * 1024 - at_fork) // MB
-        return _outcome(os.waitstatus_to_exitcode(status), killed, bytes(data), limits, grown)
-    finally:
-        if status is None:  # interrupted (Ctrl-C): never leave it running
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        os.close(read_end)
+        return self.code
+
+    def grown_mb(self) -> Optional[int]:
+        return self.grown
+
+    def kill(self) -> None:
+        if self.code is None:  # not reaped yet, so the pid is still this child's
+            os.kill(self.pid, signal.SIGKILL)
+            self.exit_code(None)
 
 
-def _run_served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, deadline: Optional[float],
-                preload: list[str]) -> Any:  # fmt: skip
+def _served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, preload: list[str]) -> Any:
+    """A child of the host's fork server (a ``ForkedProcess``), given the request on its stdin."""
     from rlm_host.sandbox.fork_server import fork_server  # here: the template runs this file (standard library only)
 
     body = json.dumps({"target": _reference(target), "args": list(args), "limits": dataclasses.asdict(limits),
@@ -166,24 +185,17 @@ def _run_served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, 
         except OSError:  # the server has gone: start another, once
             if attempt == 2:
                 raise
-    code = None
     try:
-        try:
-            _write_all(child.stdin.fileno(), body)
-        except BrokenPipeError:
-            pass  # it ended before reading: its exit code says how
-        child.stdin.close()
-        data = bytearray()
-        killed = _collect(child.stdout.fileno(), deadline, limits.output_bytes, data)
-        if not killed:
-            code = child.server.wait_exit(child.pid, None if deadline is None else max(0.0, deadline - time.monotonic()))
-            killed = "wall" if code is None and deadline is not None and time.monotonic() >= deadline else ""
-        return _outcome(code, killed, bytes(data), limits, child.grown_mb())
-    finally:
-        if code is None:
-            child.kill()
-        child.stdin.close()
+        _write_all(child.stdin.fileno(), body)
+    except BrokenPipeError:
+        pass  # it ended before reading: its exit code says how
+    except BaseException:
+        child.kill()
         child.stdout.close()
+        raise
+    finally:
+        child.stdin.close()
+    return child
 
 
 def main(argv: list[str]) -> None:
@@ -200,11 +212,9 @@ def main(argv: list[str]) -> None:
 
 def _reference(target: Callable[..., Any]) -> str:
     ref = f"{getattr(target, '__module__', '')}:{getattr(target, '__qualname__', '')}"
-    try:
+    with contextlib.suppress(ImportError, AttributeError, ValueError):
         if _resolve(ref) is target:
             return ref
-    except (ImportError, AttributeError, ValueError):
-        pass
     raise TypeError(f"run_bounded: {target!r} is not a module-level function (the fork server imports it by name)")
 
 
@@ -307,10 +317,8 @@ def _child(fd: int, target: "Callable[..., Any] | str", args: tuple, limits: Bou
 def _reset_signals() -> None:
     """Ctrl-C and termination end the child at once (the parent's handlers are for the parent)."""
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        try:
+        with contextlib.suppress(ValueError, OSError, AttributeError):  # not the main thread, or no such signal
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-        except (ValueError, OSError, AttributeError):  # not the main thread, or no such signal here
-            pass
 
 
 def _apply(limits: BoundedLimits) -> None:
@@ -330,21 +338,13 @@ def _apply(limits: BoundedLimits) -> None:
         seconds = max(1, math.ceil(limits.cpu_seconds))
         lower(resource.RLIMIT_CPU, seconds, seconds + 2)  # SIGXCPU at the soft limit ends it first
     if limits.memory_mb is not None:
-        size = _address_space()
+        size = _statm(0)  # the address space it starts with
         lower(resource.RLIMIT_AS, size + limits.memory_mb * MB, size + limits.memory_mb * MB)
 
 
-def _address_space() -> int:
-    """This process's address space in bytes (0 where /proc is missing)."""
-    return _statm(0)
-
-
-def _resident() -> int:
-    """This process's resident memory in bytes (0 where /proc is missing)."""
-    return _statm(1)
-
-
 def _statm(field: int) -> int:
+    """A field of ``/proc/self/statm`` in bytes (0: the address space, 1: the resident memory; 0 where /proc is
+    missing)."""
     try:
         with open("/proc/self/statm", "rb") as handle:
             return int(handle.read().split()[field]) * os.sysconf("SC_PAGE_SIZE")

@@ -16,6 +16,7 @@ the host (``rlm bench run`` worker processes) starts its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,11 +40,14 @@ class ForkedProcess:
         self.server, self.pid = server, pid
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
 
-    def poll(self) -> Optional[int]:
-        return self.server.exit_of(self.pid)[0]
+    def exit_code(self, timeout: Optional[float] = 0.0) -> Optional[int]:
+        """Its exit code once it has ended, waiting up to ``timeout`` seconds for that (None: no limit), else None."""
+        return self.server.exit_of(self.pid, timeout)[0]
+
+    poll = exit_code  # Popen's name for it
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        code = self.server.wait_exit(self.pid, timeout)
+        code = self.exit_code(timeout)
         if code is None:
             raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0)
         return code
@@ -54,10 +58,8 @@ class ForkedProcess:
 
     def kill(self) -> None:
         if self.poll() is None:  # not reaped yet, so the pid is still this child's
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 class ForkServer:
@@ -116,23 +118,18 @@ class ForkServer:
         files = [os.fdopen(ours[0], "wb")] + [os.fdopen(fd, "rb") for fd in ours[1:]]
         return ForkedProcess(self, int(reply["pid"]), files[0], files[1], files[2] if stderr is None else None)
 
-    def exit_of(self, pid: int) -> tuple[Optional[int], Optional[int]]:
-        """(exit code, growth in MB) of a child that has ended, else (None, None)."""
-        with self._changed:
-            return self._exits.get(pid, (None, None))
-
-    def wait_exit(self, pid: int, timeout: Optional[float]) -> Optional[int]:
+    def exit_of(self, pid: int, timeout: Optional[float] = 0.0) -> tuple[Optional[int], Optional[int]]:
+        """(exit code, growth in MB) of a child once it has ended, waiting up to ``timeout`` seconds for that (None:
+        no limit), else (None, None)."""
         with self._changed:
             self._changed.wait_for(lambda: pid in self._exits or not self.alive, timeout)
-            return self._exits.get(pid, (None, None))[0]
+            return self._exits.get(pid, (None, None))
 
     def close(self) -> None:
         """Stop using this server: it ends (and kills its ``kill_on_close`` children) once it sees the socket
         shut; children already reported keep their exit codes."""
-        try:
+        with contextlib.suppress(OSError):
             self._socket.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         with self._changed:
             self.alive = False
             self._changed.notify_all()
@@ -167,10 +164,8 @@ class ForkServer:
             with self._changed:
                 self.alive = False
                 self._changed.notify_all()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 _lock = threading.Lock()

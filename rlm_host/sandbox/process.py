@@ -17,6 +17,7 @@ shared with other worker-based runtimes).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -24,7 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from typing import Any, Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,35 +65,24 @@ class _ProcessChannel(Channel):
     def __init__(self, proc: Any) -> None:
         super().__init__()
         self.proc = proc  # a Popen, or a ForkedProcess from the fork server
-        run_in_thread(self._read_protocol, f"rlm-process-{self.proc.pid}")
-        run_in_thread(self._read_stderr, f"rlm-process-err-{self.proc.pid}")
+        err = proc.stderr
+        run_in_thread(lambda: self._drain(proc.stdout, proc.stdout, self._deliver), f"rlm-process-{proc.pid}")
+        run_in_thread(lambda: self._drain(err, iter(lambda: os.read(err.fileno(), 65536), b""), self.stderr_tail.append),
+                      f"rlm-process-err-{proc.pid}")  # fmt: skip
 
-    def _read_protocol(self) -> None:
-        stream = self.proc.stdout
+    def _drain(self, stream: Any, pieces: Iterable[bytes], take: Callable[[bytes], object]) -> None:
+        """Give each line (stdout) or chunk (stderr) of the worker to ``take`` until the stream ends, then close it;
+        the end of stdout is the end of the channel."""
         try:
-            for line in stream:
-                self._deliver(line)
+            for piece in pieces:
+                take(piece)
         except (OSError, ValueError):
             pass
         finally:
-            self._closed()
-            try:
+            if stream is self.proc.stdout:
+                self._closed()
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
-
-    def _read_stderr(self) -> None:
-        stream = self.proc.stderr
-        try:
-            while chunk := os.read(stream.fileno(), 65536):
-                self.stderr_tail.append(chunk)
-        except (OSError, ValueError):
-            pass
-        finally:
-            try:
-                stream.close()
-            except OSError:
-                pass
 
     def write_line(self, data: bytes) -> None:
         """One write of the encoded message (a 100 MB string is not copied again to add the newline)."""
@@ -106,18 +96,14 @@ class _ProcessChannel(Channel):
     def describe_exit(self) -> str:
         """How the process ended ("exit code 1", "killed by signal SIGSEGV"), then the end of its stderr."""
         try:
-            code = self.proc.wait(timeout=2)
+            code: int | None = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             code = None
         if code is None:
             how = "it closed its channel"
         elif code < 0:
-            try:
-                how = f"killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"killed by signal {-code}"
-            if code == -signal.SIGKILL:
-                how += " (out of memory, or killed from outside)"
+            how = f"killed by signal {next((s.name for s in signal.Signals if s == -code), -code)}"
+            how += " (out of memory, or killed from outside)" if code == -signal.SIGKILL else ""
         else:
             how = f"exit code {code}"
         tail = self.stderr_text(drop=lambda line: WORKER_SCRIPT.name + '"' in line)  # no worker frames
@@ -129,18 +115,12 @@ class _ProcessChannel(Channel):
         if self.proc.poll() is None:
             kill_tree(self.proc.pid)
         else:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.proc.stdin.close()
-        except (OSError, ValueError):
-            pass
 
 
 class ProcessSandbox(WorkerSession):

@@ -46,9 +46,7 @@ def open_in_workspace(root: Path, relative: PurePosixPath | str, flags: int, *, 
     """A descriptor for ``root/relative`` reached one component at a time from ``root``'s descriptor: every folder
     opened with ``O_NOFOLLOW|O_DIRECTORY`` (made when missing and ``make_parents``), the file with ``O_NOFOLLOW``
     and ``O_NONBLOCK`` (a FIFO never blocks). OSError (ELOOP, ENOTDIR…) when a link or a non-folder is met."""
-    parts = [p for p in PurePosixPath(str(relative).replace("\\", "/")).parts if p not in ("", ".")]
-    if not parts or any(p in ("..", "/") for p in parts):
-        raise OSError(errno.EINVAL, f"not a path inside the folder: {relative}")
+    parts = _inside(relative)
     folder = _folder_fd(root, parts[:-1], make_parents)
     try:
         return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), mode,
@@ -59,9 +57,7 @@ def open_in_workspace(root: Path, relative: PurePosixPath | str, flags: int, *, 
 
 def remove_in_workspace(root: Path, relative: PurePosixPath | str) -> None:
     """Delete the file ``root/relative`` (never a folder, never through a link)."""
-    parts = [p for p in PurePosixPath(str(relative).replace("\\", "/")).parts if p not in ("", ".")]
-    if not parts or ".." in parts:
-        raise OSError(errno.EINVAL, f"not a path inside the folder: {relative}")
+    parts = _inside(relative)
     folder = _folder_fd(root, parts[:-1], False)
     try:
         if stat.S_ISDIR(os.stat(parts[-1], dir_fd=folder, follow_symlinks=False).st_mode):
@@ -69,6 +65,14 @@ def remove_in_workspace(root: Path, relative: PurePosixPath | str) -> None:
         os.unlink(parts[-1], dir_fd=folder)
     finally:
         os.close(folder)
+
+
+def _inside(relative: PurePosixPath | str) -> list[str]:
+    """The parts of a relative path inside the folder; OSError (EINVAL) for an empty, absolute or ``..`` path."""
+    parts = [p for p in PurePosixPath(str(relative).replace("\\", "/")).parts if p not in ("", ".")]
+    if not parts or any(p in ("..", "/") for p in parts):
+        raise OSError(errno.EINVAL, f"not a path inside the folder: {relative}")
+    return parts
 
 
 def _folder_fd(root: Path, parts: Iterable[str], make: bool) -> int:

@@ -17,26 +17,18 @@ far its peak resident memory went past what it started with), since only this pr
 when the host closes the socket.
 """
 
+import contextlib
 import gc
 import importlib
-import importlib.util
 import json
 import os
+import runpy
 import select
 import signal
 import socket
 import sys
 
 MB = 1024 * 1024
-
-
-def _load(path):
-    spec = importlib.util.spec_from_file_location("rlm_forked_" + os.path.basename(path)[:-3], path)
-    assert spec is not None and spec.loader is not None  # a .py path always has a source loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _resident():
@@ -81,10 +73,8 @@ def _read_request(channel):
 def _preload(request):
     sys.path[:0] = [entry for entry in request.get("path", ()) if entry not in sys.path]
     for name in request.get("preload", ()):
-        try:
+        with contextlib.suppress(Exception):  # a module that cannot be imported is the child's error to report
             importlib.import_module(str(name))
-        except Exception:  # noqa: BLE001 - a module that cannot be imported is the child's error to report
-            pass
 
 
 def _become_child(main, channel, request, fds, wakeup):
@@ -122,12 +112,10 @@ PRELOADED = ("faulthandler", "resource", "select", "re", "json", "math", "collec
 
 
 def serve(fd, script):
-    main = _load(script).main
+    main = runpy.run_path(script, run_name="rlm_forked_" + os.path.basename(script)[:-3])["main"]
     for name in PRELOADED:
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(name)
-        except ImportError:
-            pass
     # the template's objects move to the permanent generation: a child's garbage collections never walk them,
     # so its pages stay shared with the template instead of being copied by the collector's reference counting
     gc.collect()
@@ -140,59 +128,50 @@ def serve(fd, script):
     signal.set_wakeup_fd(wakeup[1])
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     try:
-        _serve_requests(main, channel, live, wakeup)
+        while True:
+            ready, _, _ = select.select([channel.fileno(), wakeup[0]], [], [])  # retried on EINTR (PEP 475)
+            if wakeup[0] in ready:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(wakeup[0], 512):
+                        pass
+                _reap(channel, live)
+            if channel.fileno() not in ready:
+                continue
+            try:
+                line, fds = _read_request(channel)
+            except OSError:
+                return
+            if line is None:
+                return  # the host is gone
+            try:
+                request = json.loads(line)
+                if len(fds) != 3:
+                    raise ValueError(f"expected 3 file descriptors, got {len(fds)}")
+            except ValueError as exc:
+                for fd in fds:
+                    os.close(fd)
+                _send(channel, {"error": str(exc)})
+                continue
+            _preload(request)
+            at_fork = _resident()
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                for fd in fds:
+                    os.close(fd)
+                _send(channel, {"error": f"fork failed: {exc}"})
+                continue
+            if pid == 0:
+                _become_child(main, channel, request, fds, wakeup)
+            live[pid] = (at_fork, bool(request.get("kill_on_close")))
+            for fd in fds:
+                os.close(fd)
+            _send(channel, {"pid": pid})
+            _reap(channel, live)
     finally:
         for pid, (_, kill) in live.items():
             if kill:
                 os.kill(pid, signal.SIGKILL)
-
-
-def _serve_requests(main, channel, live, wakeup):
-    while True:
-        try:
-            ready, _, _ = select.select([channel, wakeup[0]], [], [])
-        except InterruptedError:
-            continue
-        if wakeup[0] in ready:
-            try:
-                while os.read(wakeup[0], 512):
-                    pass
-            except BlockingIOError:
-                pass
-            _reap(channel, live)
-        if channel not in ready:
-            continue
-        try:
-            line, fds = _read_request(channel)
-        except OSError:
-            return
-        if line is None:
-            return  # the host is gone
-        try:
-            request = json.loads(line)
-            if len(fds) != 3:
-                raise ValueError(f"expected 3 file descriptors, got {len(fds)}")
-        except ValueError as exc:
-            for fd in fds:
-                os.close(fd)
-            _send(channel, {"error": str(exc)})
-            continue
-        _preload(request)
-        at_fork = _resident()
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            for fd in fds:
-                os.close(fd)
-            _send(channel, {"error": f"fork failed: {exc}"})
-            continue
-        if pid == 0:
-            _become_child(main, channel, request, fds, wakeup)
-        live[pid] = (at_fork, bool(request.get("kill_on_close")))
-        for fd in fds:
-            os.close(fd)
-        _send(channel, {"pid": pid})
-        _reap(channel, live)
 
 
 if __name__ == "__main__":
