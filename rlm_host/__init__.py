@@ -18,17 +18,8 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from rlm_host.errors import (
-    BudgetExceeded,
-    ConfigError,
-    InputError,
-    ModelError,
-    PluginError,
-    RecursionRefused,
-    RlmError,
-    SandboxError,
-    UnknownComponentError,
-)
+from rlm_host.errors import (BudgetExceeded, ConfigError, InputError, ModelError, PluginError, RecursionRefused,
+                             RlmError, SandboxError, UnknownComponentError)
 
 #: The registration records (``rlm_host.components``).
 _RECORDS = [
@@ -43,21 +34,12 @@ _LAZY: dict[str, str] = {
     "hookimpl": "rlm_host.hookspecs",
     **dict.fromkeys(_RECORDS, "rlm_host.components"),
     # the factory convention: factory(settings, services); a plugin command's CommandServices.of(ctx)
-    "HostServices": "rlm_host.services",
-    "ProviderServices": "rlm_host.services",
-    "SandboxServices": "rlm_host.services",
-    "CommandServices": "rlm_host.services",
+    **dict.fromkeys(["HostServices", "ProviderServices", "SandboxServices", "CommandServices"], "rlm_host.services"),
     # a run's events and results
     "RunEvent": "rlm_host.events",
-    "RunResult": "rlm_host.results",
-    "StepRecord": "rlm_host.results",
-    "Usage": "rlm_host.results",
-    "RunUsage": "rlm_host.results",
-    "ExecResult": "rlm_host.results",
-    "ActionResult": "rlm_host.results",
+    **dict.fromkeys(["RunResult", "StepRecord", "Usage", "RunUsage", "ExecResult", "ActionResult"], "rlm_host.results"),
     # the front door
-    "RLM": "rlm_host.api.client",
-    "RunStream": "rlm_host.api.client",
+    **dict.fromkeys(["RLM", "RunStream"], "rlm_host.api.client"),
     "ChatSession": "rlm_host.api.session",
     "wait_for_sinks": "rlm_host.observability.delivery",
 }
@@ -131,41 +113,20 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "__version__",
-    "hookimpl",
+    "__version__", "hookimpl",
     # registration records
     *_RECORDS,
     # errors
-    "RlmError",
-    "PluginError",
-    "ConfigError",
-    "InputError",
-    "UnknownComponentError",
-    "ModelError",
-    "SandboxError",
-    "BudgetExceeded",
-    "RecursionRefused",
+    "RlmError", "PluginError", "ConfigError", "InputError", "UnknownComponentError", "ModelError", "SandboxError",
+    "BudgetExceeded", "RecursionRefused",
     # services, results and events, the front door
     *(name for name in _LAZY if name != "hookimpl" and name not in _RECORDS),
-]
+]  # fmt: skip
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from rlm_host.components import (
-        BenchmarkPackSpec,
-        CommandSpec,
-        Component,
-        ContextLoaderSpec,
-        DoctorCheck,
-        EnvironmentSpec,
-        ExporterSpec,
-        FrameworkSpec,
-        LazyRef,
-        ProviderSpec,
-        Readiness,
-        SandboxSpec,
-        SinkSpec,
-        ToolboxSpec,
-    )
+    from rlm_host.components import (BenchmarkPackSpec, CommandSpec, Component, ContextLoaderSpec, DoctorCheck,
+                                      EnvironmentSpec, ExporterSpec, FrameworkSpec, LazyRef, ProviderSpec, Readiness,
+                                      SandboxSpec, SinkSpec, ToolboxSpec)
     from rlm_host.hookspecs import hookimpl
     from rlm_host.api.client import RLM, RunStream
     from rlm_host.api.session import ChatSession

@@ -93,9 +93,8 @@ class Component:
     def __post_init__(self) -> None:
         for value in (self.name, *self.aliases):
             if not isinstance(value, str) or not _NAME_RE.match(value):
-                raise PluginError(
-                    f"{self.kind} name {value!r} is not valid: use lower-case letters, digits, '.', '-' or '_'"
-                )
+                raise PluginError(f"{self.kind} name {value!r} is not valid: use lower-case letters, digits, '.', '-' "
+                                  "or '_'")  # fmt: skip
         if not self.description or "\n" in self.description:
             raise PluginError(f"{self.kind} {self.name!r}: description must be one non-empty line")
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -388,24 +387,7 @@ KIND_BY_HOOK: dict[str, Kind] = {kind.hook: kind for kind in KINDS}
 COMPONENT_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS if kind.configurable)
 
 __all__ = [
-    "LazyRef",
-    "Readiness",
-    "Component",
-    "EnvironmentSpec",
-    "FrameworkSpec",
-    "SandboxSpec",
-    "SinkSpec",
-    "ContextLoaderSpec",
-    "BenchmarkPackSpec",
-    "ProviderSpec",
-    "ExporterSpec",
-    "ToolboxSpec",
-    "CommandSpec",
-    "DoctorCheck",
-    "Kind",
-    "KINDS",
-    "KIND_BY_HOOK",
-    "COMPONENT_KINDS",
-    "normalize_name",
-    "resolve",
-]
+    "LazyRef", "Readiness", "Component", "EnvironmentSpec", "FrameworkSpec", "SandboxSpec", "SinkSpec",
+    "ContextLoaderSpec", "BenchmarkPackSpec", "ProviderSpec", "ExporterSpec", "ToolboxSpec", "CommandSpec",
+    "DoctorCheck", "Kind", "KINDS", "KIND_BY_HOOK", "COMPONENT_KINDS", "normalize_name", "resolve",
+]  # fmt: skip

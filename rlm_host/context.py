@@ -136,23 +136,20 @@ class TextLoader:
                 data = handle.read()
         except OSError as exc:
             raise InputError(f"cannot read context file {path}: {exc.strerror}") from None
-        binary = b"\x00" in data[:BINARY_PROBE]
-        # universal newlines, as text-mode reading gives them
-        text = "" if binary else data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-        if binary:
+        if b"\x00" in data[:BINARY_PROBE]:
             raise InputError(f"{path}: a binary file ({path.suffix or 'no suffix'}) that no context loader reads",
                              hint="install a plugin that registers a context loader for it (rlm plugins list "
                                   "shows the loaders installed), or pass a text export of it")  # fmt: skip
-        return text
+        # universal newlines, as text-mode reading gives them
+        return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 class JsonLoader(TextLoader):
     """The built-in ``json`` loader: a ``.json`` file as the JSON value it holds."""
 
     def load(self, path: Path) -> Any:
-        text = super().load(path)
         try:
-            return json.loads(text)
+            return json.loads(super().load(path))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
 
@@ -330,13 +327,8 @@ def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
         lengths = [len(doc) if isinstance(doc, str) else len(_compact_json(doc)) for doc in context]
         first = context[0] if context else ""
         preview = first if isinstance(first, str) else _compact_json(first)
-        return {
-            "type": "list",
-            "documents": len(context),
-            "total_chars": sum(lengths),
-            "document_lengths": lengths[:MAX_LISTED],
-            "preview": redacted_head(preview, preview_chars),
-        }
+        return {"type": "list", "documents": len(context), "total_chars": sum(lengths),
+                "document_lengths": lengths[:MAX_LISTED], "preview": redacted_head(preview, preview_chars)}
     text = _compact_json(context)
     described: dict[str, Any] = {"type": type(context).__name__, "total_chars": len(text)}
     if isinstance(context, dict):

@@ -121,15 +121,10 @@ class ChildRunEnd(BaseModel):
 
 #: The typed payload of each live event type.
 PAYLOADS: dict[str, type[BaseModel]] = {
-    "step_start": StepStart,
-    "model_call_start": ModelCallStart,
-    "model_call_end": ModelCallEnd,
-    "code_start": CodeStart,
-    "code_end": CodeEnd,
-    "sub_call_start": SubCallStart,
-    "child_run_start": ChildRunStart,
+    "step_start": StepStart, "model_call_start": ModelCallStart, "model_call_end": ModelCallEnd,
+    "code_start": CodeStart, "code_end": CodeEnd, "sub_call_start": SubCallStart, "child_run_start": ChildRunStart,
     "child_run_end": ChildRunEnd,
-}
+}  # fmt: skip
 
 #: The live event types (readers that show only what happened leave these out).
 LIVE_EVENT_TYPES: frozenset[str] = frozenset(PAYLOADS)

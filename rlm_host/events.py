@@ -40,19 +40,21 @@ def operation_of(type_: str, data: Mapping[str, Any]) -> Optional[Operation]:
     and error describe no operation of their own (None). Of the live events, model_call_* and sub_call_start are
     chat (a sub_call_start of an rlm_query: invoke_agent), code_* execute_tool, child_run_* invoke_agent and
     step_start none."""
-    if type_ in ("run_start", "final", "child_run_start", "child_run_end"):
-        return "invoke_agent"
-    if type_ in ("model_call_start", "model_call_end"):
-        return "chat"
-    if type_ in ("code_start", "code_end"):
-        return "execute_tool"
     if type_ == "sub_call_start":
         return "invoke_agent" if data.get("kind") == "rlm_query" else "chat"
     if type_ == "sub_call":
         return "invoke_agent" if data.get("child_run_id") else "chat"
     if type_ == "step":
         return "execute_tool" if data.get("code") else "chat"
-    return "chat" if type_ == "compaction" else None
+    return _OPERATIONS.get(type_)
+
+
+#: The operation of each event type that always describes the same one.
+_OPERATIONS: dict[str, Operation] = {
+    **dict.fromkeys(("run_start", "final", "child_run_start", "child_run_end"), "invoke_agent"),
+    **dict.fromkeys(("model_call_start", "model_call_end", "compaction"), "chat"),
+    **dict.fromkeys(("code_start", "code_end"), "execute_tool"),
+}
 
 
 class RunEvent(BaseModel):
@@ -168,8 +170,7 @@ class EventBus:
     def subscribe(self, name: str, subscriber: Subscriber, types: Optional[Iterable[str]] = None) -> None:
         """Deliver events to ``subscriber``: every event, or with ``types`` only events of those types (an unknown
         type name is a ValueError)."""
-        wanted = check_event_types(types)
-        self._subscribers.append((name, subscriber, wanted))
+        self._subscribers.append((name, subscriber, check_event_types(types)))
 
     def emit(self, event: RunEvent) -> RunEvent:
         """Deliver ``event`` to every subscriber, its data redacted first (``rlm_host.redact``): what is recorded,

@@ -30,19 +30,8 @@ from __future__ import annotations
 
 import pluggy
 
-from rlm_host.components import (
-    BenchmarkPackSpec,
-    CommandSpec,
-    ContextLoaderSpec,
-    DoctorCheck,
-    EnvironmentSpec,
-    ExporterSpec,
-    FrameworkSpec,
-    ProviderSpec,
-    SandboxSpec,
-    SinkSpec,
-    ToolboxSpec,
-)
+from rlm_host.components import (BenchmarkPackSpec, CommandSpec, ContextLoaderSpec, DoctorCheck, EnvironmentSpec,
+                                  ExporterSpec, FrameworkSpec, ProviderSpec, SandboxSpec, SinkSpec, ToolboxSpec)
 
 PROJECT = "rlm"
 

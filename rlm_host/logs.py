@@ -97,13 +97,6 @@ class _Bridge(logging.Handler):
             self.handleError(record)
 
 
-def _redacted(logger: Any, method: str, event: Any) -> Any:
-    """Every log record, rlm's or a library's, with known secrets and URL passwords masked."""
-    from rlm_host.redact import redact_data
-
-    return redact_data(event)
-
-
 def _bang(event: dict[str, Any]) -> str:
     """``! message (field=value, …)``: how rlm says a warning to the person at the terminal."""
     skip = {"event", "logger", "level", "timestamp", "_record", "_from_structlog", "exc_info"}
@@ -113,6 +106,8 @@ def _bang(event: dict[str, Any]) -> str:
 
 def _structlog_formatter() -> logging.Formatter:
     import structlog
+
+    from rlm_host.redact import redact_data
 
     to_json: list[Callable[[Any, str, Any], Any]] = [
         structlog.processors.format_exc_info, structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -130,9 +125,10 @@ def _structlog_formatter() -> logging.Formatter:
             event = step(logger, method, event)
         return str(event)
 
+    # every record, rlm's or a library's, rendered with known secrets and URL passwords masked
     formatter: logging.Formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[structlog.stdlib.add_logger_name],
         processors=[structlog.stdlib.add_log_level, structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    _redacted, render],  # fmt: skip
+                    lambda _logger, _method, event: redact_data(event), render],  # fmt: skip
     )
     return formatter

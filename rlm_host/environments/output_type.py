@@ -9,6 +9,7 @@ observation, and the run goes on within its limits; ``RunResult.output`` holds t
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -39,13 +40,10 @@ class OutputType:
 
     def parse(self, value: Any) -> Any:
         """The validated object for a final value (a JSON text is read first); OutputInvalid when it does not match."""
-        data = value
         if isinstance(value, str):
-            try:
-                data = json.loads(value)
-            except ValueError:
-                data = value  # plain text: valid only for a string schema
-        return self._validate(data)
+            with suppress(ValueError):  # plain text stays text: valid only for a string schema
+                value = json.loads(value)
+        return self._validate(value)
 
     def prompt(self) -> str:
         """What the model is told about the answer's shape."""

@@ -70,15 +70,11 @@ class ProjectFiles:
 
     def read_text(self, raw: Any) -> tuple[Path, str]:
         path = self.resolve(raw)
-        fd = self._open(path, os.O_RDONLY)
-        try:
-            size = os.fstat(fd).st_size
+        with os.fdopen(self._open(path, os.O_RDONLY), "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
             if size > MAX_READ_BYTES:
                 raise PathRefused(f"{self.relative(path)} is {size:,} bytes; the limit is {MAX_READ_BYTES:,}")
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                data = handle.read(MAX_READ_BYTES + 1)
-        finally:
-            os.close(fd)
+            data = handle.read(MAX_READ_BYTES + 1)
         return path, data.decode("utf-8", errors="replace")
 
     def read_lines(self, raw: Any, start_line: Any = 1, end_line: Any = None) -> dict[str, Any]:

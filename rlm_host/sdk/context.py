@@ -14,14 +14,7 @@ Reference plugin to copy: ``plugins/rlm-context-documents``. Contract suite:
 ``rlm_host.testing.ContextLoaderContract``.
 """
 
-from rlm_host.bounded import (
-    BoundedError,
-    BoundedLimits,
-    ChildFailed,
-    LimitExceeded,
-    bounded_start_method,
-    run_bounded,
-)
+from rlm_host.bounded import BoundedError, BoundedLimits, ChildFailed, LimitExceeded, bounded_start_method, run_bounded
 from rlm_host.config.user_key import user_signature, verify_user_signature
 from rlm_host.context import (Documents, TextFile, context_value, describe_context, load_context, load_file,
                               read_regular)  # fmt: skip
