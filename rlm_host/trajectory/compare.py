@@ -52,10 +52,6 @@ def _side(step: Optional[ReplayStep]) -> StepSide:
     return StepSide(action=step.record.action, code=step.record.code, success=step.error is None)
 
 
-def _same_code(a: Optional[str], b: Optional[str]) -> bool:
-    return " ".join((a or "").split()) == " ".join((b or "").split())
-
-
 def _outcome(replay: Replay) -> dict[str, Optional[float]]:
     result = replay.result
     if result is None:
@@ -71,15 +67,12 @@ def compare_runs(a: Replay, b: Replay) -> RunComparison:
     """The comparison of run ``a`` (the reference) and run ``b``."""
     divergence = None
     for index, (left, right) in enumerate(zip_longest(a.steps, b.steps)):
-        sides = _side(left), _side(right)
-        if left is None or right is None:
-            differs = ["length"]
-        else:
-            differs = [name for name, same in (("action", sides[0].action == sides[1].action),
-                                                ("code", _same_code(sides[0].code, sides[1].code)),
-                                                ("success", sides[0].success == sides[1].success)) if not same]  # fmt: skip
+        x, y = _side(left), _side(right)
+        differs = ["length"] if left is None or right is None else [name for name, same in (
+            ("action", x.action == y.action), ("code", " ".join((x.code or "").split()) == " ".join((y.code or "").split())),
+            ("success", x.success == y.success)) if not same]  # fmt: skip
         if differs:
-            divergence = Divergence(step=index + 1, differs_in=differs, a=sides[0], b=sides[1])
+            divergence = Divergence(step=index + 1, differs_in=differs, a=x, b=y)
             break
     identical = divergence.step - 1 if divergence is not None else len(a.steps)
     first, second = _outcome(a), _outcome(b)

@@ -92,7 +92,9 @@ class Recording:
                      for event in replay.events if event.type == "compaction"}  # fmt: skip
         recording = cls(replay.root.run_id, str(replay.root.start.get("model") or ""), outcome=outcome)
         recording._add_root(replay.root, summaries)
-        recording.sub = [_sub_reply(e) for e in replay.events if _is_model_sub_call(e)]
+        # the sub-calls that reached a model (not a child run, not refused by the budget before any model)
+        recording.sub = [_sub_reply(e) for e in replay.events
+                         if e.type == "sub_call" and "model" in e.data and e.data.get("kind") != "rlm_query"]
         return recording
 
     def _add_root(self, run: Any, summaries: dict[tuple[str, int], str]) -> None:
@@ -123,11 +125,6 @@ class Recording:
         ))  # fmt: skip
 
 
-def _is_model_sub_call(event: RunEvent) -> bool:
-    """A sub_call event that reached a model (not a child run, not refused by the budget before any model)."""
-    return event.type == "sub_call" and "model" in event.data and event.data.get("kind") != "rlm_query"
-
-
 def _sub_reply(event: RunEvent) -> RecordedReply:
     data = event.data
     usage = data.get("usage") or {}
@@ -148,10 +145,6 @@ def ordinal(number: int) -> str:
     """``1`` → ``"1st"``, ``12`` → ``"12th"``, ``23`` → ``"23rd"``."""
     suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
     return f"{number}{suffix}"
-
-
-def _article(number: int) -> str:
-    return "an" if str(number).startswith("8") or number in (11, 18) else "a"
 
 
 class ReplayConnector:
@@ -225,7 +218,7 @@ class ReplayConnector:
         asked = count + 1
         return ModelError(
             f"replay of {self.recording.run_id}: the recorded run had {count} {singular if count == 1 else plural}; "
-            f"this run asked for {_article(asked)} {ordinal(asked)}",
+            f"this run asked for {'an' if str(asked).startswith('8') or asked in (11, 18) else 'a'} {ordinal(asked)}",
             hint=f"the new run went past the recorded one (other settings or sandbox output?); the recorded run "
             f"ended: {self.recording.outcome}",
         )
