@@ -176,8 +176,8 @@ def _print_side_by_side(summaries: list[Any], as_json: bool) -> None:
         typer.echo(json.dumps({"preset": summaries[0].preset, "frameworks": rows}, indent=2))
         return
     lines = [f"preset {summaries[0].preset} through {len(rows)} frameworks",
-             f"{'FRAMEWORK':<14} {'MEAN SCORE':>10} {'CORRECT':>7} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} {'TOKENS':>9} "
-             f"{'COST':>9} {'SECONDS':>8}  BENCHMARK"]  # fmt: skip
+             f"{'FRAMEWORK':<14} {'MEAN SCORE':>10} {'CORRECT':>7} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} "
+             f"{'TOKENS':>9} {'COST':>9} {'SECONDS':>8}  BENCHMARK"]  # fmt: skip
     for row in rows:
         score = "-" if row["accuracy"] is None else f"{row['accuracy']:.3f}"
         correct = f"{row['correct']}/{row['scored']}"

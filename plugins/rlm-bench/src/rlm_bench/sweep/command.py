@@ -85,7 +85,7 @@ def _executor(name: str, address: Optional[str], ray_options: dict[str, Any], co
         from rlm_bench.sweep import LocalExecutor
 
         return LocalExecutor(concurrency=concurrency, processes=processes)
-    from rlm_bench.sweep.ray_executor import RayExecutor  # imports Ray; a clear error with the install command without it
+    from rlm_bench.sweep.ray_executor import RayExecutor  # imports Ray: without it, an error with the install command
 
     return RayExecutor.connect(address or ray_options.get("address"), ray_options)
 

@@ -1,10 +1,10 @@
 """One case of a sweep, run where an executor puts it: a thread of the driver, a worker process, or a Ray task on
 any node of a cluster.
 
-``run_item(item)`` runs exactly what ``rlm bench run`` runs for that case (``BenchmarkRunner.run_case``)
-with the settings, plugins, sandboxes, providers and keys of the process it runs in, and returns plain JSON
-data: the ``CaseResult``, the node that ran it and, when asked, the run's trajectory (so the driver, which alone
-writes the bench store, can keep it). Anything that stops the case on this node (a sandbox or provider it cannot
+``run_item(item)`` (a ``SweepItem``) runs exactly what ``rlm bench run`` runs for that case
+(``BenchmarkRunner.run_case``) with the settings, plugins, sandboxes, providers and keys of the process it runs in,
+and returns plain JSON data: the ``CaseResult``, the node that ran it and, when asked, the run's trajectory (so the
+driver, which alone writes the bench store, can keep it). Anything that stops the case on this node (a sandbox or provider it cannot
 serve, a missing key) is an ``error`` result naming the node, never a silent fallback.
 """
 
@@ -120,11 +120,11 @@ def run_item(item: SweepItem, cancel: Optional[threading.Event] = None) -> dict[
     except Exception as exc:  # noqa: BLE001 - this case fails on this node; the sweep goes on
         detail = str(exc) if isinstance(exc, RlmError) else f"{type(exc).__name__}: {exc}"
         hint = getattr(exc, "hint", "") or ""
-        result = CaseResult(case_id=item.case_id, preset=manifest.preset, status="error",
-                            termination_reason="error", error=f"on node {node}: {detail}" + (f" ({hint})" if hint
-                                                                                              else ""),
-                            model=manifest.model or "", sandbox=manifest.sandbox or "",
-                            environment=manifest.environment or "", duration_s=round(time.monotonic() - started, 4))  # fmt: skip
+        error = f"on node {node}: {detail}" + (f" ({hint})" if hint else "")
+        result = CaseResult(case_id=item.case_id, preset=manifest.preset, status="error", termination_reason="error",
+                            error=error, model=manifest.model or "", sandbox=manifest.sandbox or "",
+                            environment=manifest.environment or "",
+                            duration_s=round(time.monotonic() - started, 4))  # fmt: skip
     if result is None:
         return {"cancelled": True, "node": node}
     out: dict[str, Any] = {"result": result.model_dump(mode="json"), "node": node}
