@@ -10,8 +10,6 @@ from typing import Any, Callable, Optional, TypeVar
 from rlm_host.errors import BudgetExceeded
 from rlm_host.threads import run_in_thread
 
-__all__ = ["Budget", "BudgetExceeded"]
-
 T = TypeVar("T")
 POLL_SECONDS = 0.1  # how soon a cancellation abandons a model call in progress
 
@@ -25,16 +23,9 @@ class Budget:
     incomplete.
     """
 
-    def __init__(
-        self,
-        *,
-        timeout: float,
-        max_llm_calls: int,
-        max_tokens: Optional[int] = None,
-        max_cost: Optional[float] = None,
-        cancel: Optional[threading.Event] = None,
-        shared: Optional["Budget"] = None,
-    ) -> None:
+    def __init__(self, *, timeout: float, max_llm_calls: int, max_tokens: Optional[int] = None,
+                 max_cost: Optional[float] = None, cancel: Optional[threading.Event] = None,
+                 shared: Optional["Budget"] = None) -> None:  # fmt: skip
         self.shared = shared  # a budget several run trees draw from too (``RLM(shared_budget=True)``)
         self.deadline = time.monotonic() + timeout
         self.timeout = timeout
@@ -110,20 +101,15 @@ class Budget:
 
         run_in_thread(work, "rlm-model-call")
         while not done.wait(POLL_SECONDS):
-            stop = self.stop_reason() if self.cancel.is_set() or self._shared_cancelled() else None
-            if stop is not None:
-                raise BudgetExceeded("cancelled", f"{stop} (the model call in progress was abandoned)")
+            if self._cancelled():
+                raise BudgetExceeded("cancelled", f"{self.stop_reason()} (the model call in progress was abandoned)")
         if "error" in outcome:
             raise outcome["error"]
         return outcome["value"]
 
-    def _shared_cancelled(self) -> bool:
-        shared = self.shared
-        while shared is not None:
-            if shared.cancel.is_set():
-                return True
-            shared = shared.shared
-        return False
+    def _cancelled(self) -> bool:
+        """This budget, or one it draws from, was cancelled."""
+        return self.cancel.is_set() or (self.shared is not None and self.shared._cancelled())
 
     def take_llm_call(self) -> int:
         """Count one sub-model call; BudgetExceeded once ``max_llm_calls`` are used."""

@@ -9,16 +9,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host.engine.budget import Budget
 from rlm_host.event_types import error_line, next_call
-from rlm_host.llm.protocol import (
-    Completion,
-    Message,
-    ModelConnector,
-    Purpose,
-    ReplyFormat,
-    ReplyFormatMode,
-    provider_of,
-    reply_format_for,
-)
+from rlm_host.llm.protocol import (Completion, Message, ModelConnector, Purpose, ReplyFormat, ReplyFormatMode,
+                                   provider_of, reply_format_for)  # fmt: skip
 from rlm_host.results import Usage
 from rlm_host.text import valid_unicode
 from rlm_host.tokens import count_tokens
@@ -82,10 +74,8 @@ class ModelClient:
         self.budget.check()
         purpose = purpose or ("turn" if self.role == "root" else "sub_call")
         scope = self.scope
-        extra: dict[str, ReplyFormat] = {}
         enforced = reply_format_for(self.connector, reply_format, self.reply_format_mode) if purpose == "turn" else None
-        if enforced is not None:
-            extra["reply_format"] = enforced
+        extra = {"reply_format": enforced} if enforced is not None else {}
         call: dict[str, Any] = {}
         if scope is not None:  # emitted outside the model's time: what it costs is the engine's
             call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,

@@ -75,10 +75,6 @@ class RunPlan:
     toolboxes: tuple[Callable[[], Any], ...] = ()  # each opens a toolbox (MCP servers…) for the run tree
     context_files: tuple[str, ...] = ()  # the files the context was read from: recorded (rlm runs fork), not shown
 
-    def tools_at(self, depth: int) -> tuple[Tool, ...]:
-        """The user's functions offered to a run of the tree at ``depth`` (0: the root)."""
-        return self.tools if depth == 0 else self.sub_tools
-
     @property
     def trajectory_path(self) -> Path:
         return self.home / "runs" / f"{self.run_id}.jsonl"
@@ -92,11 +88,6 @@ class RunPlan:
             raise SandboxError(f"the {self.run.environment} environment declares that it runs no code, so this run "
                                "has no sandbox")  # fmt: skip
         return self.sandbox.open()
-
-    def connector_for(self, model: str) -> ModelConnector:
-        """A connector for ``llm_query(..., model=...)``: an allowed sub-model's, built once per run tree
-        (``SubModelRefused`` for any other name)."""
-        return self.sub_models.connector(model)
 
     def attach_observers(self, bus: EventBus) -> list[Callable[[], None]]:
         """Subscribe the trajectory writer and the sinks; return what closes them."""
@@ -112,23 +103,16 @@ class RunPlan:
         """The ``run_start`` event's data; its ``schema_version`` tells a reader the format of the whole file.
         ``question``: the user's own question when the task wraps it (a chat turn's task carries the conversation)."""
         return {
-            "schema_version": SCHEMA_VERSION,
-            "task": task,
-            **({"question": question} if question is not None else {}),
-            "environment": self.run.environment,
-            "framework": self.run.framework,
-            "model": self.root_connector.name,
-            "provider": provider_of(self.root_connector),
-            "sub_model": self.sub_connector.name,
-            "sub_provider": provider_of(self.sub_connector),
-            "sandbox": self.sandbox_name,
-            "settings": self.run.model_dump(mode="json"),
-            "sampling": dict(self.sampling),
+            "schema_version": SCHEMA_VERSION, "task": task, **({"question": question} if question is not None else {}),
+            "environment": self.run.environment, "framework": self.run.framework,
+            "model": self.root_connector.name, "provider": provider_of(self.root_connector),
+            "sub_model": self.sub_connector.name, "sub_provider": provider_of(self.sub_connector),
+            "sandbox": self.sandbox_name, "settings": self.run.model_dump(mode="json"), "sampling": dict(self.sampling),
             "settings_sources": dict(self.sources),
             "context": {**context_meta, **({"files": list(self.context_files)}  # the root's, for rlm runs fork
                                             if self.context_files and context_meta is self.context_meta else {})},
             "notices": list(self.notices),
-        }
+        }  # fmt: skip
 
 
 def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: Any,
@@ -144,14 +128,18 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     cost budget can be enforced: see :func:`cost_notices`. ``pool`` (model and options → connector) keeps the
     connectors built here for the next run that passes it: a chat session's turns play one script on."""
     run: RunSettings = loaded.settings.run
-    framework_spec = _framework(host, run.framework)
+    framework_spec = None if run.framework == NATIVE_FRAMEWORK else host.frameworks().get(
+        run.framework, other_choices=(NATIVE_FRAMEWORK,),
+        where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")  # fmt: skip
     env_spec = host.environments().get(run.environment)
     on_disk = env_spec.context_on_disk and framework_spec is None
     files = None
     if isinstance(context, ContextFiles):
         guard_context_folders(context, run.allow_any_workdir)
         files = None if "-" in context.paths else [str(Path(p).resolve()) for p in context.paths]
-    context = load_for(env_spec, context, host, loaded, home)
+    if isinstance(context, ContextFiles):  # loaded as the environment takes them (see load_context)
+        context = load_context_with_loaders(list(context.paths), host, loaded, home, as_path=env_spec.context_as_path,
+                                            lazy_text=True)  # fmt: skip
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
     if isinstance(context, TextFile) and not on_disk:
         context = context.read()  # this environment (or framework) works with the text itself
@@ -195,20 +183,23 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     tools = resolve_tools(run.tools, where=loaded.source_of("run.tools"))
     sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools, where=loaded.source_of("run.sub_tools"))
     toolboxes = plan_toolboxes(host, run, workdir or Path.cwd(), home)
+    prices = prices or PriceTable.from_settings(loaded.settings)
     if run.branch_width > 1:
-        check_branching(run, env_spec, framework_spec, root, prices or PriceTable.from_settings(loaded.settings))
-    warnings = cost_notices(run, [root, sub], prices or PriceTable.from_settings(loaded.settings))
+        check_branching(run, env_spec, framework_spec, root, prices)
+    warnings = cost_notices(run, [root, sub], prices)
     notices += warnings
     sink_names = run_sinks(host, run.sinks)
     run = run.model_copy(update={"environment": env_spec.name, "model": model, "sinks": sink_names,
                                  "framework": framework_spec.name if framework_spec else NATIVE_FRAMEWORK})
     sinks = _sink_starters(host, loaded, home, sink_names)
     run_id = new_run_id()
+    from rlm_host.trajectory.store import TrajectoryWriter  # the writer is made last: a plan that fails leaves no file
+
     return RunPlan(
         run=run, run_id=run_id, home=home, rewards=loaded.settings.rewards, context=context,
-        context_meta=context_meta, limits=limits, sandbox=sandbox,
+        context_meta=context_meta, limits=limits, sandbox=sandbox, writer=TrajectoryWriter(home, run_id),
         environment_factory=env_spec.load(), environment_settings=loaded.component("environment", env_spec.name),
-        root_connector=root, sub_connector=sub, sub_models=sub_models, sinks=sinks, writer=_writer(home, run_id),
+        root_connector=root, sub_connector=sub, sub_models=sub_models, sinks=sinks,
         notices=notices, warnings=warnings, workdir=workdir, sources=_sources(loaded),
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
@@ -258,28 +249,10 @@ class Sampling:
         return sent
 
 
-def load_for(env_spec: "EnvironmentSpec", context: Any, host: "PluginHost", loaded: "LoadedSettings",
-             home: Path) -> Any:
-    """``ContextFiles`` loaded as the environment takes them: the one file's path for ``context_as_path``, a large
-    text file left on disk (``TextFile``) for one that reads it in its sandbox, else text, JSON or documents. Any
-    other context is already loaded."""
-    if not isinstance(context, ContextFiles):
-        return context
-    return load_context_with_loaders(list(context.paths), host, loaded, home, as_path=env_spec.context_as_path,
-                                     lazy_text=True)  # fmt: skip
-
-
 def _sources(loaded: "LoadedSettings") -> dict[str, str]:
     """Where each run option that is not a default came from (``--max-steps``, ``RLM(model=…)``, a file)."""
     found = {name: loaded.source_of(f"run.{name}") for name in RunSettings.model_fields}
     return {name: source for name, source in found.items() if source != "default"}
-
-
-def _writer(home: Path, run_id: str) -> "TrajectoryWriter":
-    """The run's trajectory writer, made last: a plan that fails leaves no file."""
-    from rlm_host.trajectory.store import TrajectoryWriter
-
-    return TrajectoryWriter(home, run_id)
 
 
 def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTable) -> list[str]:
@@ -310,8 +283,7 @@ def check_branching(run: RunSettings, env_spec: "EnvironmentSpec", framework_spe
 
     width = run.branch_width
     if framework_spec is not None or not hasattr(env_spec.load(), "trial"):
-        where = f"the {framework_spec.name} framework" if framework_spec is not None else f"the {env_spec.name} " \
-            "environment"  # fmt: skip
+        where = f"the {framework_spec.name} framework" if framework_spec else f"the {env_spec.name} environment"
         raise ConfigError(f"--branch-width {width}: {where} cannot try replies in a copy of its REPL",
                           hint="branching works in the native loop of pure_rlm (and environments built on it)")
     if width > MAX_BRANCH_WIDTH:
@@ -322,14 +294,6 @@ def check_branching(run: RunSettings, env_spec: "EnvironmentSpec", framework_spe
         raise ConfigError(f"--branch-width {width} is more than {MAX_BRANCH_WIDTH}: up to {calls:,} root model calls "
                           f"for {run.max_steps} steps ({width} a step, each also a copy of the REPL){estimate}",
                           hint=f"use at most --branch-width {MAX_BRANCH_WIDTH}")  # fmt: skip
-
-
-def _framework(host: "PluginHost", name: str) -> Optional["FrameworkSpec"]:
-    """The framework's spec (aliases too), None for the native loop; UnknownComponentError otherwise."""
-    if name == NATIVE_FRAMEWORK:
-        return None
-    return host.frameworks().get(name, other_choices=(NATIVE_FRAMEWORK,),
-                                 where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")
 
 
 def run_sinks(host: "PluginHost", names: Optional[list[str]]) -> list[str]:
@@ -348,9 +312,5 @@ def _sink_starters(host: "PluginHost", loaded: "LoadedSettings", home: Path,
     ``rlm_host.observability.delivery``); one that cannot start is disabled with a warning and a ``sink_error``
     event (never fatal: observability must not stop a run)."""
     services = HostServices(home=home)
-    registry = host.sinks()
-    starters: list[tuple[str, SinkStarter]] = []
-    for spec in (registry.get(name) for name in names):
-        settings = loaded.component("sink", spec.name)
-        starters.append((spec.name, partial(spec.create, settings, services)))
-    return starters
+    return [(spec.name, partial(spec.create, loaded.component("sink", spec.name), services))
+            for spec in map(host.sinks().get, names)]

@@ -10,6 +10,7 @@ ends with a ``final`` event, so a trajectory always says how it ended.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from dataclasses import fields, replace
@@ -62,23 +63,12 @@ class RLMRunner:
         self.home = Path(home).expanduser() if home is not None else self.loaded.home
         self.prices = PriceTable.from_settings(self.loaded.settings)
 
-    def run_task(
-        self,
-        task: str,
-        *,
-        context: Any = None,
-        settings: Any = None,
-        cancel: Optional[threading.Event] = None,
-        on_event: Optional[Callable[[RunEvent], None]] = None,
-        event_types: Optional[Iterable[str]] = None,
-        connectors: Optional[dict[str, ModelConnector]] = None,
-        shared_budget: Optional[Budget] = None,
-        carry: Optional[VariableCarrier] = None,
-        approver: Optional[Approver] = None,
-        question: Optional[str] = None,
-        connector_pool: Optional[dict[Any, ModelConnector]] = None,
-        **options: Any,
-    ) -> RunResult:
+    def run_task(self, task: str, *, context: Any = None, settings: Any = None,
+                 cancel: Optional[threading.Event] = None, on_event: Optional[Callable[[RunEvent], None]] = None,
+                 event_types: Optional[Iterable[str]] = None, connectors: Optional[dict[str, ModelConnector]] = None,
+                 shared_budget: Optional[Budget] = None, carry: Optional[VariableCarrier] = None,
+                 approver: Optional[Approver] = None, question: Optional[str] = None,
+                 connector_pool: Optional[dict[Any, ModelConnector]] = None, **options: Any) -> RunResult:  # fmt: skip
         """Run ``task`` over ``context``: a value (str, list of documents, JSON) or ``ContextFiles`` (paths the plan
         loads as the environment needs), or None.
 
@@ -101,9 +91,7 @@ class RLMRunner:
             for warning in plan.warnings:
                 logs.get_logger("rlm.budget").warning(warning)
         for connector in {id(c): c for c in (plan.root_connector, plan.sub_connector)}.values():
-            warm_up = getattr(connector, "warm_up", None)
-            if warm_up is not None:
-                warm_up()  # the SDK loads while the sandbox starts and takes the context
+            getattr(connector, "warm_up", lambda: None)()  # the SDK loads while the sandbox starts, takes the context
         run = plan.run
         budget = Budget(timeout=run.timeout, max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
                         max_cost=run.max_cost, cancel=cancel, shared=shared_budget)  # fmt: skip
@@ -117,7 +105,9 @@ class RLMRunner:
             plan.run_id, budget.cancel, home=str(self.home), task=question or task, environment=run.environment,
             model=plan.root_connector.name, trajectory=str(plan.trajectory_path))  # fmt: skip
         approvals = Approvals(run.approve, run.approval_rules, approver)
-        _log_run_start(plan, task if question is None else question)
+        _log_run("run started", run_id=plan.run_id, environment=run.environment, framework=run.framework,
+                 model=plan.root_connector.name, sandbox=plan.sandbox_name,
+                 task=live_text(task if question is None else question, 80))  # fmt: skip
         try:
             result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry,
                                approvals, question)  # fmt: skip
@@ -129,7 +119,9 @@ class RLMRunner:
         if writer.failed is not None:  # the answer survives a record that could not be written
             result = result.model_copy(update={"record_error": f"the trajectory {writer.path} is incomplete: "
                                                f"{writer.failed} ({writer.dropped} event(s) not written)"})  # fmt: skip
-        _log_run_end(result)
+        _log_run("run finished", run_id=result.run_id, reason=result.termination_reason, steps=result.steps,
+                 tokens=result.usage.total_tokens, cost=result.cost, seconds=result.duration_s,
+                 trajectory=result.trajectory_path)
         return result
 
     def open_sandbox(self, *, sandbox: Optional[str] = None, environment: Optional[str] = None,
@@ -264,7 +256,8 @@ class RLMRunner:
         for _ in range(plan.run.max_steps):
             step = steps.start()
             messages = environment.messages(step)
-            ask = partial(ctx.root.complete, messages, reply_format=reply_format_of(environment))  # type: ignore[call-arg]
+            ask = partial(ctx.root.complete, messages,
+                          reply_format=reply_format_of(environment))  # type: ignore[call-arg]  # fmt: skip
             completion = ask()
             if width > 1 and ctx.scope.depth == 0:  # candidates tried in copies of the REPL, the best kept
                 completion, result = best_of(environment, completion, width, ask, step, ctx.scope,
@@ -318,7 +311,8 @@ class RLMRunner:
         steps.metadata = json.loads(json.dumps(outcome.metadata, default=str)) if outcome.metadata else None
         reason = "final" if completed else (outcome.termination_reason or "max_steps")
         answer = outcome.final_response
-        if answer is None and reason in ("max_steps", "max_llm_calls") and not fctx.root.synthesized:  # type: ignore[attr-defined]
+        synthesized = fctx.root.synthesized  # type: ignore[attr-defined]  # the framework made its own (dspy's extract)
+        if answer is None and reason in ("max_steps", "max_llm_calls") and not synthesized:
             answer = steps.synthesize(lambda: synthesize(ctx.root, ctx.task, steps.records))  # as a native run does
         return completed, answer, reason
 
@@ -346,7 +340,8 @@ class _Steps:
         self.since = (self.usage.model_copy(deep=True), time.monotonic(), self._model_seconds())
 
     def start(self) -> int:
-        """The next step's number, its ``step_start`` said (once, after the budget's check: a stopped run starts none)."""
+        """The next step's number, its ``step_start`` said once (after the budget's check: a stopped run starts
+        none)."""
         with self.lock:
             step = len(self.records) + 1
             if self.started != step:
@@ -463,24 +458,11 @@ def _environment_builder(host: Any, loaded: Any) -> Callable[[str, EnvironmentCo
     return build
 
 
-def _log_run_start(plan: RunPlan, task: str) -> None:
-    """rlm's info line at a run's start (``rlm -v``, or ``[logging] level = "info"``): what runs, with what."""
-    import logging
-
+def _log_run(message: str, **fields: Any) -> None:
+    """rlm's info lines at a run's start (what runs, with what) and end (how it ended, its size and cost, where its
+    trajectory is): ``rlm -v``, or ``[logging] level = "info"``."""
     if logs.enabled(logging.INFO):
-        logs.get_logger("rlm.run").info("run started", run_id=plan.run_id, environment=plan.run.environment,
-                                        framework=plan.run.framework, model=plan.root_connector.name,
-                                        sandbox=plan.sandbox_name, task=live_text(task, 80))  # fmt: skip
-
-
-def _log_run_end(result: RunResult) -> None:
-    """rlm's info line at a run's end: how it ended, its size and cost, and where its trajectory is."""
-    import logging
-
-    if logs.enabled(logging.INFO):
-        logs.get_logger("rlm.run").info("run finished", run_id=result.run_id, reason=result.termination_reason,
-                                        steps=result.steps, tokens=result.usage.total_tokens, cost=result.cost,
-                                        seconds=result.duration_s, trajectory=result.trajectory_path)  # fmt: skip
+        logs.get_logger("rlm.run").info(message, **fields)
 
 
 class _NotBuilt(Exception):

@@ -68,10 +68,7 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
         if needs_workspace and not spec.workspace:
             raise ConfigError(f"the {env_spec.name} environment edits a project folder, and the {spec.name} sandbox "
                               "cannot mount one", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
-        settings = loaded.component("sandbox", spec.name)
-        ready = spec.readiness(settings)
-        if ready.ok and services is not None:
-            ready = prepare_sandbox(spec, settings, services)
+        ready = prepare_sandbox(spec, loaded, services)
         if not ready.ok:  # a named runtime that cannot start is bad input, said before any model is called
             raise ConfigError(f"the {spec.name} sandbox is not ready: {ready.detail}",
                               hint=ready.hint or "rlm plugins doctor shows what each sandbox needs")  # fmt: skip
@@ -80,10 +77,7 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
                     key=lambda spec: -spec.priority)  # fmt: skip
     unready: dict[str, Readiness] = {}  # why each candidate cannot serve: its settings, or this run's services
     for spec in ranked:
-        settings = loaded.component("sandbox", spec.name)
-        ready = spec.readiness(settings)
-        if ready.ok and services is not None:
-            ready = prepare_sandbox(spec, settings, services)
+        ready = prepare_sandbox(spec, loaded, services)
         if ready.ok:
             return spec
         unready[spec.name] = ready
@@ -93,19 +87,22 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
                           f"as a security boundary{why}",
                           hint=_workspace_hint(registry, loaded, able, unready))  # fmt: skip
     not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
-    raise ConfigError(
-        f"no secure sandbox is installed and ready{why}",
-        hint="install a sandbox plugin that is a security boundary (`rlm plugins doctor` shows what is not ready)"
-        + (f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox"
-           f" {not_boundaries[0]}" if not_boundaries else ""),
-    )  # fmt: skip
+    others = f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox " \
+        f"{not_boundaries[0]}" if not_boundaries else ""  # fmt: skip
+    raise ConfigError(f"no secure sandbox is installed and ready{why}", hint="install a sandbox plugin that is a "
+                      f"security boundary (`rlm plugins doctor` shows what is not ready){others}")  # fmt: skip
 
 
-def prepare_sandbox(spec: Any, settings: Any, services: SandboxServices) -> Readiness:
-    """Make ready, before the run starts, what ``spec``'s sessions need for ``services``: a session is made (never
-    started) and, if its runtime defines ``prepare()``, asked to (the docker runtime provides its image there,
-    built when ``build_missing`` allows, with the progress on stderr). Why it cannot, as a Readiness; a session
-    that cannot even be made here is left for the run to report, as before."""
+def prepare_sandbox(spec: Any, loaded: Any, services: Optional[SandboxServices]) -> Readiness:
+    """Whether ``spec`` can serve: its readiness with its settings, then, for a run's ``services``, made ready before
+    the run starts for what its sessions need: a session is made (never started) and, if its runtime defines
+    ``prepare()``, asked to (the docker runtime provides its image there, built when ``build_missing`` allows, with
+    the progress on stderr). Why it cannot, as a Readiness; a session that cannot even be made here is left for the
+    run to report, as before."""
+    settings = loaded.component("sandbox", spec.name)
+    ready = spec.readiness(settings)
+    if not ready.ok or services is None:
+        return ready
     try:
         session = spec.create(settings, services)
     except Exception:

@@ -63,11 +63,9 @@ class SubModels:
             bare = [entry for entry in self.allowed if entry.partition(":")[2] == spelled]
             if len(set(bare)) == 1:
                 return bare[0]
-        shown = repr(model)[:80]
-        raise SubModelRefused(
-            f"model {shown} is not allowed in this run; allowed: {', '.join(self.allowed)}",
-            hint="the user allows more sub-models with --allow-sub-model NAME or [run] allowed_sub_models",
-        )
+        raise SubModelRefused(f"model {repr(model)[:80]} is not allowed in this run; allowed: "
+                              f"{', '.join(self.allowed)}", hint="the user allows more sub-models with "
+                              "--allow-sub-model NAME or [run] allowed_sub_models")  # fmt: skip
 
     def _allow(self, name: Optional[str], entry: Optional[str] = None) -> None:
         if not name:

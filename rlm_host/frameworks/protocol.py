@@ -137,12 +137,8 @@ class FrameworkRewards(BaseModel):
 
 #: Event kinds a framework reports, and the field giving each its reward: a ``FrameworkRewards`` field of the
 #: framework's settings, but ``final``: ``[rewards] final_reward``.
-EVENT_REWARDS = {
-    "tool_call": "reward_tool_call", "planning_tool_call": "reward_planning_tool_call",
-    "tool_result": "reward_tool_result", "tool_error": "reward_tool_error", "retry": "reward_retry",
-    "model_text": "reward_model_text", "model_response": "reward_model_response",
-    "empty_response": "reward_empty_response", "final": "final_reward",
-}  # fmt: skip
+EVENT_REWARDS = {name.removeprefix("reward_"): name for name in FrameworkRewards.model_fields}
+EVENT_REWARDS["final"] = "final_reward"
 _DEFAULT_WEIGHTS = FrameworkRewards()
 
 

@@ -100,16 +100,10 @@ class SandboxTools:
                 final = typed_answer(self.output, final)
             except OutputInvalid as invalid:
                 final, rejected = None, str(invalid)
-        parts = [result.stdout.rstrip()] if result.stdout.strip() else []
-        if result.stderr.strip():
-            parts.append("stderr:\n" + result.stderr.rstrip())
-        if result.error:
-            parts.append("error:\n" + result.error.rstrip())
-        if final is not None:
-            parts.append(f"FINAL answer given: {final}")
-        if rejected is not None:
-            parts.append(ANSWER_REJECTED.format(problems=rejected))
-        text = truncate("\n".join(parts) or "(no output)", TOOL_OUTPUT_CHARS)
+        parts = [result.stdout.rstrip(), result.stderr.strip() and "stderr:\n" + result.stderr.rstrip(),
+                 result.error and "error:\n" + result.error.rstrip(), final is not None and f"FINAL answer given: {final}",
+                 rejected is not None and ANSWER_REJECTED.format(problems=rejected)]  # fmt: skip
+        text = truncate("\n".join(part for part in parts if part) or "(no output)", TOOL_OUTPUT_CHARS)
         return CodeOutcome(result, text, final, rejected)
 
     def llm_query(self, prompt: str) -> str:
