@@ -32,16 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from rlm_host.events import RunEvent
-from rlm_host.observability.span_records import (
-    AttributeValue,
-    SpanEventRecord,
-    SpanRecord,
-    error_type,
-    model_name,
-    span_id_for,
-    trace_id_for,
-    tree_order,
-)
+from rlm_host.observability.span_records import (AttributeValue, SpanEventRecord, SpanRecord, error_type, model_name,
+                                                 span_id_for, trace_id_for, tree_order)  # fmt: skip
 
 __all__ = ["SpanBuilder", "SpanRecord", "SpanEventRecord", "SPAN_LIVE_EVENTS", "EVENT_TEXT_CHARS", "model_name",
            "error_type", "span_id_for", "trace_id_for", "tree_order"]

@@ -10,11 +10,12 @@ at its next model call, naming the step — a fork continues from the recorded s
 
 from __future__ import annotations
 
-import threading
+from itertools import zip_longest
 from typing import Any, Optional
 
 from rlm_host.events import RunEvent
 from rlm_host.llm.protocol import Completion, Message, ModelError
+from rlm_host.text import clip
 from rlm_host.trajectory.replay_provider import Recording, ReplayConnector
 from rlm_host.trajectory.tree import Replay
 
@@ -42,7 +43,6 @@ class ForkWatch:
         self.at = at
         self.source = replay.root.run_id
         self.problem: Optional[str] = None
-        self._lock = threading.Lock()
 
     def __call__(self, event: RunEvent) -> None:
         if event.type != "step" or event.depth != 0 or self.problem is not None:
@@ -53,9 +53,8 @@ class ForkWatch:
             return
         why = _difference(recorded.record.model_dump(mode="json"), event.data)
         if why:
-            with self._lock:
-                self.problem = (f"the fork of {self.source} diverged at step {number} of {self.at} replayed: {why}; "
-                                "the recorded state cannot be rebuilt, so the run stops here")  # fmt: skip
+            self.problem = (f"the fork of {self.source} diverged at step {number} of {self.at} replayed: {why}; "
+                            "the recorded state cannot be rebuilt, so the run stops here")  # fmt: skip
 
     def check(self) -> None:
         if self.problem is not None:
@@ -70,19 +69,14 @@ def _difference(recorded: dict[str, Any], now: dict[str, Any]) -> str:
         return "its code differs"
     before, after = _outputs(recorded.get("observation")), _outputs(now.get("observation"))
     if before != after:
-        first = next(i for i, (a, b) in enumerate(zip(before + [""], after + [""])) if a != b)
-        return f"its output differs (recorded {_clip(before, first)!r}, now {_clip(after, first)!r})"
+        was, new = next(((a, b) for a, b in zip_longest(before, after, fillvalue="") if a != b), ("", ""))
+        return f"its output differs (recorded {clip(was, 80)!r}, now {clip(new, 80)!r})"
     return ""
 
 
 def _outputs(observation: Any) -> list[str]:
     blocks = observation.get("blocks") if isinstance(observation, dict) else None
     return [f"{b.get('stdout') or ''}{b.get('error') or ''}" for b in blocks or [] if isinstance(b, dict)]
-
-
-def _clip(outputs: list[str], index: int) -> str:
-    text = outputs[index] if index < len(outputs) else ""
-    return text if len(text) <= 80 else text[:79] + "…"
 
 
 class ForkConnector:
