@@ -25,6 +25,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -170,7 +171,7 @@ class MlflowSink:
 
     def _on_run_start(self, event: RunEvent) -> None:
         data = event.data
-        settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+        settings = got if isinstance(got := data.get("settings"), dict) else {}
         labels = {str(k): str(v) for k, v in (settings.get("labels") or {}).items()}
         benchmark = None
         tags = {"rlm.run_id": event.run_id, "rlm.root_run_id": event.root_run_id, "rlm.depth": str(event.depth),
@@ -236,7 +237,7 @@ class MlflowSink:
                                 held=self._pending.pop(run.mlflow_id, []))  # fmt: skip
                 self._client.set_terminated(run.mlflow_id, status, end_time=_ms(event.ts))
 
-            calls = [finish_run, lambda run=run: self._log_trajectory(run, data.get("trajectory_path"))]
+            calls: list[Callable[[], None]] = [finish_run, partial(self._log_trajectory, run, data.get("trajectory_path"))]
         else:
             calls = []
         if event.run_id == event.root_run_id:
@@ -333,6 +334,7 @@ class MlflowSink:
         from rlm_sink_mlflow.traces import upload_trace
 
         self._spans.pop(root_run_id, None)
+        assert self._experiment_id is not None  # set with the client (_connect), which every caller checked
         if records:
             upload_trace(self._tracing, records, self._experiment_id, source_run, {"rlm.root_run_id": root_run_id})
 

@@ -53,7 +53,7 @@ def chat_messages(value: Any) -> Optional[list[dict[str, str]]]:
         if isinstance(item.get("content"), str):
             content = item["content"]
         else:
-            parts = item.get("parts") if isinstance(item.get("parts"), list) else []
+            parts = got if isinstance(got := item.get("parts"), list) else []
             content = "\n".join(_part_text(p) for p in parts)
         messages.append({"role": role if role in ROLES else "user", "content": content})
     return messages

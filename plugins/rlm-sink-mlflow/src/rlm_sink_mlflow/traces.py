@@ -48,10 +48,10 @@ def span_dict(record: SpanRecord, trace_id: str, parent_known: bool) -> dict[str
         attributes["mlflow.spanOutputs"] = json.dumps(outputs, ensure_ascii=False)
     if chat is not None:
         attributes["mlflow.chat.messages"] = json.dumps(chat, ensure_ascii=False)
-    tokens = [record.attributes.get(f"gen_ai.usage.{k}") for k in ("input_tokens", "output_tokens")]
-    if operation == "chat" and all(isinstance(t, int) for t in tokens):
-        attributes["mlflow.chat.tokenUsage"] = json.dumps({"input_tokens": tokens[0], "output_tokens": tokens[1],
-                                                           "total_tokens": tokens[0] + tokens[1]})  # fmt: skip
+    inp, out = (record.attributes.get(f"gen_ai.usage.{k}") for k in ("input_tokens", "output_tokens"))
+    if operation == "chat" and isinstance(inp, int) and isinstance(out, int):
+        attributes["mlflow.chat.tokenUsage"] = json.dumps({"input_tokens": inp, "output_tokens": out,
+                                                           "total_tokens": inp + out})  # fmt: skip
     return {
         "trace_id": _b64(record.trace_id),
         "span_id": _b64(record.span_id),

@@ -156,7 +156,7 @@ class RlmTui(App):
             return
         self.open_run("latest")
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:  # textual's is async (pop a screen): this one shows the runs
         if self.view != "runs":
             self.show_runs()
 

@@ -147,7 +147,7 @@ class BenchView(Vertical):
         better = "higher" if self.run_board.get("higher_is_better", self.run_metric in ("reward", "accuracy")) \
             else "lower"  # fmt: skip
         head = [f"runs ranked by {self.run_metric} ({better} is better)" + "".join(f" · {x}" for x in self.run_filters)]
-        stats = self.run_board.get("statistics") if isinstance(self.run_board.get("statistics"), dict) else {}
+        stats = got if isinstance(got := self.run_board.get("statistics"), dict) else {}
         figures = [f"{name} {_figure(self.run_metric, stats.get(name))}" for name in ("mean", "median", "min", "max")
                    if _is_number(stats.get(name))]  # fmt: skip
         head += [" · ".join(figures)] if figures else []
@@ -199,7 +199,7 @@ class BenchView(Vertical):
 
 def run_cells(row: dict[str, Any]) -> list[Any]:
     """A ranked run's cells: its text (task, model, labels, id) as ``Text`` cut to one line, figures formatted."""
-    labels = row.get("labels") if isinstance(row.get("labels"), dict) else {}
+    labels = got if isinstance(got := row.get("labels"), dict) else {}
     cost, started = row.get("cost"), str(row.get("started") or "")[:16].replace("T", " ")
     return [Text(one_line(row.get("rank", ""), 6)), Text(one_line(row.get("task"), 28)), _g(row.get("reward")),
             _g(row.get("accuracy")), _count(row.get("tokens")), f"${cost:.4f}" if _is_number(cost) else "—",

@@ -208,7 +208,7 @@ class TrajectoryIndex:
 
 
 def _error_of(data: dict[str, Any]) -> Optional[str]:
-    observation = data.get("observation") if isinstance(data.get("observation"), dict) else {}
+    observation = got if isinstance(got := data.get("observation"), dict) else {}
     if observation.get("error"):
         return str(observation["error"])
     for block in observation.get("blocks") or []:

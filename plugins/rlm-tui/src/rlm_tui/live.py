@@ -57,7 +57,7 @@ class LiveState:
         if kind == "run_start" and root:
             self.task, self.model = str(data.get("task") or ""), str(data.get("model") or "")
             self.environment = str(data.get("environment") or "")
-            self.settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+            self.settings = got if isinstance(got := data.get("settings"), dict) else {}
             self.started = self.last_ts
         elif kind == "step_start" and root:
             self.current_step = data.get("step")

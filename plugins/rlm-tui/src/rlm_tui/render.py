@@ -105,7 +105,7 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
     text.append(f"\nreward {_num(data.get('reward'), '+.3f')}  cumulative {_num(data.get('cumulative_reward'), '.3f')}"
                 f"  tokens {_tokens(data.get('usage')):,}  model {_num(data.get('model_seconds'), '.2f')}s"
                 f"  step {_num(data.get('duration_s'), '.2f')}s")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = got if isinstance(got := data.get("usage"), dict) else {}
     cost = sum(float(part.get("cost") or 0) for part in usage.values() if isinstance(part, dict))
     if cost:
         text.append(f"  cost ${cost:.4f}")
@@ -119,7 +119,7 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
     if output:
         _section(text, "output")
         text.append(cut(output) + "\n")
-    observation = data.get("observation") if isinstance(data.get("observation"), dict) else {}
+    observation = got if isinstance(got := data.get("observation"), dict) else {}
     variables = observation.get("variables")
     if isinstance(variables, list) and variables:
         _section(text, f"REPL variables ({len(variables)})")
@@ -134,7 +134,7 @@ def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_cal
     if sub_calls:
         _section(text, f"sub-calls ({len(sub_calls)})")
         for call in sub_calls:
-            usage = call.get("usage") if isinstance(call.get("usage"), dict) else {}
+            usage = got if isinstance(got := call.get("usage"), dict) else {}
             tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
             text.append(f"{clean(call.get('kind') or 'sub_call')}", style="bold")
             text.append(f" {clean(call.get('model') or '')} {tokens:,} tok {_num(call.get('seconds'), '.2f')}s\n")

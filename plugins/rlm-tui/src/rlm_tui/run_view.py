@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.timer import Timer
 from textual.widgets import Static
 
 from rlm_tui.index import TrajectoryIndex
@@ -78,7 +79,7 @@ class RunView(Vertical):
         self.rows: Optional[list[Entry]] = None  # None: row i is the run's step i (no child runs, no filter)
         self.errors_only = False
         self.opened_seconds: Optional[float] = None
-        self._timer = None
+        self._timer: Optional[Timer] = None
         self._alive = True  # the run's process is still at it (see QUIET_SECONDS)
         self._quiet_polls = 0
         self._shown_detail: Optional[tuple[str, int]] = None

@@ -72,7 +72,7 @@ def merge_options(loaded: Any, given: dict[str, Any]) -> Any:
         try:
             merged = apply_run_flags(merged, {name: items})
         except RlmError as exc:  # the host names the option by its flag (--label): say first what was typed
-            raise OptionError(f"{typed}={given[typed]}: {exc}", hint=getattr(exc, "hint", None)) from None
+            raise OptionError(f"{typed}={given[typed]}: {exc}", hint=exc.hint) from None
     return merged
 
 
