@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from rlm_host.components import Readiness
@@ -32,7 +31,7 @@ def home_writable(loaded: Any) -> Readiness:
     if loaded is None:
         return Readiness(False, "cannot resolve the run directory: the configuration did not load")
     home = loaded.home
-    probe_dir = home if home.exists() else _nearest_existing_parent(home)
+    probe_dir = next(folder for folder in [home, *home.absolute().parents] if folder.exists())  # "/" is one
     if not os.access(probe_dir, os.W_OK):
         return Readiness(False, f"{probe_dir} is not writable", "set RLM_HOME or [paths] home to a writable folder")
     try:
@@ -41,10 +40,3 @@ def home_writable(loaded: Any) -> Readiness:
     except OSError as exc:
         return Readiness(False, f"{probe_dir}: {exc.strerror}", "set RLM_HOME to a writable folder")
     return Readiness(True, f"{home.resolve()}" + ("" if home.exists() else " (created on first run)"))
-
-
-def _nearest_existing_parent(path: Path) -> Path:
-    for parent in [path, *path.absolute().parents]:
-        if parent.exists():
-            return parent
-    return Path.cwd()

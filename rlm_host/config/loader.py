@@ -9,6 +9,7 @@ Every error names the file or variable and the key it came from.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -131,19 +132,19 @@ def load_settings(
     untrusted: Path | None = None
     ignored: list[Ignored] = []
 
-    user_file = _user_config_path(env)
+    user_file = user_config_dir(env) / "config.toml"
     if user_file.is_file():
         entries += _flatten_labelled(_read_toml(user_file), f"user file {user_file}")
         files.append(user_file)
     if config_file is not None:
         if not config_file.is_file():
             raise ConfigError(f"config file not found: {config_file}")
-        entries += _flatten_labelled(_project_table(config_file), f"config file {config_file}")
+        entries += _flatten_labelled(project_table(config_file), f"config file {config_file}")
         files.append(config_file)
     else:
         project_file = find_project_file(here)
-        table = _project_table(project_file) if project_file is not None else {}
         if project_file is not None:
+            table = project_table(project_file)
             found = _flatten_labelled(table, f"project file {project_file}")
             if not (trust or is_truthy(env.get(TRUST_ENV)) or is_trusted(project_file, table, env)):
                 found, ignored = screen(found, here, host, baseline={key: value for key, value, _ in entries})
@@ -214,11 +215,8 @@ def _validate_components(loaded: LoadedSettings, host: "PluginHost") -> None:
                 raise ConfigError(_describe(exc, loaded.sources, model, prefix=f"{kind}.{name}")) from None
         for spec in registry:
             if (kind, spec.name) not in loaded.components and spec.settings is not None:
-                try:
-                    model = spec.settings_model()
-                    loaded.components[(kind, spec.name)] = model()
-                except Exception:  # a broken settings model is reported by the doctor, not here
-                    continue
+                with contextlib.suppress(Exception):  # a broken settings model is reported by the doctor, not here
+                    loaded.components[(kind, spec.name)] = spec.settings_model()()
 
 
 def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseModel], prefix: str = "",
@@ -233,7 +231,8 @@ def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseMod
         if moved:
             problem = moved
         elif error["type"] == "extra_forbidden":
-            known = _known_fields(model, loc[:-1])
+            fields = getattr(_model_at(model, loc[:-1]), "model_fields", None)
+            known = sorted(fields) if fields else []
             close = difflib.get_close_matches(loc[-1], known, n=1)
             problem = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
             if known and not close:
@@ -244,11 +243,6 @@ def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseMod
                 problem += f" (got {error['input']!r})"
         lines.append(f"{where}: {key}: {problem}")
     return "; ".join(lines)
-
-
-def _known_fields(model: type[BaseModel], path: list[str]) -> list[str]:
-    fields = getattr(_model_at(model, path), "model_fields", None)
-    return sorted(fields) if fields else []
 
 
 def _model_at(model: type[BaseModel], path: list[str]) -> Any:
@@ -298,24 +292,15 @@ def _source_for(key: str, sources: dict[str, str]) -> str:
     return inner[0] if inner else DEFAULT
 
 
-def _user_config_path(env: dict[str, str]) -> Path:
-    return user_config_dir(env) / "config.toml"
-
-
 def find_project_file(folder: Path) -> Path | None:
     """The project file of ``folder``: its ``rlm.toml``, else a ``pyproject.toml`` with a ``[tool.rlm]`` table."""
     if (folder / PROJECT_FILE).is_file():
         return folder / PROJECT_FILE
     pyproject = folder / PYPROJECT
-    return pyproject if pyproject.is_file() and _project_table(pyproject) else None
+    return pyproject if pyproject.is_file() and project_table(pyproject) else None
 
 
 def project_table(path: Path) -> dict[str, Any]:
-    """The settings a project file holds (public for ``rlm config trust``)."""
-    return _project_table(path)
-
-
-def _project_table(path: Path) -> dict[str, Any]:
     """The settings a project file holds: all of an ``rlm.toml``, the ``[tool.rlm]`` table of a pyproject.toml."""
     data = _read_toml(path)
     if path.name != PYPROJECT:
@@ -344,18 +329,12 @@ def _env_entries(env: dict[str, str]) -> list[Entry]:
         if not name.startswith(ENV_PREFIX) or "__" not in name:
             continue
         key = ".".join(part.lower() for part in name[len(ENV_PREFIX):].split("__"))
-        entries.append((key, _parse_env_value(env[name]), f"env {name}"))
+        value: Any = env[name]
+        if value[:1] in "[{":  # lists and tables may be given as JSON; the rest stays a string for pydantic
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        entries.append((key, value, f"env {name}"))
     return entries
-
-
-def _parse_env_value(raw: str) -> Any:
-    """Lists and tables may be given as JSON; everything else stays a string for pydantic to coerce."""
-    if raw[:1] in "[{":
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:

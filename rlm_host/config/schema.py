@@ -12,7 +12,7 @@ from rlm_host.components import COMPONENT_KINDS
 
 #: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
 COMPONENT_SECTIONS = COMPONENT_KINDS
-from rlm_host.price_keys import PROVIDER_ALIASES, WILDCARD, parse_key, provider_key  # noqa: E402,F401 - re-exported
+from rlm_host.price_keys import parse_key  # noqa: E402
 #: The largest ``@FILE`` of instructions read (guidance for a system prompt, not a document).
 MAX_INSTRUCTIONS_BYTES = 1024 * 1024
 
@@ -251,15 +251,9 @@ class Settings(Section):
     # One raw section per configurable component kind (``[sandbox.docker]`` …), added below from the kinds table.
 
 
-def _with_component_sections(base: type[Section]) -> type[Section]:
-    """``Settings`` with a ``dict[name, dict]`` field per configurable kind of ``rlm_host.components.KINDS``."""
-    fields: dict[str, Any] = {kind: (dict[str, dict[str, Any]], Field(default_factory=dict)) for kind in COMPONENT_KINDS}
-    model = create_model("Settings", __base__=base, __module__=__name__, **fields)
-    model.__doc__ = base.__doc__
-    return model
-
-
 # the same name for the class create_model extended (mypy checks the fields declared above, not the sections)
-Settings = _with_component_sections(Settings)  # type: ignore[misc, assignment]
+_SECTIONS: dict[str, Any] = {kind: (dict[str, dict[str, Any]], Field(default_factory=dict)) for kind in COMPONENT_KINDS}
+Settings = create_model("Settings", __base__=Settings, __module__=__name__, __doc__=Settings.__doc__,  # type: ignore[misc]
+                        **_SECTIONS)
 
 

@@ -14,6 +14,7 @@ file, ``--config FILE``, ``RLM_*`` variables and flags are always trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -169,7 +170,7 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     words = _words(parts[2]) if len(parts) > 2 else words
     # a nested table's keys count too: [environment.harness.mcp_servers.NAME] command, args, env, url, headers
     deeper = set().union(*(_words(part) for part in parts[3:])) if len(parts) > 3 else set()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):  # moves no secret, names no file
+    if _is_number(value):  # moves no secret, names no file
         return _raises_limit(key, value, host, below)
     if key.endswith(".build_missing"):  # [sandbox.docker]: "never" only tightens
         return "" if value == "never" else "builds a sandbox image when a run needs it (minutes of downloads)"
@@ -207,7 +208,7 @@ def _raises_limit(key: str, value: Any, host: Optional["PluginHost"], below: Map
     """Why ``key = value`` raises a ceiling (its name says time, memory, size, count or money): above what a trusted
     layer below set (the user's own file), else above its default (a default of none, as ``max_cost``'s, means no
     limit: any value only tightens it). "" when it does not."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not _is_number(value):
         return ""
     parts = key.split(".")
     field = parts[-1] if parts[0] == "run" else (parts[2] if len(parts) > 2 else parts[-1])
@@ -239,8 +240,7 @@ def _default_of(parts: list[str], field: str, host: Optional["PluginHost"]) -> t
     info = getattr(model, "model_fields", {}).get(field)
     if info is None:
         return False, None
-    default = info.get_default(call_default_factory=True)
-    return True, default
+    return True, info.get_default(call_default_factory=True)
 
 
 def _outside(value: Any, project: Path) -> str:
@@ -258,17 +258,13 @@ def _model_file(model: str, project: Path, host: Optional["PluginHost"]) -> str:
     if not name:
         return ""
     reads_files = True
-    if host is not None:
-        try:
-            registry = host.providers()
-            reads_files = provider not in registry or bool(getattr(registry.get(provider), "model_files", False))
-        except Exception:  # noqa: BLE001 - a broken registry: judge by spelling
-            reads_files = True
+    with contextlib.suppress(Exception):  # a broken registry: judge by spelling
+        registry = host.providers() if host is not None else None
+        reads_files = registry is None or provider not in registry or bool(registry.get(provider).model_files)
     looks_like_path = any(mark in name for mark in ("/", "\\")) or name.startswith(("~", "."))
-    if not (reads_files and looks_like_path):
+    if not (reads_files and looks_like_path and _outside(name, project)):
         return ""
-    outside = _outside(name, project)
-    return f"reads a file outside the project ({model})" if outside else ""
+    return f"reads a file outside the project ({model})"
 
 
 def model_parts(model: str) -> tuple[str, str]:

@@ -21,13 +21,9 @@ KEY_FILE = "host.key"
 KEY_BYTES = 32
 
 
-def key_path(env: Optional[Mapping[str, str]] = None) -> Path:
-    return user_config_dir(env) / KEY_FILE
-
-
 def user_key(env: Optional[Mapping[str, str]] = None) -> bytes:
     """This user's key, made on first use (a key that cannot be read or made raises OSError)."""
-    path = key_path(env)
+    path = user_config_dir(env) / KEY_FILE
     try:
         return _read(path)
     except FileNotFoundError:
