@@ -12,6 +12,7 @@ before what those libraries do at exit. Registering a name again replaces its ca
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 from collections.abc import Callable
 
@@ -38,17 +39,13 @@ def registered() -> dict[str, tuple[bool, bool]]:
 
 def _in_child() -> None:
     for callback in list(_after_fork.values()):  # each on its own: one that fails leaves the others to run
-        try:
+        with contextlib.suppress(Exception):  # a child must not die of its copy of the parent's state
             callback()
-        except Exception:  # noqa: BLE001 - a child must not die of its copy of the parent's state
-            pass
 
 
 def _exit(name: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # the others still run
         _at_exit[name]()
-    except Exception:  # noqa: BLE001 - the others still run
-        pass
 
 
 if hasattr(os, "register_at_fork"):

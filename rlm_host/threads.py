@@ -10,6 +10,7 @@ that never returns (an abandoned model call) never holds up the process's exit.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from typing import Callable
@@ -40,10 +41,8 @@ def _serve(work: Callable[[], object], name: str) -> None:
     me = threading.current_thread()
     while True:
         me.name = name
-        try:
+        with contextlib.suppress(BaseException):  # the work reports its own outcome; the helper lives on
             work()
-        except BaseException:  # noqa: BLE001 - the work reports its own outcome; the helper lives on
-            pass
         work = name = None  # type: ignore[assignment]  # let the finished work's objects go
         me.name = "rlm-idle-helper"
         with _lock:

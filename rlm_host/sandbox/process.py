@@ -31,11 +31,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.errors import SandboxError
-from rlm_host.sandbox.channel import Channel
 from rlm_host.sandbox.fork_server import fork_server
 from rlm_host.sandbox.process_tree import kill_tree
 from rlm_host.sandbox.protocol import SandboxInfo, SandboxLimits
-from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
+from rlm_host.sandbox.session import WORKER_SCRIPT, Channel, WorkerSession
 from rlm_host.services import SandboxServices
 from rlm_host.threads import run_in_thread
 

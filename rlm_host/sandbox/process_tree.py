@@ -10,39 +10,29 @@ until no new one appears, then kills them all. Where there is no ``/proc``, the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
+from typing import Callable
 
 #: Rounds of "find the descendants, stop them" before killing: each round stops what the last one missed.
 MAX_ROUNDS = 50
 
 
-def parents() -> dict[int, int]:
-    """Every process's parent id, from ``/proc/PID/stat`` (empty where there is no ``/proc``)."""
-    found: dict[int, int] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
+def descendants(pid: int) -> set[int]:
+    """The processes whose chain of parents leads to ``pid`` (not ``pid`` itself), from the parent ids in
+    ``/proc/PID/stat`` (none where there is no ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    entries = os.listdir("/proc") if os.access("/proc", os.R_OK | os.X_OK) else []
     for name in entries:
-        if not name.isdigit():
-            continue
         try:
-            raw = Path(f"/proc/{name}/stat").read_bytes()
+            raw = Path(f"/proc/{name}/stat").read_bytes() if name.isdigit() else b""
         except OSError:
             continue  # ended meanwhile
         fields = raw[raw.rfind(b")") + 2:].split()  # the command name, in parentheses, may hold anything
         if len(fields) > 1:
-            found[int(name)] = int(fields[1])
-    return found
-
-
-def descendants(pid: int) -> set[int]:
-    """The processes whose chain of parents leads to ``pid`` (not ``pid`` itself)."""
-    children: dict[int, list[int]] = {}
-    for child, parent in parents().items():
-        children.setdefault(parent, []).append(child)
+            children.setdefault(int(fields[1]), []).append(int(name))
     found: set[int] = set()
     waiting = list(children.get(pid, ()))
     while waiting:
@@ -62,18 +52,13 @@ def kill_tree(pid: int) -> None:
         if not new:
             break
         for process in new:
-            _signal(process, signal.SIGSTOP)
+            _signal(os.kill, process, signal.SIGSTOP)
         stopped |= new
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _signal(os.killpg, pid, signal.SIGKILL)
     for process in stopped | {pid}:
-        _signal(process, signal.SIGKILL)
+        _signal(os.kill, process, signal.SIGKILL)
 
 
-def _signal(pid: int, number: int) -> None:
-    try:
-        os.kill(pid, number)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _signal(send: Callable[[int, int], None], pid: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        send(pid, number)

@@ -1,14 +1,19 @@
 """The host side of a session with a JSON-lines REPL worker (``worker.py``), shared by worker-based runtimes.
 
-A runtime supplies a ``Channel`` (``channel.py``: one running worker behind some byte stream) and subclasses
-``WorkerSession`` with ``_launch()``. Everything else is here, once: the request/response loop, host-function
-calls served while code runs, timeouts counting only the worker's own time, and restarts into a fresh worker
-with the host-set variables and host functions restored; the lifecycle common to every runtime is
+A runtime subclasses ``Channel`` for its byte stream to one running worker — the pipes of a local process (the
+built-in ``process`` runtime), the attach socket of a container (``rlm-sandbox-docker``), … — and ``WorkerSession``
+with ``_launch()``; only JSON crosses a channel. Everything else is here, once: the request/response loop,
+host-function calls served while code runs, timeouts counting only the worker's own time, and restarts into a
+fresh worker with the host-set variables and host functions restored; the lifecycle common to every runtime is
 ``SessionBase``'s (``session_base.py``).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import json
+import queue
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -16,10 +21,81 @@ from typing import Any, Callable
 from rlm_host.context import TextFile
 from rlm_host.errors import SandboxError
 from rlm_host.results import ExecResult, FinalSignal
-from rlm_host.sandbox.channel import Channel, WorkerGone, WorkerTimeout
 from rlm_host.sandbox.protocol import HostFunction, SandboxLimits
 from rlm_host.sandbox.session_base import SessionBase
-from rlm_host.sandbox.worker import to_jsonable
+from rlm_host.sandbox.worker import encode_line, to_jsonable
+
+STDERR_TAIL = 2000
+
+
+class WorkerGone(Exception):
+    """The worker exited or closed its channel."""
+
+
+class WorkerTimeout(Exception):
+    """No answer from the worker in time."""
+
+
+class Channel:
+    """One running worker: a reader (thread) turns its JSON lines into ``messages``; None marks the end.
+
+    Subclasses start the worker, feed ``_deliver`` with each protocol line and call ``_closed()`` at the end of
+    the stream, keep the end of its stderr in ``stderr_tail``, and implement the four methods below.
+    """
+
+    def __init__(self) -> None:
+        self.messages: queue.SimpleQueue[dict | None] = queue.SimpleQueue()
+        self.stderr_tail: collections.deque[bytes] = collections.deque(maxlen=64)
+
+    # -- for subclasses -----------------------------------------------------------------------------------
+    def _deliver(self, line: bytes) -> None:
+        with contextlib.suppress(ValueError):  # not a protocol line: ignore
+            self.messages.put(json.loads(line))
+
+    def _closed(self) -> None:
+        self.messages.put(None)
+
+    def stderr_text(self, drop: Callable[[str], bool] = lambda line: False) -> str:
+        """The end of the worker's stderr (at most STDERR_TAIL characters), without lines ``drop`` rejects."""
+        text = b"".join(self.stderr_tail).decode("utf-8", "replace")
+        return "\n".join(line for line in text.splitlines() if not drop(line)).strip()[-STDERR_TAIL:]
+
+    def write_line(self, data: bytes) -> None:
+        """Write one encoded line (without its newline); raise OSError/ValueError if the channel is closed."""
+        raise NotImplementedError
+
+    def exited(self) -> bool:
+        """Whether the worker is known to have ended."""
+        raise NotImplementedError
+
+    def describe_exit(self) -> str:
+        """How the worker ended ("exit code 1", "killed by signal SIGKILL …"), then the end of its stderr."""
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        """Stop the worker for good and free what it holds (idempotent, never raises)."""
+        raise NotImplementedError
+
+    # -- used by the session ------------------------------------------------------------------------------
+    def send(self, message: dict) -> None:
+        """Encode and write one message in one go (a value that cannot be encoded fails before any write)."""
+        data = encode_line(message)
+        try:
+            self.write_line(data)
+        except (OSError, ValueError) as exc:
+            raise WorkerGone() from exc
+
+    def recv(self, timeout: float | None) -> dict:
+        """The next message; WorkerTimeout after ``timeout`` seconds, WorkerGone when the channel closed."""
+        try:
+            message = self.messages.get(timeout=None if timeout is None else max(timeout, 0.0))
+        except queue.Empty:
+            raise WorkerTimeout() from None
+        if message is None:
+            self.messages.put(None)  # stay closed for later readers
+            raise WorkerGone()
+        return message
+
 
 #: The standard-library-only REPL worker: runtimes copy it into their image or run it with any Python 3.
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
@@ -40,10 +116,8 @@ class SessionResources:
     def close(self) -> None:
         self.kill_channel()
         while self.cleanups:
-            try:
+            with contextlib.suppress(Exception):
                 self.cleanups.pop()()
-            except Exception:
-                pass
 
 
 class WorkerSession(SessionBase):
@@ -80,11 +154,6 @@ class WorkerSession(SessionBase):
         return {"op": "set", "name": name, "value": text_file.read()}
 
     # -- the worker ---------------------------------------------------------------------------------------
-    @property
-    def channel(self) -> Channel | None:
-        """The running worker's channel (None before start, after shutdown and while restarting)."""
-        return self._res.channel
-
     def _has_worker(self) -> bool:
         return self._res.channel is not None
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import contextlib
 import fcntl
 import io
 import json
@@ -54,10 +55,8 @@ def to_jsonable(value, _depth=0):
             return {(k if isinstance(k, str) else str(k)): to_jsonable(v, _depth + 1) for k, v in value.items()}
         tolist = getattr(type(value), "tolist", None)  # numpy arrays and scalars, without importing numpy
         if callable(tolist):
-            try:
+            with contextlib.suppress(Exception):
                 return to_jsonable(value.tolist(), _depth + 1)
-            except Exception:
-                pass
     try:
         return repr(value)
     except Exception:
@@ -140,12 +139,8 @@ class Worker:
         sys.modules["__main__"] = module
         self.ns = module.__dict__
         self.ns["__builtins__"] = builtins
-        self._system = {
-            "FINAL": self._FINAL,
-            "FINAL_VAR": self._FINAL_VAR,
-            "SUBMIT": self._SUBMIT,
-            "SHOW_VARS": self._SHOW_VARS,
-        }
+        self._system = {"FINAL": self._FINAL, "FINAL_VAR": self._FINAL_VAR, "SUBMIT": self._SUBMIT,
+                        "SHOW_VARS": self._SHOW_VARS}  # fmt: skip
         self.ns.update(self._system)
 
     # -- channel ------------------------------------------------------------------------------------------
@@ -157,11 +152,9 @@ class Worker:
 
     def _reap(self):
         """Collect the exit status of children user code left behind, so dead ones do not hold process slots."""
-        try:
+        with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
-        except ChildProcessError:
-            pass
 
     def send(self, message):
         """Write one protocol message in one go."""
@@ -337,11 +330,9 @@ def read_in_place(stream, piece_chars=1 << 22):
 
 def read_value_file(path, fmt):
     """The value stored in ``path``: UTF-8 text read as is (no newline translation), or a JSON document."""
-    if fmt == "text":
-        with open(path, encoding="utf-8", newline="") as f:
-            return read_in_place(f)
-    if fmt == "textfile":  # a user's text file as the host's text loader reads it
-        with open(path, encoding="utf-8", errors="replace") as f:
+    if fmt in ("text", "textfile"):  # textfile: a user's text file as the host's text loader reads it
+        exact = fmt == "text"
+        with open(path, encoding="utf-8", newline="" if exact else None, errors="strict" if exact else "replace") as f:
             return read_in_place(f)
     if fmt == "json":
         with open(path, "rb") as f:
@@ -387,10 +378,7 @@ def _exit_when_host_closes(fd):
 
     def watch():
         while True:
-            try:
-                events = poller.poll()
-            except InterruptedError:
-                continue
+            events = poller.poll()  # retried on EINTR (PEP 475)
             if any(event & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, event in events):
                 os._exit(0)
 
@@ -400,12 +388,10 @@ def _exit_when_host_closes(fd):
 def adopt_orphans():
     """Make this worker a child subreaper (Linux): a process its children orphan (``setsid sleep 1000 &``) is
     re-parented to it, not to init, so the host finds and kills it with the session (``process_tree.py``)."""
-    try:
+    with contextlib.suppress(Exception):  # not Linux, no ctypes: the host kills the worker's process group only
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except Exception:  # noqa: BLE001 - not Linux, no ctypes: the host kills the worker's process group only
-        pass
 
 
 def main(argv=None):

@@ -16,10 +16,9 @@ Reference plugins to copy: ``plugins/rlm-sandbox-docker`` (a worker in a contain
 
 from rlm_host.process_state import register as register_process_state
 from rlm_host.results import ExecResult, FinalSignal
-from rlm_host.sandbox.channel import Channel
 from rlm_host.sandbox.commands import PYTHON, CommandResult, run_command, run_in_session
 from rlm_host.sandbox.protocol import HostFunction, SandboxInfo, SandboxLimits, SandboxSession
-from rlm_host.sandbox.session import WORKER_SCRIPT, WorkerSession
+from rlm_host.sandbox.session import WORKER_SCRIPT, Channel, WorkerSession
 from rlm_host.sandbox.session_base import SessionBase
 from rlm_host.sandbox.worker import Capture, to_jsonable
 from rlm_host.sandbox.workspace import (
