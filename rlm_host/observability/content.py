@@ -75,9 +75,8 @@ class ContentPolicy:
         """A model's reply as ``gen_ai.output.messages`` JSON."""
         if not self.capture or text is None:
             return None
-        message = {"role": "assistant", "parts": [{"type": "text", "content": redacted_clip(text, self.max_chars)}],
-                   "finish_reason": finish_reason}  # fmt: skip
-        return json.dumps([message], ensure_ascii=False)
+        message = _message({"role": "assistant", "content": text}, self.max_chars)
+        return json.dumps([{**message, "finish_reason": finish_reason}], ensure_ascii=False)
 
     def error(self, message: Any, limit: int = ERROR_CHARS) -> str:
         """An error message as it may leave: redacted and cut to ``limit`` when content is captured, else only

@@ -154,23 +154,14 @@ class SpanBuilder:
             parent.step_has_children = True
             parent_span = span_id_for(parent.run_id, f"tool:{parent.last_step + 1}")
         attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": str(data.get("environment") or "rlm"),
-            "gen_ai.agent.id": event.run_id,
-            "gen_ai.conversation.id": event.root_run_id,
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": str(data.get("environment") or "rlm"),
+            "gen_ai.agent.id": event.run_id, "gen_ai.conversation.id": event.root_run_id,
             "gen_ai.request.model": model_name(str(data.get("model") or "")),
-            "gen_ai.provider.name": str(data.get("provider") or ""),
-            "openinference.span.kind": "AGENT",
-            "session.id": event.root_run_id,
-            "rlm.model": str(data.get("model") or ""),
-            "rlm.run_id": event.run_id,
-            "rlm.root_run_id": event.root_run_id,
-            "rlm.depth": event.depth,
-            "rlm.environment": str(data.get("environment") or ""),
-            "rlm.framework": str(data.get("framework") or "native"),
-            "rlm.sandbox": str(data.get("sandbox") or ""),
-            "rlm.sub_model": str(data.get("sub_model") or ""),
-        }
+            "gen_ai.provider.name": str(data.get("provider") or ""), "openinference.span.kind": "AGENT",
+            "session.id": event.root_run_id, "rlm.run_id": event.run_id, "rlm.root_run_id": event.root_run_id,
+            "rlm.depth": event.depth, "rlm.framework": str(data.get("framework") or "native"),
+            **{f"rlm.{key}": str(data.get(key) or "") for key in ("model", "environment", "sandbox", "sub_model")},
+        }  # fmt: skip
         if event.parent_run_id:
             attributes["rlm.parent_run_id"] = event.parent_run_id
         self._text_and_short(attributes, "task", "input", data.get("task") or "")
@@ -223,14 +214,9 @@ class SpanBuilder:
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, f"tool:{step}"), span_id_for(state.run_id, "run"),
                           f"execute_tool {tool}", "internal", _ns(start), _ns(end), state.run_id)  # fmt: skip
         span.attributes.update({
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": tool,
-            "gen_ai.tool.type": "function",
-            "gen_ai.tool.call.id": f"{state.run_id}:{step}",
-            "openinference.span.kind": "TOOL",
-            "rlm.run_id": state.run_id,
-            "rlm.step": step,
-            "rlm.action": str(data.get("action") or ""),
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.id": f"{state.run_id}:{step}", "openinference.span.kind": "TOOL",
+            "rlm.run_id": state.run_id, "rlm.step": step, "rlm.action": str(data.get("action") or ""),
             "rlm.reward": float(data.get("reward") or 0.0),
             "rlm.cumulative_reward": float(data.get("cumulative_reward") or 0.0),
         })  # fmt: skip

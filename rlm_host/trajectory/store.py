@@ -120,44 +120,37 @@ class TrajectoryWriter:
         """Write, ``HOLD_SECONDS`` from now, the live events then still waiting (on a helper thread)."""
         time.sleep(HOLD_SECONDS)
         with self._lock:
-            if self._held and self._file is not None and self.failed is None:
+            if self._file is not None:
                 self._write(b"")
 
     def _write(self, data: bytes) -> None:
-        """Write ``data`` after the held lines, in one write (under the lock)."""
-        if self._held:
-            data, self._held = self._held + data, b""
-        if data:
-            assert self._file is not None  # the callers checked it is open, under the lock
-            try:
-                written = self._file.write(data)
-                if written != len(data):
-                    raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written")
-                self._whole += written
-            except OSError as exc:
-                self._fail(exc)
-
-    def _fail(self, exc: OSError) -> None:
-        """Cut the file back to its last whole line and stop writing (called under the lock)."""
-        self.failed = exc.strerror or str(exc)
-        self.dropped += 1
-        assert self._file is not None  # called by _write only
+        """Write the held lines, then ``data``, in one write (under the lock, the file open); nothing once a write
+        failed. A write that fails cuts the file back to its last whole line and stops the writing."""
+        data, self._held = self._held + data, b""
+        if not data or self.failed is not None:
+            return
+        assert self._file is not None  # the callers checked it is open, under the lock
         try:
-            os.ftruncate(self._file.fileno(), self._whole)  # needs no free space
-        except (OSError, ValueError):
-            pass
-        from rlm_host import logs
+            written = self._file.write(data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written")
+            self._whole += written
+        except OSError as exc:
+            self.failed, self.dropped = exc.strerror or str(exc), self.dropped + 1
+            try:
+                os.ftruncate(self._file.fileno(), self._whole)  # needs no free space
+            except (OSError, ValueError):
+                pass
+            from rlm_host import logs
 
-        logs.get_logger("rlm.trajectory").warning(
-            f"could not write the trajectory {self.path}: {self.failed}; the run goes on, its record ends here"
-        )
+            logs.get_logger("rlm.trajectory").warning(f"could not write the trajectory {self.path}: {self.failed}; "
+                                                      "the run goes on, its record ends here")  # fmt: skip
 
     def close(self) -> None:
         """Close the file (idempotent, never raises)."""
         with self._lock:
             if self._file is not None:
-                if self._held and self.failed is None:
-                    self._write(b"")
+                self._write(b"")
                 try:
                     self._file.close()
                 except OSError:
