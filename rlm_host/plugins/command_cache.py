@@ -21,6 +21,7 @@ the user, mode 0600 in a folder made 0700, at most 1 MB, names and one-line prin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -53,11 +54,9 @@ def _setup() -> dict[str, Any]:
             "cwd": os.getcwd() if relative else "", "env": [os.environ.get(name) for name in _SELECTING]}  # fmt: skip
 
 
-def _mtime(path: str) -> Optional[int]:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
+def _path_times() -> list[Optional[int]]:
+    """The modification time of every ``sys.path`` folder (None for one that is missing)."""
+    return [_stamp(entry or ".")[1] for entry in sys.path]
 
 
 def _stamp(path: str) -> list[Any]:
@@ -99,7 +98,7 @@ def read() -> Optional[dict[str, str]]:
     try:
         data = _load(os.path.join(directory, _file_name(setup)))
         files = data["files"]
-        if (data["setup"] != setup or data["path_times"] != [_mtime(entry or ".") for entry in sys.path]
+        if (data["setup"] != setup or data["path_times"] != _path_times()
                 or not isinstance(files, list) or not all(isinstance(f, list) and f and isinstance(f[0], str) for f in files)
                 or [_stamp(f[0]) for f in files] != files):  # fmt: skip
             return None
@@ -127,7 +126,7 @@ def write(host: Any, listing: dict[str, str]) -> None:
     if directory is None or not _may_write(host) or not valid_listing(listing):
         return
     setup = _setup()
-    path_times = [_mtime(entry or ".") for entry in sys.path]
+    path_times = _path_times()
     files = [_stamp(path) for path in _source_files(host)]
     times = [t for t in path_times if t is not None] + [f[1] for f in files if f[1] is not None]
     if any(t >= host.load_started_ns - _SETTLE_NS for t in times):
@@ -141,10 +140,8 @@ def write(host: Any, listing: dict[str, str]) -> None:
             json.dump(data, out)
         os.replace(temporary, os.path.join(directory, _file_name(setup)))
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
 
 
 def _may_write(host: Any) -> bool:

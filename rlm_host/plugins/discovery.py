@@ -17,7 +17,6 @@ module leaves to it.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Union
@@ -85,12 +84,8 @@ def discover() -> list[PluginDistribution]:
         return _discover_with_importlib()
     found = []
     for dist in scanned:
-        entry = PluginDistribution(canonical_dist_name(dist.key), functools.partial(_version_in, dist.path),
-                                   metadata_folder=dist.path)
-        for pair in dist.entry_points:
-            if pair not in entry.entry_points:
-                entry.entry_points.append(pair)
-        found.append(entry)
+        found.append(PluginDistribution(canonical_dist_name(dist.key), functools.partial(_version_in, dist.path),
+                                        list(dict.fromkeys(dist.entry_points)), metadata_folder=dist.path))
     return sorted(found, key=lambda d: d.name)
 
 
@@ -140,23 +135,3 @@ def host_version() -> str:
     except metadata.PackageNotFoundError:
         return "0+unknown"
 
-
-def selected_names(environ: dict[str, str] | None = None) -> set[str] | None:
-    """The distributions ``RLM_PLUGINS`` asks for: None means all, an empty set means none."""
-    env = os.environ if environ is None else environ
-    raw = env.get("RLM_PLUGINS")
-    if raw is None:
-        return None
-    return {canonical_dist_name(part) for part in raw.split(",") if part.strip()}
-
-
-def local_modules(environ: dict[str, str] | None = None) -> list[str]:
-    """The unpackaged hook modules ``RLM_PLUGIN_MODULES`` names, in order."""
-    env = os.environ if environ is None else environ
-    return [part.strip() for part in env.get("RLM_PLUGIN_MODULES", "").split(",") if part.strip()]
-
-
-def strict_mode(environ: dict[str, str] | None = None) -> bool:
-    """``RLM_STRICT_PLUGINS=1`` turns a broken plugin into a hard error (for plugin authors)."""
-    env = os.environ if environ is None else environ
-    return env.get("RLM_STRICT_PLUGINS", "").strip().lower() in {"1", "true", "yes", "on"}

@@ -32,16 +32,12 @@ def check_rows(host: Any, loaded: Any, extra_sinks: list[str]) -> list[dict[str,
     owners = {r["plugin"] for r in rows if r["kind"] != "check" and r["name"] in used.get(r["kind"], set())}
     for r in rows:
         if r["kind"] == "check":
-            section_kind, _, name = (_section(host, r["name"]) or "").partition(".")
+            section_kind, _, name = (host.doctor_checks().get(r["name"]).section or "").partition(".")
             r["required"] = (r["plugin"] == HOST or (name in used.get(section_kind, set()) if section_kind
                                                      else r["plugin"] in owners))  # fmt: skip
         elif r["kind"] != "plugin":
             r["required"] = r["name"] in used.get(r["kind"], set())
     return extra + rows
-
-
-def _section(host: Any, name: str) -> str:
-    return host.doctor_checks().get(name).section
 
 
 def _used(host: Any, loaded: Any, extra_sinks: list[str],

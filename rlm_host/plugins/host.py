@@ -20,21 +20,9 @@ from typing import Any
 import pluggy
 
 from rlm_host import hookspecs, logs
-from rlm_host.components import (
-    KIND_BY_HOOK,
-    KINDS,
-    BenchmarkPackSpec,
-    CommandSpec,
-    ContextLoaderSpec,
-    DoctorCheck,
-    EnvironmentSpec,
-    ExporterSpec,
-    ToolboxSpec,
-    FrameworkSpec,
-    ProviderSpec,
-    SandboxSpec,
-    SinkSpec,
-)
+from rlm_host.components import (KIND_BY_HOOK, KINDS, BenchmarkPackSpec, CommandSpec, ContextLoaderSpec, DoctorCheck,
+                                  EnvironmentSpec, ExporterSpec, FrameworkSpec, ProviderSpec, SandboxSpec, SinkSpec,
+                                  ToolboxSpec)  # fmt: skip
 from rlm_host.errors import PluginError
 from rlm_host.plugins import discovery
 from rlm_host.plugins.discovery import PluginDistribution
@@ -62,9 +50,13 @@ class PluginHost:
         env = dict(os.environ if environ is None else environ)
         self.from_process_environment = environ is None  # what a cached command listing may stand for
         self.load_started_ns = 0  # time.time_ns() when load() began
-        self.strict = discovery.strict_mode(env)
-        self._selected = discovery.selected_names(env)
-        self._local_modules = discovery.local_modules(env)
+        # RLM_PLUGINS: the distributions to load (unset: all; empty: none); RLM_PLUGIN_MODULES: unpackaged hook
+        # modules to load too; RLM_STRICT_PLUGINS=1: a broken plugin is an error (see rlm_host.plugins.discovery)
+        selected = env.get("RLM_PLUGINS")
+        self._selected = None if selected is None else \
+            {discovery.canonical_dist_name(part) for part in selected.split(",") if part.strip()}
+        self._local_modules = [part.strip() for part in env.get("RLM_PLUGIN_MODULES", "").split(",") if part.strip()]
+        self.strict = env.get("RLM_STRICT_PLUGINS", "").strip().lower() in {"1", "true", "yes", "on"}
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.distributions: list[PluginDistribution] = []
@@ -82,48 +74,47 @@ class PluginHost:
                 return self
             self._loaded = True
             self.load_started_ns = time.time_ns()
-            host = PluginDistribution(discovery.HOST_DISTRIBUTION, discovery.host_version, builtin=True)
-            self.distributions.append(host)
-            for module_name in DEFAULT_PLUGINS:
-                host.entry_points.append((module_name.rpartition(".")[2], module_name))
-                self._load_entry_point(host, module_name.rpartition(".")[2], module_name)
-            host.status = "ok" if host.status == "not loaded" else host.status
+            defaults = [(module.rpartition(".")[2], module) for module in DEFAULT_PLUGINS]
+            self._load_distribution(PluginDistribution(discovery.HOST_DISTRIBUTION, discovery.host_version, defaults,
+                                                       builtin=True))
             for dist in discovery.discover():
                 if dist.name == discovery.HOST_DISTRIBUTION:
                     continue
-                self.distributions.append(dist)
                 if self._selected is not None and dist.name not in self._selected:
                     dist.status = "disabled"
+                    self.distributions.append(dist)
                     continue
                 started = time.perf_counter()
-                for entry_name, value in dist.entry_points:
-                    self._load_entry_point(dist, entry_name, value)
+                self._load_distribution(dist)
                 dist.load_ms = (time.perf_counter() - started) * 1000
                 if logs.enabled(logging.DEBUG):
                     logs.get_logger("rlm.plugins").debug("plugin loaded", plugin=dist.name, ms=round(dist.load_ms, 1))
-                if dist.status == "not loaded":
-                    dist.status = "ok"
             for module_name in self._local_modules:  # RLM_PLUGIN_MODULES: hook modules not packaged
-                local = PluginDistribution(f"local:{module_name}", "unpackaged")
-                self.distributions.append(local)
-                self._load_entry_point(local, module_name, module_name)
-                local.status = "ok" if local.status == "not loaded" else local.status
-            self._warn_unknown_selection()
+                self._load_distribution(PluginDistribution(f"local:{module_name}", "unpackaged",
+                                                           entry_points=[(module_name, module_name)]))
+            known = {d.name for d in self.distributions}
+            for name in sorted((self._selected or set()) - known):
+                logs.get_logger("rlm.plugins").warning("RLM_PLUGINS names a distribution that is not installed",
+                                                       plugin=name, installed=sorted(known))  # fmt: skip
             self.pm.check_pending()
             return self
 
-    def _load_entry_point(self, dist: PluginDistribution, entry_name: str, value: str) -> None:
-        module_name, _, attr = value.partition(":")
-        try:
-            obj: Any = importlib.import_module(module_name.strip())
-            for part in filter(None, attr.strip().split(".")):
-                obj = getattr(obj, part)
-        except BaseException as exc:  # a plugin may raise anything at import, even SystemExit
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            self._broken(dist, f"import of {value!r} failed: {type(exc).__name__}: {exc}")
-            return
-        self._register(dist, f"{dist.name}:{entry_name}", obj)
+    def _load_distribution(self, dist: PluginDistribution) -> None:
+        """Import and register each hook module of ``dist``: one that fails marks it broken, the others still load."""
+        self.distributions.append(dist)
+        for entry_name, value in dist.entry_points:
+            module_name, _, attr = value.partition(":")
+            try:
+                obj: Any = importlib.import_module(module_name.strip())
+                for part in filter(None, attr.strip().split(".")):
+                    obj = getattr(obj, part)
+            except BaseException as exc:  # a plugin may raise anything at import, even SystemExit
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                self._broken(dist, f"import of {value!r} failed: {type(exc).__name__}: {exc}")
+                continue
+            self._register(dist, f"{dist.name}:{entry_name}", obj)
+        dist.status = "ok" if dist.status == "not loaded" else dist.status
 
     def _register(self, dist: PluginDistribution, plugin_name: str, obj: Any) -> None:
         """Register ``obj``'s hook implementations with pluggy. One that names an unknown hook ("did you mean") or
@@ -172,15 +163,6 @@ class PluginHost:
 
     def _by_name(self, dist_name: str) -> PluginDistribution:
         return next(d for d in self.distributions if d.name == dist_name)
-
-    def _warn_unknown_selection(self) -> None:
-        if not self._selected:
-            return
-        known = {d.name for d in self.distributions}
-        for name in sorted(self._selected - known):
-            logs.get_logger("rlm.plugins").warning(
-                "RLM_PLUGINS names a distribution that is not installed", plugin=name, installed=sorted(known)
-            )
 
     # ----------------------------------------------------------------- collection
 
