@@ -37,14 +37,6 @@ def _labels(options: dict[str, Any]) -> dict[str, str]:
     return {name: keyword_label(name) for name in options}
 
 
-def check_event_types(types: Optional[Iterable[str]]) -> None:
-    """An ``event_types`` filter with an unknown type name is a ValueError, raised in the caller's thread."""
-    if types is not None:
-        from rlm_host.events import check_event_types as check
-
-        check(types)
-
-
 _DONE = object()
 
 
@@ -129,6 +121,8 @@ class RLM:
         ``sub_call``…, ``final``; only those of ``event_types`` when given), from a run in a background thread;
         ``.result`` holds the ``RunResult`` once iteration ends. Leaving the loop early (or ``.cancel()``) cancels
         the run."""
+        from rlm_host.events import check_event_types
+
         check_event_types(event_types)  # a misspelt type fails here, not in the run's thread
         return RunStream(self, context, query, options, event_types)
 
@@ -137,40 +131,14 @@ class RLM:
         """``stream`` for asyncio; cancelling the consuming task (or leaving the loop early) cancels the run, and
         the generator's end waits for the run to stop (its trajectory gets its final event) before the loop may
         close: nothing is handed to a loop that is gone."""
-        check_event_types(event_types)
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue = asyncio.Queue()
-        cancel = threading.Event()
-
-        def push(item: Any) -> None:
-            if cancel.is_set():
-                return  # the consumer left: nobody reads the queue, and its loop may be closed
-            try:
-                loop.call_soon_threadsafe(events.put_nowait, item)
-            except RuntimeError:  # the loop closed between the check and the call
-                pass
-
-        def work() -> None:
-            try:
-                self._run(context, query, cancel, push, options, event_types=event_types)
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                push(exc)
-            push(_DONE)
-
-        worker = threading.Thread(target=work, name="rlm-astream", daemon=True)
-        worker.start()
+        stream = self.stream(context, query, event_types=event_types, **options)
+        events = iter(stream)
         try:
-            while True:
-                item = await events.get()
-                if item is _DONE:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+            while (event := await asyncio.to_thread(next, events, _DONE)) is not _DONE:
+                yield event
         finally:
-            cancel.set()
-            if worker.is_alive():
-                await asyncio.shield(asyncio.to_thread(worker.join))
+            stream.cancel()  # the run only hands events to a thread-safe queue, never to this loop
+            await asyncio.shield(asyncio.to_thread(stream._thread.join))
 
     def check(self, *, model: Optional[str] = None, sandbox: Optional[str] = None) -> None:
         """Resolve ``model`` and ``sandbox`` as a run would (the provider and its key, a script or weights file; the

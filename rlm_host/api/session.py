@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from rlm_host import logs
 from rlm_host.errors import InputError, RlmError
 
 if TYPE_CHECKING:
@@ -48,10 +49,6 @@ LIMITS = ("max_steps", "max_depth", "timeout", "exec_timeout", "max_llm_calls", 
           "max_reply_tokens")  # fmt: skip
 
 
-def new_session_id() -> str:
-    return time.strftime("chat_%Y%m%d_%H%M%S_") + secrets.token_hex(2)
-
-
 class ChatSession:
     """A conversation with one ``RLM``: ``ask(query)`` runs a turn; ``id`` names it for ``resume``."""
 
@@ -67,20 +64,12 @@ class ChatSession:
         self.dropped: list[str] = []
         self._lock = threading.Lock()
         self._connectors: dict[Any, Any] = {}  # built once per model: a scripted model plays on from turn to turn
+        self.id = resume if resume is not None else time.strftime("chat_%Y%m%d_%H%M%S_") + secrets.token_hex(2)
+        self.path = session_file(rlm.home, self.id)
+        self.context = context
         if resume is not None:
-            self._path = session_file(rlm.home, resume)
-            self.id = resume
             self._load()
-            if context is not None:
-                self.context = context
-        else:
-            self.id = new_session_id()
-            self._path = session_file(rlm.home, self.id)
-            self.context = context
-
-    @property
-    def path(self) -> Path:
-        return self._path
+            self.context = self.context if context is None else context
 
     def using(self, key: str) -> Any:
         """The value of run option ``key`` the next turn uses (caller, then session file, then settings)."""
@@ -120,14 +109,14 @@ class ChatSession:
         context_file = self.path.with_suffix(".context.json")
         if isinstance(self.context, os.PathLike):
             path = os.fspath(Path(self.context).resolve())
-            context_record: Any = {"path": path, "signature": _signed_path(path)}
+            context_record: Any = {"path": path, "signature": _signature({"session_context_path": path})}
         else:
             if not context_file.exists():
                 _write(context_file, {"value": self.context})
             context_record = {"file": context_file.name}
-        _write(self.path, {"id": self.id, "options": self.ran, "options_signature": _signed_options(self.id, self.ran),
-                           "context": context_record, "turns": self.turns, "variables": self.variables,
-                           "dropped": self.dropped})  # fmt: skip
+        signature = _signature({"session_options": self.ran, "id": self.id})
+        _write(self.path, {"id": self.id, "options": self.ran, "options_signature": signature, "context": context_record,
+                           "turns": self.turns, "variables": self.variables, "dropped": self.dropped})  # fmt: skip
         return self.path
 
     def _load(self) -> None:
@@ -141,13 +130,12 @@ class ChatSession:
         options = found if isinstance(found := data.get("options"), dict) else {}
         self.ran = dict(options)
         chosen = {**self.rlm.options, **self.options}
-        if data.get("options_signature") and _signed_options(self.id, options) == data.get("options_signature"):
+        given = data.get("options_signature")
+        if given and _signature({"session_options": options, "id": self.id}) == given:
             self.stored = {k: v for k, v in options.items() if k in FROM_FILE + LIMITS and k not in chosen}
         else:  # not written by this user's rlm: screened
             self.stored, self.ignored = stored_options(options, chosen, self.rlm)
         if self.ignored:
-            from rlm_host import logs
-
             logs.get_logger("rlm.session").warning(
                 f"session {self.id}: not taken from the session file: {'; '.join(self.ignored)} "
                 "(pass them yourself, e.g. --sandbox / --model, to use them)", session_id=self.id)  # fmt: skip
@@ -155,11 +143,10 @@ class ChatSession:
         self.dropped = [d for d in data.get("dropped") or [] if isinstance(d, str)]
         record = found if isinstance(found := data.get("context"), dict) else {}
         if isinstance(record.get("path"), str):
-            self.context = Path(record["path"]) if _signed_path(record["path"]) == record.get("signature") else None
+            signed = _signature({"session_context_path": record["path"]}) == record.get("signature")
+            self.context = Path(record["path"]) if signed else None
             if self.context is None:  # not written by this user's rlm (a cloned project's .rlm, an edited file)
                 self.ignored.append(f"context path {record['path'][:200]!r} (not signed by this user's rlm)")
-                from rlm_host import logs
-
                 logs.get_logger("rlm.session").warning(
                     f"session {self.id}: its context file {record['path'][:200]!r} was not recorded by you: not "
                     "read (give the context again to use it)", session_id=self.id)  # fmt: skip
@@ -190,16 +177,6 @@ class ChatSession:
             lines.append(f"Not kept (rebuild them if you need them): {', '.join(self.dropped)}.")
         lines.append(f"New question: {query}")
         return "\n".join(lines)
-
-
-def _signed_path(path: str) -> Optional[str]:
-    """This user's signature of a context path a session file records."""
-    return _signature({"session_context_path": path})
-
-
-def _signed_options(session_id: str, options: dict[str, Any]) -> Optional[str]:
-    """This user's signature of the options a session ran with."""
-    return _signature({"session_options": options, "id": session_id})
 
 
 def _signature(value: Any) -> Optional[str]:

@@ -33,18 +33,17 @@ class CliState:
         self.trust_config = trust_config
         self._settings: Any = None
 
-    def __repr__(self) -> str:
-        return (f"CliState(config_file={self.config_file!r}, debug={self.debug!r}, verbose={self.verbose!r}, "
-                f"log_json={self.log_json!r}, trust_config={self.trust_config!r})")  # fmt: skip
-
     def settings(self) -> "LoadedSettings":
-        """Settings from every source, component sections validated against the installed plugins (once)."""
+        """Settings from every source, component sections validated against the installed plugins (once); the
+        config file's [logging] section applies, unless -v / --log-json said otherwise."""
+        from rlm_host import logs
         from rlm_host.config import load_settings
         from rlm_host.plugins import get_host
 
         if self._settings is None:
             self._settings = load_settings(config_file=self.config_file, host=get_host(), trust=self.trust_config)
-            self._apply_logging(self._settings)
+            section = self._settings.settings.logging
+            logs.configure(level=section.level, verbose=self.verbose, json=self.log_json or section.json_lines)
             self._settings.warn_untrusted()
         return self._settings
 
@@ -55,13 +54,6 @@ class CliState:
         loaded = self.settings()
         return CommandServices(home=loaded.home, settings=loaded, config_file=self.config_file,
                                trust_config=self.trust_config)  # fmt: skip
-
-    def _apply_logging(self, loaded: "LoadedSettings") -> None:
-        """The config file's [logging] section, unless -v / --log-json said otherwise."""
-        from rlm_host import logs
-
-        section = loaded.settings.logging
-        logs.configure(level=section.level, verbose=self.verbose, json=self.log_json or section.json_lines)
 
 
 def group(help_text: str) -> typer.Typer:
@@ -170,13 +162,6 @@ class RlmGroup(TyperGroup):
             raise
 
 
-def _commands() -> Any:
-    """The registry of sub-commands (``rlm_register_commands``)."""
-    from rlm_host.plugins import get_host
-
-    return get_host().commands()
-
-
 _REFUSED = "(refused: two plugins register this command)"
 
 
@@ -205,16 +190,13 @@ def _registry_listing() -> dict[str, str]:
 
 def _load_listed(name: str) -> click.Command:
     """The real command ``name``, from the loaded registry (which raises for a name claimed twice or gone)."""
-    registry = _commands()
+    from rlm_host.components import resolve
+    from rlm_host.plugins import get_host
+
+    registry = get_host().commands()
     if name not in registry.usable_names():
         return registry.get(name)
-    return _load_command(name, registry.get(name).app)
-
-
-def _load_command(name: str, ref: Any) -> click.Command:
-    from rlm_host.components import resolve
-
-    return _to_click(resolve(ref, what=f"command {name!r}"), name)
+    return _to_click(resolve(registry.get(name).app, what=f"command {name!r}"), name)
 
 
 def _print_version(value: bool) -> None:

@@ -10,12 +10,10 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+from rlm_host.cli.app import echo_json, group, settings_of
+from rlm_host.config.trust import record_trust
 
-
-@app.callback()
-def config() -> None:
-    """Inspect the settings rlm reads from flags, environment variables and config files."""
+app = group("Inspect the settings rlm reads from flags, environment variables and config files.")
 
 
 @app.command("show")
@@ -25,15 +23,11 @@ def show(
     all_: bool = typer.Option(False, "--all", help="Also every installed component's default settings."),
 ) -> None:
     """Every setting with its value and source (flag, environment variable, file or default)."""
-    loaded = ctx.find_root().obj.settings()
+    loaded = settings_of(ctx)
     rows = loaded.rows(all_components=all_)
     if as_json:
-        payload = {
-            "files": [str(p) for p in loaded.files],
-            "settings": {key: {"value": value, "source": source} for key, value, source in rows},
-        }
-        typer.echo(json.dumps(payload, indent=2, default=str))
-        return
+        return echo_json({"files": [str(p) for p in loaded.files],
+                          "settings": {key: {"value": value, "source": source} for key, value, source in rows}})
     width = max(len(key) for key, _, _ in rows)
     for key, value, source in rows:
         typer.echo(f"{key:<{width}}  = {json.dumps(value, default=str):<24}  # {source}")
@@ -47,12 +41,12 @@ def trust(
 ) -> None:
     """Trust a project's config file as it is now: its endpoints, keys, sandbox and paths then apply. A change
     to the file needs trust again."""
-    from rlm_host.config.trust import record_trust, risk_of
+    from rlm_host.config.loader import _flatten
+    from rlm_host.config.trust import risk_of
+    from rlm_host.plugins import get_host
 
     path, table = _project_file(file)
     store = record_trust(path, table, os.environ)
-    from rlm_host.config.loader import _flatten
-    from rlm_host.plugins import get_host
 
     risky = [key for key, value in _flatten(table) if risk_of(key, value, path.parent.resolve(), get_host())]
     typer.echo(f"trusted {path.resolve()} (recorded in {store})")
@@ -65,8 +59,6 @@ def untrust(
     file: Optional[Path] = typer.Argument(None, help="The project file (default: the one in this folder)."),
 ) -> None:
     """Forget the trust given to a project's config file."""
-    from rlm_host.config.trust import record_trust
-
     path, _ = _project_file(file)
     record_trust(path, None, os.environ)
     typer.echo(f"no longer trusted: {path.resolve()}")

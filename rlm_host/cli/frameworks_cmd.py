@@ -3,17 +3,13 @@ readiness (``native`` is the built-in loop, always there)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import typer
 
-app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
+from rlm_host.cli.app import echo_json, group, settings_of
 
-
-@app.callback()
-def frameworks() -> None:
-    """Frameworks: run a task through DSPy, Pydantic AI… as an rlm run."""
+app = group("Frameworks: run a task through DSPy, Pydantic AI… as an rlm run.")
 
 
 @app.command("list")
@@ -21,7 +17,7 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
     """Every framework: name, aliases, mode (native_rlm or agent), readiness, the plugin that registers it."""
     from rlm_host.plugins import get_host
 
-    loaded = ctx.find_root().obj.settings()
+    loaded = settings_of(ctx)
     rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin": "rlm-host",
              "detail": "the built-in loop (--env chooses the environment)", "hint": "",
              "description": "rlm's own RLM loop"}]  # fmt: skip
@@ -30,8 +26,7 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
         rows.append({"name": spec.name, "aliases": list(spec.aliases), "mode": spec.mode, "ready": ready.ok,
                      "plugin": owner, "detail": ready.detail, "hint": ready.hint, "description": spec.description})
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
-        return
+        return echo_json(rows)
     for row in rows:
         aliases = f" (alias {', '.join(row['aliases'])})" if row["aliases"] else ""
         state = "ready" if row["ready"] else "NOT READY"

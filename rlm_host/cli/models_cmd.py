@@ -7,21 +7,16 @@ A credential written into a base URL (``https://user:secret@host``) is masked.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any, Optional
 
 import typer
 
+from rlm_host.cli.app import echo_json, group, settings_of
 from rlm_host.redact import redact
 
-app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
-
-
-@app.callback()
-def models() -> None:
-    """Model providers: what is installed, which keys are set, what --model auto picks."""
+app = group("Model providers: what is installed, which keys are set, what --model auto picks.")
 
 
 @app.command("list")
@@ -30,7 +25,7 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     from rlm_host.plugins import get_host
 
     host = get_host()
-    loaded = ctx.find_root().obj.settings()
+    loaded = settings_of(ctx)
     specs = host.providers().items()
     rows = [provider_row(spec, owner, loaded.component("provider", spec.name)) for spec, owner in specs]
     urls = {row["name"]: base_url(spec, loaded.component("provider", spec.name), os.environ)
@@ -38,8 +33,7 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     probe_local_servers(rows, urls)
     report: dict[str, Any] = {"providers": rows, "run": configured_models(host, loaded.settings.run)}
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
-        return
+        return echo_json(report)
     width = max(len(row["name"]) for row in rows)
     for row in rows:
         typer.echo(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")

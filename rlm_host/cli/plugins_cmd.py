@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, List, Optional
 
 import typer
 
+from rlm_host.cli.app import echo_json, group, settings_of
 from rlm_host.plugins import get_host
 
-app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
-
-
-@app.callback()
-def plugins() -> None:
-    """Installed plugin distributions, their components and their readiness."""
+app = group("Installed plugin distributions, their components and their readiness.")
 
 
 @app.command("list")
@@ -26,11 +21,9 @@ def list_plugins(
     host = get_host().collect_all()
     dists = [d for d in host.distributions if all_ or not d.builtin]
     if as_json:
-        typer.echo(json.dumps([d.as_dict() for d in dists], indent=2))
-        return
+        return echo_json([d.as_dict() for d in dists])
     if not dists:
-        typer.echo("no plugin distributions installed (rlm plugins list --all shows the built-ins)")
-        return
+        return typer.echo("no plugin distributions installed (rlm plugins list --all shows the built-ins)")
     for dist in dists:
         label = f"{dist.name} {dist.version}" + (" (built-in)" if dist.builtin else "")
         timing = f"  loaded in {dist.load_ms:.0f} ms" if dist.load_ms >= 20 else ""
@@ -65,14 +58,14 @@ def doctor(
     asked = {host.sinks().get(name, where_more=SINK_PLUGINS).name for name in extra_sinks}  # unknown: exit 2
     rows: list[dict[str, Any]] = []
     try:
-        loaded = ctx.find_root().obj.settings()
+        loaded = settings_of(ctx)
     except RlmError as exc:  # every check still runs, with default settings
         loaded = None
         rows.append(row("config", "settings", "rlm-host", False, exc.message, exc.hint or "fix the file or variable"))
     rows = redact_data(rows + check_rows(host, loaded, extra_sinks))  # an endpoint or hint may hold a token
     problems = [r for r in rows if r["required"] and not r["ok"]]
     if as_json:
-        typer.echo(json.dumps({"ok": not problems, "problems": len(problems), "checks": rows}, indent=2))
+        echo_json({"ok": not problems, "problems": len(problems), "checks": rows})
     else:
         _print_report(rows, problems, asked, all_)
     if problems:
