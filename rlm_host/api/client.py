@@ -134,7 +134,7 @@ class RLM:
         stream = self.stream(context, query, event_types=event_types, **options)
         events = iter(stream)
         try:
-            while (event := await asyncio.to_thread(next, events, _DONE)) is not _DONE:
+            while (event := await asyncio.to_thread(next, events, None)) is not None:
                 yield event
         finally:
             stream.cancel()  # the run only hands events to a thread-safe queue, never to this loop

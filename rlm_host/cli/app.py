@@ -193,10 +193,8 @@ def _load_listed(name: str) -> click.Command:
     from rlm_host.components import resolve
     from rlm_host.plugins import get_host
 
-    registry = get_host().commands()
-    if name not in registry.usable_names():
-        return registry.get(name)
-    return _to_click(resolve(registry.get(name).app, what=f"command {name!r}"), name)
+    spec = get_host().commands().get(name)  # raises for a name two plugins claim, or one gone since the listing
+    return _to_click(resolve(spec.app, what=f"command {name!r}"), name)
 
 
 def _print_version(value: bool) -> None:
