@@ -99,26 +99,24 @@ class Recording:
 
     def _add_root(self, run: Any, summaries: dict[tuple[str, int], str]) -> None:
         """A run's root answers depth first: per step its reply, then its children's; the synthesis last."""
-        steps_input = steps_output = 0
         for step in run.steps:
             summary = summaries.get((run.run_id, step.number))
             if summary is not None:
                 self.compaction.append(RecordedReply(summary, where=f"compaction before step {step.number}"))
             usage = step.record.usage.root
-            steps_input += usage.input_tokens
-            steps_output += usage.output_tokens
-            where = f"step {step.number} of {run.run_id}"
-            self.root.append(RecordedReply(step.record.reply, usage.input_tokens, usage.output_tokens, where))
+            self.root.append(RecordedReply(step.record.reply, usage.input_tokens, usage.output_tokens,
+                                           f"step {step.number} of {run.run_id}"))  # fmt: skip
             for child in step.children:
                 self._add_root(child, summaries)
         for child in run.pending_children:
             self._add_root(child, summaries)
-        result = run.result
-        if result is None or result.completed or result.termination_reason not in SYNTHESIS_REASONS:
+        result = run.result  # no synthesis when the steps did not run out, or its call failed (it answered nothing)
+        if result is None or result.completed or result.termination_reason not in SYNTHESIS_REASONS or \
+                any(e.data.get("where") == "synthesize" for e in run.errors):  # fmt: skip
             return
-        if any(e.data.get("where") == "synthesize" for e in run.errors):
-            return  # the synthesis call failed: it answered nothing
         usage = result.usage.root  # what the run's own steps did not use went to the synthesis
+        steps_input = sum(step.record.usage.root.input_tokens for step in run.steps)
+        steps_output = sum(step.record.usage.root.output_tokens for step in run.steps)
         self.root.append(RecordedReply(
             result.final_response, max(0, usage.input_tokens - steps_input),
             max(0, usage.output_tokens - steps_output), f"synthesised answer of {run.run_id}",

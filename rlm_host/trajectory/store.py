@@ -352,17 +352,12 @@ class RunStore:
         data = event.data
         settings = found if isinstance(found := data.get("settings"), dict) else {}
         labels = settings.get("labels") or {}
-        return RunSummary(
-            run_id=event.root_run_id,
-            task=clip(str(data.get("question") or data.get("task") or ""), TASK_CHARS, one_line=True),  # a chat
-            # turn's task carries the conversation: its question is what the user asked
-            environment=str(data.get("environment") or ""),
-            framework=str(data.get("framework") or ""),
-            model=str(data.get("model") or ""),
-            labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
-            started=_iso(event.ts),
-            path=str(path),
-        )
+        # a chat turn's task carries the conversation: its question is what the user asked
+        task = clip(str(data.get("question") or data.get("task") or ""), TASK_CHARS, one_line=True)
+        return RunSummary(run_id=event.root_run_id, task=task, started=_iso(event.ts), path=str(path),
+                          environment=str(data.get("environment") or ""), framework=str(data.get("framework") or ""),
+                          model=str(data.get("model") or ""),
+                          labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {})  # fmt: skip
 
     @staticmethod
     def _with_final(summary: RunSummary, data: dict[str, Any]) -> RunSummary:
@@ -371,22 +366,13 @@ class RunStore:
         except ValueError:
             summary.termination_reason = str(data.get("termination_reason") or "error")
             return summary
-        return summary.model_copy(
-            update={
-                "task": summary.task or clip(result.task, TASK_CHARS, one_line=True),
-                "environment": summary.environment or result.environment,
-                "framework": summary.framework or result.framework,
-                "model": summary.model or result.model,
-                "answer": result.final_response,
-                "completed": result.completed,
-                "termination_reason": result.termination_reason,
-                "steps": result.steps,
-                "total_reward": result.total_reward,
-                "tokens": result.usage.total_tokens,
-                "cost": result.cost if result.cost is not None else result.usage.cost,
-                "duration": result.duration_s,
-            }
-        )
+        return summary.model_copy(update={
+            "task": summary.task or clip(result.task, TASK_CHARS, one_line=True), "answer": result.final_response,
+            "environment": summary.environment or result.environment, "model": summary.model or result.model,
+            "framework": summary.framework or result.framework, "completed": result.completed,
+            "termination_reason": result.termination_reason, "steps": result.steps, "duration": result.duration_s,
+            "total_reward": result.total_reward, "tokens": result.usage.total_tokens,
+            "cost": result.cost if result.cost is not None else result.usage.cost})  # fmt: skip
 
     def resolve(self, ref: str | Path) -> Path:
         """The trajectory file of ``ref``: ``latest``, a run id, a unique prefix of one, or a ``.jsonl`` path."""
