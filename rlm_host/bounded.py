@@ -245,19 +245,17 @@ def _collect(fd: int, deadline: Optional[float], cap: int, data: bytearray) -> s
 
 def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimits, grown_mb: Optional[int]) -> Any:
     memory = "needed more memory"
-    if killed == "wall":
-        raise LimitExceeded("wall", f"did not finish within {limits.wall_seconds:g} s")
-    if killed == "output":
-        raise LimitExceeded("output", f"sent back more than {limits.output_bytes:,} bytes")
+    if killed:
+        raise LimitExceeded(killed, f"did not finish within {limits.wall_seconds:g} s" if killed == "wall"
+                            else f"sent back more than {limits.output_bytes:,} bytes")  # fmt: skip
     if code == -signal.SIGXCPU:
         raise LimitExceeded("cpu", f"used more than {limits.cpu_seconds:g} s of CPU time")
     if code == MEMORY_EXIT:
         raise LimitExceeded("memory", memory)
     if code == 0:
-        try:
+        message = None
+        with contextlib.suppress(ValueError):
             message = json.loads(data)
-        except ValueError:
-            message = None
         if isinstance(message, dict):
             if "ok" in message:
                 return message["ok"]

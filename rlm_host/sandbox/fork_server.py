@@ -100,10 +100,17 @@ class ForkServer:
                     raise OSError("the fork server has ended")
                 try:
                     socket.send_fds(self._socket, [(json.dumps(request) + "\n").encode()], theirs)
-                    reply = self._next_reply()
+                    with self._changed:
+                        if not self._changed.wait_for(lambda: self._replies or not self.alive, self._timeout):
+                            raise OSError(f"the fork server did not answer within {self._timeout:g} s")
+                        if not self._replies:
+                            raise OSError("the fork server has ended")
+                        reply = self._replies.pop(0)
                 except OSError:
                     self.close()  # no answer, or a late one that would be taken for the next request's
                     raise
+            if "pid" not in reply:
+                raise OSError(f"the fork server could not start a child: {reply.get('error', reply)}")
         except BaseException:
             for fd in ours:
                 os.close(fd)
@@ -111,10 +118,6 @@ class ForkServer:
         finally:
             for fd in theirs[: len(pipes)]:  # the child's ends this call made (a given stderr stays open)
                 os.close(fd)
-        if "pid" not in reply:
-            for fd in ours:
-                os.close(fd)
-            raise OSError(f"the fork server could not start a child: {reply.get('error', reply)}")
         files = [os.fdopen(ours[0], "wb")] + [os.fdopen(fd, "rb") for fd in ours[1:]]
         return ForkedProcess(self, int(reply["pid"]), files[0], files[1], files[2] if stderr is None else None)
 
@@ -133,14 +136,6 @@ class ForkServer:
         with self._changed:
             self.alive = False
             self._changed.notify_all()
-
-    def _next_reply(self) -> dict[str, Any]:
-        with self._changed:
-            if not self._changed.wait_for(lambda: self._replies or not self.alive, self._timeout):
-                raise OSError(f"the fork server did not answer within {self._timeout:g} s")
-            if not self._replies:
-                raise OSError("the fork server has ended")
-            return self._replies.pop(0)
 
     def _read(self) -> None:
         stream = self._socket.makefile("rb")

@@ -125,12 +125,8 @@ class _ProcessChannel(Channel):
 class ProcessSandbox(WorkerSession):
     """A persistent REPL session in a separate worker process (crash isolation only, no security boundary)."""
 
-    info = SandboxInfo(
-        name="process",
-        security_boundary=False,
-        isolation="separate OS process: crash isolation only, NOT a security boundary "
-        "(same user, same filesystem, network not blocked)",
-    )
+    info = SandboxInfo(name="process", security_boundary=False, isolation="separate OS process: crash isolation "
+                       "only, NOT a security boundary (same user, same filesystem, network not blocked)")  # fmt: skip
 
     def __init__(self, settings: ProcessSettings | None = None, limits: SandboxLimits | None = None, *,
                  workspace: Path | None = None) -> None:  # fmt: skip
@@ -160,8 +156,7 @@ class ProcessSandbox(WorkerSession):
     def _launch(self) -> _ProcessChannel:
         """Start a worker process in the session's working directory, with an empty environment."""
         if self._workdir is None:
-            self._workdir = tempfile.mkdtemp(prefix="rlm-process-")
-            workdir = self._workdir
+            workdir = self._workdir = tempfile.mkdtemp(prefix="rlm-process-")
             self._res.cleanups.append(lambda: shutil.rmtree(workdir, ignore_errors=True))
         workdir = self._workdir
         env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
@@ -172,18 +167,14 @@ class ProcessSandbox(WorkerSession):
             raise SandboxError(f"the workspace {self.workspace} is not a directory")
         cwd = os.path.abspath(self.workspace or workdir)  # the fork server's own folder is /, not this process's
         if self.settings.fork_server and next(_launched):  # the first worker of a process starts on its own
-            try:
+            with contextlib.suppress(OSError):  # no fork server here (or it ended): start the worker on its own
                 server_env = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
                 server = fork_server(python, WORKER_SCRIPT, server_env, self.settings.start_timeout)
                 return _ProcessChannel(server.spawn({"cwd": cwd, "env": env, "args": args}))
-            except OSError:
-                pass  # no fork server here (or it ended): start the worker as a process of its own
         argv = [python, "-I", "-u", str(WORKER_SCRIPT), *args]
         try:
-            return _ProcessChannel(subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=cwd, env=env, start_new_session=True, close_fds=True,
-            ))  # fmt: skip
+            return _ProcessChannel(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, close_fds=True))  # fmt: skip
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox worker ({argv[0]}): {exc}") from exc
 

@@ -270,13 +270,8 @@ class WorkerSession(SessionBase):
             self._restart()
             return self._crash_result(how, started)
         final = reply.get("final")
-        return ExecResult(
-            stdout=reply.get("stdout") or "",
-            stderr=reply.get("stderr") or "",
-            error=reply.get("error"),
-            final=FinalSignal(**final) if final else None,
-            duration_s=time.monotonic() - started,
-        )
+        return ExecResult(stdout=reply.get("stdout") or "", stderr=reply.get("stderr") or "", error=reply.get("error"),
+                          final=FinalSignal(**final) if final else None, duration_s=time.monotonic() - started)
 
     def _bind(self, name: str, value: Any) -> None:
         try:

@@ -169,10 +169,8 @@ class SessionBase:
         self._rebuilding = True
         try:
             total = len(self._cell_log.cells)
-            done, failed = self._cell_log.replay(
-                lambda code: self._execute(code, self.limits.exec_timeout, time.monotonic()),
-                lambda result: result.ok and not result.restarted,
-            )  # fmt: skip
+            done, failed = self._cell_log.replay(lambda code: self._execute(code, self.limits.exec_timeout,
+                                                 time.monotonic()), lambda result: result.ok and not result.restarted)
         finally:
             self._rebuilding = False
         if failed is None:
