@@ -107,7 +107,9 @@ def load_or_build(path: Path, cache_dir: Optional[Path] = None) -> tuple[TraceIn
             return index, candidate
     index = build(path, found, mark=mark)
     sealed = storage.seal(msgspec.msgpack.encode(index))
-    for candidate in candidates if sealed is not None else ():
+    if sealed is None:
+        return index, None
+    for candidate in candidates:
         try:
             if candidate.parent == candidates[-1].parent:
                 make_private_dirs(candidate.parent)
@@ -282,7 +284,7 @@ def _scan_lines(path: Path, start: int, end: Optional[int], most: int) -> _Part:
                         raise MalformedLine("longer than the line limit")
                     found = summaries(line)
                 except MalformedLine:
-                    found = ()
+                    found = []
                     malformed += 1
                     if len(malformed_lines) < MALFORMED_LISTED:
                         malformed_lines.append(lines)

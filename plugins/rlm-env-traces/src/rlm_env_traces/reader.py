@@ -9,12 +9,13 @@ counted malformed. The limits of a build (traces, gzip expansion) live here too,
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import stat
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import Callable, Iterator
 
 from rlm_host import InputError
 
@@ -49,7 +50,7 @@ def checked_stat(path: Path) -> os.stat_result:
 
 
 @contextmanager
-def open_trace_file(path: Path) -> Iterator[IO[bytes]]:
+def open_trace_file(path: Path) -> Iterator[io.BufferedIOBase]:
     """The file as bytes, decompressed when it is gzip (by its magic number, not its name). Opened non-blocking
     and checked to be a regular file on the open descriptor itself."""
     try:
@@ -84,7 +85,7 @@ def skip_rest(readline: Callable[[int], bytes]) -> int:
             return skipped
 
 
-def range_lines(handle: IO[bytes], offset: int, length: int, data_size: int) -> Iterator[bytes]:
+def range_lines(handle: io.BufferedIOBase, offset: int, length: int, data_size: int) -> Iterator[bytes]:
     """The lines in ``length`` bytes from ``offset``, each at most ``MAX_LINE_BYTES`` (a longer one is skipped).
     A range outside the file's data is an InputError, whatever an index says."""
     if offset < 0 or length <= 0 or offset + length > data_size:

@@ -238,9 +238,9 @@ def _any_value(value: dict[str, Any]) -> Any:
 
 
 def _summary_of(span: dict[str, Any]) -> SpanSummary:
-    attrs = span.get("attributes") if isinstance(span.get("attributes"), dict) else {}
-    resource = span.get("resource") if isinstance(span.get("resource"), dict) else {}
-    status = span.get("status") if isinstance(span.get("status"), dict) else {}
+    attrs = got if isinstance(got := span.get("attributes"), dict) else {}
+    resource = got if isinstance(got := span.get("resource"), dict) else {}
+    status = got if isinstance(got := span.get("status"), dict) else {}
     return _summary((str(span["trace_id"]), is_error(status.get("code")), _text(resource.get(SERVICE_KEY)),
                        _text(attrs.get(MODEL_KEYS[0]) or attrs.get(MODEL_KEYS[1])), _text(attrs.get(AGENT_KEY)),
                        _int(attrs.get(INPUT_TOKENS_KEY)), _int(attrs.get(OUTPUT_TOKENS_KEY)),

@@ -72,7 +72,7 @@ class TraceStore:
         """Traces, spans, error traces, malformed lines, services, models, agents, tokens, sample trace ids."""
         if self._overview is None:
             traces = self.index.traces
-            services, models, agents = Counter(), Counter(), Counter()
+            services, models, agents = Counter[str](), Counter[str](), Counter[str]()
             for row, count in Counter(entry.names for entry in traces.values()).items():
                 names = self.index.name_sets[row]
                 services.update(dict.fromkeys(names.services, count))
@@ -259,7 +259,7 @@ class TraceStore:
         if len(matches) == 1:
             return matches[0], self.index.traces[matches[0]]
         if len(matches) > 1:
-            shown = ", ".join(short(key) for key in matches[:5]) + (", …" if len(matches) > 5 else "")
+            shown = ", ".join(str(short(key)) for key in matches[:5]) + (", …" if len(matches) > 5 else "")
             raise InputError(f"trace id prefix {short(trace_id)!r} matches {len(matches)} traces: {shown}",
                              hint="give more characters of the id")  # fmt: skip
         raise InputError(f"no trace {short(trace_id)!r} in {self.path.name}", hint=hint)
@@ -267,7 +267,7 @@ class TraceStore:
 
 def _event_names(span: dict[str, Any]) -> list[str]:
     """The names of a span's events, for a listing (at most ``LISTED_EVENTS``, then how many more)."""
-    events = span.get("events") if isinstance(span.get("events"), list) else []
+    events = got if isinstance(got := span.get("events"), list) else []
     names = [short(event.get("name")) or "" for event in events[:LISTED_EVENTS] if isinstance(event, dict)]
     left_out = span.get("events_left_out")
     more = max(0, len(events) - LISTED_EVENTS) + (left_out if type(left_out) is int and left_out > 0 else 0)

@@ -35,8 +35,8 @@ def capped(value: Any, chars: Optional[int] = SPAN_ATTRIBUTE_CHARS, items: int =
             shown["…"] = f"{len(value) - items} more keys"
         return shown
     if isinstance(value, list):
-        shown = [capped(item, chars, items, depth + 1) for item in value[:items]]
-        return shown + [f"… {len(value) - items} more items"] if len(value) > items else shown
+        kept = [capped(item, chars, items, depth + 1) for item in value[:items]]
+        return kept + [f"… {len(value) - items} more items"] if len(value) > items else kept
     return value
 
 

@@ -105,8 +105,8 @@ def list_tools(
             _out(f"MCP server {server['server']} ({server['transport']}): NOT AVAILABLE: {server['error']}")
             continue
         _out(f"MCP server {server['server']} ({server['transport']}, started in {server['startup_s']:.2f} s):")
-        for tool in (t for t in mcp if t["server"] == server["server"]):
-            _out(f"  {tool['name']:<36} {tool['kind']:<5} {_first_line(tool['description'])}")
+        for listed in (t for t in mcp if t["server"] == server["server"]):
+            _out(f"  {listed['name']:<36} {listed['kind']:<5} {_first_line(str(listed['description']))}")
 
 
 def _first_line(text: str) -> str:

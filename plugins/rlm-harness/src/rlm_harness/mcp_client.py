@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from rlm_harness.settings import McpServer
 
@@ -56,7 +56,7 @@ class McpTool:
     destructive: bool  # annotations.destructiveHint (MCP's default when not read-only: true); true when not believed
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> Literal["read", "tool"]:
         """The approval kind: ``read`` for a read-only tool, ``tool`` (asked in ``ask`` mode) otherwise."""
         return "read" if self.read_only else "tool"
 
@@ -69,7 +69,7 @@ class ServerState:
     error: Optional[str] = None  # why it is not available (start-up failed, crashed…)
     session: Any = None
     stop: Optional[asyncio.Event] = None
-    task: Optional[asyncio.Future] = None
+    task: Optional[concurrent.futures.Future[None]] = None  # _serve on the pool's loop (run_coroutine_threadsafe)
     started_s: Optional[float] = None  # seconds start-up took
     errlog: Any = None
     note: str = ""

@@ -111,7 +111,7 @@ def _tool(pool: McpPool, tool: McpTool) -> Tool:
 def _function(pool: McpPool, tool: McpTool, name: str) -> Callable[..., Any]:
     """A host function calling ``tool`` with keyword arguments, its signature taken from the input schema."""
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    properties = got if isinstance(got := schema.get("properties"), dict) else {}
     required = [key for key in schema.get("required") or [] if key in properties]
 
     def call(*args: Any, **kwargs: Any) -> Any:
