@@ -123,9 +123,7 @@ class Component:
         """Whether the component can be used here (``settings``: its validated section); never raises."""
         if self.check is not None:
             result = run_check(self.check, f"{self.kind} {self.name!r}", settings)
-            if not result.ok and not result.hint and self.install_hint:
-                return Readiness(False, result.detail, self.install_hint)
-            return result
+            return result._replace(hint=self.install_hint) if not result.ok and not result.hint else result
         missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
         if missing:
             return Readiness(False, "missing module(s): " + ", ".join(missing), self.install_hint)

@@ -213,11 +213,7 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
             else:
                 documents.append(loaded)
                 names.append(name)
-    if skipped:
-        from rlm_host import logs
-
-        logs.get_logger("rlm.context").warning(f"skipped {len(skipped)} file(s) no context loader could read: "
-                                               + "; ".join(skipped[:10]) + ("; …" if len(skipped) > 10 else ""))  # fmt: skip
+    _warn_skipped("file(s) no context loader could read", skipped)
     if not documents:
         raise InputError(f"no readable text files under {', '.join(paths)}",
                          hint="rlm plugins list shows the context loaders installed")  # fmt: skip
@@ -252,9 +248,7 @@ def _files_under(directory: Path) -> list[Path]:
     files, refused = [], []
     for folder, subfolders, names in os.walk(directory):  # links to folders are not followed
         subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
-        for name in sorted(names):
-            if name.startswith("."):
-                continue
+        for name in sorted(n for n in names if not n.startswith(".")):
             file = Path(folder) / name
             target = file.resolve()
             if not (target == root or target.is_relative_to(root)):
@@ -263,12 +257,17 @@ def _files_under(directory: Path) -> list[Path]:
                 refused.append(f"{file.relative_to(directory)} (not a regular file)")
             else:
                 files.append(file)
-    if refused:
+    _warn_skipped(f"entr(ies) under {directory}", refused)
+    return sorted(files)
+
+
+def _warn_skipped(what: str, skipped: list[str]) -> None:
+    """One warning naming the first ten of what was ``skipped`` (none when nothing was)."""
+    if skipped:
         from rlm_host import logs
 
-        logs.get_logger("rlm.context").warning(f"skipped {len(refused)} entr(ies) under {directory}: "
-                                               + "; ".join(refused[:10]) + ("; …" if len(refused) > 10 else ""))  # fmt: skip
-    return sorted(files)
+        logs.get_logger("rlm.context").warning(f"skipped {len(skipped)} {what}: " + "; ".join(skipped[:10])
+                                               + ("; …" if len(skipped) > 10 else ""))  # fmt: skip
 
 
 def open_regular(path: Path, *, follow_links: bool = True) -> BinaryIO:

@@ -57,16 +57,10 @@ def register_url(url: Optional[str]) -> None:
 
 def secrets_in_environ(environ: Mapping[str, str]) -> list[str]:
     """The values of variables whose names say they are secrets."""
-    found = []
-    for name, value in environ.items():
-        upper = name.upper()
-        words = set(re.split(r"[_\W]+", upper))
-        if upper in NOT_SECRET_NAMES or not words & SECRET_NAME_WORDS or value.startswith(("/", "~")):
-            continue
-        if value.isalpha() and len(value) < 16:  # a word ("disabled"), not a key: scrubbing it would garble text
-            continue
-        found.append(value)
-    return found
+    # a short word ("disabled") is not a key: scrubbing it would garble text
+    return [value for name, value in environ.items() if name.upper() not in NOT_SECRET_NAMES
+            and set(re.split(r"[_\W]+", name.upper())) & SECRET_NAME_WORDS and not value.startswith(("/", "~"))
+            and not (value.isalpha() and len(value) < 16)]  # fmt: skip
 
 
 def redact(text: Any) -> Any:

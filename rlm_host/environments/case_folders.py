@@ -29,12 +29,9 @@ class CaseFolders:
 
     def ids(self, preset: str | None = None) -> list[str]:
         """The cases of ``preset`` (every case when None), in name order."""
-        found = []
-        for folder in sorted(self._root().iterdir(), key=lambda f: f.name):
-            if folder.is_dir() and folder.joinpath("case.toml").is_file():
-                if preset is None or preset in _meta(folder).get("presets", []):
-                    found.append(folder.name)
-        return found
+        folders = sorted(self._root().iterdir(), key=lambda f: f.name)
+        return [folder.name for folder in folders if folder.is_dir() and folder.joinpath("case.toml").is_file()
+                and (preset is None or preset in _meta(folder).get("presets", []))]
 
     def files(self, case_id: str, part: str) -> dict[str, str]:
         """The files of one part of a case (``starter``, ``hidden``, ``reference``, ``wrong``): path → text."""

@@ -141,10 +141,9 @@ def variable_snapshot(session: Any, baseline: set[str]) -> list[dict[str, Any]]:
         return []
     if not names:
         return []
-    names = names[-SNAPSHOT_VARIABLES:]
-    code = "print(_rlm_describe([" + ", ".join(f"({n!r}, {n})" for n in names) + "]))"
-    look = getattr(session, "execute_unlogged", None)  # read-only: not a cell to run again in a rebuild
-    result = look(code) if look is not None else session.execute(code)
+    code = "print(_rlm_describe([" + ", ".join(f"({n!r}, {n})" for n in names[-SNAPSHOT_VARIABLES:]) + "]))"
+    # read-only: not a cell to run again in a rebuild
+    result = getattr(session, "execute_unlogged", session.execute)(code)
     try:
         rows = ast.literal_eval((result.stdout or "").strip()) if result.ok else []
     except (ValueError, SyntaxError):

@@ -31,15 +31,8 @@ def chunk_indices(total_length, chunk_size, overlap=0):
     """(start, end) pairs covering range(total_length) in chunks of chunk_size, overlapping by overlap."""
     if chunk_size <= 0 or overlap < 0 or overlap >= chunk_size:
         raise ValueError("need chunk_size > 0 and 0 <= overlap < chunk_size")
-    spans = []
-    start = 0
-    while start < total_length:
-        end = min(start + chunk_size, total_length)
-        spans.append((start, end))
-        if end == total_length:
-            break
-        start = end - overlap
-    return spans
+    stop = max(total_length - overlap, 1) if total_length > 0 else 0  # the last chunk reaches the end
+    return [(start, min(start + chunk_size, total_length)) for start in range(0, stop, chunk_size - overlap)]
 
 
 def chunk_text(text, chunk_size, overlap=0):
@@ -96,36 +89,27 @@ def _rlm_describe(pairs):
 def _rlm_short(value, limit, depth):
     """The start of repr(value), without building the whole repr of a huge string or collection (a 100 MB list of
     chunks would be copied into its repr only to be cut to 80 characters)."""
-    if isinstance(value, str):
+    if isinstance(value, (str, bytes)):
         return repr(value[:limit])[:limit]
-    if isinstance(value, bytes):
-        return repr(value[:limit])[:limit]
-    if isinstance(value, (list, tuple, set, frozenset, dict)):
-        if depth > 3:
-            return "..."
-        parts = []
-        used = 0
-        for item in value:
-            if len(parts) >= 8 or used > limit:
-                break
-            text = _rlm_short(item, limit, depth + 1)
-            if isinstance(value, dict):
-                text = text + ": " + _rlm_short(value[item], limit, depth + 1)
-            parts.append(text)
-            used = used + len(text) + 2
-        more = ", ..." if len(parts) < len(value) else ""
-        if isinstance(value, list):
-            ends = "[]"
-        elif isinstance(value, tuple):
-            ends = "()"
-            if len(value) == 1:
-                more = ","
-        elif isinstance(value, dict):
-            ends = "{}"
-        else:
-            return (type(value).__name__ + "({" + ", ".join(parts) + more + "})")[:limit]
-        return (ends[0] + ", ".join(parts) + more + ends[1])[:limit]
-    return repr(value)[:limit]
+    if not isinstance(value, (list, tuple, set, frozenset, dict)):
+        return repr(value)[:limit]
+    if depth > 3:
+        return "..."
+    parts = []
+    used = 0
+    for item in value:
+        if len(parts) >= 8 or used > limit:
+            break
+        text = _rlm_short(item, limit, depth + 1)
+        if isinstance(value, dict):
+            text = text + ": " + _rlm_short(value[item], limit, depth + 1)
+        parts.append(text)
+        used = used + len(text) + 2
+    more = "," if isinstance(value, tuple) and len(value) == 1 else ", ..." if len(parts) < len(value) else ""
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__ + "({" + ", ".join(parts) + more + "})")[:limit]
+    ends = "[]" if isinstance(value, list) else "()" if isinstance(value, tuple) else "{}"
+    return (ends[0] + ", ".join(parts) + more + ends[1])[:limit]
 
 
 def remove_file(name):

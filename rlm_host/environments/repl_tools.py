@@ -11,6 +11,7 @@ model the way the REPL's own functions are listed, and ``ToolCalls`` makes the h
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import json
@@ -71,8 +72,7 @@ def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, 
             given, eq, ref = target.partition("=")
             if eq and ":" not in given:
                 name, target = given.strip(), ref.strip()
-            function = _import(target, where)
-            reference = target
+            function, reference = _import(target, where), target
         else:
             function, reference = target, tool_spec(target)
         if not callable(function):
@@ -92,8 +92,6 @@ def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, 
 def plan_toolboxes(host: Any, run: Any, folder: Path, home: Path) -> tuple[Callable[[], Any], ...]:
     """The toolboxes this run turns on (``ToolboxSpec``: a run option set, such as ``mcp_servers``), each checked
     now (a bad value is a ConfigError before the run) and returned as the call that opens it for the run tree."""
-    from functools import partial
-
     from rlm_host.services import HostServices
 
     openers = []
@@ -103,17 +101,15 @@ def plan_toolboxes(host: Any, run: Any, folder: Path, home: Path) -> tuple[Calla
             continue
         toolbox = spec.create(None, HostServices(home=home))
         toolbox.check(value, folder)
-        openers.append(partial(toolbox.open, value, folder))
+        openers.append(functools.partial(toolbox.open, value, folder))
     return tuple(openers)
 
 
 def tools_prompt(tools: Iterable[Tool]) -> str:
     """The prompt's section on the user's functions, one line each (empty without tools)."""
     lines = [f"- `{tool.name}{tool.signature}`" + (f": {tool.summary}" if tool.summary else "") for tool in tools]
-    if not lines:
-        return ""
     return ("Functions the user gave you, callable from REPL code like llm_query (arguments and results are JSON "
-            "data; a failure raises an exception you can catch):\n" + "\n".join(lines))  # fmt: skip
+            "data; a failure raises an exception you can catch):\n" + "\n".join(lines)) if lines else ""  # fmt: skip
 
 
 class ToolCalls:
@@ -203,11 +199,10 @@ def _import(reference: str, where: str) -> Any:
     except Exception as exc:  # noqa: BLE001 - whatever the import raised, said in one line
         raise ConfigError(f"{where}: cannot import {module_name!r} for {reference}: {type(exc).__name__}: {exc}") \
             from None
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise ConfigError(f"{where}: {module_name!r} has no {attribute!r}")
-        target = getattr(target, part)
-    return target
+    try:
+        return functools.reduce(getattr, attribute.split("."), target)
+    except AttributeError:
+        raise ConfigError(f"{where}: {module_name!r} has no {attribute!r}") from None
 
 
 def _summary(function: Callable[..., Any]) -> str:
