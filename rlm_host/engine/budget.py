@@ -27,16 +27,10 @@ class Budget:
                  max_cost: Optional[float] = None, cancel: Optional[threading.Event] = None,
                  shared: Optional["Budget"] = None) -> None:  # fmt: skip
         self.shared = shared  # a budget several run trees draw from too (``RLM(shared_budget=True)``)
-        self.deadline = time.monotonic() + timeout
-        self.timeout = timeout
-        self.max_llm_calls = max_llm_calls
-        self.max_tokens = max_tokens
-        self.max_cost = max_cost
-        self.cancel = cancel or threading.Event()
-        self.llm_calls = 0
+        self.deadline, self.timeout, self.cancel = time.monotonic() + timeout, timeout, cancel or threading.Event()
+        self.max_llm_calls, self.max_tokens, self.max_cost = max_llm_calls, max_tokens, max_cost
+        self.llm_calls, self.tokens, self.cost = 0, 0, 0.0  # spent
         self.llm_calls_refused = False  # set once a sub-call was refused: the runner then ends the run
-        self.tokens = 0
-        self.cost = 0.0
         self.unpriced_calls = 0  # calls charged with an unknown cost: ``cost`` covers only the others
         self._lock = threading.Lock()
 
@@ -123,9 +117,8 @@ class Budget:
         with self._lock:
             if self.llm_calls >= self.max_llm_calls:
                 self.llm_calls_refused = True
-                raise BudgetExceeded(
-                    "max_llm_calls", f"max_llm_calls ({self.max_llm_calls}) reached: no more sub-model calls"
-                )
+                raise BudgetExceeded("max_llm_calls",
+                                     f"max_llm_calls ({self.max_llm_calls}) reached: no more sub-model calls")
             self.llm_calls += 1
             return self.llm_calls
 

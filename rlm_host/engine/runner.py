@@ -43,6 +43,7 @@ from rlm_host import logs
 from rlm_host.redact import redact
 from rlm_host.signals import interruption
 from rlm_host.trajectory.active import ActiveRuns
+from rlm_host.trajectory.replay_provider import SYNTHESIS_REASONS
 from rlm_host.results import RunResult, RunUsage, StepRecord, TerminationReason
 
 
@@ -135,6 +136,12 @@ class RLMRunner:
                             exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}),
                             workspace=workspace).open()  # fmt: skip
 
+    def _build_environment(self, name: str, ctx: EnvironmentContext) -> Any:
+        """``EnvironmentContext.build_environment``: a registered environment with its ``[environment.NAME]``
+        settings."""
+        spec = self.host.environments().get(name)
+        return spec.create(self.loaded.component("environment", spec.name), ctx)
+
     # ------------------------------------------------------------------ one run (root or child)
 
     def _run(self, scope: RunScope, task: str, context: Any, plan: RunPlan, budget: Budget,
@@ -160,7 +167,7 @@ class RLMRunner:
             sub_model_for=lambda model: client(plan.sub_models.connector(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
-            environment_builder=_environment_builder(self.host, self.loaded), approvals=approvals,
+            environment_builder=self._build_environment, approvals=approvals,
             tools=plan.tools if scope.depth == 0 else plan.sub_tools, tool_timeout=plan.run.tool_timeout,
             nudge_first_answer=plan.run.nudge_first_answer, output=plan.output if scope.depth == 0 else None,
             allow_any_workdir=plan.run.allow_any_workdir,
@@ -177,10 +184,10 @@ class RLMRunner:
             else:
                 closers.append(environment.close)
                 completed, answer, reason = self._drive_environment(environment, ctx, plan, steps)
+            if answer is None and reason in SYNTHESIS_REASONS and steps.synthesizer is not None:
+                answer = steps.synthesize()  # one extra root call for the best answer, whoever drove the run
         except _NotBuilt as refused:  # a framework that cannot be built fails the run before it starts
             raise refused.error from None
-        except StepLimitReached:
-            reason = "max_steps"
         except BudgetExceeded as exc:
             reason, error = exc.reason, str(exc)
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
@@ -193,12 +200,9 @@ class RLMRunner:
             reason, error = "error", f"{type(exc).__name__}: {exc}"
             scope.emit("error", {"message": error, "where": "internal"})
         finally:
-            guard.leave(fingerprint)
-            for close in reversed(closers):
-                try:
-                    close()
-                except Exception as exc:  # closing must not hide the run's own outcome
-                    scope.emit("error", {"message": f"closing the run's parts failed: {exc}", "where": "close"})
+            guard.leave(fingerprint)  # closing must not hide the run's own outcome: a failure is recorded
+            _close_all(closers[::-1], lambda exc: scope.emit("error", {"message": f"closing the run's parts failed: "
+                                                                                  f"{exc}", "where": "close"}))
         result = RunResult(
             run_id=scope.run_id, parent_run_id=scope.parent_run_id, depth=scope.depth, task=task,
             environment=plan.run.environment, framework=plan.run.framework, model=root.name, sandbox=plan.sandbox_name,
@@ -211,7 +215,6 @@ class RLMRunner:
         )  # fmt: skip
         scope.emit("final", result.model_dump(mode="json"))
         return result
-
 
     def _child_spawner(self, scope: RunScope, plan: RunPlan, budget: Budget, guard: RecursionGuard,
                        approvals: Approvals, usage: RunUsage, usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:  # fmt: skip
@@ -252,6 +255,7 @@ class RLMRunner:
         if ctx.carry is not None:
             ctx.carry.after_setup()  # the environment's helpers exist now: earlier variables go in after them
         steps.mark()  # the first step's time and usage are counted from here, as every later step's
+        steps.synthesizer = environment.synthesize
         failures = 0  # failed steps in a row, for [run] max_errors
         for _ in range(plan.run.max_steps):
             step = steps.start()
@@ -270,12 +274,12 @@ class RLMRunner:
             if result.done:
                 return True, result.final_response, "final"
             if steps.budget.llm_calls_refused:
-                return False, steps.synthesize(environment.synthesize), "max_llm_calls"
+                return False, None, "max_llm_calls"
             failed = result.action == "malformed_reply" or result.observation.get("success") is False
             failures = failures + 1 if failed else 0
             if plan.run.max_errors is not None and failures >= plan.run.max_errors:
-                return False, steps.synthesize(environment.synthesize), "max_errors"
-        return False, steps.synthesize(environment.synthesize), "max_steps"
+                return False, None, "max_errors"
+        return False, None, "max_steps"
 
     def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, steps: "_Steps",
                          closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], Any]:  # fmt: skip
@@ -309,12 +313,9 @@ class RLMRunner:
             step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))
         completed = bool(outcome.completed and outcome.final_response is not None)
         steps.metadata = json.loads(json.dumps(outcome.metadata, default=str)) if outcome.metadata else None
-        reason = "final" if completed else (outcome.termination_reason or "max_steps")
-        answer = outcome.final_response
-        synthesized = fctx.root.synthesized  # type: ignore[attr-defined]  # the framework made its own (dspy's extract)
-        if answer is None and reason in ("max_steps", "max_llm_calls") and not synthesized:
-            answer = steps.synthesize(lambda: synthesize(ctx.root, ctx.task, steps.records))  # as a native run does
-        return completed, answer, reason
+        if not fctx.root.synthesized:  # type: ignore[attr-defined]  # else the framework made its own (dspy's extract)
+            steps.synthesizer = lambda: synthesize(ctx.root, ctx.task, steps.records)
+        return completed, outcome.final_response, "final" if completed else (outcome.termination_reason or "max_steps")
 
 
 class _Steps:
@@ -328,6 +329,7 @@ class _Steps:
         self.total_reward = self.cost = 0.0
         self.crossed_at: Optional[int] = None  # the step whose calls took the cost over --max-cost
         self.metadata: Optional[dict[str, Any]] = None  # FrameworkOutcome.metadata of a framework run
+        self.synthesizer: Optional[Callable[[], Optional[str]]] = None  # the best answer when the steps ran out
         self.started = 0  # the step whose step_start was said
         self.lock = threading.Lock()
         self.mark()
@@ -371,10 +373,11 @@ class _Steps:
             self.ctx.scope.emit("step", record.model_dump(mode="json"))
             return record
 
-    def synthesize(self, answer: Callable[[], Optional[str]]) -> Optional[str]:
+    def synthesize(self) -> Optional[str]:
         """One extra root call for the best answer when the run ended without one; failures are recorded."""
+        assert self.synthesizer is not None
         try:
-            return answer()
+            return self.synthesizer()
         except (RlmError, BudgetExceeded) as exc:
             self.ctx.scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
             return None
@@ -436,26 +439,20 @@ def _with_toolboxes(plan: RunPlan) -> tuple[RunPlan, list[Callable[[], None]]]:
     return plan, [toolbox.close for toolbox in opened]
 
 
-def _close_all(closers: list[Callable[[], None]]) -> None:
-    """Call every closer, in order, even when one raises (the first error is raised at the end)."""
+def _close_all(closers: list[Callable[[], None]], failed: Optional[Callable[[Exception], Any]] = None) -> None:
+    """Call every closer, in order, even when one raises: ``failed(error)`` is told of each error, or the first is
+    raised at the end (and anything that is not an ``Exception``, Ctrl-C, always)."""
     failure: Optional[BaseException] = None
     for close in closers:
         try:
             close()
         except BaseException as exc:  # noqa: BLE001 - the trajectory must still be closed
-            failure = failure or exc
+            if failed is not None and isinstance(exc, Exception):
+                failed(exc)
+            else:
+                failure = failure or exc
     if failure is not None:
         raise failure
-
-
-def _environment_builder(host: Any, loaded: Any) -> Callable[[str, EnvironmentContext], Any]:
-    """``EnvironmentContext.build_environment``: a registered environment with its ``[environment.NAME]`` settings."""
-
-    def build(name: str, ctx: EnvironmentContext) -> Any:
-        spec = host.environments().get(name)
-        return spec.create(loaded.component("environment", spec.name), ctx)
-
-    return build
 
 
 def _log_run(message: str, **fields: Any) -> None:

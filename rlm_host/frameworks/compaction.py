@@ -50,18 +50,21 @@ class ChatCompactor:
             if self._folded > len(turns):  # a shorter history: the framework started over
                 self._summary, self._folded = None, 0
                 self._conversations.pop(key, None)
-            shown = self._shown(head, turns)
-            if self._tokens(shown) <= self.threshold * window or len(turns) - self._folded <= 1:
+            shown = self._shown(head, turns)  # as it is when it fits, when nothing is left to fold, or when the
+            # framework's own prompt fills the window: folding turns cannot help (the provider says it is too long)
+            if (self._tokens(shown) <= self.threshold * window or len(turns) - self._folded <= 1
+                    or self._tokens(head) >= self.threshold * window):  # fmt: skip
                 return shown
-            if self._tokens(head) >= self.threshold * window:  # the framework's own prompt fills the window:
-                return shown  # folding turns cannot help (the provider says the prompt is too long)
             fold_to = len(turns) - self._kept(head, turns, window)
             folding = turns[self._folded:fold_to]
             self._summary = self._summarise(head, folding, window)
             before = len(turns) - self._folded
             self._folded = fold_to
             self._conversations[key] = (self._summary, self._folded)
-            self._emit(before, len(turns) - fold_to)
+            scope = getattr(self.role, "scope", None)
+            if scope is not None:
+                scope.emit("compaction", {"step": None, "turns_before": before, "turns_after": len(turns) - fold_to,
+                                          "summary": self._summary})  # fmt: skip
             return self._shown(head, turns)
 
     def _kept(self, head: list[Message], turns: list[Message], window: int) -> int:
@@ -98,12 +101,6 @@ class ChatCompactor:
         count = getattr(self.role, "count_tokens", None)
         text = "\n".join(m["content"] for m in chat)
         return count(text) if count is not None else len(text) // CHARS_PER_TOKEN
-
-    def _emit(self, before: int, after: int) -> None:
-        scope = getattr(self.role, "scope", None)
-        if scope is not None:
-            scope.emit("compaction", {"step": None, "turns_before": before, "turns_after": after,
-                                      "summary": self._summary})  # fmt: skip
 
 
 def _split(chat: list[Message]) -> tuple[list[Message], list[Message]]:

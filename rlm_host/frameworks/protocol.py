@@ -56,14 +56,12 @@ class TurnLimitedRole:
     def complete(self, messages: Any, purpose: Any = None, **kwargs: Any) -> Any:
         if purpose == "synthesis" and not self.synthesized:
             self.synthesized = True
-            return self._role.complete(messages, purpose=purpose, **kwargs)
-        if self.turns >= self._max_turns:
+        elif self.turns >= self._max_turns:
             raise StepLimitReached(f"the run's {self._max_turns} root turns (max_steps) are used")
-        if purpose == "compaction":  # folding the history before a turn (``ChatCompactor``) is not a turn
-            return self._role.complete(messages, purpose=purpose, **kwargs)
-        self.turns += 1
-        if self._on_turn is not None:
-            self._on_turn()
+        elif purpose != "compaction":  # folding the history before a turn (``ChatCompactor``) is not a turn
+            self.turns += 1
+            if self._on_turn is not None:
+                self._on_turn()
         return self._role.complete(messages, purpose=purpose, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

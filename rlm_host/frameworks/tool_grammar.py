@@ -34,25 +34,21 @@ _SCALARS = {"string": "string", "integer": "number", "number": "number", "boolea
 def tool_reply_format(tools: Sequence[ToolSpec], *, text_answer: bool = True) -> ReplyFormat:
     """The reply format of one turn offering ``tools`` (``text_answer``: ``{"final": …}`` is allowed too)."""
     names = [tool.name for tool in tools]
-    rules = []
-    alternatives = []
-    for index, tool in enumerate(tools):
-        rule = f"call{index}"
-        rules.append(f'{rule} ::= {_literal(tool.name)} ws "," ws "\\"args\\"" ws ":" ws {_args_rule(tool.parameters)}')
-        alternatives.append(rule)
-    choices = []
-    if alternatives:
-        choices.append('call')
-        rules.insert(0, 'call ::= "{" ws "\\"tool\\"" ws ":" ws (' + " | ".join(alternatives) + ') ws "}"')
-    if text_answer or not alternatives:
-        choices.append("final")
+    final = text_answer or not names  # a turn offering no tool can only answer
+    rules = [f'call{index} ::= {_literal(tool.name)} ws "," ws "\\"args\\"" ws ":" ws {_args_rule(tool.parameters)}'
+             for index, tool in enumerate(tools)]  # fmt: skip
+    if names:
+        rules.insert(0, 'call ::= "{" ws "\\"tool\\"" ws ":" ws (' + " | ".join(f"call{i}" for i in range(len(names)))
+                     + ') ws "}"')  # fmt: skip
+    if final:
         rules.append('final ::= "{" ws "\\"final\\"" ws ":" ws string ws "}"')
+    choices = ["call"] * bool(names) + ["final"] * final
     grammar = "root ::= (" + " | ".join(choices) + ")\n" + "\n".join(rules) + "\n" + _JSON_RULES.strip() + "\n"
     schema: dict[str, Any] = {"oneOf": []}
     if names:
         schema["oneOf"].append({"type": "object", "properties": {"tool": {"enum": names}, "args": {"type": "object"}},
                                 "required": ["tool", "args"], "additionalProperties": False})  # fmt: skip
-    if text_answer or not names:
+    if final:
         schema["oneOf"].append({"type": "object", "properties": {"final": {"type": "string"}}, "required": ["final"],
                                 "additionalProperties": False})  # fmt: skip
     return ReplyFormat("tool_protocol:" + ",".join(names), gbnf=grammar, json_schema=schema)

@@ -26,16 +26,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from rlm_host.text import json_object_spans
-
-__all__ = [
-    "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
-    "format_tool_call", "format_tool_final", "format_tool_result", "json_objects", "coerce_tool_args",
-]  # fmt: skip
-
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -93,13 +87,10 @@ def render_tool_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True,
     ``text_answer``: the final answer is free text (``{"final": …}`` or plain text); when False, the answer is
     given by calling one of ``answer_tools`` (a framework's structured-output tools, listed in ``tools`` too).
     """
-    if text_answer:
-        finish = ('- to give the final answer: {"final": "<the answer>"}\n'
-                  "A reply that is not a JSON object also counts as the final answer, so do not answer before "
-                  "you are done.")  # fmt: skip
-    else:
-        names = ", ".join(f"`{name}`" for name in answer_tools) or "the answer tool"
-        finish = f"- to give the final answer: call {names} with the answer as its arguments."
+    names = ", ".join(f"`{name}`" for name in answer_tools) or "the answer tool"
+    finish = ('- to give the final answer: {"final": "<the answer>"}\nA reply that is not a JSON object also counts as '
+              "the final answer, so do not answer before you are done." if text_answer
+              else f"- to give the final answer: call {names} with the answer as its arguments.")  # fmt: skip
     lines = [
         "# How to act",
         "You act by replying with exactly ONE JSON object, and nothing after it:",
@@ -123,13 +114,9 @@ def render_tool_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True,
 
 
 def _signature(schema: Mapping[str, Any]) -> str:
-    properties = schema.get("properties") or {}
     required = set(schema.get("required") or ())
-    parts = []
-    for name, prop in properties.items():
-        kind = prop.get("type", "any") if isinstance(prop, Mapping) else "any"
-        parts.append(f"{name}: {kind}" + ("" if name in required else "?"))
-    return ", ".join(parts)
+    return ", ".join(f"{name}: {prop.get('type', 'any') if isinstance(prop, Mapping) else 'any'}"
+                     + ("" if name in required else "?") for name, prop in (schema.get("properties") or {}).items())
 
 
 def _schema_text(schema: Mapping[str, Any]) -> str:
@@ -178,15 +165,12 @@ def parse_tool_reply(text: Optional[str], tools: Sequence[ToolSpec] = ()) -> Too
     """What a reply asks for (see the module docstring); ``tools`` only help to fix loose arguments."""
     if text is None or not text.strip():
         return InvalidReply("the reply was empty: " + SHAPE)
+    named = {tool.name: tool for tool in tools}
     for obj, (start, end) in json_objects(text):
-        action = _action(obj, {tool.name: tool for tool in tools})
-        if action is None:
-            continue
-        if isinstance(action, ToolCall):
-            return ToolCall(action.name, action.args, _prose(text, start, end))
-        if isinstance(action, InvalidReply):
-            return InvalidReply(action.reason, text)
-        return action
+        action = _action(obj, named)
+        if action is not None:  # a tool call keeps the prose around its object, an invalid one the whole reply
+            prose = {ToolCall: _prose(text, start, end), InvalidReply: text}.get(type(action))
+            return action if prose is None else replace(action, text=prose)
     stripped = _unfence(text.strip())
     if stripped.startswith("{"):  # an object is an action or a mistake; other JSON (a list…) may be an answer
         try:
@@ -200,19 +184,16 @@ def parse_tool_reply(text: Optional[str], tools: Sequence[ToolSpec] = ()) -> Too
 def json_objects(text: str) -> Iterator[tuple[dict[str, Any], tuple[int, int]]]:
     """Each JSON object of ``text`` with its span: fenced blocks first, then every balanced top-level ``{…}``
     that parses (raw newlines inside strings allowed)."""
-    seen: set[tuple[int, int]] = set()
-    spans = [(m.start(), m.end(), m.group(1)) for m in _FENCED.finditer(text)]
-    spans += [(start, end, text[start:end]) for start, end in json_object_spans(text)]
-    for start, end, candidate in spans:
-        if (start, end) in seen:
-            continue
-        seen.add((start, end))
+    spans = {(m.start(), m.end()): m.group(1) for m in _FENCED.finditer(text)}
+    for start, end in json_object_spans(text):
+        spans.setdefault((start, end), text[start:end])
+    for span, candidate in spans.items():
         try:
             value = json.loads(candidate.strip(), strict=False)
         except ValueError:
             continue
         if isinstance(value, dict):
-            yield value, (start, end)
+            yield value, span
 
 
 def _action(obj: dict[str, Any], tools: Mapping[str, ToolSpec]) -> Optional[ToolReply]:
@@ -252,9 +233,7 @@ def coerce_tool_args(args: Any, tool: Optional[ToolSpec] = None) -> Union[dict[s
         if isinstance(parsed, dict):
             return parsed
         only = _single_string_parameter(tool)
-        if only is not None:
-            return {only: args}
-        return args
+        return {only: args} if only is not None else args
     return json.dumps(args, ensure_ascii=False)
 
 

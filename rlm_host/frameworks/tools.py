@@ -192,9 +192,7 @@ def tool_error_text(exc: BaseException) -> str:
 
 def tool_result_text(value: Any) -> str:
     """A tool's result as text: a string as it is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def check_tool_names(tools: UserTools, taken: Any, framework: str) -> None:

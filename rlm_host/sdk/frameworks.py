@@ -23,46 +23,18 @@ import warnings
 from typing import Any
 
 from rlm_host.environments.kit import truncate
-from rlm_host.frameworks.protocol import (
-    EVENT_REWARDS,
-    Framework,
-    FrameworkContext,
-    FrameworkOutcome,
-    FrameworkRewards,
-    StepLimitReached,
-    run_coroutine,
-)
+from rlm_host.frameworks.protocol import (EVENT_REWARDS, Framework, FrameworkContext, FrameworkOutcome,
+                                          FrameworkRewards, StepLimitReached, run_coroutine)
 from rlm_host.environments.repl_format import REPLY_FORMAT as REPL_REPLY_FORMAT
 from rlm_host.frameworks.compaction import ChatCompactor
 from rlm_host.frameworks.tool_grammar import tool_reply_format
-from rlm_host.frameworks.tool_protocol import (
-    FinalAnswer,
-    InvalidReply,
-    ToolCall,
-    ToolReply,
-    ToolSpec,
-    coerce_tool_args,
-    format_tool_call,
-    format_tool_final,
-    format_tool_result,
-    parse_tool_reply,
-    render_tool_protocol,
-)
+from rlm_host.frameworks.tool_protocol import (FinalAnswer, InvalidReply, ToolCall, ToolReply, ToolSpec,
+                                               coerce_tool_args, format_tool_call, format_tool_final,
+                                               format_tool_result, parse_tool_reply, render_tool_protocol)
 from rlm_host.environments.output_type import OutputInvalid
-from rlm_host.frameworks.tools import (
-    AGENT_INSTRUCTIONS,
-    ANSWER_REJECTED,
-    TOOL_DESCRIPTIONS,
-    CodeOutcome,
-    SandboxTools,
-    UserTools,
-    answer_type_instructions,
-    check_tool_names,
-    describe_context_briefly,
-    tool_error_text,
-    tool_result_text,
-    typed_answer,
-)
+from rlm_host.frameworks.tools import (AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, CodeOutcome,
+                                       SandboxTools, UserTools, answer_type_instructions, check_tool_names,
+                                       describe_context_briefly, tool_error_text, tool_result_text, typed_answer)
 
 __all__ = [
     # the contract
