@@ -54,9 +54,8 @@ class ContentPolicy:
         within ``max_chars``: the first (system) message and the latest ones are kept, the middle is elided."""
         if not self.capture or not messages:
             return None
-        if len(messages) == 1:
-            return json.dumps([_message(messages[0], self.max_chars)], ensure_ascii=False)
-        items = [_message(m, max(200, self.max_chars // 4)) for m in messages]
+        share = self.max_chars if len(messages) == 1 else max(200, self.max_chars // 4)  # of one message
+        items = [_message(m, share) for m in messages]
         kept_tail: list[dict[str, Any]] = []
         size = _size(items[0]) + 80
         for item in reversed(items[1:]):
@@ -65,11 +64,8 @@ class ContentPolicy:
             kept_tail.insert(0, item)
             size += _size(item)
         left_out = len(items) - 1 - len(kept_tail)
-        head = [items[0]]
-        if left_out:
-            head.append({"role": "system", "parts": [{"type": "text",
-                                                      "content": f"[{left_out} earlier message(s) left out]"}]})  # fmt: skip
-        return json.dumps(head + kept_tail, ensure_ascii=False)
+        elided = [_message({"role": "system", "content": f"[{left_out} earlier message(s) left out]"}, 100)]
+        return json.dumps(items[:1] + elided * bool(left_out) + kept_tail, ensure_ascii=False)
 
     def reply(self, text: Optional[str], finish_reason: str = "stop") -> Optional[str]:
         """A model's reply as ``gen_ai.output.messages`` JSON."""

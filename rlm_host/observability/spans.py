@@ -28,6 +28,7 @@ Ids are derived from run ids, so the same run always gives the same ids: :func:`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -51,13 +52,12 @@ def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
 
-def _scalar(value: Any) -> Optional[AttributeValue]:
-    """A number or a setting's string as an attribute (content never comes this way); None for anything else."""
-    if isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, str):
-        return redacted_clip(value, EVENT_TEXT_CHARS)
-    return None
+def _scalars(prefix: str, data: Any, keys: Iterable[str]) -> dict[str, AttributeValue]:
+    """``prefix + key`` for each of ``keys`` whose value in ``data`` (a dict, else none) is a number or a setting's
+    string (redacted and cut: content never comes this way)."""
+    values = {key: data.get(key) for key in keys} if isinstance(data, dict) else {}
+    return {prefix + key: redacted_clip(value, EVENT_TEXT_CHARS) if isinstance(value, str) else value
+            for key, value in values.items() if isinstance(value, (bool, int, float, str))}  # fmt: skip
 
 
 @dataclass
@@ -166,16 +166,11 @@ class SpanBuilder:
             attributes["rlm.parent_run_id"] = event.parent_run_id
         self._text_and_short(attributes, "task", "input", data.get("task") or "")
         settings = found if isinstance(found := data.get("settings"), dict) else {}
-        for key, value in (settings.get("labels") or {}).items():
-            attributes[f"rlm.label.{key}"] = str(value)
-        for key in ("max_steps", "max_depth", "max_llm_calls"):
-            if isinstance(settings.get(key), int):
-                attributes[f"rlm.{key}"] = settings[key]
-        context = found if isinstance(found := data.get("context"), dict) else {}
-        for key in ("type", "total_chars", "documents"):
-            value = _scalar(context.get(key))
-            if value is not None:
-                attributes[f"rlm.context.{key}"] = value
+        labels = found if isinstance(found := settings.get("labels"), dict) else {}
+        attributes.update({f"rlm.label.{key}": str(value) for key, value in labels.items()})
+        attributes.update({f"rlm.{key}": settings[key] for key in ("max_steps", "max_depth", "max_llm_calls")
+                           if isinstance(settings.get(key), int)})  # fmt: skip
+        attributes.update(_scalars("rlm.context.", data.get("context"), ("type", "total_chars", "documents")))
         self._runs[event.run_id] = _RunState(event.run_id, trace_id_for(event.root_run_id), parent_span, event.ts,
                                              attributes, last_ts=event.ts)  # fmt: skip
         return []
@@ -330,10 +325,10 @@ class SpanBuilder:
         return [span]
 
     def _on_model_retry(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
-        attributes = {f"rlm.{k}": _scalar(v) for k, v in event.data.items() if k != "reason" and _scalar(v) is not None}
+        attributes = _scalars("rlm.", event.data, [key for key in event.data if key != "reason"])
         if event.data.get("reason"):  # a provider's error: it may quote the prompt
             attributes["rlm.reason"] = self.content.error(event.data["reason"])
-        state.events.append(SpanEventRecord("rlm.model_retry", _ns(event.ts), attributes))  # type: ignore[arg-type]
+        state.events.append(SpanEventRecord("rlm.model_retry", _ns(event.ts), attributes))
         return []
 
     def _on_error(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
@@ -356,10 +351,8 @@ class SpanBuilder:
         for key in ("input_tokens", "output_tokens"):  # the run's totals: not gen_ai.usage.*, which a consumer
             if isinstance(root.get(key), int):           # sums over spans (the chat spans already carry them)
                 span.attributes[f"rlm.usage.{key}"] = root[key] + int(sub.get(key) or 0)
-        for key in ("completed", "steps", "total_reward", "termination_reason", "cost", "duration_s"):
-            value = _scalar(result.get(key))
-            if value is not None:
-                span.attributes[f"rlm.{key}"] = value
+        span.attributes.update(_scalars("rlm.", result, ("completed", "steps", "total_reward", "termination_reason",
+                                                         "cost", "duration_s")))  # fmt: skip
         self._text_and_short(span.attributes, "final_response", "output", result.get("final_response"))
         error = result.get("error") or state.error
         failed = error or result.get("termination_reason") == "error" or not result
