@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from typer import _click as click
 from typer.core import TyperCommand
@@ -71,11 +70,3 @@ def spread(args: list[str], command: click.Command) -> list[str]:
         out[at:at + 2] = [out[at + 1]]
     return out
 
-
-def command(function: Any, name: str) -> click.Command:
-    """``function`` (a typer command function) as the click command ``name`` whose ``--context`` spreads."""
-    import typer
-
-    app = typer.Typer(rich_markup_mode=None, add_completion=False)
-    app.command(name=name, cls=ContextsCommand)(function)
-    return typer.main.get_command(app)

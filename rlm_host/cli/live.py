@@ -125,10 +125,8 @@ class LiveView:
     def _show_output(self, output: Any, indent: str) -> None:
         """What the code printed (or a tool returned), its first ``OUTPUT_CHARS`` characters."""
         text = (output or "").strip()
-        if text:
-            clipped = text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + " …"
-            for line in clipped.splitlines():
-                self._print(f"{indent}  → {line}")
+        for line in (text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + " …").splitlines():
+            self._print(f"{indent}  → {line}")
 
     def _on_sub_call(self, event: RunEvent, indent: str) -> None:
         """Kept until its step is shown: a sub-call is made by the step's code, and the step is reported after."""
@@ -140,19 +138,16 @@ class LiveView:
         self.branches.setdefault(event.run_id, []).append(event)
 
     def _flush_sub_calls(self, run_id: str, indent: str) -> None:
-        for event in self.sub_calls.pop(run_id, []):
-            self._show_sub_call(event.data, indent)
-
-    def _show_sub_call(self, data: dict[str, Any], indent: str) -> None:
-        child = self.children.get(data.get("child_run_id") or "")
-        if child is not None:  # rlm_query: its child run's model and tokens
-            data = {**data, "model": data.get("model") or child["model"]}
-        tokens = child["tokens"] if child is not None else _tokens(data.get("usage"))
-        done = "ok" if data.get("tool") else f"{tokens:,} tokens"  # a user's tool costs no tokens
-        status = f"error: {data['error']}" if data.get("error") else done
-        who = data.get("tool") or data.get("model", "")
-        self._print(f"{indent}  ↳ {data['kind']} {who} {data.get('seconds', 0):.2f}s {status}",
-                    "red" if data.get("error") else "magenta")  # fmt: skip
+        """The sub-calls the run's step (or the error that stopped it) made; an ``rlm_query`` with its child run's
+        model and tokens, a user's tool with no tokens (it costs none)."""
+        for data in (event.data for event in self.sub_calls.pop(run_id, [])):
+            child = self.children.get(data.get("child_run_id") or "")
+            tokens = child["tokens"] if child is not None else _tokens(data.get("usage"))
+            done = "ok" if data.get("tool") else f"{tokens:,} tokens"
+            who = data.get("tool") or data.get("model") or (child["model"] if child is not None else "")
+            self._print(f"{indent}  ↳ {data['kind']} {who} {data.get('seconds', 0):.2f}s "
+                        + (f"error: {data['error']}" if data.get("error") else done),
+                        "red" if data.get("error") else "magenta")  # fmt: skip
 
     def _on_model_call_start(self, event: RunEvent, indent: str) -> None:
         self.spinner.doing[event.data.get("call", 0)] = f"waiting for {event.data.get('model') or 'the model'}…"

@@ -8,7 +8,6 @@ A credential written into a base URL (``https://user:secret@host``) is masked.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any, Optional
 
 import typer
@@ -25,11 +24,12 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     from rlm_host.plugins import get_host
 
     host = get_host()
-    loaded = settings_of(ctx)
-    specs = host.providers().items()
-    rows = [provider_row(spec, owner, loaded.component("provider", spec.name)) for spec, owner in specs]
-    urls = {row["name"]: base_url(spec, loaded.component("provider", spec.name), os.environ)
-            for (spec, _), row in zip(specs, rows)}  # fmt: skip
+    loaded: Any = settings_of(ctx)  # (mypy reads Settings without its run section)
+    rows, urls = [], {}
+    for spec, owner in host.providers().items():
+        settings = loaded.component("provider", spec.name)
+        rows.append(provider_row(spec, owner, settings))
+        urls[spec.name] = base_url(spec, settings)
     probe_local_servers(rows, urls)
     report: dict[str, Any] = {"providers": rows, "run": configured_models(host, loaded.settings.run)}
     if as_json:
@@ -37,22 +37,18 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     width = max(len(row["name"]) for row in rows)
     for row in rows:
         typer.echo(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")
-        if row["default_model"]:
-            details = [f"default model: {row['default_model']}"]
-        else:
-            details = [f"e.g. {row['name']}:{row['example_model']}" if row["example_model"] else "no default model"]
+        example = f"e.g. {row['name']}:{row['example_model']}" if row["example_model"] else "no default model"
+        details = [f"default model: {row['default_model']}" if row["default_model"] else example]
         if row["keys"]:
-            states = (f"{k['variable']} ({'set' if k['set'] else 'not set'})" for k in row["keys"])
-            details.append("key: " + ", ".join(states))
+            details.append("key: " + ", ".join(f"{k['variable']} ({'set' if k['set'] else 'not set'})"
+                                               for k in row["keys"]))  # fmt: skip
         if row["base_url"]:
             details.append(f"base URL: {row['base_url']}")
         typer.echo(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})")
         if row["hint"]:
             typer.echo(f"{'':<{width}} hint: {row['hint']}")
     run = report["run"]
-    typer.echo("")
-    typer.echo(f"run.model      {run['model']}")
-    typer.echo(f"run.sub_model  {run['sub_model'] or '(the root model)'}")
+    typer.echo(f"\nrun.model      {run['model']}\nrun.sub_model  {run['sub_model'] or '(the root model)'}")
     if run["auto"]:
         typer.echo(f"auto           {run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else ""))
     else:
@@ -75,52 +71,33 @@ def probe_local_servers(rows: list[dict[str, Any]], urls: dict[str, Optional[str
             row["hint"] = loopback.start_hint(row["base_url"] or "", row["name"])
 
 
-def provider_row(spec: Any, owner: str, settings: Any, environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
-    """One provider as ``rlm models list`` shows it (no key value is ever included)."""
-    env = os.environ if environ is None else environ
-    variables = key_variables(spec, settings)
-    keys = [{"variable": name, "set": bool(env.get(name))} for name in variables]
-    readiness = spec.readiness(settings)
-    if not readiness.ok:
-        status = "not ready"
-    elif keys and not any(k["set"] for k in keys) and not _key_optional(spec, settings, env):
-        status = "no key"
-    else:
-        status = "ready"
-    hint = readiness.hint if not readiness.ok else ""
-    if status == "no key":
-        hint = f"export {variables[0]}=… to use it"
-    return {
-        "name": spec.name,
-        "aliases": list(spec.aliases),
-        "description": spec.description,
-        "plugin": owner,
-        "default_model": spec.default_model,
-        "example_model": spec.example_model,
-        "keys": keys,
-        "base_url": redact(base_url(spec, settings, env)),
-        "ready": readiness.ok,
-        "status": status,
-        "detail": readiness.detail,
-        "hint": hint,
-    }
-
-
-def key_variables(spec: Any, settings: Any) -> list[str]:
-    """The variables that may hold the provider's key: its configured ``api_key_env`` first, then ``key_env``."""
-    names = list(spec.key_env)
+def provider_row(spec: Any, owner: str, settings: Any) -> dict[str, Any]:
+    """One provider as ``rlm models list`` shows it (no key value is ever included). Its key may be in its configured
+    ``api_key_env`` first, then in its ``key_env``; a local server needs none, and neither does a provider pointed at
+    another server than its default."""
+    variables = list(spec.key_env)
     configured = getattr(settings, "api_key_env", None)
-    if isinstance(configured, str) and configured and configured not in names:
-        names.insert(0, configured)
-    return names
+    if isinstance(configured, str) and configured and configured not in variables:
+        variables.insert(0, configured)
+    keys = [{"variable": name, "set": bool(os.environ.get(name))} for name in variables]
+    pointed = getattr(settings, "base_url", None) or (os.environ.get(spec.base_url_env) if spec.base_url_env else None)
+    key_optional = spec.key_optional or bool(spec.base_url_env and pointed)
+    readiness = spec.readiness(settings)
+    status = ("not ready" if not readiness.ok else "no key" if keys and not any(k["set"] for k in keys)
+              and not key_optional else "ready")  # fmt: skip
+    hint = f"export {variables[0]}=… to use it" if status == "no key" else readiness.hint if not readiness.ok else ""
+    return {"name": spec.name, "aliases": list(spec.aliases), "description": spec.description, "plugin": owner,
+            "default_model": spec.default_model, "example_model": spec.example_model, "keys": keys,
+            "base_url": redact(base_url(spec, settings)), "ready": readiness.ok, "status": status,
+            "detail": readiness.detail, "hint": hint}  # fmt: skip
 
 
-def base_url(spec: Any, settings: Any, environ: Mapping[str, str]) -> Optional[str]:
+def base_url(spec: Any, settings: Any) -> Optional[str]:
     """Where the provider sends requests, when that is a URL: configured, its variable, else its default."""
     configured = getattr(settings, "base_url", None)
     if isinstance(configured, str) and configured:
         return configured
-    return (environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url or None
+    return (os.environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url or None
 
 
 def configured_models(host: Any, run: Any) -> dict[str, Any]:
@@ -135,11 +112,3 @@ def configured_models(host: Any, run: Any) -> dict[str, Any]:
     except RlmError as exc:
         report["auto_error"] = exc.message + (f" ({exc.hint})" if exc.hint else "")
     return report
-
-
-def _key_optional(spec: Any, settings: Any, environ: Mapping[str, str]) -> bool:
-    """Local servers need no key; neither does a provider pointed at another server than its default."""
-    if spec.key_optional:
-        return True
-    pointed = getattr(settings, "base_url", None) or (environ.get(spec.base_url_env) if spec.base_url_env else None)
-    return bool(spec.base_url_env and pointed)

@@ -54,27 +54,25 @@ def _field_type(name: str) -> tuple[Any, bool, bool, Optional[str]]:
 def options(names: Optional[Iterable[str]] = None) -> list[TyperOption]:
     """Click options for the run options ``names`` (default: all), each named by ``run_options.flag_of``, typed and
     documented by its field; unset flags are None, so the configured value applies."""
-    from rlm_host.config.schema import RunSettings
-
     out = []
     for name in names or run_options.names():
         kind, is_flag, repeat, metavar = _field_type(name)
-        flag = run_options.flag_of(name)
-        help_text = _help(name, RunSettings.model_fields[name].description or "")
-        if is_flag:
-            out.append(TyperOption(param_decls=[f"{flag}/--no-{flag[2:]}", name], is_flag=True, default=None,
-                                   help=help_text))  # fmt: skip
-        else:
-            out.append(TyperOption(param_decls=[flag, name], type=kind, multiple=repeat, default=None, help=help_text,
-                                   metavar=metavar))  # fmt: skip
+        decls, help_text = _flag(name)
+        out.append(TyperOption(param_decls=[*decls, name], is_flag=is_flag, type=None if is_flag else kind,
+                               multiple=repeat, default=None, help=help_text, metavar=metavar))  # fmt: skip
     return out
 
 
-def _help(name: str, description: str) -> str:
+def _flag(name: str) -> tuple[list[str], str]:
+    """A run option's flag (a bool one with its ``--no-…`` form) and its help, from its declaration."""
+    from rlm_host.config.schema import RunSettings
+
+    flag = run_options.flag_of(name)
+    description = RunSettings.model_fields[name].description or ""
     text = description[:1].upper() + description[1:]
     if name in ADDING_LISTS or _field_type(name)[3] == "KEY=VALUE":
         text += " (repeat; adds to [run] " + name + ")"
-    return text + "."
+    return [f"{flag}/--no-{flag[2:]}"] if _field_type(name)[1] else [flag], text + "."
 
 
 def apply(loaded: Any, given: dict[str, Any]) -> Any:
@@ -138,15 +136,10 @@ def _pairs(flag: str, items: Iterable[str]) -> dict[str, str]:
 
 
 def run_option(name: str) -> Any:
-    """``typer.Option`` of one run option for a typer command (``rlm chat``, ``rlm bench run``): its flag and help
-    from the declaration, default None (the configured value). The parameter's annotation is the command's own;
+    """``typer.Option`` of one run option for a typer command (``rlm bench run``, ``rlm mcp serve``): its flag and
+    help from the declaration, default None (the configured value). The parameter's annotation is the command's own;
     ``tests/test_run_options.py`` checks it matches the field."""
     import typer
 
-    from rlm_host.config.schema import RunSettings
-
-    _, is_flag, _, metavar = _field_type(name)
-    flag = run_options.flag_of(name)
-    decls = [f"{flag}/--no-{flag[2:]}"] if is_flag else [flag]
-    return typer.Option(None, *decls, help=_help(name, RunSettings.model_fields[name].description or ""),
-                        metavar=None if is_flag else metavar)  # fmt: skip
+    decls, help_text = _flag(name)
+    return typer.Option(None, *decls, help=help_text, metavar=_field_type(name)[3])
