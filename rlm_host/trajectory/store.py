@@ -206,9 +206,6 @@ def select_runs(summaries: list[RunSummary], filters: list[str] | tuple[str, ...
     the start, UTC unless said; a bare ``until`` date includes that day). A bad filter is an InputError."""
     import fnmatch
 
-    def like(pattern: str, value: str) -> bool:
-        return fnmatch.fnmatchcase(value.lower(), pattern.lower())
-
     checks: list[Callable[..., bool]] = []  # check(summary); each binds its values as defaulted parameters
     for item in filters:
         key, sep, value = str(item).partition("=")
@@ -225,10 +222,9 @@ def select_runs(summaries: list[RunSummary], filters: list[str] | tuple[str, ...
             name, has, wanted = value.partition("=")
             checks.append(lambda s, n=name.strip(), h=has, w=wanted.strip(): n in s.labels and
                           (not h or fnmatch.fnmatchcase(s.labels[n], w)))  # fmt: skip
-        elif key == "status":
-            checks.append(lambda s, v=value: like(v, s.termination_reason))
-        else:
-            checks.append(lambda s, k=key, v=value: like(v, getattr(s, k)))
+        else:  # a glob on a field, case-insensitive (status: how the run ended)
+            field = "termination_reason" if key == "status" else key
+            checks.append(lambda s, f=field, v=value.lower(): fnmatch.fnmatchcase(getattr(s, f).lower(), v))
     return [summary for summary in summaries if all(check(summary) for check in checks)]
 
 
