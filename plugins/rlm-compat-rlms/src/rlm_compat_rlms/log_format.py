@@ -138,7 +138,7 @@ def _blocks(step: ReplayStep, finished: dict[str, float], final: Optional[str]) 
                 **{k: observation.get(k) for k in ("stdout", "stderr", "error", "timed_out")}}]  # fmt: skip
     if not raw and step.sub_calls:  # sub-calls without code (a delegate action): a block holds them
         raw = [{"code": ""}]
-    blocks = [{"code": str(b.get("code") or ""), "result": _result(b, final)} for b in raw]
+    blocks: list[dict[str, Any]] = [{"code": str(b.get("code") or ""), "result": _result(b, final)} for b in raw]
     at = 0
     for call in step.sub_calls:
         name = next((n for n in _CALL_NAMES if call.kind.startswith(n)), call.kind)
@@ -169,7 +169,7 @@ def _call(call: SubCall, finished: dict[str, float]) -> dict[str, Any]:
         usage = _summary({model: result.usage.root, str(child.start.get("sub_model") or model): result.usage.sub}
                          if result else {})  # fmt: skip
         response = (result.final_response if result else None) or data.get("response") or data.get("error") or ""
-        out = {"root_model": model, "prompt": str(child.start.get("task") or data.get("prompt") or ""),
+        out: dict[str, Any] = {"root_model": model, "prompt": str(child.start.get("task") or data.get("prompt") or ""),
                "response": str(response), "usage_summary": usage,
                "execution_time": float(data.get("seconds") or (result.duration_s if result else 0.0)),
                "metadata": {"run_metadata": _metadata(child), "iterations": _iterations(child, finished)}}  # fmt: skip

@@ -27,6 +27,7 @@ costs less (``removed_still_present``), and a deprecated one it no longer has co
 
 import ast
 import os
+from typing import Any, Optional
 
 ANALYSIS_VERSION = 1
 
@@ -143,7 +144,8 @@ def analyze(paths, use_installed_dspy=True):
         notes.append(("dspy is not importable here (" + why_not + ")" if why_not else "dspy was not imported")
                      + ": removed/deprecated names were checked against the built-in table (DSPy 3.4), "
                      "the misused-API check was skipped")
-    files, skipped = [], []
+    files: list[dict[str, Any]] = []
+    skipped: list[str] = []
     for path in _expand(paths, skipped):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
@@ -176,7 +178,7 @@ def _report(files, dspy_version, notes):
         for finding in f["findings"]:
             if finding["points"] < 0:
                 reasons.append("%s:%s: %d %s" % (f["path"], finding["line"], finding["points"], finding["message"]))
-    summary = {
+    summary: dict[str, Any] = {
         "files": len(files),
         "dspy_files": sum(1 for f in files if f.get("dspy")),
         "class_signatures": sum(1 for f in files for s in f["signatures"] if s["style"] == "class"),
@@ -369,7 +371,7 @@ class _FileAnalysis:
         return False
 
     def check_dspy_references(self, tree):
-        seen = {}
+        seen: dict[str, list[int]] = {}
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Attribute, ast.Name)):
                 continue
@@ -498,7 +500,7 @@ class _FileAnalysis:
     def classify_classes(self, tree):
         """[(ClassDef, 'signature' | 'module' | 'lm' | None)] for every class of the file."""
         classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
-        kinds = {}
+        kinds: dict[str, Optional[str]] = {}
         changed = True
         while changed:
             changed = False
@@ -629,7 +631,8 @@ class _FileAnalysis:
 
     def check_module(self, node):
         methods = {stmt.name: stmt for stmt in node.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        record = {"name": node.name, "line": node.lineno, "has_forward": "forward" in methods or "aforward" in methods,
+        forward = methods.get("forward") or methods.get("aforward")
+        record = {"name": node.name, "line": node.lineno, "has_forward": forward is not None,
                   "submodules": [], "predictors": []}
         init = methods.get("__init__")
         submodules = {}
@@ -649,11 +652,10 @@ class _FileAnalysis:
             self.add(init.lineno, "module", 0,
                      "Module " + node.name + ".__init__ does not call super().__init__() (DSPy 3's metaclass "
                      "covers it, but it is still the documented pattern)")
-        if not record["has_forward"]:
+        if forward is None:
             self.add(node.lineno, "module", POINTS["no_forward"],
                      "Module " + node.name + " defines no forward(): calling it fails")
         else:
-            forward = methods.get("forward") or methods.get("aforward")
             if not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(forward)):
                 self.add(forward.lineno, "module", POINTS["forward_returns_nothing"],
                          "Module " + node.name + "." + forward.name + "() returns nothing: return the "
@@ -758,7 +760,7 @@ class _FileAnalysis:
                 name, label = predictor_names.get(node.func.id), node.func.id
             if name is None and isinstance(node.func, ast.Call):  # dspy.Predict(sig)("...")
                 name, label = self.constructed_predictor(node.func), "dspy." + str(self.dspy_name(node.func.func))
-            if name in KEYWORD_ONLY_PREDICTORS:
+            if name in KEYWORD_ONLY_PREDICTORS and label is not None:  # label: set with name
                 self.add(node.lineno, "misused_api", POINTS["positional_predictor_call"],
                          label + "(...) (a dspy." + name + ") is called with positional arguments: predictors take "
                          "the signature's input fields as keywords only, e.g. " + label + "(question=...)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from rlm_compat_rlms.clients import get_client
 from rlm_compat_rlms.clients.backends import backend_named, check_named
@@ -128,7 +128,7 @@ class RLM:
         root_client = get_client(self.backend, dict(self.backend_kwargs))
         sub_client = root_client
         if self.other_backends:
-            sub_client = get_client(self.other_backends[0], dict(self.other_backend_kwargs[0]))
+            sub_client = get_client(self.other_backends[0], dict(self._sub_kwargs))
         if self.persistent and self._persistent_env is None:
             self._persistent_env = PersistentREPL()
         return run_completion(self, prompt, root_prompt, root_client, sub_client)
@@ -142,11 +142,16 @@ class RLM:
     def __enter__(self) -> "RLM":
         return self
 
-    def __exit__(self, *exc_info: Any) -> bool:
+    def __exit__(self, *exc_info: Any) -> Literal[False]:
         self.close()
         return False
 
     # ------------------------------------------------------------------ on rlm
+
+    @property
+    def _sub_kwargs(self) -> dict[str, Any]:
+        """The sub-calls' backend kwargs (``__init__`` sets them with ``other_backends``)."""
+        return (self.other_backend_kwargs or [{}])[0]
 
     @property
     def _root_model(self) -> str:
@@ -155,7 +160,7 @@ class RLM:
     def _label(self, role: int) -> str:
         """``backend:model`` of the root (0) or sub (1) client, naming a client that has no name of its own."""
         if role and self.other_backends:
-            return f"{self.other_backends[0]}:{self.other_backend_kwargs[0].get('model_name') or 'unknown'}"
+            return f"{self.other_backends[0]}:{self._sub_kwargs.get('model_name') or 'unknown'}"
         return f"{self.backend}:{self._root_model}"
 
     def _rlm_settings(self) -> tuple[Any, Any, Any]:

@@ -56,8 +56,9 @@ class ModelUsageSummary:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ModelUsageSummary":
-        return cls(total_calls=data.get("total_calls"), total_input_tokens=data.get("total_input_tokens"),
-                   total_output_tokens=data.get("total_output_tokens"), total_cost=data.get("total_cost"))  # fmt: skip
+        return cls(total_calls=data.get("total_calls", 0), total_input_tokens=data.get("total_input_tokens", 0),
+                   total_output_tokens=data.get("total_output_tokens", 0),
+                   total_cost=data.get("total_cost"))  # fmt: skip
 
 
 def added(first: ModelUsageSummary, second: ModelUsageSummary) -> ModelUsageSummary:
@@ -125,9 +126,9 @@ class RLMChatCompletion:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RLMChatCompletion":
-        return cls(root_model=data.get("root_model"), prompt=data.get("prompt"), response=data.get("response"),
+        return cls(root_model=data.get("root_model", ""), prompt=data.get("prompt"), response=data.get("response", ""),
                    usage_summary=UsageSummary.from_dict(data.get("usage_summary") or {}),
-                   execution_time=data.get("execution_time"), metadata=data.get("metadata"),
+                   execution_time=data.get("execution_time", 0.0), metadata=data.get("metadata"),
                    error=data.get("error"))  # fmt: skip
 
 

@@ -149,13 +149,13 @@ class RlmsEnvironment:
         observation: dict[str, Any] = {"blocks": records, "success": all(r.ok for r in results)}
         if notes:
             observation["notes"] = notes
-        code = "\n\n".join(parsed.blocks) or None
+        ran_code = "\n\n".join(parsed.blocks) or None
         if answer is not None:
             observation["final_source"] = source
             if self.turn is not None:
                 self.turn.final_answer = answer
             return ActionResult(action="final", observation=observation, reward=rewards.final_reward, done=True,
-                                final_response=answer, code=code)  # fmt: skip
+                                final_response=answer, code=ran_code)  # fmt: skip
         outputs = [self._output(result) for result in results]
         self.pending = "\n\n".join([prompts.repl_output(outputs)] * bool(outputs) + notes)
         self._count_failures(results)
@@ -163,7 +163,7 @@ class RlmsEnvironment:
             return ActionResult(action="no_code", observation=observation, reward=-rewards.no_action_penalty)
         failed = not all(r.ok for r in results)
         reward = rewards.code_step(ok=not failed, stderr=any(r.stderr for r in results))
-        return ActionResult(action="run_code", observation=observation, reward=reward, code=code)
+        return ActionResult(action="run_code", observation=observation, reward=reward, code=ran_code)
 
     def synthesize(self) -> Optional[str]:
         """Turns used up: one more call for the answer the conversation supports (rlms' default answer)."""
