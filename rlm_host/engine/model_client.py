@@ -78,10 +78,9 @@ class ModelClient:
         extra = {"reply_format": enforced} if enforced is not None else {}
         call: dict[str, Any] = {}
         if scope is not None:  # emitted outside the model's time: what it costs is the engine's
+            # (reply_format: the trajectory says which calls were held to a reply shape)
             call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,
-                    "purpose": purpose}  # fmt: skip
-            if enforced is not None:  # the trajectory says which calls were held to a reply shape
-                call["reply_format"] = enforced.name
+                    "purpose": purpose, **({} if enforced is None else {"reply_format": enforced.name})}  # fmt: skip
             scope.emit("model_call_start", dict(call))
         started = time.monotonic()
         on_retry = self._on_retry if scope is not None else None

@@ -137,9 +137,8 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     if isinstance(context, ContextFiles):
         guard_context_folders(context, run.allow_any_workdir)
         files = None if "-" in context.paths else [str(Path(p).resolve()) for p in context.paths]
-    if isinstance(context, ContextFiles):  # loaded as the environment takes them (see load_context)
-        context = load_context_with_loaders(list(context.paths), host, loaded, home, as_path=env_spec.context_as_path,
-                                            lazy_text=True)  # fmt: skip
+        context = load_context_with_loaders(  # loaded as the environment takes them (see load_context)
+            list(context.paths), host, loaded, home, as_path=env_spec.context_as_path, lazy_text=True)
     context_meta = describe_context(context, preview_chars=PREVIEW_CHARS)
     if isinstance(context, TextFile) and not on_disk:
         context = context.read()  # this environment (or framework) works with the text itself

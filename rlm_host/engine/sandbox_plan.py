@@ -131,12 +131,9 @@ def _workspace_hint(registry: Any, loaded: Any, able: list[str],
              for spec in specs}  # fmt: skip
     unsafe = [spec.name for spec in specs if not spec.security_boundary and ready[spec.name].ok]
     options = [f"pass --sandbox {name} (NOT a security boundary)" for name in unsafe]
-    for spec in specs:
-        if spec.security_boundary:
-            state = ready[spec.name]
-            how = "" if state.ok else f", once ready: {state.hint or state.detail}"
-            options.append(f"use --sandbox {spec.name}{how}")
-    if not any(registry.get(name).security_boundary for name in able):
+    options += [f"use --sandbox {spec.name}" + ("" if state.ok else f", once ready: {state.hint or state.detail}")
+                for spec in specs if spec.security_boundary for state in [ready[spec.name]]]  # fmt: skip
+    if not any(spec.security_boundary for spec in specs):
         options.append("install a sandbox plugin that can (pip install rlm-sandbox-docker)")
     return "; or ".join(options) + " (`rlm plugins doctor` shows what is ready)"
 

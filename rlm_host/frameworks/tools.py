@@ -176,13 +176,10 @@ class UserTools:
                 return error(exc)
             return result(value) if result is not None else value
 
-        function: Callable[..., Any] = call
-        if asynchronous:
-            async def acall(*args: Any, **kwargs: Any) -> Any:
-                return await asyncio.to_thread(call, *args, **kwargs)
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(call, *args, **kwargs)
 
-            function = acall
-        return _dressed(function, tool)
+        return _dressed(acall if asynchronous else call, tool)
 
 
 def tool_error_text(exc: BaseException) -> str:
