@@ -91,9 +91,7 @@ class ChildFailed(BoundedError):
 def start_method(method: str = "auto") -> str:
     """``fork`` when this process has one thread, else ``forkserver`` (the host's fork server); an explicit
     method is kept."""
-    if method != "auto":
-        return method
-    return "fork" if threading.active_count() == 1 else "forkserver"
+    return method if method != "auto" else "fork" if threading.active_count() == 1 else "forkserver"
 
 
 #: ``start_method`` as the context kit (``rlm_host.sdk.context``) exports it (a bare ``start_method`` would say too little there).
@@ -108,10 +106,8 @@ def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = 
     module-level function and ``args`` JSON-able; ``preload`` names modules the server imports once, so that its
     children start with them."""
     deadline = None if limits.wall_seconds is None else time.monotonic() + limits.wall_seconds
-    if start_method(method) == "fork":
-        child: Any = _Forked(target, args, limits)
-    else:
-        child = _served(target, args, limits, list(preload))
+    forked = start_method(method) == "fork"
+    child = _Forked(target, args, limits) if forked else _served(target, args, limits, list(preload))
     code = None
     try:
         data = bytearray()
@@ -336,8 +332,8 @@ def _apply(limits: BoundedLimits) -> None:
         seconds = max(1, math.ceil(limits.cpu_seconds))
         lower(resource.RLIMIT_CPU, seconds, seconds + 2)  # SIGXCPU at the soft limit ends it first
     if limits.memory_mb is not None:
-        size = _statm(0)  # the address space it starts with
-        lower(resource.RLIMIT_AS, size + limits.memory_mb * MB, size + limits.memory_mb * MB)
+        size = _statm(0) + limits.memory_mb * MB  # on top of the address space it starts with
+        lower(resource.RLIMIT_AS, size, size)
 
 
 def _statm(field: int) -> int:

@@ -177,12 +177,11 @@ class WorkerSession(SessionBase):
                 reply = self._request(channel, message, self.control_timeout)
                 if reply.get("error"):
                     raise SandboxError(f"restoring the sandbox state failed: {reply['error']}")
-        except (WorkerGone, WorkerTimeout) as exc:
+        except BaseException as exc:
             detail = channel.describe_exit() if isinstance(exc, WorkerGone) else "no answer in time"
             self._res.kill_channel()
-            raise SandboxError(f"the sandbox worker could not be started: {detail}") from None
-        except BaseException:
-            self._res.kill_channel()
+            if isinstance(exc, (WorkerGone, WorkerTimeout)):
+                raise SandboxError(f"the sandbox worker could not be started: {detail}") from None
             raise
 
     def _channel(self) -> Channel:

@@ -80,12 +80,9 @@ class Capture(io.TextIOBase):
     """
 
     def __init__(self, limit):
-        self._head_max = limit // 2
-        self._tail_max = limit - self._head_max
-        self._limit = limit
+        self._limit, self._head_max, self._tail_max = limit, limit // 2, limit - limit // 2
         self._head = None  # set at the first compaction: the first head_max characters
-        self._parts, self._size = [], 0  # what follows the head
-        self._cut = 0
+        self._parts, self._size, self._cut = [], 0, 0  # what follows the head, its length, what was cut from it
 
     def writable(self):
         return True
@@ -112,9 +109,8 @@ class Capture(io.TextIOBase):
         if self._head is None and self._size <= self._limit:
             return "".join(self._parts)
         self._compact()
-        if not self._cut:
-            return self._head + self._parts[0]
-        return f"{self._head}\n[... {self._cut} characters cut from the middle of this output ...]\n{self._parts[0]}"
+        cut = f"\n[... {self._cut} characters cut from the middle of this output ...]\n" if self._cut else ""
+        return f"{self._head}{cut}{self._parts[0]}"
 
 
 class _Final(BaseException):
@@ -279,11 +275,9 @@ class Worker:
         op = message.get("op")
         if op == "execute":
             return self.execute(message["code"])
-        if op == "set":
-            self.ns[message["name"]] = message.get("value")
-            return {}
-        if op == "set_file":
-            self.ns[message["name"]] = read_value_file(message["path"], message.get("format", "text"))
+        if op in ("set", "set_file"):
+            self.ns[message["name"]] = (message.get("value") if op == "set"
+                                        else read_value_file(message["path"], message.get("format", "text")))  # fmt: skip
             return {}
         if op == "get":
             name = message["name"]
