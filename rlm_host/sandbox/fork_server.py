@@ -156,9 +156,7 @@ class ForkServer:
         except (OSError, ValueError):
             pass
         finally:
-            with self._changed:
-                self.alive = False
-                self._changed.notify_all()
+            self.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
 
