@@ -272,7 +272,7 @@ def test_a_points_shared_part_goes_to_the_cluster_once():
     executor.submit(item("bench_a", "c", dict(manifest_a)))  # an equal copy: the same point
     assert put == [{"manifest": manifest_a, "run": run}]
     assert [args[1:] for args in sent] == [("ref1", "flag")] * 3
-    assert sent[0][0] == SweepItem("bench_a", "a", cwd="/w")  # the case's own fields, without the shared part
+    assert SweepItem(**sent[0][0]) == SweepItem("bench_a", "a", cwd="/w")  # the case's own fields, as a dict
     executor.submit(item("bench_b", "a", manifest_b))
     assert put[-1] == {"manifest": manifest_b, "run": run} and sent[-1][1] == "ref2"
     assert set(executor._points) == {"bench_a", "bench_b"}  # bench_a still has cases in flight

@@ -55,7 +55,7 @@ import re
 import secrets
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -76,6 +76,9 @@ START_LOOK = 0.2
 LOCAL_OBJECT_STORE = 512 * 2**20
 #: What the cases of one point share (sent once a point, by ``ray.put``); the rest of an item is the case's own.
 POINT_FIELDS = ("manifest", "run")
+#: A ``SweepItem`` travels as plain data, its fields as a dict: a node that cannot import rlm-bench then fails on
+#: ``ray_case`` itself (an error result naming the node), not on unpickling the item (a lost case).
+OWN_FIELDS = tuple(f.name for f in fields(SweepItem) if f.name not in POINT_FIELDS)
 
 
 class RayUnavailable(InputError):
@@ -231,7 +234,7 @@ class RayExecutor:
 
     def submit(self, item: SweepItem) -> Any:
         point = self._point(item)
-        ref = self._task.remote(replace(item, **{name: {} for name in POINT_FIELDS}), point.ref, self._flag)
+        ref = self._task.remote({name: getattr(item, name) for name in OWN_FIELDS}, point.ref, self._flag)
         point.in_flight += 1
         self._items[ref] = item
         return ref
@@ -367,14 +370,15 @@ def _cancel_flag_class() -> type:
     return CancelFlag
 
 
-def ray_case(item: SweepItem, point: Optional[dict[str, Any]] = None, flag: Any = None) -> dict[str, Any]:
-    """The Ray task of one case: ``run_item`` of the item and its point's shared part (``POINT_FIELDS``) in the
-    worker Ray chose, stopped at its next step once the executor raises ``flag`` (see the module docstring)."""
+def ray_case(own: dict[str, Any], point: Optional[dict[str, Any]] = None, flag: Any = None) -> dict[str, Any]:
+    """The Ray task of one case: ``run_item`` of the item made of its own fields (``OWN_FIELDS``) and its point's
+    shared part (``POINT_FIELDS``) in the worker Ray chose, stopped at its next step once the executor raises
+    ``flag`` (see the module docstring)."""
     import threading
 
     from rlm_bench.sweep.worker import node_name, run_item
 
-    item = replace(item, **(point or {}))
+    item = SweepItem(**own, **(point or {}))
     if flag is None:
         return run_item(item)
     ray = import_ray()
