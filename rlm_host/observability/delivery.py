@@ -65,15 +65,11 @@ class SinkWorker:
         # what the sink takes: known once it exists (until then every event waits in the queue)
         self.wanted: Optional[frozenset[str]] = wanted_by(self.sink) if self.sink is not None else None
         self.disabled: Optional[str] = None
-        self._unreported = ""
-        self._on_disabled = on_disabled
-        self._call_seconds = call_seconds
-        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._busy_since: Optional[float] = None
         self._last_event: Optional[RunEvent] = None
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._closing = False
+        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self._on_disabled, self._call_seconds, self._unreported, self._closing = on_disabled, call_seconds, "", False
+        self._lock, self._done = threading.Lock(), threading.Event()
         self._idle: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
         run_in_thread(self._work, f"rlm-sink-{name}")
 
@@ -177,9 +173,7 @@ class SinkDelivery:
 
     def __init__(self, bus: EventBus, sinks: Sequence[tuple[str, Union[Sink, SinkStarter]]], *, flush_seconds: float = 10.0,
                  call_seconds: float = 30.0, queue_size: int = QUEUE_SIZE) -> None:  # fmt: skip
-        self._bus = bus
-        self._flush_seconds = flush_seconds
-        self._closed = False
+        self._bus, self._flush_seconds, self._closed = bus, flush_seconds, False
         self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)
                         for name, sink in sinks]  # fmt: skip
         for worker in self.workers:  # a sink still starting takes every event; its worker filters them later

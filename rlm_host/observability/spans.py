@@ -88,8 +88,7 @@ class SpanBuilder:
     """
 
     def __init__(self, service_name: str = "rlm", *, content: ContentPolicy) -> None:
-        self.service_name = service_name
-        self.content = content  # the sink's: ``content_policy(settings)``
+        self.service_name, self.content = service_name, content  # the sink's: ``content_policy(settings)``
         self._runs: dict[str, _RunState] = {}
         self._sub_calls = 0
 

@@ -40,8 +40,7 @@ class ForkWatch:
 
     def __init__(self, replay: Replay, at: int) -> None:
         self.recorded = {step.number: step for step in replay.root.steps[:at]}
-        self.at = at
-        self.source = replay.root.run_id
+        self.at, self.source = at, replay.root.run_id
         self.problem: Optional[str] = None
 
     def __call__(self, event: RunEvent) -> None:

@@ -149,12 +149,9 @@ class ReplayConnector:
     """A ModelConnector answering from a :class:`Recording`; thread-safe."""
 
     def __init__(self, recording: Recording, *, name: Optional[str] = None) -> None:
-        self.recording = recording
-        self.name = name or f"replay:{recording.run_id}"
+        self.recording, self.name = recording, name or f"replay:{recording.run_id}"
         self.context_window: Optional[int] = REPLAY_CONTEXT_WINDOW
-        self._next = {"root": 0, "compaction": 0}
-        self._sub_used = [False] * len(recording.sub)
-        self._lock = threading.Lock()
+        self._next, self._sub_used, self._lock = {"root": 0, "compaction": 0}, [False] * len(recording.sub), threading.Lock()
 
     def left(self, kind: str) -> int:
         """How many recorded answers of ``kind`` (``root``, ``sub``) no call has taken yet."""
@@ -169,8 +166,7 @@ class ReplayConnector:
         have whatever shape they had, so a ``reply_format`` changes nothing."""
         started = time.monotonic()
         if messages and messages[0].get("role") == "system":
-            kind = "compaction" if purpose == "compaction" else "root"
-            reply = self._take_next(kind)
+            reply = self._take_next("compaction" if purpose == "compaction" else "root")
         else:
             reply = self._take_sub(str(messages[-1].get("content") or "") if messages else "")
         if reply.error is not None:

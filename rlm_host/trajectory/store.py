@@ -97,7 +97,7 @@ class TrajectoryWriter:
         self._lock = threading.Lock()
         self._held = b""  # live event lines waiting for the next event (or HOLD_SECONDS)
         self.failed: Optional[str] = None
-        self.dropped = 0
+        self.dropped = 0  # events not written after a write failed
 
     def __call__(self, event: RunEvent) -> None:
         if event.root_run_id != self.root_run_id:

@@ -88,8 +88,7 @@ class Replay:
         self.runs = _build(self.events)
         root_id = self.events[0].root_run_id
         self.root = self.runs.get(root_id) or self.runs[self.events[0].run_id]
-        self.steps = self.root.steps
-        self.cursor = 0
+        self.steps, self.cursor = self.root.steps, 0
 
     @property
     def result(self) -> Optional[RunResult]:
