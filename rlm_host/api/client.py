@@ -191,9 +191,8 @@ class RunStream:
         self._events: queue.Queue = queue.Queue()
         self._cancel = threading.Event()
         self._error: Optional[BaseException] = None
-        self._event_types = event_types
-        self._thread = threading.Thread(target=self._work, args=(rlm, context, query, options), name="rlm-stream",
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(target=self._work, args=(rlm, context, query, options, event_types),
+                                        name="rlm-stream", daemon=True)  # fmt: skip
         self._thread.start()
 
     def cancel(self) -> None:
@@ -202,10 +201,7 @@ class RunStream:
 
     def __iter__(self) -> Iterator[RunEvent]:
         try:
-            while True:
-                item = self._events.get()
-                if item is _DONE:
-                    break
+            while (item := self._events.get()) is not _DONE:
                 yield item
         finally:
             if self.result is None:
@@ -214,10 +210,9 @@ class RunStream:
         if self._error is not None:
             raise self._error
 
-    def _work(self, rlm: RLM, context: Any, query: str, options: dict[str, Any]) -> None:
+    def _work(self, rlm: RLM, context: Any, query: str, options: dict[str, Any], event_types: Any) -> None:
         try:
-            self.result = rlm._run(context, query, self._cancel, self._events.put, options,
-                                   event_types=self._event_types)  # fmt: skip
+            self.result = rlm._run(context, query, self._cancel, self._events.put, options, event_types=event_types)
         except BaseException as exc:  # noqa: BLE001 - raised in the consumer's thread
             self._error = exc
         finally:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host import logs
 from rlm_host.errors import InputError, RlmError
+from rlm_host.text import clip
 
 if TYPE_CHECKING:
     from rlm_host.api.client import RLM
@@ -168,7 +169,7 @@ class ChatSession:
         for index, turn in enumerate(shown):
             answer = str(turn.get("answer") if turn.get("answer") is not None else f"(no answer: {turn.get('termination_reason')})")
             if index < recent_from:
-                lines.append(f"- Q: {_one_line(turn['query'], 150)} → A: {_one_line(answer, 150)}")
+                lines.append(f"- Q: {clip(turn['query'], 150, one_line=True)} → A: {clip(answer, 150, one_line=True)}")
             else:
                 lines.append(f"- Q: {turn['query']}\n  A: {answer[:ANSWER_CHARS]}")
         if self.variables:
@@ -187,11 +188,6 @@ def _signature(value: Any) -> Optional[str]:
         return sign(value)
     except OSError:
         return None
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def session_file(home: Path, session_id: Any) -> Path:

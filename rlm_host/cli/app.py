@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from typer import _click as click  # typer vendors its click; commands must come from the same module
@@ -115,20 +115,10 @@ def _to_click(target: Any, name: str) -> click.Command:
 
 
 class LazyCommand(TyperCommand):
-    """Stands in for a sub-command in listings; imports the real one when it is invoked."""
-
-    def __init__(self, name: str, help_text: str, loader: Callable[[], click.Command]) -> None:
-        super().__init__(name, help=help_text, short_help=help_text)
-        self._loader = loader
-        self._real: click.Command | None = None
-
-    def real(self) -> click.Command:
-        if self._real is None:
-            self._real = self._loader()
-        return self._real
+    """Stands in for a listed sub-command (its name and help); imports the real one when it is invoked."""
 
     def make_context(self, info_name: Any, args: list[str], parent: Any = None, **extra: Any) -> click.Context:
-        return self.real().make_context(info_name, args, parent=parent, **extra)
+        return _load_listed(str(self.name)).make_context(info_name, args, parent=parent, **extra)
 
 
 class RlmGroup(TyperGroup):
@@ -144,7 +134,7 @@ class RlmGroup(TyperGroup):
         listing = _listing(ctx)
         if cmd_name not in listing:
             return None
-        return LazyCommand(cmd_name, listing[cmd_name], lambda: _load_listed(cmd_name))
+        return LazyCommand(cmd_name, help=listing[cmd_name], short_help=listing[cmd_name])
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         # click resolves the sub-command (which loads the plugins) before the group's callback runs: apply the
@@ -208,16 +198,9 @@ def _print_version(value: bool) -> None:
     raise typer.Exit()
 
 
-app = typer.Typer(
-    name="rlm",
-    cls=RlmGroup,
-    help="rlm: run, compare, benchmark and observe Recursive Language Model agents.",
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+app = typer.Typer(name="rlm", cls=RlmGroup, help="rlm: run, compare, benchmark and observe Recursive Language Model "
+                  "agents.", rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False,
+                  no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 
 
 @app.callback()

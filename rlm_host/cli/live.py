@@ -10,7 +10,7 @@ from typing import Any
 
 from rlm_host.cli.progress import Spinner
 from rlm_host.events import RunEvent
-from rlm_host.text import clip, terminal_safe
+from rlm_host.text import clip, clip_lines, terminal_safe
 
 CODE_LINES = 12
 OUTPUT_CHARS = 600
@@ -65,9 +65,8 @@ class LiveView:
     def _on_step(self, event: RunEvent, indent: str) -> None:
         data = event.data
         usage = data.get("usage", {})
-        tokens = sum(usage.get(role, {}).get(key, 0) for role in ("root", "sub")
-                     for key in ("input_tokens", "output_tokens"))  # fmt: skip
         own = _tokens(usage.get("root"))  # sub-calls were counted as they came
+        tokens = own + _tokens(usage.get("sub"))
         if event.depth:
             self.spinner.add(own)
             if event.run_id in self.children:
@@ -116,10 +115,7 @@ class LiveView:
 
     def _show_code(self, code: str, indent: str) -> None:
         """A step's code, its first ``CODE_LINES`` lines."""
-        code_lines = code.strip().splitlines()
-        shown = code_lines[:CODE_LINES] + ([f"… ({len(code_lines) - CODE_LINES} more lines)"]
-                                           if len(code_lines) > CODE_LINES else [])  # fmt: skip
-        for line in shown:
+        for line in clip_lines(code.strip(), CODE_LINES).splitlines():
             self._print(f"{indent}  │ {line}", "dim")
 
     def _show_output(self, output: Any, indent: str) -> None:
@@ -197,8 +193,7 @@ class LiveView:
 def error_summary(error: str) -> str:
     """The line that says why a step's code failed: every sandbox writes ``ExcType: message`` first, then the
     traceback of the model's own code (its last line is a source line or a ``~^~`` marker, not the reason)."""
-    lines = [line for line in error.strip().splitlines() if line.strip()]
-    return lines[0] if lines else error
+    return next((line for line in error.strip().splitlines() if line.strip()), error)
 
 
 def _tokens(usage: Any) -> int:
@@ -210,6 +205,6 @@ def final_cost(result: dict[str, Any]) -> float | None:
     """A RunResult's cost in USD (its own, else the sum over roles), None when no price was known."""
     if result.get("cost") is not None:
         return float(result["cost"])
-    costs = [u.get("cost") for u in (result.get("usage") or {}).values() if isinstance(u, dict)]
-    known = [float(c) for c in costs if c is not None]
+    known = [float(u["cost"]) for u in (result.get("usage") or {}).values() if isinstance(u, dict)
+             and u.get("cost") is not None]  # fmt: skip
     return sum(known) if known else None

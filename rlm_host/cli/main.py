@@ -39,19 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from rlm_host.cli.app import app
 
-    command = get_command(app)
     try:
-        return _main(command, args, debug, as_json)
-    finally:  # every command's output is out: now its runs' sinks finish delivering (each within its deadline)
-        if "rlm_host.observability.delivery" in sys.modules:
-            from rlm_host.observability.delivery import wait_for_sinks
-
-            wait_for_sinks()
-
-
-def _main(command: click.Command, args: list[str], debug: bool, as_json: bool) -> int:
-    try:
-        result = command.main(args=args, prog_name="rlm", standalone_mode=False)
+        result = get_command(app).main(args=args, prog_name="rlm", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except Exit as exc:
         return exc.exit_code
@@ -62,6 +51,11 @@ def _main(command: click.Command, args: list[str], debug: bool, as_json: bool) -
         return _error(exc.format_message(), "", exc.exit_code, as_json, shown=True)
     except (Exception, KeyboardInterrupt) as exc:
         return report(exc, debug=debug, as_json=as_json)
+    finally:  # every command's output is out: now its runs' sinks finish delivering (each within its deadline)
+        if "rlm_host.observability.delivery" in sys.modules:
+            from rlm_host.observability.delivery import wait_for_sinks
+
+            wait_for_sinks()
 
 
 def report(exc: BaseException, *, debug: bool = False, as_json: bool = False) -> int:

@@ -16,6 +16,7 @@ import typer
 
 from rlm_host.cli.app import echo_json, group, say, settings_of
 from rlm_host.errors import InputError
+from rlm_host.text import clip
 from rlm_host.trajectory import Replay, RunStore
 from rlm_host.trajectory.active import ActiveRuns
 
@@ -28,10 +29,6 @@ RUN_ID = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', o
 def store_of(ctx: typer.Context) -> RunStore:
     """The saved runs of the effective run home (relative paths are relative to the cwd)."""
     return RunStore(settings_of(ctx).home)
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 @app.command("list")
@@ -59,7 +56,7 @@ def list_runs(
         tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
         cost = f"${s.cost:.4f}" if s.cost is not None else "-"
         say(f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
-            f"{tokens:>8} {cost:>8}  {_clip(s.task, 50)}")  # fmt: skip
+            f"{tokens:>8} {cost:>8}  {clip(s.task, 50)}")  # fmt: skip
     if len(shown) < len(summaries):
         say(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
     for s in shown:
@@ -87,7 +84,7 @@ def active(
     say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} {'TASK':<40} HOME")
     for run in runs:
         say(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
-            f"{run.environment:<10} {run.command[:16]:<16} {_clip(run.task, 40):<40} {run.home or '?'}")  # fmt: skip
+            f"{run.environment:<10} {run.command[:16]:<16} {clip(run.task, 40):<40} {run.home or '?'}")  # fmt: skip
     dead = sum(run.status == "dead" for run in runs)
     if dead:
         say(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
