@@ -256,8 +256,8 @@ class SpanBuilder:
         if sub:
             state.step_has_children = True
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}" if sub else "run")
-        span = self._chat_span(state, f"call:{data.get('call') or event.seq}", parent, event.ts - seconds, event.ts, data,
-                               str(data.get("model") or ""), str(data.get("provider") or ""))  # fmt: skip
+        span = self._chat_span(state, f"call:{data.get('call') or event.seq}", parent, event.ts - seconds, event.ts,
+                               data, str(data.get("model") or ""), str(data.get("provider") or ""))  # fmt: skip
         purpose = str(data.get("purpose") or ("sub_call" if sub else "turn"))
         span.attributes.update({"rlm.purpose": purpose, "rlm.role": str(data.get("role") or "root")})
         if purpose == "turn":
@@ -355,5 +355,6 @@ class SpanBuilder:
         self._text_and_short(span.attributes, "final_response", "output", result.get("final_response"))
         error = result.get("error") or state.error
         failed = error or result.get("termination_reason") == "error" or not result
-        self._status(span, (error or "run failed") if failed else None, str(result.get("termination_reason") or "error"))
+        self._status(span, (error or "run failed") if failed else None,
+                     str(result.get("termination_reason") or "error"))  # fmt: skip
         return span

@@ -258,14 +258,14 @@ class ActiveRuns:
         """Record run ``run_id`` of this process (``home``: the run home it writes to) and watch for its
         cancellation (``cancel`` is set then); the entries of dead runs are swept away. None, with a warning, when
         the registry cannot be written: the run goes on, uncancellable from outside."""
-        pid = os.getpid()
+        pid, fields = os.getpid(), _proc_stat(os.getpid())
         path, cancel_file = self.dir / f"{run_id}.json", self.dir / f"{run_id}.cancel"
         try:
             entry = ActiveRun(run_id=run_id, pid=pid, host=socket.gethostname(), started=datetime.now(timezone.utc),
                               task=clip(redact(task), 200, "ellipsis") or "", environment=environment, model=model,
                               command=command_words(), home=home and os.path.abspath(os.path.expanduser(home)),
                               trajectory=trajectory and os.path.abspath(os.path.expanduser(trajectory)),
-                              process_start=int(fields[19]) if (fields := _proc_stat(pid)) and len(fields) > 19 else None)  # fmt: skip
+                              process_start=int(fields[19]) if fields and len(fields) > 19 else None)  # fmt: skip
             _private_folder(self.dir, create=True)
             try:
                 os.unlink(cancel_file)  # a request left from before is not one for this run
@@ -369,7 +369,8 @@ class ActiveRuns:
         """Write ``run``'s cancel file, now ``cancelling``: the one writer of cancel requests (``rlm runs cancel``,
         the TUI's abort and the MCP server's ``rlm_runs_cancel`` all come here through ``cancel`` / ``cancel_all``)."""
         try:
-            write_entry(self.dir, f"{run.run_id}.cancel", json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode())
+            request = json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode()
+            write_entry(self.dir, f"{run.run_id}.cancel", request)
         except OSError as exc:
             raise NoActiveRunError(f"cannot ask run {run.run_id} to stop: {exc}") from exc
         run.status = "cancelling"

@@ -69,7 +69,7 @@ def compare_runs(a: Replay, b: Replay) -> RunComparison:
     for index, (left, right) in enumerate(zip_longest(a.steps, b.steps)):
         x, y = _side(left), _side(right)
         differs = ["length"] if left is None or right is None else [name for name, same in (
-            ("action", x.action == y.action), ("code", " ".join((x.code or "").split()) == " ".join((y.code or "").split())),
+            ("action", x.action == y.action), ("code", _words(x.code) == _words(y.code)),
             ("success", x.success == y.success)) if not same]  # fmt: skip
         if differs:
             divergence = Divergence(step=index + 1, differs_in=differs, a=x, b=y)
@@ -93,6 +93,10 @@ def _fork_point(source: Replay, fork: Replay) -> Optional[int]:
         return int(labels.get("fork_at", ""))
     except (TypeError, ValueError):
         return None
+
+
+def _words(code: Optional[str]) -> str:
+    return " ".join((code or "").split())
 
 
 def _minus(b: Optional[float], a: Optional[float]) -> Optional[float]:

@@ -151,7 +151,8 @@ class ReplayConnector:
     def __init__(self, recording: Recording, *, name: Optional[str] = None) -> None:
         self.recording, self.name = recording, name or f"replay:{recording.run_id}"
         self.context_window: Optional[int] = REPLAY_CONTEXT_WINDOW
-        self._next, self._sub_used, self._lock = {"root": 0, "compaction": 0}, [False] * len(recording.sub), threading.Lock()
+        self._next, self._sub_used = {"root": 0, "compaction": 0}, [False] * len(recording.sub)
+        self._lock = threading.Lock()
 
     def left(self, kind: str) -> int:
         """How many recorded answers of ``kind`` (``root``, ``sub``) no call has taken yet."""

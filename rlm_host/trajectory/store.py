@@ -396,10 +396,8 @@ class RunStore:
                 return matches[0]
             if len(matches) > 1:
                 shown = ", ".join(p.stem for p in matches[:5]) + (", …" if len(matches) > 5 else "")
-                raise AmbiguousRunError(
-                    f"run id prefix {ref!r} matches {len(matches)} runs: {shown}",
-                    hint="give more characters of the run id",
-                )
+                raise AmbiguousRunError(f"run id prefix {ref!r} matches {len(matches)} runs: {shown}",
+                                        hint="give more characters of the run id")  # fmt: skip
         hint = "rlm runs list shows the saved runs" if files else _NO_RUNS_HINT
         raise RunNotFoundError(f"no saved run matches {ref!r} in {self.runs_dir}", hint=hint)
 
@@ -411,12 +409,11 @@ class RunStore:
         """The root run's RunResult from its final event; None when the run was interrupted."""
         path = self.resolve(ref)
         events = self._read(path)
-        root = events[0].root_run_id
-        for event in reversed(events):
-            if event.type == "final" and event.run_id == root:
-                result = RunResult.model_validate(event.data)
-                return result if result.trajectory_path else result.model_copy(update={"trajectory_path": str(path)})
-        return None
+        final = next((e for e in reversed(events) if e.type == "final" and e.run_id == events[0].root_run_id), None)
+        result = None if final is None else RunResult.model_validate(final.data)
+        if result is None or result.trajectory_path:
+            return result
+        return result.model_copy(update={"trajectory_path": str(path)})
 
     def _read(self, path: Path, *, strict: bool = True) -> list[RunEvent]:
         """Parse a trajectory file; a bad last line (cut short by a kill) is skipped with a warning.
@@ -440,13 +437,11 @@ class RunStore:
                 if index == len(lines) - 1:
                     from rlm_host import logs
 
-                    logs.get_logger("rlm.trajectory").warning("truncated last line skipped", path=str(path), line=number,
-                                                              why="the run was probably killed")  # fmt: skip
+                    logs.get_logger("rlm.trajectory").warning("truncated last line skipped", path=str(path),
+                                                              line=number, why="the run was probably killed")  # fmt: skip
                     continue
-                raise CorruptTrajectoryError(
-                    f"{path}:{number}: not a valid run event ({reason})",
-                    hint="the file was damaged or edited by hand; remove that line or the file",
-                ) from exc
+                hint = "the file was damaged or edited by hand; remove that line or the file"
+                raise CorruptTrajectoryError(f"{path}:{number}: not a valid run event ({reason})", hint=hint) from exc
         if not events and strict:
             raise CorruptTrajectoryError(f"{path} holds no run events", hint="the run stopped before its first step")
         return events

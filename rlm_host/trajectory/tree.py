@@ -144,9 +144,10 @@ def _build(events: list[RunEvent]) -> dict[str, RunTrace]:
     first_seq: dict[str, int] = {}
     branches: dict[str, list[dict[str, Any]]] = {}
     for event in events:
-        if event.run_id not in runs:
-            runs[event.run_id], first_seq[event.run_id] = RunTrace(event.run_id, event.parent_run_id, event.depth), event.seq
-        run = runs[event.run_id]
+        run = runs.get(event.run_id)
+        if run is None:
+            run = runs[event.run_id] = RunTrace(event.run_id, event.parent_run_id, event.depth)
+            first_seq[event.run_id] = event.seq
         if event.type == "run_start":
             run.start = dict(event.data)
         elif event.type == "sub_call":
