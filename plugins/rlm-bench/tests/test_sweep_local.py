@@ -626,3 +626,26 @@ def test_a_base_url_password_is_never_written_or_printed_in_clear(cli, work, pri
     path.write_text(path.read_text().replace("timeout = 60", "timeout = 61"))
     code, _, err = cli("bench", "sweep", "--resume", record.sweep_id, "-q")
     assert code == 2 and "says something else now" in err and len(priced_model.requests) == sent + 1, err
+
+
+def test_the_progress_display_shows_node_names_and_errors_as_text(capsys):
+    """Text from a run or a node reaches the terminal as text: a node's name in brackets is no rich markup, and a
+    failed case's error (a model's words: ``[/bold]``, an escape sequence) is a notice line with its controls shown,
+    never a crash of the display or a sequence the terminal acts on."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from rlm_bench.sweep.command import _Display
+    from rlm_bench.sweep.driver import Progress
+
+    display = _Display("sweep_x", "local")
+    screen = io.StringIO()
+    display.bar.live.console = Console(file=screen, force_terminal=True, width=200)  # a terminal: a live bar
+    progress = Progress(total=2, done=1, per_node={"myhost": 1})
+    failed = SimpleNamespace(status="error", case_id="a", error="model said [/bold] \x1b[2J")
+    display.update("case", progress, failed)
+    display.stop()
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()) + capsys.readouterr().err  # the bar's own codes
+    assert "[myhost: " in shown and "✗ a: model said [/bold] ␛[2J" in shown, shown
