@@ -36,11 +36,10 @@ def loader_lookup(host: Any, loaded: Any, home: Path) -> LoaderLookup:
         if claiming:
             best = max(claiming, key=lambda s: (max(len(x) for x in s.suffixes if name.endswith(x)), s.priority))
             return build(best)
-        if any(s.mime_types for s in specs):
-            kind = (media_type(path) or "").lower()
-            by_type = [s for s in specs if kind and kind in s.mime_types]
-            if by_type:
-                return build(max(by_type, key=lambda s: s.priority))
+        kind = (media_type(path) or "").lower() if any(s.mime_types for s in specs) else ""  # the file's type
+        by_type = [s for s in specs if kind and kind in s.mime_types]  # is sniffed only when a loader claims types
+        if by_type:
+            return build(max(by_type, key=lambda s: s.priority))
         fallback = [s for s in specs if not s.suffixes]
         return build(max(fallback, key=lambda s: s.priority)) if fallback else None
 

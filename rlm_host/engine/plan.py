@@ -239,10 +239,8 @@ class Sampling:
             return {}
         provider = host.providers().get(split_model_string(model, host)[0])
         dropped = [name for name in wanted if name not in provider.sampling]
-        for name in dropped:
-            notice = f"{provider.name} does not take {name}: it is not sent to {model}"
-            if notice not in self.notices:
-                self.notices.append(notice)
+        said = [f"{provider.name} does not take {name}: it is not sent to {model}" for name in dropped]
+        self.notices += [notice for notice in said if notice not in self.notices]
         sent = {name: value for name, value in wanted.items() if name not in dropped}
         self.recorded.setdefault(role, sent)
         return sent
@@ -250,17 +248,15 @@ class Sampling:
 
 def _sources(loaded: "LoadedSettings") -> dict[str, str]:
     """Where each run option that is not a default came from (``--max-steps``, ``RLM(model=…)``, a file)."""
-    found = {name: loaded.source_of(f"run.{name}") for name in RunSettings.model_fields}
-    return {name: source for name, source in found.items() if source != "default"}
+    return {name: source for name in RunSettings.model_fields
+            if (source := loaded.source_of(f"run.{name}")) != "default"}  # fmt: skip
 
 
 def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTable) -> list[str]:
     """Under a cost budget, a notice naming the models nobody can price (no ``[[prices]]`` entry, not free, not in
     genai-prices, and the connector does not report its cost), whose calls the budget cannot count; with
     ``run.strict``, a ConfigError refusing the run instead. Nothing without a budget."""
-    if run.max_cost is None:
-        return []
-    unpriced = sorted({model.name for model in models if not prices.can_price(model)})
+    unpriced = [] if run.max_cost is None else sorted({model.name for model in models if not prices.can_price(model)})
     if not unpriced:
         return []
     names = ", ".join(unpriced)
@@ -274,8 +270,7 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
 
 
 def check_branching(run: RunSettings, env_spec: "EnvironmentSpec", framework_spec: Optional["FrameworkSpec"],
-                    root: ModelConnector,
-                    prices: PriceTable) -> None:  # fmt: skip
+                    root: ModelConnector, prices: PriceTable) -> None:  # fmt: skip
     """A ``branch_width`` the run can take: at most ``MAX_BRANCH_WIDTH`` (the error estimates what more would
     cost), in an environment that tries replies in a copy of its REPL, with no framework."""
     from rlm_host.engine.branching import MAX_BRANCH_WIDTH

@@ -21,7 +21,6 @@ from typing import Any, Callable, Iterable, Optional
 from rlm_host.approvals import ALLOW_ALL, Approvals, Approver
 from rlm_host.engine.budget import Budget
 from rlm_host.engine.carry import VariableCarrier
-from rlm_host.errors import BudgetExceeded
 from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.recursion import RecursionGuard
 from rlm_host.context import describe_context
@@ -29,7 +28,7 @@ from rlm_host.engine.scope import RunScope, new_run_id
 from rlm_host.engine.plan import RunPlan, plan_run
 from rlm_host.engine.sandbox_plan import memory_for, plan_sandbox
 from rlm_host.environments.protocol import EnvironmentContext, reply_format_of
-from rlm_host.errors import ConfigError, RlmError
+from rlm_host.errors import BudgetExceeded, ConfigError, RlmError
 from rlm_host.frameworks.protocol import FrameworkContext, FrameworkOutcome, StepLimitReached, TurnLimitedRole
 from rlm_host.frameworks.synthesis import synthesize
 from rlm_host.engine.branching import best_of
@@ -422,8 +421,6 @@ def _with_toolboxes(plan: RunPlan) -> tuple[RunPlan, list[Callable[[], None]]]:
     except BaseException:
         _close_all([toolbox.close for toolbox in opened])
         raise
-    if not opened:
-        return plan, []
     taken = {tool.name for tool in (*plan.tools, *plan.sub_tools)}
     extra, notices = [], list(plan.notices)
     for toolbox in opened:

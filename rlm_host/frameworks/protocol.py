@@ -144,15 +144,12 @@ def event_reward(rewards: RewardProfile, kind: str, ok: bool = True, settings: A
     """The reward of one framework event: its kind's field of the framework's ``settings`` (the defaults when
     they are not a ``FrameworkRewards``), ``final`` from ``rewards``; a tool result that failed is a
     ``tool_error``. An unknown kind earns nothing."""
-    if kind == "tool_result" and not ok:
-        kind = "tool_error"
-    field_name = EVENT_REWARDS.get(kind)
+    field_name = EVENT_REWARDS.get("tool_error" if kind == "tool_result" and not ok else kind)
     if field_name is None:
         return 0.0
-    if field_name in FrameworkRewards.model_fields:
-        weights = settings if isinstance(settings, FrameworkRewards) else _DEFAULT_WEIGHTS
-        return float(getattr(weights, field_name))
-    return float(getattr(rewards, field_name))
+    own = field_name in FrameworkRewards.model_fields
+    weights = (settings if isinstance(settings, FrameworkRewards) else _DEFAULT_WEIGHTS) if own else rewards
+    return float(getattr(weights, field_name))
 
 
 T = TypeVar("T")
