@@ -7,6 +7,7 @@ when they run (or their own ``--help`` is asked for), so ``rlm --help`` stays fa
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -14,7 +15,9 @@ import typer
 from typer import _click as click  # typer vendors its click; commands must come from the same module
 from typer.core import TyperCommand, TyperGroup
 
+from rlm_host import logs
 from rlm_host.errors import PluginError
+from rlm_host.text import terminal_safe
 
 if TYPE_CHECKING:
     from rlm_host.config import LoadedSettings
@@ -36,7 +39,6 @@ class CliState:
     def settings(self) -> "LoadedSettings":
         """Settings from every source, component sections validated against the installed plugins (once); the
         config file's [logging] section applies, unless -v / --log-json said otherwise."""
-        from rlm_host import logs
         from rlm_host.config import load_settings
         from rlm_host.plugins import get_host
 
@@ -71,15 +73,11 @@ def settings_of(ctx: click.Context) -> "LoadedSettings":
 def say(text: str) -> None:
     """Print ``text`` for a person, its control characters shown, never sent (``terminal_safe``): the printer of
     what came from runs, so no run's text reaches the terminal raw."""
-    from rlm_host.text import terminal_safe
-
     typer.echo(terminal_safe(text))
 
 
 def echo_json(value: Any) -> None:
     """``value`` as indented JSON on stdout (``--json``: escaped, never raw control characters)."""
-    import json
-
     typer.echo(json.dumps(value, indent=2, default=str))
 
 
@@ -139,8 +137,6 @@ class RlmGroup(TyperGroup):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         # click resolves the sub-command (which loads the plugins) before the group's callback runs: apply the
         # logging flags first, so plugin loading logs at the level asked for.
-        from rlm_host import logs
-
         logs.configure(verbose=ctx.params.get("verbose") or 0, json=bool(ctx.params.get("log_json")))
         try:
             return super().resolve_command(ctx, args)
@@ -216,7 +212,5 @@ def main_options(
     trust_config: bool = typer.Option(False, "--trust-config", envvar="RLM_TRUST_CONFIG", help="Trust the project's "
                                       "rlm.toml / [tool.rlm] for this command (see `rlm config trust`)."),
 ) -> None:
-    from rlm_host import logs
-
     ctx.obj = CliState(config_file=config, debug=debug, verbose=verbose, log_json=log_json, trust_config=trust_config)
     logs.configure(verbose=verbose, json=log_json)

@@ -4,9 +4,11 @@ terminal (``/dev/tty``), so a run whose stdin is a pipe can still be approved by
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional
 
 from rlm_host.approvals import ApprovalRequest
+from rlm_host.text import terminal_safe
 
 #: A request longer than this is refused unseen: nobody reads a megabyte in a terminal prompt before typing y.
 MAX_SHOWN_CHARS = 100_000
@@ -23,15 +25,11 @@ class TerminalApprover:
     def if_attended(cls, live_view: Optional[Any] = None) -> Optional["TerminalApprover"]:
         """An approver when a person watches this command (stderr is a terminal), else None: an unattended run's
         ``ask`` is refused rather than waiting for an answer nobody will type."""
-        import sys
-
         return cls(live_view) if sys.stderr.isatty() else None
 
     def __call__(self, request: ApprovalRequest) -> bool:
         """Show the whole request (every detail uncut, each line numbered, so blank padding cannot push what is
         approved out of sight) and read y/N; a request too long to show is refused without asking."""
-        from rlm_host.text import terminal_safe
-
         shown = _whole_request(request)
         if len(shown) > MAX_SHOWN_CHARS:
             return False

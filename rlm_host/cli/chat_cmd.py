@@ -12,6 +12,7 @@ file outside the sessions folder, exits 2).
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,6 +20,7 @@ import typer
 from typer.core import TyperOption
 
 from rlm_host.cli.context_args import ContextsCommand
+from rlm_host.errors import RlmError
 
 HELP = "/context  /model NAME  /vars  /save  /help  /exit"
 COMMANDS = ("/context", "/model", "/vars", "/save", "/help", "/exit", "/quit")
@@ -119,7 +121,6 @@ def _command(line: str, session: Any, rlm: Any) -> None:
     elif name == "/help":
         typer.echo(HELP)
     elif name not in ("/exit", "/quit"):
-        import difflib
 
         close = difflib.get_close_matches(name, COMMANDS, n=1)
         typer.echo(f"unknown command {name}" + (f" (did you mean {close[0]}?)" if close else "") + f"; {HELP}")
@@ -128,7 +129,6 @@ def _command(line: str, session: Any, rlm: Any) -> None:
 def _sandbox(session: Any, rlm: Any) -> str:
     """The sandbox the next turn uses; for ``auto``, the runtime it picks here."""
     from rlm_host.engine.sandbox_plan import choose_sandbox
-    from rlm_host.errors import RlmError
 
     name = session.using("sandbox") or "auto"
     if name != "auto":

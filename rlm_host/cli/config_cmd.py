@@ -12,6 +12,7 @@ import typer
 
 from rlm_host.cli.app import echo_json, group, settings_of
 from rlm_host.config.trust import record_trust
+from rlm_host.errors import InputError
 
 app = group("Inspect the settings rlm reads from flags, environment variables and config files.")
 
@@ -66,7 +67,6 @@ def untrust(
 
 def _project_file(file: Optional[Path]) -> tuple[Path, dict]:
     from rlm_host.config.loader import find_project_file, project_table
-    from rlm_host.errors import InputError
 
     path = file if file is not None else find_project_file(Path.cwd())
     if path is None:

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import typer
 
 from rlm_host.cli.app import echo_json, group, settings_of
+from rlm_host.errors import RlmError
 from rlm_host.redact import redact
 
 app = group("Model providers: what is installed, which keys are set, what --model auto picks.")
@@ -102,7 +103,6 @@ def base_url(spec: Any, settings: Any) -> Optional[str]:
 
 def configured_models(host: Any, run: Any) -> dict[str, Any]:
     """``run.model`` and ``run.sub_model`` as configured, and what ``auto`` resolves to in this environment."""
-    from rlm_host.errors import RlmError
     from rlm_host.llm.resolve import auto_model
 
     report: dict[str, Any] = {"model": run.model, "sub_model": run.sub_model, "auto": None, "auto_notice": "",

@@ -7,6 +7,7 @@ from typing import Any, List, Optional
 import typer
 
 from rlm_host.cli.app import echo_json, group, settings_of
+from rlm_host.errors import RlmError
 from rlm_host.plugins import get_host
 
 app = group("Installed plugin distributions, their components and their readiness.")
@@ -49,7 +50,6 @@ def doctor(
     machine without it) is listed as optional. Sinks named in ``[run] sinks`` or ``--sink`` have their endpoint
     and credentials checked; the names of missing variables are shown, never a value."""
     from rlm_host.engine.plan import SINK_PLUGINS
-    from rlm_host.errors import RlmError
     from rlm_host.plugins.doctor import check_rows, row
     from rlm_host.redact import redact_data
 

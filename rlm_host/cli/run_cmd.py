@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from typing import Any, Callable, Iterator, Optional
 
 import typer
@@ -15,7 +16,10 @@ from typer import _click as click  # typer vendors its click; commands must come
 
 from typer.core import TyperArgument, TyperOption
 
+from rlm_host import logs
 from rlm_host.cli.context_args import ContextsCommand
+from rlm_host.errors import ModelError
+from rlm_host.text import json_for_terminal, terminal_safe
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 1
@@ -70,7 +74,6 @@ def watched(rlm: Any, quiet: bool, watch: Optional[Callable[[Any], None]] = None
     JSON logs, ``watch`` too, and the person at the terminal as ``rlm``'s approver. A model that cannot be set up
     (no key, no file) is bad input: exit 2."""
     from rlm_host.cli.approve_prompt import TerminalApprover
-    from rlm_host.errors import ModelError
 
     live = None
     if not quiet and not cli_state().log_json:  # the live view is prose: not with JSON log lines on stderr
@@ -92,9 +95,6 @@ def watched(rlm: Any, quiet: bool, watch: Optional[Callable[[Any], None]] = None
 def show_result(result: Any, as_json: bool, *, live: bool) -> None:
     """What a run command prints when its run is over (the answer on stdout, or the RunResult as JSON, the
     trajectory's path), then its exit (``exit_with``); ``live``: a live view showed the run."""
-    from rlm_host import logs
-    from rlm_host.text import json_for_terminal
-
     if as_json:
         click.echo(json_for_terminal(result.model_dump(mode="json")))
     elif result.final_response is not None:  # stdout is the answer or nothing: the exit code says the rest
@@ -110,9 +110,7 @@ def show_result(result: Any, as_json: bool, *, live: bool) -> None:
 def for_stdout(answer: str) -> str:
     """The answer as printed: as it is into a pipe or a file (it is the product), with its control characters
     shown, never sent, on a terminal (``terminal_safe``: a model's answer must not drive the screen)."""
-    import sys
 
-    from rlm_host.text import terminal_safe
 
     return terminal_safe(answer) if sys.stdout.isatty() else answer
 
@@ -120,8 +118,6 @@ def for_stdout(answer: str) -> str:
 def exit_with(result: Any) -> None:
     """Exit as the README's rule says: 0 answered, 1 no final answer, 3 answered with an incomplete record,
     130/143/129 interrupted (Ctrl-C, SIGTERM, SIGHUP)."""
-    from rlm_host import logs
-
     if result.termination_reason == "cancelled":
         from rlm_host.signals import exit_code
 

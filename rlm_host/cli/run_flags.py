@@ -10,6 +10,7 @@ its setting.
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Iterable, Optional
 from typer.core import TyperOption
 
 from rlm_host.config import run_options
-from rlm_host.errors import InputError
+from rlm_host.errors import ConfigError, InputError
 
 
 #: List options whose flag adds to the configured values rather than replacing them.
@@ -99,9 +100,7 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
 
 def _unknown_option(name: str) -> Exception:
     """One clear error for a name that is no run option, with the nearest ones (``--max-cost`` for ``cost``)."""
-    import difflib
 
-    from rlm_host.errors import ConfigError
 
     flag = "--" + name.replace("_", "-")
     flags = [run_options.flag_of(n) for n in run_options.names()]

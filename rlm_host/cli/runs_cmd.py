@@ -9,11 +9,14 @@ so no ESC or CSI sequence redraws the terminal); JSON is printed with ``ensure_a
 from __future__ import annotations
 
 import json
+import io
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from rlm_host import logs
 from rlm_host.cli.app import echo_json, group, say, settings_of
 from rlm_host.errors import InputError
 from rlm_host.text import clip
@@ -170,10 +173,6 @@ def export(
     output: str = typer.Option("-", "--output", "-o", help="The file to write ('-': standard output)."),
 ) -> None:
     """One saved run in another format: a registered exporter's (--format), or a JSON array of its events (json)."""
-    import io
-    import sys
-
-    from rlm_host import logs
     from rlm_host.plugins import get_host
     from rlm_host.services import HostServices
 
