@@ -189,23 +189,19 @@ def load_settings(
 
 def _validate_components(loaded: LoadedSettings, host: "PluginHost") -> None:
     """Validate each ``[<kind>.<name>]`` with its component's model; fill in defaults for the rest."""
-    registries = host.component_registries()
-    for kind in COMPONENT_SECTIONS:
-        registry = registries[kind]
+    for kind, registry in host.component_registries().items():  # COMPONENT_SECTIONS
         sections: dict[str, dict[str, Any]] = getattr(loaded.settings, kind)
         # "test_box" (from RLM_SANDBOX__TEST_BOX__…) and "test-box" (from a file) are one section; sources
         # were merged weakest first, so later spellings win.
-        by_spec: dict[str, tuple[Any, dict[str, Any], str]] = {}
+        by_spec: dict[str, tuple[Any, dict[str, Any], str, str]] = {}
         for name, values in sections.items():
             where = loaded.source_of(f"{kind}.{name}")
             try:
                 spec = registry.get(name)
             except RlmError as exc:
                 raise ConfigError(f"{where}: [{kind}.{name}]: {exc}", hint=exc.hint) from None
-            _, merged, _ = by_spec.setdefault(spec.name, (spec, {}, name))
-            merged.update(values)
-        for spec_name, (spec, values, name) in by_spec.items():
-            where = loaded.source_of(f"{kind}.{name}")
+            by_spec.setdefault(spec.name, (spec, {}, name, where))[1].update(values)
+        for spec_name, (spec, values, name, where) in by_spec.items():
             model = spec.settings_model()
             if model is None:
                 raise ConfigError(f"{where}: [{kind}.{name}]: this {kind} takes no settings")
@@ -268,12 +264,9 @@ def _moved(model: type[BaseModel], loc: list[str], host: "PluginHost | None") ->
     places = []
     for kind, registry in (host.component_registries().items() if host is not None else ()):
         for spec in registry:
-            try:
-                declared = spec.settings is not None and name in spec.settings_model().model_fields
-            except Exception:  # noqa: BLE001 - a broken settings model is the doctor's to report
-                declared = False
-            if declared:
-                places.append(f"[{kind}.{spec.name}]")
+            with contextlib.suppress(Exception):  # a broken settings model is the doctor's to report
+                if spec.settings is not None and name in spec.settings_model().model_fields:
+                    places.append(f"[{kind}.{spec.name}]")
     if len(places) == 1:
         return f"moved to {places[0]} {name}"
     if places:

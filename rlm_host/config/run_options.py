@@ -8,9 +8,9 @@ at a front door is merged with :func:`merge_run`, which records the label it cam
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from rlm_host.config.schema import RunSettings
 from rlm_host.errors import ConfigError
@@ -55,10 +55,6 @@ def merge_run(base: RunSettings, values: dict[str, Any], labels: Optional[dict[s
 def run_option_type(name: str) -> Any:
     """The type of a run option for a front door that builds a schema from annotations (the MCP tool, through
     pydantic): optional (None: the configured value), with the field's limits and description."""
-    from typing import Annotated
-
-    from pydantic import Field
-
     field = RunSettings.model_fields[name]
     inner = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
     return Annotated[Optional[inner], Field(description=field.description or name)]

@@ -233,10 +233,8 @@ def _default_of(parts: list[str], field: str, host: Optional["PluginHost"]) -> t
 
     model: Any = RunSettings if parts[0] == "run" else None
     if model is None and host is not None and len(parts) > 2:
-        try:
+        with contextlib.suppress(Exception):  # an unknown section: refused by validation with its own message
             model = host.component_registries()[parts[0]].get(parts[1]).settings_model()
-        except Exception:  # noqa: BLE001 - an unknown section: refused by validation with its own message
-            return False, None
     info = getattr(model, "model_fields", {}).get(field)
     if info is None:
         return False, None

@@ -9,19 +9,10 @@ from rlm_host.hookspecs import hookimpl
 @hookimpl
 def rlm_register_environments() -> list[EnvironmentSpec]:
     return [
-        EnvironmentSpec(
-            "pure_rlm",
-            "Paper-faithful RLM: context as a REPL variable, llm_query from code, FINAL to finish",
-            "rlm_host.environments.pure_rlm.environment:PureRLMEnvironment",
-            aliases=("pure-rlm",),
-            settings="rlm_host.environments.pure_rlm.environment:PureRLMSettings",
-            context_on_disk=True,
-        ),
-        EnvironmentSpec(
-            "generic",
-            "JSON actions run_python / final / delegate with the seeds' reward formula",
-            "rlm_host.environments.generic:GenericEnvironment",
-            settings="rlm_host.environments.generic:GenericSettings",
-            context_on_disk=True,
-        ),
-    ]
+        EnvironmentSpec("pure_rlm", "Paper-faithful RLM: context as a REPL variable, llm_query from code, FINAL to "
+                        "finish", "rlm_host.environments.pure_rlm.environment:PureRLMEnvironment", aliases=("pure-rlm",),
+                        settings="rlm_host.environments.pure_rlm.environment:PureRLMSettings", context_on_disk=True),
+        EnvironmentSpec("generic", "JSON actions run_python / final / delegate with the seeds' reward formula",
+                        "rlm_host.environments.generic:GenericEnvironment",
+                        settings="rlm_host.environments.generic:GenericSettings", context_on_disk=True),
+    ]  # fmt: skip

@@ -77,10 +77,7 @@ def _may_read() -> bool:
     """Whether a cached listing may stand for this process's plugins: not with hook modules named by
     ``RLM_PLUGIN_MODULES`` (files of anyone's), nor once a plugin host exists (it may have been given another
     environment, and it knows better anyway)."""
-    if _local_modules():
-        return False
-    host_module = sys.modules.get("rlm_host.plugins.host")
-    return host_module is None or getattr(host_module, "_HOST", None) is None
+    return not _local_modules() and getattr(sys.modules.get("rlm_host.plugins.host"), "_HOST", None) is None
 
 
 def valid_listing(listing: Any) -> bool:

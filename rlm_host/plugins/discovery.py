@@ -65,16 +65,10 @@ class PluginDistribution:
             self.errors.append(error)
 
     def as_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "builtin": self.builtin,
-            "status": self.status,
-            "errors": list(self.errors),
-            "entry_points": [f"{n} = {v}" for n, v in self.entry_points],
-            "provides": {kind: sorted(names) for kind, names in sorted(self.provides.items()) if names},
-            "load_ms": round(self.load_ms, 1),
-        }
+        return {"name": self.name, "version": self.version, "builtin": self.builtin, "status": self.status,
+                "errors": list(self.errors), "entry_points": [f"{n} = {v}" for n, v in self.entry_points],
+                "provides": {kind: sorted(names) for kind, names in sorted(self.provides.items()) if names},
+                "load_ms": round(self.load_ms, 1)}  # fmt: skip
 
 
 def discover() -> list[PluginDistribution]:

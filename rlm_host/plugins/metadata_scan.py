@@ -36,18 +36,14 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
 
 
-def _standard_finders_only() -> bool:
-    """Whether the standard path finder is the only import hook that can list distributions."""
-    from importlib.machinery import PathFinder
-
-    return all(finder is PathFinder or getattr(finder, "find_distributions", None) is None for finder in sys.meta_path)
-
-
 def _metadata_folders() -> Optional[list[tuple[str, str]]]:
     """(key, folder) of each distribution importlib.metadata would find first under its name, in its order;
     None when ``sys.path`` holds something only importlib.metadata reads (a zip file, an egg)."""
-    if not _standard_finders_only():
-        return None
+    from importlib.machinery import PathFinder
+
+    if any(finder is not PathFinder and getattr(finder, "find_distributions", None) is not None
+           for finder in sys.meta_path):
+        return None  # an import hook that lists distributions of its own
     seen: set[str] = set()
     folders: list[tuple[str, str]] = []
     for entry in sys.path:

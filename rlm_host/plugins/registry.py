@@ -45,11 +45,8 @@ class Registry(Generic[T]):
             key = normalize_name(name)
             taken = self._by_key.get(key)
             if taken is not None:
-                message = (
-                    f"{self.kind} {name!r} is registered by both {taken[1]} and {owner}"
-                    if taken[1] != owner
-                    else f"{self.kind} {name!r} is registered twice by {owner}"
-                )
+                by = f"by both {taken[1]} and {owner}" if taken[1] != owner else f"twice by {owner}"
+                message = f"{self.kind} {name!r} is registered {by}"
                 self._clashes[key] = (taken[1], owner)
                 return message, taken[1]
         for name in names:
@@ -64,20 +61,15 @@ class Registry(Generic[T]):
         key = normalize_name(name)
         if key in self._clashes:
             first, second = self._clashes[key]
-            raise ComponentClashError(
-                f"{self.kind} {name!r} is registered by both {first} and {second}",
-                hint=f"uninstall one of them, or choose plugins with RLM_PLUGINS (e.g. RLM_PLUGINS={first})",
-            )
+            raise ComponentClashError(f"{self.kind} {name!r} is registered by both {first} and {second}", hint="uninstall "
+                                      f"one of them, or choose plugins with RLM_PLUGINS (e.g. RLM_PLUGINS={first})")
         found = self._by_key.get(key)
         if found is None:
             choices = [*other_choices, *self.names()]
             close = difflib.get_close_matches(name, choices, n=1)
             suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UnknownComponentError(
-                f"unknown {self.kind} {name!r}{suggestion}",
-                hint=(("choose one of: " + ", ".join(choices)) if choices else f"no {self.kind} is installed")
-                + where_more,
-            )
+            listed = ("choose one of: " + ", ".join(choices)) if choices else f"no {self.kind} is installed"
+            raise UnknownComponentError(f"unknown {self.kind} {name!r}{suggestion}", hint=listed + where_more)
         return found[0]
 
     def owner(self, name: str) -> str:
