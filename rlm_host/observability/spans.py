@@ -191,11 +191,9 @@ class SpanBuilder:
                 chat.attributes["gen_ai.output.messages"] = self.content.reply(data["reply"]) or ""
                 self._io(chat, None, data["reply"])
             spans.append(chat)
-        code = data.get("code")
-        if code or state.step_has_children:
+        if data.get("code") or state.step_has_children:
             spans.append(self._tool_span(state, step, data, model_end, end))
-        state.last_step, state.last_ts, state.step_has_children = step, end, False
-        state.step_events = []
+        state.last_step, state.last_ts, state.step_has_children, state.step_events = step, end, False, []
         return spans
 
     def _tool_span(self, state: _RunState, step: int, data: dict[str, Any], start: float,
@@ -253,8 +251,7 @@ class SpanBuilder:
         data = event.data
         seconds = float(data.get("seconds") or 0.0)
         sub = data.get("role") == "sub"
-        if sub:
-            state.step_has_children = True
+        state.step_has_children = state.step_has_children or sub
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}" if sub else "run")
         span = self._chat_span(state, f"call:{data.get('call') or event.seq}", parent, event.ts - seconds, event.ts,
                                data, str(data.get("model") or ""), str(data.get("provider") or ""))  # fmt: skip

@@ -89,8 +89,7 @@ def registry_folder(env: Optional[Mapping[str, str]] = None) -> Path:
 
 
 def _uid() -> Optional[int]:
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid() if geteuid is not None else None
+    return os.geteuid() if hasattr(os, "geteuid") else None
 
 
 def _private_folder(folder: Path, create: bool) -> bool:

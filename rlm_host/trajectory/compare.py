@@ -47,9 +47,8 @@ class RunComparison(BaseModel):
 
 
 def _side(step: Optional[ReplayStep]) -> StepSide:
-    if step is None:
-        return StepSide()
-    return StepSide(action=step.record.action, code=step.record.code, success=step.error is None)
+    return StepSide() if step is None else StepSide(action=step.record.action, code=step.record.code,
+                                                     success=step.error is None)  # fmt: skip
 
 
 def _outcome(replay: Replay) -> dict[str, Optional[float]]:

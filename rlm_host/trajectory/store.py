@@ -292,9 +292,8 @@ class RunStore:
 
     def files(self) -> list[Path]:
         """Every trajectory file, in name order (run ids sort by time)."""
-        if not self.runs_dir.is_dir():
-            return []
-        return sorted(p for p in self.runs_dir.iterdir() if p.suffix == SUFFIX and p.is_file())
+        found = self.runs_dir.iterdir() if self.runs_dir.is_dir() else ()
+        return sorted(p for p in found if p.suffix == SUFFIX and p.is_file())
 
     def list_runs(self) -> list[RunSummary]:
         """A summary of every saved run, newest first."""
