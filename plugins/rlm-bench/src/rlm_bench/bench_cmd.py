@@ -240,7 +240,7 @@ def compare(
         typer.echo("\n".join(comparison_markdown(result)))
     if not result.passed:
         failed = ", ".join(g.name for g in result.gates if not g.passed)
-        typer.echo(f"gates failed: {failed}", err=True)
+        say(f"gates failed: {failed}", event="bench gates failed", gates=failed)
         raise typer.Exit(EXIT_GATE_FAILED)
 
 
@@ -303,7 +303,7 @@ def report(
         typer.echo(text, nl=False)
         return
     output.write_text(text, encoding="utf-8")
-    typer.echo(f"report: {output}", err=True)
+    say(f"report: {output}", event="bench report", path=str(output))
 
 
 def _stdout_is_terminal() -> bool:
@@ -334,8 +334,9 @@ def judge(
     for kind, value in result.by_type.items():
         typer.echo(f"  {kind:<28} {100 * value:.1f}%")
     if result.missing_reference:
-        typer.echo(f"no reference for: {', '.join(result.missing_reference)}", err=True)
-    typer.echo(f"results: {out}", err=True)
+        say(f"no reference for: {', '.join(result.missing_reference)}", event="judge missing reference",
+            level="warning")  # fmt: skip
+    say(f"results: {out}", event="judge results", path=str(out))
 
 
 from rlm_bench.sweep.command import sweep as _sweep  # noqa: E402 - registered last: the sweep command lives beside

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from rlm_host import CommandServices
+from rlm_host.sdk.commands import say
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False)
 
@@ -52,7 +53,8 @@ def leaderboard(
     paths = store.summaries()
 
     def warn(path: Path, message: str) -> None:
-        typer.echo(f"warning: skipped {path.name}: {message}", err=True)
+        say(f"warning: skipped {path.name}: {message}", event="leaderboard skipped", level="warning",
+            file=str(path))  # fmt: skip
 
     rows = rank(load_summaries(paths, on_error=warn), name, where, limit or None)
     fmt = chosen[0] if chosen else "table"

@@ -423,6 +423,7 @@ def sweep_report(
 
     from rlm_bench.sweep.record import SweepStore
     from rlm_host import CommandServices, InputError
+    from rlm_host.sdk.commands import say
 
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint="choose md or html")
@@ -435,4 +436,4 @@ def sweep_report(
         typer.echo(text, nl=False)
         return
     output.write_text(text, encoding="utf-8")
-    typer.echo(f"report: {output}", err=True)
+    say(f"report: {output}", event="sweep report", path=str(output))
