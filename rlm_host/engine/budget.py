@@ -43,12 +43,10 @@ class Budget:
         cost = f"${self.cost:.4f}" + (f" + {self.unpriced_calls} unpriced" if self.unpriced_calls else "")
         parts = [f"tokens={against(f'{self.tokens:,}', f'{self.max_tokens:,}' if self.max_tokens is not None else None)}",
                  f"cost={against(cost, f'${self.max_cost:g}' if self.max_cost is not None else None)}",
-                 f"llm_calls={against(str(self.llm_calls), str(self.max_llm_calls))}"]  # fmt: skip
-        if self.timeout != float("inf"):
-            parts.append(f"remaining={max(self.remaining(), 0):.1f}s")
-        if self.cancel.is_set():
-            parts.append("cancelled")
-        return f"Budget({', '.join(parts)})"
+                 f"llm_calls={against(str(self.llm_calls), str(self.max_llm_calls))}",
+                 f"remaining={max(self.remaining(), 0):.1f}s" if self.timeout != float("inf") else "",
+                 "cancelled" if self.cancel.is_set() else ""]  # fmt: skip
+        return f"Budget({', '.join(part for part in parts if part)})"
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()

@@ -11,6 +11,7 @@ from rlm_host.engine.budget import Budget
 from rlm_host.event_types import error_line, next_call
 from rlm_host.llm.protocol import (Completion, Message, ModelConnector, Purpose, ReplyFormat, ReplyFormatMode,
                                    provider_of, reply_format_for)  # fmt: skip
+from rlm_host.llm.prices import default_table, endpoint
 from rlm_host.results import Usage
 from rlm_host.text import valid_unicode
 from rlm_host.tokens import count_tokens
@@ -99,8 +100,9 @@ class ModelClient:
         text = valid_unicode(completion.text) if completion.text else completion.text
         if text is not completion.text:  # lone surrogates from a JSON body: U+FFFD, so the text encodes
             completion = completion.model_copy(update={"text": text})
-        if completion.cost is None:
-            cost = self._price(completion)
+        if completion.cost is None:  # priced here when the model's price is known
+            cost = (self.prices or default_table()).cost(self.name, completion.input_tokens, completion.output_tokens,
+                                                         base_url=endpoint(self.connector))  # fmt: skip
             if cost is not None:
                 completion = completion.model_copy(update={"cost": cost})
         with self._lock:
@@ -116,13 +118,6 @@ class ModelClient:
     def count_tokens(self, text: str) -> int:
         """The tokens of ``text`` for this model: the connector's own count when it has one, else the estimate."""
         return count_tokens(text, self.connector)
-
-    def _price(self, completion: Completion) -> Optional[float]:
-        from rlm_host.llm.prices import default_table, endpoint
-
-        table = self.prices or default_table()
-        return table.cost(self.name, completion.input_tokens, completion.output_tokens,
-                          base_url=endpoint(self.connector))  # fmt: skip
 
     def _on_retry(self, attempt: int, wait: float, reason: str) -> None:
         assert self.scope is not None

@@ -333,12 +333,10 @@ class _Steps:
         self.lock = threading.Lock()
         self.mark()
 
-    def _model_seconds(self) -> float:
-        return self.ctx.root.seconds + self.ctx.sub.seconds  # type: ignore[attr-defined]
-
     def mark(self) -> None:
-        """Count the next step's usage and time from now."""
-        self.since = (self.usage.model_copy(deep=True), time.monotonic(), self._model_seconds())
+        """Count the next step's usage, time and model time from now."""
+        model_seconds = self.ctx.root.seconds + self.ctx.sub.seconds  # type: ignore[attr-defined]
+        self.since = (self.usage.model_copy(deep=True), time.monotonic(), model_seconds)
 
     def start(self) -> int:
         """The next step's number, its ``step_start`` said once (after the budget's check: a stopped run starts

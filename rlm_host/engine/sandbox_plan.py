@@ -129,8 +129,8 @@ def _workspace_hint(registry: Any, loaded: Any, able: list[str],
     specs = [registry.get(name) for name in able]
     ready = {spec.name: (known or {}).get(spec.name) or spec.readiness(loaded.component("sandbox", spec.name))
              for spec in specs}  # fmt: skip
-    unsafe = [spec.name for spec in specs if not spec.security_boundary and ready[spec.name].ok]
-    options = [f"pass --sandbox {name} (NOT a security boundary)" for name in unsafe]
+    options = [f"pass --sandbox {spec.name} (NOT a security boundary)" for spec in specs
+               if not spec.security_boundary and ready[spec.name].ok]  # fmt: skip
     options += [f"use --sandbox {spec.name}" + ("" if state.ok else f", once ready: {state.hint or state.detail}")
                 for spec in specs if spec.security_boundary for state in [ready[spec.name]]]  # fmt: skip
     if not any(spec.security_boundary for spec in specs):

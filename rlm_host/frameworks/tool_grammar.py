@@ -73,10 +73,7 @@ def _args_rule(parameters: Mapping[str, Any]) -> str:
     required = [name for name in parameters.get("required") or () if name in kinds]
     if not required:
         return "object"  # nothing required: any object (a grammar of optional keys only would allow a leading comma)
-    optional = [name for name in kinds if name not in required]
-    pairs = [f"{_literal(name)} ws \":\" ws {kinds[name]}" for name in required]
-    body = ' ws "," ws '.join(pairs)
-    for name in optional:  # each may follow, in order
-        pair = f"{_literal(name)} ws \":\" ws {kinds[name]}"
-        body = f'{body} (ws "," ws {pair})?'
+    pairs = {name: f"{_literal(name)} ws \":\" ws {kind}" for name, kind in kinds.items()}
+    body = ' ws "," ws '.join(pairs[name] for name in required)
+    body += "".join(f' (ws "," ws {pair})?' for name, pair in pairs.items() if name not in required)  # each may follow
     return f'"{{" ws {body} ws "}}"'

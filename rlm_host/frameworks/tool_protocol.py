@@ -205,10 +205,8 @@ def _action(obj: dict[str, Any], tools: Mapping[str, ToolSpec]) -> Optional[Tool
         name = obj[name_key]
         if not isinstance(name, str) or not name.strip():
             return InvalidReply(f"'{name_key}' must be the name of a tool: {SHAPE}")
-        if args_key is not None:
-            args = obj[args_key]
-        else:  # flat: {"tool": "run_code", "code": "…"}
-            args = {k: v for k, v in obj.items() if k != name_key}
+        # the arguments, or flat ones: {"tool": "run_code", "code": "…"}
+        args = obj[args_key] if args_key is not None else {k: v for k, v in obj.items() if k != name_key}
         return ToolCall(name.strip(), coerce_tool_args(args, tools.get(name.strip())))
     final_key = next((k for k in _FINAL_KEYS if k in obj), None)
     if final_key is not None:
