@@ -134,18 +134,18 @@ def load_settings(
 
     user_file = user_config_dir(env) / "config.toml"
     if user_file.is_file():
-        entries += _flatten_labelled(_read_toml(user_file), f"user file {user_file}")
+        entries += [(key, value, f"user file {user_file}") for key, value in _flatten(_read_toml(user_file))]
         files.append(user_file)
     if config_file is not None:
         if not config_file.is_file():
             raise ConfigError(f"config file not found: {config_file}")
-        entries += _flatten_labelled(project_table(config_file), f"config file {config_file}")
+        entries += [(key, value, f"config file {config_file}") for key, value in _flatten(project_table(config_file))]
         files.append(config_file)
     else:
         project_file = find_project_file(here)
         if project_file is not None:
             table = project_table(project_file)
-            found = _flatten_labelled(table, f"project file {project_file}")
+            found = [(key, value, f"project file {project_file}") for key, value in _flatten(table)]
             if not (trust or is_truthy(env.get(TRUST_ENV)) or is_trusted(project_file, table, env)):
                 found, ignored = screen(found, here, host, baseline={key: value for key, value, _ in entries})
                 untrusted = project_file.resolve() if ignored else None
@@ -337,10 +337,6 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]
             yield from _flatten(value, dotted)
         else:
             yield dotted, value
-
-
-def _flatten_labelled(data: dict[str, Any], label: str) -> list[Entry]:
-    return [(key, value, label) for key, value in _flatten(data)]
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
