@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Optional
 
@@ -115,12 +116,10 @@ class Recording:
                 any(e.data.get("where") == "synthesize" for e in run.errors):  # fmt: skip
             return
         usage = result.usage.root  # what the run's own steps did not use went to the synthesis
-        steps_input = sum(step.record.usage.root.input_tokens for step in run.steps)
-        steps_output = sum(step.record.usage.root.output_tokens for step in run.steps)
-        self.root.append(RecordedReply(
-            result.final_response, max(0, usage.input_tokens - steps_input),
-            max(0, usage.output_tokens - steps_output), f"synthesised answer of {run.run_id}",
-        ))  # fmt: skip
+        used_in = sum(step.record.usage.root.input_tokens for step in run.steps)
+        used_out = sum(step.record.usage.root.output_tokens for step in run.steps)
+        self.root.append(RecordedReply(result.final_response, max(0, usage.input_tokens - used_in),
+                                       max(0, usage.output_tokens - used_out), f"synthesised answer of {run.run_id}"))
 
 
 def _sub_reply(event: RunEvent) -> RecordedReply:
@@ -128,15 +127,10 @@ def _sub_reply(event: RunEvent) -> RecordedReply:
     usage = data.get("usage") or {}
     error = data.get("error") if not usage else None
     text = data.get("response_full", data.get("response"))
-    return RecordedReply(
-        None if text is None else str(text),
-        int(usage.get("input_tokens") or 0),
-        int(usage.get("output_tokens") or 0),
-        f"{data.get('kind', 'sub_call')} in {event.run_id}",
-        prompt_hash=data.get("prompt_hash"),
-        prompt=data.get("prompt"),
-        error=str(error) if error else None,
-    )
+    return RecordedReply(None if text is None else str(text), int(usage.get("input_tokens") or 0),
+                         int(usage.get("output_tokens") or 0), f"{data.get('kind', 'sub_call')} in {event.run_id}",
+                         prompt_hash=data.get("prompt_hash"), prompt=data.get("prompt"),
+                         error=str(error) if error else None)  # fmt: skip
 
 
 def ordinal(number: int) -> str:
@@ -177,11 +171,9 @@ class ReplayConnector:
             raw["malformed"] = "the recorded reply had no content"
         elif reply.text == "":
             raw["malformed"] = "the recorded reply was empty"
-        return Completion(
-            text=reply.text, model=self.recording.model or self.name, input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens, cost=0.0, finish_reason="stop",
-            seconds=time.monotonic() - started, raw=raw,
-        )  # fmt: skip
+        return Completion(text=reply.text, model=self.recording.model or self.name, input_tokens=reply.input_tokens,
+                          output_tokens=reply.output_tokens, cost=0.0, finish_reason="stop",
+                          seconds=time.monotonic() - started, raw=raw)  # fmt: skip
 
     def _take_next(self, kind: str) -> RecordedReply:
         replies = self.recording.root if kind == "root" else self.recording.compaction
@@ -198,12 +190,9 @@ class ReplayConnector:
         replies = self.recording.sub
         with self._lock:
             unused = [i for i, used in enumerate(self._sub_used) if not used]
-            index = next((i for i in unused if replies[i].prompt_hash == digest), None)
-            if index is None:
-                unhashed = (i for i in unused if replies[i].prompt_hash is None and replies[i].prompt == clipped)
-                index = next(unhashed, None)
-            if index is None and unused:
-                index = unused[0]
+            index = next(chain((i for i in unused if replies[i].prompt_hash == digest),
+                               (i for i in unused if replies[i].prompt_hash is None and replies[i].prompt == clipped),
+                               unused), None)  # fmt: skip
             if index is not None:
                 self._sub_used[index] = True
                 return replies[index]
