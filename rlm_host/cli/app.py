@@ -65,11 +65,6 @@ def group(help_text: str) -> typer.Typer:
     return commands
 
 
-def settings_of(ctx: click.Context) -> "LoadedSettings":
-    """The effective settings of the running ``rlm`` command (``CliState.settings``)."""
-    return ctx.find_root().obj.settings()
-
-
 def say(text: str) -> None:
     """Print ``text`` for a person, its control characters shown, never sent (``terminal_safe``): the printer of
     what came from runs, so no run's text reaches the terminal raw."""
@@ -82,8 +77,8 @@ def echo_json(value: Any) -> None:
 
 
 def command_settings(ctx: click.Context) -> "LoadedSettings":
-    """The settings of the running ``rlm`` command (``--config`` and the global flags honoured). Deprecated for
-    plugins: a sub-command reads ``CommandServices.of(ctx)`` (``rlm_host.services``) instead."""
+    """The settings of the running ``rlm`` command (``--config`` and the global flags honoured), for the built-in
+    commands. Deprecated for plugins: a sub-command reads ``CommandServices.of(ctx)`` (``rlm_host.services``)."""
     state = ctx.find_root().obj
     if not isinstance(state, CliState):
         raise RuntimeError("command_settings() is for sub-commands of `rlm`")

@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperOption
 
 from rlm_host.cli.context_args import ContextsCommand
+from rlm_host.cli.run_cmd import cli_state, for_stdout, run_params, watched
 from rlm_host.errors import RlmError
 
 HELP = "/context  /model NAME  /vars  /save  /help  /exit"
@@ -32,7 +33,6 @@ def chat_session(context: tuple[str, ...], resume: Optional[str], list_: bool, q
     from rlm_host.api.session import list_sessions, session_file
     from rlm_host.cli import run_flags
     from rlm_host.cli.main import report
-    from rlm_host.cli.run_cmd import cli_state, watched
     from rlm_host.engine.context_loading import load_context_with_loaders
     from rlm_host.text import terminal_safe
 
@@ -85,8 +85,6 @@ def chat_session(context: tuple[str, ...], resume: Optional[str], list_: bool, q
 
 def _show_turn(result: Any) -> None:
     """A turn's answer on stdout (``rlm> …``, its control characters shown on a terminal), or why there is none."""
-    from rlm_host.cli.run_cmd import for_stdout
-
     if result.termination_reason == "cancelled":
         typer.echo("(turn cancelled)", err=True)
     elif result.final_response is not None:
@@ -139,16 +137,10 @@ def _sandbox(session: Any, rlm: Any) -> str:
         return "auto (none ready)"
 
 
-def _command_object() -> Any:
-    """``rlm chat``: ``--context`` (several paths), ``--resume``, ``--list``, every run option as a flag, ``-q``."""
-    from rlm_host.cli.run_cmd import run_params
-
-    params = [TyperOption(param_decls=["--resume", "resume"], metavar="ID", help="Continue a saved session (its id)."),
-              TyperOption(param_decls=["--list", "list_"], is_flag=True, help="List the saved sessions and exit."),
-              *run_params(context="A file or a directory to talk about; several: --context a.txt b.md.",
-                          as_json=False, quiet="No live view of the steps; answers only.")]  # fmt: skip
-    return ContextsCommand(name="chat", callback=chat_session, params=params, rich_markup_mode=None,
-                           help=(chat_session.__doc__ or "").split("\n")[0])  # fmt: skip
-
-
-chat = _command_object()
+#: ``rlm chat``: ``--context`` (several paths), ``--resume``, ``--list``, every run option as a flag, ``-q``.
+chat = ContextsCommand(name="chat", callback=chat_session, rich_markup_mode=None, help=(chat_session.__doc__ or "")
+                       .split("\n")[0], params=[
+    TyperOption(param_decls=["--resume", "resume"], metavar="ID", help="Continue a saved session (its id)."),
+    TyperOption(param_decls=["--list", "list_"], is_flag=True, help="List the saved sessions and exit."),
+    *run_params(context="A file or a directory to talk about; several: --context a.txt b.md.", as_json=False,
+                quiet="No live view of the steps; answers only.")])  # fmt: skip

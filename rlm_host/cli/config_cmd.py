@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from rlm_host.cli.app import echo_json, group, settings_of
+from rlm_host.cli.app import echo_json, group, command_settings
 from rlm_host.config.trust import record_trust
 from rlm_host.errors import InputError
 
@@ -24,7 +24,7 @@ def show(
     all_: bool = typer.Option(False, "--all", help="Also every installed component's default settings."),
 ) -> None:
     """Every setting with its value and source (flag, environment variable, file or default)."""
-    loaded = settings_of(ctx)
+    loaded = command_settings(ctx)
     rows = loaded.rows(all_components=all_)
     if as_json:
         return echo_json({"files": [str(p) for p in loaded.files],

@@ -18,22 +18,22 @@ from typer import _click as click
 from typer.core import TyperArgument, TyperOption
 
 from rlm_host import logs
+from rlm_host.cli import run_flags
 from rlm_host.cli.context_args import ContextsCommand
+from rlm_host.cli.run_cmd import cli_state, run_and_show, run_params
+from rlm_host.config.schema import RunSettings
+from rlm_host.config.trust import screen
+from rlm_host.context import ContextFiles
 from rlm_host.errors import InputError
+from rlm_host.plugins import get_host
+from rlm_host.trajectory import Replay, RunStore
+from rlm_host.trajectory.fork import FORK_AT, FORK_OF, fork_wrapper
 
 
 def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quiet: bool, **flags: Any) -> None:
     """Fork a saved run: replay its first --at steps as recorded, then go on with the settings given."""
-    from rlm_host.cli import run_flags
-    from rlm_host.cli.run_cmd import cli_state, run_and_show
-    from rlm_host.context import ContextFiles
-    from rlm_host.trajectory import RunStore
-    from rlm_host.trajectory.fork import FORK_AT, FORK_OF, fork_wrapper
-    from rlm_host.trajectory.tree import Replay
-
     loaded = cli_state().settings()
-    store = RunStore(loaded.home)
-    replay = Replay(store.load(store.resolve(run_id)))
+    replay = Replay(RunStore(loaded.home).load(run_id))
     source, steps = replay.root.run_id, len(replay.root.steps)
     if steps == 0:
         raise InputError(f"run {source} has no step to fork from")
@@ -56,10 +56,6 @@ def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quie
 def recorded_settings(settings: Any, source: str) -> dict[str, Any]:
     """The run options of a recorded run that may apply again: each screened as an untrusted project file's
     setting would be (one warning names what is left out, and why)."""
-    from rlm_host.config.schema import RunSettings
-    from rlm_host.config.trust import screen
-    from rlm_host.plugins import get_host
-
     if not isinstance(settings, dict):
         return {}
     defaults = RunSettings().model_dump(mode="json")
@@ -76,8 +72,6 @@ def recorded_settings(settings: Any, source: str) -> dict[str, Any]:
 def recorded_context(meta: Any, source: str) -> Optional[Any]:
     """The recorded run's context again: none, or the files it was read from when they are still in this folder
     (a path in a record is not followed elsewhere); else an InputError asking for --context."""
-    from rlm_host.context import ContextFiles
-
     if not isinstance(meta, dict) or meta.get("type") in (None, "none"):
         return None
     files = found if isinstance(found := meta.get("files"), list) else []
@@ -92,8 +86,6 @@ def recorded_context(meta: Any, source: str) -> Optional[Any]:
 
 def command() -> click.Command:
     """``rlm runs fork``: the run, ``--at``, ``--context``, the output flags and every run option (``run_params``)."""
-    from rlm_host.cli.run_cmd import run_params
-
     params = [
         TyperArgument(param_decls=["run_id"], required=True, metavar="RUN", help="A run id, a unique prefix, "
                       "'latest' or a .jsonl path."),

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from rlm_host.cli.app import echo_json, group, settings_of
+from rlm_host.cli.app import echo_json, group, command_settings
 
 app = group("Frameworks: run a task through DSPy, Pydantic AI… as an rlm run.")
 
@@ -17,7 +17,7 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
     """Every framework: name, aliases, mode (native_rlm or agent), readiness, the plugin that registers it."""
     from rlm_host.plugins import get_host
 
-    loaded = settings_of(ctx)
+    loaded = command_settings(ctx)
     rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin": "rlm-host",
              "detail": "the built-in loop (--env chooses the environment)", "hint": "",
              "description": "rlm's own RLM loop"}]  # fmt: skip

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from rlm_host.cli.app import echo_json, group, settings_of
+from rlm_host.cli.app import echo_json, group, command_settings
 from rlm_host.errors import RlmError
 from rlm_host.redact import redact
 
@@ -22,17 +22,24 @@ app = group("Model providers: what is installed, which keys are set, what --mode
 @app.command("list")
 def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every provider (built-in and plugins): description, default model, key, base URL, readiness."""
+    from rlm_host.llm.resolve import auto_model
     from rlm_host.plugins import get_host
 
     host = get_host()
-    loaded: Any = settings_of(ctx)  # (mypy reads Settings without its run section)
+    loaded: Any = command_settings(ctx)  # (mypy reads Settings without its run section)
     rows, urls = [], {}
     for spec, owner in host.providers().items():
         settings = loaded.component("provider", spec.name)
         rows.append(provider_row(spec, owner, settings))
         urls[spec.name] = base_url(spec, settings)
     probe_local_servers(rows, urls)
-    report: dict[str, Any] = {"providers": rows, "run": configured_models(host, loaded.settings.run)}
+    run = loaded.settings.run
+    report: dict[str, Any] = {"providers": rows, "run": {"model": run.model, "sub_model": run.sub_model, "auto": None,
+                                                         "auto_notice": "", "auto_error": ""}}  # fmt: skip
+    try:  # what --model auto resolves to in this environment
+        report["run"]["auto"], report["run"]["auto_notice"] = auto_model(host)
+    except RlmError as exc:
+        report["run"]["auto_error"] = exc.message + (f" ({exc.hint})" if exc.hint else "")
     if as_json:
         return echo_json(report)
     width = max(len(row["name"]) for row in rows)
@@ -100,15 +107,3 @@ def base_url(spec: Any, settings: Any) -> Optional[str]:
         return configured
     return (os.environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url or None
 
-
-def configured_models(host: Any, run: Any) -> dict[str, Any]:
-    """``run.model`` and ``run.sub_model`` as configured, and what ``auto`` resolves to in this environment."""
-    from rlm_host.llm.resolve import auto_model
-
-    report: dict[str, Any] = {"model": run.model, "sub_model": run.sub_model, "auto": None, "auto_notice": "",
-                              "auto_error": ""}  # fmt: skip
-    try:
-        report["auto"], report["auto_notice"] = auto_model(host)
-    except RlmError as exc:
-        report["auto_error"] = exc.message + (f" ({exc.hint})" if exc.hint else "")
-    return report

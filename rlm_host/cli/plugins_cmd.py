@@ -6,7 +6,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from rlm_host.cli.app import echo_json, group, settings_of
+from rlm_host.cli.app import echo_json, group, command_settings
 from rlm_host.errors import RlmError
 from rlm_host.plugins import get_host
 
@@ -58,7 +58,7 @@ def doctor(
     asked = {host.sinks().get(name, where_more=SINK_PLUGINS).name for name in extra_sinks}  # unknown: exit 2
     rows: list[dict[str, Any]] = []
     try:
-        loaded = settings_of(ctx)
+        loaded = command_settings(ctx)
     except RlmError as exc:  # every check still runs, with default settings
         loaded = None
         rows.append(row("config", "settings", "rlm-host", False, exc.message, exc.hint or "fix the file or variable"))

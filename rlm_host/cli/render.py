@@ -84,7 +84,7 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
     if step.branches:
         lines.append(f"candidates ({len(step.branches)}):")
         for tried in step.branches:
-            code = " ".join(str(tried.get("code") or tried.get("reply") or "").split())
+            code = str(tried.get("code") or tried.get("reply") or "")
             mark = "kept" if tried.get("chosen") else _short(error_summary(str(tried["error"])), 60) \
                 if tried.get("error") else ""  # fmt: skip
             lines.append(f"    {tried.get('candidate')}. {tried.get('action')} · score {tried.get('score', 0):+.2f}"
@@ -124,15 +124,12 @@ def render_child(child: RunTrace, *, max_lines: int = OUTPUT_LINES) -> str:
     """A child run: a header line, then each of its steps rendered and indented."""
     result = child.result
     status = "interrupted" if result is None else result.termination_reason
-    count = len(child.steps)
-    head = f"▸ child run {child.run_id} (depth {child.depth}): {_plural(count, 'step')}, {status}"
+    head = f"▸ child run {child.run_id} (depth {child.depth}): {_plural(len(child.steps), 'step')}, {status}"
     if result is not None and result.final_response is not None:
         head += f", final {_short(result.final_response)!r}"
     task = child.start.get("task")
     lines = [head] + ([f"  task: {_short(task)}"] if task else [])
-    for step in child.steps:
-        lines.append(_indent(render_step(step, max_lines=max_lines), "  "))
-    return "\n".join(lines)
+    return "\n".join(lines + [_indent(render_step(step, max_lines=max_lines), "  ") for step in child.steps])
 
 
 def render_summary(replay: Replay) -> str:
@@ -162,12 +159,10 @@ def render_summary(replay: Replay) -> str:
         parts.append(f"status: interrupted after {len(replay.steps)} steps (no final event)")
     else:
         cost = result.cost if result.cost is not None else result.usage.cost
-        parts.append(
-            f"status: {result.termination_reason} ({'completed' if result.completed else 'not completed'})  "
-            f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}  "
-            + (f"cost: ${cost:.4f}{'' if result.cost_complete else ' (incomplete)'}  " if cost is not None else "")
-            + f"duration: {result.duration_s:.1f} s"
-        )
+        parts.append(f"status: {result.termination_reason} ({'completed' if result.completed else 'not completed'})  "
+                     f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}  "
+                     + (f"cost: ${cost:.4f}{'' if result.cost_complete else ' (incomplete)'}  " if cost is not None
+                        else "") + f"duration: {result.duration_s:.1f} s")  # fmt: skip
         if result.final_response is not None:
             parts.append(f"final answer: {_short(result.final_response, 200)}")
         if result.error:
@@ -175,10 +170,8 @@ def render_summary(replay: Replay) -> str:
     parts.extend(_sink_lines(replay))
     children = [r for r in replay.runs.values() if r.run_id != root.run_id]
     errors = replay.errors()
-    parts.append(
-        f"{_plural(len(replay.steps), 'root step')}, {_plural(len(children), 'child run')}, "
-        + (f"errors at steps {', '.join(str(replay.steps[i].number) for i in errors)}" if errors else "no error steps")
-    )
+    parts.append(f"{_plural(len(replay.steps), 'root step')}, {_plural(len(children), 'child run')}, " + (
+        f"errors at steps {', '.join(str(replay.steps[i].number) for i in errors)}" if errors else "no error steps"))
     return "\n".join(parts)
 
 

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import typer
 
 from rlm_host import logs
-from rlm_host.cli.app import echo_json, group, say, settings_of
+from rlm_host.cli.app import echo_json, group, say, command_settings
 from rlm_host.errors import InputError
 from rlm_host.text import clip
 from rlm_host.trajectory import Replay, RunStore
@@ -31,7 +31,7 @@ RUN_ID = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', o
 
 def store_of(ctx: typer.Context) -> RunStore:
     """The saved runs of the effective run home (relative paths are relative to the cwd)."""
-    return RunStore(settings_of(ctx).home)
+    return RunStore(command_settings(ctx).home)
 
 
 @app.command("list")
