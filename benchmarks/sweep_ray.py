@@ -122,11 +122,11 @@ class FakeExecutor:
 
     def submit(self, item: dict[str, Any]) -> int:
         self._next += 1
-        manifest = item["manifest"]
-        result = {"case_id": item["case_id"], "preset": manifest["preset"], "mode": "native",
+        manifest = item.manifest
+        result = {"case_id": item.case_id, "preset": manifest["preset"], "mode": "native",
                   "environment": "pure_rlm",
                   "model": manifest["model"], "sandbox": manifest["sandbox"] or "", "status": "completed",
-                  "termination_reason": "final", "task": f"Return 42 ({item['case_id']}).", "final_response": "42",
+                  "termination_reason": "final", "task": f"Return 42 ({item.case_id}).", "final_response": "42",
                   "expected": "42", "scorer": "exact", "score": 1.0, "correct": True, "steps": 2, "reward": 1.8,
                   "tokens": {"input": 1259, "output": 9, "total": 1268, "root": 1268, "sub": 0}, "llm_calls": 2,
                   "cost": 0.0001, "duration_s": 0.25, "run_id": f"run_{self._next:08d}",
@@ -149,7 +149,7 @@ class FakeExecutor:
 def driver_memory(folder: Path, cases: int, script: str) -> dict[str, float]:
     """Plan and run a sweep of ``cases`` cases (100-case preset × repeats) in this process with FakeExecutor."""
     from rlm_bench.sweep import SweepDriver, SweepStore, plan_sweep
-    from rlm_bench.sweep_file import load_sweep
+    from rlm_bench.sweep.file import load_sweep
     from rlm_host.plugins import reset_host
     from rlm_host.sdk.embedding import RLMRunner, load_settings
 
