@@ -33,11 +33,12 @@ SANDBOX_CODE = [REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "ca
                 REPO / "plugins" / "rlm-harness" / "src" / "rlm_harness" / "cases"]
 def _extra_modules(folder: Path) -> dict[Path, tuple[str, ...]]:
     """A plugin's modules that may use one of its extras: its public ``testing`` module the ``test`` extra (sample
-    files, test servers), and a module named after an extra (``sweep_ray.py``: ``ray``) that extra."""
+    files, test servers), and a module named after an extra (``sweep/ray_executor.py``, ``*_ray.py``: ``ray``) that
+    extra."""
     found: dict[Path, tuple[str, ...]] = {path: ("test",) for path in (folder / "src").glob("*/testing.py")}
     extras = tomllib.loads((folder / "pyproject.toml").read_text()).get("project", {}).get("optional-dependencies", {})
     for extra in extras:
-        for path in (folder / "src").glob(f"*/*_{extra}.py"):
+        for path in {*(folder / "src").rglob(f"{extra}_*.py"), *(folder / "src").rglob(f"*_{extra}.py")}:
             found[path] = (*found.get(path, ()), extra)
     return found
 
