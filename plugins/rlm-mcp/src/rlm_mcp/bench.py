@@ -40,8 +40,8 @@ async def run_preset(preset: str, limit: int, model: Optional[str], *, cwd: Path
     and the operator's ``limits`` reach the cases as ``RLM_RUN__*`` variables (the server's ceilings)."""
     if importlib.util.find_spec("rlm_bench") is None:
         raise BenchUnavailable("rlm_bench_run needs the rlm-bench plugin: pip install rlm-bench")
-    cases = min(max(1, limit), MAX_CASES)
-    args = [*rlm_command(), "bench", "run", "--preset", preset, "--limit", str(cases), "--json", "--quiet"]
+    count = min(max(1, limit), MAX_CASES)
+    args = [*rlm_command(), "bench", "run", "--preset", preset, "--limit", str(count), "--json", "--quiet"]
     args += ["--model", model] if model else []
     args += ["--sandbox", sandbox] if sandbox else []
     args += ["--sub-model", sub_model] if sub_model else []
@@ -51,7 +51,7 @@ async def run_preset(preset: str, limit: int, model: Optional[str], *, cwd: Path
     for name, value in (limits or {}).items():
         if value is not None:
             env[f"RLM_RUN__{name.upper()}"] = str(int(value) if name in ("max_steps", "max_depth") else value)
-    deadline = cases * float((limits or {}).get("timeout") or CASE_SECONDS) + 60.0
+    deadline = count * float((limits or {}).get("timeout") or CASE_SECONDS) + 60.0
     try:
         with anyio.fail_after(deadline):
             done = await anyio.run_process(args, cwd=cwd, check=False, env=env)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import anyio
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -24,12 +24,20 @@ from rlm_mcp.runner import run_with_progress, to_output
 
 # The run options a client may set (within the operator's ceilings): typed, limited and described by their one
 # declaration, the host's RunSettings, so the tool's input schema cannot drift from `rlm run` and `RLM(...)`.
-Model = run_option_type("model")
-Sandbox = run_option_type("sandbox")
-MaxSteps = run_option_type("max_steps")
-MaxDepth = run_option_type("max_depth")
-Timeout = run_option_type("timeout")
-MaxCost = run_option_type("max_cost")
+if TYPE_CHECKING:  # what a type checker can read of them (None: the configured value)
+    Model = Optional[str]
+    Sandbox = Optional[str]
+    MaxSteps = Optional[int]
+    MaxDepth = Optional[int]
+    Timeout = Optional[float]
+    MaxCost = Optional[float]
+else:
+    Model = run_option_type("model")
+    Sandbox = run_option_type("sandbox")
+    MaxSteps = run_option_type("max_steps")
+    MaxDepth = run_option_type("max_depth")
+    Timeout = run_option_type("timeout")
+    MaxCost = run_option_type("max_cost")
 
 INSTRUCTIONS = (
     "Recursive Language Models (rlm): rlm_run answers a query over a text, a file or a folder by letting a model "

@@ -25,7 +25,8 @@ def main() -> None:
 
 
 def _settings(ctx: typer.Context) -> DockerSettings:
-    return CommandServices.of(ctx).component("sandbox", "docker") or DockerSettings()
+    found = CommandServices.of(ctx).component("sandbox", "docker")
+    return found if isinstance(found, DockerSettings) else DockerSettings()
 
 
 @app.command("build-image")

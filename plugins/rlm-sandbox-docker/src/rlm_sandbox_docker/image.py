@@ -276,8 +276,8 @@ def _python_layout(tarball: Path) -> dict[str, Any]:
                 glibc = int(found.group(1))
             elif glibc is None and name.endswith("/libc.so.6") and member.isfile():
                 f = tar.extractfile(member)
-                if f is not None and (found := _GLIBC_VERSION.search(f.read())):
-                    glibc = int(found.group(1))
+                if f is not None and (stated := _GLIBC_VERSION.search(f.read())):
+                    glibc = int(stated.group(1))
     if not pythons:
         raise DockerSandboxError("the base image has no python3 (no lib/python3.X/os.py)")
     if glibc is None:
@@ -324,7 +324,7 @@ def _installed(staging: Path) -> list[str]:
     """'name version' of each distribution in the staging folder."""
     found = []
     for info in sorted(staging.glob("*.dist-info")):
-        meta = {}
+        meta: dict[str, str] = {}
         try:
             for line in (info / "METADATA").read_text(errors="replace").splitlines():
                 if not line.strip():
@@ -389,8 +389,9 @@ def _assemble(exported: Path, staging: Path, layout: dict[str, Any], out: Path) 
                 tar.addfile(info, base.extractfile(info) if info.isreg() else None)
         for name in parents:
             directory = tarfile.TarInfo(name)
-            directory.type, directory.mtime = tarfile.DIRTYPE, int(time.time())
-            tar.addfile(as_root(directory))
+            directory.type, directory.mtime, directory.mode = tarfile.DIRTYPE, int(time.time()), 0o755
+            directory.uname = directory.gname = "root"  # what as_root makes of a directory
+            tar.addfile(directory)
         tar.add(staging, arcname=site, filter=as_root)  # recursive, sorted
         for script in script_files:
             data = script.read_bytes()

@@ -96,7 +96,7 @@ class DockerSandbox(WorkerSession):
     def container(self) -> Any:
         """The running container (docker SDK object), None when there is none."""
         channel = self._res.channel
-        return channel.container if channel is not None else None
+        return channel.container if isinstance(channel, ContainerChannel) else None
 
     @property
     def container_id(self) -> str | None:
@@ -141,8 +141,8 @@ class DockerSandbox(WorkerSession):
         ensure_image(client, self.image, self._built_with, self.settings, engine_address(self.settings.base_url))
 
     # -- launching ----------------------------------------------------------------------------------------
-    def _prepare(self) -> None:
-        """Once per session: reach the engine, check the image, sweep stale containers, make the host dir."""
+    def _prepare(self) -> Path:
+        """Once per session: reach the engine, check the image, sweep stale containers, make the host dir (returned)."""
         client = connect(self.settings.base_url)
         provide_image(client, self.image, self._built_with, self.settings, engine_address(self.settings.base_url))
         if self.settings.cleanup_stale:
@@ -156,6 +156,7 @@ class DockerSandbox(WorkerSession):
             shutil.copyfile(WORKER_SCRIPT, directory / "worker.py")
             os.chmod(directory / "worker.py", 0o644)
         self._client = client
+        return self._dir
 
     def _container_options(self) -> dict[str, Any]:
         s = self.settings
@@ -163,6 +164,7 @@ class DockerSandbox(WorkerSession):
         memory = s.memory or f"{memory_mb + size_bytes(s.tmpfs_size) // 2**20 + 256}m"
         rlimit_mb = min(memory_mb, size_bytes(memory) // 2**20)
         worker = IMAGE_WORKER if s.worker == "image" else HOST_WORKER
+        assert self._dir is not None  # made by _prepare, with the client
         volumes = {str(self._dir / "input"): {"bind": s.input_dir, "mode": "ro"}}
         if s.worker == "host":
             volumes[str(self._dir / "worker.py")] = {"bind": HOST_WORKER, "mode": "ro"}
@@ -250,9 +252,8 @@ class DockerSandbox(WorkerSession):
         if data is None:
             return {"op": "set", "name": name, "value": value}
         payload, fmt = data
-        if self._dir is None:
-            self._prepare()
-        path = self._dir / "input" / f"{name}-{next(self._counter)}.{fmt}"
+        directory = self._dir if self._dir is not None else self._prepare()
+        path = directory / "input" / f"{name}-{next(self._counter)}.{fmt}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             os.fchmod(fd, 0o644)
@@ -288,9 +289,8 @@ class DockerSandbox(WorkerSession):
     def _text_file_message(self, name: str, value: TextFile, previous: Any) -> dict:
         if previous is not None:
             previous[0].unlink(missing_ok=True)
-        if self._dir is None:
-            self._prepare()
-        path = self._dir / "input" / f"{name}-{next(self._counter)}.textfile"
+        directory = self._dir if self._dir is not None else self._prepare()
+        path = directory / "input" / f"{name}-{next(self._counter)}.textfile"
         try:
             if not value.path.stat().st_mode & 0o004:
                 raise PermissionError("not readable by the container's user: copied instead")

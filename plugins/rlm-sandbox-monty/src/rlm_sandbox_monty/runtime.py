@@ -142,8 +142,8 @@ class MontySandbox(SessionBase):
             self._out = None
         if error is not None and not self._worker.alive():  # e.g. the worker was over its memory limit
             crash, error = error, None
-        if self._interrupted is not None:
-            self._abandon()  # reopened at the next use, and the model told then
+        if self._interrupted is not None:  # set by call() during feed_run: mypy keeps the None above across calls
+            self._abandon()  # type: ignore[unreachable]  # reopened at the next use, and the model told then
             raise self._interrupted
         if timed_out or crash is not None:
             return self._after_crash(crash, timed_out, limit, started, out, err)
