@@ -120,23 +120,8 @@ class PluginHost:
         """Register ``obj``'s hook implementations with pluggy. One that names an unknown hook ("did you mean") or
         asks for an option a registration hook cannot honour marks the plugin broken and is left out; the
         plugin's other hooks are registered and keep working."""
-        problems = self._hook_problems(obj)
-        if problems:
-            bad = {name for name, _ in problems}
-            obj = types.SimpleNamespace(**{name: getattr(obj, name) for name in dir(obj)
-                                           if name not in bad and self.pm.parse_hookimpl_opts(obj, name) is not None})
-            for _, problem in problems:
-                self._broken(dist, problem)
-        try:
-            self.pm.register(obj, name=plugin_name)
-        except Exception as exc:
-            self._broken(dist, f"hook validation failed: {exc}")
-            return
-        self._owner[plugin_name] = dist
-
-    def _hook_problems(self, obj: Any) -> list[tuple[str, str]]:
-        """(attribute, problem) for each hook implementation of ``obj`` the host refuses."""
-        problems = []
+        hooks: dict[str, Any] = {}
+        problems: list[str] = []
         for name in dir(obj):
             try:
                 opts = self.pm.parse_hookimpl_opts(obj, name)
@@ -148,11 +133,23 @@ class PluginHost:
             if hook not in _HOOK_NAMES:
                 close = difflib.get_close_matches(hook, sorted(_HOOK_NAMES), n=1)
                 suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append((name, f"implements unknown hook {hook!r}{suggestion}"))
+                problems.append(f"implements unknown hook {hook!r}{suggestion}")
                 continue
-            problems += [(name, f"{hook}: @hookimpl({option}=True) is not supported by registration hooks")
-                         for option in _REFUSED_OPTIONS if opts.get(option)]  # fmt: skip
-        return problems
+            refused = [f"{hook}: @hookimpl({option}=True) is not supported by registration hooks"
+                       for option in _REFUSED_OPTIONS if opts.get(option)]  # fmt: skip
+            problems += refused
+            if not refused:
+                hooks[name] = getattr(obj, name)
+        if problems:  # the plugin's other hooks are registered alone
+            obj = types.SimpleNamespace(**hooks)
+            for problem in problems:
+                self._broken(dist, problem)
+        try:
+            self.pm.register(obj, name=plugin_name)
+        except Exception as exc:
+            self._broken(dist, f"hook validation failed: {exc}")
+            return
+        self._owner[plugin_name] = dist
 
     def _broken(self, dist: PluginDistribution, error: str) -> None:
         dist.mark_broken(error)
