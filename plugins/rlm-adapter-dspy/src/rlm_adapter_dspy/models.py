@@ -23,7 +23,7 @@ import dspy
 from dspy import lm15
 
 from rlm_host.sdk.frameworks import FrameworkContext
-from rlm_host.sdk.models import ReplyFormat
+from rlm_host.sdk.models import Purpose, ReplyFormat
 
 #: The output field of the signature ``context, query -> answer``.
 ANSWER_FIELD = "answer"
@@ -87,13 +87,14 @@ class RootEngine(_Engine):
 
     def __init__(self, ctx: FrameworkContext) -> None:
         self.ctx = ctx
-        self.purpose = "turn"  # "synthesis" while dspy's extract asks for the answer after the last turn
+        self.purpose: Purpose = "turn"  # "synthesis" while dspy's extract asks for the answer after the last turn
         self._replies: list[Optional[str]] = []
         self._lock = threading.Lock()
 
     def complete(self, request: Any) -> Any:
         shape = ACTION_FORMAT if self.purpose == "turn" else None  # extract's fields differ: left free
-        completion = self.ctx.root.complete(request_messages(request), purpose=self.purpose, reply_format=shape)
+        completion = self.ctx.root.complete(request_messages(request), purpose=self.purpose,
+                                            reply_format=shape)  # type: ignore[call-arg]  # ModelRole lacks it (host)
         with self._lock:
             self._replies.append(completion.text)
         return response(completion.text, completion.model or self.ctx.root.name, completion.input_tokens,

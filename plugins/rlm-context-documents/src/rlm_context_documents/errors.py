@@ -12,7 +12,7 @@ DETAIL_CHARS = 300
 class DocumentError(Exception):
     """A file this loader cannot read: ``reason`` says why, ``hint`` what the user can do."""
 
-    def __init__(self, reason: str, hint: Optional[str] = None) -> None:
+    def __init__(self, reason: str, hint: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.hint = hint

@@ -83,10 +83,10 @@ class DocumentLoader:
             key = content_hash(path) if self.cache is not None else None
         except OSError as exc:
             raise InputError(f"cannot read context file {path}: {exc.strerror or exc}") from None
-        parts = self.cache.get(key, self._extractor_id()) if key is not None else None
+        parts = self.cache.get(key, self._extractor_id()) if self.cache is not None and key is not None else None
         if parts is None:
             parts = self._extract(path)
-            if key is not None:
+            if self.cache is not None and key is not None:
                 self.cache.put(key, self._extractor_id(), path, parts)
         if self.single:
             return parts[0][1] if parts else ""
@@ -126,7 +126,7 @@ class DocumentLoader:
         if isinstance(result, dict) and isinstance(result.get("error"), dict):
             error = result["error"]
             reason, hint = str(error.get("reason", ""))[:REASON_CHARS], error.get("hint")
-            hint = str(hint)[:REASON_CHARS] if hint else None
+            hint = str(hint)[:REASON_CHARS] if hint else ""
             if error.get("io"):
                 raise InputError(f"cannot read context file {path}: {reason}")
             raise InputError(f"{path}: {reason}", hint=hint)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import zipfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Optional
 
 from rlm_context_documents.errors import DocumentError, corrupt
 from rlm_context_documents.loader import DocumentLoader
@@ -42,24 +42,25 @@ class DocxLoader(DocumentLoader):
 
     def extract(self, path: Path) -> Iterator[tuple[str, str]]:
         import docx
+        from docx.opc.exceptions import PackageNotFoundError
         from docx.table import Table
 
         _check_package(path, self)
         try:
             document = docx.Document(str(path))
             lines: list[str] = []
-            size, styles = 0, {}
+            size, styles = 0, dict[Optional[str], str]()
             for block in document.iter_inner_content():
                 added = [*_docx_rows(block), ""] if isinstance(block, Table) else [_paragraph(block, styles)]
                 lines.extend(added)
                 size += sum(len(line) + 1 for line in added)
                 self.check_part(size)
-        except (KeyError, ValueError, zipfile.BadZipFile, docx.opc.exceptions.PackageNotFoundError) as exc:
+        except (KeyError, ValueError, zipfile.BadZipFile, PackageNotFoundError) as exc:
             raise corrupt(self.label, exc) from None
         yield "", "\n".join(lines).strip("\n") + "\n"
 
 
-def _paragraph(paragraph: Any, styles: dict) -> str:
+def _paragraph(paragraph: Any, styles: dict[Optional[str], str]) -> str:
     """A paragraph's text, marked by its style (each style looked up once: the lookup scans every style)."""
     text = paragraph.text
     style_id = paragraph._p.style

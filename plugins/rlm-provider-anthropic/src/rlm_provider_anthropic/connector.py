@@ -96,6 +96,8 @@ def to_messages_api(messages: list[Message], *, what: str = "anthropic") -> tupl
 class AnthropicConnector(RetryingConnector):
     """A ModelConnector for the Anthropic Messages API. (retries: see :class:`RetryingConnector`)."""
 
+    settings: AnthropicSettings  # what _configure validated
+
     def __init__(
         self,
         model: str,

@@ -25,11 +25,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 if TYPE_CHECKING:
     from rlm_host import ProviderServices
     from rlm_host.sdk.models import ModelOptions, OpenAIConnector
+
+#: ``ReplyFormatFields``' arguments: the grammar field, the JSON schema's response format type, enforced by default.
+ReplyFields = tuple[str, Literal["", "json_schema", "json_object"], bool]
+
 
 @dataclass(frozen=True)
 class CompatibleProvider:
@@ -47,7 +51,7 @@ class CompatibleProvider:
     price_id: str = ""  # its provider id in genai-prices (list prices, context windows): see PRICE_IDS
     #: how it takes a reply format: ``rlm_host.sdk.models.ReplyFormatFields``' arguments (grammar field, JSON schema
     #: type, enforced by default), kept plain so that registering the providers imports nothing
-    reply_fields: tuple[str, str, bool] = ("", "", False)
+    reply_fields: ReplyFields = ("", "", False)
 
     @property
     def description(self) -> str:
@@ -58,9 +62,9 @@ class CompatibleProvider:
 
 #: llama.cpp's server (the C++ ``llama-server`` and ``python -m llama_cpp.server``): a GBNF grammar in ``grammar``,
 #: a JSON schema as a ``json_object`` response format; enforced by default, as for the in-process llamacpp provider.
-LLAMA_CPP_SERVER = ("grammar", "json_object", True)
+LLAMA_CPP_SERVER: ReplyFields = ("grammar", "json_object", True)
 #: OpenAI's own way: JSON schemas through ``response_format``, no grammars.
-OPENAI_STYLE = ("", "json_schema", False)
+OPENAI_STYLE: ReplyFields = ("", "json_schema", False)
 
 #: The known services, by provider name.
 PROVIDERS: dict[str, CompatibleProvider] = {

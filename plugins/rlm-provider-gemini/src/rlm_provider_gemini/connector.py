@@ -103,6 +103,7 @@ class GeminiConnector(RetryingConnector):
     """A ModelConnector for the Gemini API's ``generateContent``. (retries: see :class:`RetryingConnector`)."""
 
     provider = "gcp.gemini"  # the Gemini API's gen_ai.provider.name in the OpenTelemetry GenAI conventions
+    settings: GeminiSettings  # what _configure validated
 
     def __init__(
         self,

@@ -202,7 +202,7 @@ class LlamaCppConnector:
         if deadline.hit:
             raise ModelError(f"{self.name}: no answer within {limit:g} s (timeout; generation stopped)")
         completion = self._completion(response, time.monotonic() - started)
-        if grammar is not None:
+        if grammar is not None and reply_format is not None:  # a grammar is made of a reply format
             completion.raw["reply_format"] = reply_format.name
         return completion
 

@@ -58,8 +58,9 @@ def observation_attributes(record: SpanRecord) -> dict[str, Any]:
     out[A.OBSERVATION_INPUT], out[A.OBSERVATION_OUTPUT] = _input(record), _output(record)
     if kind == "generation":
         out[A.OBSERVATION_MODEL] = attrs.get("gen_ai.request.model") or None
-        usage = {ours: attrs[theirs] for ours, theirs in (("input", "gen_ai.usage.input_tokens"),
-                                                          ("output", "gen_ai.usage.output_tokens")) if theirs in attrs}  # fmt: skip
+        usage = {ours: count for ours, theirs in (("input", "gen_ai.usage.input_tokens"),
+                                                  ("output", "gen_ai.usage.output_tokens"))
+                 if isinstance(count := attrs.get(theirs), (int, float))}  # fmt: skip
         if usage:
             usage["total"] = sum(usage.values())
             out[A.OBSERVATION_USAGE_DETAILS] = json.dumps(usage)

@@ -27,7 +27,7 @@ class _ExplainingSession(requests.Session):
 
     last_problem = ""
 
-    def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+    def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> requests.Response:
         # every verb goes through request(): OTel ≤ 1.44 calls post(), 1.45 request() directly
         try:
             response = super().request(method, url, *args, **kwargs)

@@ -254,7 +254,7 @@ class RunMetrics:
     # ------------------------------------------------------------------ events
 
     def _on_run_start(self, event: RunEvent, data: Mapping[str, Any]) -> None:
-        settings = data.get("settings") if isinstance(data.get("settings"), Mapping) else {}
+        settings = got if isinstance(got := data.get("settings"), Mapping) else {}
         environment = str(data.get("environment") or "")
         attributes: dict[str, Any] = {
             "rlm.environment": environment,
@@ -263,7 +263,7 @@ class RunMetrics:
             "gen_ai.provider.name": provider_name(data.get("provider"), data.get("model")),
             "rlm.depth": int(event.depth or 0),
         }
-        labels = settings.get("labels") if isinstance(settings.get("labels"), Mapping) else {}
+        labels = got if isinstance(got := settings.get("labels"), Mapping) else {}
         attributes.update({f"rlm.label.{key}": str(value) for key, value in labels.items()})
         self._runs[event.run_id] = _Run(attributes, environment, data.get("model"), data.get("provider"), event.ts)
 
@@ -279,8 +279,8 @@ class RunMetrics:
         run = self._run(event, {})
         self.pipeline.steps.add(1, {**run.attributes, "rlm.action": str(data.get("action") or "")})
         self.pipeline.changed()
-        usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
-        root = usage.get("root") if isinstance(usage.get("root"), Mapping) else {}
+        usage = got if isinstance(got := data.get("usage"), Mapping) else {}
+        root = got if isinstance(got := usage.get("root"), Mapping) else {}
         if not run.live_calls and root.get("calls"):  # no model_call_end from this run: its step usage instead
             self._model_call(run, run.model, run.provider, "root", root, one_call=root.get("calls") == 1)
 

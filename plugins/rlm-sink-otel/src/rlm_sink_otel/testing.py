@@ -346,7 +346,7 @@ class OTLPReceiver(_Collected):
     def url(self) -> str:
         """``http://127.0.0.1:PORT`` (no trailing slash)."""
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"  # an AF_INET address: host is a str (typed str | bytes)
 
     @property
     def traces_url(self) -> str:
