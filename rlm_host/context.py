@@ -227,8 +227,7 @@ def _plain_text(path: Path, loader_for: Optional[LoaderLookup]) -> bool:
             return False
     except OSError:
         return False  # the loader says what is wrong
-    loader = loader_for(path) if loader_for is not None else None
-    return type(loader) is TextLoader if loader is not None else path.suffix.lower() not in (".json", ".jsonl", ".ndjson")
+    return type(_loader(path, loader_for)) is TextLoader
 
 
 def _existing(raw: str) -> Path:
@@ -305,11 +304,16 @@ def _is_binary(path: Path) -> bool:
 
 def load_file(path: Path, loader_for: Optional[LoaderLookup] = None) -> Any:
     """One context file through its loader (default: the built-in JSON, JSON Lines and text loaders)."""
+    return _loader(path, loader_for).load(path)
+
+
+def _loader(path: Path, loader_for: Optional[LoaderLookup]) -> ContextLoader:
+    """The loader ``loader_for`` picks for ``path``, else the built-in one for its suffix."""
     loader = loader_for(path) if loader_for is not None else None
     if loader is None:
         suffix = path.suffix.lower()
         loader = JsonLoader() if suffix == ".json" else JsonLinesLoader() if suffix in (".jsonl", ".ndjson") else TextLoader()
-    return loader.load(path)
+    return loader
 
 
 def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:

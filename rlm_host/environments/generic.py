@@ -115,8 +115,7 @@ class GenericEnvironment:
     def synthesize(self) -> Optional[str]:
         ask = "Steps are used up. Give your best final answer now as plain text."
         messages = self.messages(self.ctx.max_steps) + [{"role": "user", "content": ask}]
-        completion = self.ctx.root.complete(messages, purpose="synthesis")
-        return synthesized_answer(completion.text, self.session)
+        return synthesized_answer(self.ctx.root.complete(messages, purpose="synthesis").text, self.session)
 
     # ------------------------------------------------------------------ actions
 

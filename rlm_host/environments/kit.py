@@ -51,16 +51,12 @@ def answer_text(final: FinalSignal) -> str:
     value: Any = final.value
     if final.kind == "submit" and isinstance(value, dict) and list(value) == ["answer"]:
         value = value["answer"]
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def with_preview(meta: dict[str, Any], preview_chars: int) -> dict[str, Any]:
     """The run's context description with its preview cut to ``preview_chars``."""
-    if "preview" not in meta:
-        return meta
-    return {**meta, "preview": meta["preview"][:preview_chars]}
+    return {**meta, "preview": meta["preview"][:preview_chars]} if "preview" in meta else meta
 
 
 def render_description(meta: dict[str, Any]) -> str:

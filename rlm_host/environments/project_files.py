@@ -13,11 +13,13 @@ Writes are size-limited; reads are line ranges of a size-limited file.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
+from rlm_host.context import open_regular
 from rlm_host.sandbox.workspace import WorkspaceRefused, check_workspace_write, open_in_workspace
 
 #: A write larger than this is refused.
@@ -70,7 +72,7 @@ class ProjectFiles:
 
     def read_text(self, raw: Any) -> tuple[Path, str]:
         path = self.resolve(raw)
-        with os.fdopen(self._open(path, os.O_RDONLY), "rb") as handle:
+        with self._open(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > MAX_READ_BYTES:
                 raise PathRefused(f"{self.relative(path)} is {size:,} bytes; the limit is {MAX_READ_BYTES:,}")
@@ -161,28 +163,25 @@ class ProjectFiles:
 
     # ------------------------------------------------------------------ the checked open
 
-    def _open(self, path: Path, flags: int) -> int:
-        """A descriptor for a regular file inside the folder: no final symlink, no device, FIFO or socket."""
+    def _open(self, path: Path) -> BinaryIO:
+        """A regular file inside the folder, opened for reading: no final symlink, no device, FIFO or socket
+        (``open_regular``), and its real path checked through the open descriptor."""
         try:
-            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+            handle = open_regular(path, follow_links=False)
         except FileNotFoundError:
             raise PathRefused(f"{self.relative(path)} does not exist") from None
-        except IsADirectoryError:
-            raise PathRefused(f"{self.relative(path)} is a folder") from None
-        except OSError as exc:
-            raise PathRefused(f"{self.relative(path)}: {exc.strerror or exc}") from None
+        except OSError as exc:  # EINVAL: open_regular found no regular file
+            why = " is not a regular file" if exc.errno == errno.EINVAL else f": {exc.strerror or exc}"
+            raise PathRefused(f"{self.relative(path)}{why}") from None
         try:
-            info = os.fstat(fd)
+            fd = handle.fileno()
             real = Path(os.readlink(f"/proc/self/fd/{fd}")) if Path("/proc/self/fd").is_dir() else path.resolve()
-            if not stat.S_ISREG(info.st_mode):
-                raise PathRefused(f"{self.relative(path)} is not a regular file")
             if real != self.root and not real.is_relative_to(self.root):
                 raise PathRefused(f"{self.relative(path)} leads outside the project folder")
-            os.set_blocking(fd, True)
         except BaseException:
-            os.close(fd)
+            handle.close()
             raise
-        return fd
+        return handle
 
 
 def _int(value: Any, default: int) -> int:

@@ -219,8 +219,7 @@ class PureRLMEnvironment:
     def synthesize(self) -> Optional[str]:
         assert self.history is not None
         messages = self.history.messages() + [{"role": "user", "content": prompts.SYNTHESIS_PROMPT}]
-        completion = self.ctx.root.complete(messages, purpose="synthesis")
-        return synthesized_answer(completion.text, self.session)
+        return synthesized_answer(self.ctx.root.complete(messages, purpose="synthesis").text, self.session)
 
     # ------------------------------------------------------------------ helpers
 

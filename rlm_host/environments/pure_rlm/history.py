@@ -25,12 +25,8 @@ class History:
     count: Callable[[str], int] = estimate_tokens  # tokens of a text for the root model
 
     def messages(self) -> list[Message]:
-        out = [self.system, self.opening]
-        if self.summary:
-            out.append({"role": "user", "content": f"Summary of the earlier steps (compacted):\n{self.summary}"})
-        for reply, observation in self.turns:
-            out += [reply, observation]
-        return out
+        summary = [{"role": "user", "content": f"Summary of the earlier steps (compacted):\n{self.summary}"}]
+        return [self.system, self.opening, *(summary if self.summary else []), *(m for turn in self.turns for m in turn)]
 
     def add_turn(self, reply: str, observation: str) -> None:
         self.turns.append(({"role": "assistant", "content": reply}, {"role": "user", "content": observation}))
