@@ -15,6 +15,7 @@ the process at exit) waits for that.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import queue
 import threading
@@ -96,11 +97,9 @@ class SinkWorker:
             if self.disabled is not None:
                 return
             self.disabled = reason
-        try:  # its queued events are dropped
+        with contextlib.suppress(queue.Empty):  # its queued events are dropped
             while True:
                 self._queue.get_nowait()
-        except queue.Empty:
-            pass
         if event is None and self._last_event is None:  # no run event seen yet: reported with the first one
             self._unreported = reason
             return
@@ -109,10 +108,8 @@ class SinkWorker:
     def close(self) -> None:
         """Ask the worker to deliver what is queued, then close the sink (see :meth:`wait`)."""
         self._closing = True
-        try:
-            self._queue.put_nowait(_CLOSE)  # wakes the worker at once; when full, it sees ``_closing`` on its own
-        except queue.Full:
-            pass
+        with contextlib.suppress(queue.Full):  # when full, the worker sees ``_closing`` on its own
+            self._queue.put_nowait(_CLOSE)  # wakes the worker at once
 
     def wait(self, seconds: float) -> bool:
         """Whether the sink finished (delivered and closed) within ``seconds``."""

@@ -25,6 +25,7 @@ would no longer match).
 from __future__ import annotations
 
 import builtins  # builtins.list in ActiveRuns, whose method `list` hides the type there
+import contextlib
 import errno
 import json
 import os
@@ -98,10 +99,8 @@ def _private_folder(folder: Path, create: bool) -> bool:
     something else is at that name (a link, a file) or the folder is another user's."""
     if create:
         folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
     try:
         info = os.lstat(folder)
     except FileNotFoundError:
@@ -159,10 +158,8 @@ def write_entry(folder: Path, name: str, data: bytes) -> None:
                 out.write(data)
             os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=directory)
-            except OSError:
-                pass
             raise
     finally:
         os.close(directory)
@@ -237,10 +234,8 @@ class Registration:
 def _remove(folder: Path, run_id: str) -> None:
     """Remove run ``run_id``'s entry and any cancel request."""
     for suffix in (".json", ".cancel"):
-        try:
+        with contextlib.suppress(OSError):
             (folder / f"{run_id}{suffix}").unlink()
-        except OSError:
-            pass
 
 
 class ActiveRuns:
@@ -266,10 +261,7 @@ class ActiveRuns:
                               trajectory=trajectory and os.path.abspath(os.path.expanduser(trajectory)),
                               process_start=int(fields[19]) if fields and len(fields) > 19 else None)  # fmt: skip
             _private_folder(self.dir, create=True)
-            try:
-                os.unlink(cancel_file)  # a request left from before is not one for this run
-            except FileNotFoundError:
-                pass
+            cancel_file.unlink(missing_ok=True)  # a request left from before is not one for this run
             write_entry(self.dir, path.name, entry.model_dump_json(exclude={"status"}).encode())
         except (OSError, ValueError) as exc:
             from rlm_host import logs
@@ -278,10 +270,8 @@ class ActiveRuns:
                                                 "`rlm runs cancel` cannot reach it")  # fmt: skip
             return None
         _watcher.watch(cancel_file, cancel)
-        try:
+        with contextlib.suppress(OSError, InputError):  # sweeping is housekeeping: never a reason to fail a run
             self.prune()
-        except (OSError, InputError):
-            pass  # sweeping is housekeeping: never a reason to fail a run
         return Registration(self.dir, run_id)
 
     # ------------------------------------------------------------------ anyone's side

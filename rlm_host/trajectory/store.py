@@ -9,6 +9,7 @@ older schemas with today's names.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -137,10 +138,8 @@ class TrajectoryWriter:
             self._whole += written
         except OSError as exc:
             self.failed, self.dropped = exc.strerror or str(exc), self.dropped + 1
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 os.ftruncate(self._file.fileno(), self._whole)  # needs no free space
-            except (OSError, ValueError):
-                pass
             from rlm_host import logs
 
             logs.get_logger("rlm.trajectory").warning(f"could not write the trajectory {self.path}: {self.failed}; "
@@ -151,10 +150,8 @@ class TrajectoryWriter:
         with self._lock:
             if self._file is not None:
                 self._write(b"")
-                try:
+                with contextlib.suppress(OSError):
                     self._file.close()
-                except OSError:
-                    pass
                 self._file = None
 
     def __enter__(self) -> "TrajectoryWriter":
@@ -387,10 +384,8 @@ class RunStore:
             return Path(runs[0].path)
         files = self.files()
         for candidate in (ref, f"run_{ref}"):
-            exact = [p for p in files if p.stem == candidate]
-            if exact:
-                return exact[0]
-            matches = [p for p in files if p.stem.startswith(candidate)]
+            # a run's file is unique by name: an exact match is the one
+            matches = [p for p in files if p.stem == candidate] or [p for p in files if p.stem.startswith(candidate)]
             if len(matches) == 1:
                 return matches[0]
             if len(matches) > 1:
