@@ -129,8 +129,7 @@ class SinkWorker:
                 if item is _CLOSE:
                     if self._queue.empty():
                         break
-                    continue
-                if self.disabled is None and self.sink is not None and (self.wanted is None or item.type in self.wanted):
+                elif self.disabled is None and self.sink is not None and (self.wanted is None or item.type in self.wanted):
                     self._call(functools.partial(self.sink.handle, item), item)  # called at once
                     if self._idle is not None and self._queue.empty() and self.disabled is None:
                         self._call(self._idle, item)  # caught up: a batching sink sends what it holds

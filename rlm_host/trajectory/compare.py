@@ -114,12 +114,9 @@ def render_comparison(comparison: RunComparison) -> str:
         d = comparison.divergence
         lines.append(f"diverge at step {d.step} ({', '.join(d.differs_in)}); {comparison.identical_steps} steps alike before")
         for label, side in (("A", d.a), ("B", d.b)):
-            if side.action is None:
-                lines.append(f"  {label}: no step {d.step}")
-                continue
-            code = " ".join((side.code or "").split())[:100]
-            state = "ok" if side.success else "error"
-            lines.append(f"  {label}: {side.action} [{state}]" + (f"  {code}" if code else ""))
+            code = _words(side.code)[:100]
+            shown = f"{side.action} [{'ok' if side.success else 'error'}]" + (f"  {code}" if code else "")
+            lines.append(f"  {label}: " + (f"no step {d.step}" if side.action is None else shown))
     lines.append(f"{'':<12}{'A':>12}{'B':>12}{'B − A':>12}")
     for name, delta in comparison.deltas.items():
         lines.append(f"{name:<12}{_fmt(delta.a):>12}{_fmt(delta.b):>12}{_fmt(delta.delta, sign=True):>12}")

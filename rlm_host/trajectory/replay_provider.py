@@ -200,12 +200,11 @@ class ReplayConnector:
 
     def _exhausted(self, count: int, singular: str, plural: str) -> ModelError:
         asked = count + 1
-        return ModelError(
-            f"replay of {self.recording.run_id}: the recorded run had {count} {singular if count == 1 else plural}; "
-            f"this run asked for {'an' if str(asked).startswith('8') or asked in (11, 18) else 'a'} {ordinal(asked)}",
-            hint=f"the new run went past the recorded one (other settings or sandbox output?); the recorded run "
-            f"ended: {self.recording.outcome}",
-        )
+        article = "an" if str(asked).startswith("8") or asked in (11, 18) else "a"
+        return ModelError(f"replay of {self.recording.run_id}: the recorded run had {count} "
+                          f"{singular if count == 1 else plural}; this run asked for {article} {ordinal(asked)}",
+                          hint=f"the new run went past the recorded one (other settings or sandbox output?); the "
+                          f"recorded run ended: {self.recording.outcome}")  # fmt: skip
 
 
 def create(settings: ReplaySettings | Mapping[str, Any] | None, services: Any) -> ReplayConnector:

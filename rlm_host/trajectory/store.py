@@ -301,8 +301,7 @@ class RunStore:
         for summary in summaries:
             if summary.interrupted and summary.run_id in running:
                 summary.termination_reason = "running"
-        epoch = datetime.fromtimestamp(0, timezone.utc)
-        return sorted(summaries, key=lambda s: (s.started or epoch, s.run_id), reverse=True)
+        return sorted(summaries, key=lambda s: (s.started or _iso(0), s.run_id), reverse=True)
 
     def summarize(self, path: Path) -> RunSummary:
         """A run's summary, reading only its first line and its tail (the whole file if it must)."""
