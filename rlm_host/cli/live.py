@@ -1,19 +1,21 @@
 """The live view of ``rlm run``: each step's code, output, sub-calls and tokens, printed on stderr as they
 happen (stdout stays free for ``--json``). A step's sub-calls are shown under its code, once the step is over;
-an ``rlm_query`` with its child run's model and tokens. On a terminal a spinner (``rlm_host.cli.progress``) shows
-the step under way, its time and the tokens so far; piped, nothing but the lines."""
+an ``rlm_query`` with its child run's model and tokens. On a terminal a spinner (:class:`Spinner`) shows the step
+under way, its time and the tokens so far; piped, nothing but the lines."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import time
+from typing import Any, Optional
 
-from rlm_host.cli.progress import Spinner
 from rlm_host.events import RunEvent
 from rlm_host.text import clip, clip_lines, terminal_safe
 
 CODE_LINES = 12
 OUTPUT_CHARS = 600
+FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+PER_SECOND = 8
 
 
 class LiveView:
@@ -208,3 +210,53 @@ def final_cost(result: dict[str, Any]) -> float | None:
     known = [float(u["cost"]) for u in (result.get("usage") or {}).values() if isinstance(u, dict)
              and u.get("cost") is not None]  # fmt: skip
     return sum(known) if known else None
+
+
+class Spinner:
+    """The live view's spinner: while a model call or code runs, one line on a terminal's stderr with the step, its
+    elapsed time, the tokens so far and what is in progress ("waiting for openai:gpt-5…", "running code…", from the
+    live events), drawn by rich's refresh thread, never when stderr is not a terminal. ``start()`` at the root run's
+    start, ``step(tokens)`` after each step, ``add(tokens)`` per sub-call, ``stop()`` at its final event (or when the
+    command ends)."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.enabled = bool(console.is_terminal and not console.is_dumb_terminal)
+        self.live: Optional[Any] = None
+        self.step_number, self.tokens = 1, 0
+        self.started = self.step_started = 0.0
+        self.doing: dict[int, str] = {}  # call number → what it is, in start order: the latest one is shown
+
+    def start(self) -> None:
+        if not self.enabled or self.live is not None:
+            return
+        from rich.live import Live
+
+        self.started = self.step_started = time.monotonic()
+        self.live = Live(console=self.console, get_renderable=self._line, refresh_per_second=PER_SECOND,
+                         transient=True, redirect_stdout=False, redirect_stderr=True)  # fmt: skip
+        self.live.start()
+
+    def step(self, tokens: int) -> None:
+        """One more root step finished: the next one is under way."""
+        self.step_number += 1
+        self.step_started = time.monotonic()
+        self.doing.clear()  # whatever a failure left without its end event
+        self.tokens += tokens
+
+    def add(self, tokens: int) -> None:
+        self.tokens += tokens
+
+    def stop(self) -> None:
+        live, self.live = self.live, None
+        if live is not None:
+            live.stop()
+
+    def _line(self) -> Any:
+        from rich.text import Text
+
+        now = time.monotonic()
+        frame = FRAMES[int(now * 10) % len(FRAMES)]
+        doing = list(self.doing.values())  # one C-level copy: the run's thread may change it meanwhile
+        return Text(f"{frame} step {self.step_number} · {now - self.step_started:.1f}s (run {now - self.started:.1f}s)"
+                    f" · {self.tokens:,} tokens so far" + (f" · {doing[-1]}" if doing else ""), style="dim")  # fmt: skip
