@@ -263,7 +263,7 @@ def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimit
                 raise ChildFailed(f"{kind}: {text}" if text else kind, error_type=kind)
         raise ChildFailed("the child process sent back no readable result")
     if code is not None and code < 0:
-        name = _signal_name(-code)
+        name = next((s.name for s in signal.Signals if s == -code), f"signal {-code}")
         if limits.memory_mb and grown_mb is not None and grown_mb >= limits.memory_mb * 3 // 4:
             # a library that cannot allocate aborts (PDFium: SIGABRT) rather than raise: it died at the limit
             raise LimitExceeded("memory", f"{memory} (it grew by {grown_mb} MB, then died of {name})")
@@ -273,13 +273,6 @@ def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimit
     if code is None:
         raise ChildFailed("the child process ended without a status (its fork server stopped?)")
     raise ChildFailed(f"the child process exited with status {code}")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _child(fd: int, target: "Callable[..., Any] | str", args: tuple, limits: BoundedLimits) -> None:

@@ -345,8 +345,7 @@ def format_error(exc):
         return "\n".join(lines)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(CELL_PREFIX)]
     if frames:
-        if len(frames) > MAX_TRACEBACK_FRAMES:
-            frames = frames[-MAX_TRACEBACK_FRAMES:]
+        frames = frames[-MAX_TRACEBACK_FRAMES:]
         lines.append("Traceback (most recent call last):")
         lines.extend(s.rstrip("\n") for s in traceback.format_list(frames))
     return "\n".join(lines)

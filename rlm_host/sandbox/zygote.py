@@ -40,16 +40,12 @@ def _resident():
 
 
 def _reap(channel, live):
-    while True:
-        try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        at_fork, _ = live.pop(pid, (0, False))
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        _send(channel, {"exited": pid, "code": code, "grown": max(0, usage.ru_maxrss * 1024 - at_fork) // MB})
+    with contextlib.suppress(ChildProcessError):  # no child left
+        while (ended := os.wait4(-1, os.WNOHANG))[0]:
+            pid, status, usage = ended
+            at_fork, _ = live.pop(pid, (0, False))
+            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            _send(channel, {"exited": pid, "code": code, "grown": max(0, usage.ru_maxrss * 1024 - at_fork) // MB})
 
 
 def _send(channel, message):
