@@ -79,9 +79,7 @@ class _CarryingSession:
     """A sandbox session that restores and saves the carried variables around its life; all else delegated."""
 
     def __init__(self, session: Any, carrier: VariableCarrier) -> None:
-        self._session = session
-        self._carrier = carrier
-        self._executed = False
+        self._session, self._carrier, self._executed = session, carrier, False
 
     def execute(self, code: str, **kwargs: Any) -> Any:
         if self._executed:  # a session's first execution defines the REPL helpers; from the second on, code is

@@ -34,8 +34,7 @@ def loader_lookup(host: Any, loaded: Any, home: Path) -> LoaderLookup:
         name = path.name.lower()
         claiming = [s for s in specs if any(name.endswith(suffix) for suffix in s.suffixes)]
         if claiming:
-            best = max(claiming, key=lambda s: (max(len(x) for x in s.suffixes if name.endswith(x)), s.priority))
-            return build(best)
+            return build(max(claiming, key=lambda s: (max(len(x) for x in s.suffixes if name.endswith(x)), s.priority)))
         kind = (media_type(path) or "").lower() if any(s.mime_types for s in specs) else ""  # the file's type
         by_type = [s for s in specs if kind and kind in s.mime_types]  # is sniffed only when a loader claims types
         if by_type:

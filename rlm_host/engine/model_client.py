@@ -36,13 +36,8 @@ class ModelClient:
                  lock: Optional[threading.Lock] = None, *, scope: Optional["RunScope"] = None,
                  prices: Optional["PriceTable"] = None,
                  reply_format_mode: ReplyFormatMode = "auto") -> None:  # fmt: skip
-        self.connector = connector
-        self.role = role
-        self.usage = usage
-        self.budget = budget
-        self.scope = scope
-        self.prices = prices
-        self.reply_format_mode = reply_format_mode
+        self.connector, self.role, self.usage, self.budget = connector, role, usage, budget
+        self.scope, self.prices, self.reply_format_mode = scope, prices, reply_format_mode
         self._lock = lock or threading.Lock()  # shared with whoever else writes to ``usage``
         self.seconds = 0.0  # wall time spent waiting for this role's model, all calls
 

@@ -329,8 +329,7 @@ class _Steps:
         self.crossed_at: Optional[int] = None  # the step whose calls took the cost over --max-cost
         self.metadata: Optional[dict[str, Any]] = None  # FrameworkOutcome.metadata of a framework run
         self.synthesizer: Optional[Callable[[], Optional[str]]] = None  # the best answer when the steps ran out
-        self.started = 0  # the step whose step_start was said
-        self.lock = threading.Lock()
+        self.started, self.lock = 0, threading.Lock()  # started: the step whose step_start was said
         self.mark()
 
     def mark(self) -> None:

@@ -32,9 +32,7 @@ class SubModels:
 
     def __init__(self, allowed: Iterable[str], ready: dict[str, ModelConnector],
                  make_connector: Callable[[str], ModelConnector], host: Optional["PluginHost"] = None) -> None:  # fmt: skip
-        self._host = host
-        self._make = make_connector
-        self._lock = threading.Lock()
+        self._host, self._make, self._lock = host, make_connector, threading.Lock()
         self._connectors: dict[str, ModelConnector] = {}
         self._names: dict[str, str] = {}  # every accepted spelling → the allowed entry it stands for
         self.allowed: list[str] = []

@@ -30,9 +30,7 @@ class ChatCompactor:
     """Fits the chat a framework sends to one model role into that role's window (see the module docstring)."""
 
     def __init__(self, role: Any, *, threshold: float = 0.75, keep_last: int = 4) -> None:
-        self.role = role
-        self.threshold = threshold
-        self.keep_last = keep_last
+        self.role, self.threshold, self.keep_last = role, threshold, keep_last
         self._summary: Optional[str] = None
         self._folded = 0  # messages of the framework's chat (after its head) that the summary stands for
         self._conversations: dict[int, tuple[Optional[str], int]] = {}  # head → (summary, folded)
@@ -55,12 +53,10 @@ class ChatCompactor:
             if (self._tokens(shown) <= self.threshold * window or len(turns) - self._folded <= 1
                     or self._tokens(head) >= self.threshold * window):  # fmt: skip
                 return shown
-            fold_to = len(turns) - self._kept(head, turns, window)
-            folding = turns[self._folded:fold_to]
-            self._summary = self._summarise(head, folding, window)
-            before = len(turns) - self._folded
+            fold_to, before = len(turns) - self._kept(head, turns, window), len(turns) - self._folded
+            self._summary = self._summarise(head, turns[self._folded:fold_to], window)
             self._folded = fold_to
-            self._conversations[key] = (self._summary, self._folded)
+            self._conversations[key] = (self._summary, fold_to)
             scope = getattr(self.role, "scope", None)
             if scope is not None:
                 scope.emit("compaction", {"step": None, "turns_before": before, "turns_after": len(turns) - fold_to,

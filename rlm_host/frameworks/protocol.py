@@ -47,11 +47,8 @@ class TurnLimitedRole:
     (dspy.RLM's ``extract``), as a native run makes one; ``purpose="compaction"`` calls are not turns either."""
 
     def __init__(self, role: Any, max_turns: int, on_turn: Optional[Callable[[], Any]] = None) -> None:
-        self._role = role
-        self._max_turns = max_turns
-        self._on_turn = on_turn
-        self.turns = 0
-        self.synthesized = False
+        self._role, self._max_turns, self._on_turn = role, max_turns, on_turn
+        self.turns, self.synthesized = 0, False
 
     def complete(self, messages: Any, purpose: Any = None, **kwargs: Any) -> Any:
         if purpose == "synthesis" and not self.synthesized:

@@ -232,9 +232,8 @@ def typed_answer(output: Any, value: Any) -> str:
     dict, a list, a pydantic model, a dataclass…) becomes JSON, text stays as it is; ``OutputInvalid`` (a
     ValueError whose message lists the problems, one a line) when it does not match. The runner reads the text back
     as the typed object (``RunResult.output``)."""
-    if isinstance(value, str):
-        text = value
-    else:
+    text = value
+    if not isinstance(value, str):
         import pydantic_core
 
         try:
@@ -287,9 +286,8 @@ def describe_context_briefly(meta: dict[str, Any], preview_chars: int) -> str:
     elif kind == "list":
         text = f"a list of {meta.get('documents', 0):,} documents, {meta.get('total_chars', 0):,} characters in total"
         lengths = (meta.get("document_lengths") or [])[:10]
-        if lengths:
-            more = ", …" if meta.get("documents", 0) > len(lengths) else ""
-            text += f" (lengths: {', '.join(f'{n:,}' for n in lengths)}{more})"
+        more = ", …" if meta.get("documents", 0) > len(lengths) else ""
+        text += f" (lengths: {', '.join(f'{n:,}' for n in lengths)}{more})" if lengths else ""
     else:
         text = f"a {kind} of {meta.get('total_chars', 0):,} characters as JSON"
         if meta.get("keys"):
