@@ -78,9 +78,7 @@ class ContentPolicy:
         """An error message as it may leave: redacted and cut to ``limit`` when content is captured, else only
         its class (``ValueError``, or ``error``): the message may quote the task, a prompt, code or output."""
         text = str(message or "error")
-        if not self.capture:
-            return error_type(text)
-        return redacted_clip(text, limit, "ellipsis") or "error"
+        return (redacted_clip(text, limit, "ellipsis") or "error") if self.capture else error_type(text)
 
     def artifact(self, path: Union[str, Path, None]) -> Optional[Path]:
         """A file a sink would upload (the trajectory: every step's code, output and answer), or None when content

@@ -112,8 +112,7 @@ class SpanBuilder:
         for prefix, value, mime in (("input", inputs, input_type), ("output", outputs, _TEXT)):
             text = self.content.text(value)
             if text is not None:
-                span.attributes[f"{prefix}.value"] = text
-                span.attributes[f"{prefix}.mime_type"] = mime
+                span.attributes.update({f"{prefix}.value": text, f"{prefix}.mime_type": mime})
 
     def add(self, event: RunEvent) -> list[SpanRecord]:
         """The spans ``event`` finished; an event of a run whose ``run_start`` was not seen finishes none."""

@@ -347,8 +347,7 @@ class ActiveRuns:
 
     def wait(self, run_ids: builtins.list[str], timeout: float) -> builtins.list[str]:
         """Wait up to ``timeout`` seconds for those runs to leave the registry; the ids still there."""
-        deadline = time.monotonic() + timeout
-        left = list(run_ids)
+        deadline, left = time.monotonic() + timeout, list(run_ids)
         while left and time.monotonic() < deadline:
             time.sleep(0.1)
             left = [run_id for run_id in left if (self.dir / f"{run_id}.json").exists()]

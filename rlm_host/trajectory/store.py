@@ -95,8 +95,7 @@ class TrajectoryWriter:
             raise InputError(f"cannot write runs to {self.path.parent}: {exc.strerror or exc}",
                              hint="choose a writable run home: RLM_HOME=DIR, or [paths] home in rlm.toml") from None  # fmt: skip
         self._whole = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
-        self._lock = threading.Lock()
-        self._held = b""  # live event lines waiting for the next event (or HOLD_SECONDS)
+        self._lock, self._held = threading.Lock(), b""  # _held: live event lines waiting for the next event
         self.failed: Optional[str] = None
         self.dropped = 0  # events not written after a write failed
 
@@ -248,18 +247,12 @@ def _iso(ts: float) -> datetime:
 def _tail_lines(path: Path) -> Iterator[bytes]:
     """The non-blank lines of a file, last first, read backwards in blocks."""
     with path.open("rb") as handle:
-        handle.seek(0, 2)
-        position = handle.tell()
-        rest = b""
-        while position > 0:
-            size = min(_TAIL_BLOCK, position)
-            position -= size
-            handle.seek(position)
-            lines = (handle.read(size) + rest).split(b"\n")
-            rest = lines[0]
-            for line in reversed(lines[1:]):
-                if line.strip():
-                    yield line
+        end, rest = handle.seek(0, os.SEEK_END), b""
+        while end > 0:  # the block before ``end``; ``rest``: the start of a line it cuts, read with the next block
+            size = min(_TAIL_BLOCK, end)
+            end = handle.seek(end - size)
+            rest, *lines = (handle.read(size) + rest).split(b"\n")
+            yield from (line for line in reversed(lines) if line.strip())
         if rest.strip():
             yield rest
 
