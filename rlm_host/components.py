@@ -115,9 +115,7 @@ class Component:
 
     def settings_model(self) -> Any | None:
         """The pydantic model for ``[<kind>.<name>]``, or None when the component takes no settings."""
-        if self.settings is None:
-            return None
-        return resolve(self.settings, what=f"{self.kind} {self.name!r} settings")
+        return None if self.settings is None else resolve(self.settings, what=f"{self.kind} {self.name!r} settings")
 
     def readiness(self, settings: Any = None) -> Readiness:
         """Whether the component can be used here (``settings``: its validated section); never raises."""

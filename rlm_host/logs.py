@@ -69,13 +69,10 @@ def get_logger(name: str) -> Any:
     if not structlog.is_configured():
         if not any(isinstance(handler, _Bridge) for handler in logging.getLogger().handlers):
             configure(level=logging.getLevelName(_state["level"]), json=_state["json"])
-        structlog.configure(
-            processors=[structlog.stdlib.filter_by_level, structlog.stdlib.add_logger_name,
-                        structlog.stdlib.ProcessorFormatter.wrap_for_formatter],  # fmt: skip
-            logger_factory=structlog.stdlib.LoggerFactory(),
-            wrapper_class=structlog.stdlib.BoundLogger,
-            cache_logger_on_first_use=True,
-        )
+        structlog.configure(processors=[structlog.stdlib.filter_by_level, structlog.stdlib.add_logger_name,
+                                        structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+                            logger_factory=structlog.stdlib.LoggerFactory(), wrapper_class=structlog.stdlib.BoundLogger,
+                            cache_logger_on_first_use=True)  # fmt: skip
     return structlog.get_logger(name)
 
 

@@ -167,9 +167,8 @@ class PureRLMEnvironment:
             if result.final is not None:
                 final = result.final
                 break
-        notes: list[str] = []
-        if parsed.unclosed_fence:
-            notes.append("Your last code block was not closed with ```; it ran up to the end of your reply.")
+        unclosed = "Your last code block was not closed with ```; it ran up to the end of your reply."
+        notes: list[str] = [unclosed] if parsed.unclosed_fence else []
         source = "code" if final is not None else None
         refused_first = False  # [run] nudge_first_answer: a FINAL at step 1 before any code looked at the context
         if final is None and parsed.final_kind is not None:
@@ -233,10 +232,8 @@ class PureRLMEnvironment:
             try:
                 return FinalSignal(kind="variable", var=argument, value=self.session.get_variable(argument)), None
             except KeyError:
-                return None, (
-                    f"FINAL_VAR({argument}) failed: there is no variable named {argument!r} in the REPL. "
-                    "Create it with code first (SHOW_VARS() lists your variables)."
-                )
+                return None, (f"FINAL_VAR({argument}) failed: there is no variable named {argument!r} in the REPL. "
+                              "Create it with code first (SHOW_VARS() lists your variables).")  # fmt: skip
         return FinalSignal(kind="direct", value=argument), None
 
     def _window(self) -> int:
@@ -247,10 +244,8 @@ class PureRLMEnvironment:
         # their context after a single noisy step
         limit = max(200, min(self.settings.max_output_chars, self._window() * CHARS_PER_TOKEN // 10))
         parts = [f"[block {index}] output:\n{truncate(result.stdout, limit) if result.stdout else '(nothing printed)'}"]
-        if result.stderr:
-            parts.append(f"[block {index}] stderr:\n{truncate(result.stderr, limit // 2)}")
-        if result.error:
-            parts.append(f"[block {index}] error:\n{truncate(result.error, limit // 2)}")
+        parts += [f"[block {index}] {key}:\n{truncate(value, limit // 2)}" for key in ("stderr", "error")
+                  if (value := getattr(result, key))]  # fmt: skip
         return "\n".join(parts)
 
     def _summarise(self, messages: list[Message]) -> str:

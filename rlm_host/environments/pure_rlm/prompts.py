@@ -72,23 +72,19 @@ Step 1."""
 
 NUDGE_FIRST_ANSWER = (
     "You answered without examining `context`. The answer must come from the context: look at it with code "
-    "first (```repl blocks). If you are certain, give the same answer again with FINAL(...)."
-)
+    "first (```repl blocks). If you are certain, give the same answer again with FINAL(...).")
 
 NO_CODE = (
     "Your reply had no ```repl code block and no final answer. Write code in a ```repl block to examine "
-    "`context`, or finish with FINAL(answer) / FINAL_VAR(variable_name) at the start of a line."
-)
+    "`context`, or finish with FINAL(answer) / FINAL_VAR(variable_name) at the start of a line.")
 
 SYNTHESIS_PROMPT = (
     "You have used all your steps. From everything above, give your best final answer to the query now, as "
-    "plain text, without code and without calling FINAL."
-)
+    "plain text, without code and without calling FINAL.")
 
 COMPACTION_PROMPT = (
     "Summarise the work so far for your own later use: what you learned about `context` (sizes, structure, "
     "where relevant information is), which variables hold intermediate results, what has been tried and what "
-    "remains. Be specific and brief (at most 15 lines)."
-)
+    "remains. Be specific and brief (at most 15 lines).")
 
 
