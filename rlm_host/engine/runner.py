@@ -199,9 +199,9 @@ class RLMRunner:
             reason, error = "error", f"{type(exc).__name__}: {exc}"
             scope.emit("error", {"message": error, "where": "internal"})
         finally:
-            guard.leave(fingerprint)  # closing must not hide the run's own outcome: a failure is recorded
-            _close_all(closers[::-1], lambda exc: scope.emit("error", {"message": f"closing the run's parts failed: "
-                                                                                  f"{exc}", "where": "close"}))
+            guard.leave(fingerprint)
+            _close_all(closers[::-1], lambda exc: scope.emit(  # closing must not hide the run's own outcome
+                "error", {"message": f"closing the run's parts failed: {exc}", "where": "close"}))
         result = RunResult(
             run_id=scope.run_id, parent_run_id=scope.parent_run_id, depth=scope.depth, task=task,
             environment=plan.run.environment, framework=plan.run.framework, model=root.name, sandbox=plan.sandbox_name,

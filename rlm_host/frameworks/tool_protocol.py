@@ -171,7 +171,8 @@ def parse_tool_reply(text: Optional[str], tools: Sequence[ToolSpec] = ()) -> Too
         if action is not None:  # a tool call keeps the prose around its object, an invalid one the whole reply
             prose = {ToolCall: _prose(text, start, end), InvalidReply: text}.get(type(action))
             return action if prose is None else replace(action, text=prose)
-    stripped = _unfence(text.strip())
+    fenced = _WHOLE_FENCE.match(text.strip())  # the reply without the fence around it, if it is one
+    stripped = fenced.group(1).strip() if fenced else text.strip()
     if stripped.startswith("{"):  # an object is an action or a mistake; other JSON (a list…) may be an answer
         try:
             json.loads(stripped, strict=False)
@@ -249,8 +250,3 @@ def _single_string_parameter(tool: Optional[ToolSpec]) -> Optional[str]:
 def _prose(text: str, start: int, end: int) -> str:
     before, after = text[:start], text[end:]
     return "\n".join(p for p in (before.strip(), after.strip()) if p and p not in ("```", "```json"))
-
-
-def _unfence(text: str) -> str:
-    match = _WHOLE_FENCE.match(text)
-    return match.group(1).strip() if match else text
