@@ -85,9 +85,8 @@ class ChatSession:
         from rlm_host.engine.carry import VariableCarrier
 
         with self._lock:
-            turn = len(self.turns) + 1
             carrier = VariableCarrier(self.variables)
-            labels = {**self.options.get("labels", {}), "session_id": self.id, "turn": str(turn)}
+            labels = {**self.options.get("labels", {}), "session_id": self.id, "turn": str(len(self.turns) + 1)}
             chosen = {**self.rlm.options, **self.options, **{k: v for k, v in options.items() if v is not None}}
             filled = {k: v for k, v in self.stored.items() if k not in chosen}  # the caller's choices win
             merged = {**filled, **self.options, **options, "labels": labels}

@@ -53,8 +53,7 @@ class CliState:
         """What ``CommandServices.of(ctx)`` returns to a plugin's sub-command: the run home and these settings."""
         from rlm_host.services import CommandServices
 
-        loaded = self.settings()
-        return CommandServices(home=loaded.home, settings=loaded, config_file=self.config_file,
+        return CommandServices(home=self.settings().home, settings=self.settings(), config_file=self.config_file,
                                trust_config=self.trust_config)  # fmt: skip
 
 

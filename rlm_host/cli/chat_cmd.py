@@ -49,9 +49,8 @@ def chat_session(context: tuple[str, ...], resume: Optional[str], list_: bool, q
         value = load_context_with_loaders(list(context), rlm.runner.host, loaded, rlm.home) if context else None
     if resume is not None:
         session_file(rlm.home, resume)  # an id that is not a session's is refused first, whatever else is wrong
-    for given in (chosen.get("model"), chosen.get("sub_model")):
-        if given:
-            rlm.check(model=given)  # a model that cannot be loaded is refused now, not at the first question
+    for given in filter(None, (chosen.get("model"), chosen.get("sub_model"))):
+        rlm.check(model=given)  # a model that cannot be loaded is refused now, not at the first question
     if chosen.get("environment"):
         rlm.runner.host.environments().get(chosen["environment"])  # an unknown name is refused now too (exit 2)
     if chosen.get("framework") not in (None, "native"):

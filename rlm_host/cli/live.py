@@ -70,7 +70,7 @@ class LiveView:
         own = _tokens(usage.get("root"))  # sub-calls were counted as they came
         tokens = own + _tokens(usage.get("sub"))
         if event.depth:
-            self.spinner.add(own)
+            self.spinner.tokens += own
             if event.run_id in self.children:
                 self.children[event.run_id]["tokens"] += tokens
         else:
@@ -129,7 +129,7 @@ class LiveView:
     def _on_sub_call(self, event: RunEvent, indent: str) -> None:
         """Kept until its step is shown: a sub-call is made by the step's code, and the step is reported after."""
         if event.data.get("kind") != "rlm_query":  # a child run's tokens come with its steps
-            self.spinner.add(_tokens(event.data.get("usage")))
+            self.spinner.tokens += _tokens(event.data.get("usage"))
         self.sub_calls.setdefault(event.run_id, []).append(event)
 
     def _on_branch(self, event: RunEvent, indent: str) -> None:
@@ -216,7 +216,7 @@ class Spinner:
     """The live view's spinner: while a model call or code runs, one line on a terminal's stderr with the step, its
     elapsed time, the tokens so far and what is in progress ("waiting for openai:gpt-5…", "running code…", from the
     live events), drawn by rich's refresh thread, never when stderr is not a terminal. ``start()`` at the root run's
-    start, ``step(tokens)`` after each step, ``add(tokens)`` per sub-call, ``stop()`` at its final event (or when the
+    start, ``step(tokens)`` after each step (a sub-call's add to ``tokens``), ``stop()`` at its final event (or when the
     command ends)."""
 
     def __init__(self, console: Any) -> None:
@@ -242,9 +242,6 @@ class Spinner:
         self.step_number += 1
         self.step_started = time.monotonic()
         self.doing.clear()  # whatever a failure left without its end event
-        self.tokens += tokens
-
-    def add(self, tokens: int) -> None:
         self.tokens += tokens
 
     def stop(self) -> None:

@@ -22,6 +22,7 @@ app = group("Model providers: what is installed, which keys are set, what --mode
 @app.command("list")
 def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every provider (built-in and plugins): description, default model, key, base URL, readiness."""
+    from rlm_host.llm import loopback
     from rlm_host.llm.resolve import auto_model
     from rlm_host.plugins import get_host
 
@@ -32,7 +33,17 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
         settings = loaded.component("provider", spec.name)
         rows.append(provider_row(spec, owner, settings))
         urls[spec.name] = base_url(spec, settings)
-    probe_local_servers(rows, urls)
+    # a provider otherwise ready whose base URL is on this machine is ready only if something listens there (a TCP
+    # connect, all at once, 0.3 s at most); else "not running", with how to start it
+    local = {row["name"]: url for row in rows
+             if row["status"] == "ready" and (url := urls.get(row["name"])) and loopback.is_loopback(url)}
+    answers = loopback.probe(list(local.values()), 0.3)
+    for row in rows:
+        row["listening"] = answers[local[row["name"]]] if row["name"] in local else None
+        if row["listening"] is False:
+            row["status"], row["ready"] = "not running", False
+            row["detail"] = f"nothing listens at {row['base_url']}"
+            row["hint"] = loopback.start_hint(row["base_url"] or "", row["name"])
     run = loaded.settings.run
     report: dict[str, Any] = {"providers": rows, "run": {"model": run.model, "sub_model": run.sub_model, "auto": None,
                                                          "auto_notice": "", "auto_error": ""}}  # fmt: skip
@@ -61,22 +72,6 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
         typer.echo(f"auto           {run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else ""))
     else:
         typer.echo(f"auto           none: {run['auto_error']}")
-
-
-def probe_local_servers(rows: list[dict[str, Any]], urls: dict[str, Optional[str]], timeout: float = 0.3) -> None:
-    """A provider otherwise ready whose base URL is on this machine is ``ready`` only if something listens there
-    (a TCP connect, all at once, ``timeout`` seconds at most); else ``not running``, with how to start it."""
-    from rlm_host.llm import loopback
-
-    local = {row["name"]: url for row in rows
-             if row["status"] == "ready" and (url := urls.get(row["name"])) and loopback.is_loopback(url)}
-    answers = loopback.probe(list(local.values()), timeout)
-    for row in rows:
-        row["listening"] = answers[local[row["name"]]] if row["name"] in local else None
-        if row["listening"] is False:
-            row["status"], row["ready"] = "not running", False
-            row["detail"] = f"nothing listens at {row['base_url']}"
-            row["hint"] = loopback.start_hint(row["base_url"] or "", row["name"])
 
 
 def provider_row(spec: Any, owner: str, settings: Any) -> dict[str, Any]:

@@ -81,12 +81,10 @@ def _print_report(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as
                                                                     r in shown)]))  # fmt: skip
     for r in shown:
         _print_row(r, widths, r["kind"])
-    ready = sum(r["ok"] for r in rows)
-    parts = [f"{len(problems)} problem{'s' if len(problems) != 1 else ''}", f"{ready} of {len(rows)} ready"]
-    if optional:
-        parts.append(f"{len(optional)} optional not ready (nothing configured uses them)")
-    more = "" if all_ else "; --all lists every check"
-    typer.echo(("\n" if shown else "") + ", ".join(parts) + more)
+    parts = [f"{len(problems)} problem{'s' if len(problems) != 1 else ''}", f"{sum(r['ok'] for r in rows)} of "
+             f"{len(rows)} ready"] + ([f"{len(optional)} optional not ready (nothing configured uses them)"] if optional
+                                      else [])  # fmt: skip
+    typer.echo(("\n" if shown else "") + ", ".join(parts) + ("" if all_ else "; --all lists every check"))
     if all_:
         for kind in dict.fromkeys(r["kind"] for r in rows):
             typer.echo(f"\n{kind}:")

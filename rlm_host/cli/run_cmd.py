@@ -107,9 +107,8 @@ def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (
     from rlm_host.context import ContextFiles
 
     extras = {name: flags.pop(name) for name in list(flags) if name not in run_options.names()}
-    loaded = cli_state().settings()
-    if defaults:
-        loaded = loaded.with_run(defaults, {name: click.globals.get_current_context().command_path for name in defaults})
+    command = click.globals.get_current_context().command_path
+    loaded = cli_state().settings().with_run(defaults or {}, {name: command for name in defaults or {}})
     loaded = run_flags.apply(loaded, flags)
     if prepare is not None:
         loaded = prepare(loaded, extras)
@@ -155,7 +154,7 @@ def watched(rlm: Any, quiet: bool, watch: Optional[Callable[[Any], None]] = None
 
 def show_result(result: Any, as_json: bool, *, live: bool) -> None:
     """What a run command prints when its run is over (the answer on stdout, or the RunResult as JSON, the
-    trajectory's path), then its exit (``exit_with``); ``live``: a live view showed the run."""
+    trajectory's path), then its exit code; ``live``: a live view showed the run."""
     if as_json:
         click.echo(json_for_terminal(result.model_dump(mode="json")))
     elif result.final_response is not None:  # stdout is the answer or nothing: the exit code says the rest
@@ -165,20 +164,8 @@ def show_result(result: Any, as_json: bool, *, live: bool) -> None:
             logs.say(f"no answer: the run ended {result.termination_reason}", event="no answer", level="warning",
                      reason=result.termination_reason)  # the live view's last line says it otherwise; errors below
         logs.say(f"trajectory: {result.trajectory_path}", event="trajectory", path=str(result.trajectory_path))
-    exit_with(result)  # rlm_host.cli.main then waits for the sinks: the answer is out before they finish
-
-
-def for_stdout(answer: str) -> str:
-    """The answer as printed: as it is into a pipe or a file (it is the product), with its control characters
-    shown, never sent, on a terminal (``terminal_safe``: a model's answer must not drive the screen)."""
-
-
-    return terminal_safe(answer) if sys.stdout.isatty() else answer
-
-
-def exit_with(result: Any) -> None:
-    """Exit as the README's rule says: 0 answered, 1 no final answer, 3 answered with an incomplete record,
-    130/143/129 interrupted (Ctrl-C, SIGTERM, SIGHUP)."""
+    # the exit, as the README's rule says: 0 answered, 1 no final answer, 3 answered with an incomplete record,
+    # 130/143/129 interrupted (Ctrl-C, SIGTERM, SIGHUP); rlm_host.cli.main then waits for the sinks: the answer is out
     if result.termination_reason == "cancelled":
         from rlm_host.signals import exit_code
 
@@ -191,6 +178,12 @@ def exit_with(result: Any) -> None:
         raise typer.Exit(EXIT_INCOMPLETE)
     if result.record_error:
         raise typer.Exit(EXIT_RECORD_INCOMPLETE)
+
+
+def for_stdout(answer: str) -> str:
+    """The answer as printed: as it is into a pipe or a file (it is the product), with its control characters
+    shown, never sent, on a terminal (``terminal_safe``: a model's answer must not drive the screen)."""
+    return terminal_safe(answer) if sys.stdout.isatty() else answer
 
 
 def run_params(offered: Any = None, *, context: str = "", as_json: bool = True,

@@ -82,9 +82,13 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
     option (a front door passing what its user typed: the TUI's ``budget=``)."""
     run = loaded.settings.run
     values: dict[str, Any] = {}
-    unknown = [name for name in given if name not in run_options.names()]
-    if unknown:
-        raise _unknown_option(unknown[0])
+    unknown = next((name for name in given if name not in run_options.names()), None)
+    if unknown is not None:  # one clear error, with the nearest options (``--max-cost`` for ``cost``)
+        flag = "--" + unknown.replace("_", "-")
+        near = difflib.get_close_matches(flag, [run_options.flag_of(n) for n in run_options.names()], n=3, cutoff=0.5)
+        raise ConfigError(f"unknown run option {flag}" + (f" (did you mean {' or '.join(near)}?)" if near else ""),
+                          hint="the run options are those of `rlm run --help` (--max-cost and --max-tokens for a "
+                          "budget)")  # fmt: skip
     for name, value in given.items():
         if value is None or value == ():
             continue
@@ -96,18 +100,6 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
         else:
             values[name] = value
     return loaded.with_run(values, {name: run_options.flag_of(name) for name in values})
-
-
-def _unknown_option(name: str) -> Exception:
-    """One clear error for a name that is no run option, with the nearest ones (``--max-cost`` for ``cost``)."""
-
-
-    flag = "--" + name.replace("_", "-")
-    flags = [run_options.flag_of(n) for n in run_options.names()]
-    near = difflib.get_close_matches(flag, flags, n=3, cutoff=0.5)
-    return ConfigError(f"unknown run option {flag}" + (f" (did you mean {' or '.join(near)}?)" if near else ""),
-                       hint="the run options are those of `rlm run --help` (--max-cost and --max-tokens for a "
-                       "budget)")  # fmt: skip
 
 
 def _configured(run: Any, name: str) -> list[str]:
