@@ -24,7 +24,9 @@ def descendants(pid: int) -> set[int]:
     """The processes whose chain of parents leads to ``pid`` (not ``pid`` itself), from the parent ids in
     ``/proc/PID/stat`` (none where there is no ``/proc``)."""
     children: dict[int, list[int]] = {}
-    entries = os.listdir("/proc") if os.access("/proc", os.R_OK | os.X_OK) else []
+    entries: list[str] = []
+    with contextlib.suppress(OSError):
+        entries = os.listdir("/proc")
     for name in entries:
         try:
             raw = Path(f"/proc/{name}/stat").read_bytes() if name.isdigit() else b""
