@@ -107,8 +107,7 @@ class RLM:
     async def acompletion(self, context: Any, query: str, **options: Any) -> RunResult:
         """``completion`` for asyncio: runs in a worker thread; cancelling the task cancels the run."""
         cancel = threading.Event()
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(None, lambda: self._run(context, query, cancel, None, options))
+        future = asyncio.get_running_loop().run_in_executor(None, lambda: self._run(context, query, cancel, None, options))
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:

@@ -167,14 +167,10 @@ class ChatSession:
         recent_from = len(shown) - RECENT_TURNS
         for index, turn in enumerate(shown):
             answer = str(turn.get("answer") if turn.get("answer") is not None else f"(no answer: {turn.get('termination_reason')})")
-            if index < recent_from:
-                lines.append(f"- Q: {clip(turn['query'], 150, one_line=True)} → A: {clip(answer, 150, one_line=True)}")
-            else:
-                lines.append(f"- Q: {turn['query']}\n  A: {answer[:ANSWER_CHARS]}")
-        if self.variables:
-            lines.append(f"REPL variables kept from earlier turns: {', '.join(sorted(self.variables))}.")
-        if self.dropped:
-            lines.append(f"Not kept (rebuild them if you need them): {', '.join(self.dropped)}.")
+            lines.append(f"- Q: {clip(turn['query'], 150, one_line=True)} → A: {clip(answer, 150, one_line=True)}"
+                         if index < recent_from else f"- Q: {turn['query']}\n  A: {answer[:ANSWER_CHARS]}")  # fmt: skip
+        lines += [f"REPL variables kept from earlier turns: {', '.join(sorted(self.variables))}."] if self.variables else []
+        lines += [f"Not kept (rebuild them if you need them): {', '.join(self.dropped)}."] if self.dropped else []
         lines.append(f"New question: {query}")
         return "\n".join(lines)
 

@@ -29,10 +29,7 @@ class CliState:
 
     def __init__(self, config_file: Optional[Path] = None, debug: bool = False, verbose: int = 0,
                  log_json: bool = False, trust_config: bool = False) -> None:  # fmt: skip
-        self.config_file = config_file
-        self.debug = debug
-        self.verbose = verbose
-        self.log_json = log_json
+        self.config_file, self.debug, self.verbose, self.log_json = config_file, debug, verbose, log_json
         self.trust_config = trust_config
         self._settings: Any = None
 
@@ -147,25 +144,20 @@ _REFUSED = "(refused: two plugins register this command)"
 
 def _listing(ctx: click.Context) -> dict[str, str]:
     """Command name → help of every registered sub-command, once per command line: the user's cache of this
-    installation's listing when it still holds (no plugin imported: ``rlm --help`` stays fast), else the registry's
-    (which a healthy load writes to that cache; see ``rlm_host.plugins.command_cache``)."""
+    installation's listing when it still holds (no plugin imported: ``rlm --help`` stays fast), else the registry's,
+    which a healthy load writes to that cache (see ``rlm_host.plugins.command_cache``)."""
     meta = ctx.find_root().meta
     if "rlm.listing" not in meta:
-        from rlm_host.plugins import command_cache
+        from rlm_host.plugins import command_cache, get_host
 
-        meta["rlm.listing"] = command_cache.read() or _registry_listing()
+        meta["rlm.listing"] = command_cache.read()
+        if not meta["rlm.listing"]:
+            registry = get_host().commands()
+            usable = registry.usable_names()  # a name claimed twice is listed, and running it says so, naming both
+            meta["rlm.listing"] = {name: registry.get(name).help if name in usable else _REFUSED
+                                   for name in registry.names()}  # fmt: skip
+            command_cache.write(get_host(), meta["rlm.listing"])
     return meta["rlm.listing"]
-
-
-def _registry_listing() -> dict[str, str]:
-    from rlm_host.plugins import command_cache, get_host
-
-    host = get_host()
-    registry = host.commands()
-    usable = registry.usable_names()  # a name claimed twice is listed, and running it says so, naming both
-    listing = {name: registry.get(name).help if name in usable else _REFUSED for name in registry.names()}
-    command_cache.write(host, listing)
-    return listing
 
 
 def _load_listed(name: str) -> click.Command:
@@ -196,9 +188,8 @@ app = typer.Typer(name="rlm", cls=RlmGroup, help="rlm: run, compare, benchmark a
 @app.callback()
 def main_options(
     ctx: typer.Context,
-    version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Show versions of rlm and its plugins."
-    ),
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Show versions of rlm and its plugins."),
     config: Optional[Path] = typer.Option(None, "--config", help="Project config file (default: ./rlm.toml)."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
     verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False, help="More log output (-vv for debug)."),

@@ -18,8 +18,7 @@ class TerminalApprover:
     """An ``Approver`` for the command line; pauses the live view's spinner while it asks."""
 
     def __init__(self, live_view: Optional[Any] = None, tty: str = "/dev/tty") -> None:
-        self.live_view = live_view
-        self.tty = tty
+        self.live_view, self.tty = live_view, tty
 
     @classmethod
     def if_attended(cls, live_view: Optional[Any] = None) -> Optional["TerminalApprover"]:

@@ -54,10 +54,9 @@ class LiveView:
             context.get("type"), f"{context.get('total_chars', 0):,} chars")
         if event.depth:
             self.children[event.run_id] = {"model": data.get("model", ""), "tokens": 0}
-        label = "run" if event.depth == 0 else "child run"
         framework = data.get("framework") or "native"
         setup = f"framework={framework}" if framework != "native" else f"env={data['environment']}"
-        self._print(f"{indent}▶ {label} {event.run_id}  {setup} model={data['model']} "
+        self._print(f"{indent}▶ {'child run' if event.depth else 'run'} {event.run_id}  {setup} model={data['model']} "
                     f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
         for notice in data.get("notices", []) if event.depth == 0 else []:  # a child run repeats its root's
             self._print(f"{indent}! {notice}", "yellow")

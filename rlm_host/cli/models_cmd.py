@@ -57,12 +57,9 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     for row in rows:
         typer.echo(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")
         example = f"e.g. {row['name']}:{row['example_model']}" if row["example_model"] else "no default model"
-        details = [f"default model: {row['default_model']}" if row["default_model"] else example]
-        if row["keys"]:
-            details.append("key: " + ", ".join(f"{k['variable']} ({'set' if k['set'] else 'not set'})"
-                                               for k in row["keys"]))  # fmt: skip
-        if row["base_url"]:
-            details.append(f"base URL: {row['base_url']}")
+        keys = ", ".join(f"{k['variable']} ({'set' if k['set'] else 'not set'})" for k in row["keys"])
+        details = [f"default model: {row['default_model']}" if row["default_model"] else example,
+                   *([f"key: {keys}"] if keys else []), *([f"base URL: {row['base_url']}"] if row["base_url"] else [])]
         typer.echo(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})")
         if row["hint"]:
             typer.echo(f"{'':<{width}} hint: {row['hint']}")

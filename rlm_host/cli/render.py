@@ -38,14 +38,10 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
     """One step as text: number, action, reward, tokens, code, output, error, sub-calls and child runs."""
     record = step.record
     root, sub = record.usage.root, record.usage.sub
+    extra = ((root.total_tokens, _tokens(root.input_tokens, root.output_tokens)),
+             (sub.total_tokens, f"sub {sub.total_tokens:,} tokens"), (record.duration_s, f"{record.duration_s:.1f} s"))
     head = [f"step {record.step}{f'/{total}' if total else ''}", f"action: {record.action}",
-            f"reward {record.reward:+.2f}"]  # fmt: skip
-    if root.total_tokens:
-        head.append(_tokens(root.input_tokens, root.output_tokens))
-    if sub.total_tokens:
-        head.append(f"sub {sub.total_tokens:,} tokens")
-    if record.duration_s:
-        head.append(f"{record.duration_s:.1f} s")
+            f"reward {record.reward:+.2f}", *(text for shown, text in extra if shown)]  # fmt: skip
     depth = f" [depth {step.event.depth}]" if step.event.depth else ""
     lines = [f"── {' · '.join(head)}{depth} ──"]
     observation = dict(record.observation)
@@ -69,8 +65,7 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
         lines += _section(label, text, max_lines)
     if record.action == "error" and step.error and not observation_error(record.observation):
         lines += _section("error", step.error, max_lines)
-    for note in observation.pop("notes", None) or []:
-        lines.append(f"note: {note}")
+    lines += [f"note: {note}" for note in observation.pop("notes", None) or []]
     observation.pop("success", None)
     variables = [v for v in observation.pop("variables", None) or [] if isinstance(v, dict)]
     if variables:
@@ -79,8 +74,7 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
             size = f", {v['size']:,}" if isinstance(v.get("size"), int) and v["size"] >= 0 else ""
             lines.append(f"  │ {v.get('name')} ({v.get('type')}{size}) = {_short(v.get('repr'), 70)}")
     rest = {k: v for k, v in observation.items() if v not in (None, "", [], {}, False)}
-    if rest:
-        lines.append("observation: " + ", ".join(f"{k}={_short(v, 60)}" for k, v in rest.items()))
+    lines += ["observation: " + ", ".join(f"{k}={_short(v, 60)}" for k, v in rest.items())] if rest else []
     if step.branches:
         lines.append(f"candidates ({len(step.branches)}):")
         for tried in step.branches:
@@ -89,26 +83,19 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
                 if tried.get("error") else ""  # fmt: skip
             lines.append(f"    {tried.get('candidate')}. {tried.get('action')} · score {tried.get('score', 0):+.2f}"
                          + (f" · {mark}" if mark else "") + f"  {_short(code, 70)}")  # fmt: skip
-    if step.sub_calls:
-        lines.append(f"sub-calls ({len(step.sub_calls)}):")
-        lines += ["    " + _render_sub_call(call) for call in step.sub_calls]
-    if step.children:
-        lines.append(f"child runs ({len(step.children)}):")
-        lines += [_indent(render_child(child, max_lines=max_lines), "    ") for child in step.children]
+    lines += [f"sub-calls ({len(step.sub_calls)}):"] if step.sub_calls else []
+    lines += ["    " + _render_sub_call(call) for call in step.sub_calls]
+    lines += [f"child runs ({len(step.children)}):"] if step.children else []
+    lines += [_indent(render_child(child, max_lines=max_lines), "    ") for child in step.children]
     return "\n".join(lines)
 
 
 def _render_sub_call(call: SubCall) -> str:
     data = call.event.data
-    parts = [call.kind]
-    if data.get("model") or data.get("tool"):
-        parts.append(str(data.get("model") or data.get("tool")))
-    usage = data.get("usage") or {}
-    if usage:
-        parts.append(_tokens(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)))
-    if data.get("seconds"):
-        parts.append(f"{float(data['seconds']):.1f} s")
-    text = " · ".join(parts)
+    usage, who = data.get("usage") or {}, data.get("model") or data.get("tool")
+    extra = ((who, str(who)), (usage, _tokens(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))),
+             (data.get("seconds"), f"{float(data.get('seconds') or 0):.1f} s"))
+    text = " · ".join([call.kind, *(part for shown, part in extra if shown)])
     if data.get("prompt") or data.get("arguments"):
         text += f"  {_short(data.get('prompt') or data['arguments'])!r}"
     if data.get("error"):
@@ -146,10 +133,8 @@ def render_summary(replay: Replay) -> str:
         parts.append(f"question: {_short(start['question'], 200)}{session}")
     elif task:
         parts.append(f"task: {_short(task, 200)}")
-    if labels:
-        parts.append("labels: " + "  ".join(f"{k}={_short(v, 60)}" for k, v in labels.items()))
-    if settings.get("instructions"):
-        parts.append(f"instructions: {_short(settings['instructions'], 200)}")
+    parts += ["labels: " + "  ".join(f"{k}={_short(v, 60)}" for k, v in labels.items())] if labels else []
+    parts += [f"instructions: {_short(settings['instructions'], 200)}"] if settings.get("instructions") else []
     setup = {k: start.get(k) or (getattr(result, k, "") if result else "")
              for k in ("framework", "environment", "model", "sandbox")}  # fmt: skip
     if setup["framework"] == "native":
@@ -163,10 +148,8 @@ def render_summary(replay: Replay) -> str:
                      f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}  "
                      + (f"cost: ${cost:.4f}{'' if result.cost_complete else ' (incomplete)'}  " if cost is not None
                         else "") + f"duration: {result.duration_s:.1f} s")  # fmt: skip
-        if result.final_response is not None:
-            parts.append(f"final answer: {_short(result.final_response, 200)}")
-        if result.error:
-            parts.append(f"error: {_short(result.error, 200)}")
+        parts += [f"final answer: {_short(result.final_response, 200)}"] if result.final_response is not None else []
+        parts += [f"error: {_short(result.error, 200)}"] if result.error else []
     parts.extend(_sink_lines(replay))
     children = [r for r in replay.runs.values() if r.run_id != root.run_id]
     errors = replay.errors()
@@ -183,8 +166,7 @@ def _sink_lines(replay: Replay) -> list[str]:
     settings = replay.root.start.get("settings") or {}
     sinks = [str(s) for s in settings.get("sinks") or []]
     lines = []
-    if sinks:
-        lines.append(f"sinks: {', '.join(sinks)}  trace id: {trace_id_for(replay.root.run_id)}")
+    lines += [f"sinks: {', '.join(sinks)}  trace id: {trace_id_for(replay.root.run_id)}"] if sinks else []
     for event in replay.events:
         if event.type == "sink_error":
             lines.append(f"sink {event.data.get('sink')} disabled: {_short(str(event.data.get('error')), 200)}")
