@@ -151,9 +151,7 @@ class ReplayConnector:
     def left(self, kind: str) -> int:
         """How many recorded answers of ``kind`` (``root``, ``sub``) no call has taken yet."""
         with self._lock:
-            if kind == "sub":
-                return self._sub_used.count(False)
-            return len(self.recording.root) - self._next["root"]
+            return self._sub_used.count(False) if kind == "sub" else len(self.recording.root) - self._next["root"]
 
     def complete(self, messages: list[Message], *, timeout: Optional[float] = None, on_retry: Any = None,
                  purpose: Purpose = "turn", reply_format: Any = None) -> Completion:  # fmt: skip

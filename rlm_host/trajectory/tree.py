@@ -174,8 +174,8 @@ def _step_record(data: dict[str, Any], number: int) -> StepRecord:
     try:
         return StepRecord.model_validate(data)
     except ValueError as exc:
-        detail = str(exc).splitlines()[0]
-        return StepRecord(step=number, action="error", observation={"error": f"unreadable step record: {detail}"})
+        return StepRecord(step=number, action="error",
+                          observation={"error": f"unreadable step record: {str(exc).splitlines()[0]}"})  # fmt: skip
 
 
 def _attach_children(runs: dict[str, RunTrace], first_seq: dict[str, int]) -> None:
