@@ -73,12 +73,9 @@ class TextFile:
     @property
     def chars(self) -> int:
         if self._chars is None:
-            total = 0
-            for piece in self.chunks():
-                if not total:
-                    self._head = piece[:PREVIEW_CHARS]
-                total += len(piece)
-            self._chars = total
+            pieces = self.chunks()
+            first = next(pieces, "")
+            self._head, self._chars = first[:PREVIEW_CHARS], len(first) + sum(len(piece) for piece in pieces)
         return self._chars
 
     def head(self, chars: int) -> str:
