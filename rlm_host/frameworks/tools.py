@@ -165,11 +165,9 @@ class UserTools:
 
     def _function(self, tool: Tool, result: Optional[Callable[[Any], Any]],
                   error: Optional[Callable[[Exception], Any]], asynchronous: bool) -> Callable[..., Any]:  # fmt: skip
-        calls = self._calls
-
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                value = calls.call(tool, args, kwargs)
+                value = self._calls.call(tool, args, kwargs)
             except Exception as exc:
                 if error is None:
                     raise
@@ -211,10 +209,9 @@ def _dressed(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:
     signature = _signature_of(tool.function)
     if signature is not None:
         function.__signature__ = signature  # type: ignore[attr-defined]
-        annotations = {p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty}
-        if signature.return_annotation is not signature.empty:
-            annotations["return"] = signature.return_annotation
-        function.__annotations__ = annotations
+        returns = {} if signature.return_annotation is signature.empty else {"return": signature.return_annotation}
+        function.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()
+                                    if p.annotation is not p.empty} | returns  # fmt: skip
     return function
 
 
