@@ -54,8 +54,7 @@ class RLM:
                  connectors: Optional[dict[str, Any]] = None, settings: Any = None, approver: Any = None,
                  **options: Any) -> None:  # fmt: skip
         allowed = run_options()
-        unknown = sorted(set(options) - set(allowed))
-        if unknown:
+        if unknown := sorted(set(options) - set(allowed)):
             raise TypeError(f"RLM() got unknown option(s): {', '.join(unknown)} (run options: {', '.join(allowed)})")
         from rlm_host.config import load_settings
         from rlm_host.engine.runner import RLMRunner

@@ -223,8 +223,7 @@ def stored_options(options: dict[str, Any], chosen: dict[str, Any], rlm: "RLM") 
         configured = getattr(run, key, None)
         if key in chosen or key == "labels" or value is None or value == configured:
             continue
-        why = _refusal(key, value, configured, rlm.runner.host)
-        if why:
+        if why := _refusal(key, value, configured, rlm.runner.host):
             ignored.append(f"{key}={repr(value)[:80]} ({why})")
         else:
             kept[key] = value
@@ -295,8 +294,7 @@ def list_sessions(home: Path) -> list[dict[str, Any]]:
     paths = [p for p in (Path(home) / "sessions").glob("chat_*.json") if SESSION_ID.fullmatch(p.stem)]
     for path in sorted(paths, key=lambda p: p.lstat().st_mtime, reverse=True):
         try:
-            data = _read_json(path)
-            turns = data.get("turns") or []
+            turns = _read_json(path).get("turns") or []
             last = str(turns[-1].get("query", "")) if turns else ""
         except (InputError, OSError, AttributeError, IndexError, TypeError):
             continue

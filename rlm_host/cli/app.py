@@ -133,8 +133,7 @@ class RlmGroup(TyperGroup):
             return super().resolve_command(ctx, args)
         except click.exceptions.UsageError as exc:
             if args and "Did you mean" not in exc.message:
-                close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=2)
-                if close:
+                if close := difflib.get_close_matches(args[0], self.list_commands(ctx), n=2):
                     exc.message = exc.message.rstrip(".") + ". Did you mean " + ", ".join(map(repr, close)) + "?"
             raise
 

@@ -19,16 +19,14 @@ def list_plugins(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
 ) -> None:
     """Each plugin distribution: version, status and what it provides per kind."""
-    host = get_host().collect_all()
-    dists = [d for d in host.distributions if all_ or not d.builtin]
+    dists = [d for d in get_host().collect_all().distributions if all_ or not d.builtin]
     if as_json:
         return echo_json([d.as_dict() for d in dists])
     if not dists:
         return typer.echo("no plugin distributions installed (rlm plugins list --all shows the built-ins)")
     for dist in dists:
         label = f"{dist.name} {dist.version}" + (" (built-in)" if dist.builtin else "")
-        timing = f"  loaded in {dist.load_ms:.0f} ms" if dist.load_ms >= 20 else ""
-        typer.echo(f"{label}  [{dist.status}]{timing}")
+        typer.echo(f"{label}  [{dist.status}]" + (f"  loaded in {dist.load_ms:.0f} ms" if dist.load_ms >= 20 else ""))
         for kind, names in sorted(dist.provides.items()):
             typer.echo(f"    {kind + ':':<13}{', '.join(sorted(names))}")
         for error in dist.errors:

@@ -42,11 +42,9 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
              (sub.total_tokens, f"sub {sub.total_tokens:,} tokens"), (record.duration_s, f"{record.duration_s:.1f} s"))
     head = [f"step {record.step}{f'/{total}' if total else ''}", f"action: {record.action}",
             f"reward {record.reward:+.2f}", *(text for shown, text in extra if shown)]  # fmt: skip
-    depth = f" [depth {step.event.depth}]" if step.event.depth else ""
-    lines = [f"── {' · '.join(head)}{depth} ──"]
+    lines = [f"── {' · '.join(head)}" + (f" [depth {step.event.depth}]" if step.event.depth else "") + " ──"]
     observation = dict(record.observation)
-    blocks = [b for b in observation.pop("blocks", None) or [] if isinstance(b, dict)]
-    if blocks:
+    if blocks := [b for b in observation.pop("blocks", None) or [] if isinstance(b, dict)]:
         for number, block in enumerate(blocks, 1):
             suffix = f" {number}/{len(blocks)}" if len(blocks) > 1 else ""
             lines += _section(f"code{suffix}", block.get("code"), max_lines)
@@ -67,8 +65,7 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
         lines += _section("error", step.error, max_lines)
     lines += [f"note: {note}" for note in observation.pop("notes", None) or []]
     observation.pop("success", None)
-    variables = [v for v in observation.pop("variables", None) or [] if isinstance(v, dict)]
-    if variables:
+    if variables := [v for v in observation.pop("variables", None) or [] if isinstance(v, dict)]:
         lines.append("variables:")
         for v in variables:
             size = f", {v['size']:,}" if isinstance(v.get("size"), int) and v["size"] >= 0 else ""
@@ -163,10 +160,8 @@ def _sink_lines(replay: Replay) -> list[str]:
     run up in Jaeger, MLflow, Langfuse…), and any sink the run disabled."""
     from rlm_host.observability.spans import trace_id_for
 
-    settings = replay.root.start.get("settings") or {}
-    sinks = [str(s) for s in settings.get("sinks") or []]
-    lines = []
-    lines += [f"sinks: {', '.join(sinks)}  trace id: {trace_id_for(replay.root.run_id)}"] if sinks else []
+    sinks = [str(s) for s in (replay.root.start.get("settings") or {}).get("sinks") or []]
+    lines = [f"sinks: {', '.join(sinks)}  trace id: {trace_id_for(replay.root.run_id)}"] if sinks else []
     for event in replay.events:
         if event.type == "sink_error":
             lines.append(f"sink {event.data.get('sink')} disabled: {_short(str(event.data.get('error')), 200)}")

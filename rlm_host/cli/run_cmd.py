@@ -39,8 +39,7 @@ class ContextsCommand(TyperCommand):
         try:
             return super().parse_args(ctx, spread(args, self))
         except click.exceptions.UsageError as exc:
-            extra = re.search(r"unexpected extra argument(?:s|\(s\))? \((.*)\)", exc.message)
-            if not extra:
+            if not (extra := re.search(r"unexpected extra argument(?:s|\(s\))? \((.*)\)", exc.message)):
                 raise
             words = extra.group(1)
             missing = [w for w in words.split() if not os.path.lexists(w)]

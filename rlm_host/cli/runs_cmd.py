@@ -105,8 +105,7 @@ def active(
     for run in runs:
         say(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
             f"{run.environment:<10} {run.command[:16]:<16} {clip(run.task, 40):<40} {run.home or '?'}")  # fmt: skip
-    dead = sum(run.status == "dead" for run in runs)
-    if dead:
+    if dead := sum(run.status == "dead" for run in runs):
         say(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
 
 
