@@ -92,8 +92,6 @@ def run_command(session: SandboxSession, argv: Sequence[str], *, timeout: float,
     value = run_in_session(session, _COMMAND_SOURCE, call, timeout=timeout + 30)
     if not isinstance(value, dict):
         raise SandboxError(f"the command helper returned {type(value).__name__}, not a result")
-    return CommandResult(
-        argv=tuple(argv), exit_code=value.get("exit_code"), stdout=str(value.get("stdout") or ""),
-        stderr=str(value.get("stderr") or ""), timed_out=bool(value.get("timed_out")),
-        seconds=float(value.get("seconds") or 0.0), error=value.get("error"),
-    )  # fmt: skip
+    return CommandResult(tuple(argv), value.get("exit_code"), str(value.get("stdout") or ""),
+                         str(value.get("stderr") or ""), bool(value.get("timed_out")),
+                         float(value.get("seconds") or 0.0), value.get("error"))  # fmt: skip

@@ -135,18 +135,13 @@ class ProcessSandbox(WorkerSession):
         self.start_timeout = self.settings.start_timeout
         self.control_timeout = self.settings.control_timeout
         self.workspace = workspace  # the current directory when given (nothing confines writes to it here)
-        self._workdir: str | None = None
+        self.workdir: str | None = None  # the worker's working directory (also its HOME and TMPDIR)
 
     @property
     def pid(self) -> int | None:
         """The worker's process id (None before start and after shutdown)."""
         channel = self._res.channel
         return channel.proc.pid if isinstance(channel, _ProcessChannel) else None
-
-    @property
-    def workdir(self) -> str | None:
-        """The worker's working directory (also its HOME and TMPDIR)."""
-        return self._workdir
 
     def _text_file_request(self, name: str, text_file: Any) -> dict:
         """The worker reads the context file where it is (this runtime shares the host's filesystem anyway): the
@@ -155,10 +150,10 @@ class ProcessSandbox(WorkerSession):
 
     def _launch(self) -> _ProcessChannel:
         """Start a worker process in the session's working directory, with an empty environment."""
-        if self._workdir is None:
-            workdir = self._workdir = tempfile.mkdtemp(prefix="rlm-process-")
+        if self.workdir is None:
+            workdir = self.workdir = tempfile.mkdtemp(prefix="rlm-process-")
             self._res.cleanups.append(lambda: shutil.rmtree(workdir, ignore_errors=True))
-        workdir = self._workdir
+        workdir = self.workdir
         env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
                "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8", **self.settings.env}
         python = self.settings.python or sys.executable
