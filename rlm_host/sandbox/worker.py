@@ -231,19 +231,10 @@ class Worker:
         """Ask the host to run ``name(*args, **kwargs)`` and wait for its answer."""
         with self._call_lock:
             self._call_seq += 1
-            call_id = self._call_seq
-            self.send({"op": "call", "call_id": call_id, "name": name,
+            self.send({"op": "call", "call_id": self._call_seq, "name": name,
                        "args": to_jsonable(list(args)), "kwargs": to_jsonable(kwargs)})
-            while True:
-                message = self.recv()
-                if message is None:
-                    os._exit(0)  # the host has gone: nobody left to answer
-                op = message.get("op")
-                if op in ("return", "raise") and message.get("call_id") == call_id:
-                    break
-                if "id" in message:
-                    self.send({"id": message["id"], "op": "result", "error": "RuntimeError: worker is busy"})
-        if op == "raise":
+            message = self.serve(self._call_seq)
+        if message["op"] == "raise":
             raise RuntimeError(message.get("error", "host function failed"))
         return message.get("value")
 
@@ -292,17 +283,19 @@ class Worker:
             return {}
         raise ValueError(f"unknown op {op!r}")
 
-    def serve(self):
-        """The request loop, until the host closes the channel."""
-        self.send({"op": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    def serve(self, call_id=None):
+        """The request loop; the worker exits when the host closes the channel. Inside the host-function call
+        ``call_id`` it returns that call's answer, and requests meanwhile are refused (the worker is busy)."""
         while True:
             message = self.recv()
             if message is None:
-                return
+                os._exit(0)  # the host has gone: do not wait for threads user code left running
+            if call_id is not None and message.get("op") in ("return", "raise") and message.get("call_id") == call_id:
+                return message
             if "id" not in message:
                 continue  # a stray return/raise: nothing is waiting for it
             try:
-                reply = self.handle(message)
+                reply = self.handle(message) if call_id is None else {"error": "RuntimeError: worker is busy"}
             except BaseException as exc:
                 reply = {"error": f"{type(exc).__name__}: {exc}"}
             reply.update(id=message["id"], op="result")
@@ -404,8 +397,9 @@ def main(argv=None):
     proto_in, proto_out = _private_channel()
     _exit_when_host_closes(proto_in.fileno())
     sys.argv = [""]
-    Worker(proto_in, proto_out, args.max_output_chars).serve()
-    os._exit(0)  # the host has gone: do not wait for threads user code left running
+    worker = Worker(proto_in, proto_out, args.max_output_chars)
+    worker.send({"op": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    worker.serve()
 
 
 if __name__ == "__main__":
