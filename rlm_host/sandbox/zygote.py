@@ -143,19 +143,13 @@ def serve(fd, script):
                 request = json.loads(line)
                 if len(fds) != 3:
                     raise ValueError(f"expected 3 file descriptors, got {len(fds)}")
-            except ValueError as exc:
-                for fd in fds:
-                    os.close(fd)
-                _send(channel, {"error": str(exc)})
-                continue
-            _preload(request)
-            at_fork = _resident()
-            try:
+                _preload(request)
+                at_fork = _resident()
                 pid = os.fork()
-            except OSError as exc:
+            except (ValueError, OSError) as exc:  # not a request, or no fork
                 for fd in fds:
                     os.close(fd)
-                _send(channel, {"error": f"fork failed: {exc}"})
+                _send(channel, {"error": f"fork failed: {exc}" if isinstance(exc, OSError) else str(exc)})
                 continue
             if pid == 0:
                 _become_child(main, channel, request, fds, wakeup)
