@@ -363,10 +363,9 @@ def _exit_when_host_closes(fd):
     poller.register(fd, 0)  # no POLLIN: only hang-up, error and invalid-fd events are reported
 
     def watch():
-        while True:
-            events = poller.poll()  # retried on EINTR (PEP 475)
-            if any(event & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, event in events):
-                os._exit(0)
+        while not poller.poll():  # retried on EINTR (PEP 475); any event is a hang-up, an error or a closed fd
+            pass
+        os._exit(0)
 
     threading.Thread(target=watch, name="rlm-host-watch", daemon=True).start()
 
