@@ -106,7 +106,7 @@ class RLM:
     async def acompletion(self, context: Any, query: str, **options: Any) -> RunResult:
         """``completion`` for asyncio: runs in a worker thread; cancelling the task cancels the run."""
         cancel = threading.Event()
-        future = asyncio.get_running_loop().run_in_executor(None, lambda: self._run(context, query, cancel, None, options))
+        future = asyncio.get_running_loop().run_in_executor(None, self._run, context, query, cancel, None, options)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -147,8 +147,7 @@ class RLM:
             from rlm_host.llm.resolve import resolve_connector
 
             connector = resolve_connector(model, host=runner.host, settings=runner.loaded, home=self.home)
-            close = getattr(connector, "close", None)
-            if callable(close):
+            if callable(close := getattr(connector, "close", None)):
                 close()
         if sandbox is not None:
             from rlm_host.engine.sandbox_plan import choose_sandbox

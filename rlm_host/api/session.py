@@ -115,8 +115,8 @@ class ChatSession:
                 _write(context_file, {"value": self.context})
             context_record = {"file": context_file.name}
         signature = _signature({"session_options": self.ran, "id": self.id})
-        _write(self.path, {"id": self.id, "options": self.ran, "options_signature": signature, "context": context_record,
-                           "turns": self.turns, "variables": self.variables, "dropped": self.dropped})  # fmt: skip
+        _write(self.path, {"id": self.id, "options": self.ran, "options_signature": signature, "dropped": self.dropped,
+                           "context": context_record, "turns": self.turns, "variables": self.variables})  # fmt: skip
         return self.path
 
     def _load(self) -> None:
@@ -161,16 +161,17 @@ class ChatSession:
             return query
         shown = self.turns[-MAX_TURNS_SHOWN:]
         lines = [f"This is turn {len(self.turns) + 1} of a conversation about the same context."]
-        if len(self.turns) > len(shown):
-            lines.append(f"({len(self.turns) - len(shown)} earlier turns are not shown.)")
+        hidden = len(self.turns) - len(shown)
+        lines += [f"({hidden} earlier turns are not shown.)"] if hidden else []
         lines.append("Earlier questions and your answers:")
         recent_from = len(shown) - RECENT_TURNS
         for index, turn in enumerate(shown):
             answer = str(turn.get("answer") if turn.get("answer") is not None else f"(no answer: {turn.get('termination_reason')})")
             lines.append(f"- Q: {clip(turn['query'], 150, one_line=True)} → A: {clip(answer, 150, one_line=True)}"
                          if index < recent_from else f"- Q: {turn['query']}\n  A: {answer[:ANSWER_CHARS]}")  # fmt: skip
-        lines += [f"REPL variables kept from earlier turns: {', '.join(sorted(self.variables))}."] if self.variables else []
-        lines += [f"Not kept (rebuild them if you need them): {', '.join(self.dropped)}."] if self.dropped else []
+        for label, names in (("REPL variables kept from earlier turns", sorted(self.variables)),
+                             ("Not kept (rebuild them if you need them)", self.dropped)):
+            lines += [f"{label}: {', '.join(names)}."] if names else []
         lines.append(f"New question: {query}")
         return "\n".join(lines)
 

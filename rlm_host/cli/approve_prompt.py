@@ -32,14 +32,12 @@ class TerminalApprover:
         shown = _whole_request(request)
         if len(shown) > MAX_SHOWN_CHARS:
             return False
-        spinner = getattr(self.live_view, "spinner", None)
-        if spinner is not None:
+        if (spinner := getattr(self.live_view, "spinner", None)) is not None:
             spinner.stop()
-        prompt = terminal_safe(shown) + "\n  allow? [y/N] "
         try:
             fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
             try:
-                os.write(fd, prompt.encode("utf-8", "replace"))
+                os.write(fd, (terminal_safe(shown) + "\n  allow? [y/N] ").encode("utf-8", "replace"))
                 answer = _read_line(fd)
             finally:
                 os.close(fd)
@@ -72,8 +70,7 @@ def _read_line(fd: int, limit: int = 1024) -> str:
     """One line typed on the terminal ('' when it closed first)."""
     data = b""
     while not data.endswith(b"\n") and len(data) < limit:
-        chunk = os.read(fd, 1)
-        if not chunk:
+        if not (chunk := os.read(fd, 1)):
             break
         data += chunk
     return data.decode("utf-8", "replace")

@@ -68,8 +68,7 @@ def untrust(
 def _project_file(file: Optional[Path]) -> tuple[Path, dict]:
     from rlm_host.config.loader import find_project_file, project_table
 
-    path = file if file is not None else find_project_file(Path.cwd())
-    if path is None:
+    if (path := file if file is not None else find_project_file(Path.cwd())) is None:
         raise InputError("no project config here: no rlm.toml, and no [tool.rlm] table in pyproject.toml",
                          hint="name the file: rlm config trust PATH")  # fmt: skip
     if not path.is_file():

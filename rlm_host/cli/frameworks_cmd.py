@@ -29,7 +29,7 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
         return echo_json(rows)
     for row in rows:
         aliases = f" (alias {', '.join(row['aliases'])})" if row["aliases"] else ""
-        state = "ready" if row["ready"] else "NOT READY"
-        typer.echo(f"{row['name']:<14} {row['mode']:<11} {state:<10} {row['description']}{aliases}  ({row['plugin']})")
+        typer.echo(f"{row['name']:<14} {row['mode']:<11} {'ready' if row['ready'] else 'NOT READY':<10} "
+                   f"{row['description']}{aliases}  ({row['plugin']})")
         if not row["ready"]:
             typer.echo(f"{'':<14} {row['detail']}" + (f"; hint: {row['hint']}" if row["hint"] else ""))

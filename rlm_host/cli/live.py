@@ -31,8 +31,7 @@ class LiveView:
         self.spinner = Spinner(self.console)
 
     def __call__(self, event: RunEvent) -> None:
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
+        if (handler := getattr(self, f"_on_{event.type}", None)) is not None:
             handler(event, "  " * event.depth)
 
     def close(self) -> None:
@@ -103,16 +102,14 @@ class LiveView:
         if isinstance(observation.get("final_rejected"), str):  # an answer the run's output type refused
             for line in observation["final_rejected"].splitlines()[:5]:
                 self._print(f"{indent}  ✗ not the required type: {clip(line, OUTPUT_CHARS // 3)}", "red")
-        for branch in self.branches.pop(event.run_id, []):  # --branch-width: every candidate, the kept one marked
-            tried = branch.data
+        for tried in (b.data for b in self.branches.pop(event.run_id, [])):  # --branch-width: the kept one marked
             result = "kept" if tried.get("chosen") else error_summary(tried["error"]) if tried.get("error") else ""
             self._print(f"{indent}  ⑂ candidate {tried.get('candidate')} · {tried.get('action')} · score "
                         f"{tried.get('score', 0):+.2f}" + (f" · {result}" if result else ""),
                         "green" if tried.get("chosen") else "dim")  # fmt: skip
         self._flush_sub_calls(event.run_id, indent)
-        for note in observation.get("notes", []):
-            if note != observation.get("error"):  # a refusal is its error and its note: said once
-                self._print(f"{indent}  ! {note}", "yellow")
+        for note in (n for n in observation.get("notes", []) if n != observation.get("error")):  # a refusal: said once
+            self._print(f"{indent}  ! {note}", "yellow")
 
     def _show_code(self, code: str, indent: str) -> None:
         """A step's code, its first ``CODE_LINES`` lines."""
@@ -179,14 +176,13 @@ class LiveView:
                                                         if isinstance(u, dict))  # fmt: skip
         usage = data["usage"]
         tokens = {role: usage[role]["input_tokens"] + usage[role]["output_tokens"] for role in ("root", "sub")}
-        mark = "✓" if data["completed"] else "■"
         cost = final_cost(data)
         unpriced = sum(int(usage[role].get("unpriced_calls", 0)) for role in ("root", "sub"))
         spent = " + ".join(([f"${cost:.4f}"] if cost is not None else [])
                            + ([f"{unpriced} call(s) of unknown cost"] if unpriced else []))  # fmt: skip
         spent += " · " if spent else ""
-        steps = f"{data['steps']} step" + ("" if data["steps"] == 1 else "s")
-        self._print(f"{indent}{mark} {data['termination_reason']} after {steps} · reward "
+        self._print(f"{indent}{'✓' if data['completed'] else '■'} {data['termination_reason']} after {data['steps']} "
+                    f"step{'' if data['steps'] == 1 else 's'} · reward "
                     f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
                     f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip
 

@@ -90,8 +90,8 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
 def _render_sub_call(call: SubCall) -> str:
     data = call.event.data
     usage, who = data.get("usage") or {}, data.get("model") or data.get("tool")
-    extra = ((who, str(who)), (usage, _tokens(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))),
-             (data.get("seconds"), f"{float(data.get('seconds') or 0):.1f} s"))
+    tokens = _tokens(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+    extra = ((who, str(who)), (usage, tokens), (data.get("seconds"), f"{float(data.get('seconds') or 0):.1f} s"))
     text = " · ".join([call.kind, *(part for shown, part in extra if shown)])
     if data.get("prompt") or data.get("arguments"):
         text += f"  {_short(data.get('prompt') or data['arguments'])!r}"
@@ -141,10 +141,10 @@ def render_summary(replay: Replay) -> str:
         parts.append(f"status: interrupted after {len(replay.steps)} steps (no final event)")
     else:
         cost = result.cost if result.cost is not None else result.usage.cost
+        spent = f"cost: ${cost:.4f}{'' if result.cost_complete else ' (incomplete)'}  " if cost is not None else ""
         parts.append(f"status: {result.termination_reason} ({'completed' if result.completed else 'not completed'})  "
-                     f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}  "
-                     + (f"cost: ${cost:.4f}{'' if result.cost_complete else ' (incomplete)'}  " if cost is not None
-                        else "") + f"duration: {result.duration_s:.1f} s")  # fmt: skip
+                     f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}"
+                     f"  {spent}duration: {result.duration_s:.1f} s")  # fmt: skip
         parts += [f"final answer: {_short(result.final_response, 200)}"] if result.final_response is not None else []
         parts += [f"error: {_short(result.error, 200)}"] if result.error else []
     parts.extend(_sink_lines(replay))

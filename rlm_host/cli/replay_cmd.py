@@ -36,8 +36,7 @@ def replay(
 ) -> None:
     """Step through a saved run: each step's code, output, reward, tokens, sub-calls and child runs."""
     player = Replay(store_of(ctx).load(run_id))
-    start = 0 if step is None else player.index_of(step)
-    if start is None:
+    if (start := 0 if step is None else player.index_of(step)) is None:
         numbers = [s.number for s in player.steps]
         span = f"steps {numbers[0]}–{numbers[-1]}" if numbers else "no steps"
         raise RlmError(f"run {player.root.run_id} has no step {step}", hint=f"it has {span}")
@@ -84,14 +83,12 @@ def _move(player: Replay, command: str) -> bool:
              "e": (player.next_error, "no error step after this one")}  # fmt: skip
     key = {"": "n", "next": "n", "prev": "p", "error": "e"}.get(command, command)
     if key in moves:
-        moved = moves[key][0]() is not None
-        if not moved:
+        if not (moved := moves[key][0]() is not None):
             say(moves[key][1])
         return moved
     if command.startswith("g"):
         argument = (command[2:] if command.startswith("go") else command[1:]).strip()
-        index = player.index_of(int(argument)) if argument.isdigit() else None
-        if index is None:
+        if (index := player.index_of(int(argument)) if argument.isdigit() else None) is None:
             numbers = [s.number for s in player.steps]
             say(f"usage: g N, with N a step number from {numbers[0]} to {numbers[-1]}")
             return False

@@ -41,10 +41,9 @@ class ContextsCommand(TyperCommand):
         except click.exceptions.UsageError as exc:
             if not (extra := re.search(r"unexpected extra argument(?:s|\(s\))? \((.*)\)", exc.message)):
                 raise
-            words = extra.group(1)
-            missing = [w for w in words.split() if not os.path.lexists(w)]
+            missing = [w for w in extra.group(1).split() if not os.path.lexists(w)]
             why = f" (no such file: {', '.join(missing)})" if missing else ""
-            raise InputError(f"unexpected argument(s): {words}{why}", hint=HINT) from None
+            raise InputError(f"unexpected argument(s): {extra.group(1)}{why}", hint=HINT) from None
 
 
 def spread(args: list[str], command: click.Command) -> list[str]:
@@ -55,8 +54,7 @@ def spread(args: list[str], command: click.Command) -> list[str]:
     takes_arguments = any(p.param_type_name == "argument" for p in command.params)
     out: list[str] = []
     taken: list[int] = []  # where in ``out`` each spread word went
-    free = 0  # argument words left for the command
-    following, index = False, 0
+    free, following, index = 0, False, 0  # free: argument words left for the command
     while index < len(args):
         word = args[index]
         index += 1
@@ -76,8 +74,7 @@ def spread(args: list[str], command: click.Command) -> list[str]:
         elif not word.startswith("-") or word == "-":
             free += 1
     if takes_arguments and taken and not free:  # the task named a file: the last word is the task after all
-        at = taken[-1]
-        out[at:at + 2] = [out[at + 1]]
+        out[taken[-1]:taken[-1] + 2] = [out[taken[-1] + 1]]
     return out
 
 

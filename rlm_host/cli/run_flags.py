@@ -82,8 +82,8 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
     option (a front door passing what its user typed: the TUI's ``budget=``)."""
     run = loaded.settings.run
     values: dict[str, Any] = {}
-    unknown = next((name for name in given if name not in run_options.names()), None)
-    if unknown is not None:  # one clear error, with the nearest options (``--max-cost`` for ``cost``)
+    if (unknown := next((name for name in given if name not in run_options.names()), None)) is not None:
+        # one clear error, with the nearest options (``--max-cost`` for ``cost``)
         flag = "--" + unknown.replace("_", "-")
         near = difflib.get_close_matches(flag, [run_options.flag_of(n) for n in run_options.names()], n=3, cutoff=0.5)
         raise ConfigError(f"unknown run option {flag}" + (f" (did you mean {' or '.join(near)}?)" if near else ""),
@@ -104,15 +104,13 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
 
 def _configured(run: Any, name: str) -> list[str]:
     """The configured values a list flag adds to; for ``sinks`` not set, the sinks that are on by default (so
-    ``--sink otel`` feeds ``otel`` besides them, as it would beside a configured list)."""
-    if name == "sub_tools" and run.sub_tools is None:
-        return []
+    ``--sink otel`` feeds ``otel`` besides them, as it would beside a configured list); ``sub_tools`` not set: none."""
     if name == "sinks" and run.sinks is None:
         from rlm_host.engine.plan import run_sinks
         from rlm_host.plugins import get_host
 
         return run_sinks(get_host(), None)
-    return list(getattr(run, name))
+    return list(getattr(run, name) or [])
 
 
 def _pairs(flag: str, items: Iterable[str]) -> dict[str, str]:

@@ -70,7 +70,8 @@ def list_runs(
         return echo_json([s.model_dump(mode="json") for s in shown])
     if not summaries:
         return say(f"no saved runs in {store.runs_dir}" + (" match the filters" if filters else ""))
-    say(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} {'COST':>8}  TASK")
+    say(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
+        f"{'COST':>8}  TASK")
     for s in shown:
         started = s.started.strftime("%Y-%m-%d %H:%M") if s.started else "?"
         tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
@@ -121,8 +122,7 @@ def cancel(
     if bool(run_id) == every:
         raise InputError("give a run id or --all (not both)")
     registry = ActiveRuns()
-    asked = registry.cancel_all() if every else [registry.cancel(run_id)]
-    if not asked:
+    if not (asked := registry.cancel_all() if every else [registry.cancel(run_id)]):
         return say("no active runs")
     if not every and asked[0].status == "dead":
         return say(f"{asked[0].run_id} was not running (process {asked[0].pid} is gone): its entry is removed")
@@ -131,7 +131,8 @@ def cancel(
         if run.run_id not in left:
             say(f"cancelled {run.run_id}")
         else:
-            say(f"asked {run.run_id} to stop" + (f"; still running after {wait:g} s (process {run.pid})" if wait else ""))
+            say(f"asked {run.run_id} to stop" + (f"; still running after {wait:g} s (process {run.pid})"
+                                                 if wait else ""))  # fmt: skip
     if left and wait:
         raise typer.Exit(1)
 
@@ -252,10 +253,9 @@ def recorded_context(meta: Any, source: str) -> Optional[Any]:
     (a path in a record is not followed elsewhere); else an InputError asking for --context."""
     if not isinstance(meta, dict) or meta.get("type") in (None, "none"):
         return None
-    files = found if isinstance(found := meta.get("files"), list) else []
-    here = Path.cwd().resolve()
-    paths = [Path(str(f)) for f in files]
-    if paths and all(p.is_file() and p.resolve().is_relative_to(here) for p in paths):
+    files = meta.get("files")
+    paths = [Path(str(f)) for f in files] if isinstance(files, list) else []
+    if paths and all(p.is_file() and p.resolve().is_relative_to(Path.cwd().resolve()) for p in paths):
         return ContextFiles(tuple(str(p) for p in paths))
     shown = f"{meta.get('type')}, {meta.get('total_chars', 0):,} characters"
     raise InputError(f"run {source} had a context ({shown}) that cannot be read again here",
