@@ -174,13 +174,13 @@ def _served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, prel
                        "path": sys.path}).encode()  # fmt: skip
     request = {"args": [], "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "preload": preload,
                "kill_on_close": True}  # the template is in /: a relative path means the caller's folder
-    for attempt in (1, 2):
-        try:
-            child = fork_server(sys.executable, Path(__file__), TEMPLATE_ENV, START_SECONDS).spawn(request, stderr=2)
-            break
-        except OSError:  # the server has gone: start another, once
-            if attempt == 2:
-                raise
+    def spawn() -> Any:
+        return fork_server(sys.executable, Path(__file__), TEMPLATE_ENV, START_SECONDS).spawn(request, stderr=2)
+
+    try:
+        child = spawn()
+    except OSError:  # the server has gone: start another, once
+        child = spawn()
     try:
         _write_all(child.stdin.fileno(), body)
     except BrokenPipeError:
