@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rlm_host.config import load_settings
 from rlm_host.engine.runner import RLMRunner
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins import get_host
 
 STEPS = [

@@ -34,7 +34,7 @@ from typing import Any, Optional
 from rlm_host import wait_for_sinks
 from rlm_host.config import load_settings
 from rlm_host.engine.runner import RLMRunner
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 
 

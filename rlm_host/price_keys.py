@@ -4,7 +4,7 @@ them aliases while it registers providers, on the fast path of every command).""
 from __future__ import annotations
 
 #: Provider aliases that price keys treat as the provider (``claude:…`` is priced as ``anthropic:…``): each
-#: provider's ``aliases``, added by the plugin host as it registers providers (``rlm_host.llm.catalog.learn``).
+#: provider's ``aliases``, added by the plugin host as it registers providers (``rlm_host.models.catalog.learn``).
 PROVIDER_ALIASES: dict[str, str] = {}
 WILDCARD = "*"
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from rlm_host.llm.protocol import ModelOptions
+from rlm_host.models.protocol import ModelOptions
 from rlm_host.sandbox.protocol import SandboxLimits
 
 if TYPE_CHECKING:

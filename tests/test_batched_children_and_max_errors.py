@@ -8,7 +8,7 @@ import threading
 import time
 
 from rlm_host.testing.engine import isolated_runner, run_scripted
-from rlm_host.llm.protocol import Completion
+from rlm_host.models.protocol import Completion
 
 BATCH = "```repl\nanswers = rlm_query_batched(['first part', 'second part'], ['ctx-a', 'ctx-b'])\nprint(answers)\n```"
 

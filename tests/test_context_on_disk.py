@@ -11,7 +11,7 @@ import pytest
 
 from rlm_host.sdk.context import TextFile, describe_context, load_context
 from rlm_host.context import LAZY_BYTES, TextLoader
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.testing.engine import isolated_runner
 from support.workers import PLUGINS, RUNTIMES, engine, kill_worker  # noqa: F401 (engine: a fixture)
 

@@ -18,8 +18,8 @@ from rlm_host.engine.budget import Budget
 from rlm_host.engine.plan import cost_notices
 from rlm_host.errors import ConfigError
 from rlm_host.events import RunEvent
-from rlm_host.llm.prices import PriceTable
-from rlm_host.llm.protocol import Completion
+from rlm_host.models.prices import PriceTable
+from rlm_host.models.protocol import Completion
 from rlm_host.testing import isolated_runner
 from rlm_host.testing.openai_server import OpenAIServer, answer
 

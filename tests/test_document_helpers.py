@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlm_host.context import Documents
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.testing.engine import isolated_runner
 
 CODE = """```repl

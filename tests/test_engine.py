@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from rlm_host.event_types import LIVE_EVENT_TYPES
-from rlm_host.llm.protocol import ModelError
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.protocol import ModelError
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.testing.engine import FIND_NEEDLE, assert_context_stays_out_of_the_prompt, haystack, isolated_runner
 from rlm_host.testing.engine import run_scripted as run  # (runner, task, root replies, *, sub, sub_rules, context)
 from rlm_host.testing.engine import trajectory
@@ -341,7 +341,7 @@ class _CountingModel:
     def complete(self, messages, **_):
         import time
 
-        from rlm_host.llm.protocol import Completion
+        from rlm_host.models.protocol import Completion
 
         with self.lock:
             self.in_flight += 1

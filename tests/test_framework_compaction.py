@@ -7,7 +7,7 @@ from rlm_host.events import EventBus
 from rlm_host.engine.scope import RunScope
 from rlm_host.frameworks.compaction import ChatCompactor
 from rlm_host.frameworks.protocol import TurnLimitedRole
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 
 
 class Role:

@@ -3,7 +3,7 @@ framework drives the child, the budget is shared and max_depth holds; depth 2 (a
 
 from __future__ import annotations
 
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 from rlm_host.testing.engine import isolated_runner, trajectory
 

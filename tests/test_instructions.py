@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.testing.engine import isolated_runner
 
 GUIDE = "Amounts are in Swiss francs; the fiscal year starts in April."

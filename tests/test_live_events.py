@@ -6,7 +6,7 @@ import pytest
 
 from rlm_host.event_types import LIVE_EVENT_TYPES, ChildRunEnd, CodeEnd, CodeStart, ModelCallEnd, ModelCallStart, StepStart, SubCallStart
 from rlm_host.events import EventBus, RunEvent
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 from rlm_host.results import RunResult, StepRecord
 from rlm_host.testing.engine import isolated_runner, trajectory

@@ -16,8 +16,8 @@ from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.runner import RLMRunner
 from rlm_host.errors import ConfigError
 from rlm_host.events import RunEvent
-from rlm_host.llm.prices import FREE, Price, PriceTable, default_table, matches
-from rlm_host.llm.protocol import Completion
+from rlm_host.models.prices import FREE, Price, PriceTable, default_table, matches
+from rlm_host.models.protocol import Completion
 from rlm_host.plugins.host import PluginHost
 from rlm_host.results import Usage
 

@@ -20,11 +20,11 @@ import pytest
 from rlm_host.testing.openai_server import OpenAIServer, answer, error, no_choices, null_content, rate_limited
 
 from rlm_host.errors import ConfigError
-from rlm_host.llm import scripted
-from rlm_host.llm.openai_provider import OpenAIConnector, ProviderSettings
-from rlm_host.llm.protocol import ModelConnector, ModelError, ModelOptions
-from rlm_host.llm.retry import Failure, RetryPolicy, call_with_retries, parse_retry_after, retry_after_from_headers
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models import scripted
+from rlm_host.models.openai_provider import OpenAIConnector, ProviderSettings
+from rlm_host.models.protocol import ModelConnector, ModelError, ModelOptions
+from rlm_host.models.retry import Failure, RetryPolicy, call_with_retries, parse_retry_after, retry_after_from_headers
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.services import ProviderServices
 from rlm_host.testing import ProviderContract
 
@@ -156,7 +156,7 @@ def test_settings_section(server):
 
 def test_importing_the_providers_imports_no_http_client_or_sdk():
     code = (
-        "import sys, rlm_host.llm.openai_provider, rlm_host.llm.scripted, rlm_host.llm.retry\n"
+        "import sys, rlm_host.models.openai_provider, rlm_host.models.scripted, rlm_host.models.retry\n"
         "sys.exit(1 if {'openai', 'httpx'} & set(sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
@@ -312,7 +312,7 @@ def test_scripted_missing_file(tmp_path):
 def test_model_strings_of_other_tools_get_the_exact_provider_model_to_type(model, message, hint):
     from rlm_host import ConfigError
     from rlm_host.sdk.embedding import PluginHost
-    from rlm_host.llm.resolve import split_model_string
+    from rlm_host.models.resolve import split_model_string
 
     with pytest.raises(ConfigError, match=message) as caught:
         split_model_string(model, PluginHost())
@@ -321,7 +321,7 @@ def test_model_strings_of_other_tools_get_the_exact_provider_model_to_type(model
 
 def test_litellm_style_provider_slash_model_is_accepted_when_the_provider_exists():
     from rlm_host.sdk.embedding import PluginHost
-    from rlm_host.llm.resolve import split_model_string
+    from rlm_host.models.resolve import split_model_string
 
     host = PluginHost(environ={"RLM_PLUGINS": "rlm-provider-compatible"})
     assert split_model_string("openai/gpt-4o-mini", host) == ("openai", "gpt-4o-mini")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rlm_host import RLM, RlmError, RunEvent
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 
 CODE = "```repl\nprint(len(context))\nnote = llm_query('Summarise: ' + context[:40])\nprint(note)\n```"
 
@@ -193,7 +193,7 @@ def test_every_run_setting_is_an_rlm_option_as_it_is_a_cli_flag(tmp_path, monkey
     """The options are declared once (``RunSettings``): what ``rlm run`` takes, ``RLM(...)`` takes."""
     from rlm_host import RLM
     from rlm_host.config.schema import RunSettings
-    from rlm_host.llm.scripted import ScriptedConnector
+    from rlm_host.models.scripted import ScriptedConnector
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "guide.txt").write_text("Answer in French.")

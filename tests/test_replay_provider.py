@@ -11,9 +11,9 @@ import pytest
 from rlm_host.cli.main import main
 from rlm_host.config import load_settings
 from rlm_host.engine.runner import RLMRunner
-from rlm_host.llm.protocol import ModelError
+from rlm_host.models.protocol import ModelError
 from rlm_host.trajectory.replay_provider import Recording, ReplayConnector, create, ordinal
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 from rlm_host.services import ProviderServices
 from rlm_host.trajectory.store import RunStore

@@ -15,7 +15,7 @@ from rlm_host.environments.generic import REPLY_FORMAT as GENERIC
 from rlm_host.environments.protocol import reply_format_of
 from rlm_host.environments.pure_rlm.environment import PureRLMEnvironment
 from rlm_host.environments.repl_format import REPLY_FORMAT as PURE_RLM
-from rlm_host.llm.protocol import ReplyFormat, reply_format_for
+from rlm_host.models.protocol import ReplyFormat, reply_format_for
 from rlm_host.testing import ScriptedConnector, isolated_runner, trajectory
 
 ABSENT = "absent"  # the keyword was not passed at all

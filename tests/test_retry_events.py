@@ -12,7 +12,7 @@ from rlm_host.engine.budget import Budget
 from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.scope import RunScope
 from rlm_host.events import EventBus
-from rlm_host.llm.protocol import Completion
+from rlm_host.models.protocol import Completion
 from rlm_host.results import Usage
 from rlm_host.testing.openai_server import OpenAIServer, answer, rate_limited, server_error
 

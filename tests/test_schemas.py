@@ -14,9 +14,9 @@ import pytest
 from support import REPO
 from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import operation_of
-from rlm_host.llm.openai_provider import OpenAIConnector
-from rlm_host.llm.protocol import ModelOptions, provider_of
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.openai_provider import OpenAIConnector
+from rlm_host.models.protocol import ModelOptions, provider_of
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.results import SCHEMA_VERSION
 
 OLD_TRAJECTORY = REPO / "tests" / "data" / "trajectory_schema1.jsonl"

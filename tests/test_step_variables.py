@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.trajectory import Replay, RunStore
 from rlm_host.trajectory.compare import compare_runs
 from support.workers import PLUGINS, RUNTIMES, engine  # noqa: F401 (engine: a fixture)

@@ -4,7 +4,7 @@ matters (here: when pure_rlm compacts its history)."""
 from __future__ import annotations
 
 import rlm_host.sdk.models
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.testing import isolated_runner
 from rlm_host.tokens import count_tokens, estimate_tokens
 

@@ -144,7 +144,7 @@ class RLM:
         ahead of a run (chat's ``/model``, the TUI's ``/connect`` and ``/sandbox``), so the refusal comes there."""
         runner = self.runner
         if model is not None:
-            from rlm_host.llm.resolve import resolve_connector
+            from rlm_host.models.resolve import resolve_connector
 
             connector = resolve_connector(model, host=runner.host, settings=runner.loaded, home=self.home)
             if callable(close := getattr(connector, "close", None)):

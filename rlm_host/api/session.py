@@ -261,7 +261,7 @@ def _refusal(key: str, value: Any, configured: Any, host: Any) -> str:
 
 def _model_refusal(model: str, host: Any) -> str:
     """Why a stored model string is not used: it names no known provider, or names a file its provider reads."""
-    from rlm_host.llm.resolve import split_model_string
+    from rlm_host.models.resolve import split_model_string
 
     if model == "auto":
         return ""

@@ -22,8 +22,8 @@ app = group("Model providers: what is installed, which keys are set, what --mode
 @app.command("list")
 def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every provider (built-in and plugins): description, default model, key, base URL, readiness."""
-    from rlm_host.llm import loopback
-    from rlm_host.llm.resolve import auto_model
+    from rlm_host.models import loopback
+    from rlm_host.models.resolve import auto_model
     from rlm_host.plugins import get_host
 
     host = get_host()

@@ -267,7 +267,7 @@ def _model_file(model: str, project: Path, host: Optional["PluginHost"]) -> str:
 
 def model_parts(model: str) -> tuple[str, str]:
     """``(provider, name)`` of a model string in either spelling the host accepts, ``provider:name`` or
-    ``provider/name`` (see ``rlm_host.llm.resolve.split_model_string``); ``("", "")`` when it names no provider.
+    ``provider/name`` (see ``rlm_host.models.resolve.split_model_string``); ``("", "")`` when it names no provider.
     Screening reads both, so a path cannot slip through in the spelling a check did not expect."""
     provider, colon, name = model.partition(":")
     if colon and provider and name:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlm_host.llm.protocol import Completion
+from rlm_host.models.protocol import Completion
 from rlm_host.results import ActionResult
 
 #: The most candidates per step: each is a model call and a copy of the REPL.

@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host.engine.budget import Budget
 from rlm_host.event_types import error_line, next_call
-from rlm_host.llm.protocol import (Completion, Message, ModelConnector, Purpose, ReplyFormat, ReplyFormatMode,
+from rlm_host.models.protocol import (Completion, Message, ModelConnector, Purpose, ReplyFormat, ReplyFormatMode,
                                    provider_of, reply_format_for)  # fmt: skip
-from rlm_host.llm.prices import default_table, endpoint
+from rlm_host.models.prices import default_table, endpoint
 from rlm_host.results import Usage
 from rlm_host.text import valid_unicode
 from rlm_host.tokens import count_tokens
 
 if TYPE_CHECKING:
     from rlm_host.engine.scope import RunScope
-    from rlm_host.llm.prices import PriceTable
+    from rlm_host.models.prices import PriceTable
 
 
 class ModelClient:

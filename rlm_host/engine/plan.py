@@ -25,10 +25,10 @@ from rlm_host.environments.repl_tools import Tool, plan_toolboxes, resolve_tools
 from rlm_host.errors import ConfigError
 from rlm_host.results import SCHEMA_VERSION
 from rlm_host.events import EventBus
-from rlm_host.llm.prices import PriceTable
+from rlm_host.models.prices import PriceTable
 from rlm_host.observability.delivery import SinkStarter
-from rlm_host.llm.protocol import SAMPLING_OPTIONS, ModelConnector, ModelOptions, provider_of
-from rlm_host.llm.resolve import auto_model, resolve_connector, split_model_string
+from rlm_host.models.protocol import SAMPLING_OPTIONS, ModelConnector, ModelOptions, provider_of
+from rlm_host.models.resolve import auto_model, resolve_connector, split_model_string
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host.services import HostServices
 

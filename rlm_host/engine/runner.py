@@ -35,8 +35,8 @@ from rlm_host.engine.branching import best_of
 from rlm_host.frameworks.tools import SandboxTools
 from rlm_host.events import EventBus, RunEvent, check_event_types
 from rlm_host.event_types import error_line, live_text
-from rlm_host.llm.prices import PriceTable
-from rlm_host.llm.protocol import ModelConnector
+from rlm_host.models.prices import PriceTable
+from rlm_host.models.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError, SandboxSession
 from rlm_host import logs
 from rlm_host.redact import redact

@@ -14,7 +14,7 @@ import threading
 from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from rlm_host.errors import ModelError, RlmError
-from rlm_host.llm.protocol import ModelConnector
+from rlm_host.models.protocol import ModelConnector
 
 if TYPE_CHECKING:
     from rlm_host.plugins.host import PluginHost

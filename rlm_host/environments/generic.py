@@ -21,7 +21,7 @@ from rlm_host.environments.kit import (
     with_preview,
 )
 from rlm_host.environments.pure_rlm.parsing import synthesized_answer
-from rlm_host.llm.protocol import Completion, Message, ReplyFormat
+from rlm_host.models.protocol import Completion, Message, ReplyFormat
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult
 

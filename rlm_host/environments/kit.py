@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from rlm_host.event_types import error_line, live_text, next_call
 from rlm_host.results import FinalSignal
-from rlm_host.llm.protocol import Completion
+from rlm_host.models.protocol import Completion
 from rlm_host.redact import redacted_clip
 from rlm_host.text import json_object_spans
 

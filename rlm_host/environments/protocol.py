@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Protocol
 
 from rlm_host.approvals import ALLOW_ALL, Approvals
 from rlm_host.config.schema import RewardProfile
-from rlm_host.llm.protocol import Completion, Message, Purpose, ReplyFormat
+from rlm_host.models.protocol import Completion, Message, Purpose, ReplyFormat
 from rlm_host.results import ActionResult, RunResult
 from rlm_host.sandbox.protocol import SandboxLimits, SandboxSession
 

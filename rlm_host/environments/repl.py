@@ -20,7 +20,7 @@ from rlm_host.environments.protocol import EnvironmentContext, ModelRole
 from rlm_host.environments.repl_tools import ToolCalls
 from rlm_host.errors import BudgetExceeded, RecursionRefused
 from rlm_host.events import prompt_hash, sub_call_text
-from rlm_host.llm.protocol import ModelError
+from rlm_host.models.protocol import ModelError
 
 __all__ = ["HELPERS_SOURCE", "SubCalls", "document_names", "gather_calls"]
 

@@ -11,7 +11,7 @@ block, and a larger one that wants a third writes it in its next step, having se
 
 from __future__ import annotations
 
-from rlm_host.llm.protocol import ReplyFormat
+from rlm_host.models.protocol import ReplyFormat
 
 GRAMMAR = r"""
 root   ::= (prose "\n")? (blocks ("\n" final)? | final)

@@ -15,7 +15,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from rlm_host.frameworks.tool_protocol import ToolSpec
-from rlm_host.llm.protocol import ReplyFormat
+from rlm_host.models.protocol import ReplyFormat
 
 _JSON_RULES = r"""
 value  ::= object | array | string | number | "true" | "false" | "null"

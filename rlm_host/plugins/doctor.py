@@ -47,7 +47,7 @@ def _used(host: Any, loaded: Any, extra_sinks: list[str],
     from rlm_host.config.schema import RunSettings
     from rlm_host.engine.plan import run_sinks
     from rlm_host.errors import RlmError
-    from rlm_host.llm.resolve import auto_model, split_model_string
+    from rlm_host.models.resolve import auto_model, split_model_string
 
     run = loaded.settings.run if loaded is not None else RunSettings()
     used: dict[str, set[str]] = {}

@@ -194,7 +194,7 @@ class PluginHost:
                     else:
                         dist.provides.setdefault(kind, []).append(record.name)
             if kind == "provider":  # what prices and hints need to know of each provider, by name
-                from rlm_host.llm import catalog
+                from rlm_host.models import catalog
 
                 for record, _ in registry.items():
                     catalog.learn(record)

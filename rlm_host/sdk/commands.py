@@ -21,7 +21,7 @@ from rlm_host.cli.run_cmd import run_command
 from rlm_host.cli.run_flags import apply as apply_run_flags
 from rlm_host.cli.run_flags import run_option
 from rlm_host.config.run_options import run_option_type
-from rlm_host.llm.loopback import is_loopback_host
+from rlm_host.models.loopback import is_loopback_host
 from rlm_host.logs import say
 from rlm_host.text import terminal_safe
 

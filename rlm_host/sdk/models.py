@@ -13,17 +13,17 @@ Reference plugins to copy: ``plugins/rlm-provider-anthropic`` (an SDK-based conn
 ``rlm_host.testing.ProviderContract``.
 """
 
-from rlm_host.llm.connector_base import (MalformedBody, RetryingConnector, context_window_of, reject_raw_text,
+from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, context_window_of, reject_raw_text,
                                          retry_after_of, token_count, validate_settings)  # fmt: skip
-from rlm_host.llm.protocol import (Completion, Message, ModelConnector, ModelOptions, Purpose, ReplyFormat,
+from rlm_host.models.protocol import (Completion, Message, ModelConnector, ModelOptions, Purpose, ReplyFormat,
                                    ReplyFormatMode, RetryCallback)  # fmt: skip
-from rlm_host.llm.catalog import context_window as listed_context_window
-from rlm_host.llm.openai_provider import OpenAIConnector
-from rlm_host.llm.openai_provider import ProviderSettings as OpenAISettings
-from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
-from rlm_host.llm.prices import PriceTable
-from rlm_host.llm.resolve import auto_model, resolve_connector, split_model_string
-from rlm_host.llm.retry import Failure, RetryPolicy, is_retryable_status, status_text
+from rlm_host.models.catalog import context_window as listed_context_window
+from rlm_host.models.openai_provider import OpenAIConnector
+from rlm_host.models.openai_provider import ProviderSettings as OpenAISettings
+from rlm_host.models.reply_fields import OPENAI_STYLE, ReplyFormatFields
+from rlm_host.models.prices import PriceTable
+from rlm_host.models.resolve import auto_model, resolve_connector, split_model_string
+from rlm_host.models.retry import Failure, RetryPolicy, is_retryable_status, status_text
 from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens, estimate_tokens
 
 __all__ = [

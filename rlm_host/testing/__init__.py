@@ -80,7 +80,7 @@ _LAZY: dict[str, str] = {
     "FIND_NEEDLE": "rlm_host.testing.engine",
     "HAYSTACK_NEEDLE": "rlm_host.testing.engine",
     "assert_context_stays_out_of_the_prompt": "rlm_host.testing.engine",
-    "ScriptedConnector": "rlm_host.llm.scripted",
+    "ScriptedConnector": "rlm_host.models.scripted",
     "HELPERS_SOURCE": "rlm_host.environments.repl",
     "ENVIRONMENT_REPLY_FORMATS": "rlm_host.testing.reply_formats",
     "FakeHTTPServer": "rlm_host.testing.fake_http",

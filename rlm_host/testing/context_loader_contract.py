@@ -82,7 +82,7 @@ class ContextLoaderContract:
 
     def test_a_run_finds_the_fact_in_the_repl(self, tmp_path: Path, monkeypatch) -> None:
         from rlm_host.engine.context_loading import load_context_with_loaders
-        from rlm_host.llm.scripted import ScriptedConnector
+        from rlm_host.models.scripted import ScriptedConnector
 
         monkeypatch.chdir(tmp_path)
         path, fact = self.sample(tmp_path)

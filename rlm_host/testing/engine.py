@@ -13,7 +13,7 @@
                                             context=haystack(200_000))
         assert result.final_response == "4217"
 
-Replies and rules are those of the ``scripted`` provider (``rlm_host.llm.scripted``): a reply is a string or a
+Replies and rules are those of the ``scripted`` provider (``rlm_host.models.scripted``): a reply is a string or a
 dict (``text``, ``delay``, ``error``, ``input_tokens``…); a rule answers every prompt matching ``match``.
 """
 
@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from rlm_host.config import load_settings
 from rlm_host.engine.runner import RLMRunner
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 
 HAYSTACK_NEEDLE = "The magic number is 4217."

@@ -40,8 +40,8 @@ from rlm_host.engine.model_client import ModelClient
 from rlm_host.engine.scope import RunScope
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.events import EventBus, RunEvent
-from rlm_host.llm.protocol import Completion, ReplyFormat
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.protocol import Completion, ReplyFormat
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
 from rlm_host.results import ActionResult, RunUsage
 from rlm_host.sandbox.protocol import SandboxLimits

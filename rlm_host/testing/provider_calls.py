@@ -16,8 +16,8 @@ from typing import Any, Optional
 import pytest
 
 from rlm_host.components import ProviderSpec
-from rlm_host.llm.protocol import ModelError, ModelOptions
-from rlm_host.llm.retry import RetryPolicy
+from rlm_host.models.protocol import ModelError, ModelOptions
+from rlm_host.models.retry import RetryPolicy
 from rlm_host.plugins.host import PluginHost
 from rlm_host.services import ProviderServices
 from rlm_host.testing.fake_http import Behaviour, FakeHTTPServer, RecordedRequest

@@ -70,8 +70,8 @@ import pytest
 
 from rlm_host.config import load_settings
 from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import Completion, ModelConnector, ModelError, ModelOptions, ReplyFormat, provider_of
-from rlm_host.llm.resolve import auto_model, resolve_connector
+from rlm_host.models.protocol import Completion, ModelConnector, ModelError, ModelOptions, ReplyFormat, provider_of
+from rlm_host.models.resolve import auto_model, resolve_connector
 from rlm_host.plugins.discovery import HOST_DISTRIBUTION
 from rlm_host.testing.provider_calls import KEY, MESSAGES, ProviderCalls
 

@@ -14,7 +14,7 @@ from itertools import zip_longest
 from typing import Any, Optional
 
 from rlm_host.events import RunEvent
-from rlm_host.llm.protocol import Completion, Message, ModelError
+from rlm_host.models.protocol import Completion, Message, ModelError
 from rlm_host.text import clip
 from rlm_host.trajectory.replay_provider import Recording, ReplayConnector
 from rlm_host.trajectory.tree import Replay

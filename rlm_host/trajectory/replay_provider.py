@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.events import RunEvent
 from rlm_host.events import prompt_hash, sub_call_text
-from rlm_host.llm.protocol import Completion, Message, ModelError, Purpose
+from rlm_host.models.protocol import Completion, Message, ModelError, Purpose
 
 #: Large enough that history compaction never triggers on the connector's account.
 REPLAY_CONTEXT_WINDOW = 1 << 30

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.llm.protocol import Completion
-from rlm_host.llm.scripted import ScriptedConnector
+from rlm_host.models.protocol import Completion
+from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.sandbox.session_base import SessionBase
 from rlm_host.testing.engine import isolated_runner
 from support.workers import PLUGINS, RUNTIMES, engine, kill_worker  # noqa: F401 (engine: a fixture)

@@ -23,7 +23,7 @@ from rlm_host.environments.pure_rlm.history import History
 from rlm_host.environments.pure_rlm.parsing import parse_reply, synthesized_answer
 from rlm_host.environments.repl_format import REPLY_FORMAT
 from rlm_host.errors import SandboxError
-from rlm_host.llm.protocol import Completion, Message
+from rlm_host.models.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
 from rlm_host.results import ActionResult, ExecResult, FinalSignal
 from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens

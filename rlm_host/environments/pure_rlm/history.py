@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from rlm_host.llm.protocol import Message
+from rlm_host.models.protocol import Message
 from rlm_host.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 

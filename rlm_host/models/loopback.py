@@ -60,7 +60,7 @@ def probe(urls: list[str], timeout: float = 0.3) -> dict[str, bool]:
 def start_hint(url: str, provider: str = "") -> str:
     """What to do when nothing listens at ``url``: the server's start command when known, or --base-url."""
     from rlm_host.price_keys import provider_key
-    from rlm_host.llm.catalog import START_COMMANDS  # each provider's record says how its server is started
+    from rlm_host.models.catalog import START_COMMANDS  # each provider's record says how its server is started
 
     command = START_COMMANDS.get(provider_key(provider.partition(":")[0]), "")
     start = f"start it (`{command}`)" if command else "start the server"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rlm_host import redact
 from rlm_host.config.trust import model_parts
 from rlm_host.errors import ConfigError
-from rlm_host.llm.protocol import ModelConnector, ModelOptions
+from rlm_host.models.protocol import ModelConnector, ModelOptions
 from rlm_host.services import ProviderServices
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ engine asks a :class:`PriceTable` (see ``rlm_host.engine.model_client.ModelClien
 
 - the user's ``[[prices]]`` entries, keyed by provider and model-name prefix (the longest matching prefix wins;
   a prefix matches at a name boundary only, see :func:`matches`, so ``gpt-5`` does not price ``gpt-5.4``);
-- the ``genai-prices`` package (:mod:`rlm_host.llm.catalog`): list prices of the hosted providers, tiers
+- the ``genai-prices`` package (:mod:`rlm_host.models.catalog`): list prices of the hosted providers, tiers
   included (a 300k-token Claude Sonnet 4.5 prompt pays $6, not $3, per million), applied only at the
   provider's own API: ``openai:gpt-4o`` served by some other ``--base-url`` is not OpenAI's bill;
 - the few models genai-prices lacks, from their provider's record (``ProviderSpec.prices``);
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from rlm_host.price_keys import parse_key, provider_key
-from rlm_host.llm import catalog
+from rlm_host.models import catalog
 
 PER_TOKENS = 1_000_000
 SEPARATORS = "-._:/@"

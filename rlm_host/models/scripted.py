@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rlm_host.llm.protocol import Completion, Message, ModelError
+from rlm_host.models.protocol import Completion, Message, ModelError
 from rlm_host.tokens import estimate_tokens
 
 DEFAULT_CONTEXT_WINDOW = 32_768

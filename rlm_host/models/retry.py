@@ -6,7 +6,7 @@ with a *classifier*: a function that turns an exception raised by the callable i
 unchanged). Waits follow ``Retry-After`` when the server sent one, otherwise "full jitter" backoff
 (a uniform draw in ``[0, min(cap, base * 2 ** (attempt - 1))]``); every wait is capped. Each retry is reported
 to an optional ``on_retry(attempt, wait_seconds, reason)`` callback so the engine can record it; after the last
-attempt a single :class:`~rlm_host.llm.protocol.ModelError` says what happened::
+attempt a single :class:`~rlm_host.models.protocol.ModelError` says what happened::
 
     openai:gpt-4o-mini: HTTP 429 Too Many Requests after 5 attempts
 """
@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from http import HTTPStatus
 from typing import TypeVar
 
-from rlm_host.llm.protocol import ModelError, RetryCallback
+from rlm_host.models.protocol import ModelError, RetryCallback
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Where an OpenAI-compatible service takes a reply format (:class:`rlm_host.llm.protocol.ReplyFormat`) in a chat
+"""Where an OpenAI-compatible service takes a reply format (:class:`rlm_host.models.protocol.ReplyFormat`) in a chat
 request, so the ``openai`` connector can enforce an environment's reply shape on the servers that support it.
 
 Services differ: llama.cpp's server reads a GBNF grammar from ``grammar``, vLLM from ``structured_outputs.grammar``
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from rlm_host.llm.protocol import ReplyFormat
+    from rlm_host.models.protocol import ReplyFormat
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ It speaks the chat-completions HTTP API itself, through one shared ``httpx`` cli
 connection pool, proxies from the environment, TLS): the API is one POST with a JSON body, and the official SDK
 costs ~0.9 s to import at every command's first model call and ~0.3 ms of CPU per request for features we do not
 use (typed responses, its own retries). ``httpx`` is imported only when the first request is made, so importing
-this module (as ``rlm --help`` and the plugin registry may) stays cheap. :mod:`rlm_host.llm.retry` retries 429,
+this module (as ``rlm --help`` and the plugin registry may) stays cheap. :mod:`rlm_host.models.retry` retries 429,
 5xx, timeouts and connection errors with jittered backoff and ``Retry-After``, reports each retry through
 ``on_retry``, and ends with one clear ModelError.
 
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.llm.connector_base import MalformedBody, RetryingConnector, context_window_of, retry_after_of, token_count
-from rlm_host.llm.protocol import Completion, Message, ModelError, ModelOptions, ReplyFormat
-from rlm_host.llm.reply_fields import OPENAI_STYLE, ReplyFormatFields
-from rlm_host.llm.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
+from rlm_host.models.connector_base import MalformedBody, RetryingConnector, context_window_of, retry_after_of, token_count
+from rlm_host.models.protocol import Completion, Message, ModelError, ModelOptions, ReplyFormat
+from rlm_host.models.reply_fields import OPENAI_STYLE, ReplyFormatFields
+from rlm_host.models.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx

@@ -4,7 +4,7 @@
 (``openai`` through httpx, ``anthropic`` and ``gemini`` through their SDKs): it resolves the timeout, the retry
 policy and the base URL, holds the lazily built client (one per process for equal construction arguments), and
 runs :meth:`RetryingConnector.complete` — the request built by the subclass, sent with
-:func:`rlm_host.llm.retry.call_with_retries`, then turned into a Completion by the subclass. The functions below
+:func:`rlm_host.models.retry.call_with_retries`, then turned into a Completion by the subclass. The functions below
 are the helpers every connector needs (in-process ones like ``llamacpp`` too).
 
 Nothing here imports an SDK: importing this module stays cheap.
@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from rlm_host.errors import ConfigError
-from rlm_host.llm import catalog, loopback
-from rlm_host.llm.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
-from rlm_host.llm.retry import (Failure, RetryCallback, RetryPolicy, call_with_retries, retry_after_from_headers,
+from rlm_host.models import catalog, loopback
+from rlm_host.models.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
+from rlm_host.models.retry import (Failure, RetryCallback, RetryPolicy, call_with_retries, retry_after_from_headers,
                                 status_text)  # fmt: skip
 from rlm_host.threads import run_in_thread
 
@@ -131,7 +131,7 @@ class RetryingConnector:
         ``settings`` are validated as ``settings_type`` (``[provider.PROVIDER]``); timeout and max_retries come
         from ``options`` when set explicitly there, else the settings, else the options' defaults; the base URL
         from the options, the settings, ``$BASE_URL_ENV``, else ``default_base_url``; the context window from
-        the settings, else genai-prices (:mod:`rlm_host.llm.catalog`), else ``context_window`` (the connector's
+        the settings, else genai-prices (:mod:`rlm_host.models.catalog`), else ``context_window`` (the connector's
         own table, for the models genai-prices lacks)."""
         options = options or ModelOptions()
         # Any: each provider's own settings model; every one declares the fields read here
