@@ -21,6 +21,7 @@ from typing import IO, Any, Callable, Iterator, Optional
 
 from pydantic import BaseModel
 
+from rlm_host.context import open_regular
 from rlm_host.errors import InputError, RlmError
 from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import RunEvent
@@ -33,6 +34,8 @@ RUNS_DIR = "runs"
 SUFFIX = ".jsonl"
 TASK_CHARS = 100
 _TAIL_BLOCK = 64 * 1024
+#: The largest trajectory rlm reads back (a 10,000-step run is a few tens of MB): a planted file cannot flood memory.
+MAX_TRAJECTORY_BYTES = 512 * 1024 * 1024
 _NO_RUNS_HINT = "runs are saved by `rlm run`; set RLM_HOME or [paths] home if they live elsewhere"
 
 
@@ -244,9 +247,25 @@ def _iso(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, timezone.utc)
 
 
+def _open(path: Path) -> IO[bytes]:
+    """A trajectory opened for reading as the untrusted file it may be (a runs folder can come with a cloned
+    project): a regular file, not a link, opened without blocking (``open_regular``), at most
+    ``MAX_TRAJECTORY_BYTES``; a ``CorruptTrajectoryError`` otherwise."""
+    try:
+        handle = open_regular(path, follow_links=False)
+    except OSError as exc:
+        raise CorruptTrajectoryError(f"{path} is not a trajectory file: {exc.strerror or exc}",
+                                     hint="a run's file is a regular file rlm run wrote, not a link") from exc  # fmt: skip
+    if os.fstat(handle.fileno()).st_size > MAX_TRAJECTORY_BYTES:
+        handle.close()
+        raise CorruptTrajectoryError(f"{path} is larger than {MAX_TRAJECTORY_BYTES:,} bytes: not read",
+                                     hint="a trajectory this large was not written by rlm run")  # fmt: skip
+    return handle
+
+
 def _tail_lines(path: Path) -> Iterator[bytes]:
     """The non-blank lines of a file, last first, read backwards in blocks."""
-    with path.open("rb") as handle:
+    with _open(path) as handle:
         end, rest = handle.seek(0, os.SEEK_END), b""
         while end > 0:  # the block before ``end``; ``rest``: the start of a line it cuts, read with the next block
             size = min(_TAIL_BLOCK, end)
@@ -283,7 +302,7 @@ class RunStore:
     def files(self) -> list[Path]:
         """Every trajectory file, in name order (run ids sort by time)."""
         found = self.runs_dir.iterdir() if self.runs_dir.is_dir() else ()
-        return sorted(p for p in found if p.suffix == SUFFIX and p.is_file())
+        return sorted(p for p in found if p.suffix == SUFFIX and p.is_file() and not p.is_symlink())
 
     def list_runs(self) -> list[RunSummary]:
         """A summary of every saved run, newest first."""
@@ -298,8 +317,11 @@ class RunStore:
 
     def summarize(self, path: Path) -> RunSummary:
         """A run's summary, reading only its first line and its tail (the whole file if it must)."""
-        with path.open("rb") as handle:
-            first = next((_event_or_none(raw) for raw in handle if raw.strip()), None)
+        try:
+            with _open(path) as handle:
+                first = next((_event_or_none(raw) for raw in handle if raw.strip()), None)
+        except CorruptTrajectoryError as exc:  # swapped for a link, a FIFO or a huge file since it was listed
+            return RunSummary(run_id=path.stem, path=str(path), termination_reason="unreadable", problem=exc.message)
         if first is not None and first.type == "run_start" and first.run_id == first.root_run_id:
             for event in filter(None, map(_event_or_none, _tail_lines(path))):
                 if event.run_id == first.run_id and event.type == "final":
@@ -365,7 +387,7 @@ class RunStore:
             path = ref if isinstance(ref, Path) else Path(text).expanduser()
             if not path.is_file():
                 raise RunNotFoundError(f"no trajectory file {path}", hint="check the path, or give a run id")
-            return path
+            return path.resolve() if path.is_symlink() else path  # a link you name is followed, a planted one not
         ref = text
         if not ref:
             raise RunNotFoundError("no run id given", hint="give a run id, a prefix of one, or 'latest'")
@@ -406,7 +428,8 @@ class RunStore:
 
         With ``strict=False`` (summaries) every bad line is skipped silently and an empty file is no error.
         """
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with _open(path) as handle:
+            text = handle.read().decode("utf-8", errors="replace")
         lines = [(number, line) for number, line in enumerate(text.split("\n"), 1) if line.strip()]
         events: list[RunEvent] = []
         for index, (number, line) in enumerate(lines):
@@ -435,7 +458,7 @@ class RunStore:
 
 def _unreadable(path: Path) -> str:
     """Why a file in the runs folder holds no run event, in a few words."""
-    with path.open("rb") as handle:
+    with _open(path) as handle:
         head = handle.read(4096)
     if not head.strip():
         return "empty: the run stopped before its first event was written"

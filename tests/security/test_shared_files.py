@@ -193,3 +193,40 @@ def test_instructions_from_a_regular_file_still_work(tmp_path):
     assert done.returncode == 0, done.stderr
     events = Path(json.loads(done.stdout)["trajectory_path"]).read_text()
     assert "Answer in French.\\nAlways." in events
+
+
+def test_planted_trajectories_in_a_cloned_project_neither_hang_nor_flood(tmp_path):
+    """A project's ``.rlm/runs`` comes with the clone: a FIFO, a link to a device and a huge sparse file named like
+    runs are listed as unreadable or not at all, and naming one fails at once with exit 2."""
+    home = tmp_path / "project" / ".rlm"
+    runs = home / "runs"
+    runs.mkdir(parents=True)
+    os.mkfifo(runs / "run_fifo.jsonl")
+    (runs / "run_zero.jsonl").symlink_to("/dev/zero")
+    with open(runs / "run_huge.jsonl", "wb") as handle:  # sparse: no disk used
+        handle.truncate(600 * 1024 * 1024)
+    listed = rlm(home, "runs", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {run["run_id"]: run for run in json.loads(listed.stdout)}
+    assert set(rows) == {"run_huge"} and rows["run_huge"]["termination_reason"] == "unreadable"
+    assert "larger than" in rows["run_huge"]["problem"]  # refused by its size, never read into memory
+    for ref in ("run_fifo", "run_zero", "run_huge"):
+        shown = rlm(home, "runs", "show", ref)
+        assert shown.returncode == 2, (ref, shown.stdout, shown.stderr)
+        assert "Traceback" not in shown.stderr
+
+
+def test_a_trajectory_swapped_for_a_fifo_after_listing_is_not_waited_for(tmp_path):
+    from rlm_host.trajectory.store import CorruptTrajectoryError, RunStore
+
+    store = RunStore(tmp_path)
+    (tmp_path / "runs").mkdir()
+    fifo = tmp_path / "runs" / "run_swapped.jsonl"
+    os.mkfifo(fifo)
+    done: list[object] = []
+    reader = threading.Thread(target=lambda: done.append(store.summarize(fifo)), daemon=True)
+    reader.start()
+    reader.join(PATIENCE)
+    assert done and done[0].termination_reason == "unreadable"
+    with pytest.raises(CorruptTrajectoryError, match="not a trajectory file"):
+        store._read(fifo)
