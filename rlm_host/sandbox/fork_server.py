@@ -1,4 +1,4 @@
-"""The host side of the host's fork server (``zygote.py``): fresh child processes in ≈ 1 ms of CPU, not ≈ 20.
+"""The host side of the host's fork server (``fork_template.py``): fresh child processes in ≈ 1 ms of CPU, not ≈ 20.
 
 Starting ``python -I -u worker.py`` costs an interpreter start per session, which ``rlm bench run -j 32`` pays for
 every case (3.5× the ideal on 2 cores). A ``ForkServer`` starts one pristine template per interpreter, script
@@ -29,7 +29,7 @@ from typing import Any, Optional
 from rlm_host.process_state import register
 from rlm_host.threads import run_in_thread
 
-ZYGOTE_SCRIPT = Path(__file__).with_name("zygote.py")
+TEMPLATE_SCRIPT = Path(__file__).with_name("fork_template.py")
 
 
 class ForkedProcess:
@@ -63,13 +63,13 @@ class ForkedProcess:
 
 
 class ForkServer:
-    """One running ``zygote.py`` and the socket to it; ``spawn`` asks it for a child."""
+    """One running ``fork_template.py`` and the socket to it; ``spawn`` asks it for a child."""
 
     def __init__(self, python: str, script: Path, env: dict[str, str], start_timeout: float) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.proc = subprocess.Popen(
-                [python, "-I", "-u", str(ZYGOTE_SCRIPT), str(theirs.fileno()), str(script)],
+                [python, "-I", "-u", str(TEMPLATE_SCRIPT), str(theirs.fileno()), str(script)],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, cwd="/", env=env, start_new_session=True, close_fds=True,
             )  # fmt: skip

@@ -6,7 +6,7 @@ an infinite loop, a memory bomb, a segfault or ``os._exit`` in model code costs 
 host. Use a boundary runtime (Monty, Docker) for untrusted code.
 
 The worker (``worker.py`` next to this file, standard library only) runs as ``python -I -u worker.py`` would,
-forked from a pristine template (``fork_server.py``, ``zygote.py``; ``fork_server = false``: started as that
+forked from a pristine template (``fork_server.py``, ``fork_template.py``; ``fork_server = false``: started as that
 command), in a new session with an empty environment (PATH, HOME/TMPDIR = a fresh temporary working directory,
 PYTHONIOENCODING, LANG) and an address-space limit of ``limits.memory_mb``. Host and worker exchange JSON
 lines (see the worker's docstring). The end of a session, a timeout or a crash kills the worker with every

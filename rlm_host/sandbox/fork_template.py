@@ -1,6 +1,6 @@
 """The host's fork server: a pristine template process that forks one fresh child per request.
 
-Run by the host as ``python -I -u zygote.py FD SCRIPT`` (standard library only; FD is a Unix socket to the host,
+Run by the host as ``python -I -u fork_template.py FD SCRIPT`` (standard library only; FD is a Unix socket to the host,
 SCRIPT a standard-library-only module with a ``main(args)``: the process runtime's ``worker.py``, or
 ``rlm_host/bounded.py`` for bounded children of threaded callers). It imports SCRIPT once and then waits. For each
 request, a JSON line ``{"cwd", "env", "args"}`` sent with three file descriptors (the child's stdin, stdout and
