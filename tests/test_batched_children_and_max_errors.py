@@ -1,5 +1,5 @@
 """``rlm_query_batched`` (child runs at once, sharing the run tree's budget and depth) and ``[run] max_errors``
-(a run that keeps failing stops with the best answer so far) — issue 46."""
+(a run that keeps failing stops with the best answer so far)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``rlm chat`` as a user types it (issue 30): a bad ``/model`` is refused there, no error in a turn ends the
+"""``rlm chat`` as a user types it: a bad ``/model`` is refused there, no error in a turn ends the
 session, ``/bogus`` is called unknown, and ``--resume`` uses the model and sandbox the session ran with."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_a_planted_session_file_is_still_screened(rlm, isolated_env):
 
 
 def test_chat_through_another_environment_and_a_framework(rlm, isolated_env):
-    """``rlm chat --env … --framework …`` (issue 35): each turn is a run of that environment or framework."""
+    """``rlm chat --env … --framework …``: each turn is a run of that environment or framework."""
     work = Path(isolated_env["WORK"])
     (work / "a.txt").write_text("The magic number is 42.\n")
     (work / "g.json").write_text(json.dumps({"responses": [
@@ -107,7 +107,7 @@ def test_chat_through_another_environment_and_a_framework(rlm, isolated_env):
 
 
 def test_an_ordered_script_plays_on_across_turns_and_runs_list_the_question(rlm, isolated_env):
-    """Issue 47: an ordered script restarted at every turn (the chat page's session answered 42 twice), and a later
+    """An ordered script restarted at every turn (the chat page's session answered 42 twice), and a later
     turn was listed as "This is turn 2 of a conversation…" instead of its question."""
     work = Path(isolated_env["WORK"])
     (work / "nums.txt").write_text("20 22\n")

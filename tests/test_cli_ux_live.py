@@ -1,4 +1,4 @@
-"""The live view of ``rlm run`` (issue 30): a spinner with the step's time and the tokens so far on a terminal,
+"""The live view of ``rlm run``: a spinner with the step's time and the tokens so far on a terminal,
 nothing extra when piped; ``↳ rlm_query`` with its child run's model and tokens."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_rlm_query_shows_the_child_runs_model_and_tokens(rlm, work):
 
 @pytest.mark.parametrize("sandbox", ["process", "monty"])
 def test_a_failed_step_shows_why_it_failed(rlm, work, sandbox):
-    """Issue 47: the ✗ line showed the traceback's last line (``x = 1/0``, or ``~^~`` in process), not the reason."""
+    """The ✗ line showed the traceback's last line (``x = 1/0``, or ``~^~`` in process), not the reason."""
     (work / "fail.json").write_text(json.dumps(["```repl\nx = 1/0\n```", "FINAL(done)"]))
     result = rlm("run", "q", "--model", "scripted:fail.json", "--sandbox", sandbox, plugins=PLUGINS)
     assert result.returncode == 0, result.stderr
@@ -80,7 +80,7 @@ def test_a_failed_step_shows_why_it_failed(rlm, work, sandbox):
 
 
 def test_a_framework_step_shows_its_code_and_its_tools_result(rlm, work, plugin_site):
-    """Issue 47: the live view showed a framework's tool_call / tool_result steps as bare step lines: no code, no
+    """The live view showed a framework's tool_call / tool_result steps as bare step lines: no code, no
     output (a framework records them as the step's code and the observation's output, not as REPL blocks)."""
     (work / "fw.json").write_text(json.dumps(["print(6 * 7)", "ANSWER: 42"]))
     tests = str(Path(__file__).resolve().parent)

@@ -1,4 +1,4 @@
-"""``rlm run`` as a user types it (issue 30): several paths after one ``--context``, nothing on stdout for a run
+"""``rlm run`` as a user types it: several paths after one ``--context``, nothing on stdout for a run
 without an answer, and exit codes by one rule (2 bad input or usage, 1 failure)."""
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ def test_config_show_prints_values_and_sources(rlm, tmp_path):
 
 
 def test_config_show_lists_every_documented_key_even_empty(rlm, tmp_path):
-    """Issue 47: ``rlm config show`` hid the documented keys whose value is empty (labels, sub_sampling,
+    """``rlm config show`` hid the documented keys whose value is empty (labels, sub_sampling,
     approval_rules), though each is a setting one may look for; component kinds with no section stay out."""
     result = rlm("config", "show", "--json", plugins=[])
     assert result.returncode == 0, result.stderr

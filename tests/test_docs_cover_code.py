@@ -39,7 +39,7 @@ DOCS = REPO / "docs"
 KITS = sorted(module.name for module in pkgutil.iter_modules(rlm_host.sdk.__path__))
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
-#: Names of ``rlm_host.testing`` that docs/plugins/testing.md does not describe yet (issue 48). Strict: a name
+#: Names of ``rlm_host.testing`` that docs/plugins/testing.md does not describe yet. Strict: a name
 #: documented there must leave this set, and no name may join it.
 TESTING_NOT_YET_DOCUMENTED = {
     "ANSWER", "FINAL", "FIRST_LOOK", "LOG", "MODEL_TEXT", "OpenAIServer", "QUESTION", "RETRY", "SUB_RULES",

@@ -1,4 +1,4 @@
-"""The docs site (issue 31): ``mkdocs build --strict`` builds docs/ without a warning, and every relative link of
+"""The docs site: ``mkdocs build --strict`` builds docs/ without a warning, and every relative link of
 README.md, docs/**/*.md and plugins/*/README.md points at a file that exists — and, with a ``#fragment``, at a
 heading of that file."""
 

@@ -1,4 +1,4 @@
-"""Issue 30, as a user meets it: ``efficiency`` is defined where ``rlm runs compare`` prints it, and ``rlm mcp
+"""Terms as a user meets them: ``efficiency`` is defined where ``rlm runs compare`` prints it, and ``rlm mcp
 serve`` says on stderr what it serves and how to stop it (stdout stays the stdio protocol channel)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every ```toml block of README.md, of the docs site (docs/**/*.md) and of every plugin README parses with
-tomllib, and the ``[[prices]]`` example of the docs is accepted by ``rlm config show`` as printed (issue 30, item 14)."""
+tomllib, and the ``[[prices]]`` example of the docs is accepted by ``rlm config show`` as printed."""
 
 from __future__ import annotations
 

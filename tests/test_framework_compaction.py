@@ -1,4 +1,4 @@
-"""A framework's chat kept inside the model's window (issue 35): older turns folded into one summary, a
+"""A framework's chat kept inside the model's window: older turns folded into one summary, a
 ``compaction`` call that is not a turn, the summary reused and extended, the event recorded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""rlm_query from a framework's code starts a child run one level deeper, as in a native run (issue 35): the same
+"""rlm_query from a framework's code starts a child run one level deeper, as in a native run: the same
 framework drives the child, the budget is shared and max_depth holds; depth 2 (a grandchild) in both kinds."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_a_native_run_recurses_to_a_grandchild(tmp_path, monkeypatch):
 
 
 def test_a_framework_run_out_of_steps_synthesises_an_answer_as_a_native_run_does(tmp_path, monkeypatch):
-    """One purpose="synthesis" root call from the task and the steps the framework reported (issue 35)."""
+    """One purpose="synthesis" root call from the task and the steps the framework reported."""
     runner = _runner(tmp_path, monkeypatch)
     replies = ["print('counting')", "print('still counting')", "seven, probably"]
     root = ScriptedConnector.from_responses(replies, name="scripted:root")

@@ -1,4 +1,4 @@
-"""The live events (issue 33): what is in progress, in order, in the trajectory; typed payloads; the filter."""
+"""The live events: what is in progress, in order, in the trajectory; typed payloads; the filter."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_the_http_client_records_of_a_real_run_come_out_as_json_lines(rlm_isolat
 
 
 def test_v_says_a_runs_start_and_end_at_info(rlm_isolated):
-    """Issue 47: ``rlm -v`` added no info line to a successful run; it now says what ran and how it ended (one line
+    """``rlm -v`` added no info line to a successful run; it now says what ran and how it ended (one line
     each), and without ``-v`` neither shows."""
     (rlm_isolated.work / "s.json").write_text(json.dumps(["```repl\nprint(1)\n```", "FINAL(42)"]))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(rlm_isolated.home), "RLM_PLUGINS": ""}

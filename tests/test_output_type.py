@@ -1,4 +1,4 @@
-"""Typed answers (issue 46): ``RLM(output_type=…)`` and ``rlm run --output-schema FILE``. The prompt states the
+"""Typed answers: ``RLM(output_type=…)`` and ``rlm run --output-schema FILE``. The prompt states the
 schema, a final value that does not match goes back to the model with the errors (the run goes on), and the run's
 ``output`` holds the validated object."""
 

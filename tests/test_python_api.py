@@ -105,7 +105,7 @@ def test_acompletion_and_astream_in_one_event_loop(here):
 
 
 def test_leaving_an_astream_early_stops_the_run_before_the_loop_closes(here):
-    """Issue 47: breaking out of ``async for`` left the run's thread handing events to a closed loop
+    """Breaking out of ``async for`` left the run's thread handing events to a closed loop
     (``RuntimeError: Event loop is closed`` on stderr); the run now ends, cancelled, before ``asyncio.run`` returns."""
     import subprocess
     import sys

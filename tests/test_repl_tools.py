@@ -1,4 +1,4 @@
-"""The user's own functions in the REPL (issue 46): ``RLM(tools=[fn])``, ``rlm run --tool module:function`` and
+"""The user's own functions in the REPL: ``RLM(tools=[fn])``, ``rlm run --tool module:function`` and
 ``[run] tools``. A tool is listed in the model's prompt, called from sandbox code through the host bridge in every
 runtime, its result reaches the model, its exception is catchable there, a hang is stopped at its timeout, each call
 is recorded as a ``tool_call`` sub-call, approvals apply, and a cloned project cannot add one."""

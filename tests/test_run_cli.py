@@ -141,7 +141,7 @@ def test_incomplete_run_exits_1_with_the_synthesised_answer(rlm, work):
 @pytest.mark.parametrize("synthesis,expected", [("FINAL_VAR(answer)", "forty-two"), ("FINAL(forty-one)", "forty-one"),
                                                 ("FINAL_VAR(nothing_by_that_name)", None)])  # fmt: skip
 def test_a_synthesis_reply_in_the_loops_form_is_read_as_the_answer_it_names(rlm, work, env, step, synthesis, expected):
-    """Issue 47: at the step limit a synthesis reply ``FINAL_VAR(answer)`` was printed literally as the answer."""
+    """At the step limit a synthesis reply ``FINAL_VAR(answer)`` was printed literally as the answer."""
     (work / "c.txt").write_text("the answer is forty-two")
     write_script(work / "s.json", [step, synthesis])
     result = rlm("run", "q", "--context", "c.txt", "--env", env, "--model", "scripted:s.json", "--sandbox", "process",
@@ -162,7 +162,7 @@ def test_a_framework_runs_synthesis_reply_in_the_loops_form_is_read_as_its_answe
 
 
 def test_a_first_final_before_looking_is_refused_once_by_name_and_a_run_option_turns_it_off(rlm, work):
-    """Issue 47: the "nudge" refusing a first FINAL(...) with a context was undocumented and not an option."""
+    """The "nudge" refusing a first FINAL(...) with a context was undocumented and not an option."""
     (work / "c.txt").write_text("forty-two")
     write_script(work / "one.json", ["FINAL(42)"])
     refused = rlm("run", "q", "--context", "c.txt", "--model", "scripted:one.json", "--sandbox", "process", plugins=[])
@@ -252,7 +252,7 @@ def test_ctrl_c_writes_the_final_event_and_exits_130(plugin_site, work):
 
 
 def test_runs_show_shows_the_labels_and_instructions_a_run_recorded(rlm, work):
-    """Issue 47: labels and instructions were recorded with the run, but ``rlm runs show`` showed neither."""
+    """Labels and instructions were recorded with the run, but ``rlm runs show`` showed neither."""
     (work / "c.txt").write_text("text")
     write_script(work / "s.json", ["```repl\nprint(1)\n```", "FINAL(42)"])
     ran = rlm("run", "q", "--context", "c.txt", "--model", "scripted:s.json", "--sandbox", "process", "-q",

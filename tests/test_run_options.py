@@ -26,7 +26,7 @@ def _options_of(command) -> dict[str, object]:
 @pytest.mark.parametrize("command, own", [("rlm_host.cli.run_cmd:run", {"context", "as_json", "quiet"}),
                                           ("rlm_host.cli.chat_cmd:chat", {"context", "resume", "list_", "quiet"})])
 def test_every_run_setting_is_an_rlm_run_flag_named_and_described_by_its_declaration(command, own):
-    """``rlm run`` and ``rlm chat`` (one kit, issue 48) offer every run option as its declared flag."""
+    """``rlm run`` and ``rlm chat`` (one kit) offer every run option as its declared flag."""
     import importlib
 
     module, _, name = command.partition(":")

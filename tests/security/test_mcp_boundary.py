@@ -1,4 +1,4 @@
-"""The MCP trust boundary (issue 28, classes 2 and 3), attacked the way a hostile MCP client would, through the
+"""The MCP trust boundary, attacked the way a hostile MCP client would, through the
 official MCP Python client against the real ``rlm mcp serve`` over stdio and streamable HTTP.
 
 What the operator passed to ``rlm mcp serve`` is a ceiling: a client cannot pick a sandbox weaker than the

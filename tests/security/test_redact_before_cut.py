@@ -1,4 +1,4 @@
-"""Redact, then cut (issue 44, item 10), where the rest of the host cuts text: the context's preview (in the run
+"""Redact, then cut, where the rest of the host cuts text: the context's preview (in the run
 record and the root prompt) and a code step's output shown to the model and recorded. A registered secret across
 the cut must not leave its prefix in clear."""
 

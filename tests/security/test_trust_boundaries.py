@@ -395,7 +395,7 @@ def test_event_data_is_redacted_at_any_depth_whatever_the_secret_s_characters(se
 
 
 def test_a_project_cannot_turn_content_capture_on_or_move_the_metrics_but_may_turn_content_off(rlm_plugin_host):
-    """The sinks' new settings (issue 36) from a cloned project: turning content on would override the user's
+    """The sinks' new settings from a cloned project: turning content on would override the user's
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false; a metrics endpoint is where the data goes; a bigger
     content cap is a raised limit. Turning content off only sends less."""
     from rlm_host.config.trust import risk_of
@@ -411,7 +411,7 @@ def test_a_project_cannot_turn_content_capture_on_or_move_the_metrics_but_may_tu
 
 
 def test_a_project_cannot_make_rlm_build_an_image_or_name_its_packages_but_may_forbid_builds():
-    """Images built when a run needs them (issue 37): a cloned project's ``build_missing = "always"`` would start
+    """Images built when a run needs them: a cloned project's ``build_missing = "always"`` would start
     minutes of downloads unasked, and its ``sandbox_packages`` would choose what goes into the image; ``"never"``
     only forbids."""
     from rlm_host.config.trust import risk_of
@@ -425,7 +425,7 @@ def test_a_project_cannot_make_rlm_build_an_image_or_name_its_packages_but_may_f
 
 
 def test_an_untrusted_project_cannot_raise_the_users_own_ceilings_or_disarm_them_with_prices(rlm, work, isolated_env):
-    """Issue 44: ``[run] max_cost = 1000`` in a cloned project replaced the user file's ``0.02``, and zero prices
+    """``[run] max_cost = 1000`` in a cloned project replaced the user file's ``0.02``, and zero prices
     disarmed the budget. A project may only tighten what the user's own file sets; its prices wait for trust."""
     user = Path(isolated_env["HOME"]) / ".config" / "rlm" / "config.toml"
     user.parent.mkdir(parents=True)
@@ -458,7 +458,7 @@ def test_an_untrusted_project_cannot_raise_the_users_own_ceilings_or_disarm_them
 
 @pytest.mark.parametrize("spelling", ["scripted/{path}", "scripted:{path}", "replay/{path}"])
 def test_a_model_file_outside_the_project_is_refused_in_either_spelling(rlm, work, outside, spelling):
-    """Issue 44: ``scripted/<absolute path>`` passed the screening that refused ``scripted:<absolute path>``: a
+    """``scripted/<absolute path>`` passed the screening that refused ``scripted:<absolute path>``: a
     model string is read once, in every spelling the host accepts, and then screened."""
     model = spelling.format(path=outside / "secret.json")
     (work / "rlm.toml").write_text(f'[run]\nmodel = "{model}"\nsub_model = "{model}"\n')
