@@ -97,7 +97,7 @@ class ExecResult(BaseModel):
 
 
 class ActionResult(BaseModel):
-    """An environment's verdict on one model reply (the seeds' EnvironmentActionResult)."""
+    """An environment's verdict on one model reply (RLM Code's EnvironmentActionResult)."""
 
     action: str
     observation: dict[str, Any] = Field(default_factory=dict)

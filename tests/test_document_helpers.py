@@ -1,4 +1,4 @@
-"""The REPL's multi-document helpers (the seed's list_files, load_file, load_files, switch_to, remove_file) behave
+"""The REPL's multi-document helpers (RLM Code's list_files, load_file, load_files, switch_to, remove_file) behave
 the same in every sandbox runtime, and the system prompt describes them only for a set of several documents."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Depth limit and cycle guard for child runs (rlm_query, delegate).
 
 A child one level past ``max_depth`` is refused (pure_rlm then falls back to a plain llm_query); a child whose
-(environment, task) fingerprint is already active up the tree is refused as a cycle (the seeds'
+(environment, task) fingerprint is already active up the tree is refused as a cycle (RLM Code's
 blocked_by_cycle_guard, rewarded −0.25 by the generic environment).
 """
 

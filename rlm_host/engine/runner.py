@@ -307,7 +307,7 @@ class RLMRunner:
             outcome = framework.run()
         except StepLimitReached:  # the framework wanted another root turn: the steps are used up
             outcome = FrameworkOutcome(None, completed=False, termination_reason="max_steps")
-        if not steps.records:  # the seeds' rule: a run that reported no step still gets one
+        if not steps.records:  # RLM Code's rule: a run that reported no step still gets one
             kind = "model_response" if outcome.final_response else "empty_response"
             step(kind, {"final_response": outcome.final_response}, fctx.reward_for(kind))
         completed = bool(outcome.completed and outcome.final_response is not None)

@@ -1,7 +1,7 @@
-"""The generic environment (the seeds' GenericRLMEnvironment): JSON actions, with delegation.
+"""The generic environment (RLM Code's GenericRLMEnvironment): JSON actions, with delegation.
 
 Each reply is one JSON object: ``{"action": "run_python" | "final" | "delegate" | "delegate_batch", "code",
-"rationale", "done", "final_response", "task", "tasks", "context"}``. ``run_python`` is rewarded with the seeds'
+"rationale", "done", "final_response", "task", "tasks", "context"}``. ``run_python`` is rewarded with RLM Code's
 formula (base 0.1, +0.7 success, −0.3 failure, −0.1 stderr); ``final`` earns 1.0; a delegation refused by the
 cycle guard earns −0.25. The prompt shows the task, the last six memory notes and the last three steps.
 """

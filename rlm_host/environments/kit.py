@@ -86,7 +86,7 @@ def render_description(meta: dict[str, Any]) -> str:
 
 
 class StepHistory:
-    """What a JSON-action environment remembers between turns (the seeds' planner prompt): the last memory notes
+    """What a JSON-action environment remembers between turns (RLM Code's planner prompt): the last memory notes
     (``ActionResult.memory_note``, at most eight kept) and a line per recent step (action, success, reward)."""
 
     MEMORY_LIMIT = 8
@@ -151,7 +151,7 @@ def variable_snapshot(session: Any, baseline: set[str]) -> list[dict[str, Any]]:
 def reply_action(reply: Completion) -> tuple[Optional[dict[str, Any]], str]:
     """``(action, "")`` for the action a JSON-action reply holds, or ``(None, why)`` for an empty reply.
 
-    The seeds' rule for every JSON-action environment: a reply with no JSON object at all is its final answer.
+    RLM Code's rule for every JSON-action environment: a reply with no JSON object at all is its final answer.
     """
     text = (reply.text or "").strip()
     if not text:

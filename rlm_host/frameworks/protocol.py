@@ -114,7 +114,7 @@ FrameworkAdapter = Framework
 
 
 class FrameworkRewards(BaseModel):
-    """The rewards of framework events (the seeds' framework reward tables), one field per event kind: the base
+    """The rewards of framework events (RLM Code's framework reward tables), one field per event kind: the base
     of every framework's settings model, so ``[framework.<name>] reward_tool_call = 0.05`` weighs that
     framework's runs. A ``final`` step earns ``[rewards] final_reward``, which every environment shares."""
 

@@ -39,7 +39,7 @@ SUB_RULES = [{"match": "^Extract the sensor", "text": "sensor B, 42.7"}]
 FIRST_LOOK = ("lines = context.splitlines()\nprint(len(lines))\nhit = [l for l in lines if 'FAILED' in l][0]\n"
               "print(llm_query('Extract the sensor and reading: ' + hit))")  # fmt: skip
 ANSWER = "Sensor B failed on day 117; its last reading was 42.7."
-#: the seeds' rewards ([rewards] defaults) of a tool call, a tool result, a tool error, a retry, model text, final
+#: RLM Code's rewards ([rewards] defaults) of a tool call, a tool result, a tool error, a retry, model text, final
 TOOL_CALL, TOOL_RESULT, TOOL_ERROR, RETRY, MODEL_TEXT, FINAL = 0.02, 0.06, -0.05, -0.05, 0.05, 1.0
 
 

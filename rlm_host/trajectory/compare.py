@@ -2,7 +2,7 @@
 
 Steps are compared in order by action kind, code (whitespace-normalised) and success; the first step that differs
 (or where one run has no more steps) is the divergence. Deltas are B − A for reward, tokens, cost, duration and
-efficiency — reward × 1000 / tokens, the seed's figure for how much reward a thousand tokens bought.
+efficiency — reward × 1000 / tokens, RLM Code's figure for how much reward a thousand tokens bought.
 """
 
 from __future__ import annotations
