@@ -12,6 +12,7 @@ it once per run (a large JSON context is serialised once, not at every step).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 from dataclasses import dataclass
 import json
@@ -292,6 +293,22 @@ def read_regular(path: Path, max_bytes: int, *, follow_links: bool = False) -> b
     if len(data) > max_bytes:
         raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes")
     return data
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) as ``path``, readable by the user only: through a new temporary file in the same
+    folder (``O_EXCL``, never a link), renamed over the name, so a crash leaves the old file or the new one, never
+    half of one, and a link planted at the name is replaced, not followed."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _is_binary(path: Path) -> bool:

@@ -23,13 +23,13 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host import logs
+from rlm_host.context import open_regular, write_atomic
 from rlm_host.errors import InputError, RlmError
 from rlm_host.text import clip
 
@@ -112,11 +112,12 @@ class ChatSession:
             context_record: Any = {"path": path, "signature": _signature({"session_context_path": path})}
         else:
             if not context_file.exists():
-                _write(context_file, {"value": self.context})
+                write_atomic(context_file, json.dumps({"value": self.context}, ensure_ascii=False, default=str))
             context_record = {"file": context_file.name}
         signature = _signature({"session_options": self.ran, "id": self.id})
-        _write(self.path, {"id": self.id, "options": self.ran, "options_signature": signature, "dropped": self.dropped,
-                           "context": context_record, "turns": self.turns, "variables": self.variables})  # fmt: skip
+        data = {"id": self.id, "options": self.ran, "options_signature": signature, "dropped": self.dropped,
+                "context": context_record, "turns": self.turns, "variables": self.variables}  # fmt: skip
+        write_atomic(self.path, json.dumps(data, ensure_ascii=False, default=str))  # never half a session
         return self.path
 
     def _load(self) -> None:
@@ -201,8 +202,6 @@ def session_file(home: Path, session_id: Any) -> Path:
 
 def _read_json(path: Path) -> Any:
     """A session's JSON, opened without following a final symbolic link, from a regular file only."""
-    from rlm_host.context import open_regular
-
     try:
         handle = open_regular(path, follow_links=False)
     except OSError as exc:
@@ -275,18 +274,6 @@ def _model_refusal(model: str, host: Any) -> str:
     path_like = any(mark in name for mark in ("/", "\\", "~")) or name.startswith(".") or ".gguf" in name.lower()
     reads_files = getattr(spec, "model_files", False)  # a weights path (ProviderSpec.model_files)
     return "names a file its provider reads" if reads_files and path_like else ""
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    """Write through a fresh temporary file (never an existing name, never a link) and rename it into place."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, ensure_ascii=False, default=str))
-        os.replace(temporary, path)  # a crash mid-write never leaves half a session
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def list_sessions(home: Path) -> list[dict[str, Any]]:

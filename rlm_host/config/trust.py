@@ -18,12 +18,12 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, TypeGuard
 
 from rlm_host.config.paths import user_config_dir
+from rlm_host.context import write_atomic
 
 if TYPE_CHECKING:
     from rlm_host.plugins.host import PluginHost
@@ -92,14 +92,7 @@ def record_trust(path: Path, table: Optional[Mapping[str, Any]], env: Mapping[st
     else:
         records[key] = content_hash(table)
     store.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=store.parent, prefix=".trusted-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump({"files": records}, out, indent=2, sort_keys=True)
-        os.replace(tmp, store)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(store, json.dumps({"files": records}, indent=2, sort_keys=True))
     return store
 
 

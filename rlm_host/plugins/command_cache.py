@@ -27,7 +27,6 @@ import os
 import re
 import stat
 import sys
-import time
 from typing import Any, Optional
 
 FORMAT = 1
@@ -128,17 +127,14 @@ def write(host: Any, listing: dict[str, str]) -> None:
     times = [t for t in path_times if t is not None] + [f[1] for f in files if f[1] is not None]
     if any(t >= host.load_started_ns - _SETTLE_NS for t in times):
         return
+    from pathlib import Path
+
+    from rlm_host.context import write_atomic
+
     data = {"setup": setup, "path_times": path_times, "files": files, "commands": listing}
-    temporary = os.path.join(directory, f".commands-{os.getpid()}-{time.monotonic_ns()}.tmp")
-    try:
+    with contextlib.suppress(OSError):
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump(data, out)
-        os.replace(temporary, os.path.join(directory, _file_name(setup)))
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        write_atomic(Path(directory, _file_name(setup)), json.dumps(data))
 
 
 def _may_write(host: Any) -> bool:
