@@ -45,14 +45,16 @@ class OutputType:
                 value = json.loads(value)
         return self._validate(value)
 
-    def prompt(self) -> str:
-        """What the model is told about the answer's shape."""
+    def prompt(self, how: str = "") -> str:
+        """What the model is told about the answer's shape: the schema, how to give the answer (``how``, an agent
+        framework's words; by default the REPL's ``FINAL_VAR`` / ``FINAL``), and that a mismatch comes back."""
         schema = json.dumps(self.schema, ensure_ascii=False)
         if len(schema) > PROMPT_SCHEMA_CHARS:
             schema = schema[:PROMPT_SCHEMA_CHARS] + " … (cut)"
+        how = f"{how} (the JSON value itself, not text about it)." if how else \
+            "Build it as a Python dict or list in the REPL and give it with FINAL_VAR(name) (or FINAL(value) in code)."
         return (f"Your final answer must be JSON matching this JSON Schema ({self.name}): {schema}\n"
-                "Build it as a Python dict or list in the REPL and give it with FINAL_VAR(name) (or FINAL(value) in "
-                "code). An answer that does not match is sent back to you with the errors.")  # fmt: skip
+                f"{how} An answer that does not match is sent back to you with the errors.")  # fmt: skip
 
 
 def output_type_of(given: Any, *, where: str = "output_type", folder: Optional[Path] = None) -> Optional[OutputType]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 from rlm_host.environments.kit import answer_text, execute_code, truncate
-from rlm_host.environments.output_type import PROMPT_SCHEMA_CHARS, OutputInvalid
+from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.environments.repl import SubCalls, document_names
 from rlm_host.environments.repl_tools import Tool, ToolCalls
 from rlm_host.errors import ConfigError
@@ -245,14 +245,7 @@ def typed_answer(output: Any, value: Any) -> str:
 def answer_type_instructions(output: Any, how: str = "Give it as your final answer") -> str:
     """What an agent is told about the answer's type (empty without one): its JSON Schema, how to give it
     (``how``), and that an answer that does not match comes back with the errors."""
-    if output is None:
-        return ""
-    schema = json.dumps(output.schema, ensure_ascii=False)
-    if len(schema) > PROMPT_SCHEMA_CHARS:
-        schema = schema[:PROMPT_SCHEMA_CHARS] + " … (cut)"
-    return (f"Your final answer must be JSON matching this JSON Schema ({output.name}): {schema}\n"
-            f"{how} (the JSON value itself, not text about it). An answer that does not match is sent back to you "
-            "with the errors.")  # fmt: skip
+    return "" if output is None else output.prompt(how)
 
 
 #: The instructions every tool-calling agent framework gives its agent (``{description}``:
