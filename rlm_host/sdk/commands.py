@@ -9,8 +9,9 @@ options declares each with ``run_option("max_steps")`` (flag, help and default f
 provenance name the flag); a front door speaking JSON Schema types its parameters with
 ``run_option_type("max_steps")`` (the MCP tool). ``TerminalApprover.if_attended(view)`` asks the person at the
 controlling terminal under ``--approve ask``. Whatever a command prints that came from a run or a server goes
-through ``terminal_safe`` (control characters shown, never sent); its one-line notices through ``say`` (JSON
-with ``--log-json``). A server that listens checks the ``Host`` of each request with ``is_loopback_host``.
+through ``terminal_safe`` (control characters shown, never sent), its ``--json`` output through
+``json_for_terminal`` (C1 controls escaped); its one-line notices through ``say`` (JSON with ``--log-json``). A
+server that listens checks the ``Host`` of each request with ``is_loopback_host``.
 
 Reference plugins to copy: ``plugins/rlm-harness`` (``run_command``), ``plugins/rlm-bench`` (``run_option`` and
 ``apply_run_flags`` in ``rlm bench run``), ``plugins/rlm-mcp`` (``run_option_type``, ``is_loopback_host``).
@@ -23,7 +24,7 @@ from rlm_host.cli.run_flags import run_option
 from rlm_host.config.run_options import run_option_type
 from rlm_host.models.loopback import is_loopback_host
 from rlm_host.logs import say
-from rlm_host.text import terminal_safe
+from rlm_host.text import json_for_terminal, terminal_safe
 
 __all__ = ["run_command", "run_option", "apply_run_flags", "run_option_type", "TerminalApprover", "terminal_safe",
-           "say", "is_loopback_host"]  # fmt: skip
+           "json_for_terminal", "say", "is_loopback_host"]  # fmt: skip
