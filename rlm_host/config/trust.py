@@ -123,8 +123,9 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     below = baseline or {}
     if section == "prices":
         return "sets model prices (they decide when max_cost stops a run)"
-    if key == "run.strict":
-        return "turns off the strict cost check your own settings turn on" if below.get(key) and not value else ""
+    if key == "run.strict":  # validation reads "no", "off", 0 as false too: only a true value keeps it on
+        on = str(value).strip().lower() in ("1", "true", "yes", "on", "t", "y")
+        return "turns off the strict cost check your own settings turn on" if below.get(key) and not on else ""
     if key == "run.output_type":
         return _outside(value, project) if isinstance(value, str) else ""
     if key.startswith("run.mcp_servers"):  # a server is a program the host starts, or an endpoint with headers
@@ -165,6 +166,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     deeper = set().union(*(_words(part) for part in parts[3:])) if len(parts) > 3 else set()
     if _is_number(value):  # moves no secret, names no file
         return _raises_limit(key, value, host, below)
+    if isinstance(value, str) and (raised := _raises_limit(key, value, host, below)):  # "9999": a number to pydantic
+        return raised
     if key.endswith(".build_missing"):  # [sandbox.docker]: "never" only tightens
         return "" if value == "never" else "builds a sandbox image when a run needs it (minutes of downloads)"
     if section == "environment" and len(parts) > 2 and parts[2] == "sandbox_packages":
@@ -201,7 +204,8 @@ def _raises_limit(key: str, value: Any, host: Optional["PluginHost"], below: Map
     """Why ``key = value`` raises a ceiling (its name says time, memory, size, count or money): above what a trusted
     layer below set (the user's own file), else above its default (a default of none, as ``max_cost``'s, means no
     limit: any value only tightens it). "" when it does not."""
-    if not _is_number(value):
+    number = _number(value)
+    if number is None:
         return ""
     parts = key.split(".")
     field = parts[-1] if parts[0] == "run" else (parts[2] if len(parts) > 2 else parts[-1])
@@ -210,14 +214,26 @@ def _raises_limit(key: str, value: Any, host: Optional["PluginHost"], below: Map
     found, default = _default_of(parts, field, host)
     if not found:
         return ""  # a key nobody declares: validation names it
-    floor = below.get(key)
-    if _is_number(floor):
-        return f"raises your own limit ({floor}) to {value}" if value > floor else ""
-    return "raises a limit above its default" if _is_number(default) and value > default else ""
+    floor = _number(below.get(key))
+    if floor is not None:
+        return f"raises your own limit ({below.get(key)}) to {value}" if number > floor else ""
+    return "raises a limit above its default" if _is_number(default) and number > default else ""
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> Optional[float]:
+    """The number validation makes of ``value`` (a number, or a string such as ``"999"``: pydantic reads both; NaN
+    counts as infinite), None for anything else."""
+    if _is_number(value):
+        return value
+    try:
+        number = float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    return number if number is None or number == number else float("inf")
 
 
 def _default_of(parts: list[str], field: str, host: Optional["PluginHost"]) -> tuple[bool, Any]:
