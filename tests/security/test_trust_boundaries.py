@@ -468,3 +468,34 @@ def test_a_model_file_outside_the_project_is_refused_in_either_spelling(rlm, wor
     assert "run.model (reads a file outside the project" in shown.stderr, shown.stderr
     result = rlm("run", "q", "--sandbox", "monty", plugins=["rlm-sandbox-monty"], env={"OPENAI_API_KEY": ""})
     assert LEAK not in result.stdout + result.stderr
+
+
+def test_limits_spelled_as_strings_in_a_cloned_project_are_screened_like_numbers(rlm, work, isolated_env):
+    """``max_steps = "999"`` and ``strict = "no"`` passed the screen (it judged real numbers and booleans only),
+    and validation then read them as 999 and false: a string is judged as the value it will become."""
+    user = Path(isolated_env["HOME"]) / ".config" / "rlm" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[run]\nmax_steps = 10\nstrict = true\n")
+    (work / "rlm.toml").write_text('[run]\nmax_steps = "999"\nstrict = "no"\ntimeout = "9000"\n')
+    shown = rlm("config", "show", "--json", plugins=[])
+    settings = json.loads(shown.stdout)["settings"]
+    assert settings["run.max_steps"]["value"] == 10 and settings["run.strict"]["value"] is True
+    assert settings["run.timeout"]["value"] == 600
+    for phrase in ("run.max_steps (raises your own limit", "run.strict (turns off", "run.timeout (raises a limit"):
+        assert phrase in shown.stderr, shown.stderr
+    (work / "rlm.toml").write_text('[run]\nmax_steps = "4"\n')  # a lower limit as a string still applies
+    assert json.loads(rlm("config", "show", "--json", plugins=[]).stdout)["settings"]["run.max_steps"]["value"] == 4
+
+
+def test_an_atomic_write_replaces_a_planted_link_and_never_writes_through_it(tmp_path):
+    from rlm_host.context import write_atomic
+
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me")
+    name = tmp_path / "trusted.json"
+    name.symlink_to(target)
+    write_atomic(name, '{"ok": true}')
+    assert target.read_text() == "keep me"
+    assert not name.is_symlink() and name.read_text() == '{"ok": true}'
+    assert oct(name.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
