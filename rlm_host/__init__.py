@@ -71,10 +71,12 @@ _MOVED: dict[str, str] = {
     **dict.fromkeys([
         "FrameworkAdapter", "FrameworkContext", "FrameworkOutcome", "StepLimitReached", "run_coroutine",
         "EVENT_REWARDS", "SandboxTools", "CodeOutcome", "TOOL_DESCRIPTIONS", "AGENT_INSTRUCTIONS",
-        "describe_context_briefly", "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply",
-        "render_tool_protocol", "parse_tool_reply", "format_tool_call", "format_tool_final", "format_tool_result",
-        "coerce_tool_args",
+        "describe_context_briefly",
     ], "rlm_host.sdk.frameworks"),
+    **dict.fromkeys([
+        "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
+        "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
+    ], "rlm_host.sdk.tools"),
     **dict.fromkeys([
         "Sink", "SpanBuilder", "SpanRecord", "SpanEventRecord", "tree_order", "trace_id_for", "span_id_for",
     ], "rlm_host.sdk.observability"),

@@ -67,7 +67,7 @@ def kit_sections(page: str) -> dict[str, str]:
 
 
 def test_the_kits_are_the_sdk_modules():
-    assert KITS == sorted(["models", "sandbox", "context", "environments", "frameworks", "observability",
+    assert KITS == sorted(["models", "sandbox", "context", "environments", "frameworks", "tools", "observability",
                            "embedding", "commands"])  # fmt: skip
 
 

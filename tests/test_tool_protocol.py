@@ -1,4 +1,4 @@
-"""The text tool protocol (rlm_host.frameworks.tool_protocol): tool calls from text-only models, for every framework."""
+"""The text tool protocol (rlm_host.sdk.tools): tool calls from text-only models, for every framework."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rlm_host.sdk.frameworks import (
+from rlm_host.sdk.tools import (
     FinalAnswer, InvalidReply, ToolCall, ToolSpec, coerce_tool_args, format_tool_call, format_tool_result,
     parse_tool_reply, render_tool_protocol,
 )  # fmt: skip

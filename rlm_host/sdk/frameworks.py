@@ -5,7 +5,7 @@ A framework lets an agent framework drive the loop over the run's own sandbox an
 (``ctx.tools``) is the sandbox as tools (``run_code``…, described by ``TOOL_DESCRIPTIONS`` and
 ``AGENT_INSTRUCTIONS``), ``run_coroutine`` runs an async framework from the plugin's thread, and
 ``StepLimitReached`` ends a run at its step limit. A framework that expects native tool calls gets them from a
-text-only model through the tool protocol (``render_tool_protocol``, ``parse_tool_reply``, ``format_tool_*``).
+text-only model through the tool protocol of ``rlm_host.sdk.tools``.
 ``truncate`` is the environments' middle-cut of long output.
 
 The user's own functions (``RLM(tools=[fn])``, ``--tool``) reach an agent's tools as ``ctx.tools.user_tools``
@@ -27,10 +27,6 @@ from rlm_host.frameworks.protocol import (EVENT_REWARDS, Framework, FrameworkCon
                                           FrameworkRewards, StepLimitReached, run_coroutine)
 from rlm_host.environments.repl_format import REPLY_FORMAT as REPL_REPLY_FORMAT
 from rlm_host.frameworks.compaction import ChatCompactor
-from rlm_host.frameworks.tool_grammar import tool_reply_format
-from rlm_host.frameworks.tool_protocol import (FinalAnswer, InvalidReply, ToolCall, ToolReply, ToolSpec,
-                                               coerce_tool_args, format_tool_call, format_tool_final,
-                                               format_tool_result, parse_tool_reply, render_tool_protocol)
 from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.frameworks.tools import (AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, CodeOutcome,
                                        SandboxTools, UserTools, answer_type_instructions, check_tool_names,
@@ -46,14 +42,17 @@ __all__ = [
     # the user's own functions as an agent's tools, and the run's answer type
     "UserTools", "tool_error_text", "tool_result_text", "check_tool_names", "typed_answer", "OutputInvalid",
     "ANSWER_REJECTED", "answer_type_instructions",
-    # tool calling as text
-    "ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol", "parse_tool_reply",
-    "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
-    # the reply shapes a provider can enforce: the tool protocol's (per turn's tools) and the REPL loop's
-    "tool_reply_format", "REPL_REPLY_FORMAT",
+    # the reply shape a provider can enforce for the REPL loop (the tool protocol's is in rlm_host.sdk.tools)
+    "REPL_REPLY_FORMAT",
     # the chat a framework sends, kept inside the model's window (older turns folded into a summary)
     "ChatCompactor",
 ]  # fmt: skip
+
+
+#: Tool calling as text moved to its own kit (the harness uses it too): these still resolve here for a release.
+MOVED_TO_TOOLS = ("ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol",
+                  "parse_tool_reply", "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
+                  "tool_reply_format")  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -61,4 +60,10 @@ def __getattr__(name: str) -> Any:
         warnings.warn("rlm_host.sdk.frameworks.FrameworkAdapter is deprecated: it is now Framework",
                       DeprecationWarning, stacklevel=2)  # fmt: skip
         return Framework
+    if name in MOVED_TO_TOOLS:
+        warnings.warn(f"rlm_host.sdk.frameworks.{name} is deprecated: import it from rlm_host.sdk.tools",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
+        import rlm_host.sdk.tools
+
+        return getattr(rlm_host.sdk.tools, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

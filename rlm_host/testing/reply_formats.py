@@ -12,8 +12,8 @@ from rlm_host.environments.kit import parse_action
 from rlm_host.environments.generic import REPLY_FORMAT as GENERIC_REPLY_FORMAT
 from rlm_host.environments.pure_rlm.parsing import parse_reply
 from rlm_host.environments.repl_format import REPLY_FORMAT as PURE_RLM_REPLY_FORMAT
-from rlm_host.frameworks.tool_grammar import tool_reply_format
-from rlm_host.frameworks.tool_protocol import FinalAnswer, ToolCall, ToolSpec, parse_tool_reply
+from rlm_host.tools.grammar import tool_reply_format
+from rlm_host.tools.protocol import FinalAnswer, ToolCall, ToolSpec, parse_tool_reply
 from rlm_host.models.protocol import ReplyFormat
 
 #: The sandbox tools every agent framework offers (rlm_host.frameworks.tools), as the tool protocol shows them.

@@ -66,7 +66,7 @@ def test_a_hostile_tool_name_or_argument_name_cannot_break_the_tool_grammar(conn
     that is not a plain key falls back to any object instead of entering the grammar."""
     import json
 
-    from rlm_host.sdk.frameworks import ToolSpec, tool_reply_format
+    from rlm_host.sdk.tools import ToolSpec, tool_reply_format
 
     hostile = 'x"\\\nroot ::= "owned" | ['
     weird_arg = {"type": "object", "properties": {'k" ::= [': {"type": "string"}}, "required": ['k" ::= [']}

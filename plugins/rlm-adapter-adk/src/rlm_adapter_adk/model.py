@@ -3,7 +3,7 @@
 rlm's roles count usage, cost and budgets, retry, record and replay; they take and give text only. So each
 ``generate_content_async`` renders ADK's request (its system instruction, its contents, the function
 declarations of its tools) as role/content messages, with the tools described in the system message (the host's
-text tool protocol, ``rlm_host.render_tool_protocol``), makes ONE ``role.complete`` call (in a worker thread: it
+text tool protocol, ``rlm_host.sdk.tools``), makes ONE ``role.complete`` call (in a worker thread: it
 blocks), and yields one ``LlmResponse``: a ``function_call`` part for ``{"tool": …, "args": …}``, a text part for
 the final answer, with the call's token counts as ``usage_metadata``. ADK then does what it does with native
 function calls: runs the tool, or answers an unknown tool or missing arguments with an ``{"error": …}``
@@ -26,7 +26,8 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from pydantic import ConfigDict, PrivateAttr
 
-import rlm_host.sdk.frameworks as protocol
+import rlm_host.sdk.tools as protocol
+from rlm_host.sdk.frameworks import ChatCompactor
 
 #: Keys this model writes into ``LlmResponse.custom_metadata``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -52,7 +53,7 @@ class RlmLlm(BaseLlm):
         super().__init__(model=str(data.pop("model", None) or getattr(role, "name", None) or "rlm"), **data)
         self._role = role
         self._purpose = purpose
-        self._chat_compactor = protocol.ChatCompactor(role)
+        self._chat_compactor = ChatCompactor(role)
 
     async def generate_content_async(self, llm_request: LlmRequest,
                                      stream: bool = False) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip

@@ -3,7 +3,7 @@
 rlm's roles count usage, cost and budgets, retry, record and replay; they take and give text only. So
 ``bind_tools`` records the tools (a new model, as LangChain expects) and each ``_generate`` renders LangChain's
 messages as role/content messages with the bound tools described in the system message (the host's text tool
-protocol, ``rlm_host.render_tool_protocol``), makes ONE ``role.complete`` call and reads the reply back as an
+protocol, ``rlm_host.sdk.tools``), makes ONE ``role.complete`` call and reads the reply back as an
 ``AIMessage``: ``tool_calls`` (with ids) for ``{"tool": …, "args": …}``, ``content`` for the final answer, and
 ``usage_metadata`` from the call's token counts. Whether the tool exists and its arguments fit is the
 framework's judgement (LangChain's ToolNode answers with an error ToolMessage, and the run goes on).
@@ -24,7 +24,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
 
-import rlm_host.sdk.frameworks as protocol
+import rlm_host.sdk.tools as protocol
+from rlm_host.sdk.frameworks import ChatCompactor
 
 #: Keys this model writes into ``AIMessage.additional_kwargs``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -67,7 +68,7 @@ class RlmChatModel(BaseChatModel):
                   **kwargs: Any) -> ChatResult:  # fmt: skip
         chat = to_chat(messages, protocol.render_tool_protocol(self.tool_specs))
         if self.compactor is None:
-            self.compactor = protocol.ChatCompactor(self.role)
+            self.compactor = ChatCompactor(self.role)
         chat = self.compactor.fit(chat)  # may make one compaction call
         completion = self.role.complete(chat, purpose=self.purpose, reply_format=protocol.tool_reply_format(
             self.tool_specs))  # the tool protocol's shape, enforced where the provider can

@@ -2,7 +2,7 @@
 
 rlm's roles count usage, cost and budgets, retry, record and replay; they take and give text only. So each
 ``request`` renders pydantic-ai's history as role/content messages, with the tools described in the system
-message (the host's text tool protocol, ``rlm_host.render_tool_protocol``), makes one ``role.complete`` call, and reads the reply back as parts: a
+message (the host's text tool protocol, ``rlm_host.sdk.tools``), makes one ``role.complete`` call, and reads the reply back as parts: a
 ``ToolCallPart`` for ``{"tool": …, "args": …}``, a ``TextPart`` for the final answer. pydantic-ai then does what
 it does with native tool calls: runs the tool, or answers an unknown tool or bad arguments with a retry.
 
@@ -37,7 +37,8 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
-import rlm_host.sdk.frameworks as protocol
+import rlm_host.sdk.tools as protocol
+from rlm_host.sdk.frameworks import ChatCompactor
 
 #: Keys this model writes into ``ModelResponse.provider_details``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -52,7 +53,7 @@ class RlmModel(Model):
     def __init__(self, role: Any, *, purpose: str = "turn") -> None:
         self._role = role
         self._purpose = purpose
-        self._compactor = protocol.ChatCompactor(role)  # the history kept inside the model's window
+        self._compactor = ChatCompactor(role)  # the history kept inside the model's window
         super().__init__(profile={
             "supports_tools": True, "supports_text_output": True, "supports_json_schema_output": False,
             "supports_json_object_output": False, "default_structured_output_mode": "tool",

@@ -1,6 +1,6 @@
 """The ``harness`` environment: a tool-using coding agent over the run's project folder (``--workdir``).
 
-Each reply is one tool call in the text tool protocol (``rlm_host.sdk.frameworks``). File tools (``list_files``,
+Each reply is one tool call in the text tool protocol (``rlm_host.sdk.tools``). File tools (``list_files``,
 ``read_file``, ``write_file``, ``patch_file``) act on the host through ``ProjectFiles``, confined to the folder
 (no ``..``, no absolute path outside, no symlink out, no write to ``.git``/``.envrc``…); everything that runs
 something the model wrote (``run_command``, ``run_tests``, and ``search``'s regex) runs inside the run's sandbox,
@@ -31,7 +31,7 @@ from rlm_host.sdk.environments import (
     SubCalls,
     truncate,
 )
-from rlm_host.sdk.frameworks import (
+from rlm_host.sdk.tools import (
     FinalAnswer,
     InvalidReply,
     format_tool_call,

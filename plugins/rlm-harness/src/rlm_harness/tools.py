@@ -1,7 +1,7 @@
 """The harness's built-in tools as the model is told about them (name, description, JSON schema of the
 arguments), their approval kinds, the system prompt, and the reply format a llama.cpp server enforces.
 
-The model acts in the text tool protocol of ``rlm_host.sdk.frameworks``: one JSON object per reply,
+The model acts in the text tool protocol of ``rlm_host.sdk.tools``: one JSON object per reply,
 ``{"tool": "<name>", "args": {…}}``, and finishes by calling ``final``. MCP tools are added to the same list as
 ``mcp__<server>__<tool>`` with their servers' own schemas.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from rlm_host.sdk.frameworks import ToolSpec, render_tool_protocol, tool_reply_format
+from rlm_host.sdk.tools import ToolSpec, render_tool_protocol, tool_reply_format
 from rlm_host.sdk.models import ReplyFormat
 
 

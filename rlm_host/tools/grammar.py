@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any, Mapping, Sequence
 
-from rlm_host.frameworks.tool_protocol import ToolSpec
+from rlm_host.tools.protocol import ToolSpec
 from rlm_host.models.protocol import ReplyFormat
 
 _JSON_RULES = r"""
