@@ -295,15 +295,15 @@ def read_regular(path: Path, max_bytes: int, *, follow_links: bool = False) -> b
     return data
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) as ``path``, readable by the user only: through a new temporary file in the same
-    folder (``O_EXCL``, never a link), renamed over the name, so a crash leaves the old file or the new one, never
-    half of one, and a link planted at the name is replaced, not followed."""
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) as ``path``, readable by the user only: through a new temporary file in the
+    same folder (``O_EXCL``, never a link), renamed over the name, so a crash leaves the old file or the new one,
+    never half of one, and a link planted at the name is replaced, not followed."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -8,7 +8,8 @@ does (``load_context_with_loaders``, ``loader_lookup`` and ``media_type`` with t
 bytes (a PDF, an archive) runs in a bounded child process (``run_bounded``, ``BoundedLimits``); what rlm reads back
 later (a cache) is signed with the user's key (``user_signature``, ``verify_user_signature``). A small file a
 user or a project names (``@FILE`` guidance) is read with ``read_regular``: regular files only, bounded, never
-blocking on a FIFO.
+blocking on a FIFO; a file rlm keeps (a cache entry) is written with ``write_atomic``: a new file renamed over
+the name, so a link planted there is replaced, never written through.
 
 Reference plugin to copy: ``plugins/rlm-context-documents``. Contract suite:
 ``rlm_host.testing.ContextLoaderContract``.
@@ -17,7 +18,7 @@ Reference plugin to copy: ``plugins/rlm-context-documents``. Contract suite:
 from rlm_host.bounded import BoundedError, BoundedLimits, ChildFailed, LimitExceeded, bounded_start_method, run_bounded
 from rlm_host.config.user_key import user_signature, verify_user_signature
 from rlm_host.context import (Documents, TextFile, context_value, describe_context, load_context, load_file,
-                              read_regular)  # fmt: skip
+                              read_regular, write_atomic)  # fmt: skip
 from rlm_host.engine.context_loading import load_context_with_loaders, loader_lookup, media_type
 
 __all__ = [
@@ -30,5 +31,5 @@ __all__ = [
     # what rlm reads back, signed with the user's key
     "user_signature", "verify_user_signature",
     # a small file named by a user or a project, read safely
-    "read_regular",
+    "read_regular", "write_atomic",
 ]  # fmt: skip

@@ -20,11 +20,10 @@ import logging
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from rlm_host.sdk.context import user_signature, verify_user_signature
+from rlm_host.sdk.context import user_signature, verify_user_signature, write_atomic
 
 logger = logging.getLogger("rlm.context.documents")
 BLOCK = 1 << 20
@@ -92,25 +91,16 @@ class DocumentCache:
         """Store the parts; a cache that cannot be written costs the next run an extraction, nothing more."""
         if not ENTRY.match(f"{key}.json"):
             return
-        tmp = None
         try:
             if not self._usable(create=True):
                 return
             payload = json.dumps(parts, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
             header = {"extractor": extractor, "source": source.name,
                       "signature": user_signature(_claim(key, extractor, hashlib.sha256(payload).hexdigest()))}  # fmt: skip
-            with tempfile.NamedTemporaryFile("wb", dir=self.folder, suffix=".tmp", delete=False) as out:
-                tmp = out.name
-                out.write(json.dumps(header, ensure_ascii=False).encode("utf-8", errors="surrogatepass") + b"\n")
-                out.write(payload)
-            os.replace(tmp, self.folder / f"{key}.json")
+            head = json.dumps(header, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
+            write_atomic(self.folder / f"{key}.json", head + b"\n" + payload)
         except OSError as exc:
             logger.warning("could not cache the text of %s in %s: %s", source, self.folder, exc.strerror or exc)
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
             return
         self._prune()
 
