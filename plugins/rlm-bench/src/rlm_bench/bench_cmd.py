@@ -112,7 +112,7 @@ def run(
             summary = bench.resume(resume, concurrency=concurrency)
         else:
             chosen = find_preset(preset, runner.host, [str(p) for p in pack or []], loaded=runner.loaded)
-            frameworks = [f.strip() for f in (framework or "").split(",") if f.strip()] or [None]
+            frameworks: list[Optional[str]] = [f.strip() for f in (framework or "").split(",") if f.strip()] or [None]
             summaries = []
             for each in frameworks:
                 options = BenchOptions(mode=mode, framework=each, environment=env, model=model,  # type: ignore[arg-type]

@@ -67,7 +67,7 @@ def sweep_for_resume(stored: "Stored[SweepRecord]", project: Path, host: Any, tr
         for name, value, why in refused([(f"run.{k}", f"run.{k}", v) for k, v in run.items()], project, host):
             run.pop(name.removeprefix("run."))
             ignored.setdefault(name, (name, value, why))
-    grid = spec.get("sweep") if isinstance(spec.get("sweep"), dict) else {}
+    grid = got if isinstance(got := spec.get("sweep"), dict) else {}
     folder = Path(record.file).parent  # a resume reads the packs beside the sweep file the record names
     for pack in list(grid.get("packs") or []):
         for name, value, why in refused([("sweep.packs", "run.workdir", str((folder / str(pack)).resolve()))],

@@ -178,8 +178,8 @@ class BenchmarkRunner:
         started = time.monotonic()
         mode: Mode = case.mode or manifest.mode
         tags = case.all_tags()
-        base = dict(case_id=case.case_id, preset=manifest.preset, description=case.description, mode=mode,
-                    environment=manifest.environment or case.environment)  # fmt: skip
+        base: dict[str, Any] = dict(case_id=case.case_id, preset=manifest.preset, description=case.description,
+                                    mode=mode, environment=manifest.environment or case.environment)  # fmt: skip
         try:
             ready = case.materialize()
         except Exception as exc:  # a missing file, bad parameters, a generator bug: this case fails, not the run

@@ -89,6 +89,7 @@ class Shards:
             self.waiting.clear()
             return out
         out, open_ = [], {w.results: w for w in self.workers if not w.results.closed}
+        results: Any  # a worker's results end (typed Any there too): wait returns the ends it was given
         for results in connection.wait(list(open_), timeout) if open_ else []:
             try:
                 while True:

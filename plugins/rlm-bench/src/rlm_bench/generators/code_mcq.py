@@ -106,20 +106,20 @@ def generate(tokens: int = 8192, question: str = "default", seed: int | str = 0)
     ask = make_rng(seed, "code-question")
     called = {c for f in functions for c in f.calls}
     if question == "default":
-        target = ask.choice(functions)
-        param, value = ask.choice(sorted(target.params.items()))
-        text = f"What is the default value of the parameter `{param}` of the function `{target.name}`?"
+        picked = ask.choice(functions)
+        param, value = ask.choice(sorted(picked.params.items()))
+        text = f"What is the default value of the parameter `{param}` of the function `{picked.name}`?"
         wrong = ask.sample(sorted(set(range(2, 401)) - {value}), 3)
         right, options = str(value), [str(value)] + [str(w) for w in wrong]
     elif question == "defined_in":
-        target = ask.choice(functions)
-        text = f"Which file defines the function `{target.name}`?"
-        right, options = target.path, [target.path] + ask.sample(sorted(set(paths) - {target.path}), 3)
+        picked = ask.choice(functions)
+        text = f"Which file defines the function `{picked.name}`?"
+        right, options = picked.path, [picked.path] + ask.sample(sorted(set(paths) - {picked.path}), 3)
     elif question == "caller":
-        target = ask.choice(sorted((f for f in functions if f.name in called), key=lambda f: f.name))
-        callers = sorted(f.name for f in functions if target.name in f.calls)
-        others = sorted(f.name for f in functions if target.name not in f.calls and f.name != target.name)
-        text = f"Which of these functions calls the function `{target.name}`?"
+        picked = ask.choice(sorted((f for f in functions if f.name in called), key=lambda f: f.name))
+        callers = sorted(f.name for f in functions if picked.name in f.calls)
+        others = sorted(f.name for f in functions if picked.name not in f.calls and f.name != picked.name)
+        text = f"Which of these functions calls the function `{picked.name}`?"
         right = ask.choice(callers)
         options = [right] + ask.sample(others, 3)
     else:

@@ -150,7 +150,7 @@ def generate(tokens: int = 8192, question: str = "count", label: Optional[str] =
     ask, scorer = "", "normalized_exact"
     answer: object
     if question in ("count", "count_after"):
-        _check_label("label", label)
+        label = _check_label("label", label)
         scorer = "numeric"
         if question == "count":
             answer = counts[label]
@@ -172,8 +172,7 @@ def generate(tokens: int = 8192, question: str = "count", label: Optional[str] =
         word = "most" if question == "most_common" else "least"
         ask = f"Which category is the {word} common? Answer with the category name only."
     elif question == "compare":
-        _check_label("label", label)
-        _check_label("other", other)
+        label, other = _check_label("label", label), _check_label("other", other)
         a, b = counts[label], counts[other]
         answer = "more common than" if a > b else "less common than" if a < b else "same frequency as"
         ask = (

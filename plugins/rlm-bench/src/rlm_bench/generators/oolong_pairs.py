@@ -15,7 +15,7 @@ Pairs are unordered, written with the lower id first; the expected answer is a s
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Optional
+from typing import Iterator, Optional
 
 from rlm_bench.generators import Generated
 from rlm_bench.generators._text import make_rng, tokens_to_chars
@@ -43,6 +43,7 @@ def generate(tokens: int = 8192, question: str = "both", label: str = "location"
         asked.setdefault(user, set()).add(LABELS[index])
     ids = sorted(asked)
     has = {name: {u for u in ids if name in asked[u]} for name in LABELS}
+    pairs: Iterator[tuple[int, ...]]
     if question == "both":
         pairs = combinations(sorted(has[label]), 2)
         ask = f"List all pairs of user ids where both users have at least one question in the category '{label}'."

@@ -133,8 +133,8 @@ class Point:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Point":
-        return cls(**{axis: data.get(axis) for axis in AXES}, repeat=int(data.get("repeat", 1)),
-                   run=dict(data.get("run") or {}))  # fmt: skip
+        axes: dict[str, Any] = {axis: data.get(axis) for axis in AXES}
+        return cls(**axes, repeat=int(data.get("repeat", 1)), run=dict(data.get("run") or {}))
 
 
 def load_sweep(path: Path) -> SweepFile:
@@ -204,10 +204,11 @@ def expand(spec: SweepFile) -> list[Point]:
     """Every point of the grid, in a stable order (presets outermost, repeats innermost), each with its ``[run]``
     settings: the file's ``[run]``, then every matching ``[[override]]`` in file order."""
     grid = spec.sweep
-    axes = [grid.presets, grid.models or [None], grid.frameworks or ["native"], grid.environments or [None],
-            grid.sandboxes or [None], [i or None for i in grid.instructions] or [None]]  # fmt: skip
+    none: list[Optional[str]] = [None]
+    axes = product(grid.presets, [*grid.models] or none, grid.frameworks or ["native"], [*grid.environments] or none,
+                   [*grid.sandboxes] or none, [i or None for i in grid.instructions] or none)
     points = []
-    for preset, model, framework, environment, sandbox, instructions in product(*axes):
+    for preset, model, framework, environment, sandbox, instructions in axes:
         for repeat in range(1, grid.repeat + 1):
             bare = Point(preset, model, framework, environment, sandbox, instructions, repeat)
             run = dict(spec.run)

@@ -57,7 +57,7 @@ import sys
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from rlm_bench.sweep.driver import CaseLost
 from rlm_bench.sweep.file import RayOptions
@@ -95,7 +95,7 @@ def import_ray() -> Any:
     return ray
 
 
-def token_available(environ: Optional[dict[str, str]] = None) -> bool:
+def token_available(environ: Optional[Mapping[str, str]] = None) -> bool:
     """Whether Ray would find an authentication token here (where its token loader looks)."""
     env = os.environ if environ is None else environ
     if env.get("RAY_AUTH_TOKEN", "").strip():
@@ -106,7 +106,7 @@ def token_available(environ: Optional[dict[str, str]] = None) -> bool:
     return (Path.home() / ".ray" / "auth_token").is_file()
 
 
-def auth_environment(joining: bool, environ: Optional[dict[str, str]] = None) -> dict[str, str]:
+def auth_environment(joining: bool, environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     """The ``RAY_AUTH_*`` variables to set before ``ray.init`` (see the module docstring); {} if none."""
     env = os.environ if environ is None else environ
     if env.get("RAY_AUTH_MODE"):
@@ -505,7 +505,8 @@ def _error_result(item: Optional[SweepItem], where: str, exc: BaseException) -> 
 
 
 def _join_error(address: Optional[str], exc: BaseException, *, token: bool, imported_before: bool = False) -> RlmError:
-    causes, cause = [], exc.__cause__
+    causes: list[BaseException] = []
+    cause = exc.__cause__
     while cause is not None and len(causes) < 5:
         causes.append(cause)
         cause = cause.__cause__
