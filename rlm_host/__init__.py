@@ -18,8 +18,10 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from rlm_host.errors import (BudgetExceeded, ConfigError, InputError, ModelError, PluginError, RecursionRefused,
-                             RlmError, SandboxError, UnknownComponentError)
+from rlm_host.errors import (BudgetExceeded as BudgetExceeded, ConfigError as ConfigError, InputError as InputError,
+                             ModelError as ModelError, PluginError as PluginError, RecursionRefused as RecursionRefused,
+                             RlmError as RlmError, SandboxError as SandboxError,
+                             UnknownComponentError as UnknownComponentError)  # ``X as X``: re-exported for mypy
 
 #: The registration records (``rlm_host.components``).
 _RECORDS = [
@@ -126,13 +128,19 @@ __all__ = [
 ]  # fmt: skip
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from rlm_host.components import (BenchmarkPackSpec, CommandSpec, Component, ContextLoaderSpec, DoctorCheck,
-                                      EnvironmentSpec, ExporterSpec, FrameworkSpec, LazyRef, ProviderSpec, Readiness,
-                                      SandboxSpec, SinkSpec, ToolboxSpec)
-    from rlm_host.hookspecs import hookimpl
-    from rlm_host.api.client import RLM, RunStream
-    from rlm_host.api.session import ChatSession
-    from rlm_host.observability.delivery import wait_for_sinks
-    from rlm_host.events import RunEvent
-    from rlm_host.results import ActionResult, ExecResult, RunResult, RunUsage, StepRecord, Usage
-    from rlm_host.services import CommandServices, HostServices, ProviderServices, SandboxServices
+    __version__: str  # read by __getattr__ on demand
+    from rlm_host.components import (BenchmarkPackSpec as BenchmarkPackSpec, CommandSpec as CommandSpec,
+                                     Component as Component, ContextLoaderSpec as ContextLoaderSpec,
+                                     DoctorCheck as DoctorCheck, EnvironmentSpec as EnvironmentSpec,
+                                     ExporterSpec as ExporterSpec, FrameworkSpec as FrameworkSpec, LazyRef as LazyRef,
+                                     ProviderSpec as ProviderSpec, Readiness as Readiness, SandboxSpec as SandboxSpec,
+                                     SinkSpec as SinkSpec, ToolboxSpec as ToolboxSpec)
+    from rlm_host.hookspecs import hookimpl as hookimpl
+    from rlm_host.api.client import (RLM as RLM, RunStream as RunStream)
+    from rlm_host.api.session import ChatSession as ChatSession
+    from rlm_host.observability.delivery import wait_for_sinks as wait_for_sinks
+    from rlm_host.events import RunEvent as RunEvent
+    from rlm_host.results import (ActionResult as ActionResult, ExecResult as ExecResult, RunResult as RunResult,
+                                  RunUsage as RunUsage, StepRecord as StepRecord, Usage as Usage)
+    from rlm_host.services import (CommandServices as CommandServices, HostServices as HostServices,
+                                   ProviderServices as ProviderServices, SandboxServices as SandboxServices)

@@ -4,7 +4,7 @@ the pydantic model their registration record names (see ``Component.settings``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_serializer, field_validator
 
@@ -251,9 +251,6 @@ class Settings(Section):
     # One raw section per configurable component kind (``[sandbox.docker]`` …), added below from the kinds table.
 
 
-# the same name for the class create_model extended (mypy checks the fields declared above, not the sections)
 _SECTIONS: dict[str, Any] = {kind: (dict[str, dict[str, Any]], Field(default_factory=dict)) for kind in COMPONENT_KINDS}
-Settings = create_model("Settings", __base__=Settings, __module__=__name__, __doc__=Settings.__doc__,  # type: ignore[misc]
-                        **_SECTIONS)
-
-
+if not TYPE_CHECKING:  # the same name for the class extended with the sections (type checkers see the one above)
+    Settings = create_model("Settings", __base__=Settings, __module__=__name__, __doc__=Settings.__doc__, **_SECTIONS)

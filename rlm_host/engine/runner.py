@@ -260,7 +260,7 @@ class RLMRunner:
             step = steps.start()
             messages = environment.messages(step)
             ask = partial(ctx.root.complete, messages,
-                          reply_format=reply_format_of(environment))  # type: ignore[call-arg]  # fmt: skip
+                          reply_format=reply_format_of(environment))  # fmt: skip
             completion = ask()
             if width > 1 and ctx.scope.depth == 0:  # candidates tried in copies of the REPL, the best kept
                 completion, result = best_of(environment, completion, width, ask, step, ctx.scope,

@@ -39,7 +39,8 @@ class ModelRole(Protocol):
     def count_tokens(self, text: str) -> int:
         """The tokens of ``text`` for this model: exact when its connector can count, else estimated."""
 
-    def complete(self, messages: list[Message], purpose: Optional[Purpose] = None) -> Completion: ...
+    def complete(self, messages: list[Message], purpose: Optional[Purpose] = None,
+                 reply_format: Optional[ReplyFormat] = None) -> Completion: ...
 
 
 class BudgetView(Protocol):

@@ -94,7 +94,7 @@ class RootEngine(_Engine):
     def complete(self, request: Any) -> Any:
         shape = ACTION_FORMAT if self.purpose == "turn" else None  # extract's fields differ: left free
         completion = self.ctx.root.complete(request_messages(request), purpose=self.purpose,
-                                            reply_format=shape)  # type: ignore[call-arg]  # ModelRole lacks it (host)
+                                            reply_format=shape)
         with self._lock:
             self._replies.append(completion.text)
         return response(completion.text, completion.model or self.ctx.root.name, completion.input_tokens,
