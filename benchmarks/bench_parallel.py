@@ -87,5 +87,6 @@ def main() -> None:
             print(f"{jobs:>4} {ideal:>8.2f} {median:>11.2f} {median / ideal:>6.2f}  {verdict:<12} {min(accuracy):>8.3f}"
                   f"  {spread}")
 
+
 if __name__ == "__main__":
     main()

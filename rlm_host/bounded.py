@@ -174,6 +174,7 @@ def _served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, prel
                        "path": sys.path}).encode()  # fmt: skip
     request = {"args": [], "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "preload": preload,
                "kill_on_close": True}  # the template is in /: a relative path means the caller's folder
+
     def spawn() -> Any:
         return fork_server(sys.executable, Path(__file__), TEMPLATE_ENV, START_SECONDS).spawn(request, stderr=2)
 

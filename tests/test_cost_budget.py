@@ -32,6 +32,7 @@ def _providers_registered():
 
     PluginHost(environ={}).providers()
 
+
 CODE = "```repl\nx = 1\n```"
 
 

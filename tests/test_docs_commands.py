@@ -34,6 +34,7 @@ FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 VENV_PATH = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 GLOBAL_FLAGS = ("--version", "--config", "--debug", "--verbose", "--log-json", "--trust-config", "--help")
 
+
 @dataclass(frozen=True)
 class Expect:
     """How a command run as printed must end: an exit code of ``codes``, ``says`` in its output (stdout and

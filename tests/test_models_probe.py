@@ -49,4 +49,3 @@ def test_a_run_against_a_local_server_that_refuses_fails_fast(rlm, isolated_env)
     trajectory = next((Path(isolated_env["WORK"]) / ".rlm" / "runs").glob("*.jsonl"))
     types = [json.loads(line)["type"] for line in trajectory.read_text().splitlines()]
     assert "model_retry" not in types and types[-1] == "final"
-

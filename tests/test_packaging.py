@@ -31,6 +31,8 @@ HOST_CONTRACT = {"pydantic", "typer"}
 SANDBOX_CODE = [REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "cases",
                 REPO / "plugins" / "rlm-env-dspy" / "src" / "rlm_env_dspy" / "sandbox_analysis.py",
                 REPO / "plugins" / "rlm-harness" / "src" / "rlm_harness" / "cases"]
+
+
 def _extra_modules(folder: Path) -> dict[Path, tuple[str, ...]]:
     """A plugin's modules that may use one of its extras: its public ``testing`` module the ``test`` extra (sample
     files, test servers), and a module named after an extra (``sweep/ray_executor.py``, ``*_ray.py``: ``ray``) that

@@ -160,7 +160,7 @@ def test_tryfirst_and_trylast_order_the_records():
 def test_wrapper_hookimpls_are_refused_not_silently_ignored():
     @hookimpl(wrapper=True)
     def rlm_register_sinks():
-        return (yield)
+        return (yield)  # noqa: B901 - pluggy's new-style wrapper, the case under test
 
     host = _inline_host(types.SimpleNamespace(rlm_register_sinks=rlm_register_sinks))
     inline = next(d for d in host.distributions if d.name == "rlm-test-inline")

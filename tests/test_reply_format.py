@@ -149,4 +149,3 @@ def test_synthesis_after_the_last_step_is_free_text(tmp_path, monkeypatch):
 def test_a_bad_mode_is_a_usage_error(rlm_cli):
     result = rlm_cli("run", "q", "--reply-format", "sometimes", "--model", "scripted:none.json")
     assert result.code == 2 and "--reply-format" in result.err and "'auto', 'on' or 'off'" in result.err
-

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # importing this module stays cheap: the engine loads when an
     from rlm_host.events import RunEvent
     from rlm_host.results import RunResult
 
+
 def run_options() -> tuple[str, ...]:
     """The run options a constructor or a call may set: every ``[run]`` setting (``rlm config show``), declared
     once in ``RunSettings`` (the ``rlm run`` flags set the same fields), so the API and the CLI cannot drift."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rlm_host.config import LoadedSettings
     from rlm_host.services import CommandServices
 
+
 class CliState:
     """Global options, shared with every sub-command through ``ctx.obj``. (A plain class, not a dataclass: building
     one costs 1 ms at every ``rlm`` start, ``--help`` included.)"""

@@ -74,4 +74,3 @@ def _read_line(fd: int, limit: int = 1024) -> str:
             break
         data += chunk
     return data.decode("utf-8", "replace")
-

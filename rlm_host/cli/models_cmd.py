@@ -98,4 +98,3 @@ def base_url(spec: Any, settings: Any) -> Optional[str]:
     if isinstance(configured, str) and configured:
         return configured
     return (os.environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url or None
-

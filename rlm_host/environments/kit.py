@@ -16,6 +16,7 @@ from rlm_host.models.protocol import Completion
 from rlm_host.redact import redacted_clip
 from rlm_host.text import json_object_spans
 
+
 def execute_code(scope: Any, session: Any, code: str, timeout: float, *, step: Optional[int] = None,
                  block: Optional[int] = None) -> Any:
     """``session.execute(code, timeout=timeout)`` bracketed by the ``code_start`` / ``code_end`` live events of
@@ -81,8 +82,6 @@ def render_description(meta: dict[str, Any]) -> str:
             lines.append(f"{meta['key_count']:,} keys: {', '.join(meta['keys'])}{more}")
     lines.append(f"preview of the start: {meta.get('preview', '')!r}")
     return "\n".join(lines)
-
-
 
 
 class StepHistory:

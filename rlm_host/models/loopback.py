@@ -8,6 +8,7 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
+
 def host_port(url: str) -> tuple[str, int] | None:
     """``(host, port)`` of an http(s) URL, the scheme's port when none is written; None when it has no host."""
     try:

@@ -122,4 +122,3 @@ def host_version() -> str:
         return metadata.version(HOST_DISTRIBUTION)
     except metadata.PackageNotFoundError:
         return "0+unknown"
-

@@ -278,4 +278,3 @@ def reset_host(host: PluginHost | None = None) -> None:
     global _HOST
     with _HOST_LOCK:
         _HOST = host
-

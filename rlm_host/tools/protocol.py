@@ -31,6 +31,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from rlm_host.text import json_object_spans
 
+
 @dataclass(frozen=True)
 class ToolSpec:
     """A tool as the model is told about it: its name, what it does, and the JSON schema of its arguments."""

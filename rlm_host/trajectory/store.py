@@ -480,4 +480,3 @@ def _reason(exc: ValueError) -> str:
         where = ".".join(map(str, first.get("loc", ()))) or "line"
         return f"{where}: {first.get('msg', 'invalid')}"
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-

@@ -15,7 +15,6 @@ from rlm_host.events import RunEvent
 from rlm_host.results import RunResult, StepRecord
 
 
-
 @dataclass
 class SubCall:
     """One ``sub_call`` event: a sub-model call or a child run started from sandbox code."""
@@ -207,4 +206,3 @@ def observation_error(observation: dict[str, Any]) -> Optional[str]:
         if isinstance(block, dict) and (block.get("error") or block.get("timed_out")):
             return str(block.get("error") or "timed out")
     return None
-

@@ -21,8 +21,6 @@ from support.browser import browser, chromium  # noqa: F401 (the chromium fixtur
 EVIL = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>Kasrin"
 
 
-
-
 @pytest.fixture
 def benchmarks(cli, isolated_env):
     """A native smoke benchmark and a direct-llm one whose model answers with markup."""

@@ -22,8 +22,6 @@ HALF_RULES = [  # the first word wrong, then a long search for the count: more s
 ]
 
 
-
-
 @pytest.fixture
 def benchmarks(cli, isolated_env):
     """Three real benchmarks: smoke all right, smoke partly right (more steps), a direct-llm pack (2 cases)."""

@@ -26,6 +26,8 @@ from bench_data.fixtures import cli, isolated_env, work  # noqa: F401 (fixtures)
 def trusted_sweep_files(isolated_env, monkeypatch):
     """These tests' own sweep files are trusted (an untrusted one is refused: tested at the end of this file)."""
     monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
+
+
 from rlm_bench.store import BenchStore
 from rlm_bench.sweep import SweepStore
 from rlm_bench.sweep.file import expand, load_sweep

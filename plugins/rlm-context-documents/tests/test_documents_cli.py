@@ -78,7 +78,7 @@ def test_a_folder_skips_an_unreadable_document_with_a_warning(rlm_cli, rlm_scrip
 
 
 def test_the_second_run_reads_the_cache_only_when_signed(rlm_cli, rlm_script, rlm_isolated):
-    
+
     samples.write_pdf(rlm_isolated.work / "report.pdf", 5, FACT, fact_page=4)
     model = rlm_script([FIND, "FINAL_VAR(found)"])
     assert _run(rlm_cli, model, "report.pdf").code == 0

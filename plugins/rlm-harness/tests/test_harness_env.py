@@ -301,7 +301,6 @@ class TestHarnessEnvironment(EnvironmentContract):
     working_reply = '{"tool": "list_files", "args": {}}'
 
 
-
 def test_a_model_that_cannot_be_set_up_is_bad_input(rlm_cli, project, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     result = rlm_cli("harness", "run", "x", "--workdir", str(project), "--model", "openai:gpt-4o-mini", "--sandbox",

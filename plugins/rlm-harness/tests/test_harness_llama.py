@@ -37,7 +37,6 @@ def test_a_harness_run_against_a_real_llama_cpp_server(llama_server, rlm_cli, rl
     assert steps and all(s["action"] for s in steps)
 
 
-
 def test_the_in_process_llama_cpp_model_is_held_to_the_tool_call_grammar(rlm_cli, rlm_isolated, monkeypatch):
     """The llamacpp provider enforces the harness's reply format as a grammar: the tiny model's reply is a call of a
     listed tool (its answer may be nonsense; its shape is not). About 5 s."""

@@ -93,4 +93,3 @@ def test_ten_megabyte_context_goes_through_the_read_only_mount(docker_engine):
         assert large < max(3 * small, 0.02)  # the context is never resent
     finally:
         session.shutdown()
-

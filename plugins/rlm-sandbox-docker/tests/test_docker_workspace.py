@@ -236,4 +236,3 @@ def test_version_control_metadata_is_read_only_and_new_metadata_is_removed(docke
     assert (project / ".git" / "config").read_text() == "[core]\n" and (project / ".envrc").read_text() == "export A=1\n"
     assert not (project / "sub" / ".git").exists() and not (project / "sub" / ".envrc").exists()
     assert (project / "sub").is_dir()  # the code's own folder stays
-

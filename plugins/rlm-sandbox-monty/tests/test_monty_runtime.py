@@ -72,7 +72,6 @@ def test_monty_that_cannot_start_is_a_sandbox_error(tmp_path):
     session.shutdown()
 
 
-
 def test_large_strings_are_indexed_at_bind_time_without_new_names(tmp_path):
     """A large context (a str, a documents list, a file joined from pieces) is indexed while it is bound
     (``worker.warm_code``): the values arrive whole and the namespace holds only what the host set."""

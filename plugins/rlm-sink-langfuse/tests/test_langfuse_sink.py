@@ -24,7 +24,6 @@ INGESTION = "/api/public/ingestion"  # SDK v4 posts scores here (a batch of even
 SCORES = "/api/public/scores"  # SDK v5 posts them here (a list of scores)
 
 
-
 def new_key() -> str:
     return f"pk-lf-test-{uuid.uuid4().hex[:10]}"  # the SDK keeps one client per public key and process
 

@@ -24,7 +24,6 @@ KEY = "lsv2_pt_test_key"
 PROJECT_ID = "1b1c5ad2-3e2b-4b51-9a55-0d9a8b0c5f11"
 
 
-
 def langsmith_server(project: str = "rlm") -> OTLPReceiver:
     """A loopback HTTP server answering the LangSmith endpoints the SDK calls, recording every request."""
     server = OTLPReceiver().start()

@@ -23,7 +23,6 @@ TOKEN = "pylf_v1_us_testtoken0000"
 INFO = {"project_name": "rlm-test", "project_url": "http://127.0.0.1/rlm-test"}
 
 
-
 def logfire_receiver() -> OTLPReceiver:
     receiver = OTLPReceiver().start()
     receiver.respond("/v1/info", json=INFO)  # the SDK checks the token there first

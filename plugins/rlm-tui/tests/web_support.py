@@ -177,7 +177,6 @@ def wait_no_children(pid: int, seconds: float = 2.0) -> list[int]:
     return children(pid)
 
 
-
 async def ws_status(session: Any, url: str, **kwargs: Any) -> int:
     """The websocket handshake's status: 101 when the app was opened, else the refusal's."""
     import aiohttp

@@ -9,7 +9,6 @@ query itself: a large model reads it as a hint, a tiny one imitates it with the 
 from __future__ import annotations
 
 
-
 SYSTEM_PROMPT = """\
 You are a Recursive Language Model (RLM). You answer a query about a context that may be far too large to read \
 directly. The context is stored in a Python REPL as the variable `context`; you only see a description of it.
@@ -86,5 +85,3 @@ COMPACTION_PROMPT = (
     "Summarise the work so far for your own later use: what you learned about `context` (sizes, structure, "
     "where relevant information is), which variables hold intermediate results, what has been tried and what "
     "remains. Be specific and brief (at most 15 lines).")
-
-

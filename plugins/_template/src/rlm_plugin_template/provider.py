@@ -156,4 +156,3 @@ class OllamaConnector(RetryingConnector):
 def create(settings: Optional[OllamaSettings], services: ProviderServices) -> OllamaConnector:
     """The provider factory named by the ProviderSpec: ``create(settings, services)``."""
     return OllamaConnector(services.model, services.options, settings)
-

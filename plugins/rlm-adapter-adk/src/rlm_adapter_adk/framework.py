@@ -294,5 +294,3 @@ class _QuietAdkLogs(logging.Filter):
         # an unknown tool (a retry step); and the advice to configure Gemini's context cache for agent transfer
         # (adk-rlm-agent's rlm_workflow), which rlm's models do not have
         return not (message.startswith("Tool '") or "can transfer between agents" in message)
-
-

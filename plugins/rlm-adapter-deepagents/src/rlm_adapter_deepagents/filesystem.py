@@ -63,4 +63,3 @@ class ConfinedFilesystemBackend(FilesystemBackend):
         with os.fdopen(fd, "wb") as handle:
             os.set_blocking(fd, True)
             handle.write(data)
-

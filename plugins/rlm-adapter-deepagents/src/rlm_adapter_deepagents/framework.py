@@ -309,5 +309,3 @@ def _messages(update: Any) -> list[Any]:
         if isinstance(messages, (list, tuple)):
             found.extend(m for m in messages if isinstance(m, (AIMessage, ToolMessage)))
     return found
-
-

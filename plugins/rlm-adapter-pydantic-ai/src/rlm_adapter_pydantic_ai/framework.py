@@ -306,5 +306,3 @@ def _args(call: BaseToolCallPart) -> Any:
     except ValueError:
         return call.args
     return value if isinstance(value, dict) else call.args
-
-

@@ -14,7 +14,7 @@ The README of rlm-compat-rlms has the table of every ``RLM(...)`` argument and t
 purpose. Importing this package loads no engine: rlm's loads with the first ``RLM``.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlm_compat_rlms.utils.exceptions import (
     BudgetExceededError,
@@ -23,6 +23,9 @@ from rlm_compat_rlms.utils.exceptions import (
     TimeoutExceededError,
     TokenLimitExceededError,
 )
+
+if TYPE_CHECKING:  # loaded by __getattr__ on first use
+    from rlm_compat_rlms.core.rlm import RLM
 
 __all__ = [
     "RLM",

@@ -46,4 +46,3 @@ def read_member(package: zipfile.ZipFile, name: str, limit: int, label: str, sec
                 raise limit_error(f"{name} in the {label} package unpacks to more than {limit // MB:,} MB",
                                   "max_unzipped_mb", section)  # fmt: skip
     return bytes(data)
-

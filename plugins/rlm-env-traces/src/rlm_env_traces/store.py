@@ -47,6 +47,7 @@ EXPORT_SECONDS = 300.0
 #: Characters a trace id prefix needs before it is looked up (shorter ones match too much to mean one trace).
 MIN_PREFIX = 6
 
+
 class TraceStore:
     """Read-only queries over one trace file. ``TraceStore.load(path)`` builds or reuses its index;
     ``time_left`` (seconds, e.g. the run's ``budget.remaining``) bounds every read's deadline."""

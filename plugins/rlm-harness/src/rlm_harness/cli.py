@@ -22,7 +22,6 @@ app = typer.Typer(help="A coding agent over a project folder with MCP tools and 
                   add_completion=False, no_args_is_help=True)  # fmt: skip
 
 
-
 @app.callback()
 def harness() -> None:
     """A coding agent over a project folder: files, search, commands and tests in the sandbox, MCP tools."""

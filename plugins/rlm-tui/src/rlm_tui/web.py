@@ -86,4 +86,3 @@ def serve(host: Optional[str], port: int, *, config_file: Optional[Path] = None,
     server = guarded_server(app_command(config_file, trust, run), guard)
     print(f"rlm tui: open {guard.origin}/?token={guard.token} (stop with Ctrl-C)", file=sys.stderr, flush=True)
     server.serve()
-

@@ -209,7 +209,6 @@ class Workspace:
         run = registry.cancel(ref)
         return f"{run.run_id}: {run.status}"
 
-
     def stop_own(self, wait: float = STOP_SECONDS) -> list[str]:
         """Cancel the runs this process started (leaving the app) and wait up to ``wait`` seconds for each to write
         its ``cancelled`` final event; the ids still running after that."""

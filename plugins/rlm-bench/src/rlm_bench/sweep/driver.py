@@ -275,4 +275,3 @@ class SweepDriver:
                                     resumed=len(manifest.case_ids) - self._planned[benchmark_id])  # fmt: skip
             self.store.bench.write_summary(summary)
             self.listener("summary", self.progress, summary)
-

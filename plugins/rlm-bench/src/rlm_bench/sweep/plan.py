@@ -158,4 +158,3 @@ def resume_plan(store: SweepStore, ref: str, *, executor: str = "local", config_
                                            packs, run, config_file, store.root.parent, executor, trust)  # fmt: skip
     record.executor, record.status, record.stopped = executor, "running", None
     return Plan(record, items, manifests)
-

@@ -55,7 +55,6 @@ class SweepRecord(BaseModel):
     updated_at: datetime = Field(default_factory=utc_now)
 
 
-
 class SweepStore:
     """Sweep records beside the benchmarks of a run home."""
 
@@ -101,4 +100,3 @@ class SweepStore:
 def stored_form(record: SweepRecord) -> dict[str, Any]:
     """A sweep record as it is written and printed (``--json``): a URL's password and every known key masked."""
     return masked(record.model_dump(mode="json"))
-
