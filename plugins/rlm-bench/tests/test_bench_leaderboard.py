@@ -154,3 +154,15 @@ def test_efficiency_ranks_right_answers_per_token_not_the_step_reward(cli, isola
     rows = leaderboard_json(cli, "--metric", "efficiency")["rows"]
     assert [r["benchmark_id"] for r in rows] == [right, wrong["benchmark_id"]]
     assert rows[1]["efficiency"] == 0 and rows[0]["efficiency"] > 0
+
+
+def test_json_output_carries_no_control_a_terminal_acts_on(cli, benchmarks):
+    """A model name or preset is text from a summary on disk: the JSON keeps it, escaped so that a C1 control
+    (U+009B is CSI to a terminal) or DEL never reaches the terminal raw."""
+    from dataclasses import replace
+
+    _, summaries = benchmarks
+    rows = [replace(row, model="evil\x9b31m\x7f") for row in lb.rank(summaries, "accuracy")]
+    text = lb.to_json(rows, "accuracy")
+    assert "\x9b" not in text and "\x7f" not in text
+    assert json.loads(text)["rows"][0]["model"] == "evil\x9b31m\x7f"

@@ -11,7 +11,7 @@ import typer
 
 from rlm_host import CommandServices, ConfigError, InputError, RlmError
 from rlm_host.sdk.embedding import RLMRunner
-from rlm_host.sdk.commands import apply_run_flags, run_option, say, terminal_safe
+from rlm_host.sdk.commands import apply_run_flags, json_for_terminal, run_option, say, terminal_safe
 from rlm_host.sdk.models import resolve_connector
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
@@ -42,7 +42,7 @@ def list_presets(
     if as_json:
         payload = [{"name": p.name, "description": p.description, "source": p.source,
                     "cases": [c.model_dump(mode="json") for c in p.cases]} for p in presets]  # fmt: skip
-        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        typer.echo(json_for_terminal(payload))
         return
     if not presets:
         typer.echo("no benchmark presets registered (install a pack, or pass --pack FILE)")
@@ -128,7 +128,7 @@ def run(
         return
     path = bench.store.summary_path(summary.benchmark_id)
     if as_json:
-        typer.echo(summary.model_dump_json(indent=2))
+        typer.echo(json_for_terminal(summary.model_dump(mode="json")))
     else:
         _print_overview(summary)
     say(f"summary: {path}", event="bench summary", path=str(path))
@@ -234,7 +234,7 @@ def compare(
     if not allow_different_cases:
         refuse_different_cases(result)
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        typer.echo(json_for_terminal(result.model_dump(mode="json")))
     else:
         typer.echo(f"candidate {result.candidate_id} vs baseline {result.baseline_id}")
         typer.echo("\n".join(comparison_markdown(result)))

@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import fnmatch
 import io
-import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
@@ -37,6 +36,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from rlm_bench.labels import EFFICIENCY, MEAN_SCORE
 from rlm_bench.summary import BenchmarkSummary
 from rlm_host import RlmError
+from rlm_host.sdk.commands import json_for_terminal
 
 # metric -> True when higher is better
 METRICS: dict[str, bool] = {
@@ -313,7 +313,7 @@ def to_table(rows: Sequence[LeaderboardRow], metric: str) -> str:
 def to_json(rows: Sequence[LeaderboardRow], metric: str) -> str:
     payload = {"metric": metric, "higher_is_better": METRICS[metric], "rows": [r.to_dict() for r in rows],
                "statistics": statistics_block(rows, metric)}  # fmt: skip
-    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    return json_for_terminal(payload) + "\n"  # no C1 control of a run's text reaches a terminal
 
 
 def to_csv(rows: Sequence[LeaderboardRow], metric: str) -> str:

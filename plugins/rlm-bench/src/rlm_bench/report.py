@@ -13,6 +13,8 @@ import io
 import json
 from typing import Any, Optional
 
+from rlm_host.sdk.commands import json_for_terminal
+
 from rlm_bench.compare import Comparison
 from rlm_bench.summary import Aggregate, BenchmarkSummary
 
@@ -139,7 +141,7 @@ def to_json(summary: BenchmarkSummary, comparison: Optional[Comparison] = None) 
     payload = summary.model_dump(mode="json")
     if comparison is not None:
         payload["comparison"] = comparison.model_dump(mode="json")
-    return json.dumps(payload, indent=2, ensure_ascii=False)
+    return json_for_terminal(payload)  # no C1 control of a case's text reaches a terminal
 
 
 def render(summary: BenchmarkSummary, fmt: str, comparison: Optional[Comparison] = None,
