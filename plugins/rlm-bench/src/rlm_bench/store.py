@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import secrets
 import shutil
@@ -35,7 +34,7 @@ from pydantic import Field, ValidationError
 from rlm_bench.compat import upgrade_summary, upgrade_tokens
 from rlm_bench.ids import checked_id, is_store_id
 from rlm_bench.signed_records import MAX_RECORD_BYTES, load_signed, signed_json
-from rlm_host.sdk.context import read_regular
+from rlm_host.sdk.context import read_regular, write_atomic
 from rlm_bench.summary import BenchmarkIdentity, BenchmarkSummary, CaseResult, utc_now
 from rlm_host import InputError, RlmError
 
@@ -88,10 +87,9 @@ class Stored(Generic[Record]):
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """``write_atomic`` into a folder made on first use: a planted link at the name is replaced, never followed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(3)}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomic(path, text)
 
 
 class BenchStore:
