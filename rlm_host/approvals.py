@@ -62,7 +62,8 @@ class Approvals:
         if rule == "allow":
             return None
         if rule == "deny":
-            why = "read-only run" if self.mode == "read-only" and request.tool not in self.rules else "a rule forbids it"
+            read_only = self.mode == "read-only" and request.tool not in self.rules
+            why = "read-only run" if read_only else "a rule forbids it"
             return f"refused: {request.tool} is not allowed ({why}); do something else or finish"
         if self.approver is None:
             return (f"refused: {request.tool} needs approval and nobody can be asked (no terminal); the user can "

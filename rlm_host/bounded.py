@@ -94,7 +94,8 @@ def start_method(method: str = "auto") -> str:
     return method if method != "auto" else "fork" if threading.active_count() == 1 else "forkserver"
 
 
-#: ``start_method`` as the context kit (``rlm_host.sdk.context``) exports it (a bare ``start_method`` would say too little there).
+#: ``start_method`` as the context kit (``rlm_host.sdk.context``) exports it (a bare ``start_method`` would say too
+#: little there).
 bounded_start_method = start_method
 
 
@@ -346,4 +347,5 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-__all__ = ["BoundedLimits", "BoundedError", "LimitExceeded", "ChildFailed", "run_bounded", "start_method", "MEMORY_EXIT"]
+__all__ = ["BoundedLimits", "BoundedError", "LimitExceeded", "ChildFailed", "run_bounded", "start_method",
+           "MEMORY_EXIT"]

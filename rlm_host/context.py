@@ -1,13 +1,13 @@
 """The context of a run: loading it (``rlm run --context``) and describing it without showing it.
 
-Each file goes through the context loader that claims its suffix (``ContextLoaderSpec``; the caller passes the
-lookup, see ``rlm_host.engine.context_loading``): built in, a ``.json`` file loads as the JSON value it holds and
-a ``.jsonl`` file as the list of its lines' values, any other text file as text; a binary file no loader claims is bad input. Several files or a directory give a
-``Documents`` list whose ``names`` are the files' paths (a loader returning documents, such as a PDF's pages,
-adds them all: ``report.pdf#p3``), so the REPL can offer ``list_files()`` / ``load_file()``; in a directory, a
-file no loader can read is skipped with a warning naming it.
-``describe_context`` gives the metadata a model and a trajectory see instead of the content; the runner computes
-it once per run (a large JSON context is serialised once, not at every step).
+Each file goes through the context loader that claims its suffix (``ContextLoaderSpec``; the caller passes the lookup,
+see ``rlm_host.engine.context_loading``): built in, a ``.json`` file loads as the JSON value it holds and a ``.jsonl``
+file as the list of its lines' values, any other text file as text; a binary file no loader claims is bad input. Several
+files or a directory give a ``Documents`` list whose ``names`` are the files' paths (a loader returning documents, such
+as a PDF's pages, adds them all: ``report.pdf#p3``), so the REPL can offer ``list_files()`` / ``load_file()``; in a
+directory, a file no loader can read is skipped with a warning naming it. ``describe_context`` gives the metadata a
+model and a trajectory see instead of the content; the runner computes it once per run (a large JSON context is
+serialised once, not at every step).
 """
 
 from __future__ import annotations
@@ -207,7 +207,8 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
                 continue
             if isinstance(loaded, Documents):  # a file of several documents (a PDF's pages): each its own
                 documents.extend(loaded)
-                names.extend(name + part[part.index("#"):] if "#" in part else f"{name}#{part}" for part in loaded.names)
+                names.extend(name + part[part.index("#"):] if "#" in part else f"{name}#{part}"
+                             for part in loaded.names)
             else:
                 documents.append(loaded)
                 names.append(name)
@@ -231,7 +232,8 @@ def _plain_text(path: Path, loader_for: Optional[LoaderLookup]) -> bool:
 def _existing(raw: str) -> Path:
     path = Path(raw).expanduser()
     if not path.exists():
-        raise InputError(f"context file not found: {raw}", hint="pass a file, several files, a directory, or - for stdin")
+        raise InputError(f"context file not found: {raw}",
+                         hint="pass a file, several files, a directory, or - for stdin")
     mode = path.stat().st_mode
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a FIFO or a device would block or never end
         raise InputError(f"context {raw} is not a regular file or a folder", hint="pass a file or a directory")
@@ -326,7 +328,8 @@ def _loader(path: Path, loader_for: Optional[LoaderLookup]) -> ContextLoader:
     loader = loader_for(path) if loader_for is not None else None
     if loader is None:
         suffix = path.suffix.lower()
-        loader = JsonLoader() if suffix == ".json" else JsonLinesLoader() if suffix in (".jsonl", ".ndjson") else TextLoader()
+        loader = (JsonLoader() if suffix == ".json" else JsonLinesLoader() if suffix in (".jsonl", ".ndjson")
+                  else TextLoader())
     return loader
 
 
@@ -339,7 +342,8 @@ def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:
     if isinstance(context, str):
         return {"type": "str", "total_chars": len(context), "preview": redacted_head(context, preview_chars)}
     if isinstance(context, TextFile):  # what the sandbox will hold: a str
-        return {"type": "str", "total_chars": context.chars, "preview": redacted_head(context.head(preview_chars + 512), preview_chars)}
+        return {"type": "str", "total_chars": context.chars,
+                "preview": redacted_head(context.head(preview_chars + 512), preview_chars)}
     if isinstance(context, list):
         lengths = [len(doc) if isinstance(doc, str) else len(_compact_json(doc)) for doc in context]
         first = context[0] if context else ""

@@ -111,12 +111,12 @@ class Sink(Protocol):
     """An observability sink (``SinkSpec`` factory: ``factory(settings, services) -> Sink``).
 
     ``handle`` receives every recorded event of a run tree in order (the live events too when the sink sets a
-    ``live_events`` attribute: True, or the names of the live events it wants), one call at a time, from a thread of the sink's own
-    (``rlm_host.observability.delivery``): it may block on a remote backend without slowing the run. An optional
-    ``flush()`` is called each time the sink has caught up with the events queued so far (see below). ``close``
-    is called once when the run tree ends, also after a failure, and must deliver what the sink still holds; the
-    run waits for it only until ``[run] sink_flush_seconds``. It must be safe to call twice. A sink that raises
-    or hangs is disabled for the rest of the run with one warning and a ``sink_error`` event; the run goes on.
+    ``live_events`` attribute: True, or the names of the live events it wants), one call at a time, from a thread of the
+    sink's own (``rlm_host.observability.delivery``): it may block on a remote backend without slowing the run. An
+    optional ``flush()`` is called each time the sink has caught up with the events queued so far (see below). ``close``
+    is called once when the run tree ends, also after a failure, and must deliver what the sink still holds; the run
+    waits for it only until ``[run] sink_flush_seconds``. It must be safe to call twice. A sink that raises or hangs is
+    disabled for the rest of the run with one warning and a ``sink_error`` event; the run goes on.
     """
 
     def handle(self, event: RunEvent) -> None: ...
@@ -175,7 +175,8 @@ class EventBus:
     def emit(self, event: RunEvent) -> RunEvent:
         """Deliver ``event`` to every subscriber, its data redacted first (``rlm_host.redact``): what is recorded,
         shown or sent to a sink never holds a known secret or a URL's password."""
-        fields = event.__dict__  # set in place: a pydantic attribute assignment costs more than the rest of a live event
+        # set in place: a pydantic attribute assignment costs more than the rest of a live event
+        fields = event.__dict__
         fields["data"] = redact_data(fields["data"])
         with self._lock:
             fields["seq"] = next(self._seq)

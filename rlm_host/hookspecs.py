@@ -82,12 +82,11 @@ def rlm_register_sandboxes() -> list[SandboxSpec]:
 def rlm_register_providers() -> list[ProviderSpec]:
     """LLM providers, addressed as ``provider:model`` in ``--model`` and ``--sub-model``.
 
-    The factory is called once per model string of a run tree as ``factory(settings, services:
-    ProviderServices) -> ModelConnector`` (``services.model`` is the part after ``provider:``). The record's
-    fields tell the host what it needs without knowing the provider: key variables, default base URL, example
-    and default models, and whether and how eagerly ``--model auto`` may pick it. A connector that can enforce
-    an environment's reply format declares the kinds in ``reply_formats`` (``rlm_host.sdk.models.ModelConnector``). Test it
-    with ``rlm_host.testing.ProviderContract``.
+    The factory is called once per model string of a run tree as ``factory(settings, services: ProviderServices) ->
+    ModelConnector`` (``services.model`` is the part after ``provider:``). The record's fields tell the host what it
+    needs without knowing the provider: key variables, default base URL, example and default models, and whether and how
+    eagerly ``--model auto`` may pick it. A connector that can enforce an environment's reply format declares the kinds
+    in ``reply_formats`` (``rlm_host.sdk.models.ModelConnector``). Test it with ``rlm_host.testing.ProviderContract``.
     """
 
 
@@ -110,10 +109,10 @@ def rlm_register_sinks() -> list[SinkSpec]:
 def rlm_register_context_loaders() -> list[ContextLoaderSpec]:
     """Context loaders: read files of the formats they claim (``suffixes``) for ``--context`` and the Python API.
 
-    The factory is called once per loading as ``factory(settings, services: HostServices)`` and returns an object
-    with ``load(path) -> str | JSON value | rlm_host.sdk.context.Documents``; a file it cannot read (encrypted, corrupt, no
-    text) raises ``rlm_host.InputError`` naming the file and what to do. Text and JSON are the built-in loaders.
-    Test it with ``rlm_host.testing.ContextLoaderContract``.
+    The factory is called once per loading as ``factory(settings, services: HostServices)`` and returns an object with
+    ``load(path) -> str | JSON value | rlm_host.sdk.context.Documents``; a file it cannot read (encrypted, corrupt, no
+    text) raises ``rlm_host.InputError`` naming the file and what to do. Text and JSON are the built-in loaders. Test it
+    with ``rlm_host.testing.ContextLoaderContract``.
     """
 
 

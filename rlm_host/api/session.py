@@ -92,7 +92,8 @@ class ChatSession:
             merged = {**filled, **self.options, **options, "labels": labels}
             task = self._task(query)
             result = self.rlm._run(self.context, task, cancel, on_event, merged, carry=carrier,
-                                   question=query if task != query else None, connector_pool=self._connectors)  # fmt: skip
+                                   question=query if task != query else None,
+                                   connector_pool=self._connectors)  # fmt: skip
             self.ran = {k: v for k, v in {**filled, **chosen}.items() if k in FROM_FILE + LIMITS}
             self.ran.update({k: v for k, v in (("model", result.model), ("sandbox", result.sandbox))
                              if v and v != "none"})  # what it ran with: a resume uses it  # fmt: skip
@@ -167,7 +168,8 @@ class ChatSession:
         lines.append("Earlier questions and your answers:")
         recent_from = len(shown) - RECENT_TURNS
         for index, turn in enumerate(shown):
-            answer = str(turn.get("answer") if turn.get("answer") is not None else f"(no answer: {turn.get('termination_reason')})")
+            answer = str(turn.get("answer") if turn.get("answer") is not None else "(no answer: "
+                         f"{turn.get('termination_reason')})")
             lines.append(f"- Q: {clip(turn['query'], 150, one_line=True)} → A: {clip(answer, 150, one_line=True)}"
                          if index < recent_from else f"- Q: {turn['query']}\n  A: {answer[:ANSWER_CHARS]}")  # fmt: skip
         for label, names in (("REPL variables kept from earlier turns", sorted(self.variables)),

@@ -192,7 +192,8 @@ def main_options(
                                  help="Show versions of rlm and its plugins."),
     config: Optional[Path] = typer.Option(None, "--config", help="Project config file (default: ./rlm.toml)."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False, help="More log output (-vv for debug)."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False,
+                                help="More log output (-vv for debug)."),
     log_json: bool = typer.Option(False, "--log-json", help="Log JSON lines on stderr."),
     trust_config: bool = typer.Option(False, "--trust-config", envvar="RLM_TRUST_CONFIG", help="Trust the project's "
                                       "rlm.toml / [tool.rlm] for this command (see `rlm config trust`)."),

@@ -18,7 +18,8 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
     from rlm_host.plugins import get_host
 
     loaded = command_settings(ctx)
-    rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin": "rlm-host",
+    rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True,
+                                   "plugin": "rlm-host",
              "detail": "the built-in loop (--env chooses the environment)", "hint": "",
              "description": "rlm's own RLM loop"}]  # fmt: skip
     for spec, owner in get_host().frameworks().items():

@@ -155,7 +155,8 @@ class LiveView:
     _on_code_end = _on_model_call_end
 
     def _on_compaction(self, event: RunEvent, indent: str) -> None:
-        self._print(f"{indent}  ⇣ history compacted: {event.data['turns_before']} → {event.data['turns_after']} turns", "yellow")
+        self._print(f"{indent}  ⇣ history compacted: {event.data['turns_before']} → {event.data['turns_after']} turns",
+                    "yellow")
 
     def _on_model_retry(self, event: RunEvent, indent: str) -> None:
         data = event.data
@@ -251,4 +252,5 @@ class Spinner:
         frame = FRAMES[int(now * 10) % len(FRAMES)]
         doing = list(self.doing.values())  # one C-level copy: the run's thread may change it meanwhile
         return Text(f"{frame} step {self.step_number} · {now - self.step_started:.1f}s (run {now - self.started:.1f}s)"
-                    f" · {self.tokens:,} tokens so far" + (f" · {doing[-1]}" if doing else ""), style="dim")  # fmt: skip
+                    f" · {self.tokens:,} tokens so far" + (f" · {doing[-1]}" if doing else ""),
+                    style="dim")  # fmt: skip

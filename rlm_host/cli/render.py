@@ -126,7 +126,8 @@ def render_summary(replay: Replay) -> str:
     labels = found if isinstance(found := settings.get("labels"), dict) else {}
     task = start.get("task") or (result.task if result else "")
     if start.get("question"):  # a chat turn: its task carries the conversation, its question is what was asked
-        session = f" (turn {labels.get('turn', '?')} of chat {labels['session_id']})" if labels.get("session_id") else ""
+        session = (f" (turn {labels.get('turn', '?')} of chat {labels['session_id']})"
+                   if labels.get("session_id") else "")
         parts.append(f"question: {_short(start['question'], 200)}{session}")
     elif task:
         parts.append(f"task: {_short(task, 200)}")

@@ -94,14 +94,16 @@ class RunSettings(Section):
     instructions: str | None = Field(None, description="domain guidance appended to the environment's system prompt "
                                      "(--instructions TEXT or @FILE); recorded with the run and a benchmark's identity")
     labels: dict[str, str] = Field(default_factory=dict, description="labels recorded with a run and sent to the sinks "
-                                   "(a benchmark sets benchmark_id, preset and case)", json_schema_extra={"flag": "--label"})
+                                   "(a benchmark sets benchmark_id, preset and case)",
+                                   json_schema_extra={"flag": "--label"})
     approve: Literal["auto", "ask", "read-only"] = Field(
         "auto", description="actions that change things (file writes, commands, destructive tools): 'auto' lets them "
         "go ahead, 'ask' waits for your yes on the terminal (or the TUI), 'read-only' refuses them; a refusal is an "
         "observation the model sees")
     approval_rules: dict[str, Literal["allow", "ask", "deny"]] = Field(
         default_factory=dict, description="per-tool approvals over --approve: TOOL=allow|ask|deny, TOOL an fnmatch "
-        "pattern ('run_command', 'mcp__github__*'); the first match wins", json_schema_extra={"flag": "--approval-rule"})
+        "pattern ('run_command', 'mcp__github__*'); the first match wins",
+        json_schema_extra={"flag": "--approval-rule"})
 
     @field_validator("tools", "sub_tools", mode="before")
     @classmethod

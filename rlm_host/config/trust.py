@@ -1,15 +1,14 @@
 """Project configuration is untrusted until the user says otherwise, as direnv and mise treat theirs.
 
-An ``rlm.toml`` or ``[tool.rlm]`` table found in the working directory may come from a cloned repository. Until
-``rlm config trust`` records its content hash in the user's config folder (``trusted.json``), the keys that could
-move a secret, weaken isolation or read a file outside the project are ignored, with one warning naming them:
-provider and sink endpoints, headers, keys and key variables; a sandbox that is not a security boundary and any
-sandbox setting but a number; ``allow_any_workdir``; paths (``@FILE`` instructions, folders, model files) that
-leave the project; prices (they decide when ``max_cost`` stops a run); tools (functions of the user's Python the
-model's code may call: host code). Limits may only tighten: a ceiling above
-what the user's own file (else the default) sets, ``strict = false`` over the user's ``true``, or an approval
-mode looser than the user's is ignored too. ``--trust-config`` or ``RLM_TRUST_CONFIG=1`` trust it for one command (CI). The user's own
-file, ``--config FILE``, ``RLM_*`` variables and flags are always trusted.
+An ``rlm.toml`` or ``[tool.rlm]`` table found in the working directory may come from a cloned repository. Until ``rlm
+config trust`` records its content hash in the user's config folder (``trusted.json``), the keys that could move a
+secret, weaken isolation or read a file outside the project are ignored, with one warning naming them: provider and sink
+endpoints, headers, keys and key variables; a sandbox that is not a security boundary and any sandbox setting but a
+number; ``allow_any_workdir``; paths (``@FILE`` instructions, folders, model files) that leave the project; prices (they
+decide when ``max_cost`` stops a run); tools (functions of the user's Python the model's code may call: host code).
+Limits may only tighten: a ceiling above what the user's own file (else the default) sets, ``strict = false`` over the
+user's ``true``, or an approval mode looser than the user's is ignored too. ``--trust-config`` or ``RLM_TRUST_CONFIG=1``
+trust it for one command (CI). The user's own file, ``--config FILE``, ``RLM_*`` variables and flags are always trusted.
 """
 
 from __future__ import annotations
@@ -97,7 +96,8 @@ def record_trust(path: Path, table: Optional[Mapping[str, Any]], env: Mapping[st
 
 
 def screen(entries: list[tuple[str, Any, str]], project: Path, host: Optional["PluginHost"] = None,
-           baseline: Optional[Mapping[str, Any]] = None) -> tuple[list[tuple[str, Any, str]], list[Ignored]]:  # fmt: skip
+           baseline: Optional[Mapping[str, Any]] = None) -> tuple[list[tuple[str, Any, str]],
+                                                                  list[Ignored]]:  # fmt: skip
     """Split an untrusted file's ``(key, value, label)`` entries into those kept and those ignored; ``baseline``
     maps dotted keys to the values trusted layers below it set (the user's file), which it may only tighten."""
     kept, ignored = [], []
@@ -129,8 +129,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if key == "run.output_type":
         return _outside(value, project) if isinstance(value, str) else ""
     if key.startswith("run.mcp_servers"):  # a server is a program the host starts, or an endpoint with headers
-        return "" if key.endswith(".disabled") and value is True else "starts an MCP server (a program the host runs, " \
-            "or a server your data goes to)"
+        return "" if key.endswith(".disabled") and value is True else \
+            "starts an MCP server (a program the host runs, or a server your data goes to)"
     if key in ("run.tools", "run.sub_tools"):
         return "runs functions of your Python on the host (a tool is host code)" if value else ""
     if key == "run.base_url":

@@ -41,7 +41,8 @@ class Budget:
             return f"{spent}/{limit}" if limit is not None else spent
 
         cost = f"${self.cost:.4f}" + (f" + {self.unpriced_calls} unpriced" if self.unpriced_calls else "")
-        parts = [f"tokens={against(f'{self.tokens:,}', f'{self.max_tokens:,}' if self.max_tokens is not None else None)}",
+        most = f"{self.max_tokens:,}" if self.max_tokens is not None else None
+        parts = [f"tokens={against(f'{self.tokens:,}', most)}",
                  f"cost={against(cost, f'${self.max_cost:g}' if self.max_cost is not None else None)}",
                  f"llm_calls={against(str(self.llm_calls), str(self.max_llm_calls))}",
                  f"remaining={max(self.remaining(), 0):.1f}s" if self.timeout != float("inf") else "",

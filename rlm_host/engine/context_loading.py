@@ -76,7 +76,8 @@ def _zip_media_type(path: Path) -> Optional[str]:
             if "mimetype" in names:  # EPUB, OpenDocument: the type is the first entry's content
                 return _head(package, "mimetype", 200).decode("ascii", errors="replace").strip() or None
             if "[Content_Types].xml" in names:  # Office Open XML: the main part's content type names the format
-                found = OOXML_MAIN.search(_head(package, "[Content_Types].xml", 200_000).decode("utf-8", errors="replace"))
+                types = _head(package, "[Content_Types].xml", 200_000).decode("utf-8", errors="replace")
+                found = OOXML_MAIN.search(types)
                 return found.group(1) if found else None
     except (zipfile.BadZipFile, OSError, KeyError, RuntimeError, ValueError, EOFError, zlib.error):
         return None

@@ -121,11 +121,12 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
              pool: Optional[dict[tuple[str, str], ModelConnector]] = None) -> RunPlan:  # fmt: skip
     """Resolve every name and value of a run before its first step (one clear error if any is wrong).
 
-    ``loaded``: the settings with the front door's run options merged in (``LoadedSettings.with_run``), so each
-    value's source is known; ``context``: the context itself, or ``ContextFiles`` to load here as the environment
-    needs; ``connectors``: ``root`` / ``sub`` connectors to use instead of the settings' models, or ``wrap``, a
-    callable given each connector planned (a fork's ``rlm_host.trajectory.fork.ForkConnector``). ``prices`` (the table the run's costs are counted with; by default the settings' own) says whether a
-    cost budget can be enforced: see :func:`cost_notices`. ``pool`` (model and options → connector) keeps the
+    ``loaded``: the settings with the front door's run options merged in (``LoadedSettings.with_run``), so each value's
+    source is known; ``context``: the context itself, or ``ContextFiles`` to load here as the environment needs;
+    ``connectors``: ``root`` / ``sub`` connectors to use instead of the settings' models, or ``wrap``, a callable given
+    each connector planned (a fork's ``rlm_host.trajectory.fork.ForkConnector``). ``prices`` (the table the run's costs
+    are counted with; by default the settings' own) says whether a cost budget can be enforced: see
+    :func:`cost_notices`. ``pool`` (model and options → connector) keeps the
     connectors built here for the next run that passes it: a chat session's turns play one script on."""
     run: RunSettings = loaded.settings.run
     framework_spec = None if run.framework == NATIVE_FRAMEWORK else host.frameworks().get(
@@ -180,7 +181,8 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     notices += sampling.notices
     output = output_type_of(run.output_type, where=loaded.source_of("run.output_type"))
     tools = resolve_tools(run.tools, where=loaded.source_of("run.tools"))
-    sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools, where=loaded.source_of("run.sub_tools"))
+    sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools,
+                                                                  where=loaded.source_of("run.sub_tools"))
     toolboxes = plan_toolboxes(host, run, workdir or Path.cwd(), home)
     prices = prices or PriceTable.from_settings(loaded.settings)
     if run.branch_width > 1:
@@ -209,7 +211,8 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
 
 def not_a_boundary(sandbox: SandboxPlan) -> str:
     """The first thing a run in a runtime that is no security boundary says (``--sandbox process``)."""
-    where = f" and can change {sandbox.services.workspace} and what lies beside it" if sandbox.services.workspace else ""
+    where = (f" and can change {sandbox.services.workspace} and what lies beside it"
+             if sandbox.services.workspace else "")
     return (f"sandbox {sandbox.name} is NOT a security boundary: the model's code and commands run with your user's "
             f"rights, can read your files{where}; use a boundary (monty, docker) for code you do not trust")
 

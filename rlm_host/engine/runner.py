@@ -73,14 +73,14 @@ class RLMRunner:
         loads as the environment needs), or None.
 
         ``settings``: the ``LoadedSettings`` of this run (the front doors pass theirs, run options merged in with
-        ``with_run``); default this runner's. ``options`` (any ``[run]`` setting by name) override them, for
-        programs and tests that call the runner directly. ``shared_budget`` is a ``Budget`` this run draws from as
-        well (runs of one ``RLM(shared_budget=True)``); ``event_types`` limits what ``on_event`` receives to those
-        event types (the trajectory and the sinks still get every event); ``carry`` (a ``VariableCarrier``) binds earlier variables in
+        ``with_run``); default this runner's. ``options`` (any ``[run]`` setting by name) override them, for programs
+        and tests that call the runner directly. ``shared_budget`` is a ``Budget`` this run draws from as well (runs of
+        one ``RLM(shared_budget=True)``); ``event_types`` limits what ``on_event`` receives to those event types (the
+        trajectory and the sinks still get every event); ``carry`` (a ``VariableCarrier``) binds earlier variables in
         the root run's sandbox and saves them after; ``approver`` is asked before actions that change things when
-        ``[run] approve`` (or a rule) says ask (``rlm_host.approvals``). ``question``: the user's own question
-        when ``task`` wraps it (a chat turn), recorded and listed in its place; ``connector_pool`` keeps the model
-        connectors for the next run given it (``plan_run``'s ``pool``).
+        ``[run] approve`` (or a rule) says ask (``rlm_host.approvals``). ``question``: the user's own question when
+        ``task`` wraps it (a chat turn), recorded and listed in its place; ``connector_pool`` keeps the model connectors
+        for the next run given it (``plan_run``'s ``pool``).
         """
         from rlm_host.config.run_options import keyword_label
 
@@ -176,7 +176,8 @@ class RLMRunner:
         reason: TerminationReason = "max_steps"
         closers: list[Callable[[], None]] = []
         # An environment that cannot be built (bad input it checks at once) fails the run before it starts.
-        environment = plan.environment_factory(plan.environment_settings, ctx) if plan.framework_factory is None else None
+        environment = (plan.environment_factory(plan.environment_settings, ctx)
+                       if plan.framework_factory is None else None)
         try:
             if environment is None:
                 completed, answer, reason = self._drive_framework(ctx, plan, steps, closers)
@@ -216,7 +217,8 @@ class RLMRunner:
         return result
 
     def _child_spawner(self, scope: RunScope, plan: RunPlan, budget: Budget, guard: RecursionGuard,
-                       approvals: Approvals, usage: RunUsage, usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:  # fmt: skip
+                       approvals: Approvals, usage: RunUsage,
+                       usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:  # fmt: skip
         """``spawn_child(task, context)`` of a run: a child run one level deeper, on the same plan, budget and guard,
         announced by ``child_run_start`` / ``child_run_end``; its whole usage counts as the parent's sub usage."""
 
@@ -235,7 +237,8 @@ class RLMRunner:
                 raise
             scope.emit("child_run_end", {"child_run_id": child.run_id, "completed": child.completed,
                                          "termination_reason": child.termination_reason,
-                                         "seconds": round(time.monotonic() - child_started, 3), "cost": child.cost})  # fmt: skip
+                                         "seconds": round(time.monotonic() - child_started, 3),
+                                         "cost": child.cost})  # fmt: skip
             with usage_lock:
                 usage.sub.merge(child.usage.root)
                 usage.sub.merge(child.usage.sub)

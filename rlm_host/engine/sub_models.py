@@ -31,7 +31,8 @@ class SubModels:
     """Allowed model names → connectors. ``ready`` maps names to connectors that exist already (root, sub)."""
 
     def __init__(self, allowed: Iterable[str], ready: dict[str, ModelConnector],
-                 make_connector: Callable[[str], ModelConnector], host: Optional["PluginHost"] = None) -> None:  # fmt: skip
+                 make_connector: Callable[[str], ModelConnector],
+                 host: Optional["PluginHost"] = None) -> None:  # fmt: skip
         self._host, self._make, self._lock = host, make_connector, threading.Lock()
         self._connectors: dict[str, ModelConnector] = {}
         self._names: dict[str, str] = {}  # every accepted spelling → the allowed entry it stands for

@@ -84,7 +84,8 @@ class GenericEnvironment:
     def messages(self, step: int) -> list[Message]:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}"]
         if self.ctx.context is not None:
-            lines.append("Context (variable `context` in the REPL):\n" + render_description(with_preview(self.ctx.context_meta, 200)))
+            lines.append("Context (variable `context` in the REPL):\n"
+                         + render_description(with_preview(self.ctx.context_meta, 200)))
         lines += self.history.prompt_sections()
         system = with_instructions(SYSTEM_PROMPT, self.ctx.instructions)
         return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(lines)}]
@@ -128,7 +129,8 @@ class GenericEnvironment:
         result = execute_code(self.ctx.scope, self.session, code, timeout, step=self._step)
         if result.final is not None:
             return ActionResult(action="final", observation={"stdout": truncate(result.stdout, 2000)}, code=code,
-                                reward=self.ctx.rewards.final_reward, done=True, final_response=answer_text(result.final))  # fmt: skip
+                                reward=self.ctx.rewards.final_reward, done=True,
+                                final_response=answer_text(result.final))  # fmt: skip
         limit = self.settings.max_output_chars
         observation = {"success": result.ok, "stdout": truncate(result.stdout, limit)}
         observation.update({key: truncate(value, limit // 2) for key in ("stderr", "error")
@@ -140,7 +142,8 @@ class GenericEnvironment:
     def _delegate(self, tasks: list[Any], context: Any, action: str) -> ActionResult:
         tasks = [str(t) for t in tasks if isinstance(t, str) and t.strip()]
         if not tasks:
-            return ActionResult(action=action, observation={"error": "no task given"}, reward=self.ctx.rewards.code_step(ok=False, stderr=False))
+            return ActionResult(action=action, observation={"error": "no task given"},
+                                reward=self.ctx.rewards.code_step(ok=False, stderr=False))
         with ThreadPoolExecutor(max_workers=min(self.settings.delegate_concurrency, len(tasks))) as pool:
             outcomes = list(pool.map(lambda task: self._one_child(task, context), tasks))
         observation = {"children": [record for record, _ in outcomes],
@@ -154,7 +157,8 @@ class GenericEnvironment:
             child = self.ctx.spawn_child(task, context)
         except RecursionRefused as refused:
             status = "blocked_by_cycle_guard" if refused.reason == "cycle" else "blocked_by_max_depth"
-            penalty = self.ctx.rewards.cycle_guard_penalty if refused.reason == "cycle" else -self.ctx.rewards.run_python_failure_penalty
+            rewards = self.ctx.rewards
+            penalty = rewards.cycle_guard_penalty if refused.reason == "cycle" else -rewards.run_python_failure_penalty
             return {"task": task, "status": status, "error": str(refused)}, penalty
         record = {"task": task, "run_id": child.run_id, "completed": child.completed, "answer": child.final_response,
                   "termination_reason": child.termination_reason}  # fmt: skip

@@ -108,7 +108,8 @@ class StepHistory:
         if self.memory:
             sections.append("Memory:\n" + "\n".join(f"- {note}" for note in self.memory[-notes:]))
         if self.steps:
-            sections.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in self.steps[-steps:]))
+            sections.append("Recent steps:\n"
+                            + "\n".join(json.dumps(s, ensure_ascii=False) for s in self.steps[-steps:]))
         return sections
 
 
@@ -131,7 +132,8 @@ def variable_snapshot(session: Any, baseline: set[str]) -> list[dict[str, Any]]:
     import ast
 
     try:
-        names = [n for n in session.list_variables() if n not in baseline and not n.startswith("_") and n.isidentifier()]
+        names = [n for n in session.list_variables()
+                 if n not in baseline and not n.startswith("_") and n.isidentifier()]
     except Exception:
         return []
     if not names:

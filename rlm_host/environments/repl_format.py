@@ -1,6 +1,7 @@
-"""The shape of a REPL-loop reply (pure_rlm's, and adk-rlm's in a framework run) as a GBNF grammar, for connectors that enforce it while the model writes
-(llama.cpp in-process or served, vLLM, SGLang): an optional line of prose, then one or two ```repl blocks (prose
-between them allowed) optionally followed by a ``FINAL(...)`` / ``FINAL_VAR(...)`` line, or that line alone.
+"""The shape of a REPL-loop reply (pure_rlm's, and adk-rlm's in a framework run) as a GBNF grammar, for connectors
+that enforce it while the model writes (llama.cpp in-process or served, vLLM, SGLang): an optional line of prose,
+then one or two ```repl blocks (prose between them allowed) optionally followed by a ``FINAL(...)`` /
+``FINAL_VAR(...)`` line, or that line alone.
 
 Every reply it allows is read by :func:`rlm_host.environments.pure_rlm.parsing.parse_reply` as code blocks, a
 final answer, or both (the code runs first, as it does for any reply), so even a tiny model's every step runs code

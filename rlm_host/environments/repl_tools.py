@@ -79,7 +79,8 @@ def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, 
             raise ConfigError(f"{where}: {reference} is not callable")
         name = name or getattr(function, "__name__", "")
         if not name.isidentifier() or name.startswith(("_", _PRIVATE)) or keyword.iskeyword(name):
-            raise ConfigError(f"{where}: {name!r} is not a usable function name", hint="give it one: name=module:function")
+            raise ConfigError(f"{where}: {name!r} is not a usable function name",
+                              hint="give it one: name=module:function")
         if name in RESERVED_NAMES:
             raise ConfigError(f"{where}: {name!r} is a name the REPL defines itself",
                               hint="rename it: tools={'my_name': fn} or --tool my_name=module:function")  # fmt: skip

@@ -87,7 +87,8 @@ class ChatCompactor:
     def _summarise(self, head: list[Message], folding: list[Message], window: int) -> str:
         share = max(200, int(window * 0.6) * CHARS_PER_TOKEN // max(1, len(folding) + 2))
         shown = [{"role": m["role"], "content": truncate(m["content"], share)} for m in folding]
-        earlier = [{"role": "user", "content": f"Summary of the work before:\n{self._summary}"}] if self._summary else []
+        earlier = ([{"role": "user", "content": f"Summary of the work before:\n{self._summary}"}]
+                   if self._summary else [])
         task = [m for m in head if m["role"] != "system"][:1]
         messages = task + earlier + shown + [{"role": "user", "content": COMPACTION_PROMPT}]
         completion = self.role.complete(_alternating(messages), purpose="compaction")

@@ -101,7 +101,8 @@ class SandboxTools:
             except OutputInvalid as invalid:
                 final, rejected = None, str(invalid)
         parts = [result.stdout.rstrip(), result.stderr.strip() and "stderr:\n" + result.stderr.rstrip(),
-                 result.error and "error:\n" + result.error.rstrip(), final is not None and f"FINAL answer given: {final}",
+                 result.error and "error:\n" + result.error.rstrip(),
+                 final is not None and f"FINAL answer given: {final}",
                  rejected is not None and ANSWER_REJECTED.format(problems=rejected)]  # fmt: skip
         text = truncate("\n".join(part for part in parts if part) or "(no output)", TOOL_OUTPUT_CHARS)
         return CodeOutcome(result, text, final, rejected)
@@ -197,7 +198,8 @@ def check_tool_names(tools: UserTools, taken: Any, framework: str) -> None:
     for name in tools.names:
         if name in taken:
             raise ConfigError(f"the tool {name!r} has the name of one of {framework}'s own tools",
-                              hint=f"rename it: tools={{'my_{name}': fn}} or --tool my_{name}=module:function")  # fmt: skip
+                              hint=f"rename it: tools={{'my_{name}': fn}} or "
+                                   f"--tool my_{name}=module:function")  # fmt: skip
 
 
 def _dressed(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.models.connector_base import MalformedBody, RetryingConnector, context_window_of, retry_after_of, token_count
+from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, context_window_of, retry_after_of,
+                                            token_count)
 from rlm_host.models.protocol import Completion, Message, ModelError, ModelOptions, ReplyFormat
 from rlm_host.models.reply_fields import OPENAI_STYLE, ReplyFormatFields
 from rlm_host.models.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text

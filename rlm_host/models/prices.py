@@ -97,7 +97,8 @@ class PriceTable:
 
     def __init__(self, overrides: Mapping[str, Any] | Iterable[Any] = ()) -> None:
         self.overrides: dict[str, dict[str, Price]] = {}
-        items = overrides.items() if isinstance(overrides, Mapping) else ((str(_field(e, "model")), e) for e in overrides)
+        items = (overrides.items() if isinstance(overrides, Mapping)
+                 else ((str(_field(e, "model")), e) for e in overrides))
         for key, value in items:
             provider, prefix = parse_key(key)
             self.overrides.setdefault(provider, {})[prefix] = _price(value)

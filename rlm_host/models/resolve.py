@@ -74,7 +74,8 @@ def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) 
 
 
 def resolve_connector(model: str, *, host: "PluginHost", settings: "LoadedSettings",
-                      options: Optional[ModelOptions] = None, home: Optional[Path] = None) -> ModelConnector:  # fmt: skip
+                      options: Optional[ModelOptions] = None,
+                      home: Optional[Path] = None) -> ModelConnector:  # fmt: skip
     """A ready connector for ``model`` (``auto`` resolved), built by its provider plugin."""
     if model == "auto":
         model, _ = auto_model(host)

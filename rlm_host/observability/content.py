@@ -129,7 +129,7 @@ class ContentSettings(BaseModel):
     """The content fields every tracing sink's settings share (``[sink.NAME] capture_content``,
     ``content_max_chars``); :func:`content_policy` reads them."""
 
-    capture_content: Optional[bool] = Field(None, description="send tasks, answers, prompts, replies, code, "
-                                            f"output and error text (default: yes, unless {CAPTURE_ENV}=false)")  # fmt: skip
+    capture_content: Optional[bool] = Field(None, description="send tasks, answers, prompts, replies, code, output "
+                                            f"and error text (default: yes, unless {CAPTURE_ENV}=false)")  # fmt: skip
     content_max_chars: int = Field(DEFAULT_MAX_CHARS, ge=200, le=1_000_000,
                                    description="characters of one text sent (a task, a message list, code, output)")

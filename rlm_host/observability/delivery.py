@@ -1,16 +1,16 @@
 """Delivering run events to sinks without ever slowing a run down or breaking it.
 
-Each sink gets a :class:`SinkWorker`: a bounded queue and a thread of its own that calls ``handle`` (so a sink
-may block on a remote backend), and the sink's optional ``flush()`` whenever it has caught up with the queue (so
-a sink that buffers in ``handle`` and sends in ``flush`` batches by itself: one request per step on a fast
-backend, everything that piled up in one request on a slow one). Emitting an event costs the run one ``put_nowait``. A sink that raises, falls
-``queue_size`` events behind, or leaves one call running longer than ``call_seconds`` is disabled for the rest of
-the run: one warning, and a ``sink_error`` event in the trajectory. Sinks get the recorded events; the live ones
-(``rlm_host.event_types``) only when the sink sets ``live_events`` (True, or the names it wants). At the end of the run tree,
-:class:`SinkDelivery` closes every sink at once and waits for them together until one deadline; what a sink has
+Each sink gets a :class:`SinkWorker`: a bounded queue and a thread of its own that calls ``handle`` (so a sink may block
+on a remote backend), and the sink's optional ``flush()`` whenever it has caught up with the queue (so a sink that
+buffers in ``handle`` and sends in ``flush`` batches by itself: one request per step on a fast backend, everything that
+piled up in one request on a slow one). Emitting an event costs the run one ``put_nowait``. A sink that raises, falls
+``queue_size`` events behind, or leaves one call running longer than ``call_seconds`` is disabled for the rest of the
+run: one warning, and a ``sink_error`` event in the trajectory. Sinks get the recorded events; the live ones
+(``rlm_host.event_types``) only when the sink sets ``live_events`` (True, or the names it wants). At the end of the run
+tree, :class:`SinkDelivery` closes every sink at once and waits for them together until one deadline; what a sink has
 not delivered by then is dropped with a warning. The run itself does not wait: it returns its answer while
-:meth:`SinkDelivery.close_in_background` delivers, and :func:`wait_for_sinks` (the CLI after printing the answer,
-the process at exit) waits for that.
+:meth:`SinkDelivery.close_in_background` delivers, and :func:`wait_for_sinks` (the CLI after printing the answer, the
+process at exit) waits for that.
 """
 
 from __future__ import annotations
@@ -129,7 +129,8 @@ class SinkWorker:
                 if item is _CLOSE:
                     if self._queue.empty():
                         break
-                elif self.disabled is None and self.sink is not None and (self.wanted is None or item.type in self.wanted):
+                elif (self.disabled is None and self.sink is not None
+                      and (self.wanted is None or item.type in self.wanted)):
                     self._call(functools.partial(self.sink.handle, item), item)  # called at once
                     if self._idle is not None and self._queue.empty() and self.disabled is None:
                         self._call(self._idle, item)  # caught up: a batching sink sends what it holds
@@ -167,7 +168,8 @@ class SinkDelivery:
     """The sinks of one run tree on its event bus; :meth:`close` flushes them all within one deadline, and
     :meth:`close_in_background` does so from a thread of its own so the run's answer is not kept waiting."""
 
-    def __init__(self, bus: EventBus, sinks: Sequence[tuple[str, Union[Sink, SinkStarter]]], *, flush_seconds: float = 10.0,
+    def __init__(self, bus: EventBus, sinks: Sequence[tuple[str, Union[Sink, SinkStarter]]], *,
+                 flush_seconds: float = 10.0,
                  call_seconds: float = 30.0, queue_size: int = QUEUE_SIZE) -> None:  # fmt: skip
         self._bus, self._flush_seconds, self._closed = bus, flush_seconds, False
         self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)

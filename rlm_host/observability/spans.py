@@ -225,7 +225,8 @@ class SpanBuilder:
         return span
 
     def _chat_span(self, state: _RunState, part: str, parent: Optional[str], start: float, end: float,
-                   usage: dict[str, Any], model: Optional[str] = None, provider: Optional[str] = None) -> SpanRecord:  # fmt: skip
+                   usage: dict[str, Any], model: Optional[str] = None,
+                   provider: Optional[str] = None) -> SpanRecord:  # fmt: skip
         """A ``chat`` span of run ``state`` (its parent: the run's span unless given; model and provider: the
         run's root model unless given)."""
         parent = parent or span_id_for(state.run_id, "run")
@@ -237,7 +238,8 @@ class SpanBuilder:
         span.attributes.update({"gen_ai.operation.name": "chat", "gen_ai.request.model": name,
                                 "gen_ai.provider.name": provider, "openinference.span.kind": "LLM",
                                 "rlm.model": model, "rlm.run_id": state.run_id})  # fmt: skip
-        for ours, theirs in (("input_tokens", "gen_ai.usage.input_tokens"), ("output_tokens", "gen_ai.usage.output_tokens")):
+        for ours, theirs in (("input_tokens", "gen_ai.usage.input_tokens"),
+                             ("output_tokens", "gen_ai.usage.output_tokens")):
             if isinstance(usage.get(ours), int):
                 span.attributes[theirs] = usage[ours]
         if isinstance(usage.get("cost"), (int, float)):
@@ -291,10 +293,12 @@ class SpanBuilder:
         seconds = float(data.get("seconds") or 0.0)
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}")
         span = self._chat_span(state, f"sub:{event.seq or self._sub_calls}", parent, event.ts - seconds, event.ts,
-                               data.get("usage") or {}, str(data.get("model") or ""), str(data.get("provider") or ""))  # fmt: skip
+                               data.get("usage") or {}, str(data.get("model") or ""),
+                               str(data.get("provider") or ""))  # fmt: skip
         span.attributes["rlm.sub_call.kind"] = str(data.get("kind") or "llm_query")
         if self._text_event(span, "rlm.prompt", event.ts - seconds, data.get("prompt")):
-            span.attributes["gen_ai.input.messages"] = self.content.messages([{"role": "user", "content": data["prompt"]}]) or ""
+            asked = [{"role": "user", "content": data["prompt"]}]
+            span.attributes["gen_ai.input.messages"] = self.content.messages(asked) or ""
         self._status(span, data.get("error"), "sub_call_error")
         if not data.get("error"):
             if self._text_event(span, "rlm.response", event.ts, data.get("response")):
@@ -311,7 +315,8 @@ class SpanBuilder:
         if state.model_calls:  # the summary's model call has its chat span: the run notes the fold
             summary = self.content.text(data.get("summary") or None)
             state.events.append(SpanEventRecord("rlm.compaction", _ns(event.ts),
-                                                {**attributes, **({"rlm.text": summary} if summary else {})}))  # fmt: skip
+                                                {**attributes,
+                                                 **({"rlm.text": summary} if summary else {})}))  # fmt: skip
             return []
         span = self._chat_span(state, f"compaction:{event.seq}", None, event.ts, event.ts, {})
         span.attributes.update({"rlm.compaction": True, **attributes})
@@ -340,7 +345,8 @@ class SpanBuilder:
     def _run_span(self, state: _RunState, end: float, result: dict[str, Any]) -> SpanRecord:
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, "run"), state.parent_span_id,
                           f"invoke_agent {state.attributes['gen_ai.agent.name']}", "internal", _ns(state.start),
-                          _ns(max(end, state.start)), state.run_id, dict(state.attributes), list(state.events))  # fmt: skip
+                          _ns(max(end, state.start)), state.run_id, dict(state.attributes),
+                          list(state.events))  # fmt: skip
         usage = found if isinstance(found := result.get("usage"), dict) else {}
         root, sub = usage.get("root") or {}, usage.get("sub") or {}
         for key in ("input_tokens", "output_tokens"):  # the run's totals: not gen_ai.usage.*, which a consumer

@@ -82,7 +82,8 @@ def _may_read() -> bool:
 def valid_listing(listing: Any) -> bool:
     return (isinstance(listing, dict) and len(listing) <= 1000
             and all(isinstance(name, str) and _NAME_RE.match(name) for name in listing)
-            and all(isinstance(text, str) and len(text) <= 1000 and text.isprintable() for text in listing.values()))  # fmt: skip
+            and all(isinstance(text, str) and len(text) <= 1000 and text.isprintable()
+                    for text in listing.values()))  # fmt: skip
 
 
 def read() -> Optional[dict[str, str]]:
@@ -95,7 +96,8 @@ def read() -> Optional[dict[str, str]]:
         data = _load(os.path.join(directory, _file_name(setup)))
         files = data["files"]
         if (data["setup"] != setup or data["path_times"] != _path_times()
-                or not isinstance(files, list) or not all(isinstance(f, list) and f and isinstance(f[0], str) for f in files)
+                or not isinstance(files, list)
+                or not all(isinstance(f, list) and f and isinstance(f[0], str) for f in files)
                 or [_stamp(f[0]) for f in files] != files):  # fmt: skip
             return None
         listing = data["commands"]

@@ -61,8 +61,9 @@ class Registry(Generic[T]):
         key = normalize_name(name)
         if key in self._clashes:
             first, second = self._clashes[key]
-            raise ComponentClashError(f"{self.kind} {name!r} is registered by both {first} and {second}", hint="uninstall "
-                                      f"one of them, or choose plugins with RLM_PLUGINS (e.g. RLM_PLUGINS={first})")
+            raise ComponentClashError(f"{self.kind} {name!r} is registered by both {first} and {second}",
+                                      hint="uninstall one of them, or choose plugins with RLM_PLUGINS "
+                                      f"(e.g. RLM_PLUGINS={first})")
         found = self._by_key.get(key)
         if found is None:
             choices = [*other_choices, *self.names()]

@@ -66,7 +66,8 @@ class _ProcessChannel(Channel):
         self.proc = proc  # a Popen, or a ForkedProcess from the fork server
         err = proc.stderr
         run_in_thread(lambda: self._drain(proc.stdout, proc.stdout, self._deliver), f"rlm-process-{proc.pid}")
-        run_in_thread(lambda: self._drain(err, iter(lambda: os.read(err.fileno(), 65536), b""), self.stderr_tail.append),
+        run_in_thread(lambda: self._drain(err, iter(lambda: os.read(err.fileno(), 65536), b""),
+                                          self.stderr_tail.append),
                       f"rlm-process-err-{proc.pid}")  # fmt: skip
 
     def _drain(self, stream: Any, pieces: Iterable[bytes], take: Callable[[bytes], object]) -> None:

@@ -177,7 +177,8 @@ class SessionBase:
             self._rebuilt = f"your variables were rebuilt by running the {done} earlier successful cell(s) again"
         else:
             self._rebuilt = (f"{done} of the {total} earlier cells were run again to rebuild your variables; cell "
-                             f"{done + 1} failed this time ({failed}), so variables made from it on are lost")  # fmt: skip
+                             f"{done + 1} failed this time ({failed}), so variables made from it on "
+                             "are lost")  # fmt: skip
 
     def _abandon(self) -> None:
         """The host was interrupted while the worker was busy: drop it; the next step says so and is not run."""

@@ -268,7 +268,8 @@ class Worker:
             return self.execute(message["code"])
         if op in ("set", "set_file"):
             self.ns[message["name"]] = (message.get("value") if op == "set"
-                                        else read_value_file(message["path"], message.get("format", "text")))  # fmt: skip
+                                        else read_value_file(message["path"],
+                                                             message.get("format", "text")))  # fmt: skip
             return {}
         if op == "get":
             name = message["name"]

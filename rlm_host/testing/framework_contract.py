@@ -134,7 +134,8 @@ def in_sandbox(contract: type[FrameworkContract], sandbox: str, distribution: st
     sandbox runtime, registered by ``distribution``: ``TestMineInBox = in_sandbox(TestMine, "box", "acme-box")``.
     (A copy, so pytest does not collect the original twice.)"""
     fields = {name: getattr(contract, name) for name in ("framework", "heavy_modules", "finishing_replies",
-                                                         "final_answer", "sub_rules", "working_reply", "modules")}  # fmt: skip
+                                                         "final_answer", "sub_rules", "working_reply",
+                                                         "modules")}  # fmt: skip
     fields.update(distribution=f"{contract.distribution},{distribution}", sandbox=sandbox)
     return type(f"{contract.__name__.removeprefix('Test')}In{sandbox.title()}", (FrameworkContract,), fields)
 

@@ -1,5 +1,5 @@
-"""``ProviderContract``: the test suite of the model connector protocol (``rlm_host.sdk.models.ModelConnector``) and of the
-``ProviderSpec`` fields the host reads, for every provider.
+"""``ProviderContract``: the test suite of the model connector protocol (``rlm_host.sdk.models.ModelConnector``) and
+of the ``ProviderSpec`` fields the host reads, for every provider.
 
 A provider plugin proves it keeps them by subclassing it in its tests::
 

@@ -66,7 +66,8 @@ def content_run(mark: str) -> dict[str, Any]:
             "root_replies": [f"```repl\n{code}```", f"```repl\nraise ValueError('error-{mark} ' + note)\n```",
                              f"FINAL(answer-{mark})"],
             "sub_rules": [{"match": "prompt-", "text": f"reply-{mark}"},
-                          {"match": "refused-", "error": f"HTTP 400: the server cannot read 'refused-{mark}'"}]}  # fmt: skip
+                          {"match": "refused-",
+                           "error": f"HTTP 400: the server cannot read 'refused-{mark}'"}]}  # fmt: skip
 
 
 def _recorded_path(result: RunResult) -> Path:
@@ -288,7 +289,8 @@ def _renamed(events: list[RunEvent], suffix: str) -> list[RunEvent]:
     renamed = []
     for event in events:
         update: dict[str, Any] = {"run_id": event.run_id + suffix, "root_run_id": event.root_run_id + suffix,
-                                  "parent_run_id": event.parent_run_id + suffix if event.parent_run_id else None}  # fmt: skip
+                                  "parent_run_id": event.parent_run_id + suffix
+                                  if event.parent_run_id else None}  # fmt: skip
         data = dict(event.data)
         for key in ("run_id", "parent_run_id", "child_run_id"):
             if isinstance(data.get(key), str):

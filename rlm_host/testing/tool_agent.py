@@ -292,7 +292,8 @@ class UserToolScenarios:
                                                       "tool_call", "tool_result", "final"]  # fmt: skip
         assert steps[0]["observation"]["args"] == {"sensor": "B"} and "42.7" in steps[1]["observation"]["output"]
         assert "sensor B is offline" in json.dumps(steps[3]["observation"])
-        written = [e["data"] for e in trajectory(result) if e["type"] == "sub_call" and e["data"]["kind"] == "tool_call"]
+        written = [e["data"] for e in trajectory(result)
+                   if e["type"] == "sub_call" and e["data"]["kind"] == "tool_call"]
         assert [(c["tool"], c.get("result"), c.get("error")) for c in written] == [
             ("reading", '"42.7"', None), ("recalibrate", None, "RuntimeError: sensor B is offline"),
             ("reading", '"no reading"', None)]  # fmt: skip

@@ -82,7 +82,8 @@ SHAPE = 'reply with one JSON object: {"tool": "<tool name>", "args": {...}} or {
 # ---------------------------------------------------------------------------------------------- prompting
 
 
-def render_tool_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True, answer_tools: Sequence[str] = ()) -> str:
+def render_tool_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True,
+                         answer_tools: Sequence[str] = ()) -> str:
     """The system prompt section teaching the protocol and listing ``tools``.
 
     ``text_answer``: the final answer is free text (``{"final": …}`` or plain text); when False, the answer is

@@ -112,7 +112,8 @@ def render_comparison(comparison: RunComparison) -> str:
         lines.append(f"the same {comparison.identical_steps} steps from start to end")
     else:
         d = comparison.divergence
-        lines.append(f"diverge at step {d.step} ({', '.join(d.differs_in)}); {comparison.identical_steps} steps alike before")
+        lines.append(f"diverge at step {d.step} ({', '.join(d.differs_in)}); {comparison.identical_steps} steps alike "
+                     "before")
         for label, side in (("A", d.a), ("B", d.b)):
             code = _words(side.code)[:100]
             shown = f"{side.action} [{'ok' if side.success else 'error'}]" + (f"  {code}" if code else "")

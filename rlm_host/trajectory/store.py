@@ -96,7 +96,8 @@ class TrajectoryWriter:
             self._file: Optional[IO[bytes]] = self.path.open("ab", buffering=0)
         except OSError as exc:
             raise InputError(f"cannot write runs to {self.path.parent}: {exc.strerror or exc}",
-                             hint="choose a writable run home: RLM_HOME=DIR, or [paths] home in rlm.toml") from None  # fmt: skip
+                             hint="choose a writable run home: RLM_HOME=DIR, or [paths] home in "
+                                  "rlm.toml") from None  # fmt: skip
         self._whole = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
         self._lock, self._held = threading.Lock(), b""  # _held: live event lines waiting for the next event
         self.failed: Optional[str] = None
@@ -255,7 +256,8 @@ def _open(path: Path) -> IO[bytes]:
         handle = open_regular(path, follow_links=False)
     except OSError as exc:
         raise CorruptTrajectoryError(f"{path} is not a trajectory file: {exc.strerror or exc}",
-                                     hint="a run's file is a regular file rlm run wrote, not a link") from exc  # fmt: skip
+                                     hint="a run's file is a regular file rlm run wrote, "
+                                          "not a link") from exc  # fmt: skip
     if os.fstat(handle.fileno()).st_size > MAX_TRAJECTORY_BYTES:
         handle.close()
         raise CorruptTrajectoryError(f"{path} is larger than {MAX_TRAJECTORY_BYTES:,} bytes: not read",
@@ -363,7 +365,8 @@ class RunStore:
         return RunSummary(run_id=event.root_run_id, task=task, started=_iso(event.ts), path=str(path),
                           environment=str(data.get("environment") or ""), framework=str(data.get("framework") or ""),
                           model=str(data.get("model") or ""),
-                          labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {})  # fmt: skip
+                          labels={str(k): str(v) for k, v in labels.items()}
+                          if isinstance(labels, dict) else {})  # fmt: skip
 
     @staticmethod
     def _with_final(summary: RunSummary, data: dict[str, Any]) -> RunSummary:
@@ -447,7 +450,8 @@ class RunStore:
                     from rlm_host import logs
 
                     logs.get_logger("rlm.trajectory").warning("truncated last line skipped", path=str(path),
-                                                              line=number, why="the run was probably killed")  # fmt: skip
+                                                              line=number,
+                                                              why="the run was probably killed")  # fmt: skip
                     continue
                 hint = "the file was damaged or edited by hand; remove that line or the file"
                 raise CorruptTrajectoryError(f"{path}:{number}: not a valid run event ({reason})", hint=hint) from exc

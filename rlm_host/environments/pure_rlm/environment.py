@@ -40,7 +40,8 @@ class PureRLMSettings(BaseModel):
                                    "(a batch runs all its calls together up to this and the provider's limit)")
     compaction: bool = Field(True, description="summarise old turns when the history nears the context window")
     compaction_threshold: float = Field(0.85, gt=0, le=1, description="share of the context window")
-    context_window: Optional[int] = Field(None, ge=1024, description="root model's window, tokens (default: provider's, else 32768)")
+    context_window: Optional[int] = Field(None, ge=1024,
+                                          description="root model's window, tokens (default: provider's, else 32768)")
     keep_last_turns: int = Field(4, ge=0, description="turns kept verbatim when compacting")
     record_variables: bool = Field(True, description="record the REPL's variables (name, type, size, short repr) "
                                    "after each step that ran code, for replay")
@@ -154,7 +155,8 @@ class PureRLMEnvironment:
         if not text or not text.strip():
             detail = reply.raw.get("malformed", "the reply was empty")
             self.history.add_turn(text or "", f"Your reply was empty ({detail}). {prompts.NO_CODE}")
-            return ActionResult(action="malformed_reply", observation={"error": detail}, reward=-self.ctx.rewards.no_action_penalty)
+            return ActionResult(action="malformed_reply", observation={"error": detail},
+                                reward=-self.ctx.rewards.no_action_penalty)
 
         parsed = parse_reply(text)
         results: list[ExecResult] = []
@@ -172,7 +174,8 @@ class PureRLMEnvironment:
         source = "code" if final is not None else None
         refused_first = False  # [run] nudge_first_answer: a FINAL at step 1 before any code looked at the context
         if final is None and parsed.final_kind is not None:
-            final, note = self._final_from_text(parsed.final_kind, parsed.final_text or "", step, ran_code=bool(results))
+            final, note = self._final_from_text(parsed.final_kind, parsed.final_text or "", step,
+                                                ran_code=bool(results))
             source = "text" if final is not None else None
             refused_first = note == prompts.NUDGE_FIRST_ANSWER
             if note:
@@ -222,7 +225,8 @@ class PureRLMEnvironment:
 
     # ------------------------------------------------------------------ helpers
 
-    def _final_from_text(self, kind: str, argument: str, step: int, *, ran_code: bool) -> tuple[Optional[FinalSignal], Optional[str]]:
+    def _final_from_text(self, kind: str, argument: str, step: int, *,
+                         ran_code: bool) -> tuple[Optional[FinalSignal], Optional[str]]:
         assert self.session is not None
         if kind == "direct" and step == 1 and not ran_code and not self.nudged and self.ctx.nudge_first_answer \
                 and self.ctx.context is not None:  # fmt: skip
@@ -265,7 +269,8 @@ class Trial:
 
 
 def _block_record(code: str, result: ExecResult) -> dict[str, Any]:
-    record: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, 4000), "duration_s": round(result.duration_s, 4)}
+    record: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, 4000),
+                              "duration_s": round(result.duration_s, 4)}
     record.update({key: truncate(value, 4000) for key in ("stderr", "error") if (value := getattr(result, key))})
     record.update({key: True for key in ("timed_out", "restarted") if getattr(result, key)})
     if result.final is not None:

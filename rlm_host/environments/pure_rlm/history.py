@@ -26,7 +26,8 @@ class History:
 
     def messages(self) -> list[Message]:
         summary = [{"role": "user", "content": f"Summary of the earlier steps (compacted):\n{self.summary}"}]
-        return [self.system, self.opening, *(summary if self.summary else []), *(m for turn in self.turns for m in turn)]
+        return [self.system, self.opening, *(summary if self.summary else []),
+                *(m for turn in self.turns for m in turn)]
 
     def add_turn(self, reply: str, observation: str) -> None:
         self.turns.append(({"role": "assistant", "content": reply}, {"role": "user", "content": observation}))
