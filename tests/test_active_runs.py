@@ -254,7 +254,8 @@ def test_an_unwritable_registry_leaves_the_run_going_unregistered(tmp_path, capl
     folder.parent.mkdir(parents=True)
     folder.write_text("a file where the folder should be")
     root = ScriptedConnector.from_responses(["FINAL(7)"])
-    result = RLM(home=tmp_path / "home", sandbox="process", connectors={"root": root, "sub": root}).completion(None, "q")
+    rlm = RLM(home=tmp_path / "home", sandbox="process", connectors={"root": root, "sub": root})
+    result = rlm.completion(None, "q")
     assert result.final_response == "7"
     assert "not in the registry of active runs" in caplog.text
 
@@ -294,7 +295,8 @@ def test_a_secret_in_the_task_stays_out_of_the_registry_and_its_listing(tmp_path
         on_disk = b"".join(path.read_bytes() for path in ActiveRuns().dir.iterdir())
         keyless = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         shown = [subprocess.run([*RLM_CMD, "runs", "active", *flag], capture_output=True, text=True, timeout=60,
-                                env={**keyless, "RLM_HOME": str(home)}).stdout for flag in ([], ["--json"])]  # fmt: skip
+                                env={**keyless, "RLM_HOME": str(home)}).stdout
+                 for flag in ([], ["--json"])]  # fmt: skip
     finally:
         proc.kill()
         proc.wait()

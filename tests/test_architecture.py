@@ -164,7 +164,8 @@ def faces_used(path: Path) -> list[tuple[str, list[str], int]]:
             if module == "rlm_host" or module.startswith("rlm_host.")]  # fmt: skip
     tree = ast.parse(path.read_text())
     aliases = {alias.asname or alias.name: alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-               for alias in node.names if alias.name.startswith("rlm_host") and (alias.asname or "." not in alias.name)}  # fmt: skip
+               for alias in node.names
+               if alias.name.startswith("rlm_host") and (alias.asname or "." not in alias.name)}  # fmt: skip
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             module = aliases[node.value.id]
@@ -218,7 +219,8 @@ def test_the_root_stays_small_and_the_kits_resolve():
         with pytest.warns(DeprecationWarning, match=name):
             value = rlm_host.__getattr__(name)
         assert value is getattr(importlib.import_module(kit), rlm_host._RENAMED.get(name, name))
-    frameworks, tools = importlib.import_module("rlm_host.sdk.frameworks"), importlib.import_module("rlm_host.sdk.tools")
+    frameworks = importlib.import_module("rlm_host.sdk.frameworks")
+    tools = importlib.import_module("rlm_host.sdk.tools")
     for name in frameworks.MOVED_TO_TOOLS:  # tool calling as text left the frameworks kit: still there for a release
         assert name in tools.__all__ and name not in frameworks.__all__
         with pytest.warns(DeprecationWarning, match="rlm_host.sdk.tools"):

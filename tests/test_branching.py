@@ -41,7 +41,8 @@ def test_three_candidates_per_step_are_tried_and_the_best_is_kept(rlm_cli, rlm_s
     assert branches[2]["output"] == "from a dropped copy\n"
     assert "NameError" in branches[3]["error"], "a dropped candidate's variables are not in the kept REPL"
     steps = [e["data"] for e in events if e["type"] == "step"]
-    assert steps[0]["code"].startswith("x = 6 * 7") and [v["name"] for v in steps[0]["observation"]["variables"]] == ["x"]
+    assert steps[0]["code"].startswith("x = 6 * 7")
+    assert [v["name"] for v in steps[0]["observation"]["variables"]] == ["x"]
     shown = rlm_cli("runs", "show", result["run_id"])
     assert "candidates (3):" in shown.out and "score +0.80 · kept  x = 6 * 7" in shown.out
 

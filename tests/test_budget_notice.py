@@ -1,5 +1,6 @@
 """``--max-cost`` is never passed without a word: when the last call crossed the budget the run says so (stderr and
-an ``over_budget`` note in the RunResult and the final event), and ``--quiet`` does not hide that a model cannot be priced."""
+an ``over_budget`` note in the RunResult and the final event), and ``--quiet`` does not hide that a model cannot be
+priced."""
 
 import json
 from pathlib import Path
@@ -54,7 +55,8 @@ def test_quiet_still_warns_that_a_model_cannot_be_priced(rlm, isolated_env):
     with OpenAIServer() as server:
         server.push(answer("FINAL(7)"))
         result = rlm("run", "q", "--model", "deepinfra:some-model", "--base-url", server.url, "--max-cost", "0.5",
-                     "--sandbox", "process", "-q", plugins=["rlm-provider-compatible"], env={"DEEPINFRA_API_KEY": "di-test"})  # fmt: skip
+                     "--sandbox", "process", "-q", plugins=["rlm-provider-compatible"],
+                     env={"DEEPINFRA_API_KEY": "di-test"})  # fmt: skip
     assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
     assert result.stderr.count("no price is known for deepinfra:some-model") == 1, result.stderr
     assert "! no price is known" in result.stderr

@@ -112,7 +112,8 @@ def test_an_ordered_script_plays_on_across_turns_and_runs_list_the_question(rlm,
     work = Path(isolated_env["WORK"])
     (work / "nums.txt").write_text("20 22\n")
     (work / "chat.json").write_text(json.dumps({"responses": [
-        "```repl\ntotal = sum(int(x) for x in context.split())\nanswer = total\nprint(answer)\n```", "FINAL_VAR(answer)",
+        "```repl\ntotal = sum(int(x) for x in context.split())\nanswer = total\nprint(answer)\n```",
+                                                              "FINAL_VAR(answer)",
         "```repl\nanswer = total + 1\nprint(answer)\n```", "FINAL_VAR(answer)"]}))
     chat = rlm("chat", "--context", "nums.txt", "--model", "scripted:chat.json", "--sandbox", "process", "--quiet",
                plugins=PLUGINS, input="Sum the numbers\nAdd one\n/exit\n")  # fmt: skip

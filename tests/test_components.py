@@ -74,5 +74,6 @@ def test_readiness_uses_custom_check_and_contains_its_failures():
 
 
 def test_failed_custom_check_falls_back_to_install_hint():
-    spec = EnvironmentSpec("d", "d", "builtins:dict", check=lambda settings: Readiness(False, "no"), install_hint="do this")
+    spec = EnvironmentSpec("d", "d", "builtins:dict", check=lambda settings: Readiness(False, "no"),
+                           install_hint="do this")
     assert spec.readiness() == Readiness(False, "no", "do this")

@@ -66,7 +66,8 @@ def test_host_and_a_plugin_install_from_the_wheelhouse_and_run(wheelhouse, tmp_p
     work = tmp_path / "work"
     work.mkdir()
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    where = run(venv / "bin" / "python", "-c", "import rlm_host, rlm_sandbox_monty as m; print(rlm_host.__file__, m.__file__)",
+    where = run(venv / "bin" / "python", "-c",
+                "import rlm_host, rlm_sandbox_monty as m; print(rlm_host.__file__, m.__file__)",
                 env=env, cwd=work).stdout  # fmt: skip
     assert str(REPO) not in where and str(venv) in where  # installed files, not the repository
     doctor = json.loads(run(venv / "bin" / "rlm", "plugins", "doctor", "--json", env=env, cwd=work).stdout)
@@ -74,7 +75,8 @@ def test_host_and_a_plugin_install_from_the_wheelhouse_and_run(wheelhouse, tmp_p
         ("sandbox", "monty", "rlm-sandbox-monty"), ("environment", "pure_rlm", "rlm-host")}
     (work / "notes.txt").write_text("alpha beta gamma\n" * 100)
     (work / "script.json").write_text(json.dumps(["```repl\nn = len(context.split())\nprint(n)\n```", "FINAL_VAR(n)"]))
-    answer = run(venv / "bin" / "rlm", "run", "How many words?", "--context", "notes.txt", "--model", "scripted:script.json",
+    answer = run(venv / "bin" / "rlm", "run", "How many words?", "--context", "notes.txt", "--model",
+                 "scripted:script.json",
                  "--json", env=env, cwd=work)  # fmt: skip
     result = json.loads(answer.stdout)
     assert result["final_response"] == "300" and result["sandbox"] == "monty" and result["completed"]

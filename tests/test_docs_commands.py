@@ -1,6 +1,6 @@
-"""The docs check: every ``rlm …`` command of README.md, the docs site (docs/**/*.md) and the plugin READMEs (```bash blocks, ``$ rlm …`` lines
-of sessions), in an isolated HOME with every installed plugin and no API key, each page in a working folder of its
-own.
+"""The docs check: every ``rlm …`` command of README.md, the docs site (docs/**/*.md) and the plugin READMEs
+(```bash blocks, ``$ rlm …`` lines of sessions), in an isolated HOME with every installed plugin and no API key,
+each page in a working folder of its own.
 
 For each command: ``rlm <its sub-command> --help`` must succeed and list every ``--flag`` the page uses with it;
 the commands in ``RUN`` also run as printed — in page order, in the page's folder, with its session's files and
@@ -85,16 +85,19 @@ RUN: dict[str, Expect] = {
     'rlm run "Which parts are out of stock?" --context orders.txt --tool mytools:lookup':
         ok(says="nuts: none left in stock", env={"RLM_RUN__MODEL": "scripted:tools.json"}),
     'rlm run "Which sensor failed on day 117?" --context samples/station_log.txt --output-schema incident.json --json':
-        ok(says='"output": {\n    "sensor": "T4",\n    "reading": -41.7', env={"RLM_RUN__MODEL": "scripted:typed.json"}),
+        ok(says='"output": {\n    "sensor": "T4",\n    "reading": -41.7',
+           env={"RLM_RUN__MODEL": "scripted:typed.json"}),
     # docs/guide/configuration.md: a cloned project's settings, ignored until trusted
-    'rlm run "q" --context notes.txt': ok(says="is not trusted, so these settings were ignored: run.base_url (sends your "
+    'rlm run "q" --context notes.txt': ok(says="is not trusted, so these settings were ignored: run.base_url (sends "
+                                          "your "
                                                "API key to another server); run.sandbox (runs model code without a "
                                                "security boundary)"),
     # docs/guide/models.md (the session's scripted model: the page names none)
     'rlm run "Summarise the incidents" --context samples/station_log.txt --temperature 0.2 --seed 7 --sub-sampling '
     "temperature=0": ok(says="one incident: T4"),
     # docs/guide/observability.md
-    'rlm run "How many words are there?" --context notes.txt --model scripted:script.json --sink otel --quiet': ok(says="9"),
+    'rlm run "How many words are there?" --context notes.txt --model scripted:script.json --sink otel --quiet':
+        ok(says="9"),
     "docs/guide/observability.md :: rlm runs show latest": ok(says="sinks: local, otel"),
     "rlm traces overview .rlm/observability/otel-traces.jsonl": ok(says='"pure_rlm": 1'),
     # docs/guide/python-api.md: the page's typed lines
@@ -141,7 +144,8 @@ RUN: dict[str, Expect] = {
                                  ("deepagents", "agent.json"), ("dspy-rlm", "dspy.json"))},
     'rlm run "Who will ship the parser fix, and when?" --framework dspy --context notes.txt --model replay:latest '
     "--sandbox process -q": ok(says="Bo, on Friday."),
-    'rlm run "Who will ship the parser fix, and when?" --framework dspy --context notes.txt --model scripted:script.json '
+    'rlm run "Who will ship the parser fix, and when?" --framework dspy --context notes.txt --model '
+    'scripted:script.json '
     "--sandbox monty --max-steps 1": ok(1, says="max_steps after 1 step"),
     # docs/guide/run.md: an MCP server's tools in the REPL (the page's own server, started with this Python), a
     # run's page
@@ -195,9 +199,12 @@ RUN: dict[str, Expect] = {
     'rlm run "How many words?" --context notes.txt --model scripted:script.json --sink langfuse': ok(says="150"),
     'rlm run "How many words?" --context notes.txt --model scripted:script.json --sink langsmith': ok(says="150"),
     'rlm run "How many words?" --context notes.txt --model scripted:script.json --sink logfire': ok(says="150"),
-    'rlm run "How many words?" --context notes.txt --sink langfuse': ok(says="150", env={"RLM_RUN__MODEL": "scripted:script.json"}),
-    'rlm run "How many words?" --context notes.txt --sink langsmith': ok(says="150", env={"RLM_RUN__MODEL": "scripted:script.json"}),
-    'rlm run "How many words?" --context notes.txt --sink logfire': ok(says="150", env={"RLM_RUN__MODEL": "scripted:script.json"}),
+    'rlm run "How many words?" --context notes.txt --sink langfuse':
+        ok(says="150", env={"RLM_RUN__MODEL": "scripted:script.json"}),
+    'rlm run "How many words?" --context notes.txt --sink langsmith':
+        ok(says="150", env={"RLM_RUN__MODEL": "scripted:script.json"}),
+    'rlm run "How many words?" --context notes.txt --sink logfire':
+        ok(says="150", env={"RLM_RUN__MODEL": "scripted:script.json"}),
     "plugins/rlm-sink-langsmith/README.md :: rlm plugins doctor --sink langsmith": ok(0, 1),
     "plugins/rlm-sink-logfire/README.md :: rlm plugins doctor --sink logfire": ok(0, 1),
     "rlm plugins doctor --sink mlflow": ok(says="mlflow.db opens"),  # MLflow's default local store, opened
@@ -360,7 +367,8 @@ def classification(where: str, command: str) -> str:
 def test_every_documented_command_is_classified():
     """A new command on any page must be placed: run here (RUN, with its session) or skipped with a reason (SKIP);
     and a RUN entry no page shows any more must go (the check would run nothing for it)."""
-    unplaced = [f"{where}: {command}" for where, command in DOCUMENTED if classification(where, command) == "unclassified"]
+    unplaced = [f"{where}: {command}" for where,
+                command in DOCUMENTED if classification(where, command) == "unclassified"]
     assert not unplaced, "classify (RUN or SKIP):\n" + "\n".join(unplaced)
     shown = {command for _, command in DOCUMENTED} | {re.sub(r"\s*\[[^\]]*\]", "", c).strip() for _, c in DOCUMENTED}
     stale = [key for key in RUN if key.split(" :: ")[-1] not in shown]

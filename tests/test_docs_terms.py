@@ -56,7 +56,8 @@ def test_mcp_serve_says_what_it_serves_and_how_to_stop(rlm_isolated):
         try:
             lines = _banner(proc, "stop with Ctrl-C")
             text = "\n".join(lines)
-            assert ("over stdio" if transport == "stdio" else "serving streamable HTTP at http://127.0.0.1:0/mcp") in text
+            said = "over stdio" if transport == "stdio" else "serving streamable HTTP at http://127.0.0.1:0/mcp"
+            assert said in text
             assert f"roots {docs}" in text and "model scripted:s.json" in text and "sandbox process" in text
             assert lines and lines[-1].startswith("rlm mcp: stop with Ctrl-C")
             proc.send_signal(signal.SIGINT)

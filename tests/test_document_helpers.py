@@ -62,5 +62,6 @@ def test_the_helpers_in_every_runtime(tmp_path, monkeypatch, sandbox):
 def test_one_document_gets_no_file_helpers_in_the_prompt(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     root = ScriptedConnector.from_responses(["```repl\nprint(len(context))\n```", "FINAL(1)"])
-    isolated_runner(tmp_path, sandbox="process").run_task("q", context="one text", connectors={"root": root, "sub": root})
+    isolated_runner(tmp_path, sandbox="process").run_task("q", context="one text",
+                                                          connectors={"root": root, "sub": root})
     assert "switch_to" not in root.calls[0][0]["content"] and "list_files" not in root.calls[0][0]["content"]

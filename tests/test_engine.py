@@ -45,7 +45,9 @@ def test_context_never_enters_the_root_prompt_and_prompt_size_is_flat(runner):
 
 def test_list_and_json_contexts(runner):
     docs = ["first doc", "second doc mentions 4217"]
-    result, _, _ = run(runner, "Which doc?", ["```repl\nprint(len(context), list_files())\nFINAL(load_file('document_1'))\n```"], context=docs)
+    result, _, _ = run(runner, "Which doc?",
+                       ["```repl\nprint(len(context), list_files())\nFINAL(load_file('document_1'))\n```"],
+                       context=docs)
     assert result.final_response == "second doc mentions 4217"
     result, _, _ = run(runner, "Key?", ["```repl\nFINAL(context['a']['b'])\n```"], context={"a": {"b": [1, 2]}})
     assert result.final_response == "[1, 2]"
@@ -70,7 +72,8 @@ def test_submit_ends_the_run_with_fields(runner):
 
 
 def test_final_var_of_a_missing_variable_is_an_error_observation(runner):
-    result, events, root = run(runner, "q", ["```repl\nprint(1)\n```\nFINAL_VAR(nothing_here)", "```repl\nx = 'ok'\n```",
+    result, events, root = run(runner, "q",
+                               ["```repl\nprint(1)\n```\nFINAL_VAR(nothing_here)", "```repl\nx = 'ok'\n```",
                                              "FINAL_VAR(x)"], context="c")  # fmt: skip
     assert result.final_response == "ok" and result.steps == 3
     first = [e for e in events if e.type == "step"][0].data
@@ -181,7 +184,8 @@ def test_a_failing_sub_call_raises_inside_the_repl(runner):
 
 
 def test_batched_sub_calls_keep_order(runner):
-    code = "```repl\nanswers = llm_query_batched(['say ' + str(i) for i in range(6)])\nprint(answers)\nFINAL_VAR('answers')\n```"
+    code = ("```repl\nanswers = llm_query_batched(['say ' + str(i) for i in range(6)])\nprint(answers)\n"
+            "FINAL_VAR('answers')\n```")
     rules = [{"match": f"say {i}", "text": f"A{i}", "delay": 0.05 * (6 - i)} for i in range(6)]
     result, events, _ = run(runner, "q", [code], sub_rules=rules, context="c")
     assert json.loads(result.final_response) == [f"A{i}" for i in range(6)]
@@ -202,7 +206,8 @@ def test_rlm_query_runs_a_child_one_level_deeper(runner):
 
 def test_rlm_query_at_max_depth_is_a_plain_llm_query(runner):
     code = "```repl\nr = rlm_query('sub question')\nFINAL_VAR('r')\n```"
-    result, events, _ = run(runner, "q", [code], sub_rules=[{"match": "sub question", "text": "plain"}], context="c", max_depth=0)
+    result, events, _ = run(runner, "q", [code], sub_rules=[{"match": "sub question", "text": "plain"}], context="c",
+                            max_depth=0)
     assert result.final_response == "plain"
     assert [e.data["kind"] for e in events if e.type == "sub_call"] == ["rlm_query(max_depth: plain llm_query)"]
 
@@ -224,7 +229,8 @@ def test_history_compaction_keeps_the_last_turns(runner, tmp_path):
                                           "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"})  # fmt: skip
     noisy = "Thinking aloud: " + "x" * 3000 + "\n```repl\nprint('x' * 3000)\n```"  # replies are kept whole
     root = ScriptedConnector.from_responses([noisy, noisy, noisy, "FINAL(done)"],
-                                            rules=[{"match": "Summarise the work so far", "text": "SUMMARY-1"}])  # fmt: skip
+                                            rules=[{"match": "Summarise the work so far",
+                                                    "text": "SUMMARY-1"}])  # fmt: skip
     events = []
     result = compacting.run_task("q", context="c", sandbox="process", connectors={"root": root}, on_event=events.append)
     assert result.completed
@@ -277,11 +283,14 @@ def test_generic_delegate_and_the_cycle_guard(runner):
 
 def test_generic_delegate_runs_a_child(runner):
     root = ScriptedConnector.from_responses(
-        [json.dumps({"action": "delegate", "task": "child task"}), json.dumps({"action": "final", "final_response": "ok"})],
-        rules=[{"match": "Task: child task", "text": json.dumps({"action": "final", "final_response": "child answer"})}],
+        [json.dumps({"action": "delegate", "task": "child task"}),
+         json.dumps({"action": "final", "final_response": "ok"})],
+        rules=[{"match": "Task: child task",
+                "text": json.dumps({"action": "final", "final_response": "child answer"})}],
     )
     events = []
-    result = runner.run_task("parent", environment="generic", sandbox="process", connectors={"root": root}, on_event=events.append)
+    result = runner.run_task("parent", environment="generic", sandbox="process", connectors={"root": root},
+                             on_event=events.append)
     step = [e for e in events if e.type == "step" and e.depth == 0][0].data
     assert step["observation"]["children"][0]["answer"] == "child answer"
     assert result.completed

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlm_host.event_types import LIVE_EVENT_TYPES, ChildRunEnd, CodeEnd, CodeStart, ModelCallEnd, ModelCallStart, StepStart, SubCallStart
+from rlm_host.event_types import (LIVE_EVENT_TYPES, ChildRunEnd, CodeEnd, CodeStart, ModelCallEnd, ModelCallStart,
+                                  StepStart, SubCallStart)
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.models.scripted import ScriptedConnector
 from rlm_host.plugins.host import PluginHost
@@ -50,17 +51,20 @@ def test_native_loop_with_code_and_a_sub_call_in_order(runner):
         by_type.setdefault(event.type, []).append(event)
     assert by_type["step_start"][1].payload() == StepStart(step=2)
     root_start, root_end, sub_start, sub_end = (by_type["model_call_start"][0], by_type["model_call_end"][0],
-                                                by_type["model_call_start"][1], by_type["model_call_end"][1])  # fmt: skip
+                                                by_type["model_call_start"][1],
+                                                by_type["model_call_end"][1])  # fmt: skip
     assert isinstance(root_start.payload(), ModelCallStart) and isinstance(root_end.payload(), ModelCallEnd)
     assert root_start.data["call"] == root_end.data["call"] != sub_start.data["call"] == sub_end.data["call"]
-    assert (root_end.payload().role, root_end.payload().purpose, root_end.payload().model) == ("root", "turn", "scripted:root")
+    ended = root_end.payload()
+    assert (ended.role, ended.purpose, ended.model) == ("root", "turn", "scripted:root")
     assert (sub_end.payload().role, sub_end.payload().purpose) == ("sub", "sub_call")
     assert root_end.payload().output_tokens > 0 and root_end.payload().error is None and root_end.payload().seconds >= 0
     assert root_start.operation == root_end.operation == "chat"
     code_start, code_end = by_type["code_start"][0].payload(), by_type["code_end"][0].payload()
     assert isinstance(code_start, CodeStart) and isinstance(code_end, CodeEnd)
     assert (code_start.step, code_start.block, code_start.code) == (1, 1, "x = llm_query('Say hi')\nprint(x)\n")
-    assert code_end.call == code_start.call and code_end.ok and not code_end.final and "stdout" not in by_type["code_end"][0].data
+    assert code_end.call == code_start.call and code_end.ok and not code_end.final
+    assert "stdout" not in by_type["code_end"][0].data
     sub_call_start = by_type["sub_call_start"][0].payload()
     assert isinstance(sub_call_start, SubCallStart) and sub_call_start.kind == "llm_query"
     assert sub_call_start.prompt_hash == by_type["sub_call"][0].data["prompt_hash"]

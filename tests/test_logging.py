@@ -34,7 +34,8 @@ def test_library_records_and_rlm_events_share_the_json_format(capsys):
     library, own, failure = (json.loads(line) for line in lines(capsys))
     assert library["event"].startswith("HTTP Request: POST") and library["logger"] == "httpx"
     assert library["level"] == "info" and library["timestamp"].endswith("Z")
-    assert (own["event"], own["plugin"], own["logger"], own["level"]) == ("plugin broken", "p", "rlm.plugins", "warning")
+    assert (own["event"], own["plugin"], own["logger"], own["level"]) == ("plugin broken", "p", "rlm.plugins",
+                                                                          "warning")
     assert failure["level"] == "error" and "ZeroDivisionError" in failure["exception"]
 
 

@@ -40,7 +40,8 @@ def test_models_list_probes_local_servers(rlm):
 def test_a_run_against_a_local_server_that_refuses_fails_fast(rlm, isolated_env):
     dead = f"http://127.0.0.1:{closed_port()}/v1"
     started = time.monotonic()
-    result = rlm("run", "q", "--model", "ollama:llama3.2", "--sandbox", "process", "-q", plugins=["rlm-provider-compatible"],
+    result = rlm("run", "q", "--model", "ollama:llama3.2", "--sandbox", "process", "-q",
+                 plugins=["rlm-provider-compatible"],
                  env={"RLM_PROVIDER__OLLAMA__BASE_URL": dead})
     took = time.monotonic() - started
     assert result.returncode == 1 and took < 4, (took, result.stderr)

@@ -49,7 +49,8 @@ def test_a_dataclass_and_a_schema_dict_are_types_too(tmp_path):
     result, _, _ = run_scripted(runner, "q", ["FINAL({\"left\": 1, \"right\": 2})"], output_type=Pair, sandbox="monty")
     assert result.output == Pair(1, 2)
     schema = {"type": "array", "items": {"type": "integer"}, "minItems": 2}
-    result, events, _ = run_scripted(runner, "q", ["```repl\nx = [1]\n```\nFINAL_VAR(x)", "```repl\nx = [1, 2]\n```\nFINAL_VAR(x)"],
+    result, events, _ = run_scripted(runner, "q",
+                                     ["```repl\nx = [1]\n```\nFINAL_VAR(x)", "```repl\nx = [1, 2]\n```\nFINAL_VAR(x)"],
                                      output_type=schema, sandbox="monty")  # fmt: skip
     assert result.output == [1, 2] and result.steps == 2
     assert "is too short" in json.dumps([e.data for e in events if e.type == "step"][0])
@@ -75,7 +76,9 @@ def test_rlm_run_output_schema_prints_the_output_with_json(rlm, isolated_env):
     assert run["output"] == {"n": 3} and run["steps"] == 2
     (work / "bad.json").write_text('{"type": 5}')
     (work / "text.json").write_text("not json")
-    for bad, message in (("missing.json", "cannot read the schema missing.json"), ("bad.json", "not a valid JSON Schema"),
+    for bad, message in (("missing.json", "cannot read the schema missing.json"),
+                         ("bad.json", "not a valid JSON Schema"),
                          ("text.json", "text.json is not JSON")):
-        refused = rlm("run", "q", "--model", "scripted:root.json", "--output-schema", bad, plugins=["rlm-sandbox-monty"])
+        refused = rlm("run", "q", "--model", "scripted:root.json", "--output-schema", bad,
+                      plugins=["rlm-sandbox-monty"])
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr

@@ -14,7 +14,8 @@ from rlm_host.testing import ScriptedConnector, isolated_runner
 
 NEEDLE = re.escape("magic number for the Saltmarsh survey is ")
 FIND = f"import re\nanswer = re.search(r'{NEEDLE}(\\d+)', context).group(1)\n"
-DSPY_REPLY = (f"[[ ## reasoning ## ]]\nSearch the context.\n\n[[ ## code ## ]]\n```python\n{FIND}SUBMIT(answer)\n```\n\n"
+DSPY_REPLY = ("[[ ## reasoning ## ]]\nSearch the context.\n\n[[ ## code ## "
+              f"]]\n```python\n{FIND}SUBMIT(answer)\n```\n\n"
               "[[ ## completed ## ]]")  # fmt: skip
 RULES = [
     {"match": r"\[\[ ## ", "text": DSPY_REPLY},  # dspy.RLM's ChatAdapter fields
@@ -36,12 +37,14 @@ def test_paradigm_comparison_runs_every_paradigm_and_reports_them_side_by_side(t
                                                  "rlm-adapter-deepagents")
     model = ScriptedConnector.from_responses([], rules=RULES, name="scripted:paradigms", context_window=65_536)
     preset = find_preset("paradigm_comparison", runner.host, loaded=runner.loaded)
-    summary = BenchmarkRunner(runner, connectors={"root": model, "sub": model}).run(preset, BenchOptions(sandbox="process"))
+    bench = BenchmarkRunner(runner, connectors={"root": model, "sub": model})
+    summary = bench.run(preset, BenchOptions(sandbox="process"))
     by_paradigm = {c.tags["paradigm"]: c for c in summary.cases}
     assert set(by_paradigm) == {"pure_rlm", "codeact", "dspy_rlm", "adk_rlm", "pydantic_ai", "google_adk",
                                 "deepagents", "direct"}
     for name, case in by_paradigm.items():
-        assert (case.status, case.score, case.error) == ("completed", 1.0, None), (name, case.error, case.final_response)
+        assert (case.status, case.score, case.error) == ("completed", 1.0, None), (name, case.error,
+                                                                                   case.final_response)
         assert case.tokens.total > 0 and case.steps >= 1, name
     assert summary.metrics.accuracy == 1.0
     report = markdown(summary)

@@ -100,7 +100,8 @@ def test_list_tree_does_not_follow_symlinked_folders(tree):
 
 
 @pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", "sub/.git/config", ".envrc", "a/.envrc",
-                                  ".hg/hgrc", ".svn/entries", ".jj/repo/config.toml", ".GIT/config", ".rlm/runs/x.jsonl"])
+                                  ".hg/hgrc", ".svn/entries", ".jj/repo/config.toml", ".GIT/config",
+                                  ".rlm/runs/x.jsonl"])
 def test_version_control_and_tool_metadata_is_read_only(tree, path):
     workspace, project, _ = tree
     (project / ".git").mkdir()

@@ -79,7 +79,8 @@ def test_context_from_stdin_and_from_a_directory(rlm, work):
 def test_json_context_file_loads_as_an_object(rlm, work):
     (work / "data.json").write_text(json.dumps({"items": [3, 4]}))
     write_script(work / "s.json", ["```repl\nFINAL(sum(context['items']))\n```"])
-    result = rlm("run", "sum?", "-c", "data.json", "--model", "scripted:s.json", "--sandbox", "process", "-q", plugins=[])
+    result = rlm("run", "sum?", "-c", "data.json", "--model", "scripted:s.json", "--sandbox", "process", "-q",
+                 plugins=[])
     assert result.stdout.strip() == "7"
 
 
@@ -128,7 +129,8 @@ def test_no_model_configured(rlm, work):
 
 def test_incomplete_run_exits_1_with_the_synthesised_answer(rlm, work):
     write_script(work / "s.json", ["```repl\nprint(1)\n```", "my best guess"])
-    result = rlm("run", "q", "--model", "scripted:s.json", "--sandbox", "process", "--max-steps", "1", "--json", plugins=[])
+    result = rlm("run", "q", "--model", "scripted:s.json", "--sandbox", "process", "--max-steps", "1", "--json",
+                 plugins=[])
     assert result.returncode == 1
     run = json.loads(result.stdout)
     assert run["termination_reason"] == "max_steps" and run["final_response"] == "my best guess"
@@ -156,7 +158,8 @@ def test_a_framework_runs_synthesis_reply_in_the_loops_form_is_read_as_its_answe
     tests = str(Path(__file__).resolve().parent)
     result = rlm("run", "q", "--framework", "echo", "--model", "scripted:s.json", "--sandbox", "process",
                  "--max-steps", "1", "--json", plugins=[],
-                 env={"RLM_PLUGIN_MODULES": "support.echo_framework", "PYTHONPATH": f"{plugin_site}:{tests}"})  # fmt: skip
+                 env={"RLM_PLUGIN_MODULES": "support.echo_framework",
+                      "PYTHONPATH": f"{plugin_site}:{tests}"})  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["final_response"] == "forty-one"
 
@@ -234,7 +237,8 @@ def test_ctrl_c_writes_the_final_event_and_exits_130(plugin_site, work):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
     env.update(PYTHONPATH=str(plugin_site), RLM_PLUGINS="")
     process = subprocess.Popen([RLM_SCRIPT, "run", "q", "--model", "scripted:slow.json", "--sandbox", "process",
-                                "--json"], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                "--json"], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
     deadline = time.monotonic() + 20
     runs = work / ".rlm" / "runs"
     while time.monotonic() < deadline and not (runs.exists() and any(

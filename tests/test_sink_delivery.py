@@ -48,7 +48,8 @@ def _run(rlm_cli, rlm_script, *extra: str, replies=REPLIES):
     model = rlm_script(replies, rules=[{"match": "a question", "text": "an answer"}])
     Path("notes.txt").write_text("a context of a few words")
     started = time.monotonic()
-    result = rlm_cli("run", "What?", "--context", "notes.txt", "--model", model, "--sandbox", "process", "--json", *extra)
+    result = rlm_cli("run", "What?", "--context", "notes.txt", "--model", model, "--sandbox", "process", "--json",
+                     *extra)
     return result, time.monotonic() - started
 
 
@@ -74,7 +75,8 @@ def test_a_slow_sink_does_not_slow_the_run(rlm_cli, rlm_script, rlm_isolated, mo
 def test_a_raising_sink_is_disabled_once_and_recorded(rlm_cli, rlm_script, monkeypatch):
     monkeypatch.setenv("RLM_SINK__SLOW__DELAY", "0")
     # model calls that take time, as real ones do: the sinks (made beside the run) are fed while it runs
-    result, _ = _run(rlm_cli, rlm_script, "--sink", "raising,slow", replies=[{"text": r, "delay": 0.3} for r in REPLIES])
+    result, _ = _run(rlm_cli, rlm_script, "--sink", "raising,slow",
+                     replies=[{"text": r, "delay": 0.3} for r in REPLIES])
     assert result.code == 0, result.err
     run = json.loads(result.out)
     assert run["final_response"] == "42"
@@ -100,7 +102,8 @@ def test_a_sink_that_cannot_start_is_a_sink_error_not_a_failure(rlm_cli, rlm_scr
     result, _ = _run(rlm_cli, rlm_script, "--sink", "broken")
     assert result.code == 0, result.err
     errors = [e for e in _events(Path(json.loads(result.out)["trajectory_path"])) if e["type"] == "sink_error"]
-    assert len(errors) == 1 and "not started" in errors[0]["data"]["error"] and "BACKEND_API_KEY" in errors[0]["data"]["error"]
+    assert len(errors) == 1
+    assert "not started" in errors[0]["data"]["error"] and "BACKEND_API_KEY" in errors[0]["data"]["error"]
     assert "sink broken disabled" in result.err
 
 

@@ -48,14 +48,16 @@ def test_the_run_tree_as_genai_spans(recorded):
     child = next(s for s in runs if s.parent_span_id is not None)
     assert root.name == "invoke_agent pure_rlm" and root.status == "ok"
     assert root.attributes["rlm.final_response"] == "42" and root.attributes["rlm.label.benchmark_id"] == "b1"
-    assert root.attributes["rlm.usage.input_tokens"] > 0 and "gen_ai.usage.input_tokens" not in root.attributes and root.attributes["rlm.sandbox"] == "process"
+    assert root.attributes["rlm.usage.input_tokens"] > 0 and "gen_ai.usage.input_tokens" not in root.attributes
+    assert root.attributes["rlm.sandbox"] == "process"
     # the child run nests under the execution of the step that called rlm_query
     tool = by_id[child.parent_span_id]
     assert tool.operation == "execute_tool" and tool.attributes["rlm.step"] == 1 and tool.parent_span_id == root.span_id
     assert [e.name for e in tool.events] == ["rlm.code", "rlm.output", "rlm.sub_call", "rlm.sub_call"]
     assert "llm_query_batched" in tool.events[0].attributes["rlm.text"]
     assert tool.events[2].attributes["rlm.sub_call.kind"] == "llm_query_batched"
-    assert "llm_query_batched" in tool.attributes["input.value"] and json.loads(tool.attributes["gen_ai.tool.call.arguments"])["code"].startswith("parts")
+    assert "llm_query_batched" in tool.attributes["input.value"]
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"])["code"].startswith("parts")
     assert tool.attributes["openinference.span.kind"] == "TOOL"
     # both batched sub-calls are chat spans (one per model call) under that same execution, with model and usage
     subs = [s for s in spans if s.attributes.get("rlm.purpose") == "sub_call" and s.parent_span_id == tool.span_id]
@@ -64,12 +66,14 @@ def test_the_run_tree_as_genai_spans(recorded):
                and s.attributes["gen_ai.request.model"] == "sub" and s.attributes["rlm.model"] == "scripted:sub"
                and "gen_ai.usage.input_tokens" in s.attributes and s.attributes["output.value"] == "yes"
                for s in subs)  # fmt: skip
-    assert sorted(json.loads(s.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] for s in subs) == ["one?", "two?"]
+    asked = sorted(json.loads(s.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] for s in subs)
+    assert asked == ["one?", "two?"]
     # one chat span per root turn, under the run, with the messages sent and the reply
     turns = [s for s in spans if s.attributes.get("rlm.purpose") == "turn" and s.parent_span_id == root.span_id]
     assert sorted(s.attributes["rlm.step"] for s in turns) == [1, 2, 3]
     sent = json.loads(turns[-1].attributes["gen_ai.input.messages"])
-    assert sent[0]["role"] == "system" and sent[-1]["role"] == "user" and turns[-1].attributes["output.value"] == "FINAL(42)"
+    assert sent[0]["role"] == "system" and sent[-1]["role"] == "user"
+    assert turns[-1].attributes["output.value"] == "FINAL(42)"
     assert root.attributes["input.value"] == "What?" and root.attributes["output.value"] == "42"
     assert root.attributes["openinference.span.kind"] == "AGENT"
     # the step whose code raised is an error span; the run still ended well
@@ -133,7 +137,8 @@ def test_a_failed_model_call_is_an_error_span_and_content_can_be_turned_off():
         yield RunEvent(type="run_start", run_id="r", root_run_id="r", ts=1.0,
                        data={"task": "the question sk-secret", "model": "openai:gpt-4o", "provider": "openai"})
         yield RunEvent(type="model_call_end", run_id="r", root_run_id="r", ts=3.0,
-                       data={"call": 7, "role": "root", "model": "openai:gpt-4o", "provider": "openai", "purpose": "turn",
+                       data={"call": 7, "role": "root", "model": "openai:gpt-4o", "provider": "openai",
+                             "purpose": "turn",
                              "seconds": 1.5, "error": "ProviderError: HTTP 503 Service Unavailable"},
                        content={"messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
         yield RunEvent(type="final", run_id="r", root_run_id="r", ts=4.0,
@@ -176,7 +181,8 @@ def test_content_never_carries_a_known_secret_and_a_huge_message_costs_its_cap()
         RunEvent(type="run_start", run_id="s", root_run_id="s", ts=1.0, data={"task": f"use {secret}", "model": "m:m"}),
         RunEvent(type="model_call_end", run_id="s", root_run_id="s", ts=2.0,
                  data={"call": 1, "role": "root", "model": "m:m", "provider": "m", "purpose": "turn", "seconds": 0.5},
-                 content={"messages": [{"role": "system", "content": f"key={secret}"}, {"role": "user", "content": huge}],
+                 content={"messages": [{"role": "system", "content": f"key={secret}"},
+                                       {"role": "user", "content": huge}],
                           "reply": f"```repl\nprint('{secret}')\n```" + huge}),
         RunEvent(type="step", run_id="s", root_run_id="s", ts=3.0,
                  data={"step": 1, "code": f"print('{secret}')", "observation": {"blocks": [{"stdout": secret}]},

@@ -74,7 +74,8 @@ def test_a_collection_shows_its_first_items_without_its_whole_repr(tmp_path, mon
     result = runner.run_task("How many?", context="ctx", connectors={"root": root, "sub": root})
     assert result.final_response == "12", result.error
     steps = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
-    shown = {v["name"]: v for e in steps if e["type"] == "step" for v in e["data"]["observation"].get("variables") or []}
+    shown = {v["name"]: v for e in steps if e["type"] == "step"
+             for v in e["data"]["observation"].get("variables") or []}
     assert shown["chunks"]["size"] == 12 and shown["chunks"]["repr"].startswith("['aaaa")
     assert len(shown["chunks"]["repr"]) <= 80 and len(shown["table"]["repr"]) <= 80
     assert shown["one"]["repr"] == "('x',)" and shown["nested"]["repr"] == "[[[[...]]]]"

@@ -43,9 +43,11 @@ def test_a_home_or_system_folder_as_the_context_is_refused_too(rlm_cli, rlm_scri
     project = rlm_isolated.home / "project"
     project.mkdir()
     (project / "notes.txt").write_text("hello")
-    ok = rlm_cli("run", "q", "--context", str(project), "--model", rlm_script(["FINAL(done)", "FINAL(done)"]), "--sandbox", "process")
+    ok = rlm_cli("run", "q", "--context", str(project), "--model", rlm_script(["FINAL(done)", "FINAL(done)"]),
+                 "--sandbox", "process")
     assert ok.code == 0, ok.err
-    allowed = rlm_cli("run", "q", "--context", "/etc/hostname", "--model", rlm_script(["FINAL(done)", "FINAL(done)"]), "--sandbox",
+    allowed = rlm_cli("run", "q", "--context", "/etc/hostname", "--model", rlm_script(["FINAL(done)", "FINAL(done)"]),
+                      "--sandbox",
                       "process")  # fmt: skip  # a file is what the user named
     assert "refusing" not in allowed.err
     from rlm_host import RLM, ConfigError

@@ -96,7 +96,8 @@ def test_a_file_that_is_not_a_trajectory_is_listed_as_unreadable(rlm_cli, rlm_sc
     (runs / "run_empty.jsonl").write_bytes(b"")
     listed = rlm_cli("runs", "list")
     assert json.loads(ok.out)["run_id"] in listed.out
-    assert "unreadable: " in listed.out and "run_garbage.jsonl: not a trajectory: binary data (2,048 bytes)" in listed.out
+    assert "unreadable: " in listed.out
+    assert "run_garbage.jsonl: not a trajectory: binary data (2,048 bytes)" in listed.out
     assert "run_empty.jsonl: empty: the run stopped before its first event was written" in listed.out
     data = json.loads(rlm_cli("runs", "list", "--json").out)
     assert {r["run_id"]: r["termination_reason"] for r in data}["run_garbage"] == "unreadable"

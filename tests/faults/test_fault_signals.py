@@ -23,7 +23,8 @@ def _start(tmp_path: Path, sandbox: str = "process") -> tuple[subprocess.Popen, 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
     env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="" if sandbox == "process" else "rlm-sandbox-docker")
     process = subprocess.Popen(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", sandbox, "--quiet"],
-                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
     runs = tmp_path / "home" / "runs"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # wait until step 1 is on record: the run is waiting for its model

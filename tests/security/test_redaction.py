@@ -37,7 +37,8 @@ def test_a_secret_straddling_an_events_cut_is_masked_whole(tmp_path: Path, monke
     runner = isolated_runner(tmp_path, plugins="rlm-sink-local", sandbox="process",
                              environ={"RLM_RUN__SINKS": '["local"]'})  # fmt: skip
     result, events, _ = run_scripted(runner, "What does the sub-model say?", [f"```repl\n{code}```", "FINAL(done)"],
-                                     sub_rules=[{"match": "y{400}", "text": "w" * 490 + secret + "v" * 100}])  # fmt: skip
+                                     sub_rules=[{"match": "y{400}",
+                                                 "text": "w" * 490 + secret + "v" * 100}])  # fmt: skip
     assert result.completed, result.error
     code_start, sub_call = (next(e for e in events if e.type == kind) for kind in ("code_start", "sub_call"))
     assert code_start.data["code"].endswith("characters]"), "the live code was cut"

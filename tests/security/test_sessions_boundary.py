@@ -27,7 +27,8 @@ def victim(folder: Path, name: str = "victim") -> Path:
     """A JSON file outside the sessions folder shaped like a session, holding a secret it must never give away."""
     path = folder / f"{name}.json"
     path.write_text(json.dumps({"id": name, "options": {"sandbox": "process"}, "context": {"file": "x"},
-                                "turns": [{"query": SECRET, "answer": SECRET}], "variables": {"s": SECRET}}))  # fmt: skip
+                                "turns": [{"query": SECRET, "answer": SECRET}],
+                                "variables": {"s": SECRET}}))  # fmt: skip
     return path
 
 

@@ -78,6 +78,7 @@ def test_run_json_escapes_del_and_c1_so_the_same_json_cannot_drive_a_terminal(tm
     ``\\uXXXX`` too (the same value to a parser)."""
     home = tmp_path / "home"
     done = subprocess.run([RLM, "run", "task", "--model", hostile_script(tmp_path), "--sandbox", "process", "--json",
-                           "-q"], capture_output=True, text=True, env=env_for(home), cwd=tmp_path, timeout=120)  # fmt: skip
+                           "-q"], capture_output=True, text=True, env=env_for(home), cwd=tmp_path,
+                          timeout=120)  # fmt: skip
     assert raw_controls(done.stdout) == [], done.stdout[:400]
     assert json.loads(done.stdout)["final_response"] == f"answer {CONTROLS}".strip()  # the same value, unescaped

@@ -64,7 +64,8 @@ def probe(models: list) -> str:
 
 def test_model_code_cannot_name_a_file_through_llm_query(rlm, work, outside):
     attacks = [f"scripted:{outside}/secret.json", f"scripted/{outside}/secret.json", f"scripted://{outside}/secret.json",
-               "scripted:../outside/secret.json", f"replay:{outside}/runs/run_x.jsonl", f"replay/{outside}/runs/run_x.jsonl",
+               "scripted:../outside/secret.json", f"replay:{outside}/runs/run_x.jsonl",
+               f"replay/{outside}/runs/run_x.jsonl",
                f"scripted:{outside}/missing.json", f"scripted:{outside}/pipe.json", "llamacpp:/etc/passwd",
                "scripted:" + "x" * 5000]  # fmt: skip
     script(work / "root.json", [probe(attacks), "FINAL_VAR(answer)"])
@@ -296,7 +297,8 @@ def test_a_folder_context_never_follows_a_link_out_and_never_reads_a_fifo(rlm, w
     (docs / "out.txt").symlink_to(outside / "hostfile.txt")
     (docs / "outdir").symlink_to(outside)
     os.mkfifo(docs / "pipe.txt")
-    script(work / "s.json", ["```repl\nFINAL(' | '.join(list_files()) + ' / ' + ' '.join(str(d) for d in context))\n```"])
+    script(work / "s.json",
+           ["```repl\nFINAL(' | '.join(list_files()) + ' / ' + ' '.join(str(d) for d in context))\n```"])
     result = rlm("run", "files?", "--context", "docs", "--model", "scripted:s.json", "--json",
                  plugins=["rlm-sandbox-monty"])  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -321,7 +323,8 @@ def test_no_framework_or_environment_lets_code_name_a_file_model(tmp_path, monke
 
     code = (f"try:\n    answer = llm_query('x', model='scripted:{outside}/secret.json')\nexcept Exception as exc:\n"
             "    answer = 'ERR ' + str(exc)\n")  # fmt: skip
-    dspy = f"[[ ## reasoning ## ]]\nTry.\n\n[[ ## code ## ]]\n```python\n{code}SUBMIT(answer)\n```\n\n[[ ## completed ## ]]"
+    dspy = (f"[[ ## reasoning ## ]]\nTry.\n\n[[ ## code ## ]]\n```python\n{code}SUBMIT(answer)\n```\n\n"
+            "[[ ## completed ## ]]")
     rules = [
         {"match": r"\[\[ ## ", "text": dspy},
         {"match": "^Task: ", "text": json.dumps({"action": "run_python", "code": code + "FINAL(answer)"})},

@@ -251,7 +251,8 @@ TRACES_SCRIPT = script([
 TRACES_REPL = script([repl(
     'errors = query_traces(has_errors=True, agent="researcher", limit=50)\n'
     'ids = [t["trace_id"] for t in errors["traces"]]\nhits = [search_trace(i, "timeout")["match_count"] for i in ids]\n'
-    'print(context["traces"], "traces;", len(ids), "researcher error traces;", sum(hits), "with a web_search timeout")'),
+    'print(context["traces"], "traces;", len(ids), "researcher error traces;", sum(hits), '
+    '"with a web_search timeout")'),
     "FINAL(web_search times out in 10 of 30 researcher traces)"])
 
 

@@ -41,5 +41,6 @@ class EchoFramework:
 
 @hookimpl
 def rlm_register_frameworks():
-    return [FrameworkSpec("echo", "A test framework: replies are code or ANSWER: text", "support.echo_framework:EchoFramework",
+    return [FrameworkSpec("echo", "A test framework: replies are code or ANSWER: text",
+                          "support.echo_framework:EchoFramework",
                           settings="support.echo_framework:EchoSettings", mode="agent")]  # fmt: skip
