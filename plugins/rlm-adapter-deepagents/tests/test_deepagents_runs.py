@@ -118,7 +118,8 @@ def test_the_filesystem_backend_never_writes_version_control_metadata(rlm_cli, r
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert (notes / ".git" / "config").read_text() == "[core]\n" and not (notes / "sub" / ".envrc").exists()
     assert (notes / "sub" / "ok.md").read_text() == "fine"
-    refused = [json.dumps(s["observation"]) for s in steps if s["observation"].get("tool") in ("write_file", "edit_file")]
+    refused = [json.dumps(s["observation"]) for s in steps
+               if s["observation"].get("tool") in ("write_file", "edit_file")]
     assert sum("read-only for the model" in text for text in refused) == 3, refused
 
 

@@ -13,5 +13,6 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_run_against_a_real_llama_cpp_server(llama_server, rlm_cli, rlm_isolated):
-    assert_a_real_model_run_ends_cleanly(rlm_cli, rlm_isolated, framework="pydantic-ai", distribution="rlm-adapter-pydantic-ai",
+    assert_a_real_model_run_ends_cleanly(rlm_cli, rlm_isolated, framework="pydantic-ai",
+                                         distribution="rlm-adapter-pydantic-ai",
                                          base_url=llama_server)

@@ -27,7 +27,8 @@ def test_list_shows_every_preset_and_json_carries_the_answers(cli):
     presets = {p["name"]: p for p in json.loads(out)}
     assert presets["capitals"]["cases"][0]["expected"] == "Kasrin"
     oolong = {c["case_id"]: c for c in presets["oolong_style"]["cases"]}
-    assert oolong["oolong_count_32k"]["expected"] == 147 and oolong["oolong_count_32k"]["context"]["generator"] == "oolong"
+    assert oolong["oolong_count_32k"]["expected"] == 147
+    assert oolong["oolong_count_32k"]["context"]["generator"] == "oolong"
 
 
 def test_run_oolong_style_builds_contexts_from_generators_and_scores_real_answers(cli, work):
@@ -111,7 +112,8 @@ def test_compare_fails_on_an_injected_regression_and_report_formats(cli, work):
     assert "FAILED" in out and "gates failed: completion, steps, completion_regressions, accuracy" in err
     code, out, _ = cli("bench", "compare", "latest", "previous", "--json")
     comparison = json.loads(out)
-    assert comparison["passed"] is False and comparison["metrics"]["accuracy"]["delta"] == pytest.approx(-2 / 3, abs=1e-6)
+    assert comparison["passed"] is False
+    assert comparison["metrics"]["accuracy"]["delta"] == pytest.approx(-2 / 3, abs=1e-6)
     kinds = sorted((c["case_id"], c["kind"]) for c in comparison["changes"])
     assert kinds == [("smoke_first_word", "score_regression"), ("smoke_length", "completion_regression"),
                      ("smoke_length", "score_regression")]  # fmt: skip

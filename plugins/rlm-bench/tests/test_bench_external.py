@@ -15,8 +15,9 @@ from rlm_bench import packs
 from rlm_bench.cases import BenchmarkCase, CaseError, ContextSpec, length_bucket
 from rlm_bench.external import PackFileError, load_pack_file
 
-SEEDS_PRESETS = ["dspy_reading_quick", "dspy_reading_extended", "generic_smoke", "pure_rlm_smoke", "pure_rlm_context", "deep_recursion",
-                 "paradigm_comparison", "oolong_style", "browsecomp_style", "token_efficiency", "dynamic_web_filtering"]  # fmt: skip
+SEEDS_PRESETS = ["dspy_reading_quick", "dspy_reading_extended", "generic_smoke", "pure_rlm_smoke", "pure_rlm_context",
+                 "deep_recursion", "paradigm_comparison", "oolong_style", "browsecomp_style", "token_efficiency",
+                 "dynamic_web_filtering"]  # fmt: skip
 
 
 def by_id(preset):
@@ -49,7 +50,8 @@ def test_pydantic_evals_cases_keep_expected_output_and_evaluators():
     assert first.tags == {"difficulty": "easy"}
     assert cases["capital_plain"].expected == "Delmar" and cases["capital_plain"].scorer == "contains"
     structured = cases["structured"]
-    assert structured.expected == {"population": 1200} and json.loads(structured.task) == {"city": "Corfi", "field": "population"}
+    assert structured.expected == {"population": 1200}
+    assert json.loads(structured.task) == {"city": "Corfi", "field": "population"}
 
 
 def test_google_adk_eval_set_keeps_the_final_responses():
@@ -132,7 +134,8 @@ def test_builtin_presets_have_the_seeds_names_and_register_as_pack_specs():
     assert [s.name for s in specs] == SEEDS_PRESETS
     assert all(s.kind == "benchmark" and s.load() is getattr(packs, s.name) for s in specs)
     sizes = {name: len(getattr(packs, name)()) for name in SEEDS_PRESETS}
-    assert sizes == {"dspy_reading_quick": 3, "dspy_reading_extended": 5, "generic_smoke": 2, "pure_rlm_smoke": 3, "pure_rlm_context": 4,
+    assert sizes == {"dspy_reading_quick": 3, "dspy_reading_extended": 5, "generic_smoke": 2, "pure_rlm_smoke": 3,
+                     "pure_rlm_context": 4,
                      "deep_recursion": 3, "paradigm_comparison": 8, "oolong_style": 4, "browsecomp_style": 3,
                      "token_efficiency": 3, "dynamic_web_filtering": 3}  # fmt: skip
 
@@ -146,7 +149,7 @@ def rlm_register_benchmark_packs():
     return [BenchmarkPackSpec("dict-pack", "cases given as dicts", lambda settings, services: [{"case_id": "a", "task": "t", "expected": 1}]),
             BenchmarkPackSpec("typo-pack", "a case with a wrong field", lambda settings, services: [{"case_id": "a", "task": "t", "answr": 1}]),
             BenchmarkPackSpec("bad-pack", "a factory that raises", lambda settings, services: 1 / 0)]
-"""
+"""  # noqa: E501
 
 
 def test_plugin_packs_may_return_dicts_and_a_failing_one_is_listed_as_broken(tmp_path, rlm_plugin_host, monkeypatch):

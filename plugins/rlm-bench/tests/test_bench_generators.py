@@ -55,7 +55,8 @@ def test_niah_holds_exactly_one_needle_at_the_depth_asked(size):
 @pytest.mark.parametrize("size", [8192, 1_100_000])
 def test_oolong_counts_match_the_labels_written_out(size):
     hidden = generate("oolong", {"tokens": size, "question": "count", "label": "location", "seed": 9})
-    shown = generate("oolong", {"tokens": size, "question": "count", "label": "location", "seed": 9, "show_labels": True})
+    shown = generate("oolong", {"tokens": size, "question": "count", "label": "location", "seed": 9,
+                                "show_labels": True})
     assert "Label:" not in hidden.context
     labels = Counter(label for _, label in LABEL_RE.findall(shown.context))
     assert sum(labels.values()) == hidden.meta["records"] == len(hidden.context.splitlines())
@@ -69,10 +70,12 @@ def test_oolong_counts_match_the_labels_written_out(size):
 def test_oolong_compare_and_date_questions():
     shown = generate("oolong", {"tokens": 16384, "seed": 4, "show_labels": True})
     labels = Counter(label for _, label in LABEL_RE.findall(shown.context))
-    compare = generate("oolong", {"tokens": 16384, "question": "compare", "label": "entity", "other": "location", "seed": 4})
+    compare = generate("oolong", {"tokens": 16384, "question": "compare", "label": "entity", "other": "location",
+                                  "seed": 4})
     expected = "more common than" if labels["entity"] > labels["location"] else "less common than"
     assert compare.answer == expected and compare.scorer == "normalized_exact"
-    after = generate("oolong", {"tokens": 16384, "question": "count_after", "label": "entity", "date": "2023-12-31", "seed": 4})
+    after = generate("oolong", {"tokens": 16384, "question": "count_after", "label": "entity", "date": "2023-12-31",
+                                "seed": 4})
     lines = [line for line in shown.context.splitlines() if line.endswith("Label: entity")]
     years = [int(re.search(r"Date: \w+ \d+, (\d{4})", line).group(1)) for line in lines]
     assert after.answer == sum(year >= 2024 for year in years)
@@ -112,7 +115,8 @@ def test_multidoc_facts_sit_once_each_in_separate_documents(hops, key):
 def test_multidoc_domain_filter_contradicts_the_answer_elsewhere():
     generated = generate("multidoc", {"tokens": 32768, "docs": 64, "hops": 1, "domain": "wiki.example.org", "seed": 61})
     product = generated.meta["chain"]["product"]
-    claims = [(re.search(r"URL: https://([^/]+)/", d).group(1), re.search(rf"The {product} is manufactured by ([^.]+)\.", d))
+    claims = [(re.search(r"URL: https://([^/]+)/", d).group(1),
+               re.search(rf"The {product} is manufactured by ([^.]+)\.", d))
               for d in generated.context]  # fmt: skip
     makers = {(site, m.group(1)) for site, m in claims if m}
     assert ("wiki.example.org", generated.answer) in makers
@@ -129,7 +133,8 @@ def test_code_mcq_answer_is_checkable_in_the_files(question):
     target = re.search(r"`(\w+)`\?", generated.question).group(1)
     if question == "default":
         param = re.search(r"parameter `(\w+)`", generated.question).group(1)
-        definition = next(re.search(rf"def {target}\(([^)]*)\)", src) for src in files.values() if f"def {target}(" in src)
+        definition = next(re.search(rf"def {target}\(([^)]*)\)", src)
+                          for src in files.values() if f"def {target}(" in src)
         assert f"{param}={right}" in definition.group(1)
     elif question == "defined_in":
         assert f"def {target}(" in files[right]

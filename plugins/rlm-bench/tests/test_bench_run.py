@@ -55,10 +55,12 @@ def runner(tmp_path, monkeypatch):
 def test_whole_preset_end_to_end_with_exact_aggregates(runner, tmp_path):
     model = scripted(context_rules())
     seen = []
-    bench = BenchmarkRunner(runner, connectors={"root": model, "sub": model}, on_case=lambda r, d, t: seen.append((d, t)))
+    bench = BenchmarkRunner(runner, connectors={"root": model, "sub": model},
+                            on_case=lambda r, d, t: seen.append((d, t)))
     summary = bench.run(preset("pure_rlm_context"), BenchOptions(sandbox="process", concurrency=2))
     cases = {c.case_id: c for c in summary.cases}
-    assert [c.case_id for c in summary.cases] == ["ctx_niah_64k", "ctx_oolong_count_32k", "ctx_multidoc_32k", "ctx_code_default_32k"]
+    assert [c.case_id for c in summary.cases] == ["ctx_niah_64k", "ctx_oolong_count_32k", "ctx_multidoc_32k",
+                                                  "ctx_code_default_32k"]
     assert {k: (c.status, c.final_response, c.score) for k, c in cases.items()} == {
         "ctx_niah_64k": ("completed", "3516507", 1.0),
         "ctx_oolong_count_32k": ("completed", "227", 0.5625),
@@ -75,7 +77,8 @@ def test_whole_preset_end_to_end_with_exact_aggregates(runner, tmp_path):
     assert m.latency_s.p50 == pytest.approx(percentile(durations, 50), abs=1e-6) and m.latency_s.max == max(durations)
     assert summary.by_pack["pure_rlm_context"].accuracy == m.accuracy
     family = summary.by_tag["task_family"]
-    assert {k: v.accuracy for k, v in family.items()} == {"code_mcq": 0.0, "multidoc": 1.0, "niah": 1.0, "oolong": 0.5625}
+    assert {k: v.accuracy for k, v in family.items()} == {"code_mcq": 0.0, "multidoc": 1.0, "niah": 1.0,
+                                                          "oolong": 0.5625}
     buckets = summary.by_tag["length_bucket"]
     assert buckets["64K"].accuracy == 1.0 and buckets["32K"].accuracy == pytest.approx((0.5625 + 1 + 0) / 3, abs=1e-6)
     assert sorted(seen) == [(1, 4), (2, 4), (3, 4), (4, 4)]
@@ -100,11 +103,15 @@ def test_paradigms_native_codeact_and_direct_in_one_preset(runner):
         {"match": "Your query: ", "text": repl("print(len(context))\nFINAL('1234567')")},  # pure RLM, wrong on purpose
     ]
     model = scripted(rules, context_window=65_536)  # the 32K-token context fits the direct prompt whole
-    summary = BenchmarkRunner(runner, connectors={"root": model}).run(preset("paradigm_comparison"), BenchOptions(sandbox="process"))
+    summary = BenchmarkRunner(runner, connectors={"root": model}).run(preset("paradigm_comparison"),
+                                                                      BenchOptions(sandbox="process"))
     rows = {c.case_id: (c.mode, c.environment, c.score, c.steps) for c in summary.cases}
-    assert rows == {"paradigm_pure_rlm": ("native", "pure_rlm", 0.0, 1), "paradigm_codeact": ("native", "generic", 1.0, 1),
-                    "paradigm_dspy_rlm": ("native", "pure_rlm", 0.0, 0), "paradigm_pydantic_ai": ("native", "pure_rlm", 0.0, 0),
-                    "paradigm_google_adk": ("native", "pure_rlm", 0.0, 0), "paradigm_deepagents": ("native", "pure_rlm", 0.0, 0),
+    assert rows == {"paradigm_pure_rlm": ("native", "pure_rlm", 0.0, 1),
+                    "paradigm_codeact": ("native", "generic", 1.0, 1),
+                    "paradigm_dspy_rlm": ("native", "pure_rlm", 0.0, 0),
+                    "paradigm_pydantic_ai": ("native", "pure_rlm", 0.0, 0),
+                    "paradigm_google_adk": ("native", "pure_rlm", 0.0, 0),
+                    "paradigm_deepagents": ("native", "pure_rlm", 0.0, 0),
                     "paradigm_adk_rlm": ("native", "pure_rlm", 0.0, 0),
                     "paradigm_direct": ("direct-llm", "direct-llm", 1.0, 1)}  # fmt: skip
     missing = {c.case_id: c.error for c in summary.cases if c.status == "error"}
@@ -121,11 +128,14 @@ def test_paradigms_native_codeact_and_direct_in_one_preset(runner):
 
 
 def test_direct_llm_baseline_truncates_to_the_window_and_loses_the_needle(runner):
-    rules = [{"match": r"Copperfield inventory is (\d+)", "text": "6330221"}, {"match": "Question:", "text": "not found"}]
+    rules = [{"match": r"Copperfield inventory is (\d+)", "text": "6330221"},
+             {"match": "Question:", "text": "not found"}]
     model = scripted(rules, context_window=32_768)
-    summary = BenchmarkRunner(runner, connectors={"root": model}).run(preset("token_efficiency"), BenchOptions(mode="direct-llm"))
+    summary = BenchmarkRunner(runner, connectors={"root": model}).run(preset("token_efficiency"),
+                                                                      BenchOptions(mode="direct-llm"))
     rows = {c.case_id: (c.score, c.context_tokens) for c in summary.cases}
-    assert rows == {"tokens_niah_8k": (1.0, 8191), "tokens_niah_128k": (0.0, 131071), "tokens_niah_1m": (0.0, 1_099_999)}
+    assert rows == {"tokens_niah_8k": (1.0, 8191), "tokens_niah_128k": (0.0, 131071),
+                    "tokens_niah_1m": (0.0, 1_099_999)}
     assert summary.metrics.accuracy == pytest.approx(1 / 3) and summary.mode == "direct-llm"
     assert summary.by_tag["length_bucket"][">1M"].accuracy == 0.0
     notes = {c.case_id: c.notes for c in summary.cases}
@@ -172,12 +182,14 @@ def test_a_case_that_cannot_be_built_is_an_error_result_and_setup_errors_stop_th
     cases = [BenchmarkCase(case_id="missing", task="t", context=ContextSpec.file(tmp_path / "nope.txt"), expected="x"),
              BenchmarkCase(case_id="fine", task="say ok", expected="ok")]  # fmt: skip
     model = scripted([{"match": "say ok", "text": repl("FINAL('ok')")}])
-    summary = BenchmarkRunner(runner, connectors={"root": model}).run(Preset("p", "", "test", cases), BenchOptions(sandbox="process"))
+    summary = BenchmarkRunner(runner, connectors={"root": model}).run(Preset("p", "", "test", cases),
+                                                                      BenchOptions(sandbox="process"))
     missing, fine = summary.cases
     assert missing.status == "error" and "cannot read context file" in missing.error and missing.score == 0.0
     assert fine.score == 1.0 and summary.metrics.errors == 1 and summary.metrics.accuracy == 0.5
     with pytest.raises(rlm_host.UnknownComponentError, match="unknown sandbox"):
-        BenchmarkRunner(runner, connectors={"root": model}).run(Preset("p", "", "test", cases[1:]), BenchOptions(sandbox="nope"))
+        BenchmarkRunner(runner, connectors={"root": model}).run(Preset("p", "", "test", cases[1:]),
+                                                                BenchOptions(sandbox="nope"))
 
 
 def test_judge_scored_cases_use_the_judge_model(runner):
@@ -197,7 +209,8 @@ def test_judge_scored_cases_use_the_judge_model(runner):
 def test_token_efficiency_native_over_a_million_tokens_keeps_the_prompt_flat(runner):
     code = "import re\nFINAL(re.search(r'Copperfield inventory is (\\d+)', context).group(1))"
     model = scripted([{"match": "Copperfield inventory", "text": repl(code)}])
-    summary = BenchmarkRunner(runner, connectors={"root": model}).run(preset("token_efficiency"), BenchOptions(sandbox="process"))
+    summary = BenchmarkRunner(runner, connectors={"root": model}).run(preset("token_efficiency"),
+                                                                      BenchOptions(sandbox="process"))
     rows = {c.case_id: (c.score, c.tags["length_bucket"], c.context_tokens) for c in summary.cases}
     assert rows == {"tokens_niah_8k": (1.0, "8K", 8191), "tokens_niah_128k": (1.0, "128K", 131071),
                     "tokens_niah_1m": (1.0, ">1M", 1_099_999)}  # fmt: skip
@@ -212,7 +225,8 @@ def test_the_summary_schema_is_stable():
     assert SCHEMA_VERSION == 2
     assert set(BenchmarkSummary.model_fields) == {
         "schema_version", "benchmark_id", "preset", "source", "description", "pack_file", "mode", "framework",
-        "environment", "model", "sub_model", "sandbox", "judge_model", "instructions", "started_at", "finished_at", "host_version",
+        "environment", "model", "sub_model", "sandbox", "judge_model", "instructions", "started_at", "finished_at",
+        "host_version",
         "cases_planned", "resumed_cases", "metrics", "by_pack", "by_tag", "cases"}  # fmt: skip
     assert set(Aggregate.model_fields) == {
         "cases", "completed", "completion_rate", "errors", "scored", "accuracy", "correct", "avg_reward", "avg_steps",

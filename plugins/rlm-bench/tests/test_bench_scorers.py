@@ -73,7 +73,8 @@ def test_question_type_prompts():
     assert "Rubric: likes tea" in build_prompt("single-session-preference", "q", "likes tea", "r")
     assert "decline" in build_prompt("abstention", "q", "a", "r")
     assert all(p.rstrip().endswith("Answer yes or no only.") for p in
-               (build_prompt(k, "q", "a", "r") for k in ("generic", "temporal-reasoning", "knowledge-update")))  # fmt: skip
+               (build_prompt(k, "q", "a", "r") for k in ("generic", "temporal-reasoning",
+                                                         "knowledge-update")))  # fmt: skip
 
 
 def test_parse_label():
@@ -82,7 +83,8 @@ def test_parse_label():
 
 
 def test_judge_answer_asks_the_model():
-    model = ScriptedConnector.from_responses([], rules=[{"match": "Correct answer: Paris", "text": "yes"}], name="scripted:judge")
+    model = ScriptedConnector.from_responses([], rules=[{"match": "Correct answer: Paris", "text": "yes"}],
+                                             name="scripted:judge")
     verdict = judge_answer(model, "Capital of France?", "Paris", "It is Paris.", "generic")
     assert verdict.label is True and verdict.model == "scripted:judge" and verdict.parsed
     assert "Question: Capital of France?" in model.calls[0][0]["content"]
@@ -103,7 +105,8 @@ def test_judge_predictions_resumes_and_tallies(tmp_path):
     output = tmp_path / "out.jsonl"
     rules = [{"match": "Model response: (Paris|18 days)", "text": "yes"}, {"match": "Model response:", "text": "no"}]
     # first attempt: the judge fails on the third question (as a crash would stop it)
-    failing = ScriptedConnector.from_responses([], rules=rules[:1] + [{"match": "red", "error": "server down"}], name="scripted:j")
+    failing = ScriptedConnector.from_responses([], rules=rules[:1] + [{"match": "red", "error": "server down"}],
+                                               name="scripted:j")
     with pytest.raises(Exception, match="server down"):
         judge_predictions(predictions, reference, output, failing)
     assert len(output.read_text().splitlines()) == 2

@@ -129,7 +129,8 @@ def docx_with_body(path: Path, body: str, prolog: str = "") -> Path:
     """A DOCX whose ``word/document.xml`` body is ``body`` (WordprocessingML)."""
     document = docx.Document()
     document.save(str(path))
-    xml = f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>{prolog}<w:document {W}><w:body>{body}</w:body></w:document>'
+    xml = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>{prolog}'
+           f'<w:document {W}><w:body>{body}</w:body></w:document>')
     return replace_entries(path, {"word/document.xml": xml.encode()})
 
 

@@ -202,7 +202,8 @@ def test_a_deck_listing_one_slide_twice_reads_it_once(tmp_path):
 
 
 @pytest.mark.parametrize("cls, settings, expected", [
-    (hostile.Sleeper, {"wall_seconds": 1}, "reading it stopped at the time limit (wall_seconds = 1): it did not finish"),
+    (hostile.Sleeper, {"wall_seconds": 1},
+     "reading it stopped at the time limit (wall_seconds = 1): it did not finish"),
     (hostile.Spinner, {"cpu_seconds": 1}, "reading it stopped at the CPU-time limit (cpu_seconds = 1)"),
     (hostile.Glutton, {"memory_mb": 64}, "reading it stopped at the memory limit (memory_mb = 64)"),
     (hostile.Crasher, {}, "the HTML reader crashed (SIGSEGV)"),

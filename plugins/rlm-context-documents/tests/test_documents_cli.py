@@ -14,7 +14,8 @@ from rlm_context_documents import testing as samples
 
 PLUGINS = "rlm-context-documents,rlm-sandbox-monty"
 FACT = "Thermistor T4 failed at -41.7 C on day 117"
-FIND = ("```repl\nfound = [name for name, doc in zip(list_files(), context) if 'T4 failed' in doc.replace(chr(10), ' ')]"
+FIND = ("```repl\nfound = [name for name, doc in zip(list_files(), context) "
+        "if 'T4 failed' in doc.replace(chr(10), ' ')]"
         "\nprint(found)\n```")  # fmt: skip
 SEARCH = "```repl\nfound = 'T4 failed' in context.replace(chr(10), ' ')\nprint(found)\n```"
 

@@ -45,7 +45,8 @@ def test_write_test_patch_after_a_failure_and_finish(rlm_cli, rlm_script, rlm_is
     assert [s["action"] for s in steps] == ["write_file", "write_file", "patch_file", "run_tests", "final"]
     first, test_write, patch, tests = (s["observation"] for s in steps[:4])
     assert first["verifier"]["compile"] is True and first["verifier"]["tests"] is None  # no test file yet
-    assert test_write["verifier"]["tests"] is False and "assert -1 == 5" in test_write["verifier"]["tests_run"]["output"]
+    assert test_write["verifier"]["tests"] is False
+    assert "assert -1 == 5" in test_write["verifier"]["tests_run"]["output"]
     assert patch["verifier"]["tests"] is True and patch["mode"] == "search_replace"
     assert tests["passed"] and tests["counts"] == {"passed": 1}
     rewards = [s["reward"] for s in steps]

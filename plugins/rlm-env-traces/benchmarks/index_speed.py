@@ -45,7 +45,8 @@ def main() -> None:
         path = Path(folder) / f"bench.{args.format}.jsonl"
         started = time.perf_counter()
         info = generate(path, size_bytes=size_of(args.size), fmt=args.format)
-        print(f"generated {info['bytes'] / 1e6:,.0f} MB, {info['traces']:,} traces in {time.perf_counter() - started:.1f}s")
+        print(f"generated {info['bytes'] / 1e6:,.0f} MB, {info['traces']:,} traces in "
+              f"{time.perf_counter() - started:.1f}s")
         os.sync()  # the generator's dirty pages written back now, not during the timed build
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         started = time.perf_counter()
@@ -73,7 +74,8 @@ def main() -> None:
                 started = time.perf_counter()
                 call(trace_id)
                 timings.append((time.perf_counter() - started) * 1000)
-            print(f"{name}: median {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms over {len(ids)} traces")
+            print(f"{name}: median {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms over {len(ids)} "
+                  "traces")
 
 
 def _load_parts(path: Path, store: TraceStore) -> list[tuple[str, float]]:
@@ -86,7 +88,8 @@ def _load_parts(path: Path, store: TraceStore) -> list[tuple[str, float]]:
     from rlm_env_traces.index import TraceIndex
 
     found = path.stat()
-    steps = {"fingerprint": lambda: storage.fingerprint(path, found), "signature": lambda: storage.unseal(store.index_path)}
+    steps = {"fingerprint": lambda: storage.fingerprint(path, found),
+             "signature": lambda: storage.unseal(store.index_path)}
     timings, payload = [], None
     for name, step in steps.items():
         started = time.perf_counter()

@@ -155,7 +155,8 @@ def test_a_trace_split_across_lines_and_parts_is_merged(tmp_path, monkeypatch):
     path = tmp_path / "t.jsonl"
     spans = [{"trace_id": f"t{i % 2}", "span_id": f"s{i}", "status": {"code": "ERROR" if i == 3 else "OK"},
               "attributes": {"gen_ai.usage.input_tokens": 10, "gen_ai.agent.name": f"a{i % 3}"},
-              "resource": {"service.name": "svc"}, "start_time": 100 + i, "end_time": 200 + i} for i in range(8)]  # fmt: skip
+              "resource": {"service.name": "svc"}, "start_time": 100 + i, "end_time": 200 + i}
+             for i in range(8)]  # fmt: skip
     path.write_text("".join(json.dumps(s) + "\n" for s in spans))
     monkeypatch.setattr(index, "PARALLEL_BYTES", 0)
     built = index.build(path, workers=2)
@@ -183,7 +184,8 @@ def test_the_readme_session_can_be_reproduced_and_ids_read_whole(rlm_cli, rlm_is
     assert len(ids) == 3 and all(len(i) == 32 for i in ids), listed.out
     viewed = rlm_cli("traces", "view", str(work / "harness.jsonl"), ids[0][:8], plugins=PLUGIN)
     assert viewed.code == 0 and json.loads(viewed.out)["trace_id"] == ids[0]
-    found = rlm_cli("traces", "search", str(work / "harness.jsonl"), ids[0][:8], "time.?out", "--regex", "--json", plugins=PLUGIN)
+    found = rlm_cli("traces", "search", str(work / "harness.jsonl"), ids[0][:8], "time.?out", "--regex", "--json",
+                    plugins=PLUGIN)
     assert found.code == 0 and json.loads(found.out)["match_count"] >= 1
     short = rlm_cli("traces", "view", str(work / "harness.jsonl"), ids[0][:2], plugins=PLUGIN)
     assert short.code == 2 and "rlm traces query" in short.err and "query_traces lists" not in short.err

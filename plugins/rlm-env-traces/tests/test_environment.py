@@ -97,7 +97,8 @@ def test_view_spans_export_and_set_trace_path_stay_in_their_folders(rlm_cli, rlm
     assert len(spans) == 7 and {s["trace_id"] for s in spans} == {failing}
     exported = rlm_isolated.work / "trace-evidence" / "errors"
     assert steps[1]["reward"] == 0.75 and (exported / "traces.jsonl").is_file()
-    assert SYSTEMIC_MESSAGE in (exported / "summary.md").read_text() and failing in (exported / "summary.md").read_text()
+    summary = (exported / "summary.md").read_text()
+    assert SYSTEMIC_MESSAGE in summary and failing in summary
     for refused in steps[2:4]:
         assert "outside the allowed folders" in refused["observation"]["error"] and refused["reward"] < 0
     assert steps[4]["reward"] == 0.55 and steps[4]["observation"]["result"]["traces"] == 3
@@ -139,7 +140,8 @@ def test_without_a_trace_a_home_folder_is_refused_as_where_files_are_opened(rlm_
     generate(home / "run.jsonl", traces=3, seed=1)
     other = [{"action": "set_trace_path", "path": "notes.jsonl"}, {"action": "final", "final_response": "done"}]
     named = rlm_cli("run", "q", "--env", "traces", "--context", str(home / "run.jsonl"), "--model",
-                    rlm_script([json.dumps(a) for a in other]), "--json", "--max-steps", "2", plugins=PLUGIN)  # fmt: skip
+                    rlm_script([json.dumps(a) for a in other]), "--json", "--max-steps", "2",
+                    plugins=PLUGIN)  # fmt: skip
     assert named.code == 0, named.err
     steps = [json.loads(line)["data"] for line in open(json.loads(named.out)["trajectory_path"])
              if json.loads(line)["type"] == "step"]  # fmt: skip

@@ -89,7 +89,8 @@ def test_the_content_attributes_come_back_whole(recorded):
     (agent,) = [s for s in spans if s["name"].startswith("invoke_agent")]
     (tool,) = [s for s in spans if s["name"].startswith("execute_tool")]
     chats = [s for s in spans if s["name"].startswith("chat")]
-    assert agent["attributes"]["input.value"] == "What does the step say?" and agent["attributes"]["output.value"] == "42"
+    assert agent["attributes"]["input.value"] == "What does the step say?"
+    assert agent["attributes"]["output.value"] == "42"
     assert json.loads(tool["attributes"]["gen_ai.tool.call.arguments"])["code"].strip() == CODE
     result, output = tool["attributes"]["gen_ai.tool.call.result"], tool["attributes"]["output.value"]
     assert result.strip() == output.strip() == OUTPUT

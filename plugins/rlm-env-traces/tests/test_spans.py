@@ -17,14 +17,17 @@ def test_a_flat_span_and_its_otlp_twin_summarise_alike():
             "attributes": {"gen_ai.response.model": "m", "gen_ai.agent.name": "a", "gen_ai.usage.input_tokens": 5}}
     otlp = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
             "scopeSpans": [{"spans": [{"traceId": "AB", "spanId": "01", "status": {"code": 2},
-                                       "startTimeUnixNano": "1767225600000000000", "endTimeUnixNano": "1767225601000000000",
+                                       "startTimeUnixNano": "1767225600000000000",
+                                       "endTimeUnixNano": "1767225601000000000",
                                        "attributes": [{"key": "gen_ai.response.model", "value": {"stringValue": "m"}},
                                                       {"key": "gen_ai.agent.name", "value": {"stringValue": "a"}},
-                                                      {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "5"}}]}]}]}]}  # fmt: skip
+                                                      {"key": "gen_ai.usage.input_tokens",
+                                                       "value": {"intValue": "5"}}]}]}]}]}  # fmt: skip
     expected = ("ab", True, "svc", "m", "a", 5, 0, 1_767_225_600_000_000_000, 1_767_225_601_000_000_000)
     assert tuple(summaries(line(flat))[0]) == expected == tuple(summaries(line(otlp))[0])
     (converted,) = spans(line(otlp))
-    assert converted["status"] == {"code": "ERROR", "message": ""} and converted["attributes"]["gen_ai.usage.input_tokens"] == 5
+    assert converted["status"] == {"code": "ERROR", "message": ""}
+    assert converted["attributes"]["gen_ai.usage.input_tokens"] == 5
 
 
 def test_unexpected_value_types_take_the_general_path():
@@ -35,7 +38,8 @@ def test_unexpected_value_types_take_the_general_path():
 
 
 @pytest.mark.parametrize(("code", "error"), [(2, True), (1, False), (0, False), ("STATUS_CODE_ERROR", True),
-                                              ("Error", True), ("OK", False), (None, False), (["x"], False)])  # fmt: skip
+                                              ("Error", True), ("OK", False), (None, False),
+                                              (["x"], False)])  # fmt: skip
 def test_status_codes(code, error):
     assert is_error(code) is error
 

@@ -85,7 +85,8 @@ def test_a_10000_step_run_is_paged_never_cut(rlm_cli, rlm_isolated, chromium, tm
         lines.append({**base, "type": "step", "seq": n, "data": {
             "step": n, "action": "run_code", "reply": f"reply {n}", "code": f"print({n})",
             "observation": {"blocks": [{"code": f"print({n})", "stdout": f"out {n}\n"}], "success": n % 1000 != 0},
-            "reward": 0.1, "usage": {"root": {"input_tokens": 10, "output_tokens": 2, "cost": 0.0}}, "duration_s": 0.01}})
+            "reward": 0.1, "usage": {"root": {"input_tokens": 10, "output_tokens": 2, "cost": 0.0}},
+            "duration_s": 0.01}})
     lines.append({**base, "type": "final", "seq": 10_001, "data": {"final_response": "done", "steps": 10_000,
                                                                     "termination_reason": "final"}})  # fmt: skip
     trajectory.write_text("\n".join(json.dumps(line) for line in lines) + "\n")

@@ -78,7 +78,8 @@ def test_a_server_in_the_user_file_serves_every_run_and_a_dead_one_is_a_notice(r
 
 def test_approvals_apply_to_a_servers_tools(rlm_cli, rlm_script, rlm_isolated):
     config = mcp_file(rlm_isolated.work, {"flaky": flaky(trust_annotations=True)})
-    code = ("```repl\ntry:\n    mcp__flaky__wipe(target='everything')\nexcept Exception as exc:\n    refused = str(exc)\n"
+    code = ("```repl\ntry:\n    mcp__flaky__wipe(target='everything')\nexcept Exception as exc:\n    refused = "
+            "str(exc)\n"
             "read = mcp__flaky__echo(text='reading is fine')\n```")  # fmt: skip
     model = rlm_script([code, "FINAL(refused: {refused} / {read})"])
     done = rlm_cli("run", "Use the tools.", "--model", model, "--mcp-config", str(config), "--sandbox", "monty",
@@ -115,7 +116,8 @@ def test_a_bad_configuration_is_exit_2_before_the_run(rlm_cli, rlm_script, rlm_i
                    "monty", plugins=PLUGINS)  # fmt: skip
     assert done.code == 2, done.out + done.err
     assert said in done.err and "Traceback" not in done.err
-    assert not (rlm_isolated.work / ".rlm" / "runs").exists() or not list((rlm_isolated.work / ".rlm" / "runs").iterdir())
+    runs = rlm_isolated.work / ".rlm" / "runs"
+    assert not runs.exists() or not list(runs.iterdir())
 
 
 def test_a_harness_run_offers_the_runs_servers_and_functions_as_its_tools(rlm_cli, rlm_script, rlm_isolated):

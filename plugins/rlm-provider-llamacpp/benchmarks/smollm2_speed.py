@@ -29,7 +29,8 @@ def in_process() -> None:
     imported = time.monotonic()
     loaded = connector.load()
     print(f"import llama_cpp       {imported - started:6.2f} s")
-    print(f"model load             {loaded.load_seconds:6.2f} s  (n_ctx={connector.n_ctx}, {connector.n_threads} threads)")
+    print(f"model load             {loaded.load_seconds:6.2f} s  (n_ctx={connector.n_ctx}, {connector.n_threads} "
+          "threads)")
     connector.complete([{"role": "user", "content": "hi"}])  # warm up
     result = connector.complete(PROMPT)
     rate = result.output_tokens / result.seconds

@@ -233,6 +233,7 @@ def test_version_control_metadata_is_read_only_and_new_metadata_is_removed(docke
         session.shutdown()
     assert ".git/config refused Read-only file system" in out and ".envrc refused Read-only file system" in out
     assert "created" in out
-    assert (project / ".git" / "config").read_text() == "[core]\n" and (project / ".envrc").read_text() == "export A=1\n"
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert (project / ".envrc").read_text() == "export A=1\n"
     assert not (project / "sub" / ".git").exists() and not (project / "sub" / ".envrc").exists()
     assert (project / "sub").is_dir()  # the code's own folder stays

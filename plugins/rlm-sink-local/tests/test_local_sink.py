@@ -71,7 +71,8 @@ def test_writes_a_run_line_per_run_and_a_step_line_per_step(tmp_path):
         sink.handle(event)
     sink.close()
     runs = [json.loads(line) for line in (home / "observability" / "runs.jsonl").read_text().splitlines()]
-    assert [(r["run_id"], r["parent_run_id"], r["depth"]) for r in runs] == [("run_s_c1", "run_s", 1), ("run_s", None, 0)]
+    assert [(r["run_id"], r["parent_run_id"], r["depth"]) for r in runs] == [("run_s_c1", "run_s", 1),
+                                                                             ("run_s", None, 0)]
     root = runs[1]
     assert root["completed"] and root["termination_reason"] == "final" and root["steps"] == 3
     assert root["tokens"]["root"] == {"calls": 3, "input": 300, "output": 60, "total": 360}

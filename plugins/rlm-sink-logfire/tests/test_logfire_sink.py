@@ -54,9 +54,11 @@ def assert_logfire_trace(receiver: OTLPReceiver, events: list) -> None:
     assert chats and all(s["kind"] == 3 and s["attributes"]["gen_ai.request.model"] for s in chats)
     # the content, in the GenAI fields Logfire's LLM panel reads: every call's messages and reply (a run seen live;
     # a trajectory file keeps no prompt)
-    assert not any(e.content for e in events if e.type == "model_call_end") or all(json.loads(s["attributes"]["gen_ai.input.messages"]) and s["attributes"]["gen_ai.output.messages"]
-               for s in chats)  # fmt: skip
-    assert top["attributes"]["input.value"] == root.data["task"] and top["attributes"]["output.value"] == final.data["final_response"]
+    assert not any(e.content for e in events if e.type == "model_call_end") or all(
+        json.loads(s["attributes"]["gen_ai.input.messages"]) and s["attributes"]["gen_ai.output.messages"]
+        for s in chats)  # fmt: skip
+    assert top["attributes"]["input.value"] == root.data["task"]
+    assert top["attributes"]["output.value"] == final.data["final_response"]
     assert all(s["parent_span_id"] is None or s["parent_span_id"] in by_id for s in mine)
     posts = [r for r in receiver.requests if r.path == "/v1/traces"]
     assert posts and {r.headers["authorization"] for r in posts} == {TOKEN}

@@ -69,7 +69,8 @@ def test_a_sqlite_store_without_the_sql_store_installed_names_the_local_extra(tm
     """mlflow-skinny alone has no SQLAlchemy: stood in for here by a package that cannot be imported."""
     stand_in = tmp_path / "site" / "sqlalchemy"
     stand_in.mkdir(parents=True)
-    (stand_in / "__init__.py").write_text('raise ModuleNotFoundError("No module named sqlalchemy", name="sqlalchemy")\n')
+    (stand_in / "__init__.py").write_text('raise ModuleNotFoundError("No module named sqlalchemy", '
+                                          'name="sqlalchemy")\n')
     uri = f"sqlite:///{tmp_path}/m.db"
     doctor = rlm(tmp_path, "plugins", "doctor", "--sink", "mlflow", uri=uri, PYTHONPATH=str(tmp_path / "site"))
     line = doctor_line(doctor)

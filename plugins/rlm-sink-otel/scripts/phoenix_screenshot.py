@@ -1,7 +1,8 @@
 """Reproduce docs/phoenix-trace.png: an Arize Phoenix server, one `rlm run --sink otel` into it, a headless
 Chromium screenshot of the run tree's trace in the Phoenix UI.
 
-    .venv/bin/python plugins/rlm-sink-otel/scripts/phoenix_screenshot.py [--out FILE] [--span agent|turn|sub-call|tool] [--keep]
+    .venv/bin/python plugins/rlm-sink-otel/scripts/phoenix_screenshot.py [--out FILE] [--span agent|turn|sub-call|tool]
+    [--keep]
 
 Phoenix comes from .venv-phoenix (`bash scripts/install-phoenix.sh`). Everything lives in a temporary folder
 (Phoenix's working directory and SQLite database, HOME, the scripted model's replies); the server is stopped and

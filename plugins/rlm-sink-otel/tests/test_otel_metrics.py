@@ -298,4 +298,5 @@ def test_a_traces_only_backend_gets_spans_and_no_warning(caplog, tmp_path, statu
         tried = [r for r in receiver.requests if r.path.endswith("/metrics")]
     records = [r for r in caplog.records if r.name == "rlm.sinks"]
     assert not [r for r in records if r.levelno >= logging.WARNING], [r.getMessage() for r in records]
-    assert len(tried) == 1 and any(f"HTTP {status}" in r.getMessage() and "only spans" in r.getMessage() for r in records)
+    assert len(tried) == 1
+    assert any(f"HTTP {status}" in r.getMessage() and "only spans" in r.getMessage() for r in records)

@@ -72,7 +72,8 @@ def test_leaving_the_app_cancels_its_own_runs_so_they_end_cancelled_not_dead(rlm
     app = make_app(rlm_isolated.runs)
     finished: list = []
     app.workspace.start_run("a slow task", None, {"model": model, "sandbox": "monty", "max_steps": "30"},
-                            lambda run_id, path: None, lambda result, error: finished.append((result, error)))  # fmt: skip
+                            lambda run_id, path: None,
+                            lambda result, error: finished.append((result, error)))  # fmt: skip
     wait_until = time.monotonic() + 20
     while not app.workspace.active() and time.monotonic() < wait_until:
         time.sleep(0.05)

@@ -28,7 +28,8 @@ def hostile_home(home) -> None:
     tried = {"candidate": 1, "reply": NASTY, "action": NASTY, "code": NASTY, "output": NASTY, "error": NASTY,
              "score": 0.5, "chosen": True, "tokens": 9}  # fmt: skip
     write_run(home, RUN_A, [step, {"code": NASTY, "branches": (tried, {**tried, "candidate": 2, "error": None,
-                                                                      "chosen": False})}], task=NASTY, model=f"scripted:{NASTY}", finished=False,
+                                                                      "chosen": False})}],
+              task=NASTY, model=f"scripted:{NASTY}", finished=False,
               max_steps=NASTY)  # fmt: skip
     write_run(home, RUN_B, [{"code": NASTY, "stdout": NASTY}], task=NASTY)
     write_run(home, RUN_C, [{"code": "x"}], task="named with a control character")

@@ -21,7 +21,8 @@ RUN_BOARD = {"metric": "reward", "higher_is_better": True,
                        "model": model, "environment": "pure_rlm", "framework": "native", "steps": steps,
                        "reward": reward, "accuracy": accuracy, "tokens": tokens, "cost": cost, "seconds": seconds,
                        "task": task, "labels": labels}
-                      for i, (run_id, model, steps, reward, accuracy, tokens, cost, seconds, task, labels) in enumerate([
+                      for i, (run_id, model, steps, reward, accuracy, tokens, cost, seconds, task, labels)
+                      in enumerate([
                           (A, "openai:gpt-4o-mini", 4, 2.3, 1.0, 3720, 0.0004, 2.4, "What is the magic number?",
                            {"expected": "4217"}),
                           (B, "scripted:root", 3, 1.2, 0.0, 2790, 0.0003, 1.8, "What is the magic number?",

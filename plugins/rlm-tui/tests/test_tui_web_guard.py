@@ -73,7 +73,8 @@ def test_strangers_get_403_and_start_nothing(tmp_path):
             ws, port, found = f"ws://127.0.0.1:{guard.port}/ws", guard.port, {}
             async with aiohttp.ClientSession() as stranger:
                 for name, url, headers in [("no token", "/", {}), ("wrong token", f"/?token={TOKEN}x", {}),
-                                           ("empty token", "/?token=", {}), ("static file", "/static/js/textual.js", {}),
+                                           ("empty token", "/?token=", {}),
+                                           ("static file", "/static/js/textual.js", {}),
                                            ("rebound Host", f"/?token={TOKEN}", {"Host": f"evil.example:{port}"}),
                                            ("other port", f"/?token={TOKEN}", {"Host": f"127.0.0.1:{port + 1}"}),
                                            ("no port", f"/?token={TOKEN}", {"Host": "127.0.0.1"})]:  # fmt: skip
@@ -113,7 +114,8 @@ def test_another_loopback_name_is_sent_to_the_printed_origin(tmp_path):
         async with guarded(tmp_path) as (guard, _):
             async with aiohttp.ClientSession() as session:
                 url = f"{guard.origin}/?token={TOKEN}"
-                async with session.get(url, headers={"Host": f"localhost:{guard.port}"}, allow_redirects=False) as reply:
+                host = {"Host": f"localhost:{guard.port}"}
+                async with session.get(url, headers=host, allow_redirects=False) as reply:
                     return reply.status, reply.headers.get("Location"), guard
 
     status, location, guard = asyncio.run(body())

@@ -113,7 +113,8 @@ class AdkFramework:
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
         steps = self.ctx.max_steps
         text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip()) if part]
+        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip())
+                 if part]
         return "\n\n".join([text, *extra])
 
     async def _run(self) -> FrameworkOutcome:

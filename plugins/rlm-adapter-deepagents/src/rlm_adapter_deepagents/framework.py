@@ -67,8 +67,8 @@ SUB_AGENT_DESCRIPTION = ("An agent like you, with the same tools and the same co
 
 
 #: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
-EXTRA_INSTRUCTIONS = (" The file tools (ls, read_file, write_file…) are a scratch space for notes, not where the context "
-                      "is.")
+EXTRA_INSTRUCTIONS = (" The file tools (ls, read_file, write_file…) are a scratch space for notes, not where the "
+                      "context is.")
 
 
 def create(settings: Optional[DeepAgentsSettings], ctx: FrameworkContext) -> "DeepAgentsFramework":
@@ -195,7 +195,8 @@ class DeepAgentsFramework:
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
         steps = self.ctx.max_steps
         text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip()) if part]
+        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip())
+                 if part]
         return "\n\n".join([text, *extra])
 
     def _resend_invalid(self) -> Any:

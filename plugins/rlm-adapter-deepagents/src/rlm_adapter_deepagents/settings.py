@@ -22,8 +22,8 @@ class DeepAgentsSettings(FrameworkRewards):
                     "confined to it) or 'local_shell' (a shell and files INSIDE the run's sandbox session: the "
                     "`execute` tool runs `sh -c` there, never on the host)",
     )  # fmt: skip
-    root: Optional[Path] = Field(None, description="the folder of the 'filesystem' backend (required for it; "
-                                                   "relative paths are resolved from the working directory)")  # fmt: skip
+    root: Optional[Path] = Field(None, description="the folder of the 'filesystem' backend (required for it; relative "
+                                                   "paths are resolved from the working directory)")  # fmt: skip
     shell_timeout: float = Field(60.0, gt=0, le=3600,
                                  description="seconds an `execute` command may run in the sandbox ('local_shell')")
     planning: bool = Field(True, description="offer the write_todos planning tool (LangChain's TodoListMiddleware)")

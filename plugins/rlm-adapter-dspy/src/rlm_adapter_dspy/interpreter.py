@@ -8,15 +8,15 @@ code, which dspy shows the model as ``[Error] …`` before the next iteration. A
 ``dspy.RLM.forward`` (dspy catches only ``CodeExecutionError`` and ``SyntaxError`` there), which is how budget
 errors from ``ctx.step`` (``max_llm_calls`` used up, time, tokens, cost) stop the framework.
 
-Here the code runs in the run's own session (``ctx.tools.session``: Monty, Docker, process), where ``context``
-is already bound, once, by the host; dspy's per-iteration ``variables`` are bound only when new or changed, so a
-step never re-sends the context. dspy's tools become host functions of the session, but the user's own (dspy.RLM's
-``tools=``): the run defines those in the session already, each call through the run's host-side tool path. With an
-output type, a SUBMIT whose answer does not match it is a ``final_rejected`` step and a ``CodeExecutionError``
-naming the problems (dspy shows it and goes on); one that matches carries the answer as JSON text. ``SUBMIT`` is the session's
-own REPL builtin (it ends the code and carries its fields back as JSON), wrapped once so that it also takes the
-positional form dspy's prompt shows (``SUBMIT(answer)``) and checks the field names as dspy's interpreters do.
-``FINAL(x)`` / ``FINAL_VAR(name)``, which models trained on rlm's prompts write, count as ``SUBMIT(answer=x)``.
+Here the code runs in the run's own session (``ctx.tools.session``: Monty, Docker, process), where ``context`` is
+already bound, once, by the host; dspy's per-iteration ``variables`` are bound only when new or changed, so a step never
+re-sends the context. dspy's tools become host functions of the session, but the user's own (dspy.RLM's ``tools=``): the
+run defines those in the session already, each call through the run's host-side tool path. With an output type, a SUBMIT
+whose answer does not match it is a ``final_rejected`` step and a ``CodeExecutionError`` naming the problems (dspy shows
+it and goes on); one that matches carries the answer as JSON text. ``SUBMIT`` is the session's own REPL builtin (it ends
+the code and carries its fields back as JSON), wrapped once so that it also takes the positional form dspy's prompt
+shows (``SUBMIT(answer)``) and checks the field names as dspy's interpreters do. ``FINAL(x)`` / ``FINAL_VAR(name)``,
+which models trained on rlm's prompts write, count as ``SUBMIT(answer=x)``.
 
 dspy's sandbox ``dspy`` facade (sub-agents built in the REPL and run on the host) is declined: dspy then drops
 it from the prompt and carries on.

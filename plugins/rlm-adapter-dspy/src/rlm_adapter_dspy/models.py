@@ -77,7 +77,7 @@ ACTION_GRAMMAR = r'''
 root      ::= "[[ ## reasoning ## ]]\n" reasoning "\n\n[[ ## code ## ]]\n```python\n" codeline{1,25} "```\n\n[[ ## completed ## ]]"
 reasoning ::= [^\[\n`]{1,400} ("\n" [^\[\n`]{1,400}){0,4}
 codeline  ::= [^`\n]{0,200} "\n"
-'''
+'''  # noqa: E501
 ACTION_FORMAT = ReplyFormat("dspy_rlm_action", gbnf=ACTION_GRAMMAR.strip() + "\n")
 
 

@@ -167,7 +167,8 @@ class PydanticAIFramework:
         steps = self.ctx.max_steps
         description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
         text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip()) if part]
+        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip())
+                 if part]
         return "\n\n".join([text, *extra])
 
     async def _run(self) -> FrameworkOutcome:
@@ -242,7 +243,8 @@ class PydanticAIFramework:
                 self._step("final_rejected", {"final_rejected": rejected}, "retry")
             elif isinstance(part, BaseToolReturnPart) and outcome == "success" and part.tool_name in self._user_tools:
                 self._step("tool_result", {"tool": part.tool_name, "ok": True,
-                                           "output": truncate(part.model_response_str(), 2000)}, "tool_result")  # fmt: skip
+                                           "output": truncate(part.model_response_str(), 2000)},
+                           "tool_result")  # fmt: skip
             elif isinstance(part, BaseToolReturnPart) and outcome == "retried":
                 retry = getattr(part, "retry", None)
                 self._step("retry", {"tool": part.tool_name, "cause": getattr(retry, "cause", None),

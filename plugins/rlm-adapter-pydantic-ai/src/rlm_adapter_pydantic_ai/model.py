@@ -1,10 +1,10 @@
 """``RlmModel``: one of rlm's model roles (``ctx.root``…) as a ``pydantic_ai.models.Model``.
 
-rlm's roles count usage, cost and budgets, retry, record and replay; they take and give text only. So each
-``request`` renders pydantic-ai's history as role/content messages, with the tools described in the system
-message (the host's text tool protocol, ``rlm_host.sdk.tools``), makes one ``role.complete`` call, and reads the reply back as parts: a
-``ToolCallPart`` for ``{"tool": …, "args": …}``, a ``TextPart`` for the final answer. pydantic-ai then does what
-it does with native tool calls: runs the tool, or answers an unknown tool or bad arguments with a retry.
+rlm's roles count usage, cost and budgets, retry, record and replay; they take and give text only. So each ``request``
+renders pydantic-ai's history as role/content messages, with the tools described in the system message (the host's text
+tool protocol, ``rlm_host.sdk.tools``), makes one ``role.complete`` call, and reads the reply back as parts: a
+``ToolCallPart`` for ``{"tool": …, "args": …}``, a ``TextPart`` for the final answer. pydantic-ai then does what it does
+with native tool calls: runs the tool, or answers an unknown tool or bad arguments with a retry.
 
 A reply that is neither (JSON of the wrong shape) comes back as its text, marked in the response's
 ``provider_details`` (``rlm_invalid``); an agent rejects it with :func:`reject_invalid_reply` as its output

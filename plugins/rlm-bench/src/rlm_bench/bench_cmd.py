@@ -31,7 +31,8 @@ def _home(ctx: typer.Context) -> Path:
 @app.command("list", short_help="List the benchmark presets: cases, source, description.")
 def list_presets(
     ctx: typer.Context,
-    pack: Optional[List[Path]] = typer.Option(None, "--pack", help="Also list the presets of this YAML/JSON/JSONL file."),
+    pack: Optional[List[Path]] = typer.Option(None, "--pack",
+                                              help="Also list the presets of this YAML/JSON/JSONL file."),
     as_json: bool = typer.Option(False, "--json", help="Print every preset with its cases as JSON."),
 ) -> None:
     """Benchmark presets: name, cases, where they come from, description."""
@@ -207,7 +208,8 @@ def compare(
     candidate: str = typer.Argument(..., help="Candidate: an id, a unique prefix, latest, previous or a path."),
     baseline: str = typer.Argument(..., help="Baseline: an id, a unique prefix, latest, previous or a path."),
     min_reward_delta: float = typer.Option(0.0, "--min-reward-delta", help="Gate: avg reward delta ≥ this."),
-    min_completion_delta: float = typer.Option(0.0, "--min-completion-delta", help="Gate: completion rate delta ≥ this."),
+    min_completion_delta: float = typer.Option(0.0, "--min-completion-delta",
+                                               help="Gate: completion rate delta ≥ this."),
     max_steps_increase: float = typer.Option(0.0, "--max-steps-increase", help="Gate: avg steps increase ≤ this."),
     min_accuracy_delta: float = typer.Option(0.0, "--min-accuracy-delta", "--min-score-delta",
                                              help="Gate: mean score (accuracy) delta ≥ this."),
@@ -320,7 +322,8 @@ def judge(
         ..., "--reference", "-r", help="JSON/JSONL with question_id, question, answer, question_type."
     ),
     model: Optional[str] = typer.Option(None, "--model", help="Judge model as provider:model."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Results file (default: PREDICTIONS.judged.jsonl)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Results file (default: PREDICTIONS.judged.jsonl)."),
 ) -> None:
     """Judge predictions with an LLM (yes/no, question-type prompts); resumes, skipping ids already judged."""
     from rlm_bench.judge import judge_predictions
@@ -330,7 +333,8 @@ def judge(
     out = output or predictions.with_name(predictions.stem + ".judged.jsonl")
     result = judge_predictions(predictions, reference, out, connector)
     accuracy = "-" if result.accuracy is None else f"{100 * result.accuracy:.1f}%"
-    typer.echo(f"judged {result.judged}, skipped {result.skipped} already judged; accuracy {accuracy} over {result.total}")
+    typer.echo(f"judged {result.judged}, skipped {result.skipped} already judged; accuracy {accuracy} over "
+               f"{result.total}")
     for kind, value in result.by_type.items():
         typer.echo(f"  {kind:<28} {100 * value:.1f}%")
     if result.missing_reference:

@@ -129,7 +129,8 @@ class BenchmarkCase(BaseModel):
     def _options(cls, value: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(value) - CASE_RUN_OPTIONS)
         if unknown:
-            raise ValueError(f"unknown run option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(CASE_RUN_OPTIONS))}")
+            raise ValueError(f"unknown run option(s) {', '.join(unknown)}; allowed: "
+                             f"{', '.join(sorted(CASE_RUN_OPTIONS))}")
         return value
 
     @field_validator("tags", mode="before")

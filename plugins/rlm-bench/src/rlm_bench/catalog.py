@@ -53,7 +53,8 @@ def _from_files(pack_files: Iterable[str | Path]) -> list[Preset]:
     presets = []
     for path in pack_files:
         for preset in load_pack_file(path):
-            presets.append(Preset(preset.name, preset.description, str(preset.source), preset.cases, str(preset.source)))
+            presets.append(Preset(preset.name, preset.description, str(preset.source), preset.cases,
+                                  str(preset.source)))
     return presets
 
 

@@ -124,7 +124,8 @@ def _preset(name: str, description: str, path: Path, rows: list[tuple[int, dict[
             cases.append(BenchmarkCase.model_validate(fields))
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'case'}: {e['msg']}" for e in exc.errors())
-            raise PackFileError(f"{path}: preset {name!r}, case {index + 1} ({fields['case_id']}): {problems}") from None
+            raise PackFileError(f"{path}: preset {name!r}, case {index + 1} ({fields['case_id']}): "
+                                f"{problems}") from None
     return ExternalPreset(name, description or f"cases from {path.name}", path, cases)
 
 
@@ -185,7 +186,8 @@ def _record_row(item: tuple[int, dict[str, Any]], base: Path) -> tuple[int, dict
     return index, out
 
 
-def _evals_row(item: tuple[int, dict[str, Any]], base: Path, default_scorer: Optional[str]) -> tuple[int, dict[str, Any]]:
+def _evals_row(item: tuple[int, dict[str, Any]], base: Path,
+               default_scorer: Optional[str]) -> tuple[int, dict[str, Any]]:
     """A pydantic-evals case: ``inputs`` (a string, or an object holding the question and maybe the context)."""
     index, row = item
     inputs = row.get("inputs")
@@ -209,7 +211,8 @@ def _evals_row(item: tuple[int, dict[str, Any]], base: Path, default_scorer: Opt
 
 def _scorer_from(evaluators: Any) -> Optional[str]:
     for evaluator in evaluators or []:
-        name = evaluator if isinstance(evaluator, str) else next(iter(evaluator), "") if isinstance(evaluator, dict) else ""
+        name = (evaluator if isinstance(evaluator, str)
+                else next(iter(evaluator), "") if isinstance(evaluator, dict) else "")
         scorer = EVALUATORS.get(str(name).lower())
         if scorer:
             return scorer
@@ -233,7 +236,8 @@ def _adk_row(item: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any]]:
         expected = _text(last.get("final_response"))
         if expected:
             out["expected"] = expected
-        history = [f"user: {_text(t.get('user_content'))}\nassistant: {_text(t.get('final_response'))}" for t in turns[:-1]]
+        history = [f"user: {_text(t.get('user_content'))}\nassistant: {_text(t.get('final_response'))}"
+                   for t in turns[:-1]]
         state = (row.get("session_input") or {}).get("state")
         if history or state:
             out["context"] = ContextSpec.inline({"history": history, "session_state": state or {}})

@@ -63,7 +63,8 @@ def cost_measure(summaries: Sequence[BenchmarkSummary]) -> tuple[str, Callable[[
 
 
 def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tuple[int, float, int]]],
-              y_range: Optional[tuple[float, float]] = None, y_format: Callable[[float], str] = _tick_label) -> str:  # fmt: skip
+              y_range: Optional[tuple[float, float]] = None,
+              y_format: Callable[[float], str] = _tick_label) -> str:  # fmt: skip
     """A line chart with one polyline and one circle per point per series (x: context tokens, log scale when wide)."""
     all_points = [p for ps in series.values() for p in ps]
     plot_w, plot_h = plot_size()
@@ -128,7 +129,8 @@ def summary_section(s: BenchmarkSummary) -> str:
     meta = (f"preset {s.preset} ({s.source}) · mode {s.mode} · framework {s.framework} · model {s.model or '-'}"
             + (f" · sub-model {s.sub_model}" if s.sub_model else "") + (f" · sandbox {s.sandbox}" if s.sandbox else "")
             + (f" · environment {s.environment}" if s.environment else "")
-            + f" · started {s.started_at:%Y-%m-%d %H:%M:%S} UTC · finished {s.finished_at:%Y-%m-%d %H:%M:%S} UTC")  # fmt: skip
+            + f" · started {s.started_at:%Y-%m-%d %H:%M:%S} UTC"
+            + f" · finished {s.finished_at:%Y-%m-%d %H:%M:%S} UTC")  # fmt: skip
     parts = [f'<section class="benchmark" data-benchmark="{e(s.benchmark_id)}">',
              f"<h2>Benchmark {e(s.benchmark_id)}</h2>", f'<p class="meta">{e(meta)}</p>',
              f"<p>{e(s.description)}</p>" if s.description else "",

@@ -56,7 +56,8 @@ PROMPTS: dict[str, str] = {
         "Does the model correctly decline to answer? Answer yes or no only."
     ),
 }
-_TYPE_ALIASES = {"temporal": "temporal-reasoning", "preference": "single-session-preference", "update": "knowledge-update"}
+_TYPE_ALIASES = {"temporal": "temporal-reasoning", "preference": "single-session-preference",
+                 "update": "knowledge-update"}
 PREDICTION_KEYS = ("hypothesis", "prediction", "response", "final_response", "output", "answer")
 
 
@@ -113,7 +114,8 @@ def judge_answer(connector: ModelConnector, question: str, answer: Any, response
     prompt = build_prompt(kind, question, answer, response)
     completion = connector.complete([{"role": "user", "content": prompt}])
     label = parse_label(completion.text)
-    return Verdict(model=connector.name, label=bool(label), raw=completion.text or "", question_type=question_type(kind),
+    return Verdict(model=connector.name, label=bool(label), raw=completion.text or "",
+                   question_type=question_type(kind),
                    parsed=label is not None)  # fmt: skip
 
 

@@ -206,7 +206,8 @@ def _date(key: str, text: str) -> datetime:
             return moment + timedelta(days=1) if key == "until" else moment
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise LeaderboardError(f"filter {key}: {text!r} is not a date", hint=f"e.g. {key}=2026-01-31 or an ISO datetime") from None
+        raise LeaderboardError(f"filter {key}: {text!r} is not a date",
+                               hint=f"e.g. {key}=2026-01-31 or an ISO datetime") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
@@ -216,7 +217,8 @@ def parse_filters(items: Iterable[str]) -> LeaderboardFilter:
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().lower().replace("-", "_")
-        key = {"env": "environment", "tags": "tag", "min_completion_rate": "min_completion", "min_score": "min_accuracy",
+        key = {"env": "environment", "tags": "tag", "min_completion_rate": "min_completion",
+               "min_score": "min_accuracy",
                "max_score": "max_accuracy"}.get(key, key)  # fmt: skip
         if not sep or key not in FILTER_KEYS:
             problem = f"unknown filter key {key!r}" if sep else f"filter {item!r} is not KEY=VALUE"
@@ -253,7 +255,8 @@ def rank(
     return rows
 
 
-def load_summaries(paths: Sequence[Path], on_error: Optional[Callable[[Path, str], None]] = None) -> list[BenchmarkSummary]:
+def load_summaries(paths: Sequence[Path],
+                   on_error: Optional[Callable[[Path, str], None]] = None) -> list[BenchmarkSummary]:
     """The summaries in ``paths``; unreadable ones are skipped (reported to ``on_error``)."""
     from rlm_bench.store import load_summary
 
@@ -293,8 +296,10 @@ def statistics_block(rows: Sequence[LeaderboardRow], metric: str) -> dict[str, O
     values = [v for v in (r.metric(metric) for r in rows) if v is not None]
     if not values:
         return {"count": 0, "mean": None, "median": None, "stdev": None, "min": None, "max": None}
-    return {"count": len(values), "mean": round(statistics.fmean(values), 6), "median": round(statistics.median(values), 6),
-            "stdev": round(statistics.stdev(values), 6) if len(values) > 1 else 0.0, "min": min(values), "max": max(values)}  # fmt: skip
+    return {"count": len(values), "mean": round(statistics.fmean(values), 6),
+            "median": round(statistics.median(values), 6),
+            "stdev": round(statistics.stdev(values), 6) if len(values) > 1 else 0.0, "min": min(values),
+            "max": max(values)}  # fmt: skip
 
 
 def to_table(rows: Sequence[LeaderboardRow], metric: str) -> str:

@@ -4,10 +4,10 @@ Every preset is a pack factory, ``preset(settings, services)`` returning its cas
 gives one ``BenchmarkPackSpec`` per preset for the ``rlm_register_benchmark_packs`` hook. A factory returns a list
 of ``BenchmarkCase`` (or of dicts validating as one) — the contract for every plugin's packs too.
 
-Long-context cases name a generator and its parameters; their answers are pinned here and checked against
-what the generator computes when the case runs. ``dspy_reading_quick`` / ``dspy_reading_extended`` are
-questions about DSPy programs with answers, run by the native loop (``dspy_quick`` / ``dspy_extended`` are
-rlm-env-dspy's coding tasks, scored by hidden tests). This module imports nothing heavy: cases are built only when a preset is asked for.
+Long-context cases name a generator and its parameters; their answers are pinned here and checked against what the
+generator computes when the case runs. ``dspy_reading_quick`` / ``dspy_reading_extended`` are questions about DSPy
+programs with answers, run by the native loop (``dspy_quick`` / ``dspy_extended`` are rlm-env-dspy's coding tasks,
+scored by hidden tests). This module imports nothing heavy: cases are built only when a preset is asked for.
 """
 
 from __future__ import annotations
@@ -274,7 +274,8 @@ def oolong_style(settings: Any = None, services: Any = None) -> list[Any]:
               expected="less common than", tags={"task_family": "oolong"}),
         _case("oolong_pairs_32k", "pairs of users both asking about locations (F1)",
               context=("oolong_pairs", {"tokens": 32768, "question": "both", "label": "location", "seed": 4}),
-              expected=_pairs_of(18819, 34391, 37332, 45980, 50686, 55082, 82936), tags={"task_family": "oolong_pairs"}),
+              expected=_pairs_of(18819, 34391, 37332, 45980, 50686, 55082, 82936),
+              tags={"task_family": "oolong_pairs"}),
     ]  # fmt: skip
 
 

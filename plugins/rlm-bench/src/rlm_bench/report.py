@@ -1,7 +1,7 @@
 """Benchmark reports: ``rlm bench report [ID] --format markdown|csv|json [--baseline ID]``.
 
-- markdown: the run's settings, the overall figures, mean score and correct count per pack and per tag, one row per case, and with
-  a baseline the comparison's gates and case changes;
+- markdown: the run's settings, the overall figures, mean score and correct count per pack and per tag, one row per
+  case, and with a baseline the comparison's gates and case changes;
 - csv: one row per case (with the baseline's status and score when a baseline is given);
 - json: the summary itself (``BenchmarkSummary``), with ``comparison`` added when a baseline is given.
 """
@@ -44,14 +44,16 @@ def _short(value: Any, limit: int = 40) -> str:
 
 def _aggregate_row(label: str, a: Aggregate) -> str:
     return (
-        f"| {label} | {a.cases} | {_num(a.accuracy)} | {a.correct}/{a.scored} | {_pct(a.completion_rate)} | {_num(a.avg_reward)} | "
+        f"| {label} | {a.cases} | {_num(a.accuracy)} | {a.correct}/{a.scored} | {_pct(a.completion_rate)} | "
+        f"{_num(a.avg_reward)} | "
         f"{_num(a.avg_steps, 2)} | {a.avg_tokens:,.0f} | {_num(a.cost, 4)} | {_num(a.latency_s.p50, 2)} | "
         f"{_num(a.latency_s.p95, 2)} |"
     )
 
 
 _AGG_HEAD = (
-    "| {what} | cases | mean score | correct | completion | avg reward | avg steps | avg tokens | cost $ | p50 s | p95 s |\n"
+    "| {what} | cases | mean score | correct | completion | avg reward | avg steps | avg tokens | cost $ | p50 s "
+    "| p95 s |\n"
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 )
 

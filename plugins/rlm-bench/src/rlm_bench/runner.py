@@ -248,7 +248,8 @@ class BenchmarkRunner:
         status = "completed" if run.completed else "error" if run.termination_reason == "error" else "incomplete"
         return dict(
             environment=run.environment, model=run.model, sandbox=run.sandbox, status=status,
-            termination_reason=run.termination_reason, final_response=run.final_response, steps=run.steps, reward=run.total_reward,
+            termination_reason=run.termination_reason, final_response=run.final_response, steps=run.steps,
+            reward=run.total_reward,
             tokens=TokenTotals(input=usage.root.input_tokens + usage.sub.input_tokens,
                                output=usage.root.output_tokens + usage.sub.output_tokens,
                                total=usage.total_tokens, root=usage.root.total_tokens, sub=usage.sub.total_tokens),

@@ -139,7 +139,8 @@ def set_f1(prediction: Optional[str], expected: Any) -> Score:
     precision = hits / len(got) if got else 0.0
     recall = hits / len(gold) if gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if hits else 0.0
-    detail = {"precision": round(precision, 6), "recall": round(recall, 6), "predicted": len(got), "expected": len(gold)}
+    detail = {"precision": round(precision, 6), "recall": round(recall, 6), "predicted": len(got),
+              "expected": len(gold)}
     return Score(value=round(f1, 12), correct=f1 == 1.0, detail=detail)
 
 

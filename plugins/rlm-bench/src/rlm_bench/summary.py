@@ -193,7 +193,8 @@ def aggregate(results: Iterable[CaseResult]) -> Aggregate:
         correct=sum(bool(r.correct) for r in items), avg_reward=_r(sum(r.reward for r in items) / n),
         avg_steps=_r(sum(r.steps for r in items) / n), avg_tokens=_r(tokens.total / n), tokens=tokens,
         cost=_r(sum(costs)) if costs else None,
-        latency_s=Latency(avg=_r(sum(durations) / n), p50=_r(percentile(durations, 50)), p95=_r(percentile(durations, 95)),
+        latency_s=Latency(avg=_r(sum(durations) / n), p50=_r(percentile(durations, 50)),
+                          p95=_r(percentile(durations, 95)),
                           p99=_r(percentile(durations, 99)), max=_r(max(durations))),
     )  # fmt: skip
 

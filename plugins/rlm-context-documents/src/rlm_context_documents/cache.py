@@ -96,7 +96,8 @@ class DocumentCache:
                 return
             payload = json.dumps(parts, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
             header = {"extractor": extractor, "source": source.name,
-                      "signature": user_signature(_claim(key, extractor, hashlib.sha256(payload).hexdigest()))}  # fmt: skip
+                      "signature": user_signature(_claim(key, extractor,
+                                                         hashlib.sha256(payload).hexdigest()))}  # fmt: skip
             head = json.dumps(header, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
             write_atomic(self.folder / f"{key}.json", head + b"\n" + payload)
         except OSError as exc:

@@ -117,7 +117,8 @@ class DocumentLoader:
                 raise InputError(f"{path}: the {self.label} reader crashed ({exc.signal}): a damaged file, or one "
                                  f"that needs more than memory_mb = {s.memory_mb:,}",
                                  hint=corrupt(self.label, "").hint) from None  # fmt: skip
-            raise InputError(f"{path}: {corrupt(self.label, exc.message).reason}", hint=corrupt(self.label, "").hint) from None
+            raise InputError(f"{path}: {corrupt(self.label, exc.message).reason}",
+                             hint=corrupt(self.label, "").hint) from None
         return self._accept(path, result)
 
     def _accept(self, path: Path, result: Any) -> list[list[str]]:

@@ -28,7 +28,8 @@ def _check_package(path: Path, loader: DocumentLoader) -> None:
         head = handle.read(8)
     if head == OLE_SIGNATURE:
         raise DocumentError(f"the {loader.label} file is password-protected (or an old binary Office file renamed)",
-                            hint=f"open it, remove the password (or save it as {path.suffix}), and pass the new copy")  # fmt: skip
+                            hint=f"open it, remove the password (or save it as {path.suffix}), "
+                                 "and pass the new copy")  # fmt: skip
     if not zipfile.is_zipfile(path):
         raise corrupt(loader.label, "not a ZIP package")
     check_package(path, loader.label, loader.settings.max_unzipped_mb * MB, loader.name)

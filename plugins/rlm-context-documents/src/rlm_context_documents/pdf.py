@@ -90,12 +90,14 @@ class PdfLoader(DocumentLoader):
                                  + ", ".join(empty[:LISTED]) + (", …" if len(empty) > LISTED else ""))  # fmt: skip
 
     def empty_hint(self) -> str:
-        return "it has no text layer (a scan?): run OCR first (for instance `ocrmypdf in.pdf out.pdf`) and pass the result"
+        return ("it has no text layer (a scan?): run OCR first (for instance `ocrmypdf in.pdf out.pdf`) "
+                "and pass the result")
 
 
 def _open_error(exc: Exception) -> DocumentError:
     message = str(exc)
     if "password" in message.lower():
         return DocumentError("the PDF is encrypted (it needs a password to open)",
-                             hint="pass a decrypted copy, for instance `qpdf --decrypt --password=… in.pdf out.pdf`")  # fmt: skip
+                             hint="pass a decrypted copy, for instance "
+                                  "`qpdf --decrypt --password=… in.pdf out.pdf`")  # fmt: skip
     return corrupt("PDF", message)

@@ -12,7 +12,8 @@ from html import escape
 from pathlib import Path
 
 FILLER = ("The committee reviewed the quarterly figures for the northern stations and found them in line with "
-          "the previous season. Maintenance visits were carried out as planned and no further action is needed.")  # fmt: skip
+          "the previous season. Maintenance visits were carried out as planned and no further action is "
+          "needed.")  # fmt: skip
 
 
 def write_pdf(path: Path, pages: int, fact: str = "", fact_page: int = 1, *, text: bool = True) -> Path:

@@ -47,7 +47,8 @@ dspy.ChainOfThought, dspy.LM and dspy.configure for models. Write tests with dsp
 network access. Finish with final once the tests pass."""
 
 ACTIONS = ("run_python", "write_file", "patch_file", "read_file", "search_code", "list_tree", "run_tests",
-           "analyze_dspy", "analyze_code", "llm_query", "llm_query_batched", "delegate", "delegate_batch", "final")  # fmt: skip
+           "analyze_dspy", "analyze_code", "llm_query", "llm_query_batched", "delegate", "delegate_batch",
+           "final")  # fmt: skip
 _GENERIC = ("run_python", "delegate", "delegate_batch")
 
 #: One action object, every key present (null where unused) as OpenAI's strict structured outputs want; llama.cpp
@@ -106,7 +107,8 @@ class DSPyCodingEnvironment:
         inner_ctx = replace(ctx, open_sandbox=self._open_session)
         self._generic = ctx.build_environment("generic", inner_ctx)  # with its [environment.generic] settings
         self._sub_calls = SubCalls(ctx, concurrency=self.settings.batch_concurrency,
-                                   model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model))  # fmt: skip
+                                   model_for=lambda model: ctx.sub if model is None
+                                   else ctx.sub_model_for(model))  # fmt: skip
 
     def _open_session(self) -> Any:
         self.session = self.ctx.open_sandbox()
@@ -269,7 +271,8 @@ class DSPyCodingEnvironment:
             return ActionResult(action="llm_query", observation={"success": False, "error": str(exc)},
                                 reward=self._failure())  # fmt: skip
         return ActionResult(action="llm_query", reward=self._success(),
-                            observation={"success": True, "response": truncate(answer, self.settings.max_output_chars)})  # fmt: skip
+                            observation={"success": True,
+                                         "response": truncate(answer, self.settings.max_output_chars)})  # fmt: skip
 
     def _llm_query_batched(self, action: dict[str, Any]) -> ActionResult:
         prompts = action.get("prompts")
@@ -282,7 +285,8 @@ class DSPyCodingEnvironment:
                                 reward=self._failure())  # fmt: skip
         each = max(200, self.settings.max_output_chars // len(answers))
         return ActionResult(action="llm_query_batched", reward=self._success(),
-                            observation={"success": True, "responses": [truncate(a, each) for a in answers]})  # fmt: skip
+                            observation={"success": True,
+                                         "responses": [truncate(a, each) for a in answers]})  # fmt: skip
 
     # ------------------------------------------------------------------ rewards and history
 

@@ -113,7 +113,8 @@ def search(path: Path = PATH, trace_id: str = TRACE_ID, pattern: str = typer.Arg
 def export(path: Path = PATH,
            directory: Path = typer.Argument(..., help="A new (or empty) folder for summary.md and traces.jsonl."),
            errors: Optional[bool] = ERRORS, model: Optional[str] = MODEL, service: Optional[str] = SERVICE,
-           agent: Optional[str] = AGENT, limit: int = typer.Option(200, "--limit"), as_json: bool = AS_JSON) -> None:  # fmt: skip
+           agent: Optional[str] = AGENT, limit: int = typer.Option(200, "--limit"),
+           as_json: bool = AS_JSON) -> None:  # fmt: skip
     """Write an evidence corpus (Markdown summary + JSONL spans) of the matching traces."""
     data = _store(path).export_evidence_corpus(directory, has_errors=errors, model=model, service=service,
                                                agent=agent, limit=limit)  # fmt: skip

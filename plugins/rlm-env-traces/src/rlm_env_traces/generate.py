@@ -64,7 +64,8 @@ def _trace(rng: random.Random, number: int) -> tuple[str, list[dict[str, Any]]]:
         begin = start + step * 1_000_000_000
         chat = _span(rng, trace_id, root["span_id"], f"chat {model}", begin, begin + 400_000_000, service, {
             "gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.agent.name": agent,
-            "gen_ai.usage.input_tokens": 200 + rng.randrange(800), "gen_ai.usage.output_tokens": 20 + rng.randrange(200),
+            "gen_ai.usage.input_tokens": 200 + rng.randrange(800),
+            "gen_ai.usage.output_tokens": 20 + rng.randrange(200),
             "gen_ai.prompt": FILLER * (1 + rng.randrange(3))})  # fmt: skip
         chat["kind"] = "CLIENT"
         spans.append(chat)

@@ -201,7 +201,8 @@ def _flatten_otlp(group: dict[str, Any]) -> list[dict[str, Any]]:
                 "parent_span_id": str(span.get("parentSpanId") or "").lower() or None, "name": span.get("name"),
                 "kind": kind_name(span.get("kind")), "start_time": _nanos(span.get("startTimeUnixNano")),
                 "end_time": _nanos(span.get("endTimeUnixNano")),
-                "status": {"code": OTLP_STATUS.get(status.get("code", 0), "UNSET"), "message": status.get("message", "")},
+                "status": {"code": OTLP_STATUS.get(status.get("code", 0), "UNSET"),
+                           "message": status.get("message", "")},
                 "attributes": _attribute_dict(span.get("attributes") or []), "resource": resource,
                 "scope": (scope.get("scope") or {}).get("name"),
             }  # fmt: skip
@@ -220,7 +221,8 @@ def _event_attributes(value: Any) -> dict[str, Any]:
 
 
 def _attribute_dict(pairs: list[Any]) -> dict[str, Any]:
-    return {pair["key"]: _any_value(pair.get("value") or {}) for pair in pairs if isinstance(pair, dict) and "key" in pair}
+    return {pair["key"]: _any_value(pair.get("value") or {})
+            for pair in pairs if isinstance(pair, dict) and "key" in pair}
 
 
 def _any_value(value: dict[str, Any]) -> Any:

@@ -256,7 +256,8 @@ class TraceStore:
             if key in self.index.traces:
                 return key, self.index.traces[key]
         prefix = str(trace_id).lower()
-        matches = [key for key in self.index.traces if key.lower().startswith(prefix)] if len(prefix) >= MIN_PREFIX else []
+        matches = ([key for key in self.index.traces if key.lower().startswith(prefix)]
+                   if len(prefix) >= MIN_PREFIX else [])
         if len(matches) == 1:
             return matches[0], self.index.traces[matches[0]]
         if len(matches) > 1:

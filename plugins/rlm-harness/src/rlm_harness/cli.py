@@ -59,7 +59,8 @@ run_command = run_command_of(
     help="Work on TASK in the project folder (--workdir): read, search, edit, run commands and tests in the "
     "sandbox, MCP tools. Writes, commands and MCP tools that are not read-only follow --approve (auto, ask: y/N on "
     "this terminal, read-only: refused, the model is told). Exit 0 answered, 1 no final answer, 3 answered with an "
-    "incomplete record, 130 interrupted, 2 bad input or a sandbox that is not ready: in Docker, a missing image with pytest is built first when [sandbox.docker] "
+    "incomplete record, 130 interrupted, 2 bad input or a sandbox that is not ready: in Docker, a missing image with "
+    "pytest is built first when [sandbox.docker] "
     "build_missing allows (on a terminal: asked), else the run does not start.",
 )  # fmt: skip
 

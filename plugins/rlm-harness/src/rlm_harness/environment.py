@@ -105,7 +105,8 @@ class HarnessEnvironment:
         if len(self.turns) > len(shown):
             lines.append("Earlier steps:\n" + "\n".join(f"- {note}" for note in self.history.memory))
         system = tools.system_prompt(self.specs, self.ctx.instructions)
-        messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(lines)}]
+        messages: list[Message] = [{"role": "system", "content": system},
+                                   {"role": "user", "content": "\n\n".join(lines)}]
         for call, result in shown:
             messages += [{"role": "assistant", "content": call}, {"role": "user", "content": result}]
         return messages
@@ -136,7 +137,8 @@ class HarnessEnvironment:
                 return self._record(call_text, result)
             known = ", ".join(spec.name for spec in self.specs)
             result = ActionResult(action="unsupported_action", reward=-self.ctx.rewards.unsupported_action_penalty,
-                                  observation={"success": False, "error": f"unknown tool {name!r}; tools: {known}"})  # fmt: skip
+                                  observation={"success": False,
+                                               "error": f"unknown tool {name!r}; tools: {known}"})  # fmt: skip
             return self._record(call_text, result, status="retry")
         if not isinstance(args, dict):
             result = ActionResult(action=name, reward=self._failure(),
@@ -145,7 +147,8 @@ class HarnessEnvironment:
         refusal = self._refusal(name, args)
         if refusal is not None:  # [run] approve: read-only, or ask and the user said no: a step, not an error
             result = ActionResult(action=name, reward=0.0, observation={"success": False, "refused": True,
-                                                                        "error": refusal, "notes": [refusal]})  # fmt: skip
+                                                                        "error": refusal,
+                                                                        "notes": [refusal]})  # fmt: skip
             return self._record(call_text, result, status="error")
         try:
             result = handler(args) if handler is not None else self._mcp(name, args)
@@ -184,7 +187,8 @@ class HarnessEnvironment:
             if tool is None:
                 return None
             request = ApprovalRequest(name, tool.kind, f"{name} {json.dumps(args, ensure_ascii=False)[:300]}",
-                                      {"server": tool.server, "destructive": tool.destructive}, run_id=run_id)  # fmt: skip
+                                      {"server": tool.server, "destructive": tool.destructive},
+                                      run_id=run_id)  # fmt: skip
         else:
             return None
         return self.ctx.approvals.check(request)

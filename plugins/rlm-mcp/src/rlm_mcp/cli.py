@@ -58,7 +58,8 @@ def serve(
         raise ConfigError(f"unknown transport {transport!r}", hint="choose stdio or http")
     if transport == "http" and not is_loopback(host):
         raise ConfigError(f"refusing to listen on {host}: only loopback addresses are served",
-                          hint="use 127.0.0.1, ::1 or localhost; put a TLS proxy in front for remote clients")  # fmt: skip
+                          hint="use 127.0.0.1, ::1 or localhost; put a TLS proxy in front for remote "
+                               "clients")  # fmt: skip
     try:
         roots = Roots(root or [Path.cwd()])
     except (OSError, NotADirectoryError) as exc:
@@ -96,7 +97,8 @@ def _what_is_served(rlm, roots, ceilings) -> str:
     model = run.model
     sandbox = ceilings.sandbox if ceilings.sandbox != "auto" else "auto (the best installed security boundary)"
     folders = ", ".join(str(folder) for folder in roots.folders)
-    return f"roots {folders} · model {model} · sandbox {sandbox} · clients may pick: {', '.join(ceilings.models) or 'no model'}"
+    return (f"roots {folders} · model {model} · sandbox {sandbox} · clients may pick: "
+            f"{', '.join(ceilings.models) or 'no model'}")
 
 
 def _serve_http(server, host: str, port: int, token: Optional[str], served: str = "") -> None:

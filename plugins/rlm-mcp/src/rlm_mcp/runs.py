@@ -1,5 +1,6 @@
 """Saved runs for ``rlm_runs_list`` and ``rlm_runs_show``, read with the host's public ``RunStore``; runs in progress
-for ``rlm_runs_active`` and ``rlm_runs_cancel``, through the host's registry (``ActiveRuns``, as ``rlm runs cancel``)."""
+for ``rlm_runs_active`` and ``rlm_runs_cancel``, through the host's registry (``ActiveRuns``, as
+``rlm runs cancel``)."""
 
 from __future__ import annotations
 

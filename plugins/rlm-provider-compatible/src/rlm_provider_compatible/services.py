@@ -153,7 +153,8 @@ def create(provider: str, model: str, options: Optional["ModelOptions"] = None, 
            environ: Optional[Mapping[str, str]] = None) -> "OpenAIConnector":  # fmt: skip
     """An OpenAI connector for ``provider:model`` with the service's base URL and key."""
     from rlm_host import ModelError
-    from rlm_host.sdk.models import ModelOptions, OpenAIConnector, OpenAISettings, ReplyFormatFields, listed_context_window
+    from rlm_host.sdk.models import (ModelOptions, OpenAIConnector, OpenAISettings, ReplyFormatFields,
+                                     listed_context_window)
 
     service = PROVIDERS[provider]
     if not model:

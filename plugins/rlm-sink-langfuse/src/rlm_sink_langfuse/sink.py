@@ -146,5 +146,6 @@ def check(settings: Optional[LangfuseSinkSettings]) -> Readiness:
     problem = tcp_probe(parts.hostname or "localhost", port, CONNECT_TIMEOUT)()
     if problem:
         return Readiness(False, f"keys set; {base} unreachable: {problem}",
-                         "set [sink.langfuse] base_url or LANGFUSE_BASE_URL to a reachable Langfuse server")  # fmt: skip
+                         "set [sink.langfuse] base_url or LANGFUSE_BASE_URL to a reachable Langfuse "
+                         "server")  # fmt: skip
     return Readiness(True, f"keys set; {base} reachable")

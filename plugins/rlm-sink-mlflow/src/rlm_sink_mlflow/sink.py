@@ -237,7 +237,8 @@ class MlflowSink:
                                 held=self._pending.pop(run.mlflow_id, []))  # fmt: skip
                 self._client.set_terminated(run.mlflow_id, status, end_time=_ms(event.ts))
 
-            calls: list[Callable[[], None]] = [finish_run, partial(self._log_trajectory, run, data.get("trajectory_path"))]
+            calls: list[Callable[[], None]] = [finish_run,
+                                               partial(self._log_trajectory, run, data.get("trajectory_path"))]
         else:
             calls = []
         if event.run_id == event.root_run_id:

@@ -83,7 +83,8 @@ def replay(tracer: trace.Tracer, records: Iterable[SpanRecord], ids: ReplayIdGen
         ids.use(record)
         try:
             span = tracer.start_span(record.name, context=_parent_context(record), kind=_KINDS.get(record.kind,
-                                     trace.SpanKind.INTERNAL), attributes=attributes, start_time=record.start_ns)  # fmt: skip
+                                     trace.SpanKind.INTERNAL), attributes=attributes,
+                                     start_time=record.start_ns)  # fmt: skip
         finally:
             ids.use(None)
         for event in record.events:

@@ -94,7 +94,8 @@ class ApprovalScreen(ModalScreen[bool]):
             self.seen_all = True
         hint = self.query_one("#approval-hint", Static)
         if not self.whole:
-            hint.update(Text("too long to read whole here, so it cannot be allowed here · n / Esc: refuse", style="italic"))
+            hint.update(Text("too long to read whole here, so it cannot be allowed here · n / Esc: refuse",
+                             style="italic"))
         elif self.seen_all:
             hint.update(Text(ALLOW_HINT, style="italic"))
         else:

@@ -108,7 +108,8 @@ class BenchView(Vertical):
         elif progress.finished and progress.summary:
             metrics = progress.summary.get("metrics") or {}
             state = Text(clean(f"{progress.preset} done: {progress.summary.get('benchmark_id')} · score "
-                               f"{metrics.get('accuracy')} · completed {metrics.get('completion_rate')}"), style="green")
+                               f"{metrics.get('accuracy')} · completed {metrics.get('completion_rate')}"),
+                         style="green")
         else:
             state = Text(clean(f"{progress.preset}: {progress.done} of {progress.total or '?'} cases…"), style="yellow")
         self.query_one("#bench-status", Static).update(state)

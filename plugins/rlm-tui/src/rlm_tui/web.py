@@ -33,7 +33,8 @@ def app_command(config_file: Optional[Path], trust: bool, run: Optional[str]) ->
     as a browser session. ``-P`` keeps the working folder off ``sys.path``, as the ``rlm`` script does: a cloned
     project's ``typer.py`` or ``*.dist-info`` plugin there is never imported."""
     words = [sys.executable, "-P", "-m", "rlm_host", *(["--config", str(config_file)] if config_file else []),
-             *(["--trust-config"] if trust else []), "tui", *(["--run", run] if run else []), "--browser-session"]  # fmt: skip
+             *(["--trust-config"] if trust else []), "tui", *(["--run", run] if run else []),
+             "--browser-session"]  # fmt: skip
     return shlex.join(words)
 
 

@@ -40,7 +40,8 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
     "description and abstract concept": (
         "How does a {x} {noun} work?", "Why do {x} {plural} change colour in winter?",
         "What is the meaning of the word {x}?",
-        "What is the difference between a {x} and a {y}?", "How can I clean a {x} {noun}?", "What is {x} philosophy about?",
+        "What is the difference between a {x} and a {y}?", "How can I clean a {x} {noun}?",
+        "What is {x} philosophy about?",
     ),
     "entity": (
         "What kind of animal is a {x}?", "What instrument does the {X} band play?", "What is {X}'s favourite dish?",
@@ -51,7 +52,8 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "Which architect designed the {X} Tower?", "Who discovered the {x} comet?", "Who founded the {X} company?",
     ),
     "location": (
-        "Where is the {X} museum located?", "What city is the capital of {X}?", "In which country does the {X} river flow?",
+        "Where is the {X} museum located?", "What city is the capital of {X}?",
+        "In which country does the {X} river flow?",
         "Where can I find the {X} market?", "Which island is home to the {X} lighthouse?",
         "Where was the {X} treaty signed?",
     ),

@@ -497,7 +497,8 @@ def _error_result(item: Optional[SweepItem], where: str, exc: BaseException) -> 
     from rlm_bench.summary import CaseResult
 
     manifest = item.manifest if item is not None else {}
-    result = CaseResult(case_id=item.case_id if item is not None else "?", preset=manifest.get("preset", ""), status="error",
+    result = CaseResult(case_id=item.case_id if item is not None else "?", preset=manifest.get("preset", ""),
+                        status="error",
                         termination_reason="error", error=f"on node {where}: {type(exc).__name__}: {_gist(exc)}",
                         model=manifest.get("model") or "", sandbox=manifest.get("sandbox") or "",
                         environment=manifest.get("environment") or "")  # fmt: skip

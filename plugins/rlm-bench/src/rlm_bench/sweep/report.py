@@ -238,7 +238,8 @@ def markdown(data: SweepData) -> str:
     for axis in data.axes():
         lines += ["", f"## By {axis}", "", *_md_table(axis, data.rows(axis))]
     lines += ["", "## Model × framework", "", "mean score against mean cost per case (tokens per case when some "
-              "case has no cost)", "", *_md_table("model × framework", [row(n, ps) for n, ps in data.series()])]  # fmt: skip
+              "case has no cost)", "",
+              *_md_table("model × framework", [row(n, ps) for n, ps in data.series()])]  # fmt: skip
     lines += ["", "## Latency per framework (s)", "", "| framework | cases | min | p25 | p50 | p75 | p90 | max |",
               "| --- |" + " ---: |" * 7]  # fmt: skip
     for name, points in data.groups(lambda p: p.values["framework"]):
@@ -385,13 +386,15 @@ def render_html(data: SweepData) -> str:
     status = "".join(f"<tr><th>{e(what)}</th><td>{e(text)}</td></tr>" for what, text in status_lines(data))
     parts = [f'<table class="status" data-status="{e(r.status)}"><tbody>{status}</tbody></table>',
              '<div class="charts">', scatter_chart(data), latency_chart(data), completion_chart(data), "</div>",
-             "<h2>Overall</h2>", _html_table("axis axis-overall", "scope", [row("all points", data.points)])]  # fmt: skip
+             "<h2>Overall</h2>",
+             _html_table("axis axis-overall", "scope", [row("all points", data.points)])]  # fmt: skip
     for axis in data.axes():
         parts += [f"<h2>By {e(axis)}</h2>", _html_table(f"axis axis-{axis}", axis, data.rows(axis))]
     parts += ["<h2>Model × framework</h2>",
               _html_table("series", "model × framework", [row(n, ps) for n, ps in data.series()])]  # fmt: skip
     nodes = "".join(f'<tr class="node"><td>{e(node)}</td><td class="num">{s.cases}</td><td class="num">{s.failed}'
-                    f'</td><td class="num">{s.seconds:.2f}</td></tr>' for node, s in sorted(r.nodes.items()))  # fmt: skip
+                    f'</td><td class="num">{s.seconds:.2f}</td></tr>'
+                    for node, s in sorted(r.nodes.items()))  # fmt: skip
     parts += ["<h2>Nodes</h2>", '<table class="nodes"><thead><tr><th>node</th><th>cases</th><th>failed</th>'
               f"<th>case seconds</th></tr></thead><tbody>{nodes}</tbody></table>"]  # fmt: skip
     head = "".join(f"<th>{e(h)}</th>" for h in ("point", "benchmark", "state", *ROW_HEAD))

@@ -2,10 +2,10 @@
 any node of a cluster.
 
 ``run_item(item)`` (a ``SweepItem``) runs exactly what ``rlm bench run`` runs for that case
-(``BenchmarkRunner.run_case``) with the settings, plugins, sandboxes, providers and keys of the process it runs in,
-and returns plain JSON data: the ``CaseResult``, the node that ran it and, when asked, the run's trajectory (so the
-driver, which alone writes the bench store, can keep it). Anything that stops the case on this node (a sandbox or provider it cannot
-serve, a missing key) is an ``error`` result naming the node, never a silent fallback.
+(``BenchmarkRunner.run_case``) with the settings, plugins, sandboxes, providers and keys of the process it runs in, and
+returns plain JSON data: the ``CaseResult``, the node that ran it and, when asked, the run's trajectory (so the driver,
+which alone writes the bench store, can keep it). Anything that stops the case on this node (a sandbox or provider it
+cannot serve, a missing key) is an ``error`` result naming the node, never a silent fallback.
 """
 
 from __future__ import annotations
