@@ -63,7 +63,8 @@ def main() -> None:
         if not options.all_plugins:  # the default local sink left out: the engine alone
             env["RLM_PLUGINS"] = "rlm-bench,rlm-sandbox-monty"
         print(f"{options.cases} cases, 2 model calls each at {options.latency:g} s, sandbox {options.sandbox}")
-        print(f"{'-j':>4} {'ideal s':>8} {'measured s':>11} {'ratio':>6}  target ≤ 1.2   accuracy  range of {options.repeat}")
+        print(f"{'-j':>4} {'ideal s':>8} {'measured s':>11} {'ratio':>6}  target ≤ 1.2   accuracy  range of "
+              f"{options.repeat}")
         for jobs in (int(j) for j in options.jobs.split(",")):
             ideal = math.ceil(options.cases / jobs) * 2 * options.latency
             measured, accuracy = [], []

@@ -1,8 +1,8 @@
 """How fast does ``rlm`` start? Prints median and p90 wall time of the commands a user types most.
 
-Measured with every plugin of the environment installed, then with two healthy test plugins added (what an
-extra plugin costs), then with the four broken test plugins too (for information: each logs a warning). Figures are also given
-as a ratio to a bare ``python -c pass`` start, which is steadier than seconds on a noisy machine.
+Measured with every plugin of the environment installed, then with two healthy test plugins added (what an extra plugin
+costs), then with the four broken test plugins too (for information: each logs a warning). Figures are also given as a
+ratio to a bare ``python -c pass`` start, which is steadier than seconds on a noisy machine.
 
 ``rlm --help`` lists the commands of a healthy installation from the user's cache (``rlm_host.plugins.command_cache``):
 the row "first --help after an install" is the start that finds no cache yet and writes it (each run gets an empty

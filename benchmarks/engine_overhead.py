@@ -52,7 +52,8 @@ def measure(runner: RLMRunner, sandbox: str, context: str) -> tuple[float, float
                              connectors={"root": root, "sub": sub}, on_event=events.append)  # fmt: skip
     total = time.perf_counter() - started
     if result.final_response != "4217":
-        raise SystemExit(f"{sandbox}: wrong answer {result.final_response!r} ({result.termination_reason}: {result.error})")
+        raise SystemExit(f"{sandbox}: wrong answer {result.final_response!r} ({result.termination_reason}: "
+                         f"{result.error})")
     steps = [e.data for e in events if e.type == "step"]
     engine = [s["duration_s"] - s["model_seconds"] for s in steps]
     start = total - sum(s["duration_s"] for s in steps)  # session start (context in) and shutdown
@@ -124,7 +125,8 @@ def main() -> None:
                 start = statistics.median(r[1] for r in runs)
                 total = statistics.median(r[2] for r in runs)
                 baseline = baseline or engine
-                print(f"{sandbox:<9}{_size(size):>10}{engine:>16.2f}{engine / baseline:>8.2f}{start:>17.3f}{total:>8.2f}")
+                print(f"{sandbox:<9}{_size(size):>10}{engine:>16.2f}{engine / baseline:>8.2f}"
+                      f"{start:>17.3f}{total:>8.2f}")
                 sys.stdout.flush()
 
 

@@ -199,7 +199,8 @@ def cli_run(home: Path, sinks: list[str], environ: dict[str, str], steps: int, m
     process.wait()
     exited = time.perf_counter() - started
     if answer != "done":
-        raise SystemExit(f"rlm run failed: {answer!r} {process.stderr.read().decode()[-500:] if process.stderr else ''}")
+        raise SystemExit(f"rlm run failed: {answer!r} "
+                         f"{process.stderr.read().decode()[-500:] if process.stderr else ''}")
     return {"answered": answered, "exited": exited}
 
 
@@ -269,8 +270,10 @@ def main() -> None:
             if r["error_text"]:
                 print(f"    {r['error_text']}")
     with_sinks = rows["all sinks"]
-    print(f"\nrun duration ratio (all sinks / none): {statistics.median(r['duration'] for r in with_sinks) / base['duration']:.3f}")
-    print(f"time until run_task returned, ratio: {statistics.median(r['returned'] for r in with_sinks) / base['returned']:.3f}"
+    print("\nrun duration ratio (all sinks / none): "
+          f"{statistics.median(r['duration'] for r in with_sinks) / base['duration']:.3f}")
+    print("time until run_task returned, ratio: "
+          f"{statistics.median(r['returned'] for r in with_sinks) / base['returned']:.3f}"
           f" (+{statistics.median(r['returned'] for r in with_sinks) - base['returned']:.3f} s)")
     answered = {k: statistics.median(r["answered"] for r in v) for k, v in cli.items()}
     exited = {k: statistics.median(r["exited"] for r in v) for k, v in cli.items()}
@@ -279,7 +282,8 @@ def main() -> None:
         print(f"{name:<10} {answered[name]:>8.3f} s {exited[name]:>8.3f} s")
     print(f"answer on stdout: +{answered['all sinks'] - answered['no sinks']:.3f} s with the slow backends "
           f"(target ≤ 0.2 s); exit: +{exited['all sinks'] - exited['no sinks']:.3f} s (the sinks' end-of-run flush)")
-    print(f"backend requests during the {args.repeat} runs with sinks: {requests} ({requests / args.repeat:.1f} per run)")
+    print(f"backend requests during the {args.repeat} runs with sinks: {requests} ({requests / args.repeat:.1f} per "
+          "run)")
 
 
 if __name__ == "__main__":

@@ -386,7 +386,8 @@ def scenarios(selected: set[int], small: Path, big: Path, mb: int, chunk_small: 
                     [Row(f"4. S-NIAH {mb} MB: wall s", "-", total_wall, "s"),
                      Row(f"4. S-NIAH {mb} MB: in-process s", "<= 0.8", in_process, "s")],
                     details={"before run": before_run, "loading": loading, "after last answer": after_last_answer})],
-        5: [*(Measure(f"5. chunking policy, {label} context: turn 1 type/len, turn 2 chunks + llm_query", chunking(path),
+        5: [*(Measure(f"5. chunking policy, {label} context: turn 1 type/len, turn 2 chunks + llm_query",
+                      chunking(path),
                       [Row(f"5. chunking, {label}: engine ms turn 1 -> 2", "<= 3", first_gap_ms, "ms")])
               for label, path in ((f"{chunk_mb} MB", chunk_small), (f"{mb} MB", big))),
             Measure(f"5. chunking policy, {mb} MB context, RSS sampled every 20 ms", chunking(big),
