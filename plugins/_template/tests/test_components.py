@@ -53,7 +53,8 @@ class TestOllamaProvider(ProviderContract):
 
     def malformed_answers(self):
         return [(Behaviour(body={"model": self.model, "done": True}), "no 'message' in response"),
-                (Behaviour(body={"message": {"role": "assistant", "content": ""}}), "message.content is empty")]  # fmt: skip
+                (Behaviour(body={"message": {"role": "assistant", "content": ""}}),
+                 "message.content is empty")]  # fmt: skip
 
     def sent_key(self, request):
         return request.headers["authorization"].removeprefix("Bearer ")

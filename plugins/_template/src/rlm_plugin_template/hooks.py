@@ -16,7 +16,8 @@ from rlm_host import (
 def rlm_register_environments():
     return [
         EnvironmentSpec(
-            "plugin-template-lines",  # rlm run --env plugin-template-lines; settings in [environment.plugin-template-lines]
+            # rlm run --env plugin-template-lines; settings in [environment.plugin-template-lines]
+            "plugin-template-lines",
             "Replies are RUN: <python> (run in the sandbox) or ANSWER: <text>",
             "rlm_plugin_template.environment:LinesEnvironment",  # called as LinesEnvironment(settings, ctx)
             settings="rlm_plugin_template.environment:LinesSettings",
@@ -28,7 +29,8 @@ def rlm_register_environments():
 def rlm_register_providers():
     return [
         ProviderSpec(
-            "plugin-template-ollama",  # --model plugin-template-ollama:llama3.2; settings in [provider.plugin-template-ollama]
+            # --model plugin-template-ollama:llama3.2; settings in [provider.plugin-template-ollama]
+            "plugin-template-ollama",
             "Ollama's own chat API (/api/chat): ollama.com, or a local server with --base-url",
             "rlm_plugin_template.provider:create",  # imported only when a model string names the provider
             settings="rlm_plugin_template.provider:OllamaSettings",
@@ -68,7 +70,8 @@ def rlm_register_sinks():
 def rlm_register_benchmark_packs():
     return [
         BenchmarkPackSpec(
-            "plugin-template-qa",  # rlm bench run --preset plugin-template-qa; settings in [benchmark.plugin-template-qa]
+            # rlm bench run --preset plugin-template-qa; settings in [benchmark.plugin-template-qa]
+            "plugin-template-qa",
             "Questions over a maintenance log (or your own JSON-lines file), each with its answer (3 cases)",
             "rlm_plugin_template.pack:create",  # imported only when the preset is listed in detail or run
             settings="rlm_plugin_template.pack:QaPackSettings",

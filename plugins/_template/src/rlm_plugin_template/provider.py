@@ -79,7 +79,8 @@ class OllamaConnector(RetryingConnector):
         key = self.options.api_key or env.get(self.key_env)
         if not key and self._custom_base_url is None:  # the hosted API needs a key; a server given by URL may not
             raise ModelError(f"no API key for {NAME}: set {self.key_env} or pass --base-url",
-                             hint=f"export {self.key_env}=… (an ollama.com key), or --base-url http://127.0.0.1:11434")  # fmt: skip
+                             hint=f"export {self.key_env}=… (an ollama.com key), "
+                                  "or --base-url http://127.0.0.1:11434")  # fmt: skip
         self._api_key = key or PLACEHOLDER_KEY
 
     # -- the HTTP client: built on the first request, shared by connectors with the same arguments -------------
@@ -128,7 +129,8 @@ class OllamaConnector(RetryingConnector):
         return Completion(text=text, model=str(body.get("model") or self.model), seconds=seconds, raw=raw,
                           input_tokens=token_count(body.get("prompt_eval_count")),
                           output_tokens=token_count(body.get("eval_count")),
-                          finish_reason=body.get("done_reason") if isinstance(body.get("done_reason"), str) else None)  # fmt: skip
+                          finish_reason=body.get("done_reason")
+                          if isinstance(body.get("done_reason"), str) else None)  # fmt: skip
 
     # -- what each failure means: retried or not, and the message the user reads --------------------------------
     def classify(self, exc: BaseException, timeout: float) -> Optional[Failure]:
