@@ -57,7 +57,7 @@ def main() -> None:
         work = Path(folder)
         pack = work / "numbers.jsonl"
         pack.write_text("".join(json.dumps({"id": f"case_{i}", "task": f"Return number {i}", "answer": str(i)}) + "\n"
-                                for i in range(options.cases)))  # fmt: skip
+                                for i in range(options.cases)))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OPENAI_"))}
         env.update(RLM_HOME=str(work / "home"), OPENAI_BASE_URL=llm.base_url)
         if not options.all_plugins:  # the default local sink left out: the engine alone
@@ -73,7 +73,7 @@ def main() -> None:
                 done = subprocess.run([RLM, "bench", "run", "--pack", str(pack), "--model", f"openai:{ROOT_MODEL}",
                                        "--sandbox", options.sandbox, "-j", str(jobs), "-q", "--json",
                                        *(["--processes", options.processes] if options.processes else [])],
-                                      cwd=work, env=env, capture_output=True, text=True)  # fmt: skip
+                                      cwd=work, env=env, capture_output=True, text=True)
                 if done.returncode != 0:
                     print(f"{jobs:>4} failed: {done.stderr.strip()[-300:]}")
                     break

@@ -53,7 +53,7 @@ def install_mode() -> str:
     probe = ("import json, sys\nfrom importlib import metadata\n"
              "url = json.loads(metadata.distribution('rlm-host').read_text('direct_url.json') or '{}')\n"
              "finder = any(getattr(f, '__module__', '').startswith('__editable__') for f in sys.meta_path)\n"
-             "print(json.dumps([url.get('dir_info', {}).get('editable', False), finder]))")  # fmt: skip
+             "print(json.dumps([url.get('dir_info', {}).get('editable', False), finder]))")
     with tempfile.TemporaryDirectory() as elsewhere:  # not the checkout, whose rlm_host.egg-info would answer
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=elsewhere)
     editable, finder = json.loads(done.stdout)

@@ -127,7 +127,7 @@ def main() -> None:
         pdf = Path(folder) / "report.pdf"
         texts = write_pdf(pdf, options.pages)
         print(f"{options.pages}-page text PDF: {pdf.stat().st_size / 1e6:.2f} MB, "
-              f"{sum(map(len, texts)) / 1e6:.2f} M chars of text")  # fmt: skip
+              f"{sum(map(len, texts)) / 1e6:.2f} M chars of text")
         first, cached = [], []
         for index in range(options.repeat):
             home = Path(folder) / f"home{index}"
@@ -157,7 +157,7 @@ def _row(label: str, runs: list[dict], target: float) -> None:
     chars = runs[0]["chars"] / 1e6
     verdict = "ok" if wall <= target else "OVER"
     print(f"  {label:<30} {wall:6.3f} s (target ≤ {target} s: {verdict})   peak RSS {peak:5.0f} MB, "
-          f"+{grown:.0f} MB while loading {runs[0]['pages']} pages / {chars:.2f} M chars")  # fmt: skip
+          f"+{grown:.0f} MB while loading {runs[0]['pages']} pages / {chars:.2f} M chars")
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ print(json.dumps(out))
 
 def run_json(code: str, *args: str, timeout: "float | None" = None) -> dict:
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
-                          timeout=timeout)  # fmt: skip
+                          timeout=timeout)
     return json.loads(done.stdout)
 
 
@@ -112,7 +112,7 @@ def small_files(folder: Path) -> str:
              ("office", "PptxLoader", samples.write_pptx(folder / "one.pptx", fact)),
              ("office", "XlsxLoader", samples.write_xlsx(folder / "one.xlsx", fact)),
              ("web", "HtmlLoader", samples.write_html(folder / "one.html", fact)),
-             ("web", "EpubLoader", samples.write_epub(folder / "one.epub", fact))]  # fmt: skip
+             ("web", "EpubLoader", samples.write_epub(folder / "one.epub", fact))]
     return ",".join(f"{module}:{cls}:{path}" for module, cls, path in files)
 
 
@@ -126,7 +126,7 @@ def hostile_files(folder: Path) -> list[str]:
             f"web:EpubLoader:{spine}",
             f"web:EpubLoader:{hostile.epub_bomb(folder / 'bomb.epub', 300)}",
             f"office:XlsxLoader:{hostile.xlsx_claiming_every_cell(folder / 'wide.xlsx')}",
-            f"office:DocxLoader:{hostile.zip_bomb_docx(folder / 'node.docx', 300, text_node=True)}"]  # fmt: skip
+            f"office:DocxLoader:{hostile.zip_bomb_docx(folder / 'node.docx', 300, text_node=True)}"]
 
 
 def main() -> None:
@@ -154,7 +154,7 @@ def main() -> None:
             wall = statistics.median(r["wall"] for r in runs)
             print(f"  {label:<30} {wall:7.3f} s (target ≤ {target} s: {'ok' if wall <= target else 'OVER'})   "
                   f"peak RSS: loading process {max(r['peak_mb'] for r in runs):4.0f} MB, "
-                  f"its children {max(r['child_mb'] for r in runs):4.0f} MB")  # fmt: skip
+                  f"its children {max(r['child_mb'] for r in runs):4.0f} MB")
         files = small_files(Path(folder))
         for threaded in ("0", "1"):
             means = run_json(SMALL, src, files, str(options.small), threaded)
@@ -171,7 +171,7 @@ def main() -> None:
                     print(f"  {path.name:<12} {path.stat().st_size / 1024:6.1f} KB   > {options.hostile:g} s (killed)")
                     continue
                 print(f"  {path.name:<12} {path.stat().st_size / 1024:6.1f} KB {run['wall']:7.2f} s   loading process "
-                      f"{run['peak_mb']:5.0f} MB, children {run['child_mb']:5.0f} MB   {run['outcome']}")  # fmt: skip
+                      f"{run['peak_mb']:5.0f} MB, children {run['child_mb']:5.0f} MB   {run['outcome']}")
         if options.bare:
             bare = run_json(BARE, str(options.bare))
             print("\nbare bounded child (run_bounded of os.getpid): "

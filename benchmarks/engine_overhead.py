@@ -49,7 +49,7 @@ def measure(runner: RLMRunner, sandbox: str, context: str) -> tuple[float, float
     sub = ScriptedConnector.from_responses([], rules=[{"match": ".", "text": "4217"}])
     started = time.perf_counter()
     result = runner.run_task("What is the magic number?", context=context, sandbox=sandbox,
-                             connectors={"root": root, "sub": sub}, on_event=events.append)  # fmt: skip
+                             connectors={"root": root, "sub": sub}, on_event=events.append)
     total = time.perf_counter() - started
     if result.final_response != "4217":
         raise SystemExit(f"{sandbox}: wrong answer {result.final_response!r} ({result.termination_reason}: "
@@ -77,7 +77,7 @@ def live_cost(runner: RLMRunner, sandbox: str, repeat: int) -> None:
         root = ScriptedConnector.from_responses([LONG_STEP] * 40 + ["FINAL(4217)"])
         started, cpu = time.perf_counter(), time.process_time()
         runner.run_task("q", context=haystack(1000), sandbox=sandbox, connectors={"root": root, "sub": root},
-                        max_steps=41)  # fmt: skip
+                        max_steps=41)
         return (time.perf_counter() - started) / 41, (time.process_time() - cpu) / 41
 
     timings: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
@@ -92,7 +92,7 @@ def live_cost(runner: RLMRunner, sandbox: str, repeat: int) -> None:
     for i, what in ((0, "wall"), (1, "cpu")):
         with_live, without = (statistics.median(t[i] for t in timings[k]) * 1000 for k in (True, False))
         print(f"{sandbox + ' ' + what:<13}{with_live:>14.3f}{without:>17.3f}{with_live - without:>12.3f}"
-              f"{with_live / without:>8.2f}")  # fmt: skip
+              f"{with_live / without:>8.2f}")
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ def events(steps: int) -> list[dict]:
             "observation": {"blocks": [{"code": f"x = {n}", "stdout": f"{2 * n}\n"}], "success": True,
                             "variables": [{"name": "x", "type": "int", "repr": str(n)}]},
             "reward": 0.1, "usage": {"root": {"input_tokens": 900, "output_tokens": 20, "cost": 0.0}},
-            "duration_s": 0.01}})  # fmt: skip
+            "duration_s": 0.01}})
     out.append({**base, "type": "final", "seq": steps + 1, "data": {"final_response": "done", "steps": steps}})
     return out
 
@@ -39,7 +39,7 @@ def events(steps: int) -> list[dict]:
 def open_seconds(chromium: str, page: Path, profile: Path) -> float:
     started = time.perf_counter()
     subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-                    "--dump-dom", page.as_uri()], capture_output=True, check=True, timeout=300)  # fmt: skip
+                    "--dump-dom", page.as_uri()], capture_output=True, check=True, timeout=300)
     return time.perf_counter() - started
 
 

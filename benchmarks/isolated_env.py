@@ -26,6 +26,6 @@ def benchmark_python(name: str, requirements: list[str]) -> Path:
         return python
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
-                   check=True)  # fmt: skip
+                   check=True)
     marker.write_text(wanted)
     return python

@@ -27,7 +27,7 @@ STEPS = {
                 '{"action": "final", "final_response": "done"}'],
     "pure_rlm": ["```repl\nprint(len(context))\n```", "```repl\nprint(sorted(context)[:3])\n```",
                  "```repl\nx = context['k1']\nprint(len(x))\n```", "FINAL(done)"],
-}  # fmt: skip
+}
 
 
 def json_context(chars: int) -> dict[str, str]:
@@ -42,7 +42,7 @@ def measure(runner: RLMRunner, environment: str, context: dict) -> tuple[float, 
     root = ScriptedConnector.from_responses(STEPS[environment])
     started = time.time()  # events carry time.time() stamps
     result = runner.run_task("Look at the context.", context=context, sandbox="process", environment=environment,
-                             connectors={"root": root, "sub": root}, on_event=events.append)  # fmt: skip
+                             connectors={"root": root, "sub": root}, on_event=events.append)
     if result.final_response != "done":
         raise SystemExit(f"{environment}: {result.termination_reason}: {result.error}")
     steps = [e for e in events if e.type == "step"]

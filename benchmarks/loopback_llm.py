@@ -51,7 +51,7 @@ class LoopbackLLM:
         self._httpd: ThreadingHTTPServer | None = None
 
     def script(self, turns: list[str], *, root_latency: float | None = None,
-               sub_latency: float | None = None) -> None:  # fmt: skip
+               sub_latency: float | None = None) -> None:
         """Start a new run: forget the records, answer root requests with ``turns`` in order."""
         with self._lock:
             self._turns, self._responder = list(turns), None
@@ -161,5 +161,5 @@ def _completion(body: dict, text: str, *, prompt_chars: int) -> dict:
         "model": body.get("model", ""),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},  # fmt: skip
+                  "total_tokens": prompt_tokens + completion_tokens},
     }

@@ -115,12 +115,12 @@ def free_port() -> int:
 def start_mlflow(folder: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {**os.environ, "HOME": str(folder), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-           "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}  # fmt: skip
+           "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder}/mlflow.db",
          "--default-artifact-root", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
@@ -141,7 +141,7 @@ def sink_environ(installed: set[str], backend: str, mlflow_url: Optional[str], h
         env["RLM_SINK__OTEL__ENDPOINT"] = backend + "/v1/traces"
     if "langfuse" in installed:
         env.update({"RLM_SINK__LANGFUSE__BASE_URL": backend, "RLM_SINK__LANGFUSE__PUBLIC_KEY": "pk-lf-bench",
-                    "RLM_SINK__LANGFUSE__SECRET_KEY": "sk-lf-bench"})  # fmt: skip
+                    "RLM_SINK__LANGFUSE__SECRET_KEY": "sk-lf-bench"})
     if "langsmith" in installed:
         env.update({"RLM_SINK__LANGSMITH__API_URL": backend, "RLM_SINK__LANGSMITH__API_KEY": "lsv2-bench"})
     if "logfire" in installed:
@@ -152,20 +152,20 @@ def sink_environ(installed: set[str], backend: str, mlflow_url: Optional[str], h
 
 
 def one_run(home: Path, sinks: list[str], environ: dict[str, str], steps: int, model_delay: float,
-            flush: float) -> dict[str, float]:  # fmt: skip
+            flush: float) -> dict[str, float]:
     code = "```repl\nnote = llm_query('Summarise: ' + context[:200])\nprint(len(context), note)\n```"
     root = ScriptedConnector.from_responses([{"text": code, "delay": model_delay}] * (steps - 1)
-                                            + [{"text": "FINAL('done')", "delay": model_delay}])  # fmt: skip
+                                            + [{"text": "FINAL('done')", "delay": model_delay}])
     sub = ScriptedConnector.from_responses([], rules=[{"match": ".", "text": "a note", "delay": model_delay / 2}])
     env = {"HOME": str(home), "RLM_RUN__SINKS": json.dumps(sinks), "RLM_RUN__SINK_FLUSH_SECONDS": str(flush),
-           **environ}  # fmt: skip
+           **environ}
     host = PluginHost()
     runner = RLMRunner(loaded=load_settings(environ=env, cwd=home, host=host), host=host, home=home / ".rlm")
     events: list[Any] = []
     started = time.perf_counter()
     result = runner.run_task("Summarise the context.", context="word " * 5000, sandbox="process",
                              connectors={"root": root, "sub": sub}, on_event=events.append,
-                             max_steps=steps + 1)  # fmt: skip
+                             max_steps=steps + 1)
     returned = time.perf_counter() - started
     wait_for_sinks()
     delivered = time.perf_counter() - started
@@ -177,7 +177,7 @@ def one_run(home: Path, sinks: list[str], environ: dict[str, str], steps: int, m
 
 
 def cli_run(home: Path, sinks: list[str], environ: dict[str, str], steps: int, model_delay: float,
-            flush: float) -> dict[str, float]:  # fmt: skip
+            flush: float) -> dict[str, float]:
     """``rlm run`` as a user types it: seconds until the answer is on stdout, and until the process exits."""
     code = "```repl\nnote = llm_query('Summarise: ' + context[:200])\nprint(len(context), note)\n```"
     script = home / "script.json"
@@ -186,13 +186,13 @@ def cli_run(home: Path, sinks: list[str], environ: dict[str, str], steps: int, m
                                   "rules": [{"match": "Summarise:", "text": "a note", "delay": model_delay / 2}]}))
     (home / "context.txt").write_text("word " * 5000)
     env = {**os.environ, "HOME": str(home), "RLM_HOME": str(home / ".rlm"), "RLM_RUN__SINKS": json.dumps(sinks),
-           "RLM_RUN__SINK_FLUSH_SECONDS": str(flush), **environ}  # fmt: skip
+           "RLM_RUN__SINK_FLUSH_SECONDS": str(flush), **environ}
     rlm = str(Path(sys.executable).with_name("rlm"))
     started = time.perf_counter()
     process = subprocess.Popen([rlm, "run", "Summarise the context.", "--context", str(home / "context.txt"),
                                 "--model", f"scripted:{script}", "--sandbox", "process", "--quiet",
                                 "--max-steps", str(steps + 1)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=env, cwd=home)  # fmt: skip
+                               env=env, cwd=home)
     assert process.stdout is not None
     answer = process.stdout.readline().decode().strip()
     answered = time.perf_counter() - started
@@ -222,7 +222,7 @@ def main() -> None:
     if args.no_mlflow or importlib.util.find_spec("mlflow") is None:
         remote = [s for s in remote if s != "mlflow"]
     print(f"sinks: {', '.join(remote) or 'none installed'}; every backend answers in {args.delay * 1000:.0f} ms; "
-          f"{args.steps} root turns of {args.model_delay * 1000:.0f} ms, each with one llm_query")  # fmt: skip
+          f"{args.steps} root turns of {args.model_delay * 1000:.0f} ms, each with one llm_query")
     with tempfile.TemporaryDirectory(prefix="rlm-sink-bench-") as tmp:
         folder = Path(tmp)
         backend = SlowBackend(args.delay)
@@ -240,13 +240,13 @@ def main() -> None:
             for _ in range(args.repeat):
                 rows["no sinks"].append(one_run(folder, [], {}, args.steps, args.model_delay, args.flush))
                 rows["all sinks"].append(one_run(folder, ["local", *remote], environ, args.steps, args.model_delay,
-                                                 args.flush))  # fmt: skip
+                                                 args.flush))
             requests = backend.requests + (proxy.requests if proxy else 0) - requests_before
             cli: dict[str, list[dict[str, float]]] = {"no sinks": [], "all sinks": []}
             for _ in range(args.repeat):
                 cli["no sinks"].append(cli_run(folder, [], {}, args.steps, args.model_delay, args.flush))
                 cli["all sinks"].append(cli_run(folder, ["local", *remote], environ, args.steps, args.model_delay,
-                                                args.flush))  # fmt: skip
+                                                args.flush))
         finally:
             backend.stop()
             if proxy is not None:
@@ -259,7 +259,7 @@ def main() -> None:
           + (f" ({cold['error_text']})" if cold["error_text"] else ""))
     base = {k: statistics.median(r[k] for r in rows["no sinks"]) for k in ("duration", "returned")}
     print(f"\nthen {args.repeat} runs each:\n{'':<10} {'run (start→answer)':>19} {'run_task returned':>18} "
-          f"{'sinks delivered':>16} {'sinks disabled':>15}")  # fmt: skip
+          f"{'sinks delivered':>16} {'sinks disabled':>15}")
     for name, runs in rows.items():
         duration = statistics.median(r["duration"] for r in runs)
         returned = statistics.median(r["returned"] for r in runs)

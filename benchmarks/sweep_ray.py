@@ -40,14 +40,14 @@ PLUGINS = "rlm-bench,rlm-sink-local,rlm-sandbox-monty"
 def write_pack(folder: Path, cases: int) -> Path:
     lines = ["presets:", "  numbers:", "    description: scripted cases", "    cases:"]
     lines += [f'      - {{case_id: case_{i}, task: "Return 42 (case {i}).", expected: "42", scorer: exact}}'
-              for i in range(cases)]  # fmt: skip
+              for i in range(cases)]
     path = folder / "pack.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def write_sweep(folder: Path, name: str, model: str, sandbox: str, jobs: int, limit: int | None = None,
-                repeat: int = 1) -> Path:  # fmt: skip
+                repeat: int = 1) -> Path:
     path = folder / f"{name}.toml"
     path.write_text(f"""[sweep]
 name = "{name}"
@@ -70,7 +70,7 @@ max_retries = 0
 
 
 def run_sweep(folder: Path, sweep: Path, executor: str, jobs: int, home: Path,
-              cluster: Any = None) -> tuple[float, dict[str, Any]]:  # fmt: skip
+              cluster: Any = None) -> tuple[float, dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "RAY_"))}
     if cluster is not None:
         env = cluster.driver_env(**{k: v for k, v in env.items() if k != "HOME"})
@@ -130,7 +130,7 @@ class FakeExecutor:
                   "expected": "42", "scorer": "exact", "score": 1.0, "correct": True, "steps": 2, "reward": 1.8,
                   "tokens": {"input": 1259, "output": 9, "total": 1268, "root": 1268, "sub": 0}, "llm_calls": 2,
                   "cost": 0.0001, "duration_s": 0.25, "run_id": f"run_{self._next:08d}",
-                  "trajectory_path": None}  # fmt: skip
+                  "trajectory_path": None}
         node = f"10.0.0.{self._next % 4}/node{self._next % 4}"
         self._ready.append((self._next, {"result": result, "node": node}))
         return self._next
@@ -174,7 +174,7 @@ def driver_memory(folder: Path, cases: int, script: str) -> dict[str, float]:
 
     gc.collect()
     return {"cases": done, "before_mb": before, "planned_mb": planned, "after_mb": after, "released_mb": rss_mb(),
-            "seconds": seconds}  # fmt: skip
+            "seconds": seconds}
 
 
 def main() -> None:
@@ -191,12 +191,12 @@ def main() -> None:
         script = folder / "script.json"
         script.write_text(json.dumps({"responses": [
             {"text": "```repl\nx = 6 * 7\nprint(x)\n```", "delay": options.latency},
-            {"text": "FINAL(42)", "delay": options.latency}]}))  # fmt: skip
+            {"text": "FINAL(42)", "delay": options.latency}]}))
         model = f"scripted:{script}"
         write_pack(folder, options.cases)
         ideal = math.ceil(options.cases / options.jobs) * 2 * options.latency
         print(f"{os.cpu_count()} cores; {options.cases} cases of 2 scripted model calls at {options.latency:g} s, "
-              f"sandbox {options.sandbox}, {options.jobs} at once; ideal {ideal:.2f} s")  # fmt: skip
+              f"sandbox {options.sandbox}, {options.jobs} at once; ideal {ideal:.2f} s")
         startup, full, steady = {}, {}, {}
         cluster = None
         try:
@@ -206,7 +206,7 @@ def main() -> None:
                 slug = executor.replace(" --", "-")
                 one = write_sweep(folder, f"one-{slug}", model, options.sandbox, options.jobs, limit=1)
                 startup[executor], _ = run_sweep(folder, one, executor, options.jobs, folder / f"home-one-{slug}",
-                                                 cluster)  # fmt: skip
+                                                 cluster)
                 sweep = write_sweep(folder, f"all-{slug}", model, options.sandbox, options.jobs)
                 home = folder / f"home-{slug}"
                 started = time.time()
@@ -217,14 +217,14 @@ def main() -> None:
                 steady[executor] = (len(saved) - half) / max(saved[-1] - saved[half - 1], 1e-9) if half else 0.0
                 print(f"  {executor:<13}  one-case sweep {startup[executor]:5.2f} s   {options.cases}-case sweep "
                       f"{full[executor]:6.2f} s: first case saved at {saved[0]:5.2f} s, last at {saved[-1]:5.2f} s; "
-                      f"{steady[executor]:.1f} cases/s after the first quarter ({right}/{total} right)")  # fmt: skip
+                      f"{steady[executor]:.1f} cases/s after the first quarter ({right}/{total} right)")
         finally:
             if cluster is not None:
                 cluster.stop()
         for executor in ("ray", "ray --address"):
             print(f"{executor} / local: wall {full[executor] / full['local']:.2f}x (target <= 1.3); "
                   f"throughput once running {steady['local'] / steady[executor]:.2f}x; start-up (one-case sweep) "
-                  f"+{startup[executor] - startup['local']:.2f} s")  # fmt: skip
+                  f"+{startup[executor] - startup['local']:.2f} s")
         if not options.skip_memory:
             (folder / "memory").mkdir()
             mem = driver_memory(folder / "memory", options.memory_cases, model)

@@ -185,7 +185,7 @@ def rlm_contender(sandbox: str, workdir: Path, batch_concurrency: int | None) ->
     def command(case: Case, llm: LoopbackLLM) -> tuple[list[str], dict[str, str]]:
         argv = [str(RLM_CLI), "run", QUESTION, "--context", str(case.context), "--model", f"vllm:{ROOT_MODEL}",
                 "--sub-model", f"vllm:{SUB_MODEL}", "--base-url", llm.base_url, "--sandbox", sandbox,
-                "--max-steps", str(len(case.code) + 5), "--json", "--quiet"]  # fmt: skip
+                "--max-steps", str(len(case.code) + 5), "--json", "--quiet"]
         env = clean_environ(workdir)
         if batch_concurrency:
             env["RLM_ENVIRONMENT__PURE_RLM__BATCH_CONCURRENCY"] = str(batch_concurrency)
@@ -204,7 +204,7 @@ def driver_contender(label: str, dialect: str, python: Path, driver: str, workdi
     def command(case: Case, llm: LoopbackLLM) -> tuple[list[str], dict[str, str]]:
         args = {"base_url": llm.base_url, "root": ROOT_MODEL, "sub": SUB_MODEL, "context": str(case.context),
                 "question": QUESTION, "max_iterations": len(case.code) + 5, "turns": len(case.code) + 1,
-                "batch": case.batch, "needle": NEEDLE[:19] if case.needle else ""}  # fmt: skip
+                "batch": case.batch, "needle": NEEDLE[:19] if case.needle else ""}
         return [str(python), "-c", driver, json.dumps(args)], clean_environ(workdir)
 
     def parse(stdout: str) -> tuple[str, dict]:
@@ -256,7 +256,7 @@ def run(contender: Contender, case: Case, llm: LoopbackLLM, workdir: Path, *, me
     peak = [0.0]
     launched = time.perf_counter()
     process = subprocess.Popen(argv, env=env, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)  # fmt: skip
+                               text=True, start_new_session=True)
     sampler = threading.Thread(target=sample_peak, args=(process, peak), daemon=True)
     if memory:
         sampler.start()
@@ -366,12 +366,12 @@ class Measure:
 def scenarios(selected: set[int], small: Path, big: Path, mb: int, chunk_small: Path, chunk_mb: int) -> list[Measure]:
     prompts = ", ".join(repr(f"question {i}") for i in range(BATCH))
     batched = Case("batched", [f"answers = llm_query_batched([{prompts}])\nsummary = ' '.join(answers)"],
-                   "summary", small, "ok", sub_latency=BATCH_LATENCY, batch=BATCH)  # fmt: skip
+                   "summary", small, "ok", sub_latency=BATCH_LATENCY, batch=BATCH)
     steps = lambda path: Case("steps", ["x = 1"] * STEP_TURNS, "x", path, "1")  # noqa: E731
     niah = Case("s-niah", ["idx = context.find('The magic number is')\nneedle = context[idx:idx + 40]",
-                           "print(needle)"], "needle", big, "4217", needle=True)  # fmt: skip
+                           "print(needle)"], "needle", big, "4217", needle=True)
     chunking = lambda path: Case("chunking", [CHUNKING_TURN_1, CHUNKING_TURN_2], "needle", path, "4217",  # noqa: E731
-                                 needle=True)  # fmt: skip
+                                 needle=True)
     ideal = f"<= {1.1 * BATCH_LATENCY:.2f} (1.1x)"
     measures = {
         1: [Measure(f"1. {BATCH} batched sub-calls of {BATCH_LATENCY * 1000:.0f} ms", batched,
@@ -409,7 +409,7 @@ def haystack(path: Path, chars: int) -> Path:
 
 
 def run_measure(measure: Measure, contenders: list[Contender], llm: LoopbackLLM, workdir: Path,
-                repeat: int) -> None:  # fmt: skip
+                repeat: int) -> None:
     """Run the measure's case with every contender, fill its rows, print a line per contender."""
     print(f"\n{measure.title}")
     figures = {row.label: row.figure for row in measure.rows} | measure.details
@@ -475,7 +475,7 @@ def main() -> None:
         contenders = build_contenders(args, workdir)
         measures = scenarios(selected, small, big, args.context_mb, chunk_small, args.chunk_small_mb)
         print(f"loopback server {llm.base_url}; contexts {small.stat().st_size} B and "
-              f"{big.stat().st_size / 1e6:.0f} MB; {args.repeat} run(s) each, median shown")  # fmt: skip
+              f"{big.stat().st_size / 1e6:.0f} MB; {args.repeat} run(s) each, median shown")
         for measure in measures:
             run_measure(measure, contenders, llm, workdir, args.repeat)
         print_table([row for measure in measures for row in measure.rows], contenders)

@@ -27,7 +27,7 @@ from rlm_host.errors import (BudgetExceeded as BudgetExceeded, ConfigError as Co
 _RECORDS = [
     "LazyRef", "Readiness", "Component", "EnvironmentSpec", "FrameworkSpec", "SandboxSpec", "SinkSpec", "ExporterSpec",
     "ToolboxSpec", "ContextLoaderSpec", "BenchmarkPackSpec", "ProviderSpec", "CommandSpec", "DoctorCheck",
-]  # fmt: skip
+]
 
 #: Public name → the module that defines it, imported on first use.
 _LAZY: dict[str, str] = {
@@ -105,7 +105,7 @@ def __getattr__(name: str) -> Any:
             raise AttributeError(f"module 'rlm_host' has no attribute {name!r}")
         new = _RENAMED.get(name)
         where = (f"import {new} from {module}" if new else f"import it from {module}"
-                 if module.startswith("rlm_host.sdk.") else "use the services instead")  # fmt: skip
+                 if module.startswith("rlm_host.sdk.") else "use the services instead")
         warnings.warn(f"rlm_host.{name} is deprecated: {where}", DeprecationWarning, stacklevel=2)
     value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
     globals()[name] = value  # later lookups are plain attribute reads (a moved name warns once)
@@ -125,7 +125,7 @@ __all__ = [
     "BudgetExceeded", "RecursionRefused",
     # services, results and events, the front door
     *(name for name in _LAZY if name != "hookimpl" and name not in _RECORDS),
-]  # fmt: skip
+]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     __version__: str  # read by __getattr__ on demand

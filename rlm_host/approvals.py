@@ -41,7 +41,7 @@ class Approvals:
     """The run's approval policy; ``check`` is called by the environment before each action that changes things."""
 
     def __init__(self, mode: ApprovalMode = "auto", rules: Optional[dict[str, Rule]] = None,
-                 approver: Optional[Approver] = None) -> None:  # fmt: skip
+                 approver: Optional[Approver] = None) -> None:
         self.mode = mode
         self.rules = dict(rules or {})
         self.approver = approver
@@ -67,7 +67,7 @@ class Approvals:
             return f"refused: {request.tool} is not allowed ({why}); do something else or finish"
         if self.approver is None:
             return (f"refused: {request.tool} needs approval and nobody can be asked (no terminal); the user can "
-                    "run with --approve auto, or allow this tool in [run] approval_rules")  # fmt: skip
+                    "run with --approve auto, or allow this tool in [run] approval_rules")
         with self._lock:
             try:
                 allowed = bool(self.approver(request))

@@ -100,7 +100,7 @@ bounded_start_method = start_method
 
 
 def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = BoundedLimits(),
-                method: str = "auto", preload: Iterable[str] = ()) -> Any:  # fmt: skip
+                method: str = "auto", preload: Iterable[str] = ()) -> Any:
     """``target(*args)`` computed in a bounded child process; its value must be JSON-able.
 
     With the fork server (``method`` ``forkserver``, or ``auto`` in a threaded caller) ``target`` must be a
@@ -172,7 +172,7 @@ def _served(target: Callable[..., Any], args: tuple, limits: BoundedLimits, prel
     from rlm_host.sandbox.fork_server import fork_server  # here: the template runs this file (standard library only)
 
     body = json.dumps({"target": _reference(target), "args": list(args), "limits": dataclasses.asdict(limits),
-                       "path": sys.path}).encode()  # fmt: skip
+                       "path": sys.path}).encode()
     request = {"args": [], "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "preload": preload,
                "kill_on_close": True}  # the template is in /: a relative path means the caller's folder
 
@@ -245,7 +245,7 @@ def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimit
     memory = "needed more memory"
     if killed:
         raise LimitExceeded(killed, f"did not finish within {limits.wall_seconds:g} s" if killed == "wall"
-                            else f"sent back more than {limits.output_bytes:,} bytes")  # fmt: skip
+                            else f"sent back more than {limits.output_bytes:,} bytes")
     if code == -signal.SIGXCPU:
         raise LimitExceeded("cpu", f"used more than {limits.cpu_seconds:g} s of CPU time")
     if code == MEMORY_EXIT:

@@ -94,7 +94,7 @@ class Component:
         for value in (self.name, *self.aliases):
             if not isinstance(value, str) or not _NAME_RE.match(value):
                 raise PluginError(f"{self.kind} name {value!r} is not valid: use lower-case letters, digits, '.', '-' "
-                                  "or '_'")  # fmt: skip
+                                  "or '_'")
         if not self.description or "\n" in self.description:
             raise PluginError(f"{self.kind} {self.name!r}: description must be one non-empty line")
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -386,4 +386,4 @@ __all__ = [
     "LazyRef", "Readiness", "Component", "EnvironmentSpec", "FrameworkSpec", "SandboxSpec", "SinkSpec",
     "ContextLoaderSpec", "BenchmarkPackSpec", "ProviderSpec", "ExporterSpec", "ToolboxSpec", "CommandSpec",
     "DoctorCheck", "Kind", "KINDS", "KIND_BY_HOOK", "COMPONENT_KINDS", "normalize_name", "resolve",
-]  # fmt: skip
+]

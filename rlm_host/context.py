@@ -137,7 +137,7 @@ class TextLoader:
         if b"\x00" in data[:BINARY_PROBE]:
             raise InputError(f"{path}: a binary file ({path.suffix or 'no suffix'}) that no context loader reads",
                              hint="install a plugin that registers a context loader for it (rlm plugins list "
-                                  "shows the loaders installed), or pass a text export of it")  # fmt: skip
+                                  "shows the loaders installed), or pass a text export of it")
         # universal newlines, as text-mode reading gives them
         return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
@@ -165,12 +165,12 @@ class JsonLinesLoader(TextLoader):
                 values.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}: line {number} is not valid JSON (column {exc.colno}: {exc.msg})",
-                                 hint="each line of a .jsonl file holds one JSON value") from None  # fmt: skip
+                                 hint="each line of a .jsonl file holds one JSON value") from None
         return values
 
 
 def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: bool = False,
-                 loader_for: Optional[LoaderLookup] = None, lazy_text: bool = False) -> Any:  # fmt: skip
+                 loader_for: Optional[LoaderLookup] = None, lazy_text: bool = False) -> Any:
     """The context for a run from ``--context`` arguments (None when there are none).
 
     ``as_path`` (for an environment whose spec says ``context_as_path``): the one file's resolved ``Path``,
@@ -215,7 +215,7 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
     _warn_skipped("file(s) no context loader could read", skipped)
     if not documents:
         raise InputError(f"no readable text files under {', '.join(paths)}",
-                         hint="rlm plugins list shows the context loaders installed")  # fmt: skip
+                         hint="rlm plugins list shows the context loaders installed")
     return Documents(documents, names)
 
 
@@ -266,7 +266,7 @@ def _warn_skipped(what: str, skipped: list[str]) -> None:
         from rlm_host import logs
 
         logs.get_logger("rlm.context").warning(f"skipped {len(skipped)} {what}: " + "; ".join(skipped[:10])
-                                               + ("; …" if len(skipped) > 10 else ""))  # fmt: skip
+                                               + ("; …" if len(skipped) > 10 else ""))
 
 
 def open_regular(path: Path, *, follow_links: bool = True) -> BinaryIO:

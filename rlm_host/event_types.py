@@ -123,7 +123,7 @@ class ChildRunEnd(BaseModel):
 PAYLOADS: dict[str, type[BaseModel]] = {
     "step_start": StepStart, "model_call_start": ModelCallStart, "model_call_end": ModelCallEnd,
     "code_start": CodeStart, "code_end": CodeEnd, "sub_call_start": SubCallStart, "child_run_start": ChildRunStart,
-    "child_run_end": ChildRunEnd}  # fmt: skip
+    "child_run_end": ChildRunEnd}
 
 #: The live event types (readers that show only what happened leave these out).
 LIVE_EVENT_TYPES: frozenset[str] = frozenset(PAYLOADS)

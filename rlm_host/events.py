@@ -26,7 +26,7 @@ from rlm_host.redact import redact_data, redacted_clip
 
 EventType = Literal["run_start", "step", "sub_call", "compaction", "model_retry", "final", "error", "sink_error",
                     "step_start", "model_call_start", "model_call_end", "code_start", "code_end", "sub_call_start",
-                    "child_run_start", "child_run_end", "branch"]  # fmt: skip
+                    "child_run_start", "child_run_end", "branch"]
 #: Every event type, for checking a subscription's filter.
 EVENT_TYPES: frozenset[str] = frozenset(EventType.__args__)  # type: ignore[attr-defined]
 #: What an event describes, as ``gen_ai.operation.name``: a run, a model call, a sandbox code execution.
@@ -191,5 +191,5 @@ class EventBus:
                     from rlm_host import logs
 
                     logs.get_logger("rlm.events").warning("event subscriber disabled", subscriber=name,
-                                                         error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+                                                         error=f"{type(exc).__name__}: {exc}")
         return event

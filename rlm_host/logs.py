@@ -72,7 +72,7 @@ def get_logger(name: str) -> Any:
         structlog.configure(processors=[structlog.stdlib.filter_by_level, structlog.stdlib.add_logger_name,
                                         structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
                             logger_factory=structlog.stdlib.LoggerFactory(), wrapper_class=structlog.stdlib.BoundLogger,
-                            cache_logger_on_first_use=True)  # fmt: skip
+                            cache_logger_on_first_use=True)
     return structlog.get_logger(name)
 
 
@@ -108,9 +108,9 @@ def _structlog_formatter() -> logging.Formatter:
 
     to_json: list[Callable[[Any, str, Any], Any]] = [
         structlog.processors.format_exc_info, structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.JSONRenderer()]  # fmt: skip
+        structlog.processors.JSONRenderer()]
     console = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), pad_event_to=0,
-                                            exception_formatter=structlog.dev.plain_traceback)  # fmt: skip
+                                            exception_formatter=structlog.dev.plain_traceback)
 
     def render(logger: Any, method: str, event: Any) -> str:
         """The format asked for now (``--log-json`` may come after the first record)."""
@@ -126,6 +126,6 @@ def _structlog_formatter() -> logging.Formatter:
     formatter: logging.Formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[structlog.stdlib.add_logger_name],
         processors=[structlog.stdlib.add_log_level, structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    lambda _logger, _method, event: redact_data(event), render],  # fmt: skip
+                    lambda _logger, _method, event: redact_data(event), render],
     )
     return formatter

@@ -29,7 +29,7 @@ NOT_SECRET_NAMES = frozenset({"RLM_TRUST_CONFIG", "SSH_AUTH_SOCK", "GPG_AGENT_IN
 
 _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:\"'<>]*:)(?P<password>[^\s/@\"'<>]+)@")
 _QUERY_SECRET = re.compile(r"(?P<head>[?&](?:api[_-]?key|key|token|access[_-]?token|secret|password|sig|"
-                           r"signature|auth)=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)  # fmt: skip
+                           r"signature|auth)=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -60,7 +60,7 @@ def secrets_in_environ(environ: Mapping[str, str]) -> list[str]:
     # a short word ("disabled") is not a key: scrubbing it would garble text
     return [value for name, value in environ.items() if name.upper() not in NOT_SECRET_NAMES
             and set(re.split(r"[_\W]+", name.upper())) & SECRET_NAME_WORDS and not value.startswith(("/", "~"))
-            and not (value.isalpha() and len(value) < 16)]  # fmt: skip
+            and not (value.isalpha() and len(value) < 16)]
 
 
 def redact(text: Any) -> Any:
@@ -82,7 +82,7 @@ def redacted_clip(text: str, limit: int, style: Style = ..., *, one_line: bool =
 @overload
 def redacted_clip(text: Optional[str], limit: int, style: Style = ..., *, one_line: bool = ...) -> Optional[str]: ...
 def redacted_clip(text: Optional[str], limit: int, style: Style = "count", *,
-                  one_line: bool = False) -> Optional[str]:  # fmt: skip
+                  one_line: bool = False) -> Optional[str]:
     """``text`` redacted, then clipped to ``limit`` in ``style`` (``rlm_host.text.clip``); None stays None. Never
     the other way round: a secret the cut falls inside would keep its prefix in clear."""
     return None if text is None else clip(redact(text), limit, style, one_line=one_line)
@@ -148,7 +148,7 @@ def _may_hold_secret(value: Any) -> bool:
         return True
     pattern = _compiled()
     return bool((pattern is not None and pattern.search(text)) or ("://" in text and "@" in text)
-                or ("=" in text and ("?" in text or "&" in text)))  # fmt: skip
+                or ("=" in text and ("?" in text or "&" in text)))
 
 
 def _dump_is_faithful() -> bool:

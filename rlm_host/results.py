@@ -28,7 +28,7 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def add(self, input_tokens: int, output_tokens: int, cost: float | None = None, calls: int = 1,
-            unpriced_calls: Optional[int] = None) -> None:  # fmt: skip
+            unpriced_calls: Optional[int] = None) -> None:
         """Count ``calls`` calls; without ``unpriced_calls``, all of them are unpriced when ``cost`` is None."""
         self.calls += calls
         self.input_tokens += input_tokens
@@ -39,7 +39,7 @@ class Usage(BaseModel):
 
     def merge(self, other: "Usage") -> None:
         self.add(other.input_tokens, other.output_tokens, other.cost, calls=other.calls,
-                 unpriced_calls=other.unpriced_calls)  # fmt: skip
+                 unpriced_calls=other.unpriced_calls)
 
 
 class RunUsage(BaseModel):

@@ -63,7 +63,7 @@ def test_a_run_in_another_process_is_listed_then_cancelled_during_its_model_call
     script = slow_script(tmp_path / "s.json")
     env = {**os.environ, "RLM_HOME": str(home)}
     proc = subprocess.Popen([*RLM_CMD, "run", "a slow task", "--model", f"scripted:{script}", "--sandbox", "process",
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         registry = ActiveRuns()
         run = wait_for(lambda: registry.list() and registry.list()[0])
@@ -71,7 +71,7 @@ def test_a_run_in_another_process_is_listed_then_cancelled_during_its_model_call
         assert run.home == str(home) and Path(run.trajectory).parent == home / "runs"
         assert run.command.startswith("rlm_host run") or run.command.startswith("__main__.py run")
         wait_for(lambda: '"type":"model_call_start"' in Path(run.trajectory).read_text().replace(" ", "")
-                 and Path(run.trajectory).read_text().count("model_call_start") >= 2)  # fmt: skip
+                 and Path(run.trajectory).read_text().count("model_call_start") >= 2)
         listed = json.loads(cli(home, "runs", "active", "--json").stdout)
         assert [r["run_id"] for r in listed] == [run.run_id] and listed[0]["status"] == "active"
         assert "running" in cli(home, "runs", "list").stdout
@@ -102,7 +102,7 @@ def test_a_run_in_one_folder_is_listed_and_cancelled_from_another(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RLM_HOME"}
     proc = subprocess.Popen([*RLM_CMD, "run", "a task in A", "--model", f"scripted:{script}", "--sandbox", "process",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=folder_a)  # fmt: skip
+                            cwd=folder_a)
     try:
         run = wait_for(lambda: ActiveRuns().list() and ActiveRuns().list()[0])
         wait_for(lambda: Path(run.trajectory).read_text().count("model_call_start") >= 2)  # in its slow call
@@ -112,7 +112,7 @@ def test_a_run_in_one_folder_is_listed_and_cancelled_from_another(tmp_path):
         assert row.split()[1] == "active" and row.endswith(str(home_a)) and "a task in A" in row
         listed = json.loads(cli(None, "runs", "active", "--json", cwd=folder_b).stdout)
         assert [(r["run_id"], r["status"], r["home"], r["pid"]) for r in listed] == [
-            (run.run_id, "active", str(home_a), proc.pid)]  # fmt: skip
+            (run.run_id, "active", str(home_a), proc.pid)]
         cancelled = cli(None, "runs", "cancel", "--all", cwd=folder_b)
         assert cancelled.returncode == 0, cancelled.stderr
         assert cancelled.stdout.strip() == f"cancelled {run.run_id}"
@@ -216,7 +216,7 @@ def test_a_new_run_sweeps_away_the_entries_of_dead_runs(tmp_path):
     try:
         assert registration is not None
         assert {r.run_id: r.status for r in ActiveRuns().list()} == {"run_elsewhere_2": "elsewhere",
-                                                                     "run_new_1": "active"}  # fmt: skip
+                                                                     "run_new_1": "active"}
         time.sleep(0.5)
         assert not with_id.is_set()
     finally:
@@ -240,7 +240,7 @@ def test_a_planted_entry_cannot_name_a_path_outside_the_registry(tmp_path):
     victim = registry.parent.parent / "victim.json"
     victim.write_text("{}")
     planted = {"run_id": "../../victim", "pid": os.getpid(), "host": os.uname().nodename,
-               "started": "2026-01-01T00:00:00Z"}  # fmt: skip
+               "started": "2026-01-01T00:00:00Z"}
     (registry / "run_x.json").write_text(json.dumps(planted))
     (registry / "garbage.json").write_text("not json")
     assert ActiveRuns().list() == []
@@ -264,7 +264,7 @@ def test_an_unwritable_registry_leaves_the_run_going_unregistered(tmp_path, capl
     (["/usr/bin/rlm", "run", "secret task text", "--api-key", "x"], "rlm run"),
     (["rlm", "mcp", "serve", "--http"], "rlm mcp serve"),
     (["script.py", "--token=abc"], "script.py"),
-])  # fmt: skip
+])
 def test_the_registry_names_the_command_without_its_arguments(monkeypatch, argv, words):
     from rlm_host.trajectory.active import command_words
 
@@ -288,7 +288,7 @@ def test_a_secret_in_the_task_stays_out_of_the_registry_and_its_listing(tmp_path
     script = slow_script(tmp_path / "s.json")
     env = {**os.environ, "RLM_HOME": str(home), "OPENAI_API_KEY": secret}
     proc = subprocess.Popen([*RLM_CMD, "run", task, "--model", f"scripted:{script}", "--sandbox", "process"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         registry = ActiveRuns()
         run = wait_for(lambda: registry.list() and registry.list()[0])
@@ -296,7 +296,7 @@ def test_a_secret_in_the_task_stays_out_of_the_registry_and_its_listing(tmp_path
         keyless = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         shown = [subprocess.run([*RLM_CMD, "runs", "active", *flag], capture_output=True, text=True, timeout=60,
                                 env={**keyless, "RLM_HOME": str(home)}).stdout
-                 for flag in ([], ["--json"])]  # fmt: skip
+                 for flag in ([], ["--json"])]
     finally:
         proc.kill()
         proc.wait()
@@ -308,7 +308,7 @@ def test_a_secret_in_the_task_stays_out_of_the_registry_and_its_listing(tmp_path
 def test_listings_show_control_characters_from_runs_never_send_them(tmp_path):
     home = tmp_path / "home"
     plant("run_shown_1", task=f"task {CONTROLS}", model=f"m{CONTROLS}", environment=f"e{CONTROLS}",
-          command=f"rlm {CONTROLS}", home=f"/tmp/{CONTROLS}")  # fmt: skip
+          command=f"rlm {CONTROLS}", home=f"/tmp/{CONTROLS}")
     active = cli(home, "runs", "active")
     assert "run_shown_1" in active.stdout and not _raw_controls(active.stdout), repr(active.stdout)
     assert "\\u009b" in cli(home, "runs", "active", "--json").stdout  # escaped, not raw

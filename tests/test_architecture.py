@@ -53,12 +53,12 @@ LAYERS: list[tuple[str, int]] = [
     ("rlm_host.default_plugins", 6), ("rlm_host.checks", 6), ("rlm_host.api", 6),
     ("rlm_host.cli", 7), ("rlm_host.testing", 7), ("rlm_host.__main__", 7),
     ("rlm_host.sdk", 7),  # the kits re-export from every layer (the embedding kit: the run flags of rlm run)
-]  # fmt: skip
+]
 
 
 def layer(module: str) -> int | None:
     best = max((prefix for prefix, _ in LAYERS if module == prefix or module.startswith(prefix + ".")),
-               key=len, default=None)  # fmt: skip
+               key=len, default=None)
     return dict(LAYERS)[best] if best else None
 
 
@@ -71,7 +71,7 @@ def imports(path: Path) -> list[tuple[str, list[str], int]]:
     """(module, imported names, line) of every import outside ``if TYPE_CHECKING:`` blocks."""
     tree = ast.parse(path.read_text())
     skipped = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
-               and "TYPE_CHECKING" in ast.unparse(block.test) for node in ast.walk(block)}  # fmt: skip
+               and "TYPE_CHECKING" in ast.unparse(block.test) for node in ast.walk(block)}
     found = []
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -96,7 +96,7 @@ def test_host_imports_only_run_downwards():
         for module, names, line in imports(path):
             targets = [module] + [f"{module}.{name}" for name in names]
             theirs = max((layer(t) for t in targets if t.startswith("rlm_host.") and layer(t) is not None),
-                         default=None)  # fmt: skip
+                         default=None)
             if theirs is not None and theirs > mine:
                 upward.append(f"{path.relative_to(REPO)}:{line}: {here} (layer {mine}) imports {module} ({theirs})")
     assert not upward, "\n".join(upward)
@@ -107,7 +107,7 @@ def plugin_names() -> set[str]:
     host's default plugins excluded), with the plugins' distribution and package names."""
     host = PluginHost(environ={}).collect_all()
     names = {name for dist in host.distributions if not dist.builtin for records in dist.provides.values()
-             for name in records}  # fmt: skip
+             for name in records}
     for kind in KINDS:
         for record, owner in host.registry(kind.name).items():
             if owner != "rlm-host":
@@ -133,7 +133,7 @@ def test_the_host_names_no_plugin():
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                       and node.body and isinstance(node.body[0], ast.Expr)
-                      and isinstance(node.body[0].value, ast.Constant)}  # fmt: skip
+                      and isinstance(node.body[0].value, ast.Constant)}
         for node in ast.walk(tree):
             found = None
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
@@ -161,11 +161,11 @@ def faces_used(path: Path) -> list[tuple[str, list[str], int]]:
     """(module, names, line) of every ``rlm_host`` import, and of every ``alias.name`` read on a module imported
     whole (``import rlm_host``, ``import rlm_host.sdk.frameworks as protocol``)."""
     used = [(module, names, line) for module, names, line in imports(path)
-            if module == "rlm_host" or module.startswith("rlm_host.")]  # fmt: skip
+            if module == "rlm_host" or module.startswith("rlm_host.")]
     tree = ast.parse(path.read_text())
     aliases = {alias.asname or alias.name: alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                for alias in node.names
-               if alias.name.startswith("rlm_host") and (alias.asname or "." not in alias.name)}  # fmt: skip
+               if alias.name.startswith("rlm_host") and (alias.asname or "." not in alias.name)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             module = aliases[node.value.id]
@@ -181,7 +181,7 @@ def plugin_id(path: Path) -> str:
 @pytest.mark.parametrize("path", [
     pytest.param(path, marks=pytest.mark.xfail(strict=True, reason="still on the root's deprecated names"))
     if plugin_id(path) in STILL_ON_OLD_NAMES else path for path in PLUGIN_SOURCES + PLUGIN_TESTS + TEST_PLUGINS
-], ids=plugin_id)  # fmt: skip
+], ids=plugin_id)
 def test_plugins_import_only_the_public_faces(path):
     """A plugin imports ``rlm_host``, the kits ``rlm_host.sdk.*`` and (its tests) ``rlm_host.testing``, and only
     the names in their ``__all__``; the root's deprecated names still resolve, for plugins not yet rewritten."""
@@ -233,7 +233,7 @@ def test_no_kit_imports_a_concrete_environment():
     probe = ("import importlib, sys\n"
              f"for kit in {KITS!r}: importlib.import_module('rlm_host.sdk.' + kit)\n"
              "print(sorted(m for m in sys.modules if m.startswith(('rlm_host.environments.pure_rlm', "
-             "'rlm_host.environments.generic', 'rlm_host.default_plugins'))))")  # fmt: skip
+             "'rlm_host.environments.generic', 'rlm_host.default_plugins'))))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
 
@@ -265,7 +265,7 @@ def test_one_word_for_frameworks():
         source = path.read_text()
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if (token.type == tokenize.NAME and re.fullmatch(r"\w*Adapter", token.string)
-                    and token.string not in DSPY_ADAPTERS and (where, token.string) != DEPRECATED_ADAPTER):  # fmt: skip
+                    and token.string not in DSPY_ADAPTERS and (where, token.string) != DEPRECATED_ADAPTER):
                 found.append(f"{where}:{token.start[0]}: {token.string}")
         if path.is_relative_to(HOST):
             for node in ast.walk(ast.parse(source)):

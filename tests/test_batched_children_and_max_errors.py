@@ -53,7 +53,7 @@ def test_rlm_query_batched_runs_children_at_once_and_answers_in_order(tmp_path):
 def test_rlm_query_batched_at_max_depth_falls_back_like_rlm_query(tmp_path):
     runner = isolated_runner(tmp_path, plugins="rlm-sandbox-monty")
     result, events, _ = run_scripted(runner, "q", [BATCH, "FINAL_VAR(answers)"], sub=["plain a", "plain b"],
-                                     max_depth=0, sandbox="monty")  # fmt: skip
+                                     max_depth=0, sandbox="monty")
     assert sorted(json.loads(result.final_response)) == ["plain a", "plain b"]
     assert not [e for e in events if e.type == "child_run_start"]
 
@@ -70,7 +70,7 @@ def test_max_errors_stops_a_run_that_keeps_failing_with_a_synthesised_answer(tmp
     failing = "```repl\n1/0\n```"
     fine = "```repl\nprint(1)\n```"
     result, events, root = run_scripted(runner, "q", [failing, fine, failing, failing, "best guess"], max_errors=2,
-                                        max_steps=8, sandbox="monty")  # fmt: skip
+                                        max_steps=8, sandbox="monty")
     assert result.termination_reason == "max_errors" and result.steps == 4  # the success in between reset it
     assert result.final_response == "best guess" and not result.completed
     result, _, _ = run_scripted(runner, "q", [failing, failing, failing, "FINAL(done)"], max_steps=4, sandbox="monty")

@@ -69,7 +69,7 @@ def test_a_child_left_by_a_host_that_died_is_killed():
               "time.sleep(1)\n"
               "template = next(iter(fork_server._servers.values())).proc.pid\n"
               "print(open(f'/proc/{template}/task/{template}/children').read(), flush=True)\n"
-              "os._exit(0)\n")  # fmt: skip
+              "os._exit(0)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     (child,) = map(int, out.stdout.split())
     deadline = time.monotonic() + 10

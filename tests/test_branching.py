@@ -17,7 +17,7 @@ REPLIES = [
     "```repl\nprint(leak)\n```",                               # step 2, candidate 1: leak is not there
     "FINAL_VAR(x)",                                            # candidate 2: the answer, kept
     "```repl\nprint(x)\n```",                                  # candidate 3
-]  # fmt: skip
+]
 
 
 def events_of(result: dict) -> list[dict]:
@@ -27,7 +27,7 @@ def events_of(result: dict) -> list[dict]:
 @pytest.mark.parametrize("sandbox", ["monty", "process"])
 def test_three_candidates_per_step_are_tried_and_the_best_is_kept(rlm_cli, rlm_script, sandbox):
     done = rlm_cli("run", "Compute", "--model", rlm_script(REPLIES), "--branch-width", "3", "--sandbox", sandbox,
-                   "--json", plugins="rlm-sandbox-monty")  # fmt: skip
+                   "--json", plugins="rlm-sandbox-monty")
     assert done.code == 0, done.out + done.err
     result = json.loads(done.out)
     assert result["final_response"] == "42" and result["steps"] == 2
@@ -36,7 +36,7 @@ def test_three_candidates_per_step_are_tried_and_the_best_is_kept(rlm_cli, rlm_s
     branches = [e["data"] for e in events if e["type"] == "branch"]
     assert [(b["step"], b["candidate"], b["action"], b["chosen"]) for b in branches] == [
         (1, 1, "run_code", False), (1, 2, "run_code", True), (1, 3, "run_code", False),
-        (2, 1, "run_code", False), (2, 2, "final", True), (2, 3, "run_code", False)]  # fmt: skip
+        (2, 1, "run_code", False), (2, 2, "final", True), (2, 3, "run_code", False)]
     assert "ZeroDivisionError" in branches[0]["error"] and branches[0]["score"] == pytest.approx(-0.2)
     assert branches[2]["output"] == "from a dropped copy\n"
     assert "NameError" in branches[3]["error"], "a dropped candidate's variables are not in the kept REPL"
@@ -61,7 +61,7 @@ def test_a_width_above_the_cap_or_where_nothing_can_be_copied_is_exit_2(rlm_cli,
     assert done.code == 2 and "--branch-width 20 is more than 8: up to 100 root model calls for 5 steps" in done.err
     assert "at openai:gpt-4o's price, about $" in done.err
     done = rlm_cli("run", "Compute", "--model", rlm_script(REPLIES), "--branch-width", "2", "--env", "generic",
-                   "--sandbox", "process")  # fmt: skip
+                   "--sandbox", "process")
     assert done.code == 2 and "the generic environment cannot try replies in a copy of its REPL" in done.err
     done = rlm_cli("run", "Compute", "--model", rlm_script(REPLIES), "--branch-width", "0")
     assert done.code == 2 and "--branch-width" in done.err

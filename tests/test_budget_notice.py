@@ -30,7 +30,7 @@ def test_the_call_that_crosses_the_budget_is_named_with_the_overrun(rlm, isolate
         server.push(answer(CODE, prompt_tokens=1000, completion_tokens=10),
                     answer("FINAL(7)", prompt_tokens=1000, completion_tokens=10))
         result = rlm("run", "q", "--model", "openai:house-model", "--base-url", server.url, "--max-cost", "0.01",
-                     "--sandbox", "process", "-q", plugins=[])  # fmt: skip
+                     "--sandbox", "process", "-q", plugins=[])
     assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
     assert ("! the model call(s) of step 2 crossed --max-cost $0.01: $0.0120 spent, $0.0020 over"
             in result.stderr), result.stderr
@@ -46,7 +46,7 @@ def test_within_the_budget_nothing_is_said(rlm, isolated_env):
     with OpenAIServer() as server:
         server.push(answer("FINAL(7)", prompt_tokens=1000, completion_tokens=10))
         result = rlm("run", "q", "--model", "openai:house-model", "--base-url", server.url, "--max-cost", "0.01",
-                     "--sandbox", "process", "-q", plugins=[])  # fmt: skip
+                     "--sandbox", "process", "-q", plugins=[])
     assert result.returncode == 0 and "max-cost" not in result.stderr
     assert final_event(work)["data"]["over_budget"] is None
 
@@ -56,7 +56,7 @@ def test_quiet_still_warns_that_a_model_cannot_be_priced(rlm, isolated_env):
         server.push(answer("FINAL(7)"))
         result = rlm("run", "q", "--model", "deepinfra:some-model", "--base-url", server.url, "--max-cost", "0.5",
                      "--sandbox", "process", "-q", plugins=["rlm-provider-compatible"],
-                     env={"DEEPINFRA_API_KEY": "di-test"})  # fmt: skip
+                     env={"DEEPINFRA_API_KEY": "di-test"})
     assert result.returncode == 0 and result.stdout.startswith("7"), result.stderr
     assert result.stderr.count("no price is known for deepinfra:some-model") == 1, result.stderr
     assert "! no price is known" in result.stderr

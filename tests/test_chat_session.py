@@ -24,7 +24,7 @@ def test_turns_keep_variables_and_history_and_resume_elsewhere(rlm_isolated, san
         {"match": "Sum the numbers", "text": "```repl\ntotal = sum(int(x) for x in context.split())\nanswer = total\n"
                                              "print(answer)\n```"},
         {"match": ".", "text": "FINAL_VAR('answer')"},
-    ])  # fmt: skip
+    ])
     rlm = RLM(model, sandbox=sandbox)
     chat = rlm.session("20 22")
     first = chat.ask("Sum the numbers")
@@ -58,7 +58,7 @@ def test_rlm_chat_keeps_variables_between_lines_and_resumes(rlm_cli, rlm_isolate
         {"match": "Sum the numbers", "text": "```repl\ntotal = sum(int(x) for x in context.split())\nanswer = total\n"
                                              "print(answer)\n```"},
         {"match": ".", "text": "FINAL_VAR('answer')"},
-    ])  # fmt: skip
+    ])
     (rlm_isolated.work / "nums.txt").write_text("20 22")
     monkeypatch.setattr("sys.stdin", io.StringIO("Sum the numbers\n/vars\n/bogus\nAdd one\n"))
     first = rlm_cli("chat", "--context", "nums.txt", "--model", model, "--sandbox", "process", "--quiet")
@@ -87,11 +87,11 @@ def test_ctrl_c_cancels_the_turn_not_the_session(rlm_isolated):
     model = script(rlm_isolated.work / "slow.json", [
         {"match": "New question: Quick", "text": "FINAL('quick answer')"},  # turn 2's task also names turn 1
         {"match": "Wait forever", "text": "```repl\nprint('waiting')\n```", "delay": 30},
-    ])  # fmt: skip
+    ])
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
     chat = subprocess.Popen([RLM_SCRIPT, "chat", "--model", model, "--sandbox", "process", "--quiet"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=rlm_isolated.work, env={**env, "HOME": str(rlm_isolated.home)})  # fmt: skip
+                            cwd=rlm_isolated.work, env={**env, "HOME": str(rlm_isolated.home)})
     assert chat.stdin is not None
     chat.stdin.write("Wait forever\n")
     chat.stdin.flush()
@@ -132,4 +132,4 @@ def test_rlm_chat_resume_uses_the_model_and_sandbox_it_ran_with_unless_flags_say
         flagged = rlm_cli("chat", "--resume", session_id, "--model", "openai:gpt-other", "--quiet", plugins=None)
         assert "model=openai:gpt-other sandbox=monty" in flagged.err and "model: openai:gpt-other" in flagged.out
     assert [json.loads(r.body)["model"] if isinstance(r.body, str) else r.body["model"] for r in server.requests] == [
-        "gpt-chat"] * 4  # fmt: skip
+        "gpt-chat"] * 4

@@ -161,7 +161,7 @@ def test_a_run_loads_no_pydantic_plugin(tmp_path):
     (tmp_path / "script.json").write_text('["FINAL(1)"]')
     probe = ("import sys\nfrom rlm_host.cli.main import main\n"
              "main(['run', 'q', '--model', 'scripted:script.json', '--sandbox', 'process', '--quiet'])\n"
-             "print('LOGFIRE=' + str('logfire' in sys.modules))\n")  # fmt: skip
+             "print('LOGFIRE=' + str('logfire' in sys.modules))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "PYDANTIC_"))}
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "LOGFIRE=False" in done.stdout, done.stdout + done.stderr

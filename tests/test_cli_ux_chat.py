@@ -42,7 +42,7 @@ def test_resume_uses_what_the_session_ran_with_and_a_failing_turn_keeps_the_sess
     work = Path(isolated_env["WORK"])
     _files(work)
     first = rlm("chat", "--context", "a.txt", "--model", "scripted:s.json", "--sandbox", "process", "--quiet",
-                plugins=PLUGINS, input="Hi?\n")  # fmt: skip
+                plugins=PLUGINS, input="Hi?\n")
     assert first.returncode == 0 and "rlm> 42" in first.stdout, first.stderr
     session = _session_id(first.stderr)
     again = rlm("chat", "--resume", session, "--quiet", plugins=PLUGINS, input="/model\nAgain?\n")  # as typed: no flags
@@ -79,9 +79,9 @@ def test_chat_through_another_environment_and_a_framework(rlm, isolated_env):
     (work / "a.txt").write_text("The magic number is 42.\n")
     (work / "g.json").write_text(json.dumps({"responses": [
         '{"action": "run_python", "code": "print(len(context))"}', '{"action": "final", "final_response": "24 chars"}',
-    ]}))  # fmt: skip
+    ]}))
     chat = rlm("chat", "--context", "a.txt", "--model", "scripted:g.json", "--env", "generic", "--sandbox", "process",
-               "--quiet", plugins=PLUGINS, input="How long?\n")  # fmt: skip
+               "--quiet", plugins=PLUGINS, input="How long?\n")
     assert chat.returncode == 0, chat.stderr
     assert "rlm> 24 chars" in chat.stdout
     runs = sorted((work / ".rlm" / "runs").glob("*.jsonl"))
@@ -89,10 +89,10 @@ def test_chat_through_another_environment_and_a_framework(rlm, isolated_env):
     assert start["type"] == "run_start" and start["data"]["environment"] == "generic"
     (work / "f.json").write_text(json.dumps({"responses": [
         json.dumps({"tool": "run_code", "args": {"code": "print(context.split()[-1])"}}), json.dumps({"final": "42."}),
-    ]}))  # fmt: skip
+    ]}))
     framed = rlm("chat", "--context", "a.txt", "--model", "scripted:f.json", "--framework", "pydantic-ai",
                  "--sandbox", "process", "--quiet", plugins=[*PLUGINS, "rlm-adapter-pydantic-ai"],
-                 input="Which number?\n")  # fmt: skip
+                 input="Which number?\n")
     if "not installed" in framed.stderr or "unknown framework" in framed.stderr:
         import pytest
 
@@ -116,7 +116,7 @@ def test_an_ordered_script_plays_on_across_turns_and_runs_list_the_question(rlm,
                                                               "FINAL_VAR(answer)",
         "```repl\nanswer = total + 1\nprint(answer)\n```", "FINAL_VAR(answer)"]}))
     chat = rlm("chat", "--context", "nums.txt", "--model", "scripted:chat.json", "--sandbox", "process", "--quiet",
-               plugins=PLUGINS, input="Sum the numbers\nAdd one\n/exit\n")  # fmt: skip
+               plugins=PLUGINS, input="Sum the numbers\nAdd one\n/exit\n")
     assert chat.returncode == 0, chat.stderr
     assert [line for line in chat.stdout.splitlines() if "rlm> " in line][-2:] == ["you> rlm> 42", "you> rlm> 43"]
     listed = rlm("runs", "list", plugins=PLUGINS)

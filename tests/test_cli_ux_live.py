@@ -41,7 +41,7 @@ def test_a_terminal_shows_a_spinner_with_time_and_tokens(work, isolated_env, plu
     env.pop("NO_COLOR", None)
     leader, follower = pty.openpty()
     process = subprocess.Popen([RLM_SCRIPT, *ARGS], cwd=work, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=follower)  # fmt: skip
+                               stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
     chunks = []
     while True:
@@ -86,7 +86,7 @@ def test_a_framework_step_shows_its_code_and_its_tools_result(rlm, work, plugin_
     tests = str(Path(__file__).resolve().parent)
     result = rlm("run", "q", "--framework", "echo", "--model", "scripted:fw.json", "--sandbox", "process",
                  plugins=[], env={"RLM_PLUGIN_MODULES": "support.echo_framework",
-                                  "PYTHONPATH": f"{plugin_site}:{tests}"})  # fmt: skip
+                                  "PYTHONPATH": f"{plugin_site}:{tests}"})
     assert result.returncode == 0 and result.stdout == "42\n", result.stderr
     lines = [line.strip() for line in result.stderr.splitlines()]
     step = lines.index(next(line for line in lines if line.startswith("── step 1 · run_code")))

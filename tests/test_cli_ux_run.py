@@ -33,7 +33,7 @@ def _documents(result) -> int:
     ["q", "-c", "a.txt", "b.md"],
     ["q", "--context=a.txt", "b.md"],
     ["q", "--context", "a.txt", "--context", "b.md"],
-])  # fmt: skip
+])
 def test_several_paths_after_one_context(rlm, work, args):
     result = rlm("run", *args, "--model", "scripted:s.json", "--json", plugins=PLUGINS)
     assert result.returncode == 0, result.stderr
@@ -69,14 +69,14 @@ def test_a_failed_run_with_json_still_prints_the_run_result(rlm, work):
 
 def test_a_missing_api_key_is_bad_input(rlm, work):
     result = rlm("run", "q", "--model", "openai:gpt-4o-mini", plugins=PLUGINS,
-                 env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})  # fmt: skip
+                 env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
     assert result.returncode == 2 and "error: no API key for openai" in result.stderr
 
 
 def test_an_unavailable_docker_sandbox_is_bad_input(rlm, work, tmp_path):
     pytest.importorskip("rlm_sandbox_docker")
     result = rlm("run", "q", "--model", "scripted:s.json", "--sandbox", "docker", plugins=["rlm-sandbox-docker"],
-                 env={"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"})  # fmt: skip
+                 env={"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"})
     assert result.returncode == 2 and "error: the docker sandbox is not ready" in result.stderr, result.stderr
     assert result.stdout == ""
 

@@ -28,7 +28,7 @@ def rlm_register_commands():
     return [CommandSpec("greet", "{help}", "cache_probe_hooks:greet")]
 '''
 PROBE = ("import sys\nfrom rlm_host.cli.main import main\ncode = main(sys.argv[1:])\n"
-         "print('PLUGIN_IMPORTED=' + str('cache_probe_hooks' in sys.modules))\n")  # fmt: skip
+         "print('PLUGIN_IMPORTED=' + str('cache_probe_hooks' in sys.modules))\n")
 
 
 def add_distribution(site: Path, help_text: str = "Say hello.") -> None:
@@ -56,7 +56,7 @@ def rlm(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 def probe(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """``rlm`` in a process that says whether the plugin's hook module was imported."""
     return subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, timeout=60,
-                          cwd=env["HOME"])  # fmt: skip
+                          cwd=env["HOME"])
 
 
 def cache_files(env: dict[str, str]) -> list[Path]:

@@ -67,7 +67,7 @@ def _run(tmp_path, sandbox, replies, monkeypatch, big, kill_before=None):
     result = runner.run_task("Where is the needle?", context=TextFile(big), connectors={"root": root, "sub": root})
     events = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
     return result, events, [e["data"]["observation"]["blocks"][0] for e in events if e["type"] == "step"
-                            and e["data"]["observation"].get("blocks")]  # fmt: skip
+                            and e["data"]["observation"].get("blocks")]
 
 
 @pytest.mark.parametrize("engine", RUNTIMES, indirect=True)
@@ -84,14 +84,14 @@ def test_the_sandbox_holds_the_text_the_host_never_read(tmp_path, monkeypatch, b
 def test_a_restarted_worker_gets_the_context_again(tmp_path, monkeypatch, big, engine):
     again = "```repl\nprint(len(context))\n```"
     result, _, blocks = _run(tmp_path, engine, [LOOK, again, "FINAL(done)"], monkeypatch, big,
-                             kill_before="print(len(context))")  # fmt: skip
+                             kill_before="print(len(context))")
     assert blocks[1]["stdout"] == f"{len(TextLoader().load(big))}\n" and blocks[1].get("restarted")
 
 
 def test_rlm_run_keeps_a_large_file_on_disk(rlm_cli, rlm_script, rlm_isolated, big, monkeypatch):
     monkeypatch.setattr(TextFile, "read", lambda self: pytest.fail("the host read the context's text"))
     result = rlm_cli("run", "q", "--context", str(big), "--model", rlm_script([LOOK, "FINAL(ok)"]), "--sandbox",
-                     "process", "--json")  # fmt: skip
+                     "process", "--json")
     assert result.code == 0, result.err
     assert json.loads(result.out)["final_response"] == "ok"
 

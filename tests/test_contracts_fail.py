@@ -294,7 +294,7 @@ def test_sink_contract_fails_a_sink_broken_by_an_unknown_event_or_a_second_close
     pytester.makepyfile(broken_plugins=BROKEN_PLUGINS, test_broken=SINK_SUITE)
     recorder = pytester.inline_run("-p", "no:cacheprovider", "-k", "ignores_event or close_is_idempotent")
     outcome = {r.nodeid.split("::", 1)[1]: r.outcome for r in recorder.getreports("pytest_runtest_logreport")
-               if r.when == "call"}  # fmt: skip
+               if r.when == "call"}
     assert outcome == {
         "TestGood::test_ignores_event_types_it_does_not_know": "passed",
         "TestGood::test_close_is_idempotent_also_with_no_event": "passed",

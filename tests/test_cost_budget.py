@@ -58,7 +58,7 @@ def test_max_cost_stops_a_run_of_a_hosted_openai_compatible_model(tmp_path, monk
         monkeypatch.setattr(groq, "api_pattern", re.escape(server.url))  # the server stands in for api.groq.com
         server.push(*[answer(CODE, prompt_tokens=1_000_000, completion_tokens=1_000) for _ in range(4)])
         result = runner.run_task("q", model="groq:llama-3.3-70b-versatile", base_url=server.url, max_cost=0.5,
-                                 max_steps=3)  # fmt: skip
+                                 max_steps=3)
     assert (result.termination_reason, len(server.requests)) == ("budget", 1), result.error
     assert "cost budget of $0.5 reached ($0.5908 spent)" in result.error
     assert result.cost == pytest.approx(0.59 + 0.00079) and result.cost_complete
@@ -89,7 +89,7 @@ def test_rlm_run_strict_exits_2_before_any_call(isolated_env, monkeypatch, capsy
     monkeypatch.setenv("RLM_PLUGINS", "rlm-provider-compatible")
     monkeypatch.setenv("DEEPINFRA_API_KEY", "di-test")
     code = main(["run", "q", "--model", "deepinfra:meta-llama/Llama-3.3-70B-Instruct", "--max-cost", "0.1",
-                 "--strict", "--sandbox", "process", "-q"])  # fmt: skip
+                 "--strict", "--sandbox", "process", "-q"])
     err = capsys.readouterr().err
     assert code == 2 and "no price is known for deepinfra:meta-llama/Llama-3.3-70B-Instruct" in err
     assert "[[prices]]" in err
@@ -104,7 +104,7 @@ class SelfPriced(Unpriced):
     (Unpriced("ollama:llama3.2", []), PriceTable()),  # a local server: free
     (SelfPriced("llamacpp:smollm2", []), PriceTable()),  # prices its own calls
     (Unpriced("deepinfra:some-model", []), PriceTable({"deepinfra:*": {"input": 0.1, "output": 0.1}})),
-])  # fmt: skip
+])
 def test_no_notice_for_a_model_that_can_be_priced(model, prices):
     assert cost_notices(RunSettings(max_cost=1.0), [model], prices) == []
     assert cost_notices(RunSettings(max_cost=1.0), [model, Unpriced("test:x", [])], prices)  # another that cannot
@@ -127,7 +127,7 @@ def live_view() -> LiveView:
 def test_the_live_view_warns_once_per_run_tree():
     view = live_view()
     data = {"environment": "pure_rlm", "model": "deepinfra:x", "sandbox": "process", "context": {"type": "none"},
-            "notices": ["no price is known for deepinfra:x: …"]}  # fmt: skip
+            "notices": ["no price is known for deepinfra:x: …"]}
     view(RunEvent(type="run_start", run_id="r", root_run_id="r", data=data))
     view(RunEvent(type="run_start", run_id="c", root_run_id="r", parent_run_id="r", depth=1, data=data))
     assert view.console.file.getvalue().count("no price is known") == 1
@@ -138,6 +138,6 @@ def test_the_live_view_says_when_some_calls_have_no_price():
     usage = {"root": {"calls": 2, "input_tokens": 10, "output_tokens": 5, "cost": 0.5, "unpriced_calls": 0},
              "sub": {"calls": 3, "input_tokens": 10, "output_tokens": 5, "cost": None, "unpriced_calls": 3}}
     data = {"completed": True, "termination_reason": "final", "steps": 1, "total_reward": 1.0, "duration_s": 0.5,
-            "usage": usage, "cost": 0.5, "cost_complete": False}  # fmt: skip
+            "usage": usage, "cost": 0.5, "cost_complete": False}
     view(RunEvent(type="final", run_id="r", root_run_id="r", data=data))
     assert "· $0.5000 + 3 call(s) of unknown cost · 0.5s" in view.console.file.getvalue()

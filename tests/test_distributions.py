@@ -16,7 +16,7 @@ import pytest
 from support import REPO
 
 PROJECTS = [REPO] + sorted(p for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file()
-                           and not p.name.startswith("_"))  # fmt: skip
+                           and not p.name.startswith("_"))
 
 
 def run(*command: str | Path, **kwargs) -> subprocess.CompletedProcess:
@@ -62,13 +62,13 @@ def test_host_and_a_plugin_install_from_the_wheelhouse_and_run(wheelhouse, tmp_p
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
     run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-index", "--find-links", wheelhouse,
-        "rlm-host", "rlm-sandbox-monty")  # fmt: skip
+        "rlm-host", "rlm-sandbox-monty")
     work = tmp_path / "work"
     work.mkdir()
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
     where = run(venv / "bin" / "python", "-c",
                 "import rlm_host, rlm_sandbox_monty as m; print(rlm_host.__file__, m.__file__)",
-                env=env, cwd=work).stdout  # fmt: skip
+                env=env, cwd=work).stdout
     assert str(REPO) not in where and str(venv) in where  # installed files, not the repository
     doctor = json.loads(run(venv / "bin" / "rlm", "plugins", "doctor", "--json", env=env, cwd=work).stdout)
     assert doctor["ok"] and {(c["kind"], c["name"], c["plugin"]) for c in doctor["checks"] if c["ok"]} >= {
@@ -77,7 +77,7 @@ def test_host_and_a_plugin_install_from_the_wheelhouse_and_run(wheelhouse, tmp_p
     (work / "script.json").write_text(json.dumps(["```repl\nn = len(context.split())\nprint(n)\n```", "FINAL_VAR(n)"]))
     answer = run(venv / "bin" / "rlm", "run", "How many words?", "--context", "notes.txt", "--model",
                  "scripted:script.json",
-                 "--json", env=env, cwd=work)  # fmt: skip
+                 "--json", env=env, cwd=work)
     result = json.loads(answer.stdout)
     assert result["final_response"] == "300" and result["sandbox"] == "monty" and result["completed"]
     assert os.path.exists(work / result["trajectory_path"])

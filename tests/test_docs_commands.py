@@ -52,7 +52,7 @@ class Expect:
 
 
 def ok(*codes: int, says: str = "", pages: tuple[str, ...] = (), env: dict[str, str] | None = None,
-       before: dict[str, Any] | None = None, input: str = "") -> Expect:  # fmt: skip
+       before: dict[str, Any] | None = None, input: str = "") -> Expect:
     return Expect(frozenset(codes or (0,)), says, pages, env or {}, before or {}, input)
 
 
@@ -288,7 +288,7 @@ DOCUMENTED = documented()
 
 def _env(home: Path) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items()
-            if not k.startswith("RLM_") and not re.search(r"(_API_KEY|_TOKEN|_SECRET|BASE_URL)$", k)}  # fmt: skip
+            if not k.startswith("RLM_") and not re.search(r"(_API_KEY|_TOKEN|_SECRET|BASE_URL)$", k)}
     return {**keep, "HOME": str(home), "COLUMNS": "120", "NO_COLOR": "1"}
 
 
@@ -328,7 +328,7 @@ def page_folder(tmp_path_factory, plugin_site):
 @lru_cache(maxsize=None)
 def _help(path: tuple[str, ...], home: str, work: str) -> tuple[int, str]:
     done = subprocess.run([RLM, *path, "--help"], cwd=work, env=_env(Path(home)), capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+                          timeout=120)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -424,7 +424,7 @@ def run_as_printed(where: str, command: str, expect: Expect, home: Path, place: 
     words = shlex.split(command) if command.count('"') % 2 == 0 else command.split()
     words = [f"{home}/{w[2:]}" if w.startswith("~/") else w for w in words]  # the page's ~ is the check's HOME
     done = subprocess.run([RLM, *words[1:]], cwd=folder, env=env, capture_output=True, text=True,
-                          input=expect.input, timeout=300)  # fmt: skip
+                          input=expect.input, timeout=300)
     said = done.stdout + done.stderr
     assert done.returncode in expect.codes, f"{where}: {command} exited {done.returncode}: {said[-1500:]}"
     assert "Traceback" not in done.stderr, f"{where}: {command}: {done.stderr[-1500:]}"

@@ -45,7 +45,7 @@ TESTING_NOT_YET_DOCUMENTED = {
     "ANSWER", "FINAL", "FIRST_LOOK", "LOG", "MODEL_TEXT", "OpenAIServer", "QUESTION", "RETRY", "SUB_RULES",
     "TOOL_CALL", "TOOL_ERROR", "TOOL_RESULT", "assert_a_real_model_run_ends_cleanly", "in_sandbox",
     "median_step_seconds", "openai_answer", "openai_unauthorized", "write_station_log",
-}  # fmt: skip
+}
 
 
 def code_spans(text: str) -> list[str]:
@@ -68,7 +68,7 @@ def kit_sections(page: str) -> dict[str, str]:
 
 def test_the_kits_are_the_sdk_modules():
     assert KITS == sorted(["models", "sandbox", "context", "environments", "frameworks", "tools", "observability",
-                           "embedding", "commands"])  # fmt: skip
+                           "embedding", "commands"])
 
 
 @pytest.mark.parametrize("kit", KITS)
@@ -136,7 +136,7 @@ def test_every_host_package_and_module_is_in_the_architecture_tree():
 def test_every_plugin_distribution_is_named_in_the_architecture_page():
     page = (DOCS / "architecture.md").read_text()
     plugins = [p.name for p in sorted((REPO / "plugins").iterdir())
-               if (p / "pyproject.toml").is_file() and not p.name.startswith("_")]  # fmt: skip
+               if (p / "pyproject.toml").is_file() and not p.name.startswith("_")]
     missing = [name for name in plugins if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", page)]
     assert plugins and not missing, f"docs/architecture.md does not name: {', '.join(missing)}"
 
@@ -171,7 +171,7 @@ def test_the_wheel_ships_py_typed(tmp_path):
         shutil.copy(REPO / name, source / name)
     out = tmp_path / "dist"
     done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     sdist = tarfile.open(next(out.glob("*.tar.gz"))).getnames()
     wheel = zipfile.ZipFile(next(out.glob("*.whl"))).namelist()
@@ -200,7 +200,7 @@ def test_the_run_pages_help_is_rlm_run_help_as_it_is():
     assert block, "docs/guide/run.md shows `rlm run --help`"
     rlm = str(Path(sys.executable).with_name("rlm"))
     real = subprocess.run([rlm, "run", "--help"], capture_output=True, text=True, env={"COLUMNS": "80",
-                          "PATH": "/usr/bin:/bin", "HOME": "/tmp"}).stdout  # fmt: skip
+                          "PATH": "/usr/bin:/bin", "HOME": "/tmp"}).stdout
 
     def options(text: str) -> list[str]:
         return re.findall(r"^  (-[-\w]+(?:, -[-\w]+)?)", text.split("Options:", 1)[1], re.M)

@@ -59,7 +59,7 @@ def test_mkdocs_builds_strict(tmp_path: Path) -> None:
     mkdocs = Path(sys.executable).with_name("mkdocs")
     done = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1",
-                                                                            "PATH": "/usr/bin:/bin"})  # fmt: skip
+                                                                            "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "plugins" / "provider" / "index.html").is_file()
     assert (tmp_path / "site" / "schemas" / "index.html").is_file()

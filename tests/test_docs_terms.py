@@ -23,10 +23,10 @@ def test_runs_compare_defines_efficiency(rlm_isolated, rlm_script):
     ids = []
     for replies in (["FINAL(4)"], ["```repl\nprint(1)\n```", "FINAL(4)"]):
         done = subprocess.run([RLM, "run", "q", "--model", rlm_script(replies), "--sandbox", "process", "--json"],
-                              env=_env(RLM_PLUGINS=""), capture_output=True, text=True, timeout=60)  # fmt: skip
+                              env=_env(RLM_PLUGINS=""), capture_output=True, text=True, timeout=60)
         ids.append(json.loads(done.stdout)["run_id"])
     done = subprocess.run([RLM, "runs", "compare", *ids], env=_env(RLM_PLUGINS=""), capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+                          timeout=60)
     assert done.returncode == 0 and "\nefficiency " in done.stdout
     assert "efficiency: reward per 1,000 tokens (total reward × 1000 / total tokens)" in done.stdout
     readme = (ROOT / "README.md").read_text()
@@ -52,7 +52,7 @@ def test_mcp_serve_says_what_it_serves_and_how_to_stop(rlm_isolated):
         args = [RLM, "mcp", "serve", "--root", "docs", "--model", "scripted:s.json", "--sandbox", "process"]
         args += ["--transport", "http", "--port", "0", "--token", "t"] if transport == "http" else []
         proc = subprocess.Popen(args, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                stderr=subprocess.PIPE, text=True)
         try:
             lines = _banner(proc, "stop with Ctrl-C")
             text = "\n".join(lines)

@@ -21,7 +21,7 @@ RLM = str(Path(sys.executable).with_name("rlm"))
 
 def toml_blocks() -> list[tuple[str, str]]:
     return [(f"{page.relative_to(ROOT)}#{i}", body) for page in PAGES
-            for i, body in enumerate(TOML_BLOCK.findall(page.read_text(encoding="utf-8")), 1)]  # fmt: skip
+            for i, body in enumerate(TOML_BLOCK.findall(page.read_text(encoding="utf-8")), 1)]
 
 
 @pytest.mark.parametrize("where,body", toml_blocks(), ids=[w for w, _ in toml_blocks()])
@@ -44,7 +44,7 @@ def test_the_readme_prices_example_is_accepted_as_printed(rlm_isolated):
 
 def test_the_strict_hint_is_toml_a_user_can_paste(rlm_isolated):
     done = _rlm("run", "q", "--model", "openai:nosuch-model", "--base-url", "http://127.0.0.1:9", "--max-cost", "0.01",
-                "--strict", "--sandbox", "process", cwd=rlm_isolated.work)  # fmt: skip
+                "--strict", "--sandbox", "process", cwd=rlm_isolated.work)
     assert done.returncode == 2 and "hint:" in done.stderr
     hint = done.stderr.split("hint:", 1)[1]
     lines = hint.splitlines()

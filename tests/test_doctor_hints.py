@@ -6,7 +6,7 @@ MONTY = "rlm-sandbox-monty"
 
 def test_env_dspy_in_the_default_setup_says_which_sandbox_flag_to_pass(rlm):
     result = rlm("run", "fix the bug", "--env", "dspy", "--model", "scripted:x.json",
-                 plugins=[MONTY, "rlm-env-dspy"])  # fmt: skip
+                 plugins=[MONTY, "rlm-env-dspy"])
     assert result.returncode == 2, result.stderr
     assert "no sandbox that can mount the dspy environment's project folder is ready" in result.stderr
     assert "hint: pass --sandbox process (NOT a security boundary)" in result.stderr

@@ -24,12 +24,12 @@ except KeyError as exc:
     print('gone:', exc)
 ```"""
 EXPECTED = ["['a.txt', 'b.txt', 'c.txt']", "4 'beta'", "['gamma', 'alpha']", "2 ['b.txt', 'c.txt'] 'beta'",
-            "2 ['beta', 'gamma']", "gone: \"no file named 'a.txt'; list_files() shows the names\""]  # fmt: skip
+            "2 ['beta', 'gamma']", "gone: \"no file named 'a.txt'; list_files() shows the names\""]
 
 
 def _run(tmp_path: Path, sandbox: str, context) -> tuple[list[str], str]:
     runner = isolated_runner(tmp_path, sandbox=sandbox, plugins={"process": "", "monty": "rlm-sandbox-monty",
-                                                                  "docker": "rlm-sandbox-docker"}[sandbox])  # fmt: skip
+                                                                  "docker": "rlm-sandbox-docker"}[sandbox])
     root = ScriptedConnector.from_responses([CODE, "FINAL(1)"])
     result = runner.run_task("q", context=context, connectors={"root": root, "sub": root})
     assert result.completed, result.error

@@ -28,7 +28,7 @@ def test_finds_the_needle_with_a_sub_call(runner):
     result, events, root = run(
         runner, "What is the magic number?", [FIND_NEEDLE, "FINAL_VAR(answer)"],
         sub_rules=[{"match": "Extract the number", "text": "4217"}], context=haystack(200_000),
-    )  # fmt: skip
+    )
     assert result.completed and result.final_response == "4217"
     assert result.termination_reason == "final" and result.steps == 2
     assert result.usage.root.calls == 2 and result.usage.sub.calls == 1
@@ -60,7 +60,7 @@ def test_final_written_in_text_ends_the_run_but_a_mention_does_not(runner):
     result, _, _ = run(runner, "q", [
         "```repl\nprint(context[:5])\n```\nI will use FINAL(x) when I know.",
         "The answer is below.\nFINAL(hello world)",
-    ], context="hello world")  # fmt: skip
+    ], context="hello world")
     assert result.steps == 2 and result.final_response == "hello world"
 
 
@@ -74,7 +74,7 @@ def test_submit_ends_the_run_with_fields(runner):
 def test_final_var_of_a_missing_variable_is_an_error_observation(runner):
     result, events, root = run(runner, "q",
                                ["```repl\nprint(1)\n```\nFINAL_VAR(nothing_here)", "```repl\nx = 'ok'\n```",
-                                             "FINAL_VAR(x)"], context="c")  # fmt: skip
+                                             "FINAL_VAR(x)"], context="c")
     assert result.final_response == "ok" and result.steps == 3
     first = [e for e in events if e.type == "step"][0].data
     assert not first["action"] == "final"
@@ -112,7 +112,7 @@ def test_token_budget_stops_the_run(runner):
 def test_max_llm_calls_refuses_sub_calls_inside_the_repl_then_ends_the_run(runner):
     code = "```repl\nout = []\nfor i in range(3):\n    out.append(llm_query('q' + str(i)))\nprint(out)\n```"
     result, events, _ = run(runner, "q", [code, "my answer"], sub_rules=[{"match": ".", "text": "a"}],
-                            context="c", max_llm_calls=2)  # fmt: skip
+                            context="c", max_llm_calls=2)
     assert result.termination_reason == "max_llm_calls" and result.usage.sub.calls == 2
     step = [e for e in events if e.type == "step"][0].data
     assert "max_llm_calls (2) reached" in step["observation"]["blocks"][0]["error"]
@@ -217,7 +217,7 @@ def test_rlm_query_at_max_depth_is_a_plain_llm_query(runner):
 
 def test_worker_crash_mid_run_is_reported_and_the_run_goes_on(runner):
     result, events, root = run(runner, "q", ["```repl\nimport os\nos._exit(3)\n```",
-                                             "```repl\nFINAL(str(len(context)))\n```"], context="abcd")  # fmt: skip
+                                             "```repl\nFINAL(str(len(context)))\n```"], context="abcd")
     assert result.final_response == "4"
     block = [e for e in events if e.type == "step"][0].data["observation"]["blocks"][0]
     assert block.get("restarted")
@@ -226,11 +226,11 @@ def test_worker_crash_mid_run_is_reported_and_the_run_goes_on(runner):
 def test_history_compaction_keeps_the_last_turns(runner, tmp_path):
     compacting = isolated_runner(tmp_path, sandbox="process", host=runner.host,
                                  environ={"RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "1024",
-                                          "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"})  # fmt: skip
+                                          "RLM_ENVIRONMENT__PURE_RLM__KEEP_LAST_TURNS": "1"})
     noisy = "Thinking aloud: " + "x" * 3000 + "\n```repl\nprint('x' * 3000)\n```"  # replies are kept whole
     root = ScriptedConnector.from_responses([noisy, noisy, noisy, "FINAL(done)"],
                                             rules=[{"match": "Summarise the work so far",
-                                                    "text": "SUMMARY-1"}])  # fmt: skip
+                                                    "text": "SUMMARY-1"}])
     events = []
     result = compacting.run_task("q", context="c", sandbox="process", connectors={"root": root}, on_event=events.append)
     assert result.completed
@@ -316,7 +316,7 @@ def test_scripted_model_errors_are_model_errors():
 
 def test_block_output_is_capped_to_a_tenth_of_a_small_window(runner, tmp_path):
     small = isolated_runner(tmp_path, sandbox="process", host=runner.host,
-                            environ={"RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "2048"})  # fmt: skip
+                            environ={"RLM_ENVIRONMENT__PURE_RLM__CONTEXT_WINDOW": "2048"})
     root = ScriptedConnector.from_responses(["```repl\nprint('y' * 50000)\n```", "FINAL(ok)"])
     small.run_task("q", context="c", sandbox="process", connectors={"root": root})
     fed_back = root.calls[1][-1]["content"]

@@ -34,7 +34,7 @@ def chat(turns: int) -> list[dict]:
     messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Task: find X."}]
     for n in range(turns):
         messages += [{"role": "assistant", "content": f'{{"tool": "run_code", "args": {{"code": "step {n}"}}}}'},
-                     {"role": "user", "content": f"Result of run_code: {'output ' * 40}{n}"}]  # fmt: skip
+                     {"role": "user", "content": f"Result of run_code: {'output ' * 40}{n}"}]
     return messages
 
 

@@ -22,7 +22,7 @@ def test_a_framework_run_recurses_to_a_grandchild_with_the_shared_budget(tmp_pat
     # one scripted root model serves the run tree in call order: outer turn, child turn, grandchild answer,
     # child answer, outer answer
     root = ScriptedConnector.from_responses([OUTER, INNER, "ANSWER: 42", "ANSWER: inner says 42",
-                                             "ANSWER: outer says inner says 42"], name="scripted:root")  # fmt: skip
+                                             "ANSWER: outer says inner says 42"], name="scripted:root")
     result = runner.run_task("q", context="c", framework="echo", connectors={"root": root}, max_depth=2)
     assert result.final_response == "outer says inner says 42"
     events = trajectory(result)
@@ -49,7 +49,7 @@ def test_a_native_run_recurses_to_a_grandchild(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, sandbox="process")
     replies = [f"```repl\n{OUTER}\n```", f"```repl\n{INNER}\n```", "FINAL(42)", "FINAL(inner says 42)",
-               "FINAL(outer says inner says 42)"]  # fmt: skip
+               "FINAL(outer says inner says 42)"]
     root = ScriptedConnector.from_responses(replies, name="scripted:root")
     result = runner.run_task("q", context="c", connectors={"root": root}, max_depth=2)
     assert result.final_response == "outer says inner says 42"

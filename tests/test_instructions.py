@@ -17,13 +17,13 @@ GUIDE = "Amounts are in Swiss francs; the fiscal year starts in April."
 @pytest.mark.parametrize("environment, replies", [
     ("pure_rlm", ["```repl\nprint(len(context))\n```", "FINAL(1)"]),
     ("generic", ['{"action": "final", "answer": "1"}']),
-])  # fmt: skip
+])
 def test_the_guidance_follows_the_system_prompt_and_is_recorded(tmp_path, monkeypatch, environment, replies):
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, sandbox="process")
     root = ScriptedConnector.from_responses(replies)
     result = runner.run_task("What is the total?", context="a ledger", environment=environment, instructions=GUIDE,
-                             connectors={"root": root, "sub": root})  # fmt: skip
+                             connectors={"root": root, "sub": root})
     assert result.completed, result.error
     system = root.calls[0][0]["content"]
     assert system.index("Domain instructions from the user") > 100 and system.rstrip().endswith(GUIDE)
@@ -43,7 +43,7 @@ def test_the_cli_reads_a_file_and_a_missing_file_is_bad_input(rlm_cli, rlm_scrip
     (rlm_isolated.work / "notes.txt").write_text("a ledger")
     model = rlm_script(["```repl\nprint(1)\n```", "FINAL(1)"])
     ok = rlm_cli("run", "q", "--context", "notes.txt", "--model", model, "--sandbox", "process", "--json",
-                 "--instructions", "@guide.md")  # fmt: skip
+                 "--instructions", "@guide.md")
     assert ok.code == 0, ok.err
     start = json.loads(Path(json.loads(ok.out)["trajectory_path"]).read_text().splitlines()[0])
     assert start["data"]["settings"]["instructions"] == GUIDE

@@ -14,7 +14,7 @@ from rlm_host.testing.engine import isolated_runner, trajectory
 from rlm_host.testing.engine import run_scripted as run
 
 LIVE = {"step_start", "model_call_start", "model_call_end", "code_start", "code_end", "sub_call_start",
-        "child_run_start", "child_run_end"}  # fmt: skip
+        "child_run_start", "child_run_end"}
 
 
 def test_the_live_types_are_the_typed_ones():
@@ -34,7 +34,7 @@ def _types(result, depth=0):
 def test_native_loop_with_code_and_a_sub_call_in_order(runner):
     code = "```repl\nx = llm_query('Say hi')\nprint(x)\n```"
     result, events, _ = run(runner, "q", [code, "FINAL_VAR(x)"], sub_rules=[{"match": "Say hi", "text": "hi"}],
-                            context="c")  # fmt: skip
+                            context="c")
     assert result.final_response == "hi"
     assert _types(result) == [
         "run_start",
@@ -42,7 +42,7 @@ def test_native_loop_with_code_and_a_sub_call_in_order(runner):
         "code_start", "sub_call_start", "model_call_start", "model_call_end", "sub_call", "code_end", "step",
         "step_start", "model_call_start", "model_call_end", "step",
         "final",
-    ]  # fmt: skip
+    ]
     assert [e.type for e in events] == _types(result)  # on_event and the trajectory see the same stream
     # the old events are as they were: the same sequence once the live ones are left out
     assert [t for t in _types(result) if t not in LIVE] == ["run_start", "sub_call", "step", "step", "final"]
@@ -52,7 +52,7 @@ def test_native_loop_with_code_and_a_sub_call_in_order(runner):
     assert by_type["step_start"][1].payload() == StepStart(step=2)
     root_start, root_end, sub_start, sub_end = (by_type["model_call_start"][0], by_type["model_call_end"][0],
                                                 by_type["model_call_start"][1],
-                                                by_type["model_call_end"][1])  # fmt: skip
+                                                by_type["model_call_end"][1])
     assert isinstance(root_start.payload(), ModelCallStart) and isinstance(root_end.payload(), ModelCallEnd)
     assert root_start.data["call"] == root_end.data["call"] != sub_start.data["call"] == sub_end.data["call"]
     ended = root_end.payload()
@@ -109,7 +109,7 @@ def test_child_run_is_bracketed_in_its_parent(runner):
 def test_rlm_query_at_max_depth_announces_one_sub_call(runner):
     code = "```repl\nr = rlm_query('sub question')\nFINAL_VAR('r')\n```"
     result, events, _ = run(runner, "q", [code], sub_rules=[{"match": "sub question", "text": "plain"}], context="c",
-                            max_depth=0)  # fmt: skip
+                            max_depth=0)
     assert [e.data["kind"] for e in events if e.type == "sub_call_start"] == ["rlm_query"]
     assert [e.data["kind"] for e in events if e.type == "sub_call"] == ["rlm_query(max_depth: plain llm_query)"]
 
@@ -118,7 +118,7 @@ def test_the_filter_delivers_only_the_asked_types(runner):
     root = ScriptedConnector.from_responses(["```repl\nprint(1)\n```", "FINAL(done)"], name="scripted:root")
     events = []
     result = runner.run_task("q", context="c", connectors={"root": root}, on_event=events.append,
-                             event_types={"step", "model_call_start"})  # fmt: skip
+                             event_types={"step", "model_call_start"})
     assert [e.type for e in events] == ["model_call_start", "step", "model_call_start", "step"]
     assert "code_start" in _types(result)  # the trajectory still has every event
     with pytest.raises(ValueError, match="unknown event type"):
@@ -164,7 +164,7 @@ def test_framework_run_code_is_bracketed(tmp_path, monkeypatch):
     assert [t for t in _types(result)] == [
         "run_start", "step_start", "model_call_start", "model_call_end", "code_start", "code_end", "step",
         "step_start", "model_call_start", "model_call_end", "step", "final",
-    ]  # fmt: skip
+    ]
     assert [e.data["step"] for e in events if e.type == "step_start"] == [1, 2]  # the step its first turn begins
     code_start = next(e.payload() for e in events if e.type == "code_start")
     assert (code_start.step, code_start.block, code_start.code) == (None, None, "print(1)")
@@ -183,7 +183,7 @@ def test_the_live_view_shows_what_is_in_progress():
     assert event("model_call_start", call=2, role="sub", model="m1", provider="p", purpose="sub_call").endswith(
         "waiting for m1…")
     assert event("model_call_end", call=2, role="sub", model="m1", provider="p", purpose="sub_call",
-                 seconds=0.1).endswith("running code…")  # fmt: skip
+                 seconds=0.1).endswith("running code…")
     assert event("code_end", call=1, ok=True, seconds=0.1).endswith("tokens so far")
 
 

@@ -64,7 +64,7 @@ def test_the_http_client_records_of_a_real_run_come_out_as_json_lines(rlm_isolat
         [RLM_SCRIPT, "-vv", "--log-json", "run", "q", "--context", "-", "--model", "openai:gpt-4o-mini",
          "--base-url", "http://127.0.0.1:9/v1", "--sandbox", "process", "-q"],
         input="ctx", capture_output=True, text=True, env=env, cwd=rlm_isolated.work, timeout=120,
-    )  # fmt: skip
+    )
     records = [json.loads(line) for line in result.stderr.splitlines()]  # raises on any line that is not JSON
     loggers = {record["logger"] for record in records}
     assert "httpcore.connection" in loggers and "rlm.cli" in loggers, loggers
@@ -77,10 +77,10 @@ def test_v_says_a_runs_start_and_end_at_info(rlm_isolated):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(rlm_isolated.home), "RLM_PLUGINS": ""}
     args = ["run", "q", "--context", "-", "--model", "scripted:s.json", "--sandbox", "process", "-q"]
     plain = subprocess.run([RLM_SCRIPT, *args], input="ctx", capture_output=True, text=True, env=env,
-                           cwd=rlm_isolated.work, timeout=120)  # fmt: skip
+                           cwd=rlm_isolated.work, timeout=120)
     assert plain.returncode == 0 and "[info" not in plain.stderr, plain.stderr
     verbose = subprocess.run([RLM_SCRIPT, "-v", *args], input="ctx", capture_output=True, text=True, env=env,
-                             cwd=rlm_isolated.work, timeout=120)  # fmt: skip
+                             cwd=rlm_isolated.work, timeout=120)
     assert verbose.returncode == 0 and verbose.stdout == "42\n", verbose.stderr
     started = [line for line in verbose.stderr.splitlines() if "run started" in line]
     finished = [line for line in verbose.stderr.splitlines() if "run finished" in line]

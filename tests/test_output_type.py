@@ -51,7 +51,7 @@ def test_a_dataclass_and_a_schema_dict_are_types_too(tmp_path):
     schema = {"type": "array", "items": {"type": "integer"}, "minItems": 2}
     result, events, _ = run_scripted(runner, "q",
                                      ["```repl\nx = [1]\n```\nFINAL_VAR(x)", "```repl\nx = [1, 2]\n```\nFINAL_VAR(x)"],
-                                     output_type=schema, sandbox="monty")  # fmt: skip
+                                     output_type=schema, sandbox="monty")
     assert result.output == [1, 2] and result.steps == 2
     assert "is too short" in json.dumps([e.data for e in events if e.type == "step"][0])
 
@@ -70,7 +70,7 @@ def test_rlm_run_output_schema_prints_the_output_with_json(rlm, isolated_env):
                                                   "properties": {"n": {"type": "integer"}}}))
     (work / "root.json").write_text(json.dumps({"responses": ["FINAL({\"n\": \"x\"})", "FINAL({\"n\": 3})"]}))
     done = rlm("run", "q", "--model", "scripted:root.json", "--sandbox", "monty", "--output-schema", "schema.json",
-               "--json", plugins=["rlm-sandbox-monty"])  # fmt: skip
+               "--json", plugins=["rlm-sandbox-monty"])
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
     assert run["output"] == {"n": 3} and run["steps"] == 2

@@ -121,5 +121,5 @@ def test_every_import_comes_from_a_declared_requirement(project, sources, extras
                 providers = providers_of_modules().get(module, set())
                 if not providers & allowed:
                     undeclared.append(f"{path.relative_to(project)}:{line}: imports {module} "
-                                      f"(from {', '.join(sorted(providers)) or 'nothing installed'})")  # fmt: skip
+                                      f"(from {', '.join(sorted(providers)) or 'nothing installed'})")
     assert not undeclared, "undeclared imports:\n" + "\n".join(undeclared)

@@ -16,7 +16,7 @@ NEEDLE = re.escape("magic number for the Saltmarsh survey is ")
 FIND = f"import re\nanswer = re.search(r'{NEEDLE}(\\d+)', context).group(1)\n"
 DSPY_REPLY = ("[[ ## reasoning ## ]]\nSearch the context.\n\n[[ ## code ## "
               f"]]\n```python\n{FIND}SUBMIT(answer)\n```\n\n"
-              "[[ ## completed ## ]]")  # fmt: skip
+              "[[ ## completed ## ]]")
 RULES = [
     {"match": r"\[\[ ## ", "text": DSPY_REPLY},  # dspy.RLM's ChatAdapter fields
     {"match": "^Context:", "text": "4118146"},  # direct: the whole context is in the prompt

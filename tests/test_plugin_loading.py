@@ -152,7 +152,7 @@ def test_tryfirst_and_trylast_order_the_records():
         return [EnvironmentSpec("last-env", "Registered after everything", "builtins:dict")]
 
     host = _inline_host(types.SimpleNamespace(rlm_register_sinks=rlm_register_sinks,
-                                              rlm_register_environments=rlm_register_environments))  # fmt: skip
+                                              rlm_register_environments=rlm_register_environments))
     assert host.sinks().names()[0] == "first-sink"
     assert host.environments().names()[-1] == "last-env"
 
@@ -182,6 +182,6 @@ def test_an_unpackaged_hook_module_loads_from_rlm_plugin_modules(tmp_path, monke
     assert dist(host, "local:my_sink_hooks").status == "ok"
     assert dist(host, "local:missing_module").status == "broken"
     listing = rlm("plugins", "list", "--json", plugins=[],
-                  env={"RLM_PLUGIN_MODULES": "my_sink_hooks", "PYTHONPATH": str(tmp_path)})  # fmt: skip
+                  env={"RLM_PLUGIN_MODULES": "my_sink_hooks", "PYTHONPATH": str(tmp_path)})
     entry = next(e for e in json.loads(listing.stdout) if e["name"] == "local:my_sink_hooks")
     assert entry["status"] == "ok" and entry["provides"] == {"sink": ["my-sink"]}

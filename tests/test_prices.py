@@ -105,7 +105,7 @@ def test_overrides_join_the_table():
         "openai:my-finetune": {"input": 3.0, "output": 6.0},  # adds one, for any endpoint
         "vllm:*": {"input": 0.5, "output": 0.5},  # a local server that does cost something
         "claude:claude-new": {"input": 7.0, "output": 7.0},  # keyed by alias
-    })  # fmt: skip
+    })
     assert table.lookup("openai:gpt-4o-mini-2024-07-18") == Price(1.0, 2.0)
     assert table.lookup("openai:gpt-4o") == Price(2.50, 10.00)
     assert table.lookup("openai:my-finetune-v2", base_url="http://proxy.local/v1") == Price(3.0, 6.0)
@@ -195,7 +195,7 @@ def final_line(data: dict) -> str:
 def test_the_live_view_shows_the_cost_when_known():
     role = {"calls": 1, "input_tokens": 10, "output_tokens": 5, "cost": None}
     data = {"completed": True, "termination_reason": "final", "steps": 1, "total_reward": 1.0, "duration_s": 0.5,
-            "usage": {"root": dict(role), "sub": dict(role)}, "cost": None}  # fmt: skip
+            "usage": {"root": dict(role), "sub": dict(role)}, "cost": None}
     assert "$" not in final_line(data)
     data["cost"] = 0.01234
     assert "tokens root 15 sub 15 · $0.0123 · 0.5s" in final_line(data)

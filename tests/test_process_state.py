@@ -124,13 +124,13 @@ print(json.dumps({"child": seen, "child_exit": os.waitstatus_to_exitcode(done[1]
 def test_a_child_forked_while_everything_is_live_gets_its_own_and_the_parent_keeps_its():
     monty = find_spec("pydantic_monty") is not None and find_spec("rlm_sandbox_monty") is not None
     done = subprocess.run([sys.executable, "-c", SCRIPT, "1" if monty else "0"], capture_output=True, text=True,
-                          timeout=180, check=False)  # fmt: skip
+                          timeout=180, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
     working = {"session": "42\n", "bounded": True, "thread": True, "delivered": True}
     assert report["child_exit"] == 0, report  # it exited, and promptly: nothing waited on the parent's state
     assert report["child"] == {"servers": 0, "nothing_to_wait_for": True, "pools": [], **working}
     assert report["parent"] == {"same_worker": True, "x": "the parent session\n", **working,
-                                **({"monty": "2\n"} if monty else {})}  # fmt: skip
+                                **({"monty": "2\n"} if monty else {})}
     registered = {"helper threads", "fork servers", "sink delivery"} | ({"monty pools"} if monty else set())
     assert registered <= set(report["registered"]), report["registered"]

@@ -37,7 +37,7 @@ class TestOpenAIContract(ProviderContract):
     key_help = "OPENAI_API_KEY"
     # genai-prices' windows (gpt-4.1's rounded to 1M), else our table's for a model it lists without one
     context_windows = {"gpt-4o": 128_000, "gpt-4o-mini-2024-07-18": 128_000, "gpt-4.1-nano": 1_000_000,
-                       "gpt-4": 8_192, "o3-mini": 200_000, "gpt-4.5-preview": 128_000, "llama-3-8b": None}  # fmt: skip
+                       "gpt-4": 8_192, "o3-mini": 200_000, "gpt-4.5-preview": 128_000, "llama-3-8b": None}
     lazy_modules = ("httpx",)
     fake_server = OpenAIServer
 
@@ -104,7 +104,7 @@ def test_requests_go_through_the_proxy_the_environment_names(server, monkeypatch
         monkeypatch.delenv("no_proxy", raising=False)
         proxy.push(answer("through the proxy"))
         connector = OpenAIConnector("proxied-model", ModelOptions(base_url="http://models.invalid/v1",
-                                                                  api_key="sk-proxied", max_retries=0))  # fmt: skip
+                                                                  api_key="sk-proxied", max_retries=0))
         assert connector.complete(MESSAGES).text == "through the proxy"
         [request] = proxy.requests
         assert request.headers["authorization"] == "Bearer sk-proxied" and request.body["model"] == "proxied-model"
@@ -141,7 +141,7 @@ def test_missing_key_without_base_url_says_a_base_url_would_do():
 def test_settings_section(server):
     server.push(answer("a"))
     settings = {"base_url": server.url, "api_key_env": "MY_KEY", "max_retries": 1, "timeout": 7,
-                "context_window": 4096, "organization": "org-123"}  # fmt: skip
+                "context_window": 4096, "organization": "org-123"}
     connector = OpenAIConnector("local-model", ModelOptions(), settings, environ={"MY_KEY": "sk-mine"})
     assert (connector.retry_policy.max_retries, connector.timeout, connector.context_window) == (1, 7, 4096)
     connector.complete(MESSAGES)
@@ -236,7 +236,7 @@ def test_scripted_rules_match_the_last_user_message_and_are_not_consumed():
 
     assert [ask("summarize chunk 3").text, ask("summarize chunk 4").text, ask("other").text] == [
         "summary", "summary", "in order"
-    ]  # fmt: skip
+    ]
     assert ask("summarize chunk 5").raw["rule"] == 1
 
 

@@ -157,7 +157,7 @@ def test_cancelling_an_acompletion_task_cancels_the_run(here):
 
 def test_one_object_serves_many_threads_with_independent_runs(here):
     rlm = RLM(script(here / "s.json", ["```repl\nn = len(context)\nprint(n)\n```", "FINAL_VAR('n')"]),
-              sandbox="process")  # fmt: skip
+              sandbox="process")
     contexts = ["x" * (i + 1) for i in range(12)]
     with ThreadPoolExecutor(max_workers=6) as pool:
         results = list(pool.map(lambda c: rlm.completion(c, "How long?"), contexts))
@@ -168,7 +168,7 @@ def test_one_object_serves_many_threads_with_independent_runs(here):
 def test_a_shared_budget_covers_all_runs_of_one_object(here):
     # one connector for every run: its rules answer turn 1 with code, and the turn that saw the note with FINAL
     root = ScriptedConnector.from_responses([], rules=[{"match": "a note", "text": "FINAL(1)"},
-                                                       {"match": ".", "text": CODE}])  # fmt: skip
+                                                       {"match": ".", "text": CODE}])
     sub = ScriptedConnector.from_responses([], rules=[{"match": ".", "text": "a note"}])
     shared = RLM(sandbox="process", shared_budget=True, max_llm_calls=2, connectors={"root": root, "sub": sub})
     outcomes = [shared.completion("ctx", "q").termination_reason for _ in range(3)]
@@ -199,7 +199,7 @@ def test_every_run_setting_is_an_rlm_option_as_it_is_a_cli_flag(tmp_path, monkey
     (tmp_path / "guide.txt").write_text("Answer in French.")
     model = ScriptedConnector.from_responses(["```repl\nprint(1)\n```", "FINAL(oui)"], name="scripted:x")
     rlm = RLM(home=tmp_path / ".rlm", connectors={"root": model}, instructions="@guide.txt", allow_any_workdir=False,
-              sandbox="process", labels={"team": "a"})  # fmt: skip
+              sandbox="process", labels={"team": "a"})
     result = rlm.completion("ctx", "q")
     assert result.final_response == "oui"
     settings = json.loads(Path(result.trajectory_path).read_text().splitlines()[0])["data"]["settings"]

@@ -19,18 +19,18 @@ def test_a_carrier_binds_its_variables_and_reads_the_new_ones_back(rlm_isolated)
     here = rlm_isolated.work
     carrier = VariableCarrier({"total": 41})
     first = RLM(script(here / "a.json", ["```repl\nanswer = total + 1\nlabels = ['a', 'b']\nhelper = len\n```",
-                                         "FINAL_VAR('answer')"]), sandbox="process")  # fmt: skip
+                                         "FINAL_VAR('answer')"]), sandbox="process")
     result = first.completion("some context", "Add one.", carry=carrier)
     assert result.final_response == "42", result.error
     assert carrier.saved == {"total": 41, "answer": 42, "labels": ["a", "b"]}
     assert carrier.dropped == ["helper (builtin_function_or_method)"]  # not JSON data: named, not carried
 
     second = RLM(script(here / "b.json", ["```repl\nprint(answer * 2, labels)\n```", "FINAL(done)"]),
-                 sandbox="process")  # fmt: skip
+                 sandbox="process")
     carried = VariableCarrier(carrier.saved)
     result = second.completion("some context", "Double it.", carry=carried)
     step = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()
-            if json.loads(line)["type"] == "step"][0]  # fmt: skip
+            if json.loads(line)["type"] == "step"][0]
     assert step["data"]["observation"]["blocks"][0]["stdout"].strip() == "84 ['a', 'b']"
 
 
@@ -39,5 +39,5 @@ def test_without_a_carrier_nothing_is_kept(rlm_isolated):
     rlm = RLM(script(here / "c.json", ["```repl\nprint(total)\n```", "FINAL(none)"]), sandbox="process")
     result = rlm.completion("some context", "Is total there?")
     step = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()
-            if json.loads(line)["type"] == "step"][0]  # fmt: skip
+            if json.loads(line)["type"] == "step"][0]
     assert "NameError" in step["data"]["observation"]["blocks"][0]["error"]

@@ -61,7 +61,7 @@ def steps(events, kind):
 def test_a_tool_is_listed_called_recorded_and_its_error_caught(tmp_path, sandbox):
     runner = isolated_runner(tmp_path, plugins="rlm-sandbox-monty")
     result, events, root = run_scripted(runner, "q", [USE, "FINAL_VAR(found)"], tools=[lookup, explode],
-                                        sandbox=sandbox)  # fmt: skip
+                                        sandbox=sandbox)
     assert result.final_response == "A-1", result.error
     system = root.calls[0][0]["content"]
     assert "`lookup(key: str, default: str = 'none') -> str`: Find a value in the user's table by key." in system
@@ -82,7 +82,7 @@ def test_a_hanging_tool_is_stopped_at_its_timeout_and_the_step_goes_on(tmp_path)
     code = "```repl\ntry:\n    hang()\nexcept Exception as exc:\n    why = str(exc)\nprint(why)\n```"
     started = time.monotonic()
     result, events, _ = run_scripted(runner, "q", [code, "FINAL_VAR(why)"], tools=[hang], tool_timeout=0.5,
-                                     sandbox="monty")  # fmt: skip
+                                     sandbox="monty")
     assert time.monotonic() - started < 4
     assert result.final_response == "TimeoutError: hang did not return within 0.5 s"
 
@@ -91,7 +91,7 @@ def test_a_result_that_is_not_json_is_an_exception_in_the_sandbox(tmp_path):
     runner = isolated_runner(tmp_path, plugins="rlm-sandbox-monty")
     code = "```repl\ntry:\n    unserialisable()\nexcept Exception as exc:\n    why = str(exc)\n```"
     result, _, _ = run_scripted(runner, "q", [code, "FINAL_VAR(why)"], tools={"unserialisable": unserialisable},
-                                sandbox="monty")  # fmt: skip
+                                sandbox="monty")
     assert "the result of unserialisable is not JSON data" in result.final_response
 
 
@@ -100,10 +100,10 @@ def test_approvals_apply_to_tools_by_name(tmp_path):
     CALLS.clear()
     code = "```repl\ntry:\n    lookup('beta')\nexcept Exception as exc:\n    why = str(exc)\n```"
     result, _, _ = run_scripted(runner, "q", [code, "FINAL_VAR(why)"], tools=[lookup], approve="read-only",
-                                sandbox="monty")  # fmt: skip
+                                sandbox="monty")
     assert "refused: lookup is not allowed" in result.final_response and CALLS == []
     result, _, _ = run_scripted(runner, "q", [USE.replace("explode(3)", "1/0"), "FINAL_VAR(found)"], tools=[lookup],
-                                approve="read-only", approval_rules={"look*": "allow"}, sandbox="monty")  # fmt: skip
+                                approve="read-only", approval_rules={"look*": "allow"}, sandbox="monty")
     assert result.final_response == "A-1" and CALLS == [("lookup", "alpha")]
 
 
@@ -112,7 +112,7 @@ def test_child_runs_get_their_own_tools(tmp_path):
     parent = "```repl\nanswer = rlm_query('look it up')\n```"
     child = "```repl\ntry:\n    got = lookup('alpha')\nexcept Exception as exc:\n    got = str(exc)\n```"
     result, _, _ = run_scripted(runner, "q", [parent, child, "FINAL_VAR(got)", "FINAL_VAR(answer)"],
-                                tools=[lookup], sub_tools=[explode], sandbox="monty")  # fmt: skip
+                                tools=[lookup], sub_tools=[explode], sandbox="monty")
     assert result.final_response == "name 'lookup' is not defined"  # the child has explode only
     result, _, _ = run_scripted(runner, "q", [parent, child, "FINAL_VAR(got)", "FINAL_VAR(answer)"],
                                 tools=[lookup], sandbox="monty")  # the parent's, by default
@@ -142,15 +142,15 @@ def test_rlm_run_tool_flag_and_its_bad_input(rlm, isolated_env, plugin_site, too
     (work / "root.json").write_text(json.dumps({"responses": ["```repl\nx = lookup('alpha')\n```", "FINAL_VAR(x)"]}))
     env = _env(plugin_site, tools_module)
     done = rlm("run", "q", "--model", "scripted:root.json", "--sandbox", "monty", "--tool", "usertools:lookup",
-               env=env, plugins=["rlm-sandbox-monty"])  # fmt: skip
+               env=env, plugins=["rlm-sandbox-monty"])
     assert done.returncode == 0 and done.stdout.strip() == "A-1", done.stderr
     assert "↳ tool_call lookup" in done.stderr
     for spec, message in (("nowhere:f", "cannot import 'nowhere'"), ("usertools:missing", "has no 'missing'"),
                           ("usertools:NOT_CALLABLE", "is not callable"),
                           ("llm_query=usertools:lookup", "'llm_query' is a name the REPL defines itself"),
-                          ("usertools", "is not module:function")):  # fmt: skip
+                          ("usertools", "is not module:function")):
         bad = rlm("run", "q", "--model", "scripted:root.json", "--sandbox", "monty", "--tool", spec, env=env,
-                  plugins=["rlm-sandbox-monty"])  # fmt: skip
+                  plugins=["rlm-sandbox-monty"])
         assert bad.returncode == 2 and message in bad.stderr, (spec, bad.stderr)
         assert "Traceback" not in bad.stderr
 
@@ -173,6 +173,6 @@ def test_a_cloned_project_cannot_add_a_tool(rlm, isolated_env, plugin_site, tool
 def test_a_tool_is_called_from_a_docker_sandbox(tmp_path, docker_engine):
     runner = isolated_runner(tmp_path, plugins="rlm-sandbox-docker")
     result, events, _ = run_scripted(runner, "q", [USE, "FINAL_VAR(found)"], tools=[lookup, explode],
-                                     sandbox="docker")  # fmt: skip
+                                     sandbox="docker")
     assert result.final_response == "A-1", result.error
     assert "KeyError: 'no row 3'" in json.dumps(steps(events, "step")[0]["observation"])

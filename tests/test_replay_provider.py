@@ -33,7 +33,7 @@ ROOT = [
     "FINAL_VAR(answer)",
 ]
 SUB_RULES = [{"match": "^A:", "text": "4217"}, {"match": "^B:", "text": "b"}, {"match": "^C:", "text": "c"},
-             {"match": "^Long:", "text": LONG}]  # fmt: skip
+             {"match": "^Long:", "text": LONG}]
 ANSWER = "4217/bc/1500/child says 4217"
 
 
@@ -47,7 +47,7 @@ def record(tmp_path: Path, **options):
     root = ScriptedConnector.from_responses(ROOT, name="scripted:root")
     sub = ScriptedConnector.from_responses([], rules=SUB_RULES, name="scripted:sub")
     return make_runner(tmp_path).run_task("What is the magic number?", context=CONTEXT, sandbox="process",
-                                          connectors={"root": root, "sub": sub}, **options)  # fmt: skip
+                                          connectors={"root": root, "sub": sub}, **options)
 
 
 def events_of(result) -> list[dict]:
@@ -83,7 +83,7 @@ def test_replay_through_the_engine_reproduces_the_run(recorded, tmp_path, sandbo
     replay = create(None, ProviderServices(home=home, model=recorded.run_id[:-3]))  # a unique prefix
     runner = make_runner(tmp_path, plugins)
     result = runner.run_task("What is the magic number?", context=CONTEXT, sandbox=sandbox,
-                             connectors={"root": replay, "sub": replay})  # fmt: skip
+                             connectors={"root": replay, "sub": replay})
     assert result.completed, result.error
     assert result.final_response == ANSWER and result.steps == recorded.steps == 3
     assert result.sandbox == sandbox and result.model == f"replay:{recorded.run_id}"
@@ -113,12 +113,12 @@ def test_the_connector_counts_and_names_what_ran_out():
     recording = Recording("run_x", root=[], sub=[])
     connector = ReplayConnector(recording)
     with pytest.raises(ModelError, match=r"^replay of run_x: the recorded run had 0 root replies; this run asked "
-                                          r"for a 1st$"):  # fmt: skip
+                                          r"for a 1st$"):
         connector.complete([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
     with pytest.raises(ModelError, match="had 0 sub-call responses; this run asked for a 1st"):
         connector.complete([{"role": "user", "content": "a sub-call"}])
     assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101)] == [
-        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]  # fmt: skip
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
 
 
 def test_a_recorded_sub_call_failure_fails_again(tmp_path, monkeypatch):
@@ -130,7 +130,7 @@ def test_a_recorded_sub_call_failure_fails_again(tmp_path, monkeypatch):
     replay = create(None, ProviderServices(home=tmp_path / ".rlm", model=original.run_id))
     events = []
     result = make_runner(tmp_path).run_task("q", context="c", sandbox="process", connectors={"root": replay},
-                                            on_event=events.append)  # fmt: skip
+                                            on_event=events.append)
     assert result.final_response == "done"
     (call,) = [e.data for e in events if e.type == "sub_call"]
     assert call["error"] == "upstream said no"
@@ -143,7 +143,7 @@ def test_compaction_summaries_are_replayed_when_the_settings_force_compaction(tm
     rules = [{"match": "Summarise the work so far", "text": "SUMMARY"}]
     root = ScriptedConnector.from_responses([noisy, noisy, noisy, "FINAL(done)"], rules=rules)
     original = make_runner(tmp_path, environ=settings).run_task("q", context="c", sandbox="process",
-                                                                connectors={"root": root})  # fmt: skip
+                                                                connectors={"root": root})
     summaries = [e for e in events_of(original) if e["type"] == "compaction"]
     assert original.completed and summaries
     replay = create(None, ProviderServices(home=tmp_path / ".rlm", model=original.run_id))
@@ -172,14 +172,14 @@ def test_rlm_run_with_replay_reproduces_the_final_answer_in_another_sandbox(isol
     task = ["run", "What is the magic number?", "--context", "hay.txt"]
 
     code, out, err = cli(capsys, *task, "--model", "scripted:root.json", "--sub-model", "scripted:sub.json",
-                         "--sandbox", "process", "--json")  # fmt: skip
+                         "--sandbox", "process", "--json")
     assert code == 0, err
     original = json.loads(out)
     assert original["final_response"] == ANSWER
 
     for ref in (original["run_id"], original["trajectory_path"]):  # an id, then a path to the .jsonl
         code, out, err = cli(capsys, *task, "--model", f"replay:{ref}", "--sub-model", f"replay:{ref}",
-                             "--sandbox", "monty", "--json")  # fmt: skip
+                             "--sandbox", "monty", "--json")
         assert code == 0, err
         replayed = json.loads(out)
         assert replayed["final_response"] == original["final_response"]

@@ -20,7 +20,7 @@ def runner(tmp_path, monkeypatch):
 
 def run(runner, *replies, context="abc"):
     result, events, _ = run_scripted(runner, "How long is the context?", list(replies), context=context,
-                                     sandbox="process", max_steps=3)  # fmt: skip
+                                     sandbox="process", max_steps=3)
     return result, events
 
 
@@ -57,7 +57,7 @@ def test_a_run_whose_code_holds_a_fence_in_a_string(runner):
 
 
 @pytest.mark.parametrize("filler", ["prose " * 60_000 + "\n", "FINAL(" + "x" * 100_000 + "\n"],
-                         ids=["360KB of prose", "100KB unclosed FINAL line"])  # fmt: skip
+                         ids=["360KB of prose", "100KB unclosed FINAL line"])
 def test_a_valid_block_at_the_end_of_a_huge_reply_still_runs(runner, filler):
     parsed = parse_reply(filler + "```repl\nFINAL(len(context))\n```\n")
     assert parsed.code_blocks == ["FINAL(len(context))\n"]

@@ -25,7 +25,7 @@ class Recording:
     """A scripted model that declares which reply formats it enforces and records what each call was given."""
 
     def __init__(self, replies: list[str], *, kinds: frozenset[str] = frozenset({"gbnf", "json_schema"}),
-                 by_default: bool = True) -> None:  # fmt: skip
+                 by_default: bool = True) -> None:
         self.inner = ScriptedConnector.from_responses(replies, name="scripted:recording")
         self.name, self.context_window = self.inner.name, self.inner.context_window
         self.reply_formats, self.reply_format_by_default = kinds, by_default
@@ -87,7 +87,7 @@ def test_the_environments_offer_their_format():
 
 def test_the_generic_schema_is_what_parse_action_reads():
     reply = {"action": "run_python", "code": "print(1)", "rationale": None, "done": False, "final_response": None,
-             "task": None, "tasks": None, "context": None}  # fmt: skip
+             "task": None, "tasks": None, "context": None}
     assert set(ACTION_SCHEMA["required"]) == set(reply) == set(ACTION_SCHEMA["properties"])
     assert parse_action(json.dumps(reply)) == reply
     assert set(ACTION_SCHEMA["properties"]["action"]["enum"]) == {"run_python", "final", "delegate", "delegate_batch"}
@@ -100,7 +100,7 @@ def run_with(tmp_path, monkeypatch, model: Recording, **options) -> list[tuple[s
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, environ=options.pop("environ", {}))
     result = runner.run_task("q", context="some text", connectors={"root": model, "sub": model}, sandbox="process",
-                             **options)  # fmt: skip
+                             **options)
     assert result.completed, result.error
     return model.calls
 
@@ -120,7 +120,7 @@ def test_the_trajectory_records_which_calls_were_held_to_a_reply_format(tmp_path
     monkeypatch.chdir(tmp_path)
     model = Recording(PURE_SCRIPT)
     result = isolated_runner(tmp_path).run_task("q", context="t", connectors={"root": model, "sub": model},
-                                                sandbox="process")  # fmt: skip
+                                                sandbox="process")
     starts = [e for e in trajectory(result) if e["type"] == "model_call_start"]
     assert [(e["data"]["purpose"], e["data"].get("reply_format")) for e in starts] == [
         ("turn", PURE_RLM.name), ("sub_call", None), ("turn", PURE_RLM.name)]
@@ -141,7 +141,7 @@ def test_synthesis_after_the_last_step_is_free_text(tmp_path, monkeypatch):
     model = Recording(["```repl\nprint(1)\n```", "my best answer"])
     monkeypatch.chdir(tmp_path)
     result = isolated_runner(tmp_path).run_task("q", context="t", connectors={"root": model, "sub": model},
-                                                sandbox="process", max_steps=1)  # fmt: skip
+                                                sandbox="process", max_steps=1)
     assert result.final_response == "my best answer"
     assert model.calls == [("turn", PURE_RLM), ("synthesis", ABSENT)]
 

@@ -60,13 +60,13 @@ def test_template_copies_renames_installs_and_passes_its_own_tests(tmp_path):
     assert entry["name"] == "rlm-sink-acme" and entry["status"] == "ok"
     assert entry["provides"] == {"benchmark": ["sink-acme-qa"], "check": ["sink-acme-output"], "command": ["sink-acme"],
                                  "environment": ["sink-acme-lines"], "framework": ["sink-acme-agent"],
-                                 "provider": ["sink-acme-ollama"], "sink": ["sink-acme-csv"]}  # fmt: skip
+                                 "provider": ["sink-acme-ollama"], "sink": ["sink-acme-csv"]}
     info = subprocess.run([RLM_SCRIPT, "sink-acme", "info"], capture_output=True, text=True, env=env)
     assert info.stdout.startswith("plugin=rlm-sink-acme version=0.1.0 host=")
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(plugin), "tests"],
         cwd=plugin, capture_output=True, text=True, env=env,
-    )  # fmt: skip
+    )
     assert tests.returncode == 0, tests.stdout[-2000:]
     # its own tests and the contract suites of its six kinds; the sink contract's content-switch checks skip (the
     # template's sink writes a file on this machine: nothing leaves it)

@@ -28,7 +28,7 @@ def test_429_then_500_then_ok_records_two_retries(rlm, isolated_env):
     with OpenAIServer() as server:
         server.push(rate_limited(retry_after="0.1"), server_error(500), answer("FINAL(42)"))
         result = rlm("run", "What is six times seven?", "--model", "openai:x", "--base-url", server.url,
-                     "--sandbox", "process", "--json", plugins=[], env=FAST_RETRIES)  # fmt: skip
+                     "--sandbox", "process", "--json", plugins=[], env=FAST_RETRIES)
         assert len(server.requests) == 3
     assert result.returncode == 0, result.stderr
     run = json.loads(result.stdout)
@@ -49,7 +49,7 @@ def test_a_provider_that_fails_for_good_ends_the_run_with_an_error(rlm, isolated
     with OpenAIServer() as server:
         server.push(server_error(500), server_error(503))
         result = rlm("run", "q", "--model", "openai:x", "--base-url", server.url, "--sandbox", "process", "--json",
-                     plugins=[], env={**FAST_RETRIES, "RLM_PROVIDER__OPENAI__MAX_RETRIES": "1"})  # fmt: skip
+                     plugins=[], env={**FAST_RETRIES, "RLM_PROVIDER__OPENAI__MAX_RETRIES": "1"})
     assert result.returncode == 1
     run = json.loads(result.stdout)
     assert run["termination_reason"] == "error" and not run["completed"]
@@ -88,7 +88,7 @@ def test_model_client_emits_retries_on_its_scope_with_its_role():
                          "reason": "HTTP 429 Too Many Requests"}),
         ("model_retry", {"role": "sub", "model": "test:retrying", "provider": "test", "attempt": 2, "wait": 0.25,
                          "reason": "connection reset"}),
-    ]  # fmt: skip
+    ]
     without_scope = ModelClient(Retrying(), "root", Usage(), budget)
     assert without_scope.complete([{"role": "user", "content": "hi"}]).text == "ok"
     assert len(events) == 2

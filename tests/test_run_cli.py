@@ -46,7 +46,7 @@ def test_run_json_with_a_scripted_model(rlm, work):
     write_haystack(work / "hay.txt", 50_000)
     write_script(work / "root.json", [FIND_AND_CHECK, "FINAL_VAR(answer)"], [{"match": "a number", "text": "yes"}])
     result = rlm("run", "What is the magic number?", "--context", "hay.txt", "--model", "scripted:root.json",
-                 "--sandbox", "process", "--json", plugins=[])  # fmt: skip
+                 "--sandbox", "process", "--json", plugins=[])
     assert result.returncode == 0, result.stderr
     run = json.loads(result.stdout)
     assert run["completed"] and run["final_response"] == "4217" and run["steps"] == 2
@@ -55,7 +55,7 @@ def test_run_json_with_a_scripted_model(rlm, work):
     assert Path(work / run["trajectory_path"]).is_file()
     lines = result.stderr.splitlines()
     header, code, sub_call, step_2 = (next(i for i, line in enumerate(lines) if text in line)
-                                      for text in ("── step 1", "│ import re", "↳ llm_query", "── step 2"))  # fmt: skip
+                                      for text in ("── step 1", "│ import re", "↳ llm_query", "── step 2"))
     assert header < code < sub_call < step_2  # a step's sub-calls are shown under its code
     assert "✓ final after 2 steps" in result.stderr
 
@@ -63,7 +63,7 @@ def test_run_json_with_a_scripted_model(rlm, work):
 def test_context_from_stdin_and_from_a_directory(rlm, work):
     write_script(work / "s.json", ["```repl\nFINAL(str(len(context)))\n```"])
     result = rlm("run", "size?", "--context", "-", "--model", "scripted:s.json", "--sandbox", "process", "-q",
-                 plugins=[], input="12345")  # fmt: skip
+                 plugins=[], input="12345")
     assert result.stdout.strip() == "5"
     docs = work / "docs"
     (docs / "sub").mkdir(parents=True)
@@ -72,7 +72,7 @@ def test_context_from_stdin_and_from_a_directory(rlm, work):
     (docs / ".hidden").write_text("never")
     write_script(work / "d.json", ["```repl\nFINAL(', '.join(list_files()) + ' / ' + load_file('sub/b.md'))\n```"])
     result = rlm("run", "files?", "--context", "docs", "--model", "scripted:d.json", "--sandbox", "process", "-q",
-                 plugins=[])  # fmt: skip
+                 plugins=[])
     assert result.stdout.strip() == "a.txt, sub/b.md / beta"
 
 
@@ -113,7 +113,7 @@ def test_a_missing_script_file_is_one_clear_error(rlm, work):
 
 
 @pytest.mark.parametrize("args", [["run", "q", "--context", "missing.txt"], ["run", "q", "--model", "gpt-4o"],
-                                  ["plugins", "list", "--bogus"]])  # fmt: skip
+                                  ["plugins", "list", "--bogus"]])
 def test_with_json_an_error_is_a_json_object_on_stdout(rlm, work, args):
     result = rlm(*args, "--json", plugins=[])
     error = json.loads(result.stdout)
@@ -139,15 +139,15 @@ def test_incomplete_run_exits_1_with_the_synthesised_answer(rlm, work):
 @pytest.mark.parametrize("env,step", [
     ("pure_rlm", "```repl\nanswer = context.split()[-1]\n```"),
     ("generic", '{"action": "run_python", "code": "answer = context.split()[-1]"}'),
-])  # fmt: skip
+])
 @pytest.mark.parametrize("synthesis,expected", [("FINAL_VAR(answer)", "forty-two"), ("FINAL(forty-one)", "forty-one"),
-                                                ("FINAL_VAR(nothing_by_that_name)", None)])  # fmt: skip
+                                                ("FINAL_VAR(nothing_by_that_name)", None)])
 def test_a_synthesis_reply_in_the_loops_form_is_read_as_the_answer_it_names(rlm, work, env, step, synthesis, expected):
     """At the step limit a synthesis reply ``FINAL_VAR(answer)`` was printed literally as the answer."""
     (work / "c.txt").write_text("the answer is forty-two")
     write_script(work / "s.json", [step, synthesis])
     result = rlm("run", "q", "--context", "c.txt", "--env", env, "--model", "scripted:s.json", "--sandbox", "process",
-                 "--max-steps", "1", "--json", plugins=[])  # fmt: skip
+                 "--max-steps", "1", "--json", plugins=[])
     assert result.returncode == 1, result.stderr
     run = json.loads(result.stdout)
     assert run["termination_reason"] == "max_steps" and run["final_response"] == expected
@@ -159,7 +159,7 @@ def test_a_framework_runs_synthesis_reply_in_the_loops_form_is_read_as_its_answe
     result = rlm("run", "q", "--framework", "echo", "--model", "scripted:s.json", "--sandbox", "process",
                  "--max-steps", "1", "--json", plugins=[],
                  env={"RLM_PLUGIN_MODULES": "support.echo_framework",
-                      "PYTHONPATH": f"{plugin_site}:{tests}"})  # fmt: skip
+                      "PYTHONPATH": f"{plugin_site}:{tests}"})
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["final_response"] == "forty-one"
 
@@ -172,11 +172,11 @@ def test_a_first_final_before_looking_is_refused_once_by_name_and_a_run_option_t
     assert refused.returncode == 1 and "── step 1 · first_answer_refused · reward" in refused.stderr, refused.stderr
     assert "without examining `context`" in refused.stderr
     off = rlm("run", "q", "--context", "c.txt", "--model", "scripted:one.json", "--sandbox", "process",
-              "--no-nudge-first-answer", plugins=[])  # fmt: skip
+              "--no-nudge-first-answer", plugins=[])
     assert off.returncode == 0 and off.stdout == "42\n" and "── step 1 · final" in off.stderr, off.stderr
     (work / "rlm.toml").write_text("[run]\nnudge_first_answer = false\n")
     configured = rlm("run", "q", "--context", "c.txt", "--model", "scripted:one.json", "--sandbox", "process", "-q",
-                     plugins=[])  # fmt: skip
+                     plugins=[])
     assert configured.returncode == 0 and configured.stdout == "42\n", configured.stderr
 
 
@@ -186,7 +186,7 @@ def haystack_over_http(rlm, work: Path, chars: int, sandbox: str = "process", pl
         server.push(answer(FIND_AND_CHECK, prompt_tokens=900), answer("yes"), answer("FINAL_VAR(answer)"))
         result = rlm("run", "What is the magic number?", "--context", str(hay), "--model", "openai:test-model",
                      "--base-url", server.url, "--sandbox", sandbox, "--json", plugins=list(plugins),
-                     env={"OPENAI_API_KEY": "", "DOCKER_HOST": os.environ.get("DOCKER_HOST", "")})  # fmt: skip
+                     env={"OPENAI_API_KEY": "", "DOCKER_HOST": os.environ.get("DOCKER_HOST", "")})
         assert result.returncode == 0, result.stderr[-2000:]
         root_prompts = [json.dumps(body) for body in server.bodies]
     assert all(NEEDLE not in prompt for prompt in root_prompts)
@@ -238,11 +238,11 @@ def test_ctrl_c_writes_the_final_event_and_exits_130(plugin_site, work):
     env.update(PYTHONPATH=str(plugin_site), RLM_PLUGINS="")
     process = subprocess.Popen([RLM_SCRIPT, "run", "q", "--model", "scripted:slow.json", "--sandbox", "process",
                                 "--json"], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)  # fmt: skip
+                               text=True)
     deadline = time.monotonic() + 20
     runs = work / ".rlm" / "runs"
     while time.monotonic() < deadline and not (runs.exists() and any(
-            '"type":"step"' in p.read_text().replace(" ", "") for p in runs.glob("*.jsonl"))):  # fmt: skip
+            '"type":"step"' in p.read_text().replace(" ", "") for p in runs.glob("*.jsonl"))):
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=20)

@@ -50,7 +50,7 @@ def test_every_run_setting_is_an_rlm_keyword(tmp_path, name):
                "base_url": "http://127.0.0.1:9", "max_reply_tokens": 64, "allowed_sub_models": ["scripted:y.json"],
                "sinks": [], "temperature": 0.2, "top_p": 0.9, "seed": 7, "sub_sampling": {"temperature": 0.1},
                "tools": ["json:dumps"], "sub_tools": ["json:loads"], "output_type": {"type": "string"},
-               "max_errors": 3, "mcp_servers": {"fs": {"command": "true"}}}  # fmt: skip
+               "max_errors": 3, "mcp_servers": {"fs": {"command": "true"}}}
     value = samples.get(name, value)
     rlm = RLM(home=tmp_path, **{name: value})
     assert getattr(rlm.loaded.settings.run, name) == value
@@ -81,7 +81,7 @@ def _annotation_matches(annotation, field) -> bool:
 @pytest.mark.parametrize("module, function, run_names", [
     ("rlm_bench.bench_cmd", "run", {"env": "environment", "model": "model", "sub_model": "sub_model",
                                     "sandbox": "sandbox", "instructions": "instructions", "sink": "sinks"}),
-])  # fmt: skip
+])
 def test_other_commands_derive_their_run_flags_from_the_declaration(module, function, run_names):
     import importlib
     import inspect
@@ -119,7 +119,7 @@ def test_provenance_names_the_flag_a_value_came_from(rlm, isolated_env):
     (work / "s.json").write_text(json.dumps({"responses": ["FINAL(42)"]}))
     (work / "rlm.toml").write_text("[run]\nmax_llm_calls = 7\n")
     result = rlm("run", "q", "--model", "scripted:s.json", "--sandbox", "process", "--max-steps", "3",
-                 "--label", "team=a", "--json", "-q", plugins=[])  # fmt: skip
+                 "--label", "team=a", "--json", "-q", plugins=[])
     assert result.returncode == 0, result.stderr
     path = work / json.loads(result.stdout)["trajectory_path"]
     start = json.loads(path.read_text().splitlines()[0])["data"]

@@ -13,7 +13,7 @@ SAME = "```repl\nprint(len(context))\n```"
 def _run(rlm_cli, rlm_script, replies) -> dict:
     Path("notes.txt").write_text("the quick brown fox")
     result = rlm_cli("run", "How long?", "--context", "notes.txt", "--model", rlm_script(replies), "--sandbox",
-                     "process", "--json")  # fmt: skip
+                     "process", "--json")
     return json.loads(result.out)
 
 

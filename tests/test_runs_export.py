@@ -15,7 +15,7 @@ from rlm_host.testing.engine import isolated_runner, run_scripted
 def recorded(rlm_isolated):
     runner = isolated_runner(rlm_isolated.work, sandbox="process", environ={"RLM_RUN__SINKS": "[]"})
     result, _, _ = run_scripted(runner, "What is the answer?", ["```repl\nprint(1)\n```", "```repl\nFINAL('42')\n```"],
-                                context="some words")  # fmt: skip
+                                context="some words")
     assert result.completed and result.final_response == "42", result.error
     return result
 

@@ -42,10 +42,10 @@ def test_a_fork_keeps_the_first_steps_and_goes_on_with_another_model(rlm_cli, rl
 def test_sub_calls_of_the_replayed_steps_are_replayed_too(rlm_cli, rlm_script):
     code = "```repl\nanswer = llm_query('What is the capital of Kasria?')\nprint(answer)\n```"
     original = run_json(rlm_cli, "run", "Ask", "--model", rlm_script([code, "FINAL_VAR(answer)"],
-                        rules=[{"match": "capital of Kasria", "text": "Kasrin"}]), "--sandbox", "process")  # fmt: skip
+                        rules=[{"match": "capital of Kasria", "text": "Kasrin"}]), "--sandbox", "process")
     silent = rlm_script(["FINAL_VAR(answer)"])  # no rule: a sub-call to it would fail the run
     fork = run_json(rlm_cli, "runs", "fork", original["run_id"], "--at", "1", "--model", silent, "--sandbox",
-                    "process")  # fmt: skip
+                    "process")
     assert fork["final_response"] == "Kasrin"
 
 
@@ -56,7 +56,7 @@ def test_a_step_that_does_not_replay_as_recorded_stops_the_fork(rlm_cli, rlm_scr
                         rlm_script(["```repl\nprint(len(context))\n```", "FINAL(done)"]), "--sandbox", "process")
     notes.write_text("hello there, world\n")  # the context read again is another one
     done = rlm_cli("runs", "fork", original["run_id"], "--at", "1", "--model", rlm_script(["FINAL(other)"]),
-                   "--sandbox", "process")  # fmt: skip
+                   "--sandbox", "process")
     assert done.code == 1, done.out + done.err
     assert "diverged at step 1 of 1 replayed: its output differs (recorded '12\\n', now '19\\n')" in done.err
     assert "other" not in done.out, "the new model was never asked"
@@ -84,7 +84,7 @@ def test_bad_forks_are_exit_2(rlm_cli, rlm_script, rlm_isolated):
 def test_a_records_settings_are_screened_like_an_untrusted_files(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-elsewhere")
     original = run_json(rlm_cli, "run", "Compute", "--model", rlm_script(ORIGINAL), "--sandbox", "process",
-                        "--max-steps", "5")  # fmt: skip
+                        "--max-steps", "5")
     trajectory = Path(original["trajectory_path"])
     lines = [json.loads(line) for line in trajectory.read_text().splitlines()]
     lines[0]["data"]["settings"]["base_url"] = "http://127.0.0.1:9/v1"  # planted: where a key would go

@@ -20,7 +20,7 @@ def session(tmp_path):
 
 def test_a_command_runs_in_the_workspace_and_its_result_comes_back_as_data(session, tmp_path):
     done = run_command(session, [PYTHON, "-c", "import os, sys; print(os.getcwd()); open('made.txt', 'w').write('x');"
-                                 "print('warn', file=sys.stderr); sys.exit(3)"], timeout=30)  # fmt: skip
+                                 "print('warn', file=sys.stderr); sys.exit(3)"], timeout=30)
     assert (done.exit_code, done.ok, done.timed_out) == (3, False, False)
     assert done.stdout.strip() == str(tmp_path) and done.stderr.strip() == "warn"
     assert (tmp_path / "made.txt").read_text() == "x"
@@ -50,7 +50,7 @@ def test_an_environment_needing_a_workspace_gets_a_runtime_that_can_mount_one(rl
     loaded = RLMRunner(host=host, home=tmp_path).loaded
     needs = EnvironmentSpec("coder", "edits a project", "x:y", workspace=True)
     with pytest.raises(ConfigError, match="the coder environment edits a project folder, and the monty sandbox "
-                                          "cannot mount one") as refused:  # fmt: skip
+                                          "cannot mount one") as refused:
         choose_sandbox(host, loaded, "monty", needs)
     assert "process (NOT a security boundary)" in refused.value.hint
     with pytest.raises(ConfigError, match="no sandbox that can mount"):

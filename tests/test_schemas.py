@@ -49,7 +49,7 @@ def work(rlm_isolated) -> Path:
 
 def run_json(rlm_cli, model: str, sub_model: str) -> dict:
     result = rlm_cli("run", "What is the magic number?", "--context", "ctx.txt", "--model", model,
-                     "--sub-model", sub_model, "--sandbox", "process", "--json")  # fmt: skip
+                     "--sub-model", sub_model, "--sandbox", "process", "--json")
     assert result.code == 0, result.err
     return json.loads(result.out)
 

@@ -116,7 +116,7 @@ def test_a_worker_that_falls_behind_is_disabled_without_blocking_the_emitter():
     bus, reported = EventBus(), []
     stuck = Blocking()
     worker = SinkWorker("stuck", stuck, lambda name, reason, event: reported.append(reason), queue_size=3,
-                        call_seconds=60)  # fmt: skip
+                        call_seconds=60)
     bus.subscribe("stuck", worker.submit)
     started = time.monotonic()
     for i in range(20):
@@ -269,10 +269,10 @@ def test_the_python_api_returns_before_the_sinks_deliver_and_the_process_waits_f
     model = rlm_script(REPLIES, rules=[{"match": "a question", "text": "an answer"}])
     env = {**os.environ, "RLM_PLUGIN_MODULES": "support.misbehaving_sinks", "RLM_SINK__SLOW__DELAY": "0.3",
            "RLM_SINK__SLOW__RECORD": str(record), "RLM_RUN__SINK_FLUSH_SECONDS": "30",
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", API_SCRIPT, model], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=rlm_isolated.work)  # fmt: skip
+                          timeout=120, cwd=rlm_isolated.work)
     exited = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

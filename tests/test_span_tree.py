@@ -23,7 +23,7 @@ def recorded(tmp_path: Path, monkeypatch) -> list[RunEvent]:
     runner = isolated_runner(tmp_path, sandbox="process", environ={"RLM_RUN__SINKS": "[]"})
     result, events, _ = run_scripted(runner, "What?", ROOT[:1] + CHILD + ROOT[1:], context="some words",
                                      sub_rules=[{"match": "(one|two)", "text": "yes"}], max_depth=1,
-                                     labels={"benchmark_id": "b1"})  # fmt: skip
+                                     labels={"benchmark_id": "b1"})
     assert result.completed, result.error
     return events
 
@@ -65,7 +65,7 @@ def test_the_run_tree_as_genai_spans(recorded):
     assert all(s.name == "chat sub" and s.kind == "client" and s.attributes["gen_ai.provider.name"] == "scripted"
                and s.attributes["gen_ai.request.model"] == "sub" and s.attributes["rlm.model"] == "scripted:sub"
                and "gen_ai.usage.input_tokens" in s.attributes and s.attributes["output.value"] == "yes"
-               for s in subs)  # fmt: skip
+               for s in subs)
     asked = sorted(json.loads(s.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] for s in subs)
     assert asked == ["one?", "two?"]
     # one chat span per root turn, under the run, with the messages sent and the reply
@@ -129,7 +129,7 @@ def test_a_trajectory_without_model_call_events_still_gives_every_model_span(rec
     assert render_summary(full) == render_summary(plain)
     assert [render_step(step) for step in full.steps] == [render_step(step) for step in plain.steps]
     assert [render_child(run) for run in full.runs.values() if run.depth] == \
-        [render_child(run) for run in plain.runs.values() if run.depth]  # fmt: skip
+        [render_child(run) for run in plain.runs.values() if run.depth]
 
 
 def test_a_failed_model_call_is_an_error_span_and_content_can_be_turned_off():
@@ -140,7 +140,7 @@ def test_a_failed_model_call_is_an_error_span_and_content_can_be_turned_off():
                        data={"call": 7, "role": "root", "model": "openai:gpt-4o", "provider": "openai",
                              "purpose": "turn",
                              "seconds": 1.5, "error": "ProviderError: HTTP 503 Service Unavailable"},
-                       content={"messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
+                       content={"messages": [{"role": "user", "content": "hello"}]})
         yield RunEvent(type="final", run_id="r", root_run_id="r", ts=4.0,
                        data={"completed": False, "error": "the provider failed", "termination_reason": "error"})
 

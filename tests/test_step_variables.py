@@ -15,7 +15,7 @@ from support.workers import PLUGINS, RUNTIMES, engine  # noqa: F401 (engine: a f
 from rlm_host.testing.engine import isolated_runner
 
 STEPS = ["```repl\nwords = context.split()\nn = len(words)\nblob = 'x' * 5000\nprint(n)\n```",
-         "```repl\nprint(1/0)\n```", "FINAL_VAR('n')"]  # fmt: skip
+         "```repl\nprint(1/0)\n```", "FINAL_VAR('n')"]
 
 
 def _variables(tmp_path: Path, sandbox: str) -> list:
@@ -26,7 +26,7 @@ def _variables(tmp_path: Path, sandbox: str) -> list:
     for script in (STEPS, [STEPS[0], "```repl\nprint(n * 2)\n```", STEPS[2]]):
         root = ScriptedConnector.from_responses(script)
         results.append(runner.run_task("How many words?", context="the quick brown fox",
-                                       connectors={"root": root, "sub": root}))  # fmt: skip
+                                       connectors={"root": root, "sub": root}))
         assert results[-1].final_response == "4", results[-1].error
     replays = [Replay(RunStore(runner.home / "runs").load(Path(r.trajectory_path))) for r in results]
     comparison = compare_runs(*replays)
@@ -51,7 +51,7 @@ def test_variables_and_compare_in_every_runtime(tmp_path, monkeypatch, engine):
 def test_replay_shows_the_variables_and_filters_steps(rlm_cli, rlm_script, rlm_isolated):
     Path("notes.txt").write_text("the quick brown fox")
     run = json.loads(rlm_cli("run", "How many words?", "--context", "notes.txt", "--model", rlm_script(STEPS),
-                             "--sandbox", "process", "--json").out)  # fmt: skip
+                             "--sandbox", "process", "--json").out)
     shown = rlm_cli("replay", run["run_id"], "--no-interactive")
     assert "variables:" in shown.out and "words (list, 4) = ['the', 'quick', 'brown', 'fox']" in shown.out
     errors = rlm_cli("replay", run["run_id"], "--errors", "--no-interactive").out

@@ -23,7 +23,7 @@ from support import REPO, TEMPLATE
 PYTEST = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
 #: Every folder of test modules: the host's and each plugin's (the template's is copied, never collected here).
 TEST_ROOTS = [REPO / "tests"] + sorted(p / "tests" for p in (REPO / "plugins").iterdir()
-                                       if (p / "tests").is_dir() and not p.name.startswith("_"))  # fmt: skip
+                                       if (p / "tests").is_dir() and not p.name.startswith("_"))
 
 
 def modules_of(root: Path) -> dict[str, Path]:
@@ -47,7 +47,7 @@ def imported_names(path: Path) -> set[str]:
 def files_of_tests() -> list[Path]:
     """The Python files of every test folder (not the test-only plugin distributions under tests/plugins)."""
     return [path for root in TEST_ROOTS for path in sorted(root.rglob("*.py"))
-            if not path.is_relative_to(REPO / "tests" / "plugins")]  # fmt: skip
+            if not path.is_relative_to(REPO / "tests" / "plugins")]
 
 
 def test_pytest_imports_test_modules_by_path():
@@ -99,7 +99,7 @@ def test_a_copy_of_the_template_collects_beside_the_hosts_tests(tmp_path):
     names = sorted(p.name for p in (TEMPLATE / "tests").glob("test_*.py"))
     for name in names:  # the host's file of that name, else the template's own: a same-named file elsewhere
         shutil.copy(REPO / "tests" / name if (REPO / "tests" / name).is_file() else TEMPLATE / "tests" / name,
-                    repo / "tests" / name)  # fmt: skip
+                    repo / "tests" / name)
     block = re.search(r"```bash\n(.*?)```", (TEMPLATE / "README.md").read_text(), re.S).group(1)
     steps = block.split("pip install")[0]  # cp -r, then the renames; installing is not needed to collect
     assert steps.startswith("cp -r plugins/_template plugins/rlm-sink-acme")

@@ -9,13 +9,13 @@ import pytest
 from rlm_host.sdk.tools import (
     FinalAnswer, InvalidReply, ToolCall, ToolSpec, coerce_tool_args, format_tool_call, format_tool_result,
     parse_tool_reply, render_tool_protocol,
-)  # fmt: skip
+)
 
 RUN_CODE = ToolSpec("run_code", "Run Python code.", {"type": "object", "properties": {"code": {"type": "string"}},
                                                      "required": ["code"], "additionalProperties": False,
-                                                     "title": "run_code"})  # fmt: skip
+                                                     "title": "run_code"})
 LLM_QUERY = ToolSpec("llm_query", "Ask a model.", {"type": "object", "properties": {"prompt": {"type": "string"}},
-                                                   "required": ["prompt"]})  # fmt: skip
+                                                   "required": ["prompt"]})
 TOOLS = [RUN_CODE, LLM_QUERY]
 
 
@@ -28,7 +28,7 @@ TOOLS = [RUN_CODE, LLM_QUERY]
     '{"tool": "run_code", "args": "print(1)"}',  # a bare string for the one string parameter
     '{"tool": "run_code", "args": "{\\"code\\": \\"print(1)\\"}"}',  # arguments as a JSON string
     '{"tool_name": "run_code", "parameters": {"code": "print(1)"}}',
-])  # fmt: skip
+])
 def test_tool_calls_in_the_shapes_models_write(reply):
     assert parse_tool_reply(reply, TOOLS) == ToolCall("run_code", {"code": "print(1)"})
 
@@ -56,7 +56,7 @@ def test_braces_inside_strings_do_not_confuse_the_scan():
     ("Sensor B failed on day 117.", "Sensor B failed on day 117."),  # plain text is the answer
     ('The answer is {"x": 1} as JSON.', 'The answer is {"x": 1} as JSON.'),  # JSON inside prose: still an answer
     ('["A", "B"]', '["A", "B"]'),  # JSON that is not an object may be an answer
-])  # fmt: skip
+])
 def test_final_answers(reply, answer):
     parsed = parse_tool_reply(reply, TOOLS)
     assert isinstance(parsed, FinalAnswer) and parsed.text == answer
@@ -67,7 +67,7 @@ def test_final_answers(reply, answer):
     '```json\n{"x": 1}\n```',
     '{"tool": "run_code", "args": {"code": "unterminated',  # broken JSON
     '{"tool": 3, "args": {}}',  # not a tool name
-])  # fmt: skip
+])
 def test_replies_that_are_neither_are_invalid_with_a_reason(reply):
     parsed = parse_tool_reply(reply, TOOLS)
     assert isinstance(parsed, InvalidReply) and parsed.reason and parsed.text
@@ -99,7 +99,7 @@ def test_render_protocol_lists_each_tool_with_its_schema_and_the_two_shapes():
     assert '"required": ["code"]' in text and "title" not in text and "additionalProperties" not in text
     assert "## llm_query(prompt: string)" in text
     structured = render_tool_protocol([*TOOLS, ToolSpec("final_result", "The answer.")], text_answer=False,
-                                 answer_tools=["final_result"])  # fmt: skip
+                                 answer_tools=["final_result"])
     assert "call `final_result`" in structured and '{"final"' not in structured
 
 

@@ -54,7 +54,7 @@ def step(n: int, action: str, *, code=None, reply=None, observation=None, reward
     record = StepRecord(
         step=n, action=action, code=code, reply=reply, observation=observation or {}, reward=reward,
         cumulative_reward=total, usage=usage, duration_s=1.25,
-    )  # fmt: skip
+    )
     return record.model_dump(mode="json")
 
 
@@ -70,7 +70,7 @@ def result(run_id: str, *, steps: int, reward: float, parent=None, depth=0, answ
         run_id=run_id, parent_run_id=parent, depth=depth, task=task, environment="pure_rlm", model="openai:test",
         sandbox="process", completed=True, final_response=answer, steps=steps, total_reward=reward, usage=usage,
         cost=0.0035, duration_s=4.5, termination_reason="final",
-    ).model_dump(mode="json")  # fmt: skip
+    ).model_dump(mode="json")
 
 
 def emit_run(bus: EventBus, root: str, *, t0: float = T0, final: bool = True, link_child: bool = True) -> str:
@@ -78,30 +78,30 @@ def emit_run(bus: EventBus, root: str, *, t0: float = T0, final: bool = True, li
     child = f"{root}_c1"
     em = Emitter(bus, root, t0)
     start = {"task": "How many characters are in the context? " * 5, "environment": "pure_rlm",
-             "model": "openai:test", "sandbox": "process", "context": {"chars": 12345}}  # fmt: skip
+             "model": "openai:test", "sandbox": "process", "context": {"chars": 12345}}
     em.emit("run_start", root, start)
     # step 1: code that calls rlm_query (a child run) and llm_query
     em.emit("run_start", child, {"task": "summarise chunk 0", "environment": "pure_rlm"}, root, 1)
     em.emit("step", child, step(1, "final", code="FINAL('chunk ok')", reply="FINAL('chunk ok')", reward=1.0,
                                 total=1.0, observation={"blocks": [block("FINAL('chunk ok')")], "success": True,
-                                                        "final_source": "code"}), root, 1)  # fmt: skip
+                                                        "final_source": "code"}), root, 1)
     em.emit("final", child, result(child, steps=1, reward=1.0, parent=root, depth=1, answer="chunk ok"), root, 1)
     if link_child:
         em.emit("sub_call", root, {"kind": "rlm_query", "model": "openai:test", "prompt": "summarise chunk 0",
-                                   "response": "chunk ok", "seconds": 1.5, "child_run_id": child})  # fmt: skip
+                                   "response": "chunk ok", "seconds": 1.5, "child_run_id": child})
     em.emit("sub_call", root, {"kind": "llm_query", "model": "openai:mini", "prompt": "classify",
-                               "response": "yes", "usage": {"input_tokens": 50, "output_tokens": 10}})  # fmt: skip
+                               "response": "yes", "usage": {"input_tokens": 50, "output_tokens": 10}})
     code1 = "print(len(context))\nprint(rlm_query('summarise chunk 0'))"
     first = {"blocks": [block(code1, "12345\nchunk ok\n")], "success": True}
     em.emit("step", root, step(1, "run_code", code=code1, reply=REPLIES[0], reward=0.1, total=0.1, sub=60,
-                               observation=first))  # fmt: skip
+                               observation=first))
     em.emit("step", root, step(2, "run_code", code="print(x)", reply=REPLIES[1], reward=-0.1, total=0.0,
                                observation={"blocks": [block("print(x)", error="NameError: name 'x' is not defined")],
-                                            "success": False}))  # fmt: skip
+                                            "success": False}))
     if final:
         em.emit("step", root, step(3, "final", code="FINAL('42')", reply=REPLIES[2], reward=1.0, total=1.0,
                                    observation={"blocks": [block("FINAL('42')")], "success": True,
-                                                "final_source": "code"}))  # fmt: skip
+                                                "final_source": "code"}))
         em.emit("final", root, result(root, steps=3, reward=1.0))
     return child
 

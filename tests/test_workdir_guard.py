@@ -23,11 +23,11 @@ def test_home_documents_and_system_folders_are_refused(rlm_isolated):
 def test_the_cli_refuses_with_a_hint_and_the_override_passes_the_guard(rlm_cli, rlm_script, rlm_isolated):
     model = rlm_script(['{"action": "final", "answer": "done"}'])
     refused = rlm_cli("run", "Fix it", "--env", "dspy", "--workdir", str(rlm_isolated.home), "--model", model,
-                      "--sandbox", "process", plugins="rlm-env-dspy")  # fmt: skip
+                      "--sandbox", "process", plugins="rlm-env-dspy")
     assert refused.code == 2 and "refusing to let the model edit files in" in refused.err
     assert "--allow-any-workdir" in refused.err and "Traceback" not in refused.err
     allowed = rlm_cli("run", "Fix it", "--env", "dspy", "--workdir", str(rlm_isolated.home), "--model", model,
-                      "--sandbox", "process", "--allow-any-workdir", plugins="rlm-env-dspy")  # fmt: skip
+                      "--sandbox", "process", "--allow-any-workdir", plugins="rlm-env-dspy")
     assert "refusing to let the model edit files" not in allowed.err
 
 
@@ -48,7 +48,7 @@ def test_a_home_or_system_folder_as_the_context_is_refused_too(rlm_cli, rlm_scri
     assert ok.code == 0, ok.err
     allowed = rlm_cli("run", "q", "--context", "/etc/hostname", "--model", rlm_script(["FINAL(done)", "FINAL(done)"]),
                       "--sandbox",
-                      "process")  # fmt: skip  # a file is what the user named
+                      "process")  # a file is what the user named
     assert "refusing" not in allowed.err
     from rlm_host import RLM, ConfigError
 

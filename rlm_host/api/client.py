@@ -53,7 +53,7 @@ class RLM:
     def __init__(self, model: Optional[str] = None, *, home: Union[str, os.PathLike, None] = None,
                  config: Union[str, os.PathLike, None] = None, shared_budget: bool = False,
                  connectors: Optional[dict[str, Any]] = None, settings: Any = None, approver: Any = None,
-                 **options: Any) -> None:  # fmt: skip
+                 **options: Any) -> None:
         allowed = run_options()
         if unknown := sorted(set(options) - set(allowed)):
             raise TypeError(f"RLM() got unknown option(s): {', '.join(unknown)} (run options: {', '.join(allowed)})")
@@ -76,7 +76,7 @@ class RLM:
 
             run = self.loaded.settings.run
             self._pool = Budget(timeout=float("inf"), max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
-                                max_cost=run.max_cost)  # fmt: skip
+                                max_cost=run.max_cost)
 
     @property
     def home(self) -> Path:
@@ -92,7 +92,7 @@ class RLM:
 
     def completion(self, context: Any, query: str, *, cancel: Optional[threading.Event] = None,
                    on_event: Any = None, event_types: Optional[Iterable[str]] = None,
-                   carry: Optional[VariableCarrier] = None, **options: Any) -> RunResult:  # fmt: skip
+                   carry: Optional[VariableCarrier] = None, **options: Any) -> RunResult:
         """Run ``query`` over ``context`` (text, a list of documents, a JSON value, a file or folder path, or None)
         and return the ``RunResult`` (``final_response``, ``completed``, usage, cost, ``trajectory_path``…).
 
@@ -115,7 +115,7 @@ class RLM:
             raise
 
     def stream(self, context: Any, query: str, *, event_types: Optional[Iterable[str]] = None,
-               **options: Any) -> "RunStream":  # fmt: skip
+               **options: Any) -> "RunStream":
         """The run's events as they happen (``run_start``, ``step_start``, ``model_call_start``, ``step``,
         ``sub_call``…, ``final``; only those of ``event_types`` when given), from a run in a background thread;
         ``.result`` holds the ``RunResult`` once iteration ends. Leaving the loop early (or ``.cancel()``) cancels
@@ -126,7 +126,7 @@ class RLM:
         return RunStream(self, context, query, options, event_types)
 
     async def astream(self, context: Any, query: str, *, event_types: Optional[Iterable[str]] = None,
-                      **options: Any) -> AsyncIterator[RunEvent]:  # fmt: skip
+                      **options: Any) -> AsyncIterator[RunEvent]:
         """``stream`` for asyncio; cancelling the consuming task (or leaving the loop early) cancels the run, and
         the generator's end waits for the run to stop (its trajectory gets its final event) before the loop may
         close: nothing is handed to a loop that is gone."""
@@ -167,7 +167,7 @@ class RLM:
 
     def _run(self, context: Any, query: str, cancel: Optional[threading.Event], on_event: Any,
              options: dict[str, Any], carry: Any = None, event_types: Optional[Iterable[str]] = None,
-             question: Optional[str] = None, connector_pool: Optional[dict[Any, Any]] = None) -> RunResult:  # fmt: skip
+             question: Optional[str] = None, connector_pool: Optional[dict[Any, Any]] = None) -> RunResult:
         """One run: this object's settings with the call's options merged in (validated, each labelled), the
         context as given (a path or a list of paths: loaded by the run's plan, as ``--context`` is); ``question``
         and ``connector_pool`` as ``Runner.run_task`` takes them (a chat session's turn)."""
@@ -177,20 +177,20 @@ class RLM:
         return self.runner.run_task(query, context=ContextFiles.of(context), settings=loaded, cancel=cancel,
                                     on_event=on_event, event_types=event_types, connectors=self.connectors,
                                     shared_budget=self._pool, carry=carry, approver=self.approver,
-                                    question=question, connector_pool=connector_pool)  # fmt: skip
+                                    question=question, connector_pool=connector_pool)
 
 
 class RunStream:
     """The events of one run, iterated as they happen; ``result`` is the ``RunResult`` at the end."""
 
     def __init__(self, rlm: RLM, context: Any, query: str, options: dict[str, Any],
-                 event_types: Optional[Iterable[str]] = None) -> None:  # fmt: skip
+                 event_types: Optional[Iterable[str]] = None) -> None:
         self.result: Optional[RunResult] = None
         self._events: queue.Queue = queue.Queue()
         self._cancel = threading.Event()
         self._error: Optional[BaseException] = None
         self._thread = threading.Thread(target=self._work, args=(rlm, context, query, options, event_types),
-                                        name="rlm-stream", daemon=True)  # fmt: skip
+                                        name="rlm-stream", daemon=True)
         self._thread.start()
 
     def cancel(self) -> None:

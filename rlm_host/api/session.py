@@ -47,14 +47,14 @@ SESSION_ID = re.compile(r"chat_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}")
 FROM_FILE = ("model", "sub_model", "sandbox", "environment", "framework", "reply_format", "strict")
 #: Stored limits: taken only when not looser than the configured value.
 LIMITS = ("max_steps", "max_depth", "timeout", "exec_timeout", "max_llm_calls", "max_tokens", "max_cost",
-          "max_reply_tokens")  # fmt: skip
+          "max_reply_tokens")
 
 
 class ChatSession:
     """A conversation with one ``RLM``: ``ask(query)`` runs a turn; ``id`` names it for ``resume``."""
 
     def __init__(self, rlm: "RLM", context: Any = None, options: Optional[dict[str, Any]] = None, *,
-                 resume: Optional[str] = None) -> None:  # fmt: skip
+                 resume: Optional[str] = None) -> None:
         self.rlm = rlm
         self.options = {k: v for k, v in (options or {}).items() if v is not None}  # the caller's own
         self.stored: dict[str, Any] = {}  # what the file said, screened: fills in what no caller level sets
@@ -80,7 +80,7 @@ class ChatSession:
         return getattr(self.rlm.runner.loaded.settings.run, key, None)
 
     def ask(self, query: str, *, cancel: Optional[threading.Event] = None, on_event: Any = None,
-            **options: Any) -> "RunResult":  # fmt: skip
+            **options: Any) -> "RunResult":
         """Run one turn; the session keeps its answer, run id and the variables it left. One turn at a time."""
         from rlm_host.engine.carry import VariableCarrier
 
@@ -93,14 +93,14 @@ class ChatSession:
             task = self._task(query)
             result = self.rlm._run(self.context, task, cancel, on_event, merged, carry=carrier,
                                    question=query if task != query else None,
-                                   connector_pool=self._connectors)  # fmt: skip
+                                   connector_pool=self._connectors)
             self.ran = {k: v for k, v in {**filled, **chosen}.items() if k in FROM_FILE + LIMITS}
             self.ran.update({k: v for k, v in (("model", result.model), ("sandbox", result.sandbox))
-                             if v and v != "none"})  # what it ran with: a resume uses it  # fmt: skip
+                             if v and v != "none"})  # what it ran with: a resume uses it
             if carrier.saved is not None:
                 self.variables, self.dropped = carrier.saved, carrier.dropped
             self.turns.append({"query": query, "answer": result.final_response, "run_id": result.run_id,
-                               "termination_reason": result.termination_reason})  # fmt: skip
+                               "termination_reason": result.termination_reason})
             self.save()
             return result
 
@@ -117,14 +117,14 @@ class ChatSession:
             context_record = {"file": context_file.name}
         signature = _signature({"session_options": self.ran, "id": self.id})
         data = {"id": self.id, "options": self.ran, "options_signature": signature, "dropped": self.dropped,
-                "context": context_record, "turns": self.turns, "variables": self.variables}  # fmt: skip
+                "context": context_record, "turns": self.turns, "variables": self.variables}
         write_atomic(self.path, json.dumps(data, ensure_ascii=False, default=str))  # never half a session
         return self.path
 
     def _load(self) -> None:
         if not os.path.lexists(self.path):
             raise InputError(f"no chat session {self.id!r} in {self.path.parent}",
-                             hint="rlm chat --list shows the saved sessions")  # fmt: skip
+                             hint="rlm chat --list shows the saved sessions")
         data = _read_json(self.path)
         if not isinstance(data, dict) or not isinstance(data.get("turns", []), list):
             raise InputError(f"{self.path} is not a chat session file")
@@ -140,7 +140,7 @@ class ChatSession:
         if self.ignored:
             logs.get_logger("rlm.session").warning(
                 f"session {self.id}: not taken from the session file: {'; '.join(self.ignored)} "
-                "(pass them yourself, e.g. --sandbox / --model, to use them)", session_id=self.id)  # fmt: skip
+                "(pass them yourself, e.g. --sandbox / --model, to use them)", session_id=self.id)
         self.turns, self.variables = turns, found if isinstance(found := data.get("variables"), dict) else {}
         self.dropped = [d for d in data.get("dropped") or [] if isinstance(d, str)]
         record = found if isinstance(found := data.get("context"), dict) else {}
@@ -151,7 +151,7 @@ class ChatSession:
                 self.ignored.append(f"context path {record['path'][:200]!r} (not signed by this user's rlm)")
                 logs.get_logger("rlm.session").warning(
                     f"session {self.id}: its context file {record['path'][:200]!r} was not recorded by you: not "
-                    "read (give the context again to use it)", session_id=self.id)  # fmt: skip
+                    "read (give the context again to use it)", session_id=self.id)
         else:  # only the context file save() writes beside the session, whatever name the record gives
             stored = self.path.with_suffix(".context.json")
             value = _read_json(stored) if "file" in record and os.path.lexists(stored) else None
@@ -171,7 +171,7 @@ class ChatSession:
             answer = str(turn.get("answer") if turn.get("answer") is not None else "(no answer: "
                          f"{turn.get('termination_reason')})")
             lines.append(f"- Q: {clip(turn['query'], 150, one_line=True)} → A: {clip(answer, 150, one_line=True)}"
-                         if index < recent_from else f"- Q: {turn['query']}\n  A: {answer[:ANSWER_CHARS]}")  # fmt: skip
+                         if index < recent_from else f"- Q: {turn['query']}\n  A: {answer[:ANSWER_CHARS]}")
         for label, names in (("REPL variables kept from earlier turns", sorted(self.variables)),
                              ("Not kept (rebuild them if you need them)", self.dropped)):
             lines += [f"{label}: {', '.join(names)}."] if names else []
@@ -193,12 +193,12 @@ def session_file(home: Path, session_id: Any) -> Path:
     """``<home>/sessions/<id>.json`` for a well-formed id whose file resolves inside that folder; else InputError."""
     if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id):
         raise InputError(f"not a chat session id: {repr(session_id)[:80]}", hint="ids look like "
-                         "chat_20260101_120000_ab12; rlm chat --list shows the saved sessions")  # fmt: skip
+                         "chat_20260101_120000_ab12; rlm chat --list shows the saved sessions")
     folder = Path(home).resolve() / "sessions"
     path = folder / f"{session_id}.json"
     if not path.resolve().is_relative_to(folder):
         raise InputError(f"chat session {session_id} leads outside {folder} (a symbolic link)",
-                         hint="a session file must be a regular file in the sessions folder")  # fmt: skip
+                         hint="a session file must be a regular file in the sessions folder")
     return path
 
 

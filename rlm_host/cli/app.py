@@ -29,7 +29,7 @@ class CliState:
     one costs 1 ms at every ``rlm`` start, ``--help`` included.)"""
 
     def __init__(self, config_file: Optional[Path] = None, debug: bool = False, verbose: int = 0,
-                 log_json: bool = False, trust_config: bool = False) -> None:  # fmt: skip
+                 log_json: bool = False, trust_config: bool = False) -> None:
         self.config_file, self.debug, self.verbose, self.log_json = config_file, debug, verbose, log_json
         self.trust_config = trust_config
         self._settings: Any = None
@@ -52,7 +52,7 @@ class CliState:
         from rlm_host.services import CommandServices
 
         return CommandServices(home=self.settings().home, settings=self.settings(), config_file=self.config_file,
-                               trust_config=self.trust_config)  # fmt: skip
+                               trust_config=self.trust_config)
 
 
 def group(help_text: str) -> typer.Typer:
@@ -155,7 +155,7 @@ def _listing(ctx: click.Context) -> dict[str, str]:
             registry = get_host().commands()
             usable = registry.usable_names()  # a name claimed twice is listed, and running it says so, naming both
             meta["rlm.listing"] = {name: registry.get(name).help if name in usable else _REFUSED
-                                   for name in registry.names()}  # fmt: skip
+                                   for name in registry.names()}
             command_cache.write(get_host(), meta["rlm.listing"])
     return meta["rlm.listing"]
 
@@ -182,7 +182,7 @@ def _print_version(value: bool) -> None:
 
 app = typer.Typer(name="rlm", cls=RlmGroup, help="rlm: run, compare, benchmark and observe Recursive Language Model "
                   "agents.", rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False,
-                  no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
+                  no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
 
 
 @app.callback()

@@ -60,7 +60,7 @@ def chat_session(context: tuple[str, ...], resume: Optional[str], list_: bool, q
     if resume and isinstance(session.context, Path):
         using += f" context={session.context}"  # the file the session names is read again: say which
     typer.echo(f"chat {session.id}" + (f" (resumed, {len(session.turns)} turns)" if resume else "")
-               + f"  {using}  {HELP}", err=True)  # fmt: skip
+               + f"  {using}  {HELP}", err=True)
     line = ""
     while line.partition(" ")[0] not in ("/exit", "/quit"):
         try:
@@ -102,7 +102,7 @@ def _command(line: str, session: Any, rlm: Any) -> None:
 
         meta = describe_context(session.context)
         typer.echo(f"context: {meta.get('type')}, {meta.get('total_chars', 0):,} characters"
-                   + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))  # fmt: skip
+                   + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))
     elif name == "/model" and argument.strip():
         rlm.check(model=argument.strip())  # raises: the model stays as it was
         session.options["model"] = argument.strip()
@@ -141,4 +141,4 @@ chat = ContextsCommand(name="chat", callback=chat_session, rich_markup_mode=None
     TyperOption(param_decls=["--resume", "resume"], metavar="ID", help="Continue a saved session (its id)."),
     TyperOption(param_decls=["--list", "list_"], is_flag=True, help="List the saved sessions and exit."),
     *run_params(context="A file or a directory to talk about; several: --context a.txt b.md.", as_json=False,
-                quiet="No live view of the steps; answers only.")])  # fmt: skip
+                quiet="No live view of the steps; answers only.")])

@@ -29,11 +29,11 @@ def delegate(foreign: Any, name: str) -> Any:
     wrapper = typer.Typer(rich_markup_mode=None, add_completion=False)
 
     @wrapper.command(name=name, help=foreign.help, short_help=foreign.get_short_help_str(),
-                     context_settings=_PASS_THROUGH, add_help_option=False)  # fmt: skip
+                     context_settings=_PASS_THROUGH, add_help_option=False)
     def run(ctx: typer.Context) -> None:
         try:
             code = foreign.main(args=list(ctx.args), prog_name=f"rlm {name}", standalone_mode=False,
-                                obj=ctx.find_root().obj)  # fmt: skip
+                                obj=ctx.find_root().obj)
         except package.exceptions.ClickException as exc:  # a usage error of the command: its own message
             exc.show()
             raise typer.Exit(exc.exit_code) from None

@@ -70,7 +70,7 @@ def _project_file(file: Optional[Path]) -> tuple[Path, dict]:
 
     if (path := file if file is not None else find_project_file(Path.cwd())) is None:
         raise InputError("no project config here: no rlm.toml, and no [tool.rlm] table in pyproject.toml",
-                         hint="name the file: rlm config trust PATH")  # fmt: skip
+                         hint="name the file: rlm config trust PATH")
     if not path.is_file():
         raise InputError(f"config file not found: {path}")
     return path, project_table(path)

@@ -21,7 +21,7 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
     rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True,
                                    "plugin": "rlm-host",
              "detail": "the built-in loop (--env chooses the environment)", "hint": "",
-             "description": "rlm's own RLM loop"}]  # fmt: skip
+             "description": "rlm's own RLM loop"}]
     for spec, owner in get_host().frameworks().items():
         ready = spec.readiness(loaded.component("framework", spec.name))
         rows.append({"name": spec.name, "aliases": list(spec.aliases), "mode": spec.mode, "ready": ready.ok,

@@ -56,7 +56,7 @@ class LiveView:
         framework = data.get("framework") or "native"
         setup = f"framework={framework}" if framework != "native" else f"env={data['environment']}"
         self._print(f"{indent}▶ {'child run' if event.depth else 'run'} {event.run_id}  {setup} model={data['model']} "
-                    f"sandbox={data['sandbox']} context={size}", "bold")  # fmt: skip
+                    f"sandbox={data['sandbox']} context={size}", "bold")
         for notice in data.get("notices", []) if event.depth == 0 else []:  # a child run repeats its root's
             self._print(f"{indent}! {notice}", "yellow")
         if event.depth == 0:
@@ -74,7 +74,7 @@ class LiveView:
         else:
             self.spinner.step(own)
         self._print(f"{indent}── step {data['step']} · {data['action']} · reward {data['reward']:+.2f} · "
-                    f"{tokens:,} tokens · {data['duration_s']:.2f}s", "cyan")  # fmt: skip
+                    f"{tokens:,} tokens · {data['duration_s']:.2f}s", "cyan")
         observation = data.get("observation") or {}
         for block in observation.get("blocks", []):
             self._show_code(block["code"], indent)
@@ -106,7 +106,7 @@ class LiveView:
             result = "kept" if tried.get("chosen") else error_summary(tried["error"]) if tried.get("error") else ""
             self._print(f"{indent}  ⑂ candidate {tried.get('candidate')} · {tried.get('action')} · score "
                         f"{tried.get('score', 0):+.2f}" + (f" · {result}" if result else ""),
-                        "green" if tried.get("chosen") else "dim")  # fmt: skip
+                        "green" if tried.get("chosen") else "dim")
         self._flush_sub_calls(event.run_id, indent)
         for note in (n for n in observation.get("notes", []) if n != observation.get("error")):  # a refusal: said once
             self._print(f"{indent}  ! {note}", "yellow")
@@ -141,7 +141,7 @@ class LiveView:
             who = data.get("tool") or data.get("model") or (child["model"] if child is not None else "")
             self._print(f"{indent}  ↳ {data['kind']} {who} {data.get('seconds', 0):.2f}s "
                         + (f"error: {data['error']}" if data.get("error") else done),
-                        "red" if data.get("error") else "magenta")  # fmt: skip
+                        "red" if data.get("error") else "magenta")
 
     def _on_model_call_start(self, event: RunEvent, indent: str) -> None:
         self.spinner.doing[event.data.get("call", 0)] = f"waiting for {event.data.get('model') or 'the model'}…"
@@ -161,7 +161,7 @@ class LiveView:
     def _on_model_retry(self, event: RunEvent, indent: str) -> None:
         data = event.data
         self._print(f"{indent}  ⟳ {data.get('role', '')} {data.get('model', '')} · {data.get('reason', '')} · retry "
-                    f"(attempt {data.get('attempt', 0) + 1}) in {data.get('wait', 0):.1f}s", "yellow")  # fmt: skip
+                    f"(attempt {data.get('attempt', 0) + 1}) in {data.get('wait', 0):.1f}s", "yellow")
 
     def _on_error(self, event: RunEvent, indent: str) -> None:
         self._flush_sub_calls(event.run_id, indent)  # made by a step the error stopped
@@ -174,18 +174,18 @@ class LiveView:
         data: dict[str, Any] = event.data
         if event.run_id in self.children:  # the whole child run, synthesis included
             self.children[event.run_id]["tokens"] = sum(_tokens(u) for u in data.get("usage", {}).values()
-                                                        if isinstance(u, dict))  # fmt: skip
+                                                        if isinstance(u, dict))
         usage = data["usage"]
         tokens = {role: usage[role]["input_tokens"] + usage[role]["output_tokens"] for role in ("root", "sub")}
         cost = final_cost(data)
         unpriced = sum(int(usage[role].get("unpriced_calls", 0)) for role in ("root", "sub"))
         spent = " + ".join(([f"${cost:.4f}"] if cost is not None else [])
-                           + ([f"{unpriced} call(s) of unknown cost"] if unpriced else []))  # fmt: skip
+                           + ([f"{unpriced} call(s) of unknown cost"] if unpriced else []))
         spent += " · " if spent else ""
         self._print(f"{indent}{'✓' if data['completed'] else '■'} {data['termination_reason']} after {data['steps']} "
                     f"step{'' if data['steps'] == 1 else 's'} · reward "
                     f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
-                    f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")  # fmt: skip
+                    f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")
 
 
 def error_summary(error: str) -> str:
@@ -204,7 +204,7 @@ def final_cost(result: dict[str, Any]) -> float | None:
     if result.get("cost") is not None:
         return float(result["cost"])
     known = [float(u["cost"]) for u in (result.get("usage") or {}).values() if isinstance(u, dict)
-             and u.get("cost") is not None]  # fmt: skip
+             and u.get("cost") is not None]
     return sum(known) if known else None
 
 
@@ -230,7 +230,7 @@ class Spinner:
 
         self.started = self.step_started = time.monotonic()
         self.live = Live(console=self.console, get_renderable=self._line, refresh_per_second=PER_SECOND,
-                         transient=True, redirect_stdout=False, redirect_stderr=True)  # fmt: skip
+                         transient=True, redirect_stdout=False, redirect_stderr=True)
         self.live.start()
 
     def step(self, tokens: int) -> None:
@@ -253,4 +253,4 @@ class Spinner:
         doing = list(self.doing.values())  # one C-level copy: the run's thread may change it meanwhile
         return Text(f"{frame} step {self.step_number} · {now - self.step_started:.1f}s (run {now - self.started:.1f}s)"
                     f" · {self.tokens:,} tokens so far" + (f" · {doing[-1]}" if doing else ""),
-                    style="dim")  # fmt: skip
+                    style="dim")

@@ -46,7 +46,7 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
             row["hint"] = loopback.start_hint(row["base_url"] or "", row["name"])
     run = loaded.settings.run
     report: dict[str, Any] = {"providers": rows, "run": {"model": run.model, "sub_model": run.sub_model, "auto": None,
-                                                         "auto_notice": "", "auto_error": ""}}  # fmt: skip
+                                                         "auto_notice": "", "auto_error": ""}}
     try:  # what --model auto resolves to in this environment
         report["run"]["auto"], report["run"]["auto_notice"] = auto_model(host)
     except RlmError as exc:
@@ -84,12 +84,12 @@ def provider_row(spec: Any, owner: str, settings: Any) -> dict[str, Any]:
     key_optional = spec.key_optional or bool(spec.base_url_env and pointed)
     readiness = spec.readiness(settings)
     status = ("not ready" if not readiness.ok else "no key" if keys and not any(k["set"] for k in keys)
-              and not key_optional else "ready")  # fmt: skip
+              and not key_optional else "ready")
     hint = f"export {variables[0]}=… to use it" if status == "no key" else readiness.hint if not readiness.ok else ""
     return {"name": spec.name, "aliases": list(spec.aliases), "description": spec.description, "plugin": owner,
             "default_model": spec.default_model, "example_model": spec.example_model, "keys": keys,
             "base_url": redact(base_url(spec, settings)), "ready": readiness.ok, "status": status,
-            "detail": readiness.detail, "hint": hint}  # fmt: skip
+            "detail": readiness.detail, "hint": hint}
 
 
 def base_url(spec: Any, settings: Any) -> Optional[str]:

@@ -76,12 +76,12 @@ def _print_report(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as
     optional = [r for r in rows if not r["required"] and not r["ok"]]
     shown = problems + optional + [r for r in rows if r["ok"] and r["kind"] == "sink" and r["name"] in asked]
     widths = (max([12, *(len(r["kind"]) for r in shown)]), max([20, *(len(r["name"]) for r in rows if all_ or
-                                                                    r in shown)]))  # fmt: skip
+                                                                    r in shown)]))
     for r in shown:
         _print_row(r, widths, r["kind"])
     parts = [f"{len(problems)} problem{'s' if len(problems) != 1 else ''}", f"{sum(r['ok'] for r in rows)} of "
              f"{len(rows)} ready"] + ([f"{len(optional)} optional not ready (nothing configured uses them)"] if optional
-                                      else [])  # fmt: skip
+                                      else [])
     typer.echo(("\n" if shown else "") + ", ".join(parts) + ("" if all_ else "; --all lists every check"))
     if all_:
         for kind in dict.fromkeys(r["kind"] for r in rows):

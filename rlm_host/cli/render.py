@@ -41,7 +41,7 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
     extra = ((root.total_tokens, _tokens(root.input_tokens, root.output_tokens)),
              (sub.total_tokens, f"sub {sub.total_tokens:,} tokens"), (record.duration_s, f"{record.duration_s:.1f} s"))
     head = [f"step {record.step}{f'/{total}' if total else ''}", f"action: {record.action}",
-            f"reward {record.reward:+.2f}", *(text for shown, text in extra if shown)]  # fmt: skip
+            f"reward {record.reward:+.2f}", *(text for shown, text in extra if shown)]
     lines = [f"── {' · '.join(head)}" + (f" [depth {step.event.depth}]" if step.event.depth else "") + " ──"]
     observation = dict(record.observation)
     if blocks := [b for b in observation.pop("blocks", None) or [] if isinstance(b, dict)]:
@@ -77,9 +77,9 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
         for tried in step.branches:
             code = str(tried.get("code") or tried.get("reply") or "")
             mark = "kept" if tried.get("chosen") else _short(error_summary(str(tried["error"])), 60) \
-                if tried.get("error") else ""  # fmt: skip
+                if tried.get("error") else ""
             lines.append(f"    {tried.get('candidate')}. {tried.get('action')} · score {tried.get('score', 0):+.2f}"
-                         + (f" · {mark}" if mark else "") + f"  {_short(code, 70)}")  # fmt: skip
+                         + (f" · {mark}" if mark else "") + f"  {_short(code, 70)}")
     lines += [f"sub-calls ({len(step.sub_calls)}):"] if step.sub_calls else []
     lines += ["    " + _render_sub_call(call) for call in step.sub_calls]
     lines += [f"child runs ({len(step.children)}):"] if step.children else []
@@ -134,7 +134,7 @@ def render_summary(replay: Replay) -> str:
     parts += ["labels: " + "  ".join(f"{k}={_short(v, 60)}" for k, v in labels.items())] if labels else []
     parts += [f"instructions: {_short(settings['instructions'], 200)}"] if settings.get("instructions") else []
     setup = {k: start.get(k) or (getattr(result, k, "") if result else "")
-             for k in ("framework", "environment", "model", "sandbox")}  # fmt: skip
+             for k in ("framework", "environment", "model", "sandbox")}
     if setup["framework"] == "native":
         setup["framework"] = ""  # shown only for a framework run
     parts.append("  ".join(f"{k}: {v}" for k, v in setup.items() if v) or "setup: unknown")
@@ -145,7 +145,7 @@ def render_summary(replay: Replay) -> str:
         spent = f"cost: ${cost:.4f}{'' if result.cost_complete else ' (incomplete)'}  " if cost is not None else ""
         parts.append(f"status: {result.termination_reason} ({'completed' if result.completed else 'not completed'})  "
                      f"steps: {result.steps}  reward: {result.total_reward:.2f}  tokens: {result.usage.total_tokens:,}"
-                     f"  {spent}duration: {result.duration_s:.1f} s")  # fmt: skip
+                     f"  {spent}duration: {result.duration_s:.1f} s")
         parts += [f"final answer: {_short(result.final_response, 200)}"] if result.final_response is not None else []
         parts += [f"error: {_short(result.error, 200)}"] if result.error else []
     parts.extend(_sink_lines(replay))

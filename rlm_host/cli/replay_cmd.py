@@ -80,7 +80,7 @@ def _interactive(player: Replay, start: int, only_errors: bool) -> None:
 def _move(player: Replay, command: str) -> bool:
     """Apply one command; True when the cursor moved and the new step should be shown."""
     moves = {"n": (player.next, "at the last step (p goes back, q quits)"), "p": (player.prev, "at the first step"),
-             "e": (player.next_error, "no error step after this one")}  # fmt: skip
+             "e": (player.next_error, "no error step after this one")}
     key = {"": "n", "next": "n", "prev": "p", "error": "e"}.get(command, command)
     if key in moves:
         if not (moved := moves[key][0]() is not None):

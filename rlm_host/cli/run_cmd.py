@@ -29,7 +29,7 @@ from rlm_host.text import json_for_terminal, terminal_safe
 
 NAMES = ("--context", "-c")
 HINT = ("several contexts: --context a.txt b.md (each an existing path) or --context a.txt --context b.md; "
-        "quote a task that has spaces")  # fmt: skip
+        "quote a task that has spaces")
 
 
 class ContextsCommand(TyperCommand):
@@ -50,7 +50,7 @@ def spread(args: list[str], command: click.Command) -> list[str]:
     """``args`` with each word that follows a ``--context`` value and is one more context turned into
     ``--context WORD``; the command's last argument word is never taken (it is the task)."""
     valued = {name for p in command.params if p.param_type_name == "option" and not getattr(p, "is_flag", False)
-              and not getattr(p, "count", False) for name in p.opts + p.secondary_opts}  # fmt: skip
+              and not getattr(p, "count", False) for name in p.opts + p.secondary_opts}
     takes_arguments = any(p.param_type_name == "argument" for p in command.params)
     out: list[str] = []
     taken: list[int] = []  # where in ``out`` each spread word went
@@ -91,7 +91,7 @@ def cli_state() -> Any:
 
 
 def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (), *, defaults: Any = None,
-             prepare: Optional[Callable[..., Any]] = None, **flags: Any) -> None:  # fmt: skip
+             prepare: Optional[Callable[..., Any]] = None, **flags: Any) -> None:
     """Run a task with an RLM: the context stays in the sandbox, the model explores it with code.
 
     A client of the public ``RLM`` API, as a Python program would be: the flags become run settings (each
@@ -113,7 +113,7 @@ def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (
 
 def run_and_show(loaded: Any, task: str, context: Any, as_json: bool, quiet: bool, *,
                  connectors: Optional[dict[str, Any]] = None,
-                 watch: Optional[Callable[[Any], None]] = None) -> None:  # fmt: skip
+                 watch: Optional[Callable[[Any], None]] = None) -> None:
     """Run ``task`` with ``loaded`` through ``RLM``, shown by the live view unless ``quiet`` (or JSON logs), then
     ``show_result``; ``watch`` sees every event too (``rlm runs fork``: the replayed steps)."""
     from rlm_host.api.client import RLM
@@ -183,7 +183,7 @@ def for_stdout(answer: str) -> str:
 
 
 def run_params(offered: Any = None, *, context: str = "", as_json: bool = True,
-               quiet: str = "No live view.") -> list[Any]:  # fmt: skip
+               quiet: str = "No live view.") -> list[Any]:
     """The options of a command that starts runs: ``--context`` (with its ``context`` help, when given), the run
     options ``offered`` (default: all) as flags, ``--json`` and ``-q``."""
     from rlm_host.cli import run_flags
@@ -192,12 +192,12 @@ def run_params(offered: Any = None, *, context: str = "", as_json: bool = True,
               if context else []), *run_flags.options(offered),
             *([TyperOption(param_decls=["--json", "as_json"], is_flag=True, help="Print the RunResult as JSON on "
                            "stdout.")] if as_json else []),
-            TyperOption(param_decls=["--quiet", "-q", "quiet"], is_flag=True, help=quiet)]  # fmt: skip
+            TyperOption(param_decls=["--quiet", "-q", "quiet"], is_flag=True, help=quiet)]
 
 
 def run_command(name: str = "run", *, help: Optional[str] = None, defaults: Optional[dict[str, Any]] = None,
                 exclude: tuple[str, ...] = (), params: tuple[Any, ...] = (), context: bool = True,
-                prepare: Optional[Callable[..., Any]] = None) -> click.Command:  # fmt: skip
+                prepare: Optional[Callable[..., Any]] = None) -> click.Command:
     """A command that runs a task the way ``rlm run`` does — the task, ``--context``, every run option as a flag,
     ``--json``, ``-q``, the live view, the exit codes — for a plugin's own run command (``rlm harness run``).
 
@@ -209,10 +209,10 @@ def run_command(name: str = "run", *, help: Optional[str] = None, defaults: Opti
     offered = [name for name in run_options.names() if name not in exclude]
     where = "A file, a directory, or - for stdin; several: --context a.txt b.md (or repeat --context)."
     options = [TyperArgument(param_decls=["task"], required=True, help="The question or task."), *params,
-               *run_params(offered, context=where if context else "")]  # fmt: skip
+               *run_params(offered, context=where if context else "")]
     callback = functools.partial(run_task, defaults=defaults, prepare=prepare)
     return ContextsCommand(name=name, callback=callback, params=options, rich_markup_mode=None,
-                           help=help or (run_task.__doc__ or "").split("\n")[0])  # fmt: skip
+                           help=help or (run_task.__doc__ or "").split("\n")[0])
 
 
 run = run_command()

@@ -49,7 +49,7 @@ def _field_type(name: str) -> tuple[Any, bool, bool, Optional[str]]:
         return str, False, False, "DIR"
     kind = {int: int, float: float}.get(base, str)
     return kind, False, False, {int: "INTEGER", float: "SECONDS" if "seconds" in name or "timeout" in name
-                                else "FLOAT"}.get(kind, "TEXT")  # fmt: skip
+                                else "FLOAT"}.get(kind, "TEXT")
 
 
 def options(names: Optional[Iterable[str]] = None) -> list[TyperOption]:
@@ -60,7 +60,7 @@ def options(names: Optional[Iterable[str]] = None) -> list[TyperOption]:
         kind, is_flag, repeat, metavar = _field_type(name)
         decls, help_text = _flag(name)
         out.append(TyperOption(param_decls=[*decls, name], is_flag=is_flag, type=None if is_flag else kind,
-                               multiple=repeat, default=None, help=help_text, metavar=metavar))  # fmt: skip
+                               multiple=repeat, default=None, help=help_text, metavar=metavar))
     return out
 
 
@@ -88,7 +88,7 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
         near = difflib.get_close_matches(flag, [run_options.flag_of(n) for n in run_options.names()], n=3, cutoff=0.5)
         raise ConfigError(f"unknown run option {flag}" + (f" (did you mean {' or '.join(near)}?)" if near else ""),
                           hint="the run options are those of `rlm run --help` (--max-cost and --max-tokens for a "
-                          "budget)")  # fmt: skip
+                          "budget)")
     for name, value in given.items():
         if value is None or value == ():
             continue

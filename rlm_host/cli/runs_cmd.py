@@ -41,7 +41,7 @@ from rlm_host.trajectory.active import ActiveRuns
 from rlm_host.trajectory.fork import FORK_AT, FORK_OF, fork_wrapper
 
 app = group("Saved runs (list, show one with every step, compare two, export one) and runs in progress (active, "
-            "cancel).")  # fmt: skip
+            "cancel).")
 AS_JSON = typer.Option(False, "--json", help="Print JSON.")
 RUN_ID = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path.")
 
@@ -77,7 +77,7 @@ def list_runs(
         tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
         cost = f"${s.cost:.4f}" if s.cost is not None else "-"
         say(f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
-            f"{tokens:>8} {cost:>8}  {clip(s.task, 50)}")  # fmt: skip
+            f"{tokens:>8} {cost:>8}  {clip(s.task, 50)}")
     if len(shown) < len(summaries):
         say(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
     for s in shown:
@@ -105,7 +105,7 @@ def active(
     say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} {'TASK':<40} HOME")
     for run in runs:
         say(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
-            f"{run.environment:<10} {run.command[:16]:<16} {clip(run.task, 40):<40} {run.home or '?'}")  # fmt: skip
+            f"{run.environment:<10} {run.command[:16]:<16} {clip(run.task, 40):<40} {run.home or '?'}")
     if dead := sum(run.status == "dead" for run in runs):
         say(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
 
@@ -132,7 +132,7 @@ def cancel(
             say(f"cancelled {run.run_id}")
         else:
             say(f"asked {run.run_id} to stop" + (f"; still running after {wait:g} s (process {run.pid})"
-                                                 if wait else ""))  # fmt: skip
+                                                 if wait else ""))
     if left and wait:
         raise typer.Exit(1)
 
@@ -157,7 +157,7 @@ def compare(
 
 @app.command("show")
 def show(ctx: typer.Context, run_id: str = RUN_ID, as_json: bool = typer.Option(False, "--json", help="Print the "
-         "RunResult and every event as JSON.")) -> None:  # fmt: skip
+         "RunResult and every event as JSON.")) -> None:
     """One saved run: its summary, then every root step with its sub-calls and child runs."""
     from rlm_host.cli.render import render_step, render_summary
     from rlm_host.observability.spans import trace_id_for
@@ -169,7 +169,7 @@ def show(ctx: typer.Context, run_id: str = RUN_ID, as_json: bool = typer.Option(
     if as_json:
         result = replay.result.model_dump(mode="json") if replay.result else None
         return echo_json({"run_id": replay.root.run_id, "trace_id": trace_id_for(replay.root.run_id), "path": str(path),
-                          "result": result, "events": [e.model_dump(mode="json") for e in events]})  # fmt: skip
+                          "result": result, "events": [e.model_dump(mode="json") for e in events]})
     say(render_summary(replay))
     for step in replay.steps:
         say("\n" + render_step(step, total=len(replay.steps)))
@@ -178,7 +178,7 @@ def show(ctx: typer.Context, run_id: str = RUN_ID, as_json: bool = typer.Option(
 def json_exporter(settings: object, services: object) -> Any:
     """The built-in ``json`` exporter: a run tree's events as one JSON array."""
     return lambda events, out: out.write(json.dumps([e.model_dump(mode="json") for e in events], indent=2,
-                                                    default=str) + "\n")  # fmt: skip
+                                                    default=str) + "\n")
 
 
 @app.command("export")
@@ -228,7 +228,7 @@ def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quie
     wrap, watch = fork_wrapper(replay, at)
     taken = f"steps 1-{at} are" if at > 1 else "step 1 is"
     logs.say(f"fork of {source}: {taken} taken as recorded (their code runs again), then "
-             f"{loaded.settings.run.model} goes on", event="fork", run=source, at=at)  # fmt: skip
+             f"{loaded.settings.run.model} goes on", event="fork", run=source, at=at)
     run_and_show(loaded, str(start.get("task") or ""), value, as_json, quiet, connectors={"wrap": wrap}, watch=watch)
 
 
@@ -239,12 +239,12 @@ def recorded_settings(settings: Any, source: str) -> dict[str, Any]:
         return {}
     defaults = RunSettings().model_dump(mode="json")
     entries = [(f"run.{name}", value, source) for name, value in settings.items()
-               if name in RunSettings.model_fields and value != defaults.get(name)]  # fmt: skip
+               if name in RunSettings.model_fields and value != defaults.get(name)]
     kept, ignored = screen(entries, Path.cwd(), get_host())
     if ignored:
         left = "; ".join(f"{item.key.removeprefix('run.')} ({item.reason})" for item in ignored)
         logs.say(f"warning: settings of {source} not taken again (give them as flags if you mean them): {left}",
-                 event="fork settings", level="warning")  # fmt: skip
+                 event="fork settings", level="warning")
     return {key.removeprefix("run."): value for key, value, _ in kept}
 
 
@@ -259,7 +259,7 @@ def recorded_context(meta: Any, source: str) -> Optional[Any]:
         return ContextFiles(tuple(str(p) for p in paths))
     shown = f"{meta.get('type')}, {meta.get('total_chars', 0):,} characters"
     raise InputError(f"run {source} had a context ({shown}) that cannot be read again here",
-                     hint="give it again: rlm runs fork RUN --at STEP --context FILE")  # fmt: skip
+                     hint="give it again: rlm runs fork RUN --at STEP --context FILE")
 
 
 #: The ``runs`` command of ``rlm`` (``rlm_host.default_plugins.commands``): the commands above, and ``fork``, which
@@ -271,4 +271,4 @@ runs_group.add_command(ContextsCommand(name="fork", callback=fork_run, rich_mark
     TyperOption(param_decls=["--at", "at"], type=int, required=True, metavar="STEP",
                 help="The last step taken as recorded (1 to the run's steps)."),
     *run_params(context="The context, when the run's files are not in this folder any more.")],
-    help=(fork_run.__doc__ or "").split("\n")[0]), "fork")  # fmt: skip
+    help=(fork_run.__doc__ or "").split("\n")[0]), "fork")

@@ -24,7 +24,7 @@ from rlm_host.config.paths import user_config_dir
 from rlm_host.config.schema import COMPONENT_SECTIONS, Settings
 from rlm_host import redact
 from rlm_host.config.trust import (TRUST_ENV, Ignored, holds_credential, is_trusted, is_truthy, screen,
-                                   warning_text)  # fmt: skip
+                                   warning_text)
 from rlm_host.errors import ConfigError, RlmError
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class LoadedSettings:
         from rlm_host import logs
 
         logs.say(text, event="untrusted config", level="warning", file=str(self.untrusted_file),
-                 ignored=[item.key for item in self.ignored])  # fmt: skip
+                 ignored=[item.key for item in self.ignored])
 
     @property
     def home(self) -> Path:

@@ -15,7 +15,7 @@ def protected_folders() -> set[Path]:
     documents and downloads folders, the filesystem root and the system's own folders."""
     home = Path.home().resolve()
     system = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/root", "/sbin", "/sys", "/usr",
-              "/var", "/System", "/Library", "/Applications", "/Users", "/home", "/private", "/tmp")  # fmt: skip
+              "/var", "/System", "/Library", "/Applications", "/Users", "/home", "/private", "/tmp")
     folders = {home, *(home / name for name in ("Desktop", "Documents", "Downloads"))}
     return {p.resolve() if p.exists() else p for p in folders | {Path(s) for s in system}}
 

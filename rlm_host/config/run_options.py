@@ -48,7 +48,7 @@ def merge_run(base: RunSettings, values: dict[str, Any], labels: Optional[dict[s
     except ValidationError as exc:
         labelled = labels or {}
         problems = "; ".join(f"{labelled.get(str(e['loc'][0]), str(e['loc'][0])) if e['loc'] else 'run'}: {e['msg']}"
-                             for e in exc.errors())  # fmt: skip
+                             for e in exc.errors())
         raise ConfigError(f"invalid run option: {problems}") from None
 
 

@@ -213,7 +213,7 @@ class RewardProfile(Section):
         f"framework_{kind}": f"reward_{kind}" for kind in (
             "tool_call", "planning_tool_call", "tool_result", "tool_error", "retry", "model_text", "model_response",
             "empty_response")
-    }  # fmt: skip
+    }
 
     run_python_base: float = Field(0.1, description="any executed code step")
     run_python_success_bonus: float = Field(0.7, description="the code ran without error")

@@ -97,7 +97,7 @@ def record_trust(path: Path, table: Optional[Mapping[str, Any]], env: Mapping[st
 
 def screen(entries: list[tuple[str, Any, str]], project: Path, host: Optional["PluginHost"] = None,
            baseline: Optional[Mapping[str, Any]] = None) -> tuple[list[tuple[str, Any, str]],
-                                                                  list[Ignored]]:  # fmt: skip
+                                                                  list[Ignored]]:
     """Split an untrusted file's ``(key, value, label)`` entries into those kept and those ignored; ``baseline``
     maps dotted keys to the values trusted layers below it set (the user's file), which it may only tighten."""
     kept, ignored = [], []
@@ -115,7 +115,7 @@ APPROVAL_ORDER = ("read-only", "ask", "auto")
 
 
 def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = None,
-            baseline: Optional[Mapping[str, Any]] = None) -> str:  # fmt: skip
+            baseline: Optional[Mapping[str, Any]] = None) -> str:
     """Why ``key = value`` from an untrusted project file must not apply ("" when it may); ``baseline``: the values
     of trusted layers below it (see ``screen``)."""
     parts = key.split(".")
@@ -300,4 +300,4 @@ def warning_text(path: Path, ignored: list[Ignored]) -> str:
     """The one warning an untrusted file with risky keys gets."""
     keys = "; ".join(f"{item.key} ({item.reason})" for item in ignored)
     return (f"warning: {path} is not trusted, so these settings were ignored: {keys}. "
-            f"If you trust this project, run `rlm config trust {path}` (or pass --trust-config).")  # fmt: skip
+            f"If you trust this project, run `rlm config trust {path}` (or pass --trust-config).")

@@ -23,4 +23,4 @@ def rlm_register_commands() -> list[CommandSpec]:
         CommandSpec("plugins", "List installed plugins and check their readiness.", "rlm_host.cli.plugins_cmd:app"),
         CommandSpec("config", "Show the effective settings and where each came from; trust a project's config.",
                     "rlm_host.cli.config_cmd:app"),
-    ]  # fmt: skip
+    ]

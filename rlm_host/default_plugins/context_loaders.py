@@ -17,4 +17,4 @@ def rlm_register_context_loaders() -> list[ContextLoaderSpec]:
                           "rlm_host.context:JsonLinesLoader", suffixes=(".jsonl", ".ndjson")),
         ContextLoaderSpec("text", "Any other text file as its text (UTF-8, undecodable bytes replaced)",
                           "rlm_host.context:TextLoader", priority=-100),
-    ]  # fmt: skip
+    ]

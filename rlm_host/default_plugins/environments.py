@@ -16,4 +16,4 @@ def rlm_register_environments() -> list[EnvironmentSpec]:
         EnvironmentSpec("generic", "JSON actions run_python / final / delegate with RLM Code's reward formula",
                         "rlm_host.environments.generic:GenericEnvironment",
                         settings="rlm_host.environments.generic:GenericSettings", context_on_disk=True),
-    ]  # fmt: skip
+    ]

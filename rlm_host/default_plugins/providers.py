@@ -26,4 +26,4 @@ def rlm_register_providers() -> list[ProviderSpec]:
                      "latest or a .jsonl path)", "rlm_host.trajectory.replay_provider:create",
                      settings="rlm_host.trajectory.replay_provider:ReplaySettings", key_optional=True,
                      example_model="latest", model_files=True, local=True),  # local: free
-    ]  # fmt: skip
+    ]

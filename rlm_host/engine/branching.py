@@ -20,7 +20,7 @@ MAX_BRANCH_WIDTH = 8
 
 
 def best_of(environment: Any, first: Completion, width: int, more: Any, step: int, scope: Any,
-            scale: Any) -> tuple[Completion, ActionResult]:  # fmt: skip
+            scale: Any) -> tuple[Completion, ActionResult]:
     """The kept candidate of ``width`` (``first``, then ``more()`` for each other) and its result, every candidate
     recorded as a ``branch`` event; ``scale(reward)`` is the run's reward scaling."""
     tried: list[tuple[Completion, Any]] = []
@@ -43,7 +43,7 @@ def best_of(environment: Any, first: Completion, width: int, more: Any, step: in
 
 
 def _record(step: int, candidate: int, completion: Completion, result: ActionResult, score: float,
-            chosen: bool) -> dict[str, Any]:  # fmt: skip
+            chosen: bool) -> dict[str, Any]:
     blocks = result.observation.get("blocks") or []
     output = "".join(str(b.get("stdout") or "") for b in blocks if isinstance(b, dict))
     error = next((str(b["error"]) for b in blocks if isinstance(b, dict) and b.get("error")), None)

@@ -25,7 +25,7 @@ class Budget:
 
     def __init__(self, *, timeout: float, max_llm_calls: int, max_tokens: Optional[int] = None,
                  max_cost: Optional[float] = None, cancel: Optional[threading.Event] = None,
-                 shared: Optional["Budget"] = None) -> None:  # fmt: skip
+                 shared: Optional["Budget"] = None) -> None:
         self.shared = shared  # a budget several run trees draw from too (``RLM(shared_budget=True)``)
         self.deadline, self.timeout, self.cancel = time.monotonic() + timeout, timeout, cancel or threading.Event()
         self.max_llm_calls, self.max_tokens, self.max_cost = max_llm_calls, max_tokens, max_cost
@@ -46,7 +46,7 @@ class Budget:
                  f"cost={against(cost, f'${self.max_cost:g}' if self.max_cost is not None else None)}",
                  f"llm_calls={against(str(self.llm_calls), str(self.max_llm_calls))}",
                  f"remaining={max(self.remaining(), 0):.1f}s" if self.timeout != float("inf") else "",
-                 "cancelled" if self.cancel.is_set() else ""]  # fmt: skip
+                 "cancelled" if self.cancel.is_set() else ""]
         return f"Budget({', '.join(part for part in parts if part)})"
 
     def remaining(self) -> float:

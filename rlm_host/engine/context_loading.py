@@ -26,7 +26,7 @@ def loader_lookup(host: Any, loaded: Any, home: Path) -> LoaderLookup:
             ready = spec.readiness()
             if not ready.ok:  # e.g. its PDF library is missing: say so instead of failing mid-load
                 raise InputError(f"the {spec.name!r} context loader cannot run here: {ready.detail}",
-                                 hint=ready.hint or "")  # fmt: skip
+                                 hint=ready.hint or "")
             built[spec.name] = spec.create(loaded.component("context_loader", spec.name), HostServices(home=home))
         return built[spec.name]
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rlm_host.engine.budget import Budget
 from rlm_host.event_types import error_line, next_call
 from rlm_host.models.protocol import (Completion, Message, ModelConnector, Purpose, ReplyFormat, ReplyFormatMode,
-                                   provider_of, reply_format_for)  # fmt: skip
+                                   provider_of, reply_format_for)
 from rlm_host.models.prices import default_table, endpoint
 from rlm_host.results import Usage
 from rlm_host.text import valid_unicode
@@ -35,7 +35,7 @@ class ModelClient:
     def __init__(self, connector: ModelConnector, role: str, usage: Usage, budget: Budget,
                  lock: Optional[threading.Lock] = None, *, scope: Optional["RunScope"] = None,
                  prices: Optional["PriceTable"] = None,
-                 reply_format_mode: ReplyFormatMode = "auto") -> None:  # fmt: skip
+                 reply_format_mode: ReplyFormatMode = "auto") -> None:
         self.connector, self.role, self.usage, self.budget = connector, role, usage, budget
         self.scope, self.prices, self.reply_format_mode = scope, prices, reply_format_mode
         self._lock = lock or threading.Lock()  # shared with whoever else writes to ``usage``
@@ -61,7 +61,7 @@ class ModelClient:
         return getattr(self.connector, "max_concurrency", None)
 
     def complete(self, messages: list[Message], purpose: Optional[Purpose] = None,
-                 reply_format: Optional[ReplyFormat] = None) -> Completion:  # fmt: skip
+                 reply_format: Optional[ReplyFormat] = None) -> Completion:
         """One call; ``purpose`` defaults to ``turn`` for the root role and ``sub_call`` for the sub role.
 
         ``reply_format`` (the environment's) is passed on for turns only, when :func:`reply_format_for` allows;
@@ -76,7 +76,7 @@ class ModelClient:
         if scope is not None:  # emitted outside the model's time: what it costs is the engine's
             # (reply_format: the trajectory says which calls were held to a reply shape)
             call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,
-                    "purpose": purpose, **({} if enforced is None else {"reply_format": enforced.name})}  # fmt: skip
+                    "purpose": purpose, **({} if enforced is None else {"reply_format": enforced.name})}
             scope.emit("model_call_start", dict(call))
         started = time.monotonic()
         on_retry = self._on_retry if scope is not None else None
@@ -87,7 +87,7 @@ class ModelClient:
             if scope is not None:
                 scope.emit("model_call_end", {**call, "seconds": round(time.monotonic() - started, 3),
                                               "error": error_line(f"{type(exc).__name__}: {exc}")},
-                           content={"messages": messages})  # fmt: skip
+                           content={"messages": messages})
             raise
         finally:
             with self._lock:
@@ -97,7 +97,7 @@ class ModelClient:
             completion = completion.model_copy(update={"text": text})
         if completion.cost is None:  # priced here when the model's price is known
             cost = (self.prices or default_table()).cost(self.name, completion.input_tokens, completion.output_tokens,
-                                                         base_url=endpoint(self.connector))  # fmt: skip
+                                                         base_url=endpoint(self.connector))
             if cost is not None:
                 completion = completion.model_copy(update={"cost": cost})
         with self._lock:
@@ -106,7 +106,7 @@ class ModelClient:
             scope.emit("model_call_end", {**call, "input_tokens": completion.input_tokens,
                                           "output_tokens": completion.output_tokens, "cost": completion.cost,
                                           "seconds": round(time.monotonic() - started, 3)},
-                       content={"messages": messages, "reply": completion.text})  # fmt: skip
+                       content={"messages": messages, "reply": completion.text})
         self.budget.charge(completion.input_tokens + completion.output_tokens, completion.cost)
         return completion
 
@@ -117,4 +117,4 @@ class ModelClient:
     def _on_retry(self, attempt: int, wait: float, reason: str) -> None:
         assert self.scope is not None
         self.scope.emit("model_retry", {"role": self.role, "model": self.name, "provider": self.provider,
-                                        "attempt": attempt, "wait": round(wait, 3), "reason": reason})  # fmt: skip
+                                        "attempt": attempt, "wait": round(wait, 3), "reason": reason})

@@ -86,7 +86,7 @@ class RunPlan:
     def open_sandbox(self) -> SandboxSession:
         if self.sandbox is None:
             raise SandboxError(f"the {self.run.environment} environment declares that it runs no code, so this run "
-                               "has no sandbox")  # fmt: skip
+                               "has no sandbox")
         return self.sandbox.open()
 
     def attach_observers(self, bus: EventBus) -> list[Callable[[], None]]:
@@ -95,7 +95,7 @@ class RunPlan:
 
         bus.subscribe("trajectory", self.writer)
         delivery = SinkDelivery(bus, self.sinks, flush_seconds=self.run.sink_flush_seconds,
-                                call_seconds=self.run.sink_call_seconds)  # fmt: skip
+                                call_seconds=self.run.sink_call_seconds)
         # the sinks deliver in the background: the answer is not kept waiting for a slow backend
         return [delivery.close_in_background, self.writer.close]
 
@@ -112,13 +112,13 @@ class RunPlan:
             "context": {**context_meta, **({"files": list(self.context_files)}  # the root's, for rlm runs fork
                                             if self.context_files and context_meta is self.context_meta else {})},
             "notices": list(self.notices),
-        }  # fmt: skip
+        }
 
 
 def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: Any,
              connectors: Optional[dict[str, Any]] = None,
              prices: Optional[PriceTable] = None,
-             pool: Optional[dict[tuple[str, str], ModelConnector]] = None) -> RunPlan:  # fmt: skip
+             pool: Optional[dict[tuple[str, str], ModelConnector]] = None) -> RunPlan:
     """Resolve every name and value of a run before its first step (one clear error if any is wrong).
 
     ``loaded``: the settings with the front door's run options merged in (``LoadedSettings.with_run``), so each value's
@@ -131,7 +131,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     run: RunSettings = loaded.settings.run
     framework_spec = None if run.framework == NATIVE_FRAMEWORK else host.frameworks().get(
         run.framework, other_choices=(NATIVE_FRAMEWORK,),
-        where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")  # fmt: skip
+        where_more=" (frameworks are plugins: pip install rlm-adapter-<name>)")
     env_spec = host.environments().get(run.environment)
     on_disk = env_spec.context_on_disk and framework_spec is None
     files = None
@@ -147,7 +147,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     limits = SandboxLimits(exec_timeout=run.exec_timeout, memory_mb=memory_for(context_meta))
     sandbox = (plan_sandbox(host, loaded, home, env_spec, run.sandbox, exec_timeout=limits.exec_timeout,
                             memory_mb=limits.memory_mb, workspace=workdir)
-               if env_spec.runs_code or run.sandbox != "auto" else None)  # fmt: skip
+               if env_spec.runs_code or run.sandbox != "auto" else None)
     sampling = Sampling.of(run)
     given = connectors or {}
     notices = [not_a_boundary(sandbox)] if sandbox is not None and not sandbox.spec.security_boundary else []
@@ -158,7 +158,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
 
     def make_connector(model: str, role: str = "sub") -> ModelConnector:
         options = ModelOptions(base_url=run.base_url, max_tokens=run.max_reply_tokens,
-                               **sampling.sent(role, model, host))  # fmt: skip
+                               **sampling.sent(role, model, host))
         key = (model, options.model_dump_json())
         if pool is not None and key in pool:  # a chat session's turns share their connectors (a script goes on)
             return pool[key]
@@ -206,7 +206,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
         sampling=sampling.recorded, tools=tools, sub_tools=sub_tools, output=output, toolboxes=toolboxes,
         context_files=tuple(files or ()),
-    )  # fmt: skip
+    )
 
 
 def not_a_boundary(sandbox: SandboxPlan) -> str:
@@ -252,7 +252,7 @@ class Sampling:
 def _sources(loaded: "LoadedSettings") -> dict[str, str]:
     """Where each run option that is not a default came from (``--max-steps``, ``RLM(model=…)``, a file)."""
     return {name: source for name in RunSettings.model_fields
-            if (source := loaded.source_of(f"run.{name}")) != "default"}  # fmt: skip
+            if (source := loaded.source_of(f"run.{name}")) != "default"}
 
 
 def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTable) -> list[str]:
@@ -267,13 +267,13 @@ def cost_notices(run: RunSettings, models: list[ModelConnector], prices: PriceTa
             f'  [[prices]]\n  model = "{unpriced[0]}"\n  input = 1.0\n  output = 2.0')
     if run.strict:
         raise ConfigError(f"--max-cost ${run.max_cost:g} cannot be enforced: no price is known for {names}",
-                          hint=hint + "\nor run without --strict")  # fmt: skip
+                          hint=hint + "\nor run without --strict")
     return [f"no price is known for {names}: --max-cost ${run.max_cost:g} counts only the calls it can price "
-            f"(--strict refuses such a run); {hint}"]  # fmt: skip
+            f"(--strict refuses such a run); {hint}"]
 
 
 def check_branching(run: RunSettings, env_spec: "EnvironmentSpec", framework_spec: Optional["FrameworkSpec"],
-                    root: ModelConnector, prices: PriceTable) -> None:  # fmt: skip
+                    root: ModelConnector, prices: PriceTable) -> None:
     """A ``branch_width`` the run can take: at most ``MAX_BRANCH_WIDTH`` (the error estimates what more would
     cost), in an environment that tries replies in a copy of its REPL, with no framework."""
     from rlm_host.engine.branching import MAX_BRANCH_WIDTH
@@ -287,10 +287,10 @@ def check_branching(run: RunSettings, env_spec: "EnvironmentSpec", framework_spe
         calls = width * run.max_steps
         price = prices.lookup(root.name, base_url=getattr(root, "base_url", None))
         estimate = (f"; at {root.name}'s price, about ${price.cost(calls * 4000, calls * 300):,.2f} for 4,000 "
-                    "prompt and 300 reply tokens a call" if price is not None else "")  # fmt: skip
+                    "prompt and 300 reply tokens a call" if price is not None else "")
         raise ConfigError(f"--branch-width {width} is more than {MAX_BRANCH_WIDTH}: up to {calls:,} root model calls "
                           f"for {run.max_steps} steps ({width} a step, each also a copy of the REPL){estimate}",
-                          hint=f"use at most --branch-width {MAX_BRANCH_WIDTH}")  # fmt: skip
+                          hint=f"use at most --branch-width {MAX_BRANCH_WIDTH}")
 
 
 def run_sinks(host: "PluginHost", names: Optional[list[str]]) -> list[str]:

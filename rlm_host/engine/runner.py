@@ -68,7 +68,7 @@ class RLMRunner:
                  event_types: Optional[Iterable[str]] = None, connectors: Optional[dict[str, ModelConnector]] = None,
                  shared_budget: Optional[Budget] = None, carry: Optional[VariableCarrier] = None,
                  approver: Optional[Approver] = None, question: Optional[str] = None,
-                 connector_pool: Optional[dict[Any, ModelConnector]] = None, **options: Any) -> RunResult:  # fmt: skip
+                 connector_pool: Optional[dict[Any, ModelConnector]] = None, **options: Any) -> RunResult:
         """Run ``task`` over ``context``: a value (str, list of documents, JSON) or ``ContextFiles`` (paths the plan
         loads as the environment needs), or None.
 
@@ -94,7 +94,7 @@ class RLMRunner:
             getattr(connector, "warm_up", lambda: None)()  # the SDK loads while the sandbox starts, takes the context
         run = plan.run
         budget = Budget(timeout=run.timeout, max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
-                        max_cost=run.max_cost, cancel=cancel, shared=shared_budget)  # fmt: skip
+                        max_cost=run.max_cost, cancel=cancel, shared=shared_budget)
         plan, closers = _with_toolboxes(plan)
         bus = EventBus()
         closers += plan.attach_observers(bus)
@@ -103,14 +103,14 @@ class RLMRunner:
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
         registration = ActiveRuns().register(  # `rlm runs cancel` from any process and folder sets budget.cancel
             plan.run_id, budget.cancel, home=str(self.home), task=question or task, environment=run.environment,
-            model=plan.root_connector.name, trajectory=str(plan.trajectory_path))  # fmt: skip
+            model=plan.root_connector.name, trajectory=str(plan.trajectory_path))
         approvals = Approvals(run.approve, run.approval_rules, approver)
         _log_run("run started", run_id=plan.run_id, environment=run.environment, framework=run.framework,
                  model=plan.root_connector.name, sandbox=plan.sandbox_name,
-                 task=live_text(task if question is None else question, 80))  # fmt: skip
+                 task=live_text(task if question is None else question, 80))
         try:
             result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry,
-                               approvals, question)  # fmt: skip
+                               approvals, question)
         finally:
             if registration is not None:
                 registration.close()
@@ -118,7 +118,7 @@ class RLMRunner:
         writer = plan.writer
         if writer.failed is not None:  # the answer survives a record that could not be written
             result = result.model_copy(update={"record_error": f"the trajectory {writer.path} is incomplete: "
-                                               f"{writer.failed} ({writer.dropped} event(s) not written)"})  # fmt: skip
+                                               f"{writer.failed} ({writer.dropped} event(s) not written)"})
         _log_run("run finished", run_id=result.run_id, reason=result.termination_reason, steps=result.steps,
                  tokens=result.usage.total_tokens, cost=result.cost, seconds=result.duration_s,
                  trajectory=result.trajectory_path)
@@ -133,7 +133,7 @@ class RLMRunner:
         env_spec = self.host.environments().get(environment or run.environment)
         return plan_sandbox(self.host, self.loaded, self.home, env_spec, sandbox or run.sandbox,
                             exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}),
-                            workspace=workspace).open()  # fmt: skip
+                            workspace=workspace).open()
 
     def _build_environment(self, name: str, ctx: EnvironmentContext) -> Any:
         """``EnvironmentContext.build_environment``: a registered environment with its ``[environment.NAME]``
@@ -145,7 +145,7 @@ class RLMRunner:
 
     def _run(self, scope: RunScope, task: str, context: Any, plan: RunPlan, budget: Budget,
              guard: RecursionGuard, carry: Optional[VariableCarrier] = None,
-             approvals: Approvals = ALLOW_ALL, question: Optional[str] = None) -> RunResult:  # fmt: skip
+             approvals: Approvals = ALLOW_ALL, question: Optional[str] = None) -> RunResult:
         """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
         started = time.monotonic()
         usage, usage_lock = RunUsage(), threading.Lock()
@@ -153,7 +153,7 @@ class RLMRunner:
         def client(connector: ModelConnector, role: str) -> ModelClient:
             """A connector bound to a role of this run: usage counted, retries emitted on it, costs priced."""
             return ModelClient(connector, role, getattr(usage, role), budget, usage_lock, scope=scope,
-                               prices=self.prices, reply_format_mode=plan.run.reply_format)  # fmt: skip
+                               prices=self.prices, reply_format_mode=plan.run.reply_format)
 
         root, sub = client(plan.root_connector, "root"), client(plan.sub_connector, "sub")
         meta = plan.context_meta if scope.depth == 0 else describe_context(context)
@@ -170,7 +170,7 @@ class RLMRunner:
             tools=plan.tools if scope.depth == 0 else plan.sub_tools, tool_timeout=plan.run.tool_timeout,
             nudge_first_answer=plan.run.nudge_first_answer, output=plan.output if scope.depth == 0 else None,
             allow_any_workdir=plan.run.allow_any_workdir,
-        )  # fmt: skip
+        )
         steps = _Steps(ctx, plan, budget, usage)
         completed, answer, error = False, None, None
         reason: TerminationReason = "max_steps"
@@ -212,13 +212,13 @@ class RLMRunner:
             termination_reason=reason, error=redact(error), trajectory_path=str(plan.trajectory_path),
             over_budget=_over_budget(plan.run.max_cost, usage.cost, steps.crossed_at) if scope.depth == 0 else None,
             framework_metadata=steps.metadata, output=_typed_output(ctx.output, answer),
-        )  # fmt: skip
+        )
         scope.emit("final", result.model_dump(mode="json"))
         return result
 
     def _child_spawner(self, scope: RunScope, plan: RunPlan, budget: Budget, guard: RecursionGuard,
                        approvals: Approvals, usage: RunUsage,
-                       usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:  # fmt: skip
+                       usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:
         """``spawn_child(task, context)`` of a run: a child run one level deeper, on the same plan, budget and guard,
         announced by ``child_run_start`` / ``child_run_end``; its whole usage counts as the parent's sub usage."""
 
@@ -226,19 +226,19 @@ class RLMRunner:
             guard.check(scope.depth + 1, plan.run.environment, child_task)
             child_scope = scope.child(new_run_id())
             scope.emit("child_run_start", {"child_run_id": child_scope.run_id, "task": live_text(child_task),
-                                           "depth": child_scope.depth})  # fmt: skip
+                                           "depth": child_scope.depth})
             child_started = time.monotonic()
             try:
                 child = self._run(child_scope, child_task, child_context, plan, budget, guard, approvals=approvals)
             except BaseException as exc:
                 scope.emit("child_run_end", {"child_run_id": child_scope.run_id,
                                              "seconds": round(time.monotonic() - child_started, 3),
-                                             "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+                                             "error": error_line(f"{type(exc).__name__}: {exc}")})
                 raise
             scope.emit("child_run_end", {"child_run_id": child.run_id, "completed": child.completed,
                                          "termination_reason": child.termination_reason,
                                          "seconds": round(time.monotonic() - child_started, 3),
-                                         "cost": child.cost})  # fmt: skip
+                                         "cost": child.cost})
             with usage_lock:
                 usage.sub.merge(child.usage.root)
                 usage.sub.merge(child.usage.sub)
@@ -247,7 +247,7 @@ class RLMRunner:
         return spawn_child
 
     def _drive_environment(self, environment: Any, ctx: EnvironmentContext, plan: RunPlan,
-                           steps: "_Steps") -> tuple[bool, Optional[str], TerminationReason]:  # fmt: skip
+                           steps: "_Steps") -> tuple[bool, Optional[str], TerminationReason]:
         """The native loop: the environment's prompt, the root model's reply, the environment's verdict."""
         width = plan.run.branch_width
         if width > 1 and ctx.carry is not None:
@@ -263,11 +263,11 @@ class RLMRunner:
             step = steps.start()
             messages = environment.messages(step)
             ask = partial(ctx.root.complete, messages,
-                          reply_format=reply_format_of(environment))  # fmt: skip
+                          reply_format=reply_format_of(environment))
             completion = ask()
             if width > 1 and ctx.scope.depth == 0:  # candidates tried in copies of the REPL, the best kept
                 completion, result = best_of(environment, completion, width, ask, step, ctx.scope,
-                                             plan.rewards.apply_global_scale)  # fmt: skip
+                                             plan.rewards.apply_global_scale)
             else:
                 result = environment.execute(completion, step)
             if completion.raw.get("malformed"):
@@ -284,11 +284,11 @@ class RLMRunner:
         return False, None, "max_steps"
 
     def _drive_framework(self, ctx: EnvironmentContext, plan: RunPlan, steps: "_Steps",
-                         closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], Any]:  # fmt: skip
+                         closers: list[Callable[[], None]]) -> tuple[bool, Optional[str], Any]:
         """A framework drives the loop; the steps it reports (``FrameworkContext.step``) go to the run's recorder."""
 
         def step(action: str, observation: Optional[dict[str, Any]] = None, reward: float = 0.0,
-                 code: Optional[str] = None, reply: Optional[str] = None) -> float:  # fmt: skip
+                 code: Optional[str] = None, reply: Optional[str] = None) -> float:
             steps.budget.check()
             kept = steps.record(action, observation or {}, reward, code, reply).reward
             if steps.budget.llm_calls_refused:  # a sub-call was refused: the run ends
@@ -352,7 +352,7 @@ class _Steps:
             return step
 
     def record(self, action: str, observation: dict[str, Any], reward: float, code: Optional[str],
-               reply: Optional[str]) -> StepRecord:  # fmt: skip
+               reply: Optional[str]) -> StepRecord:
         """Record one step: ``reward`` is the raw one, clamped and scaled here."""
         with self.lock:
             kept = self.plan.rewards.apply_global_scale(reward)
@@ -363,7 +363,7 @@ class _Steps:
                 reward=round(kept, 6), cumulative_reward=round(self.total_reward + kept, 6),
                 usage=_usage_delta(before, self.usage), model_seconds=round(self.since[2] - model_before, 4),
                 duration_s=round(self.since[1] - since, 4),
-            )  # fmt: skip
+            )
             self.records.append(record)
             self.total_reward = record.cumulative_reward
             self.cost += sum(part.cost or 0.0 for part in (record.usage.root, record.usage.sub))
@@ -396,7 +396,7 @@ def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:
         old, new, out = getattr(before, role), getattr(after, role), getattr(delta, role)
         out.add(new.input_tokens - old.input_tokens, new.output_tokens - old.output_tokens,
                 None if new.cost is None else new.cost - (old.cost or 0.0), calls=new.calls - old.calls,
-                unpriced_calls=new.unpriced_calls - old.unpriced_calls)  # fmt: skip
+                unpriced_calls=new.unpriced_calls - old.unpriced_calls)
     return delta
 
 
@@ -432,7 +432,7 @@ def _with_toolboxes(plan: RunPlan) -> tuple[RunPlan, list[Callable[[], None]]]:
             taken.add(tool.name)
             extra.append(tool)
     plan = replace(plan, tools=(*plan.tools, *extra), sub_tools=(*plan.sub_tools, *extra), notices=notices,
-                   toolboxes=())  # fmt: skip
+                   toolboxes=())
     return plan, [toolbox.close for toolbox in opened]
 
 

@@ -40,12 +40,12 @@ class SandboxPlan:
 
 
 def plan_sandbox(host: Any, loaded: Any, home: Path, env_spec: Any, name: str, *, exec_timeout: float,
-                 memory_mb: int, workspace: Optional[Path] = None) -> SandboxPlan:  # fmt: skip
+                 memory_mb: int, workspace: Optional[Path] = None) -> SandboxPlan:
     """The sandbox a run of ``env_spec`` gets with ``--sandbox name`` (``auto``: the best ready boundary), made
     ready for the run's services (``prepare_sandbox``) before the run starts."""
     packages = sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)) if env_spec else ()
     services = SandboxServices(home=home, limits=SandboxLimits(exec_timeout=exec_timeout, memory_mb=memory_mb),
-                               workspace=workspace, packages=packages)  # fmt: skip
+                               workspace=workspace, packages=packages)
     spec = choose_sandbox(host, loaded, name, env_spec, services)
     return SandboxPlan(spec, loaded.component("sandbox", spec.name), services)
 
@@ -56,7 +56,7 @@ def memory_for(context_meta: dict[str, Any]) -> int:
 
 
 def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
-                   services: Optional[SandboxServices] = None) -> Any:  # fmt: skip
+                   services: Optional[SandboxServices] = None) -> Any:
     """The named runtime, or for ``auto`` the ready security boundary with the highest priority; for an
     environment that needs a workspace, only runtimes that can mount one. With a run's ``services``, a runtime is
     ready only once it is prepared for them (``prepare_sandbox``: the docker image holding the packages)."""
@@ -67,14 +67,14 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
         spec = registry.get(name)  # an unknown name: UnknownComponentError (exit 2)
         if needs_workspace and not spec.workspace:
             raise ConfigError(f"the {env_spec.name} environment edits a project folder, and the {spec.name} sandbox "
-                              "cannot mount one", hint=_workspace_hint(registry, loaded, able))  # fmt: skip
+                              "cannot mount one", hint=_workspace_hint(registry, loaded, able))
         ready = prepare_sandbox(spec, loaded, services)
         if not ready.ok:  # a named runtime that cannot start is bad input, said before any model is called
             raise ConfigError(f"the {spec.name} sandbox is not ready: {ready.detail}",
-                              hint=ready.hint or "rlm plugins doctor shows what each sandbox needs")  # fmt: skip
+                              hint=ready.hint or "rlm plugins doctor shows what each sandbox needs")
         return spec
     ranked = sorted((spec for spec in registry if spec.security_boundary and (spec.workspace or not needs_workspace)),
-                    key=lambda spec: -spec.priority)  # fmt: skip
+                    key=lambda spec: -spec.priority)
     unready: dict[str, Readiness] = {}  # why each candidate cannot serve: its settings, or this run's services
     for spec in ranked:
         ready = prepare_sandbox(spec, loaded, services)
@@ -85,12 +85,12 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
     if needs_workspace:
         raise ConfigError(f"no sandbox that can mount the {env_spec.name} environment's project folder is ready "
                           f"as a security boundary{why}",
-                          hint=_workspace_hint(registry, loaded, able, unready))  # fmt: skip
+                          hint=_workspace_hint(registry, loaded, able, unready))
     not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
     others = f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox " \
-        f"{not_boundaries[0]}" if not_boundaries else ""  # fmt: skip
+        f"{not_boundaries[0]}" if not_boundaries else ""
     raise ConfigError(f"no secure sandbox is installed and ready{why}", hint="install a sandbox plugin that is a "
-                      f"security boundary (`rlm plugins doctor` shows what is not ready){others}")  # fmt: skip
+                      f"security boundary (`rlm plugins doctor` shows what is not ready){others}")
 
 
 def prepare_sandbox(spec: Any, loaded: Any, services: Optional[SandboxServices]) -> Readiness:
@@ -122,17 +122,17 @@ def prepare_sandbox(spec: Any, loaded: Any, services: Optional[SandboxServices])
 
 
 def _workspace_hint(registry: Any, loaded: Any, able: list[str],
-                    known: Optional[dict[str, Readiness]] = None) -> str:  # fmt: skip
+                    known: Optional[dict[str, Readiness]] = None) -> str:
     """Which flag to pass: a ready runtime that can mount a folder but is not a security boundary (said so), and
     how to make a boundary that can ready (its own hint, or why it could not be prepared for this run: ``known``),
     or which plugin to install."""
     specs = [registry.get(name) for name in able]
     ready = {spec.name: (known or {}).get(spec.name) or spec.readiness(loaded.component("sandbox", spec.name))
-             for spec in specs}  # fmt: skip
+             for spec in specs}
     options = [f"pass --sandbox {spec.name} (NOT a security boundary)" for spec in specs
-               if not spec.security_boundary and ready[spec.name].ok]  # fmt: skip
+               if not spec.security_boundary and ready[spec.name].ok]
     options += [f"use --sandbox {spec.name}" + ("" if state.ok else f", once ready: {state.hint or state.detail}")
-                for spec in specs if spec.security_boundary for state in [ready[spec.name]]]  # fmt: skip
+                for spec in specs if spec.security_boundary for state in [ready[spec.name]]]
     if not any(spec.security_boundary for spec in specs):
         options.append("install a sandbox plugin that can (pip install rlm-sandbox-docker)")
     return "; or ".join(options) + " (`rlm plugins doctor` shows what is ready)"
@@ -170,4 +170,4 @@ def guard_context_folders(context: Any, allow_any: bool = False) -> None:
         if folder.is_dir() and folder.resolve() in protected:
             raise ConfigError(f"refusing to read {folder.resolve()} as the context: a home, documents or system "
                               "folder", hint="pass the project folder or the files you mean, or --allow-any-workdir "
-                              "if you mean it")  # fmt: skip
+                              "if you mean it")

@@ -22,7 +22,7 @@ class RunScope:
         """Emit one event of this run; ``content`` goes to the bus's in-process subscribers, never to the file."""
         return self.bus.emit(RunEvent(  # the operation given: the validator then sets nothing
             type=type_, operation=operation_of(type_, data), run_id=self.run_id, root_run_id=self.root_run_id,
-            parent_run_id=self.parent_run_id, depth=self.depth, data=data, content=content))  # fmt: skip
+            parent_run_id=self.parent_run_id, depth=self.depth, data=data, content=content))
 
     def child(self, run_id: str) -> "RunScope":
         return RunScope(run_id, self.root_run_id, self.depth + 1, self.bus, parent_run_id=self.run_id)

@@ -32,7 +32,7 @@ class SubModels:
 
     def __init__(self, allowed: Iterable[str], ready: dict[str, ModelConnector],
                  make_connector: Callable[[str], ModelConnector],
-                 host: Optional["PluginHost"] = None) -> None:  # fmt: skip
+                 host: Optional["PluginHost"] = None) -> None:
         self._host, self._make, self._lock = host, make_connector, threading.Lock()
         self._connectors: dict[str, ModelConnector] = {}
         self._names: dict[str, str] = {}  # every accepted spelling → the allowed entry it stands for
@@ -64,7 +64,7 @@ class SubModels:
                 return bare[0]
         raise SubModelRefused(f"model {repr(model)[:80]} is not allowed in this run; allowed: "
                               f"{', '.join(self.allowed)}", hint="the user allows more sub-models with "
-                              "--allow-sub-model NAME or [run] allowed_sub_models")  # fmt: skip
+                              "--allow-sub-model NAME or [run] allowed_sub_models")
 
     def _allow(self, name: Optional[str], entry: Optional[str] = None) -> None:
         if not name:

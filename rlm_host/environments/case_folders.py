@@ -44,7 +44,7 @@ class CaseFolders:
         return {"case_id": case_id, "description": meta.get("description", ""), "task": meta["task"].strip(),
                 "environment": self.environment, "max_steps": int(meta.get("max_steps", 12)),
                 "exec_timeout": float(meta.get("exec_timeout", 120)), "project": self.files(case_id, "starter"),
-                "hidden_tests": self.files(case_id, "hidden"), "tags": dict(self.tags)}  # fmt: skip
+                "hidden_tests": self.files(case_id, "hidden"), "tags": dict(self.tags)}
 
     def preset(self, name: str) -> list[dict[str, Any]]:
         """Every case of preset ``name``, as rlm-bench cases."""

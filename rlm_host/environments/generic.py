@@ -44,9 +44,9 @@ _PROPERTIES: dict[str, Any] = {
     "code": _NULLABLE_TEXT, "rationale": _NULLABLE_TEXT, "done": {"type": "boolean"},
     "final_response": _NULLABLE_TEXT, "task": _NULLABLE_TEXT,
     "tasks": {"type": ["array", "null"], "items": {"type": "string"}}, "context": _NULLABLE_TEXT,
-}  # fmt: skip
+}
 ACTION_SCHEMA: dict[str, Any] = {"type": "object", "properties": _PROPERTIES, "required": list(_PROPERTIES),
-                                 "additionalProperties": False}  # fmt: skip
+                                 "additionalProperties": False}
 REPLY_FORMAT = ReplyFormat("generic_action", json_schema=ACTION_SCHEMA)
 
 
@@ -98,20 +98,20 @@ class GenericEnvironment:
         action, problem = reply_action(reply)
         if action is None:
             return ActionResult(action="malformed_reply", observation={"error": problem},
-                                reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
+                                reward=-self.ctx.rewards.no_action_penalty)
         name = str(action.get("action", "")).strip()
         if name == "final" or action.get("done") is True and name not in ("run_python", "delegate", "delegate_batch"):
             answer = action.get("final_response")
             answer = answer if isinstance(answer, str) else json.dumps(answer, default=str)
             return ActionResult(action="final", observation={"rationale": action.get("rationale")},
-                                reward=self.ctx.rewards.final_reward, done=True, final_response=answer)  # fmt: skip
+                                reward=self.ctx.rewards.final_reward, done=True, final_response=answer)
         if name == "run_python":
             return self._run_python(str(action.get("code") or ""))
         if name in ("delegate", "delegate_batch"):
             tasks = [action.get("task")] if name == "delegate" else action.get("tasks")
             return self._delegate(tasks if isinstance(tasks, list) else [], action.get("context"), name)
         return ActionResult(action="invalid_action", observation={"error": f"unknown action {name!r}"},
-                            reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
+                            reward=-self.ctx.rewards.no_action_penalty)
 
     def synthesize(self) -> Optional[str]:
         ask = "Steps are used up. Give your best final answer now as plain text."
@@ -124,17 +124,17 @@ class GenericEnvironment:
         assert self.session is not None
         if not code.strip():
             return ActionResult(action="run_python", observation={"error": "no code given"},
-                                reward=self.ctx.rewards.code_step(ok=False, stderr=False))  # fmt: skip
+                                reward=self.ctx.rewards.code_step(ok=False, stderr=False))
         timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
         result = execute_code(self.ctx.scope, self.session, code, timeout, step=self._step)
         if result.final is not None:
             return ActionResult(action="final", observation={"stdout": truncate(result.stdout, 2000)}, code=code,
                                 reward=self.ctx.rewards.final_reward, done=True,
-                                final_response=answer_text(result.final))  # fmt: skip
+                                final_response=answer_text(result.final))
         limit = self.settings.max_output_chars
         observation = {"success": result.ok, "stdout": truncate(result.stdout, limit)}
         observation.update({key: truncate(value, limit // 2) for key in ("stderr", "error")
-                            if (value := getattr(result, key))})  # fmt: skip
+                            if (value := getattr(result, key))})
         reward = self.ctx.rewards.code_step(ok=result.ok, stderr=bool(result.stderr))
         note = f"run_python {'ok' if result.ok else 'failed'}: {(result.error or result.stdout).strip()[:120]}"
         return ActionResult(action="run_python", observation=observation, reward=reward, code=code, memory_note=note)
@@ -150,7 +150,7 @@ class GenericEnvironment:
                        "success": all(record.get("completed") for record, _ in outcomes)}
         note = f"{action}: " + "; ".join(f"{r['task'][:40]} → {str(r.get('answer'))[:60]}" for r, _ in outcomes)
         return ActionResult(action=action, observation=observation, reward=sum(w for _, w in outcomes) / len(outcomes),
-                            memory_note=note)  # fmt: skip
+                            memory_note=note)
 
     def _one_child(self, task: str, context: Any) -> tuple[dict[str, Any], float]:
         try:
@@ -161,5 +161,5 @@ class GenericEnvironment:
             penalty = rewards.cycle_guard_penalty if refused.reason == "cycle" else -rewards.run_python_failure_penalty
             return {"task": task, "status": status, "error": str(refused)}, penalty
         record = {"task": task, "run_id": child.run_id, "completed": child.completed, "answer": child.final_response,
-                  "termination_reason": child.termination_reason}  # fmt: skip
+                  "termination_reason": child.termination_reason}
         return record, self.ctx.rewards.code_step(ok=child.completed, stderr=False)

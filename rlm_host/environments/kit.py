@@ -31,10 +31,10 @@ def execute_code(scope: Any, session: Any, code: str, timeout: float, *, step: O
         result = session.execute(code, timeout=timeout)
     except BaseException as exc:
         scope.emit("code_end", {**where, "ok": False, "seconds": round(time.monotonic() - started, 3),
-                                "error": error_line(f"{type(exc).__name__}: {exc}")})  # fmt: skip
+                                "error": error_line(f"{type(exc).__name__}: {exc}")})
         raise
     scope.emit("code_end", {**where, "ok": result.ok, "seconds": round(time.monotonic() - started, 3),
-                            "error": error_line(result.error), "final": result.final is not None})  # fmt: skip
+                            "error": error_line(result.error), "final": result.final is not None})
     return result
 
 
@@ -99,7 +99,7 @@ class StepHistory:
         if result.memory_note:
             self.memory = (self.memory + [result.memory_note])[-self.MEMORY_LIMIT:]
         self.steps.append({"action": result.action, "success": result.observation.get("success", result.done),
-                           "reward": round(result.reward, 3)})  # fmt: skip
+                           "reward": round(result.reward, 3)})
         return result
 
     def prompt_sections(self, notes: int = 6, steps: int = 3) -> list[str]:
@@ -146,7 +146,7 @@ def variable_snapshot(session: Any, baseline: set[str]) -> list[dict[str, Any]]:
     except (ValueError, SyntaxError):
         return []
     return [{"name": str(r[0]), "type": str(r[1]), "size": int(r[2]), "repr": str(r[3])} for r in rows
-            if isinstance(r, tuple) and len(r) == 4]  # fmt: skip
+            if isinstance(r, tuple) and len(r) == 4]
 
 
 def reply_action(reply: Completion) -> tuple[Optional[dict[str, Any]], str]:

@@ -32,7 +32,7 @@ class OutputType:
     ``python_type`` is the type given (None for a JSON Schema), for a framework whose structured output takes one."""
 
     def __init__(self, schema: dict[str, Any], validate: Callable[[Any], Any], name: str,
-                 python_type: Any = None) -> None:  # fmt: skip
+                 python_type: Any = None) -> None:
         self.schema = schema
         self._validate = validate
         self.name = name
@@ -54,7 +54,7 @@ class OutputType:
         how = f"{how} (the JSON value itself, not text about it)." if how else \
             "Build it as a Python dict or list in the REPL and give it with FINAL_VAR(name) (or FINAL(value) in code)."
         return (f"Your final answer must be JSON matching this JSON Schema ({self.name}): {schema}\n"
-                f"{how} An answer that does not match is sent back to you with the errors.")  # fmt: skip
+                f"{how} An answer that does not match is sent back to you with the errors.")
 
 
 def output_type_of(given: Any, *, where: str = "output_type", folder: Optional[Path] = None) -> Optional[OutputType]:
@@ -99,7 +99,7 @@ def _from_schema(schema: Any, where: str, *, name: str) -> OutputType:
         problems = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         if problems:
             raise OutputInvalid("\n".join(f"{'/'.join(map(str, e.absolute_path)) or '(the answer)'}: {e.message}"
-                                          for e in problems[:20]))  # fmt: skip
+                                          for e in problems[:20]))
         return data
 
     return OutputType(schema, validate, name)
@@ -119,6 +119,6 @@ def _from_type(given: Any, where: str) -> OutputType:
             return adapter.validate_python(data)
         except ValidationError as exc:
             raise OutputInvalid("\n".join(f"{'.'.join(map(str, e['loc'])) or '(the answer)'}: {e['msg']}"
-                                          for e in exc.errors()[:20])) from None  # fmt: skip
+                                          for e in exc.errors()[:20])) from None
 
     return OutputType(schema, validate, getattr(given, "__name__", None) or str(given), python_type=given)

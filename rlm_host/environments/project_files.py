@@ -87,7 +87,7 @@ class ProjectFiles:
         end = min(len(lines), _int(end_line, start + DEFAULT_READ_LINES - 1))
         shown = "\n".join(f"{number:>5}  {lines[number - 1]}" for number in range(start, end + 1))
         return {"path": self.relative(path), "total_lines": len(lines), "start_line": start, "end_line": end,
-                "content": shown}  # fmt: skip
+                "content": shown}
 
     def write_text(self, raw: Any, content: Any) -> dict[str, Any]:
         """Create or replace a file (parent folders made inside the project)."""
@@ -111,7 +111,7 @@ class ProjectFiles:
             raise PathRefused(f"{self.relative(path)} is a folder") from None
         except OSError as exc:  # a link or a file met on the way (ELOOP, ENOTDIR): a race or a trap
             raise PathRefused(f"{self.relative(path)}: {exc.strerror or exc} (paths are written without "
-                              "following links)") from None  # fmt: skip
+                              "following links)") from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise PathRefused(f"{self.relative(path)} is not a regular file")
@@ -132,7 +132,7 @@ class ProjectFiles:
         count = text.count(search)
         if count != 1:
             raise PathRefused(f"'search' occurs {count} times in {self.relative(path)}; it must occur exactly once "
-                              "(give more surrounding lines)")  # fmt: skip
+                              "(give more surrounding lines)")
         return {**self.write_text(raw, text.replace(search, replace, 1)), "mode": "search_replace"}
 
     def list_tree(self, raw: Any = ".", depth: Any = 2) -> dict[str, Any]:

@@ -147,12 +147,12 @@ class SubCalls:
         self.model_for = model_for
         self.tools = ToolCalls(getattr(ctx, "tools", ()), emit=lambda kind, data: self.ctx.scope.emit(kind, data),
                                approvals=getattr(ctx, "approvals", ALLOW_ALL),
-                               timeout=getattr(ctx, "tool_timeout", 30.0))  # fmt: skip
+                               timeout=getattr(ctx, "tool_timeout", 30.0))
 
     def functions(self) -> dict[str, Callable[..., Any]]:
         """Every host function of the REPL: the sub-calls and the bridges of the user's tools."""
         return {"llm_query": self.llm_query, "llm_query_batched": self.llm_query_batched, "rlm_query": self.rlm_query,
-                "rlm_query_batched": self.rlm_query_batched, **self.tools.functions()}  # fmt: skip
+                "rlm_query_batched": self.rlm_query_batched, **self.tools.functions()}
 
     def helpers_source(self) -> str:
         """``HELPERS_SOURCE`` and the sandbox-side definitions of the user's tools: run once after ``functions`` are
@@ -202,13 +202,13 @@ class SubCalls:
         self.ctx.scope.emit("sub_call", {
             "kind": "rlm_query", "prompt": sub_call_text(prompt), "child_run_id": child.run_id,
             "response": sub_call_text(child.final_response), "termination_reason": child.termination_reason,
-            "seconds": round(time.monotonic() - started, 3)})  # fmt: skip
+            "seconds": round(time.monotonic() - started, 3)})
         if child.final_response is None:
             raise RuntimeError(f"rlm_query: the child run ended without an answer ({child.termination_reason})")
         return child.final_response
 
     def _query(self, prompt: str, model: Optional[str], kind: str, index: Optional[int] = None,
-               announce: bool = True) -> str:  # fmt: skip
+               announce: bool = True) -> str:
         """One sub-model call, bracketed by ``sub_call_start`` (unless the caller announced it: ``announce``) and
         the ``sub_call`` event."""
         started = time.monotonic()

@@ -35,7 +35,7 @@ RESERVED_NAMES = frozenset({
     "llm_query", "llm_query_batched", "rlm_query", "rlm_query_batched", "FINAL", "FINAL_VAR", "SUBMIT", "SHOW_VARS",
     "context", "context_names", "list_files", "load_file", "load_files", "switch_to", "remove_file", "chunk_text",
     "chunk_indices", "print", "answer",
-})  # fmt: skip
+})
 #: The largest JSON of a call's arguments, or of its result, that crosses the bridge.
 MAX_JSON_CHARS = 1_000_000
 _PRIVATE = "rlm_tool_"  # the bridge's own name for a tool; the model calls the wrapper of the tool's name
@@ -58,7 +58,7 @@ class Tool:
         params, call = _parameters(self.function)
         doc = (inspect.getdoc(self.function) or self.summary or "").replace('"""', "'''")
         return (f"def {self.name}({params}):\n    {json.dumps(doc)}\n"
-                f"    return {_PRIVATE}{self.name}({call})\n")  # fmt: skip
+                f"    return {_PRIVATE}{self.name}({call})\n")
 
 
 def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, ...]:
@@ -83,7 +83,7 @@ def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, 
                               hint="give it one: name=module:function")
         if name in RESERVED_NAMES:
             raise ConfigError(f"{where}: {name!r} is a name the REPL defines itself",
-                              hint="rename it: tools={'my_name': fn} or --tool my_name=module:function")  # fmt: skip
+                              hint="rename it: tools={'my_name': fn} or --tool my_name=module:function")
         if name in tools:
             raise ConfigError(f"{where}: two tools are named {name!r}")
         tools[name] = Tool(name, function, _signature(function), _summary(function), reference)
@@ -110,7 +110,7 @@ def tools_prompt(tools: Iterable[Tool]) -> str:
     """The prompt's section on the user's functions, one line each (empty without tools)."""
     lines = [f"- `{tool.name}{tool.signature}`" + (f": {tool.summary}" if tool.summary else "") for tool in tools]
     return ("Functions the user gave you, callable from REPL code like llm_query (arguments and results are JSON "
-            "data; a failure raises an exception you can catch):\n" + "\n".join(lines)) if lines else ""  # fmt: skip
+            "data; a failure raises an exception you can catch):\n" + "\n".join(lines)) if lines else ""
 
 
 class ToolCalls:
@@ -118,7 +118,7 @@ class ToolCalls:
     ``sub_call_start`` / ``sub_call`` events (kind ``tool_call``) the trajectory, the live view and sinks see."""
 
     def __init__(self, tools: Iterable[Tool], *, emit: Callable[[str, dict[str, Any]], None], approvals: Any,
-                 timeout: float) -> None:  # fmt: skip
+                 timeout: float) -> None:
         self.tools = tuple(tools)
         self.emit = emit
         self.approvals = approvals
@@ -143,7 +143,7 @@ class ToolCalls:
         self.emit("sub_call_start", dict(event))
         try:
             refusal = self.approvals.check(ApprovalRequest(tool.name, tool.kind, f"{tool.name}({shown[:200]})",
-                                                           {"arguments": arguments}))  # fmt: skip
+                                                           {"arguments": arguments}))
             if refusal is not None:
                 raise PermissionError(refusal)
             result = _within(self.timeout, tool, args, kwargs)
@@ -232,7 +232,7 @@ def _parameters(function: Callable[..., Any]) -> tuple[str, str]:
         return "*args, **kwargs", "*args, **kwargs"
     bare = inspect.Signature([p.replace(annotation=p.empty) for p in parameters])  # defaults shown as their repr
     passed = [f"*{p.name}" if p.kind is p.VAR_POSITIONAL else f"**{p.name}" if p.kind is p.VAR_KEYWORD
-              else f"{p.name}={p.name}" for p in parameters]  # fmt: skip
+              else f"{p.name}={p.name}" for p in parameters]
     return str(bare)[1:-1], ", ".join(passed)
 
 

@@ -51,7 +51,7 @@ class ChatCompactor:
             shown = self._shown(head, turns)  # as it is when it fits, when nothing is left to fold, or when the
             # framework's own prompt fills the window: folding turns cannot help (the provider says it is too long)
             if (self._tokens(shown) <= self.threshold * window or len(turns) - self._folded <= 1
-                    or self._tokens(head) >= self.threshold * window):  # fmt: skip
+                    or self._tokens(head) >= self.threshold * window):
                 return shown
             fold_to, before = len(turns) - self._kept(head, turns, window), len(turns) - self._folded
             self._summary = self._summarise(head, turns[self._folded:fold_to], window)
@@ -60,7 +60,7 @@ class ChatCompactor:
             scope = getattr(self.role, "scope", None)
             if scope is not None:
                 scope.emit("compaction", {"step": None, "turns_before": before, "turns_after": len(turns) - fold_to,
-                                          "summary": self._summary})  # fmt: skip
+                                          "summary": self._summary})
             return self._shown(head, turns)
 
     def _kept(self, head: list[Message], turns: list[Message], window: int) -> int:

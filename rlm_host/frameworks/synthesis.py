@@ -39,7 +39,7 @@ def synthesis_messages(task: str, steps: Sequence[StepRecord]) -> list[dict[str,
         size += len(entry)
     work = "\n\n".join(reversed(log)) or "(no step was recorded)"
     return [{"role": "system", "content": SYNTHESIS_PROMPT},
-            {"role": "user", "content": f"Task: {task}\n\nWork so far:\n{work}\n\nYour final answer:"}]  # fmt: skip
+            {"role": "user", "content": f"Task: {task}\n\nWork so far:\n{work}\n\nYour final answer:"}]
 
 
 def synthesize(root: Any, task: str, steps: Sequence[StepRecord]) -> Optional[str]:

@@ -38,13 +38,13 @@ TOOL_DESCRIPTIONS = {
                 "llm_query(prompt) and llm_query_batched(prompts) ask a language model. Returns what the code "
                 "printed, or its error. Call FINAL(answer) in the code to give the final answer.",
     "llm_query": "Ask a language model one question (for reading or summarising a piece of text).",
-}  # fmt: skip
+}
 
 
 #: What the model is told when its final answer does not match the run's output type (``{problems}``: one a line);
 #: the native loop's words.
 ANSWER_REJECTED = ("Your final answer does not match the required type, so the run goes on:\n{problems}\n"
-                   "Fix it and give the final answer again.")  # fmt: skip
+                   "Fix it and give the final answer again.")
 
 
 @dataclass
@@ -103,7 +103,7 @@ class SandboxTools:
         parts = [result.stdout.rstrip(), result.stderr.strip() and "stderr:\n" + result.stderr.rstrip(),
                  result.error and "error:\n" + result.error.rstrip(),
                  final is not None and f"FINAL answer given: {final}",
-                 rejected is not None and ANSWER_REJECTED.format(problems=rejected)]  # fmt: skip
+                 rejected is not None and ANSWER_REJECTED.format(problems=rejected)]
         text = truncate("\n".join(part for part in parts if part) or "(no output)", TOOL_OUTPUT_CHARS)
         return CodeOutcome(result, text, final, rejected)
 
@@ -156,7 +156,7 @@ class UserTools:
 
     def functions(self, *, result: Optional[Callable[[Any], Any]] = None,
                   error: Optional[Callable[[Exception], Any]] = None,
-                  asynchronous: bool = False) -> list[Callable[..., Any]]:  # fmt: skip
+                  asynchronous: bool = False) -> list[Callable[..., Any]]:
         """One callable per tool, in order. ``result(value)`` turns what the tool returned into what the
         framework's tool returns (default: the value); ``error(exc)`` turns the tool's exception (its own, a refusal
         of the approvals, a timeout, arguments or a result that are not JSON) into what the framework's tool returns,
@@ -165,7 +165,7 @@ class UserTools:
         return [self._function(tool, result, error, asynchronous) for tool in self._calls.tools]
 
     def _function(self, tool: Tool, result: Optional[Callable[[Any], Any]],
-                  error: Optional[Callable[[Exception], Any]], asynchronous: bool) -> Callable[..., Any]:  # fmt: skip
+                  error: Optional[Callable[[Exception], Any]], asynchronous: bool) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 value = self._calls.call(tool, args, kwargs)
@@ -199,7 +199,7 @@ def check_tool_names(tools: UserTools, taken: Any, framework: str) -> None:
         if name in taken:
             raise ConfigError(f"the tool {name!r} has the name of one of {framework}'s own tools",
                               hint=f"rename it: tools={{'my_{name}': fn}} or "
-                                   f"--tool my_{name}=module:function")  # fmt: skip
+                                   f"--tool my_{name}=module:function")
 
 
 def _dressed(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:
@@ -213,7 +213,7 @@ def _dressed(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:
         function.__signature__ = signature  # type: ignore[attr-defined]
         returns = {} if signature.return_annotation is signature.empty else {"return": signature.return_annotation}
         function.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()
-                                    if p.annotation is not p.empty} | returns  # fmt: skip
+                                    if p.annotation is not p.empty} | returns
     return function
 
 

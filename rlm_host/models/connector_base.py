@@ -25,7 +25,7 @@ from rlm_host.errors import ConfigError
 from rlm_host.models import catalog, loopback
 from rlm_host.models.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
 from rlm_host.models.retry import (Failure, RetryCallback, RetryPolicy, call_with_retries, retry_after_from_headers,
-                                status_text)  # fmt: skip
+                                status_text)
 from rlm_host.threads import run_in_thread
 
 _Settings = TypeVar("_Settings", bound=BaseModel)
@@ -125,7 +125,7 @@ class RetryingConnector:
                    settings: BaseModel | Mapping[str, Any] | None, *, settings_type: type[BaseModel],
                    context_window: int | None, retry_policy: RetryPolicy | None, on_retry: RetryCallback | None,
                    base_url_env: str, default_base_url: str,
-                   environ: Mapping[str, str] | None) -> Mapping[str, str]:  # fmt: skip
+                   environ: Mapping[str, str] | None) -> Mapping[str, str]:
         """Set what every SDK connector has and return the environment to read (``os.environ`` when None).
 
         ``settings`` are validated as ``settings_type`` (``[provider.PROVIDER]``); timeout and max_retries come
@@ -234,7 +234,7 @@ class RetryingConnector:
             self._client = None
 
     def complete(self, messages: list[Message], *, timeout: float | None = None, on_retry: RetryCallback | None = None,
-                 purpose: Purpose = "turn", reply_format: ReplyFormat | None = None) -> Completion:  # fmt: skip
+                 purpose: Purpose = "turn", reply_format: ReplyFormat | None = None) -> Completion:
         """Answer ``messages``; retries transient failures and raises one ModelError when they persist.
 
         A ``reply_format`` is added to the request by :meth:`constrain` when the connector supports one of its
@@ -255,7 +255,7 @@ class RetryingConnector:
 
         started = time.monotonic()
         response = call_with_retries(attempt, lambda exc: self.classify(exc, limit), policy=self.retry_policy,
-                                     what=self.name, on_retry=on_retry or self.on_retry)  # fmt: skip
+                                     what=self.name, on_retry=on_retry or self.on_retry)
         completion = self._completion(response, time.monotonic() - started, attempts)
         if enforced is not None:
             completion.raw["reply_format"] = enforced.name

@@ -95,14 +95,14 @@ class OpenAIConnector(RetryingConnector):
     def __init__(self, model: str, options: ModelOptions | None = None,
                  settings: ProviderSettings | Mapping[str, Any] | None = None, *,
                  retry_policy: RetryPolicy | None = None, on_retry: RetryCallback | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:  # fmt: skip
+                 environ: Mapping[str, str] | None = None) -> None:
         if not model:
             raise ModelError("openai: empty model name (use openai:MODEL, e.g. openai:gpt-4o-mini)")
         env = self._configure(
             "openai", model, options, settings, settings_type=ProviderSettings, environ=environ,
             context_window=context_window_for(model), retry_policy=retry_policy, on_retry=on_retry,
             base_url_env="OPENAI_BASE_URL", default_base_url=DEFAULT_BASE_URL,
-        )  # fmt: skip
+        )
         options, settings = self.options, self.settings
         self.key_env = settings.api_key_env
         key = options.api_key or env.get(self.key_env) or None
@@ -117,7 +117,7 @@ class OpenAIConnector(RetryingConnector):
 
     def client_arguments(self) -> dict[str, Any]:
         return {"api_key": self._api_key, "base_url": self.base_url, "timeout": self.timeout,
-                "organization": self.settings.organization}  # fmt: skip
+                "organization": self.settings.organization}
 
     def build_client(self, arguments: dict[str, Any]) -> httpx.Client:
         import httpx
@@ -127,7 +127,7 @@ class OpenAIConnector(RetryingConnector):
             headers["OpenAI-Organization"] = arguments["organization"]
         return httpx.Client(base_url=arguments["base_url"].rstrip("/") + "/", headers=headers,
                             timeout=arguments["timeout"], follow_redirects=False,
-                            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))  # fmt: skip
+                            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))
 
     # -- one call ------------------------------------------------------------------------------------------------
 
@@ -172,7 +172,7 @@ class OpenAIConnector(RetryingConnector):
                           input_tokens=token_count(usage.get("prompt_tokens", 0)),
                           output_tokens=token_count(usage.get("completion_tokens", 0)),
                           finish_reason=finish_reason if isinstance(finish_reason, str) else None, seconds=seconds,
-                          raw=raw)  # fmt: skip
+                          raw=raw)
 
     # -- failures ------------------------------------------------------------------------------------------------
 
@@ -226,7 +226,7 @@ def post_json(client: Any, path: str, body: Any, timeout: float) -> Any:
     headers = client.headers.copy()
     headers["Content-Type"] = "application/json"
     request = httpx.Request("POST", url, headers=headers, content=content,
-                            extensions={"timeout": httpx.Timeout(timeout).as_dict()})  # fmt: skip
+                            extensions={"timeout": httpx.Timeout(timeout).as_dict()})
     response = transport_for(url).handle_request(request)
     try:
         response.read()

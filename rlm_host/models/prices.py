@@ -129,7 +129,7 @@ class PriceTable:
         return price
 
     def cost(self, model: str, input_tokens: int, output_tokens: int, *,
-             base_url: Optional[str] = None) -> Optional[float]:  # fmt: skip
+             base_url: Optional[str] = None) -> Optional[float]:
         """The cost of one call in USD, or None when the model's price is unknown."""
         price = self.lookup(model, base_url=base_url)
         return None if price is None else price.cost(input_tokens, output_tokens)

@@ -19,7 +19,7 @@ from rlm_host.errors import ModelError
 __all__ = [
     "Completion", "Message", "ModelConnector", "ModelError", "ModelOptions", "Purpose", "ReplyFormat",
     "ReplyFormatMode", "RetryCallback", "provider_of", "reply_format_for",
-]  # fmt: skip
+]
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 #: Why a call is made: a turn of the loop, a sub-call from code, a compaction summary, a last-step synthesis.
@@ -116,7 +116,7 @@ class ModelConnector(Protocol):
 
     def complete(self, messages: list[Message], *, timeout: float | None = None,
                  on_retry: RetryCallback | None = None, purpose: Purpose = "turn",
-                 reply_format: ReplyFormat | None = None) -> Completion:  # fmt: skip
+                 reply_format: ReplyFormat | None = None) -> Completion:
         """Answer ``messages`` within ``timeout`` seconds; raise ModelError when the call fails for good.
 
         Call ``on_retry`` before each retry of a transient failure (it becomes a ``model_retry`` event).
@@ -134,7 +134,7 @@ def provider_of(connector: ModelConnector) -> str:
 
 
 def reply_format_for(connector: Any, reply_format: Optional[ReplyFormat],
-                     mode: ReplyFormatMode) -> Optional[ReplyFormat]:  # fmt: skip
+                     mode: ReplyFormatMode) -> Optional[ReplyFormat]:
     """The reply format to hand ``connector`` for a root turn under ``mode``, or None: never with ``off``, only
     where the connector enforces by default with ``auto``, and only when it supports one of the format's kinds."""
     if reply_format is None or mode == "off":

@@ -44,7 +44,7 @@ def _provider_hint(model: str, registry: Any) -> str:
     family = re.match(r"[a-z]+", model.lower())
     alike = [spec.name for spec in registry if family and any(
         (word := re.match(r"[a-z]+", example.lower())) and word.group(0) == family.group(0)
-        for example in (spec.example_model, spec.default_model) if example)]  # fmt: skip
+        for example in (spec.example_model, spec.default_model) if example)]
     if alike:
         return "did you mean " + " or ".join(f"--model {name}:{model}" for name in alike[:4]) + "?"
     return f"e.g. --model openai:{model} (`rlm models list` shows the providers)"
@@ -58,7 +58,7 @@ def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) 
     """
     env = os.environ if environ is None else environ
     candidates = sorted((spec for spec in host.providers() if spec.default_model),
-                        key=lambda spec: -spec.auto_priority)  # fmt: skip
+                        key=lambda spec: -spec.auto_priority)
     for spec in candidates:  # the environment points at it: one of its key variables, or its base-URL variable
         if any(env.get(name) for name in (*spec.key_env, spec.base_url_env) if name):
             return f"{spec.name}:{spec.default_model}", spec.default_notice
@@ -75,7 +75,7 @@ def auto_model(host: "PluginHost", environ: Optional[Mapping[str, str]] = None) 
 
 def resolve_connector(model: str, *, host: "PluginHost", settings: "LoadedSettings",
                       options: Optional[ModelOptions] = None,
-                      home: Optional[Path] = None) -> ModelConnector:  # fmt: skip
+                      home: Optional[Path] = None) -> ModelConnector:
     """A ready connector for ``model`` (``auto`` resolved), built by its provider plugin."""
     if model == "auto":
         model, _ = auto_model(host)

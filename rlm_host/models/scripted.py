@@ -99,7 +99,7 @@ class ScriptedConnector:
 
     def __init__(self, responses: Iterable[ItemLike] = (), rules: Iterable[ScriptRule | Mapping[str, Any]] = (), *,
                  name: str = "scripted:inline",
-                 context_window: int | None = DEFAULT_CONTEXT_WINDOW) -> None:  # fmt: skip
+                 context_window: int | None = DEFAULT_CONTEXT_WINDOW) -> None:
         self.name = name
         self.context_window = context_window
         self.responses = [_entry(ScriptItem, r, f"{name}: response {i + 1}") for i, r in enumerate(responses)]
@@ -112,7 +112,7 @@ class ScriptedConnector:
 
     @classmethod
     def from_responses(cls, responses: Iterable[ItemLike], rules: Iterable[Mapping[str, Any]] = (),
-                       **kwargs: Any) -> ScriptedConnector:  # fmt: skip
+                       **kwargs: Any) -> ScriptedConnector:
         """A scripted model from responses (and rules) given in code."""
         return cls(responses, rules, **kwargs)
 
@@ -172,7 +172,7 @@ class ScriptedConnector:
         raise ModelError(f"scripted model script {script}: no response left for call {call}")
 
     def complete(self, messages: list[Message], *, timeout: float | None = None, on_retry: Any = None,
-                 purpose: Any = "turn", reply_format: Any = None) -> Completion:  # fmt: skip
+                 purpose: Any = "turn", reply_format: Any = None) -> Completion:
         """Play the next scripted reply (a rule first when one matches); a script enforces no reply format."""
         started = time.monotonic()
         call, item, origin = self._pick(messages)
@@ -193,7 +193,7 @@ class ScriptedConnector:
         return Completion(text=item.text, model=self.name, cost=0.0, finish_reason=item.finish_reason, raw=raw,
                           input_tokens=item.input_tokens if item.input_tokens is not None else estimate_tokens(prompt),
                           output_tokens=estimate_tokens(item.text or "") if item.output_tokens is None
-                          else item.output_tokens, seconds=time.monotonic() - started)  # fmt: skip
+                          else item.output_tokens, seconds=time.monotonic() - started)
 
 
 def _parse_jsonl(text: str, where: str) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def _message(message: Mapping[str, Any], limit: int) -> dict[str, Any]:
     if not isinstance(content, str):
         content = json.dumps(content, ensure_ascii=False, default=str)
     return {"role": str(message.get("role") or "user"),
-            "parts": [{"type": "text", "content": redacted_clip(content, limit)}]}  # fmt: skip
+            "parts": [{"type": "text", "content": redacted_clip(content, limit)}]}
 
 
 def _size(item: Mapping[str, Any]) -> int:
@@ -130,6 +130,6 @@ class ContentSettings(BaseModel):
     ``content_max_chars``); :func:`content_policy` reads them."""
 
     capture_content: Optional[bool] = Field(None, description="send tasks, answers, prompts, replies, code, output "
-                                            f"and error text (default: yes, unless {CAPTURE_ENV}=false)")  # fmt: skip
+                                            f"and error text (default: yes, unless {CAPTURE_ENV}=false)")
     content_max_chars: int = Field(DEFAULT_MAX_CHARS, ge=200, le=1_000_000,
                                    description="characters of one text sent (a task, a message list, code, output)")

@@ -58,7 +58,7 @@ class SinkWorker:
 
     def __init__(self, name: str, sink: Union[Sink, SinkStarter],
                  on_disabled: Callable[[str, str, Optional[RunEvent]], None], *,
-                 queue_size: int = QUEUE_SIZE, call_seconds: float = 30.0) -> None:  # fmt: skip
+                 queue_size: int = QUEUE_SIZE, call_seconds: float = 30.0) -> None:
         self.name = name
         self._start: Optional[SinkStarter] = None if hasattr(sink, "handle") else sink
         # not narrowed through self._start: a value with a ``handle`` is the sink
@@ -170,10 +170,10 @@ class SinkDelivery:
 
     def __init__(self, bus: EventBus, sinks: Sequence[tuple[str, Union[Sink, SinkStarter]]], *,
                  flush_seconds: float = 10.0,
-                 call_seconds: float = 30.0, queue_size: int = QUEUE_SIZE) -> None:  # fmt: skip
+                 call_seconds: float = 30.0, queue_size: int = QUEUE_SIZE) -> None:
         self._bus, self._flush_seconds, self._closed = bus, flush_seconds, False
         self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)
-                        for name, sink in sinks]  # fmt: skip
+                        for name, sink in sinks]
         for worker in self.workers:  # a sink still starting takes every event; its worker filters them later
             bus.subscribe(f"sink {worker.name}", worker.submit, worker.wanted if worker.sink is not None else None)
 
@@ -186,7 +186,7 @@ class SinkDelivery:
             for worker in self.workers:
                 if not worker.wait(deadline - time.monotonic()) and worker.disabled is None:
                     worker.disable(f"it did not deliver within {self._flush_seconds:g} s of the run's end "
-                                   f"({worker._queue.qsize()} events dropped)")  # fmt: skip
+                                   f"({worker._queue.qsize()} events dropped)")
         except KeyboardInterrupt:  # Ctrl-C while the sinks flush: stop waiting, keep the run's result
             for worker in self.workers:
                 if not worker._done.is_set() and worker.disabled is None:
@@ -222,7 +222,7 @@ class SinkDelivery:
             return  # nothing to attach it to, or the trajectory is closed: the warning said it
         self._bus.emit(RunEvent(type="sink_error", run_id=event.run_id, root_run_id=event.root_run_id,
                                 parent_run_id=event.parent_run_id, depth=event.depth,
-                                data={"sink": name, "error": reason}))  # fmt: skip
+                                data={"sink": name, "error": reason}))
 
 
 _pending: list[threading.Event] = []  # one per delivery in flight, set once it is done
@@ -244,7 +244,7 @@ def wait_for_sinks(timeout: Optional[float] = None) -> bool:
             delivered.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
     except KeyboardInterrupt:  # the delivery threads stop waiting on their own (see SinkDelivery.close)
         logs.get_logger("rlm.sinks").warning("stopped waiting for the sinks (Ctrl-C): what they had not "
-                                             "delivered is dropped")  # fmt: skip
+                                             "delivered is dropped")
         return False
     with _pending_lock:
         _pending[:] = [d for d in _pending if not d.is_set()]

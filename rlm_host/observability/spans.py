@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 from rlm_host.events import RunEvent
 from rlm_host.observability.span_records import (AttributeValue, SpanEventRecord, SpanRecord, error_type, model_name,
-                                                 span_id_for, trace_id_for, tree_order)  # fmt: skip
+                                                 span_id_for, trace_id_for, tree_order)
 
 __all__ = ["SpanBuilder", "SpanRecord", "SpanEventRecord", "SPAN_LIVE_EVENTS", "EVENT_TEXT_CHARS", "model_name",
            "error_type", "span_id_for", "trace_id_for", "tree_order"]
@@ -57,7 +57,7 @@ def _scalars(prefix: str, data: Any, keys: Iterable[str]) -> dict[str, Attribute
     string (redacted and cut: content never comes this way)."""
     values = {key: data.get(key) for key in keys} if isinstance(data, dict) else {}
     return {prefix + key: redacted_clip(value, EVENT_TEXT_CHARS) if isinstance(value, str) else value
-            for key, value in values.items() if isinstance(value, (bool, int, float, str))}  # fmt: skip
+            for key, value in values.items() if isinstance(value, (bool, int, float, str))}
 
 
 @dataclass
@@ -159,7 +159,7 @@ class SpanBuilder:
             "session.id": event.root_run_id, "rlm.run_id": event.run_id, "rlm.root_run_id": event.root_run_id,
             "rlm.depth": event.depth, "rlm.framework": str(data.get("framework") or "native"),
             **{f"rlm.{key}": str(data.get(key) or "") for key in ("model", "environment", "sandbox", "sub_model")},
-        }  # fmt: skip
+        }
         if event.parent_run_id:
             attributes["rlm.parent_run_id"] = event.parent_run_id
         self._text_and_short(attributes, "task", "input", data.get("task") or "")
@@ -167,10 +167,10 @@ class SpanBuilder:
         labels = found if isinstance(found := settings.get("labels"), dict) else {}
         attributes.update({f"rlm.label.{key}": str(value) for key, value in labels.items()})
         attributes.update({f"rlm.{key}": settings[key] for key in ("max_steps", "max_depth", "max_llm_calls")
-                           if isinstance(settings.get(key), int)})  # fmt: skip
+                           if isinstance(settings.get(key), int)})
         attributes.update(_scalars("rlm.context.", data.get("context"), ("type", "total_chars", "documents")))
         self._runs[event.run_id] = _RunState(event.run_id, trace_id_for(event.root_run_id), parent_span, event.ts,
-                                             attributes, last_ts=event.ts)  # fmt: skip
+                                             attributes, last_ts=event.ts)
         return []
 
     def _on_step(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
@@ -196,21 +196,21 @@ class SpanBuilder:
         return spans
 
     def _tool_span(self, state: _RunState, step: int, data: dict[str, Any], start: float,
-                   end: float) -> SpanRecord:  # fmt: skip
+                   end: float) -> SpanRecord:
         from rlm_host.trajectory.tree import observation_error
 
         observation = found if isinstance(found := data.get("observation"), dict) else {}
         code = data.get("code")
         tool = "repl" if code else str(data.get("action") or "step")
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, f"tool:{step}"), span_id_for(state.run_id, "run"),
-                          f"execute_tool {tool}", "internal", _ns(start), _ns(end), state.run_id)  # fmt: skip
+                          f"execute_tool {tool}", "internal", _ns(start), _ns(end), state.run_id)
         span.attributes.update({
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.type": "function",
             "gen_ai.tool.call.id": f"{state.run_id}:{step}", "openinference.span.kind": "TOOL",
             "rlm.run_id": state.run_id, "rlm.step": step, "rlm.action": str(data.get("action") or ""),
             "rlm.reward": float(data.get("reward") or 0.0),
             "rlm.cumulative_reward": float(data.get("cumulative_reward") or 0.0),
-        })  # fmt: skip
+        })
         output = "".join(str(b.get("stdout") or "") for b in observation.get("blocks") or [] if isinstance(b, dict))
         shown = output if output or code else {k: v for k, v in observation.items() if k != "blocks"}
         self._text_event(span, "rlm.code", start, code or None)
@@ -226,7 +226,7 @@ class SpanBuilder:
 
     def _chat_span(self, state: _RunState, part: str, parent: Optional[str], start: float, end: float,
                    usage: dict[str, Any], model: Optional[str] = None,
-                   provider: Optional[str] = None) -> SpanRecord:  # fmt: skip
+                   provider: Optional[str] = None) -> SpanRecord:
         """A ``chat`` span of run ``state`` (its parent: the run's span unless given; model and provider: the
         run's root model unless given)."""
         parent = parent or span_id_for(state.run_id, "run")
@@ -234,10 +234,10 @@ class SpanBuilder:
         provider = str(state.attributes.get("gen_ai.provider.name", "")) if provider is None else provider
         name = model_name(model)
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, part), parent, f"chat {name}".strip(), "client",
-                          _ns(start), _ns(max(start, end)), state.run_id)  # fmt: skip
+                          _ns(start), _ns(max(start, end)), state.run_id)
         span.attributes.update({"gen_ai.operation.name": "chat", "gen_ai.request.model": name,
                                 "gen_ai.provider.name": provider, "openinference.span.kind": "LLM",
-                                "rlm.model": model, "rlm.run_id": state.run_id})  # fmt: skip
+                                "rlm.model": model, "rlm.run_id": state.run_id})
         for ours, theirs in (("input_tokens", "gen_ai.usage.input_tokens"),
                              ("output_tokens", "gen_ai.usage.output_tokens")):
             if isinstance(usage.get(ours), int):
@@ -255,7 +255,7 @@ class SpanBuilder:
         state.step_has_children = state.step_has_children or sub
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}" if sub else "run")
         span = self._chat_span(state, f"call:{data.get('call') or event.seq}", parent, event.ts - seconds, event.ts,
-                               data, str(data.get("model") or ""), str(data.get("provider") or ""))  # fmt: skip
+                               data, str(data.get("model") or ""), str(data.get("provider") or ""))
         purpose = str(data.get("purpose") or ("sub_call" if sub else "turn"))
         span.attributes.update({"rlm.purpose": purpose, "rlm.role": str(data.get("role") or "root")})
         if purpose == "turn":
@@ -267,7 +267,7 @@ class SpanBuilder:
         messages = self.content.messages(content.get("messages") or [])
         if messages is not None:
             span.attributes.update({"gen_ai.input.messages": messages, "input.value": messages,
-                                    "input.mime_type": _JSON})  # fmt: skip
+                                    "input.mime_type": _JSON})
         self._status(span, data.get("error") and str(data["error"]))
         if not data.get("error") and content.get("reply") is not None and self.content.capture:
             span.attributes["gen_ai.output.messages"] = self.content.reply(content["reply"]) or ""
@@ -281,7 +281,7 @@ class SpanBuilder:
             return []  # the child run's own invoke_agent span stands for it
         if state.model_calls:  # its model call has its chat span: the step's span notes the sub-call
             attributes: dict[str, AttributeValue] = {"rlm.sub_call.kind": str(data.get("kind") or "llm_query"),
-                                                     "rlm.model": str(data.get("model") or "")}  # fmt: skip
+                                                     "rlm.model": str(data.get("model") or "")}
             prompt = self.content.text(data.get("prompt"))
             if prompt is not None:
                 attributes["rlm.prompt"] = prompt
@@ -294,7 +294,7 @@ class SpanBuilder:
         parent = span_id_for(state.run_id, f"tool:{state.last_step + 1}")
         span = self._chat_span(state, f"sub:{event.seq or self._sub_calls}", parent, event.ts - seconds, event.ts,
                                data.get("usage") or {}, str(data.get("model") or ""),
-                               str(data.get("provider") or ""))  # fmt: skip
+                               str(data.get("provider") or ""))
         span.attributes["rlm.sub_call.kind"] = str(data.get("kind") or "llm_query")
         if self._text_event(span, "rlm.prompt", event.ts - seconds, data.get("prompt")):
             asked = [{"role": "user", "content": data["prompt"]}]
@@ -304,19 +304,19 @@ class SpanBuilder:
             if self._text_event(span, "rlm.response", event.ts, data.get("response")):
                 span.attributes["gen_ai.output.messages"] = self.content.reply(data["response"]) or ""
         self._io(span, data.get("prompt") if self.content.capture else None,
-                 None if data.get("error") else data.get("response"))  # fmt: skip
+                 None if data.get("error") else data.get("response"))
         state.last_ts = max(state.last_ts, event.ts - seconds)  # the next step starts no earlier than this call
         return [span]
 
     def _on_compaction(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
         data = event.data
         attributes: dict[str, AttributeValue] = {"rlm.turns_before": int(data.get("turns_before") or 0),
-                                                 "rlm.turns_after": int(data.get("turns_after") or 0)}  # fmt: skip
+                                                 "rlm.turns_after": int(data.get("turns_after") or 0)}
         if state.model_calls:  # the summary's model call has its chat span: the run notes the fold
             summary = self.content.text(data.get("summary") or None)
             state.events.append(SpanEventRecord("rlm.compaction", _ns(event.ts),
                                                 {**attributes,
-                                                 **({"rlm.text": summary} if summary else {})}))  # fmt: skip
+                                                 **({"rlm.text": summary} if summary else {})}))
             return []
         span = self._chat_span(state, f"compaction:{event.seq}", None, event.ts, event.ts, {})
         span.attributes.update({"rlm.compaction": True, **attributes})
@@ -335,7 +335,7 @@ class SpanBuilder:
         state.error = str(event.data.get("message") or "error")
         state.events.append(SpanEventRecord("exception", _ns(event.ts), {
             "exception.message": self.content.error(state.error, EVENT_TEXT_CHARS),
-            "exception.type": str(event.data.get("where") or "rlm")}))  # fmt: skip
+            "exception.type": str(event.data.get("where") or "rlm")}))
         return []
 
     def _on_final(self, state: _RunState, event: RunEvent) -> list[SpanRecord]:
@@ -346,17 +346,17 @@ class SpanBuilder:
         span = SpanRecord(state.trace_id, span_id_for(state.run_id, "run"), state.parent_span_id,
                           f"invoke_agent {state.attributes['gen_ai.agent.name']}", "internal", _ns(state.start),
                           _ns(max(end, state.start)), state.run_id, dict(state.attributes),
-                          list(state.events))  # fmt: skip
+                          list(state.events))
         usage = found if isinstance(found := result.get("usage"), dict) else {}
         root, sub = usage.get("root") or {}, usage.get("sub") or {}
         for key in ("input_tokens", "output_tokens"):  # the run's totals: not gen_ai.usage.*, which a consumer
             if isinstance(root.get(key), int):           # sums over spans (the chat spans already carry them)
                 span.attributes[f"rlm.usage.{key}"] = root[key] + int(sub.get(key) or 0)
         span.attributes.update(_scalars("rlm.", result, ("completed", "steps", "total_reward", "termination_reason",
-                                                         "cost", "duration_s")))  # fmt: skip
+                                                         "cost", "duration_s")))
         self._text_and_short(span.attributes, "final_response", "output", result.get("final_response"))
         error = result.get("error") or state.error
         failed = error or result.get("termination_reason") == "error" or not result
         self._status(span, (error or "run failed") if failed else None,
-                     str(result.get("termination_reason") or "error"))  # fmt: skip
+                     str(result.get("termination_reason") or "error"))
         return span

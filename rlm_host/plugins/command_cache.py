@@ -50,7 +50,7 @@ def _setup() -> dict[str, Any]:
     """What the listing depends on besides file times; it also names the cache file."""
     relative = any(not os.path.isabs(entry or ".") for entry in sys.path)
     return {"format": FORMAT, "python": sys.executable, "version": sys.version, "path": list(sys.path),
-            "cwd": os.getcwd() if relative else "", "env": [os.environ.get(name) for name in _SELECTING]}  # fmt: skip
+            "cwd": os.getcwd() if relative else "", "env": [os.environ.get(name) for name in _SELECTING]}
 
 
 def _path_times() -> list[Optional[int]]:
@@ -83,7 +83,7 @@ def valid_listing(listing: Any) -> bool:
     return (isinstance(listing, dict) and len(listing) <= 1000
             and all(isinstance(name, str) and _NAME_RE.match(name) for name in listing)
             and all(isinstance(text, str) and len(text) <= 1000 and text.isprintable()
-                    for text in listing.values()))  # fmt: skip
+                    for text in listing.values()))
 
 
 def read() -> Optional[dict[str, str]]:
@@ -98,7 +98,7 @@ def read() -> Optional[dict[str, str]]:
         if (data["setup"] != setup or data["path_times"] != _path_times()
                 or not isinstance(files, list)
                 or not all(isinstance(f, list) and f and isinstance(f[0], str) for f in files)
-                or [_stamp(f[0]) for f in files] != files):  # fmt: skip
+                or [_stamp(f[0]) for f in files] != files):
             return None
         listing = data["commands"]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):  # a bad cache is no cache, never an error
@@ -142,7 +142,7 @@ def write(host: Any, listing: dict[str, str]) -> None:
 def _may_write(host: Any) -> bool:
     """A host whose load may be remembered: built from this process's environment, every plugin loaded cleanly."""
     return (not _local_modules() and getattr(host, "from_process_environment", False)
-            and all(dist.status != "broken" for dist in host.distributions))  # fmt: skip
+            and all(dist.status != "broken" for dist in host.distributions))
 
 
 def _local_modules() -> bool:

@@ -65,7 +65,7 @@ class PluginDistribution:
         return {"name": self.name, "version": self.version, "builtin": self.builtin, "status": self.status,
                 "errors": list(self.errors), "entry_points": [f"{n} = {v}" for n, v in self.entry_points],
                 "provides": {kind: sorted(names) for kind, names in sorted(self.provides.items()) if names},
-                "load_ms": round(self.load_ms, 1)}  # fmt: skip
+                "load_ms": round(self.load_ms, 1)}
 
 
 def discover() -> list[PluginDistribution]:

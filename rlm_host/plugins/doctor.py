@@ -17,7 +17,7 @@ HOST = "rlm-host"
 
 def row(kind: str, name: str, plugin: str, ok: bool, detail: str, hint: str, required: bool = True) -> dict[str, Any]:
     return {"kind": kind, "name": name, "plugin": plugin, "ok": ok, "detail": detail, "hint": hint,
-            "required": required}  # fmt: skip
+            "required": required}
 
 
 def check_rows(host: Any, loaded: Any, extra_sinks: list[str]) -> list[dict[str, Any]]:
@@ -34,14 +34,14 @@ def check_rows(host: Any, loaded: Any, extra_sinks: list[str]) -> list[dict[str,
         if r["kind"] == "check":
             section_kind, _, name = (host.doctor_checks().get(r["name"]).section or "").partition(".")
             r["required"] = (r["plugin"] == HOST or (name in used.get(section_kind, set()) if section_kind
-                                                     else r["plugin"] in owners))  # fmt: skip
+                                                     else r["plugin"] in owners))
         elif r["kind"] != "plugin":
             r["required"] = r["name"] in used.get(r["kind"], set())
     return extra + rows
 
 
 def _used(host: Any, loaded: Any, extra_sinks: list[str],
-          rows: list[dict[str, Any]]) -> tuple[dict[str, set[str]], list[dict[str, Any]]]:  # fmt: skip
+          rows: list[dict[str, Any]]) -> tuple[dict[str, set[str]], list[dict[str, Any]]]:
     """The components this setup uses, by kind (primary names), and rows for configured names that resolve to
     nothing (a model naming no provider, no security boundary for ``--sandbox auto``)."""
     from rlm_host.config.schema import RunSettings
@@ -82,7 +82,7 @@ def _used(host: Any, loaded: Any, extra_sinks: list[str],
         if not boundaries:
             extra.append(row("config", "run.sandbox", HOST, False, "auto: no sandbox that is a security boundary is "
                              "installed", "pip install rlm-sandbox-monty, or pass --sandbox process (NOT a security "
-                             "boundary)"))  # fmt: skip
+                             "boundary)"))
         elif not ready & set(boundaries):
             for name in boundaries:
                 use("sandbox", name)
@@ -103,7 +103,7 @@ def _readiness(kind: str, record: Any, loaded: Any, extra_sinks: list[str]) -> A
             if missing:
                 return Readiness(False, "missing module(s): " + ", ".join(missing), record.install_hint)
             return Readiness(True, "installed, not enabled (add it to [run] sinks or pass --sink "
-                             f"{record.name} to check its backend)")  # fmt: skip
+                             f"{record.name} to check its backend)")
     return record.readiness(_settings_for(kind, record, loaded))
 
 

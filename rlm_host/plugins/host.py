@@ -22,7 +22,7 @@ import pluggy
 from rlm_host import hookspecs, logs
 from rlm_host.components import (KIND_BY_HOOK, KINDS, BenchmarkPackSpec, CommandSpec, ContextLoaderSpec, DoctorCheck,
                                   EnvironmentSpec, ExporterSpec, FrameworkSpec, ProviderSpec, SandboxSpec, SinkSpec,
-                                  ToolboxSpec)  # fmt: skip
+                                  ToolboxSpec)
 from rlm_host.errors import PluginError
 from rlm_host.plugins import discovery
 from rlm_host.plugins.discovery import PluginDistribution
@@ -95,7 +95,7 @@ class PluginHost:
             known = {d.name for d in self.distributions}
             for name in sorted((self._selected or set()) - known):
                 logs.get_logger("rlm.plugins").warning("RLM_PLUGINS names a distribution that is not installed",
-                                                       plugin=name, installed=sorted(known))  # fmt: skip
+                                                       plugin=name, installed=sorted(known))
             self.pm.check_pending()
             return self
 
@@ -136,7 +136,7 @@ class PluginHost:
                 problems.append(f"implements unknown hook {hook!r}{suggestion}")
                 continue
             refused = [f"{hook}: @hookimpl({option}=True) is not supported by registration hooks"
-                       for option in _REFUSED_OPTIONS if opts.get(option)]  # fmt: skip
+                       for option in _REFUSED_OPTIONS if opts.get(option)]
             problems += refused
             if not refused:
                 hooks[name] = getattr(obj, name)
@@ -156,7 +156,7 @@ class PluginHost:
         if self.strict:
             raise PluginError(f"plugin {dist.name} is broken: {error}", hint="unset RLM_STRICT_PLUGINS to continue")
         logs.get_logger("rlm.plugins").warning("plugin broken", plugin=dist.name, error=error,
-                                              hint="see `rlm plugins doctor`")  # fmt: skip
+                                              hint="see `rlm plugins doctor`")
 
     def _by_name(self, dist_name: str) -> PluginDistribution:
         return next(d for d in self.distributions if d.name == dist_name)

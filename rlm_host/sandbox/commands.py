@@ -65,7 +65,7 @@ class CommandResult:
     def summary(self) -> str:
         """One line: the command and how it ended."""
         how = ("timed out" if self.timed_out else f"could not start: {self.error}" if self.error
-               else f"exit code {self.exit_code}")  # fmt: skip
+               else f"exit code {self.exit_code}")
         return f"{' '.join(self.argv)}: {how} ({self.seconds:.1f}s)"
 
 
@@ -86,7 +86,7 @@ def run_in_session(session: SandboxSession, source: str, call: str, *, timeout: 
 
 
 def run_command(session: SandboxSession, argv: Sequence[str], *, timeout: float,
-                keep_chars: int = COMMAND_OUTPUT_CHARS) -> CommandResult:  # fmt: skip
+                keep_chars: int = COMMAND_OUTPUT_CHARS) -> CommandResult:
     """Run ``argv`` in the session's working directory (``PYTHON`` in it is the sandbox's interpreter)."""
     call = f"__rlm_command({json.dumps(list(argv))}, {float(timeout)!r}, {int(keep_chars)})"
     value = run_in_session(session, _COMMAND_SOURCE, call, timeout=timeout + 30)
@@ -94,4 +94,4 @@ def run_command(session: SandboxSession, argv: Sequence[str], *, timeout: float,
         raise SandboxError(f"the command helper returned {type(value).__name__}, not a result")
     return CommandResult(tuple(argv), value.get("exit_code"), str(value.get("stdout") or ""),
                          str(value.get("stderr") or ""), bool(value.get("timed_out")),
-                         float(value.get("seconds") or 0.0), value.get("error"))  # fmt: skip
+                         float(value.get("seconds") or 0.0), value.get("error"))

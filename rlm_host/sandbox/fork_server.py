@@ -72,7 +72,7 @@ class ForkServer:
                 [python, "-I", "-u", str(TEMPLATE_SCRIPT), str(theirs.fileno()), str(script)],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, cwd="/", env=env, start_new_session=True, close_fds=True,
-            )  # fmt: skip
+            )
         except OSError:
             ours.close()
             raise

@@ -68,7 +68,7 @@ class _ProcessChannel(Channel):
         run_in_thread(lambda: self._drain(proc.stdout, proc.stdout, self._deliver), f"rlm-process-{proc.pid}")
         run_in_thread(lambda: self._drain(err, iter(lambda: os.read(err.fileno(), 65536), b""),
                                           self.stderr_tail.append),
-                      f"rlm-process-err-{proc.pid}")  # fmt: skip
+                      f"rlm-process-err-{proc.pid}")
 
     def _drain(self, stream: Any, pieces: Iterable[bytes], take: Callable[[bytes], object]) -> None:
         """Give each line (stdout) or chunk (stderr) of the worker to ``take`` until the stream ends, then close it;
@@ -127,10 +127,10 @@ class ProcessSandbox(WorkerSession):
     """A persistent REPL session in a separate worker process (crash isolation only, no security boundary)."""
 
     info = SandboxInfo(name="process", security_boundary=False, isolation="separate OS process: crash isolation "
-                       "only, NOT a security boundary (same user, same filesystem, network not blocked)")  # fmt: skip
+                       "only, NOT a security boundary (same user, same filesystem, network not blocked)")
 
     def __init__(self, settings: ProcessSettings | None = None, limits: SandboxLimits | None = None, *,
-                 workspace: Path | None = None) -> None:  # fmt: skip
+                 workspace: Path | None = None) -> None:
         super().__init__(limits)
         self.settings = settings or ProcessSettings()
         self.start_timeout = self.settings.start_timeout
@@ -170,7 +170,7 @@ class ProcessSandbox(WorkerSession):
         argv = [python, "-I", "-u", str(WORKER_SCRIPT), *args]
         try:
             return _ProcessChannel(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, close_fds=True))  # fmt: skip
+                stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, close_fds=True))
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox worker ({argv[0]}): {exc}") from exc
 

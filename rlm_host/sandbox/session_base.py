@@ -178,7 +178,7 @@ class SessionBase:
         else:
             self._rebuilt = (f"{done} of the {total} earlier cells were run again to rebuild your variables; cell "
                              f"{done + 1} failed this time ({failed}), so variables made from it on "
-                             "are lost")  # fmt: skip
+                             "are lost")
 
     def _abandon(self) -> None:
         """The host was interrupted while the worker was busy: drop it; the next step says so and is not run."""
@@ -215,7 +215,7 @@ class SessionBase:
             stdout=stdout, stderr=stderr, timed_out=True, restarted=True, duration_s=time.monotonic() - started,
             error=f"TimeoutError: this step exceeded the time limit of {limit:g} s and was stopped. The sandbox "
             f"was restarted: {self._lost_state_note()} Split the work into smaller steps.",
-        )  # fmt: skip
+        )
 
     def _crash_result(self, cause: Any, started: float, stdout: str = "", stderr: str = "") -> ExecResult:
         """A step that lost its worker (the worker already replaced)."""
@@ -223,7 +223,7 @@ class SessionBase:
             stdout=stdout, stderr=stderr, restarted=True, duration_s=time.monotonic() - started,
             error=f"SandboxCrash: {self.worker_noun} died during this step and was restarted: "
             f"{self._lost_state_note()}\nCause: {cause}",
-        )  # fmt: skip
+        )
 
     def _lost_while_binding(self, name: str, cause: Any) -> SandboxError:
         """The worker died receiving the host variable ``name``: restart (told at the next step); the error to
@@ -246,7 +246,7 @@ class SessionBase:
                         error=f"SandboxCrash: the sandbox was restarted and your code was NOT run: "
                         f"{self._lost_state_note()} Run your code again.\nCause: {why}",
                         restarted=True, duration_s=time.monotonic() - started,
-                    )  # fmt: skip
+                    )
                 result = self._run_cell(code, limit, started)  # rebuilt: run the step, and say what happened
                 notice = f"[sandbox] {why}. A new one was started: {self._lost_state_note()}\n"
                 return result.model_copy(update={"stderr": notice + result.stderr, "restarted": True})

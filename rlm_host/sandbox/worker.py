@@ -136,7 +136,7 @@ class Worker:
         self.ns = module.__dict__
         self.ns["__builtins__"] = builtins
         self._system = {"FINAL": self._FINAL, "FINAL_VAR": self._FINAL_VAR, "SUBMIT": self._SUBMIT,
-                        "SHOW_VARS": self._SHOW_VARS}  # fmt: skip
+                        "SHOW_VARS": self._SHOW_VARS}
         self.ns.update(self._system)
 
     # -- channel ------------------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ class Worker:
         if op in ("set", "set_file"):
             self.ns[message["name"]] = (message.get("value") if op == "set"
                                         else read_value_file(message["path"],
-                                                             message.get("format", "text")))  # fmt: skip
+                                                             message.get("format", "text")))
             return {}
         if op == "get":
             name = message["name"]

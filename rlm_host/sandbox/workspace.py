@@ -42,7 +42,7 @@ def check_workspace_write(relative: PurePath | str) -> None:
 
 
 def open_in_workspace(root: Path, relative: PurePosixPath | str, flags: int, *, make_parents: bool = False,
-            mode: int = 0o644) -> int:  # fmt: skip
+            mode: int = 0o644) -> int:
     """A descriptor for ``root/relative`` reached one component at a time from ``root``'s descriptor: every folder
     opened with ``O_NOFOLLOW|O_DIRECTORY`` (made when missing and ``make_parents``), the file with ``O_NOFOLLOW``
     and ``O_NONBLOCK`` (a FIFO never blocks). OSError (ELOOP, ENOTDIR…) when a link or a non-folder is met."""
@@ -50,7 +50,7 @@ def open_in_workspace(root: Path, relative: PurePosixPath | str, flags: int, *, 
     folder = _folder_fd(root, parts[:-1], make_parents)
     try:
         return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), mode,
-                       dir_fd=folder)  # fmt: skip
+                       dir_fd=folder)
     finally:
         os.close(folder)
 

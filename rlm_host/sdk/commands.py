@@ -27,4 +27,4 @@ from rlm_host.logs import say
 from rlm_host.text import json_for_terminal, terminal_safe
 
 __all__ = ["run_command", "run_option", "apply_run_flags", "run_option_type", "TerminalApprover", "terminal_safe",
-           "json_for_terminal", "say", "is_loopback_host"]  # fmt: skip
+           "json_for_terminal", "say", "is_loopback_host"]

@@ -18,7 +18,7 @@ Reference plugin to copy: ``plugins/rlm-context-documents``. Contract suite:
 from rlm_host.bounded import BoundedError, BoundedLimits, ChildFailed, LimitExceeded, bounded_start_method, run_bounded
 from rlm_host.config.user_key import user_signature, verify_user_signature
 from rlm_host.context import (Documents, TextFile, context_value, describe_context, load_context, load_file,
-                              read_regular, write_atomic)  # fmt: skip
+                              read_regular, write_atomic)
 from rlm_host.engine.context_loading import load_context_with_loaders, loader_lookup, media_type
 
 __all__ = [
@@ -32,4 +32,4 @@ __all__ = [
     "user_signature", "verify_user_signature",
     # a small file named by a user or a project, read safely
     "read_regular", "write_atomic",
-]  # fmt: skip
+]

@@ -37,4 +37,4 @@ from rlm_host.trajectory.tree import Replay
 __all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "VariableCarrier", "load_settings",
            "LoadedSettings", "PluginHost", "RunStore", "select_runs", "RUN_FILTERS", "parse_moment", "Replay",
            "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns", "ActiveRun", "redact_data",
-           "MASK"]  # fmt: skip
+           "MASK"]

@@ -44,4 +44,4 @@ __all__ = [
     "SubCalls", "HELPERS_SOURCE", "document_names", "execute_code", "gather_calls",
     # the user's own functions in the REPL (ctx.tools): their prompt lines; a toolbox's functions (ToolboxSpec)
     "tools_prompt", "Tool",
-]  # fmt: skip
+]

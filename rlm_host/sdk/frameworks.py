@@ -46,23 +46,23 @@ __all__ = [
     "REPL_REPLY_FORMAT",
     # the chat a framework sends, kept inside the model's window (older turns folded into a summary)
     "ChatCompactor",
-]  # fmt: skip
+]
 
 
 #: Tool calling as text moved to its own kit (the harness uses it too): these still resolve here for a release.
 MOVED_TO_TOOLS = ("ToolSpec", "ToolCall", "FinalAnswer", "InvalidReply", "ToolReply", "render_tool_protocol",
                   "parse_tool_reply", "format_tool_call", "format_tool_final", "format_tool_result", "coerce_tool_args",
-                  "tool_reply_format")  # fmt: skip
+                  "tool_reply_format")
 
 
 def __getattr__(name: str) -> Any:
     if name == "FrameworkAdapter":  # the protocol's old name: still resolves for a release, in no ``__all__``
         warnings.warn("rlm_host.sdk.frameworks.FrameworkAdapter is deprecated: it is now Framework",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
+                      DeprecationWarning, stacklevel=2)
         return Framework
     if name in MOVED_TO_TOOLS:
         warnings.warn(f"rlm_host.sdk.frameworks.{name} is deprecated: import it from rlm_host.sdk.tools",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
+                      DeprecationWarning, stacklevel=2)
         import rlm_host.sdk.tools
 
         return getattr(rlm_host.sdk.tools, name)

@@ -14,9 +14,9 @@ Reference plugins to copy: ``plugins/rlm-provider-anthropic`` (an SDK-based conn
 """
 
 from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, context_window_of, reject_raw_text,
-                                         retry_after_of, token_count, validate_settings)  # fmt: skip
+                                         retry_after_of, token_count, validate_settings)
 from rlm_host.models.protocol import (Completion, Message, ModelConnector, ModelOptions, Purpose, ReplyFormat,
-                                   ReplyFormatMode, RetryCallback)  # fmt: skip
+                                   ReplyFormatMode, RetryCallback)
 from rlm_host.models.catalog import context_window as listed_context_window
 from rlm_host.models.openai_provider import OpenAIConnector
 from rlm_host.models.openai_provider import ProviderSettings as OpenAISettings
@@ -44,4 +44,4 @@ __all__ = [
     # the openai connector, for OpenAI-compatible services (rlm-provider-compatible): its settings, where a
     # service takes a reply format, and a model's context window as genai-prices lists it (by price id)
     "OpenAIConnector", "OpenAISettings", "ReplyFormatFields", "OPENAI_STYLE", "listed_context_window",
-]  # fmt: skip
+]

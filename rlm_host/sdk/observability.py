@@ -20,7 +20,7 @@ from rlm_host.events import Sink
 from rlm_host.observability.content import ContentPolicy, ContentSettings, chat_messages, content_policy
 from rlm_host.redact import redacted_clip
 from rlm_host.observability.spans import (SPAN_LIVE_EVENTS, SpanBuilder, SpanEventRecord, SpanRecord, error_type,
-                                          model_name, span_id_for, trace_id_for, tree_order)  # fmt: skip
+                                          model_name, span_id_for, trace_id_for, tree_order)
 
 __all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "chat_messages", "SpanBuilder", "SpanRecord",
            "SpanEventRecord", "tree_order", "SPAN_LIVE_EVENTS", "model_name", "error_type", "trace_id_for",

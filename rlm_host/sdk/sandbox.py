@@ -43,4 +43,4 @@ __all__ = [
     "sweep_workspace",
     # a helper thread (reused across sessions); process-wide state (what a forked child resets, what exit releases)
     "run_in_thread", "register_process_state",
-]  # fmt: skip
+]

@@ -16,7 +16,7 @@ Reference plugins to copy: ``plugins/rlm-adapter-pydantic-ai`` (native tool call
 from rlm_host.tools.grammar import tool_reply_format
 from rlm_host.tools.protocol import (FinalAnswer, InvalidReply, ToolCall, ToolReply, ToolSpec, coerce_tool_args,
                                     format_tool_call, format_tool_final, format_tool_result, parse_tool_reply,
-                                    render_tool_protocol)  # fmt: skip
+                                    render_tool_protocol)
 
 __all__ = [
     # the tools and what a reply is read as
@@ -25,4 +25,4 @@ __all__ = [
     "render_tool_protocol", "parse_tool_reply", "format_tool_call", "format_tool_result", "format_tool_final",
     # the reply format a provider can enforce
     "tool_reply_format",
-]  # fmt: skip
+]

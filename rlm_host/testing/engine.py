@@ -104,7 +104,7 @@ def assert_context_stays_out_of_the_prompt(runner: RLMRunner, sizes: Iterable[in
     for chars in sizes:
         result, _, root = run_scripted(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL(4217)"],
                                        sub_rules=[{"match": ".", "text": "4217"}], context=haystack(chars),
-                                       **options)  # fmt: skip
+                                       **options)
         assert result.final_response == "4217", result.error
         prompts = ["".join(m["content"] for m in call) for call in root.calls]
         assert all(HAYSTACK_NEEDLE not in prompt for prompt in prompts)
@@ -120,4 +120,4 @@ def trajectory(result: Any) -> list[dict]:
 __all__ = [
     "FIND_NEEDLE", "HAYSTACK_NEEDLE", "assert_context_stays_out_of_the_prompt", "haystack", "isolated_runner",
     "run_scripted", "trajectory",
-]  # fmt: skip
+]

@@ -86,7 +86,7 @@ class EnvironmentContract:
             spec = host.environments().get(self.environment)
             ctx = self.context_for(host, events, tmp_path, task, context, list(root_replies), spec)
             environment = spec.create(self.settings(spec), replace(ctx, open_sandbox=_tracked(ctx.open_sandbox,
-                                                                                              sessions)))  # fmt: skip
+                                                                                              sessions)))
             made.append(environment)
             return environment
 
@@ -100,7 +100,7 @@ class EnvironmentContract:
         return model() if model is not None else None
 
     def context_for(self, host: PluginHost, events: list[RunEvent], tmp_path: Path, task: str, context: Any,
-                    root_replies: list[Any], spec: Any = None) -> EnvironmentContext:  # fmt: skip
+                    root_replies: list[Any], spec: Any = None) -> EnvironmentContext:
         """An EnvironmentContext as the runner builds one: scripted models, a real sandbox, a shared budget, and
         for an environment whose spec says ``workspace=True`` a project folder (``tmp_path / "project"``)."""
         bus = EventBus()
@@ -109,10 +109,10 @@ class EnvironmentContract:
         budget = Budget(timeout=120, max_llm_calls=20)
         usage, lock = RunUsage(), threading.Lock()
         root = ModelClient(ScriptedConnector.from_responses(root_replies, name="scripted:root"), "root", usage.root,
-                           budget, lock, scope=scope)  # fmt: skip
+                           budget, lock, scope=scope)
         sub = ModelClient(ScriptedConnector.from_responses([], rules=[{"match": ".", "text": "sub answer"}],
                                                            name="scripted:sub"), "sub", usage.sub, budget, lock,
-                          scope=scope)  # fmt: skip
+                          scope=scope)
         sandbox = host.sandboxes().get(self.sandbox)
         limits = SandboxLimits(exec_timeout=20)
         workdir = None
@@ -120,7 +120,7 @@ class EnvironmentContract:
             workdir = tmp_path / "project"
             workdir.mkdir(exist_ok=True)
         services = SandboxServices(home=tmp_path / ".rlm", limits=limits, workspace=workdir,
-                                   packages=tuple(spec.sandbox_packages) if spec is not None else ())  # fmt: skip
+                                   packages=tuple(spec.sandbox_packages) if spec is not None else ())
 
         def refuse_child(child_task: str, child_context: Any) -> Any:
             from rlm_host.errors import RecursionRefused
@@ -134,7 +134,7 @@ class EnvironmentContract:
             spawn_child=refuse_child, sub_model_for=lambda model: sub, max_steps=4, max_depth=0,
             context_meta=describe_context(context), workdir=workdir,
             environment_builder=lambda name, inner: host.environments().get(name).create(None, inner),
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------ the protocol, step by step
 
@@ -182,7 +182,7 @@ class EnvironmentContract:
         assert not result.done and result.reward <= 0
 
     def test_close_is_idempotent_and_safe_before_start(self, make_environment, sessions: list[Any],
-                                                       host: PluginHost) -> None:  # fmt: skip
+                                                       host: PluginHost) -> None:
         never_started = make_environment(context="x")
         never_started.close()
         never_started.close()
@@ -219,7 +219,7 @@ class EnvironmentContract:
         monkeypatch.chdir(tmp_path)
         runner = isolated_runner(tmp_path, plugins=self.distribution, sandbox=self.sandbox)
         result, events, _ = run_scripted(runner, "What is the answer?", [self.working_reply, self.final_reply],
-                                         context="a small context", environment=self.environment)  # fmt: skip
+                                         context="a small context", environment=self.environment)
         assert result.completed and result.final_response == self.final_answer, result.error
         assert result.steps == 2 and result.environment == self.environment
         kinds = [event["type"] for event in trajectory(result)]
@@ -230,7 +230,7 @@ class EnvironmentContract:
         runner = isolated_runner(tmp_path, plugins=self.distribution, sandbox=self.sandbox)
         replies = [self.working_reply] * 3 + ["best guess"]
         result, _, _ = run_scripted(runner, "What is the answer?", replies, context="ctx",
-                                    environment=self.environment, max_steps=3)  # fmt: skip
+                                    environment=self.environment, max_steps=3)
         assert not result.completed and result.termination_reason == "max_steps" and result.steps == 3
 
 

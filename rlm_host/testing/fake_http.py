@@ -109,7 +109,7 @@ class FakeHTTPServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=self.thread_name, daemon=True)  # fmt: skip
+                                        name=self.thread_name, daemon=True)
         self._thread.start()
         return self
 

@@ -68,7 +68,7 @@ class FrameworkContract:
     def run(self, runner: Any, replies: Any, **options: Any) -> tuple[Any, list]:
         result, events, _ = run_scripted(runner, "What is the code word in the context?", replies,
                                          sub_rules=self.sub_rules, context=CONTEXT, framework=self.framework,
-                                         **options)  # fmt: skip
+                                         **options)
         return result, events
 
     # ------------------------------------------------------------------ registration
@@ -83,9 +83,9 @@ class FrameworkContract:
         environ = {"RLM_PLUGINS": self.distribution, "RLM_PLUGIN_MODULES": ",".join(self.modules)}
         code = ("import sys; from rlm_host.plugins.host import PluginHost; "
                 f"PluginHost(environ={environ!r}).load(); "
-                f"print(json.dumps([m for m in {list(self.heavy_modules)!r} if m in sys.modules]))")  # fmt: skip
+                f"print(json.dumps([m for m in {list(self.heavy_modules)!r} if m in sys.modules]))")
         done = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True,
-                              timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+                              timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout) == [], "imported at start: " + done.stdout
 
@@ -119,7 +119,7 @@ class FrameworkContract:
         assert result.usage.root.calls == 3 and result.steps >= 2, "max_steps root turns, then one synthesis call"
         events = trajectory(result)
         purposes = [e["data"]["purpose"] for e in events if e["type"] == "model_call_start" and e["depth"] == 0
-                    and e["data"]["role"] == "root"]  # fmt: skip
+                    and e["data"]["role"] == "root"]
         assert purposes[-1] == "synthesis" and purposes.count("synthesis") == 1
         assert events[-1]["type"] == "final"
 
@@ -135,13 +135,13 @@ def in_sandbox(contract: type[FrameworkContract], sandbox: str, distribution: st
     (A copy, so pytest does not collect the original twice.)"""
     fields = {name: getattr(contract, name) for name in ("framework", "heavy_modules", "finishing_replies",
                                                          "final_answer", "sub_rules", "working_reply",
-                                                         "modules")}  # fmt: skip
+                                                         "modules")}
     fields.update(distribution=f"{contract.distribution},{distribution}", sandbox=sandbox)
     return type(f"{contract.__name__.removeprefix('Test')}In{sandbox.title()}", (FrameworkContract,), fields)
 
 
 def assert_a_real_model_run_ends_cleanly(rlm_cli: Any, rlm_isolated: Any, *, framework: str, distribution: str,
-                                         base_url: str, model: str = "openai:smollm2") -> dict[str, Any]:  # fmt: skip
+                                         base_url: str, model: str = "openai:smollm2") -> dict[str, Any]:
     """Drive ``framework`` with a real (tiny, local) model behind an OpenAI-compatible server at ``base_url``: it
     seldom follows a framework's reply format, so what must hold whatever it answers is checked — the run ends
     cleanly (an answer, the step limit, or the framework giving up with a clear error; never an internal error),
@@ -150,7 +150,7 @@ def assert_a_real_model_run_ends_cleanly(rlm_cli: Any, rlm_isolated: Any, *, fra
     notes.write_text("Day 1: all sensors fine.\nDay 2: sensor B failed at 42.7 bar.\n")
     result = rlm_cli("run", "Which sensor failed?", "--framework", framework, "--context", str(notes), "--model",
                      model, "--base-url", base_url, "--max-steps", "3", "--sandbox", "process", "--json",
-                     plugins=distribution)  # fmt: skip
+                     plugins=distribution)
     outcome = json.loads(result.out)
     assert outcome["framework"] == framework
     assert outcome["termination_reason"] in ("final", "max_steps", "error"), outcome

@@ -20,7 +20,7 @@ from rlm_host.testing.fake_http import Behaviour, FakeHTTPServer, RecordedReques
 
 
 def completion_body(text: Any, *, prompt_tokens: int = 11, completion_tokens: int = 7, model: str = "test-model",
-                    finish_reason: str = "stop", usage: bool = True) -> dict[str, Any]:  # fmt: skip
+                    finish_reason: str = "stop", usage: bool = True) -> dict[str, Any]:
     """A chat.completion JSON body with one choice whose content is ``text`` (may be None)."""
     body: dict[str, Any] = {
         "id": "chatcmpl-test",

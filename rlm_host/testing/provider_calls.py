@@ -109,7 +109,7 @@ class ProviderCalls:
         return registered(self.provider, self.distribution)
 
     def connect(self, url: Optional[str] = None, *, model: str = "", retries: int = 2,
-                settings: Optional[Mapping[str, Any]] = None, **options: Any) -> Any:  # fmt: skip
+                settings: Optional[Mapping[str, Any]] = None, **options: Any) -> Any:
         """A connector with short answers; given ``url``, to that server with the suite's key and short waits."""
         if url is not None:
             options = {"base_url": url, "api_key": KEY, "timeout": 5.0, **options}

@@ -82,7 +82,7 @@ YES_NO = ReplyFormat(
     gbnf='root ::= "yes" | "no"\n',
     json_schema={"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
                  "required": ["answer"], "additionalProperties": False},
-)  # fmt: skip
+)
 
 
 def carries(value: Any, reply_format: ReplyFormat) -> bool:
@@ -173,7 +173,7 @@ class ProviderContract(ProviderCalls):
         assert settings_model is not None and isinstance(loaded.component("provider", self.provider), settings_model)
         alias = spec.names[-1]
         connector = resolve_connector(f"{alias}:{self.model}", host=host, settings=loaded,
-                                      options=ModelOptions(api_key=KEY))  # fmt: skip
+                                      options=ModelOptions(api_key=KEY))
         assert connector.name == f"{self.provider}:{self.model}"
         config.write_text(f"[provider.{self.provider}]\nno_such_setting = 1\n")
         with pytest.raises(ConfigError, match="no_such_setting"):

@@ -55,7 +55,7 @@ def rlm_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Isolated:
 
 @pytest.fixture
 def rlm_cli(rlm_isolated: Isolated, monkeypatch: pytest.MonkeyPatch,
-            capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[..., CliResult]]:  # fmt: skip
+            capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[..., CliResult]]:
     """Run ``rlm`` in-process in an isolated home; ``plugins=`` selects distributions (default: none)."""
     from rlm_host.cli.main import main
     from rlm_host.plugins import reset_host

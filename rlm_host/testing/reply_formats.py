@@ -22,7 +22,7 @@ SANDBOX_TOOL_SPECS = (
                                               "required": ["code"]}),
     ToolSpec("llm_query", "Ask a language model.", {"type": "object", "properties": {"prompt": {"type": "string"}},
                                                     "required": ["prompt"]}),
-)  # fmt: skip
+)
 
 
 def _pure_rlm_acts_on(reply: str) -> bool:

@@ -61,13 +61,13 @@ def content_run(mark: str) -> dict[str, Any]:
     the code and its output, a sub-call's prompt and reply, a failed sub-call whose error quotes its prompt, an
     exception naming a variable's value, and the answer."""
     code = (f"note = 'code-{mark}'\nprint('output-{mark}')\nprint(llm_query('prompt-{mark}'))\n"
-            f"try:\n    llm_query('refused-{mark}')\nexcept Exception:\n    print('refused')\n")  # fmt: skip
+            f"try:\n    llm_query('refused-{mark}')\nexcept Exception:\n    print('refused')\n")
     return {"task": f"What follows task-{mark}?", "context": f"a context holding context-{mark}",
             "root_replies": [f"```repl\n{code}```", f"```repl\nraise ValueError('error-{mark} ' + note)\n```",
                              f"FINAL(answer-{mark})"],
             "sub_rules": [{"match": "prompt-", "text": f"reply-{mark}"},
                           {"match": "refused-",
-                           "error": f"HTTP 400: the server cannot read 'refused-{mark}'"}]}  # fmt: skip
+                           "error": f"HTTP 400: the server cannot read 'refused-{mark}'"}]}
 
 
 def _recorded_path(result: RunResult) -> Path:
@@ -133,7 +133,7 @@ class SinkContract:
         monkeypatch.chdir(tmp_path)
         runner = isolated_runner(tmp_path / "recorded", sandbox="process", environ={"RLM_RUN__SINKS": "[]"})
         result, _, _ = run_scripted(runner, "What is the answer?", ROOT_REPLIES[:1] + CHILD_REPLIES + ROOT_REPLIES[1:],
-                                    context="a context of a few words", max_depth=1)  # fmt: skip
+                                    context="a context of a few words", max_depth=1)
         assert result.completed, result.error
         return result
 
@@ -159,7 +159,7 @@ class SinkContract:
         future = RunEvent.model_construct(
             type="from_a_future_version",  # type: ignore[arg-type]  # not an EventType: a newer host's event
             operation=None, run_id=root.run_id, root_run_id=root.root_run_id, parent_run_id=None, depth=0, seq=1,
-            ts=root.ts, data={"anything": [1, 2]})  # fmt: skip
+            ts=root.ts, data={"anything": [1, 2]})
         feed_trajectory(sink, events[:1] + [future] + events[1:])  # in the middle of a real run: never raises
         sink.close()
         self.check_output(events, home)  # … and the run is recorded as if the unknown event had not been there
@@ -205,7 +205,7 @@ class SinkContract:
         runner = isolated_runner(tmp_path, plugins=self.distribution, sandbox="process", environ=environ)
         runner.home = home
         result, events, _ = run_scripted(runner, "What is the answer?", ["```repl\nprint(1)\n```", "FINAL(42)"],
-                                         context="ctx")  # fmt: skip
+                                         context="ctx")
         assert result.completed, result.error
         self.check_output(events, home)
 
@@ -246,7 +246,7 @@ class SinkContract:
 
     @pytest.mark.parametrize("switch", ["variable", "setting"])
     def test_with_content_capture_off_no_content_leaves(self, switch: str, tmp_path: Path, monkeypatch,
-                                                        home: Path) -> None:  # fmt: skip
+                                                        home: Path) -> None:
         """``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false``, or the sink's ``capture_content = false``:
         none of a real run's task, context, prompts, replies, code, output, answer, or error text quoting them
         reaches the backend (spans, span events, metrics, params, tags, artifacts); the run itself still does."""
@@ -290,7 +290,7 @@ def _renamed(events: list[RunEvent], suffix: str) -> list[RunEvent]:
     for event in events:
         update: dict[str, Any] = {"run_id": event.run_id + suffix, "root_run_id": event.root_run_id + suffix,
                                   "parent_run_id": event.parent_run_id + suffix
-                                  if event.parent_run_id else None}  # fmt: skip
+                                  if event.parent_run_id else None}
         data = dict(event.data)
         for key in ("run_id", "parent_run_id", "child_run_id"):
             if isinstance(data.get(key), str):

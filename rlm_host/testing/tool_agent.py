@@ -37,7 +37,7 @@ QUESTION = "Which sensor failed on day 117, and what did it read?"
 #: the sub-model's answer to llm_query, for prompts starting so (never a root prompt: those start otherwise)
 SUB_RULES = [{"match": "^Extract the sensor", "text": "sensor B, 42.7"}]
 FIRST_LOOK = ("lines = context.splitlines()\nprint(len(lines))\nhit = [l for l in lines if 'FAILED' in l][0]\n"
-              "print(llm_query('Extract the sensor and reading: ' + hit))")  # fmt: skip
+              "print(llm_query('Extract the sensor and reading: ' + hit))")
 ANSWER = "Sensor B failed on day 117; its last reading was 42.7."
 #: RLM Code's rewards ([rewards] defaults) of a tool call, a tool result, a tool error, a retry, model text, final
 TOOL_CALL, TOOL_RESULT, TOOL_ERROR, RETRY, MODEL_TEXT, FINAL = 0.02, 0.06, -0.05, -0.05, 0.05, 1.0
@@ -60,11 +60,11 @@ def write_station_log(folder: Path) -> Path:
 
 
 def run_framework(rlm_cli: Any, model: str, context: Path, *extra: str, framework: str, plugins: str,
-                  sandbox: str = "process") -> tuple[Any, dict, list[dict], list[dict]]:  # fmt: skip
+                  sandbox: str = "process") -> tuple[Any, dict, list[dict], list[dict]]:
     """``rlm run QUESTION --framework … --json``: (the CLI result, the run JSON, the step events' data, every
     trajectory event)."""
     result = rlm_cli("run", QUESTION, "--framework", framework, "--context", str(context), "--model", model,
-                     "--sandbox", sandbox, "--json", *extra, plugins=plugins)  # fmt: skip
+                     "--sandbox", sandbox, "--json", *extra, plugins=plugins)
     assert result.out.strip(), result.err
     outcome = json.loads(result.out)
     events = [json.loads(line) for line in (context.parent / outcome["trajectory_path"]).read_text().splitlines()]
@@ -97,12 +97,12 @@ class ToolAgentScenarios:
         return run_framework(rlm_cli, model, context, *extra, framework=self.framework, **options)
 
     def assert_two_looks_then_the_answer(self, outcome: dict, steps: list[dict], events: list[dict],
-                                         sandbox: str) -> None:  # fmt: skip
+                                         sandbox: str) -> None:
         assert outcome["framework"] == self.framework and outcome["sandbox"] == sandbox
         assert outcome["completed"] and outcome["termination_reason"] == "final" and outcome["error"] is None
         assert outcome["final_response"] == ANSWER
         assert actions(steps) == [("tool_call", TOOL_CALL), ("tool_result", TOOL_RESULT), ("tool_call", TOOL_CALL),
-                                  ("tool_result", TOOL_RESULT), ("final", FINAL)]  # fmt: skip
+                                  ("tool_result", TOOL_RESULT), ("final", FINAL)]
         reward = 2 * TOOL_CALL + 2 * TOOL_RESULT + FINAL
         assert outcome["steps"] == 5 and outcome["total_reward"] == pytest.approx(reward)
         first_call, first_result, second_call, second_result, answer = steps
@@ -126,7 +126,7 @@ class ToolAgentScenarios:
 
     def test_a_run_in_the_process_sandbox(self, rlm_cli: Any, rlm_script: Any, log_file: Path) -> None:
         model = rlm_script([call("run_code", code=FIRST_LOOK), call("run_code", code="print(hit)"), final(ANSWER)],
-                           rules=SUB_RULES)  # fmt: skip
+                           rules=SUB_RULES)
         result, outcome, steps, events = self.run(rlm_cli, model, log_file)
         assert result.code == 0, result.err
         self.assert_two_looks_then_the_answer(outcome, steps, events, "process")
@@ -136,9 +136,9 @@ class ToolAgentScenarios:
             pytest.skip("no other sandbox named (other_sandboxes)")
         for sandbox, distribution in self.other_sandboxes:
             model = rlm_script([call("run_code", code=FIRST_LOOK), call("run_code", code="print(hit)"),
-                                final(ANSWER)], rules=SUB_RULES)  # fmt: skip
+                                final(ANSWER)], rules=SUB_RULES)
             result, outcome, steps, events = self.run(rlm_cli, model, log_file, sandbox=sandbox,
-                                                      plugins=f"{self.distribution},{distribution}")  # fmt: skip
+                                                      plugins=f"{self.distribution},{distribution}")
             assert result.code == 0, result.err
             self.assert_two_looks_then_the_answer(outcome, steps, events, sandbox)
 
@@ -149,7 +149,7 @@ class ToolAgentScenarios:
         model = rlm_script([big] * 39 + [final(ANSWER)], context_window=8192,
                            rules=[{"match": "Summarise the work so far", "text": "The log was printed; B failed."}])
         result, outcome, steps, events = self.run(rlm_cli, model, log_file, "--max-steps", "40",
-                                                  "--max-llm-calls", "200")  # fmt: skip
+                                                  "--max-llm-calls", "200")
         assert outcome["completed"] and outcome["final_response"] == ANSWER, (outcome, result.err)
         folds = [e for e in events if e["type"] == "compaction"]
         assert folds and all(f["data"]["summary"] == "The log was printed; B failed." for f in folds)
@@ -159,7 +159,7 @@ class ToolAgentScenarios:
         assert max(prompts) < 8192  # a 40-turn run stayed inside the window
 
     def test_max_steps_stops_the_run_cleanly_with_its_trajectory(self, rlm_cli: Any, rlm_script: Any,
-                                                                 log_file: Path, caplog: Any) -> None:  # fmt: skip
+                                                                 log_file: Path, caplog: Any) -> None:
         model = rlm_script([call("run_code", code="print(len(context))")] * 6)
         result, outcome, steps, events = self.run(rlm_cli, model, log_file, "--max-steps", "2")
         loud = [r for r in caplog.records if r.name.startswith(self.quiet_loggers or ("\0",)) and r.levelno >= 30]
@@ -179,7 +179,7 @@ class ToolAgentScenarios:
         assert steps[1]["observation"]["final"] == "Sensor B: 42.7" and outcome["usage"]["root"]["calls"] == 1
 
     def test_an_answer_given_in_the_last_allowed_turn_stands(self, rlm_cli: Any, rlm_script: Any,
-                                                              log_file: Path) -> None:  # fmt: skip
+                                                              log_file: Path) -> None:
         model = rlm_script([call("run_code", code="print(1)"), call("run_code", code="FINAL('B')")])
         result, outcome, steps, _ = self.run(rlm_cli, model, log_file, "--max-steps", "2")
         assert result.code == 0 and outcome["completed"] and outcome["final_response"] == "B", result.err
@@ -195,24 +195,24 @@ class ToolAgentScenarios:
 
     def test_the_llm_query_tool_and_the_sub_call_budget(self, rlm_cli: Any, rlm_script: Any, log_file: Path) -> None:
         model = rlm_script([call("llm_query", prompt="Extract the sensor: day 117 sensor B"),
-                            call("llm_query", prompt="Extract the sensor again")], rules=SUB_RULES)  # fmt: skip
+                            call("llm_query", prompt="Extract the sensor again")], rules=SUB_RULES)
         _, outcome, steps, _ = self.run(rlm_cli, model, log_file, "--max-llm-calls", "1")
         assert actions(steps) == [("tool_call", TOOL_CALL), ("tool_result", TOOL_RESULT), ("tool_call", TOOL_CALL),
-                                  ("tool_error", TOOL_ERROR)]  # fmt: skip
+                                  ("tool_error", TOOL_ERROR)]
         assert steps[1]["observation"]["output"] == "sensor B, 42.7"
         assert "max_llm_calls" in steps[3]["observation"]["output"]
         assert outcome["termination_reason"] == "max_llm_calls", "a refused sub-call ends the run, as in a native run"
 
     @pytest.mark.parametrize("chars", [1_000, 2_000_000])
     def test_the_context_stays_in_the_sandbox_not_the_prompt(self, tmp_path: Path, monkeypatch: Any,
-                                                             chars: int) -> None:  # fmt: skip
+                                                             chars: int) -> None:
         monkeypatch.chdir(tmp_path)
         runner = isolated_runner(tmp_path, plugins=self.distribution, sandbox="process")
         find = call("run_code", code="i = context.find('magic number')\nprint(llm_query('Extract the number: ' + "
-                                     "context[i:i+40]))")  # fmt: skip
+                                     "context[i:i+40]))")
         result, _, root = run_scripted(runner, "What is the magic number?", [find, final("4217")],
                                        sub_rules=[{"match": "Extract", "text": "4217"}], context=haystack(chars),
-                                       framework=self.framework)  # fmt: skip
+                                       framework=self.framework)
         assert result.final_response == "4217" and result.usage.sub.calls == 1, result.error
         prompts = ["".join(m["content"] for m in sent) for sent in root.calls]
         assert all(HAYSTACK_NEEDLE not in prompt for prompt in prompts)
@@ -242,7 +242,7 @@ class Reading:
 
 #: The same answer type as a JSON Schema (``--output-schema``).
 READING_SCHEMA = {"type": "object", "properties": {"sensor": {"type": "string"}, "reading": {"type": "number"}},
-                  "required": ["sensor", "reading"]}  # fmt: skip
+                  "required": ["sensor", "reading"]}
 
 
 class UserToolScenarios:
@@ -262,7 +262,7 @@ class UserToolScenarios:
     def run(self, runner: Any, replies: list[str], **options: Any) -> tuple[Any, list, list[str]]:
         """(the RunResult, its events, the text of each root prompt)."""
         result, events, root = run_scripted(runner, QUESTION, replies, sub_rules=SUB_RULES, context=LOG,
-                                            framework=self.framework, **options)  # fmt: skip
+                                            framework=self.framework, **options)
         prompts = ["\n".join(str(m["content"]) for m in sent) for sent in root.calls]
         return result, events, prompts
 
@@ -279,7 +279,7 @@ class UserToolScenarios:
             raise RuntimeError(f"sensor {sensor} is offline")
 
         replies = [call("reading", sensor="B"), call("recalibrate", sensor="B"),
-                   call("run_code", code="print('in code:', reading('A', 118))"), final(ANSWER)]  # fmt: skip
+                   call("run_code", code="print('in code:', reading('A', 118))"), final(ANSWER)]
         result, events, prompts = self.run(runner, replies, tools=[reading, recalibrate])
         assert result.completed and result.final_response == ANSWER, result.error
         assert called == [("B", 117), ("A", 118)]  # the model's arguments (the default filled by the function)
@@ -289,14 +289,14 @@ class UserToolScenarios:
         assert "in code: no reading" in prompts[3]  # the same function inside run_code
         steps = [event.data for event in events if event.type == "step"]
         assert [step["action"] for step in steps] == ["tool_call", "tool_result", "tool_call", "tool_error",
-                                                      "tool_call", "tool_result", "final"]  # fmt: skip
+                                                      "tool_call", "tool_result", "final"]
         assert steps[0]["observation"]["args"] == {"sensor": "B"} and "42.7" in steps[1]["observation"]["output"]
         assert "sensor B is offline" in json.dumps(steps[3]["observation"])
         written = [e["data"] for e in trajectory(result)
                    if e["type"] == "sub_call" and e["data"]["kind"] == "tool_call"]
         assert [(c["tool"], c.get("result"), c.get("error")) for c in written] == [
             ("reading", '"42.7"', None), ("recalibrate", None, "RuntimeError: sensor B is offline"),
-            ("reading", '"no reading"', None)]  # fmt: skip
+            ("reading", '"no reading"', None)]
         assert json.loads(written[0]["arguments"])["sensor"] == "B"
 
     def test_a_tool_may_not_take_a_name_of_the_frameworks_own(self, runner: Any) -> None:
@@ -313,7 +313,7 @@ class UserToolScenarios:
     def test_the_answer_is_held_to_the_output_type(self, runner: Any, given: str) -> None:
         output_type = Reading.model() if given == "model" else READING_SCHEMA
         replies = [call("run_code", code="FINAL('sensor B, 42.7')"), final({"sensor": "B"}),
-                   final({"sensor": "B", "reading": 42.7})]  # fmt: skip
+                   final({"sensor": "B", "reading": 42.7})]
         result, events, prompts = self.run(runner, replies, output_type=output_type)
         assert result.completed and result.termination_reason == "final", result.error
         expected = {"sensor": "B", "reading": 42.7}

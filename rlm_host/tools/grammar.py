@@ -36,10 +36,10 @@ def tool_reply_format(tools: Sequence[ToolSpec], *, text_answer: bool = True) ->
     names = [tool.name for tool in tools]
     final = text_answer or not names  # a turn offering no tool can only answer
     rules = [f'call{index} ::= {_literal(tool.name)} ws "," ws "\\"args\\"" ws ":" ws {_args_rule(tool.parameters)}'
-             for index, tool in enumerate(tools)]  # fmt: skip
+             for index, tool in enumerate(tools)]
     if names:
         rules.insert(0, 'call ::= "{" ws "\\"tool\\"" ws ":" ws (' + " | ".join(f"call{i}" for i in range(len(names)))
-                     + ') ws "}"')  # fmt: skip
+                     + ') ws "}"')
     if final:
         rules.append('final ::= "{" ws "\\"final\\"" ws ":" ws string ws "}"')
     choices = ["call"] * bool(names) + ["final"] * final
@@ -47,10 +47,10 @@ def tool_reply_format(tools: Sequence[ToolSpec], *, text_answer: bool = True) ->
     schema: dict[str, Any] = {"oneOf": []}
     if names:
         schema["oneOf"].append({"type": "object", "properties": {"tool": {"enum": names}, "args": {"type": "object"}},
-                                "required": ["tool", "args"], "additionalProperties": False})  # fmt: skip
+                                "required": ["tool", "args"], "additionalProperties": False})
     if final:
         schema["oneOf"].append({"type": "object", "properties": {"final": {"type": "string"}}, "required": ["final"],
-                                "additionalProperties": False})  # fmt: skip
+                                "additionalProperties": False})
     return ReplyFormat("tool_protocol:" + ",".join(names), gbnf=grammar, json_schema=schema)
 
 

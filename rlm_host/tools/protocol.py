@@ -92,7 +92,7 @@ def render_tool_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True,
     names = ", ".join(f"`{name}`" for name in answer_tools) or "the answer tool"
     finish = ('- to give the final answer: {"final": "<the answer>"}\nA reply that is not a JSON object also counts as '
               "the final answer, so do not answer before you are done." if text_answer
-              else f"- to give the final answer: call {names} with the answer as its arguments.")  # fmt: skip
+              else f"- to give the final answer: call {names} with the answer as its arguments.")
     lines = [
         "# How to act",
         "You act by replying with exactly ONE JSON object, and nothing after it:",
@@ -127,7 +127,7 @@ def _schema_text(schema: Mapping[str, Any]) -> str:
     def clean(value: Any) -> Any:
         if isinstance(value, Mapping):
             return {k: clean(v) for k, v in value.items() if k != "title" and not (k == "additionalProperties"
-                                                                                   and v is False)}  # fmt: skip
+                                                                                   and v is False)}
         if isinstance(value, list):
             return [clean(v) for v in value]
         return value
@@ -156,7 +156,7 @@ def format_tool_result(name: str, content: str, *, status: str = "ok") -> str:
     """The text of a tool result: ``status`` is "ok", "error" (the tool ran and failed) or "retry" (the call
     was rejected before running: unknown tool, bad arguments)."""
     head = {"ok": f"Result of {name}:", "error": f"{name} failed:",
-            "retry": f"Your call of {name} was rejected (fix it and call again):"}.get(status, f"{name}:")  # fmt: skip
+            "retry": f"Your call of {name} was rejected (fix it and call again):"}.get(status, f"{name}:")
     return f"{head}\n{content}" if content else f"{head} (empty)"
 
 

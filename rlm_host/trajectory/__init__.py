@@ -7,7 +7,7 @@ them as text).
 
 from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, SubCall
 from rlm_host.trajectory.store import (AmbiguousRunError, CorruptTrajectoryError, RunNotFoundError, RunStore,
-                                      RunSummary, TrajectoryError, TrajectoryWriter)  # fmt: skip
+                                      RunSummary, TrajectoryError, TrajectoryWriter)
 
 __all__ = ["TrajectoryWriter", "RunStore", "RunSummary", "TrajectoryError", "RunNotFoundError", "AmbiguousRunError",
-           "CorruptTrajectoryError", "Replay", "ReplayStep", "RunTrace", "SubCall"]  # fmt: skip
+           "CorruptTrajectoryError", "Replay", "ReplayStep", "RunTrace", "SubCall"]

@@ -248,7 +248,7 @@ class ActiveRuns:
     # ------------------------------------------------------------------ the running process's side
 
     def register(self, run_id: str, cancel: threading.Event, *, home: str = "", task: str = "",
-                 environment: str = "", model: str = "", trajectory: str = "") -> Optional[Registration]:  # fmt: skip
+                 environment: str = "", model: str = "", trajectory: str = "") -> Optional[Registration]:
         """Record run ``run_id`` of this process (``home``: the run home it writes to) and watch for its
         cancellation (``cancel`` is set then); the entries of dead runs are swept away. None, with a warning, when
         the registry cannot be written: the run goes on, uncancellable from outside."""
@@ -259,7 +259,7 @@ class ActiveRuns:
                               task=clip(redact(task), 200, "ellipsis") or "", environment=environment, model=model,
                               command=command_words(), home=home and os.path.abspath(os.path.expanduser(home)),
                               trajectory=trajectory and os.path.abspath(os.path.expanduser(trajectory)),
-                              process_start=int(fields[19]) if fields and len(fields) > 19 else None)  # fmt: skip
+                              process_start=int(fields[19]) if fields and len(fields) > 19 else None)
             _private_folder(self.dir, create=True)
             cancel_file.unlink(missing_ok=True)  # a request left from before is not one for this run
             write_entry(self.dir, path.name, entry.model_dump_json(exclude={"status"}).encode())
@@ -267,7 +267,7 @@ class ActiveRuns:
             from rlm_host import logs
 
             logs.get_logger("rlm.runs").warning(f"the run is not in the registry of active runs ({exc}): "
-                                                "`rlm runs cancel` cannot reach it")  # fmt: skip
+                                                "`rlm runs cancel` cannot reach it")
             return None
         _watcher.watch(cancel_file, cancel)
         with contextlib.suppress(OSError, InputError):  # sweeping is housekeeping: never a reason to fail a run

@@ -48,7 +48,7 @@ class RunComparison(BaseModel):
 
 def _side(step: Optional[ReplayStep]) -> StepSide:
     return StepSide() if step is None else StepSide(action=step.record.action, code=step.record.code,
-                                                     success=step.error is None)  # fmt: skip
+                                                     success=step.error is None)
 
 
 def _outcome(replay: Replay) -> dict[str, Optional[float]]:
@@ -59,7 +59,7 @@ def _outcome(replay: Replay) -> dict[str, Optional[float]]:
     cost = result.cost if result.cost is not None else result.usage.cost
     efficiency = result.total_reward * 1000 / tokens if tokens else None
     return {"reward": result.total_reward, "tokens": float(tokens), "cost": cost, "duration_s": result.duration_s,
-            "efficiency": efficiency, "steps": float(result.steps)}  # fmt: skip
+            "efficiency": efficiency, "steps": float(result.steps)}
 
 
 def compare_runs(a: Replay, b: Replay) -> RunComparison:
@@ -69,7 +69,7 @@ def compare_runs(a: Replay, b: Replay) -> RunComparison:
         x, y = _side(left), _side(right)
         differs = ["length"] if left is None or right is None else [name for name, same in (
             ("action", x.action == y.action), ("code", _words(x.code) == _words(y.code)),
-            ("success", x.success == y.success)) if not same]  # fmt: skip
+            ("success", x.success == y.success)) if not same]
         if differs:
             divergence = Divergence(step=index + 1, differs_in=differs, a=x, b=y)
             break
@@ -79,7 +79,7 @@ def compare_runs(a: Replay, b: Replay) -> RunComparison:
     task_a, task_b = a.root.start.get("task"), b.root.start.get("task")
     return RunComparison(run_a=a.root.run_id, run_b=b.root.run_id, same_task=task_a == task_b,
                          identical_steps=identical, divergence=divergence, deltas=deltas,
-                         fork_at=_fork_point(a, b) or _fork_point(b, a))  # fmt: skip
+                         fork_at=_fork_point(a, b) or _fork_point(b, a))
 
 
 def _fork_point(source: Replay, fork: Replay) -> Optional[int]:
@@ -107,7 +107,7 @@ def render_comparison(comparison: RunComparison) -> str:
     lines = [f"A {comparison.run_a}", f"B {comparison.run_b}" + ("" if comparison.same_task else "  (another task)")]
     if comparison.fork_at is not None:
         lines.append(f"one is a fork of the other at step {comparison.fork_at}: steps 1-{comparison.fork_at} "
-                     "replayed as recorded, the runs go their own ways after")  # fmt: skip
+                     "replayed as recorded, the runs go their own ways after")
     if comparison.divergence is None:
         lines.append(f"the same {comparison.identical_steps} steps from start to end")
     else:

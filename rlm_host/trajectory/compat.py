@@ -25,4 +25,4 @@ def upgrade_event(line: dict[str, Any]) -> dict[str, Any]:
 def _renamed(usage: dict[str, Any]) -> dict[str, Any]:
     """A ``usage`` object renamed, its per-role objects (``root``, ``sub``) too."""
     return {RENAMED_USAGE.get(key, key): _renamed(value) if isinstance(value, dict) else value
-            for key, value in usage.items()}  # fmt: skip
+            for key, value in usage.items()}

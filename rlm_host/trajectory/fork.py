@@ -53,12 +53,12 @@ class ForkWatch:
         why = _difference(recorded.record.model_dump(mode="json"), event.data)
         if why:
             self.problem = (f"the fork of {self.source} diverged at step {number} of {self.at} replayed: {why}; "
-                            "the recorded state cannot be rebuilt, so the run stops here")  # fmt: skip
+                            "the recorded state cannot be rebuilt, so the run stops here")
 
     def check(self) -> None:
         if self.problem is not None:
             raise ModelError(self.problem, hint="the context, the sandbox or a tool answers otherwise than when the "
-                             "run was recorded: fork at an earlier step, or give the same --context")  # fmt: skip
+                             "run was recorded: fork at an earlier step, or give the same --context")
 
 
 def _difference(recorded: dict[str, Any], now: dict[str, Any]) -> str:

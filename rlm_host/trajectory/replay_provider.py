@@ -90,7 +90,7 @@ class Recording:
         if result is not None and result.error:
             outcome += f": {result.error}"
         summaries = {(event.run_id, int(event.data.get("step") or 0)): str(event.data.get("summary") or "")
-                     for event in replay.events if event.type == "compaction"}  # fmt: skip
+                     for event in replay.events if event.type == "compaction"}
         recording = cls(replay.root.run_id, str(replay.root.start.get("model") or ""), outcome=outcome)
         recording._add_root(replay.root, summaries)
         # the sub-calls that reached a model (not a child run, not refused by the budget before any model)
@@ -106,14 +106,14 @@ class Recording:
                 self.compaction.append(RecordedReply(summary, where=f"compaction before step {step.number}"))
             usage = step.record.usage.root
             self.root.append(RecordedReply(step.record.reply, usage.input_tokens, usage.output_tokens,
-                                           f"step {step.number} of {run.run_id}"))  # fmt: skip
+                                           f"step {step.number} of {run.run_id}"))
             for child in step.children:
                 self._add_root(child, summaries)
         for child in run.pending_children:
             self._add_root(child, summaries)
         result = run.result  # no synthesis when the steps did not run out, or its call failed (it answered nothing)
         if result is None or result.completed or result.termination_reason not in SYNTHESIS_REASONS or \
-                any(e.data.get("where") == "synthesize" for e in run.errors):  # fmt: skip
+                any(e.data.get("where") == "synthesize" for e in run.errors):
             return
         usage = result.usage.root  # what the run's own steps did not use went to the synthesis
         used_in = sum(step.record.usage.root.input_tokens for step in run.steps)
@@ -130,7 +130,7 @@ def _sub_reply(event: RunEvent) -> RecordedReply:
     return RecordedReply(None if text is None else str(text), int(usage.get("input_tokens") or 0),
                          int(usage.get("output_tokens") or 0), f"{data.get('kind', 'sub_call')} in {event.run_id}",
                          prompt_hash=data.get("prompt_hash"), prompt=data.get("prompt"),
-                         error=str(error) if error else None)  # fmt: skip
+                         error=str(error) if error else None)
 
 
 def ordinal(number: int) -> str:
@@ -154,7 +154,7 @@ class ReplayConnector:
             return self._sub_used.count(False) if kind == "sub" else len(self.recording.root) - self._next["root"]
 
     def complete(self, messages: list[Message], *, timeout: Optional[float] = None, on_retry: Any = None,
-                 purpose: Purpose = "turn", reply_format: Any = None) -> Completion:  # fmt: skip
+                 purpose: Purpose = "turn", reply_format: Any = None) -> Completion:
         """The next recorded answer for this kind of call (see the module docstring); recorded replies already
         have whatever shape they had, so a ``reply_format`` changes nothing."""
         started = time.monotonic()
@@ -171,7 +171,7 @@ class ReplayConnector:
             raw["malformed"] = "the recorded reply was empty"
         return Completion(text=reply.text, model=self.recording.model or self.name, input_tokens=reply.input_tokens,
                           output_tokens=reply.output_tokens, cost=0.0, finish_reason="stop",
-                          seconds=time.monotonic() - started, raw=raw)  # fmt: skip
+                          seconds=time.monotonic() - started, raw=raw)
 
     def _take_next(self, kind: str) -> RecordedReply:
         replies = self.recording.root if kind == "root" else self.recording.compaction
@@ -181,7 +181,7 @@ class ReplayConnector:
                 self._next[kind] = index + 1
                 return replies[index]
         raise self._exhausted(len(replies), *(("root reply", "root replies") if kind == "root" else
-                                              ("compaction summary", "compaction summaries")))  # fmt: skip
+                                              ("compaction summary", "compaction summaries")))
 
     def _take_sub(self, prompt: str) -> RecordedReply:
         digest, clipped = prompt_hash(prompt), sub_call_text(prompt)
@@ -190,7 +190,7 @@ class ReplayConnector:
             unused = [i for i, used in enumerate(self._sub_used) if not used]
             index = next(chain((i for i in unused if replies[i].prompt_hash == digest),
                                (i for i in unused if replies[i].prompt_hash is None and replies[i].prompt == clipped),
-                               unused), None)  # fmt: skip
+                               unused), None)
             if index is not None:
                 self._sub_used[index] = True
                 return replies[index]
@@ -202,7 +202,7 @@ class ReplayConnector:
         return ModelError(f"replay of {self.recording.run_id}: the recorded run had {count} "
                           f"{singular if count == 1 else plural}; this run asked for {article} {ordinal(asked)}",
                           hint=f"the new run went past the recorded one (other settings or sandbox output?); the "
-                          f"recorded run ended: {self.recording.outcome}")  # fmt: skip
+                          f"recorded run ended: {self.recording.outcome}")
 
 
 def create(settings: ReplaySettings | Mapping[str, Any] | None, services: Any) -> ReplayConnector:

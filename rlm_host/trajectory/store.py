@@ -97,7 +97,7 @@ class TrajectoryWriter:
         except OSError as exc:
             raise InputError(f"cannot write runs to {self.path.parent}: {exc.strerror or exc}",
                              hint="choose a writable run home: RLM_HOME=DIR, or [paths] home in "
-                                  "rlm.toml") from None  # fmt: skip
+                                  "rlm.toml") from None
         self._whole = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
         self._lock, self._held = threading.Lock(), b""  # _held: live event lines waiting for the next event
         self.failed: Optional[str] = None
@@ -146,7 +146,7 @@ class TrajectoryWriter:
             from rlm_host import logs
 
             logs.get_logger("rlm.trajectory").warning(f"could not write the trajectory {self.path}: {self.failed}; "
-                                                      "the run goes on, its record ends here")  # fmt: skip
+                                                      "the run goes on, its record ends here")
 
     def close(self) -> None:
         """Close the file (idempotent, never raises)."""
@@ -217,11 +217,11 @@ def select_runs(summaries: list[RunSummary], filters: list[str] | tuple[str, ...
         if key in ("since", "until"):
             moment = parse_moment(key, value)
             checks.append(lambda s, m=moment, k=key: s.started is not None and (s.started >= m if k == "since"
-                                                                                 else s.started < m))  # fmt: skip
+                                                                                 else s.started < m))
         elif key == "label":
             name, has, wanted = value.partition("=")
             checks.append(lambda s, n=name.strip(), h=has, w=wanted.strip(): n in s.labels and
-                          (not h or fnmatch.fnmatchcase(s.labels[n], w)))  # fmt: skip
+                          (not h or fnmatch.fnmatchcase(s.labels[n], w)))
         else:  # a glob on a field, case-insensitive (status: how the run ended)
             field = "termination_reason" if key == "status" else key
             checks.append(lambda s, f=field, v=value.lower(): fnmatch.fnmatchcase(getattr(s, f).lower(), v))
@@ -240,7 +240,7 @@ def parse_moment(key: str, text: str) -> datetime:
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
         raise InputError(f"filter {key}: {text!r} is not a date", hint=f"e.g. {key}=2026-01-31 or an ISO "
-                         "datetime") from None  # fmt: skip
+                         "datetime") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
@@ -257,11 +257,11 @@ def _open(path: Path) -> IO[bytes]:
     except OSError as exc:
         raise CorruptTrajectoryError(f"{path} is not a trajectory file: {exc.strerror or exc}",
                                      hint="a run's file is a regular file rlm run wrote, "
-                                          "not a link") from exc  # fmt: skip
+                                          "not a link") from exc
     if os.fstat(handle.fileno()).st_size > MAX_TRAJECTORY_BYTES:
         handle.close()
         raise CorruptTrajectoryError(f"{path} is larger than {MAX_TRAJECTORY_BYTES:,} bytes: not read",
-                                     hint="a trajectory this large was not written by rlm run")  # fmt: skip
+                                     hint="a trajectory this large was not written by rlm run")
     return handle
 
 
@@ -337,7 +337,7 @@ class RunStore:
         events, modified = self._read(path, strict=False), _iso(path.stat().st_mtime)
         if not events:
             return RunSummary(run_id=path.stem, path=str(path), termination_reason="unreadable", started=modified,
-                              problem=_unreadable(path))  # fmt: skip
+                              problem=_unreadable(path))
         root_id = events[0].root_run_id
         summary, records = RunSummary(run_id=root_id, path=str(path)), []
         for event in (event for event in events if event.run_id == root_id):
@@ -366,7 +366,7 @@ class RunStore:
                           environment=str(data.get("environment") or ""), framework=str(data.get("framework") or ""),
                           model=str(data.get("model") or ""),
                           labels={str(k): str(v) for k, v in labels.items()}
-                          if isinstance(labels, dict) else {})  # fmt: skip
+                          if isinstance(labels, dict) else {})
 
     @staticmethod
     def _with_final(summary: RunSummary, data: dict[str, Any]) -> RunSummary:
@@ -381,7 +381,7 @@ class RunStore:
             "framework": summary.framework or result.framework, "completed": result.completed,
             "termination_reason": result.termination_reason, "steps": result.steps, "duration": result.duration_s,
             "total_reward": result.total_reward, "tokens": result.usage.total_tokens,
-            "cost": result.cost if result.cost is not None else result.usage.cost})  # fmt: skip
+            "cost": result.cost if result.cost is not None else result.usage.cost})
 
     def resolve(self, ref: str | Path) -> Path:
         """The trajectory file of ``ref``: ``latest``, a run id, a unique prefix of one, or a ``.jsonl`` path."""
@@ -408,7 +408,7 @@ class RunStore:
             if len(matches) > 1:
                 shown = ", ".join(p.stem for p in matches[:5]) + (", …" if len(matches) > 5 else "")
                 raise AmbiguousRunError(f"run id prefix {ref!r} matches {len(matches)} runs: {shown}",
-                                        hint="give more characters of the run id")  # fmt: skip
+                                        hint="give more characters of the run id")
         hint = "rlm runs list shows the saved runs" if files else _NO_RUNS_HINT
         raise RunNotFoundError(f"no saved run matches {ref!r} in {self.runs_dir}", hint=hint)
 
@@ -445,13 +445,13 @@ class RunStore:
                 if not events:  # not one valid event before it: not a run's record at all
                     raise CorruptTrajectoryError(f"{path} is not a trajectory: line {number} is not a run event "
                                                  f"({reason})", hint="give a run id or a .jsonl file that "
-                                                 "rlm run wrote (rlm runs list shows them)") from exc  # fmt: skip
+                                                 "rlm run wrote (rlm runs list shows them)") from exc
                 if index == len(lines) - 1:
                     from rlm_host import logs
 
                     logs.get_logger("rlm.trajectory").warning("truncated last line skipped", path=str(path),
                                                               line=number,
-                                                              why="the run was probably killed")  # fmt: skip
+                                                              why="the run was probably killed")
                     continue
                 hint = "the file was damaged or edited by hand; remove that line or the file"
                 raise CorruptTrajectoryError(f"{path}:{number}: not a valid run event ({reason})", hint=hint) from exc

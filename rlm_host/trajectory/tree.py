@@ -155,7 +155,7 @@ def _build(events: list[RunEvent]) -> dict[str, RunTrace]:
             branches.setdefault(event.run_id, []).append(dict(event.data))
         elif event.type == "step":
             run.steps.append(ReplayStep(_step_record(event.data, len(run.steps) + 1), event, run.pending_sub_calls,
-                                        branches=branches.pop(event.run_id, [])))  # fmt: skip
+                                        branches=branches.pop(event.run_id, [])))
             run.pending_sub_calls = []
         elif event.type == "final":
             try:
@@ -174,7 +174,7 @@ def _step_record(data: dict[str, Any], number: int) -> StepRecord:
         return StepRecord.model_validate(data)
     except ValueError as exc:
         return StepRecord(step=number, action="error",
-                          observation={"error": f"unreadable step record: {str(exc).splitlines()[0]}"})  # fmt: skip
+                          observation={"error": f"unreadable step record: {str(exc).splitlines()[0]}"})
 
 
 def _attach_children(runs: dict[str, RunTrace], first_seq: dict[str, int]) -> None:

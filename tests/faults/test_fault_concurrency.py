@@ -23,7 +23,7 @@ def test_sixteen_concurrent_runs_in_one_home(tmp_path):
         script.write_text(json.dumps([f"```repl\nx = {index} * 2\nprint(x)\n```", "FINAL_VAR('x')"]))
         processes.append(subprocess.Popen(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process",
                                                  "--json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))  # fmt: skip
+                                          stderr=subprocess.PIPE, text=True))
     results = []
     for index, process in enumerate(processes):
         out, err = process.communicate(timeout=300)
@@ -36,5 +36,5 @@ def test_sixteen_concurrent_runs_in_one_home(tmp_path):
         lines = open(result["trajectory_path"]).read().splitlines()
         assert [json.loads(line)["type"] for line in lines][-1] == "final"
     listed = subprocess.run(RLM + ["runs", "list", "--json", "--limit", "0"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True)  # fmt: skip
+                            capture_output=True, text=True)
     assert {r["run_id"] for r in json.loads(listed.stdout)} == ids

@@ -9,7 +9,7 @@ from pathlib import Path
 from rlm_host.testing.openai_server import OpenAIServer, answer, error
 
 BATCH = ("```repl\ntry:\n    llm_query_batched(['ok 0', 'fail 1', 'ok 2', 'fail 3'])\nexcept RuntimeError as exc:\n"
-         "    print('caught:', exc)\nprint(llm_query_batched(['ok 4', 'ok 5']))\n```")  # fmt: skip
+         "    print('caught:', exc)\nprint(llm_query_batched(['ok 4', 'ok 5']))\n```")
 
 
 class _Provider(OpenAIServer):

@@ -51,7 +51,7 @@ def _run_on(tmp_path: Path, small_disk, flag: str) -> subprocess.CompletedProces
     script.write_text(json.dumps([NOISY] * 30 + ["FINAL(42)"]))
     return subprocess.run(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process", "--max-steps",
                                  "40", flag], cwd=tmp_path, env=_env(disk / "home"), capture_output=True,
-                          text=True, preexec_fn=preexec, timeout=120)  # fmt: skip
+                          text=True, preexec_fn=preexec, timeout=120)
 
 
 def test_a_full_disk_keeps_the_answer(tmp_path, small_disk):
@@ -65,10 +65,10 @@ def test_a_full_disk_keeps_the_answer(tmp_path, small_disk):
     lines = Path(result["trajectory_path"]).read_text().splitlines()
     assert len(lines) > 2 and all(json.loads(line)["type"] for line in lines), "every line whole"
     listed = subprocess.run(RLM + ["runs", "list", "--json"], cwd=tmp_path, env=_env(disk / "home"),
-                            capture_output=True, text=True)  # fmt: skip
+                            capture_output=True, text=True)
     assert [r["run_id"] for r in json.loads(listed.stdout)] == [result["run_id"]]
     replayed = subprocess.run(RLM + ["replay", result["run_id"]], cwd=tmp_path, env=_env(disk / "home"),
-                              capture_output=True, text=True)  # fmt: skip
+                              capture_output=True, text=True)
     assert replayed.returncode == 0 and "step 1" in replayed.stdout, replayed.stderr
 
 
@@ -83,7 +83,7 @@ def test_an_unwritable_run_home_is_one_clear_error(tmp_path):
     script = tmp_path / "script.json"
     script.write_text('["FINAL(1)"]')
     done = subprocess.run(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", "process"],
-                          cwd=tmp_path, env=_env(blocker / "home"), capture_output=True, text=True)  # fmt: skip
+                          cwd=tmp_path, env=_env(blocker / "home"), capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: cannot write runs to {blocker}/home/runs") and "hint: " in done.stderr
     assert "Traceback" not in done.stderr
@@ -107,7 +107,7 @@ def test_a_file_that_is_not_a_trajectory_is_listed_as_unreadable(rlm_cli, rlm_sc
 
 def test_a_torn_last_line_is_skipped_by_every_reader(rlm_cli, rlm_script, rlm_isolated):
     result = json.loads(rlm_cli("run", "q", "--model", rlm_script([NOISY, "FINAL(7)"]), "--sandbox", "process",
-                                "--json").out)  # fmt: skip
+                                "--json").out)
     path = Path(result["trajectory_path"])
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # killed while writing its final event

@@ -24,7 +24,7 @@ def _start(tmp_path: Path, sandbox: str = "process") -> tuple[subprocess.Popen, 
     env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="" if sandbox == "process" else "rlm-sandbox-docker")
     process = subprocess.Popen(RLM + ["run", "q", "--model", f"scripted:{script}", "--sandbox", sandbox, "--quiet"],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)  # fmt: skip
+                               text=True)
     runs = tmp_path / "home" / "runs"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # wait until step 1 is on record: the run is waiting for its model
@@ -62,7 +62,7 @@ def test_a_termination_signal_ends_the_run_like_ctrl_c(tmp_path, signum, code):
     assert last["type"] == "final" and last["data"]["termination_reason"] == "cancelled"
     assert last["data"]["error"] == f"terminated by {signal.Signals(signum).name}"
     assert not [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in
-                Path(f"/proc/{w}/status").read_text().lower()], "the sandbox worker was released"  # fmt: skip
+                Path(f"/proc/{w}/status").read_text().lower()], "the sandbox worker was released"
 
 
 def test_after_sigkill_the_run_is_listed_as_interrupted_and_replays(tmp_path):
@@ -93,7 +93,7 @@ def test_sigterm_with_the_docker_sandbox_leaves_no_container(tmp_path):
 
         def containers() -> list:  # the containers this rlm process owns ("<host>:<pid>:<start>")
             return [c for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
-                    if f":{process.pid}:" in c.labels.get("rlm.owner", "")]  # fmt: skip
+                    if f":{process.pid}:" in c.labels.get("rlm.owner", "")]
 
         assert containers(), "the run has a container"
         process.send_signal(signal.SIGTERM)

@@ -50,7 +50,7 @@ def _run(tmp_path, sandbox, replies, sub, monkeypatch, kill_before=None):
     result = runner.run_task("q", context="a b c d", connectors={"root": root, "sub": sub})
     events = [json.loads(line) for line in Path(result.trajectory_path).read_text().splitlines()]
     return result, [e["data"]["observation"]["blocks"][0] for e in events if e["type"] == "step" and
-                    e["data"]["observation"].get("blocks")]  # fmt: skip
+                    e["data"]["observation"].get("blocks")]
 
 
 @pytest.mark.parametrize("engine", RUNTIMES, indirect=True)

@@ -119,7 +119,7 @@ ATTEMPTS = [
     Attempt("sleep_forever", "import time\nwhile True:\n    time.sleep(0.2)", timeout=1, blocked=_stopped_in_time),
     Attempt("huge_output", "print('x' * 20_000_000)", blocked=_output_bounded),
     Attempt("output_flood", "while True:\n    print('y' * 1000)", timeout=1, blocked=_stopped_in_time),
-]  # fmt: skip
+]
 
 # ---------------------------------------------------------------- the runtimes
 
@@ -133,7 +133,7 @@ PROCESS_OUTCOMES: dict[str, tuple[str, str]] = {
         "socket_connect", "subprocess_run", "os_system", "import_ctypes", "subclasses", "subclasses_to_os_system",
         "frame_walk", "traceback_frame", "function_globals", "builtins_import", "dunder_import", "eval_import",
         "exec_import", "getattr_dunder",
-    )},  # fmt: skip
+    )},
     # blocked: the worker starts with an empty environment (env_var)
     "kill_host": (SKIP, "the process worker's parent is this test process: a success would kill the test run"),
     "fork_bomb": (SKIP, "the process worker has no process-count limit (RLIMIT_NPROC is per user, root is exempt)"),
@@ -150,7 +150,7 @@ DOCKER_OUTCOMES: dict[str, tuple[str, str]] = {
         "read_etc_passwd", "pathlib_read", "subprocess_run", "os_system", "import_ctypes", "subclasses",
         "subclasses_to_os_system", "frame_walk", "traceback_frame", "function_globals", "builtins_import",
         "dunder_import", "eval_import", "exec_import", "getattr_dunder",
-    )},  # fmt: skip
+    )},
     "kill_host": (SKIP, "os.getppid() names a process of the container's own PID namespace (the host's are not "
                         "visible), so the kill lands inside the container"),
 }
@@ -226,7 +226,7 @@ def attack_env(tmp_path_factory):
         mp.setenv("OPENAI_API_KEY", FAKE_KEY)
         mp.setenv("HOME", str(home))
         yield {"home": str(home), "ssh_key": str(ssh_key), "port": listener.getsockname()[1],
-               "target": str(root / "written-by-the-sandbox")}  # fmt: skip
+               "target": str(root / "written-by-the-sandbox")}
     listener.close()
 
 

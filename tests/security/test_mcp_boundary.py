@@ -76,26 +76,26 @@ def tree(rlm_isolated, tmp_path) -> Tree:
     os.mkfifo(root / "pipe")
     os.mkfifo(root / "piped" / "pipe")
     calls = ["```repl\nprint(llm_query('ping', model=%r))\n```", "```repl\nprint(llm_query('ping', model=%r))\n```",
-             "FINAL(called)"]  # fmt: skip
+             "FINAL(called)"]
     pong = _script(work / "pong.json", rules=[{"match": "ping", "text": "pong"}])
     caller = [calls[0] % pong, calls[1] % f"scripted:{outside / 'secret.json'}", calls[2]]
     return Tree(work=work, root=root, outside=outside, model=_script(work / "dump.json", DUMP * 20),
                 sub=_script(work / "sub.json", rules=[{"match": ".", "text": "sub"}]),
                 steps=_script(work / "steps.json", [f"```repl\nprint({i})\n```" for i in range(40)]),
-                pong=pong, caller=_script(work / "caller.json", caller * 5))  # fmt: skip
+                pong=pong, caller=_script(work / "caller.json", caller * 5))
 
 
 def serve_args(tree: Tree, *extra: str) -> list[str]:
     return ["--root", str(tree.root), "--sandbox", "monty", "--model", tree.model, "--sub-model", tree.sub,
             "--allow-model", tree.steps, "--allow-model", tree.pong, "--allow-model", tree.caller,
-            "--max-steps", "3", *extra]  # fmt: skip
+            "--max-steps", "3", *extra]
 
 
 def with_server(transport: str, tree: Tree, args: list[str], calls) -> Any:
     """``calls(session)`` against ``rlm mcp serve ARGS`` over ``transport``, the server in ``tree.work``."""
     if transport == "stdio":
         server = StdioServerParameters(command=RLM, args=["mcp", "serve", *args], cwd=str(tree.work),
-                                       env={"HOME": os.environ["HOME"]})  # fmt: skip
+                                       env={"HOME": os.environ["HOME"]})
 
         async def over_stdio():
             async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
@@ -141,7 +141,7 @@ TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_a_client_cannot_pick_a_weaker_sandbox(transport, tree):
     async def calls(session):
         weaker = [await session.call_tool("rlm_run", {"query": "q", "path": "notes.txt", "sandbox": name})
-                  for name in ("process", "local", "PROCESS", "nonsense")]  # fmt: skip
+                  for name in ("process", "local", "PROCESS", "nonsense")]
         same = await session.call_tool("rlm_run", {"query": "q", "path": "notes.txt", "sandbox": "monty"})
         auto = await session.call_tool("rlm_run", {"query": "q", "path": "notes.txt", "sandbox": "auto"})
         return weaker, same, auto
@@ -179,7 +179,7 @@ def test_client_models_come_from_the_operators_allow_list(transport, tree):
     attacks = [f"scripted/{tree.outside / 'secret.json'}", f"replay/{tree.outside / 'run.jsonl'}",
                "scripted:../outside.json", f"scripted:{tree.outside / 'secret.json'}",
                f"replay:{tree.outside / 'run.jsonl'}", f"scripted:{tree.outside}/../outside/secret.json",
-               "openai:gpt-4o-mini", f" {tree.model}"]  # fmt: skip
+               "openai:gpt-4o-mini", f" {tree.model}"]
     progress: list[tuple] = []
 
     async def on_progress(value, total, message):
@@ -188,10 +188,10 @@ def test_client_models_come_from_the_operators_allow_list(transport, tree):
     async def calls(session):
         refused = [await session.call_tool("rlm_run", {"query": "q", "text": "x", "model": m}) for m in attacks]
         bench = [await session.call_tool("rlm_bench_run", {"preset": "pure_rlm_smoke", "limit": 1, "model": m})
-                 for m in attacks[:3]]  # fmt: skip
+                 for m in attacks[:3]]
         listed = await session.call_tool("rlm_runs_list", {})
         clamped = await session.call_tool("rlm_run", {"query": "q", "text": "x", "model": tree.steps,
-                                                      "max_steps": 50}, progress_callback=on_progress)  # fmt: skip
+                                                      "max_steps": 50}, progress_callback=on_progress)
         caller = await session.call_tool("rlm_run", {"query": "q", "text": "x", "model": tree.caller})
         return refused, bench, listed, clamped, caller
 
@@ -226,7 +226,7 @@ def test_roots_hold_on_what_is_read(transport, tree):
     async def calls(session):
         names = {"docs": {"path": "docs"}, "linked": {"path": "linked"}, "pipe": {"path": "pipe"},
                  "piped": {"path": "piped"}, "pipe_abs": {"path": str(tree.root / "pipe")},
-                 "hidden": {"path": "hidden"}, "after": {"path": "notes.txt"}}  # fmt: skip
+                 "hidden": {"path": "hidden"}, "after": {"path": "notes.txt"}}
         return {name: await timed(session, name, arguments) for name, arguments in names.items()}
 
     results = with_server(transport, tree, serve_args(tree), calls)

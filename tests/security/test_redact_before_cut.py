@@ -30,7 +30,7 @@ def test_a_secret_across_the_output_cut_is_masked_whole(tmp_path):
     # the step's output is cut at its middle: head and tail kept, the key straddles where the head ends
     context = "y" * 2655 + SECRET + "z" * 20000
     result, events, root = run_scripted(runner, "q", ["```repl\nprint(context)\n```", "FINAL(done)"], context=context,
-                                        sandbox="monty")  # fmt: skip
+                                        sandbox="monty")
     shown = json.dumps(root.calls[1]) + open(result.trajectory_path).read()
     assert "yyyyy" in shown and "zzzzz" in shown  # the output was shown, cut in its middle
     assert SECRET[:10] not in shown

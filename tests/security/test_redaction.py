@@ -35,10 +35,10 @@ def test_a_secret_straddling_an_events_cut_is_masked_whole(tmp_path: Path, monke
     monkeypatch.chdir(tmp_path)
     code = f"prompt = '{'y' * 475}{secret}{'z' * 100}'\nprint(llm_query(prompt))\n"  # its own cut falls there too
     runner = isolated_runner(tmp_path, plugins="rlm-sink-local", sandbox="process",
-                             environ={"RLM_RUN__SINKS": '["local"]'})  # fmt: skip
+                             environ={"RLM_RUN__SINKS": '["local"]'})
     result, events, _ = run_scripted(runner, "What does the sub-model say?", [f"```repl\n{code}```", "FINAL(done)"],
                                      sub_rules=[{"match": "y{400}",
-                                                 "text": "w" * 490 + secret + "v" * 100}])  # fmt: skip
+                                                 "text": "w" * 490 + secret + "v" * 100}])
     assert result.completed, result.error
     code_start, sub_call = (next(e for e in events if e.type == kind) for kind in ("code_start", "sub_call"))
     assert code_start.data["code"].endswith("characters]"), "the live code was cut"
@@ -64,10 +64,10 @@ class LeakingConnector:
 
 
 def test_a_connector_error_quoting_a_key_reaches_caller_trajectory_and_sinks_redacted(tmp_path: Path, monkeypatch,
-                                                                                     secret: str):  # fmt: skip
+                                                                                     secret: str):
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, plugins="rlm-sink-local", sandbox="process",
-                             environ={"RLM_RUN__SINKS": '["local"]'})  # fmt: skip
+                             environ={"RLM_RUN__SINKS": '["local"]'})
     connector = LeakingConnector(secret)
     result = runner.run_task("What is the answer?", connectors={"root": connector, "sub": connector})
     assert wait_for_sinks(30)

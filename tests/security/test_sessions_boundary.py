@@ -28,7 +28,7 @@ def victim(folder: Path, name: str = "victim") -> Path:
     path = folder / f"{name}.json"
     path.write_text(json.dumps({"id": name, "options": {"sandbox": "process"}, "context": {"file": "x"},
                                 "turns": [{"query": SECRET, "answer": SECRET}],
-                                "variables": {"s": SECRET}}))  # fmt: skip
+                                "variables": {"s": SECRET}}))
     return path
 
 
@@ -45,7 +45,7 @@ def save_session(rlm_isolated, options: dict, session_id: str = GOOD_ID, context
     path = folder / f"{session_id}.json"
     path.write_text(json.dumps({"id": session_id, "options": options, "context": {"file": f"{session_id}.context.json"},
                                 "turns": [{"query": "Sum the numbers", "answer": "42", "run_id": "r1",
-                                           "termination_reason": "final"}], "variables": {"total": 42}}))  # fmt: skip
+                                           "termination_reason": "final"}], "variables": {"total": 42}}))
     return path
 
 
@@ -56,7 +56,7 @@ def final_script(rlm_script) -> str:
 def bad_ids(rlm_isolated) -> list[str]:
     outside = victim(rlm_isolated.work)  # work/victim.json: two levels above work/.rlm/sessions
     return ["../../victim", str(outside.with_suffix("")), f"{GOOD_ID}\x00", f"{GOOD_ID}/../../../victim",
-            f"x/{GOOD_ID}", f"{GOOD_ID}\n", "", "latest/../../victim", "chat_2026_x", GOOD_ID.upper()]  # fmt: skip
+            f"x/{GOOD_ID}", f"{GOOD_ID}\n", "", "latest/../../victim", "chat_2026_x", GOOD_ID.upper()]
 
 
 # ------------------------------------------------------------------------------------------ ids are not paths
@@ -97,7 +97,7 @@ def test_the_installed_rlm_script_refuses_a_climbing_id(rlm_isolated):
     for bad in ("../../victim", str(outside.with_suffix(""))):
         done = subprocess.run([RLM_SCRIPT, "chat", "--resume", bad, "--model", "scripted:x.json", "--quiet"],
                               input="What is it?\n", capture_output=True, text=True, timeout=60,
-                              cwd=rlm_isolated.work, env={**env, "HOME": str(rlm_isolated.home)})  # fmt: skip
+                              cwd=rlm_isolated.work, env={**env, "HOME": str(rlm_isolated.home)})
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("error: not a chat session id") and done.stderr.count("error:") == 1
         assert SECRET not in done.stdout + done.stderr
@@ -156,7 +156,7 @@ def test_a_malformed_session_file_is_an_input_error_or_loads_what_is_sound(rlm_i
     path = save_session(rlm_isolated, [])
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "turns": [3, {"query": 4}, {"query": "Fine?"}], "dropped": [1, "x (module)"],
-                                "variables": ["not", "a", "dict"], "context": "nonsense"}))  # fmt: skip
+                                "variables": ["not", "a", "dict"], "context": "nonsense"}))
     chat = RLM("scripted:x.json", sandbox="monty").session(resume=GOOD_ID)
     assert [t["query"] for t in chat.turns] == ["Fine?"] and chat.dropped == ["x (module)"] and chat.variables == {}
     assert chat.stored == {} and chat.context is None
@@ -216,7 +216,7 @@ def test_stored_models_that_read_files_and_loose_limits_are_not_taken(rlm_isolat
     save_session(rlm_isolated, {"model": f"scripted:{secret}", "sub_model": "replay:/other/home/runs/r.jsonl",
                                 "max_cost": 1000.0, "max_steps": 999, "timeout": 1.5, "base_url": "http://evil.test/v1",
                                 "sinks": ["otel"], "workdir": "/", "sandbox": "docker-but-missing",
-                                "environment": "dspy"})  # fmt: skip
+                                "environment": "dspy"})
     rlm = RLM(max_cost=0.5)
     chat = rlm.session(resume=GOOD_ID)
     ignored = " ".join(chat.ignored)

@@ -29,7 +29,7 @@ def rlm(home: Path, *args: str, cwd: Path | None = None) -> subprocess.Completed
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
     env.update({"RLM_HOME": str(home), "RLM_PLUGINS": "", "HOME": str(home.parent)})
     return subprocess.run([RLM, *args], capture_output=True, text=True, env=env, cwd=cwd or home.parent,
-                          timeout=PATIENCE)  # fmt: skip
+                          timeout=PATIENCE)
 
 
 def registry() -> Path:
@@ -157,7 +157,7 @@ def test_a_huge_registry_entry_is_not_read(tmp_path):
     home = tmp_path / "home"
     plant_entry(registry(), "run_real")
     entry = {"run_id": "run_huge", "pid": 4242, "host": "another-machine", "started": "2026-01-01T00:00:00Z",
-             "task": "x" * (1 << 20)}  # fmt: skip
+             "task": "x" * (1 << 20)}
     (registry() / "run_huge.json").write_text(json.dumps(entry))
     listed = rlm(home, "runs", "active", "--json")
     assert [run["run_id"] for run in json.loads(listed.stdout)] == ["run_real"]
@@ -189,7 +189,7 @@ def test_instructions_from_a_regular_file_still_work(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"responses": ["FINAL(1)"]}))
     done = rlm(home, "run", "q", "--model", f"scripted:{script}", "--sandbox", "process", "--instructions",
-               "@notes.md", "--json")  # fmt: skip
+               "@notes.md", "--json")
     assert done.returncode == 0, done.stderr
     events = Path(json.loads(done.stdout)["trajectory_path"]).read_text()
     assert "Answer in French.\\nAlways." in events

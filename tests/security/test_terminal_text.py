@@ -38,13 +38,13 @@ def test_the_live_view_and_replay_show_control_characters_never_send_them(tmp_pa
     home = tmp_path / "home"
     done = subprocess.run([RLM, "run", f"task {CONTROLS}", "--model", hostile_script(tmp_path), "--sandbox",
                            "process"], capture_output=True, text=True, env=env_for(home), cwd=tmp_path,
-                          timeout=120)  # fmt: skip
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     assert "step 1" in done.stderr and "ValueError" in done.stderr
     assert not raw_controls(done.stderr), repr(done.stderr)
     assert done.stdout.startswith("answer \x9b2J"), "into a pipe, the answer is printed as it is"
     replayed = subprocess.run([RLM, "replay", "latest", "--no-interactive"], capture_output=True, text=True,
-                              env=env_for(home), cwd=tmp_path, timeout=60)  # fmt: skip
+                              env=env_for(home), cwd=tmp_path, timeout=60)
     assert replayed.returncode == 0 and "ValueError" in replayed.stdout, replayed.stderr
     assert not raw_controls(replayed.stdout), repr(replayed.stdout)
 
@@ -55,7 +55,7 @@ def test_the_answer_on_a_terminal_shows_control_characters(tmp_path):
     try:
         process = subprocess.Popen([RLM, "run", "task", "--model", hostile_script(tmp_path), "--sandbox", "process",
                                     "--quiet"], stdout=terminal, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                   env=env_for(home), cwd=tmp_path)  # fmt: skip
+                                   env=env_for(home), cwd=tmp_path)
         os.close(terminal)
         shown = b""
         while True:
@@ -79,6 +79,6 @@ def test_run_json_escapes_del_and_c1_so_the_same_json_cannot_drive_a_terminal(tm
     home = tmp_path / "home"
     done = subprocess.run([RLM, "run", "task", "--model", hostile_script(tmp_path), "--sandbox", "process", "--json",
                            "-q"], capture_output=True, text=True, env=env_for(home), cwd=tmp_path,
-                          timeout=120)  # fmt: skip
+                          timeout=120)
     assert raw_controls(done.stdout) == [], done.stdout[:400]
     assert json.loads(done.stdout)["final_response"] == f"answer {CONTROLS}".strip()  # the same value, unescaped

@@ -52,7 +52,7 @@ def pip_install_target(target: Path, *projects: Path) -> None:
     command = [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
         "--no-deps", "--no-build-isolation", "--target", str(target), *map(str, projects),
-    ]  # fmt: skip
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"pip install failed:\n{result.stdout}\n{result.stderr}")

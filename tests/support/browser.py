@@ -59,7 +59,7 @@ def browser(binary: str, profile: Path, *args: str, timeout: float = 120) -> sub
     """Run Chromium headless with its own profile folder and ``args``; its completed process (text output)."""
     command = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-               "--window-size=1200,1600", *args]  # fmt: skip
+               "--window-size=1200,1600", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 

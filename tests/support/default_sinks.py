@@ -33,4 +33,4 @@ class RecordingSink:
 def rlm_register_sinks() -> list[SinkSpec]:
     here = "support.default_sinks"
     return [SinkSpec("on-by-default", "Fed by every run that names no sinks", f"{here}:RecordingSink",
-                     settings=f"{here}:RecordSettings", default=True)]  # fmt: skip
+                     settings=f"{here}:RecordSettings", default=True)]

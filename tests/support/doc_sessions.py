@@ -159,7 +159,7 @@ REPORT = {
 
 STATION = {"samples/station_log.txt": copy_of("samples/station_log.txt")}
 INCIDENT = {"type": "object", "properties": {"sensor": {"type": "string"}, "reading": {"type": "number"}},
-            "required": ["sensor", "reading"]}  # fmt: skip
+            "required": ["sensor", "reading"]}
 FIND_INCIDENT = repl("i = context.find('INCIDENT', context.find('Day 117.'))\nprint(context[i:i + 120])")
 
 TOOLS = script([repl("print(lookup('bolt'), lookup('nut'), lookup('washer'))"), "FINAL(nuts: none left in stock)"])
@@ -218,7 +218,7 @@ DSPY_SCRIPT = script([
 #: The framework READMEs' sessions with the user's function and a typed answer (stationtools.py, incident.json)
 SPARES_INCIDENT = {"type": "object", "properties": {"sensor": {"type": "string"}, "reading": {"type": "number"},
                                                     "spares_left": {"type": "integer"}},
-                   "required": ["sensor", "reading", "spares_left"]}  # fmt: skip
+                   "required": ["sensor", "reading", "spares_left"]}
 TOOL_FILES = {"stationtools.py": FromPage("# stationtools.py"), "incident.json": json.dumps(SPARES_INCIDENT)}
 DSPY_TOOLS_SCRIPT = script([
     dspy_reply("Find day 117's incident, then ask the station's records for spares.",

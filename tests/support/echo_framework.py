@@ -30,7 +30,7 @@ class EchoFramework:
                 return FrameworkOutcome(answer)
             outcome = self.ctx.tools.run_code(reply)
             self.ctx.step("run_code", {"output": outcome.text}, self.ctx.reward_for("tool_result", outcome.ok),
-                          code=reply, reply=reply)  # fmt: skip
+                          code=reply, reply=reply)
             if outcome.final is not None:
                 return FrameworkOutcome(outcome.final)
             messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": outcome.text}]
@@ -43,4 +43,4 @@ class EchoFramework:
 def rlm_register_frameworks():
     return [FrameworkSpec("echo", "A test framework: replies are code or ANSWER: text",
                           "support.echo_framework:EchoFramework",
-                          settings="support.echo_framework:EchoSettings", mode="agent")]  # fmt: skip
+                          settings="support.echo_framework:EchoSettings", mode="agent")]

@@ -43,7 +43,7 @@ class TestOllamaProvider(ProviderContract):
 
     def answer(self, text, usage=(11, 7)):
         body = {"model": self.model, "message": {"role": "assistant", "content": text}, "done": True,
-                "done_reason": "stop"}  # fmt: skip
+                "done_reason": "stop"}
         if usage is not None:
             body.update(prompt_eval_count=usage[0], eval_count=usage[1])
         return Behaviour(body=body)
@@ -54,7 +54,7 @@ class TestOllamaProvider(ProviderContract):
     def malformed_answers(self):
         return [(Behaviour(body={"model": self.model, "done": True}), "no 'message' in response"),
                 (Behaviour(body={"message": {"role": "assistant", "content": ""}}),
-                 "message.content is empty")]  # fmt: skip
+                 "message.content is empty")]
 
     def sent_key(self, request):
         return request.headers["authorization"].removeprefix("Bearer ")
@@ -68,7 +68,7 @@ class TestTinyAgentFramework(FrameworkContract):
     distribution = PLUGIN
     heavy_modules = ("rlm_plugin_template.tiny_agent",)  # the framework: never imported when `rlm` starts
     finishing_replies = ("TOOL run_code\nword = llm_query('The code word?')\nprint(context.splitlines()[2], word)",
-                         "FINAL PAPAYA")  # fmt: skip
+                         "FINAL PAPAYA")
     final_answer = "PAPAYA"
     sub_rules = ({"match": "code word", "text": "it is PAPAYA"},)
     working_reply = "TOOL run_code\nprint(len(context))"

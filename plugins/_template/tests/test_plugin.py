@@ -21,7 +21,7 @@ def test_registers_through_its_entry_point(rlm_plugin_host):
     assert dist.provides == {"environment": ["plugin-template-lines"], "framework": ["plugin-template-agent"],
                              "provider": ["plugin-template-ollama"], "sink": ["plugin-template-csv"],
                              "benchmark": ["plugin-template-qa"], "command": ["plugin-template"],
-                             "check": ["plugin-template-output"]}  # fmt: skip
+                             "check": ["plugin-template-output"]}
 
 
 def test_command_and_doctor_check_run(rlm_cli):
@@ -64,7 +64,7 @@ def test_the_pack_reads_your_own_cases_and_names_a_bad_file(tmp_path):
     mine.write_text(json.dumps({"id": "q1", "question": "Capital of France?", "answer": "Paris"}) + "\n")
     (case,) = create(QaPackSettings(path=mine), HostServices(home=tmp_path))
     assert case == {"case_id": "q1", "task": "Capital of France?", "expected": "Paris",
-                    "context": {"kind": "inline", "value": ""}}  # fmt: skip
+                    "context": {"kind": "inline", "value": ""}}
     mine.write_text("{not json\n")
     with pytest.raises(ConfigError, match="line 1 is not JSON"):
         create(QaPackSettings(path=mine), HostServices(home=tmp_path))
@@ -78,7 +78,7 @@ def test_a_run_with_the_sink_named_records_it(rlm_cli, rlm_script, rlm_isolated)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RLM_RUN__SINKS", '["plugin-template-csv"]')
         result = rlm_cli("run", "What is 6 x 7?", "--model", rlm_script(["FINAL(42)"]), "--sandbox", "process", "-q",
-                         plugins=PLUGIN)  # fmt: skip
+                         plugins=PLUGIN)
     assert result.code == 0, result.err
     rows = list(csv.DictReader((rlm_isolated.runs / "runs.csv").open()))
     assert [(row["task"], row["completed"]) for row in rows] == [("What is 6 x 7?", "True")]

@@ -24,17 +24,17 @@ FRAMEWORK = "adk-rlm-agent"
 LOG = "Station log\nday 116: sensor A ok\nday 117: sensor B FAILED, last reading 42.7\nday 118: sensor A ok\n"
 SUB_RULES = [{"match": "^Extract the sensor", "text": "sensor B, 42.7"}]
 LOOK = ("hit = [l for l in log.splitlines() if 'FAILED' in l][0]\nprint(llm_query('Extract the sensor: ' + hit))\n"
-        "print(llm_query_batched(['Extract the sensor: a', 'Extract the sensor: b']))")  # fmt: skip
+        "print(llm_query_batched(['Extract the sensor: a', 'Extract the sensor: b']))")
 
 
 class TestAdkRlmAgent(FrameworkContract):
     framework = FRAMEWORK
     distribution = PLUGIN
     heavy_modules = ("google.adk", "google.adk.runners", "google.genai", "rlm_adapter_adk.agent",
-                     "rlm_adapter_adk.framework", "rlm_adapter_adk.model", "rlm_adapter_adk.rlm_loop")  # fmt: skip
+                     "rlm_adapter_adk.framework", "rlm_adapter_adk.model", "rlm_adapter_adk.rlm_loop")
     finishing_replies = (call("rlm_execute_code", code="x = llm_query('What is the code word? ' + context)\n"
                                                        "print(context.splitlines()[2], x)"),
-                         final("PAPAYA"))  # fmt: skip
+                         final("PAPAYA"))
     final_answer = "PAPAYA"
     sub_rules = ({"match": "code word", "text": "PAPAYA"},)
     working_reply = call("rlm_execute_code", code="print(len(context))")
@@ -62,7 +62,7 @@ def test_each_tool_end_to_end_with_the_metadata_in_the_trajectory(runner):
                call("rlm_execute_code", code=LOOK),
                call("rlm_query_context", query="Name the failed sensor.", variable="log"),
                final("sensor B"),  # the child run's only turn: it answers at once
-               final("Sensor B failed on day 117; it read 42.7.")]  # fmt: skip
+               final("Sensor B failed on day 117; it read 42.7.")]
     result, events, root = run(runner, replies)
     assert result.completed and result.final_response == "Sensor B failed on day 117; it read 42.7.", result.error
     steps = steps_of(events)
@@ -70,10 +70,10 @@ def test_each_tool_end_to_end_with_the_metadata_in_the_trajectory(runner):
     assert [s["action"] for s in root_steps] == ["tool_call", "tool_result"] * 3 + ["final"]
     loaded, ran, queried = root_steps[1], root_steps[3], root_steps[5]
     assert loaded["observation"]["output"] == ("Loaded station_log.txt into the REPL: `log` is a string of 98 "
-                                               "characters, from station_log.txt.")  # fmt: skip
+                                               "characters, from station_log.txt.")
     context = loaded["observation"]["metadata"]["context"]
     assert context == {"variable": "log", "context_type": "str", "total_size_chars": 98, "chunk_count": 1,
-                       "chunk_sizes": [98], "data_sources": ["station_log.txt"], "schema_hint": None}  # fmt: skip
+                       "chunk_sizes": [98], "data_sources": ["station_log.txt"], "schema_hint": None}
     assert ran["observation"]["output"] == "sensor B, 42.7\n['sensor B, 42.7', 'sensor B, 42.7']"
     meta = ran["observation"]["metadata"]
     assert meta["tool"] == "rlm_execute_code" and meta["agent"] == "rlm_agent" and meta["status"] == "success"
@@ -95,7 +95,7 @@ def test_each_tool_end_to_end_with_the_metadata_in_the_trajectory(runner):
     assert [c["call_index"] for c in metadata["sub_lm_calls"]] == [1, 2, 3, 4]
     metrics = metadata["session_metrics"]
     assert (metrics["tool_calls"], metrics["code_executions"], metrics["contexts_loaded"], metrics["context_queries"],
-            metrics["sub_lm_calls"], metrics["model_calls"]) == (3, 1, 1, 1, 4, 4)  # fmt: skip
+            metrics["sub_lm_calls"], metrics["model_calls"]) == (3, 1, 1, 1, 4, 4)
     assert metrics["final_answer_found"] and metrics["tool_errors"] == metrics["tools_refused"] == 0
     written = trajectory(result)
     assert written[-1]["data"]["framework_metadata"]["contexts"] == [context]
@@ -117,7 +117,7 @@ def test_the_context_loader_agent_loads_files_for_the_root(runner, tmp_path):
                call("rlm_list_files", folder="data"),
                call("rlm_load_context", path="data/readings.json"),
                "Loaded data/readings.json as `context`: a dict of three sensors' readings.",
-               call("rlm_execute_code", code="FINAL(max(context, key=context.get))")]  # fmt: skip
+               call("rlm_execute_code", code="FINAL(max(context, key=context.get))")]
     result, events, root = run(runner, replies, task="Which sensor reads highest?", context=None)
     assert result.completed and result.final_response == "B", result.error
     steps = steps_of(events)
@@ -128,7 +128,7 @@ def test_the_context_loader_agent_loads_files_for_the_root(runner, tmp_path):
         ("model_text", None, "context_loader"),
         ("tool_result", "context_loader", None),
         ("tool_call", "rlm_execute_code", None), ("tool_result", "rlm_execute_code", None),
-        ("final", None, None)]  # fmt: skip
+        ("final", None, None)]
     assert steps[2]["observation"]["output"] == "data/readings.json"
     context = steps[4]["observation"]["metadata"]["context"]
     assert (context["variable"], context["context_type"], context["chunk_count"]) == ("context", "dict", 3)
@@ -160,7 +160,7 @@ def test_model_named_paths_are_confined_to_the_folder(runner, tmp_path):
     tries = [("../" + outside.name, "'..' is not allowed"), (str(outside), "is outside the project folder"),
              ("link.txt", "leads outside the project folder"), ("folder", "is a folder"),
              ("pipe.txt", "not a regular file"), ("blob.bin", "is a binary file"),
-             ("big.txt", "201 bytes; the limit is 200"), ("", "no path given")]  # fmt: skip
+             ("big.txt", "201 bytes; the limit is 200"), ("", "no path given")]
     replies = [call("rlm_load_context", path=path) for path, _ in tries]
     replies += [call("rlm_load_context", path="station_log.txt", variable="llm_query"), final("none loaded")]
     result, events, root = run(runner, replies, max_steps=20)
@@ -215,18 +215,18 @@ def test_approvals_refuse_a_tool_through_the_callbacks(runner, tmp_path):
     replies = [call("rlm_execute_code", code="open('marker', 'w').write('ran')"),
                call("rlm_query_context", query="Name the failed sensor."),
                call("rlm_load_context", path="station_log.txt", variable="log"),
-               final("refused twice")]  # fmt: skip
+               final("refused twice")]
     result, events, root = run(runner, replies, approval_rules={"rlm_execute_code": "deny", "rlm_query_context": "ask"},
-                               approver=lambda request: asked.append(request) or False)  # fmt: skip
+                               approver=lambda request: asked.append(request) or False)
     assert result.completed and result.final_response == "refused twice", result.error
     assert not (tmp_path / "marker").exists()
     steps = steps_of(events)
     assert [s["action"] for s in steps] == ["tool_call", "tool_error", "tool_call", "tool_error", "tool_call",
-                                            "tool_result", "final"]  # fmt: skip
+                                            "tool_result", "final"]
     denied, refused = steps[1]["observation"], steps[3]["observation"]
     assert denied["refused"] and denied["output"].startswith("refused: rlm_execute_code is not allowed (a rule")
     assert refused["refused"] and refused["output"] == ("refused by the user: rlm_query_context "
-                                                        "(rlm_query_context: Name the failed sensor.)")  # fmt: skip
+                                                        "(rlm_query_context: Name the failed sensor.)")
     assert denied["metadata"]["status"] == refused["metadata"]["status"] == "refused"
     (request,) = asked
     assert (request.tool, request.kind, request.details["agent"]) == ("rlm_query_context", "read", "rlm_agent")
@@ -261,24 +261,24 @@ def test_a_programs_callback_bundle_and_the_logging_bundle(runner, tmp_path, mon
             fired.append(("after_agent", callback_context.agent_name))
 
         return bundles.CallbackBundle("audit", before_tool=[before_tool], after_tool=[after_tool],
-                                      before_model=[before_model], after_agent=[after_agent])  # fmt: skip
+                                      before_model=[before_model], after_agent=[after_agent])
 
     monkeypatch.setitem(bundles._FACTORIES, "audit", audit)
     (tmp_path / "rlm.toml").write_text('[framework.adk-rlm-agent]\ncallbacks = ["approvals", "audit", "logging"]\n')
     runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
     caplog.set_level(logging.INFO, logger="rlm.adk")
     replies = [call("rlm_load_context", path="station_log.txt"), call("rlm_execute_code", code="print(2 + 2)"),
-               final("4")]  # fmt: skip
+               final("4")]
     result, events, _ = run(runner, replies)
     assert result.completed and result.final_response == "4", result.error
     steps = steps_of(events)
     assert steps[1]["observation"] == {"tool": "rlm_load_context", "ok": False,
-                                       "output": "refused: logs are off limits in this audit"}  # fmt: skip
+                                       "output": "refused: logs are off limits in this audit"}
     assert steps[3]["observation"] == {"tool": "rlm_execute_code", "ok": True, "output": "4"}  # no metadata
     assert fired == [("before_model", "rlm_agent"), ("before_tool", "rlm_load_context"),
                      ("after_tool", "rlm_load_context"), ("before_model", "rlm_agent"),
                      ("before_tool", "rlm_execute_code"), ("after_tool", "rlm_execute_code"),
-                     ("before_model", "rlm_agent"), ("after_agent", "rlm_agent")]  # fmt: skip
+                     ("before_model", "rlm_agent"), ("after_agent", "rlm_agent")]
     assert "session_metrics" not in result.framework_metadata
     assert result.framework_metadata["callbacks"] == ["approvals", "audit", "logging"]
     logged = [r.getMessage() for r in caplog.records if r.name == "rlm.adk"]
@@ -293,7 +293,7 @@ def test_callback_settings_are_checked(rlm_isolated, rlm_plugin_host, runner, tm
     with pytest.raises(ConfigError, match="'approvals' bundle cannot be left out"):
         load_settings(environ=environ, cwd=rlm_isolated.work, host=host, trust=True)
     (rlm_isolated.work / "rlm.toml").write_text('[framework.adk-rlm-agent]\ncallbacks = ["approvals", "logging"]\n'
-                                                "context_loader = false\nworkflow = false\n")  # fmt: skip
+                                                "context_loader = false\nworkflow = false\n")
     loaded = load_settings(environ=environ, cwd=rlm_isolated.work, host=host, trust=True)
     settings = loaded.component("framework", FRAMEWORK)
     assert settings.callbacks == ["approvals", "logging"] and not settings.context_loader
@@ -315,14 +315,14 @@ def test_the_root_hands_the_task_to_the_rlm_workflow(runner):
     replies = [call("rlm_load_context", path="station_log.txt"),
                call("transfer_to_agent", agent_name="rlm_workflow"),
                "```repl\nhit = [l for l in context.splitlines() if 'FAILED' in l][0]\nprint(hit)\n```",
-               "FINAL_VAR(hit)"]  # fmt: skip
+               "FINAL_VAR(hit)"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result, events, root = run(runner, replies)
     assert result.completed and result.final_response == "day 117: sensor B FAILED, last reading 42.7", result.error
     steps = steps_of(events)
     assert [s["action"] for s in steps] == ["tool_call", "tool_result", "tool_call", "tool_result", "run_code",
-                                            "final"]  # fmt: skip
+                                            "final"]
     assert steps[2]["observation"]["args"] == {"agent_name": "rlm_workflow"}
     assert steps[4]["observation"]["output"] == "day 117: sensor B FAILED, last reading 42.7"
     assert steps[5]["observation"]["via"] == "FINAL_VAR"
@@ -339,9 +339,9 @@ def test_a_cli_run_and_no_adk_warning(rlm_cli, rlm_script, rlm_isolated, caplog)
     (rlm_isolated.work / "station_log.txt").write_text(LOG)
     model = rlm_script([call("rlm_load_context", path="station_log.txt"),
                         call("rlm_execute_code", code="print([l for l in context.splitlines() if 'FAILED' in l])"),
-                        final("Sensor B, 42.7")])  # fmt: skip
+                        final("Sensor B, 42.7")])
     result = rlm_cli("run", "Which sensor failed on day 117?", "--framework", FRAMEWORK, "--model", model,
-                     "--sandbox", "process", "--json", plugins=PLUGIN)  # fmt: skip
+                     "--sandbox", "process", "--json", plugins=PLUGIN)
     assert result.code == 0, result.err
     outcome = json.loads(result.out)
     assert outcome["framework"] == FRAMEWORK and outcome["final_response"] == "Sensor B, 42.7"

@@ -41,7 +41,7 @@ def run_agent(replies, message="What is 2 + 3?"):
 def test_a_tool_call_then_an_answer_with_tokens_on_each_response():
     events, role = run_agent([{"text": '{"tool": "add", "args": {"a": 2, "b": 3}}', "input_tokens": 50,
                                "output_tokens": 9},
-                              {"text": '{"final": "5"}', "input_tokens": 70, "output_tokens": 4}])  # fmt: skip
+                              {"text": '{"final": "5"}', "input_tokens": 70, "output_tokens": 4}])
     call_event, result_event, answer = events
     (function_call,) = call_event.get_function_calls()
     assert (function_call.name, function_call.args) == ("add", {"a": 2, "b": 3})
@@ -61,7 +61,7 @@ def test_a_tool_call_then_an_answer_with_tokens_on_each_response():
 
 def test_an_unknown_tool_comes_back_from_adk_as_a_rejection_and_the_run_goes_on():
     events, role = run_agent(['{"tool": "multiply", "args": {"a": 2}}', '{"tool": "add", "args": {"a": 1, "b": 1}}',
-                              "2"])  # fmt: skip
+                              "2"])
     assert events[-1].is_final_response() and events[-1].content.parts[0].text == "2"
     sent = [m["content"] for m in role.calls[-1]]
     assert sent[3].startswith("Your call of multiply was rejected") and "no tool with that name" in sent[3]

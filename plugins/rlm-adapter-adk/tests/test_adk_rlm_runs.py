@@ -17,7 +17,7 @@ PLUGIN = "rlm-adapter-adk"
 LOG = "Station log\nday 116: sensor A ok\nday 117: sensor B FAILED, last reading 42.7\nday 118: sensor A ok\n"
 SUB_RULES = [{"match": "^Extract the sensor", "text": "sensor B, 42.7"}]
 FIRST_LOOK = ("lines = context.splitlines()\nprint(len(lines))\nhit = [l for l in lines if 'FAILED' in l][0]\n"
-              "print(llm_query('Extract the sensor and reading: ' + hit))")  # fmt: skip
+              "print(llm_query('Extract the sensor and reading: ' + hit))")
 ANSWER = "Sensor B failed on day 117; its last reading was 42.7."
 
 
@@ -29,9 +29,9 @@ class TestAdkRlm(FrameworkContract):
     framework = "adk-rlm"
     distribution = PLUGIN
     heavy_modules = ("google.adk", "google.adk.runners", "google.genai", "rlm_adapter_adk.rlm_loop",
-                     "rlm_adapter_adk.framework", "rlm_adapter_adk.model")  # fmt: skip
+                     "rlm_adapter_adk.framework", "rlm_adapter_adk.model")
     finishing_replies = (repl("x = llm_query('What is the code word? ' + context)\nprint(context.splitlines()[2], x)"),
-                         "FINAL(PAPAYA)")  # fmt: skip
+                         "FINAL(PAPAYA)")
     final_answer = "PAPAYA"
     sub_rules = ({"match": "code word", "text": "PAPAYA"},)
     working_reply = repl("print(len(context))")
@@ -47,7 +47,7 @@ def log_file(rlm_isolated) -> Path:
 def run(rlm_cli, model: str, context: Path, *extra: str, plugins: str = PLUGIN, sandbox: str = "process"):
     result = rlm_cli("run", "Which sensor failed on day 117, and what did it read?", "--framework", "adk-rlm",
                      "--context", str(context), "--model", model, "--sandbox", sandbox, "--json", *extra,
-                     plugins=plugins)  # fmt: skip
+                     plugins=plugins)
     assert result.out.strip(), result.err
     outcome = json.loads(result.out)
     events = [json.loads(line) for line in (context.parent / outcome["trajectory_path"]).read_text().splitlines()]
@@ -83,7 +83,7 @@ def test_the_same_run_in_monty(rlm_cli, rlm_script, log_file):
     pytest.importorskip("pydantic_monty")
     model = rlm_script([repl(FIRST_LOOK), repl("print(hit)"), f"FINAL({ANSWER})"], rules=SUB_RULES)
     assert_a_look_then_the_answer(*run(rlm_cli, model, log_file, plugins=f"{PLUGIN},rlm-sandbox-monty",
-                                       sandbox="monty"), "monty")  # fmt: skip
+                                       sandbox="monty"), "monty")
 
 
 def test_final_var_in_code_and_in_text(rlm_cli, rlm_script, log_file):
@@ -101,7 +101,7 @@ def test_a_reply_without_code_is_sent_back_and_errors_are_shown(tmp_path, monkey
     runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
     replies = ["I think it is 3.", repl("print(context[10**9])"), repl("print(len(context))"), "FINAL(3)"]
     result, events, root = run_scripted(runner, "How long is the context?", replies, context="abc",
-                                        framework="adk-rlm")  # fmt: skip
+                                        framework="adk-rlm")
     assert result.final_response == "3", result.error
     steps = [event.data for event in events if event.type == "step"]
     assert [s["action"] for s in steps] == ["no_code", "run_code", "run_code", "final"]
@@ -141,21 +141,21 @@ def test_the_spec_and_no_deprecation_warning(rlm_plugin_host, tmp_path, monkeypa
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result, _, _ = run_scripted(runner, "Code word?", [repl("print(context)"), "FINAL(PAPAYA)"],
-                                    context="the code word is PAPAYA", framework="adk-rlm")  # fmt: skip
+                                    context="the code word is PAPAYA", framework="adk-rlm")
     assert result.final_response == "PAPAYA", result.error
     assert not [w for w in caught if "google" in str(w.filename) or "adk" in str(w.message).lower()], \
         [str(w.message) for w in caught]
 
 
 def test_callbacks_carry_iteration_metadata_and_session_metrics_and_the_formatter_rewrites_the_answer(
-        rlm_cli, rlm_script, log_file, rlm_isolated):  # fmt: skip
+        rlm_cli, rlm_script, log_file, rlm_isolated):
     """Seed 003's design: after_model puts each reply's metadata in ``custom_metadata``, the executor its execution
     metadata, the loop's callbacks keep session metrics (in the run's ``framework_metadata``); with
     ``format_result`` a result formatter rewrites the answer (one synthesis call, not a turn)."""
     (rlm_isolated.work / "rlm.toml").write_text('[framework.adk-rlm]\nformat_result = true\n')
     failing = repl("print(undefined_name)")
     model = rlm_script([failing, repl(FIRST_LOOK), "FINAL(sensor B, 42.7)", "Sensor B failed; it read 42.7."],
-                       rules=SUB_RULES)  # fmt: skip
+                       rules=SUB_RULES)
     result, outcome, steps, events = run(rlm_cli, model, log_file)
     assert result.code == 0, result.err
     assert outcome["final_response"] == "Sensor B failed; it read 42.7."
@@ -195,9 +195,9 @@ def test_the_users_tools_are_in_the_repl_and_listed_in_the_prompt(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
     look = repl("print('B reads', reading('B'))\ntry:\n    recalibrate('B')\nexcept Exception as exc:\n"
-                "    print('caught:', exc)")  # fmt: skip
+                "    print('caught:', exc)")
     result, events, root = run_scripted(runner, "What does sensor B read?", [look, "FINAL(42.7)"], context=LOG,
-                                        tools=[reading, recalibrate], framework="adk-rlm")  # fmt: skip
+                                        tools=[reading, recalibrate], framework="adk-rlm")
     assert result.final_response == "42.7" and called == [("B", 117)], result.error
     system = root.calls[0][0]["content"]
     assert "`reading(sensor: str, day: int = 117) -> str`: Read a sensor's last reading on a day" in system
@@ -206,7 +206,7 @@ def test_the_users_tools_are_in_the_repl_and_listed_in_the_prompt(tmp_path, monk
     assert "B reads 42.7" in shown and "caught: sensor B is offline" in shown
     calls = [e.data for e in events if e.type == "sub_call" and e.data["kind"] == "tool_call"]
     assert [(c["tool"], c.get("result"), c.get("error")) for c in calls] == [
-        ("reading", '"42.7"', None), ("recalibrate", None, "RuntimeError: sensor B is offline")]  # fmt: skip
+        ("reading", '"42.7"', None), ("recalibrate", None, "RuntimeError: sensor B is offline")]
 
 
 def test_a_final_answer_is_held_to_the_output_type(tmp_path, monkeypatch):
@@ -217,11 +217,11 @@ def test_a_final_answer_is_held_to_the_output_type(tmp_path, monkeypatch):
     (tmp_path / "rlm.toml").write_text("[framework.adk-rlm]\nformat_result = true\n")
     runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
     schema = {"type": "object", "properties": {"sensor": {"type": "string"}, "reading": {"type": "number"}},
-              "required": ["sensor", "reading"]}  # fmt: skip
+              "required": ["sensor", "reading"]}
     replies = ["FINAL(sensor B)", repl("x = {'sensor': 'B'}\nFINAL_VAR('x')"), repl("x['reading'] = 42.7"),
-               "FINAL_VAR(x)"]  # fmt: skip
+               "FINAL_VAR(x)"]
     result, events, root = run_scripted(runner, "Which sensor failed?", replies, context=LOG, output_type=schema,
-                                        framework="adk-rlm")  # fmt: skip
+                                        framework="adk-rlm")
     assert result.completed and result.output == {"sensor": "B", "reading": 42.7}, result.error
     assert json.loads(result.final_response) == result.output and result.usage.root.calls == 4  # no formatter
     assert '"reading"' in root.calls[0][0]["content"]  # the schema, in the system prompt

@@ -17,7 +17,7 @@ from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios,
     UserToolScenarios, actions, call, final, isolated_runner, run_framework, run_scripted, write_station_log,
-)  # fmt: skip
+)
 
 PLUGIN = "rlm-adapter-adk"
 
@@ -26,9 +26,9 @@ class TestAdkFramework(FrameworkContract):
     framework = "google-adk"
     distribution = PLUGIN
     heavy_modules = ("google.adk", "google.adk.runners", "google.genai", "rlm_adapter_adk.framework",
-                     "rlm_adapter_adk.model")  # fmt: skip
+                     "rlm_adapter_adk.model")
     finishing_replies = (call("run_code", code="x = llm_query('What is the code word? ' + context)\n"
-                                               "print(context.splitlines()[2], x)"), final("PAPAYA"))  # fmt: skip
+                                               "print(context.splitlines()[2], x)"), final("PAPAYA"))
     final_answer = "PAPAYA"
     sub_rules = ({"match": "code word", "text": "PAPAYA"},)
     working_reply = call("run_code", code="print(len(context))")
@@ -60,7 +60,7 @@ def log_file(rlm_isolated) -> Path:
 
 
 def test_rejected_calls_and_malformed_replies_become_retry_steps_and_the_run_goes_on(rlm_cli, rlm_script, log_file,
-                                                                                     caplog):  # fmt: skip
+                                                                                     caplog):
     model = rlm_script([
         call("search", pattern="FAILED"),  # no such tool: ADK answers with an error the model sees
         call("run_code"),  # no code: ADK reports the missing argument
@@ -68,7 +68,7 @@ def test_rejected_calls_and_malformed_replies_become_retry_steps_and_the_run_goe
         {"text": None},  # an empty reply: sent back too
         "Looking at the log.\n" + call("run_code", code="print(context.splitlines()[2])"),
         "```json\n" + final(ANSWER) + "\n```",
-    ])  # fmt: skip
+    ])
     result, outcome, steps, _ = run(rlm_cli, model, log_file, "--max-steps", "20")
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert actions(steps) == [
@@ -78,7 +78,7 @@ def test_rejected_calls_and_malformed_replies_become_retry_steps_and_the_run_goe
         ("model_text", MODEL_TEXT), ("retry", RETRY),  # the empty reply, sent back
         ("model_text", MODEL_TEXT), ("tool_call", TOOL_CALL), ("tool_result", TOOL_RESULT),
         ("final", FINAL),
-    ]  # fmt: skip
+    ]
     assert not [r for r in caplog.records if r.name.startswith("google_adk") and r.levelno >= 30], caplog.text
     retries = [step["observation"] for step in steps if step["action"] == "retry"]
     assert [r["cause"] for r in retries] == ["rejected_call", "rejected_call", "invalid_reply", "invalid_reply"]
@@ -94,7 +94,7 @@ def test_the_model_sees_the_history_in_the_protocols_form(tmp_path, monkeypatch)
     runner = isolated_runner(tmp_path, plugins=PLUGIN, sandbox="process")
     replies = [call("search", q="x"), call("run_code", code="print(len(context))"), final("3")]
     result, _, root = run_scripted(runner, "How long is the context?", replies, context="abc",
-                                   framework="google-adk")  # fmt: skip
+                                   framework="google-adk")
     assert result.final_response == "3", result.error
     system, *turns = root.calls[-1]
     assert system["role"] == "system" and "loaded in a persistent Python REPL" in system["content"]
@@ -108,7 +108,7 @@ def test_the_model_sees_the_history_in_the_protocols_form(tmp_path, monkeypatch)
 
 
 def test_malformed_replies_beyond_output_retries_end_the_run_with_an_error(rlm_cli, rlm_script, log_file,
-                                                                           rlm_isolated):  # fmt: skip
+                                                                           rlm_isolated):
     (rlm_isolated.work / "rlm.toml").write_text("[framework.google-adk]\noutput_retries = 0\n")
     model = rlm_script(['{"thought": "hmm"}', final("never")])
     result, outcome, steps, _ = run(rlm_cli, model, log_file, framework="google_adk")  # either spelling works
@@ -120,7 +120,7 @@ def test_malformed_replies_beyond_output_retries_end_the_run_with_an_error(rlm_c
 def test_the_settings_section_is_validated(rlm_isolated, rlm_plugin_host):
     host = rlm_plugin_host(PLUGIN)
     (rlm_isolated.work / "rlm.toml").write_text("[framework.google-adk]\noutput_retries = 5\nmax_output_chars = 500\n"
-                                                "instructions = 'Answer in {braces}.'\n")  # fmt: skip
+                                                "instructions = 'Answer in {braces}.'\n")
     loaded = load_settings(environ={"HOME": str(rlm_isolated.home)}, cwd=rlm_isolated.work, host=host, trust=True)
     settings = loaded.component("framework", "google-adk")
     assert (settings.output_retries, settings.max_output_chars, settings.preview_chars) == (5, 500, 200)
@@ -157,7 +157,7 @@ def test_a_run_started_from_async_code_gets_its_own_loop(tmp_path, monkeypatch):
     async def from_a_notebook():  # an event loop is running here: ADK must not nest in it
         return run_scripted(runner, "What is the code word?", [call("run_code", code="print(context)"),
                                                                 final("PAPAYA")],
-                            context="the code word is PAPAYA", framework="google-adk")  # fmt: skip
+                            context="the code word is PAPAYA", framework="google-adk")
 
     result, _, _ = asyncio.run(from_a_notebook())
     assert result.completed and result.final_response == "PAPAYA", result.error
@@ -167,12 +167,12 @@ def test_bench_compares_native_and_google_adk_on_one_preset(rlm_cli, rlm_script,
     pytest.importorskip("rlm_bench")
     pack = rlm_isolated.work / "pack.yaml"
     pack.write_text("presets:\n  words:\n    cases:\n      - case_id: code_word\n        task: What is the code word?\n"
-                    "        context: {inline: 'the code word is PAPAYA'}\n        expected: PAPAYA\n")  # fmt: skip
+                    "        context: {inline: 'the code word is PAPAYA'}\n        expected: PAPAYA\n")
     # the agent's last user message is the bare task; the native loop's first prompt says more
     model = rlm_script([], rules=[{"match": r"^What is the code word\?$", "text": final("PAPAYA")},
-                                  {"match": ".", "text": "FINAL(PAPAYA)"}])  # fmt: skip
+                                  {"match": ".", "text": "FINAL(PAPAYA)"}])
     result = rlm_cli("bench", "run", "--pack", str(pack), "--framework", "native,google-adk", "--model", model,
-                     "--sandbox", "process", "--json", "--quiet", plugins=f"rlm-bench,{PLUGIN}")  # fmt: skip
+                     "--sandbox", "process", "--json", "--quiet", plugins=f"rlm-bench,{PLUGIN}")
     assert result.code == 0, result.err
     rows = json.loads(result.out)["frameworks"]
     assert [(r["framework"], r["accuracy"]) for r in rows] == [("native", 1.0), ("google-adk", 1.0)]

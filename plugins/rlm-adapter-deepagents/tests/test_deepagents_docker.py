@@ -20,9 +20,9 @@ log_file = base.log_file  # a fixture
 def test_the_local_shell_backend_runs_its_commands_in_the_container(rlm_cli, rlm_script, log_file, rlm_isolated):
     (rlm_isolated.work / "rlm.toml").write_text('[framework.deepagents]\nbackend = "local_shell"\n')
     model = rlm_script([base.call("execute", command="test -f /.dockerenv && echo in-a-container; hostname"),
-                        base.final(base.ANSWER)])  # fmt: skip
+                        base.final(base.ANSWER)])
     result, outcome, steps, _ = base.run(rlm_cli, model, log_file, plugins=f"{base.PLUGIN},rlm-sandbox-docker",
-                                         sandbox="docker")  # fmt: skip
+                                         sandbox="docker")
     assert result.code == 0 and outcome["final_response"] == base.ANSWER, result.err
     output = steps[1]["observation"]["output"]
     assert output.startswith("in-a-container") and socket.gethostname() not in output

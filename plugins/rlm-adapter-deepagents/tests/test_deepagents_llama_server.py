@@ -16,6 +16,6 @@ def test_a_run_against_a_real_llama_cpp_server(llama_server, rlm_cli, rlm_isolat
     # the server's context is 4,096 tokens: deepagents' own tool descriptions alone take about 4,500 (the
     # prompt is refused with HTTP 400), so the tools are described briefly and write_todos is left out
     (rlm_isolated.work / "rlm.toml").write_text("[framework.deepagents]\nbrief_tool_descriptions = true\n"
-                                                "planning = false\n")  # fmt: skip
+                                                "planning = false\n")
     assert_a_real_model_run_ends_cleanly(rlm_cli, rlm_isolated, framework="deepagents",
                                          distribution="rlm-adapter-deepagents", base_url=llama_server)

@@ -24,7 +24,7 @@ def test_a_tool_call_then_an_answer_under_a_langchain_agent():
     role = ScriptedConnector.from_responses([
         {"text": '{"tool": "add", "args": {"a": 2, "b": 3}}', "input_tokens": 50, "output_tokens": 9},
         {"text": '{"final": "5"}', "input_tokens": 70, "output_tokens": 4},
-    ])  # fmt: skip
+    ])
     agent = create_agent(RlmChatModel(role=role), tools=[add], system_prompt="Be brief.")
     messages = agent.invoke({"messages": [HumanMessage("What is 2 + 3?")]})["messages"]
     call, result, answer = messages[1:]
@@ -50,7 +50,7 @@ def test_bind_tools_returns_a_new_model_and_brief_descriptions_keep_the_first_pa
 
 def test_malformed_and_empty_replies_are_marked_invalid_prose_is_kept():
     role = ScriptedConnector.from_responses(['{"thought": "hmm"}', {"text": None},
-                                             'Let me add.\n{"tool": "add", "args": {"a": 1, "b": 1}}'])  # fmt: skip
+                                             'Let me add.\n{"tool": "add", "args": {"a": 1, "b": 1}}'])
     bound = RlmChatModel(role=role).bind_tools([add])
     malformed, empty, prose = (bound.invoke("1 + 1?") for _ in range(3))
     assert malformed.additional_kwargs[INVALID_KEY] and not malformed.tool_calls
@@ -62,7 +62,7 @@ def test_malformed_and_empty_replies_are_marked_invalid_prose_is_kept():
 def test_history_from_another_model_is_shown_in_the_protocols_form():
     chat = to_chat([SystemMessage("sys"), HumanMessage("q"),
                     AIMessage("", tool_calls=[{"name": "add", "args": {"a": 1}, "id": "c1"}]),
-                    ToolMessage("boom", tool_call_id="c1", name="add", status="error")], "PROTOCOL")  # fmt: skip
+                    ToolMessage("boom", tool_call_id="c1", name="add", status="error")], "PROTOCOL")
     assert chat == [{"role": "system", "content": "sys\n\nPROTOCOL"}, {"role": "user", "content": "q"},
                     {"role": "assistant", "content": '{"tool": "add", "args": {"a": 1}}'},
-                    {"role": "user", "content": "add failed:\nboom"}]  # fmt: skip
+                    {"role": "user", "content": "add failed:\nboom"}]

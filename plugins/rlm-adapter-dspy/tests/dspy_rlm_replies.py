@@ -14,7 +14,7 @@ SUB_RULES = ({"match": "^Which code word", "text": "PAPAYA"},)
 def reply(code: str, reasoning: str = "Next step.") -> str:
     """One root reply: dspy.RLM's action fields, the code in a python fence."""
     return (f"[[ ## reasoning ## ]]\n{reasoning}\n\n[[ ## code ## ]]\n```python\n{code}\n```\n\n"
-            "[[ ## completed ## ]]")  # fmt: skip
+            "[[ ## completed ## ]]")
 
 
 #: Step 1: inspect `context` in the sandbox and ask the sub-model (Monty's Python subset: no generators).

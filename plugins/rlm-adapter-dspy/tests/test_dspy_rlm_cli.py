@@ -23,7 +23,7 @@ def context_file(rlm_isolated):
 
 def run(rlm_cli, model, context_file, *extra, framework="dspy-rlm", sandbox="process", plugins=PLUGIN):
     result = rlm_cli("run", TASK, "--framework", framework, "--context", str(context_file), "--model", model,
-                     "--sandbox", sandbox, "--json", *extra, plugins=plugins)  # fmt: skip
+                     "--sandbox", sandbox, "--json", *extra, plugins=plugins)
     assert result.out.strip(), result.err
     return result, json.loads(result.out)
 
@@ -54,7 +54,7 @@ def test_a_run_answers_with_its_steps_and_both_roles_counted(rlm_cli, rlm_script
 @needs_monty
 def test_the_same_run_in_monty(rlm_cli, rlm_script, context_file):
     result, data = run(rlm_cli, rlm_script([LOOK, SUBMIT_WORD], rules=SUB_RULES), context_file,
-                       sandbox="monty", plugins=f"{PLUGIN},rlm-sandbox-monty")  # fmt: skip
+                       sandbox="monty", plugins=f"{PLUGIN},rlm-sandbox-monty")
     assert_found_the_word(result, data)
     assert data["sandbox"] == "monty"
 
@@ -81,13 +81,13 @@ def test_max_steps_are_root_turns_and_stop_the_loop_cleanly(rlm_cli, rlm_script,
     (WORKING, None),  # an action reply (reasoning, code) where extract's fields were asked for: no answer
     ("Bo ships it on Friday.", "Bo ships it on Friday."),  # plain prose: the answer as it is
     ("[[ ## answer ## ]]\nPAPAYA\n\n[[ ## completed ## ]]", "PAPAYA"),  # extract's answer field alone
-])  # fmt: skip
+])
 def test_an_extract_reply_dspy_cannot_parse_gives_only_the_answer_it_holds(rlm_cli, rlm_script, context_file,
-                                                                           extracted, answer):  # fmt: skip
+                                                                           extracted, answer):
     """Issue 47: at the step limit the next raw scripted reply (an action reply) was printed as the answer."""
     result = rlm_cli("run", TASK, "--framework", "dspy-rlm", "--context", str(context_file), "--model",
                      rlm_script([WORKING, extracted]), "--sandbox", "process", "--max-steps", "1", "-q",
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     assert result.code == 1, result.err
     assert result.out == (f"{answer}\n" if answer else ""), result.out
     assert answer is not None or "no answer: the run ended max_steps" in result.err, result.err
@@ -115,7 +115,7 @@ def test_a_replay_plays_the_run_back(rlm_cli, rlm_script, context_file):
 def test_settings_are_validated(rlm_cli, rlm_script, context_file, rlm_isolated):
     (rlm_isolated.work / "rlm.toml").write_text("[framework.dspy-rlm]\njson_fallbak = true\n")  # sic
     result = rlm_cli("run", TASK, "--framework", "dspy-rlm", "--context", str(context_file), "--model",
-                     rlm_script([SUBMIT_WORD]), "--sandbox", "process", "--json", plugins=PLUGIN)  # fmt: skip
+                     rlm_script([SUBMIT_WORD]), "--sandbox", "process", "--json", plugins=PLUGIN)
     assert result.code != 0 and "json_fallbak" in result.err
 
 

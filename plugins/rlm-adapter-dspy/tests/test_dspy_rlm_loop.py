@@ -73,7 +73,7 @@ def test_an_error_is_shown_to_the_model_with_what_was_printed_before(runner):
 @pytest.mark.parametrize("submit, answer", [
     ("SUBMIT(answer='a b')", "a b"), ("SUBMIT('a b')", "a b"), ("SUBMIT(answer=[1, 2])", "[1, 2]"),
     ("FINAL('a b')", "a b"), ("x = 'a b'\nFINAL_VAR('x')", "a b"),
-])  # fmt: skip
+])
 def test_submit_in_every_form(runner, submit, answer):
     result, events, _ = go(runner, [reply(submit)])
     assert result.completed and result.final_response == answer, result.error
@@ -96,11 +96,11 @@ def test_the_context_is_bound_once_not_resent_each_step(runner):
 def test_a_large_context_stays_in_the_sandbox(process_runner):
     first_prompt = {}
     find = reply("i = context.find('magic number')\nword = llm_query('Which code word: ' + context[i:i + 40])\n"
-                 "print(word)")  # fmt: skip
+                 "print(word)")
     for chars in (10_000, 2_000_000):
         result, _, root = run_scripted(process_runner, "What is the magic number?", [find, SUBMIT_WORD],
                                        sub_rules=[{"match": "^Which code word", "text": "4217"}],
-                                       context=haystack(chars), framework="dspy-rlm")  # fmt: skip
+                                       context=haystack(chars), framework="dspy-rlm")
         assert result.final_response == "4217", result.error
         prompts = [prompt(call) for call in root.calls]
         assert all(HAYSTACK_NEEDLE not in text for text in prompts)

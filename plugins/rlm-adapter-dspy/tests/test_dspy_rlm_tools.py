@@ -42,7 +42,7 @@ def runner(tmp_path, monkeypatch):
 
 def go(runner, replies, **options):
     result, events, root = run_scripted(runner, TASK, replies, sub_rules=SUB_RULES, context=CONTEXT,
-                                        framework="dspy-rlm", **options)  # fmt: skip
+                                        framework="dspy-rlm", **options)
     prompts = ["\n".join(message["content"] for message in call) for call in root.calls]
     return result, [event.data for event in events if event.type == "step"], prompts
 
@@ -50,9 +50,9 @@ def go(runner, replies, **options):
 def test_the_users_tools_are_dspy_rlms_tools(runner):
     CALLED.clear()
     look = reply("print('B reads', reading('B'))\ntry:\n    recalibrate('B')\nexcept Exception as exc:\n"
-                 "    print('caught:', exc)")  # fmt: skip
+                 "    print('caught:', exc)")
     result, steps, prompts = go(runner, [look, reply("recalibrate(sensor='A')"), reply("SUBMIT(reading('A', 118))")],
-                                tools=[reading, recalibrate])  # fmt: skip
+                                tools=[reading, recalibrate])
     assert result.completed and result.final_response == "no reading", result.error
     assert CALLED == [("B", 117), ("A", 118)]  # the model's arguments
     assert "Additional tools available" in prompts[0]  # dspy's own list of the tools, with their docstrings
@@ -64,7 +64,7 @@ def test_the_users_tools_are_dspy_rlms_tools(runner):
     calls = [e["data"] for e in trajectory(result) if e["type"] == "sub_call" and e["data"]["kind"] == "tool_call"]
     assert [(c["tool"], c.get("result"), c.get("error")) for c in calls] == [
         ("reading", '"42.7"', None), ("recalibrate", None, "RuntimeError: sensor B is offline"),
-        ("recalibrate", None, "RuntimeError: sensor A is offline"), ("reading", '"no reading"', None)]  # fmt: skip
+        ("recalibrate", None, "RuntimeError: sensor A is offline"), ("reading", '"no reading"', None)]
     assert json.loads(calls[0]["arguments"]) == {"sensor": "B", "day": 117}
 
 
@@ -77,7 +77,7 @@ def test_a_tool_may_not_take_a_name_dspy_keeps(runner):
 def test_submit_is_held_to_the_output_type(runner, given):
     output_type = SensorReading if given == "model" else SensorReading.model_json_schema()
     replies = [reply("SUBMIT('sensor B, 42.7')"), reply("SUBMIT(answer={'sensor': 'B'})"),
-               reply("SUBMIT(answer={'sensor': 'B', 'reading': 42.7})")]  # fmt: skip
+               reply("SUBMIT(answer={'sensor': 'B', 'reading': 42.7})")]
     result, steps, prompts = go(runner, replies, output_type=output_type)
     assert result.completed and result.termination_reason == "final", result.error
     expected = {"sensor": "B", "reading": 42.7}

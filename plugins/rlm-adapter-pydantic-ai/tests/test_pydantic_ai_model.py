@@ -35,7 +35,7 @@ def responses(result):
 def test_a_tool_call_then_an_answer_with_tokens_on_each_response():
     agent, role = agent_with([{"text": '{"tool": "add", "args": {"a": 2, "b": 3}}', "input_tokens": 50,
                                "output_tokens": 9},
-                              {"text": '{"final": "5"}', "input_tokens": 70, "output_tokens": 4}])  # fmt: skip
+                              {"text": '{"final": "5"}', "input_tokens": 70, "output_tokens": 4}])
     result = agent.run_sync("What is 2 + 3?")
     assert result.output == "5"
     first, second = responses(result)
@@ -55,7 +55,7 @@ def test_a_tool_call_then_an_answer_with_tokens_on_each_response():
 
 def test_unknown_tools_and_bad_arguments_come_back_as_retries_and_the_run_goes_on():
     agent, role = agent_with(['{"tool": "multiply", "args": {"a": 2}}', '{"tool": "add", "args": {"a": "x"}}',
-                              '{"tool": "add", "args": {"a": 1, "b": 1}}', "2"], retries=3)  # fmt: skip
+                              '{"tool": "add", "args": {"a": 1, "b": 1}}', "2"], retries=3)
     result = agent.run_sync("1 + 1?")
     assert result.output == "2"
     sent = [m["content"] for m in role.calls[-1]]  # system, the task, then (reply, answer) pairs

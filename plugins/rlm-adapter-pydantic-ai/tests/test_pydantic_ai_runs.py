@@ -16,7 +16,7 @@ from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     ANSWER, FINAL, FrameworkContract, MODEL_TEXT, RETRY, TOOL_CALL, TOOL_RESULT, ToolAgentScenarios,
     UserToolScenarios, actions, call, final, run_framework, write_station_log,
-)  # fmt: skip
+)
 
 PLUGIN = "rlm-adapter-pydantic-ai"
 
@@ -26,7 +26,7 @@ class TestPydanticAIFramework(FrameworkContract):
     distribution = PLUGIN
     heavy_modules = ("pydantic_ai", "rlm_adapter_pydantic_ai.framework")
     finishing_replies = (call("run_code", code="x = llm_query('What is the code word? ' + context)\n"
-                                               "print(context.splitlines()[2], x)"), final("PAPAYA"))  # fmt: skip
+                                               "print(context.splitlines()[2], x)"), final("PAPAYA"))
     final_answer = "PAPAYA"
     sub_rules = ({"match": "code word", "text": "PAPAYA"},)
     working_reply = call("run_code", code="print(len(context))")
@@ -64,7 +64,7 @@ def test_rejected_replies_become_retry_steps_and_the_run_goes_on(rlm_cli, rlm_sc
         {"text": None},  # an empty reply
         "Looking at the log.\n" + call("run_code", code="print(context.splitlines()[2])"),
         "```json\n" + final(ANSWER) + "\n```",
-    ])  # fmt: skip
+    ])
     result, outcome, steps, _ = run(rlm_cli, model, log_file, "--max-steps", "20")  # each event is a step
     assert result.code == 0 and outcome["final_response"] == ANSWER, result.err
     assert actions(steps) == [
@@ -74,7 +74,7 @@ def test_rejected_replies_become_retry_steps_and_the_run_goes_on(rlm_cli, rlm_sc
         ("retry", RETRY),  # the empty reply
         ("model_text", MODEL_TEXT), ("tool_call", TOOL_CALL), ("tool_result", TOOL_RESULT),
         ("final", FINAL),
-    ]  # fmt: skip
+    ]
     retries = [step["observation"] for step in steps if step["action"] == "retry"]
     assert [r["cause"] for r in retries] == ["unknown_tool", "validation_error", "model_retry", "no_output"]
     assert retries[0]["tool"] == "search" and "Unknown tool name" in retries[0]["feedback"]
@@ -129,12 +129,12 @@ def test_bench_compares_native_and_pydantic_ai_on_one_preset(rlm_cli, rlm_script
     pytest.importorskip("rlm_bench")
     pack = rlm_isolated.work / "pack.yaml"
     pack.write_text("presets:\n  words:\n    cases:\n      - case_id: code_word\n        task: What is the code word?\n"
-                    "        context: {inline: 'the code word is PAPAYA'}\n        expected: PAPAYA\n")  # fmt: skip
+                    "        context: {inline: 'the code word is PAPAYA'}\n        expected: PAPAYA\n")
     # the agent's last user message is the bare task; the native loop's first prompt says more
     model = rlm_script([], rules=[{"match": r"^What is the code word\?$", "text": final("PAPAYA")},
-                                  {"match": ".", "text": "FINAL(PAPAYA)"}])  # fmt: skip
+                                  {"match": ".", "text": "FINAL(PAPAYA)"}])
     result = rlm_cli("bench", "run", "--pack", str(pack), "--framework", "native,pydantic-ai", "--model", model,
-                     "--sandbox", "process", "--json", "--quiet", plugins=f"rlm-bench,{PLUGIN}")  # fmt: skip
+                     "--sandbox", "process", "--json", "--quiet", plugins=f"rlm-bench,{PLUGIN}")
     assert result.code == 0, result.err
     rows = json.loads(result.out)["frameworks"]
     assert [(r["framework"], r["accuracy"]) for r in rows] == [("native", 1.0), ("pydantic-ai", 1.0)]
@@ -145,13 +145,13 @@ def test_rlm_run_with_a_tool_and_an_output_schema(rlm_cli, rlm_script, log_file,
     live view shows the tool's calls and the rejected answer's problems; ``--json`` gives the typed output."""
     (rlm_isolated.work / "stationtools.py").write_text(
         'def spares(part: str) -> int:\n    """How many spares of a part the station holds."""\n'
-        '    return {"T4": 0}[part]\n')  # fmt: skip
+        '    return {"T4": 0}[part]\n')
     monkeypatch.syspath_prepend(str(rlm_isolated.work))
     (rlm_isolated.work / "incident.json").write_text(json.dumps({
         "type": "object", "properties": {"sensor": {"type": "string"}, "spares_left": {"type": "integer"}},
-        "required": ["sensor", "spares_left"]}))  # fmt: skip
+        "required": ["sensor", "spares_left"]}))
     replies = [call("spares", part="thermistor T4"), call("spares", part="T4"), final({"sensor": "T4"}),
-               final({"sensor": "T4", "spares_left": 0})]  # fmt: skip
+               final({"sensor": "T4", "spares_left": 0})]
     args = ("run", "Spares of the failed sensor?", "--framework", "pydantic-ai", "--context", str(log_file),
             "--sandbox", "process", "--tool", "stationtools:spares", "--output-schema", "incident.json")
     shown = rlm_cli(*args, "--model", rlm_script(replies), plugins=PLUGIN)

@@ -37,15 +37,15 @@ def test_run_oolong_style_builds_contexts_from_generators_and_scores_real_answer
         {"match": "the most common", "text": repl("print(context[:200])\nFINAL('location')")},
         {"match": "more common than, less", "text": repl("FINAL('more common than')")},
         {"match": "List all pairs", "text": repl("FINAL('(18819, 34391), (18819, 37332), (1, 2)')")},
-    ])  # fmt: skip
+    ])
     code, out, err = cli("bench", "run", "--preset", "oolong_style", "--model", "scripted:oolong.json",
-                         "--sandbox", "process", "--concurrency", "2", "--json")  # fmt: skip
+                         "--sandbox", "process", "--concurrency", "2", "--json")
     assert code == 0, err
     summary = BenchmarkSummary.model_validate_json(out)
     scores = {c.case_id: c.score for c in summary.cases}
     pairs_f1 = 2 * (2 / 3) * (2 / 21) / (2 / 3 + 2 / 21)  # 2 of 3 predicted pairs right, 21 expected
     assert scores == pytest.approx({"oolong_count_32k": 0.75 ** 2, "oolong_most_common_128k": 1.0,
-                                    "oolong_compare_128k": 0.0, "oolong_pairs_32k": pairs_f1})  # fmt: skip
+                                    "oolong_compare_128k": 0.0, "oolong_pairs_32k": pairs_f1})
     assert summary.metrics.accuracy == pytest.approx((0.5625 + 1 + 0 + pairs_f1) / 4, abs=1e-6)
     tokens = {c.case_id: c.context_tokens for c in summary.cases}
     assert 32_000 < tokens["oolong_count_32k"] <= 32_768 and 130_000 < tokens["oolong_compare_128k"] <= 131_072
@@ -61,7 +61,7 @@ def test_run_oolong_style_builds_contexts_from_generators_and_scores_real_answer
 def test_run_an_external_pack_in_direct_llm_mode_with_a_limit(cli, work):
     write_script(work / "direct.json", [{"match": "Velmora", "text": "Kasrin"}, {"match": "Isjor", "text": "Corfi"}])
     code, out, err = cli("bench", "run", "--pack", str(DATA / "evals.yaml"), "--mode", "direct-llm",
-                         "--model", "scripted:direct.json", "--limit", "2")  # fmt: skip
+                         "--model", "scripted:direct.json", "--limit", "2")
     assert code == 0, err
     assert "mean score 0.500 · correct 1/2 (full score)" in out and "capital_velmora" in out and "structured" not in out
 
@@ -116,7 +116,7 @@ def test_compare_fails_on_an_injected_regression_and_report_formats(cli, work):
     assert comparison["metrics"]["accuracy"]["delta"] == pytest.approx(-2 / 3, abs=1e-6)
     kinds = sorted((c["case_id"], c["kind"]) for c in comparison["changes"])
     assert kinds == [("smoke_first_word", "score_regression"), ("smoke_length", "completion_regression"),
-                     ("smoke_length", "score_regression")]  # fmt: skip
+                     ("smoke_length", "score_regression")]
     code, out, err = cli("bench", "compare", "previous", "latest")  # the good run against the bad one …
     assert code == 1 and "gates failed: reward" in err  # … has less step reward (fewer steps taken)
     code, out, _ = cli("bench", "compare", "previous", "latest", "--min-reward-delta", "-5")
@@ -178,12 +178,12 @@ def test_a_killed_benchmark_resumes_without_redoing_finished_cases(isolated_env)
     work = Path(isolated_env["WORK"])
     pack = work / "slow.jsonl"
     pack.write_text("".join(json.dumps({"id": f"case_{i}", "task": f"Return number {i}", "answer": str(i)}) + "\n"
-                            for i in range(6)))  # fmt: skip
+                            for i in range(6)))
     rules = [{"match": f"Return number {i}\\b", "text": repl(f"FINAL('{i}')"), "delay": 0.6} for i in range(6)]
     write_script(work / "slow.json", rules)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")} | {"RLM_PLUGINS": BENCH}
     command = [RLM_SCRIPT, "bench", "run", "--pack", str(pack),
-               "--model", "scripted:slow.json", "--sandbox", "process", "-q"]  # fmt: skip
+               "--model", "scripted:slow.json", "--sandbox", "process", "-q"]
     process = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     cases_dir = None
     deadline = time.monotonic() + 30
@@ -200,7 +200,7 @@ def test_a_killed_benchmark_resumes_without_redoing_finished_cases(isolated_env)
     assert 2 <= len(finished) < 6
     bench_id = cases_dir.parent.name
     done = subprocess.run([*command[:3], "--resume", bench_id, "--json"], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+                          text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     summary = BenchmarkSummary.model_validate_json(done.stdout)
     assert summary.resumed_cases == len(finished) and summary.metrics.accuracy == 1.0 and summary.metrics.cases == 6
@@ -220,7 +220,7 @@ def test_run_in_the_default_monty_sandbox(cli, work):
 
 def test_a_run_that_cannot_start_leaves_nothing_behind(cli, work):
     code, _, err = cli("bench", "run", "-p", "pure_rlm_smoke", "--framework", "dspy", "--model", "scripted:x.json",
-                       "--sandbox", "process")  # fmt: skip
+                       "--sandbox", "process")
     assert code == 2 and "unknown framework 'dspy'" in err
     assert not list((work / ".rlm" / "benchmarks").glob("bench_*"))
 
@@ -241,7 +241,7 @@ def test_judge_command_labels_predictions_and_resumes(cli, work):
 def test_sink_option_feeds_every_case_and_an_unknown_sink_is_refused(cli, work):
     write_script(work / "direct.json", [{"match": ".", "text": repl("print(len(context))\nFINAL('Kasrin')")}])
     args = ("bench", "run", "--pack", str(DATA / "evals.yaml"), "--model", "scripted:direct.json", "--sandbox",
-            "process", "--limit", "2", "--json")  # fmt: skip
+            "process", "--limit", "2", "--json")
     code, out, err = cli(*args, "--sink", "nope")
     assert code == 2 and "unknown sink 'nope'" in err
     code, out, err = cli(*args, "--sink", "local", plugins="rlm-sink-local")
@@ -255,7 +255,7 @@ def test_instructions_are_part_of_the_identity_and_compare_says_when_they_differ
     write_script(work / "direct.json", [{"match": ".", "text": repl("print(len(context))\nFINAL('Kasrin')")}])
     (work / "guide.md").write_text("Answer with the capital's name only.")
     args = ("bench", "run", "--pack", str(DATA / "evals.yaml"), "--model", "scripted:direct.json", "--sandbox",
-            "process", "--limit", "1", "--json")  # fmt: skip
+            "process", "--limit", "1", "--json")
     code, out, err = cli(*args, "--instructions", "@guide.md")
     assert code == 0, err
     guided = BenchmarkSummary.model_validate_json(out)

@@ -22,13 +22,13 @@ def test_four_concurrent_benchmarks_in_one_home(isolated_env):
     for bench in range(4):
         pack = work / f"pack{bench}.jsonl"
         pack.write_text("".join(json.dumps({"id": f"case_{i}", "task": f"Return number {i}", "answer": str(i)}) + "\n"
-                                for i in range(5)))  # fmt: skip
+                                for i in range(5)))
         write_script(work / f"model{bench}.json",
-                     [{"match": f"Return number {i}\\b", "text": repl(f"FINAL('{i}')")} for i in range(5)])  # fmt: skip
+                     [{"match": f"Return number {i}\\b", "text": repl(f"FINAL('{i}')")} for i in range(5)])
         processes.append(subprocess.Popen([RLM_SCRIPT, "bench", "run", "--pack", str(pack), "--model",
                                            f"scripted:model{bench}.json", "--sandbox", "process", "-j", "2", "-q",
                                            "--json"], cwd=work, env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))  # fmt: skip
+                                          stderr=subprocess.PIPE, text=True))
     ids = []
     for process in processes:
         out, err = process.communicate(timeout=300)

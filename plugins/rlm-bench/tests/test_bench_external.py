@@ -17,7 +17,7 @@ from rlm_bench.external import PackFileError, load_pack_file
 
 SEEDS_PRESETS = ["dspy_reading_quick", "dspy_reading_extended", "generic_smoke", "pure_rlm_smoke", "pure_rlm_context",
                  "deep_recursion", "paradigm_comparison", "oolong_style", "browsecomp_style", "token_efficiency",
-                 "dynamic_web_filtering"]  # fmt: skip
+                 "dynamic_web_filtering"]
 
 
 def by_id(preset):
@@ -81,7 +81,7 @@ def test_plain_records_in_jsonl_and_items():
 def test_every_expected_answer_survives(tmp_path):
     """Whatever the answer field is called, it is never dropped."""
     for key in ("expected", "expected_answer", "expected_output", "answer", "answers", "reference", "target", "label",
-                "gold", "ground_truth"):  # fmt: skip
+                "gold", "ground_truth"):
         path = tmp_path / f"{key}.jsonl"
         path.write_text(json.dumps({"id": "x", "question": "q?", key: ["v", 1]}) + "\n")
         assert load_pack_file(path)[0].cases[0].expected == ["v", 1], key
@@ -126,7 +126,7 @@ def test_a_pinned_answer_that_disagrees_with_the_generator_is_refused():
 
 def test_length_buckets():
     assert [length_bucket(t) for t in (100, 8191, 8300, 32768, 131072, 1_048_576, 1_100_000)] == \
-        ["8K", "8K", "16K", "32K", "128K", "1M", ">1M"]  # fmt: skip
+        ["8K", "8K", "16K", "32K", "128K", "1M", ">1M"]
 
 
 def test_builtin_presets_have_the_seeds_names_and_register_as_pack_specs():
@@ -137,7 +137,7 @@ def test_builtin_presets_have_the_seeds_names_and_register_as_pack_specs():
     assert sizes == {"dspy_reading_quick": 3, "dspy_reading_extended": 5, "generic_smoke": 2, "pure_rlm_smoke": 3,
                      "pure_rlm_context": 4,
                      "deep_recursion": 3, "paradigm_comparison": 8, "oolong_style": 4, "browsecomp_style": 3,
-                     "token_efficiency": 3, "dynamic_web_filtering": 3}  # fmt: skip
+                     "token_efficiency": 3, "dynamic_web_filtering": 3}
 
 
 PACKS_UNDER_TEST = """

@@ -28,7 +28,7 @@ def tokens(context) -> int:
     ("oolong_pairs", {"tokens": 8192}),
     ("multidoc", {"tokens": 8192, "docs": 16, "hops": 2}),
     ("code_mcq", {"tokens": 8192, "question": "caller"}),
-])  # fmt: skip
+])
 def test_same_seed_same_case_other_seed_other_case(name, params):
     first, again = generate(name, {**params, "seed": 5}), generate(name, {**params, "seed": 5})
     other = generate(name, {**params, "seed": 6})
@@ -106,7 +106,7 @@ def test_multidoc_facts_sit_once_each_in_separate_documents(hops, key):
     assert generated.answer == chain[key]
     facts = [f"The {chain['product']} is manufactured by {chain['company']}.",
              f"{chain['company']} was founded in {chain['year']} by {chain['person']}.",
-             f"{chain['person']} was born in {chain['city']}."]  # fmt: skip
+             f"{chain['person']} was born in {chain['city']}."]
     holders = [[i for i, doc in enumerate(generated.context) if fact in doc] for fact in facts]
     assert all(len(h) == 1 for h in holders) and len({h[0] for h in holders}) == 3
     assert len(generated.context) == 40 and abs(tokens(generated.context) - 32768) <= 32768 * 0.02
@@ -117,7 +117,7 @@ def test_multidoc_domain_filter_contradicts_the_answer_elsewhere():
     product = generated.meta["chain"]["product"]
     claims = [(re.search(r"URL: https://([^/]+)/", d).group(1),
                re.search(rf"The {product} is manufactured by ([^.]+)\.", d))
-              for d in generated.context]  # fmt: skip
+              for d in generated.context]
     makers = {(site, m.group(1)) for site, m in claims if m}
     assert ("wiki.example.org", generated.answer) in makers
     assert any(site != "wiki.example.org" and maker != generated.answer for site, maker in makers)

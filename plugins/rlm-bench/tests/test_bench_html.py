@@ -30,7 +30,7 @@ def benchmarks(cli, isolated_env):
     ids = []
     for args in (("--preset", "pure_rlm_smoke", "--model", "scripted:good.json", "--sandbox", "process"),
                  ("--pack", str(DATA / "evals.yaml"), "--mode", "direct-llm", "--model", "scripted:evil.json",
-                  "--limit", "2")):  # fmt: skip
+                  "--limit", "2")):
         code, out, err = cli("bench", "run", *args, "-q", "--json")
         assert code == 0, err
         ids.append(json.loads(out)["benchmark_id"])

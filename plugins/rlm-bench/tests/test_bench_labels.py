@@ -23,7 +23,7 @@ def rlm(*args: str, shell: str = "") -> subprocess.CompletedProcess:
     env = {**os.environ, "RLM_PLUGINS": BENCH, "COLUMNS": "100"}
     if shell:
         return subprocess.run(shell.replace("rlm ", f"{RLM_SCRIPT} ", 1), shell=True, env=env, capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+                              text=True, timeout=120)
     return subprocess.run([RLM_SCRIPT, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -65,7 +65,7 @@ def test_the_html_report_goes_where_the_user_sends_it(work):
     primary, replica = os.openpty()
     env = {**os.environ, "RLM_PLUGINS": BENCH}
     code = subprocess.run([RLM_SCRIPT, "bench", "report", "--format", "html"], stdout=replica, stderr=subprocess.PIPE,
-                          env=env, text=True, timeout=120)  # fmt: skip
+                          env=env, text=True, timeout=120)
     os.close(replica)
     os.close(primary)
     saved = list((work / ".rlm" / "benchmarks").glob("*.html"))

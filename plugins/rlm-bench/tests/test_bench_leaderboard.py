@@ -36,7 +36,7 @@ def benchmarks(cli, isolated_env):
         "half": ("--preset", "pure_rlm_smoke", "--model", "scripted:half.json"),
         "direct": ("--pack", str(DATA / "evals.yaml"), "--mode", "direct-llm", "--model", "scripted:direct.json",
                    "--limit", "2"),
-    }.items():  # fmt: skip
+    }.items():
         code, out, err = cli("bench", "run", *args, *common)
         assert code == 0, err
         ids[name] = json.loads(out)["benchmark_id"]
@@ -79,7 +79,7 @@ def test_filters_limit_and_errors(cli, benchmarks):
     assert ranked("--filter", "mode=direct-llm") == [ids["direct"]]
     assert ranked("--filter", "preset=pure_rlm_smoke", "--filter", "model=scripted:half*") == [ids["half"]]
     assert ranked("--filter", "min_cases=3", "--metric", "reward") == ranked("--filter", "preset=pure_rlm_smoke",
-                                                                            "--metric", "reward")  # fmt: skip
+                                                                            "--metric", "reward")
     assert ranked("--filter", "min_accuracy=90%") == [ids["good"]]
     assert ranked("--filter", "max_accuracy=0.7", "--filter", "min_completion=1") == [ids["half"], ids["direct"]]
     assert ranked("--filter", "since=2000-01-01", "--limit", "1") == [ids["good"]]
@@ -148,7 +148,7 @@ def test_efficiency_ranks_right_answers_per_token_not_the_step_reward(cli, isola
     assert code == 0, err
     right = json.loads(out)["benchmark_id"]
     code, out, err = cli("bench", "run", "--pack", str(DATA / "evals.yaml"), "--mode", "direct-llm", "--model",
-                         "scripted:wrong.json", "--limit", "2", *common)  # fmt: skip
+                         "scripted:wrong.json", "--limit", "2", *common)
     assert code == 0, err
     wrong = json.loads(out)
     assert wrong["metrics"]["accuracy"] == 0 and wrong["metrics"]["avg_reward"] == 1.0  # reward knows no answer

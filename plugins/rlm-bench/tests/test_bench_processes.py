@@ -24,9 +24,9 @@ def numbers_pack(work: Path, cases: int, delay: float) -> list[str]:
     (work / "numbers.jsonl").write_text("".join(
         json.dumps({"id": f"case_{i}", "task": f"Return number {i}", "answer": str(i)}) + "\n" for i in range(cases)))
     write_script(work / "numbers.json", [{"match": f"Return number {i}\\b", "text": repl(f"FINAL('{i}')"),
-                                          "delay": delay} for i in range(cases)])  # fmt: skip
+                                          "delay": delay} for i in range(cases)])
     return [RLM_SCRIPT, "bench", "run", "--pack", str(work / "numbers.jsonl"), "--model", "scripted:numbers.json",
-            "--sandbox", "process", "-q"]  # fmt: skip
+            "--sandbox", "process", "-q"]
 
 
 def environment() -> dict[str, str]:
@@ -56,7 +56,7 @@ def workers_of(pid: int) -> list[int]:
 def start(command: list[str], work: Path) -> tuple[subprocess.Popen, list[int]]:
     """Start the benchmark; once its workers run, return them."""
     process = subprocess.Popen(command, cwd=work, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)  # fmt: skip
+                               start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and process.poll() is None:
         workers = workers_of(process.pid)
@@ -112,7 +112,7 @@ def test_ctrl_c_keeps_the_finished_cases_of_every_worker_and_resume_finishes(iso
     assert 4 <= len(finished) < 16 and gone(workers)
     bench_id = next((work / ".rlm" / "benchmarks").glob("bench_*/")).name
     done = subprocess.run([*command[:3], "--resume", bench_id, "-j", "4", "--processes", "2", "--json"], cwd=work,
-                          env=environment(), capture_output=True, text=True, timeout=120)  # fmt: skip
+                          env=environment(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     summary = BenchmarkSummary.model_validate_json(done.stdout)
     assert summary.resumed_cases == len(finished) and summary.metrics.cases == 16 and summary.metrics.accuracy == 1.0
@@ -144,11 +144,11 @@ def test_a_shared_budget_covers_the_whole_benchmark(isolated_env):
                                       {"match": ".", "text": repl("note = llm_query('say a note')\nprint(note)")}])
     write_script(work / "sub.json", [{"match": ".", "text": "a note"}])
     command = [RLM_SCRIPT, "bench", "run", "--pack", str(work / "three.jsonl"), "--model", "scripted:root.json",
-               "--sub-model", "scripted:sub.json", "--sandbox", "process", "-q", "--json"]  # fmt: skip
+               "--sub-model", "scripted:sub.json", "--sandbox", "process", "-q", "--json"]
 
     def reasons(*extra: str) -> list[str]:
         done = subprocess.run([*command, *extra], cwd=work, env=environment(), capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
+                              timeout=120)
         assert done.returncode == 0, done.stderr
         cases = BenchmarkSummary.model_validate_json(done.stdout).cases
         return [c.termination_reason for c in sorted(cases, key=lambda c: c.case_id)]

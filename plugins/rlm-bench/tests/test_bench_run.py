@@ -33,9 +33,9 @@ def context_rules() -> list[dict]:
     """pure_rlm_context: the needle and the two hops found by real code, a count 2 off, a wrong letter."""
     product = generate("multidoc", {"tokens": 32768, "docs": 48, "hops": 2, "seed": 5}).meta["chain"]["product"]
     hop1 = (f"import re\nhits = [re.search(r'The {product} is manufactured by ([^.]+)\\.', d) for d in context]\n"
-            "company = [h.group(1) for h in hits if h][0]\nprint('company=' + company)")  # fmt: skip
+            "company = [h.group(1) for h in hits if h][0]\nprint('company=' + company)")
     hop2 = ("hits = [re.search(re.escape(company) + r' was founded in \\d+ by ([^.]+)\\.', d) for d in context]\n"
-            "FINAL([h.group(1) for h in hits if h][0])")  # fmt: skip
+            "FINAL([h.group(1) for h in hits if h][0])")
     return [
         {"match": "Ashgrove ledger", "text": repl(
             "import re\nFINAL(re.search(r'magic number for the Ashgrove ledger is (\\d+)', context).group(1))")},
@@ -90,7 +90,7 @@ def test_whole_preset_end_to_end_with_exact_aggregates(runner, tmp_path):
     # each run carries the benchmark's labels, so a sink can group the runs of one benchmark
     first = json.loads(Path(cases["ctx_niah_64k"].trajectory_path).read_text().splitlines()[0])
     assert first["data"]["settings"]["labels"] == {"benchmark_id": summary.benchmark_id, "preset": summary.preset,
-                                                   "case": "ctx_niah_64k"}  # fmt: skip
+                                                   "case": "ctx_niah_64k"}
     assert cases["ctx_niah_64k"].context_tokens == 65535 and cases["ctx_niah_64k"].tags["length_bucket"] == "64K"
 
 
@@ -113,7 +113,7 @@ def test_paradigms_native_codeact_and_direct_in_one_preset(runner):
                     "paradigm_google_adk": ("native", "pure_rlm", 0.0, 0),
                     "paradigm_deepagents": ("native", "pure_rlm", 0.0, 0),
                     "paradigm_adk_rlm": ("native", "pure_rlm", 0.0, 0),
-                    "paradigm_direct": ("direct-llm", "direct-llm", 1.0, 1)}  # fmt: skip
+                    "paradigm_direct": ("direct-llm", "direct-llm", 1.0, 1)}
     missing = {c.case_id: c.error for c in summary.cases if c.status == "error"}
     assert missing == {"paradigm_dspy_rlm": "framework 'dspy-rlm' is not installed (pip install rlm-adapter-…)",
                        "paradigm_pydantic_ai": "framework 'pydantic-ai' is not installed (pip install rlm-adapter-…)",
@@ -180,7 +180,7 @@ def test_a_case_that_cannot_be_built_is_an_error_result_and_setup_errors_stop_th
     from rlm_bench.cases import BenchmarkCase, ContextSpec
 
     cases = [BenchmarkCase(case_id="missing", task="t", context=ContextSpec.file(tmp_path / "nope.txt"), expected="x"),
-             BenchmarkCase(case_id="fine", task="say ok", expected="ok")]  # fmt: skip
+             BenchmarkCase(case_id="fine", task="say ok", expected="ok")]
     model = scripted([{"match": "say ok", "text": repl("FINAL('ok')")}])
     summary = BenchmarkRunner(runner, connectors={"root": model}).run(Preset("p", "", "test", cases),
                                                                       BenchOptions(sandbox="process"))
@@ -196,11 +196,11 @@ def test_judge_scored_cases_use_the_judge_model(runner):
     from rlm_bench.cases import BenchmarkCase
 
     case = BenchmarkCase(case_id="j", task="How long was the trip?", expected="19 days", scorer="judge",
-                         tags={"question_type": "temporal-reasoning"})  # fmt: skip
+                         tags={"question_type": "temporal-reasoning"})
     root = scripted([{"match": "How long", "text": repl("FINAL('18 days')")}])
     judge = scripted([{"match": "off-by-one", "text": "yes"}])
     summary = BenchmarkRunner(runner, connectors={"root": root, "judge": judge}).run(
-        Preset("j", "", "test", [case]), BenchOptions(sandbox="process"))  # fmt: skip
+        Preset("j", "", "test", [case]), BenchOptions(sandbox="process"))
     (result,) = summary.cases
     assert result.score == 1.0 and result.score_detail["question_type"] == "temporal-reasoning"
     assert result.score_detail["raw"] == "yes" and len(judge.calls) == 1
@@ -213,7 +213,7 @@ def test_token_efficiency_native_over_a_million_tokens_keeps_the_prompt_flat(run
                                                                       BenchOptions(sandbox="process"))
     rows = {c.case_id: (c.score, c.tags["length_bucket"], c.context_tokens) for c in summary.cases}
     assert rows == {"tokens_niah_8k": (1.0, "8K", 8191), "tokens_niah_128k": (1.0, "128K", 131071),
-                    "tokens_niah_1m": (1.0, ">1M", 1_099_999)}  # fmt: skip
+                    "tokens_niah_1m": (1.0, ">1M", 1_099_999)}
     prompts = [c.tokens.input for c in summary.cases]
     assert max(prompts) - min(prompts) < 10  # the context stays in the sandbox: the root prompt does not grow
 
@@ -227,13 +227,13 @@ def test_the_summary_schema_is_stable():
         "schema_version", "benchmark_id", "preset", "source", "description", "pack_file", "mode", "framework",
         "environment", "model", "sub_model", "sandbox", "judge_model", "instructions", "started_at", "finished_at",
         "host_version",
-        "cases_planned", "resumed_cases", "metrics", "by_pack", "by_tag", "cases"}  # fmt: skip
+        "cases_planned", "resumed_cases", "metrics", "by_pack", "by_tag", "cases"}
     assert set(Aggregate.model_fields) == {
         "cases", "completed", "completion_rate", "errors", "scored", "accuracy", "correct", "avg_reward", "avg_steps",
-        "avg_tokens", "tokens", "cost", "latency_s"}  # fmt: skip
+        "avg_tokens", "tokens", "cost", "latency_s"}
     assert set(TokenTotals.model_fields) == {"input", "output", "total", "root", "sub"}  # OpenTelemetry's names
     assert {"case_id", "status", "score", "correct", "expected", "final_response", "tags", "context_tokens", "cost",
-            "duration_s", "model", "mode", "sandbox"} <= set(CaseResult.model_fields)  # fmt: skip
+            "duration_s", "model", "mode", "sandbox"} <= set(CaseResult.model_fields)
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
 
 
@@ -243,10 +243,10 @@ def test_coding_cases_are_scored_by_hidden_tests_in_a_fresh_sandbox(runner, tmp_
     from rlm_bench.cases import BenchmarkCase
 
     hidden = {"test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\n"
-                              "def test_zero():\n    assert add(0, 0) == 0\n"}  # fmt: skip
+                              "def test_zero():\n    assert add(0, 0) == 0\n"}
     cases = [BenchmarkCase(case_id=name, task="Make add() correct.", environment="generic", max_steps=1,
                            project={"calc.py": f"def add(a, b):\n    return {body}\n"}, hidden_tests=hidden)
-             for name, body in (("right", "a + b"), ("wrong", "a - b"))]  # fmt: skip
+             for name, body in (("right", "a + b"), ("wrong", "a - b"))]
     model = scripted([{"match": "Make add", "text": '{"action": "final", "final_response": "done, trust me"}'}])
     summary = BenchmarkRunner(runner, connectors={"root": model, "sub": model}).run(
         Preset("coding", "hidden tests", "test", cases), BenchOptions(sandbox="process"))

@@ -21,7 +21,7 @@ TOKENS = {"input", "output", "total", "root", "sub"}
 def test_a_summary_names_its_token_totals_as_opentelemetry_does(cli, work):
     write_script(work / "smoke.json", SMOKE_RULES)
     code, out, err = cli("bench", "run", "-p", "pure_rlm_smoke", "--model", "scripted:smoke.json", "--sandbox",
-                         "process", "--json", "-q")  # fmt: skip
+                         "process", "--json", "-q")
     assert code == 0, err
     summary = json.loads(out)
     assert summary["schema_version"] == 2
@@ -39,7 +39,7 @@ def test_a_schema_1_summary_loads_for_compare_report_and_leaderboard(cli, work):
     shutil.copy(OLD_SUMMARY, store.summary_path(OLD_ID))
     write_script(work / "smoke.json", SMOKE_RULES)
     code, out, err = cli("bench", "run", "-p", "pure_rlm_smoke", "--model", "scripted:smoke.json", "--sandbox",
-                         "process", "--json", "-q")  # fmt: skip
+                         "process", "--json", "-q")
     assert code == 0, err
     new_id = json.loads(out)["benchmark_id"]
 

@@ -40,7 +40,7 @@ from rlm_host.testing import ScriptedConnector
     ("oolong", "51", 51, 1.0),
     ("oolong", "49", 51, 0.75 ** 2),
     ("oolong", "Location", "location", 1.0),
-])  # fmt: skip
+])
 def test_scorers(name, prediction, expected, value):
     result = score(name, prediction, expected)
     assert result.value == pytest.approx(value)
@@ -52,7 +52,7 @@ def test_helpers():
     assert normalize("  The  Quick, brown FOX!") == "quick brown fox"
     assert parse_number("Answer: 1,204.") == 1204 and parse_number(12) == 12.0 and parse_number("n/a") is None
     assert [choice_letter(p) for p in ("B", "(b)", "Answer: D", "A good guess is C.", "b 17", "nothing")] == \
-        ["B", "B", "D", "C", None, None]  # fmt: skip
+        ["B", "B", "D", "C", None, None]
     assert canonical("Normalised-Exact") == "normalized_exact" and canonical("llm_judge") == "judge"
     with pytest.raises(ScorerError, match="unknown scorer 'fuzzy'"):
         canonical("fuzzy")
@@ -74,7 +74,7 @@ def test_question_type_prompts():
     assert "decline" in build_prompt("abstention", "q", "a", "r")
     assert all(p.rstrip().endswith("Answer yes or no only.") for p in
                (build_prompt(k, "q", "a", "r") for k in ("generic", "temporal-reasoning",
-                                                         "knowledge-update")))  # fmt: skip
+                                                         "knowledge-update")))
 
 
 def test_parse_label():
@@ -96,12 +96,12 @@ def test_judge_predictions_resumes_and_tallies(tmp_path):
         {"question_id": "q1", "question": "Where?", "answer": "Paris", "question_type": "single-session-user"},
         {"question_id": "q2", "question": "How long?", "answer": "19 days", "question_type": "temporal-reasoning"},
         {"question_id": "q3", "question": "Now?", "answer": "blue", "question_type": "knowledge-update"},
-    ]))  # fmt: skip
+    ]))
     predictions = tmp_path / "pred.jsonl"
     predictions.write_text("\n".join(json.dumps(r) for r in [
         {"question_id": "q1", "hypothesis": "Paris"}, {"question_id": "q2", "hypothesis": "18 days"},
         {"question_id": "q3", "hypothesis": "red"}, {"question_id": "q9", "hypothesis": "?"},
-    ]))  # fmt: skip
+    ]))
     output = tmp_path / "out.jsonl"
     rules = [{"match": "Model response: (Paris|18 days)", "text": "yes"}, {"match": "Model response:", "text": "no"}]
     # first attempt: the judge fails on the third question (as a crash would stop it)

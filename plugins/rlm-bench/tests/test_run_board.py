@@ -13,7 +13,7 @@ from bench_data.fixtures import cli, isolated_env, work  # noqa: F401 (fixtures)
 def one_run(cli, work, name: str, replies: list[str], *extra: str) -> str:
     (work / f"{name}.json").write_text(json.dumps({"responses": replies}))
     code, out, err = cli("run", f"Task {name}", "--model", f"scripted:{name}.json", "--sandbox", "process",
-                         "--no-nudge-first-answer", "--json", *extra)  # fmt: skip
+                         "--no-nudge-first-answer", "--json", *extra)
     assert code == 0, err
     return json.loads(out)["run_id"]
 
@@ -45,7 +45,7 @@ def test_runs_are_ranked_by_accuracy_reward_and_tokens_with_filters(cli, work):
 def test_a_benchmark_run_carries_its_case_score(cli, work):
     write_script(work / "smoke.json", SMOKE_RULES)
     code, out, err = cli("bench", "run", "-p", "pure_rlm_smoke", "--model", "scripted:smoke.json", "--sandbox",
-                         "process", "--json")  # fmt: skip
+                         "process", "--json")
     assert code == 0, err
     scores = {c["run_id"]: c["score"] for c in json.loads(out)["cases"]}
     code, out, err = cli("leaderboard", "--runs", "--metric", "accuracy", "-F", "label=preset=pure_rlm_smoke", "--json")
@@ -67,7 +67,7 @@ def test_a_runs_text_never_drives_the_terminal(cli, work):
     hostile = "\x1b[2J\x9b31m\x07"
     (work / "evil.json").write_text(json.dumps({"responses": ["FINAL(x)"]}))
     code, _, err = cli("run", f"Clear {hostile}", "--model", "scripted:evil.json", "--sandbox", "process",
-                       "--no-nudge-first-answer", "--label", f"team={hostile}", "-q")  # fmt: skip
+                       "--no-nudge-first-answer", "--label", f"team={hostile}", "-q")
     assert code == 0, err
     code, out, _ = cli("leaderboard", "--runs", "-F", "label=team", "--markdown")
     assert code == 0 and "Clear " in out and not [c for c in out if c not in "\n\t" and not c.isprintable()], out

@@ -47,7 +47,7 @@ def plant_manifest(work: Path, folder: str = PLANTED_BENCH, **fields: Any) -> Pa
     """A benchmark manifest nobody's rlm signed, as a cloned repository could ship it."""
     manifest = {"benchmark_id": folder, "preset": "tiny", "source": str(work / "pack.yaml"),
                 "pack_file": str(work / "pack.yaml"), "mode": "native", "framework": "native",
-                "case_ids": ["a", "b"], "started_at": "2026-01-01T12:00:00Z", **fields}  # fmt: skip
+                "case_ids": ["a", "b"], "started_at": "2026-01-01T12:00:00Z", **fields}
     path = work / ".rlm" / "benchmarks" / folder / "manifest.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(manifest))
@@ -55,11 +55,11 @@ def plant_manifest(work: Path, folder: str = PLANTED_BENCH, **fields: Any) -> Pa
 
 
 def plant_sweep(work: Path, *, run: Optional[dict[str, Any]] = None, ray: Optional[dict[str, Any]] = None,
-                sweep_id: str = PLANTED_SWEEP, benchmark_id: str = PLANTED_BENCH) -> Path:  # fmt: skip
+                sweep_id: str = PLANTED_SWEEP, benchmark_id: str = PLANTED_BENCH) -> Path:
     """An interrupted sweep's record nobody's rlm signed, its one point the planted benchmark."""
     run = run or {"timeout": 60}
     point = {"preset": "tiny", "model": None, "framework": "native", "environment": None, "sandbox": None,
-             "instructions": None, "repeat": 1, "run": run}  # fmt: skip
+             "instructions": None, "repeat": 1, "run": run}
     record = {"schema_version": 1, "sweep_id": sweep_id, "name": "planted", "file": str(work / "sweep.toml"),
               "spec": {"sweep": {"presets": ["tiny"], "packs": ["pack.yaml"]}, "run": run,
                        "bench": {"ray": ray or {}}},
@@ -101,7 +101,7 @@ def test_your_own_benchmark_resumes_with_its_settings_and_a_changed_one_is_scree
     pytest.importorskip("pydantic_monty")
     model = f"scripted:{outside / 'model.json'}"
     code, out, err = cli("bench", "run", "--pack", "pack.yaml", "-p", "tiny", "--model", model, "--sandbox",
-                         "process", "--json", "-q")  # fmt: skip
+                         "process", "--json", "-q")
     assert code == 0, err
     bench_id = json.loads(out)["benchmark_id"]
     store = BenchStore(work / ".rlm")
@@ -177,7 +177,7 @@ def test_a_planted_sweep_does_not_choose_the_ray_cluster(cli, work, outside, mon
     monkeypatch.setattr(ray_executor.RayExecutor, "connect", classmethod(connect))
     plant_manifest(work, model=f"scripted:{work / 'model.json'}")
     plant_sweep(work, ray={"address": "ray://203.0.113.9:10001", "runtime_env": {"pip": ["evil-package"]},
-                           "num_cpus": 0.5})  # fmt: skip
+                           "num_cpus": 0.5})
     code, _, err = cli("bench", "sweep", "--resume", "latest", "--executor", "ray", "-q")
     assert code == 0, err
     (address, options), = joined
@@ -186,7 +186,7 @@ def test_a_planted_sweep_does_not_choose_the_ray_cluster(cli, work, outside, mon
     assert "bench.ray.address = " in err and "bench.ray.runtime_env = " in err, err
 
     code, _, err = cli("bench", "sweep", "--resume", "latest", "--executor", "ray", "--address", "ray://127.0.0.1:1",
-                       "-q")  # fmt: skip
+                       "-q")
     assert code == 0, err
     assert joined[1][0] == "ray://127.0.0.1:1"  # typed by the user: trusted
 

@@ -76,7 +76,7 @@ def sweep_file(work: Path, body: str, name: str = "sweep.toml") -> Path:
 
 def grid(model: str, *, presets: str = '["tiny"]', extra: str = "", run: str = "timeout = 60") -> str:
     return (f'[sweep]\nname = "t"\npresets = {presets}\npacks = ["pack.yaml"]\nmodels = ["{model}"]\n'
-            f'sandboxes = ["process"]\n{extra}\n[run]\n{run}\n')  # fmt: skip
+            f'sandboxes = ["process"]\n{extra}\n[run]\n{run}\n')
 
 
 def sweep_id_of(err: str) -> str:
@@ -136,7 +136,7 @@ run = { timeout = 30 }
     ('[sweep]\npresets = ["tiny"]\n[[override]]\nmodle = "x"\n', "override.0.modle: Extra inputs are not permitted"),
     ('[sweep]\npresets = ["tiny"]\n[bench.ray]\nnum_cpus = 0\n', "bench.ray.num_cpus: Input should be greater than 0"),
     ('[sweep\npresets = ["tiny"]\n', "not valid TOML"),
-])  # fmt: skip
+])
 def test_bad_sweep_files_are_exit_2_naming_the_file_and_the_key(cli, work, body, key):
     path = sweep_file(work, body)
     code, out, err = cli("bench", "sweep", str(path), "--dry-run")
@@ -177,7 +177,7 @@ def test_dry_run_prints_the_points_cases_and_a_cost_estimate(cli, work, priced_m
     assert re.search(r"\s2\s+\$0\.0736\s+upper bound: 8 steps", lines[1]), lines[1]
     assert re.search(r"\s2\s+\?\s+no price known", lines[3]), lines[3]
     assert lines[-1] == ("8 points, 16 cases, estimated cost $0.2944 (4 point(s) without a price); nothing ran "
-                         "(--dry-run)")  # fmt: skip
+                         "(--dry-run)")
     assert not (work / ".rlm" / "benchmarks").exists() and not (work / ".rlm" / "sweeps").exists()
     assert priced_model.requests == []
 
@@ -193,7 +193,7 @@ def test_dry_run_prints_the_points_cases_and_a_cost_estimate(cli, work, priced_m
     assert rows[("preset=trio", "model=openai:fake")]["estimate_from"].startswith("upper bound")
     assert rows[("preset=trio", "model=openai:unpriced")]["cost_estimate"] is None
     assert dry["total"] == {"points": 8, "cases": 16, "cost_estimate": pytest.approx(2 * 0.0022 + 2 * 0.0736),
-                            "unpriced_points": 4}  # fmt: skip
+                            "unpriced_points": 4}
 
 
 # ---------------------------------------------------------------------------------------------------- real sweeps
@@ -223,11 +223,11 @@ def test_a_local_sweep_makes_the_benchmarks_rlm_bench_run_makes(cli, work):
             assert labels["repeat"] == str(point.point["repeat"]) and labels["benchmark_id"] == summary.benchmark_id
 
     code, out, err = cli("bench", "run", "--pack", "pack.yaml", "--preset", "tiny", "--model", model, "--sandbox",
-                         "process", "-q", "--json")  # fmt: skip
+                         "process", "-q", "--json")
     assert code == 0, err
     single = json.loads(out)
     identity = ("preset", "source", "description", "mode", "framework", "environment", "model", "sub_model",
-                "sandbox", "judge_model", "instructions", "cases_planned")  # fmt: skip
+                "sandbox", "judge_model", "instructions", "cases_planned")
     swept = summaries[0].model_dump(mode="json")
     assert {k: swept[k] for k in identity} == {k: single[k] for k in identity}
     assert Path(swept["pack_file"]).resolve() == Path(single["pack_file"]).resolve()
@@ -334,7 +334,7 @@ def test_ctrl_c_keeps_finished_cases_and_prints_the_resume_command(isolated_env,
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")} | {"RLM_PLUGINS": BENCH,
                                                                                 "RLM_TRUST_CONFIG": "1"}
     process = subprocess.Popen([RLM_SCRIPT, "bench", "sweep", str(path), "-j", "1", "-q"], cwd=work, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cases = work / ".rlm" / "benchmarks"
     deadline = time.monotonic() + 60
     while not list(cases.glob("bench_*/cases/*.json")) and time.monotonic() < deadline and process.poll() is None:
@@ -352,7 +352,7 @@ def test_ctrl_c_keeps_finished_cases_and_prints_the_resume_command(isolated_env,
 
     setup(work)  # the same model, answering at once now
     done = subprocess.run([RLM_SCRIPT, "bench", "sweep", "--resume", match.group(1), "-q"], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     summary = BenchStore(work / ".rlm").load(record.points[0].benchmark_id)
     assert summary.metrics.cases == 3 and summary.metrics.accuracy == 1.0
@@ -441,7 +441,7 @@ def check_page(markup: str) -> Page:
     page.feed(markup)
     assert not re.search(r"https?://", markup) and page.scripts == 0 and page.urls == []
     assert page.marks == {"chart-accuracy-cost": {"circle": 4}, "chart-latency": {"g": 2},
-                          "chart-completion": {"rect": 2}}  # fmt: skip
+                          "chart-completion": {"rect": 2}}
     assert page.series == ["native", "echo"]
     assert page.tables["axis axis-model"] == 1 and page.tables["axis axis-framework"] == 1
     assert page.tables["axis axis-preset"] == 0 and page.tables["nodes"] == 1 and page.tables["points"] == 1
@@ -470,14 +470,14 @@ def page_requests(net_log: Path) -> list[str]:
     names = {number: name for name, number in log["constants"]["logEventTypes"].items()}
     return [event["params"]["url"] for event in log["events"] if "url" in event.get("params", {})
             if names.get(event["type"]) == "URL_REQUEST_START_JOB"
-            and event.get("params", {}).get("initiator") != "not an origin"]  # fmt: skip
+            and event.get("params", {}).get("initiator") != "not an origin"]
 
 
 def load_in_browser(binary: str, page: Path, tmp: Path) -> tuple[str, list[str], list[str]]:
     """(DOM, console messages, URLs the page requested) of ``page`` in headless Chromium."""
     net_log = tmp / f"{page.stem}.netlog.json"
     run = browser(binary, tmp / f"profile-{page.stem}", "--enable-logging=stderr", "--v=0",
-                  f"--log-net-log={net_log}", "--dump-dom", page.as_uri())  # fmt: skip
+                  f"--log-net-log={net_log}", "--dump-dom", page.as_uri())
     assert run.returncode == 0, run.stderr[-2000:]
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     requests = [url for url in page_requests(net_log) if not url.startswith("file:")]
@@ -577,7 +577,7 @@ def test_instructions_naming_a_fifo_are_refused_not_waited_for(cli, work):
     text = grid(model).replace("[sweep]\n", '[sweep]\ninstructions = ["@notes"]\n', 1)
     outcome: list = []
     worker = threading.Thread(target=lambda: outcome.append(cli("bench", "sweep", str(sweep_file(work, text)), "-q")),
-                              daemon=True)  # fmt: skip
+                              daemon=True)
     worker.start()
     worker.join(60)
     assert outcome, "the sweep waited on the FIFO"
@@ -604,7 +604,7 @@ def test_a_base_url_password_is_never_written_or_printed_in_clear(cli, work, pri
     given: list[str] = []  # the base URL each case was run with
     real_run_item = driver.run_item
     monkeypatch.setattr(driver, "run_item", lambda item, *rest: given.append(item.run["base_url"])
-                        or real_run_item(item, *rest))  # fmt: skip
+                        or real_run_item(item, *rest))
     setup(work)
     url = priced_model.url.replace("http://", "http://user:s3cret-passw0rd@")
     path = sweep_file(work, grid("openai:fake", run=f'timeout = 60\nbase_url = "{url}"'))

@@ -53,7 +53,7 @@ def _script(path: Path, delay: float, steps: int = 1) -> str:
 
 
 def _sweep_file(folder: Path, name: str, model: str, *, repeat: int = 1, sandbox: str = "process",
-                ray: str = "") -> Path:  # fmt: skip
+                ray: str = "") -> Path:
     path = folder / f"{name}.toml"
     path.write_text(f"""\
 [sweep]
@@ -103,11 +103,11 @@ def place(cluster: LocalCluster, tmp_path: Path) -> dict[str, Any]:
 
     def rlm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([RLM_SCRIPT, *args], cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
+                              timeout=timeout)
 
     def start(*args: str) -> subprocess.Popen:
         return subprocess.Popen([RLM_SCRIPT, *args], cwd=folder, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                stderr=subprocess.PIPE, text=True)
 
     return {"folder": folder, "home": home, "rlm": rlm, "start": start, "env": env}
 
@@ -148,7 +148,7 @@ def test_rlm_and_bench_help_do_not_import_ray():
     code = ("import sys\nfrom rlm_host.cli.main import main\n"
             "for args in (['--help'], ['bench', '--help'], ['bench', 'sweep', '--help']):\n"
             "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
-            "print('RAY-IMPORTED' if 'ray' in sys.modules else 'NO-RAY')\n")  # fmt: skip
+            "print('RAY-IMPORTED' if 'ray' in sys.modules else 'NO-RAY')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "NO-RAY", out.stderr[-2000:]
@@ -207,7 +207,7 @@ def test_ray_errors_become_error_results_lost_cases_or_cancellations():
         return executor._outcome("r")
 
     missing = rex.RayTaskError("ray_case", "Traceback …", ModuleNotFoundError("No module named 'rlm_bench'"),
-                               pid=7, ip="10.0.0.9").as_instanceof_cause()  # fmt: skip
+                               pid=7, ip="10.0.0.9").as_instanceof_cause()
     assert outcome(missing)["node"] == "10.0.0.9"
     result = outcome(missing)["result"]
     assert result["status"] == "error" and result["case_id"] == "a" and result["model"] == "scripted:x.json"
@@ -235,14 +235,14 @@ def test_no_code_of_the_repository_uses_rays_internals():
     for folder, subfolders, files in os.walk(REPOSITORY):
         subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in ("__pycache__", "build", "dist",
                                                                                      "node_modules", "site-packages")
-                         and not d.endswith(".egg-info")]  # fmt: skip
+                         and not d.endswith(".egg-info")]
         for name in files:
             path = Path(folder) / name
             if name.endswith(".py") and path != Path(__file__).resolve():  # this file names them to find them
                 scanned += 1
                 text = path.read_text(encoding="utf-8", errors="replace")
                 found += [f"{path.relative_to(REPOSITORY)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
-                          for m in RAY_INTERNALS.finditer(text)]  # fmt: skip
+                          for m in RAY_INTERNALS.finditer(text)]
     assert scanned > 100 and Path(__file__).resolve().is_relative_to(REPOSITORY)
     assert not found, "Ray internals used:\n" + "\n".join(found)
     assert RAY_INTERNALS.search("import ray._private.worker") and RAY_INTERNALS.search("from ray import _raylet")
@@ -291,7 +291,7 @@ def test_rays_messages_on_stdout_go_to_stderr_as_first_lines(capsys):
     real = sys.stdout
     stream = _RayMessagesToStderr(real)
     print("\x1b[33m(raylet, ip=10.0.0.9)\x1b[0m A worker died or was killed while executing a task.\n"
-          "    [state-dump] NodeManager ...\n    [state-dump] more", file=stream)  # fmt: skip
+          "    [state-dump] NodeManager ...\n    [state-dump] more", file=stream)
     stream.flush()
     out, err = capsys.readouterr()
     assert out == "" and err == "ray: A worker died or was killed while executing a task.\n"
@@ -345,7 +345,7 @@ def test_a_node_without_the_sandbox_fails_its_cases_naming_the_node(cluster, pla
     """(d) node2 has no monty sandbox: its cases are errors naming it, not a silent fallback to another sandbox."""
     folder, home, rlm = place["folder"], place["home"], place["rlm"]
     sweep = _sweep_file(folder, "nomonty", _script(folder / "s.json", 0), sandbox="monty",
-                        ray="resources = {node2 = 0.01}")  # fmt: skip
+                        ray="resources = {node2 = 0.01}")
     done = rlm("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address, "--json", "-q")
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(done.stdout)
@@ -422,7 +422,7 @@ def test_ctrl_c_cancels_running_cases_through_the_flag_keeps_finished_ones_and_r
 
     _mixed_script(script, 0)  # the rest answers at once now
     done = place["rlm"]("bench", "sweep", "--resume", sweep_id, "--executor", "ray", "--address", cluster.address,
-                        "--json", "-q")  # fmt: skip
+                        "--json", "-q")
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(done.stdout)
     assert record["status"] == "finished"
@@ -453,7 +453,7 @@ def test_a_node_killed_mid_sweep_has_its_cases_rescheduled(cluster, place):
     folder, home = place["folder"], place["home"]
     sweep = _sweep_file(folder, "rescheduled", _script(folder / "slow.json", 2.0), repeat=3, ray="max_retries = 2")
     process = place["start"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address,
-                             "--json", "-q")  # fmt: skip
+                             "--json", "-q")
     try:
         _kill_raylet_once_it_runs_a_case(victim, process)
         out, err = process.communicate(timeout=120)
@@ -492,7 +492,7 @@ def test_a_node_killed_without_retries_reports_its_cases_lost_with_the_resume_co
     assert len(_saved(home)) < 12
 
     done = place["rlm"]("bench", "sweep", "--resume", sweep_id, "--executor", "ray", "--address", cluster.address,
-                        "--json", "-q")  # fmt: skip
+                        "--json", "-q")
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(done.stdout)
     assert record["status"] == "finished"
@@ -509,7 +509,7 @@ def test_joining_without_the_clusters_token_is_one_clear_error(cluster, place, t
     started = time.monotonic()
     done = subprocess.run([RLM_SCRIPT, "bench", "sweep", str(sweep), "--executor", "ray", "--address",
                            cluster.address, "-q"], cwd=place["folder"], env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+                          timeout=120)
     assert done.returncode == 2, done.stderr[-3000:]
     assert f"Ray cluster at {cluster.address}" in done.stderr and "ray get-auth-token" in done.stderr
     assert "Traceback" not in done.stderr
@@ -525,12 +525,12 @@ def test_a_node_without_rlm_bench_fails_its_cases_naming_the_node(cluster, place
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('rlm-bench is not installed on this node')\n")
     bare = cluster.add_node("node5", resources={"node5": 1},
-                            env={"RLM_PLUGINS": "", "PYTHONPATH": str(shadow.parent)})  # fmt: skip
+                            env={"RLM_PLUGINS": "", "PYTHONPATH": str(shadow.parent)})
     try:
         folder, home = place["folder"], place["home"]
         sweep = _sweep_file(folder, "bare", _script(folder / "s.json", 0), ray="resources = {node5 = 0.01}")
         done = place["rlm"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.address,
-                            "--json", "-q")  # fmt: skip
+                            "--json", "-q")
     finally:
         bare.stop()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -547,7 +547,7 @@ def test_a_driver_joins_through_ray_client(cluster, place):
     folder, home = place["folder"], place["home"]
     sweep = _sweep_file(folder, "client", _script(folder / "s.json", 0), ray="resources = {head = 0.01}")
     done = place["rlm"]("bench", "sweep", str(sweep), "--executor", "ray", "--address", cluster.client_address,
-                        "--json", "-q")  # fmt: skip
+                        "--json", "-q")
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(done.stdout)
     assert record["status"] == "finished"

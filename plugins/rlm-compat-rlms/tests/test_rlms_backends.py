@@ -27,7 +27,7 @@ class AnyPathServer(OpenAIServer):
 @pytest.fixture
 def service(rlm_isolated, monkeypatch):
     for name in ("AI_GATEWAY_API_KEY", "PORTKEY_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
-                 "AZURE_OPENAI_DEPLOYMENT", "OPENAI_API_KEY"):  # fmt: skip
+                 "AZURE_OPENAI_DEPLOYMENT", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with AnyPathServer() as server:
         server.push(answer(SUBMIT))
@@ -57,7 +57,7 @@ def test_azure_openai_goes_to_the_deployment_under_openai_v1(service, monkeypatc
     endpoint = service.url.removesuffix("/v1")
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
     kwargs = {"model_name": "gpt-4o", "azure_endpoint": endpoint, "azure_deployment": "my-deployment",
-              "api_version": "2024-02-01"}  # fmt: skip
+              "api_version": "2024-02-01"}
     completion = complete("azure_openai", kwargs)
     request = service.requests[0]
     assert completion.response == "hi" and request.path == "/openai/v1/chat/completions"
@@ -66,7 +66,7 @@ def test_azure_openai_goes_to_the_deployment_under_openai_v1(service, monkeypatc
 
 def test_a_service_without_a_key_is_a_clear_error_not_a_placeholder(service):
     with pytest.raises(ModelError, match="no API key for vercel: pass backend_kwargs\\['api_key'\\] or set "
-                                         "AI_GATEWAY_API_KEY"):  # fmt: skip
+                                         "AI_GATEWAY_API_KEY"):
         complete("vercel", {"model_name": "m", "base_url": service.url})
     assert not service.requests
     with pytest.raises(ModelError, match="azure_openai needs its endpoint"):

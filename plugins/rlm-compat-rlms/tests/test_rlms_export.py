@@ -31,7 +31,7 @@ CHILD = ["```repl\nprint(context[:5])\n```", "FINAL('a summary')"]
 
 # rlm/logger/rlm_logger.py: log_metadata writes {"type": "metadata", "timestamp", **RLMMetadata.to_dict()}
 METADATA = {"type", "timestamp", "root_model", "max_depth", "max_iterations", "backend", "backend_kwargs",
-            "environment_type", "environment_kwargs", "other_backends"}  # fmt: skip
+            "environment_type", "environment_kwargs", "other_backends"}
 # rlm_logger.py: log writes {"type": "iteration", "iteration", "timestamp", **RLMIteration.to_dict()}
 ITERATION = {"type", "iteration", "timestamp", "prompt", "response", "code_blocks", "final_answer", "iteration_time"}
 BLOCK = {"code", "result"}  # types.py CodeBlock.to_dict
@@ -46,7 +46,7 @@ MODEL_USAGE = {"total_calls", "total_input_tokens", "total_output_tokens"}  # Mo
 def recorded(rlm_isolated):
     runner = isolated_runner(rlm_isolated.work, sandbox="process", environ={"RLM_RUN__SINKS": "[]"})
     result, _, _ = run_scripted(runner, "What is the answer?", ROOT[:1] + CHILD + ROOT[1:], context="some words",
-                                sub_rules=[{"match": "one", "text": "yes"}], max_depth=1)  # fmt: skip
+                                sub_rules=[{"match": "one", "text": "yes"}], max_depth=1)
     assert result.completed and result.final_response == "42", result.error
     return result
 
@@ -83,7 +83,7 @@ def _check_iteration(entry: dict, number: int) -> None:
             usage = call["usage_summary"]
             assert set(usage) <= {"model_usage_summaries", "total_cost"}
             assert all(MODEL_USAGE <= set(u) <= MODEL_USAGE | {"total_cost"}
-                       for u in usage["model_usage_summaries"].values())  # fmt: skip
+                       for u in usage["model_usage_summaries"].values())
             if "metadata" in call:  # a child run: RLMLogger.get_trajectory() of the child RLM
                 assert set(call["metadata"]) == {"run_metadata", "iterations"}
                 _check_metadata(call["metadata"]["run_metadata"], METADATA - {"type", "timestamp"})
@@ -100,7 +100,7 @@ def _visualiser_summary(lines: list[dict]) -> dict:
     return {"model": config.get("root_model"), "iterations": len(iterations), "code_blocks": len(blocks),
             "sub_calls": sum(len(b["result"]["rlm_calls"]) for b in blocks),
             "has_errors": any(b["result"]["stderr"] for b in blocks),
-            "final": answers[-1] if answers else None}  # fmt: skip
+            "final": answers[-1] if answers else None}
 
 
 def test_the_export_has_the_structure_rlms_writes(recorded):
@@ -139,14 +139,14 @@ def test_the_export_has_the_structure_rlms_writes(recorded):
     assert third["prompt"][2]["content"] == "REPL output:\nyes a summary\n"
     assert third["code_blocks"][0]["result"]["final_answer"] == "42"
     assert _visualiser_summary(lines) == {"model": "scripted:root", "iterations": 3, "code_blocks": 3,
-                                          "sub_calls": 2, "has_errors": True, "final": "42"}  # fmt: skip
+                                          "sub_calls": 2, "has_errors": True, "final": "42"}
 
 
 def _paths(value, path: str = "", out: dict | None = None) -> dict[str, set[str]]:
     """Every key path of a JSON value with the types seen there; the keys of free-form maps are ``*``."""
     out = {} if out is None else out
     kind = "null" if value is None else "number" if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else type(value).__name__  # fmt: skip
+        else type(value).__name__
     out.setdefault(path, set()).add(kind)
     if isinstance(value, dict):
         free = path.rsplit(".", 1)[-1] in ("locals", "model_usage_summaries", "backend_kwargs", "environment_kwargs")
@@ -178,7 +178,7 @@ def test_the_export_has_the_shape_of_a_log_rlms_wrote(recorded):
         assert not missing, f"{kind}: rlms writes {sorted(missing)}, the export does not"
         nulls = [p for p, kinds in theirs.items() if kinds == {"null"}]  # only None in the reference: any type
         added = {p for p in mine if p not in theirs and not skip(p) and not p.endswith(extras)
-                 and not any(p.startswith(n) for n in nulls)}  # fmt: skip
+                 and not any(p.startswith(n) for n in nulls)}
         assert not added, f"{kind}: the export writes {sorted(added)}, rlms does not"
         for path, kinds in theirs.items():
             if path in mine and kinds != {"null"}:
@@ -188,7 +188,7 @@ def test_the_export_has_the_shape_of_a_log_rlms_wrote(recorded):
 def test_a_run_that_used_up_its_steps_ends_with_rlms_closing_iteration(rlm_isolated):
     runner = isolated_runner(rlm_isolated.work, sandbox="process", environ={"RLM_RUN__SINKS": "[]"})
     result, _, _ = run_scripted(runner, "q?", ["```repl\nprint(1)\n```", "```repl\nprint(2)\n```", "best guess"],
-                                context="c", max_steps=2)  # fmt: skip
+                                context="c", max_steps=2)
     # the two steps used up, one more call synthesises the answer from the third reply: a run without it is the bug
     assert result.termination_reason == "max_steps" and result.final_response == "best guess", result.error
     lines = _exported(result)

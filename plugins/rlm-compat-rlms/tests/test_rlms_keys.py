@@ -25,7 +25,7 @@ def seen(server: OpenAIServer) -> tuple[set[str], str]:
     requests = list(server.requests)
     headers = {r.headers.get("authorization", "") for r in requests}
     everything = json.dumps([[dict(r.headers), r.body if isinstance(r.body, (dict, str)) else str(r.body)]
-                             for r in requests], default=str)  # fmt: skip
+                             for r in requests], default=str)
     return headers, everything
 
 
@@ -42,7 +42,7 @@ def servers(rlm_isolated, monkeypatch):
 def run(root: OpenAIServer, sub_kwargs: dict) -> object:
     rlm = RLM(backend="openai", backend_kwargs={"model_name": "root-model", "base_url": root.url, "api_key": KEY_A},
               other_backends=["openai"], other_backend_kwargs=[{"model_name": "sub-model", **sub_kwargs}],
-              environment="monty", max_iterations=4, max_depth=1)  # fmt: skip
+              environment="monty", max_iterations=4, max_depth=1)
     return rlm.completion(prompt="some context", root_prompt="Greet.")
 
 
@@ -82,4 +82,4 @@ def test_a_key_without_a_model_name_is_refused_not_sent_to_the_configured_model(
         RLM(backend="anthropic", backend_kwargs={"api_key": KEY_B})
     with pytest.raises(TypeError, match=r"other_backend_kwargs\[0\] has api_key and base_url but no model_name"):
         RLM(backend="openai", backend_kwargs={"model_name": "m"}, other_backends=["openai"],
-            other_backend_kwargs=[{"api_key": KEY_B, "base_url": "http://127.0.0.1:9/v1"}])  # fmt: skip
+            other_backend_kwargs=[{"api_key": KEY_B, "base_url": "http://127.0.0.1:9/v1"}])

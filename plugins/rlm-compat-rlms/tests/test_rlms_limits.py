@@ -45,7 +45,7 @@ def test_max_tokens_raises_with_the_count(server, kwargs_for):
 
 def test_max_budget_raises_with_what_was_spent(server, kwargs_for, rlm_isolated, monkeypatch):
     (rlm_isolated.work / "rlm.toml").write_text('[[prices]]\nmodel = "openai:root-model"\ninput = 1000.0\n'
-                                                'output = 1000.0\n')  # $0.018 a call  # fmt: skip
+                                                'output = 1000.0\n')  # $0.018 a call
     monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
     server.push(answer(FAILING), answer(FAILING), answer(FAILING))
     with pytest.raises(BudgetExceededError) as raised:
@@ -76,11 +76,11 @@ def test_a_cancelled_run_raises_cancellation_with_the_partial_answer(server, kwa
 def test_no_wall_clock_step_or_sub_call_limit_unless_given(servers, kwargs_for, trajectory_of):
     root, sub = servers
     batch = ("```repl\nreplies = llm_query_batched(['item ' + str(i) for i in range(60)])\n"
-             "answer['content'] = str(len(replies))\nanswer['ready'] = True\n```")  # fmt: skip
+             "answer['content'] = str(len(replies))\nanswer['ready'] = True\n```")
     root.push(answer(batch))
     sub.push(*[answer("ok") for _ in range(60)])
     rlm = RLM(backend="openai", backend_kwargs=kwargs_for(root), other_backends=["openai"],
-              other_backend_kwargs=[kwargs_for(sub, "sub-model")], environment="process")  # fmt: skip
+              other_backend_kwargs=[kwargs_for(sub, "sub-model")], environment="process")
     completion = rlm.completion("ctx", "Ask about 60 items.")
     assert completion.response == "60" and len(sub.requests) == 60  # rlm's default cap is 50 sub-calls
     assert completion.usage_summary.model_usage_summaries["sub-model"].total_calls == 60

@@ -17,7 +17,7 @@ SUBMIT = "```repl\nanswer['content'] = note\nanswer['ready'] = True\n```"
 def run_with_a_child(server, kwargs_for, **options):
     server.push(answer(DELEGATE), answer(CHILD), answer(SUBMIT))
     rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server, "gpt-test"), environment="process", max_depth=2,
-              **options)  # fmt: skip
+              **options)
     return rlm.completion("hello world", "What is this?")
 
 
@@ -29,12 +29,12 @@ def test_callbacks_get_the_authors_arguments(server, kwargs_for):
         on_iteration_complete=lambda depth, n, seconds: calls.append(("iteration_complete", depth, n, seconds >= 0)),
         on_subcall_start=lambda depth, model, preview: calls.append(("subcall_start", depth, model, preview)),
         on_subcall_complete=lambda depth, model, secs, error: calls.append(("subcall_complete", depth, model, error)),
-    )  # fmt: skip
+    )
     assert completion.response == "a greeting"
     assert calls == [("iteration_start", 0, 1), ("subcall_start", 1, "gpt-test", "Say what this is: hello world"),
                      ("iteration_start", 1, 1), ("iteration_complete", 1, 1, True),
                      ("subcall_complete", 1, "gpt-test", None), ("iteration_complete", 0, 1, True),
-                     ("iteration_start", 0, 2), ("iteration_complete", 0, 2, True)]  # fmt: skip
+                     ("iteration_start", 0, 2), ("iteration_complete", 0, 2, True)]
 
 
 def test_a_callback_that_raises_does_not_stop_the_run(server, kwargs_for):
@@ -62,7 +62,7 @@ def test_the_logged_configuration_holds_no_key_and_no_url_password(rlm_isolated)
     logger = RLMLogger()
     RLM(backend="openai", backend_kwargs={"model_name": "m", "api_key": "sk-secret-1", "base_url":
         "https://user:pw-secret-2@proxy.example/v1"}, environment_kwargs={"setup_code": "token = 1"},
-        environment="process", logger=logger)  # fmt: skip
+        environment="process", logger=logger)
     logged = json.dumps(logger.get_trajectory())
     assert "sk-secret-1" not in logged and "pw-secret-2" not in logged and "https://proxy.example/v1" in logged
 

@@ -17,7 +17,7 @@ def submit(value: str) -> str:
 @pytest.mark.parametrize("sandbox", ["process", "monty"])
 def test_contexts_histories_and_data_carry_from_one_completion_to_the_next(server, kwargs_for, bodies, sandbox):
     server.push(answer("```repl\ntotal = sum(int(x) for x in context.split())\nprint(total)\n```"),
-                answer(submit("str(total)")))  # fmt: skip
+                answer(submit("str(total)")))
     with RLM(backend="openai", backend_kwargs=kwargs_for(server), environment=sandbox, persistent=True) as rlm:
         assert rlm._persistent_env is None  # made by the first completion, as in rlms
         assert rlm.completion("1 2 3", "Sum them.").response == "6"

@@ -44,7 +44,7 @@ def clients(rlm_isolated, monkeypatch):
     made: dict[str, ListClient] = {}
     scripts = {"root": ["```repl\nnote = llm_query('Describe: ' + context)\nprint(note)\n```",
                         "```repl\nanswer['content'] = note.upper()\nanswer['ready'] = True\n```"],
-               "helper": ["a short text"]}  # fmt: skip
+               "helper": ["a short text"]}
 
     def get_client(backend: str, backend_kwargs: dict) -> ListClient:
         name = backend_kwargs["model_name"]
@@ -57,7 +57,7 @@ def clients(rlm_isolated, monkeypatch):
 
 def test_every_call_goes_to_the_client_the_seam_returns(clients):
     rlm = RLM(backend="openai", backend_kwargs={"model_name": "root"}, other_backends=["anthropic"],
-              other_backend_kwargs=[{"model_name": "helper"}], environment="process")  # fmt: skip
+              other_backend_kwargs=[{"model_name": "helper"}], environment="process")
     completion = rlm.completion("some words", "What is it?")
     assert completion.response == "A SHORT TEXT"
     root, helper = clients["root"], clients["helper"]

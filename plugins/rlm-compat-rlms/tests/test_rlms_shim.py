@@ -44,7 +44,7 @@ def test_a_completion_is_a_run_of_the_rlms_loop_answered_in_the_authors_types(se
 def test_local_is_full_python_in_the_process_sandbox_and_says_once_it_is_no_boundary(server, kwargs_for, capsys):
     code = ("```repl\nimport collections\nclass Box:\n    pass\nfirst = next((w for w in context.split() if "
             "w.startswith('w')), None)\nanswer['content'] = first + str(collections.Counter(context)['l'])\n"
-            "answer['ready'] = True\n```")  # fmt: skip
+            "answer['ready'] = True\n```")
     server.push(answer(code), answer(code))
     rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="local")
     assert rlm.completion("hello world").response == "world3"
@@ -54,7 +54,7 @@ def test_local_is_full_python_in_the_process_sandbox_and_says_once_it_is_no_boun
 
 
 @pytest.mark.parametrize("reply", ["```repl\nFINAL(str(len(context)))\n```", "Counted it.\nFINAL(11)",
-                                   "```repl\nn = str(len(context))\n```\nFINAL_VAR(n)"])  # fmt: skip
+                                   "```repl\nn = str(len(context))\n```\nFINAL_VAR(n)"])
 def test_rlms_finish_with_final_too(server, kwargs_for, reply):
     server.push(answer(reply))
     rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="monty", max_iterations=2)
@@ -63,14 +63,14 @@ def test_rlms_finish_with_final_too(server, kwargs_for, reply):
 
 
 def test_a_reply_without_code_gets_the_next_turn_and_the_turns_running_out_get_one_more_call(
-        server, kwargs_for, bodies):  # fmt: skip
+        server, kwargs_for, bodies):
     server.push(answer("Let me think about it."), answer("```repl\nprint('still')\n```"), answer("It is 11."))
     rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process", max_iterations=2)
     completion = rlm.completion("hello world", "How long?")
     assert completion.response == "It is 11." and completion.run.termination_reason == "max_steps"
     second, third = bodies(server)[1:]
     assert second["messages"][-2:] == [{"role": "assistant", "content": "Let me think about it."},
-                                       {"role": "user", "content": "Turn 2 of 2."}]  # fmt: skip
+                                       {"role": "user", "content": "Turn 2 of 2."}]
     assert "You have used all your turns" in third["messages"][-1]["content"]
 
 
@@ -101,7 +101,7 @@ def test_sampling_args_reach_the_root_and_sub_sampling_args_the_sub_model(server
     sub.push(answer("hello"))
     rlm = RLM(backend="openai", backend_kwargs=kwargs_for(root), other_backends=["openai"],
               other_backend_kwargs=[kwargs_for(sub, "sub-model")], environment="process",
-              sampling_args={"temperature": 0.2, "seed": 7}, sub_sampling_args={"temperature": 0.9})  # fmt: skip
+              sampling_args={"temperature": 0.2, "seed": 7}, sub_sampling_args={"temperature": 0.9})
     rlm.completion("hello world", "q")
     assert {k: bodies(root)[0].get(k) for k in ("temperature", "seed")} == {"temperature": 0.2, "seed": 7}
     assert bodies(sub)[0]["temperature"] == 0.9 and "seed" not in bodies(sub)[0]
@@ -122,12 +122,12 @@ def test_custom_tools_are_functions_and_data_in_the_repl(server, kwargs_for, bod
     server.push(answer(USE_TOOLS))
     completion = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="local",
                      custom_tools={"find": {"tool": lookup, "description": "Look up a part by its name."},
-                                   "plain": str.upper, "LIMITS": {"max": 3}}).completion("ctx", "q")  # fmt: skip
+                                   "plain": str.upper, "LIMITS": {"max": 3}}).completion("ctx", "q")
     assert completion.response == "P-42 3 X"
     system = bodies(server)[0]["messages"][0]["content"]
     assert "`find(key: str) -> str`: Look up a part by its name." in system
     calls = [e["data"] for e in trajectory_of(completion.run) if e["type"] == "sub_call"
-             and e["data"]["kind"] == "tool_call"]  # fmt: skip
+             and e["data"]["kind"] == "tool_call"]
     assert [c["tool"] for c in calls] == ["find", "plain"]
 
 
@@ -157,7 +157,7 @@ def test_bad_arguments_fail_at_once_by_name(rlm_isolated):
 def test_max_depth_counts_the_root_and_zero_is_one_plain_model_call(server, kwargs_for, trajectory_of):
     server.push(answer(SUBMIT))
     completion = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process",
-                     max_depth=3).completion("x", "q")  # fmt: skip
+                     max_depth=3).completion("x", "q")
     assert trajectory_of(completion.run)[0]["data"]["settings"]["max_depth"] == 2  # rlms' 3 levels: root + 2
     server.push(answer("just an answer"))
     plain = RLM(backend="openai", backend_kwargs=kwargs_for(server), max_depth=0).completion("What is 2+2?")
@@ -169,9 +169,9 @@ def test_max_depth_counts_the_root_and_zero_is_one_plain_model_call(server, kwar
 def test_setup_code_runs_before_the_first_turn_and_a_failing_one_says_so(server, kwargs_for):
     server.push(answer("```repl\nanswer['content'] = str(helper + 1)\nanswer['ready'] = True\n```"))
     rlm = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process",
-              environment_kwargs={"setup_code": "helper = 41"})  # fmt: skip
+              environment_kwargs={"setup_code": "helper = 41"})
     assert rlm.completion("x", "q").response == "42"
     broken = RLM(backend="openai", backend_kwargs=kwargs_for(server), environment="process",
-                 environment_kwargs={"setup_code": "raise ValueError('no setup today')"})  # fmt: skip
+                 environment_kwargs={"setup_code": "raise ValueError('no setup today')"})
     with pytest.raises(RunFailedError, match=r"setup_code'\] failed: .*no setup today"):
         broken.completion("x", "q")

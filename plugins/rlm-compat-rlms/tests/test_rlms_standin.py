@@ -50,10 +50,10 @@ print("ok", rlm.__all__[0])
 
 def test_the_stand_in_folder_on_pythonpath_does_the_same(tmp_path):
     printed = subprocess.run([sys.executable, "-m", "rlm_compat_rlms.standin"], capture_output=True, text=True,
-                             check=True).stdout.strip()  # fmt: skip
+                             check=True).stdout.strip()
     assert Path(printed) == STANDIN_DIR and (STANDIN_DIR / "rlm" / "__init__.py").is_file()
     done = python("import rlm.core.rlm as m; from rlm import RLM; print(m.__name__, RLM.__module__)", tmp_path,
-                  [STANDIN_DIR])  # fmt: skip
+                  [STANDIN_DIR])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["rlm_compat_rlms.core.rlm", "rlm_compat_rlms.core.rlm"]
 
@@ -68,7 +68,7 @@ def test_the_authors_package_is_never_shadowed(tmp_path):
     by_the_call = python("import rlm_compat_rlms; rlm_compat_rlms.install_as_rlm()", tmp_path, [authors.parent])
     assert "the authors' rlm package is installed" in by_the_call.stderr
     already = python("import sys, rlm, rlm_compat_rlms; rlm_compat_rlms.install_as_rlm()", tmp_path,
-                     [authors.parent])  # fmt: skip
+                     [authors.parent])
     assert "already imported" in already.stderr
 
 
@@ -76,5 +76,5 @@ def test_a_folder_that_merely_is_called_rlm_is_no_package_in_the_way(tmp_path):
     (tmp_path / "rlm").mkdir()  # a data folder in the working directory: no __init__.py, not the authors' package
     (tmp_path / "rlm" / "notes.txt").write_text("x")
     done = python("import rlm_compat_rlms; rlm_compat_rlms.install_as_rlm(); import rlm.core.rlm; print('ok')",
-                  tmp_path)  # fmt: skip
+                  tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

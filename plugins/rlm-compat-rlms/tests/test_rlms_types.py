@@ -27,7 +27,7 @@ def test_usage_round_trips_and_totals_count_only_known_costs():
                                                     "total_output_tokens": 4, "total_cost": 0.5},
                                               "b": {"total_calls": 1, "total_input_tokens": 3,
                                                     "total_output_tokens": 1}},
-                    "total_cost": 0.5}  # fmt: skip
+                    "total_cost": 0.5}
     assert UsageSummary.from_dict(data) == usage
     assert (usage.total_input_tokens, usage.total_output_tokens) == (13, 5)
     assert UsageSummary({"b": ModelUsageSummary(1, 3, 1)}).total_cost is None
@@ -47,14 +47,14 @@ def test_blocks_and_iterations_serialise_their_values_for_a_log():
     iteration = RLMIteration([{"role": "user", "content": "q"}], "reply", [CodeBlock("n = 3", result)], "3", 1.5)
     data = json.loads(json.dumps(iteration.to_dict()))
     assert data["code_blocks"][0]["result"]["locals"] == {"n": 3, "f": "<builtin_function_or_method 'len'>",
-                                                           "mod": "<module 'json'>"}  # fmt: skip
+                                                           "mod": "<module 'json'>"}
     assert data["final_answer"] == "3" and data["iteration_time"] == 1.5 and "stdout=out" in str(result)
 
 
 @pytest.mark.parametrize(("prompt", "kind", "lengths"), [
     ("hello", "str", [5]), (["ab", "cde"], "list", [2, 3]), ({"a": "xy", "b": [1]}, "dict", [2, 3]),
     ([{"role": "user", "content": "hey"}], "list", [3]), ([], "list", [0]),
-])  # fmt: skip
+])
 def test_query_metadata_measures_each_part(prompt, kind, lengths):
     meta = QueryMetadata(prompt)
     assert (meta.context_type, meta.context_lengths, meta.context_total_length) == (kind, lengths, sum(lengths))

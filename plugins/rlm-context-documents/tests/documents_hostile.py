@@ -29,7 +29,7 @@ def nested_xobject_pdf(path: Path, depth: int = 16, fanout: int = 4) -> Path:
            b"/Resources << /XObject << /X 6 0 R >> /Font << /F1 5 0 R >> >> >>",
         4: _stream(b"", b"/X Do"),
         5: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    }  # fmt: skip
+    }
     for level in range(depth + 1):
         number = 6 + level
         if level < depth:
@@ -70,14 +70,14 @@ def epub(path: Path, chapters: dict[str, bytes], spine: list[str], opf_head: str
                       '<?xml version="1.0"?><container version="1.0" '
                       'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
                       '<rootfile full-path="content.opf" media-type="application/oebps-package+xml"/>'
-                      "</rootfiles></container>")  # fmt: skip
+                      "</rootfiles></container>")
         ids = {name: f"i{number}" for number, name in enumerate(chapters)}
         items = "".join(f'<item id="{ids[n]}" href="{n}" media-type="application/xhtml+xml"/>' for n in chapters)
         refs = "".join(f'<itemref idref="{ids[n]}"/>' for n in spine)
         book.writestr("content.opf",
                       f'<?xml version="1.0"?>{opf_head}<package xmlns="{OPF}" version="3.0" unique-identifier="id">'
                       '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier id="id">x</dc:identifier>'
-                      f"{metadata}</metadata><manifest>{items}</manifest><spine>{refs}</spine></package>")  # fmt: skip
+                      f"{metadata}</metadata><manifest>{items}</manifest><spine>{refs}</spine></package>")
         for name, data in chapters.items():
             book.writestr(name, data)
     return path
@@ -106,7 +106,7 @@ def xlsx_claiming_every_cell(path: Path) -> Path:
              '<dimension ref="A1:XFD1048576"/><sheetData>'
              '<row r="1"><c r="A1" t="inlineStr"><is><t>first</t></is></c></row>'
              '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>last</t></is></c></row>'
-             "</sheetData></worksheet>")  # fmt: skip
+             "</sheetData></worksheet>")
     return replace_entries(path, {"xl/worksheets/sheet1.xml": sheet.encode()})
 
 
@@ -118,7 +118,7 @@ def xlsx_listing_one_sheet(path: Path, times: int) -> Path:
     start, end = workbook.index("<sheets>") + len("<sheets>"), workbook.index("</sheets>")
     first = workbook[start:end].split("/>")[0] + "/>"
     copies = "".join(first.replace('name="Budget"', f'name="Budget{n}"').replace('sheetId="1"', f'sheetId="{n + 10}"')
-                     for n in range(times))  # fmt: skip
+                     for n in range(times))
     return replace_entries(path, {"xl/workbook.xml": (workbook[:start] + copies + workbook[end:]).encode()})
 
 

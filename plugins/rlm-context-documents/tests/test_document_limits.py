@@ -176,9 +176,9 @@ def test_xml_entities_neither_expand_nor_read_local_files(tmp_path):
     except InputError as exc:
         assert "the-secret-token" not in exc.message
     laughs = ('<!DOCTYPE package [<!ENTITY a "aaaaaaaaaa">' + "".join(
-        f'<!ENTITY {chr(98 + n)} "{("&" + chr(97 + n) + ";") * 10}">' for n in range(9)) + "]>")  # fmt: skip
+        f'<!ENTITY {chr(98 + n)} "{("&" + chr(97 + n) + ";") * 10}">' for n in range(9)) + "]>")
     book = hostile.epub(tmp_path / "laughs.epub", {"c.xhtml": hostile.chapter("text")}, ["c.xhtml"], laughs,
-                        "<dc:title>&j;</dc:title>")  # fmt: skip
+                        "<dc:title>&j;</dc:title>")
     with bounded(seconds=5):
         try:
             load(EpubLoader, book)
@@ -208,7 +208,7 @@ def test_a_deck_listing_one_slide_twice_reads_it_once(tmp_path):
     (hostile.Glutton, {"memory_mb": 64}, "reading it stopped at the memory limit (memory_mb = 64)"),
     (hostile.Crasher, {}, "the HTML reader crashed (SIGSEGV)"),
     (hostile.Thrower, {}, "not a readable HTML file (damaged, truncated, or another format): its structure is nested"),
-])  # fmt: skip
+])
 def test_each_limit_is_one_error_naming_it(tmp_path, mode, cls, settings, expected):
     path = samples.write_html(tmp_path / "page.html", FACT)
     with bounded(seconds=8):
@@ -220,7 +220,7 @@ def test_each_limit_is_one_error_naming_it(tmp_path, mode, cls, settings, expect
     ({"max_parts": 5}, "the PDF has 12 pages, more than max_parts = 5"),
     ({"max_chars": 2000}, "the text runs past max_chars = 2,000 characters"),
     ({"max_part_chars": 100}, "a page holds more than max_part_chars = 100 characters"),
-])  # fmt: skip
+])
 def test_output_caps(tmp_path, settings, expected):
     path = samples.write_pdf(tmp_path / "report.pdf", 12, FACT)
     with pytest.raises(InputError) as raised:

@@ -201,7 +201,7 @@ def test_the_cache_stays_within_its_budget(tmp_path, home):
     ("truncated", "not a readable PDF file"),
     ("not a pdf", "not a readable PDF file"),
     ("scanned", "no text in this PDF file (none on any of its 3 pages)"),
-])  # fmt: skip
+])
 def test_unreadable_pdfs_say_why(tmp_path, case, expected):
     path = tmp_path / "in.pdf"
     if case == "encrypted":
@@ -250,7 +250,7 @@ def test_a_drm_epub_is_named_as_such(tmp_path):
     with zipfile.ZipFile(path, "a") as book:
         book.writestr("META-INF/encryption.xml",
                       '<encryption><EncryptedData><CipherData><CipherReference URI="OEBPS/text/ch1.xhtml"/>'
-                      "</CipherData></EncryptedData></encryption>")  # fmt: skip
+                      "</CipherData></EncryptedData></encryption>")
     with pytest.raises(InputError, match="encrypted \\(DRM\\)"):
         EpubLoader().load(path)
 
@@ -280,7 +280,7 @@ def test_a_file_without_a_telling_suffix_goes_by_its_content(tmp_path, rlm_plugi
     assert lookup(download).load(download).names == ["download#p1", "download#p2", "download#p3"]
     for name, write, cls in [("r.docx", samples.write_docx, DocxLoader), ("d.pptx", samples.write_pptx, PptxLoader),
                              ("b.xlsx", samples.write_xlsx, XlsxLoader), ("e.epub", samples.write_epub, EpubLoader),
-                             ("p.html", samples.write_html, HtmlLoader)]:  # fmt: skip
+                             ("p.html", samples.write_html, HtmlLoader)]:
         renamed = write(tmp_path / name, FACT).rename(tmp_path / f"{name[0]}_saved")
         assert isinstance(lookup(renamed), cls), name
     markup = tmp_path / "page.txt"

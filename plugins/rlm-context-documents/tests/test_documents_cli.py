@@ -16,13 +16,13 @@ PLUGINS = "rlm-context-documents,rlm-sandbox-monty"
 FACT = "Thermistor T4 failed at -41.7 C on day 117"
 FIND = ("```repl\nfound = [name for name, doc in zip(list_files(), context) "
         "if 'T4 failed' in doc.replace(chr(10), ' ')]"
-        "\nprint(found)\n```")  # fmt: skip
+        "\nprint(found)\n```")
 SEARCH = "```repl\nfound = 'T4 failed' in context.replace(chr(10), ' ')\nprint(found)\n```"
 
 
 def _run(rlm_cli, model, context, *extra, sandbox="monty"):
     return rlm_cli("run", "Which page says what happened to T4?", "--context", context, "--model", model,
-                   "--sandbox", sandbox, "--json", *extra, plugins=PLUGINS)  # fmt: skip
+                   "--sandbox", sandbox, "--json", *extra, plugins=PLUGINS)
 
 
 @pytest.mark.parametrize("sandbox", ["monty", "process"])
@@ -48,7 +48,7 @@ def test_a_run_reads_docx_and_html_as_text(rlm_cli, rlm_script, rlm_isolated, na
     ("encrypted", "the PDF is encrypted"),
     ("scanned", "no text in this PDF file"),
     ("truncated", "not a readable PDF file"),
-])  # fmt: skip
+])
 def test_an_unreadable_pdf_is_one_error_and_exit_2(rlm_cli, rlm_script, rlm_isolated, case, expected):
     path = rlm_isolated.work / "in.pdf"
     if case == "encrypted":
@@ -96,7 +96,7 @@ def test_the_second_run_reads_the_cache_only_when_signed(rlm_cli, rlm_script, rl
     from rlm_host.sdk.context import user_signature
 
     claim = {"format": 2, "document": entry.stem, "extractor": header["extractor"],
-             "payload": hashlib.sha256(forged).hexdigest()}  # fmt: skip
+             "payload": hashlib.sha256(forged).hexdigest()}
     header["signature"] = user_signature(claim)  # signed with this user's key: the second run must read it
     entry.write_bytes(json.dumps(header).encode() + b"\n" + forged)
     result = _run(rlm_cli, rlm_script([FIND, "FINAL_VAR(found)"]), "report.pdf")

@@ -116,7 +116,7 @@ def test_runs_as_source_text_like_in_the_sandbox(tmp_path: Path, monkeypatch: py
     namespace: dict = {"__name__": "__main__"}
     source = Path(sa.__file__).read_text(encoding="utf-8")
     exec(compile(f"{source}\n__rlm_result = analyze(['qa.py'], use_installed_dspy=False)\n", "<sandbox>", "exec"),
-         namespace)  # fmt: skip
+         namespace)
     report = namespace["__rlm_result"]
     assert report["score"] == 100 and json.loads(json.dumps(report)) == report
 
@@ -136,7 +136,7 @@ def test_a_good_typed_program_scores_100_with_no_reason(tmp_path: Path, monkeypa
 
 
 def test_a_typed_class_signature_scores_higher_than_a_string_one(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     typed = run(tmp_path, monkeypatch, {"typed.py": GOOD})
     string = run(tmp_path, monkeypatch, {"string.py": STRING_SIGNATURE})
     assert typed["score"] > string["score"]
@@ -238,7 +238,7 @@ def test_module_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_removed_and_deprecated_apis_are_reported_with_their_line(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     source = '''\
         """Old DSPy."""
         import dspy
@@ -348,7 +348,7 @@ def test_a_plain_python_file_is_judged_on_code_quality(tmp_path: Path, monkeypat
                      "messy.py:1: -1 `os` is imported but never used", "messy.py:3: -3 `from json import *`",
                      "messy.py:6: -3 public function undocumented has no",
                      "messy.py:6: -3 function undocumented has a mutable default", "messy.py:9: -3 bare `except:`",
-                     "messy.py:13: -3 public class Thing has no docstring"):  # fmt: skip
+                     "messy.py:13: -3 public class Thing has no docstring"):
         assert expected in reasons
     assert report["score"] == 100 - 2 - 1 - 3 - 3 - 3 - 3 - 3
     assert not findings(report, "signature") and not findings(report, "module")
@@ -390,7 +390,7 @@ def test_folders_missing_files_and_no_files(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_without_dspy_the_version_is_none_and_a_note_says_so(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     report = run(tmp_path, monkeypatch, {"qa.py": GOOD})
     assert report["dspy_version"] is None
     assert "misused-API check was skipped" in report["notes"][0]

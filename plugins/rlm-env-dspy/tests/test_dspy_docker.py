@@ -82,14 +82,14 @@ def test_a_dspy_coding_task_end_to_end_in_docker(runner, tmp_path):
         {"action": "analyze_dspy", "path": "qa.py"},
         {"action": "run_python", "code": "import dspy, os; print(dspy.__version__, os.getcwd())"},
         {"action": "final", "final_response": "QA uses ChainOfThought; its tests pass"},
-    ]]  # fmt: skip
+    ]]
     model = ScriptedConnector.from_responses(replies, name="scripted:dspy")
     result = runner.run_task("Write a ChainOfThought QA module with tests.", environment="dspy", workdir=project,
                              connectors={"root": model, "sub": model}, max_steps=len(replies), exec_timeout=120)
     assert result.completed and result.sandbox == "docker", result.error
     steps = steps_of(result)
     assert [s["action"] for s in steps] == ["write_file", "write_file", "patch_file", "analyze_dspy", "run_python",
-                                            "final"]  # fmt: skip
+                                            "final"]
     write, tests, patch, analysis, python = (s["observation"] for s in steps[:5])
     assert write["verifier"]["compile"] is True and write["dspy_patterns"][:2] == ["imports dspy", "dspy.Signature"]
     assert tests["verifier"]["tests"] is False, "Predict gives no reasoning: the test written second fails"
@@ -149,7 +149,7 @@ def test_the_analysis_checks_names_against_the_dspy_in_the_sandbox(runner, tmp_p
         report = verifier.analyze(session, ["names.py"], timeout=120)
         version = report["dspy_version"]
         misused = {f["line"]: f["message"] for file in report["files"] for f in file["findings"]
-                   if f["kind"] == "misused_api"}  # fmt: skip
+                   if f["kind"] == "misused_api"}
         assert misused == {4: f"dspy.NoSuchPredictor does not exist in the installed dspy {version}",
                            9: f"dspy.ChainOfThot does not exist in the installed dspy {version}",
                            10: f"dspy.Predict.no_such_method does not exist in the installed dspy {version}"}

@@ -21,7 +21,7 @@ def run(rlm_cli, rlm_script, workdir, actions, *extra, plugins=PLUGIN):
     model = rlm_script([json.dumps(a) for a in actions])
     return rlm_cli("run", "Write calc.add and its test; make the test pass.", "--env", "dspy", "--workdir",
                    str(workdir), "--model", model, "--max-steps", str(len(actions)), "--json", *extra,
-                   plugins=plugins)  # fmt: skip
+                   plugins=plugins)
 
 
 def steps_of(result):
@@ -38,7 +38,7 @@ def test_write_test_patch_after_a_failure_and_finish(rlm_cli, rlm_script, rlm_is
         {"action": "patch_file", "path": "calc.py", "search": "a - b", "replace": "a + b"},
         {"action": "run_tests"},
         {"action": "final", "final_response": "calc.add fixed; tests pass"},
-    ], "--sandbox", "process")  # fmt: skip
+    ], "--sandbox", "process")
     assert result.code == 0, result.out + result.err
     run_result, steps = steps_of(result)
     assert run_result["completed"] and run_result["environment"] == "dspy" and run_result["sandbox"] == "process"
@@ -64,7 +64,7 @@ def test_hostile_paths_fail_the_step_not_the_run(rlm_cli, rlm_script, rlm_isolat
         {"action": "read_file", "path": "/etc/passwd"},
         {"action": "run_tests", "selection": ["--rootdir=/"]},
         {"action": "final", "final_response": "refused"},
-    ], "--sandbox", "process")  # fmt: skip
+    ], "--sandbox", "process")
     assert result.code == 0, result.out + result.err
     _, steps = steps_of(result)
     errors = [s["observation"].get("error", "") for s in steps[:4]]
@@ -86,7 +86,7 @@ def test_version_control_and_tool_metadata_are_read_only_for_the_model(rlm_cli, 
         {"action": "write_file", "path": "vendor/.GIT/config", "content": "[core]\nfsmonitor = evil"},
         {"action": "write_file", "path": "calc.py", "content": BUGGY},
         {"action": "final", "final_response": "done"},
-    ], "--sandbox", "process")  # fmt: skip
+    ], "--sandbox", "process")
     assert result.code == 0, result.out + result.err
     _, steps = steps_of(result)
     errors = [s["observation"].get("error", "") for s in steps[:3]]
@@ -107,7 +107,7 @@ def test_search_list_read_and_an_unknown_action(rlm_cli, rlm_script, rlm_isolate
         {"action": "read_file", "path": "pkg/mod.py", "start_line": 2},
         {"action": "teleport"},
         {"action": "final", "final_response": "ok"},
-    ], "--sandbox", "process")  # fmt: skip
+    ], "--sandbox", "process")
     _, steps = steps_of(result)
     listing, found, bad, read, unknown = (s["observation"] for s in steps[:5])
     assert listing["entries"] == ["pkg/", "pkg/mod.py"]
@@ -123,14 +123,14 @@ def test_the_verifier_weights_are_settings_of_the_environment(rlm_cli, rlm_scrip
     (rlm_isolated.work / "rlm.toml").write_text(
         "[environment.dspy]\nverifier_compile_bonus = 0.5\nverifier_pytest_penalty = 0.05\n"
         "verifier_validation_bonus = 0.01\nverifier_validation_penalty = 0.02\ndspy_pattern_match_bonus = 0.11\n\n"
-        "[rewards]\nrun_python_base = 0.05\n")  # fmt: skip
+        "[rewards]\nrun_python_base = 0.05\n")
     project = rlm_isolated.work / "project"
     result = run(rlm_cli, rlm_script, project, [
         {"action": "write_file", "path": "calc.py", "content": BUGGY},
         {"action": "write_file", "path": "tests/test_calc.py", "content": TESTS},
         {"action": "run_python", "code": "def forward(self):\n    return 1\nprint(forward(None))"},
         {"action": "final", "final_response": "done"},
-    ], "--sandbox", "process")  # fmt: skip
+    ], "--sandbox", "process")
     assert result.code == 0, result.out + result.err
     _, steps = steps_of(result)
     first, tests = (s["observation"]["verifier"] for s in steps[:2])
@@ -147,14 +147,14 @@ def test_the_verifier_weights_are_settings_of_the_environment(rlm_cli, rlm_scrip
 def test_a_verifier_weight_under_rewards_names_its_new_place(rlm_cli, rlm_script, rlm_isolated):
     (rlm_isolated.work / "rlm.toml").write_text("[rewards]\nverifier_compile_bonus = 0.5\n")
     result = run(rlm_cli, rlm_script, rlm_isolated.work / "project", [{"action": "final", "final_response": "x"}],
-                 "--sandbox", "process")  # fmt: skip
+                 "--sandbox", "process")
     assert result.code == 2
     assert "rewards.verifier_compile_bonus: moved to [environment.dspy] verifier_compile_bonus" in result.err
 
 
 def test_a_runtime_without_a_workspace_is_a_clear_error(rlm_cli, rlm_script, rlm_isolated):
     result = run(rlm_cli, rlm_script, rlm_isolated.work, [{"action": "final", "final_response": "x"}],
-                 "--sandbox", "monty", plugins=f"{PLUGIN},rlm-sandbox-monty")  # fmt: skip
+                 "--sandbox", "monty", plugins=f"{PLUGIN},rlm-sandbox-monty")
     assert result.code == 2
     assert "the dspy environment edits a project folder, and the monty sandbox cannot mount one" in result.err
     assert "process (NOT a security boundary)" in result.err and "Traceback" not in result.err
@@ -179,7 +179,7 @@ def test_a_read_only_run_refuses_writes_and_tests_as_steps_and_rules_open_one_to
     actions = [{"action": "write_file", "path": "calc.py", "content": "x = 1\n"},
                {"action": "run_tests"},
                {"action": "read_file", "path": "calc.py"},
-               {"action": "final", "final_response": "read only"}]  # fmt: skip
+               {"action": "final", "final_response": "read only"}]
     result = run(rlm_cli, rlm_script, project, actions, "--sandbox", "process", "--approve", "read-only")
     assert result.code == 0, result.out + result.err
     run_result, steps = steps_of(result)
@@ -188,7 +188,7 @@ def test_a_read_only_run_refuses_writes_and_tests_as_steps_and_rules_open_one_to
     assert steps[0]["reward"] == 0.0 and (project / "calc.py").read_text() == BUGGY
     assert "return a - b" in json.dumps(steps[2]["observation"])
     opened = run(rlm_cli, rlm_script, project, actions, "--sandbox", "process", "--approve", "read-only",
-                 "--approval-rule", "write_file=allow")  # fmt: skip
+                 "--approval-rule", "write_file=allow")
     _, steps = steps_of(opened)
     assert "refused" not in steps[0]["observation"] and steps[1]["observation"]["refused"]
     assert (project / "calc.py").read_text() == "x = 1\n"

@@ -30,11 +30,11 @@ def test_cli_commands(rlm_cli, rlm_isolated, monkeypatch):
     overview = json.loads(rlm_cli("traces", "overview", str(path), "--json", plugins=PLUGIN).out)
     assert overview["error_traces"] == 3 and overview["agents"] == {"researcher": 6, "support": 6}
     query = json.loads(rlm_cli("traces", "query", str(path), "--errors", "--agent", "researcher", "--json",
-                               plugins=PLUGIN).out)  # fmt: skip
+                               plugins=PLUGIN).out)
     assert query["total"] == 2
     assert len(json.loads(rlm_cli("traces", "view", str(path), failing, plugins=PLUGIN).out)["spans"]) == 7
     search = json.loads(rlm_cli("traces", "search", str(path), failing, "time.?out", "--regex", "--json",
-                                plugins=PLUGIN).out)  # fmt: skip
+                                plugins=PLUGIN).out)
     assert search["match_count"] == 1
     table = rlm_cli("traces", "query", str(path), "--model", "gpt-4o-mini", plugins=PLUGIN)
     assert table.code == 0 and "6 traces" in table.out and "gpt-4o-mini" in table.out
@@ -117,7 +117,7 @@ def test_the_cache_is_used_when_the_sidecar_cannot_be_written(tmp_path, monkeypa
 def test_oversized_traces_get_a_diagnostic_and_attributes_are_capped(tmp_path, monkeypatch):
     path = tmp_path / "big.jsonl"
     span = {"trace_id": "t1", "span_id": "s1", "name": "chat", "status": {"code": "OK"},
-            "attributes": {"gen_ai.prompt": "x" * 40_000}, "start_time": "2026-01-01T00:00:00Z"}  # fmt: skip
+            "attributes": {"gen_ai.prompt": "x" * 40_000}, "start_time": "2026-01-01T00:00:00Z"}
     path.write_text("\n".join(json.dumps({**span, "span_id": f"s{i}"}) for i in range(5)) + "\n")
     monkeypatch.setattr(store_module, "VIEW_TRACE_CHARS", 100_000)
     store = TraceStore.load(path)
@@ -156,7 +156,7 @@ def test_a_trace_split_across_lines_and_parts_is_merged(tmp_path, monkeypatch):
     spans = [{"trace_id": f"t{i % 2}", "span_id": f"s{i}", "status": {"code": "ERROR" if i == 3 else "OK"},
               "attributes": {"gen_ai.usage.input_tokens": 10, "gen_ai.agent.name": f"a{i % 3}"},
               "resource": {"service.name": "svc"}, "start_time": 100 + i, "end_time": 200 + i}
-             for i in range(8)]  # fmt: skip
+             for i in range(8)]
     path.write_text("".join(json.dumps(s) + "\n" for s in spans))
     monkeypatch.setattr(index, "PARALLEL_BYTES", 0)
     built = index.build(path, workers=2)

@@ -24,7 +24,7 @@ class TestTraceAnalysis(EnvironmentContract):
 def run_json(rlm_cli, rlm_script, path, actions, task="Find systemic failures."):
     model = rlm_script([json.dumps(a) for a in actions])
     result = rlm_cli("run", task, "--env", "traces", "--context", str(path), "--model", model, "--json",
-                     "--max-steps", str(len(actions)), plugins=PLUGIN)  # fmt: skip
+                     "--max-steps", str(len(actions)), plugins=PLUGIN)
     assert result.code == 0, result.out + result.err
     return json.loads(result.out)
 
@@ -35,7 +35,7 @@ def observations(run):
 
 
 @pytest.mark.parametrize(("name", "fmt"), [("flat.jsonl", "flat"), ("otlp.jsonl", "otlp"), ("mixed.jsonl", "mixed"),
-                                           ("mixed.jsonl.gz", "mixed")])  # fmt: skip
+                                           ("mixed.jsonl.gz", "mixed")])
 def test_a_run_finds_the_systemic_failure_in_every_format(rlm_cli, rlm_script, rlm_isolated, name, fmt):
     path = rlm_isolated.work / name
     info = generate(path, traces=24, fmt=fmt, malformed=2)
@@ -45,7 +45,7 @@ def test_a_run_finds_the_systemic_failure_in_every_format(rlm_cli, rlm_script, r
         {"action": "query_traces", "has_errors": True, "agent": "researcher", "limit": 2},
         {"action": "search_trace", "trace_id": failing, "pattern": "timeout"},
         {"action": "final", "final_response": f"web_search times out, e.g. {failing}"},
-    ])  # fmt: skip
+    ])
     assert run["completed"] and run["final_response"].endswith(failing) and run["environment"] == "trace_analysis"
     assert run["sandbox"] == "none", "an environment that runs no code starts no sandbox"
     steps = observations(run)
@@ -65,7 +65,7 @@ def test_the_prompt_carries_the_live_overview_and_the_context_stays_unread(rlm_c
     model = rlm_script([], rules=[{"match": '"traces": 10, "spans": 70, "error_traces": 3, "malformed_lines": 1',
                                    "text": final}])  # answers only a prompt showing the overview
     result = rlm_cli("run", "Overview?", "--env", "traces", "--context", str(path), "--model", model, "--json",
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     run = json.loads(result.out)
     assert run["final_response"] == "seen", result.err
     assert f"{path} ({path.stat().st_size:,} bytes, unread)" in result.err
@@ -91,7 +91,7 @@ def test_view_spans_export_and_set_trace_path_stay_in_their_folders(rlm_cli, rlm
         {"action": "view_trace", "trace_id": "nope"},
         {"action": "dance"},
         {"action": "final", "final_response": "ok"},
-    ])  # fmt: skip
+    ])
     steps = observations(run)
     spans = steps[0]["observation"]["result"]["spans"]
     assert len(spans) == 7 and {s["trace_id"] for s in spans} == {failing}
@@ -110,7 +110,7 @@ def test_the_task_can_name_the_trace_file(rlm_cli, rlm_script, rlm_isolated):
     generate(rlm_isolated.work / "t.jsonl", traces=6)
     model = rlm_script([json.dumps({"action": "count_traces"}), json.dumps({"action": "final", "final_response": "6"})])
     result = rlm_cli("run", "How many traces? trace=t.jsonl", "--env", "trace_analysis", "--model", model, "--json",
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     run = json.loads(result.out)
     assert observations(run)[0]["observation"]["result"]["count"] == 6
 
@@ -118,12 +118,12 @@ def test_the_task_can_name_the_trace_file(rlm_cli, rlm_script, rlm_isolated):
 def test_an_empty_trace_file_is_a_clear_error(rlm_cli, rlm_script, rlm_isolated):
     (rlm_isolated.work / "empty.jsonl").write_text("")
     result = rlm_cli("run", "x", "--env", "traces", "--context", "empty.jsonl", "--model", rlm_script(["{}"]),
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     assert result.code != 0 and "trace file is empty" in result.err
 
 
 def test_without_a_trace_a_home_folder_is_refused_as_where_files_are_opened(rlm_cli, rlm_script, rlm_isolated,
-                                                                             monkeypatch):  # fmt: skip
+                                                                             monkeypatch):
     """Issue 47: with no trace named, the model opens files with set_trace_path from the working folder; started in
     the home folder, that was the user's whole home, unguarded. It is refused before the run (exit 2) unless
     --allow-any-workdir; a trace file named in a home folder gives access to that file alone."""
@@ -141,8 +141,8 @@ def test_without_a_trace_a_home_folder_is_refused_as_where_files_are_opened(rlm_
     other = [{"action": "set_trace_path", "path": "notes.jsonl"}, {"action": "final", "final_response": "done"}]
     named = rlm_cli("run", "q", "--env", "traces", "--context", str(home / "run.jsonl"), "--model",
                     rlm_script([json.dumps(a) for a in other]), "--json", "--max-steps", "2",
-                    plugins=PLUGIN)  # fmt: skip
+                    plugins=PLUGIN)
     assert named.code == 0, named.err
     steps = [json.loads(line)["data"] for line in open(json.loads(named.out)["trajectory_path"])
-             if json.loads(line)["type"] == "step"]  # fmt: skip
+             if json.loads(line)["type"] == "step"]
     assert "outside the allowed folders" in json.dumps(steps[0]["observation"]), steps[0]

@@ -28,7 +28,7 @@ def kv(key, **value):
     ("SPAN_KIND_CLIENT", "CLIENT"), ("client", "CLIENT"), ("SpanKind.SERVER", "SERVER"), (" Consumer ", "CONSUMER"),
     ("KIND_PRODUCER", "PRODUCER"), (0, None), (None, None), ("SPAN_KIND_UNSPECIFIED", None), (9, None), (-1, None),
     (True, None), ({"x": 1}, None), (["CLIENT"], None), ("", None), ("gateway", "gateway"), ("x" * 500, "x" * 64),
-])  # fmt: skip
+])
 def test_kind_names(value, name):
     assert kind_name(value) == name
 
@@ -42,14 +42,14 @@ def test_an_otlp_span_keeps_its_kind_and_its_events():
                                        kv("ok", boolValue=True),
                                        kv("xs", arrayValue={"values": [{"doubleValue": 1.5}]}),
                                        kv("m", kvlistValue={"values": [kv("a", stringValue="b")]})]}],
-            "droppedEventsCount": "3"}  # fmt: skip
+            "droppedEventsCount": "3"}
     (flat,) = spans(line(otlp(span, {"traceId": "AB", "spanId": "02", "kind": 0})))[:1]
     assert flat["kind"] == "INTERNAL" and flat["events_left_out"] == 3
     assert flat["events"] == [
         {"name": "rlm.code", "time": 11, "attributes": {"rlm.text": "print(1)"}},
         {"name": "exception", "time": 12, "attributes": {"exception.type": "ValueError", "n": 7, "ok": True,
                                                          "xs": [1.5], "m": {"a": "b"}}, "attributes_left_out": 2},
-    ]  # fmt: skip
+    ]
     plain = spans(line(otlp(span, {"traceId": "AB", "spanId": "02", "kind": 0})))[1]
     assert "kind" not in plain and "events" not in plain and "events_left_out" not in plain
 
@@ -58,13 +58,13 @@ def test_a_flat_span_keeps_its_kind_and_its_events():
     span = {"trace_id": "t", "span_id": "s", "name": "chat", "kind": "SPAN_KIND_CLIENT", "dropped_events_count": 1,
             "events": [{"name": "rlm.reply", "time": "2026-01-01T00:00:00Z", "attributes": {"rlm.text": "hi"}},
                        {"name": "otlp-style", "timeUnixNano": "5", "attributes": [kv("k", stringValue="v")]},
-                       {"name": "python-sdk", "timestamp": 6}, "not an event", 7]}  # fmt: skip
+                       {"name": "python-sdk", "timestamp": 6}, "not an event", 7]}
     (flat,) = spans(line(span))
     assert flat["kind"] == "CLIENT" and flat["events_left_out"] == 1 and "dropped_events_count" not in flat
     assert flat["events"] == [{"name": "rlm.reply", "time": 1_767_225_600_000_000_000,
                                "attributes": {"rlm.text": "hi"}},
                               {"name": "otlp-style", "time": 5, "attributes": {"k": "v"}},
-                              {"name": "python-sdk", "time": 6, "attributes": {}}]  # fmt: skip
+                              {"name": "python-sdk", "time": 6, "attributes": {}}]
     (odd,) = spans(line({"trace_id": "t", "kind": {"not": "a kind"}, "events": "not a list"}))
     assert "kind" not in odd and "events" not in odd
 
@@ -90,7 +90,7 @@ def test_the_views_show_kinds_and_events(tmp_path):
     path = tmp_path / "t.jsonl"
     tool = {"traceId": "ab" * 16, "spanId": "01", "name": "execute_tool repl", "kind": 1,
             "events": [{"name": "rlm.output", "timeUnixNano": "5", "attributes": [kv("rlm.text", stringValue="42\n")]}]}
-    chat = {"traceId": "ab" * 16, "spanId": "02", "name": "chat m", "kind": "SPAN_KIND_CLIENT"}  # fmt: skip
+    chat = {"traceId": "ab" * 16, "spanId": "02", "name": "chat m", "kind": "SPAN_KIND_CLIENT"}
     path.write_bytes(line(otlp(tool, chat)))
     store = TraceStore.load(path)
     view = store.view_trace("ab" * 16)
@@ -107,7 +107,7 @@ def test_generated_files_carry_kinds_and_exception_events_in_both_formats(tmp_pa
         store = TraceStore.load(tmp_path / f"{fmt}.jsonl")
         view = store.view_trace(info["error_trace_ids"][0])["spans"]
         assert {s["name"].split()[0]: s["kind"] for s in view} == {"invoke_agent": "INTERNAL", "chat": "CLIENT",
-                                                                    "execute_tool": "INTERNAL"}  # fmt: skip
+                                                                    "execute_tool": "INTERNAL"}
         (failed,) = [s for s in view if s["status"]["code"] == "ERROR" and s["name"].startswith("execute_tool")]
         (event,) = failed["events"]
         assert event["name"] == "exception" and event["time"] == failed["end_time"]

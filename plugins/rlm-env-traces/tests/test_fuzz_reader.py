@@ -80,7 +80,7 @@ def exercise(path: Path, pattern: str, regex: bool) -> None:
     assert overview["traces"] == len(store.index.traces) and json.dumps(overview)
     for trace_id in list(store.index.traces)[:4]:
         for call in (lambda: store.view_trace(trace_id), lambda: store.view_spans(trace_id, ["s1", "01"]),
-                     lambda: store.search_trace(trace_id, pattern, regex=regex)):  # fmt: skip
+                     lambda: store.search_trace(trace_id, pattern, regex=regex)):
             try:
                 json.dumps(call())
             except InputError:
@@ -101,7 +101,7 @@ def test_any_small_file_ends_in_data_or_a_clean_error(data, pattern, regex):
 
 @FUZZ
 @given(body=st.lists(st.sampled_from(VALID), min_size=1, max_size=5), flips=st.lists(
-    st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6))  # fmt: skip
+    st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6))
 def test_a_damaged_stored_index_is_rebuilt_not_trusted(body, flips):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "t.jsonl"

@@ -19,7 +19,7 @@ PLUGIN = "rlm-env-traces"
 def run_steps(rlm_cli, rlm_script, path, actions, *options):
     model = rlm_script([json.dumps(a) for a in actions])
     result = rlm_cli("run", "Find failures.", "--env", "traces", "--context", str(path), "--model", model, "--json",
-                     "--max-steps", str(len(actions)), *options, plugins=PLUGIN)  # fmt: skip
+                     "--max-steps", str(len(actions)), *options, plugins=PLUGIN)
     run = json.loads(result.out)
     events = [json.loads(line) for line in open(run["trajectory_path"])]
     return run, [e["data"] for e in events if e["type"] == "step"]
@@ -43,7 +43,7 @@ def test_an_export_never_writes_through_a_link_or_over_an_input(rlm_cli, rlm_scr
         {"action": "export_evidence_corpus", "directory": "linked/sub"},
         {"action": "export_evidence_corpus", "has_errors": True},
         {"action": "final", "final_response": "done"},
-    ])  # fmt: skip
+    ])
     assert path.read_bytes() == original and victim.read_text() == "# mine\n"
     assert not (rlm_isolated.home / "sub").exists() and not (rlm_isolated.home / "summary.md").exists()
     for refused in steps[:4]:
@@ -100,7 +100,7 @@ def test_a_backtracking_regex_ends_at_once_and_a_bad_one_is_an_observation(rlm_c
         {"action": "search_trace", "trace_id": "t1", "pattern": "(a)\\1", "regex": True},
         {"action": "search_trace", "trace_id": "t1", "pattern": "x" * 5000, "regex": True},
         {"action": "final", "final_response": "done"},
-    ], "--timeout", "20")  # fmt: skip
+    ], "--timeout", "20")
     assert time.monotonic() - started < 5
     assert steps[0]["observation"]["result"]["match_count"] == 0 and steps[0]["reward"] == 0.65
     assert steps[1]["observation"]["result"]["match_count"] == 1
@@ -122,7 +122,7 @@ def test_a_search_stops_at_the_runs_deadline_with_an_error_observation(rlm_cli, 
     run, steps = run_steps(rlm_cli, rlm_script, path, [
         {"action": "search_trace", "trace_id": "t1", "pattern": "x"},
         {"action": "final", "final_response": "done"},
-    ], "--timeout", "2")  # fmt: skip
+    ], "--timeout", "2")
     assert time.monotonic() - started < 4, "400 spans at 20 ms would take 8 s"
     error = steps[0]["observation"]["error"]
     assert "time limit" in error and "spans searched" in error and steps[0]["reward"] < 0
@@ -132,10 +132,10 @@ def test_every_read_has_a_deadline_and_every_answer_a_cap(tmp_path, monkeypatch)
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps({"trace_id": "t1", "span_id": f"s{i}", "name": "n" * 5000,
                                         "attributes": {f"k{j}": "v" * 20_000 for j in range(40)}}) + "\n"
-                            for i in range(30)))  # fmt: skip
+                            for i in range(30)))
     store = TraceStore.load(path, time_left=lambda: 0.0)
     for call in (lambda: store.view_trace("t1"), lambda: store.view_spans("t1", ["s1"]),
-                 lambda: store.search_trace("t1", "x")):  # fmt: skip
+                 lambda: store.search_trace("t1", "x")):
         with pytest.raises(TraceLimitError):
             call()
     store.time_left = None

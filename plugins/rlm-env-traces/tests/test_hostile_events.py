@@ -23,7 +23,7 @@ def _million_events_line() -> bytes:
     events = [b'{"name":"first","timeUnixNano":"1"}'] + [b"{}"] * (MILLION - 2) + [b'{"name":"last"}']
     head = json.dumps({"traceId": TRACE, "spanId": "01", "name": "flood", "kind": 1})[:-1].encode()
     return (b'{"resourceSpans":[{"scopeSpans":[{"spans":[' + head + b',"events":[' + b",".join(events)
-            + b'],"droppedEventsCount":"5"}]}]}]}\n')  # fmt: skip
+            + b'],"droppedEventsCount":"5"}]}]}]}\n')
 
 
 def _huge_values_line() -> bytes:
@@ -36,7 +36,7 @@ def _huge_values_line() -> bytes:
                            {"name": "n" * (1 << 20), "attributes": many},
                            {"name": "kv", "attributes": [{"key": f"k{i}", "value": {"stringValue": "z" * 100}}
                                                          for i in range(10_000)], "droppedAttributesCount": -4},
-                       ]}).encode() + b"\n"  # fmt: skip
+                       ]}).encode() + b"\n"
 
 
 def _chatty_line() -> bytes:
@@ -80,7 +80,7 @@ def test_events_nested_past_pythons_stack_are_malformed_or_cut_never_a_crash(lev
     for _ in range(levels):  # key/value lists in key/value lists: three JSON levels each
         value = '{"kvlistValue":{"values":[{"key":"k","value":' + value + "}]}}"
     batch = ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"' + TRACE + '","events":[{"name":"deep",'
-             '"attributes":[{"key":"k","value":' + value + "}]}]}]}]}]}")  # fmt: skip
+             '"attributes":[{"key":"k","value":' + value + "}]}]}]}]}]}")
     try:
         (span,) = spans(batch.encode())
     except MalformedLine:
@@ -112,10 +112,10 @@ def test_rlm_traces_view_and_a_run_over_a_hostile_file_stay_bounded(rlm_cli, rlm
     assert view.code == 0, view.err
     assert json.loads(view.out)["oversized"] and len(view.out) <= 2 * VIEW_TRACE_CHARS  # indented JSON
     actions = [{"action": "view_spans", "trace_id": TRACE, "span_ids": ["01", "02", "03"]},
-               {"action": "final", "final_response": "floods"}]  # fmt: skip
+               {"action": "final", "final_response": "floods"}]
     model = rlm_script([json.dumps(action) for action in actions])
     result = rlm_cli("run", "Find failures.", "--env", "traces", "--context", str(path), "--model", model, "--json",
-                     "--max-steps", "2", plugins=PLUGIN)  # fmt: skip
+                     "--max-steps", "2", plugins=PLUGIN)
     assert result.code == 0, result.err
     run = json.loads(result.out)
     events = [json.loads(line) for line in open(run["trajectory_path"])]

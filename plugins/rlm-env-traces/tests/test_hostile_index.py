@@ -54,7 +54,7 @@ def test_a_forged_index_with_the_files_size_and_mtime_is_never_used(rlm_cli, rlm
 
 @pytest.mark.parametrize("signer", ["nobody", "another user"])
 def test_an_index_whose_only_lie_is_in_its_counts_is_believed_only_when_this_user_signed_it(tmp_path, monkeypatch,
-                                                                                            signer):  # fmt: skip
+                                                                                            signer):
     """Honest ranges, fingerprint, size and mtime, only the error counts zeroed: every sanity check passes such an
     index, so its signature (this user's key) is all that keeps a view from hiding the errors."""
     path = tmp_path / "t.jsonl"
@@ -109,7 +109,7 @@ def test_bad_ranges_are_clean_errors_whatever_the_index_says(tmp_path, offset, l
     built.traces[trace_id].ranges = [(offset, length)]
     store = TraceStore(path, built, None)
     for call in (lambda: store.view_trace(trace_id), lambda: store.view_spans(trace_id, ["x"]),
-                 lambda: store.search_trace(trace_id, "x")):  # fmt: skip
+                 lambda: store.search_trace(trace_id, "x")):
         with pytest.raises(InputError, match="outside the trace data"):
             call()
 
@@ -178,7 +178,7 @@ def test_a_gzip_holding_one_huge_line_is_indexed_in_bounded_memory(tmp_path, meg
     huge_line_gzip(path, megabytes)
     assert path.stat().st_size < megabytes * 2_000
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(HUGE_LINE), str(path)], capture_output=True,
-                          text=True, check=True)  # fmt: skip
+                          text=True, check=True)
     grown, malformed, traces, data_size = map(int, done.stdout.split())
     assert (malformed, traces) == (1, 1) and data_size > megabytes << 20
     assert grown < 3 * reader.MAX_LINE_BYTES >> 20, f"indexing grew the process by {grown} MB"
@@ -190,7 +190,7 @@ def test_deep_nesting_huge_numbers_and_odd_types_never_break_the_index(tmp_path)
              b'{"trace_id": "deep", "span_id": "s", "attributes": {"x": ' + b"[" * 600 + b"]" * 600 + b"}}",
              json.dumps({"trace_id": "big", "start_time": 10**40, "end_time": "1" * 80, "attributes": {
                  "gen_ai.usage.input_tokens": 10**30, "gen_ai.usage.output_tokens": -5}}).encode(),
-             json.dumps({"trace_id": 5, "span_id": ["odd"], "name": {"n": 1}, "status": [1]}).encode()]  # fmt: skip
+             json.dumps({"trace_id": 5, "span_id": ["odd"], "name": {"n": 1}, "status": [1]}).encode()]
     path.write_bytes(b"\n".join(lines) + b"\n")
     store = TraceStore.load(path)
     assert store.index.malformed == 1 and set(store.index.traces) == {"deep", "big", "5"}

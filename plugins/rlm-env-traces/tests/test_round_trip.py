@@ -13,7 +13,7 @@ from rlm_host.sdk.observability import trace_id_for
 from rlm_env_traces.store import TraceStore
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("rlm_sink_otel") is None,
-                                reason="rlm-sink-otel is not installed")  # fmt: skip
+                                reason="rlm-sink-otel is not installed")
 
 SINK, TRACES = "rlm-sink-otel", "rlm-env-traces"
 # the step's code prints a line found nowhere else (not in the code, the task or the context)
@@ -36,7 +36,7 @@ def recorded(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
     model = rlm_script([f"```repl\n{CODE}\n```", "FINAL(42)"])
     Path("notes.txt").write_text("a context of a few words")
     result = rlm_cli("run", "What does the step say?", "--context", "notes.txt", "--model", model, "--sink", "otel",
-                     "--sandbox", "process", "--json", plugins=SINK)  # fmt: skip
+                     "--sandbox", "process", "--json", plugins=SINK)
     assert result.code == 0, result.err
     run = json.loads(result.out)
     assert run["final_response"] == "42"
@@ -116,14 +116,14 @@ def test_a_traces_run_over_our_file_sees_kinds_and_events(rlm_cli, rlm_script, r
     path, run = recorded
     trace_id = trace_id_for(run["run_id"])
     tool_id = next(s["span_id"] for s in TraceStore.load(path).view_trace(trace_id)["spans"]
-                   if s["name"].startswith("execute_tool"))  # fmt: skip
+                   if s["name"].startswith("execute_tool"))
     actions = [{"action": "view_trace", "trace_id": trace_id},
                {"action": "view_spans", "trace_id": trace_id, "span_ids": [tool_id]},
                {"action": "search_trace", "trace_id": trace_id, "pattern": OUTPUT},
-               {"action": "final", "final_response": "the step says 42"}]  # fmt: skip
+               {"action": "final", "final_response": "the step says 42"}]
     model = rlm_script([json.dumps(action) for action in actions])
     result = rlm_cli("run", "What did the step print?", "--env", "traces", "--context", str(path), "--model", model,
-                     "--max-steps", "4", "--json", plugins=TRACES)  # fmt: skip
+                     "--max-steps", "4", "--json", plugins=TRACES)
     assert result.code == 0, result.err
     steps = _steps(json.loads(result.out))
     assert [s["action"] for s in steps] == ["view_trace", "view_spans", "search_trace", "final"]
@@ -148,7 +148,7 @@ def test_a_repl_run_over_our_file_prints_kinds_and_events(rlm_cli, rlm_script, r
             "                if m['span_id'] == tool['span_id']])")
     model = rlm_script([f"```repl\n{code}\n```", "FINAL(seen)"])
     result = rlm_cli("run", "What ran?", "--env", "traces-repl", "--context", str(path), "--model", model,
-                     "--sandbox", "process", "--json", plugins=TRACES)  # fmt: skip
+                     "--sandbox", "process", "--json", plugins=TRACES)
     assert result.code == 0, result.err
     step = _steps(json.loads(result.out))[0]
     stdout = "".join(block["stdout"] for block in step["observation"]["blocks"])
@@ -164,11 +164,11 @@ def test_the_default_file_of_a_project_config_reads_back(rlm_cli, rlm_script, rl
     """``[sink.otel] exporter = "file"`` in a project's rlm.toml, no path: the run home's
     ``observability/otel-traces.jsonl``, which ``rlm traces view`` reads with its kinds and events."""
     (rlm_isolated.work / "rlm.toml").write_text('[run]\nsinks = ["otel"]\n\n[sink.otel]\nexporter = "file"\n'
-                                                "capture_content = true\n")  # fmt: skip
+                                                "capture_content = true\n")
     monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
     model = rlm_script([f"```repl\n{CODE}\n```", "FINAL(42)"])
     result = rlm_cli("run", "What does the step say?", "--model", model, "--sandbox", "process", "--json",
-                     plugins=f"{SINK},{TRACES}")  # fmt: skip
+                     plugins=f"{SINK},{TRACES}")
     assert result.code == 0, result.err
     run = json.loads(result.out)
     path = rlm_isolated.runs / "observability" / "otel-traces.jsonl"  # the run home's

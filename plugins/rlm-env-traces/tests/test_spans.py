@@ -22,7 +22,7 @@ def test_a_flat_span_and_its_otlp_twin_summarise_alike():
                                        "attributes": [{"key": "gen_ai.response.model", "value": {"stringValue": "m"}},
                                                       {"key": "gen_ai.agent.name", "value": {"stringValue": "a"}},
                                                       {"key": "gen_ai.usage.input_tokens",
-                                                       "value": {"intValue": "5"}}]}]}]}]}  # fmt: skip
+                                                       "value": {"intValue": "5"}}]}]}]}]}
     expected = ("ab", True, "svc", "m", "a", 5, 0, 1_767_225_600_000_000_000, 1_767_225_601_000_000_000)
     assert tuple(summaries(line(flat))[0]) == expected == tuple(summaries(line(otlp))[0])
     (converted,) = spans(line(otlp))
@@ -32,14 +32,14 @@ def test_a_flat_span_and_its_otlp_twin_summarise_alike():
 
 def test_unexpected_value_types_take_the_general_path():
     odd = {"trace_id": "t", "status": {"code": "error"}, "attributes": {"gen_ai.request.model": 7,
-                                                                      "gen_ai.usage.output_tokens": "12"}}  # fmt: skip
+                                                                      "gen_ai.usage.output_tokens": "12"}}
     (summary,) = summaries(line(odd))
     assert summary.model == "7" and summary.output_tokens == 12 and summary.error
 
 
 @pytest.mark.parametrize(("code", "error"), [(2, True), (1, False), (0, False), ("STATUS_CODE_ERROR", True),
                                               ("Error", True), ("OK", False), (None, False),
-                                              (["x"], False)])  # fmt: skip
+                                              (["x"], False)])
 def test_status_codes(code, error):
     assert is_error(code) is error
 

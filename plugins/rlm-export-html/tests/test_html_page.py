@@ -57,7 +57,7 @@ def test_a_run_with_a_child_run_is_one_page_with_everything(rlm_cli, rlm_script,
 
 @pytest.mark.slow
 def test_hostile_text_in_a_run_is_shown_as_text_and_never_runs(rlm_cli, rlm_script, rlm_isolated, chromium,
-                                                              tmp_path):  # fmt: skip
+                                                              tmp_path):
     code = f"```repl\nbad = {HOSTILE!r}\nprint(bad)\n```"
     model = rlm_script([code, f"FINAL({HOSTILE})"])
     run = rlm_cli("run", "Say " + HOSTILE, "--model", model, "--sandbox", "monty", plugins=PLUGINS)
@@ -88,7 +88,7 @@ def test_a_10000_step_run_is_paged_never_cut(rlm_cli, rlm_isolated, chromium, tm
             "reward": 0.1, "usage": {"root": {"input_tokens": 10, "output_tokens": 2, "cost": 0.0}},
             "duration_s": 0.01}})
     lines.append({**base, "type": "final", "seq": 10_001, "data": {"final_response": "done", "steps": 10_000,
-                                                                    "termination_reason": "final"}})  # fmt: skip
+                                                                    "termination_reason": "final"}})
     trajectory.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     page = tmp_path / "long.html"
     export(rlm_cli, str(trajectory), page)

@@ -36,7 +36,7 @@ def harness(rlm_cli, rlm_script, workdir: Path, replies: list[str], *extra: str,
     """``rlm harness run`` with a scripted model answering ``replies``, in the process sandbox; (result, run, steps)."""
     model = rlm_script(replies)
     result = rlm_cli("harness", "run", "Do the task.", "--workdir", str(workdir), "--model", model, "--max-steps",
-                     str(len(replies)), "--sandbox", "process", "--json", *extra, plugins=plugins)  # fmt: skip
+                     str(len(replies)), "--sandbox", "process", "--json", *extra, plugins=plugins)
     if result.code not in (0, 1):
         return result, None, []
     run = json.loads(result.out)

@@ -35,7 +35,7 @@ def test_ask_on_a_terminal_yes_then_no(rlm_isolated, rlm_script):
     project = rlm_isolated.work / "project"
     project.mkdir()
     model = rlm_script([call("write_file", path="hello.txt", content="hi\x1b[2J"),
-                        call("run_command", command="touch made.txt"), final("asked")])  # fmt: skip
+                        call("run_command", command="touch made.txt"), final("asked")])
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
     env.update(HOME=str(rlm_isolated.home), RLM_PLUGINS="rlm-harness", TERM="dumb")
@@ -46,7 +46,7 @@ def test_ask_on_a_terminal_yes_then_no(rlm_isolated, rlm_script):
     child = subprocess.Popen([RLM, "harness", "run", "Ask me.", "--workdir", str(project), "--model", model,
                               "--sandbox", "process", "--approve", "ask", "--json"],
                              stdin=follower, stdout=subprocess.PIPE, stderr=follower, cwd=rlm_isolated.work, env=env,
-                             start_new_session=True, preexec_fn=controlling_terminal)  # fmt: skip
+                             start_new_session=True, preexec_fn=controlling_terminal)
     os.close(follower)
     seen = bytearray()
     try:

@@ -32,7 +32,7 @@ def test_the_hidden_tests_tell_the_reference_from_the_wrong_solution(case_id, tm
                 (folder / relative).parent.mkdir(parents=True, exist_ok=True)
                 (folder / relative).write_text(text)
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "."], cwd=folder,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+                              capture_output=True, text=True, timeout=120)
         outcomes[part] = done.returncode
     assert outcomes == {"reference": 0, "wrong": 1}
 
@@ -40,9 +40,9 @@ def test_the_hidden_tests_tell_the_reference_from_the_wrong_solution(case_id, tm
 def test_a_harness_benchmark_run_writes_the_reference_and_scores_one(rlm_cli, rlm_script):
     reference = case_files("fix_slugify", "reference")["textkit.py"]
     model = rlm_script([call("read_file", path="textkit.py"), call("write_file", path="textkit.py", content=reference),
-                        final("slugify fixed")])  # fmt: skip
+                        final("slugify fixed")])
     result = rlm_cli("bench", "run", "-p", "coding_quick", "--mode", "harness", "--limit", "1", "--sandbox", "process",
-                     "--model", model, "--json", "-q", plugins=PLUGINS)  # fmt: skip
+                     "--model", model, "--json", "-q", plugins=PLUGINS)
     assert result.code == 0, result.err
     summary = json.loads(result.out)
     assert summary["mode"] == "harness" and summary["environment"] == "harness"
@@ -56,7 +56,7 @@ def test_the_dspy_presets_run_through_the_harness_too(rlm_cli, rlm_script):
     model does nothing, and this venv has no DSPy; what matters is that the harness ran it)."""
     model = rlm_script([final("nothing")])
     result = rlm_cli("bench", "run", "-p", "dspy_quick", "--mode", "harness", "--limit", "1", "--sandbox", "process",
-                     "--model", model, "--json", "-q", plugins=f"{PLUGINS},rlm-env-dspy")  # fmt: skip
+                     "--model", model, "--json", "-q", plugins=f"{PLUGINS},rlm-env-dspy")
     assert result.code == 0, result.err
     summary = json.loads(result.out)
     assert summary["mode"] == "harness" and summary["environment"] == "harness"

@@ -46,7 +46,7 @@ def test_commands_cannot_write_outside_the_workdir(runner, tmp_path):
                                            "echo owned > /etc/owned 2>&1; pwd; id -u"),
                call("run_command", command="echo inside > made.txt && ls"),
                call("run_tests"),
-               final()]  # fmt: skip
+               final()]
     model = ScriptedConnector.from_responses(replies, name="scripted:harness")
     result = runner.run_task("Try to escape.", environment="harness", workdir=project,
                              connectors={"root": model, "sub": model}, max_steps=len(replies), exec_timeout=120)
@@ -66,7 +66,7 @@ def test_a_coding_case_scores_one_through_the_harness_in_docker(runner):
 
     reference = case_files("roman_numerals", "reference")["roman.py"]
     replies = [call("write_file", path="roman.py", content=reference), call("run_command", command="python3 -c "
-               "'import roman; print(roman.to_roman(1994))'"), final("implemented")]  # fmt: skip
+               "'import roman; print(roman.to_roman(1994))'"), final("implemented")]
     model = ScriptedConnector.from_responses(replies, name="scripted:harness")
     bench = BenchmarkRunner(runner, connectors={"root": model, "sub": model})
     preset = find_preset("coding_quick", runner.host, [], loaded=runner.loaded)

@@ -70,7 +70,7 @@ def _harness(rlm_cli, rlm_script, config, project, sandbox, replies):
     model = rlm_script(replies)
     return rlm_cli("--config", str(config), "harness", "run", "Make the tests pass.", "--workdir", str(project),
                    "--sandbox", sandbox, "--model", model, "--max-steps", str(len(replies)), "--json",
-                   plugins=PLUGINS)  # fmt: skip
+                   plugins=PLUGINS)
 
 
 def _no_run(rlm_isolated, result):
@@ -82,7 +82,7 @@ def _no_run(rlm_isolated, result):
 
 @pytest.mark.slow
 def test_a_missing_image_is_built_before_the_run_and_used_by_auto_and_docker(rlm_cli, rlm_script, rlm_isolated,
-                                                                             own_image, monkeypatch):  # fmt: skip
+                                                                             own_image, monkeypatch):
     requirement, tag = own_image
     project, config = _project(rlm_isolated, requirement)
     monkeypatch.setenv("RLM_SANDBOX__DOCKER__BUILD_MISSING", "always")  # as CI sets it; on a terminal: asked
@@ -95,7 +95,7 @@ def test_a_missing_image_is_built_before_the_run_and_used_by_auto_and_docker(rlm
     assert f"building the Docker sandbox image {tag}…" in first.err and f"✓ built {tag}" in first.err
     assert first.err.index(f"✓ built {tag}") < first.err.index("▶ run "), "built before the run starts"
     steps = [json.loads(line)["data"] for line in open(run["trajectory_path"])
-             if json.loads(line)["type"] == "step"]  # fmt: skip
+             if json.loads(line)["type"] == "step"]
     assert steps[0]["observation"]["passed"] and "1 passed" in steps[0]["observation"]["stdout"]
     assert _exists(tag)
 
@@ -107,7 +107,7 @@ def test_a_missing_image_is_built_before_the_run_and_used_by_auto_and_docker(rlm
 @pytest.mark.slow
 @pytest.mark.parametrize("sandbox", ["docker", "auto"])
 def test_a_missing_image_nobody_can_be_asked_about_is_exit_2_before_the_run(rlm_cli, rlm_script, rlm_isolated,
-                                                                           own_image, sandbox):  # fmt: skip
+                                                                           own_image, sandbox):
     requirement, tag = own_image
     project, config = _project(rlm_isolated, requirement)
     result = _harness(rlm_cli, rlm_script, config, project, sandbox, [final()])  # build_missing "ask", no terminal
@@ -124,7 +124,7 @@ def test_a_missing_image_nobody_can_be_asked_about_is_exit_2_before_the_run(rlm_
 
 @pytest.mark.slow
 def test_an_image_whose_build_fails_is_exit_2_before_the_run(rlm_cli, rlm_script, rlm_isolated, docker_engine,
-                                                             monkeypatch):  # fmt: skip
+                                                             monkeypatch):
     from rlm_sandbox_docker.engine import derived_tag
 
     missing = f"rlm-no-such-distribution-{uuid.uuid4().hex[:8]}"  # pip finds no such thing (or no index at all)

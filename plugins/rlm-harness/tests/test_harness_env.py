@@ -48,7 +48,7 @@ def test_paths_out_of_the_folder_symlinks_and_metadata_are_refused_steps(rlm_cli
                call("patch_file", path="link.txt", search="SECRET", replace="x"),
                call("list_files", path=".."),
                call("run_tests", selection=["--rootdir=/"]),
-               final("refused")]  # fmt: skip
+               final("refused")]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies)
     assert result.code == 0, result.out + result.err
     errors = [s["observation"].get("error", "") for s in steps[:9]]
@@ -68,7 +68,7 @@ def test_a_hostile_regex_is_stopped_in_the_sandbox_and_the_run_goes_on(rlm_cli, 
     (project / "code.py").write_text("def forward(self):\n    return 1\n")
     replies = [call("search", pattern="(a+)+$"), call("search", pattern="(unclosed"),
                call("search", pattern=r"def \w+\("), call("search", pattern="RETURN", ignore_case=True, path="code.py"),
-               final()]  # fmt: skip
+               final()]
     started = time.monotonic()
     result, run, steps = harness(rlm_cli, rlm_script, project, replies)
     assert result.code == 0, result.out + result.err
@@ -86,7 +86,7 @@ def test_a_command_is_bounded_and_leaves_nothing_running(rlm_cli, rlm_script, rl
                call("run_command", command="sleep 30", timeout=1),
                call("run_command", command="python3 -c \"print('x' * 100000)\""),
                call("run_command", command="exit 7"),
-               final()]  # fmt: skip
+               final()]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies)
     assert result.code == 0, result.out + result.err
     background, slow, loud, failing = (s["observation"] for s in steps[:4])
@@ -110,7 +110,7 @@ def test_search_never_reads_through_a_link_out_of_the_folder(rlm_cli, rlm_script
     (project / "linkdir").symlink_to(outside)
     replies = [call("search", pattern="SECRET"), call("search", pattern="SECRET", path="link.txt"),
                call("search", pattern="SECRET", path="linkdir"),
-               call("search", pattern="SECRET", path="linkdir/secret.txt"), final()]  # fmt: skip
+               call("search", pattern="SECRET", path="linkdir/secret.txt"), final()]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies)
     assert result.code == 0, result.out + result.err
     assert steps[0]["observation"]["matches"] == [{"path": "inside.txt", "line": 1, "text": "SECRET-INSIDE"}]
@@ -118,9 +118,9 @@ def test_search_never_reads_through_a_link_out_of_the_folder(rlm_cli, rlm_script
     assert "SECRET-OUTSIDE" not in result.out + Path(run["trajectory_path"]).read_text()
     assert searchable_files(ProjectFiles(project), ".") == ["inside.txt"], "the host listed a link for the search"
     request = json.dumps({"pattern": "SECRET", "files": ["link.txt", "linkdir/secret.txt", "inside.txt"],
-                          "limit": 10})  # fmt: skip
+                          "limit": 10})
     child = subprocess.run([sys.executable, "-c", sandbox_ops.SEARCH_SCRIPT], input=request, capture_output=True,
-                           text=True, cwd=project, timeout=60)  # fmt: skip
+                           text=True, cwd=project, timeout=60)
     paths = [match["path"] for match in json.loads(child.stdout)["matches"]]
     assert paths == ["inside.txt"], "the search child read through a final link"
 
@@ -131,7 +131,7 @@ def test_a_command_that_leaves_its_session_does_not_outlive_the_run(rlm_cli, rlm
     seconds = str(1000 + os.getpid() % 997)  # a command line no other process has
     detach = f"setsid sleep {seconds} & setsid sh -c 'sleep {seconds}; true' & sleep 0.5; echo started"
     replies = [call("run_command", command=detach),
-               call("run_command", command=f"ps -eo args | grep -c '^sleep {seconds}$'"), final()]  # fmt: skip
+               call("run_command", command=f"ps -eo args | grep -c '^sleep {seconds}$'"), final()]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies)
     assert result.code == 0, result.out + result.err
     assert steps[0]["observation"]["stdout"] == "started\n"
@@ -170,12 +170,12 @@ def test_list_write_patch_command_tests_and_final(rlm_cli, rlm_script, project):
                call("patch_file", path="calc.py", search="a - b", replace="a + b"),
                call("run_command", command="ls -R && python3 -c 'import calc; print(calc.add(2, 3))'"),
                call("run_tests", selection=["tests/test_calc.py"]),
-               json.dumps({"final": "calc.add fixed; tests pass"})]  # fmt: skip
+               json.dumps({"final": "calc.add fixed; tests pass"})]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies)
     assert result.code == 0, result.out + result.err
     assert run["completed"] and run["environment"] == "harness" and run["sandbox"] == "process"
     assert [s["action"] for s in steps] == ["list_files", "write_file", "write_file", "run_tests", "read_file",
-                                            "patch_file", "run_command", "run_tests", "final"]  # fmt: skip
+                                            "patch_file", "run_command", "run_tests", "final"]
     obs = [s["observation"] for s in steps]
     assert obs[0]["entries"] == [] and obs[1]["created"] is True
     assert obs[3]["passed"] is False and "assert -1 == 5" in obs[3]["stdout"]
@@ -189,7 +189,7 @@ def test_list_write_patch_command_tests_and_final(rlm_cli, rlm_script, project):
 
 def test_malformed_replies_unknown_tools_and_bad_arguments_are_steps(rlm_cli, rlm_script, project):
     replies = ['{"tool": ', call("teleport", to="mars"), json.dumps({"tool": "read_file", "args": [1, 2]}),
-               call("read_file"), final()]  # fmt: skip
+               call("read_file"), final()]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies)
     assert result.code == 0, result.out + result.err
     assert [s["action"] for s in steps] == ["malformed_reply", "unsupported_action", "read_file", "read_file", "final"]
@@ -201,7 +201,7 @@ def test_llm_query_is_a_sub_call_counted_in_the_budget(rlm_cli, rlm_script, proj
     model = rlm_script([call("llm_query", prompt="What is 6 * 7?"), final("42")],
                        rules=[{"match": "6 \\* 7", "text": "42"}])
     result = rlm_cli("harness", "run", "Ask.", "--workdir", str(project), "--model", model, "--sandbox", "process",
-                     "--json", plugins=PLUGIN)  # fmt: skip
+                     "--json", plugins=PLUGIN)
     assert result.code == 0, result.err
     run = json.loads(result.out)
     from harness_support import steps_of
@@ -213,9 +213,9 @@ def test_llm_query_is_a_sub_call_counted_in_the_budget(rlm_cli, rlm_script, proj
 
 def test_the_live_step_lines_show_each_step_without_control_characters(rlm_cli, rlm_script, project):
     model = rlm_script([call("write_file", path="a.txt", content="x"), call("read_file", path="\x1b[2Jnope"),
-                        final()])  # fmt: skip
+                        final()])
     result = rlm_cli("harness", "run", "Go.", "--workdir", str(project), "--model", model, "--sandbox", "process",
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     assert result.code == 0, result.err
     assert result.out.strip() == "done"
     assert "── step 1 · write_file · reward +0.10" in result.err and "│ path: a.txt" in result.err
@@ -227,13 +227,13 @@ def test_the_answer_and_step_lines_reach_the_terminal_without_control_characters
     controls = "\x9b2J\x9d0;title\x07\x1b[31m\x7f\x85"  # C1 CSI and OSC, BEL, ESC, DEL, NEL
     model = rlm_script([call("read_file", path=f"x{controls}"), final(f"done {controls}")])
     result = rlm_cli("harness", "run", f"Go {controls}", "--workdir", str(project), "--model", model, "--sandbox",
-                     "process", plugins=PLUGIN)  # fmt: skip
+                     "process", plugins=PLUGIN)
     assert result.code == 0, result.err
     assert result.out.startswith("done ") and "── step 1 · read_file" in result.err
     raw = [c for c in result.err if c not in "\n\t" and not c.isprintable()]  # stdout is the product: as it is
     assert not raw, result.err  # into a pipe, its controls shown on a terminal (rlm run's rule, tests/test_run_cli)
     as_json = rlm_cli("harness", "run", "Go", "--workdir", str(project), "--model", model, "--sandbox", "process",
-                      "--json", plugins=PLUGIN)  # fmt: skip
+                      "--json", plugins=PLUGIN)
     assert "\\u009b" in as_json.out and "\x9b" not in as_json.out
 
 
@@ -243,14 +243,14 @@ def test_the_answer_and_step_lines_reach_the_terminal_without_control_characters
 def test_monty_cannot_serve_the_harness_and_bad_input_is_exit_2(rlm_cli, rlm_script, project):
     model = rlm_script([final()])
     monty = rlm_cli("harness", "run", "x", "--workdir", str(project), "--model", model, "--sandbox", "monty",
-                    plugins=f"{PLUGIN},rlm-sandbox-monty")  # fmt: skip
+                    plugins=f"{PLUGIN},rlm-sandbox-monty")
     assert monty.code == 2 and "the harness environment edits a project folder, and the monty sandbox cannot " \
                                 "mount one" in monty.err and "Traceback" not in monty.err
     bad = rlm_cli("harness", "run", "x", "--workdir", str(project), "--approve", "sometimes", plugins=PLUGIN)
     assert bad.code == 2 and "--approve" in bad.err
     (project / "bad.json").write_text("{not json")
     broken = rlm_cli("harness", "run", "x", "--workdir", str(project), "--mcp-config", str(project / "bad.json"),
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     assert broken.code == 2 and "is not JSON" in broken.err and "Traceback" not in broken.err
     (project / "sse.json").write_text(json.dumps({"mcpServers": {"old": {"type": "sse", "url": "http://x/sse"}}}))
     sse = rlm_cli("harness", "tools", "--mcp-config", str(project / "sse.json"), plugins=PLUGIN)
@@ -260,7 +260,7 @@ def test_monty_cannot_serve_the_harness_and_bad_input_is_exit_2(rlm_cli, rlm_scr
 def test_a_home_folder_is_refused_as_the_workdir(rlm_cli, rlm_script, rlm_isolated):
     model = rlm_script([final()])
     result = rlm_cli("harness", "run", "x", "--workdir", str(rlm_isolated.home), "--model", model, "--sandbox",
-                     "process", plugins=PLUGIN)  # fmt: skip
+                     "process", plugins=PLUGIN)
     assert result.code == 2 and "refusing to let the model edit files" in result.err
 
 
@@ -269,7 +269,7 @@ def test_a_read_only_run_refuses_writes_commands_and_tests_as_steps(rlm_cli, rlm
     replies = [call("write_file", path="calc.py", content="x = 1\n"),
                call("patch_file", path="calc.py", search="a - b", replace="a + b"),
                call("run_command", command="touch made.txt"), call("run_tests"),
-               call("read_file", path="calc.py"), call("search", pattern="return"), final("read only")]  # fmt: skip
+               call("read_file", path="calc.py"), call("search", pattern="return"), final("read only")]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies, "--approve", "read-only")
     assert result.code == 0, result.out + result.err
     assert all(s["observation"]["refused"] and "read-only run" in s["observation"]["error"] for s in steps[:4])
@@ -277,7 +277,7 @@ def test_a_read_only_run_refuses_writes_commands_and_tests_as_steps(rlm_cli, rlm
     assert steps[4]["observation"]["success"] and steps[5]["observation"]["success"]
     assert (project / "calc.py").read_text() == BUGGY and not (project / "made.txt").exists()
     opened, _, steps = harness(rlm_cli, rlm_script, project, replies[:1] + replies[-1:], "--approve", "read-only",
-                               "--approval-rule", "write_file=allow")  # fmt: skip
+                               "--approval-rule", "write_file=allow")
     assert "refused" not in steps[0]["observation"] and (project / "calc.py").read_text() == "x = 1\n"
 
 
@@ -304,7 +304,7 @@ class TestHarnessEnvironment(EnvironmentContract):
 def test_a_model_that_cannot_be_set_up_is_bad_input(rlm_cli, project, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     result = rlm_cli("harness", "run", "x", "--workdir", str(project), "--model", "openai:gpt-4o-mini", "--sandbox",
-                     "process", plugins=PLUGIN)  # fmt: skip
+                     "process", plugins=PLUGIN)
     assert result.code == 2 and "no API key for openai" in result.err and "Traceback" not in result.err
 
 
@@ -330,7 +330,7 @@ def test_a_run_in_a_runtime_that_is_no_boundary_says_so_first(rlm_cli, rlm_scrip
     project.mkdir()
     model = rlm_script([call("run_command", command="echo hi"), final()])
     result = rlm_cli("harness", "run", "Do the task.", "--workdir", str(project), "--model", model, "--max-steps", "2",
-                     "--sandbox", "process", plugins=PLUGIN)  # fmt: skip
+                     "--sandbox", "process", plugins=PLUGIN)
     lines = result.err.splitlines()
     assert lines[1].startswith("! sandbox process is NOT a security boundary"), result.err
     assert str(project.resolve()) in lines[1] or str(project) in lines[1]

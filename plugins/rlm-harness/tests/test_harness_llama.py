@@ -24,7 +24,7 @@ def test_a_harness_run_against_a_real_llama_cpp_server(llama_server, rlm_cli, rl
     monkeypatch.setenv("RLM_RUN__BASE_URL", llama_server)
     result = rlm_cli("harness", "run", "Read notes.txt and say which day the meeting is.", "--workdir", str(project),
                      "--model", "openai:smollm2", "--max-steps", "3", "--sandbox", "process", "--json",
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     assert result.code in (0, 1), result.err
     outcome = json.loads(result.out)
     assert outcome["environment"] == "harness"
@@ -47,7 +47,7 @@ def test_the_in_process_llama_cpp_model_is_held_to_the_tool_call_grammar(rlm_cli
     (project / "notes.txt").write_text("The meeting is on Tuesday.\n")
     result = rlm_cli("harness", "run", "Read notes.txt and say which day the meeting is.", "--workdir", str(project),
                      "--model", "llamacpp:smollm2", "--max-steps", "1", "--sandbox", "process", "--json",
-                     plugins=f"{PLUGIN},rlm-provider-llamacpp")  # fmt: skip
+                     plugins=f"{PLUGIN},rlm-provider-llamacpp")
     assert result.code in (0, 1), result.err
     outcome = json.loads(result.out)
     assert outcome["termination_reason"] in ("final", "max_steps"), outcome["error"]

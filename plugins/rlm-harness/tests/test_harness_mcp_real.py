@@ -37,7 +37,7 @@ def filesystem_server(tmp_path_factory) -> Path:
     prefix = tmp_path_factory.mktemp("npm")
     try:
         done = subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", FS_PACKAGE],
-                              capture_output=True, text=True, timeout=180)  # fmt: skip
+                              capture_output=True, text=True, timeout=180)
     except subprocess.TimeoutExpired:
         unavailable(f"npm install {FS_PACKAGE} took more than 180 s (registry unreachable?)")
     script = prefix / "node_modules" / FS_PACKAGE / "dist" / "index.js"
@@ -60,7 +60,7 @@ def http_server(rlm_isolated):
     log = (rlm_isolated.work / "server.log").open("w")
     process = subprocess.Popen([RLM, "mcp", "serve", "--transport", "http", "--port", str(port), "--token", TOKEN],
                                cwd=rlm_isolated.work, env={**env, "HOME": str(rlm_isolated.home)}, stdout=log,
-                               stderr=subprocess.STDOUT)  # fmt: skip
+                               stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -81,7 +81,7 @@ def test_rlm_mcp_serve_over_stdio(rlm_cli, rlm_script, rlm_isolated):
     config = mcp_file(rlm_isolated.work, {"rlm": {"command": RLM, "args": ["mcp", "serve"], "trust_annotations": True}})
     replies = [call("mcp__rlm__rlm_runs_list", limit=5), call("mcp__rlm__rlm_runs_cancel", run_id="all"), final()]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve",
-                                 "read-only")  # fmt: skip
+                                 "read-only")
     assert result.code == 0, result.err
     listed, cancel = steps[0]["observation"], steps[1]["observation"]
     assert listed["success"] and "run" in listed["content"] and listed["seconds"] < 10
@@ -94,7 +94,7 @@ def test_rlm_mcp_serve_over_http_with_a_bearer_token(rlm_cli, rlm_script, rlm_is
     config = mcp_file(rlm_isolated.work, {
         "rlm": {"url": http_server, "headers": {"Authorization": f"Bearer {TOKEN}"}},
         "wrong": {"url": http_server, "headers": {"Authorization": "Bearer nope"}, "startup_timeout": 10},
-    })  # fmt: skip
+    })
     listed = rlm_cli("harness", "tools", "--mcp-config", str(config), "--json", plugins=PLUGIN)
     assert listed.code == 0, listed.err
     servers = {s["server"]: s for s in json.loads(listed.out)["servers"]}
@@ -116,9 +116,9 @@ def test_the_npm_filesystem_server(rlm_cli, rlm_script, rlm_isolated, filesystem
                call("mcp__fs__read_text_file", path=str(project / "notes.txt")),
                call("mcp__fs__read_text_file", path="/etc/passwd"),
                call("mcp__fs__write_file", path=str(project / "made.txt"), content="by mcp"),
-               final()]  # fmt: skip
+               final()]
     result, run, steps = harness(rlm_cli, rlm_script, project, replies, "--mcp-config", str(config), "--approve",
-                                 "read-only")  # fmt: skip
+                                 "read-only")
     assert result.code == 0, result.err
     listing, read, outside, write = (s["observation"] for s in steps[:4])
     assert listing["success"] and "notes.txt" in listing["content"]

@@ -18,7 +18,7 @@ async def call(session: ClientSession, model: str) -> None:
         print("progress", progress, message, flush=True)
 
     await session.call_tool("rlm_run", {"query": "count", "text": "abc", "model": model, "max_steps": 40},
-                            progress_callback=on_progress)  # fmt: skip
+                            progress_callback=on_progress)
     print("finished", flush=True)
 
 

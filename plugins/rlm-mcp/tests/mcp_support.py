@@ -82,8 +82,8 @@ def wait_for_final(runs: Path, timeout: float = 30.0) -> Optional[dict]:
 
 
 def start_killable_client(work: Path, transport: str, target: str, model: str, *, token: str = "",
-                          home: Optional[Path] = None) -> subprocess.Popen:  # fmt: skip
+                          home: Optional[Path] = None) -> subprocess.Popen:
     """A client process calling ``rlm_run`` with a slow model; it prints ``progress`` at the first step."""
     env = server_env(home or work, MCP_TEST_TOKEN=token)
     return subprocess.Popen([sys.executable, str(CLIENT_SCRIPT), transport, target, model, str(work)], cwd=work,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -18,7 +18,7 @@ from rlm_provider_llamacpp.testing import llama_server  # noqa: F401 (a fixture)
 
 async def _calls(rlm_isolated, calls, env=None, args=()):
     server = StdioServerParameters(command=RLM, args=["mcp", "serve", *args], cwd=str(rlm_isolated.work),
-                                   env={"HOME": str(rlm_isolated.home), **(env or {})})  # fmt: skip
+                                   env={"HOME": str(rlm_isolated.home), **(env or {})})
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await calls(session)
@@ -62,10 +62,10 @@ def test_rlm_run_against_a_real_llama_cpp_server(llama_server, rlm_isolated):
     async def calls(session):
         return await session.call_tool("rlm_run", {"query": "Which sensor failed?", "path": "notes.txt",
                                                    "model": "openai:smollm2", "max_steps": 3},
-                                       progress_callback=on_progress)  # fmt: skip
+                                       progress_callback=on_progress)
 
     result = anyio.run(_calls, rlm_isolated, calls, {"RLM_RUN__BASE_URL": llama_server},
-                       ["--model", "openai:smollm2"])  # fmt: skip
+                       ["--model", "openai:smollm2"])
     assert not result.is_error, result.content
     run = result.structured_content
     assert run["termination_reason"] in ("final", "max_steps", "error"), run

@@ -15,7 +15,7 @@ def test_a_client_cancel_never_writes_through_a_link_planted_at_the_request(rlm_
     model = slow_script(rlm_isolated.work, steps=30, delay=0.5)
     created = tmp_path / "created-by-rlm.txt"
     server = StdioServerParameters(command=RLM, args=["mcp", "serve", "--model", model, "--max-steps", "40"],
-                                   cwd=str(rlm_isolated.work), env={"HOME": str(rlm_isolated.home)})  # fmt: skip
+                                   cwd=str(rlm_isolated.work), env={"HOME": str(rlm_isolated.home)})
     seen = anyio.Event()
 
     async def on_progress(value, total, message):

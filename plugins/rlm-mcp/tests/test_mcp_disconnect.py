@@ -35,10 +35,10 @@ def test_a_killed_stdio_client_cancels_the_run(rlm_isolated):
 def test_a_killed_http_client_cancels_the_run(rlm_isolated):
     model = slow_script(rlm_isolated.work, steps=30, delay=0.5)
     server, url = start_http_server(rlm_isolated.work, rlm_isolated.home, "tok-disconnect", "--model", model,
-                                    "--max-steps", "40")  # fmt: skip
+                                    "--max-steps", "40")
     try:
         client = start_killable_client(rlm_isolated.work, "http", url, model, token="tok-disconnect",
-                                       home=rlm_isolated.home)  # fmt: skip
+                                       home=rlm_isolated.home)
         _kill_after_first_step(client)
         _assert_cancelled(rlm_isolated)
         assert server.poll() is None, "the server keeps serving"

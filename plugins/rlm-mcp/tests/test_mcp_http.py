@@ -57,7 +57,7 @@ def test_a_scripted_run_with_progress_over_http(http_server, rlm_isolated, model
     async def calls(session):
         tools = await session.list_tools()
         run = await session.call_tool("rlm_run", {"query": "How long?", "path": "notes.txt", "model": model},
-                                      progress_callback=on_progress)  # fmt: skip
+                                      progress_callback=on_progress)
         outside = await session.call_tool("rlm_run", {"query": "q", "path": "/etc/hostname", "model": model})
         listed = await session.call_tool("rlm_runs_list", {})
         return tools, run, outside, listed

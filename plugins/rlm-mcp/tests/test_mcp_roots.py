@@ -64,7 +64,7 @@ def test_a_folder_holding_a_link_out_of_the_roots_is_refused_unread(tree):
     os.symlink(other / "secret.txt", root / "docs" / ".hidden-link")  # hidden: the host never reads it
     assert roots.check_context("docs") == root / "docs"
     for link, target in (("deeper/out.txt", other / "secret.txt"), ("deeper/out-dir", other),
-                         ("deeper/dangling", other / "missing.txt")):  # fmt: skip
+                         ("deeper/dangling", other / "missing.txt")):
         os.symlink(target, root / "docs" / link)
         with pytest.raises(OutsideRoots, match="a link out of the allowed roots") as refused:
             roots.check_context("docs")
@@ -123,7 +123,7 @@ def test_model_ceiling_is_an_allow_list_never_a_spelling(tmp_path):
     ceilings = Ceilings("auto", frozenset(), models=models)
     assert ceilings.check_model(None) is None and ceilings.check_model("openai:gpt-4o-mini") == "openai:gpt-4o-mini"
     for bad in (f"scripted/{tmp_path}/x.json", f"replay/{tmp_path}/run.jsonl", "scripted:../outside.json",
-                "scripted:./root.json", "openai:gpt-4o", "OPENAI:gpt-4o-mini"):  # fmt: skip
+                "scripted:./root.json", "openai:gpt-4o", "OPENAI:gpt-4o-mini"):
         with pytest.raises(CeilingError, match="this server allows: scripted:root.json, scripted:sub.json"):
             ceilings.check_model(bad)
     with pytest.raises(CeilingError, match="lets clients choose no model"):
@@ -136,7 +136,7 @@ def test_numeric_limits_are_lowered_never_raised():
     assert options == {"max_steps": 4, "max_depth": 0, "timeout": 5.0, "max_cost": 9.0}
     assert ceilings.run_options(max_steps=2) == {"max_steps": 2}
     for name, bad in (("max_steps", 0), ("timeout", -1.0), ("max_cost", float("nan")), ("max_depth", -1),
-                      ("timeout", float("inf"))):  # fmt: skip
+                      ("timeout", float("inf"))):
         with pytest.raises(CeilingError, match=f"{name} must be"):
             ceilings.run_options(**{name: bad})
 

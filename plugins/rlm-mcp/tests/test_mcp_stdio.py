@@ -18,13 +18,13 @@ from mcp_support import QUICK, RLM, slow_script, wait_for_final
 
 TOOLS = {"rlm_run", "rlm_runs_list", "rlm_runs_show", "rlm_runs_active", "rlm_runs_cancel", "rlm_bench_run"}
 RUN_FIELDS = {"run_id", "final_response", "completed", "termination_reason", "steps", "tokens", "cost", "duration_s",
-              "trajectory_path", "error"}  # fmt: skip
+              "trajectory_path", "error"}
 
 
 def params(rlm_isolated, *args: str) -> StdioServerParameters:
     """``rlm mcp serve`` in the test's working directory and HOME, every installed plugin loaded."""
     return StdioServerParameters(command=RLM, args=["mcp", "serve", *args], cwd=str(rlm_isolated.work),
-                                 env={"HOME": str(rlm_isolated.home)})  # fmt: skip
+                                 env={"HOME": str(rlm_isolated.home)})
 
 
 async def session_calls(server: StdioServerParameters, calls):
@@ -49,9 +49,9 @@ def test_tools_runs_progress_and_roots_over_stdio(rlm_isolated, rlm_script, tmp_
         found = {tool.name: tool for tool in listed.tools}
         by_text = await session.call_tool("rlm_run", {"query": "How long?", "text": "abcdef", "model": model})
         by_file = await session.call_tool("rlm_run", {"query": "How long?", "path": "notes.txt", "model": model},
-                                          progress_callback=on_progress)  # fmt: skip
+                                          progress_callback=on_progress)
         refused = [await session.call_tool("rlm_run", {"query": "q", "path": p, "model": model})
-                   for p in (str(outside), "link.txt", "../secret.txt", "missing.txt")]  # fmt: skip
+                   for p in (str(outside), "link.txt", "../secret.txt", "missing.txt")]
         both = await session.call_tool("rlm_run", {"query": "q", "path": "notes.txt", "text": "x"})
         script = await session.call_tool("rlm_run", {"query": "q", "text": "x", "model": f"scripted:{outside}"})
         runs = await session.call_tool("rlm_runs_list", {"limit": 10})
@@ -109,7 +109,7 @@ def test_a_client_cancel_stops_the_run_with_a_cancelled_final_event(rlm_isolated
         async with anyio.create_task_group() as group:
             async def call():
                 await session.call_tool("rlm_run", {"query": "q", "text": "abc", "model": model, "max_steps": 40},
-                                        progress_callback=on_progress)  # fmt: skip
+                                        progress_callback=on_progress)
             group.start_soon(call)
             with anyio.fail_after(20):
                 await seen.wait()
@@ -132,7 +132,7 @@ def test_a_client_stops_its_own_run_through_the_registry_never_another_process_r
     model = slow_script(rlm_isolated.work, steps=30, delay=0.5)
     other = subprocess.Popen([RLM, "run", "someone else's task", "--model", model, "--max-steps", "40"],
                              cwd=rlm_isolated.work, env={**os.environ, "HOME": str(rlm_isolated.home)},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen = anyio.Event()
 
     async def on_progress(value, total, message):

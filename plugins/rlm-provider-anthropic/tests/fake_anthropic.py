@@ -56,7 +56,7 @@ def message_body(
 
 #: The error ``type`` the API gives each status.
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}  # fmt: skip
+               404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
 
 
 def error(status: int, message: str) -> Behaviour:

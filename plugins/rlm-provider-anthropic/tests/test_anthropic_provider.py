@@ -48,7 +48,7 @@ class TestAnthropicContract(ProviderContract):
     # genai-prices' windows, else our table's for a model it lacks (claude-mythos-5, claude-instant)
     context_windows = {"claude-haiku-5-5": 1_000_000, "claude-3-5-haiku-20241022": 200_000,
                        "claude-opus-4-8": 1_000_000, "claude-sonnet-4-5-20250929": 200_000, "claude-2.1": 200_000,
-                       "claude-mythos-5": 200_000, "claude-instant-1.2": 100_000, "gpt-4o": None}  # fmt: skip
+                       "claude-mythos-5": 200_000, "claude-instant-1.2": 100_000, "gpt-4o": None}
     lazy_modules = ("anthropic",)
     fake_server = AnthropicServer
     other_env = ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")  # read by the connector and by the SDK
@@ -72,7 +72,7 @@ class TestAnthropicContract(ProviderContract):
              "no text block in content (blocks: tool_use) (stop_reason: tool_use)"),
             (answer("", stop_reason="max_tokens"), "text is empty (stop_reason: max_tokens)"),
             (Behaviour(body={"id": "msg_x", "type": "message", "role": "assistant"}), "no 'content' in response"),
-        ]  # fmt: skip
+        ]
 
     def sent_key(self, request):
         return sent_key(request)
@@ -154,7 +154,7 @@ def test_cache_tokens_count_as_input_tokens(server):
 
 def test_text_blocks_are_joined_and_other_blocks_ignored(server):
     blocks = [{"type": "thinking", "thinking": "hmm", "signature": "sig"},
-              {"type": "text", "text": "The answer "}, {"type": "text", "text": "is 4."}]  # fmt: skip
+              {"type": "text", "text": "The answer "}, {"type": "text", "text": "is 4."}]
     server.push(answer("", content=blocks))
     assert connect(server).complete(MESSAGES).text == "The answer is 4."
 
@@ -166,7 +166,7 @@ def test_529_overloaded_is_retried_and_the_sdk_does_not_retry_on_its_own(server)
     server.push(error(529, "Overloaded"), answer("fine"))
     reported: list[tuple[int, float, str]] = []
     connector = AnthropicConnector("claude-haiku-5-5", ModelOptions(base_url=server.url, api_key="k"),
-                                   retry_policy=RetryPolicy(max_retries=1, base_delay=0.01), environ={})  # fmt: skip
+                                   retry_policy=RetryPolicy(max_retries=1, base_delay=0.01), environ={})
     assert connector.complete(MESSAGES, on_retry=lambda *a: reported.append(a)).text == "fine"
     assert [r[2] for r in reported] == ["HTTP 529 Overloaded"]
     assert server.requests[1].headers.get("x-stainless-retry-count", "0") == "0"
@@ -194,7 +194,7 @@ def test_base_url_from_the_environment_and_placeholder_key(server):
 def test_settings_section(server):
     server.push(answer("a"))
     settings = {"base_url": server.url, "api_key_env": "MY_KEY", "max_retries": 1, "timeout": 7, "max_tokens": 99,
-                "context_window": 4096}  # fmt: skip
+                "context_window": 4096}
     connector = AnthropicConnector("claude-x", ModelOptions(), settings, environ={"MY_KEY": "sk-mine"})
     assert (connector.retry_policy.max_retries, connector.timeout, connector.context_window) == (1, 7, 4096)
     connector.complete(MESSAGES)
@@ -214,7 +214,7 @@ def test_rlm_toml_section_reaches_the_request(server, rlm_isolated, rlm_plugin_h
     host = rlm_plugin_host(DIST)
     settings = load_settings(environ={}, cwd=rlm_isolated.work, host=host, trust=True)  # the project's own file
     connector = resolve_connector("claude:claude-haiku-5-5", host=host, settings=settings,
-                                  options=ModelOptions(api_key="sk-ant-toml"))  # fmt: skip
+                                  options=ModelOptions(api_key="sk-ant-toml"))
     assert connector.complete(MESSAGES).text == "from the section"
     assert server.bodies[0]["max_tokens"] == 256
 

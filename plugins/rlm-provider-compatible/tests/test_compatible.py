@@ -114,10 +114,10 @@ def test_rlm_run_with_a_named_compatible_provider(rlm_cli, rlm_isolated):
         (work / "rlm.toml").write_text(f'[provider.ollama]\nbase_url = "{server.url}"\n')
         server.push(answer("FINAL(42)"), answer("FINAL(43)"))
         first = rlm_cli("--trust-config", "run", "q", "--model", "ollama:test-model", "--sandbox", "process", "--json",
-                        "-q", plugins=PLUGIN)  # fmt: skip
+                        "-q", plugins=PLUGIN)
         (work / "rlm.toml").unlink()
         second = rlm_cli("run", "q", "--model", "lmstudio:m", "--base-url", server.url, "--sandbox", "process",
-                         "--json", "-q", plugins=PLUGIN)  # fmt: skip
+                         "--json", "-q", plugins=PLUGIN)
     assert first.code == 0, first.err
     run = json.loads(first.out)
     assert run["final_response"] == "42" and run["model"] == "ollama:test-model" and run["cost"] == 0.0  # local: free
@@ -128,13 +128,13 @@ def test_rlm_run_with_a_named_compatible_provider(rlm_cli, rlm_isolated):
 def test_nothing_listening_at_a_local_server_names_its_start_command(rlm_cli):
     port = free_port()
     failed = rlm_cli("run", "q", "--model", "ollama:llama3.2", "--base-url", f"http://127.0.0.1:{port}/v1",
-                     "--sandbox", "process", "-q", plugins=PLUGIN)  # fmt: skip
+                     "--sandbox", "process", "-q", plugins=PLUGIN)
     assert failed.code != 0 and "`ollama serve`" in failed.err, failed.err
 
 
 def test_importing_the_table_stays_light():
     probe = ("import sys, rlm_provider_compatible.hooks as h; h.rlm_register_providers(); "
-             "print(sorted(m for m in ('pydantic', 'httpx') if m in sys.modules))")  # fmt: skip
+             "print(sorted(m for m in ('pydantic', 'httpx') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -155,7 +155,7 @@ def request_for(provider: str, reply_format: ReplyFormat) -> dict[str, Any]:
     with OpenAIServer() as server:
         server.push(answer("ok"))
         connector = compatible.create(provider, "m", environ={"KEY": "k"}, settings={"base_url": server.url,
-                                                                                    "api_key_env": "KEY"})  # fmt: skip
+                                                                                    "api_key_env": "KEY"})
         result = connector.complete([{"role": "user", "content": "hi"}], reply_format=reply_format)
         body = server.requests[0].body
     enforced = reply_format.kinds & connector.reply_formats
@@ -164,7 +164,7 @@ def request_for(provider: str, reply_format: ReplyFormat) -> dict[str, Any]:
 
 
 STRICT_SCHEMA = {"type": "json_schema",
-                 "json_schema": {"name": "generic_action", "schema": ACTION_SCHEMA, "strict": True}}  # fmt: skip
+                 "json_schema": {"name": "generic_action", "schema": ACTION_SCHEMA, "strict": True}}
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ STRICT_SCHEMA = {"type": "json_schema",
         ("deepseek", {}, {}),  # JSON mode only, no schema: nothing it could enforce
         ("tgi", {}, {}),
     ],
-)  # fmt: skip
+)
 def test_each_service_gets_the_format_in_its_own_fields(provider, grammar_fields, schema_fields):
     plain = {"model", "messages", "max_tokens", "temperature"}
     grammar_body = request_for(provider, PURE_RLM)

@@ -59,7 +59,7 @@ def response_body(
     body: dict[str, Any] = {"candidates": candidates, "modelVersion": model_version, "responseId": "resp-test-01"}
     if usage:
         metadata = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
-                    "totalTokenCount": prompt_tokens + output_tokens + (thoughts_tokens or 0)}  # fmt: skip
+                    "totalTokenCount": prompt_tokens + output_tokens + (thoughts_tokens or 0)}
         if thoughts_tokens is not None:
             metadata["thoughtsTokenCount"] = thoughts_tokens
         body["usageMetadata"] = metadata
@@ -69,7 +69,7 @@ def response_body(
 #: The ``status`` Google's error bodies give each HTTP status.
 GOOGLE_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                    418: "FAILED_PRECONDITION", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
-                   504: "DEADLINE_EXCEEDED"}  # fmt: skip
+                   504: "DEADLINE_EXCEEDED"}
 
 
 def error(status: int, message: str, details: list[Any] | None = None, **extra: Any) -> Behaviour:
@@ -97,7 +97,7 @@ def rate_limited(retry_after: str | None = "1", *, retry_delay: str | None = Non
 def invalid_key() -> Behaviour:
     """What the Gemini API answers to a bad key: 400 INVALID_ARGUMENT with reason API_KEY_INVALID."""
     details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
-                "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]  # fmt: skip
+                "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]
     return error(400, "API key not valid. Please pass a valid API key.", details)
 
 

@@ -54,7 +54,7 @@ MALFORMED = [
     (response_body(parts=[{"functionCall": {"name": "f", "args": {}}}]),
      "no text part in content (parts: function_call) (finish reason: STOP)", "STOP"),
     (response_body("", finish_reason="MAX_TOKENS"), "text is empty (finish reason: MAX_TOKENS)", "MAX_TOKENS"),
-]  # fmt: skip
+]
 
 
 class TestGeminiContract(ProviderContract):
@@ -66,7 +66,7 @@ class TestGeminiContract(ProviderContract):
     # genai-prices' windows, else our table's for a model it lists without one (gemini-2.5-pro)
     context_windows = {"gemini-2.5-flash": 1_048_576, "gemini-2.0-flash-001": 1_000_000,
                        "gemini-1.5-flash-8b": 1_000_000, "models/gemini-2.5-pro": 1_048_576,
-                       "gemini-1.5-pro-002": 1_000_000, DEFAULT_MODEL: 1_000_000, "gemma-3-27b-it": None}  # fmt: skip
+                       "gemini-1.5-pro-002": 1_000_000, DEFAULT_MODEL: 1_000_000, "gemma-3-27b-it": None}
     lazy_modules = ("google.genai",)
     fake_server = GeminiServer
     other_env = ("GOOGLE_GEMINI_BASE_URL",)  # read by the connector
@@ -179,7 +179,7 @@ def test_429_without_header_follows_the_retry_info_delay(server):
     server.push(rate_limited(retry_after=None, retry_delay="0.3s"), answer("done"))
     reported: list[tuple[int, float, str]] = []
     connector = GeminiConnector(MODEL, ModelOptions(base_url=server.url, api_key="k"),
-                                retry_policy=RetryPolicy(max_retries=1, base_delay=0.01), environ={})  # fmt: skip
+                                retry_policy=RetryPolicy(max_retries=1, base_delay=0.01), environ={})
     assert connector.complete(MESSAGES, on_retry=lambda *a: reported.append(a)).text == "done"
     first, second = server.requests
     assert second.at - first.at >= 0.3 and reported == [(1, 0.3, "HTTP 429 Too Many Requests")]
@@ -205,7 +205,7 @@ def test_keys_and_base_url_from_the_environment(server):
     server.push(answer("a"), answer("b"), answer("c"), answer("d"))
     base = {"GOOGLE_GEMINI_BASE_URL": server.url}
     for environ in ({"GEMINI_API_KEY": "gem"}, {"GOOGLE_API_KEY": "goo"},
-                    {"GEMINI_API_KEY": "gem", "GOOGLE_API_KEY": "goo"}, {}):  # fmt: skip
+                    {"GEMINI_API_KEY": "gem", "GOOGLE_API_KEY": "goo"}, {}):
         GeminiConnector(MODEL, ModelOptions(), environ={**base, **environ}).complete(MESSAGES)
     keys = [r.headers["x-goog-api-key"] for r in server.requests]
     assert keys == ["gem", "goo", "goo", PLACEHOLDER_KEY]  # GOOGLE_API_KEY first, as the SDK
@@ -214,7 +214,7 @@ def test_keys_and_base_url_from_the_environment(server):
 def test_settings_section(server):
     server.push(answer("a"))
     settings = {"base_url": server.url, "api_key_env": "MY_KEY", "max_retries": 1, "timeout": 7, "max_tokens": 99,
-                "temperature": 0.5, "context_window": 4096, "api_version": "v1beta"}  # fmt: skip
+                "temperature": 0.5, "context_window": 4096, "api_version": "v1beta"}
     connector = GeminiConnector("gemini-x", ModelOptions(), settings, environ={"MY_KEY": "mine"})
     assert (connector.retry_policy.max_retries, connector.timeout, connector.context_window) == (1, 7, 4096)
     connector.complete(MESSAGES)

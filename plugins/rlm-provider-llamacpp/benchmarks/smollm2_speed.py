@@ -45,7 +45,7 @@ def server_start() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_path()),
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]  # fmt: skip
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
     started = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

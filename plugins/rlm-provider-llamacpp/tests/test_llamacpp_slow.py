@@ -120,7 +120,7 @@ def test_whatever_the_model_prefers_a_reply_under_the_grammar_is_code_or_final(l
         response = llama.create_chat_completion(
             messages=[{"role": "user", "content": "Explore the variable `context` with Python, then answer."}],
             grammar=compiled_grammar(llama_cpp, llama, reply_format), temperature=1.5, seed=seed, max_tokens=200,
-        )  # fmt: skip
+        )
         choice = response["choices"][0]
         assert choice["finish_reason"] in ("stop", "length")
         if choice["finish_reason"] == "stop":
@@ -133,7 +133,7 @@ def test_a_several_step_run_in_process_where_every_reply_is_code_or_final(tmp_pa
     result = isolated_runner(tmp_path, plugins="rlm-sandbox-monty").run_task(
         "Which sensor failed on day 117?", context=list(DOCUMENTS.values()), connectors={"root": model, "sub": model},
         sandbox="monty", max_steps=3,
-    )  # fmt: skip
+    )
     steps = steps_of(result.model_dump(), tmp_path)
     assert len(steps) >= 2, steps
     assert all(code_or_final(step["reply"]) for step in steps), [step["reply"] for step in steps]
@@ -146,7 +146,7 @@ def test_the_main_job_runs_code_in_monty_asks_a_sub_model_and_finishes(tmp_path)
     greedily, so this repeats; if it fails after a llama.cpp upgrade, the demo changed: look at the live view."""
     question = re.search(r"^QUESTION \?= (.+)$", (REPO / "Makefile").read_text(), re.MULTILINE).group(1)
     result = rlm_command("run", question, "--context", str(REPO / "samples" / "station_log.txt"), "--max-steps", "4",
-                         "--json", cwd=tmp_path)  # fmt: skip
+                         "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     run = json.loads(result.stdout)
     assert (run["model"], run["termination_reason"]) == ("llamacpp:smollm2", "final"), run
@@ -219,7 +219,7 @@ def test_cli_run_against_the_real_server_then_replay_without_it(llama_server, tm
     (tmp_path / "notes.txt").write_text("Weather log. Day 3: the sky was blue. Day 4: rain.\n" * 20)
     common = ["What colour was the sky on day 3?", "--context", "notes.txt", "--max-steps", "2", "--json"]
     first = subprocess.run([rlm, "run", *common, "--model", "openai:smollm2", "--base-url", llama_server],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode in (0, 1), first.stderr[-2000:]
     recorded = json.loads(first.stdout)
     assert recorded["termination_reason"] in ("final", "max_steps"), recorded["error"]
@@ -227,7 +227,7 @@ def test_cli_run_against_the_real_server_then_replay_without_it(llama_server, tm
     assert recorded["final_response"], recorded
     run_id = recorded["run_id"]
     again = subprocess.run([rlm, "run", *common, "--model", f"replay:{run_id}", "--sub-model", f"replay:{run_id}"],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     replayed = json.loads(again.stdout)
     assert replayed["final_response"] == recorded["final_response"], again.stderr[-2000:]
     assert replayed["steps"] == recorded["steps"] and replayed["run_id"] != run_id
@@ -262,7 +262,7 @@ def test_a_run_through_the_llama_cpp_server_has_every_reply_code_or_final(llama_
     result = rlm_command("run", "Which sensor failed on day 117?", "--context", "docs", "--max-steps", "2", "--json",
                          "--model", "llamacpp_server:smollm2", "--base-url", llama_server, cwd=tmp_path,
                          RLM_PLUGINS="rlm-sandbox-monty,rlm-provider-compatible",
-                         RLM_PROVIDER__LLAMACPP_SERVER__CONTEXT_WINDOW="4096")  # the server's n_ctx  # fmt: skip
+                         RLM_PROVIDER__LLAMACPP_SERVER__CONTEXT_WINDOW="4096")  # the server's n_ctx
     assert result.returncode in (0, 1), result.stderr[-2000:]
     steps = steps_of(json.loads(result.stdout), tmp_path)
     assert len(steps) == 2 and all(code_or_final(step["reply"]) for step in steps), [s["reply"] for s in steps]

@@ -16,7 +16,7 @@ from rlm_host.sdk.sandbox import SandboxLimits
 from rlm_sandbox_docker.testing import docker_engine, prepare_engine, prepare_image, release_engine
 
 __all__ = ["containers_of", "docker_client", "docker_engine", "limits", "missing_tag", "prepare_engine",
-           "prepare_image", "private_cache", "release_engine", "sandbox", "sandbox_tags"]  # fmt: skip
+           "prepare_image", "private_cache", "release_engine", "sandbox", "sandbox_tags"]
 
 
 @pytest.fixture

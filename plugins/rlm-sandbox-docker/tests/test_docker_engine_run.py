@@ -9,7 +9,7 @@ import pytest
 
 from rlm_host.testing import (
     FIND_NEEDLE, HAYSTACK_NEEDLE, ScriptedConnector, haystack, isolated_runner, median_step_seconds, run_scripted,
-)  # fmt: skip
+)
 
 from docker_fixtures import docker_client, docker_engine  # noqa: F401 (fixtures)
 
@@ -26,13 +26,13 @@ def my_containers(client) -> list:
     """Containers of this test process (running or not)."""
     pid = str(os.getpid())
     return [c for c in client.containers.list(all=True, filters={"label": "rlm.sandbox=1"})
-            if c.labels.get("rlm.owner", "").split(":")[1:2] == [pid]]  # fmt: skip
+            if c.labels.get("rlm.owner", "").split(":")[1:2] == [pid]]
 
 
 def test_haystack_run_end_to_end(runner, docker_client):
     result, events, _ = run_scripted(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL_VAR(answer)"],
                                      sub_rules=[{"match": "Extract the number", "text": "4217"}],
-                                     context=haystack(2_000_000))  # fmt: skip
+                                     context=haystack(2_000_000))
     assert result.completed and result.final_response == "4217", result.error
     assert result.sandbox == "docker" and result.steps == 2 and result.usage.sub.calls == 1
     recorded = [e.type for e in events if e.type in ("run_start", "sub_call", "step", "final")]  # not live events

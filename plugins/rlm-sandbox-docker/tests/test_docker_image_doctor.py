@@ -24,7 +24,7 @@ def rlm_register_environments():
 
 @pytest.mark.slow
 def test_the_doctor_names_the_missing_image_its_environment_and_the_command(docker_engine, rlm_cli, rlm_isolated,
-                                                                            tmp_path, monkeypatch):  # fmt: skip
+                                                                            tmp_path, monkeypatch):
     from rlm_sandbox_docker.engine import derived_tag
 
     (tmp_path / "rlm_provision_env.py").write_text(ENV_HOOKS)
@@ -36,7 +36,7 @@ def test_the_doctor_names_the_missing_image_its_environment_and_the_command(dock
     def doctor(text: str) -> tuple[dict, str, int]:
         config.write_text('[run]\nsandbox = "docker"\nenvironment = "pkgs_env"\n' + text)
         rows = {r["name"]: r for r in json.loads(rlm_cli("--config", "c.toml", "plugins", "doctor", "--json",
-                                                         plugins=PLUGIN).out)["checks"]}  # fmt: skip
+                                                         plugins=PLUGIN).out)["checks"]}
         shown = rlm_cli("--config", "c.toml", "plugins", "doctor", plugins=PLUGIN)
         return rows, shown.out, shown.code
 
@@ -49,7 +49,7 @@ def test_the_doctor_names_the_missing_image_its_environment_and_the_command(dock
     assert image["hint"] == 'or set [sandbox.docker] build_missing = "always" to build it when a run needs it'
     assert [text for text in out.splitlines() if tag in text] == [f"FAIL check        docker-image         {line} "
                                                                   f"(a run on a terminal offers to build it)  "
-                                                                  f"({PLUGIN})"]  # fmt: skip
+                                                                  f"({PLUGIN})"]
     assert rows["docker"]["ok"] and rows["docker-engine"]["ok"]
     rows, out, code = doctor('[sandbox.docker]\nbuild_missing = "always"\n')
     assert rows["docker-image"]["ok"] and code == 0

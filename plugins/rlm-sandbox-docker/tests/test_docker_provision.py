@@ -43,7 +43,7 @@ def test_the_setting_defaults_to_ask_and_takes_an_environment_variable(tmp_path,
         settings(build_missing="sometimes")
     host = rlm_plugin_host(PLUGIN)
     loaded = load_settings(environ={"HOME": str(tmp_path), "RLM_SANDBOX__DOCKER__BUILD_MISSING": "always"},
-                           cwd=tmp_path, host=host)  # fmt: skip
+                           cwd=tmp_path, host=host)
     assert loaded.component("sandbox", "docker").build_missing == "always"
 
 
@@ -178,7 +178,7 @@ def test_the_run_spinner_is_paused_while_asking_and_building():
     from rlm_sandbox_docker import build_view
 
     live = Live("⠋ step 1", console=Console(file=io.StringIO(), force_terminal=True), redirect_stderr=True,
-                auto_refresh=False, transient=True)  # fmt: skip
+                auto_refresh=False, transient=True)
     live.start()
     try:
         proxy = sys.stderr
@@ -228,7 +228,7 @@ def fake_builds(docker_client, monkeypatch):
 
 @pytest.mark.slow
 def test_never_keeps_the_error_and_its_exit_code(missing_tag, fake_builds, rlm_cli, rlm_script, rlm_isolated,
-                                                 monkeypatch):  # fmt: skip
+                                                 monkeypatch):
     """A run needing a missing image is refused before any model call, with the command (exit 2); so is one
     with ``ask`` where nobody can answer. Nothing is built."""
     from rlm_sandbox_docker import build_view
@@ -237,7 +237,7 @@ def test_never_keeps_the_error_and_its_exit_code(missing_tag, fake_builds, rlm_c
     model = rlm_script(["FINAL(1)"])
     for policy in ("never", "ask"):
         (rlm_isolated.work / "c.toml").write_text(f'[sandbox.docker]\nimage = "{missing_tag}"\n'
-                                                  f'build_missing = "{policy}"\n')  # fmt: skip
+                                                  f'build_missing = "{policy}"\n')
         done = rlm_cli("--config", "c.toml", "run", "q", "--model", model, "--sandbox", "docker", plugins=PLUGIN)
         assert done.code == 2, done.err
         assert (f"error: the docker sandbox is not ready: image {missing_tag} (the docker sandbox's image) is "
@@ -248,9 +248,9 @@ def test_never_keeps_the_error_and_its_exit_code(missing_tag, fake_builds, rlm_c
 
 @pytest.mark.slow
 def test_always_builds_with_progress_and_the_run_goes_on(missing_tag, fake_builds, docker_client, rlm_cli,
-                                                         rlm_script, rlm_isolated):  # fmt: skip
+                                                         rlm_script, rlm_isolated):
     (rlm_isolated.work / "c.toml").write_text(f'[sandbox.docker]\nimage = "{missing_tag}"\n'
-                                              'build_missing = "always"\n')  # fmt: skip
+                                              'build_missing = "always"\n')
     model = rlm_script(["```repl\nprint(6 * 7)\n```", "FINAL(42)"])
     done = rlm_cli("--config", "c.toml", "run", "q", "--model", model, "--sandbox", "docker", plugins=PLUGIN)
     assert done.code == 0, done.err
@@ -314,7 +314,7 @@ def test_a_failed_or_interrupted_build_leaves_no_tag(missing_tag, fake_builds, d
     from rlm_sandbox_docker.runtime import DockerSandbox
 
     fake_builds.fail = (KeyboardInterrupt() if failure == "interrupted"
-                        else DockerSandboxError("debootstrap failed (exit code 1):\nE: no network"))  # fmt: skip
+                        else DockerSandboxError("debootstrap failed (exit code 1):\nE: no network"))
     session = DockerSandbox(settings(image=missing_tag, build_missing="always"))
     with pytest.raises(DockerSandboxError) as raised:
         session.start()
@@ -322,7 +322,7 @@ def test_a_failed_or_interrupted_build_leaves_no_tag(missing_tag, fake_builds, d
     how = f"run `rlm sandbox build-image --tag {missing_tag}`"
     expected = {"interrupted": f"building the sandbox image {missing_tag} was interrupted: {how}",
                 "failed": f"building the sandbox image {missing_tag} failed: debootstrap failed (exit code 1):\n"
-                          f"E: no network\n{how}"}[failure]  # fmt: skip
+                          f"E: no network\n{how}"}[failure]
     assert str(raised.value) == expected
     assert not {missing_tag, *fake_builds.calls} & sandbox_tags(docker_client)
 

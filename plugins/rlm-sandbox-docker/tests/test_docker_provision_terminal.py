@@ -83,7 +83,7 @@ def test_ask_on_a_terminal(missing_tag, docker_client, tmp_path, answer):
     script.write_text(SESSION_SCRIPT)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TERM": "xterm", "COLUMNS": "120"}
     out, code = on_a_terminal([sys.executable, str(script), missing_tag, "ask", str(tmp_path / "builds")], answer,
-                              env)  # fmt: skip
+                              env)
     assert code == 0, out
     assert f"The Docker sandbox image {missing_tag} is missing. Build it now (about 1 minute)? [y/N] " in out
     if answer == "y":
@@ -103,7 +103,7 @@ def test_two_processes_build_the_image_once(missing_tag, docker_client, tmp_path
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PHASE_SECONDS": "0.75"}  # 3 s: both start
     argv = [sys.executable, str(script), missing_tag, "always", str(tmp_path / "builds")]
     procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for _ in range(2)]  # fmt: skip
+             for _ in range(2)]
     outputs = [proc.communicate(timeout=120)[0] for proc in procs]
     assert all("ran: 42" in out for out in outputs), outputs
     assert len((tmp_path / "builds").read_text().splitlines()) == 1

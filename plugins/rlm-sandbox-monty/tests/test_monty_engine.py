@@ -17,7 +17,7 @@ from rlm_host import ConfigError  # noqa: E402
 from rlm_host.sdk.embedding import load_settings  # noqa: E402
 from rlm_host.testing import (  # noqa: E402
     FIND_NEEDLE, HELPERS_SOURCE, ScriptedConnector, assert_context_stays_out_of_the_prompt, haystack, isolated_runner,
-)  # fmt: skip
+)
 from rlm_host.testing import run_scripted as run  # noqa: E402
 
 from rlm_sandbox_monty.runtime import MontySandbox  # noqa: E402
@@ -77,7 +77,7 @@ def test_helpers_run_in_monty():
 def test_finds_the_needle_with_a_sub_call(runner):
     rules = [{"match": "Extract the number", "text": "4217"}]
     result, events, root = run(runner, "What is the magic number?", [FIND_NEEDLE, "FINAL_VAR(answer)"],
-                               sub_rules=rules, context=haystack(200_000))  # fmt: skip
+                               sub_rules=rules, context=haystack(200_000))
     assert result.completed and result.final_response == "4217", result.error
     assert result.sandbox == "monty" and result.steps == 2 and result.usage.sub.calls == 1
     system = root.calls[0][0]["content"]
@@ -113,7 +113,7 @@ def test_rlm_query_runs_a_child_in_its_own_monty_session(runner):
     root = ScriptedConnector.from_responses([parent_code], rules=[{"match": "Count the words", "text": child_reply}])
     events = []
     result = runner.run_task("q", context="ctx", sandbox="monty", connectors={"root": root},
-                             on_event=events.append)  # fmt: skip
+                             on_event=events.append)
     assert result.final_response == "3", result.error
     assert [e for e in events if e.type == "final" and e.depth == 1]
 
@@ -121,7 +121,7 @@ def test_rlm_query_runs_a_child_in_its_own_monty_session(runner):
 def test_a_step_that_times_out_is_reported_and_the_run_goes_on(runner):
     result, events, root = run(runner, "q", ["```repl\nmine = 1\nwhile True:\n    pass\n```",
                                              "```repl\nFINAL(str(len(context)))\n```"],
-                               context="abcd", exec_timeout=1.0)  # fmt: skip
+                               context="abcd", exec_timeout=1.0)
     assert result.final_response == "4"
     block = [e for e in events if e.type == "step"][0].data["observation"]["blocks"][0]
     assert block.get("timed_out") and block.get("restarted")

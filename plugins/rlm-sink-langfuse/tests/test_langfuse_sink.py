@@ -74,7 +74,7 @@ def assert_langfuse_trace(receiver: OTLPReceiver, events: list) -> None:
     generations = [s["attributes"] for s in mine if s["name"].startswith("chat")]
     assert all(g["langfuse.observation.model.name"] for g in generations)
     usage = [json.loads(g["langfuse.observation.usage_details"]) for g in generations
-             if "langfuse.observation.usage_details" in g]  # fmt: skip
+             if "langfuse.observation.usage_details" in g]
     assert usage and all(u["total"] == u["input"] + u["output"] for u in usage)
     tools = [s["attributes"] for s in mine if s["name"].startswith("execute_tool")]
     assert any(t.get("langfuse.observation.input", "").startswith("print(") for t in tools)
@@ -112,11 +112,11 @@ class TestLangfuseSink(SinkContract):
 
     def run_environ(self, home: Path) -> dict[str, str]:
         return {"RLM_SINK__LANGFUSE__PUBLIC_KEY": self.key, "RLM_SINK__LANGFUSE__SECRET_KEY": "sk-lf-test",
-                "RLM_SINK__LANGFUSE__BASE_URL": self.server.url}  # fmt: skip
+                "RLM_SINK__LANGFUSE__BASE_URL": self.server.url}
 
     def unreachable_settings(self, home: Path) -> LangfuseSinkSettings:
         return LangfuseSinkSettings(public_key=new_key(), secret_key="sk-lf-test",
-                                    base_url=f"http://127.0.0.1:{free_port()}", timeout=1)  # fmt: skip
+                                    base_url=f"http://127.0.0.1:{free_port()}", timeout=1)
 
     def secret_environ(self) -> dict[str, str]:
         return {"LANGFUSE_SECRET_KEY": "sk-lf-made-up-7f3a", "LANGFUSE_PUBLIC_KEY": "pk-lf-made-up-91c2"}
@@ -140,7 +140,7 @@ def test_a_dead_backend_is_one_warning_and_close_keeps_its_deadline(backend, cap
         if backend == "500":
             receiver.respond("/api/public/otel/v1/traces", status=500)
         sink = create(LangfuseSinkSettings(public_key=new_key(), secret_key="s", base_url=url, timeout=1,
-                                           flush_seconds=2), None)  # fmt: skip
+                                           flush_seconds=2), None)
         started = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="rlm.sinks"):
             for event in _root_events():
@@ -173,7 +173,7 @@ def test_the_root_span_carries_session_metadata_and_the_scores_follow_the_reward
 def test_an_error_span_is_an_error_observation():
     record = SpanRecord("a" * 32, "b" * 16, "c" * 16, "chat m", "client", 1, 2, "r",
                         {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}, status="error",
-                        status_message="HTTP 429")  # fmt: skip
+                        status_message="HTTP 429")
     attrs = langfuse_attributes(record)
     assert attrs["langfuse.observation.type"] == "generation" and attrs["langfuse.observation.level"] == "ERROR"
     assert attrs["langfuse.observation.status_message"] == "HTTP 429"
@@ -218,7 +218,7 @@ def test_using_the_sink_leaves_the_httpx_logger_to_rlm():
 
     with langfuse_receiver() as receiver:
         sink = create(LangfuseSinkSettings(public_key=f"pk-lf-{uuid.uuid4().hex[:8]}", secret_key="sk-lf-x",
-                                           base_url=receiver.url), None)  # fmt: skip
+                                           base_url=receiver.url), None)
         sink.close()
     httpx = logging.getLogger("httpx")
     assert httpx.level == logging.NOTSET and not httpx.handlers

@@ -30,7 +30,7 @@ def langsmith_server(project: str = "rlm") -> OTLPReceiver:
     server.respond("/info", json={"version": "0.10.0"})
     server.respond("/runs/multipart", status=202, json={})
     server.respond("/sessions", json=[{"id": PROJECT_ID, "name": project, "start_time": "2026-01-01T00:00:00",
-                                       "tenant_id": PROJECT_ID, "reference_dataset_id": None}])  # fmt: skip
+                                       "tenant_id": PROJECT_ID, "reference_dataset_id": None}])
     server.respond("/feedback", json={})
     return server
 
@@ -113,7 +113,7 @@ class TestLangSmithSink(SinkContract):
 
     def run_environ(self, home: Path) -> dict[str, str]:
         return {"RLM_SINK__LANGSMITH__API_KEY": KEY, "RLM_SINK__LANGSMITH__API_URL": self.server.url,
-                "RLM_SINK__LANGSMITH__PROJECT": "rlm"}  # fmt: skip
+                "RLM_SINK__LANGSMITH__PROJECT": "rlm"}
 
     def unreachable_settings(self, home: Path) -> LangSmithSinkSettings:
         return LangSmithSinkSettings(api_key=KEY, api_url=f"http://127.0.0.1:{free_port()}", timeout=1)

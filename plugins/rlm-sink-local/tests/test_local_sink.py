@@ -33,7 +33,7 @@ class TestLocalSink(SinkContract):
 def _step(n: int, action: str, *, reward: float, total: float, observation: dict) -> dict:
     usage = RunUsage(root=Usage(calls=1, input_tokens=100, output_tokens=20))
     return StepRecord(step=n, action=action, observation=observation, reward=reward, cumulative_reward=total,
-                      usage=usage, duration_s=1.25).model_dump(mode="json")  # fmt: skip
+                      usage=usage, duration_s=1.25).model_dump(mode="json")
 
 
 def _result(run_id: str, *, steps: int, reward: float, parent=None, depth=0) -> dict:
@@ -42,7 +42,7 @@ def _result(run_id: str, *, steps: int, reward: float, parent=None, depth=0) -> 
     return RunResult(run_id=run_id, parent_run_id=parent, depth=depth, task="count", environment="pure_rlm",
                      model="openai:test", sandbox="process", completed=True, final_response="42", steps=steps,
                      total_reward=reward, usage=usage, cost=0.0035, duration_s=4.5,
-                     termination_reason="final").model_dump(mode="json")  # fmt: skip
+                     termination_reason="final").model_dump(mode="json")
 
 
 def _run_tree(root: str) -> list[RunEvent]:
@@ -61,7 +61,7 @@ def _run_tree(root: str) -> list[RunEvent]:
         ("final", root, _result(root, steps=3, reward=1.0), None, 0),
     ]
     return [RunEvent(type=type_, run_id=run_id, root_run_id=root, parent_run_id=parent, depth=depth, ts=T0 + i,
-                     data=data) for i, (type_, run_id, data, parent, depth) in enumerate(events)]  # fmt: skip
+                     data=data) for i, (type_, run_id, data, parent, depth) in enumerate(events)]
 
 
 def test_writes_a_run_line_per_run_and_a_step_line_per_step(tmp_path):
@@ -80,7 +80,7 @@ def test_writes_a_run_line_per_run_and_a_step_line_per_step(tmp_path):
     assert root["cost"] == pytest.approx(0.0035) and root["duration"] == 4.5 and root["task"] == "count"
     steps = [json.loads(line) for line in (home / "observability" / "steps" / "run_s.jsonl").read_text().splitlines()]
     assert [(s["step"], s["action"], s["success"]) for s in steps] == [(1, "run_code", True), (2, "run_code", False),
-                                                                        (3, "final", True)]  # fmt: skip
+                                                                        (3, "final", True)]
     assert [s["cumulative_reward"] for s in steps] == pytest.approx([0.1, 0.0, 1.0])
     assert set(steps[0]) == {"timestamp", "run_id", "step", "action", "reward", "cumulative_reward", "success"}
     assert (home / "observability" / "steps" / "run_s_c1.jsonl").is_file()
@@ -106,6 +106,6 @@ def test_on_by_default_and_left_out_by_a_run_that_names_its_sinks(rlm_cli, rlm_s
     assert result.code == 0, result.err
     assert len(observed.read_text().splitlines()) == 1, "[run] sinks = [] feeds no sink"
     result = rlm_cli("run", "What?", "--model", rlm_script(["FINAL(42)"]), "--sandbox", "process", "-q",
-                     "--sink", "local", plugins=PLUGIN)  # fmt: skip
+                     "--sink", "local", plugins=PLUGIN)
     assert result.code == 0, result.err
     assert len(observed.read_text().splitlines()) == 2

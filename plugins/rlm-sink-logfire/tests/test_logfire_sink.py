@@ -56,7 +56,7 @@ def assert_logfire_trace(receiver: OTLPReceiver, events: list) -> None:
     # a trajectory file keeps no prompt)
     assert not any(e.content for e in events if e.type == "model_call_end") or all(
         json.loads(s["attributes"]["gen_ai.input.messages"]) and s["attributes"]["gen_ai.output.messages"]
-        for s in chats)  # fmt: skip
+        for s in chats)
     assert top["attributes"]["input.value"] == root.data["task"]
     assert top["attributes"]["output.value"] == final.data["final_response"]
     assert all(s["parent_span_id"] is None or s["parent_span_id"] in by_id for s in mine)

@@ -55,10 +55,10 @@ def start_server(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen, s
     command = [str(BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{folder}/mlflow.db",
                "--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
                "--workers", "1", "--allowed-hosts", f"{UI_HOST}:{port},127.0.0.1:{port},localhost:{port}",
-               "--cors-allowed-origins", f"http://{UI_HOST}:{port}"]  # fmt: skip
+               "--cors-allowed-origins", f"http://{UI_HOST}:{port}"]
     log = (folder / "server.log").open("wb")
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
+                               start_new_session=True)
     started = time.monotonic()
     while time.monotonic() - started < 60:
         try:
@@ -79,7 +79,7 @@ def record_run(folder: Path, env: dict[str, str], url: str) -> dict:
     done = subprocess.run([str(BIN / "rlm"), "run", "What is this text about?", "--context", "context.txt",
                            "--model", "scripted:root.json", "--sub-model", "scripted:sub.json", "--sandbox", "process",
                            "--max-depth", "1", "--json", "-q"], cwd=folder, env=run_env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+                          text=True, timeout=300)
     if done.returncode != 0:
         sys.exit(f"rlm run failed:\n{done.stderr}")
     return json.loads(done.stdout)
@@ -109,7 +109,7 @@ def screenshot(target: str, out: Path, folder: Path) -> None:
                     "--no-first-run", f"--user-data-dir={folder / 'chromium'}",
                     f"--host-resolver-rules=MAP {UI_HOST} 127.0.0.1", "--window-size=1400,1000",
                     "--virtual-time-budget=20000", f"--screenshot={out}", target],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+                   check=True, capture_output=True, timeout=120)
     _shrink(out)
     print(f"{out} ({out.stat().st_size // 1024} KB) from {target}")
 
@@ -141,13 +141,13 @@ async def _devtools_picture(port: int, target: str, out: Path, span: str, nth: i
         page = next(t for t in json.load(response) if t["type"] == "page")
     async with websockets.connect(page["webSocketDebuggerUrl"], max_size=2**26) as socket:
         await call(socket, "Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1,
-                   mobile=False)  # fmt: skip
+                   mobile=False)
         await call(socket, "Page.navigate", url=target)
         clicked = ""
         for _ in range(60):  # the trace drawer loads in a few seconds
             await asyncio.sleep(0.5)
             result = await call(socket, "Runtime.evaluate", expression=CLICK % (json.dumps(span), nth),
-                                returnByValue=True)  # fmt: skip
+                                returnByValue=True)
             clicked = result.get("result", {}).get("value", "")
             if clicked == "clicked":
                 break
@@ -167,7 +167,7 @@ def screenshot_span(target: str, out: Path, folder: Path, span: str, nth: int = 
                                 "--disable-sync", "--no-first-run", f"--user-data-dir={folder / 'chromium-cdp'}",
                                 f"--host-resolver-rules=MAP {UI_HOST} 127.0.0.1", "--window-size=1400,1000",
                                 f"--remote-debugging-port={port}", "about:blank"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
             try:

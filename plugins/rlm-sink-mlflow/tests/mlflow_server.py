@@ -78,12 +78,12 @@ def mlflow_server() -> MlflowServer:
     mlflow = Path(sys.executable).with_name("mlflow")
     command = [str(mlflow), "server", "--backend-store-uri", f"sqlite:///{folder}/mlflow.db",
                "--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-               "--workers", "1"]  # fmt: skip
+               "--workers", "1"]
     stderr = (folder / "server.log").open("wb")
     env = {**os.environ, **quiet_environ(folder)}
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=stderr, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
+                               start_new_session=True)
     deadline = start + 60
     while time.monotonic() < deadline and process.poll() is None and not _healthy(url):
         time.sleep(0.2)
@@ -141,7 +141,7 @@ def record_tree(folder: Path, task: str = "What is the answer?"):
     folder.mkdir(parents=True, exist_ok=True)
     runner = isolated_runner(folder, sandbox="process", environ={"RLM_RUN__SINKS": "[]"})
     result, events, _ = run_scripted(runner, task, TREE_REPLIES, sub_rules=SUB_RULES,
-                                     context="a context of a few words", max_depth=1)  # fmt: skip
+                                     context="a context of a few words", max_depth=1)
     assert result.completed, result.error
     return result, events
 

@@ -30,10 +30,10 @@ def start(folder: Path, barrier: Path, url: str, experiment: str, benchmark: str
     env |= quiet_environ(folder) | {"RLM_PLUGINS": "rlm-sink-mlflow", "RLM_SINK__MLFLOW__TRACKING_URI": url,
                                     "RLM_SINK__MLFLOW__EXPERIMENT": experiment,
                                     "RLM_RUN__LABELS": json.dumps({"benchmark_id": benchmark,
-                                                                   "case": case})}  # fmt: skip
+                                                                   "case": case})}
     command = [sys.executable, BARRIER_RLM, str(barrier), "2", "run", "What is the answer?", "--context",
                "context.txt", "--model", "scripted:root.json", "--sub-model", "scripted:sub.json", "--sandbox",
-               "process", "--max-depth", "1", "--sink", "mlflow", "--json", "-q"]  # fmt: skip
+               "process", "--max-depth", "1", "--sink", "mlflow", "--json", "-q"]
     return subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -48,7 +48,7 @@ def test_two_processes_starting_one_benchmark_make_one_parent_run(server, tmp_pa
         barrier = tmp_path / f"barrier{round_}"
         barrier.mkdir()
         processes = [start(tmp_path / f"r{round_}" / case, barrier, server.url, experiment, benchmark, case)
-                     for case in ("case_a", "case_b")]  # fmt: skip
+                     for case in ("case_a", "case_b")]
         results = []
         for process in processes:
             out, err = process.communicate(timeout=240)
@@ -66,7 +66,7 @@ def test_two_processes_starting_one_benchmark_make_one_parent_run(server, tmp_pa
             assert root.data.tags["mlflow.parentRunId"] == parent.info.run_id, f"round {round_}"
         made = mlflow.search_runs([experiment_id], tagged, run_view_type=ViewType.ALL)
         assert len(made) in (1, 2) and all(r.info.lifecycle_stage == "deleted" for r in made if r is not parent
-                                           and r.info.run_id != parent.info.run_id)  # fmt: skip
+                                           and r.info.run_id != parent.info.run_id)
         both_created += len(made) == 2
     print(f"both processes created a parent in {both_created} of {ROUNDS} rounds")
     assert both_created >= 1, "the barrier never made the two processes race"

@@ -28,11 +28,11 @@ def rlm_run(folder: Path, url: str, experiment: str, **environ: str) -> tuple[di
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "MLFLOW_"))}
     env |= quiet_environ(folder) | {"RLM_PLUGINS": "rlm-sink-mlflow", "RLM_RUN__SINKS": '["mlflow"]',
                                     "RLM_SINK__MLFLOW__TRACKING_URI": url, "RLM_SINK__MLFLOW__EXPERIMENT": experiment,
-                                    **environ}  # fmt: skip
+                                    **environ}
     done = subprocess.run([RLM, "run", "What is the answer?", "--context", "context.txt", "--model",
                            "scripted:root.json", "--sub-model", "scripted:sub.json", "--sandbox", "process",
                            "--max-depth", "1", "--json", "-q"],
-                          cwd=folder, env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), done.stderr
 

@@ -29,7 +29,7 @@ def genai(role: str, text: str) -> dict:
 
 def span(part: str, parent, name: str, operation: str, **attributes) -> SpanRecord:
     return SpanRecord(TRACE, part.ljust(16, "0"), parent and parent.ljust(16, "0"), name, "internal", 1_000, 2_000,
-                      "run_1", {"gen_ai.operation.name": operation, "rlm.run_id": "run_1", **attributes})  # fmt: skip
+                      "run_1", {"gen_ai.operation.name": operation, "rlm.run_id": "run_1", **attributes})
 
 
 def content_tree() -> list[SpanRecord]:
@@ -37,14 +37,14 @@ def content_tree() -> list[SpanRecord]:
     run = span("a1", None, "invoke_agent pure_rlm", "invoke_agent", **{
         "rlm.root_run_id": "run_1", "rlm.task": QUESTION, "rlm.final_response": ANSWER,
         "input.value": QUESTION, "input.mime_type": "text/plain", "output.value": ANSWER,
-        "output.mime_type": "text/plain"})  # fmt: skip
+        "output.mime_type": "text/plain"})
     run.status = "ok"
     chat = span("b2", "a1", "chat gpt-x", "chat", **{
         "rlm.purpose": "root_turn", "gen_ai.request.model": "gpt-x", "gen_ai.usage.input_tokens": 30,
         "gen_ai.usage.output_tokens": 7,
         "gen_ai.input.messages": json.dumps([genai("system", SYSTEM), genai("user", PROMPT)]),
         "gen_ai.output.messages": json.dumps([{**genai("assistant", REPLY), "finish_reason": "stop"}]),
-        "input.value": PROMPT, "output.value": REPLY})  # fmt: skip
+        "input.value": PROMPT, "output.value": REPLY})
     chat.events.append(SpanEventRecord("rlm.reply", 1_500, {"rlm.text": REPLY}))
     failed = span("c3", "d4", "chat gpt-mini", "chat", **{
         "rlm.purpose": "sub_call", "gen_ai.request.model": "gpt-mini", "error.type": "RateLimitError",
@@ -52,9 +52,9 @@ def content_tree() -> list[SpanRecord]:
     failed.status, failed.status_message = "error", "RateLimitError: slow down"
     tool = span("d4", "a1", "execute_tool repl", "execute_tool", **{
         "gen_ai.tool.name": "repl", "gen_ai.tool.call.arguments": json.dumps({"code": CODE}),
-        "gen_ai.tool.call.result": OUTPUT, "input.value": CODE, "output.value": OUTPUT})  # fmt: skip
+        "gen_ai.tool.call.result": OUTPUT, "input.value": CODE, "output.value": OUTPUT})
     tool.events += [SpanEventRecord("rlm.code", 1_600, {"rlm.text": CODE}),
-                    SpanEventRecord("rlm.output", 1_900, {"rlm.text": OUTPUT})]  # fmt: skip
+                    SpanEventRecord("rlm.output", 1_900, {"rlm.text": OUTPUT})]
     return [chat, failed, tool, run]
 
 
@@ -73,7 +73,7 @@ def test_spans_show_question_answer_messages_code_and_output():
     assert chat.outputs == REPLY
     assert chat.get_attribute("mlflow.chat.messages")[-1] == {"role": "assistant", "content": REPLY}
     assert chat.get_attribute("mlflow.chat.tokenUsage") == {"input_tokens": 30, "output_tokens": 7,
-                                                            "total_tokens": 37}  # fmt: skip
+                                                            "total_tokens": 37}
     failed = named["chat gpt-mini"]
     assert failed.status.status_code.value == "ERROR" and failed.get_attribute("error.type") == "RateLimitError"
     assert failed.inputs == {"messages": [{"role": "user", "content": "Classify: a text"}]} and failed.outputs is None
@@ -88,7 +88,7 @@ def content_events() -> list[RunEvent]:
         return RunEvent(type=type_, run_id="run_1", root_run_id="run_1", ts=ts, data=data, content=content)
 
     call = {"role": "root", "model": "openai:gpt-x", "provider": "openai", "purpose": "turn", "seconds": 0.5,
-            "input_tokens": 30, "output_tokens": 7}  # fmt: skip
+            "input_tokens": 30, "output_tokens": 7}
     return [event("run_start", 1.0, {"task": QUESTION, "model": "openai:gpt-x", "environment": "pure_rlm"}),
             event("model_call_end", 2.0, {**call, "call": 1},
                   {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}],
@@ -98,7 +98,7 @@ def content_events() -> list[RunEvent]:
                   {"messages": [{"role": "user", "content": "Classify: a text"}]}),
             event("step", 3.0, {"step": 1, "code": CODE, "reply": REPLY, "duration_s": 2.0,
                                 "observation": {"blocks": [{"stdout": OUTPUT}]}}),
-            event("final", 4.0, {"completed": True, "final_response": ANSWER, "steps": 1})]  # fmt: skip
+            event("final", 4.0, {"completed": True, "final_response": ANSWER, "steps": 1})]
 
 
 def test_with_capture_off_no_content_leaves():
@@ -118,10 +118,10 @@ def test_with_capture_off_no_content_leaves():
 def test_records_with_content_only_in_span_events_still_show_it():
     """The builder's older shape: task/answer attributes, the rest as events (a sub-call's prompt and response)."""
     run = span("a1", None, "invoke_agent pure_rlm", "invoke_agent", **{"rlm.task": QUESTION,
-                                                                       "rlm.final_response": ANSWER})  # fmt: skip
+                                                                       "rlm.final_response": ANSWER})
     sub = span("b2", "a1", "chat sub", "chat")
     sub.events += [SpanEventRecord("rlm.prompt", 1_100, {"rlm.text": "Classify: x"}),
-                   SpanEventRecord("rlm.response", 1_900, {"rlm.text": "prose"})]  # fmt: skip
+                   SpanEventRecord("rlm.response", 1_900, {"rlm.text": "prose"})]
     tool = span("c3", "a1", "execute_tool repl", "execute_tool")
     tool.events.append(SpanEventRecord("rlm.code", 1_600, {"rlm.text": CODE}))
     named = by_name(build_trace([run, sub, tool], "3", None, {})[1])
@@ -161,7 +161,7 @@ class FakeClient:
     def create_run(self, experiment_id, start_time, tags, run_name):
         self._hook("create_run")
         run = SimpleNamespace(info=SimpleNamespace(run_id=next(self.ids), start_time=start_time, lifecycle="active"),
-                              data=SimpleNamespace(tags=dict(tags)))  # fmt: skip
+                              data=SimpleNamespace(tags=dict(tags)))
         self.runs[run.info.run_id] = run
         return run
 
@@ -185,7 +185,7 @@ class FakeClient:
 
     def active(self) -> list[str]:
         return [r.info.run_id for r in self.runs.values() if r.info.lifecycle == "active" and "rlm.benchmark_id"
-                in r.data.tags]  # fmt: skip
+                in r.data.tags]
 
 
 def test_two_processes_that_both_create_a_parent_end_with_one():

@@ -34,7 +34,7 @@ class TestMlflowSink(SinkContract):
 
     def secret_environ(self) -> dict[str, str]:
         return {"MLFLOW_TRACKING_TOKEN": "tok-made-up-1234", "MLFLOW_TRACKING_USERNAME": "made-up-user",
-                "MLFLOW_TRACKING_PASSWORD": "pw-made-up-5678"}  # fmt: skip
+                "MLFLOW_TRACKING_PASSWORD": "pw-made-up-5678"}
 
     def run_environ(self, home: Path) -> dict[str, str]:
         return {"RLM_SINK__MLFLOW__TRACKING_URI": mlflow_server().url, "RLM_SINK__MLFLOW__EXPERIMENT": EXPERIMENT}
@@ -60,4 +60,4 @@ class TestMlflowSink(SinkContract):
                 trace = mlflow.get_trace(f"tr-{trace_id_for(final.run_id)}")
                 assert trace.info.trace_metadata["mlflow.sourceRun"] == run.info.run_id
                 assert len({s.get_attribute("rlm.run_id") for s in trace.data.spans}) == len(
-                    {e.run_id for e in events})  # fmt: skip
+                    {e.run_id for e in events})

@@ -30,7 +30,7 @@ def run(folder: Path, uri: str | None, **environ: str) -> subprocess.CompletedPr
     (folder / "s.json").write_text(json.dumps(REPLIES))
     (folder / "c.txt").write_text("a few words")
     return rlm(folder, "run", "q", "--context", "c.txt", "--model", "scripted:s.json", "--sandbox", "process",
-               "--sink", "mlflow", "-q", uri=uri, **environ)  # fmt: skip
+               "--sink", "mlflow", "-q", uri=uri, **environ)
 
 
 def doctor_line(done: subprocess.CompletedProcess) -> str:

@@ -24,7 +24,7 @@ def test_the_sink_is_registered_with_its_settings_and_check():
 @pytest.mark.parametrize("reason, completed, status", [
     ("final", True, "FINISHED"), ("cancelled", False, "KILLED"), ("error", False, "FAILED"),
     ("max_steps", False, "FAILED"), ("timeout", False, "FAILED"), ("budget", True, "FINISHED"),
-])  # fmt: skip
+])
 def test_termination_reasons_map_to_run_statuses(reason, completed, status):
     assert run_status(reason, completed) == status
 

@@ -16,7 +16,7 @@ from rlm_host.sdk.observability import ContentPolicy, SpanBuilder, trace_id_for
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("rlm_sink_otel") is None,
-                       reason="rlm-sink-otel is not installed (pip install -e plugins/rlm-sink-otel)"),  # fmt: skip
+                       reason="rlm-sink-otel is not installed (pip install -e plugins/rlm-sink-otel)"),
 ]
 
 
@@ -26,7 +26,7 @@ def test_the_otel_sink_sends_the_tree_to_mlflows_otlp_endpoint(server, tmp_path)
     experiment_id = mlflow.create_experiment(f"otlp-{uuid.uuid4().hex[:8]}")
     spec = PluginHost(environ={"RLM_PLUGINS": "rlm-sink-otel"}).sinks().get("otel")
     settings = spec.settings_model()(exporter="otlp-http", endpoint=f"{server.url}/v1/traces",
-                                     headers={"x-mlflow-experiment-id": experiment_id}, timeout=10)  # fmt: skip
+                                     headers={"x-mlflow-experiment-id": experiment_id}, timeout=10)
     sink = spec.create(settings, HostServices(home=tmp_path))
     for event in events:
         sink.handle(event)

@@ -103,7 +103,7 @@ def test_a_failed_run_is_failed_and_a_tree_cut_short_is_killed_on_close(server, 
     result, events = record_tree(tmp_path / "rec")
     failed = [e.model_copy(update={"data": {**e.data, "termination_reason": "error", "completed": False,
                                             "error": "SandboxError: it broke"}})
-              if e.type == "final" and e.depth == 0 else e for e in events]  # fmt: skip
+              if e.type == "final" and e.depth == 0 else e for e in events]
     experiment = f"fail-{uuid.uuid4().hex[:8]}"
     feed(server.url, experiment, failed, tmp_path)
     runs = runs_by_rlm_id(client(server), experiment)

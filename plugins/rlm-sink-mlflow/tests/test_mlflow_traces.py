@@ -102,7 +102,7 @@ def test_spans_show_the_question_answer_messages_code_and_output(traced):
     assert "FINAL(42)" in {s.outputs for s in turns}
     tool = next(s for s in trace.data.spans if s.name == "execute_tool repl" and s.parent_id == root.span_id)
     assert tool.inputs == {"code": "kind = llm_query('Classify: ' + context)\nnote = rlm_query('Summarise the "
-                                   "context', context)\nprint(kind, note)\n"}  # fmt: skip
+                                   "context', context)\nprint(kind, note)\n"}
     assert tool.outputs == "prose a summary\n"
     assert decoded(tool.get_attribute("gen_ai.tool.call.arguments")) == tool.inputs
     assert [e.name for e in tool.events][:2] == ["rlm.code", "rlm.output"]  # the span events stay
@@ -125,7 +125,7 @@ def test_with_capture_content_off_neither_trace_nor_runs_carry_content(server, t
     assert len(trace.data.spans) == 9 and all(s.inputs is None and s.outputs is None for s in trace.data.spans)
     stored = trace.to_json()
     for text in ("What is the answer?", "Summarise the context", "Classify", "kind = ", "prose", "a summary",
-                 "Recursive Language Model", "FINAL"):  # fmt: skip
+                 "Recursive Language Model", "FINAL"):
         assert text not in stored, text
     for run in runs.values():
         assert "task" not in run.data.params and "rlm.answer" not in run.data.tags

@@ -53,10 +53,10 @@ def start_phoenix(folder: Path) -> tuple[subprocess.Popen, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_", "RLM_"))}
     env |= {"HOME": str(folder), "PHOENIX_WORKING_DIR": str(folder / "phoenix"), "PHOENIX_HOST": "127.0.0.1",
             "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_TELEMETRY_ENABLED": "false",
-            "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false"}  # fmt: skip
+            "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false"}
     log = (folder / "server.log").open("wb")
     process = subprocess.Popen([str(PHOENIX), "serve"], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
+                               start_new_session=True)
     started = time.monotonic()
     while time.monotonic() - started < 90 and process.poll() is None:
         try:
@@ -82,11 +82,11 @@ def record_run(folder: Path, url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OTEL_"))}
     env |= {"HOME": str(folder), "RLM_TRUST_CONFIG": "1", "RLM_PLUGINS": "rlm-sink-otel",
             "RLM_SINK__OTEL__ENDPOINT": f"{url}/v1/traces", "RLM_SINK__OTEL__METRICS": "false",
-            "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={PROJECT}"}  # fmt: skip
+            "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={PROJECT}"}
     done = subprocess.run([str(BIN / "rlm"), "run", "What is this text about?", "--context", "context.txt",
                            "--model", "scripted:root.json", "--sub-model", "scripted:sub.json", "--sandbox", "process",
                            "--max-depth", "1", "--sink", "otel", "--json", "-q"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+                          capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         sys.exit(f"rlm run failed:\n{done.stderr}")
     return json.loads(done.stdout)
@@ -133,7 +133,7 @@ def screenshot(target: str, out: Path, folder: Path) -> None:
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
                     "--no-first-run", f"--user-data-dir={folder / 'chromium'}", "--window-size=1500,950",
                     "--virtual-time-budget=20000", f"--screenshot={out}", target],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+                   check=True, capture_output=True, timeout=120)
     if out.stat().st_size > 300_000:  # a 256-colour palette keeps a UI screenshot sharp and small
         from PIL import Image
 

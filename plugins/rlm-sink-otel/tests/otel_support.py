@@ -38,7 +38,7 @@ def assert_run_tree(spans: list[dict], events: list) -> dict[str, dict]:
     assert chats and all(s["attributes"]["gen_ai.operation.name"] == "chat" for s in chats)
     assert all(s["attributes"]["gen_ai.request.model"] for s in chats)
     assert any("gen_ai.usage.input_tokens" in s["attributes"] and "gen_ai.usage.output_tokens" in s["attributes"]
-               for s in chats)  # fmt: skip
+               for s in chats)
     assert all(s["kind"] == 3 for s in chats)  # client
     assert all(s["resource"]["service.name"] == "rlm" for s in mine)
     assert all(s["parent_span_id"] is None or s["parent_span_id"] in by_id for s in mine)

@@ -111,7 +111,7 @@ def require_phoenix() -> None:
     """Fail (never skip) when .venv-phoenix is missing, naming the command that installs it."""
     if not PHOENIX.exists():
         pytest.fail(f"Arize Phoenix is not installed: {PHOENIX} is missing. Install it (its own virtualenv, "
-                    f".venv-phoenix) with:\n    {INSTALL}", pytrace=False)  # fmt: skip
+                    f".venv-phoenix) with:\n    {INSTALL}", pytrace=False)
 
 
 def start_phoenix(folder: Path) -> PhoenixServer:
@@ -123,7 +123,7 @@ def start_phoenix(folder: Path) -> PhoenixServer:
     log = (folder / "server.log").open("wb")
     start = time.monotonic()
     process = subprocess.Popen([str(PHOENIX), "serve"], cwd=folder, env=phoenix_environ(folder, port, grpc_port),
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = start + START_TIMEOUT
     while time.monotonic() < deadline and process.poll() is None and not _healthy(url):
         time.sleep(0.2)
@@ -131,7 +131,7 @@ def start_phoenix(folder: Path) -> PhoenixServer:
         stop(process)
         tail = (folder / "server.log").read_text(errors="replace")[-3000:]
         pytest.fail(f"phoenix serve did not answer {url}/healthz within {START_TIMEOUT:.0f} s "
-                    f"(exit code {process.returncode}); its log ends with:\n{tail}", pytrace=False)  # fmt: skip
+                    f"(exit code {process.returncode}); its log ends with:\n{tail}", pytrace=False)
     return PhoenixServer(url, grpc_port, folder, time.monotonic() - start, rss_mb(process.pid), process)
 
 
@@ -222,7 +222,7 @@ def wait_for_trace(server: PhoenixServer, project: str, trace_id: str, count: in
         time.sleep(0.3)
     names = sorted(s["name"] for s in spans)
     raise AssertionError(f"Phoenix has {len(spans)} span(s) of trace {trace_id} in project {project!r} after "
-                         f"{timeout:.0f} s, expected {count}: {names}")  # fmt: skip
+                         f"{timeout:.0f} s, expected {count}: {names}")
 
 
 def graphql(server: PhoenixServer, query: str, variables: dict | None = None) -> dict:

@@ -25,7 +25,7 @@ def _run(rlm_cli, rlm_script, monkeypatch, plugins: str = PLUGIN, **environ: str
     model = rlm_script(REPLIES, rules=[{"match": "a question", "text": "an answer"}])
     Path("notes.txt").write_text("a context of a few words")
     result = rlm_cli("run", "What?", "--context", "notes.txt", "--model", model, "--sandbox", "process", "--json",
-                     plugins=plugins)  # fmt: skip
+                     plugins=plugins)
     assert result.code == 0, result.err
     run = json.loads(result.out)
     return run, _events(run["trajectory_path"]), result
@@ -58,7 +58,7 @@ def test_rlm_run_sends_its_spans_over_otlp_http(rlm_cli, rlm_script, monkeypatch
 def test_rlm_run_writes_otlp_json_lines(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
     path = rlm_isolated.work / "traces" / "otel.jsonl"
     run, events, _ = _run(rlm_cli, rlm_script, monkeypatch, RLM_SINK__OTEL__EXPORTER="file",
-                          RLM_SINK__OTEL__PATH=str(path), RLM_SINK__OTEL__SERVICE_NAME="rlm")  # fmt: skip
+                          RLM_SINK__OTEL__PATH=str(path), RLM_SINK__OTEL__SERVICE_NAME="rlm")
     # one batch per time the host's worker caught up with the run (it calls the sink's flush() then)
     assert 1 <= len(path.read_text().splitlines()) <= len(_file_spans(path))
     assert_run_tree(_file_spans(path), events)
@@ -72,7 +72,7 @@ def test_a_down_backend_does_not_fail_the_run(rlm_cli, rlm_script, monkeypatch):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     run, _, result = _run(rlm_cli, rlm_script, monkeypatch, RLM_SINK__OTEL__TIMEOUT="0.5",
-                          RLM_SINK__OTEL__ENDPOINT=f"http://127.0.0.1:{port}/v1/traces")  # fmt: skip
+                          RLM_SINK__OTEL__ENDPOINT=f"http://127.0.0.1:{port}/v1/traces")
     assert run["final_response"] == "42"
     assert result.err.count("otel sink: could not export") == 1 and "Connection refused" in result.err, result.err
 
@@ -82,7 +82,7 @@ def test_rlm_env_traces_reads_our_file_back(rlm_cli, rlm_script, rlm_isolated, m
     (rlm-env-traces) over that file find its trace, service, model, agent and span tree."""
     path = rlm_isolated.work / "otel.jsonl"
     run, events, _ = _run(rlm_cli, rlm_script, monkeypatch, RLM_SINK__OTEL__EXPORTER="file",
-                          RLM_SINK__OTEL__PATH=str(path))  # fmt: skip
+                          RLM_SINK__OTEL__PATH=str(path))
     trace_id = trace_id_for(run["run_id"])
     ours = _file_spans(path)
     monkeypatch.delenv("RLM_RUN__SINKS")
@@ -113,6 +113,6 @@ def test_rlm_env_traces_reads_our_file_back(rlm_cli, rlm_script, rlm_isolated, m
             "','.join(sorted(s['name'].split()[0] for s in t['spans']))")
     model = rlm_script([f"```repl\n{code}\n```", "```repl\nFINAL_VAR('found')\n```"])
     result = rlm_cli("run", "What ran?", "--env", "traces-repl", "--context", str(path), "--model", model,
-                     "--sandbox", "process", "--json", plugins=both)  # fmt: skip
+                     "--sandbox", "process", "--json", plugins=both)
     assert result.code == 0, result.err
     assert json.loads(result.out)["final_response"] == "1 ['pure_rlm'] chat,chat,chat,execute_tool,invoke_agent"

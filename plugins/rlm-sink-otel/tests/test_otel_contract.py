@@ -73,7 +73,7 @@ class TestOtelHttpSink(SinkContract):
         assert not self.server.errors
         posts = [r for r in self.server.requests if r.method == "POST" and not r.path.endswith("/metrics")]
         assert posts and all(r.path == "/v1/traces" and r.headers["content-type"] == "application/x-protobuf"
-                             for r in posts)  # fmt: skip
+                             for r in posts)
         assert_run_tree(self.server.spans, events)
 
 
@@ -89,7 +89,7 @@ class TestOtelGrpcSink(SinkContract):
 
     def settings(self, home: Path) -> OtelSinkSettings:
         return OtelSinkSettings(exporter="otlp-grpc", endpoint=self.server.endpoint, timeout=2,
-                                headers={"X-Tenant": "t1"})  # fmt: skip
+                                headers={"X-Tenant": "t1"})
 
     def run_environ(self, home: Path) -> dict[str, str]:
         return {"RLM_SINK__OTEL__EXPORTER": "otlp-grpc", "RLM_SINK__OTEL__ENDPOINT": self.server.endpoint}

@@ -27,7 +27,7 @@ from rlm_sink_otel.testing import OTLPReceiver, decode_trace_body
 
 RECORD = SpanRecord("0" * 30 + "ab", "1" * 15 + "f", "2" * 16, "chat m", "client", 10, 20, "run_1",
                     {"i": 1, "f": 1.5, "b": True, "s": "x"}, [SpanEventRecord("rlm.reply", 15, {"rlm.text": "hi"})],
-                    "error", "boom")  # fmt: skip
+                    "error", "boom")
 
 
 CONTENT = ContentPolicy(capture=True)
@@ -35,7 +35,7 @@ CONTENT = ContentPolicy(capture=True)
 
 def _event(type_: str, run_id: str = "run_a", parent: str | None = None, ts: float = 1.0, **data) -> RunEvent:
     return RunEvent.model_construct(type=type_, run_id=run_id, root_run_id="run_a", parent_run_id=parent,
-                                    depth=0 if parent is None else 1, seq=0, ts=ts, data=data)  # fmt: skip
+                                    depth=0 if parent is None else 1, seq=0, ts=ts, data=data)
 
 
 def _root_run(run_id: str = "run_a") -> list[RunEvent]:
@@ -43,7 +43,7 @@ def _root_run(run_id: str = "run_a") -> list[RunEvent]:
             _event("step", run_id, ts=2.0, step=1, duration_s=1.0, model_seconds=0.5, code="print(1)",
                    reply="```repl\nprint(1)\n```", usage={"root": {"calls": 1, "input_tokens": 5, "output_tokens": 2}},
                    observation={"blocks": [{"stdout": "1\n"}]}),
-            _event("final", run_id, ts=3.0, completed=True, steps=1, final_response="1")]  # fmt: skip
+            _event("final", run_id, ts=3.0, completed=True, steps=1, final_response="1")]
 
 
 def test_to_readable_span_keeps_ids_kind_times_attributes_events_and_status():
@@ -56,7 +56,7 @@ def test_to_readable_span_keeps_ids_kind_times_attributes_events_and_status():
     assert [(e.name, e.timestamp, dict(e.attributes)) for e in span.events] == [("rlm.reply", 15, {"rlm.text": "hi"})]
     assert span.resource.attributes["service.name"] == "svc" and span.instrumentation_scope.name == "rlm"
     root = to_readable_span(SpanRecord(RECORD.trace_id, "3" * 16, None, "invoke_agent x", "internal", 1, 2, "r",
-                                       status="ok"), make_resource())  # fmt: skip
+                                       status="ok"), make_resource())
     assert root.parent is None and root.kind == SpanKind.INTERNAL and root.status.status_code == StatusCode.OK
 
 
@@ -74,7 +74,7 @@ def test_otlp_json_is_the_collector_file_format():
                                   {"key": "b", "value": {"boolValue": True}},
                                   {"key": "s", "value": {"stringValue": "x"}}]
     assert span["events"] == [{"timeUnixNano": "15", "name": "rlm.reply",
-                               "attributes": [{"key": "rlm.text", "value": {"stringValue": "hi"}}]}]  # fmt: skip
+                               "attributes": [{"key": "rlm.text", "value": {"stringValue": "hi"}}]}]
 
 
 def test_the_file_exporter_appends_one_batch_per_line(tmp_path):
@@ -198,7 +198,7 @@ def test_the_receiver_answers_vendor_endpoints_and_decodes_json_and_gzip_bodies(
         body = otlp_json_line([to_readable_span(RECORD, make_resource())]).encode()
         for data, headers in ((body, {}), (gzip.compress(body), {"Content-Encoding": "gzip"})):
             request = urllib.request.Request(receiver.url + "/api/public/otel/v1/traces", data=data,
-                                             headers={"Content-Type": "application/json", **headers})  # fmt: skip
+                                             headers={"Content-Type": "application/json", **headers})
             with urllib.request.urlopen(request) as reply:
                 assert reply.status == 200
         spans = receiver.wait_for_spans(2)

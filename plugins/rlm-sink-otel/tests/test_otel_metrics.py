@@ -22,7 +22,7 @@ from rlm_sink_otel.testing import OTLPGrpcReceiver, OTLPReceiver, decode_metrics
 REPLIES = ["```repl\nx = llm_query('a question')\nprint(x)\n```", "FINAL(42)"]
 CHILD_REPLIES = ["```repl\nx = rlm_query('a sub task')\nprint(x)\n```", "FINAL(7)", "FINAL(42)"]
 NAMES = ("rlm.runs", "rlm.steps", "rlm.reward", "rlm.run_duration", "rlm.tokens", "rlm.cost",
-         "gen_ai.client.token.usage", "gen_ai.client.operation.duration")  # fmt: skip
+         "gen_ai.client.token.usage", "gen_ai.client.operation.duration")
 
 
 def _events(trajectory: str) -> list[RunEvent]:
@@ -37,7 +37,7 @@ def _run(rlm_cli, rlm_script, monkeypatch, replies=REPLIES, **environ: str):
     model = rlm_script(replies, rules=[{"match": "a question", "text": "an answer"}])
     Path("notes.txt").write_text("a context of a few words")
     result = rlm_cli("run", "What?", "--context", "notes.txt", "--model", model, "--sandbox", "process", "--json",
-                     plugins=PLUGIN)  # fmt: skip
+                     plugins=PLUGIN)
     assert result.code == 0, result.err
     run = json.loads(result.out)
     return run, _events(run["trajectory_path"]), result
@@ -57,7 +57,7 @@ def _final_usage(events: list[RunEvent]) -> tuple[int, int]:
     root = next(e for e in events if e.type == "final" and not e.parent_run_id)
     usage = root.data["usage"]
     return (usage["root"]["input_tokens"] + usage["sub"]["input_tokens"],
-            usage["root"]["output_tokens"] + usage["sub"]["output_tokens"])  # fmt: skip
+            usage["root"]["output_tokens"] + usage["sub"]["output_tokens"])
 
 
 def _assert_run_metrics(metrics: dict[str, dict], run: dict, events: list[RunEvent]) -> None:
@@ -72,7 +72,7 @@ def _assert_run_metrics(metrics: dict[str, dict], run: dict, events: list[RunEve
     assert root[0]["attributes"] == {
         "rlm.environment": "pure_rlm", "rlm.framework": "native", "gen_ai.request.model": model,
         "gen_ai.provider.name": "scripted", "rlm.depth": 0, "rlm.completed": True, "rlm.termination_reason": "final",
-    }  # fmt: skip
+    }
     assert _total(metrics["rlm.steps"], **{"rlm.depth": 0}) == final["steps"]
     reward = [p for p in metrics["rlm.reward"]["points"] if p["attributes"]["rlm.depth"] == 0]
     assert reward[0]["count"] == 1 and reward[0]["sum"] == pytest.approx(final["total_reward"])
@@ -113,7 +113,7 @@ def test_rlm_run_exports_its_metrics_over_otlp_http(rlm_cli, rlm_script, monkeyp
 def test_a_child_run_counts_as_a_run_of_depth_1(rlm_cli, rlm_script, monkeypatch):
     with OTLPReceiver() as receiver:
         run, events, _ = _run(rlm_cli, rlm_script, monkeypatch, replies=CHILD_REPLIES,
-                              OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)  # fmt: skip
+                              OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
         metrics = _last(receiver.wait_for_metrics(*NAMES))
     _assert_run_metrics(metrics, run, events)  # tokens: the root's final usage holds the child's as sub usage
     assert sorted((p["attributes"]["rlm.depth"], p["value"]) for p in metrics["rlm.runs"]["points"]) == [(0, 1), (1, 1)]
@@ -141,7 +141,7 @@ def test_without_model_call_events_the_step_and_sub_call_usage_counts(rlm_cli, r
 def test_the_file_exporter_writes_metric_lines_beside_the_spans(rlm_cli, rlm_script, rlm_isolated, monkeypatch):
     path = rlm_isolated.work / "traces" / "otel.jsonl"
     run, events, _ = _run(rlm_cli, rlm_script, monkeypatch, RLM_SINK__OTEL__EXPORTER="file",
-                          RLM_SINK__OTEL__PATH=str(path))  # fmt: skip
+                          RLM_SINK__OTEL__PATH=str(path))
     lines = (path.parent / "otel-metrics.jsonl").read_text().splitlines()
     assert len(lines) == 1 and set(json.loads(lines[0])) == {"resourceMetrics"}
     metrics = decode_metrics_body(lines[0].encode(), "application/json")
@@ -152,7 +152,7 @@ def test_the_file_exporter_writes_metric_lines_beside_the_spans(rlm_cli, rlm_scr
 def test_metrics_false_sends_none(rlm_cli, rlm_script, monkeypatch):
     with OTLPReceiver() as receiver:
         _run(rlm_cli, rlm_script, monkeypatch, RLM_SINK__OTEL__ENDPOINT=receiver.traces_url,
-             RLM_SINK__OTEL__METRICS="false")  # fmt: skip
+             RLM_SINK__OTEL__METRICS="false")
         assert receiver.wait_for_spans(4)
     assert not receiver.metrics and not [r for r in receiver.requests if r.path.endswith("/metrics")]
 
@@ -161,7 +161,7 @@ def test_a_metrics_endpoint_that_is_down_is_one_warning(rlm_cli, rlm_script, mon
     down = f"http://127.0.0.1:{free_port()}/v1/metrics"
     with OTLPReceiver() as receiver:
         run, _, result = _run(rlm_cli, rlm_script, monkeypatch, RLM_SINK__OTEL__ENDPOINT=receiver.traces_url,
-                              RLM_SINK__OTEL__METRICS_ENDPOINT=down, RLM_SINK__OTEL__TIMEOUT="0.5")  # fmt: skip
+                              RLM_SINK__OTEL__METRICS_ENDPOINT=down, RLM_SINK__OTEL__TIMEOUT="0.5")
         assert receiver.wait_for_spans(4)  # the spans still go out
     assert run["final_response"] == "42"
     mine = [line for line in result.err.splitlines() if down in line]
@@ -186,12 +186,12 @@ def test_grpc_metrics_and_two_sinks_sharing_one_cumulative_pipeline(tmp_path):
     events = _recorded(tmp_path)
     with OTLPGrpcReceiver() as receiver:
         settings = OtelSinkSettings(exporter="otlp-grpc", endpoint=receiver.endpoint, timeout=2,
-                                    headers={"X-Tenant": "t1"})  # fmt: skip
+                                    headers={"X-Tenant": "t1"})
         first, second = (create(settings, type("S", (), {"home": tmp_path})()) for _ in range(2))
         for event in events:
             first.handle(event)
             second.handle(event.model_copy(update={"run_id": event.run_id + "_b",
-                                                   "root_run_id": event.root_run_id + "_b"}))  # fmt: skip
+                                                   "root_run_id": event.root_run_id + "_b"}))
         first.close()
         second.close()
         metrics = _last(receiver.wait_for_metrics("rlm.runs"))
@@ -214,7 +214,7 @@ def _recorded(tmp_path: Path) -> list[RunEvent]:  # noqa: ARG001
             event("step", 1.1, step=1, action="final", reward=1.0,
                   usage={"root": {"calls": 1, "input_tokens": 600, "output_tokens": 10, "cost": 0.001}}),
             event("final", 1.2, completed=True, steps=1, total_reward=1.0, duration_s=1.2, cost=0.001,
-                  termination_reason="final")]  # fmt: skip
+                  termination_reason="final")]
 
 
 def test_labels_model_names_and_the_numbers_of_hand_made_events(tmp_path):
@@ -269,11 +269,11 @@ def test_names_and_endpoints():
     assert metrics_endpoint(http, {}) == ("http://localhost:4318/v1/metrics", "default")
     assert metrics_endpoint(http, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"})[0] == "http://c:4318/v1/metrics"
     assert metrics_endpoint(http, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
-                                   "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m/x"})[0] == "http://m/x"  # fmt: skip
+                                   "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m/x"})[0] == "http://m/x"
     traces = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/v1/traces"}
     assert metrics_endpoint(http, traces)[0] == "http://t/v1/metrics"
     assert metrics_endpoint(OtelSinkSettings(endpoint="https://v/otel/v1/traces"), {}) == \
-        ("https://v/otel/v1/metrics", "endpoint")  # fmt: skip
+        ("https://v/otel/v1/metrics", "endpoint")
     assert metrics_endpoint(OtelSinkSettings(metrics_endpoint="http://m:9/v1/metrics"), {})[1] == "metrics_endpoint"
     assert metrics_endpoint(OtelSinkSettings(exporter="otlp-grpc"), {}) == ("localhost:4317", "default")
     assert metrics_endpoint(OtelSinkSettings(exporter="otlp-grpc", endpoint="c:4317"), {})[0] == "c:4317"

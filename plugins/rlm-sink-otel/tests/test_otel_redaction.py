@@ -31,19 +31,19 @@ def test_a_secret_cut_by_an_export_leaves_no_prefix(rlm_cli, rlm_script, monkeyp
         monkeypatch.setenv("RLM_RUN__SINKS", '["otel"]')
         monkeypatch.setenv("RLM_SINK__OTEL__ENDPOINT", receiver.traces_url)
         result = rlm_cli("run", "What is in the notes?", "--context", "notes.txt", "--model", model, "--sandbox",
-                         "process", "--json", plugins=PLUGIN)  # fmt: skip
+                         "process", "--json", plugins=PLUGIN)
         assert result.code == 0, result.err
         chats = [s["attributes"] for s in receiver.wait_for_spans(3) if s["name"].startswith("chat")]
         sent = receiver.received_text()
     assert len(chats) == 2 and all("more characters]" in c["output.value"] for c in chats), "the replies were cut"
     sent_back = [m["parts"][0]["content"] for c in chats for m in json.loads(c["gen_ai.input.messages"])
-                 if m["role"] == "assistant"]  # fmt: skip
+                 if m["role"] == "assistant"]
     assert sent_back and "more characters]" in sent_back[0], "the second call's messages carry the first reply, cut"
     assert secret[:8] not in sent, "a secret's prefix left at a cut"
 
 
 def test_a_backend_echoing_the_token_across_the_cut_of_its_answer_leaves_no_prefix_in_the_warning(
-        rlm_cli, rlm_script, monkeypatch):  # fmt: skip
+        rlm_cli, rlm_script, monkeypatch):
     """The sink's one warning quotes the start of the backend's answer: the token it echoes there is masked
     whole, even where that quote is cut (the log's own redaction comes after the cut)."""
     token = f"sekret-{uuid.uuid4().hex}"
@@ -56,6 +56,6 @@ def test_a_backend_echoing_the_token_across_the_cut_of_its_answer_leaves_no_pref
         monkeypatch.setenv("RLM_SINK__OTEL__ENDPOINT", receiver.traces_url)
         monkeypatch.setenv("RLM_SINK__OTEL__METRICS", "false")
         result = rlm_cli("run", "How long are the notes?", "--context", "notes.txt", "--model", model, "--sandbox",
-                         "process", plugins=PLUGIN)  # fmt: skip
+                         "process", plugins=PLUGIN)
     assert result.code == 0 and "otel sink: could not export" in result.err and "HTTP 401" in result.err, result.err
     assert token[:8] not in result.err, "a prefix of the token in the warning"

@@ -29,7 +29,7 @@ def test_registers_the_otel_sink(rlm_plugin_host):
     ("otlp-grpc", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"}, ("http://c:4317", "OTEL_EXPORTER_OTLP_ENDPOINT")),
     ("otlp-http", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/x"},
      ("http://t/x", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
-])  # fmt: skip
+])
 def test_the_endpoint_follows_the_otel_specification(exporter, environ, expected):
     assert OtelSinkSettings(exporter=exporter).resolved_endpoint(environ) == expected
     mine = OtelSinkSettings(exporter=exporter, endpoint="http://mine")
@@ -86,7 +86,7 @@ def test_a_refusing_grpc_backend_is_one_warning(caplog, tmp_path):
     with OTLPGrpcReceiver() as receiver:
         receiver.fail_with(StatusCode.PERMISSION_DENIED)
         settings = OtelSinkSettings(exporter="otlp-grpc", endpoint=receiver.endpoint, timeout=1,
-                                    headers={"Authorization": "Bearer t"})  # fmt: skip
+                                    headers={"Authorization": "Bearer t"})
         sink = create(settings, type("Services", (), {"home": tmp_path})())
         with caplog.at_level(logging.INFO, logger="rlm.sinks"):
             for event in _root_run():

@@ -38,7 +38,7 @@ def _events(path: str) -> list[RunEvent]:
 
 
 def _run(rlm_cli, rlm_script, monkeypatch, server, project: str, root: list, sub_rules: list, *args: str,
-         grpc: bool = False):  # fmt: skip
+         grpc: bool = False):
     """``rlm run --sink otel`` into ``server``'s ``project`` (over OTLP/HTTP, or OTLP/gRPC): (exit code, RunResult
     JSON, events, model names)."""
     monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
@@ -54,7 +54,7 @@ def _run(rlm_cli, rlm_script, monkeypatch, server, project: str, root: list, sub
     model, sub_model = rlm_script(root), rlm_script([], rules=sub_rules)
     Path("context.txt").write_text(CONTEXT)
     result = rlm_cli("run", TASK, "--context", "context.txt", "--model", model, "--sub-model", sub_model,
-                     "--sandbox", "process", "--sink", "otel", "--json", "-q", *args, plugins=PLUGIN)  # fmt: skip
+                     "--sandbox", "process", "--sink", "otel", "--json", "-q", *args, plugins=PLUGIN)
     assert result.out, result.err
     run = json.loads(result.out)
     assert "otel sink" not in result.err, result.err  # delivered: no export warning
@@ -77,7 +77,7 @@ def _messages(attributes: dict, direction: str) -> list[tuple[str, str]]:
 def _genai(value: str) -> list[tuple[str, str]]:
     """(role, text) pairs of a GenAI message JSON string (``gen_ai.input.messages`` / ``output.messages``)."""
     return [(m["role"], "".join(p.get("content", "") for p in m["parts"] if p.get("type") == "text"))
-            for m in json.loads(value)]  # fmt: skip
+            for m in json.loads(value)]
 
 
 def _by_run(spans: list[dict]) -> dict[str, list[dict]]:
@@ -109,7 +109,7 @@ def test_a_run_tree_in_phoenix(rlm_cli, rlm_script, monkeypatch, phoenix):
     and tokens, and the code steps' code and output."""
     project = "rlm-tree"
     code, run, events, models = _run(rlm_cli, rlm_script, monkeypatch, phoenix, project, ROOT, SUB_RULES,
-                                     "--max-depth", "1")  # fmt: skip
+                                     "--max-depth", "1")
     assert code == 0 and run["completed"] and run["final_response"] == "sandboxed recursive language models"
     trace_id = trace_id_for(run["run_id"])
     starts = [e for e in events if e.type == "run_start"]
@@ -143,7 +143,7 @@ def test_a_run_tree_in_phoenix(rlm_cli, rlm_script, monkeypatch, phoenix):
     assert by_id[child["parent_id"]]["span_kind"] == "TOOL"
     assert by_id[by_id[child["parent_id"]]["parent_id"]] is root
     for agent, task, answer in ((root, TASK, run["final_response"]),
-                                (child, CHILD_TASK, "sandboxed recursive language models")):  # fmt: skip
+                                (child, CHILD_TASK, "sandboxed recursive language models")):
         shown = ui[agent["context"]["span_id"]]
         assert shown["spanKind"] == "agent"
         assert shown["input"] == {"value": task, "mimeType": "text"}
@@ -188,7 +188,7 @@ def test_a_run_tree_in_phoenix(rlm_cli, rlm_script, monkeypatch, phoenix):
         assert shown["tokenCountTotal"] == prompt + completion
     # every model call of the trajectory is one LLM span with its token counts
     tokens = Counter((s["attributes"]["gen_ai.usage.input_tokens"], s["attributes"]["gen_ai.usage.output_tokens"])
-                     for s in llms)  # fmt: skip
+                     for s in llms)
     assert tokens == Counter((e.data["input_tokens"], e.data["output_tokens"]) for e in calls)
     # a root turn after a code step shows the step's output as the last message before the reply
     first, second = (s for s in turns if s["attributes"]["rlm.run_id"] == run["run_id"])
@@ -201,12 +201,12 @@ def test_a_run_tree_in_phoenix(rlm_cli, rlm_script, monkeypatch, phoenix):
     usage = run["usage"]
     total = sum(u["input_tokens"] + u["output_tokens"] for u in usage.values() if isinstance(u, dict))
     assert ui[root["context"]["span_id"]]["cumulativeTokenCountTotal"] == total == sum(
-        ui[s["context"]["span_id"]]["tokenCountTotal"] for s in llms)  # fmt: skip
+        ui[s["context"]["span_id"]]["tokenCountTotal"] for s in llms)
 
     # the TOOL spans: each code step's code and output
     tools = {s["attributes"]["rlm.run_id"]: s for s in spans if s["span_kind"] == "TOOL"}
     expected = {run["run_id"]: (ROOT[0], f"{len(CONTEXT.split())} technical sandboxed recursive language models\n"),
-                child_id: (ROOT[1], CONTEXT[:24] + "\n")}  # fmt: skip
+                child_id: (ROOT[1], CONTEXT[:24] + "\n")}
     for run_id, (reply, output) in expected.items():
         span = tools[run_id]
         code = _code(reply)
@@ -228,7 +228,7 @@ def test_a_failed_sub_call_is_an_error_span_in_a_finished_run(rlm_cli, rlm_scrip
     root = ["```repl\ntry:\n    kind = llm_query('Classify: ' + context)\nexcept Exception as exc:\n"
             "    kind = 'unknown'\n    print('the sub-model failed:', exc)\n```", "FINAL_VAR('kind')"]
     code, run, events, models = _run(rlm_cli, rlm_script, monkeypatch, phoenix, project, root,
-                                     [{"match": "Classify", "error": "rate limited, try later"}])  # fmt: skip
+                                     [{"match": "Classify", "error": "rate limited, try later"}])
     assert code == 0 and run["final_response"] == "unknown", run
     trace_id = trace_id_for(run["run_id"])
     spans = wait_for_trace(phoenix, project, trace_id, 5)  # agent, 2 turns, 1 step, 1 failed sub-call
@@ -289,7 +289,7 @@ def test_the_same_tree_over_otlp_grpc(rlm_cli, rlm_script, monkeypatch, phoenix)
     """Phoenix's OTLP/gRPC port takes the ``otlp-grpc`` exporter's spans: the same tree, kinds and contents."""
     project = "rlm-grpc"
     code, run, events, models = _run(rlm_cli, rlm_script, monkeypatch, phoenix, project, ROOT, SUB_RULES,
-                                     "--max-depth", "1", grpc=True)  # fmt: skip
+                                     "--max-depth", "1", grpc=True)
     assert code == 0 and run["final_response"] == "sandboxed recursive language models"
     trace_id = trace_id_for(run["run_id"])
     spans = wait_for_trace(phoenix, project, trace_id, 9)

@@ -29,7 +29,7 @@ def test_abort_a_run_elsewhere_and_one_started_here(rlm_isolated):
 
     async def body(pilot):
         await wait_for(pilot, lambda: [r for r in app.workspace.active() if r.status == "active"],
-                       what="the other run to register")  # fmt: skip
+                       what="the other run to register")
         run_id = app.workspace.active()[0].run_id
         await pilot.press("f3")  # follow the run of the other thread, live
         view = app.query_one("RunView")
@@ -48,7 +48,7 @@ def test_abort_a_run_elsewhere_and_one_started_here(rlm_isolated):
         app.execute("/sandbox monty")
         app.execute(f'/rlm run "a slow task here" model={model} steps=30')
         await wait_for(pilot, lambda: app.view == "run" and app.query_one("RunView").index is not None,
-                       what="the TUI's run to start")  # fmt: skip
+                       what="the TUI's run to start")
         await wait_for(pilot, lambda: view.index.live.steps >= 1, what="a first step")
         assert "▶" in str(app.query_one("#in-progress").render())  # the call in progress
         await pilot.press("ctrl+x")
@@ -57,7 +57,7 @@ def test_abort_a_run_elsewhere_and_one_started_here(rlm_isolated):
         await pilot.pause(0.3)
         assert "cancelled" in str(app.query_one("#in-progress").render())
         await wait_for(pilot, lambda: not [r for r in app.workspace.active() if r.status == "active"],
-                       what="the registry to empty")  # fmt: skip
+                       what="the registry to empty")
         app.execute("/rlm abort all")
         assert app.last_message == "asked 0 run(s) to stop"
 
@@ -73,7 +73,7 @@ def test_leaving_the_app_cancels_its_own_runs_so_they_end_cancelled_not_dead(rlm
     finished: list = []
     app.workspace.start_run("a slow task", None, {"model": model, "sandbox": "monty", "max_steps": "30"},
                             lambda run_id, path: None,
-                            lambda result, error: finished.append((result, error)))  # fmt: skip
+                            lambda result, error: finished.append((result, error)))
     wait_until = time.monotonic() + 20
     while not app.workspace.active() and time.monotonic() < wait_until:
         time.sleep(0.05)

@@ -85,7 +85,7 @@ def test_a_steps_candidates_show_beside_the_kept_one(tmp_path):
     home = tmp_path / ".rlm"
     run_id = "run_20261116_000000_000000_brch"
     write_run(home, run_id, [{"code": "print(1)"}, {"code": "x = 6 * 7", "stdout": "42\n", "branches": CANDIDATES},
-                             {"code": "FINAL(x)", "final": True}])  # fmt: skip
+                             {"code": "FINAL(x)", "final": True}])
     app = make_app(home)
 
     async def body(pilot):
@@ -127,7 +127,7 @@ def test_bad_input_is_one_message(tmp_path):
                            ('/rlm run "x" max_steps=many', "invalid run option: max_steps="),
                            ('/rlm run "x" labels=nokey', "labels=nokey: "), ("/connect nowhere model", "nowhere"),
                            ("/rlm abort", "open a run to abort it"),
-                           ("/rlm abort nothing", "no active run")]:  # fmt: skip
+                           ("/rlm abort nothing", "no active run")]:
             await pilot.press("slash")
             app.query_one("#command").value = line
             await pilot.press("enter")
@@ -333,7 +333,7 @@ def test_the_seeds_rlm_doctor_and_harness_run(rlm_isolated):
         assert "rlm plugins doctor" in app.last_message
         app.execute(f'/harness run "Is there anything to do?" workdir=shop sandbox=process model={model}')
         await wait_for(pilot, lambda: "harness" in str(app.query_one("RunView").run_id or "") or "final" in
-                       app.last_message or "failed" in app.last_message, what="the harness run")  # fmt: skip
+                       app.last_message or "failed" in app.last_message, what="the harness run")
         await wait_for(pilot, lambda: ": final" in app.last_message or "failed" in app.last_message, what="its end")
         assert ": final · nothing to do" in app.last_message, app.last_message
 

@@ -25,7 +25,7 @@ def test_a_write_waits_for_the_person_in_a_modal_then_goes_ahead_or_not(rlm_isol
     project.mkdir()
     writes = [{"action": "write_file", "path": "a.py", "content": "x = 1\n\x1b[2J"},
               {"action": "write_file", "path": "b.py", "content": "y = 2\n"},
-              {"action": "final", "final_response": "done"}]  # fmt: skip
+              {"action": "final", "final_response": "done"}]
     script = rlm_isolated.work / "writes.json"
     script.write_text(json.dumps({"responses": [json.dumps(w) for w in writes]}))
     app = make_app(rlm_isolated.runs)
@@ -35,7 +35,7 @@ def test_a_write_waits_for_the_person_in_a_modal_then_goes_ahead_or_not(rlm_isol
         app.workspace.start_run("write two files", None, {
             "model": f"scripted:{script}", "environment": "dspy", "workdir": str(project), "sandbox": "process",
             "approve": "ask", "max_steps": "3"}, lambda run_id, path: None,
-            lambda result, error: finished.append((result, error)))  # fmt: skip
+            lambda result, error: finished.append((result, error)))
         await wait_for(pilot, lambda: "a.py" in shown_text(app), what="the first question")
         shown = shown_text(app)
         assert "write_file wants to write" in shown and "a.py" in shown and "x = 1" in shown
@@ -50,7 +50,7 @@ def test_a_write_waits_for_the_person_in_a_modal_then_goes_ahead_or_not(rlm_isol
     assert error is None and result.final_response == "done"
     assert (project / "a.py").exists() and not (project / "b.py").exists()
     steps = [json.loads(line)["data"] for line in open(result.trajectory_path)
-             if json.loads(line)["type"] == "step"]  # fmt: skip
+             if json.loads(line)["type"] == "step"]
     assert "refused" not in steps[0]["observation"] and steps[1]["observation"]["refused"]
     assert "refused by the user" in steps[1]["observation"]["error"]
 
@@ -96,7 +96,7 @@ def test_a_command_below_sixty_blank_lines_cannot_be_allowed_unseen(rlm_isolated
 
 def test_a_request_that_fits_is_answered_at_once_and_shows_control_characters(rlm_isolated):
     request = ApprovalRequest("write_file", "write", "write_file notes.txt",
-                              {"content": "a\x9b31mb\x9d8;;http://x\x07c\x1b[2J\r" + "w" * 3000})  # fmt: skip
+                              {"content": "a\x9b31mb\x9d8;;http://x\x07c\x1b[2J\r" + "w" * 3000})
     app = make_app(rlm_isolated.runs)
     answers: list = []
 

@@ -23,13 +23,13 @@ def test_run_a_small_preset_and_see_the_leaderboard(rlm_isolated):
         app.execute(f"/rlm bench preset=pure_rlm_smoke limit=2 model=scripted:{script} sandbox=monty")
         view = app.query_one("BenchView")
         await wait_for(pilot, lambda: view.progress is not None and view.progress.finished, seconds=90,
-                       what="the benchmark")  # fmt: skip
+                       what="the benchmark")
         progress = view.progress
         assert progress.error is None, progress.error
         assert (progress.done, progress.total) == (2, 2) and len(progress.lines) == 2
         # the status line is drawn from the app's thread after the progress ends: wait for it, never race it
         await wait_for(pilot, lambda: "done" in str(app.query_one("#bench-status").render()), seconds=30,
-                       what="the status line")  # fmt: skip
+                       what="the status line")
         await wait_for(pilot, lambda: app.query_one("#board").row_count == 1, seconds=60, what="the leaderboard")
         assert "accuracy" in str(app.query_one("#chart").render())
         app.focus_view()
@@ -38,17 +38,17 @@ def test_run_a_small_preset_and_see_the_leaderboard(rlm_isolated):
         assert "avg_reward" in str(app.query_one("#chart").render())
         app.execute("/rlm bench report candidate=latest")
         await wait_for(pilot, lambda: "pure_rlm_smoke" in str(app.query_one("#report").render()), seconds=60,
-                       what="the report")  # fmt: skip
+                       what="the report")
         app.execute("/rlm bench report candidate=nonexistent_bench")
         await wait_for(pilot, lambda: "nonexistent_bench" in app.last_message or "failed" in app.last_message,
-                       seconds=60, what="the report's error")  # fmt: skip
+                       seconds=60, what="the report's error")
 
     drive(app, body)
 
 
 def test_chart_bars_scale_to_the_best():
     lines = chart([{"preset": "p", "model": "a", "accuracy": 1.0}, {"preset": "p", "model": "b", "accuracy": 0.5},
-                   {"preset": "p", "model": "c", "accuracy": None}], "accuracy", width=10)  # fmt: skip
+                   {"preset": "p", "model": "c", "accuracy": None}], "accuracy", width=10)
     assert lines[0].count("█") == 10 and lines[1].count("█") == 5 and lines[2].endswith("—")
     assert chart([{"preset": "p", "model": "a", "accuracy": 0.0}], "accuracy")[0].endswith(" 0")
 
@@ -66,7 +66,7 @@ def test_the_runs_leaderboard_ranks_cycles_its_metric_and_shows_hostile_text_as_
     write_run(home, wrong, [{"code": "b", "reward": 0.9}] * 3, labels={"expected": "4217"}, answer="1234",
               ts=TS0 + 3600)  # accuracy 0, the best reward
     write_run(home, nasty, [{"code": "c", "reward": 0.1}] * 2, task=NASTY, model=f"scripted:{NASTY}",
-              labels={"note": NASTY}, ts=TS0 + 7200)  # fmt: skip
+              labels={"note": NASTY}, ts=TS0 + 7200)
     app = make_app(home)
 
     def order() -> list[str]:
@@ -91,7 +91,7 @@ def test_the_runs_leaderboard_ranks_cycles_its_metric_and_shows_hostile_text_as_
         assert order() == [good, wrong, nasty] and view.run_board["rows"][2]["accuracy"] is None  # none: last
         await pilot.press("m")
         await wait_for(pilot, lambda: "runs ranked by tokens (lower is better)" in chart_text(), seconds=60,
-                       what="tokens")  # fmt: skip
+                       what="tokens")
         assert order() == [nasty, wrong, good]
         assert controls(screen(app)) == []
         await pilot.press("r")  # the benchmarks' board (none saved here), and back
@@ -99,10 +99,10 @@ def test_the_runs_leaderboard_ranks_cycles_its_metric_and_shows_hostile_text_as_
         await wait_for(pilot, lambda: "no benchmark saved yet" in chart_text(), seconds=60, what="benchmarks")
         await pilot.press("r")
         await wait_for(pilot, lambda: "runs ranked by tokens" in chart_text() and app.query_one("#run-board")
-                       .row_count == 3, seconds=60, what="the runs again")  # fmt: skip
+                       .row_count == 3, seconds=60, what="the runs again")
         app.execute("/leaderboard runs metric=steps label=expected")  # filtered as rlm runs list --filter
         await wait_for(pilot, lambda: "label=expected" in chart_text() and app.query_one("#run-board").row_count
-                       == 2, seconds=60, what="the filtered board")  # fmt: skip
+                       == 2, seconds=60, what="the filtered board")
         assert order() == [wrong, good] and "runs ranked by steps (lower is better)" in chart_text()
         await pilot.press("enter")  # opens the run of the row
         assert app.view == "run" and app.query_one("RunView").run_id == wrong

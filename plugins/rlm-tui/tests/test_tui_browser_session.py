@@ -36,7 +36,7 @@ def browser_app(isolated, settings) -> RlmTui:
 def test_a_browser_session_is_refused_what_the_user_did_not_allow(rlm_isolated):
     model = script(rlm_isolated.work / "s.json", ["FINAL(1)"])
     app = browser_app(rlm_isolated, user_settings(rlm_isolated.work, model=model, sandbox="monty", max_steps=5,
-                                                  approve="ask"))  # fmt: skip
+                                                  approve="ask"))
     outside = rlm_isolated.home / "secret.txt"
     outside.write_text("not for the browser")
     threads = threading.active_count()
@@ -57,7 +57,7 @@ def test_a_browser_session_is_refused_what_the_user_did_not_allow(rlm_isolated):
             ("/sandbox process", ["sandbox=process"]),
             ("/connect openai gpt-4o", ["model=openai:gpt-4o"]),
             ("/rlm bench preset=pure_rlm_smoke sandbox=process", ["sandbox=process"]),
-        ]:  # fmt: skip
+        ]:
             app.execute(line)
             await pilot.pause()
             assert "a browser session may not" in app.last_message, (line, app.last_message)
@@ -73,7 +73,7 @@ def test_a_browser_session_runs_what_the_user_allowed(rlm_isolated):
     model = script(rlm_isolated.work / "s.json", ["```repl\nprint(6 * 7)\n```", "FINAL(42)"])
     other = script(rlm_isolated.work / "t.json", ["FINAL(43)"])
     settings = user_settings(rlm_isolated.work, model=model, sandbox="monty", max_steps=5,
-                             allowed_sub_models=[other])  # fmt: skip
+                             allowed_sub_models=[other])
     (rlm_isolated.work / "notes.txt").write_text("inside the working folder")
     app = browser_app(rlm_isolated, settings)
 

@@ -26,11 +26,11 @@ def screen(app) -> str:
 def hostile_home(home) -> None:
     step = {"code": f"print({NASTY!r})", "stdout": NASTY, "error": NASTY}
     tried = {"candidate": 1, "reply": NASTY, "action": NASTY, "code": NASTY, "output": NASTY, "error": NASTY,
-             "score": 0.5, "chosen": True, "tokens": 9}  # fmt: skip
+             "score": 0.5, "chosen": True, "tokens": 9}
     write_run(home, RUN_A, [step, {"code": NASTY, "branches": (tried, {**tried, "candidate": 2, "error": None,
                                                                       "chosen": False})}],
               task=NASTY, model=f"scripted:{NASTY}", finished=False,
-              max_steps=NASTY)  # fmt: skip
+              max_steps=NASTY)
     write_run(home, RUN_B, [{"code": NASTY, "stdout": NASTY}], task=NASTY)
     write_run(home, RUN_C, [{"code": "x"}], task="named with a control character")
 
@@ -76,7 +76,7 @@ def test_every_view_shows_hostile_run_text_as_text(tmp_path):
                              "rows": [{"rank": 1, "run_id": NASTY, "started": NASTY, "status": NASTY, "model": NASTY,
                                        "environment": NASTY, "framework": NASTY, "steps": NASTY, "reward": 0.5,
                                        "accuracy": NASTY, "tokens": NASTY, "cost": NASTY, "seconds": NASTY,
-                                       "task": NASTY, "labels": {NASTY: NASTY}}]})  # fmt: skip
+                                       "task": NASTY, "labels": {NASTY: NASTY}}]})
         await pilot.pause()
         seen["runs leaderboard"] = controls(screen(app))
         assert "[link=https://evil" in screen(app) and "runs ranked by reward" in screen(app).replace("\xa0", " ")

@@ -44,7 +44,7 @@ def test_slash_commands_parse_into_records():
     ('/rlm run "t" steps=', "needs a value"), ("/leaderboard runs metric=speed", "unknown metric 'speed'"),
     ("/leaderboard runs colour=red", "unknown option 'colour=red'"), ("/leaderboard boats", "usage"),
     ("/leaderboard metric=reward", "unknown metric"), ("/leaderboard runs model=", "needs a value"),
-])  # fmt: skip
+])
 def test_bad_command_lines_say_what_is_wrong(line, says):
     with pytest.raises(SlashError, match=says):
         parse(line)
@@ -148,7 +148,7 @@ def test_a_steps_candidates_are_attached_as_the_hosts_replay_attaches_them(tmp_p
 
     path = write_run(tmp_path, "run_branch", [{"code": "print(1)"}, {"code": "x = 6 * 7", "stdout": "42\n",
                                                                      "branches": CANDIDATES},
-                                              {"code": "FINAL(x)", "final": True}])  # fmt: skip
+                                              {"code": "FINAL(x)", "final": True}])
     index = TrajectoryIndex(path)
     index.refresh()
     replay = Replay(RunStore(tmp_path).load(path))

@@ -14,7 +14,7 @@ PRESETS = [{"name": "pure_rlm_smoke", "cases": 3, "source": "rlm-bench", "descri
 BOARD = {"rows": [{"rank": 1, "preset": "pure_rlm_smoke", "model": "openai:gpt-4o-mini", "mode": "native", "cases": 3,
                    "accuracy": 1.0, "avg_reward": 1.4, "tokens": 9000, "cost": 0.0021},
                   {"rank": 2, "preset": "pure_rlm_smoke", "model": "scripted:root", "mode": "native", "cases": 3,
-                   "accuracy": 0.33, "avg_reward": 0.2, "tokens": 4000, "cost": None}]}  # fmt: skip
+                   "accuracy": 0.33, "avg_reward": 0.2, "tokens": 4000, "cost": None}]}
 RUN_BOARD = {"metric": "reward", "higher_is_better": True,
              "statistics": {"count": 3, "mean": 1.3, "median": 1.2, "stdev": 0.9, "min": 0.4, "max": 2.3},
              "rows": [{"rank": i + 1, "run_id": run_id, "started": f"2026-11-16T0{i}:00:00+00:00", "status": "final",
@@ -28,7 +28,7 @@ RUN_BOARD = {"metric": "reward", "higher_is_better": True,
                           (B, "scripted:root", 3, 1.2, 0.0, 2790, 0.0003, 1.8, "What is the magic number?",
                            {"expected": "4217"}),
                           ("run_20261116_020000_000000_cccc", "scripted:root", 2, 0.4, None, 1860, None, 1.2,
-                           "Delegate the search", {})])]}  # fmt: skip
+                           "Delegate the search", {})])]}
 
 
 def test_main_screens(tmp_path, monkeypatch):
@@ -40,7 +40,7 @@ def test_main_screens(tmp_path, monkeypatch):
     app.load_leaderboard = lambda: None
 
     live = write_run(home, "run_20261116_030000_000000_live", [{"code": "print(len(context))", "stdout": "2000\n"}],
-                     ts=TS0 + 10_800, finished=False)  # fmt: skip
+                     ts=TS0 + 10_800, finished=False)
     with live.open("a") as out:  # step 2 under way: its model call sent, no answer yet
         for seq, (kind, data) in enumerate([("step_start", {"step": 2}), ("model_call_start", {
                 "call": 20, "role": "root", "model": "scripted:root", "provider": "scripted", "purpose": "turn"})], 20):

@@ -24,11 +24,11 @@ def test_in_a_real_terminal(tmp_path):
     sample_home(work / ".rlm")
     session = f"rlmtui{os.getpid()}"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "TMUX"))}, "HOME": str(tmp_path),
-           "TERM": "xterm-256color"}  # fmt: skip
+           "TERM": "xterm-256color"}
     socket = ["-S", str(tmp_path / "tmux.sock")]  # a server of its own, not the user's
     tmux_cmd = [tmux, *socket]
     subprocess.run([*tmux_cmd, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", "-c", str(work),
-                    f"{RLM} tui"], check=True, env=env)  # fmt: skip
+                    f"{RLM} tui"], check=True, env=env)
     try:
         screen = wait_screen_cmd(tmux_cmd, session, "F1 help")
         assert "3 of 3 runs" in screen and "final" in screen
@@ -45,7 +45,7 @@ def test_in_a_real_terminal(tmp_path):
         subprocess.run([*tmux_cmd, "send-keys", "-t", session, "C-q"], check=True)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and subprocess.run([*tmux_cmd, "has-session", "-t", session],
-                                                             capture_output=True).returncode == 0:  # fmt: skip
+                                                             capture_output=True).returncode == 0:
             time.sleep(0.2)
         assert subprocess.run([*tmux_cmd, "has-session", "-t", session], capture_output=True).returncode != 0
     finally:
@@ -72,10 +72,10 @@ def test_without_a_terminal_it_exits_2_and_points_at_web(tmp_path, redirect):
     work = tmp_path / "work"
     work.mkdir()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "TMUX"))}, "HOME": str(tmp_path),
-           "TERM": "xterm-256color"}  # fmt: skip
+           "TERM": "xterm-256color"}
     tmux_cmd = [tmux, "-S", str(tmp_path / "tmux.sock")]
     subprocess.run([*tmux_cmd, "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "-c", str(work),
-                    f"timeout 30 {RLM} tui {redirect}; echo $? > rc.txt"], check=True, env=env)  # fmt: skip
+                    f"timeout 30 {RLM} tui {redirect}; echo $? > rc.txt"], check=True, env=env)
     try:
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline and not (work / "rc.txt").is_file():

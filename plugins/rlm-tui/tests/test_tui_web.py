@@ -21,7 +21,7 @@ import pytest
 from support.browser import chromium  # noqa: F401 (the chromium fixture; tests/support)
 from tui_support import sample_home
 from web_support import (Listener, Served, children, free_port, screen_until, served_tui, type_line, wait_port,
-                         ws_status)  # fmt: skip
+                         ws_status)
 
 from rlm_tui.web import app_command, is_loopback
 
@@ -33,7 +33,7 @@ def test_loopback_only_unless_asked():
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")
     command = app_command(Path("/x/rlm.toml"), True, "latest")
     assert command.split()[1:] == ["-P", "-m", "rlm_host", "--config", "/x/rlm.toml", "--trust-config", "tui",
-                                   "--run", "latest", "--browser-session"]  # fmt: skip
+                                   "--run", "latest", "--browser-session"]
 
 
 def cloned_project(work: Path) -> list[Path]:
@@ -177,7 +177,7 @@ def test_the_served_app_reaches_a_browser(chromium, tmp_path):  # noqa: F811
         browser = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                                     f"--remote-debugging-port={devtools}", f"--user-data-dir={tmp_path / 'profile'}",
                                     "--window-size=1200,800", "about:blank"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(devtools, browser)
             text = asyncio.run(page_terminal_text(devtools, served.url, "F1 help"))

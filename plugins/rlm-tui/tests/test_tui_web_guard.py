@@ -77,7 +77,7 @@ def test_strangers_get_403_and_start_nothing(tmp_path):
                                            ("static file", "/static/js/textual.js", {}),
                                            ("rebound Host", f"/?token={TOKEN}", {"Host": f"evil.example:{port}"}),
                                            ("other port", f"/?token={TOKEN}", {"Host": f"127.0.0.1:{port + 1}"}),
-                                           ("no port", f"/?token={TOKEN}", {"Host": "127.0.0.1"})]:  # fmt: skip
+                                           ("no port", f"/?token={TOKEN}", {"Host": "127.0.0.1"})]:
                     async with stranger.get(f"{guard.origin}{url}", headers=headers, allow_redirects=False) as reply:
                         found[name] = reply.status
                 found["websocket, no cookie"] = await ws_status(stranger, ws, origin=guard.origin)
@@ -137,7 +137,7 @@ def test_serve_prints_the_token_url_and_refuses_every_interface(monkeypatch, cap
 
     served = []
     monkeypatch.setattr(tui_web, "guarded_server", lambda command, guard: served.append((command, guard)) or
-                        type("Quiet", (), {"serve": lambda self: None})())  # fmt: skip
+                        type("Quiet", (), {"serve": lambda self: None})())
     tui_web.serve(None, 9000)
     command, guard = served[-1]
     err = capsys.readouterr().err
@@ -162,7 +162,7 @@ def test_the_app_command_never_imports_from_the_working_folder(tmp_path):
     (tmp_path / "rlm_host.py").write_text(f"open({str(mark)!r}, 'w').write('ran')\n")
     command = tui_web.app_command(None, False, None) + " --help"
     done = subprocess.run([shutil.which("sh") or "/bin/sh", "-c", command], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+                          text=True, timeout=120)
     assert not mark.exists()
     assert done.returncode == 0 and "--browser-session" not in done.stdout, done.stderr  # the hidden flag
     assert "Browse saved runs" in done.stdout  # the installed rlm (editable installs too) answered

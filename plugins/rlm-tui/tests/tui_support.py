@@ -14,20 +14,20 @@ TS0 = 1_795_000_000.0  # 2026-11-16, fixed so snapshots do not move
 
 
 def event(kind: str, run_id: str, seq: int, data: dict[str, Any], *, ts: float, root: Optional[str] = None,
-          parent: Optional[str] = None, depth: int = 0, operation: Optional[str] = None) -> dict[str, Any]:  # fmt: skip
+          parent: Optional[str] = None, depth: int = 0, operation: Optional[str] = None) -> dict[str, Any]:
     return {"type": kind, "operation": operation, "run_id": run_id, "root_run_id": root or run_id,
-            "parent_run_id": parent, "depth": depth, "seq": seq, "ts": ts, "data": data}  # fmt: skip
+            "parent_run_id": parent, "depth": depth, "seq": seq, "ts": ts, "data": data}
 
 
 def step_events(run_id: str, number: int, *, code: str, stdout: str = "", error: Optional[str] = None,
                 reward: float = 0.1, cumulative: float = 0.0, ts: float = TS0, sub_call: bool = False,
                 final: bool = False,
-                branches: tuple[dict[str, Any], ...] = ()) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
+                branches: tuple[dict[str, Any], ...] = ()) -> list[tuple[str, dict[str, Any]]]:
     """The live and recorded events of one native step (types and data as the host writes them); ``branches``: the
     candidates it tried (``--branch-width``), each a ``branch`` event's data, written before the step."""
     usage = {"root": {"calls": 1, "input_tokens": 900 + number, "output_tokens": 30, "cost": 0.0001,
                       "unpriced_calls": 0}, "sub": {"calls": 0, "input_tokens": 0, "output_tokens": 0,
-                                                    "cost": None, "unpriced_calls": 0}}  # fmt: skip
+                                                    "cost": None, "unpriced_calls": 0}}
     out: list[tuple[str, dict[str, Any]]] = [
         ("step_start", {"step": number}),
         ("model_call_start", {"call": number * 10, "role": "root", "model": "scripted:root", "provider": "scripted",
@@ -35,7 +35,7 @@ def step_events(run_id: str, number: int, *, code: str, stdout: str = "", error:
         ("model_call_end", {"call": number * 10, "role": "root", "model": "scripted:root", "provider": "scripted",
                             "purpose": "turn", "input_tokens": 900 + number, "output_tokens": 30, "cost": 0.0001,
                             "seconds": 0.5}),
-    ]  # fmt: skip
+    ]
     if not final:
         out.append(("code_start", {"call": number * 10 + 1, "step": number, "block": 1, "code": code}))
         if sub_call:
@@ -43,23 +43,23 @@ def step_events(run_id: str, number: int, *, code: str, stdout: str = "", error:
                                      "prompt": "Extract the number", "prompt_hash": "abc", "response": "4217",
                                      "usage": {"input_tokens": 15, "output_tokens": 1}, "seconds": 0.2}))
         out.append(("code_end", {"call": number * 10 + 1, "step": number, "block": 1, "ok": error is None,
-                                 "seconds": 0.01, "error": error, "final": False}))  # fmt: skip
+                                 "seconds": 0.01, "error": error, "final": False}))
     out += [("branch", {"step": number, **tried}) for tried in branches]
     block = {"code": code, "stdout": stdout, "duration_s": 0.01, **({"error": error} if error else {})}
     observation = ({"blocks": [], "success": True, "final_source": "text"} if final else
                    {"blocks": [block], "success": error is None,
-                    "variables": [{"name": "answer", "type": "str", "size": 4, "repr": "'4217'"}]})  # fmt: skip
+                    "variables": [{"name": "answer", "type": "str", "size": 4, "repr": "'4217'"}]})
     out.append(("step", {"step": number, "action": "final" if final else "run_code", "code": None if final else code,
                          "reply": f"```repl\n{code}\n```" if not final else code, "observation": observation,
                          "reward": reward, "cumulative_reward": cumulative, "usage": usage, "model_seconds": 0.5,
-                         "duration_s": 0.6}))  # fmt: skip
+                         "duration_s": 0.6}))
     return out
 
 
 def write_run(home: Path, run_id: str, steps: list[dict[str, Any]], *, task: str = "What is the magic number?",
               finished: bool = True, ts: float = TS0, model: str = "scripted:root", max_steps: int = 10,
               reason: str = "final", child: Optional[str] = None, labels: Optional[dict[str, str]] = None,
-              answer: str = "4217") -> Path:  # fmt: skip
+              answer: str = "4217") -> Path:
     """A trajectory file under ``home/runs`` with ``steps`` (``step_events`` keyword arguments), fixed times;
     ``labels`` are the run's (``[run] labels``), ``answer`` its final response."""
     path = home / "runs" / f"{run_id}.jsonl"
@@ -86,7 +86,7 @@ def write_run(home: Path, run_id: str, steps: list[dict[str, Any]], *, task: str
             for kind, data in step_events(child, 1, code="FINAL('x')", final=True):
                 add(kind, data, run=child, parent=run_id, depth=1)
             add("final", {"run_id": child, "completed": True, "final_response": "x", "termination_reason": "final",
-                          "steps": 1}, run=child, parent=run_id, depth=1)  # fmt: skip
+                          "steps": 1}, run=child, parent=run_id, depth=1)
             add("child_run_end", {"child_run_id": child, "completed": True, "termination_reason": "final"})
         for kind, data in step_events(run_id, number, cumulative=round(cumulative, 4), **spec):
             add(kind, data)
@@ -100,7 +100,7 @@ def write_run(home: Path, run_id: str, steps: list[dict[str, Any]], *, task: str
                                 "sub": {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None,
                                         "unpriced_calls": 0}},
                       "cost": 0.0001 * len(steps), "cost_complete": True, "duration_s": 0.6 * len(steps),
-                      "termination_reason": reason, "trajectory_path": str(path)})  # fmt: skip
+                      "termination_reason": reason, "trajectory_path": str(path)})
     path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))  # as the host writes
     return path
 
@@ -110,7 +110,7 @@ def sample_home(home: Path) -> dict[str, Path]:
     a = [{"code": "print(len(context))", "stdout": "2000\n"},
          {"code": "x = 1/0", "error": "ZeroDivisionError: division by zero", "reward": -0.2},
          {"code": "answer = llm_query('Extract the number')", "sub_call": True, "stdout": "4217\n"},
-         {"code": "FINAL(4217)", "final": True, "reward": 1.0}]  # fmt: skip
+         {"code": "FINAL(4217)", "final": True, "reward": 1.0}]
     b = [a[0], {"code": "answer = context.split()[-1]", "stdout": ""}, a[3]]
     return {"a": write_run(home, "run_20261116_000000_000000_aaaa", a),
             "b": write_run(home, "run_20261116_010000_000000_bbbb", b, ts=TS0 + 3600),
@@ -125,7 +125,7 @@ CANDIDATES = ({"candidate": 1, "reply": "```repl\nx = 1/0\n```", "action": "run_
               {"candidate": 2, "reply": "```repl\nx = 6 * 7\n```", "action": "run_code", "code": "x = 6 * 7",
                "output": "42\n", "error": None, "score": 0.8, "chosen": True, "tokens": 41},
               {"candidate": 3, "reply": "FINAL(41)", "action": "final", "code": None, "output": "", "error": None,
-               "score": 0.0, "chosen": False, "tokens": 12})  # fmt: skip
+               "score": 0.0, "chosen": False, "tokens": 12})
 
 
 def drive(app: Any, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:
@@ -174,7 +174,7 @@ def check_snapshot(app: Any, name: str) -> None:
     if svg != expected:
         text_now, text_then = svg_text(svg), svg_text(expected)
         raise AssertionError(f"screen {name} changed (RLM_UPDATE_SNAPSHOTS=1 to accept):\n--- committed\n{text_then}"
-                             f"\n--- now\n{text_now}")  # fmt: skip
+                             f"\n--- now\n{text_now}")
 
 
 async def settled(pilot: Any, app: Any, seconds: float = 5.0) -> None:

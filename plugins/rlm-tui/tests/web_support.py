@@ -79,7 +79,7 @@ def served_tui(work: Path, home: Path, **env: str) -> Iterator[Served]:
     port = free_port()
     environ = {**{k: v for k, v in os.environ.items() if not k.startswith("RLM_")}, "HOME": str(home), **env}
     process = subprocess.Popen([RLM, "tui", "--web", "--port", str(port)], cwd=work, env=environ, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines: list[str] = []
     printed = threading.Event()
 

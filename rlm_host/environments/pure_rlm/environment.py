@@ -76,12 +76,12 @@ class PureRLMEnvironment:
         system = prompts.SYSTEM_PROMPT.format(
             files_help=prompts.FILES_HELP if len(document_names(self.ctx.context)) > 1 else "",
             max_steps=self.ctx.max_steps, max_llm_calls=self.ctx.budget.max_llm_calls,
-            python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "")  # fmt: skip
+            python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "")
         extra = [part for part in (tools_prompt(self.ctx.tools), self.ctx.output and self.ctx.output.prompt()) if part]
         system = with_instructions("\n\n".join([system, *extra]), self.ctx.instructions)
         opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
-                               count=lambda text: count_tokens(text, self.ctx.root))  # fmt: skip
+                               count=lambda text: count_tokens(text, self.ctx.root))
 
     def _new_session(self) -> tuple[SandboxSession, SubCalls]:
         """A started session with the REPL's functions and the context bound, and those functions (the helpers
@@ -115,7 +115,7 @@ class PureRLMEnvironment:
         if take_cells is None:
             fresh.shutdown()
             raise SandboxError(f"the {fresh.info.name} sandbox cannot copy a REPL: --branch-width needs one that "
-                               "keeps its cells (the built-in process runtime, Monty, Docker)")  # fmt: skip
+                               "keeps its cells (the built-in process runtime, Monty, Docker)")
         lost = take_cells(self.session)
         saved = (self.session, self.history, self.nudged)
         self.session, self.history = fresh, copying.deepcopy(self.history)
@@ -144,7 +144,7 @@ class PureRLMEnvironment:
         if self.settings.compaction and self.history.needs_compaction(window, self.settings.compaction_threshold):
             before, after = self.history.compact(self._summarise, self.settings.keep_last_turns, window)
             self.ctx.scope.emit("compaction", {"step": step, "turns_before": before, "turns_after": after,
-                                               "summary": self.history.summary})  # fmt: skip
+                                               "summary": self.history.summary})
         return self.history.messages()
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
@@ -191,14 +191,14 @@ class PureRLMEnvironment:
         if rejected is not None:
             observation["final_rejected"] = rejected
             self.history.add_turn(text, f"Your final answer does not match the required type, so the run goes on:\n"
-                                        f"{rejected}\nFix it and give the final answer again.")  # fmt: skip
+                                        f"{rejected}\nFix it and give the final answer again.")
             return ActionResult(action="final_rejected", observation=observation, code=code,
-                                reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
+                                reward=-self.ctx.rewards.no_action_penalty)
         if final is not None:
             observation["final_source"] = source
             self.history.add_turn(text, "Final answer received.")
             return ActionResult(action="final", observation=observation, reward=self.ctx.rewards.final_reward,
-                                done=True, final_response=answer_text(final), code=code)  # fmt: skip
+                                done=True, final_response=answer_text(final), code=code)
         if not results and not notes:
             self.history.add_turn(text, prompts.NO_CODE)
             return ActionResult(action="no_code", observation=observation, reward=-self.ctx.rewards.no_action_penalty)
@@ -229,7 +229,7 @@ class PureRLMEnvironment:
                          ran_code: bool) -> tuple[Optional[FinalSignal], Optional[str]]:
         assert self.session is not None
         if kind == "direct" and step == 1 and not ran_code and not self.nudged and self.ctx.nudge_first_answer \
-                and self.ctx.context is not None:  # fmt: skip
+                and self.ctx.context is not None:
             self.nudged = True
             return None, prompts.NUDGE_FIRST_ANSWER
         if kind == "variable":
@@ -237,7 +237,7 @@ class PureRLMEnvironment:
                 return FinalSignal(kind="variable", var=argument, value=self.session.get_variable(argument)), None
             except KeyError:
                 return None, (f"FINAL_VAR({argument}) failed: there is no variable named {argument!r} in the REPL. "
-                              "Create it with code first (SHOW_VARS() lists your variables).")  # fmt: skip
+                              "Create it with code first (SHOW_VARS() lists your variables).")
         return FinalSignal(kind="direct", value=argument), None
 
     def _window(self) -> int:
@@ -249,12 +249,12 @@ class PureRLMEnvironment:
         limit = max(200, min(self.settings.max_output_chars, self._window() * CHARS_PER_TOKEN // 10))
         parts = [f"[block {index}] output:\n{truncate(result.stdout, limit) if result.stdout else '(nothing printed)'}"]
         parts += [f"[block {index}] {key}:\n{truncate(value, limit // 2)}" for key in ("stderr", "error")
-                  if (value := getattr(result, key))]  # fmt: skip
+                  if (value := getattr(result, key))]
         return "\n".join(parts)
 
     def _summarise(self, messages: list[Message]) -> str:
         completion = self.ctx.root.complete(messages + [{"role": "user", "content": prompts.COMPACTION_PROMPT}],
-                                            purpose="compaction")  # fmt: skip
+                                            purpose="compaction")
         return (completion.text or "").strip() or "(the model returned no summary)"
 
     def _model_for(self, model: Optional[str]):

@@ -43,10 +43,10 @@ class History:
         messages = self.messages()
         share = max(200, max_tokens * CHARS_PER_TOKEN // len(messages))
         return [m if len(m["content"]) <= share else {**m, "content": m["content"][: share // 2] + "\n…\n"
-                                                       + m["content"][-share // 2:]} for m in messages]  # fmt: skip
+                                                       + m["content"][-share // 2:]} for m in messages]
 
     def compact(self, summarise: Callable[[list[Message]], str], keep_last_turns: int,
-                context_window: int = 1 << 30) -> tuple[int, int]:  # fmt: skip
+                context_window: int = 1 << 30) -> tuple[int, int]:
         """Replace older turns with a summary, keeping the last ``keep_last_turns`` (always folding at least one);
         returns (turns before, turns after)."""
         before = len(self.turns)

@@ -72,12 +72,12 @@ class LinesEnvironment:
         fenced = _FENCE.search(text)
         if text.startswith("ANSWER:"):
             return ActionResult(action="final", done=True, final_response=text.removeprefix("ANSWER:").strip(),
-                                reward=self.ctx.rewards.final_reward)  # fmt: skip
+                                reward=self.ctx.rewards.final_reward)
         if text.startswith("RUN:") or fenced:
             return self._run(fenced.group(1) if fenced else text.removeprefix("RUN:").strip())
         self.last = "(no RUN: or ANSWER: line in your reply)"
         return ActionResult(action="no_action", observation={"error": reply.raw.get("malformed") or self.last},
-                            reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
+                            reward=-self.ctx.rewards.no_action_penalty)
 
     def _run(self, code: str) -> ActionResult:
         timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
@@ -86,7 +86,7 @@ class LinesEnvironment:
         self.last = truncate(output.strip() or "(no output)", self.settings.max_output_chars)
         block = {"code": code, "stdout": truncate(result.stdout, self.settings.max_output_chars), "error": result.error}
         return ActionResult(action="run_code", code=code, observation={"success": result.ok, "blocks": [block]},
-                            reward=self.ctx.rewards.code_step(ok=result.ok, stderr=bool(result.stderr)))  # fmt: skip
+                            reward=self.ctx.rewards.code_step(ok=result.ok, stderr=bool(result.stderr)))
 
     def synthesize(self) -> Optional[str]:
         """Steps ran out: one more root call for the best answer so far."""

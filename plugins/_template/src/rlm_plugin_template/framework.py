@@ -29,7 +29,7 @@ class AgentSettings(FrameworkRewards):
     model_config = ConfigDict(extra="forbid")
 
     instructions: str = Field("Look at `context` with run_code before you answer.",
-                              description="what the agent is told besides the tool protocol")  # fmt: skip
+                              description="what the agent is told besides the tool protocol")
 
 
 class RootModel:
@@ -54,7 +54,7 @@ class TinyAgentFramework:
         from rlm_plugin_template.tiny_agent import TinyAgent  # the framework: imported when a run uses it
 
         agent = TinyAgent(RootModel(self.ctx), {"run_code": self._run_code}, self.settings.instructions,
-                          on_event=self._on_event)  # fmt: skip
+                          on_event=self._on_event)
         meta = self.ctx.context_meta
         task = f"{self.ctx.task}\n(`context` is a {meta.get('type')} of {meta.get('total_chars', 0):,} characters.)"
         try:
@@ -74,7 +74,7 @@ class TinyAgentFramework:
         """One framework event, one step of the run, recorded now (``reward_for``: this framework's settings)."""
         if kind == "tool_call":
             self.ctx.step("tool_call", {"tool": data["tool"]}, self.ctx.reward_for("tool_call"), code=data["input"],
-                          reply=data["reply"])  # fmt: skip
+                          reply=data["reply"])
         elif kind == "tool_result":
             block = {"code": self.code, "stdout": data["output"]}  # `blocks`: what `rlm run` shows of a step
             self.ctx.step("tool_result", {"blocks": [block]}, self.ctx.reward_for("tool_result", self.code_ok))

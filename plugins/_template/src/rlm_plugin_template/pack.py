@@ -22,7 +22,7 @@ LOG = "\n".join([
     "2026-03-04 pump P-2 inspected, pressure 3.8 bar",
     "2026-03-09 valve V-7 inspected, no leak",
     "2026-03-11 pump P-1 seal replaced",
-])  # fmt: skip
+])
 
 DEFAULT_CASES: list[dict[str, Any]] = [
     {"id": "log_valve", "question": "Which valve was replaced, and on what date?", "answer": "V-7",
@@ -31,7 +31,7 @@ DEFAULT_CASES: list[dict[str, Any]] = [
      "scorer": "numeric"},
     {"id": "log_pressure", "question": "What pressure did pump P-2 read, in bar?", "answer": 3.8,
      "scorer": "numeric"},
-]  # fmt: skip
+]
 
 
 class QaPackSettings(BaseModel):
@@ -64,7 +64,7 @@ def create(settings: Optional[QaPackSettings], services: HostServices) -> list[d
         if missing:
             raise ConfigError(f"case {number} has no {', '.join(missing)}")
         case = {"case_id": str(record["id"]), "task": record["question"], "expected": record["answer"],
-                "context": {"kind": "inline", "value": record.get("context", "")}}  # fmt: skip
+                "context": {"kind": "inline", "value": record.get("context", "")}}
         if "scorer" in record:
             case["scorer"] = record["scorer"]
         cases.append(case)

@@ -25,7 +25,7 @@ from rlm_host import ModelError, ProviderServices
 from rlm_host.sdk.models import (
     Completion, Failure, MalformedBody, Message, ModelOptions, ReplyFormat, RetryingConnector, context_window_of,
     is_retryable_status, retry_after_of, status_text, token_count,
-)  # fmt: skip
+)
 
 NAME = "plugin-template-ollama"
 DEFAULT_BASE_URL = "https://ollama.com"
@@ -73,14 +73,14 @@ class OllamaConnector(RetryingConnector):
         env = self._configure(
             NAME, model, options, settings, settings_type=OllamaSettings, context_window=None,
             retry_policy=None, on_retry=None, base_url_env="", default_base_url=DEFAULT_BASE_URL, environ=None,
-        )  # fmt: skip
+        )
         self.context_window = self.settings.context_window or context_window_of(model, CONTEXT_WINDOWS)
         self.key_env = self.settings.api_key_env
         key = self.options.api_key or env.get(self.key_env)
         if not key and self._custom_base_url is None:  # the hosted API needs a key; a server given by URL may not
             raise ModelError(f"no API key for {NAME}: set {self.key_env} or pass --base-url",
                              hint=f"export {self.key_env}=… (an ollama.com key), "
-                                  "or --base-url http://127.0.0.1:11434")  # fmt: skip
+                                  "or --base-url http://127.0.0.1:11434")
         self._api_key = key or PLACEHOLDER_KEY
 
     # -- the HTTP client: built on the first request, shared by connectors with the same arguments -------------
@@ -91,7 +91,7 @@ class OllamaConnector(RetryingConnector):
         import httpx
 
         return httpx.Client(base_url=arguments["base_url"] + "/", timeout=arguments["timeout"],
-                            headers={"Authorization": f"Bearer {arguments['api_key']}"})  # fmt: skip
+                            headers={"Authorization": f"Bearer {arguments['api_key']}"})
 
     # -- one call -----------------------------------------------------------------------------------------------
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
@@ -99,7 +99,7 @@ class OllamaConnector(RetryingConnector):
         if self.options.max_tokens is not None:
             options["num_predict"] = self.options.max_tokens
         return {"model": self.model, "messages": list(messages), "stream": False, "options": options,
-                "keep_alive": self.settings.keep_alive, "timeout": timeout}  # fmt: skip
+                "keep_alive": self.settings.keep_alive, "timeout": timeout}
 
     def constrain(self, request: dict[str, Any], reply_format: ReplyFormat) -> None:
         request["format"] = dict(reply_format.json_schema or {})
@@ -130,7 +130,7 @@ class OllamaConnector(RetryingConnector):
                           input_tokens=token_count(body.get("prompt_eval_count")),
                           output_tokens=token_count(body.get("eval_count")),
                           finish_reason=body.get("done_reason")
-                          if isinstance(body.get("done_reason"), str) else None)  # fmt: skip
+                          if isinstance(body.get("done_reason"), str) else None)
 
     # -- what each failure means: retried or not, and the message the user reads --------------------------------
     def classify(self, exc: BaseException, timeout: float) -> Optional[Failure]:
@@ -143,7 +143,7 @@ class OllamaConnector(RetryingConnector):
             if is_retryable_status(status):
                 return Failure(True, status_text(status), retry_after=retry_after_of(exc))
             return self.final_status_failure(status_text(status), status, exc.detail,
-                                             f"is '{self.model}' pulled? `ollama pull {self.model}`")  # fmt: skip
+                                             f"is '{self.model}' pulled? `ollama pull {self.model}`")
         if isinstance(exc, httpx.TimeoutException):
             return self.timeout_failure(timeout)
         if isinstance(exc, httpx.TransportError):

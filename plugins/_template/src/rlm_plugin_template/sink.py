@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import HostServices, RunEvent, RunResult
 
 COLUMNS = ("run_id", "parent_run_id", "depth", "task", "completed", "termination_reason", "steps", "total_reward",
-           "tokens", "cost", "duration_s")  # fmt: skip
+           "tokens", "cost", "duration_s")
 
 
 class CsvSinkSettings(BaseModel):
@@ -47,7 +47,7 @@ class CsvSink:
         assert isinstance(result, RunResult)
         row = {**{column: getattr(result, column, None) for column in COLUMNS}, "run_id": event.run_id,
                "depth": event.depth, "parent_run_id": event.parent_run_id or "",
-               "tokens": result.usage.total_tokens}  # fmt: skip
+               "tokens": result.usage.total_tokens}
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             new = not self.path.exists()

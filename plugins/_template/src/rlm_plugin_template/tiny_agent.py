@@ -20,7 +20,7 @@ Tools: {tools}"""
 
 class TinyAgent:
     def __init__(self, model: Any, tools: dict[str, Callable[[str], str]], instructions: str = "",
-                 on_event: Optional[Callable[[str, dict[str, Any]], None]] = None) -> None:  # fmt: skip
+                 on_event: Optional[Callable[[str, dict[str, Any]], None]] = None) -> None:
         self.model, self.tools, self.on_event = model, tools, on_event or (lambda kind, data: None)
         self.system = INSTRUCTIONS.format(tools=", ".join(tools)) + ("\n\n" + instructions if instructions else "")
 

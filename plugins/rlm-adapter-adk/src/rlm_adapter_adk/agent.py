@@ -57,12 +57,12 @@ from rlm_host.sdk.context import describe_context
 from rlm_host.sdk.environments import HELPERS_SOURCE, PathRefused, ProjectFiles, document_names
 from rlm_host.sdk.frameworks import (
     FrameworkContext, answer_type_instructions, describe_context_briefly, truncate,
-)  # fmt: skip
+)
 
 ROOT, LOADER, WORKFLOW = "rlm_agent", "context_loader", "rlm_workflow"
 #: Names the user's tools may not take.
 OWN_TOOLS = ("rlm_execute_code", "rlm_load_context", "rlm_query_context", "rlm_list_files", LOADER, WORKFLOW,
-             "transfer_to_agent")  # fmt: skip
+             "transfer_to_agent")
 #: Sub-LM calls listed in ``framework_metadata`` (the count is always whole).
 MAX_LISTED_CALLS = 200
 
@@ -83,9 +83,9 @@ between calls. Call FINAL(answer) in the code to give the final answer.
 Look at the data with code before you answer. When you know the answer, give it as the final answer. You have \
 {max_steps} turns (replies) in all."""
 LOADER_HELP = ("\n- context_loader(request): a helper agent that lists the project folder and loads the files your "
-               "request describes into the REPL.")  # fmt: skip
+               "request describes into the REPL.")
 WORKFLOW_HELP = ("\n\nYou may also hand the whole task to the agent rlm_workflow (transfer_to_agent): the RLM loop, "
-                 "which writes ```repl code, runs it and ends with FINAL; its answer is the final answer.")  # fmt: skip
+                 "which writes ```repl code, runs it and ends with FINAL; its answer is the final answer.")
 LOADER_INSTRUCTION = """\
 You load data into the Python REPL of an RLM agent, as its request asks. rlm_list_files(folder, depth) lists the \
 files of the project folder; rlm_load_context(path, variable) loads one file into the REPL as `variable` (default \
@@ -104,7 +104,7 @@ DESCRIPTIONS = {
                          "given to it as its context. Returns its answer.",
     "rlm_list_files": "List the files and folders under `folder` of the project folder (default: all of it), down to "
                       "`depth` levels.",
-}  # fmt: skip
+}
 _ERROR_TYPE = re.compile(r"\b([A-Z][A-Za-z]+(?:Error|Exception|Exit|Interrupt))\b")
 
 
@@ -128,7 +128,7 @@ class AdkAgentFramework(AdkFramework):
         self.run_id = ctx.scope.run_id
         self.approvals = ctx.tools.sub_calls.tools.approvals  # the run's ([run] approve, approval_rules)
         self.tool_kinds = {name: "read" for name in ("rlm_execute_code", "rlm_load_context", "rlm_query_context",
-                                                     "rlm_list_files")}  # fmt: skip
+                                                     "rlm_list_files")}
         self.metrics = SessionMetrics()
         self.facts: dict[str, dict[str, Any]] = {}  # what a tool found, by function call id, for the metadata bundle
         self.contexts: list[dict[str, Any]] = []  # ContextMetadata of every load, in order
@@ -142,7 +142,7 @@ class AdkAgentFramework(AdkFramework):
         if self.settings.workflow:
             self.workflow = AdkRlmFramework(AdkRlmSettings(max_output_chars=self.settings.max_output_chars,
                                                            preview_chars=self.settings.preview_chars,
-                                                           instructions=self.settings.instructions), ctx)  # fmt: skip
+                                                           instructions=self.settings.instructions), ctx)
         self.bundles = build_bundles(self.settings.callbacks, self)  # ConfigError (exit 2) for an unknown name
 
     # ------------------------------------------------------------------ the agent tree
@@ -158,11 +158,11 @@ class AdkAgentFramework(AdkFramework):
                 tools=[FunctionTool(tool) for tool in self.loader_tools()],
                 disallow_transfer_to_parent=True, disallow_transfer_to_peers=True,
                 **agent_callbacks(self.bundles),
-            ))  # fmt: skip
+            ))
         if self.workflow is not None:
             sub_agents.append(self.workflow.agent(
                 name=WORKFLOW, description="The RLM loop: writes ```repl code, runs it in the REPL, repeats until "
-                                           "FINAL; answers the task itself"))  # fmt: skip
+                                           "FINAL; answers the task itself"))
         return LlmAgent(
             name=ROOT,
             model=RlmLlm(self.ctx.root),
@@ -197,11 +197,11 @@ class AdkAgentFramework(AdkFramework):
             return await self._execute(code, tool_context)
 
         async def rlm_load_context(path: str, variable: str = "context", *,
-                                   tool_context: ToolContext) -> dict[str, Any]:  # fmt: skip
+                                   tool_context: ToolContext) -> dict[str, Any]:
             return await self._load(path, variable, tool_context)
 
         async def rlm_query_context(query: str, variable: str = "context", *,
-                                    tool_context: ToolContext) -> dict[str, Any]:  # fmt: skip
+                                    tool_context: ToolContext) -> dict[str, Any]:
             return await self._query(query, variable, tool_context)
 
         for function in (rlm_execute_code, rlm_load_context, rlm_query_context):
@@ -213,7 +213,7 @@ class AdkAgentFramework(AdkFramework):
             return await self._list(folder, depth)
 
         async def rlm_load_context(path: str, variable: str = "context", *,
-                                   tool_context: ToolContext) -> dict[str, Any]:  # fmt: skip
+                                   tool_context: ToolContext) -> dict[str, Any]:
             return await self._load(path, variable, tool_context)
 
         for function in (rlm_list_files, rlm_load_context):
@@ -224,7 +224,7 @@ class AdkAgentFramework(AdkFramework):
         """The one line an approval request shows."""
         shown = {"rlm_execute_code": args.get("code"), "rlm_load_context": args.get("path"),
                  "rlm_query_context": args.get("query"),
-                 "rlm_list_files": args.get("folder", ".")}.get(tool)  # fmt: skip
+                 "rlm_list_files": args.get("folder", ".")}.get(tool)
         return f"{tool}: {str(shown if shown is not None else json.dumps(args, default=str))[:200]}"
 
     async def _execute(self, code: str, tool_context: ToolContext) -> dict[str, Any]:
@@ -282,7 +282,7 @@ class AdkAgentFramework(AdkFramework):
         finally:
             if len(self.meter.calls) == first:  # a child run answered (its own calls are its own)
                 self.meter.add(kind="rlm_query", model=getattr(self.ctx.root, "name", None), prompt=query,
-                               response=answer or "", seconds=time.monotonic() - started, error=error)  # fmt: skip
+                               response=answer or "", seconds=time.monotonic() - started, error=error)
         if error is not None:
             self._note(tool_context, {"error_type": "RuntimeError"})
             return {"ok": False, "output": f"error: {error}"}
@@ -325,7 +325,7 @@ class AdkAgentFramework(AdkFramework):
         helpers = {node.name for node in ast.parse(HELPERS_SOURCE).body if isinstance(node, ast.FunctionDef)}
         system = {"FINAL", "FINAL_VAR", "SUBMIT", "SHOW_VARS", "context_names"}
         return (set(dir(builtins)) | set(self.ctx.tools.sub_calls.functions()) | helpers
-                | set(self.ctx.tools.user_tools.names) | system)  # fmt: skip
+                | set(self.ctx.tools.user_tools.names) | system)
 
     def _bind(self, name: str, value: Any) -> None:
         session = self.ctx.tools.session
@@ -361,7 +361,7 @@ class AdkAgentFramework(AdkFramework):
         metadata = {**super()._metadata(), "callbacks": list(self.settings.callbacks)}
         if self._metadata_on:
             metadata.update(session_metrics=self.metrics.to_dict(), contexts=list(self.contexts),
-                            sub_lm_calls=self.meter.calls[:MAX_LISTED_CALLS])  # fmt: skip
+                            sub_lm_calls=self.meter.calls[:MAX_LISTED_CALLS])
         if self._state.get("rlm_iterations"):  # the workflow ran
             metadata["workflow_metrics"] = self._state.get("rlm_metrics")
         return metadata
@@ -395,7 +395,7 @@ def read_confined(files: ProjectFiles, raw: Any, max_bytes: int) -> tuple[str, b
             raise PathRefused(f"{relative} is not a regular file")
         if info.st_size > max_bytes:
             raise PathRefused(f"{relative} is {info.st_size:,} bytes; the limit is {max_bytes:,} "
-                              "([framework.adk-rlm-agent] max_load_bytes)")  # fmt: skip
+                              "([framework.adk-rlm-agent] max_load_bytes)")
         os.set_blocking(fd, True)
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
@@ -408,7 +408,7 @@ def decode(relative: str, data: bytes) -> Any:
     text (a binary file is refused)."""
     if b"\x00" in data[:8192]:
         raise ValueError(f"{relative} is a binary file: only text, .json and .jsonl files are loaded here (pass "
-                         "other formats with --context, where the installed context loaders read them)")  # fmt: skip
+                         "other formats with --context, where the installed context loaders read them)")
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     suffix = Path(relative).suffix.lower()
     try:
@@ -461,7 +461,7 @@ class SubCallMeter:
 
     def add(self, *, kind: Optional[str] = None, model: Optional[str], prompt: str, response: str, seconds: float,
             input_tokens: Optional[int] = None, output_tokens: Optional[int] = None,
-            error: Optional[str] = None) -> None:  # fmt: skip
+            error: Optional[str] = None) -> None:
         batch = self._batch
         kind = kind or self._label or ("llm_query_batched" if batch else "llm_query")
         with self._lock:
@@ -469,7 +469,7 @@ class SubCallMeter:
                                "prompt_length": len(prompt), "response_length": len(response or ""),
                                "latency_ms": round(seconds * 1000, 1), "is_batched": bool(batch),
                                "batch_size": batch or 1, "input_tokens": input_tokens,
-                               "output_tokens": output_tokens, "error": error})  # fmt: skip
+                               "output_tokens": output_tokens, "error": error})
 
 
 class _MeteredRole:
@@ -485,11 +485,11 @@ class _MeteredRole:
             completion = self._role.complete(messages, *args, **kwargs)
         except Exception as exc:
             self._meter.add(model=getattr(self._role, "name", None), prompt=prompt, response="",
-                            seconds=time.monotonic() - started, error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+                            seconds=time.monotonic() - started, error=f"{type(exc).__name__}: {exc}")
             raise
         self._meter.add(model=getattr(self._role, "name", None), prompt=prompt, response=completion.text or "",
                         seconds=time.monotonic() - started, input_tokens=completion.input_tokens,
-                        output_tokens=completion.output_tokens)  # fmt: skip
+                        output_tokens=completion.output_tokens)
         return completion
 
     def __getattr__(self, name: str) -> Any:

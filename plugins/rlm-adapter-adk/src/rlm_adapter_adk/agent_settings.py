@@ -23,16 +23,16 @@ class AdkAgentSettings(AdkSettings):
                     "each tool call), metadata (tool, context and sub-LM metadata into the trajectory), logging "
                     "(each model and tool call logged at info level), or one a program registered "
                     "(rlm_adapter_adk.bundles.register_callback_bundle)",
-    )  # fmt: skip
+    )
     context_root: Optional[Path] = Field(None, description="the folder rlm_load_context reads files from (default: "
                                                            "the working directory); never a home, documents or "
-                                                           "system folder unless --allow-any-workdir")  # fmt: skip
+                                                           "system folder unless --allow-any-workdir")
     max_load_bytes: int = Field(50_000_000, ge=1, description="the largest file rlm_load_context loads, in bytes")
     chunk_chars: int = Field(100_000, ge=100, description="characters of a text's chunk in the context metadata")
     context_loader: bool = Field(True, description="offer the context_loader sub-agent (a single-turn agent that "
-                                                   "lists the folder and loads files)")  # fmt: skip
+                                                   "lists the folder and loads files)")
     workflow: bool = Field(True, description="offer the rlm_workflow sub-agent (the adk-rlm loop) as a transfer "
-                                             "target")  # fmt: skip
+                                             "target")
 
     @field_validator("callbacks")
     @classmethod
@@ -40,7 +40,7 @@ class AdkAgentSettings(AdkSettings):
         names = [name.strip() for name in value]
         if "approvals" not in names:
             raise ValueError("the 'approvals' bundle cannot be left out: the run's approvals hold for every tool "
-                             "(set them with [run] approve and approval_rules)")  # fmt: skip
+                             "(set them with [run] approve and approval_rules)")
         if len(set(names)) != len(names):
             raise ValueError("a callback bundle is named twice")
         return names

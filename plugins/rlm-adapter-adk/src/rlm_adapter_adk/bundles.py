@@ -38,7 +38,7 @@ from rlm_adapter_adk.metadata import SessionMetrics, SubLMCallMetadata, ToolMeta
 KINDS = {"before_agent": "before_agent_callback", "after_agent": "after_agent_callback",
          "before_model": "before_model_callback", "after_model": "after_model_callback",
          "on_model_error": "on_model_error_callback", "before_tool": "before_tool_callback",
-         "after_tool": "after_tool_callback"}  # fmt: skip
+         "after_tool": "after_tool_callback"}
 #: Session state keys the ``metadata`` bundle writes.
 STATE_METRICS, STATE_CONTEXTS, STATE_SUB_CALLS = "rlm_agent_metrics", "rlm_context_metadata", "rlm_sub_lm_calls"
 
@@ -79,7 +79,7 @@ def build_bundles(names: list[str], framework: Any) -> list[CallbackBundle]:
     unknown = [name for name in names if name not in built]
     if unknown:
         raise ConfigError(f"[framework.adk-rlm-agent] callbacks: no callback bundle named {', '.join(unknown)}",
-                          hint=f"the bundles are: {', '.join(callback_bundle_names())}")  # fmt: skip
+                          hint=f"the bundles are: {', '.join(callback_bundle_names())}")
     return [built[name](framework) for name in names]
 
 
@@ -106,7 +106,7 @@ def approvals_bundle(framework: Any) -> CallbackBundle:
             return None
         summary = framework.tool_summary(tool.name, args)
         request = ApprovalRequest(tool.name, kind, summary, {"arguments": dict(args), "agent": tool_context.agent_name},
-                                  run_id=framework.run_id)  # fmt: skip
+                                  run_id=framework.run_id)
         refusal = framework.approvals.check(request)
         if refusal is None:
             return None
@@ -158,7 +158,7 @@ def metadata_bundle(framework: Any) -> CallbackBundle:
                             status="refused" if refused else "error" if failed else "success",
                             latency_ms=round((time.monotonic() - started) * 1000, 1),
                             error_type=facts.get("error_type"), variables_created=facts.get("variables_created", []),
-                            sub_lm_calls=sub_calls, context=facts.get("context"))  # fmt: skip
+                            sub_lm_calls=sub_calls, context=facts.get("context"))
         metrics.tool_calls += 1
         metrics.tool_errors += int(failed and not refused)
         metrics.tools_refused += int(refused)
@@ -182,7 +182,7 @@ def metadata_bundle(framework: Any) -> CallbackBundle:
 
     return CallbackBundle("metadata", before_model=[before_model], after_model=[after_model],
                           on_model_error=[on_model_error], before_tool=[before_tool], after_tool=[after_tool],
-                          after_agent=[after_agent])  # fmt: skip
+                          after_agent=[after_agent])
 
 
 def _call_id(tool_context: Any) -> str:
@@ -200,19 +200,19 @@ def logging_bundle(framework: Any) -> CallbackBundle:
 
     def before_model(callback_context: Any, llm_request: Any) -> None:
         log.info("adk model call: agent %s, run %s, %d contents", callback_context.agent_name, framework.run_id,
-                 len(getattr(llm_request, "contents", None) or []))  # fmt: skip
+                 len(getattr(llm_request, "contents", None) or []))
         return None
 
     def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> None:
         shown = {k: (v if len(str(v)) <= 200 else str(v)[:200] + "…") for k, v in dict(args).items()}
         log.info("adk tool call: agent %s, tool %s, args %r, run %s", tool_context.agent_name, tool.name, shown,
-                 framework.run_id)  # fmt: skip
+                 framework.run_id)
         return None
 
     def after_tool(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
         ok = not (isinstance(tool_response, dict) and (tool_response.get("ok") is False or "error" in tool_response))
         log.info("adk tool result: agent %s, tool %s, ok %s, run %s", tool_context.agent_name, tool.name, ok,
-                 framework.run_id)  # fmt: skip
+                 framework.run_id)
         return None
 
     return CallbackBundle("logging", before_model=[before_model], before_tool=[before_tool], after_tool=[after_tool])

@@ -56,14 +56,14 @@ from rlm_host.sdk.frameworks import (
     AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
     answer_type_instructions, check_tool_names, describe_context_briefly, run_coroutine, tool_error_text,
     tool_result_text, truncate, typed_answer,
-)  # fmt: skip
+)
 
 APP = "rlm"
 #: ADK's loggers that report, with a traceback, the exceptions a run ends with on purpose (StepLimitReached, the
 #: budget's, a model's error: the runner reports them), and a warning for each call of an unknown tool (the run
 #: records it as a retry step). While a run lasts, those records are dropped; any other stays.
 _QUIET_LOGS = ("google_adk.google.adk.runners", "google_adk.google.adk.workflow._node_runner",
-               "google_adk.google.adk.flows.llm_flows.tools._caller")  # fmt: skip
+               "google_adk.google.adk.flows.llm_flows.tools._caller")
 
 
 #: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
@@ -136,7 +136,7 @@ class AdkFramework:
                 if retries >= self.settings.output_retries:
                     hint = f"raise [framework.{self.name}] output_retries, or look at the last replies"
                     raise RlmError(f"{self.name} stopped the run: the reply was not understood ({invalid}), "
-                                   f"{retries} times sent back", hint=hint)  # fmt: skip
+                                   f"{retries} times sent back", hint=hint)
                 retries += 1
                 feedback = f"Your reply was not understood: {invalid}"
                 self._step("retry", {"cause": "invalid_reply", "feedback": feedback}, "retry")
@@ -148,7 +148,7 @@ class AdkFramework:
                 await runner.close()
 
     async def _invocation(self, runner: InMemoryRunner, session_id: str,
-                          message: str) -> tuple[Optional[str], Optional[str]]:  # fmt: skip
+                          message: str) -> tuple[Optional[str], Optional[str]]:
         """One ADK invocation (a user message, then the agent's turns until it answers): (the answer, None), or
         (None, why the last reply was not understood)."""
         content = types.Content(role="user", parts=[types.Part(text=message)])
@@ -170,7 +170,7 @@ class AdkFramework:
     # ------------------------------------------------------------------ steps as events arrive
 
     def _step(self, action: str, observation: dict[str, Any], kind: str, *, ok: bool = True,
-              code: Optional[str] = None, reply: Optional[str] = None) -> None:  # fmt: skip
+              code: Optional[str] = None, reply: Optional[str] = None) -> None:
         """Record one step now (``kind``: its event kind in the reward table); the budget's refusals propagate."""
         self.ctx.step(action, observation, self.ctx.reward_for(kind, ok), code=code, reply=reply)
 
@@ -203,10 +203,10 @@ class AdkFramework:
                 status, output = result_status(value)
                 if status == "retry":  # ADK rejected the call before running it
                     self._step("retry", {"tool": response.name, "cause": "rejected_call",
-                                         "feedback": truncate(output, 2000), **tag}, "retry")  # fmt: skip
+                                         "feedback": truncate(output, 2000), **tag}, "retry")
                     continue
                 observation: dict[str, Any] = {"tool": response.name, "ok": status == "ok",
-                                               "output": truncate(output, 2000), **tag}  # fmt: skip
+                                               "output": truncate(output, 2000), **tag}
                 if value.get("final") is not None:
                     observation["final"] = final = str(value["final"])
                     via = f"FINAL() in {response.name}"
@@ -214,7 +214,7 @@ class AdkFramework:
                     if value.get(key) is not None:
                         observation[key] = value[key]
                 self._step("tool_result" if status == "ok" else "tool_error", observation, "tool_result",
-                           ok=status == "ok")  # fmt: skip
+                           ok=status == "ok")
             if final is not None:  # FINAL() in the code: the run ends here, whatever ADK would do next
                 self._step("final", {"answer": final, "via": via}, "final")
                 return final, None
@@ -263,7 +263,7 @@ class AdkFramework:
             asynchronous=True,  # on a worker thread: ADK awaits a tool on its event loop
             result=lambda value: {"ok": True, "output": truncate(tool_result_text(value), limit)},
             error=lambda exc: {"ok": False, "output": f"error: {tool_error_text(exc)}"},
-        )  # fmt: skip
+        )
 
     async def _run_code(self, code: str) -> dict[str, Any]:
         outcome = await asyncio.to_thread(self.ctx.tools.run_code, code)

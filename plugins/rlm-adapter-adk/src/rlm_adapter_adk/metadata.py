@@ -45,7 +45,7 @@ class ContextMetadata(_Schema):
     chunk_count: int = 0
     chunk_sizes: list[int] = Field(default_factory=list, description=f"the first {MAX_LISTED_CHUNKS} chunks' sizes")
     data_sources: list[str] = Field(default_factory=list, description="where it came from (paths relative to the "
-                                                                      "folder it was loaded from)")  # fmt: skip
+                                                                      "folder it was loaded from)")
     schema_hint: Optional[dict[str, Any]] = Field(None, description="for data: its keys and their value types")
 
     @classmethod
@@ -55,19 +55,19 @@ class ContextMetadata(_Schema):
             count = math.ceil(size / chunk_chars) if size else 0
             sizes = [min(chunk_chars, size - i * chunk_chars) for i in range(min(count, MAX_LISTED_CHUNKS))]
             return cls(variable=variable, context_type="str", total_size_chars=size, chunk_count=count,
-                       chunk_sizes=sizes, data_sources=sources)  # fmt: skip
+                       chunk_sizes=sizes, data_sources=sources)
         if isinstance(value, list):
             sizes = [len(item) if isinstance(item, str) else len(_json(item)) for item in value]
             hint = _hint(value[0]) if value and isinstance(value[0], dict) else None
             return cls(variable=variable, context_type="list", total_size_chars=sum(sizes), chunk_count=len(value),
-                       chunk_sizes=sizes[:MAX_LISTED_CHUNKS], data_sources=sources, schema_hint=hint)  # fmt: skip
+                       chunk_sizes=sizes[:MAX_LISTED_CHUNKS], data_sources=sources, schema_hint=hint)
         if isinstance(value, dict):
             sizes = [len(_json(item)) for item in value.values()]
             return cls(variable=variable, context_type="dict", total_size_chars=len(_json(value)),
                        chunk_count=len(value), chunk_sizes=sizes[:MAX_LISTED_CHUNKS], data_sources=sources,
-                       schema_hint=_hint(value))  # fmt: skip
+                       schema_hint=_hint(value))
         return cls(variable=variable, context_type=type(value).__name__, total_size_chars=len(_json(value)),
-                   data_sources=sources)  # fmt: skip
+                   data_sources=sources)
 
     def format_for_prompt(self) -> str:
         """One line for the model: the variable, its type and size, its chunks, where it came from, its keys."""
@@ -90,7 +90,7 @@ class SubLMCallMetadata(_Schema):
 
     call_index: int = Field(description="1, 2… in the run")
     kind: str = Field(description="llm_query, llm_query_batched, rlm_query, or rlm_query at max_depth (a plain "
-                                  "llm_query)")  # fmt: skip
+                                  "llm_query)")
     model: Optional[str] = None
     prompt_length: int = Field(description="characters of the prompt (rlm_query: of the query)")
     response_length: int = 0
@@ -112,7 +112,7 @@ class ToolMetadata(_Schema):
     latency_ms: float = 0.0
     error_type: Optional[str] = None
     variables_created: list[str] = Field(default_factory=list, description="rlm_execute_code: REPL variables the "
-                                                                           "code created")  # fmt: skip
+                                                                           "code created")
     sub_lm_calls: list[SubLMCallMetadata] = Field(default_factory=list)
     context: Optional[ContextMetadata] = Field(None, description="rlm_load_context: what was loaded")
 

@@ -35,7 +35,7 @@ REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
 HIDDEN_KEYS = ("metadata", "refused")
 _FINISH = {"stop": types.FinishReason.STOP, "end_turn": types.FinishReason.STOP,
            "length": types.FinishReason.MAX_TOKENS, "max_tokens": types.FinishReason.MAX_TOKENS,
-           "content_filter": types.FinishReason.SAFETY}  # fmt: skip
+           "content_filter": types.FinishReason.SAFETY}
 
 
 class RlmLlm(BaseLlm):
@@ -56,7 +56,7 @@ class RlmLlm(BaseLlm):
         self._chat_compactor = ChatCompactor(role)
 
     async def generate_content_async(self, llm_request: LlmRequest,
-                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip
+                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
         tools = tool_specs(llm_request)
         chat = to_chat(llm_request, protocol_text=protocol.render_tool_protocol(tools))
         # The role blocks (HTTP, retries, a scripted delay): off the event loop. StepLimitReached (max_steps) and
@@ -76,7 +76,7 @@ def tool_specs(llm_request: LlmRequest) -> list[protocol.ToolSpec]:
     for tool in llm_request.config.tools or []:
         for declaration in getattr(tool, "function_declarations", None) or []:
             specs.append(protocol.ToolSpec(declaration.name or "", declaration.description or "",
-                                           _schema(declaration)))  # fmt: skip
+                                           _schema(declaration)))
     return specs
 
 
@@ -201,7 +201,7 @@ def to_response(completion: Any, tools: Sequence[protocol.ToolSpec], *, model: s
     return LlmResponse(
         content=types.Content(role="model", parts=parts),
         usage_metadata=types.GenerateContentResponseUsageMetadata(prompt_token_count=inp, candidates_token_count=out,
-                                                                  total_token_count=inp + out),  # fmt: skip
+                                                                  total_token_count=inp + out),
         model_version=completion.model or model or None,
         finish_reason=_FINISH.get(str(completion.finish_reason or "").lower(), types.FinishReason.STOP),
         custom_metadata=metadata,

@@ -46,7 +46,7 @@ class IterationMetadata:
         code = "\n".join(_BLOCK.findall(reply or ""))
         final = _FINAL_KIND.search(reply or "")
         return cls(number, len(_BLOCK.findall(reply or "")), "llm_query(" in code, "llm_query_batched(" in code,
-                   "rlm_query(" in code, final is not None, final.group(1) if final else None)  # fmt: skip
+                   "rlm_query(" in code, final is not None, final.group(1) if final else None)
 
 
 @dataclass
@@ -66,7 +66,7 @@ def new_metrics() -> dict[str, Any]:
     return {"total_iterations": 0, "total_code_blocks": 0, "total_llm_query_calls": 0,
             "total_llm_query_batched_calls": 0, "total_rlm_query_calls": 0, "total_sub_lm_calls": 0,
             "total_execution_time_seconds": 0.0, "total_model_latency_ms": 0.0, "errors_encountered": 0,
-            "errors_recovered": 0, "final_answer_found": False, "termination_reason": ""}  # fmt: skip
+            "errors_recovered": 0, "final_answer_found": False, "termination_reason": ""}
 
 
 # ---------------------------------------------------------------------------------------------- the loop agent
@@ -103,7 +103,7 @@ def after_model(callback_context: Any, llm_response: Any) -> Any:
     started = callback_context.state.get(_STARTED)
     if started is not None:
         metrics["total_model_latency_ms"] = round(metrics["total_model_latency_ms"]
-                                                  + (time.monotonic() - started) * 1000, 1)  # fmt: skip
+                                                  + (time.monotonic() - started) * 1000, 1)
     text = "".join(part.text or "" for part in (llm_response.content.parts if llm_response.content else []) or [])
     number = len(callback_context.state.get("rlm_iterations") or []) + 1
     meta = IterationMetadata.of(text, number)
@@ -139,7 +139,7 @@ def record_execution(state: dict[str, Any], record: dict[str, Any], seconds: flo
         found = re.search(r"\b([A-Z][A-Za-z]+(?:Error|Exception))\b", str(failed[-1].get("output", "")))
         error_type = found.group(1) if found else "error"
     meta = ExecutionMetadata(int(record.get("iteration", 0)), len(blocks), llm_calls, round(seconds * 1000, 1),
-                             status, error_type)  # fmt: skip
+                             status, error_type)
     metrics = dict(state.get(STATE_METRICS) or new_metrics())
     metrics["total_iterations"] += 1
     metrics["total_sub_lm_calls"] += llm_calls

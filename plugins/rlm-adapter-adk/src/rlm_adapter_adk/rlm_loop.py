@@ -60,7 +60,7 @@ from rlm_host.sdk.environments import tools_prompt
 from rlm_host.sdk.frameworks import (
     ANSWER_REJECTED, REPL_REPLY_FORMAT, FrameworkContext, FrameworkOutcome, OutputInvalid, describe_context_briefly,
     run_coroutine, truncate, typed_answer,
-)  # fmt: skip
+)
 
 APP = "rlm"
 STATE_CODE = "generated_code"
@@ -107,7 +107,7 @@ You have {max_steps} iterations in all."""
 
 FIRST_MESSAGE = "Query: {task}\n\nThink step by step about the context first, then write ```repl code."
 NO_CODE = ("Your reply had no ```repl code block and no final answer. Write code in a ```repl block to examine "
-           "`context`, or finish with FINAL(answer) / FINAL_VAR(variable_name) at the start of a line.")  # fmt: skip
+           "`context`, or finish with FINAL(answer) / FINAL_VAR(variable_name) at the start of a line.")
 _BLOCK = re.compile(r"```repl[ \t]*\n(.*?)\n?```", re.DOTALL)
 _FINAL_LINE = re.compile(r"^[ \t]*(FINAL_VAR|FINAL)\((.*)\)[ \t]*$", re.MULTILINE)
 _FINAL_LINES = re.compile(r"^[ \t]*(FINAL_VAR|FINAL)\((.*)\)[ \t]*$", re.MULTILINE | re.DOTALL)  # over lines
@@ -153,10 +153,10 @@ class RlmTextLlm(RlmLlm):
         super().__init__(role, purpose=purpose, **data)
 
     async def generate_content_async(self, llm_request: LlmRequest,
-                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip
+                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
         chat = await asyncio.to_thread(self._chat_compactor.fit, to_chat(llm_request))  # kept inside the window
         completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose,
-                                             reply_format=REPL_REPLY_FORMAT)  # fmt: skip
+                                             reply_format=REPL_REPLY_FORMAT)
         inp, out = completion.input_tokens or 0, completion.output_tokens or 0
         yield LlmResponse(
             content=types.Content(role="model", parts=[types.Part(text=completion.text or "")]),
@@ -165,7 +165,7 @@ class RlmTextLlm(RlmLlm):
             model_version=completion.model or self.model or None,
             finish_reason=_FINISH.get(str(completion.finish_reason or "").lower(), types.FinishReason.STOP),
             custom_metadata={REPLY_KEY: completion.text or ""},
-        )  # fmt: skip
+        )
 
 
 # ---------------------------------------------------------------------------------------------- the agents
@@ -185,14 +185,14 @@ class ReplExecutor(BaseAgent):
         calls_before, started = budget.llm_calls, time.monotonic()
         record = await self.framework.iteration(reply, len(state.get(STATE_ITERATIONS) or []) + 1)
         measured = callbacks.record_execution(state, record, time.monotonic() - started,
-                                              budget.llm_calls - calls_before)  # fmt: skip
+                                              budget.llm_calls - calls_before)
         delta: dict[str, Any] = {STATE_ITERATIONS: [*(state.get(STATE_ITERATIONS) or []), record],
-                                 STATE_RESULT: record, callbacks.STATE_METRICS: measured["metrics"]}  # fmt: skip
+                                 STATE_RESULT: record, callbacks.STATE_METRICS: measured["metrics"]}
         if record.get("final") is not None:
             delta[STATE_FINAL] = record["final"]
         yield Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
                     custom_metadata={"rlm_execution": measured["metadata"]},
-                    actions=EventActions(state_delta=delta))  # fmt: skip
+                    actions=EventActions(state_delta=delta))
 
 
 class CompletionChecker(BaseAgent):
@@ -205,7 +205,7 @@ class CompletionChecker(BaseAgent):
             return
         yield Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
                     content=types.Content(role="model", parts=[types.Part(text=str(answer))]),
-                    actions=EventActions(escalate=True, state_delta={STATE_REASON: "final"}))  # fmt: skip
+                    actions=EventActions(escalate=True, state_delta={STATE_REASON: "final"}))
 
 
 class RlmSessionAgent(BaseAgent):
@@ -239,7 +239,7 @@ class RlmLoopAgent(BaseAgent):
                         if event.actions and event.actions.escalate:
                             return
         yield Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
-                    actions=EventActions(state_delta={STATE_REASON: "max_iterations"}))  # fmt: skip
+                    actions=EventActions(state_delta={STATE_REASON: "max_iterations"}))
 
 
 # ---------------------------------------------------------------------------------------------- the framework
@@ -268,7 +268,7 @@ class AdkRlmFramework:
         text = SYSTEM_PROMPT.format(description=description, max_steps=self.ctx.max_steps)
         output = self.ctx.output
         extra = [part for part in (tools_prompt(self.ctx.tools.user_tools.tools), output and output.prompt(),
-                                   self.settings.instructions.strip()) if part]  # fmt: skip
+                                   self.settings.instructions.strip()) if part]
         return "\n\n".join([text, *extra])
 
     def agent(self, name: str = "rlm_session", description: str = "The RLM loop and its answer") -> RlmSessionAgent:
@@ -289,7 +289,7 @@ class AdkRlmFramework:
             description="The RLM loop: generate code, run it in the sandbox, check for FINAL",
             max_iterations=max(1, self.ctx.max_steps),
             sub_agents=[generator, ReplExecutor(name="repl_executor", framework=self),
-                        CompletionChecker(name="completion_checker")],  # fmt: skip
+                        CompletionChecker(name="completion_checker")],
             before_agent_callback=callbacks.before_loop,
             after_agent_callback=callbacks.after_loop,
         )
@@ -301,7 +301,7 @@ class AdkRlmFramework:
                                                                  answer=context.state.get(STATE_FINAL)),
                 description="Formats the final answer for presentation", include_contents="none",
                 output_key=STATE_FORMATTED,
-            ))  # fmt: skip
+            ))
         return RlmSessionAgent(name=name, description=description, sub_agents=agents)
 
     def _inject_history(self, callback_context: Any, llm_request: LlmRequest) -> None:
@@ -317,7 +317,7 @@ class AdkRlmFramework:
         if record.get("note"):
             return record["note"]
         return "\n\n".join(f"Code executed:\n```python\n{b['code']}\n```\n\nREPL output:\n{b['output']}"
-                           for b in record["blocks"])  # fmt: skip
+                           for b in record["blocks"])
 
     # -- one iteration (called by ReplExecutor) -------------------------------------------------------------
     async def iteration(self, reply: str, number: int) -> dict[str, Any]:
@@ -330,7 +330,7 @@ class AdkRlmFramework:
             outcome = await asyncio.to_thread(self.ctx.tools.run_code, code)
             stderr = stderr or bool(outcome.result.stderr.strip())
             blocks.append({"code": code, "ok": outcome.ok,
-                           "output": truncate(outcome.text, self.settings.max_output_chars)})  # fmt: skip
+                           "output": truncate(outcome.text, self.settings.max_output_chars)})
             if outcome.rejected is not None:  # the block's output says what was wrong; the loop goes on
                 rejected = outcome.rejected
                 break
@@ -343,19 +343,19 @@ class AdkRlmFramework:
             record["final"] = final
             self._step("final", {"answer": final, "via": "code", "output": "\n".join(b["output"] for b in blocks),
                                  "blocks": blocks}, self.ctx.reward_for("final"),
-                       code=ran_code, reply=reply)  # fmt: skip
+                       code=ran_code, reply=reply)
             return record
         if rejected is not None:
             output = "\n".join(b["output"] for b in blocks)
             self._step("final_rejected", {"iteration": number, "output": output, "blocks": blocks,
                                           "final_rejected": rejected}, -self.ctx.rewards.no_action_penalty,
-                       code=ran_code, reply=reply)  # fmt: skip
+                       code=ran_code, reply=reply)
             return record
         if blocks:
             ok = all(b["ok"] for b in blocks)
             output = "\n".join(b["output"] for b in blocks)  # what `rlm runs show` prints
             self._step("run_code", {"iteration": number, "ok": ok, "output": output, "blocks": blocks},
-                       self.ctx.rewards.code_step(ok=ok, stderr=stderr), code=ran_code, reply=reply)  # fmt: skip
+                       self.ctx.rewards.code_step(ok=ok, stderr=stderr), code=ran_code, reply=reply)
             reply_left: Optional[str] = None
         else:
             reply_left = reply
@@ -368,9 +368,9 @@ class AdkRlmFramework:
                     return self._rejected(record, outcome.rejected, argument, reply_left)
                 if outcome.final is None:
                     record["note"] = (f"FINAL_VAR({argument}) failed: {truncate(outcome.text, 500)}\nCreate the "
-                                      "variable in a ```repl block first, or use FINAL(answer).")  # fmt: skip
+                                      "variable in a ```repl block first, or use FINAL(answer).")
                     self._step("no_code", {"error": record["note"]}, -self.ctx.rewards.no_action_penalty,
-                               reply=reply_left)  # fmt: skip
+                               reply=reply_left)
                     return record
                 argument = outcome.final
             else:
@@ -391,11 +391,11 @@ class AdkRlmFramework:
         ran = self.feedback(record) if record["blocks"] else ""  # what the reply's code printed, then the problems
         record["note"] = "\n\n".join(part for part in (ran, ANSWER_REJECTED.format(problems=problems)) if part)
         self._step("final_rejected", {"answer": answer, "final_rejected": problems},
-                   -self.ctx.rewards.no_action_penalty, reply=reply)  # fmt: skip
+                   -self.ctx.rewards.no_action_penalty, reply=reply)
         return record
 
     def _step(self, action: str, observation: dict[str, Any], reward: float, *, code: Optional[str] = None,
-              reply: Optional[str] = None) -> None:  # fmt: skip
+              reply: Optional[str] = None) -> None:
         self.ctx.step(action, observation, reward=reward, code=code, reply=reply)
 
     # -- the run ------------------------------------------------------------------------------------------
@@ -418,7 +418,7 @@ class AdkRlmFramework:
                 answer = str(state[STATE_FORMATTED]).strip() or answer
             metadata = {"adk_events": self._events, "iterations": self._iterations,
                         "adk_termination": state.get(STATE_REASON),
-                        "session_metrics": state.get(callbacks.STATE_METRICS)}  # fmt: skip
+                        "session_metrics": state.get(callbacks.STATE_METRICS)}
             if answer is not None:
                 return FrameworkOutcome(str(answer), True, metadata)
             return FrameworkOutcome(None, False, metadata, termination_reason="max_steps")

@@ -13,9 +13,9 @@ class AdkRlmSettings(FrameworkRewards):
     model_config = ConfigDict(extra="forbid")
 
     max_output_chars: int = Field(8000, ge=200, description="characters of an iteration's REPL output shown to the "
-                                                            "code generator")  # fmt: skip
+                                                            "code generator")
     preview_chars: int = Field(200, ge=0, le=2000, description="characters of the context's preview in the "
-                                                               "system prompt (0: none)")  # fmt: skip
+                                                               "system prompt (0: none)")
     instructions: str = Field("", description="extra instructions appended to the system prompt")
     format_result: bool = Field(False, description="after the loop, one more call rewrites the answer for "
                                                    "presentation (the seeds' result_formatter agent)")

@@ -15,8 +15,8 @@ class AdkSettings(FrameworkRewards):
     output_retries: int = Field(
         3, ge=0, le=50, description="times a malformed or empty reply is sent back to the model (in the whole run) "
                                     "before the run fails"
-    )  # fmt: skip
+    )
     max_output_chars: int = Field(8000, ge=200, description="characters of a run_code result shown to the model")
     preview_chars: int = Field(200, ge=0, le=2000, description="characters of the context's preview in the "
-                                                               "instructions (0: none)")  # fmt: skip
+                                                               "instructions (0: none)")
     instructions: str = Field("", description="extra instructions appended to the agent's instruction")

@@ -91,7 +91,7 @@ class SandboxShellBackend(BaseSandbox):
         payload = [[path, base64.b64encode(data).decode()] for path, data in files]
         try:
             errors = run_in_session(self._tools.session, _FILES_SOURCE, f"__rlm_put_files({json.dumps(payload)})",
-                                    timeout=self._timeout)  # fmt: skip
+                                    timeout=self._timeout)
         except SandboxError as exc:
             errors = [str(exc)] * len(files)
         return [FileUploadResponse(path=path, error=error) for (path, _), error in zip(files, errors)]
@@ -99,8 +99,8 @@ class SandboxShellBackend(BaseSandbox):
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         try:
             found = run_in_session(self._tools.session, _FILES_SOURCE, f"__rlm_get_files({json.dumps(list(paths))})",
-                                   timeout=self._timeout)  # fmt: skip
+                                   timeout=self._timeout)
         except SandboxError as exc:
             found = [[None, str(exc)]] * len(paths)
         return [FileDownloadResponse(path=path, content=base64.b64decode(data) if data is not None else None,
-                                     error=error) for path, (data, error) in zip(paths, found)]  # fmt: skip
+                                     error=error) for path, (data, error) in zip(paths, found)]

@@ -55,13 +55,13 @@ from rlm_host.sdk.frameworks import (
     AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
     answer_type_instructions, check_tool_names, describe_context_briefly, tool_error_text, tool_result_text, truncate,
     typed_answer,
-)  # fmt: skip
+)
 
 
 PLANNING_TOOLS = ("write_todos", "read_todos")
 #: The agent's own tools (deepagents' and ours): no tool of the user's may take their names.
 OWN_TOOLS = ("run_code", "llm_query", "ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep",
-             "execute", "task", *PLANNING_TOOLS)  # fmt: skip
+             "execute", "task", *PLANNING_TOOLS)
 SUB_AGENT_DESCRIPTION = ("An agent like you, with the same tools and the same context, for a self-contained part of "
                          "the task: give it a complete description of what to find or do; it answers in one message.")
 
@@ -121,7 +121,7 @@ class DeepAgentsFramework:
             StructuredTool.from_function(self._llm_query, name="llm_query",
                                          description=TOOL_DESCRIPTIONS["llm_query"], handle_tool_error=True),
             *self.user_tools(),
-        ]  # fmt: skip
+        ]
         middleware: list[Any] = [TodoListMiddleware()] if self.settings.planning else []  # not a default in 0.7
         middleware.append(self._resend_invalid())
         if self.ctx.output is not None:
@@ -132,7 +132,7 @@ class DeepAgentsFramework:
             options["backend"] = backend
         model = RlmChatModel(role=self.ctx.root, brief_tools=self.settings.brief_tool_descriptions)
         return create_deep_agent(model=model, tools=tools, system_prompt=self.instructions(), middleware=middleware,
-                                 name="rlm", subagents=[self._sub_agent()], **options)  # fmt: skip
+                                 name="rlm", subagents=[self._sub_agent()], **options)
 
     def user_tools(self) -> list[Any]:
         """The user's functions as LangChain tools; a tool's exception is an error ToolMessage (``ToolException``)."""
@@ -142,10 +142,10 @@ class DeepAgentsFramework:
             raise ToolException(f"error: {tool_error_text(exc)}")
 
         functions = self.ctx.tools.user_tools.functions(result=lambda value: truncate(tool_result_text(value), limit),
-                                                        error=failed)  # fmt: skip
+                                                        error=failed)
         return [StructuredTool.from_function(function, name=function.__name__, handle_tool_error=True,
                                              description=function.__doc__ or f"The function {function.__name__}.")
-                for function in functions]  # fmt: skip
+                for function in functions]
 
     def _sub_agent(self) -> Any:
         """The ``general-purpose`` sub-agent of ``task``: a child run (see the module docstring)."""
@@ -162,7 +162,7 @@ class DeepAgentsFramework:
             return {"messages": [AIMessage(content=answer)]}
 
         return CompiledSubAgent(name="general-purpose", description=SUB_AGENT_DESCRIPTION,
-                                runnable=RunnableLambda(delegate))  # fmt: skip
+                                runnable=RunnableLambda(delegate))
 
     def backend(self) -> Any:
         """The file tools' backend: deepagents' default (state), a folder on the host confined to it, or a shell
@@ -188,7 +188,7 @@ class DeepAgentsFramework:
         root = self.ctx.guarded_folder(Path(self.settings.root or "."), "read and write files in")
         if not root.is_dir():
             raise ConfigError(f"[framework.deepagents] root {root} is not a folder",
-                              hint="create it, or use backend = 'state'")  # fmt: skip
+                              hint="create it, or use backend = 'state'")
         return root
 
     def instructions(self) -> str:
@@ -231,7 +231,7 @@ class DeepAgentsFramework:
                 typed_answer(self.ctx.output, answer)
             except OutputInvalid as invalid:
                 self._step("final_rejected", {"answer": answer, "final_rejected": str(invalid)}, "retry",
-                           reply=last.additional_kwargs.get(REPLY_KEY))  # fmt: skip
+                           reply=last.additional_kwargs.get(REPLY_KEY))
                 return {"messages": [HumanMessage(ANSWER_REJECTED.format(problems=invalid))], "jump_to": "model"}
             return None
 
@@ -243,7 +243,7 @@ class DeepAgentsFramework:
     # ------------------------------------------------------------------ steps as they arrive
 
     def _step(self, action: str, observation: dict[str, Any], kind: str, *, ok: bool = True,
-              code: Optional[str] = None, reply: Optional[str] = None) -> None:  # fmt: skip
+              code: Optional[str] = None, reply: Optional[str] = None) -> None:
         """Record one step now (``kind``: its event kind in the reward table); the budget's refusals propagate."""
         self.ctx.step(action, observation, self.ctx.reward_for(kind, ok), code=code, reply=reply)
 
@@ -256,7 +256,7 @@ class DeepAgentsFramework:
             reply = message.additional_kwargs.get(REPLY_KEY)
             if message.additional_kwargs.get(INVALID_KEY):
                 self._step("model_text", {"text": message.text, "invalid": message.additional_kwargs[INVALID_KEY]},
-                           "model_text", reply=reply)  # fmt: skip
+                           "model_text", reply=reply)
                 return
             if not message.tool_calls:
                 return  # the answer: recorded as ``final`` when the stream ends

@@ -65,7 +65,7 @@ class RlmChatModel(BaseChatModel):
         return self.model_copy(update={"tool_specs": specs})
 
     def _generate(self, messages: list[BaseMessage], stop: Optional[list[str]] = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:  # fmt: skip
+                  **kwargs: Any) -> ChatResult:
         chat = to_chat(messages, protocol.render_tool_protocol(self.tool_specs))
         if self.compactor is None:
             self.compactor = ChatCompactor(self.role)
@@ -75,9 +75,9 @@ class RlmChatModel(BaseChatModel):
         message = to_message(completion.text, self.tool_specs)
         usage_in, usage_out = completion.input_tokens or 0, completion.output_tokens or 0
         message.usage_metadata = {"input_tokens": usage_in, "output_tokens": usage_out,
-                                  "total_tokens": usage_in + usage_out}  # fmt: skip
+                                  "total_tokens": usage_in + usage_out}
         message.response_metadata = {"model_name": completion.model or str(getattr(self.role, "name", "rlm")),
-                                     "finish_reason": completion.finish_reason}  # fmt: skip
+                                     "finish_reason": completion.finish_reason}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 

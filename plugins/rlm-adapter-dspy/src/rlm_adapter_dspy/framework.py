@@ -42,7 +42,7 @@ from dspy.utils.exceptions import AdapterParseError
 from rlm_host import BudgetExceeded, RecursionRefused, RlmError, SandboxError
 from rlm_host.sdk.frameworks import (
     FrameworkContext, FrameworkOutcome, answer_type_instructions, check_tool_names, truncate,
-)  # fmt: skip
+)
 
 from rlm_adapter_dspy.interpreter import NO_CODE, InterpreterFactory, SandboxInterpreter, execution_instructions
 from rlm_adapter_dspy.models import ANSWER_FIELD, RootEngine, SubEngine, role_lm
@@ -79,7 +79,7 @@ class DspyRlmFramework:
             max_output_chars=self.settings.max_output_chars, verbose=self.settings.verbose,
             sub_lm=role_lm(SubEngine(self.ctx), self.ctx.sub.name), interpreter_factory=factory,
             tools=self.ctx.tools.user_tools.functions() or None,  # listed by dspy; run in the sandbox
-        )  # fmt: skip
+        )
         rlm.max_llm_calls = UNCOUNTED  # the prompt (built above) says max_llm_calls; the run's budget enforces it
         rlm.generate_action = ActionPredictor(rlm.generate_action, self.interpreter)
         rlm.extract = Extract(rlm.extract, self.interpreter)
@@ -88,7 +88,7 @@ class DspyRlmFramework:
     def signature(self) -> Any:
         """``context, query -> answer``; with an output type, its instructions say the answer's JSON Schema."""
         typed = answer_type_instructions(self.ctx.output, how=f"Give it with SUBMIT({ANSWER_FIELD}=value), the "
-                                                              "value a dict or list built in the REPL")  # fmt: skip
+                                                              "value a dict or list built in the REPL")
         if not typed:
             return SIGNATURE
         plain = dspy.Signature(SIGNATURE)
@@ -98,7 +98,7 @@ class DspyRlmFramework:
         rlm = self.build()
         adapter = dspy.ChatAdapter(use_json_adapter_fallback=self.settings.json_fallback)
         with _quiet_dspy(), dspy.context(lm=role_lm(self.root, self.ctx.root.name), adapter=adapter,
-                                         disable_history=True, track_usage=False):  # fmt: skip
+                                         disable_history=True, track_usage=False):
             try:
                 prediction = rlm(context=self.ctx.context, query=self.ctx.task)
             except Exception as exc:
@@ -108,7 +108,7 @@ class DspyRlmFramework:
                 raise ours from None
         answer = getattr(prediction, ANSWER_FIELD, None)
         metadata = {"final_reasoning": getattr(prediction, "final_reasoning", None),
-                    "iterations": len(getattr(prediction, "trajectory", None) or [])}  # fmt: skip
+                    "iterations": len(getattr(prediction, "trajectory", None) or [])}
         return FrameworkOutcome(answer_text(answer), completed=self.interpreter.submitted, metadata=metadata)
 
     def close(self) -> None:

@@ -39,7 +39,7 @@ OBSERVATION_CHARS = 4000
 #: The code dspy.RLM "runs" (and shows in its REPL history) for a root reply it could not parse.
 NO_CODE = "# (no code ran: the reply could not be read)"
 FACADE_DECLINED = ("dspy sub-agents (the sandbox `dspy` facade) are not available in rlm's sandbox; "
-                   "use llm_query / llm_query_batched")  # fmt: skip
+                   "use llm_query / llm_query_batched")
 
 
 def submit_source(names: list[str]) -> str:
@@ -126,7 +126,7 @@ class SandboxInterpreter:
         replies = self.root.take_replies()
         for extra in replies[:-1]:  # dspy's ChatAdapter asked again (JSON) after a reply it could not parse
             self._step("retry", {"note": "dspy could not parse this reply and asked the model again"},
-                       self.ctx.reward_for("retry"), reply=extra)  # fmt: skip
+                       self.ctx.reward_for("retry"), reply=extra)
         reply = replies[-1] if replies else None
         if self.malformed is not None:
             message, self.malformed = self.malformed, None
@@ -170,7 +170,7 @@ class SandboxInterpreter:
         each becomes a ``no_code`` step, so every root reply of the run is in its trajectory."""
         for reply in self.root.take_replies():
             self._step("no_code", {"error": "dspy.RLM ran no code for this reply (its REPL history says why)"},
-                       -self.ctx.rewards.no_action_penalty, reply=reply)  # fmt: skip
+                       -self.ctx.rewards.no_action_penalty, reply=reply)
 
     def shutdown(self) -> None:
         """dspy is done with the interpreter; the session itself is the runner's, closed with the run."""
@@ -183,7 +183,7 @@ class SandboxInterpreter:
         return [str(field["name"]) for field in self.output_fields]
 
     def _step(self, action: str, observation: dict[str, Any], reward: float, *, code: Optional[str] = None,
-              reply: Optional[str] = None) -> None:  # fmt: skip
+              reply: Optional[str] = None) -> None:
         self.ctx.step(action, observation, reward=reward, code=code, reply=reply)
         self.steps += 1
 
@@ -191,7 +191,7 @@ class SandboxInterpreter:
         """dspy's tools (its llm_query, llm_query_batched) as host functions of the session."""
         own = set(self.ctx.tools.user_tools.names)  # defined by the run, called through its host-side path
         new = {name: tool for name, tool in self.tools.items()
-               if not name.startswith("_") and name not in own and self._registered.get(name) is not tool}  # fmt: skip
+               if not name.startswith("_") and name not in own and self._registered.get(name) is not tool}
         if new:
             self.ctx.tools.session.register_functions(new)
             self._registered.update(new)
@@ -218,7 +218,7 @@ def _observation(code: str, result: Any) -> dict[str, Any]:
     """The step's observation, shaped as a native pure_rlm step's (one code block), so every reader of
     trajectories (``rlm runs show``, replay, benchmarks) treats both alike."""
     block: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, OBSERVATION_CHARS),
-                             "duration_s": round(result.duration_s, 4)}  # fmt: skip
+                             "duration_s": round(result.duration_s, 4)}
     for key in ("stderr", "error"):
         value = getattr(result, key)
         if value:

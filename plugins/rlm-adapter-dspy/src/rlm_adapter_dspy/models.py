@@ -48,14 +48,14 @@ def request_messages(request: Any) -> list[dict[str, str]]:
 
 
 def response(text: Optional[str], model: str, input_tokens: int = 0, output_tokens: int = 0,
-             finish_reason: Optional[str] = None) -> Any:  # fmt: skip
+             finish_reason: Optional[str] = None) -> Any:
     """An lm15 ``Response`` carrying ``text`` and its usage."""
     return lm15.Response(
         id=None, model=model or "rlm", message=lm15.Message.assistant([lm15.TextPart(text or "")]),
         finish_reason="length" if finish_reason == "length" else "stop",
         usage=lm15.Usage(input_tokens=input_tokens, output_tokens=output_tokens,
                          total_tokens=input_tokens + output_tokens),
-    )  # fmt: skip
+    )
 
 
 class _Engine:
@@ -98,7 +98,7 @@ class RootEngine(_Engine):
         with self._lock:
             self._replies.append(completion.text)
         return response(completion.text, completion.model or self.ctx.root.name, completion.input_tokens,
-                        completion.output_tokens, completion.finish_reason)  # fmt: skip
+                        completion.output_tokens, completion.finish_reason)
 
     def take_replies(self) -> list[Optional[str]]:
         """The root replies since the previous call, in order (the last one is the current step's)."""
@@ -122,4 +122,4 @@ class SubEngine(_Engine):
         self.ctx.budget.take_llm_call()
         completion = self.ctx.sub.complete(messages)
         return response(completion.text, completion.model or self.ctx.sub.name, completion.input_tokens,
-                        completion.output_tokens, completion.finish_reason)  # fmt: skip
+                        completion.output_tokens, completion.finish_reason)

@@ -63,7 +63,7 @@ from rlm_host.sdk.frameworks import (
     AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
     answer_type_instructions, check_tool_names, describe_context_briefly, run_coroutine, tool_error_text,
     tool_result_text, truncate, typed_answer,
-)  # fmt: skip
+)
 
 #: The framework's own tools, and pydantic-ai's output tool: no tool of the user's may take their names.
 OWN_TOOLS = ("run_code", "llm_query", "final_result")
@@ -120,7 +120,7 @@ class PydanticAIFramework:
             retries={"tools": retries, "output": output_retries},
             output_type=self.output_type(),
             name="rlm",
-        )  # fmt: skip
+        )
         agent.output_validator(reject_invalid_reply)
         agent.output_validator(self._hold_to_type)
         return agent
@@ -135,7 +135,7 @@ class PydanticAIFramework:
             raise ToolFailed(f"error: {tool_error_text(exc)}")
 
         functions = self.ctx.tools.user_tools.functions(result=lambda value: truncate(tool_result_text(value), limit),
-                                                        error=failed)  # fmt: skip
+                                                        error=failed)
         return [Tool(function, name=function.__name__) for function in functions]
 
     def output_type(self) -> Any:
@@ -196,7 +196,7 @@ class PydanticAIFramework:
     # ------------------------------------------------------------------ steps as they happen
 
     def _step(self, action: str, observation: dict[str, Any], kind: str, *, ok: bool = True,
-              code: Optional[str] = None, reply: Optional[str] = None) -> None:  # fmt: skip
+              code: Optional[str] = None, reply: Optional[str] = None) -> None:
         """Record one step now (``kind``: its event kind in the reward table); the budget's refusals propagate."""
         self.ctx.step(action, observation, self.ctx.reward_for(kind, ok), code=code, reply=reply)
         self._steps += 1
@@ -244,19 +244,19 @@ class PydanticAIFramework:
             elif isinstance(part, BaseToolReturnPart) and outcome == "success" and part.tool_name in self._user_tools:
                 self._step("tool_result", {"tool": part.tool_name, "ok": True,
                                            "output": truncate(part.model_response_str(), 2000)},
-                           "tool_result")  # fmt: skip
+                           "tool_result")
             elif isinstance(part, BaseToolReturnPart) and outcome == "retried":
                 retry = getattr(part, "retry", None)
                 self._step("retry", {"tool": part.tool_name, "cause": getattr(retry, "cause", None),
                                      "feedback": truncate(part.model_response_str(wrap_if_error=False), 2000)},
-                           "retry")  # fmt: skip
+                           "retry")
             elif isinstance(part, BaseToolReturnPart) and outcome != "success":
                 self._step("tool_error", {"tool": part.tool_name, "outcome": outcome,
                                           "output": truncate(part.model_response_str(wrap_if_error=False), 2000)},
-                           "tool_result", ok=False)  # fmt: skip
+                           "tool_result", ok=False)
             elif isinstance(part, RetryFeedbackPart):
                 self._step("retry", {"cause": part.retry.cause, "feedback": truncate(part.model_response(), 2000)},
-                           "retry")  # fmt: skip
+                           "retry")
 
     def _flush_pending_text(self) -> None:
         """A text answer that was not accepted (sent back, or the run stopped) was model text."""

@@ -43,7 +43,7 @@ from rlm_host.sdk.frameworks import ChatCompactor
 #: Keys this model writes into ``ModelResponse.provider_details``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
 _FINISH = {"stop": "stop", "end_turn": "stop", "length": "length", "max_tokens": "length",
-           "content_filter": "content_filter", "tool_calls": "tool_call", "tool_call": "tool_call"}  # fmt: skip
+           "content_filter": "content_filter", "tool_calls": "tool_call", "tool_call": "tool_call"}
 
 
 class RlmModel(Model):
@@ -58,7 +58,7 @@ class RlmModel(Model):
             "supports_tools": True, "supports_text_output": True, "supports_json_schema_output": False,
             "supports_json_object_output": False, "default_structured_output_mode": "tool",
             "supported_native_tools": frozenset(), "context_window": getattr(role, "context_window", None),
-        })  # fmt: skip
+        })
 
     @property
     def model_name(self) -> str:
@@ -69,19 +69,19 @@ class RlmModel(Model):
         return str(getattr(self._role, "provider", None) or "rlm")
 
     async def request(self, messages: list[ModelMessage], model_settings: Optional[ModelSettings],
-                      model_request_parameters: ModelRequestParameters) -> ModelResponse:  # fmt: skip
+                      model_request_parameters: ModelRequestParameters) -> ModelResponse:
         _, params = self.prepare_request(model_settings, model_request_parameters)
         tools = tool_specs(params)
         answer_tools = [tool.name for tool in params.output_tools]
         chat = to_chat(messages, instructions=instructions_of(messages, params),
                        protocol_text=protocol.render_tool_protocol(tools, text_answer=params.allow_text_output,
-                                                              answer_tools=answer_tools))  # fmt: skip
+                                                              answer_tools=answer_tools))
         # The role blocks (HTTP, retries, a scripted delay): off the event loop, with the caller's context.
         shape = protocol.tool_reply_format(tools, text_answer=params.allow_text_output)  # enforced where it can be
         chat = await asyncio.to_thread(self._compactor.fit, chat)  # may make one compaction call
         completion = await asyncio.to_thread(self._role.complete, chat, purpose=self._purpose, reply_format=shape)
         parts, invalid = to_parts(completion.text, tools, text_answer=params.allow_text_output,
-                                  answer_tools=answer_tools)  # fmt: skip
+                                  answer_tools=answer_tools)
         details: dict[str, Any] = {REPLY_KEY: completion.text}
         if invalid:
             details[INVALID_KEY] = invalid
@@ -90,7 +90,7 @@ class RlmModel(Model):
             usage=RequestUsage(input_tokens=completion.input_tokens or 0, output_tokens=completion.output_tokens or 0),
             model_name=completion.model or self.model_name, provider_name=self.system, provider_details=details,
             finish_reason=_FINISH.get(str(completion.finish_reason or "").lower()),  # type: ignore[arg-type]
-        )  # fmt: skip
+        )
 
 
 # ---------------------------------------------------------------------------------------------- requests
@@ -192,7 +192,7 @@ def _add(chat: list[dict[str, str]], role: str, text: str) -> None:
 
 
 def to_parts(text: Optional[str], tools: Sequence[protocol.ToolSpec], *, text_answer: bool = True,
-             answer_tools: Sequence[str] = ()) -> tuple[list[ModelResponsePart], str]:  # fmt: skip
+             answer_tools: Sequence[str] = ()) -> tuple[list[ModelResponsePart], str]:
     """The parts of a reply, and why it is invalid ("" when it is not)."""
     reply = protocol.parse_tool_reply(text, tools)
     if isinstance(reply, protocol.ToolCall):

@@ -15,12 +15,12 @@ class PydanticAISettings(FrameworkRewards):
     model_config = ConfigDict(extra="forbid")
 
     retries: int = Field(3, ge=0, le=50, description="times pydantic-ai lets the model retry a rejected tool call "
-                                                     "(unknown tool, bad arguments) before the run fails")  # fmt: skip
+                                                     "(unknown tool, bad arguments) before the run fails")
     output_retries: Optional[int] = Field(
         None, ge=0, le=50, description="retries of a rejected answer (an empty or malformed reply) in the whole run; "
                                        "default: `retries`"
-    )  # fmt: skip
+    )
     max_output_chars: int = Field(8000, ge=200, description="characters of a run_code result shown to the model")
     preview_chars: int = Field(200, ge=0, le=2000, description="characters of the context's preview in the "
-                                                               "system prompt (0: none)")  # fmt: skip
+                                                               "system prompt (0: none)")
     instructions: str = Field("", description="extra instructions appended to the agent's system prompt")

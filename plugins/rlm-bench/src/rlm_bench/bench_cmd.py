@@ -42,7 +42,7 @@ def list_presets(
     presets = find_all(runner.host, [str(p) for p in pack or []], loaded=runner.loaded)
     if as_json:
         payload = [{"name": p.name, "description": p.description, "source": p.source,
-                    "cases": [c.model_dump(mode="json") for c in p.cases]} for p in presets]  # fmt: skip
+                    "cases": [c.model_dump(mode="json") for c in p.cases]} for p in presets]
         typer.echo(json_for_terminal(payload))
         return
     if not presets:
@@ -103,7 +103,7 @@ def run(
     progress = None if quiet else _Progress()
     bench = BenchmarkRunner(runner, on_start=progress.start if progress else None,
                             on_case=progress.case if progress else None, processes=processes,
-                            shared_budget=shared_budget, trust_records=services.trust_config)  # fmt: skip
+                            shared_budget=shared_budget, trust_records=services.trust_config)
     summaries: list[Any] = []
     try:
         if resume:
@@ -118,7 +118,7 @@ def run(
             for each in frameworks:
                 options = BenchOptions(mode=mode, framework=each, environment=env, model=model,  # type: ignore[arg-type]
                                        sub_model=sub_model, sandbox=sandbox, judge_model=judge_model, limit=limit,
-                                       concurrency=concurrency)  # fmt: skip
+                                       concurrency=concurrency)
                 summaries.append(bench.run(chosen, options))
             summary = summaries[-1]
     finally:
@@ -144,7 +144,7 @@ class _Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=False)  # fmt: skip
+                            console=Console(stderr=True), transient=False)
         self.task: Any = None
 
     def start(self, total: int, done: int) -> None:
@@ -158,7 +158,7 @@ class _Progress:
 
         say(f"{mark(result)[0]} {result.case_id}  {result.status}  score {score_text(result.score)}  steps "
             f"{result.steps}  tokens {result.tokens.total:,}  {result.duration_s:.1f}s", event="bench case",
-            case_id=result.case_id, status=result.status, score=result.score, done=done, total=total)  # fmt: skip
+            case_id=result.case_id, status=result.status, score=result.score, done=done, total=total)
         self.bar.update(self.task, completed=done)
 
     def stop(self) -> None:
@@ -172,20 +172,20 @@ def _print_side_by_side(summaries: list[Any], as_json: bool) -> None:
              "completed": s.metrics.completed, "cases": s.metrics.cases, "avg_reward": s.metrics.avg_reward,
              "avg_steps": s.metrics.avg_steps, "tokens": s.metrics.tokens.total, "cost": s.metrics.cost,
              "latency_p50_s": s.metrics.latency_s.p50, "seconds": round(sum(c.duration_s for c in s.cases), 2)}
-            for s in summaries]  # fmt: skip
+            for s in summaries]
     if as_json:
         typer.echo(json.dumps({"preset": summaries[0].preset, "frameworks": rows}, indent=2))
         return
     lines = [f"preset {summaries[0].preset} through {len(rows)} frameworks",
              f"{'FRAMEWORK':<14} {'MEAN SCORE':>10} {'CORRECT':>7} {'DONE':>6} {'REWARD':>7} {'STEPS':>6} "
-             f"{'TOKENS':>9} {'COST':>9} {'SECONDS':>8}  BENCHMARK"]  # fmt: skip
+             f"{'TOKENS':>9} {'COST':>9} {'SECONDS':>8}  BENCHMARK"]
     for row in rows:
         score = "-" if row["accuracy"] is None else f"{row['accuracy']:.3f}"
         correct = f"{row['correct']}/{row['scored']}"
         cost = "-" if row["cost"] is None else f"${row['cost']:.4f}"
         lines.append(f"{row['framework']:<14} {score:>10} {correct:>7} {row['completed']:>2}/{row['cases']:<3} "
                      f"{row['avg_reward']:>7.3f} {row['avg_steps']:>6.2f} {row['tokens']:>9,} {cost:>9} "
-                     f"{row['seconds']:>8.2f}  {row['benchmark_id']}")  # fmt: skip
+                     f"{row['seconds']:>8.2f}  {row['benchmark_id']}")
     typer.echo(terminal_safe("\n".join(lines)))
 
 
@@ -195,9 +195,9 @@ def _print_overview(summary: Any) -> None:
     from rlm_bench.labels import MARK_LEGEND, mark, overall_line, score_text
 
     lines = [f"benchmark {summary.benchmark_id}  preset {summary.preset}  mode {summary.mode}  model {summary.model}",
-             f"  {'CASE':<30} {'STATUS':<11} {'SCORE':>6} {'STEPS':>5} {'TOKENS':>9} {'SECONDS':>8}"]  # fmt: skip
+             f"  {'CASE':<30} {'STATUS':<11} {'SCORE':>6} {'STEPS':>5} {'TOKENS':>9} {'SECONDS':>8}"]
     lines += [f"{mark(c)[0]} {c.case_id:<30} {c.status:<11} {score_text(c.score):>6} {c.steps:>5} "
-              f"{c.tokens.total:>9,} {c.duration_s:>8.2f}" for c in summary.cases]  # fmt: skip
+              f"{c.tokens.total:>9,} {c.duration_s:>8.2f}" for c in summary.cases]
     lines += [overall_line(summary.metrics), f"({MARK_LEGEND}; mean score: the mean of the case scores, each 0-1)"]
     typer.echo(terminal_safe("\n".join(lines)))
 
@@ -231,7 +231,7 @@ def compare(
     store = BenchStore(_home(ctx))
     gates = Gates(min_reward_delta=min_reward_delta, min_completion_delta=min_completion_delta,
                   max_steps_increase=max_steps_increase, min_accuracy_delta=min_accuracy_delta,
-                  fail_on_completion_regression=not allow_regressions)  # fmt: skip
+                  fail_on_completion_regression=not allow_regressions)
     result = run_compare(store.load(candidate), store.load(baseline), gates)
     if not allow_different_cases:
         refuse_different_cases(result)
@@ -259,7 +259,7 @@ def refuse_different_cases(result: Any) -> None:
     raise InputError(f"{result.candidate_id} (preset {result.candidate_preset}) and {result.baseline_id} (preset "
                      f"{result.baseline_preset}) did not run the same cases ({result.common_cases} in common"
                      f"{'; ' + what if what else ''}): a gate across them compares nothing",
-                     hint="compare two benchmarks of one preset, or pass --allow-different-cases")  # fmt: skip
+                     hint="compare two benchmarks of one preset, or pass --allow-different-cases")
 
 
 @app.command("report", short_help="A benchmark's report: markdown, csv, json or an HTML page.")
@@ -287,7 +287,7 @@ def report(
         raise InputError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join((*FORMATS, "html")))
     if fmt != "html" and len(refs) > 1:
         raise InputError(f"{fmt} reports cover one benchmark, got {len(refs)}",
-                         hint="use --baseline to compare two, or --format html to overlay several")  # fmt: skip
+                         hint="use --baseline to compare two, or --format html to overlay several")
     store = BenchStore(_home(ctx))
     if fmt == "html":
         from rlm_bench.html_report import render_html
@@ -339,7 +339,7 @@ def judge(
         typer.echo(f"  {kind:<28} {100 * value:.1f}%")
     if result.missing_reference:
         say(f"no reference for: {', '.join(result.missing_reference)}", event="judge missing reference",
-            level="warning")  # fmt: skip
+            level="warning")
     say(f"results: {out}", event="judge results", path=str(out))
 
 

@@ -94,7 +94,7 @@ def _case_changes(candidate: BenchmarkSummary, baseline: BenchmarkSummary) -> tu
             continue
         common += 1
         row: dict[str, Any] = dict(case_id=case.case_id, baseline_status=old.status, candidate_status=case.status,
-                                   baseline_score=old.score, candidate_score=case.score)  # fmt: skip
+                                   baseline_score=old.score, candidate_score=case.score)
         if old.completed and not case.completed:
             changes.append(CaseChange(kind="completion_regression", **row))
         elif case.completed and not old.completed:
@@ -134,7 +134,7 @@ def compare(candidate: BenchmarkSummary, baseline: BenchmarkSummary, gates: Opti
                    value=float(regressions), threshold=0.0 if gates.fail_on_completion_regression else None,
                    rule="no case stops completing" if gates.fail_on_completion_regression else "not enforced"),
         _accuracy_gate(metrics["accuracy"], gates.min_accuracy_delta),
-    ]  # fmt: skip
+    ]
     base_ids = {c.case_id for c in baseline.cases}
     cand_ids = {c.case_id for c in candidate.cases}
     return Comparison(
@@ -143,14 +143,14 @@ def compare(candidate: BenchmarkSummary, baseline: BenchmarkSummary, gates: Opti
         same_instructions=(candidate.instructions or None) == (baseline.instructions or None), metrics=metrics,
         gates=results, common_cases=common, only_in_candidate=sorted(cand_ids - base_ids),
         only_in_baseline=sorted(base_ids - cand_ids), changes=changes, passed=all(g.passed for g in results),
-    )  # fmt: skip
+    )
 
 
 def _accuracy_gate(accuracy: MetricDelta, threshold: float) -> GateResult:
     rule = "mean score delta ≥ threshold"
     if accuracy.baseline is None:
         return GateResult(name="accuracy", passed=True, value=accuracy.delta, threshold=threshold,
-                          rule="no scored cases in the baseline: not enforced")  # fmt: skip
+                          rule="no scored cases in the baseline: not enforced")
     if accuracy.candidate is None:
         return GateResult(name="accuracy", passed=False, threshold=threshold, rule="the candidate has no scored cases")
     delta = accuracy.delta or 0.0

@@ -73,7 +73,7 @@ def fit_tokens(text: str, max_tokens: int, count: Callable[[str], int]) -> tuple
 
 
 def build_messages(task: str, context: Any, window_tokens: Optional[int],
-                   model: Any = None) -> tuple[list[dict[str, str]], list[str]]:  # fmt: skip
+                   model: Any = None) -> tuple[list[dict[str, str]], list[str]]:
     """The one prompt of a direct call, sized to ``window_tokens`` in ``model``'s tokens (estimated when it
     cannot count them); notes about any truncation."""
     window = window_tokens or DEFAULT_WINDOW
@@ -102,4 +102,4 @@ def run_direct(connector: ModelConnector, task: str, context: Any, timeout: Opti
         text=completion.text.strip() if completion.text else completion.text,
         input_tokens=completion.input_tokens, output_tokens=completion.output_tokens, cost=completion.cost,
         seconds=time.monotonic() - started, notes=notes,
-    )  # fmt: skip
+    )

@@ -30,7 +30,7 @@ from rlm_host import RlmError
 ID_KEYS = ("case_id", "id", "question_id", "eval_id", "uid", "name")
 TASK_KEYS = ("task", "question", "query", "prompt", "input", "instruction")
 EXPECTED_KEYS = ("expected", "expected_answer", "expected_output", "answer", "answers", "reference", "target",
-                 "label", "gold", "ground_truth")  # fmt: skip
+                 "label", "gold", "ground_truth")
 CONTEXT_KEYS = ("context", "document", "documents", "passage", "haystack")
 FILE_KEYS = ("context_file", "context_path")
 PASSTHROUGH = ("description", "environment", "max_steps", "exec_timeout", "scorer", "tags", "options", "mode")
@@ -202,7 +202,7 @@ def _evals_row(item: tuple[int, dict[str, Any]], base: Path,
     metadata = row.get("metadata")
     if isinstance(metadata, dict):
         out["tags"] = {**{str(k): str(v) for k, v in metadata.items() if not isinstance(v, (dict, list))},
-                       **dict(out.get("tags") or {})}  # fmt: skip
+                       **dict(out.get("tags") or {})}
     scorer = _scorer_from(row.get("evaluators")) or default_scorer
     if scorer and "scorer" not in out:
         out["scorer"] = scorer

@@ -16,7 +16,7 @@ def rlm_register_commands() -> list[CommandSpec]:
                     "rlm_bench.bench_cmd:app"),
         CommandSpec("leaderboard", "Rank saved benchmarks by mean score, reward, cost, tokens, …",
                     "rlm_bench.leaderboard_cmd:app"),
-    ]  # fmt: skip
+    ]
 
 
 @hookimpl

@@ -69,7 +69,7 @@ def color(index: int) -> str:
 
 def legend(labels: Any) -> str:
     return '<div class="legend">' + "".join(f'<span><i style="background:{color(i)}"></i>{e(label)}</span>'
-                                            for i, label in enumerate(labels)) + "</div>"  # fmt: skip
+                                            for i, label in enumerate(labels)) + "</div>"
 
 
 def plot_size() -> tuple[int, int]:
@@ -77,31 +77,31 @@ def plot_size() -> tuple[int, int]:
 
 
 def y_axis(py: Callable[[float], float], y_lo: float, y_hi: float, y_label: str,
-           y_format: Callable[[float], str] = tick_label) -> list[str]:  # fmt: skip
+           y_format: Callable[[float], str] = tick_label) -> list[str]:
     """The plot frame, horizontal grid lines with their labels and the rotated y label."""
     plot_w, plot_h = plot_size()
     parts = [f'<rect x="{MARGIN["left"]}" y="{MARGIN["top"]}" width="{plot_w}" height="{plot_h}" fill="#fff" '
-             'stroke="#999"/>']  # fmt: skip
+             'stroke="#999"/>']
     for t in ticks(y_lo, y_hi):
         y = py(t)
         parts.append(f'<line class="grid" x1="{MARGIN["left"]}" x2="{MARGIN["left"] + plot_w}" y1="{y:.1f}" '
-                     f'y2="{y:.1f}" stroke="#e5e5e5"/>')  # fmt: skip
+                     f'y2="{y:.1f}" stroke="#e5e5e5"/>')
         parts.append(f'<text x="{MARGIN["left"] - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
-                     f"{e(y_format(t))}</text>")  # fmt: skip
+                     f"{e(y_format(t))}</text>")
     parts.append(f'<text x="14" y="{MARGIN["top"] + plot_h / 2}" font-size="12" text-anchor="middle" '
-                 f'transform="rotate(-90 14 {MARGIN["top"] + plot_h / 2})">{e(y_label)}</text>')  # fmt: skip
+                 f'transform="rotate(-90 14 {MARGIN["top"] + plot_h / 2})">{e(y_label)}</text>')
     return parts
 
 
 def x_label(text: str) -> str:
     plot_w, _ = plot_size()
     return (f'<text x="{MARGIN["left"] + plot_w / 2}" y="{HEIGHT - 8}" font-size="12" text-anchor="middle">'
-            f"{e(text)}</text>")  # fmt: skip
+            f"{e(text)}</text>")
 
 
 def svg_open(chart_id: str, title: str) -> str:
     return (f'<svg id="{e(chart_id)}" class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
-            f'role="img" aria-label="{e(title)}">')  # fmt: skip
+            f'role="img" aria-label="{e(title)}">')
 
 
 def page(title: str, body: str, css: str = "") -> str:
@@ -111,4 +111,4 @@ def page(title: str, body: str, css: str = "") -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>{e(title)}</title><style>{CSS}{css}</style></head><body>",
         f"<h1>{e(title)}</h1>", body, "</body></html>\n",
-    ])  # fmt: skip
+    ])

@@ -64,7 +64,7 @@ def cost_measure(summaries: Sequence[BenchmarkSummary]) -> tuple[str, Callable[[
 
 def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tuple[int, float, int]]],
               y_range: Optional[tuple[float, float]] = None,
-              y_format: Callable[[float], str] = _tick_label) -> str:  # fmt: skip
+              y_format: Callable[[float], str] = _tick_label) -> str:
     """A line chart with one polyline and one circle per point per series (x: context tokens, log scale when wide)."""
     all_points = [p for ps in series.values() for p in ps]
     plot_w, plot_h = plot_size()
@@ -89,7 +89,7 @@ def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tu
     for t in x_ticks:
         x = px(t)
         parts.append(f'<text x="{x:.1f}" y="{MARGIN["top"] + plot_h + 16}" font-size="11" text-anchor="middle">'
-                     f"{e(_tick_label(t))}</text>")  # fmt: skip
+                     f"{e(_tick_label(t))}</text>")
     parts.append(x_label(f"context length (tokens{', log scale' if log_x else ''})"))
     for i, (label, pts) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
@@ -100,7 +100,7 @@ def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tu
         for x, y, n in pts:
             parts.append(f'<circle class="point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" fill="{color}" '
                          f'data-x="{x}" data-y="{y:.6g}"><title>{e(label)}: {x:,} tokens, {e(y_format(y))} '
-                         f"({n} case{'s' if n != 1 else ''})</title></circle>")  # fmt: skip
+                         f"({n} case{'s' if n != 1 else ''})</title></circle>")
         parts.append("</g>")
     parts.append("</svg>")
     return f'<figure><figcaption>{e(title)}</figcaption>{"".join(parts)}{legend(series)}</figure>'
@@ -109,13 +109,13 @@ def svg_chart(chart_id: str, title: str, y_label: str, series: dict[str, list[tu
 # --- tables -------------------------------------------------------------------------------------------------
 
 _AGG_HEAD = ("cases", "mean score", "correct/scored", "completion", "errors", "avg reward", "avg steps", "avg tokens",
-             "total tokens", "cost $", "p50 s", "p95 s")  # fmt: skip
+             "total tokens", "cost $", "p50 s", "p95 s")
 
 
 def _agg_cells(a: Aggregate) -> str:
     values = (str(a.cases), _num(a.accuracy), f"{a.correct}/{a.scored}", _pct(a.completion_rate), str(a.errors),
               _num(a.avg_reward), _num(a.avg_steps, 2), f"{a.avg_tokens:,.0f}", f"{a.tokens.total:,}", _num(a.cost, 4),
-              _num(a.latency_s.p50, 2), _num(a.latency_s.p95, 2))  # fmt: skip
+              _num(a.latency_s.p50, 2), _num(a.latency_s.p95, 2))
     return "".join(f'<td class="num">{e(v)}</td>' for v in values)
 
 
@@ -130,12 +130,12 @@ def summary_section(s: BenchmarkSummary) -> str:
             + (f" · sub-model {s.sub_model}" if s.sub_model else "") + (f" · sandbox {s.sandbox}" if s.sandbox else "")
             + (f" · environment {s.environment}" if s.environment else "")
             + f" · started {s.started_at:%Y-%m-%d %H:%M:%S} UTC"
-            + f" · finished {s.finished_at:%Y-%m-%d %H:%M:%S} UTC")  # fmt: skip
+            + f" · finished {s.finished_at:%Y-%m-%d %H:%M:%S} UTC")
     parts = [f'<section class="benchmark" data-benchmark="{e(s.benchmark_id)}">',
              f"<h2>Benchmark {e(s.benchmark_id)}</h2>", f'<p class="meta">{e(meta)}</p>',
              f"<p>{e(s.description)}</p>" if s.description else "",
              "<h3>Summary</h3>", _agg_table("summary", "scope", [("overall", s.metrics)]),
-             "<h3>By pack</h3>", _agg_table("by-pack", "pack", list(s.by_pack.items()))]  # fmt: skip
+             "<h3>By pack</h3>", _agg_table("by-pack", "pack", list(s.by_pack.items()))]
     for key, groups in s.by_tag.items():
         parts += [f"<h3>By {e(key)}</h3>", _agg_table("by-tag", key, list(groups.items()))]
     parts += ["<h3>Cases</h3>", cases_table(s), "</section>"]
@@ -144,7 +144,7 @@ def summary_section(s: BenchmarkSummary) -> str:
 
 def cases_table(s: BenchmarkSummary) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("case", "status", "tags", "expected", "answer", "score", "steps",
-                                             "tokens", "context tokens", "latency s"))  # fmt: skip
+                                             "tokens", "context tokens", "latency s"))
     rows = []
     for c in s.cases:
         tags = ", ".join(f"{k}={v}" for k, v in c.tags.items())
@@ -170,13 +170,13 @@ def render_html(summaries: Sequence[BenchmarkSummary]) -> str:
     cost_label, measure = cost_measure(summaries)
     costs = {label: points(cases, measure) for label, cases in groups.items()}
     title = ("Benchmark " + summaries[0].benchmark_id if len(summaries) == 1
-             else f"{len(summaries)} benchmarks: " + ", ".join(s.benchmark_id for s in summaries))  # fmt: skip
+             else f"{len(summaries)} benchmarks: " + ", ".join(s.benchmark_id for s in summaries))
     money = cost_label.startswith("cost")
     charts = [
         svg_chart("chart-accuracy", "Score against context length", "mean score", accuracy, (0.0, 1.0),
-                  lambda v: f"{v:.2f}"),  # fmt: skip
+                  lambda v: f"{v:.2f}"),
         svg_chart("chart-cost", f"{'Cost' if money else 'Tokens'} against context length", cost_label, costs,
-                  y_format=(lambda v: f"${v:.4f}") if money else _tick_label),  # fmt: skip
+                  y_format=(lambda v: f"${v:.4f}") if money else _tick_label),
     ]
     body = f'<div class="charts">{"".join(charts)}</div>' + "".join(summary_section(s) for s in summaries)
     return page(title, body)

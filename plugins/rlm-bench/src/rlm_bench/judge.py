@@ -109,14 +109,14 @@ def parse_label(text: Optional[str]) -> Optional[bool]:
 
 
 def judge_answer(connector: ModelConnector, question: str, answer: Any, response: Any,
-                 kind: Optional[str] = None) -> Verdict:  # fmt: skip
+                 kind: Optional[str] = None) -> Verdict:
     """One verdict from ``connector`` (ModelError propagates)."""
     prompt = build_prompt(kind, question, answer, response)
     completion = connector.complete([{"role": "user", "content": prompt}])
     label = parse_label(completion.text)
     return Verdict(model=connector.name, label=bool(label), raw=completion.text or "",
                    question_type=question_type(kind),
-                   parsed=label is not None)  # fmt: skip
+                   parsed=label is not None)
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -150,7 +150,7 @@ def _prediction(row: dict[str, Any]) -> Any:
 
 
 def judge_predictions(predictions: Path, reference: Path, output: Path, connector: ModelConnector,
-                      on_judged: Optional[Any] = None) -> JudgeReport:  # fmt: skip
+                      on_judged: Optional[Any] = None) -> JudgeReport:
     """Judge every prediction not judged yet in ``output`` (JSONL, appended to); returns the whole file's tally."""
     refs = {str(r.get("question_id")): r for r in read_rows(reference)}
     judged = read_rows(output) if Path(output).exists() else []

@@ -17,7 +17,7 @@ from typing import Any, Optional
 MEAN_SCORE = "mean score"
 EFFICIENCY = "efficiency: mean score per 1,000 tokens (mean score × 1000 / avg tokens per case)"
 MARKS = {"correct": ("✓", "green"), "partial": ("◐", "yellow"), "wrong": ("✗", "red"), "unscored": ("○", "default"),
-         "incomplete": ("…", "yellow")}  # fmt: skip
+         "incomplete": ("…", "yellow")}
 MARK_LEGEND = "✓ correct · ◐ partly right · ✗ wrong or failed · ○ no expected answer · … incomplete"
 
 
@@ -46,4 +46,4 @@ def overall_line(m: Any) -> str:
     return (f"{MEAN_SCORE} {score_text(m.accuracy)} · correct {m.correct}/{m.scored} (full score) · "
             f"completed {m.completed}/{m.cases} · avg reward {m.avg_reward:.3f} · avg steps {m.avg_steps:.2f} · "
             f"tokens {m.tokens.total:,} · latency p50/p95/p99 "
-            f"{m.latency_s.p50:.2f}/{m.latency_s.p95:.2f}/{m.latency_s.p99:.2f} s")  # fmt: skip
+            f"{m.latency_s.p50:.2f}/{m.latency_s.p95:.2f}/{m.latency_s.p99:.2f} s")

@@ -42,14 +42,14 @@ from rlm_host.sdk.commands import json_for_terminal
 METRICS: dict[str, bool] = {
     "accuracy": True, "reward": True, "completion": True, "efficiency": True,
     "steps": False, "tokens": False, "cost": False, "duration": False,
-}  # fmt: skip
+}
 STRING_FILTERS = ("preset", "model", "mode", "environment", "sandbox", "tag")
 NUMBER_FILTERS = ("min_cases", "min_accuracy", "max_accuracy", "min_reward", "max_reward", "min_completion")
 DATE_FILTERS = ("since", "until")
 FILTER_KEYS = (*STRING_FILTERS, *NUMBER_FILTERS, *DATE_FILTERS)
 EXPORT_FORMATS = ("table", "json", "csv", "markdown")
 TABLE_LEGEND = ("", "SCORE mean score over the scored cases (0-1) · REWARD avg reward per case · COMPL completion rate",
-                f"EFF {EFFICIENCY}")  # fmt: skip
+                f"EFF {EFFICIENCY}")
 
 
 def label(metric: str) -> str:
@@ -94,7 +94,7 @@ class LeaderboardRow:
             "accuracy": self.accuracy, "reward": self.avg_reward, "completion": self.completion_rate,
             "efficiency": self.efficiency, "steps": self.avg_steps, "tokens": self.avg_tokens if self.cases else None,
             "cost": self.avg_cost, "duration": self.avg_latency_s if self.cases else None,
-        }[name]  # fmt: skip
+        }[name]
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -126,13 +126,13 @@ def row_from_summary(summary: BenchmarkSummary) -> LeaderboardRow:
         p50_latency_s=m.latency_s.p50, avg_latency_s=m.latency_s.avg, efficiency=efficiency(m.accuracy, m.avg_tokens),
         environments=sorted({*environments, *([summary.environment] if summary.environment else [])}),
         tags={k: sorted(v) for k, v in tags.items()}, started=started,
-    )  # fmt: skip
+    )
 
 
 def check_metric(metric: str) -> str:
     name = metric.strip().lower().replace("-", "_")
     name = {"completion_rate": "completion", "avg_reward": "reward", "latency": "duration", "score": "accuracy",
-            "mean_score": "accuracy"}.get(name, name)  # fmt: skip
+            "mean_score": "accuracy"}.get(name, name)
     if name not in METRICS:
         raise LeaderboardError(f"unknown metric {metric!r}", hint="choose one of: " + ", ".join(METRICS))
     return name
@@ -163,7 +163,7 @@ class LeaderboardFilter:
 
         if not (like(self.preset, row.preset) and like(self.model, row.model) and like(self.mode, row.mode)
                 and like(self.environment, row.environment, *row.environments) and like(self.sandbox, row.sandbox)):
-            return False  # fmt: skip
+            return False
         if self.tag is not None:
             key, _, value = self.tag.partition("=")
             if key not in row.tags or (value and not any(fnmatch.fnmatchcase(v, value) for v in row.tags[key])):
@@ -219,7 +219,7 @@ def parse_filters(items: Iterable[str]) -> LeaderboardFilter:
         key = key.strip().lower().replace("-", "_")
         key = {"env": "environment", "tags": "tag", "min_completion_rate": "min_completion",
                "min_score": "min_accuracy",
-               "max_score": "max_accuracy"}.get(key, key)  # fmt: skip
+               "max_score": "max_accuracy"}.get(key, key)
         if not sep or key not in FILTER_KEYS:
             problem = f"unknown filter key {key!r}" if sep else f"filter {item!r} is not KEY=VALUE"
             raise LeaderboardError(problem, hint="valid keys: " + ", ".join(FILTER_KEYS))
@@ -248,7 +248,7 @@ def rank(
     rows = [r for r in rows if where is None or where.matches(r)]
     rows.sort(key=lambda r: r.benchmark_id, reverse=True)  # ties: newest first (sort is stable)
     rows.sort(key=lambda r: (r.metric(name) is None, 0.0 if r.metric(name) is None
-                             else (-r.metric(name) if higher else r.metric(name))))  # type: ignore[operator]  # fmt: skip
+                             else (-r.metric(name) if higher else r.metric(name))))  # type: ignore[operator]
     rows = rows[:limit] if limit else rows
     for i, row in enumerate(rows, 1):
         row.rank = i
@@ -273,7 +273,7 @@ def load_summaries(paths: Sequence[Path],
 # --- exports -------------------------------------------------------------------------------------------------
 
 COLUMNS = ("rank", "benchmark_id", "preset", "mode", "model", "environment", "sandbox", "cases", "accuracy",
-           "avg_reward", "completion_rate", "avg_steps", "tokens", "cost", "p50_latency_s", "efficiency")  # fmt: skip
+           "avg_reward", "completion_rate", "avg_steps", "tokens", "cost", "p50_latency_s", "efficiency")
 
 
 def _fmt(name: str, value: Any) -> str:
@@ -299,25 +299,25 @@ def statistics_block(rows: Sequence[LeaderboardRow], metric: str) -> dict[str, O
     return {"count": len(values), "mean": round(statistics.fmean(values), 6),
             "median": round(statistics.median(values), 6),
             "stdev": round(statistics.stdev(values), 6) if len(values) > 1 else 0.0, "min": min(values),
-            "max": max(values)}  # fmt: skip
+            "max": max(values)}
 
 
 def to_table(rows: Sequence[LeaderboardRow], metric: str) -> str:
     heads = ("#", "BENCHMARK", "PRESET", "MODE", "MODEL", "ENV", "SANDBOX", "CASES", "SCORE", "REWARD", "COMPL",
-             "STEPS", "TOKENS", "COST", "P50 S", "EFF")  # fmt: skip
+             "STEPS", "TOKENS", "COST", "P50 S", "EFF")
     cells = [[_fmt(c, getattr(r, c)) for c in COLUMNS] for r in rows]
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(heads)]
     numeric = set(range(7, len(heads))) | {0}
     line = lambda values: "  ".join(v.rjust(w) if i in numeric else v.ljust(w)  # noqa: E731
-                                    for i, (v, w) in enumerate(zip(values, widths))).rstrip()  # fmt: skip
+                                    for i, (v, w) in enumerate(zip(values, widths))).rstrip()
     better = "higher" if METRICS[metric] else "lower"
     return "\n".join([f"ranked by {label(metric)} ({better} is better)", line(heads), *(line(c) for c in cells),
-                      *TABLE_LEGEND]) + "\n"  # fmt: skip
+                      *TABLE_LEGEND]) + "\n"
 
 
 def to_json(rows: Sequence[LeaderboardRow], metric: str) -> str:
     payload = {"metric": metric, "higher_is_better": METRICS[metric], "rows": [r.to_dict() for r in rows],
-               "statistics": statistics_block(rows, metric)}  # fmt: skip
+               "statistics": statistics_block(rows, metric)}
     return json_for_terminal(payload) + "\n"  # no C1 control of a run's text reaches a terminal
 
 
@@ -333,10 +333,10 @@ def to_csv(rows: Sequence[LeaderboardRow], metric: str) -> str:
 
 def to_markdown(rows: Sequence[LeaderboardRow], metric: str) -> str:
     heads = ("#", "benchmark", "preset", "mode", "model", "env", "sandbox", "cases", "mean score", "reward",
-             "completion", "steps", "tokens", "cost", "p50 s", "efficiency")  # fmt: skip
+             "completion", "steps", "tokens", "cost", "p50 s", "efficiency")
     lines = [f"# Leaderboard by {label(metric)} ({'higher' if METRICS[metric] else 'lower'} is better)", "",
              "| " + " | ".join(heads) + " |", "| " + " | ".join("---:" if i in (0, *range(7, 16)) else "---"
-                                                                 for i in range(len(heads))) + " |"]  # fmt: skip
+                                                                 for i in range(len(heads))) + " |"]
     for r in rows:
         values = [_fmt(c, getattr(r, c)).replace("|", "\\|") for c in COLUMNS]
         values[1] = f"`{values[1]}`"
@@ -345,7 +345,7 @@ def to_markdown(rows: Sequence[LeaderboardRow], metric: str) -> str:
     lines += ["", f"Efficiency: {EFFICIENCY.split(': ', 1)[1]}.", "", f"## Statistics of {label(metric)}", ""]
     if stats["count"]:
         lines.append(f"- mean {stats['mean']:.4f} · median {stats['median']:.4f} · std dev {stats['stdev']:.4f} · "
-                     f"range {stats['min']:.4f} – {stats['max']:.4f} over {stats['count']} benchmark(s)")  # fmt: skip
+                     f"range {stats['min']:.4f} – {stats['max']:.4f} over {stats['count']} benchmark(s)")
     else:
         lines.append("- no benchmark has a value for this metric")
     return "\n".join(lines) + "\n"

@@ -54,7 +54,7 @@ def leaderboard(
 
     def warn(path: Path, message: str) -> None:
         say(f"warning: skipped {path.name}: {message}", event="leaderboard skipped", level="warning",
-            file=str(path))  # fmt: skip
+            file=str(path))
 
     rows = rank(load_summaries(paths, on_error=warn), name, where, limit or None)
     fmt = chosen[0] if chosen else "table"

@@ -127,7 +127,7 @@ _COMPILED_STATE = {
                           "demos": [{"question": f"q{i}", "query": f"t{i}"} for i in range(2)]},
     "generate_answer": {"signature": "GenerateAnswer",
                         "demos": [{"question": f"q{i}", "answer": f"a{i}"} for i in range(4)]},
-}  # fmt: skip
+}
 
 _SMOKE_TEXT = (
     "Lighthouses along the northern coast were lit by hand until the lantern works closed. Each keeper carried a "
@@ -155,7 +155,7 @@ def dspy_reading_quick(settings: Any = None, services: Any = None) -> list[Any]:
               "the metric exact match (after stripping spaces and lower-casing both) count as correct? Answer "
               "with a number.", context=json.dumps(_EVAL_RECORDS), expected=_EM_MATCHES, scorer="numeric",
               max_steps=4, tags=tags),
-    ]  # fmt: skip
+    ]
 
 
 def dspy_reading_extended(settings: Any = None, services: Any = None) -> list[Any]:
@@ -169,7 +169,7 @@ def dspy_reading_extended(settings: Any = None, services: Any = None) -> list[An
               "The context is the saved state of a compiled DSPy program (predictor name → state). How many demos "
               "do the predictors whose signature is GenerateSearchQuery hold in total? Answer with a number.",
               context=_COMPILED_STATE, expected=5, scorer="numeric", max_steps=4, tags=tags),
-    ]  # fmt: skip
+    ]
 
 
 def generic_smoke(settings: Any = None, services: Any = None) -> list[Any]:
@@ -184,7 +184,7 @@ def generic_smoke(settings: Any = None, services: Any = None) -> list[Any]:
               "The variable `context` holds a list of integers. What is their sum? Give the number as your final "
               "response.", context=numbers, environment="generic", expected=sum(numbers), scorer="numeric",
               max_steps=4, tags=tags),
-    ]  # fmt: skip
+    ]
 
 
 def pure_rlm_smoke(settings: Any = None, services: Any = None) -> list[Any]:
@@ -199,7 +199,7 @@ def pure_rlm_smoke(settings: Any = None, services: Any = None) -> list[Any]:
               "How many times does the word 'lantern' occur in the context, in any letter case? Answer with a number.",
               context=_SMOKE_TEXT, expected=len(re.findall(r"\blantern\b", _SMOKE_TEXT, re.IGNORECASE)),
               scorer="numeric", max_steps=4, tags=tags),
-    ]  # fmt: skip
+    ]
 
 
 def pure_rlm_context(settings: Any = None, services: Any = None) -> list[Any]:
@@ -216,7 +216,7 @@ def pure_rlm_context(settings: Any = None, services: Any = None) -> list[Any]:
         _case("ctx_code_default_32k", "a default value in a 32K-token repository",
               context=("code_mcq", {"tokens": 32768, "question": "default", "seed": 7}),
               expected="A", tags={"task_family": "code_mcq"}),
-    ]  # fmt: skip
+    ]
 
 
 def deep_recursion(settings: Any = None, services: Any = None) -> list[Any]:
@@ -233,7 +233,7 @@ def deep_recursion(settings: Any = None, services: Any = None) -> list[Any]:
         _case("deep_code_caller", "which function calls another, 128K-token repository",
               context=("code_mcq", {"tokens": 131072, "question": "caller", "seed": 23}),
               expected="C", options=options, max_steps=12, tags={"task_family": "code_mcq"}),
-    ]  # fmt: skip
+    ]
 
 
 def paradigm_comparison(settings: Any = None, services: Any = None) -> list[Any]:
@@ -257,7 +257,7 @@ def paradigm_comparison(settings: Any = None, services: Any = None) -> list[Any]
               tags={"task_family": family, "paradigm": "deepagents"}),
         _case("paradigm_direct", "the needle, as one direct LLM call (context in the prompt)", context=context,
               mode="direct-llm", expected="4118146", tags={"task_family": family, "paradigm": "direct"}),
-    ]  # fmt: skip
+    ]
 
 
 def oolong_style(settings: Any = None, services: Any = None) -> list[Any]:
@@ -276,7 +276,7 @@ def oolong_style(settings: Any = None, services: Any = None) -> list[Any]:
               context=("oolong_pairs", {"tokens": 32768, "question": "both", "label": "location", "seed": 4}),
               expected=_pairs_of(18819, 34391, 37332, 45980, 50686, 55082, 82936),
               tags={"task_family": "oolong_pairs"}),
-    ]  # fmt: skip
+    ]
 
 
 def browsecomp_style(settings: Any = None, services: Any = None) -> list[Any]:
@@ -291,7 +291,7 @@ def browsecomp_style(settings: Any = None, services: Any = None) -> list[Any]:
         _case("browse_3hop_1000docs", "three hops over 1,000 documents",
               context=("multidoc", {"tokens": 524288, "docs": 1000, "hops": 3, "seed": 43}),
               expected="Marlum", tags=tags, max_steps=16),
-    ]  # fmt: skip
+    ]
 
 
 def token_efficiency(settings: Any = None, services: Any = None) -> list[Any]:
@@ -301,7 +301,7 @@ def token_efficiency(settings: Any = None, services: Any = None) -> list[Any]:
               context=("niah", {"tokens": tokens, "depth": 0.5, "seed": 51, "key": key}),
               expected="6330221", tags={"task_family": "niah"})
         for label, tokens in (("8k", 8192), ("128k", 131072), ("1m", 1_100_000))
-    ]  # fmt: skip
+    ]
 
 
 def dynamic_web_filtering(settings: Any = None, services: Any = None) -> list[Any]:
@@ -318,4 +318,4 @@ def dynamic_web_filtering(settings: Any = None, services: Any = None) -> list[An
               context=("multidoc", {"tokens": 131072, "docs": 256, "hops": 3, "domain": "citynews.example.net",
                                      "seed": 63}),
               expected="Morashrin", tags=tags, max_steps=12),
-    ]  # fmt: skip
+    ]

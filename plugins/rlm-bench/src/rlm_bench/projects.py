@@ -28,11 +28,11 @@ def prepare_project(folder: Path, files: dict[str, str]) -> Path:
 
 
 def score_hidden_tests(runner: Any, folder: Path, hidden: dict[str, str], *, environment: str,
-                       sandbox: str | None) -> tuple[float, bool, dict[str, Any]]:  # fmt: skip
+                       sandbox: str | None) -> tuple[float, bool, dict[str, Any]]:
     """(score, correct, detail) of the hidden tests run against the project in a fresh sandbox session."""
     _write_files(folder / HIDDEN_DIR, hidden)
     session = runner.open_sandbox(sandbox=sandbox, environment=environment, workspace=folder,
-                                  exec_timeout=TEST_TIMEOUT)  # fmt: skip
+                                  exec_timeout=TEST_TIMEOUT)
     try:
         session.start()
         argv = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no", "--rootdir", ".", HIDDEN_DIR]
@@ -43,7 +43,7 @@ def score_hidden_tests(runner: Any, folder: Path, hidden: dict[str, str], *, env
     ran = counts.get("passed", 0) + counts.get("failed", 0) + counts.get("errors", 0)
     value = counts.get("passed", 0) / ran if ran else 0.0
     detail = {"hidden_tests": counts, "exit_code": result.exit_code, "timed_out": result.timed_out,
-              "output": (result.stdout + result.stderr)[-OUTPUT_KEPT:]}  # fmt: skip
+              "output": (result.stdout + result.stderr)[-OUTPUT_KEPT:]}
     return round(value, 4), bool(result.ok and ran and value == 1.0), detail
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 #: The project-file key each manifest field a resume uses is judged as.
 MANIFEST_KEYS = {"model": "run.model", "sub_model": "run.sub_model", "judge_model": "run.model",
-                 "sandbox": "run.sandbox", "instructions": "run.instructions", "pack_file": "run.workdir"}  # fmt: skip
+                 "sandbox": "run.sandbox", "instructions": "run.instructions", "pack_file": "run.workdir"}
 
 Refused = tuple[str, Any, str]  # (the record's name for the setting, its value, why it is ignored)
 
@@ -26,7 +26,7 @@ Refused = tuple[str, Any, str]  # (the record's name for the setting, its value,
 def refused(asks: Iterable[tuple[str, str, Any]], project: Path, host: Any) -> list[Refused]:
     """Of ``(name, key, value)`` asks, those the host's screening of project files refuses (``risk_of``)."""
     return [(name, value, why) for name, key, value in asks
-            if value is not None and (why := risk_of(key, value, project, host))]  # fmt: skip
+            if value is not None and (why := risk_of(key, value, project, host))]
 
 
 def warn(path: Path, ignored: list[Refused]) -> None:
@@ -37,7 +37,7 @@ def warn(path: Path, ignored: list[Refused]) -> None:
     say(f"warning: {path} was not written by your rlm (it carries no valid signature of yours), so these "
              f"settings were ignored: {items}. If you trust this project, pass --trust-config.",
              event="untrusted record", level="warning", file=str(path),
-             ignored=[name for name, _, _ in ignored])  # fmt: skip
+             ignored=[name for name, _, _ in ignored])
 
 
 def manifest_for_resume(stored: "Stored[Manifest]", project: Path, host: Any, trust: bool = False) -> "Manifest":
@@ -62,7 +62,7 @@ def sweep_for_resume(stored: "Stored[SweepRecord]", project: Path, host: Any, tr
     spec = record.spec
     ignored: dict[str, Refused] = {}
     runs = [spec.get("run"), *(o.get("run") for o in spec.get("override") or [] if isinstance(o, dict)),
-            *(point.point.get("run") for point in record.points)]  # fmt: skip
+            *(point.point.get("run") for point in record.points)]
     for run in (run for run in runs if isinstance(run, dict)):
         for name, value, why in refused([(f"run.{k}", f"run.{k}", v) for k, v in run.items()], project, host):
             run.pop(name.removeprefix("run."))
@@ -71,7 +71,7 @@ def sweep_for_resume(stored: "Stored[SweepRecord]", project: Path, host: Any, tr
     folder = Path(record.file).parent  # a resume reads the packs beside the sweep file the record names
     for pack in list(grid.get("packs") or []):
         for name, value, why in refused([("sweep.packs", "run.workdir", str((folder / str(pack)).resolve()))],
-                                        project, host):  # fmt: skip
+                                        project, host):
             grid["packs"].remove(pack)
             ignored[f"{name} {value}"] = (name, value, why)
     ray = (spec.get("bench") or {}).get("ray") or {}

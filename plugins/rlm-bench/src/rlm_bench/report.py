@@ -25,7 +25,7 @@ CSV_COLUMNS = (
     "case_id", "preset", "mode", "environment", "model", "status", "termination_reason", "scorer", "score", "correct",
     "expected", "final_response", "steps", "reward", "input_tokens", "output_tokens", "total_tokens", "cost",
     "duration_s", "context_tokens", "tags", "error",
-)  # fmt: skip
+)
 
 
 def _num(value: Optional[float], digits: int = 3) -> str:
@@ -83,7 +83,7 @@ def markdown(summary: BenchmarkSummary, comparison: Optional[Comparison] = None)
         lines += ["", f"### By {key}", "", _AGG_HEAD.format(what=key)]
         lines += [_aggregate_row(value, agg) for value, agg in groups.items()]
     lines += ["", "## Cases", "", "| case | status | score | answer | expected | steps | tokens | s |",
-              "| --- | --- | ---: | --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+              "| --- | --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for c in s.cases:
         lines.append(
             f"| `{c.case_id}` | {c.status} | {_num(c.score)} | {_short(c.final_response)} | {_short(c.expected)} | "
@@ -106,7 +106,7 @@ def comparison_markdown(c: Comparison) -> list[str]:
         lines.append(f"| {g.name} | {verdict} | {_num(g.value)} | {_num(g.threshold)} | {g.rule} |")
     lines += ["", "| metric | candidate | baseline | delta |", "| --- | ---: | ---: | ---: |"]
     lines += [f"| {METRIC_NAMES.get(name, name)} | {_num(d.candidate)} | {_num(d.baseline)} | {_num(d.delta)} |"
-              for name, d in c.metrics.items()]  # fmt: skip
+              for name, d in c.metrics.items()]
     if not c.same_preset:
         lines += ["", f"Note: different presets ({c.candidate_preset} vs {c.baseline_preset})."]
     if not c.same_instructions:
@@ -131,7 +131,7 @@ def to_csv(summary: BenchmarkSummary, baseline: Optional[BenchmarkSummary] = Non
         row = c.model_dump(mode="json")
         row.update(input_tokens=c.tokens.input, output_tokens=c.tokens.output, total_tokens=c.tokens.total,
                    expected=json.dumps(c.expected, ensure_ascii=False),
-                   tags=";".join(f"{k}={v}" for k, v in c.tags.items()))  # fmt: skip
+                   tags=";".join(f"{k}={v}" for k, v in c.tags.items()))
         if baseline is not None:
             old = base.get(c.case_id)
             row.update(baseline_status=old.status if old else "", baseline_score=old.score if old else "")
@@ -147,7 +147,7 @@ def to_json(summary: BenchmarkSummary, comparison: Optional[Comparison] = None) 
 
 
 def render(summary: BenchmarkSummary, fmt: str, comparison: Optional[Comparison] = None,
-           baseline: Optional[BenchmarkSummary] = None) -> str:  # fmt: skip
+           baseline: Optional[BenchmarkSummary] = None) -> str:
     if fmt in ("markdown", "md"):
         return markdown(summary, comparison)
     if fmt == "csv":

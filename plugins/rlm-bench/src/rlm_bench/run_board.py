@@ -21,9 +21,9 @@ from rlm_host.sdk.commands import terminal_safe
 
 #: metric → True when higher is better
 RUN_METRICS: dict[str, bool] = {"reward": True, "accuracy": True, "tokens": False, "cost": False, "seconds": False,
-                                "steps": False}  # fmt: skip
+                                "steps": False}
 COLUMNS = ("rank", "run_id", "started", "status", "model", "environment", "framework", "steps", "reward", "accuracy",
-           "tokens", "cost", "seconds", "task")  # fmt: skip
+           "tokens", "cost", "seconds", "task")
 
 
 @dataclass
@@ -48,7 +48,7 @@ class RunRow:
 
     def metric(self, name: str) -> Optional[float]:
         return {"reward": self.reward, "accuracy": self.accuracy, "tokens": self.tokens, "cost": self.cost,
-                "seconds": self.seconds, "steps": self.steps}[name]  # fmt: skip
+                "seconds": self.seconds, "steps": self.steps}[name]
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -80,7 +80,7 @@ def scorer(load_cases: Callable[[str], dict[str, Any]]) -> Callable[[Any], Optio
                     cache[benchmark] = {}
             case = cache[benchmark].get(labels["case"])
             if case is not None and getattr(case, "score", None) is not None and \
-                    getattr(case, "run_id", None) in (None, summary.run_id):  # fmt: skip
+                    getattr(case, "run_id", None) in (None, summary.run_id):
                 return float(case.score)
         if "expected" in labels:
             return normalized_exact(summary.answer, labels["expected"]).value if summary.answer is not None else 0.0
@@ -90,16 +90,16 @@ def scorer(load_cases: Callable[[str], dict[str, Any]]) -> Callable[[Any], Optio
 
 
 def rank_runs(summaries: Sequence[Any], metric: str, score: Callable[[Any], Optional[float]],
-              limit: Optional[int] = None) -> list[RunRow]:  # fmt: skip
+              limit: Optional[int] = None) -> list[RunRow]:
     """Rows of ``summaries``, best first by ``metric`` (missing values last), ranks from 1."""
     name = check_run_metric(metric)
     rows = [RunRow(s.run_id, s.started.isoformat(timespec="seconds") if s.started else "", s.termination_reason,
                    s.model, s.environment, s.framework, s.steps, s.total_reward, score(s), s.tokens, s.cost,
-                   s.duration, s.task, dict(s.labels)) for s in summaries]  # fmt: skip
+                   s.duration, s.task, dict(s.labels)) for s in summaries]
     rows.sort(key=lambda r: r.started, reverse=True)
     higher = RUN_METRICS[name]
     rows.sort(key=lambda r: (r.metric(name) is None, 0.0 if r.metric(name) is None
-                             else (-r.metric(name) if higher else r.metric(name))))  # type: ignore[operator]  # fmt: skip
+                             else (-r.metric(name) if higher else r.metric(name))))  # type: ignore[operator]
     rows = rows[:limit] if limit else rows
     for i, row in enumerate(rows, 1):
         row.rank = i
@@ -144,13 +144,13 @@ def render_runs(rows: Sequence[RunRow], metric: str, fmt: str = "table") -> str:
         writer.writeheader()
         for r in rows:
             writer.writerow({**{c: "" if getattr(r, c) is None else getattr(r, c) for c in COLUMNS},
-                             "labels": json.dumps(r.labels)})  # fmt: skip
+                             "labels": json.dumps(r.labels)})
         return out.getvalue()
     cells = [[_cell(c, getattr(r, c)) for c in COLUMNS] for r in rows]
     heads = [c.upper().replace("_", " ") for c in COLUMNS]
     if fmt == "markdown":
         lines = [f"# Runs ranked by {name} ({better} is better)", "", "| " + " | ".join(COLUMNS) + " |",
-                 "| " + " | ".join("---" for _ in COLUMNS) + " |"]  # fmt: skip
+                 "| " + " | ".join("---" for _ in COLUMNS) + " |"]
         lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in cells]
         return "\n".join(lines) + "\n"
     if fmt != "table":
@@ -159,4 +159,4 @@ def render_runs(rows: Sequence[RunRow], metric: str, fmt: str = "table") -> str:
     line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
     legend = "ACCURACY: a benchmark's score of the run, or its `expected` label matched (- : none)"
     return "\n".join([f"runs ranked by {name} ({better} is better)", line(heads), *(line(c) for c in cells), "",
-                      legend]) + "\n"  # fmt: skip
+                      legend]) + "\n"

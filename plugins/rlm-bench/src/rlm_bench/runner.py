@@ -77,7 +77,7 @@ class BenchmarkRunner:
     def __init__(self, runner: Any, *, connectors: Optional[dict[str, ModelConnector]] = None,
                  on_start: Optional[Callable[[int, int], None]] = None, on_case: Optional[ProgressHook] = None,
                  processes: Optional[int] = 1, shared_budget: bool = False,
-                 trust_records: bool = False) -> None:  # fmt: skip
+                 trust_records: bool = False) -> None:
         self.processes = processes
         self.trust_records = trust_records
         self.shared_budget = shared_budget
@@ -100,7 +100,7 @@ class BenchmarkRunner:
             environment=options.environment, model=options.model, sub_model=options.sub_model, sandbox=options.sandbox,
             judge_model=options.judge_model, case_ids=[c.case_id for c in cases], host_version=rlm_host.__version__,
             instructions=self.runner.loaded.settings.run.instructions,
-        )  # fmt: skip
+        )
         self.store.write_manifest(manifest)
         try:
             return self._execute(manifest, cases, {}, max(1, options.concurrency))
@@ -128,7 +128,7 @@ class BenchmarkRunner:
     # ------------------------------------------------------------------ scheduling
 
     def _execute(self, manifest: Manifest, cases: list[BenchmarkCase], done: dict[str, CaseResult],
-                 concurrency: int) -> BenchmarkSummary:  # fmt: skip
+                 concurrency: int) -> BenchmarkSummary:
         """The cases without a result, as a one-point sweep on this machine (``rlm_bench.sweep``)."""
         from rlm_bench.sweep import LocalExecutor, Plan, SweepDriver, SweepInterrupted, SweepItem, SweepStore
 
@@ -137,7 +137,7 @@ class BenchmarkRunner:
         if self.shared_budget:
             run = self.runner.loaded.settings.run
             self.pool = Budget(timeout=float("inf"), max_llm_calls=run.max_llm_calls, max_tokens=run.max_tokens,
-                               max_cost=run.max_cost)  # fmt: skip
+                               max_cost=run.max_cost)
         summaries: list[BenchmarkSummary] = []
 
         def run_case(item: SweepItem, cancel: threading.Event) -> dict[str, Any]:
@@ -179,7 +179,7 @@ class BenchmarkRunner:
         mode: Mode = case.mode or manifest.mode
         tags = case.all_tags()
         base: dict[str, Any] = dict(case_id=case.case_id, preset=manifest.preset, description=case.description,
-                                    mode=mode, environment=manifest.environment or case.environment)  # fmt: skip
+                                    mode=mode, environment=manifest.environment or case.environment)
         try:
             ready = case.materialize()
         except Exception as exc:  # a missing file, bad parameters, a generator bug: this case fails, not the run
@@ -187,7 +187,7 @@ class BenchmarkRunner:
             return CaseResult(**base, tags=tags, task=case.task or "", status="error", error=error,
                               expected=case.expected, scorer=case.scorer, score=0.0 if case.has_answer else None,
                               correct=False if case.has_answer else None, termination_reason="error",
-                              duration_s=round(time.monotonic() - started, 4))  # fmt: skip
+                              duration_s=round(time.monotonic() - started, 4))
         if ready.context is not None:
             tags.setdefault("length_bucket", length_bucket(estimate_tokens(ready.chars)))
         workdir = None
@@ -199,7 +199,7 @@ class BenchmarkRunner:
             return CaseResult(**base, tags=tags, task=ready.task, status="error", scorer=ready.scorer,
                               expected=ready.expected, score=0.0, correct=False, termination_reason="error",
                               error=f"framework {framework!r} is not installed (pip install rlm-adapter-…)",
-                              duration_s=round(time.monotonic() - started, 4))  # fmt: skip
+                              duration_s=round(time.monotonic() - started, 4))
         if mode in ("native", "harness"):  # harness: the native loop, in the harness environment
             fields = self._native(case, ready, manifest, cancel, workdir, framework)
         else:
@@ -209,7 +209,7 @@ class BenchmarkRunner:
         ready.context = None  # the context is not kept past its case
         result = CaseResult(**{**base, **fields}, tags=tags, task=ready.task, expected=ready.expected,
                             scorer=ready.scorer, context_chars=ready.chars,
-                            context_tokens=estimate_tokens(ready.chars))  # fmt: skip
+                            context_tokens=estimate_tokens(ready.chars))
         if case.hidden_tests and workdir is not None:
             self._score_project(result, case, manifest, workdir)
         elif ready.expected is not None:
@@ -221,7 +221,7 @@ class BenchmarkRunner:
         try:
             value, correct, detail = score_hidden_tests(
                 self.runner, workdir, case.hidden_tests, environment=result.environment or case.environment,
-                sandbox=manifest.sandbox)  # fmt: skip
+                sandbox=manifest.sandbox)
         except RlmError as exc:
             result.score, result.correct = 0.0, False
             result.notes.append(f"hidden tests could not run: {exc}")
@@ -229,19 +229,19 @@ class BenchmarkRunner:
         result.score, result.correct, result.score_detail = value, correct, detail
 
     def _native(self, case: BenchmarkCase, ready: Any, manifest: Manifest, cancel: threading.Event,
-                workdir: Any = None, framework: Optional[str] = None) -> Optional[dict[str, Any]]:  # fmt: skip
+                workdir: Any = None, framework: Optional[str] = None) -> Optional[dict[str, Any]]:
         connectors = {k: v for k, v in self.connectors.items() if k in ("root", "sub")} or None
         options = {**case.options, **({"workdir": workdir} if workdir is not None else {})}
         # labels reach every sink: an MLflow sink groups a benchmark's runs under one parent run by benchmark_id
         labels = {**self.runner.loaded.settings.run.labels, "benchmark_id": manifest.benchmark_id,
-                  "preset": manifest.preset, "case": case.case_id}  # fmt: skip
+                  "preset": manifest.preset, "case": case.case_id}
         options["labels"] = {**labels, **options.get("labels", {})}
         run = self.runner.run_task(
             ready.task, context=ready.context, cancel=cancel, connectors=connectors,
             environment=manifest.environment or case.environment, framework=framework or manifest.framework,
             model=manifest.model, sub_model=manifest.sub_model, sandbox=manifest.sandbox,
             max_steps=case.max_steps, exec_timeout=case.exec_timeout, shared_budget=self.pool, **options,
-        )  # fmt: skip
+        )
         if run.termination_reason == "cancelled":
             return None
         usage = run.usage
@@ -255,7 +255,7 @@ class BenchmarkRunner:
                                total=usage.total_tokens, root=usage.root.total_tokens, sub=usage.sub.total_tokens),
             llm_calls=usage.root.calls + usage.sub.calls, cost=run.cost, duration_s=run.duration_s,
             run_id=run.run_id, trajectory_path=run.trajectory_path, error=run.error,
-        )  # fmt: skip
+        )
 
     def _direct(self, ready: Any, manifest: Manifest, started: float) -> dict[str, Any]:
         connector = self._root(manifest)
@@ -271,7 +271,7 @@ class BenchmarkRunner:
             tokens=TokenTotals(input=outcome.input_tokens, output=outcome.output_tokens, total=total, root=total),
             llm_calls=1, cost=outcome.cost, duration_s=round(time.monotonic() - started, 4), error=outcome.error,
             notes=outcome.notes,
-        )  # fmt: skip
+        )
 
     def _score(self, result: CaseResult, manifest: Manifest, tags: dict[str, str]) -> None:
         if result.scorer == "judge":
@@ -280,13 +280,13 @@ class BenchmarkRunner:
             try:
                 connector = self._judge(manifest)
                 verdict = judge_answer(connector, result.task, result.expected, result.final_response,
-                                       tags.get("question_type"))  # fmt: skip
+                                       tags.get("question_type"))
             except ModelError as exc:
                 result.notes.append(f"judge failed: {exc}")
                 return
             result.score, result.correct = float(verdict.label), verdict.label
             result.score_detail = {"judge": verdict.model, "label": verdict.label, "raw": verdict.raw,
-                                   "question_type": verdict.question_type}  # fmt: skip
+                                   "question_type": verdict.question_type}
             return
         outcome = score(result.scorer or "normalized_exact", result.final_response, result.expected)
         result.score, result.correct, result.score_detail = outcome.value, outcome.correct, outcome.detail

@@ -186,7 +186,7 @@ SCORERS: dict[str, Scorer] = {
     "oolong": oolong,
 }
 ALIASES = {"normalised_exact": "normalized_exact", "em": "normalized_exact", "f1": "set_f1",
-           "choice": "multiple_choice", "mcq": "multiple_choice", "llm_judge": "judge"}  # fmt: skip
+           "choice": "multiple_choice", "mcq": "multiple_choice", "llm_judge": "judge"}
 NAMES = (*SCORERS, "judge")
 
 

@@ -85,7 +85,7 @@ class Shards:
         """The cases that finished within ``timeout`` seconds (any of this executor's)."""
         if self.waiting and (self.stopping or all(w.control.closed for w in self.workers)):  # no worker takes them
             out = [(n, {"cancelled": True} if self.stopping else _lost("no benchmark worker process is left"))
-                   for n in self.waiting]  # fmt: skip
+                   for n in self.waiting]
             self.waiting.clear()
             return out
         out, open_ = [], {w.results: w for w in self.workers if not w.results.closed}
@@ -131,7 +131,7 @@ class Shards:
     def _feed(self) -> None:
         for worker in self.workers:
             while self.waiting and not self.stopping and not worker.control.closed and \
-                    len(worker.running) < worker.threads:  # fmt: skip
+                    len(worker.running) < worker.threads:
                 number = self.waiting.popleft()
                 worker.running.add(number)
                 try:

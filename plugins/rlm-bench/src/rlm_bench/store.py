@@ -103,7 +103,7 @@ class BenchStore:
         folder = self.root / checked_id(benchmark_id, "bench")
         if not folder.resolve().is_relative_to(self.root.resolve()):
             raise BenchmarkNotFoundError(f"benchmark {benchmark_id} leads outside {self.root} (a symbolic link)",
-                                         hint="a benchmark's folder must be a folder of the store")  # fmt: skip
+                                         hint="a benchmark's folder must be a folder of the store")
         return folder
 
     def summary_path(self, benchmark_id: str) -> Path:
@@ -132,7 +132,7 @@ class BenchStore:
         if not is_store_id(benchmark_id, "bench"):
             raise BenchmarkNotFoundError(f"no benchmark {str(benchmark_id)[:80]!r} to resume",
                                          hint="benchmark ids look like bench_20260101_120000_000000_ab12 "
-                                              "(a name, never a path)")  # fmt: skip
+                                              "(a name, never a path)")
         path = self.manifest_path(benchmark_id)
         if not path.is_file():
             known = sorted(p.parent.name for p in self.root.glob("*/manifest.json")) if self.root.is_dir() else []
@@ -141,7 +141,7 @@ class BenchStore:
         manifest, signed = load_signed(MANIFEST_KIND, path, Manifest, "a benchmark manifest", RlmError)
         if manifest.benchmark_id != benchmark_id:
             raise InputError(f"{path} names another benchmark: {manifest.benchmark_id[:80]!r}",
-                             hint="a manifest's benchmark_id is the name of its folder")  # fmt: skip
+                             hint="a manifest's benchmark_id is the name of its folder")
         return Stored(manifest, path, signed)
 
     def save_case(self, benchmark_id: str, result: CaseResult) -> Path:

@@ -196,7 +196,7 @@ def aggregate(results: Iterable[CaseResult]) -> Aggregate:
         latency_s=Latency(avg=_r(sum(durations) / n), p50=_r(percentile(durations, 50)),
                           p95=_r(percentile(durations, 95)),
                           p99=_r(percentile(durations, 99)), max=_r(max(durations))),
-    )  # fmt: skip
+    )
 
 
 def group_by_tag(results: list[CaseResult]) -> dict[str, dict[str, Aggregate]]:
@@ -226,4 +226,4 @@ def build_summary(manifest: Any, results: list[CaseResult], *, resumed: int = 0)
         resumed_cases=resumed, metrics=aggregate(ordered),
         by_pack={pack: aggregate(r for r in ordered if r.preset == pack) for pack in packs},
         by_tag=group_by_tag(ordered), cases=ordered,
-    )  # fmt: skip
+    )

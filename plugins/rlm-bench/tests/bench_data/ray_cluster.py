@@ -130,23 +130,23 @@ class LocalCluster:
         return {**env, **extra}
 
     def _start(self, name: str, args: list[str], env: dict[str, str], resources: dict[str, float],
-               num_cpus: int = 1) -> Node:  # fmt: skip
+               num_cpus: int = 1) -> Node:
         temp = self.root / name
         temp.mkdir(parents=True, exist_ok=True)
         node_home = self.root / f"{name}-home"
         node_home.mkdir(exist_ok=True)
         log = self.root / f"{name}.log"
         full_env = {**self.base_env, "HOME": str(node_home), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
-                    "RAY_USAGE_STATS_ENABLED": "0", **FAST_FAILURE_DETECTION, **env}  # fmt: skip
+                    "RAY_USAGE_STATS_ENABLED": "0", **FAST_FAILURE_DETECTION, **env}
         cmd = [RAY, "start", "--block", "--num-cpus", str(num_cpus), "--temp-dir", str(temp), "--disable-usage-stats",
                "--dashboard-agent-listen-port", str(free_port()), "--dashboard-agent-grpc-port", str(free_port()),
                "--runtime-env-agent-port", str(free_port()), "--metrics-export-port", str(free_port()),
-               "--min-worker-port", "0", "--max-worker-port", "0", *args]  # fmt: skip
+               "--min-worker-port", "0", "--max-worker-port", "0", *args]
         if resources:
             cmd += ["--resources", json.dumps(resources)]
         with log.open("wb") as out:
             process = subprocess.Popen(cmd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)  # fmt: skip
+                                       start_new_session=True)
         node = Node(name, process, temp, log, resources)
         self.nodes.append(node)
         deadline = time.monotonic() + 90
@@ -154,24 +154,24 @@ class LocalCluster:
             if process.poll() is not None or time.monotonic() > deadline:
                 node.stop()
                 raise RuntimeError(f"ray start for {name} failed (exit {process.poll()}): "
-                                   f"{log.read_text(errors='replace')[-3000:]}")  # fmt: skip
+                                   f"{log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.2)
         return node
 
     def start(self, resources: Optional[dict[str, float]] = None, env: Optional[dict[str, str]] = None,
-              num_cpus: int = 1) -> Node:  # fmt: skip
+              num_cpus: int = 1) -> Node:
         self.port, self.client_port = free_port(), free_port()
         node = self._start("head", ["--head", "--node-ip-address=127.0.0.1", f"--port={self.port}",
                                     "--include-dashboard=false", f"--dashboard-port={free_port()}",
                                     f"--ray-client-server-port={self.client_port}"],
-                           env or {}, resources or {}, num_cpus)  # fmt: skip
+                           env or {}, resources or {}, num_cpus)
         self.wait_for_nodes(1, node)
         return node
 
     def add_node(self, name: str, resources: Optional[dict[str, float]] = None,
-                 env: Optional[dict[str, str]] = None) -> Node:  # fmt: skip
+                 env: Optional[dict[str, str]] = None) -> Node:
         node = self._start(name, [f"--address={self.address}", "--node-ip-address=127.0.0.1"], env or {},
-                           resources or {})  # fmt: skip
+                           resources or {})
         self.wait_for_nodes(len([n for n in self.nodes if n.process.poll() is None]), node)
         return node
 
@@ -180,7 +180,7 @@ class LocalCluster:
         code = ("import json, ray; ray.init(address=%r, logging_level='ERROR', log_to_driver=False); "
                 "print(json.dumps([{'id': n['NodeID'], 'ip': n['NodeManagerAddress'], 'resources': n['Resources']} """
                 "for n in ray.nodes() "
-                "if n['Alive']]))") % self.address  # fmt: skip
+                "if n['Alive']]))") % self.address
         env = self.driver_env(RAY_AUTH_MODE="token")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=90)
         if out.returncode != 0:
@@ -194,7 +194,7 @@ class LocalCluster:
         while time.monotonic() < deadline:
             if starting is not None and starting.process.poll() is not None:
                 raise RuntimeError(f"ray start for {starting.name} exited {starting.process.returncode}: "
-                                   f"{starting.log.read_text(errors='replace')[-3000:]}")  # fmt: skip
+                                   f"{starting.log.read_text(errors='replace')[-3000:]}")
             try:
                 last = self.alive_nodes()
             except (RuntimeError, subprocess.TimeoutExpired, ValueError):

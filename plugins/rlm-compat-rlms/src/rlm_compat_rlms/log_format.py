@@ -104,13 +104,13 @@ def _iterations(run: RunTrace, finished: dict[str, float]) -> list[dict[str, Any
         entries.append({"type": "iteration", "iteration": n, "timestamp": _time(step.event.ts),
                         "prompt": _prompt(run, turns[: n - 1]), "response": step.record.reply or "",
                         "code_blocks": blocks, "final_answer": final,
-                        "iteration_time": step.record.duration_s})  # fmt: skip
+                        "iteration_time": step.record.duration_s})
     if answer is not None and (not run.steps or run.steps[-1].record.action != "final"):
         # rlms' _default_answer: out of iterations, one more model call gives the answer (no iteration_time)
         entries.append({"type": "iteration", "iteration": len(entries) + 1,
                         "timestamp": _time(finished.get(run.run_id, run.steps[-1].event.ts if run.steps else 0)),
                         "prompt": _prompt(run, turns), "response": answer, "code_blocks": [],
-                        "final_answer": answer, "iteration_time": None})  # fmt: skip
+                        "final_answer": answer, "iteration_time": None})
     return entries
 
 
@@ -120,7 +120,7 @@ def _prompt(run: RunTrace, earlier: list[tuple[ReplayStep, list[dict]]]) -> list
     for step, blocks in earlier:
         messages.append({"role": "assistant", "content": step.record.reply or ""})
         parts = [f"REPL output{f' (block {i})' if len(blocks) > 1 else ''}:\n"
-                 f"{b['result']['stdout']}{b['result']['stderr']}" for i, b in enumerate(blocks, 1)]  # fmt: skip
+                 f"{b['result']['stdout']}{b['result']['stderr']}" for i, b in enumerate(blocks, 1)]
         if parts:
             messages.append({"role": "user", "content": "\n\n".join(parts)})
     return messages
@@ -135,7 +135,7 @@ def _blocks(step: ReplayStep, finished: dict[str, float], final: Optional[str]) 
     if not raw and record.code:  # an environment that runs one program a step (observation: stdout, stderr…)
         seconds = max(0.0, record.duration_s - record.model_seconds)
         raw = [{"code": record.code, "duration_s": seconds,
-                **{k: observation.get(k) for k in ("stdout", "stderr", "error", "timed_out")}}]  # fmt: skip
+                **{k: observation.get(k) for k in ("stdout", "stderr", "error", "timed_out")}}]
     if not raw and step.sub_calls:  # sub-calls without code (a delegate action): a block holds them
         raw = [{"code": ""}]
     blocks: list[dict[str, Any]] = [{"code": str(b.get("code") or ""), "result": _result(b, final)} for b in raw]
@@ -156,7 +156,7 @@ def _result(block: dict[str, Any], final: Optional[str]) -> dict[str, Any]:
         stderr += "\nTimeoutError: the code block timed out"
     return {"stdout": str(block.get("stdout") or ""), "stderr": stderr, "locals": {},
             "execution_time": float(block.get("duration_s") or 0.0), "rlm_calls": [],
-            "final_answer": final if block.get("final") is not None else None}  # fmt: skip
+            "final_answer": final if block.get("final") is not None else None}
 
 
 def _call(call: SubCall, finished: dict[str, float]) -> dict[str, Any]:
@@ -167,21 +167,21 @@ def _call(call: SubCall, finished: dict[str, float]) -> dict[str, Any]:
         result = child.result
         model = str(child.start.get("model") or data.get("model") or "unknown")
         usage = _summary({model: result.usage.root, str(child.start.get("sub_model") or model): result.usage.sub}
-                         if result else {})  # fmt: skip
+                         if result else {})
         response = (result.final_response if result else None) or data.get("response") or data.get("error") or ""
         out: dict[str, Any] = {"root_model": model, "prompt": str(child.start.get("task") or data.get("prompt") or ""),
                "response": str(response), "usage_summary": usage,
                "execution_time": float(data.get("seconds") or (result.duration_s if result else 0.0)),
-               "metadata": {"run_metadata": _metadata(child), "iterations": _iterations(child, finished)}}  # fmt: skip
+               "metadata": {"run_metadata": _metadata(child), "iterations": _iterations(child, finished)}}
     else:
         model = str(data.get("model") or "unknown")
         tokens = data.get("usage") or {}
         used = Usage(calls=1, input_tokens=int(tokens.get("input_tokens") or 0),
-                     output_tokens=int(tokens.get("output_tokens") or 0))  # fmt: skip
+                     output_tokens=int(tokens.get("output_tokens") or 0))
         out = {"root_model": model, "prompt": str(data.get("prompt") or ""),
                "response": str(data.get("response_full") or data.get("response") or ""),
                "usage_summary": _summary({} if data.get("error") else {model: used}),
-               "execution_time": float(data.get("seconds") or 0.0)}  # fmt: skip
+               "execution_time": float(data.get("seconds") or 0.0)}
     if data.get("error"):
         out["error"] = str(data["error"])
     summaries = out["usage_summary"]["model_usage_summaries"].values()

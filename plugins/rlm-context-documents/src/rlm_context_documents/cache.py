@@ -97,7 +97,7 @@ class DocumentCache:
             payload = json.dumps(parts, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
             header = {"extractor": extractor, "source": source.name,
                       "signature": user_signature(_claim(key, extractor,
-                                                         hashlib.sha256(payload).hexdigest()))}  # fmt: skip
+                                                         hashlib.sha256(payload).hexdigest()))}
             head = json.dumps(header, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
             write_atomic(self.folder / f"{key}.json", head + b"\n" + payload)
         except OSError as exc:
@@ -114,7 +114,7 @@ class DocumentCache:
                 info = os.lstat(folder)
                 if not stat.S_ISDIR(info.st_mode) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
                     logger.warning("not using the document cache %s: %s is not a folder of yours (a link?)",
-                                   self.folder, folder)  # fmt: skip
+                                   self.folder, folder)
                     return False
         except FileNotFoundError:
             return False

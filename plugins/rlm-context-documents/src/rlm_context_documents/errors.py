@@ -23,7 +23,7 @@ def corrupt(label: str, exc: object) -> DocumentError:
     detail = str(exc)
     detail = detail if len(detail) <= DETAIL_CHARS else detail[:DETAIL_CHARS] + "…"
     return DocumentError(f"not a readable {label} file (damaged, truncated, or another format): {detail}",
-                         hint=f"open it in an application that reads {label} and save a new copy")  # fmt: skip
+                         hint=f"open it in an application that reads {label} and save a new copy")
 
 
 def limit_error(reason: str, setting: Optional[str], section: str = "<name>") -> DocumentError:

@@ -27,7 +27,7 @@ def extract_file(loader_ref: str, path: str, settings: dict[str, Any]) -> dict[s
         for part, text in loader.extract(Path(path)):
             if len(parts) >= caps.max_parts:
                 raise limit_error(f"the file has more than max_parts = {caps.max_parts:,} {loader.part_label}s",
-                                  "max_parts", loader.name)  # fmt: skip
+                                  "max_parts", loader.name)
             loader.check_part(len(text))
             loader.taken += len(text)
             parts.append([part, text])

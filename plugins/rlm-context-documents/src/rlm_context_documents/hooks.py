@@ -22,7 +22,7 @@ def rlm_register_context_loaders():
     def spec(name, description, factory, suffixes, mime_types, *requires):
         return ContextLoaderSpec(name, description, f"rlm_context_documents.{factory}", suffixes=suffixes,
                                  mime_types=mime_types, settings=SETTINGS, requires=requires, install_hint=HINT,
-                                 check=_check(requires))  # fmt: skip
+                                 check=_check(requires))
 
     office = "application/vnd.openxmlformats-officedocument."
 
@@ -40,4 +40,4 @@ def rlm_register_context_loaders():
              (".html", ".htm", ".xhtml"), ("text/html", "application/xhtml+xml")),
         spec("epub", "An EPUB book, one document per chapter in reading order (book.epub#c4)", "web:EpubLoader",
              (".epub",), ("application/epub+zip",)),
-    ]  # fmt: skip
+    ]

@@ -74,7 +74,7 @@ class DocumentLoader:
         s = self.settings
         if chars > s.max_part_chars:
             raise limit_error(f"a {self.part_label} holds more than max_part_chars = {s.max_part_chars:,} characters",
-                              "max_part_chars", self.name)  # fmt: skip
+                              "max_part_chars", self.name)
         if self.taken + chars > s.max_chars:
             raise limit_error(f"the text runs past max_chars = {s.max_chars:,} characters", "max_chars", self.name)
 
@@ -98,25 +98,25 @@ class DocumentLoader:
 
         s = self.settings
         limits = BoundedLimits(memory_mb=s.memory_mb, cpu_seconds=s.cpu_seconds, wall_seconds=s.wall_seconds,
-                                       output_bytes=s.output_bytes())  # fmt: skip
+                                       output_bytes=s.output_bytes())
         _warm(self.libraries)
         try:
             result = run_bounded(extract_file, f"{type(self).__module__}:{type(self).__qualname__}",
                                          str(path), s.model_dump(), limits=limits,
                                          preload=("rlm_context_documents.extract", type(self).__module__,
-                                                  *self.libraries))  # fmt: skip
+                                                  *self.libraries))
         except LimitExceeded as exc:
             setting, what = LIMITS[exc.limit]
             raise InputError(f"{path}: reading it stopped at {what} ({setting} = {getattr(s, setting):,}): it "
-                             f"{exc.message}", hint=limit_error("", setting, self.name).hint) from None  # fmt: skip
+                             f"{exc.message}", hint=limit_error("", setting, self.name).hint) from None
         except OSError as exc:  # no process could be started (a process limit, no memory left)
             raise InputError(f"{path}: cannot start a process to read it: {exc.strerror or exc}",
-                             hint="free some memory or processes, then try again") from None  # fmt: skip
+                             hint="free some memory or processes, then try again") from None
         except ChildFailed as exc:
             if exc.signal:
                 raise InputError(f"{path}: the {self.label} reader crashed ({exc.signal}): a damaged file, or one "
                                  f"that needs more than memory_mb = {s.memory_mb:,}",
-                                 hint=corrupt(self.label, "").hint) from None  # fmt: skip
+                                 hint=corrupt(self.label, "").hint) from None
             raise InputError(f"{path}: {corrupt(self.label, exc.message).reason}",
                              hint=corrupt(self.label, "").hint) from None
         return self._accept(path, result)
@@ -134,7 +134,7 @@ class DocumentLoader:
         parts = result.get("parts") if isinstance(result, dict) else None
         if (not isinstance(parts, list) or len(parts) > s.max_parts
                 or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in parts)
-                or sum(len(text) for _, text in parts) > s.max_chars):  # fmt: skip
+                or sum(len(text) for _, text in parts) > s.max_chars):
             raise InputError(f"{path}: {corrupt(self.label, 'the reader sent back malformed parts').reason}")
         warnings = result.get("warnings")
         for warning in (warnings if isinstance(warnings, list) else [])[:MAX_WARNINGS]:

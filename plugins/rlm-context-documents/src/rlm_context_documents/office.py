@@ -29,7 +29,7 @@ def _check_package(path: Path, loader: DocumentLoader) -> None:
     if head == OLE_SIGNATURE:
         raise DocumentError(f"the {loader.label} file is password-protected (or an old binary Office file renamed)",
                             hint=f"open it, remove the password (or save it as {path.suffix}), "
-                                 "and pass the new copy")  # fmt: skip
+                                 "and pass the new copy")
     if not zipfile.is_zipfile(path):
         raise corrupt(loader.label, "not a ZIP package")
     check_package(path, loader.label, loader.settings.max_unzipped_mb * MB, loader.name)
@@ -84,7 +84,7 @@ def _docx_rows(table: Any) -> Iterable[str]:
 
     for row in table.rows:
         cells = ("" if tc.vMerge == "continue" else "\n".join(p.text for p in _Cell(tc, table).paragraphs)
-                 for tc in row._tr.tc_lst)  # fmt: skip
+                 for tc in row._tr.tc_lst)
         yield "| " + " | ".join(text.replace("\n", " ") for text in cells) + " |"
 
 
@@ -183,7 +183,7 @@ def _parsed_rows(sheet: Any, workbook: Any) -> Iterator[list[dict]]:
     with sheet._get_source() as source:
         parser = WorkSheetParser(source, sheet._shared_strings, data_only=True, epoch=workbook.epoch,
                                  date_formats=workbook._date_formats,
-                                 timedelta_formats=workbook._timedelta_formats)  # fmt: skip
+                                 timedelta_formats=workbook._timedelta_formats)
         for _, cells in parser.parse():
             yield cells
 

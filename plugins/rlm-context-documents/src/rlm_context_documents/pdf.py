@@ -66,7 +66,7 @@ class PdfLoader(DocumentLoader):
                 count = len(document)
                 if count > self.settings.max_parts:
                     raise limit_error(f"the PDF has {count:,} pages, more than max_parts = "
-                                      f"{self.settings.max_parts:,}", "max_parts", self.name)  # fmt: skip
+                                      f"{self.settings.max_parts:,}", "max_parts", self.name)
                 for index in range(count):
                     if opened_at and _resident() - opened_at > REOPEN_GROWTH:
                         document.close()
@@ -87,7 +87,7 @@ class PdfLoader(DocumentLoader):
                 document.close()
         if empty and len(empty) < count:
             self.warnings.append(f"{len(empty)} of {count} pages have no text layer (scanned?): "
-                                 + ", ".join(empty[:LISTED]) + (", …" if len(empty) > LISTED else ""))  # fmt: skip
+                                 + ", ".join(empty[:LISTED]) + (", …" if len(empty) > LISTED else ""))
 
     def empty_hint(self) -> str:
         return ("it has no text layer (a scan?): run OCR first (for instance `ocrmypdf in.pdf out.pdf`) "
@@ -99,5 +99,5 @@ def _open_error(exc: Exception) -> DocumentError:
     if "password" in message.lower():
         return DocumentError("the PDF is encrypted (it needs a password to open)",
                              hint="pass a decrypted copy, for instance "
-                                  "`qpdf --decrypt --password=… in.pdf out.pdf`")  # fmt: skip
+                                  "`qpdf --decrypt --password=… in.pdf out.pdf`")
     return corrupt("PDF", message)

@@ -51,7 +51,7 @@ def describe(settings: DocumentSettings) -> str:
     cache = f"cache ≤ {s.cache_max_mb} MB" if s.cache else "no cache"
     return (f"limits: {s.memory_mb} MB memory, {s.cpu_seconds} s CPU, {s.wall_seconds} s wall; "
             f"≤ {s.max_chars:,} chars ({s.max_part_chars:,} per part), ≤ {s.max_parts:,} parts, "
-            f"ZIP ≤ {s.max_unzipped_mb} MB unpacked; {cache}")  # fmt: skip
+            f"ZIP ≤ {s.max_unzipped_mb} MB unpacked; {cache}")
 
 
 def readiness(modules: Iterable[str], settings: Optional[Any] = None) -> Any:

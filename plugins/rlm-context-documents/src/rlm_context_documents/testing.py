@@ -13,7 +13,7 @@ from pathlib import Path
 
 FILLER = ("The committee reviewed the quarterly figures for the northern stations and found them in line with "
           "the previous season. Maintenance visits were carried out as planned and no further action is "
-          "needed.")  # fmt: skip
+          "needed.")
 
 
 def write_pdf(path: Path, pages: int, fact: str = "", fact_page: int = 1, *, text: bool = True) -> Path:
@@ -112,14 +112,14 @@ def write_epub(path: Path, fact: str, chapters: int = 4, fact_chapter: int = 3) 
                       '<?xml version="1.0"?><container version="1.0" '
                       'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
                       '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-                      "</rootfiles></container>")  # fmt: skip
+                      "</rootfiles></container>")
         items, refs = [], []
         for number in range(1, chapters + 1):
             body = fact if number == fact_chapter else FILLER
             book.writestr(f"OEBPS/text/ch{number}.xhtml",
                           '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
                           f"<head><title>Chapter {number}</title></head><body><h1>Chapter {number}</h1>"
-                          f"<p>{escape(body)}</p></body></html>")  # fmt: skip
+                          f"<p>{escape(body)}</p></body></html>")
             items.append(f'<item id="ch{number}" href="text/ch{number}.xhtml" media-type="application/xhtml+xml"/>')
             refs.append(f'<itemref idref="ch{number}"/>')
         book.writestr("OEBPS/content.opf",
@@ -127,5 +127,5 @@ def write_epub(path: Path, fact: str, chapters: int = 4, fact_chapter: int = 3) 
                       'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
                       '<dc:identifier id="id">rlm-sample</dc:identifier><dc:title>Sample</dc:title>'
                       f"<dc:language>en</dc:language></metadata><manifest>{''.join(items)}</manifest>"
-                      f"<spine>{''.join(refs)}</spine></package>")  # fmt: skip
+                      f"<spine>{''.join(refs)}</spine></package>")
     return path

@@ -23,7 +23,7 @@ from rlm_context_documents.zipsafe import MB, check_package, read_member
 SKIPPED = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object"}
 BLOCKS = {"p", "div", "section", "article", "header", "footer", "main", "aside", "nav", "blockquote", "pre",
           "table", "tr", "ul", "ol", "dl", "dt", "dd", "figure", "figcaption", "form", "hr", "br", "li",
-          "h1", "h2", "h3", "h4", "h5", "h6", "title", "address", "details", "summary"}  # fmt: skip
+          "h1", "h2", "h3", "h4", "h5", "h6", "title", "address", "details", "summary"}
 CHARSET = re.compile(rb"""<meta[^>]{0,1000}charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.IGNORECASE)
 #: Characters of markup fed to the parser at a time: the text caps are checked between pieces (large pieces, as
 #: ``html.parser`` searches an unfinished construct again from its start at each piece).
@@ -160,7 +160,7 @@ class EpubLoader(DocumentLoader):
 
                 if "META-INF/encryption.xml" in names and _has_drm(read("META-INF/encryption.xml", SMALL_ENTRY)):
                     raise DocumentError("the EPUB's chapters are encrypted (DRM)",
-                                        hint="pass a copy without DRM, or a text export of the book")  # fmt: skip
+                                        hint="pass a copy without DRM, or a text export of the book")
                 for number, href in enumerate(_spine(read, names), start=1):
                     yield f"c{number}", html_text(decode_html(read(href)), self.check_part)
         except (KeyError, zipfile.BadZipFile, ElementTree.ParseError, EOFError) as exc:

@@ -29,11 +29,11 @@ def check_package(path: Path, label: str, max_bytes: int, section: str) -> None:
         raise corrupt(label, f"not a ZIP package ({exc})") from None
     if len(infos) > MAX_ENTRIES:
         raise limit_error(f"the {label} package holds {len(infos):,} entries (at most {MAX_ENTRIES:,} are read)",
-                          None, section)  # fmt: skip
+                          None, section)
     declared = sum(info.file_size for info in infos)
     if declared > max_bytes:
         raise limit_error(f"the {label} package unpacks to {declared / MB:,.0f} MB, more than "
-                          f"max_unzipped_mb = {max_bytes // MB}", "max_unzipped_mb", section)  # fmt: skip
+                          f"max_unzipped_mb = {max_bytes // MB}", "max_unzipped_mb", section)
 
 
 def read_member(package: zipfile.ZipFile, name: str, limit: int, label: str, section: str) -> bytes:
@@ -44,5 +44,5 @@ def read_member(package: zipfile.ZipFile, name: str, limit: int, label: str, sec
             data += block
             if len(data) > limit:
                 raise limit_error(f"{name} in the {label} package unpacks to more than {limit // MB:,} MB",
-                                  "max_unzipped_mb", section)  # fmt: skip
+                                  "max_unzipped_mb", section)
     return bytes(data)

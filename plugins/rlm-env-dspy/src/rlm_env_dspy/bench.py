@@ -12,7 +12,7 @@ from rlm_host.sdk.environments import CaseFolders
 from rlm_env_dspy import SANDBOX_PACKAGES
 
 CASES = CaseFolders("rlm_env_dspy", "dspy", {"task_family": "dspy_coding", "framework_target": "dspy",
-                                             "needs": "+".join(SANDBOX_PACKAGES)})  # fmt: skip
+                                             "needs": "+".join(SANDBOX_PACKAGES)})
 case_ids, case_files, as_case = CASES.ids, CASES.files, CASES.case
 
 

@@ -48,7 +48,7 @@ network access. Finish with final once the tests pass."""
 
 ACTIONS = ("run_python", "write_file", "patch_file", "read_file", "search_code", "list_tree", "run_tests",
            "analyze_dspy", "analyze_code", "llm_query", "llm_query_batched", "delegate", "delegate_batch",
-           "final")  # fmt: skip
+           "final")
 _GENERIC = ("run_python", "delegate", "delegate_batch")
 
 #: One action object, every key present (null where unused) as OpenAI's strict structured outputs want; llama.cpp
@@ -58,9 +58,9 @@ _TEXTS = {"type": ["array", "null"], "items": {"type": "string"}}
 _KEYS = {"rationale": _TEXT, "path": _TEXT, "content": _TEXT, "search": _TEXT, "replace": _TEXT,
          "start_line": _INT, "end_line": _INT, "depth": _INT, "pattern": _TEXT, "selection": _TEXTS, "code": _TEXT,
          "prompt": _TEXT, "prompts": _TEXTS, "task": _TEXT, "tasks": _TEXTS, "context": _TEXT,
-         "final_response": _TEXT}  # fmt: skip
+         "final_response": _TEXT}
 ACTION_SCHEMA = {"type": "object", "properties": {"action": {"type": "string", "enum": list(ACTIONS)}, **_KEYS},
-                 "required": ["action", *_KEYS], "additionalProperties": False}  # fmt: skip
+                 "required": ["action", *_KEYS], "additionalProperties": False}
 REPLY_FORMAT = ReplyFormat("dspy_action", json_schema=ACTION_SCHEMA)
 
 
@@ -108,7 +108,7 @@ class DSPyCodingEnvironment:
         self._generic = ctx.build_environment("generic", inner_ctx)  # with its [environment.generic] settings
         self._sub_calls = SubCalls(ctx, concurrency=self.settings.batch_concurrency,
                                    model_for=lambda model: ctx.sub if model is None
-                                   else ctx.sub_model_for(model))  # fmt: skip
+                                   else ctx.sub_model_for(model))
 
     def _open_session(self) -> Any:
         self.session = self.ctx.open_sandbox()
@@ -125,7 +125,7 @@ class DSPyCodingEnvironment:
 
     def messages(self, step: int) -> list[Message]:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}",
-                 "Project files: " + (", ".join(self.workspace.python_files()[:60]) or "(none yet)")]  # fmt: skip
+                 "Project files: " + (", ".join(self.workspace.python_files()[:60]) or "(none yet)")]
         lines += self.history.prompt_sections()
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
 
@@ -139,27 +139,27 @@ class DSPyCodingEnvironment:
             if result.action == "run_python" and result.code:
                 patterns = verifier.dspy_patterns(result.code)
                 result = result.model_copy(update={"reward": result.reward + verifier.pattern_bonus(
-                    self.settings, patterns)})  # fmt: skip
+                    self.settings, patterns)})
             return self._record(result)
         handler = self._handlers().get(name)
         refusal = self._refusal(name, action) if handler is not None else None
         if refusal is not None:  # [run] approve: read-only, or ask and the user said no: a step, not an error
             return self._record(ActionResult(action=name, reward=0.0, observation={
-                "success": False, "refused": True, "error": refusal, "notes": [refusal]}))  # fmt: skip
+                "success": False, "refused": True, "error": refusal, "notes": [refusal]}))
         if handler is None:
             return self._record(ActionResult(
                 action="unsupported_action", reward=-self.ctx.rewards.unsupported_action_penalty,
-                observation={"error": f"unknown action {name!r}; valid actions: {', '.join(ACTIONS)}"}))  # fmt: skip
+                observation={"error": f"unknown action {name!r}; valid actions: {', '.join(ACTIONS)}"}))
         try:
             result = handler(action)
         except PathRefused as refused:
             result = ActionResult(action=name, observation={"success": False, "error": str(refused),
                                                             "notes": [f"refused: {refused}"]},
-                                  reward=self._failure())  # fmt: skip
+                                  reward=self._failure())
         except SandboxError as exc:
             result = ActionResult(action=name, observation={"success": False, "error": f"sandbox: {exc}",
                                                             "notes": [f"sandbox: {exc}"]},
-                                  reward=self._failure())  # fmt: skip
+                                  reward=self._failure())
         return self._record(result)
 
     def synthesize(self) -> Optional[str]:
@@ -175,10 +175,10 @@ class DSPyCodingEnvironment:
         if name in ("write_file", "patch_file"):
             content = action.get("content") if name == "write_file" else action.get("replace", action.get("content"))
             request = ApprovalRequest(name, "write", f"{name} {action.get('path')}", {"content": content},
-                                      run_id=self.ctx.scope.run_id)  # fmt: skip
+                                      run_id=self.ctx.scope.run_id)
         elif name == "run_tests":
             request = ApprovalRequest(name, "command", f"pytest {' '.join(map(str, action.get('selection') or []))}",
-                                      run_id=self.ctx.scope.run_id)  # fmt: skip
+                                      run_id=self.ctx.scope.run_id)
         else:
             return None
         return self.ctx.approvals.check(request)
@@ -187,7 +187,7 @@ class DSPyCodingEnvironment:
         return {"write_file": self._write, "patch_file": self._write, "read_file": self._read,
                 "list_tree": self._list_tree, "search_code": self._search, "run_tests": self._run_tests,
                 "analyze_dspy": self._analyze, "analyze_code": self._analyze, "llm_query": self._llm_query,
-                "llm_query_batched": self._llm_query_batched}  # fmt: skip
+                "llm_query_batched": self._llm_query_batched}
 
     def _write(self, action: dict[str, Any]) -> ActionResult:
         name = action["action"]
@@ -195,7 +195,7 @@ class DSPyCodingEnvironment:
             written = self.workspace.write_text(action.get("path"), action.get("content"))
         else:
             written = self.workspace.patch(action.get("path"), action.get("search"), action.get("replace"),
-                                           action.get("content"))  # fmt: skip
+                                           action.get("content"))
         path = written["path"]
         _, text = self.workspace.read_text(path)
         patterns = verifier.dspy_patterns(text)
@@ -203,13 +203,13 @@ class DSPyCodingEnvironment:
         if self.settings.verify_after_write:
             check = verifier.verify_file(self.session, path, self.workspace.python_files(),
                                          timeout=self.settings.test_timeout, keep=self.settings.max_output_chars // 2,
-                                         min_score=self.settings.validation_min_score)  # fmt: skip
+                                         min_score=self.settings.validation_min_score)
         observation = {"success": check.compiled is not False and check.tests_passed is not False, **written,
                        "verifier": check.as_observation(), "dspy_patterns": patterns,
-                       "notes": [f"{path}: {check.summary()}"]}  # fmt: skip
+                       "notes": [f"{path}: {check.summary()}"]}
         note = f"{name} {path}: compile={check.compiled} tests={check.tests_passed} validation={check.validated}"
         return ActionResult(action=name, observation=observation, memory_note=note,
-                            reward=verifier.reward_of(self.ctx.rewards, self.settings, check, patterns))  # fmt: skip
+                            reward=verifier.reward_of(self.ctx.rewards, self.settings, check, patterns))
 
     def _read(self, action: dict[str, Any]) -> ActionResult:
         shown = self.workspace.read_lines(action.get("path"), action.get("start_line", 1), action.get("end_line"))
@@ -226,11 +226,11 @@ class DSPyCodingEnvironment:
             raise PathRefused("search_code needs a 'pattern' (a regular expression)")
         base = self.workspace.relative(self.workspace.resolve(action.get("path") or "."))
         files = [f for f in self.workspace.python_files() if base == "." or f.startswith(base.rstrip("/") + "/")
-                 or f == base]  # fmt: skip
+                 or f == base]
         found = verifier.search(self.session, pattern, files, timeout=self.ctx.limits.exec_timeout)
         ok = "error" not in found
         return ActionResult(action="search_code", observation={"success": ok, "pattern": pattern, **found},
-                            reward=self._success() if ok else self._failure())  # fmt: skip
+                            reward=self._success() if ok else self._failure())
 
     def _run_tests(self, action: dict[str, Any]) -> ActionResult:
         selection = action.get("selection") or []
@@ -246,7 +246,7 @@ class DSPyCodingEnvironment:
             reward += weights.verifier_pytest_bonus if tests["passed"] else -weights.verifier_pytest_penalty
         note = f"run_tests {' '.join(selection) or '(all)'}: {tests['counts'] or tests['exit_code']}"
         return ActionResult(action="run_tests", observation={"success": tests["passed"], **tests, "notes": [note]},
-                            reward=reward, memory_note=note)  # fmt: skip
+                            reward=reward, memory_note=note)
 
     def _analyze(self, action: dict[str, Any]) -> ActionResult:
         raw = action.get("path") or action.get("paths")
@@ -259,7 +259,7 @@ class DSPyCodingEnvironment:
         shown = json.loads(text) if len(text) < self.settings.max_output_chars else {"summary": text}
         note = f"analysis {report.get('score')}/100 over {len(files)} file(s), DSPy {report.get('dspy_version')}"
         return ActionResult(action=action["action"], observation={"success": True, "report": shown, "notes": [note]},
-                            reward=self._success(), memory_note=note)  # fmt: skip
+                            reward=self._success(), memory_note=note)
 
     def _llm_query(self, action: dict[str, Any]) -> ActionResult:
         prompt = action.get("prompt")
@@ -269,10 +269,10 @@ class DSPyCodingEnvironment:
             answer = self._sub_calls.llm_query(prompt, action.get("model"))
         except RuntimeError as exc:  # the sub-call failed (model error, budget): the step says so
             return ActionResult(action="llm_query", observation={"success": False, "error": str(exc)},
-                                reward=self._failure())  # fmt: skip
+                                reward=self._failure())
         return ActionResult(action="llm_query", reward=self._success(),
                             observation={"success": True,
-                                         "response": truncate(answer, self.settings.max_output_chars)})  # fmt: skip
+                                         "response": truncate(answer, self.settings.max_output_chars)})
 
     def _llm_query_batched(self, action: dict[str, Any]) -> ActionResult:
         prompts = action.get("prompts")
@@ -282,11 +282,11 @@ class DSPyCodingEnvironment:
             answers = self._sub_calls.llm_query_batched(prompts, action.get("model"))
         except RuntimeError as exc:
             return ActionResult(action="llm_query_batched", observation={"success": False, "error": str(exc)},
-                                reward=self._failure())  # fmt: skip
+                                reward=self._failure())
         each = max(200, self.settings.max_output_chars // len(answers))
         return ActionResult(action="llm_query_batched", reward=self._success(),
                             observation={"success": True,
-                                         "responses": [truncate(a, each) for a in answers]})  # fmt: skip
+                                         "responses": [truncate(a, each) for a in answers]})
 
     # ------------------------------------------------------------------ rewards and history
 

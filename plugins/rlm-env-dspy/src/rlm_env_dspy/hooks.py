@@ -27,4 +27,4 @@ def rlm_register_benchmark_packs():
                           "rlm_env_dspy.bench:dspy_quick"),
         BenchmarkPackSpec("dspy_extended", "DSPy coding: dspy_quick plus 2 harder tasks, scored by hidden tests",
                           "rlm_env_dspy.bench:dspy_extended"),
-    ]  # fmt: skip
+    ]

@@ -617,7 +617,7 @@ class _FileAnalysis:
                 "name": text, "line": node.lineno, "style": "string", "docstring": False, "typed": typed,
                 "inputs": [{"name": n, "type": t, "desc": None} for n, t in inputs],
                 "outputs": [{"name": n, "type": t, "desc": None} for n, t in outputs],
-            })  # fmt: skip
+            })
             points = POINTS["typed_string_signature"] if typed else POINTS["string_signature"]
             points = max(points, POINTS["string_signature_cap"] - spent)
             spent += points

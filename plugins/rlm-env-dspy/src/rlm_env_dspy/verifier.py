@@ -104,7 +104,7 @@ def run_tests(session: Any, selection: list[str], timeout: float, keep: int) -> 
     counts = pytest_counts(result.stdout)
     return {"command": "pytest " + " ".join(selection), "passed": result.ok, "exit_code": result.exit_code,
             "timed_out": result.timed_out, "counts": counts, "no_tests": result.exit_code == 5,
-            "output": _tail(result, keep)}  # fmt: skip
+            "output": _tail(result, keep)}
 
 
 def analyze(session: Any, files: list[str], timeout: float) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def search(session: Any, pattern: str, files: list[str], timeout: float, limit: 
 
 
 def verify_file(session: Any, relative: str, python_files: list[str], *, timeout: float, keep: int,
-                min_score: int) -> Verification:  # fmt: skip
+                min_score: int) -> Verification:
     """The post-write suite for one written or patched file."""
     outcome = Verification()
     if not relative.endswith(".py"):

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 
 app = typer.Typer(help="Index, query, view, search and export OpenTelemetry trace files.", rich_markup_mode=None,
-                  no_args_is_help=True, add_completion=False)  # fmt: skip
+                  no_args_is_help=True, add_completion=False)
 
 PATH = typer.Argument(..., help="A JSON Lines trace file (flat spans or OTLP-JSON batches; .gz too).")
 AS_JSON = typer.Option(False, "--json", help="Print JSON.")
@@ -59,7 +59,7 @@ def index(path: Path = PATH, as_json: bool = AS_JSON) -> None:
     """Build (or reuse) the sidecar index of a trace file."""
     store = _store(path)
     payload = {"trace_path": str(store.path), "index_path": str(store.index_path), "traces": len(store.index.traces),
-               "spans": store.index.spans, "malformed_lines": store.index.malformed}  # fmt: skip
+               "spans": store.index.spans, "malformed_lines": store.index.malformed}
     _emit(payload) if as_json else typer.echo(" ".join(f"{k}={v}" for k, v in payload.items()))
 
 
@@ -70,22 +70,22 @@ def overview(path: Path = PATH, as_json: bool = AS_JSON) -> None:
     if as_json:
         return _emit(data)
     _table(f"overview of {path.name}", ["field", "value"], [[k, json.dumps(v) if isinstance(v, dict) else v]
-                                                            for k, v in data.items()])  # fmt: skip
+                                                            for k, v in data.items()])
 
 
 @app.command()
 def query(path: Path = PATH, errors: Optional[bool] = ERRORS, model: Optional[str] = MODEL,
           service: Optional[str] = SERVICE, agent: Optional[str] = AGENT,
           limit: int = typer.Option(20, "--limit"), offset: int = typer.Option(0, "--offset"),
-          as_json: bool = AS_JSON) -> None:  # fmt: skip
+          as_json: bool = AS_JSON) -> None:
     """List the traces matching the filters."""
     data = _store(path).query_traces(has_errors=errors, model=model, service=service, agent=agent, limit=limit,
-                                     offset=offset)  # fmt: skip
+                                     offset=offset)
     if as_json:
         return _emit(data)
     columns = ["trace_id", "spans", "error_spans", "services", "models", "agents", "input_tokens", "output_tokens"]
     _table(f"{data['total']} traces (showing {len(data['traces'])} from {offset})", columns,
-           [[t[c] for c in columns] for t in data["traces"]])  # fmt: skip
+           [[t[c] for c in columns] for t in data["traces"]])
 
 
 TRACE_ID = typer.Argument(..., help="A trace id, or a unique prefix of one (6 characters at least).")
@@ -100,13 +100,13 @@ def view(path: Path = PATH, trace_id: str = TRACE_ID) -> None:
 @app.command()
 def search(path: Path = PATH, trace_id: str = TRACE_ID, pattern: str = typer.Argument(...),
            regex: bool = typer.Option(False, "--regex", help="PATTERN is a regular expression."),
-           as_json: bool = AS_JSON) -> None:  # fmt: skip
+           as_json: bool = AS_JSON) -> None:
     """The spans of a trace containing PATTERN."""
     data = _store(path).search_trace(trace_id, pattern, regex=regex)
     if as_json:
         return _emit(data)
     _table(f"{data['match_count']} spans match {pattern!r}", ["span_id", "name", "snippet"],
-           [[m["span_id"], m["name"], m["snippet"]] for m in data["matches"]])  # fmt: skip
+           [[m["span_id"], m["name"], m["snippet"]] for m in data["matches"]])
 
 
 @app.command()
@@ -114,10 +114,10 @@ def export(path: Path = PATH,
            directory: Path = typer.Argument(..., help="A new (or empty) folder for summary.md and traces.jsonl."),
            errors: Optional[bool] = ERRORS, model: Optional[str] = MODEL, service: Optional[str] = SERVICE,
            agent: Optional[str] = AGENT, limit: int = typer.Option(200, "--limit"),
-           as_json: bool = AS_JSON) -> None:  # fmt: skip
+           as_json: bool = AS_JSON) -> None:
     """Write an evidence corpus (Markdown summary + JSONL spans) of the matching traces."""
     data = _store(path).export_evidence_corpus(directory, has_errors=errors, model=model, service=service,
-                                               agent=agent, limit=limit)  # fmt: skip
+                                               agent=agent, limit=limit)
     _emit(data) if as_json else typer.echo(f"{data['traces']} traces → {data['directory']}/summary.md, traces.jsonl")
 
 
@@ -128,7 +128,7 @@ def generate(path: Path = typer.Argument(..., metavar="PATH", help="The file to 
                                      "mixed."),
              malformed: int = typer.Option(2, "--malformed", min=0, help="Bad lines spread through the file."),
              seed: int = typer.Option(7, "--seed", help="Same seed, same file."),
-             as_json: bool = AS_JSON) -> None:  # fmt: skip
+             as_json: bool = AS_JSON) -> None:
     """Write a generated agent-harness trace file (a systemic tool timeout and a one-off rate limit to find)."""
     from rlm_env_traces.generate import generate as write
 

@@ -26,7 +26,7 @@ from rlm_env_traces.store import TraceStore
 ACTION_REWARDS = {
     "set_trace_path": 0.55, "get_dataset_overview": 0.45, "query_traces": 0.50, "count_traces": 0.35,
     "view_trace": 0.65, "search_trace": 0.65, "view_spans": 0.70, "export_evidence_corpus": 0.75,
-}  # fmt: skip
+}
 FILTERS = ("has_errors", "model", "service", "agent")
 RECENT_STEPS = 4
 OLDER_OBSERVATION_CHARS = 800
@@ -92,7 +92,7 @@ class TraceAnalysisEnvironment:
             recent = self.steps[-RECENT_STEPS:]
             shown = [{**s, "observation": truncate(s["observation"], OLDER_OBSERVATION_CHARS)} for s in recent[:-1]]
             shown.append({**recent[-1], "observation": truncate(recent[-1]["observation"],
-                                                                self.settings.max_observation_chars)})  # fmt: skip
+                                                                self.settings.max_observation_chars)})
             lines.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in shown))
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
 
@@ -100,24 +100,24 @@ class TraceAnalysisEnvironment:
         action, problem = reply_action(reply)  # the generic environment's reading, the seeds' rule included
         if action is None:
             return self._record(ActionResult(action="malformed_reply", observation={"error": problem},
-                                             reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
+                                             reward=-self.ctx.rewards.no_action_penalty))
         name = str(action.get("action", "")).strip()
         if name == "final":
             answer = action.get("final_response")
             answer = answer if isinstance(answer, str) else json.dumps(answer, default=str)
             return self._record(ActionResult(action="final", observation={}, reward=self.ctx.rewards.final_reward,
-                                             done=True, final_response=answer))  # fmt: skip
+                                             done=True, final_response=answer))
         handler = self._handlers().get(name)
         if handler is None:
             return self._record(ActionResult(action="invalid_action", observation={"error": f"unknown action {name!r}"},
-                                             reward=-self.ctx.rewards.no_action_penalty))  # fmt: skip
+                                             reward=-self.ctx.rewards.no_action_penalty))
         try:
             observation = handler(action)
         except (InputError, ValueError, TypeError, KeyError) as exc:
             return self._record(ActionResult(action=name, observation={"error": str(exc)},
-                                             reward=self.ctx.rewards.code_step(ok=False, stderr=False)))  # fmt: skip
+                                             reward=self.ctx.rewards.code_step(ok=False, stderr=False)))
         return self._record(ActionResult(action=name, observation={"success": True, "result": observation},
-                                         reward=ACTION_REWARDS[name], memory_note=f"{name} ok"))  # fmt: skip
+                                         reward=ACTION_REWARDS[name], memory_note=f"{name} ok"))
 
     def synthesize(self) -> Optional[str]:
         messages = self.messages(self.ctx.max_steps) + [
@@ -142,7 +142,7 @@ class TraceAnalysisEnvironment:
             "export_evidence_corpus": lambda a: self._loaded().export_evidence_corpus(
                 confined(a.get("directory") or new_folder_name(), self.output_dir, self.roots), **_filters(a),
                 limit=int(a.get("limit", 200))),
-        }  # fmt: skip
+        }
 
     def _open(self, path: Path) -> TraceStore:
         self.store = TraceStore.load(path, time_left=self.ctx.budget.remaining)

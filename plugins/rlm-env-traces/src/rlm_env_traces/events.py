@@ -59,7 +59,7 @@ def kind_name(value: Any) -> Optional[str]:
 
 
 def events_of(raw: Any, dropped: Any, attributes_of: Callable[[Any], dict[str, Any]],
-              nanos: Callable[[Any], Optional[int]]) -> dict[str, Any]:  # fmt: skip
+              nanos: Callable[[Any], Optional[int]]) -> dict[str, Any]:
     """``{"events": [...], "events_left_out": n}`` for a span whose events are ``raw`` (nothing when it has
     none). ``attributes_of`` reads one event's attributes (an OTLP key/value list or an object), ``nanos`` its
     time; ``dropped`` is the writer's own count of events it left out."""
@@ -76,7 +76,7 @@ def events_of(raw: Any, dropped: Any, attributes_of: Callable[[Any], dict[str, A
 
 
 def _event(item: dict[str, Any], attributes_of: Callable[[Any], dict[str, Any]],
-           nanos: Callable[[Any], Optional[int]]) -> dict[str, Any]:  # fmt: skip
+           nanos: Callable[[Any], Optional[int]]) -> dict[str, Any]:
     """One event as ``{"name", "time", "attributes"}``: OTLP's ``timeUnixNano`` or a flat ``time`` /
     ``timestamp`` (unix nanoseconds, None when absent or past 64 bits); attributes and values bounded."""
     name = item.get("name")
@@ -90,7 +90,7 @@ def _event(item: dict[str, Any], attributes_of: Callable[[Any], dict[str, Any]],
     attributes = capped(attributes_of(pairs) if pairs else {}, EVENT_VALUE_CHARS, EVENT_ATTRIBUTES)
     when = nanos(time)
     event: dict[str, Any] = {"name": short(name), "time": when if when is not None and 0 <= when < TIME_CAP else None,
-                             "attributes": attributes}  # fmt: skip
+                             "attributes": attributes}
     left_out = max(0, total - EVENT_ATTRIBUTES) + _count(item.get("droppedAttributesCount"))
     if left_out:
         event["attributes_left_out"] = left_out

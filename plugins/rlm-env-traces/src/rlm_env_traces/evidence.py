@@ -31,7 +31,7 @@ FILES = ("summary.md", "traces.jsonl")
 
 
 def write_corpus(store: TraceStore, directory: Path, selected: list[tuple[str, TraceEntry]],
-                 filters: dict[str, Any], deadline: float) -> dict[str, Any]:  # fmt: skip
+                 filters: dict[str, Any], deadline: float) -> dict[str, Any]:
     """Write ``traces.jsonl`` and ``summary.md`` into ``directory`` (new, or existing and empty; InputError
     otherwise) before ``deadline``; return what was written."""
     folder = open_new_folder(directory)
@@ -49,13 +49,13 @@ def write_corpus(store: TraceStore, directory: Path, selected: list[tuple[str, T
                 except TraceLimitError:
                     raise TraceLimitError(f"export stopped at its time limit after {number} of {len(selected)} "
                                           f"traces; {directory} holds a partial corpus",
-                                          hint="export fewer traces (filters, limit)") from None  # fmt: skip
+                                          hint="export fewer traces (filters, limit)") from None
         with create_file(folder, "summary.md") as out:
             out.write(_markdown(store, selected, filters, failures))
     finally:
         os.close(folder)
     return {"directory": str(directory), "traces": len(selected), "files": list(FILES),
-            "failure_patterns": len(failures)}  # fmt: skip
+            "failure_patterns": len(failures)}
 
 
 def cell(value: Any) -> str:
@@ -66,22 +66,22 @@ def cell(value: Any) -> str:
 
 
 def _markdown(store: TraceStore, selected: list[tuple[str, TraceEntry]], filters: dict[str, Any],
-              failures: dict[tuple[str, str], list[tuple[str, str]]]) -> str:  # fmt: skip
+              failures: dict[tuple[str, str], list[tuple[str, str]]]) -> str:
     overview = store.get_overview()
     lines = [f"# Evidence corpus: {cell(store.path.name)}", "",
              f"{len(selected)} traces selected of {overview['traces']} ({overview['error_traces']} with errors); "
              f"filters: {cell(json.dumps(filters)) if filters else 'none'}.", "",
              "## Recurring failures", "", "| span | message | spans | traces | evidence (trace / span) |",
-             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+             "| --- | --- | --- | --- | --- |"]
     ranked = sorted(failures.items(), key=lambda item: -len({t for t, _ in item[1]}))[:PATTERNS_LISTED]
     for (name, message), ids in ranked:
         evidence = "; ".join(f"`{cell(t)}` / `{cell(s)}`" for t, s in ids[:IDS_PER_PATTERN])
         lines.append(f"| {cell(name)} | {cell(message)} | {len(ids)} | {len({t for t, _ in ids})} | {evidence} |")
     lines += ["", "## Traces", "", "| trace | spans | errors | services | models | agents | tokens in/out |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for trace_id, entry in selected:
         row = store.summary(trace_id, entry)
         names = (cell(", ".join(row[column])) for column in ("services", "models", "agents"))
         lines.append(f"| `{cell(trace_id)}` | {row['spans']} | {row['error_spans']} | {' | '.join(names)} | "
-                     f"{row['input_tokens']}/{row['output_tokens']} |")  # fmt: skip
+                     f"{row['input_tokens']}/{row['output_tokens']} |")
     return "\n".join(lines) + "\n"

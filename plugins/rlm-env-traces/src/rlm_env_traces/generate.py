@@ -27,7 +27,7 @@ _encode = msgspec.json.encode
 
 
 def generate(path: Path, *, traces: int = 20, size_bytes: int = 0, fmt: str = "flat", malformed: int = 0,
-             seed: int = 7) -> dict[str, Any]:  # fmt: skip
+             seed: int = 7) -> dict[str, Any]:
     """Write a trace file (gzip when ``path`` ends in ``.gz``): ``traces`` traces, or as many as reach
     ``size_bytes``; ``fmt`` is ``flat``, ``otlp`` or ``mixed``; ``malformed`` bad lines spread through it."""
     rng = random.Random(seed)
@@ -58,7 +58,7 @@ def _trace(rng: random.Random, number: int) -> tuple[str, list[dict[str, Any]]]:
     model = MODELS[number % len(MODELS)]
     start = BASE_NS + number * 10_000_000_000
     root = _span(rng, trace_id, None, f"invoke_agent {agent}", start, start + 4_000_000_000, service,
-                 {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent})  # fmt: skip
+                 {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent})
     spans = [root]
     for step in range(3):
         begin = start + step * 1_000_000_000
@@ -66,12 +66,12 @@ def _trace(rng: random.Random, number: int) -> tuple[str, list[dict[str, Any]]]:
             "gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.agent.name": agent,
             "gen_ai.usage.input_tokens": 200 + rng.randrange(800),
             "gen_ai.usage.output_tokens": 20 + rng.randrange(200),
-            "gen_ai.prompt": FILLER * (1 + rng.randrange(3))})  # fmt: skip
+            "gen_ai.prompt": FILLER * (1 + rng.randrange(3))})
         chat["kind"] = "CLIENT"
         spans.append(chat)
         call = _span(rng, trace_id, root["span_id"], f"execute_tool {tool}", begin + 500_000_000,
                      begin + 900_000_000, service, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                                                    "gen_ai.agent.name": agent})  # fmt: skip
+                                                    "gen_ai.agent.name": agent})
         spans.append(call)
     if agent == "researcher" and number % 6 == 0:  # systemic: a third of the researcher's runs
         spans[-1]["status"] = {"code": "ERROR", "message": SYSTEMIC_MESSAGE}
@@ -84,17 +84,17 @@ def _trace(rng: random.Random, number: int) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _span(rng: random.Random, trace_id: str, parent: str | None, name: str, start: int, end: int, service: str,
-          attributes: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+          attributes: dict[str, Any]) -> dict[str, Any]:
     return {"trace_id": trace_id, "span_id": f"{rng.getrandbits(64):016x}", "parent_span_id": parent, "name": name,
             "kind": "INTERNAL", "start_time": start, "end_time": end, "status": {"code": "OK", "message": ""},
-            "attributes": attributes, "resource": {"service.name": service}}  # fmt: skip
+            "attributes": attributes, "resource": {"service.name": service}}
 
 
 def _exception(span: dict[str, Any], message: str) -> dict[str, Any]:
     """The ``exception`` event an OpenTelemetry SDK records on a span that failed with ``message``."""
     kind, text = message.split(": ", 1)
     return {"name": "exception", "time": span["end_time"],
-            "attributes": {"exception.type": kind, "exception.message": text}}  # fmt: skip
+            "attributes": {"exception.type": kind, "exception.message": text}}
 
 
 def _otlp_batch(spans: list[dict[str, Any]]) -> bytes:
@@ -109,7 +109,7 @@ def _otlp_batch(spans: list[dict[str, Any]]) -> bytes:
                   **({"events": [{"timeUnixNano": str(e["time"]), "name": e["name"],
                                   "attributes": _key_values(e["attributes"])} for e in s["events"]]}
                      if "events" in s else {})}
-                 for s in spans]  # fmt: skip
+                 for s in spans]
     resource = {"attributes": [{"key": "service.name", "value": {"stringValue": spans[0]["resource"]["service.name"]}}]}
     return _encode({"resourceSpans": [{"resource": resource,
                                        "scopeSpans": [{"scope": {"name": "harness"}, "spans": converted}]}]})

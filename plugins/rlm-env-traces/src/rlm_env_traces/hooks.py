@@ -31,4 +31,4 @@ def rlm_register_environments():
 @hookimpl
 def rlm_register_commands():
     return [CommandSpec("traces", "Index, query, view, search and export OpenTelemetry trace files.",
-                        "rlm_env_traces.cli:app")]  # fmt: skip
+                        "rlm_env_traces.cli:app")]

@@ -25,7 +25,7 @@ from rlm_env_traces import storage
 from rlm_env_traces.checks import problems
 from rlm_env_traces.reader import (GZIP_ERRORS, MAX_LINE_BYTES, MAX_TRACES, TraceLimitError,
                                    checked_stat, expansion_limit, is_gzip, open_trace_file, read_error,
-                                   skip_rest)  # fmt: skip
+                                   skip_rest)
 from rlm_env_traces.safefiles import make_private_dirs, replace_file
 from rlm_env_traces.spans import MalformedLine, summaries
 
@@ -130,7 +130,7 @@ def _stored(candidate: Path, found: os.stat_result, mark: str, compressed: bool)
     except (msgspec.DecodeError, RecursionError):
         return None
     if (index.version, index.size, index.mtime_ns, index.fingerprint) != (INDEX_VERSION, found.st_size,
-                                                                          found.st_mtime_ns, mark):  # fmt: skip
+                                                                          found.st_mtime_ns, mark):
         return None
     return index if problems(index, found.st_size, compressed) is None else None
 
@@ -147,7 +147,7 @@ def cached_path(path: Path, cache_dir: Optional[Path] = None) -> Path:
 
 
 def build(path: Path, stat: Optional[os.stat_result] = None, workers: Optional[int] = None,
-          mark: Optional[str] = None) -> TraceIndex:  # fmt: skip
+          mark: Optional[str] = None) -> TraceIndex:
     """One streaming pass over the file, every line read once and only summaries kept. A large uncompressed
     file is cut at line boundaries into one part per core, scanned in parallel, and the parts merged."""
     stat = stat or checked_stat(path)
@@ -166,12 +166,12 @@ def build(path: Path, stat: Optional[os.stat_result] = None, workers: Optional[i
             part = _merge([msgspec.msgpack.decode(p, type=_Part) for p in parts])
     if part.data_size == 0:
         raise InputError(f"trace file is empty{' or corrupt' if part.malformed else ''}: {path}",
-                         hint="give a JSON Lines file of spans or OTLP batches (.gz too)")  # fmt: skip
+                         hint="give a JSON Lines file of spans or OTLP batches (.gz too)")
     if len(part.traces) > MAX_TRACES:
         raise _too_many_traces(path)
     name_sets = _sorted_names(part)
     return TraceIndex(INDEX_VERSION, stat.st_size, stat.st_mtime_ns, part.data_size, mark, part.lines, part.spans,
-                      part.malformed, part.malformed_lines[:MALFORMED_LISTED], part.traces, name_sets)  # fmt: skip
+                      part.malformed, part.malformed_lines[:MALFORMED_LISTED], part.traces, name_sets)
 
 
 def _sorted_names(part: _Part) -> list[NameSet]:
@@ -298,7 +298,7 @@ def _scan_lines(path: Path, start: int, end: Optional[int], most: int) -> _Part:
                         if len(states) >= MAX_TRACES:
                             raise _too_many_traces(path)
                         states[trace_id] = [[(offset, length)], 1, error, input_tokens, output_tokens, begin, finish,
-                                            {(service, model, agent)}]  # fmt: skip
+                                            {(service, model, agent)}]
                         continue
                     ranges = state[0]  # _add_range, inlined: this loop runs once per span
                     last_offset, last_length = ranges[-1]
@@ -321,7 +321,7 @@ def _scan_lines(path: Path, start: int, end: Optional[int], most: int) -> _Part:
                     break
             if end is None and offset - start >= most and readline(1):
                 raise TraceLimitError(f"{path} decompresses to more than {most:,} bytes",
-                                      hint="decompress it yourself if it really is this large")  # fmt: skip
+                                      hint="decompress it yourself if it really is this large")
         except GZIP_ERRORS:  # a corrupt or truncated stream: what came before it stays indexed
             lines, malformed = lines + 1, malformed + 1
             malformed_lines += [lines][: MALFORMED_LISTED - len(malformed_lines)]
@@ -372,7 +372,7 @@ def _merge(parts: list[_Part]) -> _Part:
         merged.data_size += part.data_size
         merged.malformed_lines += [merged.lines + number for number in part.malformed_lines]
         merged.lines, merged.spans, merged.malformed = (merged.lines + part.lines, merged.spans + part.spans,
-                                                        merged.malformed + part.malformed)  # fmt: skip
+                                                        merged.malformed + part.malformed)
         renumbered = [table.id(*names) for names in (msgspec.structs.astuple(row) for row in part.name_sets)]
         for trace_id, entry in part.traces.items():
             known = merged.traces.get(trace_id)
@@ -391,5 +391,5 @@ def _merge(parts: list[_Part]) -> _Part:
             known.start, known.end = min(starts, default=None), max(ends, default=None)
             ours, theirs = table.rows[known.names], part.name_sets[entry.names]
             known.names = table.id(ours.services + theirs.services, ours.models + theirs.models,
-                                   ours.agents + theirs.agents)  # fmt: skip
+                                   ours.agents + theirs.agents)
     return merged

@@ -61,7 +61,7 @@ def _in_child(pattern: str, text: str, seconds: float) -> Optional[tuple[int, in
     if seconds <= 0:
         raise TraceLimitError("no time left for the search")
     limits = BoundedLimits(memory_mb=CHILD_MB + 4 * len(text) // (1 << 20), cpu_seconds=seconds + 1,
-                           wall_seconds=seconds, output_bytes=4096)  # fmt: skip
+                           wall_seconds=seconds, output_bytes=4096)
     try:
         found = run_bounded(search_in_child, pattern, text, limits=limits)
     except LimitExceeded as exc:

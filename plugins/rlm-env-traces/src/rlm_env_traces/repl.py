@@ -51,7 +51,7 @@ def create(settings: Optional[TraceRLMSettings], ctx: EnvironmentContext) -> Any
         overview = store.get_overview()
         inner = replace(ctx, context=overview, context_meta=describe_context(overview),
                         task=ctx.task + FUNCTIONS_NOTE.format(path=store.path),
-                        open_sandbox=lambda: _WithFunctions(ctx.open_sandbox(), functions))  # fmt: skip
+                        open_sandbox=lambda: _WithFunctions(ctx.open_sandbox(), functions))
     environment = ctx.build_environment("pure_rlm", inner)  # with its [environment.pure_rlm] settings
     environment.name = "trace_rlm"
     return environment
@@ -65,7 +65,7 @@ def trace_functions(store: TraceStore, output_dir: Path) -> dict[str, Callable[.
 
     return {"trace_overview": store.get_overview, "query_traces": store.query_traces,
             "count_traces": store.count_traces, "view_trace": store.view_trace, "view_spans": store.view_spans,
-            "search_trace": store.search_trace, "export_evidence_corpus": export_evidence_corpus}  # fmt: skip
+            "search_trace": store.search_trace, "export_evidence_corpus": export_evidence_corpus}
 
 
 class _WithFunctions:

@@ -74,12 +74,12 @@ def open_new_folder(path: Path) -> int:
                 inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 raise InputError(f"cannot export into {path}: {part!r} is a link or not a folder "
-                                 f"({exc.strerror or exc})") from None  # fmt: skip
+                                 f"({exc.strerror or exc})") from None
             os.close(fd)
             fd = inner
         if not made and os.listdir(fd):
             raise InputError(f"export folder {path} already exists and is not empty",
-                             hint="name a new folder: an export never writes beside other files")  # fmt: skip
+                             hint="name a new folder: an export never writes beside other files")
         return fd
     except BaseException:
         os.close(fd)

@@ -136,7 +136,7 @@ def summaries(line: bytes) -> list[SpanSummary]:
                         parsed.resource.service if parsed.resource else None,
                         attrs.request_model or attrs.response_model, attrs.agent,
                         _int(attrs.input_tokens), _int(attrs.output_tokens),
-                        _nanos(parsed.start_time), _nanos(parsed.end_time)))]  # fmt: skip
+                        _nanos(parsed.start_time), _nanos(parsed.end_time)))]
 
 
 def _otlp_summaries(group: _ResourceSpans) -> list[SpanSummary]:
@@ -150,13 +150,13 @@ def _otlp_summaries(group: _ResourceSpans) -> list[SpanSummary]:
                                      service, attrs.get(MODEL_KEYS[0]) or attrs.get(MODEL_KEYS[1]),
                                      attrs.get(AGENT_KEY), _int(attrs.get(INPUT_TOKENS_KEY)),
                                      _int(attrs.get(OUTPUT_TOKENS_KEY)), _nanos(span.startTimeUnixNano),
-                                     _nanos(span.endTimeUnixNano))))  # fmt: skip
+                                     _nanos(span.endTimeUnixNano))))
     return found
 
 
 def _typed_attributes(pairs: list[_KeyValue]) -> dict[str, Any]:
     return {kv.key: (kv.value.stringValue if kv.value.stringValue is not None else kv.value.intValue)
-            for kv in pairs if kv.value is not None}  # fmt: skip
+            for kv in pairs if kv.value is not None}
 
 
 def spans(line: bytes) -> list[dict[str, Any]]:
@@ -170,7 +170,7 @@ def spans(line: bytes) -> list[dict[str, Any]]:
     try:
         if isinstance(value, dict) and isinstance(value.get("resourceSpans"), list):
             return [flat for group in value["resourceSpans"] if isinstance(group, dict)
-                    for flat in _flatten_otlp(group)]  # fmt: skip
+                    for flat in _flatten_otlp(group)]
         if isinstance(value, dict) and value.get("trace_id"):
             return [_flat_span(value)]
     except RecursionError:  # key/value lists nested past Python's stack, though not past the decoder's
@@ -205,7 +205,7 @@ def _flatten_otlp(group: dict[str, Any]) -> list[dict[str, Any]]:
                            "message": status.get("message", "")},
                 "attributes": _attribute_dict(span.get("attributes") or []), "resource": resource,
                 "scope": (scope.get("scope") or {}).get("name"),
-            }  # fmt: skip
+            }
             if converted["kind"] is None:  # SPAN_KIND_UNSPECIFIED, or none given
                 del converted["kind"]
             converted.update(events_of(span.get("events"), span.get("droppedEventsCount"), _event_attributes, _nanos))
@@ -246,7 +246,7 @@ def _summary_of(span: dict[str, Any]) -> SpanSummary:
     return _summary((str(span["trace_id"]), is_error(status.get("code")), _text(resource.get(SERVICE_KEY)),
                        _text(attrs.get(MODEL_KEYS[0]) or attrs.get(MODEL_KEYS[1])), _text(attrs.get(AGENT_KEY)),
                        _int(attrs.get(INPUT_TOKENS_KEY)), _int(attrs.get(OUTPUT_TOKENS_KEY)),
-                       _nanos(span.get("start_time")), _nanos(span.get("end_time"))))  # fmt: skip
+                       _nanos(span.get("start_time")), _nanos(span.get("end_time"))))
 
 
 def is_error(code: Any) -> bool:
@@ -284,7 +284,7 @@ def _nanos(value: Any) -> Optional[int]:
         else:
             text = str(value).strip()[:64]
             found = int(text) if text.isdigit() else int(datetime.fromisoformat(text.replace("Z", "+00:00"))
-                                                          .timestamp() * 1_000_000_000)  # fmt: skip
+                                                          .timestamp() * 1_000_000_000)
     except (ValueError, OverflowError, TypeError):
         return None
     return found

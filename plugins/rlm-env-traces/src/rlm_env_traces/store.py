@@ -53,7 +53,7 @@ class TraceStore:
     ``time_left`` (seconds, e.g. the run's ``budget.remaining``) bounds every read's deadline."""
 
     def __init__(self, path: Path, index: TraceIndex, index_path: Optional[Path],
-                 time_left: Optional[Callable[[], float]] = None) -> None:  # fmt: skip
+                 time_left: Optional[Callable[[], float]] = None) -> None:
         self.path = path
         self.index = index
         self.index_path = index_path
@@ -62,7 +62,7 @@ class TraceStore:
 
     @classmethod
     def load(cls, trace_path: str | Path, cache_dir: Optional[Path] = None,
-             time_left: Optional[Callable[[], float]] = None) -> "TraceStore":  # fmt: skip
+             time_left: Optional[Callable[[], float]] = None) -> "TraceStore":
         path = Path(trace_path).expanduser().resolve()
         index, index_path = load_or_build(path, cache_dir)
         return cls(path, index, index_path, time_left)
@@ -89,28 +89,28 @@ class TraceStore:
                 "input_tokens": sum(e.input_tokens for e in traces.values()),
                 "output_tokens": sum(e.output_tokens for e in traces.values()),
                 "sample_trace_ids": list(traces)[:SAMPLE_IDS], "sample_error_trace_ids": errors[:SAMPLE_IDS],
-            }  # fmt: skip
+            }
         return self._overview
 
     def query_traces(self, has_errors: Optional[bool] = None, model: Optional[str] = None,
                      service: Optional[str] = None, agent: Optional[str] = None, limit: int = 20,
-                     offset: int = 0) -> dict[str, Any]:  # fmt: skip
+                     offset: int = 0) -> dict[str, Any]:
         """A page of trace summaries matching every filter given, in file order, with the total."""
         matching = list(self._matching(has_errors, model, service, agent))
         limit, offset = min(max(0, int(limit)), MAX_QUERY_LIMIT), max(0, int(offset))
         page = matching[offset: offset + limit]
         return {"total": len(matching), "offset": offset, "limit": limit,
-                "traces": [self.summary(trace_id, entry) for trace_id, entry in page]}  # fmt: skip
+                "traces": [self.summary(trace_id, entry) for trace_id, entry in page]}
 
     def count_traces(self, has_errors: Optional[bool] = None, model: Optional[str] = None,
-                     service: Optional[str] = None, agent: Optional[str] = None) -> int:  # fmt: skip
+                     service: Optional[str] = None, agent: Optional[str] = None) -> int:
         return sum(1 for _ in self._matching(has_errors, model, service, agent))
 
     def _matching(self, has_errors: Optional[bool], model: Optional[str], service: Optional[str],
-                  agent: Optional[str]) -> Iterator[tuple[str, TraceEntry]]:  # fmt: skip
+                  agent: Optional[str]) -> Iterator[tuple[str, TraceEntry]]:
         rows = {row for row, names in enumerate(self.index.name_sets)
                 if (not model or model in names.models) and (not service or service in names.services)
-                and (not agent or agent in names.agents)}  # fmt: skip
+                and (not agent or agent in names.agents)}
         for trace_id, entry in self.index.traces.items():
             if has_errors is not None and entry.has_errors != has_errors:
                 continue
@@ -124,7 +124,7 @@ class TraceStore:
         return {"trace_id": trace_id, "spans": entry.spans, "has_errors": entry.has_errors,
                 "error_spans": entry.error_spans, "services": list(names.services), "models": list(names.models),
                 "agents": list(names.agents), "input_tokens": entry.input_tokens,
-                "output_tokens": entry.output_tokens, "start": entry.start, "duration_ms": duration}  # fmt: skip
+                "output_tokens": entry.output_tokens, "start": entry.start, "duration_ms": duration}
 
     # ------------------------------------------------------------------ reading a trace's lines
 
@@ -167,11 +167,11 @@ class TraceStore:
             if len(listing) < LISTED_SPANS:
                 listing.append({"span_id": short(span.get("span_id")), "name": short(span.get("name")),
                                 "kind": short(span.get("kind")), "status": short(status_of(span).get("code")),
-                                "events": _event_names(span), "chars": len(text)})  # fmt: skip
+                                "events": _event_names(span), "chars": len(text)})
         if kept is not None:
             return {"trace_id": key, "spans": kept}
         return {"trace_id": key, "oversized": True, "chars": chars, "limit": VIEW_TRACE_CHARS, "span_count": count,
-                "spans": listing, "hint": "view_spans with some span_ids, or search_trace with a pattern"}  # fmt: skip
+                "spans": listing, "hint": "view_spans with some span_ids, or search_trace with a pattern"}
 
     def view_spans(self, trace_id: str, span_ids: list[str]) -> dict[str, Any]:
         """The named spans of a trace, each attribute value cut to 16,384 characters (less when they would not
@@ -201,7 +201,7 @@ class TraceStore:
         return result
 
     def search_trace(self, trace_id: str, pattern: str, regex: bool = False,
-                     timeout: Optional[float] = None) -> dict[str, Any]:  # fmt: skip
+                     timeout: Optional[float] = None) -> dict[str, Any]:
         """The spans of a trace whose JSON contains ``pattern`` (a substring, or an RE2 regex with ``regex=True``),
         case-insensitive, within ``timeout`` seconds (at most ``SEARCH_SECONDS``, and the run's time left)."""
         search = compile_pattern(str(pattern), bool(regex))
@@ -221,18 +221,18 @@ class TraceStore:
                         start = max(0, hit[0] - SNIPPET_CHARS // 2)
                         matches.append({"span_id": short(span.get("span_id")), "name": short(span.get("name")),
                                         "kind": short(span.get("kind")),
-                                        "snippet": text[start: start + SNIPPET_CHARS]})  # fmt: skip
+                                        "snippet": text[start: start + SNIPPET_CHARS]})
                 if time.monotonic() > deadline:
                     raise TraceLimitError("its deadline passed")
         except TraceLimitError as exc:
             raise TraceLimitError(f"search_trace stopped at its time limit after {time.monotonic() - started:.1f}s "
                                   f"({exc}): {searched} spans searched, {count} matched so far",
-                                  hint="search for a plain substring, or a narrower pattern") from None  # fmt: skip
+                                  hint="search for a plain substring, or a narrower pattern") from None
         return {"trace_id": key, "pattern": pattern, "regex": regex, "match_count": count, "matches": matches}
 
     def export_evidence_corpus(self, directory: str | Path, has_errors: Optional[bool] = None,
                                model: Optional[str] = None, service: Optional[str] = None,
-                               agent: Optional[str] = None, limit: int = 200) -> dict[str, Any]:  # fmt: skip
+                               agent: Optional[str] = None, limit: int = 200) -> dict[str, Any]:
         """Write ``traces.jsonl`` (the selected traces' spans) and ``summary.md`` into ``directory``: a new folder,
         or an existing empty one (``evidence.write_corpus``)."""
         from rlm_env_traces.evidence import write_corpus
@@ -241,7 +241,7 @@ class TraceStore:
         selected = list(self._matching(has_errors, model, service, agent))[:limit]
         filters = {"has_errors": has_errors, "model": model, "service": service, "agent": agent}
         return write_corpus(self, Path(directory), selected, {k: v for k, v in filters.items() if v is not None},
-                            self._deadline(EXPORT_SECONDS))  # fmt: skip
+                            self._deadline(EXPORT_SECONDS))
 
     def _deadline(self, seconds: float) -> float:
         """A ``time.monotonic()`` deadline ``seconds`` away, sooner when the run has less time left."""
@@ -263,7 +263,7 @@ class TraceStore:
         if len(matches) > 1:
             shown = ", ".join(str(short(key)) for key in matches[:5]) + (", …" if len(matches) > 5 else "")
             raise InputError(f"trace id prefix {short(trace_id)!r} matches {len(matches)} traces: {shown}",
-                             hint="give more characters of the id")  # fmt: skip
+                             hint="give more characters of the id")
         raise InputError(f"no trace {short(trace_id)!r} in {self.path.name}", hint=hint)
 
 

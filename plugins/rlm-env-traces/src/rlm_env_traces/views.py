@@ -30,7 +30,7 @@ def capped(value: Any, chars: Optional[int] = SPAN_ATTRIBUTE_CHARS, items: int =
         return f"… nested deeper than {MAX_DEPTH} levels"
     if isinstance(value, dict):
         shown = {str(key)[:SHORT_CHARS]: capped(item, chars, items, depth + 1)
-                 for key, item in islice(value.items(), items)}  # fmt: skip
+                 for key, item in islice(value.items(), items)}
         if len(value) > items:
             shown["…"] = f"{len(value) - items} more keys"
         return shown

@@ -6,4 +6,4 @@ from rlm_host import ExporterSpec, hookimpl
 @hookimpl
 def rlm_register_exporters():
     return [ExporterSpec("html", "One self-contained page of the run tree (steps, code, output, sub-calls, child "
-                         "runs) that opens in any browser, offline", "rlm_export_html.page:create")]  # fmt: skip
+                         "runs) that opens in any browser, offline", "rlm_export_html.page:create")]

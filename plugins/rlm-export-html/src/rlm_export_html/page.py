@@ -19,10 +19,10 @@ from typing import Any, Iterable, TextIO
 
 #: Step fields drawn by the page; the rest of a step is shown as its raw JSON.
 _STEP_KEYS = ("step", "action", "reply", "code", "observation", "reward", "cumulative_reward", "usage",
-              "model_seconds", "duration_s")  # fmt: skip
+              "model_seconds", "duration_s")
 #: run_start fields shown in a run's header.
 _START_KEYS = ("task", "question", "environment", "framework", "model", "sub_model", "sandbox", "notices", "context",
-               "settings", "sampling")  # fmt: skip
+               "settings", "sampling")
 
 
 def create(settings: Any = None, services: Any = None):
@@ -36,10 +36,10 @@ def write(events: Iterable[Any], out: TextIO) -> None:
     script = resources.files(__package__).joinpath("page.js").read_text(encoding="utf-8")
     style = resources.files(__package__).joinpath("page.css").read_text(encoding="utf-8")
     policy = (f"default-src 'none'; script-src '{_digest(script)}'; style-src '{_digest(style)}'; img-src 'none'; "
-              "base-uri 'none'; form-action 'none'; connect-src 'none'")  # fmt: skip
+              "base-uri 'none'; form-action 'none'; connect-src 'none'")
     root = tree["runs"].get(tree["root"], {}) if tree["root"] else {}
     title = "rlm run " + (tree["root"] or "(empty)") + (": " + str(root.get("start", {}).get("task", ""))[:80]
-                                                        if root else "")  # fmt: skip
+                                                        if root else "")
     out.write("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
               f"<meta http-equiv=\"Content-Security-Policy\" content=\"{policy}\">\n"
               "<meta name=\"referrer\" content=\"no-referrer\">\n"
@@ -47,7 +47,7 @@ def write(events: Iterable[Any], out: TextIO) -> None:
               f"<title>{html.escape(_visible(title))}</title>\n<style>{style}</style>\n</head>\n<body>\n"
               "<noscript>This page draws the run with its own script: open it in a browser with JavaScript on (it "
               "loads nothing from the network).</noscript>\n<main id=\"app\"></main>\n"
-              "<script id=\"run-data\" type=\"application/json\">")  # fmt: skip
+              "<script id=\"run-data\" type=\"application/json\">")
     out.write(_data_block(tree))
     out.write(f"</script>\n<script>{script}</script>\n</body>\n</html>\n")
 
@@ -92,7 +92,7 @@ def run_tree(events: Iterable[Any]) -> dict[str, Any]:
 
 def _new_run(run_id: str, item: dict[str, Any]) -> dict[str, Any]:
     return {"id": run_id, "parent": item.get("parent_run_id"), "depth": item.get("depth", 0), "start": {},
-            "steps": [], "final": None, "pending": _pending()}  # fmt: skip
+            "steps": [], "final": None, "pending": _pending()}
 
 
 def _pending() -> dict[str, list[Any]]:

@@ -19,7 +19,7 @@ from rlm_host.sdk.commands import terminal_safe
 from typer.core import TyperOption
 
 app = typer.Typer(help="A coding agent over a project folder with MCP tools and approvals.", rich_markup_mode=None,
-                  add_completion=False, no_args_is_help=True)  # fmt: skip
+                  add_completion=False, no_args_is_help=True)
 
 
 @app.callback()
@@ -62,7 +62,7 @@ run_command = run_command_of(
     "incomplete record, 130 interrupted, 2 bad input or a sandbox that is not ready: in Docker, a missing image with "
     "pytest is built first when [sandbox.docker] "
     "build_missing allows (on a terminal: asked), else the run does not start.",
-)  # fmt: skip
+)
 
 
 @app.command("tools")
@@ -87,10 +87,10 @@ def list_tools(
     folder = (workdir or Path.cwd()).resolve()
     with McpPool(settings.mcp_servers, folder) as pool:
         builtin = [{"name": t.name, "kind": KINDS.get(t.name, "read"), "description": t.description}
-                   for t in BUILTIN_TOOLS]  # fmt: skip
+                   for t in BUILTIN_TOOLS]
         mcp = [{"name": t.name, "server": t.server, "kind": t.kind, "read_only": t.read_only,
                 "destructive": t.destructive, "description": t.description, "input_schema": t.input_schema}
-               for t in pool.tools]  # fmt: skip
+               for t in pool.tools]
         servers = pool.status()
     if as_json:
         typer.echo(json.dumps({"builtin": builtin, "mcp": mcp, "servers": servers}, indent=2))

@@ -46,7 +46,7 @@ from rlm_harness.settings import HarnessSettings
 
 #: Folders the search skips, and the most files it reads.
 SKIPPED = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "node_modules", ".rlm",
-           "_rlm_hidden_tests"}  # fmt: skip
+           "_rlm_hidden_tests"}
 MAX_SEARCH_FILES = 2000
 
 
@@ -97,7 +97,7 @@ class HarnessEnvironment:
 
     def messages(self, step: int) -> list[Message]:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}",
-                 "Project folder: " + self._overview()]  # fmt: skip
+                 "Project folder: " + self._overview()]
         unavailable = [f"{s['server']}: {s['error']}" for s in self.mcp.status() if s["error"]]
         if unavailable:
             lines.append("MCP servers not available: " + "; ".join(unavailable))
@@ -116,7 +116,7 @@ class HarnessEnvironment:
         parsed = parse_tool_reply(reply.text, self.specs)
         if isinstance(parsed, InvalidReply):
             result = ActionResult(action="malformed_reply", observation={"success": False, "error": parsed.reason},
-                                  reward=-self.ctx.rewards.no_action_penalty)  # fmt: skip
+                                  reward=-self.ctx.rewards.no_action_penalty)
             return self._record(reply.text or "", result, status="retry")
         if isinstance(parsed, FinalAnswer):  # {"final": …} or plain text: the answer
             return self._final(parsed.text, reply.text or "")
@@ -133,31 +133,31 @@ class HarnessEnvironment:
             down = self.mcp.unavailable(name)
             if down is not None:  # a tool of a server that did not start or stopped: that server's error
                 result = ActionResult(action=name, reward=self._failure(), observation={"success": False,
-                                                                                         "error": down})  # fmt: skip
+                                                                                         "error": down})
                 return self._record(call_text, result)
             known = ", ".join(spec.name for spec in self.specs)
             result = ActionResult(action="unsupported_action", reward=-self.ctx.rewards.unsupported_action_penalty,
                                   observation={"success": False,
-                                               "error": f"unknown tool {name!r}; tools: {known}"})  # fmt: skip
+                                               "error": f"unknown tool {name!r}; tools: {known}"})
             return self._record(call_text, result, status="retry")
         if not isinstance(args, dict):
             result = ActionResult(action=name, reward=self._failure(),
-                                  observation={"success": False, "error": "'args' must be a JSON object"})  # fmt: skip
+                                  observation={"success": False, "error": "'args' must be a JSON object"})
             return self._record(call_text, result, status="retry")
         refusal = self._refusal(name, args)
         if refusal is not None:  # [run] approve: read-only, or ask and the user said no: a step, not an error
             result = ActionResult(action=name, reward=0.0, observation={"success": False, "refused": True,
                                                                         "error": refusal,
-                                                                        "notes": [refusal]})  # fmt: skip
+                                                                        "notes": [refusal]})
             return self._record(call_text, result, status="error")
         try:
             result = handler(args) if handler is not None else self._mcp(name, args)
         except PathRefused as refused:
             result = ActionResult(action=name, observation={"success": False, "error": str(refused)},
-                                  reward=self._failure())  # fmt: skip
+                                  reward=self._failure())
         except SandboxError as exc:
             result = ActionResult(action=name, observation={"success": False, "error": f"sandbox: {exc}"},
-                                  reward=self._failure())  # fmt: skip
+                                  reward=self._failure())
         return self._record(call_text, result)
 
     def synthesize(self) -> Optional[str]:
@@ -188,7 +188,7 @@ class HarnessEnvironment:
                 return None
             request = ApprovalRequest(name, tool.kind, f"{name} {json.dumps(args, ensure_ascii=False)[:300]}",
                                       {"server": tool.server, "destructive": tool.destructive},
-                                      run_id=run_id)  # fmt: skip
+                                      run_id=run_id)
         else:
             return None
         return self.ctx.approvals.check(request)
@@ -198,7 +198,7 @@ class HarnessEnvironment:
     def _handlers(self) -> dict[str, Callable[[dict[str, Any]], ActionResult]]:
         return {"list_files": self._list, "read_file": self._read, "write_file": self._write,
                 "patch_file": self._patch, "search": self._search, "run_command": self._command,
-                "run_tests": self._tests, "llm_query": self._llm_query}  # fmt: skip
+                "run_tests": self._tests, "llm_query": self._llm_query}
 
     def _list(self, args: dict[str, Any]) -> ActionResult:
         listing = self.files.list_tree(args.get("path") or ".", args.get("depth", 2))
@@ -224,7 +224,7 @@ class HarnessEnvironment:
         files = searchable_files(self.files, args.get("path") or ".")
         found = sandbox_ops.search(self.ctx.scope, self.session, pattern, files,
                                    timeout=self._seconds(self.settings.search_timeout),
-                                   ignore_case=bool(args.get("ignore_case")), step=self._step)  # fmt: skip
+                                   ignore_case=bool(args.get("ignore_case")), step=self._step)
         ok = "error" not in found
         observation = {"success": ok, "pattern": pattern, **found}
         return ActionResult(action="search", observation=observation, reward=self._success() if ok else self._failure())
@@ -238,12 +238,12 @@ class HarnessEnvironment:
         if isinstance(asked, (int, float)) and not isinstance(asked, bool) and asked > 0:
             limit = min(limit, float(asked))
         done = sandbox_ops.run_shell(self.ctx.scope, self.session, command, timeout=self._seconds(limit),
-                                     keep=self.settings.max_output_chars, step=self._step)  # fmt: skip
+                                     keep=self.settings.max_output_chars, step=self._step)
         ok = done.get("exit_code") == 0 and not done.get("timed_out") and not done.get("error")
         observation = {"success": ok, "command": command, **done}
         how = "timed out" if done.get("timed_out") else f"exit {done.get('exit_code')}"
         return ActionResult(action="run_command", observation=observation, memory_note=f"$ {command[:100]}: {how}",
-                            reward=self.ctx.rewards.code_step(ok=ok, stderr=bool(done.get("stderr"))))  # fmt: skip
+                            reward=self.ctx.rewards.code_step(ok=ok, stderr=bool(done.get("stderr"))))
 
     def _tests(self, args: dict[str, Any]) -> ActionResult:
         selection = args.get("selection") or []
@@ -254,12 +254,12 @@ class HarnessEnvironment:
             self.files.resolve(item.split("::", 1)[0])  # each selected file must be in the project
         done = sandbox_ops.run_argv(self.ctx.scope, self.session, sandbox_ops.PYTEST + selection,
                                     timeout=self._seconds(self.settings.test_timeout),
-                                    keep=self.settings.max_output_chars, step=self._step)  # fmt: skip
+                                    keep=self.settings.max_output_chars, step=self._step)
         passed = done.get("exit_code") == 0
         summary = (done.get("stdout") or "").strip().splitlines()[-1:] or [str(done.get("error") or "")]
         observation = {"success": passed, "passed": passed, "no_tests": done.get("exit_code") == 5, **done}
         return ActionResult(action="run_tests", observation=observation, memory_note=f"pytest: {summary[0][:120]}",
-                            reward=self.ctx.rewards.code_step(ok=passed, stderr=False))  # fmt: skip
+                            reward=self.ctx.rewards.code_step(ok=passed, stderr=False))
 
     def _llm_query(self, args: dict[str, Any]) -> ActionResult:
         prompt = args.get("prompt")
@@ -269,7 +269,7 @@ class HarnessEnvironment:
             answer = self._sub_calls.llm_query(prompt, args.get("model"))
         except RuntimeError as exc:  # the sub-call failed (model error, budget): the step says so
             return ActionResult(action="llm_query", observation={"success": False, "error": str(exc)},
-                                reward=self._failure())  # fmt: skip
+                                reward=self._failure())
         return self._ok("llm_query", {"response": truncate(answer, self.settings.max_output_chars)})
 
     def _run_tool(self, tool: Any, args: dict[str, Any]) -> ActionResult:
@@ -279,10 +279,10 @@ class HarnessEnvironment:
             value = self._sub_calls.tools.call(tool, (), args)
         except PermissionError as refused:
             return ActionResult(action=tool.name, reward=0.0, observation={"success": False, "refused": True,
-                                                                            "error": str(refused)})  # fmt: skip
+                                                                            "error": str(refused)})
         except Exception as exc:  # noqa: BLE001 - the function's own failure: what the model reads
             return ActionResult(action=tool.name, reward=self._failure(),
-                                observation={"success": False, "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+                                observation={"success": False, "error": f"{type(exc).__name__}: {exc}"})
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         return self._ok(tool.name, {"content": truncate(text, self.settings.max_output_chars)}, f"{tool.name}: ok")
 
@@ -296,18 +296,18 @@ class HarnessEnvironment:
         ok = bool(observation.get("success"))
         note = f"{name}: {'ok' if ok else str(observation.get('error'))[:100]}"
         return ActionResult(action=name, observation=observation, memory_note=note,
-                            reward=self._success() if ok else self._failure())  # fmt: skip
+                            reward=self._success() if ok else self._failure())
 
     # ------------------------------------------------------------------ helpers
 
     def _final(self, answer: str, call_text: str) -> ActionResult:
         result = ActionResult(action="final", observation={"success": True}, reward=self.ctx.rewards.final_reward,
-                              done=True, final_response=answer)  # fmt: skip
+                              done=True, final_response=answer)
         return self._record(call_text, result)
 
     def _ok(self, action: str, observation: dict[str, Any], note: Optional[str] = None) -> ActionResult:
         return ActionResult(action=action, observation={"success": True, **observation}, reward=self._success(),
-                            memory_note=note)  # fmt: skip
+                            memory_note=note)
 
     def _success(self) -> float:
         return self.ctx.rewards.run_python_base

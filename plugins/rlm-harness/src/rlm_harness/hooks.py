@@ -24,7 +24,7 @@ def rlm_register_environments():
 @hookimpl
 def rlm_register_commands():
     return [CommandSpec("harness", "A coding agent over a project folder with MCP tools and approvals.",
-                        "rlm_harness.cli:harness_group")]  # fmt: skip
+                        "rlm_harness.cli:harness_group")]
 
 
 @hookimpl
@@ -32,7 +32,7 @@ def rlm_register_benchmark_packs():
     return [
         BenchmarkPackSpec("coding_quick", "General coding: 3 small Python tasks in a project folder, scored by "
                           "hidden tests in the sandbox", "rlm_harness.bench:coding_quick"),
-    ]  # fmt: skip
+    ]
 
 
 @hookimpl
@@ -41,4 +41,4 @@ def rlm_register_toolboxes():
         ToolboxSpec("mcp", "Each tool of the MCP servers a run names ([mcp_servers.NAME], --mcp-config FILE) as a "
                     "function in its REPL: mcp__SERVER__TOOL(...)", "rlm_harness.toolbox:McpToolbox",
                     option="mcp_servers"),
-    ]  # fmt: skip
+    ]

@@ -148,7 +148,7 @@ class McpPool:
         for state in self.states.values():
             rows.append({"server": state.name, "transport": state.config.transport, "error": state.error,
                          "tools": [t.name for t in state.tools], "startup_s": state.started_s,
-                         **({"note": state.note} if state.note else {})})  # fmt: skip
+                         **({"note": state.note} if state.note else {})})
         return rows
 
     def find(self, name: str) -> Optional[McpTool]:
@@ -178,13 +178,13 @@ class McpPool:
         except (concurrent.futures.TimeoutError, TimeoutError):
             future.cancel()
             return {"success": False, "error": f"MCP tool {name} did not answer within {limit:g} s (cancelled)",
-                    "seconds": round(time.monotonic() - started, 3)}  # fmt: skip
+                    "seconds": round(time.monotonic() - started, 3)}
         except BaseException as exc:  # noqa: BLE001 - a crashed server, a protocol error: the call's observation
             why = _reason(exc)
             if _connection_lost(exc) or not self._alive(state):
                 state.error = f"the server stopped ({why})"
             return {"success": False, "error": f"MCP tool {name} failed: {why}",
-                    "seconds": round(time.monotonic() - started, 3)}  # fmt: skip
+                    "seconds": round(time.monotonic() - started, 3)}
         return {**_render_result(result), "seconds": round(time.monotonic() - started, 3)}
 
     # ------------------------------------------------------------------ the loop's side
@@ -232,7 +232,7 @@ class McpPool:
             cwd = cwd if cwd.is_absolute() else self.workdir / cwd
             env = {k: os.environ[k] for k in PASSED_VARIABLES if k in os.environ}
             params = StdioServerParameters(command=config.command, args=list(config.args), cwd=str(cwd),
-                                           env={**env, **config.env})  # fmt: skip
+                                           env={**env, **config.env})
             state.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
             return stdio_client(params, errlog=state.errlog)
         import httpx2
@@ -275,7 +275,7 @@ class McpPool:
             read_only, destructive = _approval_hints(getattr(raw, "annotations", None), state.config.trust_annotations)
             description = clean(str(getattr(raw, "description", "") or getattr(raw, "title", "") or ""))
             tools.append(McpTool(state.name, own, name, description[:DESCRIPTION_CHARS],
-                                 _schema(getattr(raw, "input_schema", None)), read_only, destructive))  # fmt: skip
+                                 _schema(getattr(raw, "input_schema", None)), read_only, destructive))
         return tools
 
 

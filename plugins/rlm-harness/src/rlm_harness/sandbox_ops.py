@@ -123,7 +123,7 @@ PYTEST = ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=n
 
 
 def run_argv(scope: Any, session: Any, argv: list[str], *, timeout: float, keep: int, step: Optional[int] = None,
-             stdin_text: Optional[str] = None) -> dict[str, Any]:  # fmt: skip
+             stdin_text: Optional[str] = None) -> dict[str, Any]:
     """Run ``argv`` in the session's working directory; ``{"exit_code", "stdout", "stderr", "timed_out",
     "error", "seconds"}``. SandboxError when the session itself fails."""
     call = f"{_RESULT} = __rlm_harness_exec({json.dumps(argv)}, {float(timeout)!r}, {int(keep)}, " \
@@ -132,7 +132,7 @@ def run_argv(scope: Any, session: Any, argv: list[str], *, timeout: float, keep:
     result = execute_code(scope, session, code, timeout + 30, step=step)
     if not result.ok:
         raise SandboxError("the command helper failed in the sandbox: " + str("timed out" if result.timed_out
-                                                                             else result.error))  # fmt: skip
+                                                                             else result.error))
     try:
         value = session.get_variable(_RESULT)
     finally:
@@ -148,11 +148,11 @@ def run_shell(scope: Any, session: Any, command: str, **kwargs: Any) -> dict[str
 
 
 def search(scope: Any, session: Any, pattern: str, files: list[str], *, timeout: float, ignore_case: bool = False,
-           limit: int = 100, step: Optional[int] = None) -> dict[str, Any]:  # fmt: skip
+           limit: int = 100, step: Optional[int] = None) -> dict[str, Any]:
     """The regex ``pattern`` over ``files`` (paths relative to the project), in a child process in the sandbox."""
     request = json.dumps({"pattern": pattern, "files": files, "limit": limit, "ignore_case": ignore_case})
     done = run_argv(scope, session, ["{python}", "-c", SEARCH_SCRIPT], timeout=timeout, keep=400_000, step=step,
-                    stdin_text=request)  # fmt: skip
+                    stdin_text=request)
     if done.get("timed_out"):
         return {"error": f"the search ran past {timeout:g} s and was stopped (simplify the regex)"}
     try:

@@ -77,7 +77,7 @@ def servers_of(value: Any, folder: Path) -> dict[str, McpServer]:
             return load_mcp_config(path if path.is_absolute() else Path.cwd() / path, folder)
         except ValueError as exc:
             raise ConfigError(f"mcp_servers: {exc}", hint="a JSON file like Claude Desktop's: "
-                              '{"mcpServers": {"NAME": {"command": "…", "args": ["…"]}}}') from None  # fmt: skip
+                              '{"mcpServers": {"NAME": {"command": "…", "args": ["…"]}}}') from None
     if not isinstance(value, dict):
         raise ConfigError(f"mcp_servers: expected a JSON file or a table of servers, not {type(value).__name__}")
     for shape in ("mcpServers", "servers"):
@@ -105,7 +105,7 @@ def _tool(pool: McpPool, tool: McpTool) -> Tool:
     function = _function(pool, tool, name)
     summary = tool.description.strip().splitlines()[0][:200] if tool.description.strip() else ""
     return Tool(name, function, str(inspect.signature(function)), summary, f"mcp:{tool.server}/{tool.tool}",
-                kind=tool.kind)  # fmt: skip
+                kind=tool.kind)
 
 
 def _function(pool: McpPool, tool: McpTool, name: str) -> Callable[..., Any]:
@@ -134,7 +134,7 @@ def _function(pool: McpPool, tool: McpTool, name: str) -> Callable[..., Any]:
             inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=_type(properties[key]),
                               default=inspect.Parameter.empty if key in required else None)
             for key in ordered
-        ])  # fmt: skip
+        ])
     else:  # names no Python parameter can take: the tool's arguments are given by name, as keywords
         call.__signature__ = inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])  # type: ignore[attr-defined]
     return call

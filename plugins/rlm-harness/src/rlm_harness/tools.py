@@ -65,15 +65,15 @@ def tool_specs(mcp_tools: Iterable[Any], run_tools: Iterable[Any] = ()) -> list[
     for tool in mcp_tools:
         hint = "read-only" if tool.read_only else "may change things" if tool.destructive else "does not destroy"
         specs.insert(len(specs) - 1, ToolSpec(tool.name, f"[MCP server {tool.server}, {hint}] {tool.description}",
-                                              tool.input_schema))  # fmt: skip
+                                              tool.input_schema))
     for tool in run_tools:
         specs.insert(len(specs) - 1, ToolSpec(tool.name, tool.summary or f"({tool.reference})",
-                                              _schema_of(tool.function)))  # fmt: skip
+                                              _schema_of(tool.function)))
     return specs
 
 
 _JSON_TYPES = {str: _STR, int: _INT, bool: _BOOL, float: {"type": "number"}, list: {"type": "array"},
-               dict: {"type": "object"}}  # fmt: skip
+               dict: {"type": "object"}}
 
 
 def _schema_of(function: Any) -> dict[str, Any]:
@@ -86,14 +86,14 @@ def _schema_of(function: Any) -> dict[str, Any]:
         return {"type": "object"}
     named = [p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     return _object({p.name: dict(_JSON_TYPES.get(p.annotation, {})) for p in named},
-                   [p.name for p in named if p.default is p.empty])  # fmt: skip
+                   [p.name for p in named if p.default is p.empty])
 
 
 def system_prompt(specs: list[ToolSpec], instructions: str | None = None) -> str:
     prompt = INTRO + "\n\n" + render_tool_protocol(specs, text_answer=False, answer_tools=["final"])
     if instructions and instructions.strip():
         prompt += ("\n\nDomain instructions from the user (they add to the rules above and never replace them):\n"
-                   + instructions.strip())  # fmt: skip
+                   + instructions.strip())
     return prompt
 
 

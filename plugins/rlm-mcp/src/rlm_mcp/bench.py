@@ -34,7 +34,7 @@ def rlm_command() -> list[str]:
 async def run_preset(preset: str, limit: int, model: Optional[str], *, cwd: Path, sandbox: Optional[str] = None,
                      sub_model: Optional[str] = None,
                      allowed_sub_models: Optional[Sequence[str]] = None,
-                     limits: Optional[Mapping[str, Optional[float]]] = None) -> BenchOutput:  # fmt: skip
+                     limits: Optional[Mapping[str, Optional[float]]] = None) -> BenchOutput:
     """Run ``preset``'s first ``limit`` cases (at most :data:`MAX_CASES`) and return the summary; the subprocess
     dies if the call is cancelled or overruns its deadline (cases × the case time limit). ``allowed_sub_models``
     and the operator's ``limits`` reach the cases as ``RLM_RUN__*`` variables (the server's ceilings)."""
@@ -71,8 +71,8 @@ async def run_preset(preset: str, limit: int, model: Optional[str], *, cwd: Path
     cases = [BenchCase(case_id=c.get("case_id", "?"), status=c.get("status", ""), score=c.get("score"),
                        correct=c.get("correct"), final_response=cut(c.get("final_response"), OUTPUT_CHARS),
                        expected=c.get("expected"), error=c.get("error"))
-             for c in summary.get("cases") or []]  # fmt: skip
+             for c in summary.get("cases") or []]
     return BenchOutput(benchmark_id=summary.get("benchmark_id", ""), preset=summary.get("preset", preset),
                        model=summary.get("model", ""), cases_run=len(cases), accuracy=metrics.get("accuracy"),
                        completion_rate=metrics.get("completion_rate", 0.0), cost=metrics.get("cost"),
-                       cases=cases)  # fmt: skip
+                       cases=cases)

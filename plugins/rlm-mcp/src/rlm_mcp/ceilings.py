@@ -47,7 +47,7 @@ class Ceilings:
             return name
         why = "is not a security boundary" if name is not None else "is not an installed sandbox"
         raise CeilingError(f"sandbox {asked!r} {why}; this server allows: {', '.join(self.sandbox_choices())} "
-                           "(the operator allows more with rlm mcp serve --allow-client-sandbox NAME)")  # fmt: skip
+                           "(the operator allows more with rlm mcp serve --allow-client-sandbox NAME)")
 
     def check_model(self, asked: Optional[str]) -> Optional[str]:
         """``asked`` when it is on the allow-list (None: the server's default model)."""
@@ -59,7 +59,7 @@ class Ceilings:
             raise CeilingError(f"model {asked!r} refused: this server lets clients choose no model (its default "
                                "applies); the operator allows some with rlm mcp serve --model / --allow-model")
         raise CeilingError(f"model {asked!r} is not allowed; this server allows: {', '.join(self.models)} "
-                           "(the operator allows more with rlm mcp serve --allow-model NAME)")  # fmt: skip
+                           "(the operator allows more with rlm mcp serve --allow-model NAME)")
 
     def limit(self, name: str, asked: Optional[float]) -> Optional[float]:
         """The effective value of limit ``name``: min(client, operator); None when the client gave none."""
@@ -68,12 +68,12 @@ class Ceilings:
         smallest = 0 if name == "max_depth" else 1e-9
         if isinstance(asked, bool) or not isinstance(asked, (int, float)) or not smallest <= asked < math.inf:
             raise CeilingError(f"{name} must be a {'non-negative' if smallest == 0 else 'positive'} number, "
-                               f"not {asked!r}")  # fmt: skip
+                               f"not {asked!r}")
         ceiling = self.limits.get(name)
         return asked if ceiling is None else min(asked, ceiling)
 
     def run_options(self, *, model: Optional[str] = None, sandbox: Optional[str] = None, canonical: Any = None,
-                    **limits: Optional[float]) -> dict[str, Any]:  # fmt: skip
+                    **limits: Optional[float]) -> dict[str, Any]:
         """The options a client's call adds to the server's: each choice checked, each limit capped."""
         options: dict[str, Any] = {"model": self.check_model(model), "sandbox": self.check_sandbox(sandbox, canonical)}
         options.update({name: self.limit(name, value) for name, value in limits.items()})
@@ -87,7 +87,7 @@ def allow_list(model: Optional[str], sub_model: Optional[str], allowed: Iterable
 
 
 def operator_ceilings(rlm: Any, given: dict[str, Any], allow_models: Iterable[str],
-                      client_sandboxes: Iterable[str]) -> tuple[Ceilings, list[str]]:  # fmt: skip
+                      client_sandboxes: Iterable[str]) -> tuple[Ceilings, list[str]]:
     """A server's ceilings from its flags (``given``) and the settings ``rlm`` resolved (a limit no flag sets is
     the configured one), and the sub-models its runs may call: the allow-list plus ``[run] allowed_sub_models``.
     An unknown sandbox name raises the host's error."""

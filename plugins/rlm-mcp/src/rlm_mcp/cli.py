@@ -11,7 +11,7 @@ import typer
 from rlm_host.sdk.commands import apply_run_flags, run_option
 
 app = typer.Typer(help="An MCP server exposing rlm runs, saved runs and benchmarks as tools.",
-                  rich_markup_mode=None, add_completion=False, no_args_is_help=True)  # fmt: skip
+                  rich_markup_mode=None, add_completion=False, no_args_is_help=True)
 
 
 @app.callback()
@@ -59,13 +59,13 @@ def serve(
     if transport == "http" and not is_loopback(host):
         raise ConfigError(f"refusing to listen on {host}: only loopback addresses are served",
                           hint="use 127.0.0.1, ::1 or localhost; put a TLS proxy in front for remote "
-                               "clients")  # fmt: skip
+                               "clients")
     try:
         roots = Roots(root or [Path.cwd()])
     except (OSError, NotADirectoryError) as exc:
         raise ConfigError(f"bad --root: {exc}", hint="give existing folders") from None
     given = {"model": model, "sub_model": sub_model, "sandbox": sandbox, "max_steps": max_steps,
-             "max_depth": max_depth, "timeout": timeout, "max_cost": max_cost}  # fmt: skip
+             "max_depth": max_depth, "timeout": timeout, "max_cost": max_cost}
     services = CommandServices.of(ctx)  # the command's settings (--config honoured), the flags named as sources
     rlm = RLM(settings=apply_run_flags(services.settings, given), home=services.home)
     from rlm_mcp.ceilings import operator_ceilings

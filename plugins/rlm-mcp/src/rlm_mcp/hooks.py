@@ -6,4 +6,4 @@ from rlm_host import CommandSpec, hookimpl
 @hookimpl
 def rlm_register_commands():
     return [CommandSpec("mcp", "An MCP server exposing rlm runs, saved runs and benchmarks as tools.",
-                        "rlm_mcp.cli:app")]  # fmt: skip
+                        "rlm_mcp.cli:app")]

@@ -51,5 +51,5 @@ async def _unauthorized(send: Send) -> None:
     body = json.dumps({"error": "unauthorized", "error_description": "send Authorization: Bearer <token>"}).encode()
     await send({"type": "http.response.start", "status": 401,
                 "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="rlm-mcp"'),
-                            (b"content-length", str(len(body)).encode())]})  # fmt: skip
+                            (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

@@ -50,10 +50,10 @@ class Roots:
                 resolved = candidate.resolve(strict=True)
         except (OSError, RuntimeError, ValueError):
             raise OutsideRoots(f"path {path!r} does not exist (relative paths start at {self.folders[0]}; "
-                               f"roots: {self._shown()})") from None  # fmt: skip
+                               f"roots: {self._shown()})") from None
         if resolved is None or not self.inside(resolved):
             raise OutsideRoots(f"path {path!r} is outside the allowed roots ({self._shown()}); "
-                               "start the server with --root to allow another folder")  # fmt: skip
+                               "start the server with --root to allow another folder")
         return resolved
 
     def check_context(self, path: str, seconds: float = WALK_SECONDS) -> Path:
@@ -83,7 +83,7 @@ class Roots:
             for entry in entries:
                 if time.monotonic() > deadline:
                     raise OutsideRoots(f"folder {asked!r} is too large to check in {max(seconds, 0):g} s; "
-                                       "pass a smaller folder or a file")  # fmt: skip
+                                       "pass a smaller folder or a file")
                 if entry.name.startswith("."):
                     continue
                 target, mode = Path(entry.path), _mode(Path(entry.path), follow=False)
@@ -95,7 +95,7 @@ class Roots:
                         pending.append(target)
                 elif not stat.S_ISREG(mode):
                     raise OutsideRoots(f"{entry.path} in {asked!r} is {_kind(mode)}, not a regular file: the "
-                                       "folder is refused unread")  # fmt: skip
+                                       "folder is refused unread")
 
     def _link(self, link: Path, asked: str) -> tuple[Path, int]:
         """A link's resolved target and its mode; a link out of the roots refuses the folder."""
@@ -103,10 +103,10 @@ class Roots:
             target = link.resolve()
         except (OSError, RuntimeError):
             raise OutsideRoots(f"{link} in {asked!r} is a link that does not resolve (a loop): the folder is "
-                               "refused unread") from None  # fmt: skip
+                               "refused unread") from None
         if not self.inside(target):
             raise OutsideRoots(f"{link} in {asked!r} is a link out of the allowed roots ({self._shown()}): the "
-                               "folder is refused unread")  # fmt: skip
+                               "folder is refused unread")
         if not os.path.lexists(target):
             return target, stat.S_IFREG  # dangling, pointing inside: the host skips it, nothing to read
         return target, _mode(target)
@@ -124,7 +124,7 @@ def _mode(path: Path, follow: bool = True) -> int:
 
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):  # fmt: skip
+                       (stat.S_ISBLK, "a block device")):
         if test(mode):
             return name
     return "not a regular file"

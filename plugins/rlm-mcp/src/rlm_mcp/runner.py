@@ -35,7 +35,7 @@ def step_message(data: dict[str, Any]) -> str:
 
 
 async def run_with_progress(rlm: RLM, context: Any, query: str, options: dict[str, Any], progress: Progress,
-                            gone: Callable[[], bool] = lambda: False) -> RunResult:  # fmt: skip
+                            gone: Callable[[], bool] = lambda: False) -> RunResult:
     """Run ``query`` over ``context``; report each root step; cancel the run if this task is cancelled or
     ``gone()`` turns true. Returns the ``RunResult`` (a cancelled run's too, when ``gone()`` stopped it)."""
     loop = asyncio.get_running_loop()
@@ -94,4 +94,4 @@ def to_output(result: RunResult) -> RunOutput:
     return RunOutput(run_id=result.run_id, final_response=result.final_response, completed=result.completed,
                      termination_reason=result.termination_reason, steps=result.steps,
                      tokens=result.usage.total_tokens, cost=result.cost, duration_s=result.duration_s,
-                     trajectory_path=str(Path(path).resolve()) if path else None, error=result.error)  # fmt: skip
+                     trajectory_path=str(Path(path).resolve()) if path else None, error=result.error)

@@ -39,7 +39,7 @@ def _summary(s: Any) -> RunSummaryOut:
     return RunSummaryOut(run_id=s.run_id, task=s.task, model=s.model, environment=s.environment,
                          started=s.started.isoformat() if s.started else None, completed=s.completed,
                          termination_reason=s.termination_reason, steps=s.steps, tokens=s.tokens, cost=s.cost,
-                         duration_s=s.duration)  # fmt: skip
+                         duration_s=s.duration)
 
 
 def show_run(home: Path, run_id: str) -> RunDetail:
@@ -70,7 +70,7 @@ def show_run(home: Path, run_id: str) -> RunDetail:
             except ValueError:
                 pass
     detail = RunDetail(**_summary(summary).model_dump(), trajectory_path=str(Path(path).resolve()),
-                       sub_calls=sub_calls, steps_detail=steps[-MAX_STEPS_SHOWN:])  # fmt: skip
+                       sub_calls=sub_calls, steps_detail=steps[-MAX_STEPS_SHOWN:])
     if result is not None:
         detail.final_response = cut(result.final_response, OUTPUT_CHARS)
         detail.error = result.error
@@ -81,7 +81,7 @@ def _step(record: StepRecord) -> StepOut:
     return StepOut(step=record.step, action=record.action, code=cut(record.code, CODE_CHARS),
                    output=cut(observation_text(record.observation), OUTPUT_CHARS),
                    reply=cut(record.reply, REPLY_CHARS) if not record.code else None,
-                   tokens=record.usage.total_tokens, duration_s=record.duration_s)  # fmt: skip
+                   tokens=record.usage.total_tokens, duration_s=record.duration_s)
 
 
 def observation_text(observation: dict[str, Any]) -> Optional[str]:
@@ -111,11 +111,11 @@ def cancel_run(run_id: str) -> ActiveList:
     chosen = own if run_id == "all" else [run for run in own if run.run_id.startswith(run_id)] if run_id else []
     if run_id != "all" and len(chosen) != 1:
         raise ValueError(f"no run of this server matches {run_id!r}" if not chosen else
-                         f"{run_id!r} matches {len(chosen)} runs of this server; give more of the id")  # fmt: skip
+                         f"{run_id!r} matches {len(chosen)} runs of this server; give more of the id")
     return ActiveList(runs=[_active(registry.cancel(run.run_id)) for run in chosen])
 
 
 def _active(run: Any) -> ActiveRunOut:
     return ActiveRunOut(run_id=run.run_id, status=run.status, task=run.task, model=run.model,
                         environment=run.environment, started=run.started.isoformat(), command=run.command,
-                        own=run.pid == os.getpid())  # fmt: skip
+                        own=run.pid == os.getpid())

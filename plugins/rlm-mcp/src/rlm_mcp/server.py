@@ -49,7 +49,7 @@ INSTRUCTIONS = (
 
 def _result(model: Any, text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=model.model_dump(mode="json"))  # fmt: skip
+                          structured_content=model.model_dump(mode="json"))
 
 
 def _error(exc: Exception) -> ToolError:
@@ -67,7 +67,7 @@ def _disconnected(ctx: Context) -> Any:
 
 
 def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
-                 defaults: Optional[dict[str, Any]] = None) -> MCPServer:  # fmt: skip
+                 defaults: Optional[dict[str, Any]] = None) -> MCPServer:
     """An ``MCPServer`` whose tools run ``rlm`` and read runs under ``rlm.home``; paths checked against ``roots``,
     a client's sandbox, model and limits against the operator's ``ceilings``; ``defaults`` go into every run."""
     server = MCPServer("rlm", instructions=INSTRUCTIONS, log_level="WARNING")
@@ -93,7 +93,7 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
     async def rlm_run(ctx: Context, query: str, text: Optional[str] = None, path: Optional[str] = None,
                       model: Model = None, sandbox: Sandbox = None, max_steps: MaxSteps = None,
                       max_depth: MaxDepth = None, timeout: Timeout = None,
-                      max_cost: MaxCost = None) -> Annotated[CallToolResult, RunOutput]:  # fmt: skip
+                      max_cost: MaxCost = None) -> Annotated[CallToolResult, RunOutput]:
         """Run a Recursive Language Model: answer `query` over `text`, or over the file or folder at `path`
         (inside the server's roots), or over no context. `model` and `sandbox` must be ones the server allows
         (an error lists them); `max_steps`, `max_depth`, `timeout` and `max_cost` may lower the server's limits,
@@ -103,7 +103,7 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
             raise ToolError("give text or path, not both")
         try:
             asked = ceilings.run_options(model=model, sandbox=sandbox, canonical=canonical, max_steps=max_steps,
-                                         max_depth=max_depth, timeout=timeout, max_cost=max_cost)  # fmt: skip
+                                         max_depth=max_depth, timeout=timeout, max_cost=max_cost)
             context: Any = text if path is None else await checked_path(path)
         except (OutsideRoots, CeilingError) as exc:
             raise ToolError(str(exc)) from None
@@ -132,7 +132,7 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
         except (RlmError, ValueError) as exc:
             raise _error(exc) from None
         return _result(detail, f"{detail.run_id}: {detail.termination_reason} after {detail.steps} steps; "
-                               f"answer: {detail.final_response}")  # fmt: skip
+                               f"answer: {detail.final_response}")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def rlm_runs_active() -> Annotated[CallToolResult, ActiveList]:
@@ -155,7 +155,7 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
     async def rlm_bench_run(preset: str, limit: int = 3,
-                            model: Optional[str] = None) -> Annotated[CallToolResult, BenchOutput]:  # fmt: skip
+                            model: Optional[str] = None) -> Annotated[CallToolResult, BenchOutput]:
         """Run the first `limit` cases of a benchmark preset (`rlm bench list`) and score them; `model` must be one
         the server allows. Needs the rlm-bench plugin. Returns the accuracy and each case with its score."""
         try:
@@ -166,7 +166,7 @@ def build_server(rlm: RLM, roots: Roots, ceilings: Ceilings, *,
             summary = await bench.run_preset(preset, limit, chosen or defaults.get("model"), cwd=Path.cwd(),
                                              sandbox=defaults.get("sandbox"), sub_model=defaults.get("sub_model"),
                                              allowed_sub_models=defaults.get("allowed_sub_models"),
-                                             limits=ceilings.limits)  # fmt: skip
+                                             limits=ceilings.limits)
         except bench.BenchUnavailable as exc:
             raise ToolError(str(exc)) from None
         text = f"{summary.preset}: accuracy {summary.accuracy} over {summary.cases_run} cases"

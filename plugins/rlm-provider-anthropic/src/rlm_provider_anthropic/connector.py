@@ -36,7 +36,7 @@ from rlm_host import ModelError
 from rlm_host.sdk.models import (
     Completion, Failure, MalformedBody, Message, ModelOptions, RetryCallback, RetryPolicy, RetryingConnector,
     context_window_of, is_retryable_status, reject_raw_text, retry_after_of, status_text, token_count,
-)  # fmt: skip
+)
 
 from rlm_provider_anthropic.hooks import DEFAULT_BASE_URL, INSTALL_HINT
 from rlm_provider_anthropic.settings import AnthropicSettings
@@ -114,7 +114,7 @@ class AnthropicConnector(RetryingConnector):
             "anthropic", model, options, settings, settings_type=AnthropicSettings, environ=environ,
             context_window=context_window_for(model), retry_policy=retry_policy, on_retry=on_retry,
             base_url_env="ANTHROPIC_BASE_URL", default_base_url=DEFAULT_BASE_URL,
-        )  # fmt: skip
+        )
         options, settings = self.options, self.settings
         self.key_env = settings.api_key_env
         self.max_tokens = options.max_tokens if options.max_tokens is not None else settings.max_tokens
@@ -156,7 +156,7 @@ class AnthropicConnector(RetryingConnector):
         body = {key: value for key, value in request.items() if key not in ("timeout", "extra_body")}
         body.update(request.get("extra_body") or {})
         return reject_raw_text(client.post("/v1/messages", body=body, cast_to=MessageResponse,
-                                           options={"timeout": request["timeout"]}))  # fmt: skip
+                                           options={"timeout": request["timeout"]}))
 
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``messages``."""

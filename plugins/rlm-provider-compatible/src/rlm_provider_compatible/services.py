@@ -110,12 +110,12 @@ PROVIDERS: dict[str, CompatibleProvider] = {
         CompatibleProvider("deepinfra", "DeepInfra", "https://api.deepinfra.com/v1/openai", ("DEEPINFRA_API_KEY",),
                            example_model="meta-llama/Llama-3.3-70B-Instruct"),
     )
-}  # fmt: skip
+}
 
 
 #: The services genai-prices lists (list prices and context windows), by our name → its provider id.
 PRICE_IDS = {"groq": "groq", "deepseek": "deepseek", "mistral": "mistral", "openrouter": "openrouter",
-             "together": "together", "fireworks": "fireworks", "xai": "x-ai", "cerebras": "cerebras"}  # fmt: skip
+             "together": "together", "fireworks": "fireworks", "xai": "x-ai", "cerebras": "cerebras"}
 PROVIDERS = {name: replace(p, price_id=PRICE_IDS.get(name, "")) for name, p in PROVIDERS.items()}
 
 
@@ -150,7 +150,7 @@ def key_variable(provider: str, settings: Any = None, environ: Optional[Mapping[
 
 
 def create(provider: str, model: str, options: Optional["ModelOptions"] = None, settings: Any = None, *,
-           environ: Optional[Mapping[str, str]] = None) -> "OpenAIConnector":  # fmt: skip
+           environ: Optional[Mapping[str, str]] = None) -> "OpenAIConnector":
     """An OpenAI connector for ``provider:model`` with the service's base URL and key."""
     from rlm_host import ModelError
     from rlm_host.sdk.models import (ModelOptions, OpenAIConnector, OpenAISettings, ReplyFormatFields,

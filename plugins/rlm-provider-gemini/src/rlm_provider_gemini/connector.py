@@ -42,7 +42,7 @@ from rlm_host import ModelError
 from rlm_host.sdk.models import (
     Completion, Failure, Message, ModelOptions, RetryCallback, RetryPolicy, RetryingConnector, context_window_of,
     is_retryable_status, retry_after_of, status_text, token_count,
-)  # fmt: skip
+)
 
 from rlm_provider_gemini.hooks import DEFAULT_BASE_URL, INSTALL_HINT, KEY_ENVS
 from rlm_provider_gemini.settings import GeminiSettings
@@ -65,7 +65,7 @@ CONTEXT_WINDOWS: dict[str, int] = {
 
 #: Parts of a response that hold no answer text, named as the API names them.
 _PART_FIELDS = ("text", "inline_data", "file_data", "function_call", "function_response", "executable_code",
-                "code_execution_result", "thought")  # fmt: skip
+                "code_execution_result", "thought")
 
 
 def context_window_for(model: str) -> int | None:
@@ -121,7 +121,7 @@ class GeminiConnector(RetryingConnector):
             "gemini", model, options, settings, settings_type=GeminiSettings, environ=environ,
             context_window=context_window_for(model), retry_policy=retry_policy, on_retry=on_retry,
             base_url_env="GOOGLE_GEMINI_BASE_URL", default_base_url=DEFAULT_BASE_URL,
-        )  # fmt: skip
+        )
         options, settings = self.options, self.settings
         self.max_tokens = options.max_tokens if options.max_tokens is not None else settings.max_tokens
         self.temperature = options.temperature if options.temperature is not None else settings.temperature
@@ -140,7 +140,7 @@ class GeminiConnector(RetryingConnector):
 
     def client_arguments(self) -> dict[str, Any]:
         return {"api_key": self._api_key, "base_url": self.base_url, "timeout": self.timeout,
-                "api_version": self.settings.api_version}  # fmt: skip
+                "api_version": self.settings.api_version}
 
     def build_client(self, arguments: dict[str, Any]) -> genai.Client:
         """The SDK client (this is where ``google.genai`` is imported)."""
@@ -270,7 +270,7 @@ class GeminiConnector(RetryingConnector):
         return self.final_status_failure(
             status_text(status) if status else "API error", status, detail,
             f"is '{self.model}' a Gemini model id (e.g. gemini-3.8-flash)?",
-        )  # fmt: skip
+        )
 
 
 def _http_libraries() -> list[Any]:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rlm_host import ModelError
 from rlm_host.sdk.models import (
     Completion, Message, ModelOptions, Purpose, ReplyFormat, RetryCallback, validate_settings,
-)  # fmt: skip
+)
 
 from rlm_provider_llamacpp.grammars import compiled_grammar
 from rlm_provider_llamacpp.hooks import INSTALL_HINT

@@ -35,7 +35,7 @@ def llama_server(tmp_path_factory):
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_path()),
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-    ]  # fmt: skip
+    ]
     started = time.monotonic()
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"

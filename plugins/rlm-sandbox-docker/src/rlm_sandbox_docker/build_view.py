@@ -97,7 +97,7 @@ class BuildView:
             self.console = Console(stderr=True, highlight=False, emoji=False)
             if self.console.is_terminal and not self.console.is_dumb_terminal:
                 self.live = Live(console=self.console, get_renderable=self._status, refresh_per_second=8,
-                                 transient=True, redirect_stdout=False, redirect_stderr=False)  # fmt: skip
+                                 transient=True, redirect_stdout=False, redirect_stderr=False)
                 self.live.start()
         if self.live is None:
             say(f"building the Docker sandbox image {image}…")

@@ -58,7 +58,7 @@ def build_image(
     base_url = _settings(ctx).base_url
     if with_:
         result = build_derived_image(with_, tag, base=base, force=force, base_url=base_url, log=log, suite=suite,
-                                     mirror=mirror, include=tuple(include))  # fmt: skip
+                                     mirror=mirror, include=tuple(include))
     else:
         result = build(tag or DEFAULT_IMAGE, suite=suite, mirror=mirror, include=tuple(include), force=force,
                        base_url=base_url, log=log)

@@ -168,7 +168,7 @@ def _remove_host_dir(path: str) -> None:
     """Remove a dead session's host directory (copies of its large values), if it is one of ours."""
     directory = Path(path)
     if (path and directory.name.startswith(HOST_DIR_PREFIX) and directory.parent == Path(tempfile.gettempdir())
-            and directory.is_dir() and not directory.is_symlink()):  # fmt: skip
+            and directory.is_dir() and not directory.is_symlink()):
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -192,7 +192,7 @@ def _cause(exc: BaseException) -> str:
     for needle, cause in (("FileNotFoundError", "no engine socket there"), ("No such file", "no engine socket there"),
                           ("ConnectionRefused", "connection refused"), ("Connection refused", "connection refused"),
                           ("PermissionError", "permission denied"), ("Permission denied", "permission denied"),
-                          ("timed out", "timed out"), ("Timeout", "timed out")):  # fmt: skip
+                          ("timed out", "timed out"), ("Timeout", "timed out")):
         if needle in text:
             return cause
     return _short(exc)

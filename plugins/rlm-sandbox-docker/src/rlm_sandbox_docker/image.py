@@ -40,7 +40,7 @@ DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 USER = "65534:65534"
 TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info",
-        "usr/share/locale", "var/log")  # fmt: skip
+        "usr/share/locale", "var/log")
 CHANGES = [
     'CMD ["python3", "-I", "-u", "/opt/rlm/worker.py"]',
     f"USER {USER}",
@@ -72,7 +72,7 @@ def image_exists(client: Any, tag: str) -> bool:
 def build_image(tag: str = DEFAULT_IMAGE, *, suite: str = DEFAULT_SUITE, mirror: str = DEFAULT_MIRROR,
                 include: tuple[str, ...] = (), force: bool = False, base_url: str | None = None,
                 log: Callable[[str], None] = print,
-                phase: Callable[[str], None] = _no_phase) -> dict[str, Any]:  # fmt: skip
+                phase: Callable[[str], None] = _no_phase) -> dict[str, Any]:
     """Build and import the image; returns {"tag", "built", "seconds", "size_mb"} (built False: it existed).
 
     ``phase(name)`` is called as each of ``BASE_PHASES`` begins (a progress display shows them)."""
@@ -162,7 +162,7 @@ OLDEST_GLIBC_MINOR = 5
 def build_derived_image(packages: Iterable[str], tag: str | None = None, *, base: str = DEFAULT_IMAGE,
                         force: bool = False, base_url: str | None = None, log: Callable[[str], None] = print,
                         suite: str = DEFAULT_SUITE, mirror: str = DEFAULT_MIRROR, include: tuple[str, ...] = (),
-                        phase: Callable[[str], None] = _no_phase) -> dict[str, Any]:  # fmt: skip
+                        phase: Callable[[str], None] = _no_phase) -> dict[str, Any]:
     """Build ``base`` + ``packages`` as ``tag`` (default ``derived_tag(packages)``); the base is built if missing.
     ``phase(name)`` is called as each of ``DERIVED_PHASES`` begins (and of ``BASE_PHASES``, for a missing base).
 
@@ -346,7 +346,7 @@ def _compile(client: Any, base: str, staging: Path, layout: dict[str, Any], log:
     container = client.containers.create(
         base, command, user=f"{os.getuid()}:{os.getgid()}", network_mode="none", read_only=True,
         cap_drop=["ALL"], security_opt=["no-new-privileges"], working_dir=STAGING, labels={"rlm.image-build": "1"},
-        volumes={str(staging): {"bind": STAGING, "mode": "rw"}}, environment={"HOME": STAGING})  # fmt: skip
+        volumes={str(staging): {"bind": STAGING, "mode": "rw"}}, environment={"HOME": STAGING})
     try:
         container.start()
         status = container.wait(timeout=1800).get("StatusCode")
@@ -378,7 +378,7 @@ def _assemble(exported: Path, staging: Path, layout: dict[str, Any], out: Path) 
     parts = site.split("/")
     parents = ["/".join(parts[:depth]) for depth in range(4, len(parts))]  # usr/local/lib/python3.X
     script_files = sorted(p for p in scripts.iterdir() if p.is_file() and not p.is_symlink()) \
-        if scripts.is_dir() else []  # fmt: skip
+        if scripts.is_dir() else []
     replaced = {*parents, site, *(f"usr/local/bin/{p.name}" for p in script_files)}
     for root, dirs, files in os.walk(staging):
         relative = Path(root).relative_to(staging)

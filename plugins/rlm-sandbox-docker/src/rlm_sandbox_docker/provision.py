@@ -137,7 +137,7 @@ def _build(client: Any, image: str, wanted: tuple[str, ...], settings: Any, erro
     try:
         if wanted:
             result = images.build_derived_image(wanted, temporary, base_url=settings.base_url, log=_quiet,
-                                                phase=view.phase)  # fmt: skip
+                                                phase=view.phase)
         else:
             result = images.build_image(temporary, base_url=settings.base_url, log=_quiet, phase=view.phase)
         from docker.utils import parse_repository_tag

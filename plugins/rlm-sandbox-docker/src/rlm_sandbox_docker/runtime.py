@@ -38,7 +38,7 @@ from rlm_host import SandboxServices
 from rlm_host.sdk.context import TextFile
 from rlm_host.sdk.sandbox import (
     WORKER_SCRIPT, SandboxInfo, SandboxLimits, WorkerSession, sweep_workspace, workspace_metadata,
-)  # fmt: skip
+)
 
 from rlm_sandbox_docker import DEFAULT_IMAGE, ISOLATION, LABEL
 from rlm_sandbox_docker.channel import ContainerChannel
@@ -63,7 +63,7 @@ class DockerSandbox(WorkerSession):
 
     def __init__(self, settings: DockerSettings | None = None, limits: SandboxLimits | None = None, *,
                  run_id: str | None = None, workspace: Path | str | None = None,
-                 packages: Iterable[str] = ()) -> None:  # fmt: skip
+                 packages: Iterable[str] = ()) -> None:
         super().__init__(limits)
         self.settings = settings or DockerSettings()
         #: the host folder mounted read-write as the working directory (resolved), or None
@@ -193,7 +193,7 @@ class DockerSandbox(WorkerSession):
             volumes=volumes, working_dir=working_dir, hostname="rlm-sandbox",
             environment={"HOME": s.workdir, "TMPDIR": s.workdir, "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
                          "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/local/bin:/usr/bin:/bin", **s.env},
-        )  # fmt: skip
+        )
         if s.runtime:
             options["runtime"] = s.runtime
         return options

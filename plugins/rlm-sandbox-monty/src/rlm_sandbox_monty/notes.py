@@ -9,12 +9,12 @@ AVAILABLE_MODULES = (
     "re", "json", "math", "collections", "itertools", "functools", "bisect", "datetime", "random", "hashlib",
     "base64", "binascii", "decimal", "copy", "csv", "time", "dataclasses", "typing", "unicodedata", "tomllib",
     "asyncio", "pathlib", "os",
-)  # fmt: skip
+)
 
 MISSING_MODULES = (
     "textwrap", "string", "heapq", "statistics", "io", "operator", "enum", "contextlib", "struct", "zlib",
     "uuid", "difflib", "logging", "pprint", "fractions", "subprocess", "socket", "ctypes", "numpy",
-)  # fmt: skip
+)
 
 PYTHON_NOTES = (
     "It is Monty, a sandboxed subset of Python 3 (most syntax, builtins and str/list/dict/set methods work; "

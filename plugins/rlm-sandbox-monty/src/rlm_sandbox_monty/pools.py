@@ -50,7 +50,7 @@ def acquire(key: tuple[Any, ...], monty: Any) -> Any:
             pool = monty.Monty(
                 binary_path=binary, min_processes=1, max_processes=MAX_WORKERS, checkout_timeout=checkout_timeout,
                 request_timeout=request_timeout, max_checkouts_per_worker=RECYCLE_AFTER,
-            )  # fmt: skip
+            )
             pool.__enter__()
             entry = _pools[key] = _Entry(pool)
         if entry.closer is not None:

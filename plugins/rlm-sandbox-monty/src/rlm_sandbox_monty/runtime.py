@@ -30,7 +30,7 @@ from typing import Any
 from rlm_host import ExecResult, SandboxError, SandboxServices
 from rlm_host.sdk.sandbox import (
     Capture, FinalSignal, HostFunction, SandboxInfo, SandboxLimits, SessionBase, to_jsonable,
-)  # fmt: skip
+)
 
 from rlm_sandbox_monty import INSTALL_HINT, ISOLATION
 from rlm_sandbox_monty.errors import format_error, is_call_limit, is_stop, missing_variable
@@ -55,7 +55,7 @@ class MontySandbox(SessionBase):
         super().__init__(self._worker.limits, release=self._worker.close)
         self._lookup: dict[str, Any] = {
             "FINAL": self._FINAL, "FINAL_VAR": self._FINAL_VAR, "SUBMIT": self._SUBMIT, "SHOW_VARS": self._SHOW_VARS,
-        }  # fmt: skip
+        }
         self._interrupted: BaseException | None = None  # a KeyboardInterrupt… raised inside a host function
         self._final: dict[str, Any] | None = None
         self._out: Capture | None = None
@@ -153,7 +153,7 @@ class MontySandbox(SessionBase):
         return ExecResult(
             stdout=self._show_vars(out.getvalue()), stderr=err.getvalue(), error=error_text,
             final=FinalSignal(**final) if final else None, duration_s=time.monotonic() - started,
-        )  # fmt: skip
+        )
 
     def _resolve_final(self, error: Exception | None) -> tuple[dict[str, Any] | None, str | None]:
         """The step's final answer (FINAL_VAR read now) and its error text."""
@@ -167,7 +167,7 @@ class MontySandbox(SessionBase):
         return final, error_text
 
     def _after_crash(self, crash: Exception | None, timed_out: bool, limit: float, started: float,
-                     out: Capture, err: Capture) -> ExecResult:  # fmt: skip
+                     out: Capture, err: Capture) -> ExecResult:
         """A timeout or a dead worker: a fresh session, and an error saying what was lost."""
         if not timed_out and crash is not None and getattr(crash, "timed_out", False):
             timed_out, limit = True, min(limit, self._worker.backstop)  # the pool's request_timeout backstop
@@ -183,7 +183,7 @@ class MontySandbox(SessionBase):
             return stdout
         variables = self._user_variables()
         lines = ["Variables:", *(f"  {n}: {t}" for n, t in variables.items())] if variables else [
-            "No variables defined yet."]  # fmt: skip
+            "No variables defined yet."]
         return stdout.replace(SHOW_MARK, "\n".join(lines) + "\n")
 
     # -- the namespace ------------------------------------------------------------------------------------

@@ -113,7 +113,7 @@ class MontyWorker:
 
     def _start_pool(self) -> None:
         key = (monty_binary(self.settings.binary_path), self.settings.start_timeout, self.backstop,
-               self._address_space_cap())  # fmt: skip
+               self._address_space_cap())
         try:
             self.pool = pools.acquire(key, load_monty())
         except Exception as exc:
@@ -161,7 +161,7 @@ class MontyWorker:
                 for piece in text_file.chunks():
                     self.session.feed_run("_rlm_parts.append(_rlm_piece)", inputs={"_rlm_piece": piece})
                 self.session.feed_run(f"{name} = ''.join(_rlm_parts)\n_rlm_parts = None\n_rlm_piece = None\n"
-                                      f"len({name})")  # fmt: skip
+                                      f"len({name})")
 
     def renew(self) -> None:
         """The same namespace in a new checkout (Monty's per-session count of host calls starts again)."""

@@ -60,7 +60,7 @@ def observation_attributes(record: SpanRecord) -> dict[str, Any]:
         out[A.OBSERVATION_MODEL] = attrs.get("gen_ai.request.model") or None
         usage = {ours: count for ours, theirs in (("input", "gen_ai.usage.input_tokens"),
                                                   ("output", "gen_ai.usage.output_tokens"))
-                 if isinstance(count := attrs.get(theirs), (int, float))}  # fmt: skip
+                 if isinstance(count := attrs.get(theirs), (int, float))}
         if usage:
             usage["total"] = sum(usage.values())
             out[A.OBSERVATION_USAGE_DETAILS] = json.dumps(usage)

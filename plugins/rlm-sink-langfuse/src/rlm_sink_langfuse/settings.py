@@ -24,9 +24,9 @@ class LangfuseSinkSettings(ContentSettings):
     public_key: Optional[str] = Field(None, description=f"project public key (default: {PUBLIC_KEY_ENV})")
     secret_key: Optional[SecretStr] = Field(None, description=f"project secret key (default: {SECRET_KEY_ENV})")
     base_url: Optional[str] = Field(None, description="Langfuse server (default: LANGFUSE_BASE_URL, LANGFUSE_HOST, "
-                                    f"else {CLOUD})")  # fmt: skip
+                                    f"else {CLOUD})")
     environment: Optional[str] = Field(None, description="Langfuse environment (default: the SDK's, "
-                                       "LANGFUSE_TRACING_ENVIRONMENT)")  # fmt: skip
+                                       "LANGFUSE_TRACING_ENVIRONMENT)")
     service_name: str = Field("rlm", description="the spans' service.name")
     timeout: float = Field(2.0, gt=0, description="seconds per request to Langfuse")
     flush_seconds: float = Field(3.0, gt=0, description="how long closing a run waits for delivery")

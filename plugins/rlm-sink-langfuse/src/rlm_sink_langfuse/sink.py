@@ -72,10 +72,10 @@ def _client_for(settings: LangfuseSinkSettings) -> _Client:
         # the SDK's own exporter logs failures only; this one (same endpoint and headers) can also say why
         exporter = otlp_http_exporter(base + OTEL_PATH, {"Authorization": f"Basic {auth}",
                                       "x-langfuse-public-key": public, "x-langfuse-sdk-name": "python"},
-                                      timeout=settings.timeout)  # fmt: skip
+                                      timeout=settings.timeout)
         client = Langfuse(public_key=public, secret_key=secret, base_url=base, environment=settings.environment,
                           timeout=max(1, math.ceil(settings.timeout)), flush_interval=0.5, tracer_provider=provider,
-                          span_exporter=exporter, should_export_span=lambda span: True)  # fmt: skip
+                          span_exporter=exporter, should_export_span=lambda span: True)
         _clients[public] = _Client(client, provider, ids, exporter, base)
         return _clients[public]
 
@@ -91,7 +91,7 @@ class LangfuseSink(ReplaySink):
         scope = make_scope()
         super().__init__(self.langfuse.provider.get_tracer(scope.name, scope.version), self.langfuse.ids,
                          name="langfuse", target=self.langfuse.base_url, service_name=settings.service_name,
-                         content=content_policy(settings))  # fmt: skip
+                         content=content_policy(settings))
         self.flush_seconds = settings.flush_seconds
 
     def attributes(self, record: SpanRecord) -> dict[str, Any]:
@@ -103,10 +103,10 @@ class LangfuseSink(ReplaySink):
         reward = attrs.get("rlm.total_reward")
         if isinstance(reward, (int, float)) and not isinstance(reward, bool):
             self.scores.append(dict(name="reward", value=float(reward), trace_id=root.trace_id, data_type="NUMERIC",
-                                    score_id=f"{root.trace_id}-reward"))  # fmt: skip
+                                    score_id=f"{root.trace_id}-reward"))
         self.scores.append(dict(name="completed", value=1.0 if attrs.get("rlm.completed") is True else 0.0,
                                 trace_id=root.trace_id, data_type="BOOLEAN", score_id=f"{root.trace_id}-completed",
-                                comment=str(attrs.get("rlm.termination_reason") or "") or None))  # fmt: skip
+                                comment=str(attrs.get("rlm.termination_reason") or "") or None))
 
     def flush_backend(self, timeout: float) -> str:
         """The spans first (bounded by the exporter's timeout); the scores only if the spans went out (a server
@@ -129,7 +129,7 @@ def create(settings: Optional[LangfuseSinkSettings], services: Any) -> LangfuseS
     missing = settings.missing()
     if missing:
         raise RuntimeError(f"Langfuse credentials missing: set {' and '.join(missing)} "
-                           "(or [sink.langfuse] public_key / secret_key)")  # fmt: skip
+                           "(or [sink.langfuse] public_key / secret_key)")
     return LangfuseSink(settings)
 
 
@@ -140,12 +140,12 @@ def check(settings: Optional[LangfuseSinkSettings]) -> Readiness:
     missing = settings.missing()
     if missing:
         return Readiness(False, f"{', '.join(missing)} not set (server {base})",
-                         "export them, or set [sink.langfuse] public_key / secret_key")  # fmt: skip
+                         "export them, or set [sink.langfuse] public_key / secret_key")
     parts = urlsplit(base)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     problem = tcp_probe(parts.hostname or "localhost", port, CONNECT_TIMEOUT)()
     if problem:
         return Readiness(False, f"keys set; {base} unreachable: {problem}",
                          "set [sink.langfuse] base_url or LANGFUSE_BASE_URL to a reachable Langfuse "
-                         "server")  # fmt: skip
+                         "server")
     return Readiness(True, f"keys set; {base} reachable")

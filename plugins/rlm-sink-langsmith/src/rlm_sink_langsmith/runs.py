@@ -21,7 +21,7 @@ NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/rlm/langsmith-run
 RUN_TYPES = {"invoke_agent": "chain", "chat": "llm", "execute_tool": "tool"}
 _TEXT_EVENTS = {"rlm.prompt": ("inputs", "prompt"), "rlm.code": ("inputs", "code"),
                 "rlm.reply": ("outputs", "reply"), "rlm.response": ("outputs", "response"),
-                "rlm.output": ("outputs", "output"), "rlm.summary": ("outputs", "summary")}  # fmt: skip
+                "rlm.output": ("outputs", "output"), "rlm.summary": ("outputs", "summary")}
 
 
 def run_id_for(record: SpanRecord) -> uuid.UUID:
@@ -60,13 +60,13 @@ def _io(record: SpanRecord) -> tuple[dict[str, Any], dict[str, Any]]:
 def _metadata(record: SpanRecord) -> dict[str, Any]:
     attrs = record.attributes
     metadata: dict[str, Any] = {k: v for k, v in attrs.items() if k.startswith(("rlm.", "gen_ai."))
-                                and k not in ("rlm.task", "rlm.final_response")}  # fmt: skip
+                                and k not in ("rlm.task", "rlm.final_response")}
     metadata["otel_trace_id"], metadata["otel_span_id"] = record.trace_id, record.span_id
     if record.operation == "chat":
         metadata["ls_model_name"] = attrs.get("gen_ai.request.model", "")
         metadata["ls_provider"] = attrs.get("gen_ai.provider.name", "")
         tokens = {k: attrs[f"gen_ai.usage.{k}"] for k in ("input_tokens", "output_tokens")
-                  if isinstance(attrs.get(f"gen_ai.usage.{k}"), int)}  # fmt: skip
+                  if isinstance(attrs.get(f"gen_ai.usage.{k}"), int)}
         if tokens:
             metadata["usage_metadata"] = {**tokens, "total_tokens": sum(tokens.values())}
     return metadata
@@ -93,7 +93,7 @@ def to_runs(records: list[SpanRecord], project: str) -> list[dict[str, Any]]:
             "inputs": inputs, "outputs": outputs, "session_name": project,
             "extra": {"metadata": _metadata(record)},
             "tags": [t for t in ("rlm", str(record.attributes.get("rlm.environment") or "")) if t],
-        }  # fmt: skip
+        }
         if record.status == "error":
             run["error"] = record.status_message or "error"
         runs.append(run)

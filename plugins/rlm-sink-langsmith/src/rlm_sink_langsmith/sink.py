@@ -51,7 +51,7 @@ def make_client(settings: LangSmithSinkSettings, on_error: Any = None) -> Any:
     millis = int(settings.timeout * 1000)
     return Client(api_url=url, api_key=key, timeout_ms=(millis, millis), auto_batch_tracing=False,
                   tracing_error_callback=on_error,
-                  retry_config=Retry(total=0))  # fmt: skip
+                  retry_config=Retry(total=0))
 
 
 #: (API URL, project name) → the project's id, read once per process.
@@ -147,7 +147,7 @@ class LangSmithSink:
         def post(key: str, score: float) -> None:
             self.client.create_feedback(run_id=run_id, key=key, score=score, stop_after_attempt=1,
                                         session_id=session_id, feedback_id=uuid.uuid5(NAMESPACE, f"{run_id}:{key}"),
-                                        comment=str(attrs.get("rlm.termination_reason") or "") or None)  # fmt: skip
+                                        comment=str(attrs.get("rlm.termination_reason") or "") or None)
 
         with ThreadPoolExecutor(max_workers=len(scores), thread_name_prefix="rlm-sink-langsmith") as pool:
             for future in [pool.submit(post, key, score) for key, score in sorted(scores.items())]:
@@ -158,9 +158,9 @@ class LangSmithSink:
         if self.failures == 1:
             errno = _ERRNO.search(problem)  # the SDK's message wraps urllib3's; keep the cause
             short = (f"{problem.split(':')[0]}: {errno.group(0).strip()}" if errno
-                     else redacted_clip(problem, 300, "ellipsis", one_line=True))  # fmt: skip
+                     else redacted_clip(problem, 300, "ellipsis", one_line=True))
             logger.warning("langsmith sink: could not deliver to %s: %s (later run trees are not sent)",
-                           self.api_url, short)  # fmt: skip
+                           self.api_url, short)
 
 
 def create(settings: Optional[LangSmithSinkSettings], services: Any) -> LangSmithSink:
@@ -177,7 +177,7 @@ def check(settings: Optional[LangSmithSinkSettings]) -> Readiness:
     key, url, project = settings.resolved()
     if not key:
         return Readiness(False, f"{' or '.join(API_KEY_ENV)} not set (API {url})",
-                         f"export {API_KEY_ENV[0]}, or set [sink.langsmith] api_key")  # fmt: skip
+                         f"export {API_KEY_ENV[0]}, or set [sink.langsmith] api_key")
     import requests
 
     try:
@@ -185,9 +185,9 @@ def check(settings: Optional[LangSmithSinkSettings]) -> Readiness:
     except requests.RequestException as exc:
         reason = type(exc).__name__ + (" (connection refused)" if "refused" in str(exc) else "")
         return Readiness(False, f"key set; {url} unreachable: {reason}",
-                         "set [sink.langsmith] api_url or LANGSMITH_ENDPOINT to a reachable LangSmith API")  # fmt: skip
+                         "set [sink.langsmith] api_url or LANGSMITH_ENDPOINT to a reachable LangSmith API")
     if not response.ok:
         return Readiness(False, f"key set; {url}/info answered HTTP {response.status_code}")
     version = (response.json() or {}).get("version") if "json" in response.headers.get("content-type", "") else None
     return Readiness(True, f"key set; {url} reachable" + (f" (LangSmith {version})" if version else "")
-                     + f"; project {project}")  # fmt: skip
+                     + f"; project {project}")

@@ -60,7 +60,7 @@ def _observation_error(observation: dict[str, Any]) -> bool:
     if observation.get("error"):
         return True
     return any(isinstance(block, dict) and (block.get("error") or block.get("timed_out"))
-               for block in observation.get("blocks") or [])  # fmt: skip
+               for block in observation.get("blocks") or [])
 
 
 def step_success(data: dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ class LogfireSinkSettings(ContentSettings):
 
     token: Optional[SecretStr] = Field(None, description=f"project write token (default: {TOKEN_ENV})")
     base_url: Optional[str] = Field(None, description=f"Logfire server (default: {BASE_URL_ENV}, else the region "
-                                    "the token names, as the SDK derives it)")  # fmt: skip
+                                    "the token names, as the SDK derives it)")
     service_name: str = Field("rlm", description="the spans' service.name")
     environment: Optional[str] = Field(None, description="deployment environment shown by Logfire")
     flush_seconds: float = Field(2.0, gt=0, description="how long closing a run waits for delivery")

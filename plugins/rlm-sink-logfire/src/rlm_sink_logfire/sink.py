@@ -36,7 +36,7 @@ def logfire_attributes(record: SpanRecord) -> dict[str, Any]:
         task = str(attrs.get("rlm.task") or "").splitlines()
         reward = attrs.get("rlm.total_reward")
         out["logfire.msg"] = f"{record.name}: {task[0][:120] if task else ''}" + (
-            f" (reward {reward})" if reward is not None else "")  # fmt: skip
+            f" (reward {reward})" if reward is not None else "")
     return out
 
 
@@ -55,11 +55,11 @@ class LogfireSink(ReplaySink):
         self.logfire = logfire.configure(
             local=True, send_to_logfire=True, token=settings.resolved_token(), service_name=settings.service_name,
             environment=settings.environment, console=False, metrics=False, inspect_arguments=False,
-            advanced=logfire.AdvancedOptions(base_url=base_url, id_generator=ids))  # fmt: skip
+            advanced=logfire.AdvancedOptions(base_url=base_url, id_generator=ids))
         scope = make_scope()
         tracer = self.logfire.config.get_tracer_provider().get_tracer(scope.name, scope.version)
         super().__init__(tracer, ids, name="logfire", target=base_url or "", service_name=settings.service_name,
-                         content=content_policy(settings))  # fmt: skip
+                         content=content_policy(settings))
         self.flush_seconds = settings.flush_seconds
 
     def attributes(self, record: SpanRecord) -> dict[str, Any]:
@@ -91,19 +91,19 @@ def check(settings: Optional[LogfireSinkSettings]) -> Readiness:
     settings = settings or LogfireSinkSettings()
     token = settings.resolved_token()
     base = logfire.AdvancedOptions(base_url=settings.resolved_base_url()).generate_base_url(
-        token or "pylf_v1_us_x", warn_unknown_region=False)  # fmt: skip
+        token or "pylf_v1_us_x", warn_unknown_region=False)
     if not token:
         return Readiness(False, f"{TOKEN_ENV} not set (server {base})", f"export {TOKEN_ENV}, or set "
-                         "[sink.logfire] token (a project write token)")  # fmt: skip
+                         "[sink.logfire] token (a project write token)")
     try:  # what the SDK itself asks first: GET /v1/info with the token
         response = requests.get(f"{base}/v1/info", headers={"Authorization": token}, timeout=CONNECT_TIMEOUT)
     except requests.RequestException as exc:
         reason = type(exc).__name__ + (" (connection refused)" if "refused" in str(exc) else "")
         return Readiness(False, f"token set; {base} unreachable: {reason}",
-                         "set [sink.logfire] base_url or LOGFIRE_BASE_URL to a reachable Logfire server")  # fmt: skip
+                         "set [sink.logfire] base_url or LOGFIRE_BASE_URL to a reachable Logfire server")
     if response.status_code in (401, 403):
         return Readiness(False, f"{base} refused the token (HTTP {response.status_code})",
-                         f"check {TOKEN_ENV} / [sink.logfire] token (a project write token)")  # fmt: skip
+                         f"check {TOKEN_ENV} / [sink.logfire] token (a project write token)")
     if not response.ok:
         return Readiness(False, f"token set; {base}/v1/info answered HTTP {response.status_code}")
     try:

@@ -47,7 +47,7 @@ class BenchmarkRuns:
             if labels.get("preset"):
                 tags["preset"] = labels["preset"]
             run = self.client.create_run(self.experiment_id, start_time=start_ms, tags=tags,
-                                         run_name=f"benchmark {benchmark_id}")  # fmt: skip
+                                         run_name=f"benchmark {benchmark_id}")
             mine = (run.info.start_time, run.info.run_id)
             found = self._candidates(benchmark_id)
             if mine not in found:  # a store that does not show a run at once: ours counts all the same
@@ -77,13 +77,13 @@ class BenchmarkRuns:
     def _candidates(self, benchmark_id: str) -> list[tuple[int, str]]:
         """(start time, run id) of the active runs tagged with the benchmark id (deleted runs are not searched)."""
         runs = self.client.search_runs([self.experiment_id], f"tags.`{BENCHMARK_TAG}` = {quoted(benchmark_id)}",
-                                       max_results=100, order_by=["attributes.start_time ASC"])  # fmt: skip
+                                       max_results=100, order_by=["attributes.start_time ASC"])
         return [(int(r.info.start_time or 0), r.info.run_id) for r in runs]
 
     def _merge(self, loser: str, winner: str) -> None:
         """Move what is nested under ``loser`` to ``winner``, then delete ``loser``."""
         nested = self.client.search_runs([self.experiment_id], f"tags.`{PARENT_TAG}` = {quoted(loser)}",
-                                         max_results=1000)  # fmt: skip
+                                         max_results=1000)
         for run in nested:
             try:
                 self.client.set_tag(run.info.run_id, PARENT_TAG, winner)

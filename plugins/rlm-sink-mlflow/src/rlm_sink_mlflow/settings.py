@@ -25,7 +25,7 @@ class MlflowSinkSettings(ContentSettings):
     model_config = ConfigDict(extra="forbid")
 
     tracking_uri: Optional[str] = Field(None, description="tracking server (default: MLFLOW_TRACKING_URI, else "
-                                                           "MLflow's own default)")  # fmt: skip
+                                                           "MLflow's own default)")
     experiment: str = Field("rlm", description="experiment name, created when missing")
     log_trajectory: bool = Field(True, description="attach the run tree's trajectory JSONL to the root run")
     tracing: bool = Field(True, description="record each run tree as an MLflow trace")
@@ -71,7 +71,7 @@ def probe(uri: str, timeout: float) -> Optional[str]:
 def _auth_status(uri: str, timeout: float) -> Optional[int]:
     """The HTTP status of an authenticated experiment search (401/403: the server wants other credentials)."""
     request = urllib.request.Request(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search?max_results=1",
-                                     headers=auth_headers())  # fmt: skip
+                                     headers=auth_headers())
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status

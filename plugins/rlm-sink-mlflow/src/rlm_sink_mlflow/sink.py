@@ -175,19 +175,19 @@ class MlflowSink:
         labels = {str(k): str(v) for k, v in (settings.get("labels") or {}).items()}
         benchmark = None
         tags = {"rlm.run_id": event.run_id, "rlm.root_run_id": event.root_run_id, "rlm.depth": str(event.depth),
-                "mlflow.source.name": "rlm", "mlflow.source.type": "LOCAL"}  # fmt: skip
+                "mlflow.source.name": "rlm", "mlflow.source.type": "LOCAL"}
         tags.update({k: v[:5000] for k, v in labels.items() if not k.startswith("mlflow.")})
         parent = self._runs.get(event.parent_run_id or "")
         if parent is not None:
             tags["mlflow.parentRunId"] = parent.mlflow_id
         elif event.depth == 0 and labels.get("benchmark_id"):
             benchmark = tags["mlflow.parentRunId"] = self._benchmark_runs().parent(labels["benchmark_id"], labels,
-                                                                                    _ms(event.ts))  # fmt: skip
+                                                                                    _ms(event.ts))
         if event.parent_run_id:
             tags["rlm.parent_run_id"] = event.parent_run_id
         name = (labels.get("case") or str(data.get("environment") or "rlm")) if event.depth == 0 else "rlm_query"
         run = self._client.create_run(self._experiment_id, start_time=_ms(event.ts), tags=tags,
-                                      run_name=f"{name} · {event.run_id[-8:]}")  # fmt: skip
+                                      run_name=f"{name} · {event.run_id[-8:]}")
         task = self._content.text(str(data.get("task") or ""))
         self._runs[event.run_id] = _Run(run.info.run_id, event.depth, benchmark, labels.get("benchmark_id"), task)
         params: dict[str, Any] = {"task": task[: self.settings.task_chars]} if task is not None else {}
@@ -204,7 +204,7 @@ class MlflowSink:
         step = int(data.get("step") or 0)
         usage = (data.get("usage") or {}).get("root") or {}
         values = {"reward": data.get("reward"), "cumulative_reward": data.get("cumulative_reward"),
-                  "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens")}  # fmt: skip
+                  "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens")}
         self._pending.setdefault(run.mlflow_id, []).extend(_metrics(values, event.ts, step))
 
     def _on_final(self, event: RunEvent) -> None:
@@ -218,7 +218,7 @@ class MlflowSink:
                        "total_input_tokens": tokens["input_tokens"], "total_output_tokens": tokens["output_tokens"],
                        "total_tokens": sum(tokens.values()), "cost": data.get("cost"),
                        "duration_s": data.get("duration_s"), "completed": 1.0 if data.get("completed") else 0.0,
-                       "sub_calls": sub.get("calls")}  # fmt: skip
+                       "sub_calls": sub.get("calls")}
             reason = str(data.get("termination_reason") or "error")
             tags = {"rlm.termination_reason": reason, "rlm.completed": str(bool(data.get("completed"))).lower()}
             error = self._content.error(data["error"], ERROR_CHARS) if data.get("error") else None
@@ -234,7 +234,7 @@ class MlflowSink:
 
             def finish_run(run: _Run = run) -> None:
                 self._log_batch(run.mlflow_id, metrics=metrics, tags=tags, ts=event.ts,
-                                held=self._pending.pop(run.mlflow_id, []))  # fmt: skip
+                                held=self._pending.pop(run.mlflow_id, []))
                 self._client.set_terminated(run.mlflow_id, status, end_time=_ms(event.ts))
 
             calls: list[Callable[[], None]] = [finish_run,
@@ -292,7 +292,7 @@ class MlflowSink:
 
     def _log_batch(self, run_id: str, *, metrics: Optional[dict[str, Any]] = None,
                    params: Optional[dict[str, Any]] = None, tags: Optional[dict[str, str]] = None,
-                   ts: Optional[float] = None, held: Optional[list[Any]] = None) -> None:  # fmt: skip
+                   ts: Optional[float] = None, held: Optional[list[Any]] = None) -> None:
         from mlflow.entities import Param, RunTag
 
         batch_metrics = [*(held or []), *_metrics(metrics or {}, ts, 0)]
@@ -351,7 +351,7 @@ def _metrics(values: dict[str, Any], ts: Optional[float], step: int) -> list[Any
 
     timestamp = _ms(ts) if ts is not None else 0
     return [Metric(k, float(v), timestamp, step) for k, v in values.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)]  # fmt: skip
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
 def _together(calls: list[Callable[[], None]]) -> None:

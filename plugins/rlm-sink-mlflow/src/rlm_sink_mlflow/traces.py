@@ -41,7 +41,7 @@ def span_dict(record: SpanRecord, trace_id: str, parent_known: bool) -> dict[str
     inputs, outputs, chat = inputs_outputs(record)
     attributes = {key: json.dumps(value) for key, value in record.attributes.items()}
     attributes.update({"mlflow.traceRequestId": json.dumps(trace_id),
-                       "mlflow.spanType": json.dumps(SPAN_TYPES.get(operation, SpanType.UNKNOWN))})  # fmt: skip
+                       "mlflow.spanType": json.dumps(SPAN_TYPES.get(operation, SpanType.UNKNOWN))})
     if inputs is not None:
         attributes["mlflow.spanInputs"] = json.dumps(inputs, ensure_ascii=False)
     if outputs is not None:
@@ -51,7 +51,7 @@ def span_dict(record: SpanRecord, trace_id: str, parent_known: bool) -> dict[str
     inp, out = (record.attributes.get(f"gen_ai.usage.{k}") for k in ("input_tokens", "output_tokens"))
     if operation == "chat" and isinstance(inp, int) and isinstance(out, int):
         attributes["mlflow.chat.tokenUsage"] = json.dumps({"input_tokens": inp, "output_tokens": out,
-                                                           "total_tokens": inp + out})  # fmt: skip
+                                                           "total_tokens": inp + out})
     return {
         "trace_id": _b64(record.trace_id),
         "span_id": _b64(record.span_id),
@@ -60,14 +60,14 @@ def span_dict(record: SpanRecord, trace_id: str, parent_known: bool) -> dict[str
         "start_time_unix_nano": record.start_ns,
         "end_time_unix_nano": max(record.end_ns, record.start_ns),
         "events": [{"name": e.name, "time_unix_nano": e.time_ns, "attributes": dict(e.attributes)}
-                   for e in record.events],  # fmt: skip
+                   for e in record.events],
         "status": {"code": STATUS.get(record.status, "STATUS_CODE_UNSET"), "message": record.status_message},
         "attributes": attributes,
     }
 
 
 def build_trace(records: list[SpanRecord], experiment_id: str, source_run: Optional[str],
-                tags: dict[str, str]) -> tuple[TraceInfo, list[Span]]:  # fmt: skip
+                tags: dict[str, str]) -> tuple[TraceInfo, list[Span]]:
     """The trace info and MLflow spans of one run tree (its root is the first span in tree order)."""
     ordered = list(tree_order(records))
     ids = {r.span_id for r in ordered}
@@ -99,7 +99,7 @@ def _preview(value: Any) -> Optional[str]:
 
 
 def upload_trace(client: TracingClient, records: list[SpanRecord], experiment_id: str, source_run: Optional[str],
-                 tags: dict[str, str]) -> str:  # fmt: skip
+                 tags: dict[str, str]) -> str:
     """Log one run tree as a trace; return its MLflow trace id."""
     info, spans = build_trace(records, experiment_id, source_run, tags)
     try:

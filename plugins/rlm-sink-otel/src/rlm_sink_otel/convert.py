@@ -22,7 +22,7 @@ from rlm_host.sdk.observability import SpanRecord
 SCOPE_NAME = "rlm"
 
 _KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT, "server": SpanKind.SERVER,
-          "producer": SpanKind.PRODUCER, "consumer": SpanKind.CONSUMER}  # fmt: skip
+          "producer": SpanKind.PRODUCER, "consumer": SpanKind.CONSUMER}
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
@@ -50,7 +50,7 @@ def span_context(trace_id: str, span_id: str) -> SpanContext:
 
 
 def to_readable_span(record: SpanRecord, resource: Resource,
-                     scope: Optional[InstrumentationScope] = None) -> ReadableSpan:  # fmt: skip
+                     scope: Optional[InstrumentationScope] = None) -> ReadableSpan:
     """One finished OpenTelemetry span with the record's ids, kind, times (ns), attributes, events and status.
 
     ``scope`` defaults to :func:`make_scope`. The parent is a (non-remote) span context of the same trace, so

@@ -52,7 +52,7 @@ class SpanExportSink:
 
     def __init__(self, exporter: SpanExporter, resource: Optional[Resource] = None, *, content: ContentPolicy,
                  service_name: str = "rlm", scope: Optional[InstrumentationScope] = None, name: str = "otel",
-                 target: str = "", probe: Optional[Callable[[], Optional[str]]] = None) -> None:  # fmt: skip
+                 target: str = "", probe: Optional[Callable[[], Optional[str]]] = None) -> None:
         self.exporter = exporter
         self.probe = probe  # a quick reachability test before the first export and each retry: a problem or None
         self.resource = resource if resource is not None else make_resource(service_name)
@@ -135,7 +135,7 @@ class SpanExportSink:
             if self.failures == 1:
                 logger.warning("%s sink: could not export %d span(s)%s: %s (later failures are not reported; "
                                "retrying every %gs)", self.name, len(batch), self._to(), reason,
-                               self.retry_after)  # fmt: skip
+                               self.retry_after)
             return False
 
     # ------------------------------------------------------------------ internals
@@ -145,7 +145,7 @@ class SpanExportSink:
 
     def _export(self, batch: Sequence[ReadableSpan]) -> tuple[bool, str]:
         return explained_export(self.exporter, lambda: self.exporter.export(batch), SpanExportResult.SUCCESS,
-                                *OTLP_EXPORTER_LOGGERS)  # fmt: skip
+                                *OTLP_EXPORTER_LOGGERS)
 
 
 def tcp_probe(host: str, port: int, timeout: float = 1.0) -> Callable[[], Optional[str]]:

@@ -74,7 +74,7 @@ class FoldedLogs:
 
 #: The OpenTelemetry SDK exporters' loggers (OTLP/HTTP and OTLP/gRPC).
 OTLP_EXPORTER_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
-                         "opentelemetry.exporter.otlp.proto.grpc.exporter")  # fmt: skip
+                         "opentelemetry.exporter.otlp.proto.grpc.exporter")
 
 
 def explained_export(exporter: Any, export: Callable[[], Any], success: Any, *loggers: str) -> tuple[bool, str]:

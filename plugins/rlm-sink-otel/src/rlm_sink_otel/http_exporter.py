@@ -45,11 +45,11 @@ class _ExplainingSession(requests.Session):
 
 
 def otlp_http_exporter(endpoint: str, headers: Optional[Mapping[str, str]] = None, timeout: float = 10.0,
-                       compression: Optional[Compression] = None) -> OTLPSpanExporter:  # fmt: skip
+                       compression: Optional[Compression] = None) -> OTLPSpanExporter:
     """An OTLP/HTTP protobuf ``SpanExporter`` posting to ``endpoint`` (the full URL, ``…/v1/traces``) with
     ``headers``; its ``last_problem()`` says why the last export failed ("" after a success)."""
     session = _ExplainingSession()
     exporter = OTLPSpanExporter(endpoint=endpoint, headers=dict(headers or {}), timeout=timeout,
-                                compression=compression, session=session)  # fmt: skip
+                                compression=compression, session=session)
     exporter.last_problem = lambda: session.last_problem  # type: ignore[attr-defined]
     return exporter

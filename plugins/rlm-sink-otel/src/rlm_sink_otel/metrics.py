@@ -77,14 +77,14 @@ class MetricsPipeline:
     _shared_lock = threading.Lock()
 
     def __init__(self, exporter: MetricExporter, service_name: str = "rlm", target: str = "",
-                 probe: Optional[Callable[[], Optional[str]]] = None) -> None:  # fmt: skip
+                 probe: Optional[Callable[[], Optional[str]]] = None) -> None:
         self.exporter, self.target, self.probe = exporter, target, probe
         self.unsupported = False  # the backend answered that it takes no metrics (404/405…): not sent again
         # what the exporter prefers (OTEL_EXPORTER_OTLP_METRICS_*), as the SDK's periodic reader takes it
         self.reader = InMemoryMetricReader(getattr(exporter, "_preferred_temporality", None),
                                            getattr(exporter, "_preferred_aggregation", None))
         self.provider = MeterProvider(metric_readers=[self.reader], resource=make_resource(service_name),
-                                      shutdown_on_exit=False)  # fmt: skip
+                                      shutdown_on_exit=False)
         try:
             version = metadata.version("rlm-host")
         except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
@@ -93,16 +93,16 @@ class MetricsPipeline:
         self.runs = meter.create_counter("rlm.runs", "{run}", "Runs finished (root and child runs, by rlm.depth)")
         self.steps = meter.create_counter("rlm.steps", "{step}", "Steps of the runs")
         self.reward = meter.create_histogram("rlm.reward", "1", "A run's total reward",
-                                             explicit_bucket_boundaries_advisory=REWARD_BUCKETS)  # fmt: skip
+                                             explicit_bucket_boundaries_advisory=REWARD_BUCKETS)
         self.duration = meter.create_histogram("rlm.run_duration", "s", "A run's wall-clock duration",
-                                               explicit_bucket_boundaries_advisory=DURATION_BUCKETS)  # fmt: skip
+                                               explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
         self.tokens = meter.create_counter("rlm.tokens", "{token}", "Tokens of the model calls")
         self.cost = meter.create_counter("rlm.cost", "USD", "Cost of the priced model calls")
         self.token_usage = meter.create_histogram("gen_ai.client.token.usage", "{token}", "Tokens per model call",
-                                                  explicit_bucket_boundaries_advisory=TOKEN_BUCKETS)  # fmt: skip
+                                                  explicit_bucket_boundaries_advisory=TOKEN_BUCKETS)
         self.call_duration = meter.create_histogram("gen_ai.client.operation.duration", "s",
                                                     "Duration of a model call",
-                                                    explicit_bucket_boundaries_advisory=CALL_BUCKETS)  # fmt: skip
+                                                    explicit_bucket_boundaries_advisory=CALL_BUCKETS)
         self.exported = self.failures = 0
         self.users = 0
         self._key: Optional[tuple] = None
@@ -188,7 +188,7 @@ class RunMetrics:
     retry_after: float = 30.0
 
     def __init__(self, pipeline: MetricsPipeline, *, name: str = "otel",
-                 already_reported: Optional[Callable[[], bool]] = None) -> None:  # fmt: skip
+                 already_reported: Optional[Callable[[], bool]] = None) -> None:
         self.pipeline, self.name = pipeline, name
         self.already_reported = already_reported
         self.warned = False
@@ -203,7 +203,7 @@ class RunMetrics:
             if self._closed:
                 return
             handler = {"run_start": self._on_run_start, "step": self._on_step, "sub_call": self._on_sub_call,
-                       "model_call_end": self._on_model_call, "final": self._on_final}.get(event.type)  # fmt: skip
+                       "model_call_end": self._on_model_call, "final": self._on_final}.get(event.type)
             if handler is None:
                 return
             handler(event, event.data if isinstance(event.data, Mapping) else {})
@@ -223,7 +223,7 @@ class RunMetrics:
         if outcome[1].startswith(_NO_METRICS_HERE):  # a traces-only backend (Phoenix: 405, Jaeger: 404)
             self.pipeline.unsupported = True
             logger.info("%s sink: %s takes no OTLP metrics (%s): only spans are sent there", self.name,
-                        self.pipeline.target or "the backend", outcome[1][:60])  # fmt: skip
+                        self.pipeline.target or "the backend", outcome[1][:60])
             return True
         if not self.warned:
             self.warned = True
@@ -231,7 +231,7 @@ class RunMetrics:
                 target = f" to {self.pipeline.target}" if self.pipeline.target else ""
                 logger.warning("%s sink: could not export metrics%s: %s (later failures are not reported; "
                                "retrying every %gs; [sink.otel] metrics = false turns them off)", self.name, target,
-                               outcome[1], self.retry_after)  # fmt: skip
+                               outcome[1], self.retry_after)
         return False
 
     def close(self) -> None:
@@ -242,7 +242,7 @@ class RunMetrics:
             self._closed = True
             for run_id, run in list(self._runs.items()):
                 self._finish(run, {"completed": False, "termination_reason": "unfinished",
-                                   "duration_s": run.last_ts - run.start_ts})  # fmt: skip
+                                   "duration_s": run.last_ts - run.start_ts})
                 del self._runs[run_id]
         try:
             self.flush()
@@ -299,21 +299,21 @@ class RunMetrics:
         run.live_calls = True
         role = str(data.get("role") or "root")
         attributes = self._model_call(run, data.get("model"), data.get("provider"), role, data,
-                                      one_call=not data.get("error"))  # fmt: skip
+                                      one_call=not data.get("error"))
         if data.get("error"):
             attributes["error.type"] = error_type(str(data["error"]))  # its class: never the message
         if isinstance(data.get("seconds"), (int, float)):
             self.pipeline.call_duration.record(float(data["seconds"]), attributes)
 
     def _model_call(self, run: _Run, model: Any, provider: Any, role: str, usage: Mapping[str, Any], *,
-                    one_call: bool) -> dict[str, Any]:  # fmt: skip
+                    one_call: bool) -> dict[str, Any]:
         """Record one model call's (or, from step usage, several calls') tokens and cost; its attributes."""
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat", "gen_ai.request.model": model_name(model or run.model),
             "gen_ai.provider.name": provider_name(provider or run.provider, model or run.model),
             "rlm.environment": run.environment, "rlm.role": role,
             **{k: v for k, v in run.attributes.items() if k.startswith("rlm.label.")},
-        }  # fmt: skip
+        }
         for kind in ("input", "output"):
             count = usage.get(f"{kind}_tokens")
             if isinstance(count, int) and not isinstance(count, bool):
@@ -334,7 +334,7 @@ class RunMetrics:
 
     def _finish(self, run: _Run, data: Mapping[str, Any], ts: Optional[float] = None) -> None:
         attributes = {**run.attributes, "rlm.completed": bool(data.get("completed")),
-                      "rlm.termination_reason": str(data.get("termination_reason") or "")}  # fmt: skip
+                      "rlm.termination_reason": str(data.get("termination_reason") or "")}
         self.pipeline.runs.add(1, attributes)
         reward = data.get("total_reward")
         if isinstance(reward, (int, float)) and not isinstance(reward, bool):

@@ -32,7 +32,7 @@ TEMPORALITY_ENV = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"
 #: The SDK metric exporters' loggers: their lines during an export are folded into the sink's one warning.
 METRIC_EXPORTER_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.metric_exporter",
                            "opentelemetry.exporter.otlp.proto.grpc.exporter",
-                           "opentelemetry.exporter.otlp.proto.grpc.metric_exporter")  # fmt: skip
+                           "opentelemetry.exporter.otlp.proto.grpc.metric_exporter")
 
 
 def _from_traces(url: str) -> str:
@@ -108,7 +108,7 @@ def make_metric_exporter(settings: OtelSinkSettings, home: Path) -> tuple[Metric
 
         exporter = GrpcExporter(endpoint=endpoint, insecure=settings.resolved_insecure(endpoint),
                                 headers={k.lower(): v for k, v in headers.items()},  # gRPC metadata: lower-case
-                                timeout=settings.timeout)  # fmt: skip
+                                timeout=settings.timeout)
         return exporter, f"grpc {endpoint}"
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 

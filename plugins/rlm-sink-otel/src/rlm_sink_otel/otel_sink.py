@@ -18,7 +18,7 @@ logger = logging.getLogger("rlm.sinks")
 
 #: The host's live event types (in progress; a sink gets them only when it asks through ``live_events``).
 LIVE_EVENT_TYPES = frozenset({"step_start", "model_call_start", "model_call_end", "code_start", "code_end",
-                              "sub_call_start", "child_run_start", "child_run_end"})  # fmt: skip
+                              "sub_call_start", "child_run_start", "child_run_end"})
 
 
 def _wanted(live: Any) -> Union[bool, frozenset[str]]:
@@ -81,4 +81,4 @@ class OtelSink:
             if not self._metrics_broken:
                 self._metrics_broken = True
                 logger.warning("%s sink: metrics stopped after %s while handling %s", self.name,
-                               f"{type(exc).__name__}: {exc}", what)  # fmt: skip
+                               f"{type(exc).__name__}: {exc}", what)

@@ -69,7 +69,7 @@ def _parent_context(record: SpanRecord) -> Context:
 
 
 def replay(tracer: trace.Tracer, records: Iterable[SpanRecord], ids: ReplayIdGenerator,
-           extra: Optional[Extra] = None) -> int:  # fmt: skip
+           extra: Optional[Extra] = None) -> int:
     """Replay ``records`` through ``tracer``; returns how many spans were sent.
 
     Every span is started parents first and ended children first, so the SDK's processors see each parent open
@@ -84,7 +84,7 @@ def replay(tracer: trace.Tracer, records: Iterable[SpanRecord], ids: ReplayIdGen
         try:
             span = tracer.start_span(record.name, context=_parent_context(record), kind=_KINDS.get(record.kind,
                                      trace.SpanKind.INTERNAL), attributes=attributes,
-                                     start_time=record.start_ns)  # fmt: skip
+                                     start_time=record.start_ns)
         finally:
             ids.use(None)
         for event in record.events:
@@ -114,7 +114,7 @@ class ReplaySink:
     live_events = SPAN_LIVE_EVENTS  # each model call is a span
 
     def __init__(self, tracer: trace.Tracer, ids: ReplayIdGenerator, *, name: str, content: ContentPolicy,
-                 target: str = "", service_name: str = "rlm") -> None:  # fmt: skip
+                 target: str = "", service_name: str = "rlm") -> None:
         self.tracer, self.ids = tracer, ids
         self.name, self.target = name, target
         self.builder = SpanBuilder(service_name, content=content)
@@ -175,7 +175,7 @@ class ReplaySink:
         where = f" to {self.target}" if self.target else ""
         if not outcome:
             logger.warning("%s sink: delivery%s did not finish within %.1fs; %d span(s) may be lost",
-                           self.name, where, time.monotonic() - started, self.replayed)  # fmt: skip
+                           self.name, where, time.monotonic() - started, self.replayed)
         elif outcome[0]:
             logger.warning("%s sink: could not deliver%s: %s", self.name, where, outcome[0])
 

@@ -30,23 +30,23 @@ class OtelSinkSettings(ContentSettings):
 
     exporter: Literal["otlp-http", "otlp-grpc", "file"] = Field("otlp-http", description="how spans are sent")
     endpoint: Optional[str] = Field(None, description="OTLP endpoint (default: OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, "
-                                    "else http://localhost:4318/v1/traces or localhost:4317 for gRPC)")  # fmt: skip
+                                    "else http://localhost:4318/v1/traces or localhost:4317 for gRPC)")
     headers: dict[str, str] = Field(default_factory=dict, description="extra request headers (over "
-                                    "OTEL_EXPORTER_OTLP_[TRACES_]HEADERS)")  # fmt: skip
+                                    "OTEL_EXPORTER_OTLP_[TRACES_]HEADERS)")
     path: Optional[Path] = Field(None, description="file exporter output "
-                                 "(default: <home>/observability/otel-traces.jsonl)")  # fmt: skip
+                                 "(default: <home>/observability/otel-traces.jsonl)")
     service_name: str = Field("rlm", description="the resource's service.name")
     timeout: float = Field(10.0, gt=0, description="seconds per export (retries included)")
     insecure: Optional[bool] = Field(None, description="gRPC without TLS (default: from the endpoint's scheme; "
-                                     "true for a loopback host without scheme)")  # fmt: skip
+                                     "true for a loopback host without scheme)")
     metrics: bool = Field(True, description="also export OTLP metrics (runs, steps, reward, duration, "
                           "tokens, cost) when a root run ends; the file exporter writes them beside the spans' "
-                          "file")  # fmt: skip
+                          "file")
     metrics_endpoint: Optional[str] = Field(None, description="OTLP metrics endpoint (default: the endpoint "
                                             "with /v1/traces → /v1/metrics, else "
                                             "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT "
                                             "+ /v1/metrics, else http://localhost:4318/v1/metrics or the gRPC "
-                                            "endpoint)")  # fmt: skip
+                                            "endpoint)")
 
     def resolved_endpoint(self, environ: Optional[Mapping[str, str]] = None) -> tuple[str, str]:
         """(the endpoint, where it came from: ``settings``, an env variable's name or ``default``)."""

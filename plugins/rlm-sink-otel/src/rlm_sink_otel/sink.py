@@ -30,7 +30,7 @@ def make_exporter(settings: OtelSinkSettings, home: Path) -> tuple[Any, str]:
 
         exporter = GrpcExporter(endpoint=endpoint, insecure=settings.resolved_insecure(endpoint),
                                 headers={k.lower(): v for k, v in headers.items()},  # gRPC metadata keys are lower-case
-                                timeout=settings.timeout)  # fmt: skip
+                                timeout=settings.timeout)
         return exporter, f"grpc {endpoint}"
     from rlm_sink_otel.http_exporter import otlp_http_exporter
 
@@ -50,7 +50,7 @@ def create(settings: Optional[OtelSinkSettings], services: Any) -> Any:
         endpoint, _ = settings.resolved_endpoint()
         probe = tcp_probe(*host_port(endpoint, _default_port(settings)), CONNECT_TIMEOUT)
     spans = SpanExportSink(exporter, content=content_policy(settings), service_name=settings.service_name,
-                           name="otel", target=target, probe=probe)  # fmt: skip
+                           name="otel", target=target, probe=probe)
     metrics = None
     if settings.metrics:
         try:
@@ -76,12 +76,12 @@ def make_metrics(settings: OtelSinkSettings, home: Path, spans: Any = None) -> A
         key = (settings.exporter, where, tuple(sorted(metrics_headers(settings).items())), settings.service_name,
                settings.timeout, settings.resolved_insecure(where) if settings.exporter == "otlp-grpc" else None)
         same_host = host_port(where, _default_port(settings)) == host_port(settings.resolved_endpoint()[0],
-                                                                             _default_port(settings))  # fmt: skip
+                                                                             _default_port(settings))
 
     def make() -> MetricsPipeline:
         exporter, target = make_metric_exporter(settings, home)
         probe = None if settings.exporter == "file" else tcp_probe(*host_port(where, _default_port(settings)),
-                                                                    CONNECT_TIMEOUT)  # fmt: skip
+                                                                    CONNECT_TIMEOUT)
         return MetricsPipeline(exporter, settings.service_name, target, probe)
 
     reported = (lambda: bool(getattr(spans, "failures", 0))) if same_host and spans is not None else None
@@ -102,7 +102,7 @@ def check(settings: Optional[OtelSinkSettings]) -> Readiness:
         metrics = f"; metrics → {metrics_file(settings, Path('.')).name} beside it" if settings.metrics else ""
         if settings.path is None:
             return Readiness(True, f"file exporter → <home>/observability/{settings.file_path(Path('.')).name}"
-                                   f"{metrics}")  # fmt: skip
+                                   f"{metrics}")
         folder = settings.file_path(Path(".")).parent
         probe = next((p for p in (folder, *folder.parents) if p.exists()), Path("/"))
         if probe.is_dir() and os.access(probe, os.W_OK):

@@ -122,7 +122,7 @@ def spans_of_request(request: ExportTraceServiceRequest, path: str = "") -> list
                                 "attributes": _attributes(e.get("attributes", []))} for e in span.get("events", [])],
                     "status": {"code": int(status.get("code", 0)), "message": status.get("message", "")},
                     "resource": resource, "scope": scope.get("scope", {}).get("name", ""), "path": path,
-                })  # fmt: skip
+                })
     return spans
 
 
@@ -133,7 +133,7 @@ def _hex_to_b64(node: dict[str, Any]) -> None:
 
 
 def decode_trace_body(body: bytes, content_type: str = "application/x-protobuf", content_encoding: str = "",
-                      path: str = "") -> list[dict[str, Any]]:  # fmt: skip
+                      path: str = "") -> list[dict[str, Any]]:
     """The spans of an OTLP/HTTP trace body: protobuf, or OTLP/JSON (hex ids) when ``content_type`` says JSON;
     ``content_encoding`` ``gzip`` or ``deflate`` is undone first."""
     if content_encoding == "gzip":
@@ -157,7 +157,7 @@ def decode_trace_body(body: bytes, content_type: str = "application/x-protobuf",
 
 _TEMPORALITY = {1: "delta", 2: "cumulative"}
 _METRIC_KINDS = {"sum": "sum", "gauge": "gauge", "histogram": "histogram",
-                 "exponentialHistogram": "exponential_histogram"}  # fmt: skip
+                 "exponentialHistogram": "exponential_histogram"}
 
 
 def _number(point: dict[str, Any]) -> Any:
@@ -169,13 +169,13 @@ def _number(point: dict[str, Any]) -> Any:
 def _point(point: dict[str, Any], kind: str) -> dict[str, Any]:
     plain: dict[str, Any] = {"attributes": _attributes(point.get("attributes", [])),
                              "start_ns": int(point.get("startTimeUnixNano", 0)),
-                             "time_ns": int(point.get("timeUnixNano", 0))}  # fmt: skip
+                             "time_ns": int(point.get("timeUnixNano", 0))}
     if kind in ("sum", "gauge"):
         plain["value"] = _number(point)
     else:
         plain.update({"count": int(point.get("count", 0)), "sum": point.get("sum"), "min": point.get("min"),
                       "max": point.get("max"), "bucket_counts": [int(c) for c in point.get("bucketCounts", [])],
-                      "bounds": [float(b) for b in point.get("explicitBounds", [])]})  # fmt: skip
+                      "bounds": [float(b) for b in point.get("explicitBounds", [])]})
     return plain
 
 
@@ -197,7 +197,7 @@ def metrics_of_request(request: ExportMetricsServiceRequest, path: str = "") -> 
                     "monotonic": bool(body.get("isMonotonic", False)),
                     "points": [_point(p, kind) for p in body.get("dataPoints", [])],
                     "resource": resource, "scope": scope.get("scope", {}).get("name", ""), "path": path,
-                })  # fmt: skip
+                })
     return metrics
 
 
@@ -216,7 +216,7 @@ def _request_text(request: Received) -> str:
 
 
 def decode_metrics_body(body: bytes, content_type: str = "application/x-protobuf", content_encoding: str = "",
-                        path: str = "") -> list[dict[str, Any]]:  # fmt: skip
+                        path: str = "") -> list[dict[str, Any]]:
     """The metrics of an OTLP/HTTP metrics body: protobuf, or OTLP/JSON when ``content_type`` says JSON (an
     OTLP-JSON line of the file exporter too); ``content_encoding`` ``gzip`` or ``deflate`` is undone first."""
     body = _unpack(body, content_encoding)
@@ -247,7 +247,7 @@ def one_step_run(run_id: str = "run_t", **start: Any) -> list[Any]:
             event("step", 2.0, step=1, duration_s=1.0, model_seconds=0.5, code="print(6*7)", reply="```repl```",
                   usage={"root": {"calls": 1, "input_tokens": 5, "output_tokens": 2}},
                   observation={"blocks": [{"stdout": "42\n"}]}),
-            event("final", 3.0, completed=True, steps=1, final_response="42", total_reward=0.5)]  # fmt: skip
+            event("final", 3.0, completed=True, steps=1, final_response="42", total_reward=0.5)]
 
 
 class _Collected:
@@ -358,7 +358,7 @@ class OTLPReceiver(_Collected):
 
     def respond(self, path: str, status: int = 200, body: bytes | str = b"", *, json: Any = None,
                 delay: float = 0.0, method: str = "*", headers: Optional[dict[str, str]] = None,
-                content_type: str = "application/json") -> None:  # fmt: skip
+                content_type: str = "application/json") -> None:
         """Answer requests to ``path`` (``method`` or any) with ``status`` and ``body`` (or ``json``), after
         ``delay`` seconds. Trace paths still record and decode what they get, whatever the answer."""
         payload = body.encode() if isinstance(body, str) else body

@@ -43,7 +43,7 @@ class ApprovalScreen(ModalScreen[bool]):
     """One request, scrolled with ↑/↓, PgUp/PgDn, Home/End; y (allow, once its end was shown), n or Esc (refuse)."""
 
     BINDINGS = [Binding("y", "allow", "Allow"), Binding("n", "answer(False)", "Refuse"),
-                Binding("escape", "answer(False)", "Refuse")]  # fmt: skip
+                Binding("escape", "answer(False)", "Refuse")]
     DEFAULT_CSS = """
     ApprovalScreen { align: center middle; }
     ApprovalScreen > Vertical { width: 90%; max-width: 100; height: 90%; border: thick $warning;
@@ -100,7 +100,7 @@ class ApprovalScreen(ModalScreen[bool]):
             hint.update(Text(ALLOW_HINT, style="italic"))
         else:
             hint.update(Text(f"scroll to the end (↓ PgDn End) to allow: {min(bottom, rows):,} of {rows:,} rows seen · "
-                             "n / Esc: refuse", style="italic"))  # fmt: skip
+                             "n / Esc: refuse", style="italic"))
 
     def action_allow(self) -> None:
         self.check_seen()

@@ -60,14 +60,14 @@ class Bench:
 
     def __init__(self, config_file: Optional[Path] = None, trust: bool = False, cwd: Optional[Path] = None) -> None:
         self.prefix = [*rlm_command(), *(["--config", str(config_file)] if config_file else []),
-                       *(["--trust-config"] if trust else [])]  # fmt: skip
+                       *(["--trust-config"] if trust else [])]
         self.cwd = cwd or Path.cwd()
         self.env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb"}
 
     def _json(self, *args: str, timeout: float = 120) -> Any:
         try:
             done = subprocess.run([*self.prefix, *args], cwd=self.cwd, env=self.env, capture_output=True,
-                                  text=True, timeout=timeout)  # fmt: skip
+                                  text=True, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BenchUnavailable(f"rlm {' '.join(args)}: {exc}") from None
         return _parsed(done, args)
@@ -86,7 +86,7 @@ class Bench:
         """``rlm leaderboard --runs --json``: the saved runs ranked by ``metric`` (``rows`` best first, ``metric``,
         ``higher_is_better``, ``statistics``), ``filters`` as ``rlm runs list --filter`` takes them (KEY=VALUE)."""
         found = self._json("leaderboard", "--runs", "--json", f"--metric={metric}",
-                           *(f"--filter={item}" for item in filters))  # fmt: skip
+                           *(f"--filter={item}" for item in filters))
         return found if isinstance(found, dict) else {"rows": []}
 
     def report(self, candidate: str, baseline: Optional[str]) -> str:
@@ -94,7 +94,7 @@ class Bench:
         args = ["bench", "report", candidate, *(["--baseline", baseline] if baseline else [])]
         try:
             done = subprocess.run([*self.prefix, *args], cwd=self.cwd, env=self.env, capture_output=True, text=True,
-                                  timeout=120)  # fmt: skip
+                                  timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BenchUnavailable(f"rlm bench report: {exc}") from None
         if done.returncode != 0:
@@ -106,13 +106,13 @@ class Bench:
         (exit 0; 1 when something this setup uses is not)."""
         try:
             done = subprocess.run([*self.prefix, "plugins", "doctor"], cwd=self.cwd, env=self.env,
-                                  capture_output=True, text=True, timeout=180)  # fmt: skip
+                                  capture_output=True, text=True, timeout=180)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"rlm plugins doctor: {exc}", False
         return (done.stdout + done.stderr).strip(), done.returncode == 0
 
     def run(self, preset: str, total: int, options: dict[str, str],
-            on_change: Callable[[BenchProgress], None]) -> BenchProgress:  # fmt: skip
+            on_change: Callable[[BenchProgress], None]) -> BenchProgress:
         """Start ``rlm bench run --preset`` in the background; ``on_change`` after each finished case and at the end."""
         args = ["bench", "run", "--preset", preset, "--json"]
         for key in ("limit", "model", "sandbox"):
@@ -121,7 +121,7 @@ class Bench:
         progress = BenchProgress(preset, total=total)
         try:
             progress.process = subprocess.Popen([*self.prefix, *args], cwd=self.cwd, env=self.env, text=True,
-                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as exc:
             raise BenchUnavailable(f"rlm bench run: {exc}") from None
 
@@ -184,7 +184,7 @@ def _failure(done: subprocess.CompletedProcess, args: list[str]) -> str:
 
 
 def chart(rows: list[dict[str, Any]], metric: str, width: int = 30,
-          label: Optional[Callable[[dict[str, Any]], str]] = None) -> list[str]:  # fmt: skip
+          label: Optional[Callable[[dict[str, Any]], str]] = None) -> list[str]:
     """A horizontal bar chart of ``metric`` over the leaderboard rows, as plain text lines; ``label(row)`` names a
     bar (default: a benchmark's preset and model)."""
     values = [(row, row.get(metric)) for row in rows]
@@ -196,7 +196,7 @@ def chart(rows: list[dict[str, Any]], metric: str, width: int = 30,
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             bar = "█" * (max(1 if value > 0 else 0, round(width * value / top)) if top > 0 else 0)
             lines.append(f"{name} {bar:<{width}} {value:,}" if isinstance(value, int) else
-                         f"{name} {bar:<{width}} {value:.3g}")  # fmt: skip
+                         f"{name} {bar:<{width}} {value:.3g}")
         else:
             lines.append(f"{name} {'':<{width}} —")
     return lines

@@ -36,7 +36,7 @@ def case_count(preset: dict[str, Any]) -> int:
 
 class BenchView(Vertical):
     BINDINGS = [Binding("l", "leaderboard", "Leaderboard"), Binding("r", "board", "Runs/benchmarks"),
-                Binding("m", "metric", "Metric"), Binding("x", "stop", "Stop bench")]  # fmt: skip
+                Binding("m", "metric", "Metric"), Binding("x", "stop", "Stop bench")]
     DEFAULT_CSS = """
     BenchView DataTable { height: 1fr; }
     BenchView #bench-status { height: auto; }
@@ -72,7 +72,7 @@ class BenchView(Vertical):
                 yield board
                 runs: DataTable = DataTable(id="run-board", cursor_type="row")
                 runs.add_columns("#", "task", "reward", "accuracy", "tokens", "cost", "seconds", "steps", "status",
-                                 "model", "started", "run", "labels")  # fmt: skip
+                                 "model", "started", "run", "labels")
                 runs.display = False
                 yield runs
                 with VerticalScroll(id="chart-box"):
@@ -88,7 +88,7 @@ class BenchView(Vertical):
         for preset in presets:
             table.add_row(Text(clean(preset.get("name"))), str(case_count(preset)),
                           Text(one_line(preset.get("source"), 14)), Text(one_line(preset.get("description"), 70)),
-                          key=str(preset.get("name")))  # fmt: skip
+                          key=str(preset.get("name")))
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
         if message.data_table.id == "presets":
@@ -124,7 +124,7 @@ class BenchView(Vertical):
             table.add_row(Text(one_line(row.get("rank", ""), 6)), Text(one_line(row.get("preset"), 20)),
                           Text(one_line(row.get("model"), 20)), Text(one_line(row.get("mode"), 12)),
                           Text(one_line(row.get("cases", ""), 8)), _g(row.get("accuracy")), _g(row.get("avg_reward")),
-                          _count(row.get("tokens")), f"${cost:.4f}" if _is_number(cost) else "—")  # fmt: skip
+                          _count(row.get("tokens")), f"${cost:.4f}" if _is_number(cost) else "—")
         if self.board == BENCHMARKS:
             lines = chart(self.rows, self.metric) if self.rows else ["no benchmark saved yet"]
             self.query_one("#chart", Static).update(Text(f"{self.metric}\n" + "\n".join(clean(x) for x in lines)))
@@ -146,11 +146,11 @@ class BenchView(Vertical):
     def run_chart(self, rows: list[dict[str, Any]]) -> list[str]:
         """The runs' chart: what they are ranked by (and filtered on), the command's statistics, a bar a run."""
         better = "higher" if self.run_board.get("higher_is_better", self.run_metric in ("reward", "accuracy")) \
-            else "lower"  # fmt: skip
+            else "lower"
         head = [f"runs ranked by {self.run_metric} ({better} is better)" + "".join(f" · {x}" for x in self.run_filters)]
         stats = got if isinstance(got := self.run_board.get("statistics"), dict) else {}
         figures = [f"{name} {_figure(self.run_metric, stats.get(name))}" for name in ("mean", "median", "min", "max")
-                   if _is_number(stats.get(name))]  # fmt: skip
+                   if _is_number(stats.get(name))]
         head += [" · ".join(figures)] if figures else []
         if not rows:
             return [*head, "no saved run" + (" matches the filters" if self.run_filters else " yet")]
@@ -206,7 +206,7 @@ def run_cells(row: dict[str, Any]) -> list[Any]:
             _g(row.get("accuracy")), _count(row.get("tokens")), f"${cost:.4f}" if _is_number(cost) else "—",
             _g(row.get("seconds")), Text(one_line(row.get("steps", ""), 6)), Text(one_line(row.get("status"), 12)),
             Text(one_line(row.get("model"), 24)), Text(one_line(started, 16)), Text(one_line(row.get("run_id"), 40)),
-            Text(one_line(" ".join(f"{k}={v}" for k, v in labels.items()), 60))]  # fmt: skip
+            Text(one_line(" ".join(f"{k}={v}" for k, v in labels.items()), 60))]
 
 
 def _figure(metric: str, value: Any) -> str:

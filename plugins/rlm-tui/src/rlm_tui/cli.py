@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 app = typer.Typer(help="A terminal UI: browse, follow, replay and compare runs; run benchmarks.",
-                  rich_markup_mode=None, add_completion=False)  # fmt: skip
+                  rich_markup_mode=None, add_completion=False)
 
 
 @app.command()
@@ -64,7 +64,7 @@ def need_terminal() -> None:
     from rlm_host import InputError
 
     missing = [name for name, stream in (("stdin", sys.stdin), ("stderr", sys.stderr))
-               if stream is None or not stream.isatty()]  # fmt: skip
+               if stream is None or not stream.isatty()]
     if missing:
         raise InputError(f"rlm tui needs a terminal: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'}"
                          " not one (redirected or piped)",

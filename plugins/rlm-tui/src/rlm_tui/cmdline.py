@@ -26,11 +26,11 @@ class SlashSuggester(Suggester):
 class CommandLine(Input):
     BINDINGS = [Binding("up", "history(-1)", "Previous", show=False),
                 Binding("down", "history(1)", "Next", show=False),
-                Binding("tab", "accept_suggestion", "Complete", show=False)]  # fmt: skip
+                Binding("tab", "accept_suggestion", "Complete", show=False)]
 
     def __init__(self, suggester: Suggester, **kwargs) -> None:
         super().__init__(placeholder="/help · /rlm run \"task\" steps=3 · /rlm replay latest · esc: back",
-                         suggester=suggester, select_on_focus=False, **kwargs)  # fmt: skip
+                         suggester=suggester, select_on_focus=False, **kwargs)
         self.history: list[str] = []
         self._position = 0
 

@@ -67,14 +67,14 @@ class Side(Vertical):
         assert index is not None
         data = index.step(root.run_id, i)
         detail.update(step_detail(i + 1, data, index.step_error(root.run_id, i), root.sub_calls.get(i, []), [],
-                                  index.branches(root.run_id, i)))  # fmt: skip
+                                  index.branches(root.run_id, i)))
 
 
 class CompareView(Vertical):
     """The comparison's summary over the two runs' step lists."""
 
     BINDINGS = [Binding("n", "move(1)", "Next"), Binding("p", "move(-1)", "Prev"),
-                Binding("d", "divergence", "Divergence")]  # fmt: skip
+                Binding("d", "divergence", "Divergence")]
     DEFAULT_CSS = """
     CompareView #summary-box { height: 6; }
     CompareView Horizontal { height: 1fr; }

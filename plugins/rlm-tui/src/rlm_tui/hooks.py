@@ -6,4 +6,4 @@ from rlm_host import CommandSpec, hookimpl
 @hookimpl
 def rlm_register_commands():
     return [CommandSpec("tui", "A terminal UI: browse, follow, replay and compare runs; run benchmarks.",
-                        "rlm_tui.cli:app")]  # fmt: skip
+                        "rlm_tui.cli:app")]

@@ -95,7 +95,7 @@ def observation_text(observation: Any) -> str:
 
 
 def step_detail(number: int, data: dict[str, Any], error: Optional[str], sub_calls: list[dict[str, Any]],
-                children: list[tuple[str, str]], branches: Sequence[dict[str, Any]] = ()) -> Text:  # fmt: skip
+                children: list[tuple[str, str]], branches: Sequence[dict[str, Any]] = ()) -> Text:
     """Everything about one step: reply, code, output, REPL variables, the candidates it tried (``branches``),
     sub-calls, child runs and its figures."""
     text = Text()
@@ -162,7 +162,7 @@ def candidates_text(text: Text, branches: Sequence[dict[str, Any]]) -> None:
         text.append("▶ " if kept else "  ", style="bold green")
         text.append(f"{clean(tried.get('candidate', '?'))}. {clean(tried.get('action') or '?')} · score "
                     f"{_num(tried.get('score'), '+.2f')} · {_num(tried.get('tokens'), ',')} tok",
-                    style="bold" if kept else "")  # fmt: skip
+                    style="bold" if kept else "")
         if kept:
             text.append(" · kept", style="bold green")
         elif tried.get("error"):

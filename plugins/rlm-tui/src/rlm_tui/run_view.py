@@ -252,7 +252,7 @@ class RunView(Vertical):
         data = self.index.step(run_id, i)
         children = [(child, self._child_summary(child)) for child in run.children.get(i, [])]
         detail = step_detail(int(data.get("step") or i + 1), data, self.index.step_error(run_id, i),
-                             run.sub_calls.get(i, []), children, self.index.branches(run_id, i))  # fmt: skip
+                             run.sub_calls.get(i, []), children, self.index.branches(run_id, i))
         if depth:
             detail = Text(f"in child run {clean(run_id)} (o opens it alone)\n", style="dim") + detail
         self.query_one("#detail", Static).update(detail)
@@ -305,7 +305,7 @@ class RunView(Vertical):
         if self.index is None or not self.count():
             return
         following = next((row for row in range(self.steps.cursor + 1, self.count())
-                          if self.index.step_error(*self.entry(row)[:2])), None)  # fmt: skip
+                          if self.index.step_error(*self.entry(row)[:2])), None)
         if following is None:
             self.app.say("no error step after this one")  # type: ignore[attr-defined]
             return

@@ -126,7 +126,7 @@ class RunsView(Vertical):
     def _cells(self, run: Any) -> list[Any]:
         status = status_of(run, self.active)
         colour = {"final": "green", "running": "yellow", "interrupted": "red", "error": "red",
-                  "cancelled": "magenta"}.get(status, "")  # fmt: skip
+                  "cancelled": "magenta"}.get(status, "")
         started = run.started.strftime("%m-%d %H:%M") if isinstance(run.started, datetime) else "—"
         cost = f"${run.cost:.4f}" if isinstance(run.cost, (int, float)) else "—"
         seconds = f"{run.duration:.1f}s" if isinstance(run.duration, (int, float)) else "—"

@@ -23,10 +23,10 @@ from typing import Any, Optional
 
 #: Seed short names → RunSettings field names.
 ALIASES = {"env": "environment", "steps": "max_steps", "depth": "max_depth", "cost": "max_cost",
-           "tokens": "max_tokens", "sub": "sub_model"}  # fmt: skip
+           "tokens": "max_tokens", "sub": "sub_model"}
 #: Run options the command line offers for completion (any RunSettings name is accepted).
 RUN_KEYS = ["env=", "framework=", "context=", "steps=", "model=", "sub_model=", "sandbox=", "timeout=", "cost=",
-            "depth=", "tokens="]  # fmt: skip
+            "depth=", "tokens="]
 
 HELP = """\
 /rlm run "task" env=pure_rlm framework=native context=FILE steps=8   start a run (model=, sandbox=, timeout=, cost=)
@@ -45,7 +45,7 @@ keys: F1 help  F2 runs  F3 live  F4 bench  / or : command line  ctrl+x abort  q 
 
 COMMANDS = ['/rlm run "', "/rlm chat \"", "/rlm bench preset=", "/rlm bench report candidate=", "/rlm replay ",
             "/rlm doctor", "/rlm abort ", '/harness run "', "/compare ", "/connect ", "/sandbox ", "/runs", "/help",
-            "/quit", "/leaderboard runs metric="]  # fmt: skip
+            "/quit", "/leaderboard runs metric="]
 
 
 class SlashError(ValueError):
@@ -176,7 +176,7 @@ def _leaderboard(words: list[str]) -> Slash:
         key, eq, value = word.partition("=")
         if not eq or key not in keys:
             raise SlashError(f"unknown option {word!r} for /leaderboard {kind} (here: "
-                             f"{', '.join(k + '=' for k in sorted(keys))})")  # fmt: skip
+                             f"{', '.join(k + '=' for k in sorted(keys))})")
         if not value:
             raise SlashError(f"option {key}= needs a value")
         if key == "metric":

@@ -54,7 +54,7 @@ class VirtualList(ScrollView, can_focus=True):
             self.vlist, self.index = vlist, index
 
     def __init__(self, row: Callable[[int], str], *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:  # fmt: skip
+                 classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._row = row
         self.count = 0

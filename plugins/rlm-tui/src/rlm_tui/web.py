@@ -34,7 +34,7 @@ def app_command(config_file: Optional[Path], trust: bool, run: Optional[str]) ->
     project's ``typer.py`` or ``*.dist-info`` plugin there is never imported."""
     words = [sys.executable, "-P", "-m", "rlm_host", *(["--config", str(config_file)] if config_file else []),
              *(["--trust-config"] if trust else []), "tui", *(["--run", run] if run else []),
-             "--browser-session"]  # fmt: skip
+             "--browser-session"]
     return shlex.join(words)
 
 
@@ -70,7 +70,7 @@ def guarded_server(command: str, guard: WebGuard) -> Any:
 
 
 def serve(host: Optional[str], port: int, *, config_file: Optional[Path] = None, trust: bool = False,
-          run: Optional[str] = None) -> None:  # fmt: skip
+          run: Optional[str] = None) -> None:
     """Serve the app on ``host:port`` (0: a free port) until interrupted; prints the URL, with its token, to open."""
     address = (host or DEFAULT_HOST).strip()
     if not address:
@@ -78,12 +78,12 @@ def serve(host: Optional[str], port: int, *, config_file: Optional[Path] = None,
     if is_wildcard(address):
         raise ConfigError(f"--host {address} is every interface: the server checks that a browser names it, so it "
                           "needs one address", hint="give this machine's address on the network, e.g. "
-                          "--host 192.168.1.5 (or leave --host out for 127.0.0.1)")  # fmt: skip
+                          "--host 192.168.1.5 (or leave --host out for 127.0.0.1)")
     guard = WebGuard(address, port or free_port(address), secrets.token_urlsafe(32))
     if not is_loopback(address):
         print(f"rlm tui: WARNING: serving on {address}, not loopback: anyone who reaches port {guard.port} and has "
               "the URL's token can read your runs and start runs with your keys, over plain HTTP",
-              file=sys.stderr, flush=True)  # fmt: skip
+              file=sys.stderr, flush=True)
     server = guarded_server(app_command(config_file, trust, run), guard)
     print(f"rlm tui: open {guard.origin}/?token={guard.token} (stop with Ctrl-C)", file=sys.stderr, flush=True)
     server.serve()

@@ -89,7 +89,7 @@ def middleware(guard: WebGuard) -> Any:
             return refuse(request, "no token: open the URL rlm tui --web printed (it carries the token)")
         if websocket and request.headers.get("Origin") != guard.origin:
             return refuse(request, f"the app's websocket opens only from {guard.origin}, not from "
-                                   f"{request.headers.get('Origin')!r}")  # fmt: skip
+                                   f"{request.headers.get('Origin')!r}")
         if in_query is not None and not websocket:  # the first visit: the token moves into a cookie
             query = request.rel_url.query.copy()
             query.popall("token")

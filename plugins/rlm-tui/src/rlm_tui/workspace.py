@@ -61,7 +61,7 @@ def merge_options(loaded: Any, given: dict[str, Any]) -> Any:
             guess = f" (did you mean {' or '.join(n + '=' for n in near)}?)" if near else ""
             raise OptionError(f"unknown run option {typed}={guess}", hint="a run option's name (rlm run --help: "
                               "--max-steps is max_steps=) or a short one: " + ", ".join(f"{s}=" for s in ALIASES)
-                              + " (cost= and tokens= for a budget)")  # fmt: skip
+                              + " (cost= and tokens= for a budget)")
         if _collection(fields[name].annotation):
             collections.append((typed, name))
         else:
@@ -146,16 +146,16 @@ class Workspace:
         self.chat = None
 
     def start_run(self, task: str, context: Optional[str], options: dict[str, Any], on_started: Started,
-                  on_finished: Finished) -> threading.Thread:  # fmt: skip
+                  on_finished: Finished) -> threading.Thread:
         """Start ``task`` in a thread (settings errors raise here, before it starts); ``on_started(run_id, path)``
         when its ``run_start`` arrives, ``on_finished(result, error)`` at the end (both from the thread)."""
         rlm = self.rlm(options)
         value = self._context(context)
         return _in_thread(lambda on_event: rlm.completion(value, task, on_event=on_event), rlm.home, on_started,
-                          on_finished, "rlm-tui-run")  # fmt: skip
+                          on_finished, "rlm-tui-run")
 
     def start_harness(self, task: str, options: dict[str, Any], on_started: Started,
-                      on_finished: Finished) -> threading.Thread:  # fmt: skip
+                      on_finished: Finished) -> threading.Thread:
         """``/harness run``: the coding harness over ``workdir=`` (default: the working folder), as ``rlm harness
         run`` runs it — the run in the ``harness`` environment (rlm-harness), no context; refused here when the
         plugin is missing."""
@@ -168,10 +168,10 @@ class Workspace:
         except UnknownComponentError:
             raise InputError("/harness run needs the coding harness plugin", hint="pip install rlm-harness") from None
         return _in_thread(lambda on_event: rlm.completion(None, task, on_event=on_event), rlm.home, on_started,
-                          on_finished, "rlm-tui-harness")  # fmt: skip
+                          on_finished, "rlm-tui-harness")
 
     def ask(self, question: str, context: Optional[str], options: dict[str, Any], on_started: Started,
-            on_finished: Finished) -> threading.Thread:  # fmt: skip
+            on_finished: Finished) -> threading.Thread:
         """One ``/rlm chat`` turn in a thread; the session (REPL variables, history) is kept for the next turn
         unless a context is given (a new conversation); ``options`` apply to this turn."""
         from rlm_tui.slash import ALIASES
@@ -184,7 +184,7 @@ class Workspace:
             self.chat = self.rlm({}).session(self._context(context))
         session = self.chat
         return _in_thread(lambda on_event: session.ask(question, on_event=on_event, **turn), self.home,
-                          on_started, on_finished, "rlm-tui-chat")  # fmt: skip
+                          on_started, on_finished, "rlm-tui-chat")
 
     def _context(self, value: Optional[str]) -> Any:
         """``context=`` as the CLI reads ``--context`` (in a browser session: only inside the working folder)."""
@@ -223,7 +223,7 @@ class Workspace:
 
 
 def _in_thread(run: Callable[[Callable[[Any], None]], Any], home: Path, on_started: Started, on_finished: Finished,
-               name: str) -> threading.Thread:  # fmt: skip
+               name: str) -> threading.Thread:
     """``run(on_event)`` in a daemon thread: ``on_started(run_id, trajectory)`` at the root's ``run_start``,
     ``on_finished(result, error)`` at the end (an error as one line, never a traceback)."""
     seen = threading.Event()

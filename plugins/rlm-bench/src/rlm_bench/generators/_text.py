@@ -15,28 +15,28 @@ from rlm_host.sdk.models import CHARS_PER_TOKEN
 _SYLLABLES = (
     "ka", "lo", "mi", "ven", "tor", "sa", "rin", "qua", "del", "mor", "ith", "bel", "zan", "ost", "ru", "fen",
     "gal", "nor", "pe", "wyn", "ash", "cor", "dra", "el", "fi", "gor", "hal", "is", "jor", "lum", "mar", "nev",
-)  # fmt: skip
+)
 
 _SUBJECTS = (
     "The old harbour", "A quiet village", "The northern valley", "Our small team", "The river path", "The library",
     "A travelling merchant", "The morning market", "The research group", "An evening train", "The garden wall",
     "The hill farmers", "A young painter", "The city council", "The school choir", "A patient gardener",
-)  # fmt: skip
+)
 _VERBS = (
     "watched", "described", "remembered", "crossed", "repaired", "painted", "visited", "measured", "followed",
     "collected", "studied", "welcomed", "ignored", "celebrated", "questioned", "preserved",
-)  # fmt: skip
+)
 _OBJECTS = (
     "the changing seasons", "a long stone bridge", "the patterns of the tide", "an unfinished letter",
     "the colours of the sky", "a box of old maps", "the sound of distant bells", "the edge of the forest",
     "a narrow wooden boat", "the last light of autumn", "a crowded square", "the slow work of the wind",
     "a row of lanterns", "the worn steps of the tower", "a field of tall grass", "the shape of the coastline",
-)  # fmt: skip
+)
 _TAILS = (
     "with great care", "before the rain came", "without saying much", "as the day grew warmer",
     "while the others rested", "for reasons nobody wrote down", "in the usual way", "after a long delay",
     "under a grey sky", "to everyone's surprise", "with quiet patience", "as it had for years",
-)  # fmt: skip
+)
 
 
 def make_rng(seed: int | str, *salt: object) -> random.Random:
@@ -55,7 +55,7 @@ def pseudo_word(rng: random.Random, syllables: int | None = None) -> str:
 
 
 def unique_words(rng: random.Random, count: int, syllables: int | None = None,
-                 taken: set[str] | None = None) -> list[str]:  # fmt: skip
+                 taken: set[str] | None = None) -> list[str]:
     """``count`` distinct invented words (none in ``taken``, which is updated)."""
     taken = taken if taken is not None else set()
     words: list[str] = []

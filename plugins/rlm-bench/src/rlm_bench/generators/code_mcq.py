@@ -36,7 +36,7 @@ class Function:
     def source(self, module_of: dict[str, str], rng: random.Random) -> str:
         args = ", ".join(["records"] + [f"{p}={v}" for p, v in self.params.items()])
         lines = [f"def {self.name}({args}):", f'    """{self.name.replace("_", " ").capitalize()} for the records."""',
-                 "    result = []"]  # fmt: skip
+                 "    result = []"]
         first = next(iter(self.params))
         for index, callee in enumerate(self.calls):
             lines.append(f"    part_{index} = {module_of[callee]}.{callee}(records[:{first}])")
@@ -135,4 +135,4 @@ def generate(tokens: int = 8192, question: str = "default", seed: int | str = 0)
     return Generated(
         context=context, answer=letter, question=prompt, scorer="multiple_choice",
         meta={"chars": sum(map(len, files)), "files": len(files), "functions": len(functions), "right": right},
-    )  # fmt: skip
+    )

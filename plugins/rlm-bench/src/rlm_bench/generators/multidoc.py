@@ -17,7 +17,7 @@ from rlm_bench.generators import Generated
 from rlm_bench.generators._text import filler, insert_at, make_rng, tokens_to_chars, unique_words
 
 DOMAINS = ("archive.example.org", "citynews.example.net", "forum.example.com", "wiki.example.org",
-           "shopping.example.com", "blog.example.net")  # fmt: skip
+           "shopping.example.com", "blog.example.net")
 _NOUNS = ("lamp", "kettle", "compass", "bicycle", "loom", "telescope", "radio", "clock", "stove", "camera")
 _SUFFIXES = ("Works", "Industries", "Company", "Foundry", "Manufacturing")
 QUESTIONS = {
@@ -30,7 +30,7 @@ QUESTIONS = {
 def _chain(names: list[str], index: int, product: str, year: int) -> dict[str, str]:
     first, last, company, city = names[4 * index: 4 * index + 4]
     return {"product": product, "company": f"{company} {_SUFFIXES[index % len(_SUFFIXES)]}",
-            "person": f"{first} {last}", "city": city, "year": str(year)}  # fmt: skip
+            "person": f"{first} {last}", "city": city, "year": str(year)}
 
 
 def _facts(chain: dict[str, str]) -> list[str]:
@@ -42,7 +42,7 @@ def _facts(chain: dict[str, str]) -> list[str]:
 
 
 def generate(tokens: int = 32768, docs: int = 64, hops: int = 3, subject: Optional[str] = None,
-             domain: Optional[str] = None, chains: Optional[int] = None, seed: int | str = 0) -> Generated:  # fmt: skip
+             domain: Optional[str] = None, chains: Optional[int] = None, seed: int | str = 0) -> Generated:
     if hops not in QUESTIONS:
         raise ValueError("hops must be 1, 2 or 3")
     if domain is not None and domain not in DOMAINS:
@@ -92,4 +92,4 @@ def generate(tokens: int = 32768, docs: int = 64, hops: int = 3, subject: Option
     return Generated(
         context=out, answer=answer, question=question + " Answer with the name only.", scorer="normalized_exact",
         meta={"chars": sum(map(len, out)), "documents": docs, "chain": real[0], "fact_documents": sorted(slots)},
-    )  # fmt: skip
+    )

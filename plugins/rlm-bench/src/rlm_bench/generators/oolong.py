@@ -61,7 +61,7 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "How many {plural} live in {X}?", "When was {X} founded?", "How far is {X} from {Y}?",
         "What year did the {X} festival begin?", "How much does a {x} {noun} cost?", "How tall is the {X} Tower?",
     ),
-}  # fmt: skip
+}
 _NOUNS = ("lamp", "pump", "clock", "loom", "kettle", "compass", "sail", "press", "valve", "drum")
 _PLURALS = ("foxes", "herons", "beetles", "otters", "moths", "sparrows", "lizards", "hares", "crabs", "owls")
 
@@ -88,7 +88,7 @@ def format_day(day: int) -> str:
 
 
 def build_records(seed: int | str, chars: int, *, users: int, profiles: Optional[Sequence[Sequence[int]]] = None,
-                  show_labels: bool = False, family: str = "oolong") -> RecordSet:  # fmt: skip
+                  show_labels: bool = False, family: str = "oolong") -> RecordSet:
     """Records up to ``chars`` characters in total (whole lines only, counted without the labels).
 
     Without ``profiles`` a record's label follows the seed's shares of :data:`SHARES`; with them, user ``i``
@@ -117,7 +117,7 @@ def build_records(seed: int | str, chars: int, *, users: int, profiles: Optional
         text = choice(TEMPLATES[LABELS[label]]).format(
             A=choice(acronyms), X=choice(words), Y=choice(words), x=choice(words).lower(), y=choice(words).lower(),
             noun=choice(_NOUNS), plural=choice(_PLURALS),
-        )  # fmt: skip
+        )
         line = f"Date: {dates[day]} || User: {user_ids[user_index]} || Instance: {text}"
         if total + len(line) + 1 > chars and out.lines:
             return out
@@ -144,7 +144,7 @@ def _check_label(name: str, value: Optional[str]) -> str:
 
 def generate(tokens: int = 8192, question: str = "count", label: Optional[str] = "location",
              other: Optional[str] = None, date: Optional[str] = None, seed: int | str = 0, users: int = 200,
-             show_labels: bool = False) -> Generated:  # fmt: skip
+             show_labels: bool = False) -> Generated:
     if tokens < 256:
         raise ValueError("tokens must be at least 256")
     records = build_records(seed, tokens_to_chars(tokens), users=users, show_labels=show_labels)
@@ -187,4 +187,4 @@ def generate(tokens: int = 8192, question: str = "count", label: Optional[str] =
     return Generated(
         context=context, answer=answer, question=f"{preamble(show_labels)} {ask}", scorer=scorer,
         meta={"chars": len(context), "records": len(records.lines), "counts": dict(counts)},
-    )  # fmt: skip
+    )

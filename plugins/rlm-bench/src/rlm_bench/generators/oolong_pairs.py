@@ -26,7 +26,7 @@ FORMAT = "List every such pair as (lower id, higher id), separated by commas, wi
 
 def generate(tokens: int = 8192, question: str = "both", label: str = "location", other: Optional[str] = None,
              seed: int | str = 0, users: int = 30, profile_size: int = 2,
-             show_labels: bool = False) -> Generated:  # fmt: skip
+             show_labels: bool = False) -> Generated:
     if tokens < 256:
         raise ValueError("tokens must be at least 256")
     if not 1 <= profile_size <= len(LABELS):
@@ -37,7 +37,7 @@ def generate(tokens: int = 8192, question: str = "both", label: str = "location"
     rng = make_rng(seed, "pairs-profiles")
     profiles = [sorted(rng.sample(range(len(LABELS)), profile_size)) for _ in range(users)]
     records = build_records(seed, tokens_to_chars(tokens), users=users, profiles=profiles, show_labels=show_labels,
-                            family="oolong_pairs")  # fmt: skip
+                            family="oolong_pairs")
     asked: dict[int, set[str]] = {}
     for user, index in zip(records.users, records.labels):
         asked.setdefault(user, set()).add(LABELS[index])
@@ -67,4 +67,4 @@ def generate(tokens: int = 8192, question: str = "both", label: str = "location"
     return Generated(
         context=context, answer=answer, question=f"{preamble(show_labels)} {ask} {FORMAT}", scorer="set_f1",
         meta={"chars": len(context), "records": len(records.lines), "users": len(ids), "pairs": len(answer)},
-    )  # fmt: skip
+    )

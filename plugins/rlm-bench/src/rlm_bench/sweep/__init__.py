@@ -21,4 +21,4 @@ from rlm_bench.sweep.worker import SweepItem, run_item
 
 __all__ = ["CaseLost", "Executor", "LocalExecutor", "Progress", "SweepDriver", "SweepInterrupted", "Plan",
            "plan_sweep", "resume_plan", "SweepRecord", "SweepStore", "stored_form", "SweepItem",
-           "run_item"]  # fmt: skip
+           "run_item"]

@@ -51,13 +51,13 @@ def sweep(
     store = SweepStore(runner.home)
     if resume is not None:
         plan = resume_plan(store, resume, executor=executor, config_file=services.config_file,
-                           trust=services.trust_config, host=runner.host)  # fmt: skip
+                           trust=services.trust_config, host=runner.host)
         spec_ray = plan.record.spec.get("bench", {}).get("ray", {})
     else:
         assert file is not None
         spec = load_sweep(file)
         plan = plan_sweep(spec, file.resolve(), runner, executor=executor, config_file=services.config_file,
-                          trust=services.trust_config)  # fmt: skip
+                          trust=services.trust_config)
         spec_ray = spec.bench.ray.model_dump()
     if dry_run:
         _print_dry_run(plan, runner, store, as_json)
@@ -65,7 +65,7 @@ def sweep(
     chosen = _executor(executor, address, spec_ray, concurrency, processes)
     display = None if quiet else _Display(plan.record.sweep_id, chosen.name)
     driver = SweepDriver(store, chosen, max_cost=max_cost, max_tokens=max_tokens,
-                         listener=display.update if display else None)  # fmt: skip
+                         listener=display.update if display else None)
     try:
         record = driver.run(plan)
     finally:
@@ -80,7 +80,7 @@ def sweep(
 
 
 def _executor(name: str, address: Optional[str], ray_options: dict[str, Any], concurrency: int,
-              processes: int) -> Any:  # fmt: skip
+              processes: int) -> Any:
     if name == "local":
         from rlm_bench.sweep import LocalExecutor
 
@@ -95,11 +95,11 @@ def _print_dry_run(plan: Any, runner: Any, store: Any, as_json: bool) -> None:
     for point in plan.record.points:
         estimate, how = _estimate(plan.manifests[point.benchmark_id], point.cases, runner, store)
         rows.append({"point": point.key, "benchmark_id": point.benchmark_id, "cases": point.cases,
-                     "cost_estimate": estimate, "estimate_from": how})  # fmt: skip
+                     "cost_estimate": estimate, "estimate_from": how})
     known = [row["cost_estimate"] for row in rows if row["cost_estimate"] is not None]
     total = {"points": len(rows), "cases": sum(row["cases"] for row in rows),
              "cost_estimate": round(sum(known), 4) if known else None,
-             "unpriced_points": sum(row["cost_estimate"] is None for row in rows)}  # fmt: skip
+             "unpriced_points": sum(row["cost_estimate"] is None for row in rows)}
     if as_json:
         typer.echo(json.dumps({"sweep": plan.record.name, "points": rows, "total": total}, indent=2))
         return
@@ -111,7 +111,7 @@ def _print_dry_run(plan: Any, runner: Any, store: Any, as_json: bool) -> None:
     cost = f"${total['cost_estimate']:.4f}" if total["cost_estimate"] is not None else "unknown"
     unpriced = f" ({total['unpriced_points']} point(s) without a price)" if total["unpriced_points"] else ""
     lines.append(f"{total['points']} points, {total['cases']} cases, estimated cost {cost}{unpriced}; nothing ran "
-                 "(--dry-run)")  # fmt: skip
+                 "(--dry-run)")
     typer.echo(terminal_safe("\n".join(lines)))
 
 
@@ -146,13 +146,13 @@ def _print_outcome(record: Any, store: Any) -> None:
     total = sum(p.cases for p in record.points)
     say(f"sweep {record.sweep_id}: {record.status}, {done} of {total} cases, ${record.spent_cost:.4f}, "
         f"{record.spent_tokens} tokens", event="sweep end", sweep_id=record.sweep_id, status=record.status, done=done,
-        total=total, cost=record.spent_cost, tokens=record.spent_tokens)  # fmt: skip
+        total=total, cost=record.spent_cost, tokens=record.spent_tokens)
     if record.stopped:
         say(f"stopped: {record.stopped}; finish it with: rlm bench sweep --resume {record.sweep_id}",
-            event="sweep stopped", reason=record.stopped)  # fmt: skip
+            event="sweep stopped", reason=record.stopped)
     for node, stats in sorted(record.nodes.items()):
         say(f"  node {node}: {stats.cases} cases ({stats.failed} failed)", event="sweep node", node=node,
-            cases=stats.cases, failed=stats.failed)  # fmt: skip
+            cases=stats.cases, failed=stats.failed)
     say(f"record: {store.path(record.sweep_id)}", event="sweep record", path=str(store.path(record.sweep_id)))
 
 
@@ -165,7 +165,7 @@ class _Display:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=Console(stderr=True), transient=False)  # fmt: skip
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=False)
         self.task: Any = None  # the description as text: "[host: 3.0/min]" is no markup
         self.label = f"{sweep_id} ({executor})"
 
@@ -178,7 +178,7 @@ class _Display:
         minutes = max((time.monotonic() - progress.started) / 60, 1e-9)
         nodes = "  ".join(f"{node}: {count / minutes:.1f}/min" for node, count in sorted(progress.per_node.items()))
         text = (f"{self.label}  running {progress.running}  failed {progress.failed}  ${progress.spent:.4f}"
-                + (f"  [{nodes}]" if nodes else ""))  # fmt: skip
+                + (f"  [{nodes}]" if nodes else ""))
         self.bar.update(self.task, completed=progress.done, description=text)
         if kind == "case" and result is not None and result.status == "error":
             say(f"✗ {result.case_id}: {result.error}", event="sweep case failed", case_id=result.case_id)

@@ -145,7 +145,7 @@ class SweepDriver:
 
     def __init__(self, store: SweepStore, executor: Executor, *, max_cost: Optional[float] = None,
                  max_tokens: Optional[int] = None, listener: Optional[Listener] = None,
-                 strict: bool = False) -> None:  # fmt: skip
+                 strict: bool = False) -> None:
         self.store, self.executor = store, executor
         self.max_cost, self.max_tokens = max_cost, max_tokens
         self.listener = listener or (lambda *_: None)
@@ -222,7 +222,7 @@ class SweepDriver:
         return record.stopped is not None
 
     def _finish(self, item: SweepItem, outcome: Any, record: SweepRecord, progress: Progress, plan: Plan,
-                lost: list[str]) -> None:  # fmt: skip
+                lost: list[str]) -> None:
         self._remaining[item.benchmark_id] -= 1
         if isinstance(outcome, CaseLost):
             lost.append(f"{item.benchmark_id}/{item.case_id}: {outcome.reason}")
@@ -272,6 +272,6 @@ class SweepDriver:
         results = self.store.bench.load_cases(benchmark_id)
         if all(c in results for c in manifest.case_ids):
             summary = build_summary(manifest, [results[c] for c in manifest.case_ids],
-                                    resumed=len(manifest.case_ids) - self._planned[benchmark_id])  # fmt: skip
+                                    resumed=len(manifest.case_ids) - self._planned[benchmark_id])
             self.store.bench.write_summary(summary)
             self.listener("summary", self.progress, summary)

@@ -192,9 +192,9 @@ def check_trusted(spec: SweepFile, file: Path, host: Any, *, trust: bool = False
     asked += [("run.instructions", "instructions", text) for text in grid.instructions if text]
     asked += [("run.workdir", "packs", pack) for pack in grid.packs]
     refused = [f"{where} = {value!r} ({reason})" for key, where, value in asked
-               if (reason := risk_of(key, value, folder, host))]  # fmt: skip
+               if (reason := risk_of(key, value, folder, host))]
     refused += [f"[bench.ray] {key} = {value!r} ({why})" for key, value, why in
-                cluster_risks(spec.bench.ray.model_dump())]  # fmt: skip
+                cluster_risks(spec.bench.ray.model_dump())]
     if refused:
         raise InputError(f"{file} is not trusted, and it asks for: " + "; ".join(refused),
                          hint=f"if you trust it, run `rlm config trust {file}` (or pass --trust-config)")

@@ -38,13 +38,13 @@ class Plan:
     def one_point(cls, manifest: Manifest, items: list[SweepItem]) -> "Plan":
         """One benchmark (``rlm bench run``: its record is never written), with the items of its cases left."""
         point = PointRecord(key=manifest.preset, benchmark_id=manifest.benchmark_id, point={},
-                            cases=len(manifest.case_ids))  # fmt: skip
+                            cases=len(manifest.case_ids))
         record = SweepRecord(sweep_id=manifest.benchmark_id, spec={}, points=[point])
         return cls(record, {manifest.benchmark_id: items}, {manifest.benchmark_id: manifest})
 
 
 def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "local",
-               config_file: Optional[Path] = None, trust: bool = False) -> Plan:  # fmt: skip
+               config_file: Optional[Path] = None, trust: bool = False) -> Plan:
     """Expand the grid and check every name on the driver (a preset, model provider, framework, environment or
     sandbox that does not exist is bad input before anything runs); one manifest per point."""
     import rlm_host
@@ -70,7 +70,7 @@ def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "loc
             environment=point.environment, model=point.model, sub_model=spec.sweep.sub_model, sandbox=point.sandbox,
             judge_model=spec.sweep.judge_model, case_ids=[c.case_id for c in cases],
             host_version=rlm_host.__version__, instructions=_instructions(point, file),
-        )  # fmt: skip
+        )
         run = {**point.run, "labels": {**loaded.settings.run.labels, **point.run.get("labels", {}),
                                        "sweep_id": sweep_id, "sweep_point": point.key, "repeat": str(point.repeat)}}
         if manifest.instructions is not None:
@@ -78,22 +78,22 @@ def plan_sweep(spec: SweepFile, file: Path, runner: Any, *, executor: str = "loc
         loaded.with_run(run)  # a bad [run] value fails now, named, not in every worker
         manifests[manifest.benchmark_id] = manifest
         records.append(PointRecord(key=point.key, benchmark_id=manifest.benchmark_id, point=point.to_json(),
-                                   cases=len(cases)))  # fmt: skip
+                                   cases=len(cases)))
         items[manifest.benchmark_id] = _items(sweep_id, manifest, [c.case_id for c in cases], packs, run,
-                                              config_file, Path(runner.home), executor, trust)  # fmt: skip
+                                              config_file, Path(runner.home), executor, trust)
     record = SweepRecord(sweep_id=sweep_id, name=spec.sweep.name, file=str(file), executor=executor,
-                         spec=spec.model_dump(mode="json"), points=records)  # fmt: skip
+                         spec=spec.model_dump(mode="json"), points=records)
     return Plan(record, items, manifests)
 
 
 def _items(sweep_id: str, manifest: Manifest, case_ids: list[str], packs: list[str], run: dict[str, Any],
-           config_file: Optional[Path], home: Path, executor: str, trust: bool) -> list[SweepItem]:  # fmt: skip
+           config_file: Optional[Path], home: Path, executor: str, trust: bool) -> list[SweepItem]:
     """The work items of a point's cases (what ``run_item`` needs, anywhere)."""
     shared = manifest.model_dump(mode="json")  # one dict for the point's cases (an executor sends it once)
     return [SweepItem(benchmark_id=manifest.benchmark_id, case_id=case_id, manifest=shared, run=run, sweep_id=sweep_id,
                       packs=tuple(packs), config_file=str(config_file.resolve()) if config_file else None,
                       cwd=os.getcwd(), home=str(home.resolve()), ship_trajectory=executor != "local", trust=trust)
-            for case_id in case_ids]  # fmt: skip
+            for case_id in case_ids]
 
 
 def _instructions(point: Point, file: Path) -> Optional[str]:
@@ -129,7 +129,7 @@ def _check_names(spec: SweepFile, host: Any) -> None:
 
 
 def resume_plan(store: SweepStore, ref: str, *, executor: str = "local", config_file: Optional[Path] = None,
-                trust: bool = False, host: Any = None) -> Plan:  # fmt: skip
+                trust: bool = False, host: Any = None) -> Plan:
     """The cases of a recorded sweep that have no saved result yet (their items rebuilt from the record). A record
     or manifest this user's rlm did not sign is screened (``trust``: ``--trust-config`` takes them as they are);
     the secrets a record masks are read again from its sweep file."""
@@ -151,10 +151,10 @@ def resume_plan(store: SweepStore, ref: str, *, executor: str = "local", config_
         done = store.bench.load_cases(point.benchmark_id)
         run = json.loads(json.dumps(Point.from_json(point.point).run))
         run = {**run, "labels": {**run.get("labels", {}), "sweep_id": record.sweep_id, "sweep_point": point.key,
-                                 "repeat": str(point.point.get("repeat", 1))}}  # fmt: skip
+                                 "repeat": str(point.point.get("repeat", 1))}}
         if manifest.instructions is not None:
             run["instructions"] = manifest.instructions
         items[point.benchmark_id] = _items(record.sweep_id, manifest, [c for c in manifest.case_ids if c not in done],
-                                           packs, run, config_file, store.root.parent, executor, trust)  # fmt: skip
+                                           packs, run, config_file, store.root.parent, executor, trust)
     record.executor, record.status, record.stopped = executor, "running", None
     return Plan(record, items, manifests)

@@ -133,7 +133,7 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, ray: Any, options: RayOptions, *, owns_cluster: bool, address: str = "",
-                 restore_env: Optional[dict[str, Optional[str]]] = None) -> None:  # fmt: skip
+                 restore_env: Optional[dict[str, Optional[str]]] = None) -> None:
         self.ray = ray
         self.options = options
         self.capacity = options.max_in_flight
@@ -150,7 +150,7 @@ class RayExecutor:
             "num_cpus": options.num_cpus, "num_gpus": options.num_gpus, "max_retries": options.max_retries,
             "retry_exceptions": False,  # a Python exception is this case's answer on that node, not a crash
             "scheduling_strategy": "SPREAD",
-        }  # fmt: skip
+        }
         if options.resources:
             task_options["resources"] = dict(options.resources)
         if options.runtime_env:
@@ -185,7 +185,7 @@ class RayExecutor:
         try:
             if address is None:
                 ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False,
-                         object_store_memory=LOCAL_OBJECT_STORE, _node_ip_address="127.0.0.1", **quiet)  # fmt: skip
+                         object_store_memory=LOCAL_OBJECT_STORE, _node_ip_address="127.0.0.1", **quiet)
             else:
                 _join(ray, address, quiet)
         except Exception as exc:  # noqa: BLE001 - every way of failing to start or join is one clear error
@@ -195,9 +195,9 @@ class RayExecutor:
             except Exception:  # noqa: BLE001
                 pass
             raise _join_error(address, exc, token=token_available(),
-                              imported_before=already is not None and "RAY_AUTH_MODE" in extra) from None  # fmt: skip
+                              imported_before=already is not None and "RAY_AUTH_MODE" in extra) from None
         executor = cls(ray, opts, owns_cluster=address is None, address=address or "local",
-                       restore_env=restore)  # fmt: skip
+                       restore_env=restore)
         executor._joined = True
         executor._messages_to_stderr()
         try:
@@ -211,7 +211,7 @@ class RayExecutor:
         """Some node must have what one case reserves, or its tasks wait forever: an error on the private local
         Ray; a warning on a joined cluster (an autoscaler may still add such a node)."""
         demand = {"CPU": self.options.num_cpus, **({"GPU": self.options.num_gpus} if self.options.num_gpus else {}),
-                  **self.options.resources}  # fmt: skip
+                  **self.options.resources}
         try:
             nodes = [n for n in self.ray.nodes() if n.get("Alive")]
         except Exception:  # noqa: BLE001 - Ray Client and old versions: no check
@@ -300,7 +300,7 @@ class RayExecutor:
             self.ray.get(self._flag.set.remote(), timeout=10)
         except Exception as exc:  # noqa: BLE001 - the cases then end with the job when the driver leaves
             say(f"warning: could not tell the cluster to cancel the running cases: {exc}", event="ray cancel failed",
-                level="warning")  # fmt: skip
+                level="warning")
 
     def close(self) -> None:
         """Disconnect (and stop the private local Ray, if this executor started it). The cancel flag goes when
@@ -330,7 +330,7 @@ def _start_cancel_flag(ray: Any, capacity: int) -> Any:
     that node can take it: it then lives as long as the driver does."""
     try:
         options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": max(1000, 2 * capacity + 100),
-                                   "max_restarts": -1, "max_task_retries": -1}  # fmt: skip
+                                   "max_restarts": -1, "max_task_retries": -1}
         try:
             node = ray.get_runtime_context().get_node_id()
             strategies = ray.util.scheduling_strategies  # loaded with ray
@@ -341,7 +341,7 @@ def _start_cancel_flag(ray: Any, capacity: int) -> Any:
     except Exception as exc:  # noqa: BLE001 - the sweep runs; a cancel then ends its cases with the job
         say(f"warning: no cancel flag on the Ray cluster ({type(exc).__name__}: {_first_line(exc)}); Ctrl-C "
             "will stop the running cases only when the driver disconnects", event="ray no cancel flag",
-            level="warning")  # fmt: skip
+            level="warning")
         return None
 
 
@@ -501,7 +501,7 @@ def _error_result(item: Optional[SweepItem], where: str, exc: BaseException) -> 
                         status="error",
                         termination_reason="error", error=f"on node {where}: {type(exc).__name__}: {_gist(exc)}",
                         model=manifest.get("model") or "", sandbox=manifest.get("sandbox") or "",
-                        environment=manifest.get("environment") or "")  # fmt: skip
+                        environment=manifest.get("environment") or "")
     return {"result": result.model_dump(mode="json"), "node": where.split(" (pid")[0]}
 
 
@@ -516,12 +516,12 @@ def _join_error(address: Optional[str], exc: BaseException, *, token: bool, impo
         return RayUnavailable(f"the Ray cluster at {address} refused this driver's token (or the lack of one): "
                               f"{_first_line(refused).split(' Note:')[0]}",
                               hint="give this driver the cluster's token: RAY_AUTH_TOKEN=$(ray get-auth-token) "
-                                   "run on the head, or its ~/.ray/auth_token copied here")  # fmt: skip
+                                   "run on the head, or its ~/.ray/auth_token copied here")
     detail = _first_line(exc)
     if address is None:
         return RayUnavailable(f"could not start a local Ray for the sweep: {type(exc).__name__}: {detail}",
                               hint="see Ray's logs under /tmp/ray/session_latest/logs, or join a running "
-                                   "cluster with --address")  # fmt: skip
+                                   "cluster with --address")
     hint = "check the address (ray status on the head shows it; ray:// needs the head's client server port)"
     if os.environ.get("RAY_AUTH_MODE", "").lower() != "token" and not token:
         hint += ("; if the cluster uses token authentication (Ray's default for clusters that ray.init starts, "
@@ -551,5 +551,5 @@ def _join(ray: Any, address: str, quiet: dict[str, Any], attempts: int = 4) -> N
             except Exception:  # noqa: BLE001 - nothing was connected
                 pass
             say(f"ray: {address} did not answer in time; trying again ({attempt + 1} of {attempts})",
-                event="ray join retried", address=address)  # fmt: skip
+                event="ray join retried", address=address)
             time.sleep(3 * attempt)

@@ -86,12 +86,12 @@ class SweepStore:
         if len(chosen) != 1:
             known = ", ".join(p.stem for p in found[-5:]) or "none yet"
             raise InputError(f"no sweep {ref!r}" if not chosen else f"sweep id {ref!r} is ambiguous",
-                             hint=f"sweeps in {self.root}: {known}")  # fmt: skip
+                             hint=f"sweeps in {self.root}: {known}")
         path = chosen[0]
         record, signed = load_signed(SWEEP_KIND, path, SweepRecord, "a sweep record", InputError)
         if checked_id(record.sweep_id, "sweep") != path.stem:
             raise InputError(f"{path} names another sweep: {record.sweep_id!r}",
-                             hint="a sweep record's sweep_id is the name of its file")  # fmt: skip
+                             hint="a sweep record's sweep_id is the name of its file")
         for point in record.points:
             checked_id(point.benchmark_id, "bench")
         return Stored(record, path, signed)

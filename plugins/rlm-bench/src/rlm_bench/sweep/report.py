@@ -31,7 +31,7 @@ from rlm_bench.sweep.file import AXES
 
 FORMATS = ("md", "markdown", "html")
 AXIS_TITLES = {"preset": "Preset", "model": "Model", "framework": "Framework", "environment": "Environment",
-               "sandbox": "Sandbox", "instructions": "Instructions"}  # fmt: skip
+               "sandbox": "Sandbox", "instructions": "Instructions"}
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -93,7 +93,7 @@ def row(label: str, points: Sequence[PointData]) -> Row:
                cost_per_case=sum(costs) / len(costs) if costs else None,
                priced=bool(cases) and len(costs) == len(cases), tokens=sum(c.tokens.total for c in cases),
                p50=percentile(durations, 50) if durations else None,
-               p90=percentile(durations, 90) if durations else None)  # fmt: skip
+               p90=percentile(durations, 90) if durations else None)
 
 
 @dataclass
@@ -161,9 +161,9 @@ def load(store: Any, ref: str) -> SweepData:
             "environment": axis.get("environment") or "(each case's own)",
             "sandbox": axis.get("sandbox") or next((c.sandbox for c in cases if c.sandbox), "(configured)"),
             "instructions": _instructions_label(axis.get("instructions")),
-        }  # fmt: skip
+        }
         points.append(PointData(key=point.key, benchmark_id=point.benchmark_id, values=values,
-                                repeat=int(axis.get("repeat", 1)), planned=point.cases, cases=cases))  # fmt: skip
+                                repeat=int(axis.get("repeat", 1)), planned=point.cases, cases=cases))
     return SweepData(record=record, points=points, record_path=store.path(record.sweep_id))
 
 
@@ -173,7 +173,7 @@ def latency_stats(cases: Iterable[CaseResult]) -> Optional[dict[str, float]]:
         return None
     return {"n": len(durations), "min": durations[0], "p25": percentile(durations, 25),
             "p50": percentile(durations, 50), "p75": percentile(durations, 75), "p90": percentile(durations, 90),
-            "max": durations[-1]}  # fmt: skip
+            "max": durations[-1]}
 
 
 def status_lines(data: SweepData) -> list[tuple[str, str]]:
@@ -185,7 +185,7 @@ def status_lines(data: SweepData) -> list[tuple[str, str]]:
            ("spent", f"${r.spent_cost:.4f}, {r.spent_tokens:,} tokens"),
            ("executor", r.executor), ("file", r.file or "-"),
            ("started", f"{r.started_at:%Y-%m-%d %H:%M:%S} UTC, last update {r.updated_at:%Y-%m-%d %H:%M:%S} UTC"),
-           ("points", f"{len(data.points)} ({sum(p.partial for p in data.points)} partial)")]  # fmt: skip
+           ("points", f"{len(data.points)} ({sum(p.partial for p in data.points)} partial)")]
     if r.stopped:
         out.append(("stopped", r.stopped))
     elif r.status == "interrupted":
@@ -221,7 +221,7 @@ ROW_HEAD = ("cases", "completion", "mean score", "cost/case", "tokens", "p50 s",
 def _row_cells(r: Row) -> tuple[str, ...]:
     cost = _cost(r.cost_per_case) + ("" if r.priced or r.cost_per_case is None else " (some unpriced)")
     return (_cases_cell(r), pct(r.completion), num(r.accuracy), cost, f"{r.tokens:,}", _seconds(r.p50),
-            _seconds(r.p90))  # fmt: skip
+            _seconds(r.p90))
 
 
 def _md_table(first: str, rows: Sequence[Row]) -> list[str]:
@@ -239,14 +239,14 @@ def markdown(data: SweepData) -> str:
         lines += ["", f"## By {axis}", "", *_md_table(axis, data.rows(axis))]
     lines += ["", "## Model × framework", "", "mean score against mean cost per case (tokens per case when some "
               "case has no cost)", "",
-              *_md_table("model × framework", [row(n, ps) for n, ps in data.series()])]  # fmt: skip
+              *_md_table("model × framework", [row(n, ps) for n, ps in data.series()])]
     lines += ["", "## Latency per framework (s)", "", "| framework | cases | min | p25 | p50 | p75 | p90 | max |",
-              "| --- |" + " ---: |" * 7]  # fmt: skip
+              "| --- |" + " ---: |" * 7]
     for name, points in data.groups(lambda p: p.values["framework"]):
         stats = latency_stats(c for p in points for c in p.cases)
         if stats:
             lines.append(f"| {_cell(name)} | {stats['n']} | " + " | ".join(
-                f"{stats[k]:.2f}" for k in ("min", "p25", "p50", "p75", "p90", "max")) + " |")  # fmt: skip
+                f"{stats[k]:.2f}" for k in ("min", "p25", "p50", "p75", "p90", "max")) + " |")
         else:
             lines.append(f"| {_cell(name)} | 0 |" + " - |" * 6)
     lines += ["", "## Nodes", "", "| node | cases | failed | case seconds |", "| --- | ---: | ---: | ---: |"]
@@ -254,11 +254,11 @@ def markdown(data: SweepData) -> str:
     if not r.nodes:
         lines.append("| (none yet) | 0 | 0 | 0.00 |")
     lines += ["", "## Points", "", "| point | benchmark | state | " + " | ".join(ROW_HEAD) + " |",
-              "| --- | --- | --- |" + " ---: |" * len(ROW_HEAD)]  # fmt: skip
+              "| --- | --- | --- |" + " ---: |" * len(ROW_HEAD)]
     for p in data.points:
         state = "partial" if p.partial else "complete"
         lines.append(f"| {_cell(p.key)} | `{p.benchmark_id}` | {state} | "
-                     + " | ".join(_row_cells(row(p.key, [p]))) + " |")  # fmt: skip
+                     + " | ".join(_row_cells(row(p.key, [p]))) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -267,7 +267,7 @@ def markdown(data: SweepData) -> str:
 
 def _figure(title: str, parts: list[str], labels: Sequence[str] = ()) -> str:
     return (f'<figure><figcaption>{e(title)}</figcaption>{"".join(parts)}</svg>'
-            + (legend(labels) if labels else "") + "</figure>")  # fmt: skip
+            + (legend(labels) if labels else "") + "</figure>")
 
 
 def scatter_chart(data: SweepData) -> str:
@@ -294,7 +294,7 @@ def scatter_chart(data: SweepData) -> str:
         t = x_hi * k / 4
         anchor = "end" if k == 4 else "middle"
         parts.append(f'<text x="{px(t):.1f}" y="{MARGIN["top"] + plot_h + 16}" font-size="11" '
-                     f'text-anchor="{anchor}">{e(x_fmt(t))}</text>')  # fmt: skip
+                     f'text-anchor="{anchor}">{e(x_fmt(t))}</text>')
     parts.append(x_label(x_name))
     for i, r, x in shown:  # later series drawn smaller, so equal points show as rings
         assert x is not None and r.accuracy is not None
@@ -302,14 +302,14 @@ def scatter_chart(data: SweepData) -> str:
                      f'cy="{py(r.accuracy):.1f}" r="{max(3, 10 - 2 * i)}" fill="{color(i)}" stroke="#333" '
                      f'data-x="{x:.6g}" '
                      f'data-y="{r.accuracy:.6g}"><title>{e(r.label)}: mean score {r.accuracy:.3f}, {e(x_fmt(x))} '
-                     f"per case ({r.cases} cases)</title></circle></g>")  # fmt: skip
+                     f"per case ({r.cases} cases)</title></circle></g>")
     return _figure(title, parts, [r.label for _, r in rows])
 
 
 def latency_chart(data: SweepData) -> str:
     """A box plot of case latency per framework: whiskers min–max, box p25–p75, a line at the median, a tick at p90."""
     groups = [(name, latency_stats(c for p in points for c in p.cases))
-              for name, points in data.groups(lambda p: p.values["framework"])]  # fmt: skip
+              for name, points in data.groups(lambda p: p.values["framework"])]
     title = "Case latency per framework (s)"
     plot_w, plot_h = plot_size()
     top = max([s["max"] for _, s in groups if s] + [0.0]) * 1.1 or 1.0
@@ -323,7 +323,7 @@ def latency_chart(data: SweepData) -> str:
         centre = MARGIN["left"] + slot * (i + 0.5)
         half = min(slot * 0.3, 40)
         parts.append(f'<text x="{centre:.1f}" y="{MARGIN["top"] + plot_h + 16}" font-size="11" '
-                     f'text-anchor="middle">{e(name)}</text>')  # fmt: skip
+                     f'text-anchor="middle">{e(name)}</text>')
         if not s:
             continue
         c = color(i)
@@ -338,7 +338,7 @@ def latency_chart(data: SweepData) -> str:
             f'y2="{py(s["p90"]):.1f}" stroke="{c}" stroke-dasharray="3,2"/>'
             f'<title>{e(name)}: {s["n"]} cases, min {s["min"]:.2f} s, p25 {s["p25"]:.2f}, median {s["p50"]:.2f}, '
             f'p75 {s["p75"]:.2f}, p90 {s["p90"]:.2f}, max {s["max"]:.2f} s</title></g>'
-        )  # fmt: skip
+        )
     parts.append(x_label("framework (box: p25–p75, thick line: median, dashed: p90, whiskers: min–max)"))
     return _figure(title, parts)
 
@@ -359,13 +359,13 @@ def completion_chart(data: SweepData) -> str:
         width = min(slot * 0.6, 80)
         rate = r.completion or 0.0
         parts.append(f'<text x="{centre:.1f}" y="{MARGIN["top"] + plot_h + 16}" font-size="11" '
-                     f'text-anchor="middle">{e(r.label)}</text>')  # fmt: skip
+                     f'text-anchor="middle">{e(r.label)}</text>')
         parts.append(f'<rect class="bar" data-framework="{e(r.label)}" data-rate="{rate:.6g}" '
                      f'x="{centre - width / 2:.1f}" y="{py(rate):.1f}" width="{width:.1f}" '
                      f'height="{max(py(0) - py(rate), 0):.1f}" fill="{color(i)}"><title>{e(r.label)}: '
-                     f"{pct(r.completion)} of {r.cases} cases</title></rect>")  # fmt: skip
+                     f"{pct(r.completion)} of {r.cases} cases</title></rect>")
         parts.append(f'<text x="{centre:.1f}" y="{py(rate) - 4:.1f}" font-size="11" text-anchor="middle">'
-                     f"{e(pct(r.completion))}</text>")  # fmt: skip
+                     f"{e(pct(r.completion))}</text>")
     parts.append(x_label("framework"))
     return _figure(title, parts)
 
@@ -376,7 +376,7 @@ def _html_table(css_class: str, first: str, rows: Sequence[Row]) -> str:
         f'<tr class="{"partial" if r.partial_points else "complete"}"><td>{e(r.label)}</td>'
         + "".join(f'<td class="num">{e(v)}</td>' for v in _row_cells(r)) + "</tr>"
         for r in rows
-    )  # fmt: skip
+    )
     return f'<table class="{e(css_class)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -387,23 +387,23 @@ def render_html(data: SweepData) -> str:
     parts = [f'<table class="status" data-status="{e(r.status)}"><tbody>{status}</tbody></table>',
              '<div class="charts">', scatter_chart(data), latency_chart(data), completion_chart(data), "</div>",
              "<h2>Overall</h2>",
-             _html_table("axis axis-overall", "scope", [row("all points", data.points)])]  # fmt: skip
+             _html_table("axis axis-overall", "scope", [row("all points", data.points)])]
     for axis in data.axes():
         parts += [f"<h2>By {e(axis)}</h2>", _html_table(f"axis axis-{axis}", axis, data.rows(axis))]
     parts += ["<h2>Model × framework</h2>",
-              _html_table("series", "model × framework", [row(n, ps) for n, ps in data.series()])]  # fmt: skip
+              _html_table("series", "model × framework", [row(n, ps) for n, ps in data.series()])]
     nodes = "".join(f'<tr class="node"><td>{e(node)}</td><td class="num">{s.cases}</td><td class="num">{s.failed}'
                     f'</td><td class="num">{s.seconds:.2f}</td></tr>'
-                    for node, s in sorted(r.nodes.items()))  # fmt: skip
+                    for node, s in sorted(r.nodes.items()))
     parts += ["<h2>Nodes</h2>", '<table class="nodes"><thead><tr><th>node</th><th>cases</th><th>failed</th>'
-              f"<th>case seconds</th></tr></thead><tbody>{nodes}</tbody></table>"]  # fmt: skip
+              f"<th>case seconds</th></tr></thead><tbody>{nodes}</tbody></table>"]
     head = "".join(f"<th>{e(h)}</th>" for h in ("point", "benchmark", "state", *ROW_HEAD))
     body = "".join(
         f'<tr class="point {"partial" if p.partial else "complete"}" data-benchmark="{e(p.benchmark_id)}">'
         f"<td>{e(p.key)}</td><td>{e(p.benchmark_id)}</td><td>{'partial' if p.partial else 'complete'}</td>"
         + "".join(f'<td class="num">{e(v)}</td>' for v in _row_cells(row(p.key, [p]))) + "</tr>"
         for p in data.points
-    )  # fmt: skip
+    )
     parts += ["<h2>Points</h2>", f'<table class="points"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>']
     css = "table.status th { text-align: left; width: 90px; } tr.partial td:first-child { color: #a60; }"
     return page(title, "".join(parts), css)

@@ -52,12 +52,12 @@ def with_secrets(record: "SweepRecord") -> "SweepRecord":
         clear = spec.model_dump(mode="json")
         runs = {point.key: point.run for point in expand(spec)}
         if not same_but_masked(record.spec, clear) or not all(
-                same_but_masked(point.point.get("run"), runs.get(point.key)) for point in record.points):  # fmt: skip
+                same_but_masked(point.point.get("run"), runs.get(point.key)) for point in record.points):
             why = "says something else now"
     if why:
         raise InputError(f"sweep {record.sweep_id} masks a password or key in its record (none is stored in clear), "
                          f"and its sweep file {record.file}, where a resume reads it again, {why}",
-                         hint="put the sweep file back as it was, or start a new sweep from it")  # fmt: skip
+                         hint="put the sweep file back as it was, or start a new sweep from it")
     restored = record.model_copy(deep=True, update={"spec": clear})
     for point in restored.points:
         point.point["run"] = runs[point.key]

@@ -70,7 +70,7 @@ def _runner(item: SweepItem) -> Any:
             cwd = Path(item.cwd) if item.cwd and Path(item.cwd).is_dir() else None
             config = Path(item.config_file) if item.config_file else None
             loaded = load_settings(config_file=config if config and config.is_file() else None, cwd=cwd,
-                                   trust=item.trust)  # fmt: skip
+                                   trust=item.trust)
             loaded = loaded.with_run(item.run, {name: f"sweep file ({name})" for name in item.run})
             home = Path(item.home) if item.home and _writable(Path(item.home)) else None
             _CACHE[key] = RLMRunner(loaded=loaded, home=home)
@@ -124,7 +124,7 @@ def run_item(item: SweepItem, cancel: Optional[threading.Event] = None) -> dict[
         result = CaseResult(case_id=item.case_id, preset=manifest.preset, status="error", termination_reason="error",
                             error=error, model=manifest.model or "", sandbox=manifest.sandbox or "",
                             environment=manifest.environment or "",
-                            duration_s=round(time.monotonic() - started, 4))  # fmt: skip
+                            duration_s=round(time.monotonic() - started, 4))
     if result is None:
         return {"cancelled": True, "node": node}
     out: dict[str, Any] = {"result": result.model_dump(mode="json"), "node": node}

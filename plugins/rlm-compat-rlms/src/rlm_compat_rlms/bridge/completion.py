@@ -20,7 +20,7 @@ NO_QUESTION = "Answer the request contained in the context."
 
 
 def run_completion(front: Any, prompt: Any, root_prompt: Optional[str], root_client: Any,
-                   sub_client: Any) -> RLMChatCompletion:  # fmt: skip
+                   sub_client: Any) -> RLMChatCompletion:
     """Run ``front`` (an ``RLM``) over ``prompt`` with these clients; its answer, or rlms' exception."""
     from rlm_host.sdk.embedding import RLM as Engine
 
@@ -33,16 +33,16 @@ def run_completion(front: Any, prompt: Any, root_prompt: Optional[str], root_cli
         turn = Turn(question=root_prompt, setup_code=plan.setup_code)
     home = front._home
     connectors = {"root": connector_of(root_client, front._label(0), host, loaded, home),
-                  "sub": connector_of(sub_client, front._label(1), host, loaded, home)}  # fmt: skip
+                  "sub": connector_of(sub_client, front._label(1), host, loaded, home)}
     if sub_client is root_client:
         connectors["sub"] = connectors["root"]
     root_model = _model_name(front.backend_kwargs, connectors["root"])
     sub_model = _model_name(front.other_backend_kwargs[0], connectors["sub"]) if front.other_backends else root_model
     engine = Engine(settings=loaded, connectors=connectors, home=home)
     callbacks = Callbacks(front.on_subcall_start, front.on_subcall_complete, front.on_iteration_start,
-                          front.on_iteration_complete)  # fmt: skip
+                          front.on_iteration_complete)
     recorder = Recorder(turn=turn, callbacks=callbacks, model=root_model, logger=front.logger,
-                        printer=front.verbose)  # fmt: skip
+                        printer=front.verbose)
     if plan.notice and not front._noticed:
         front._noticed = True
         sys.stderr.write(f"! {plan.notice}\n")
@@ -59,7 +59,7 @@ def run_completion(front: Any, prompt: Any, root_prompt: Optional[str], root_cli
     try:
         answer = outcome(result, prompt=prompt, root_model=root_model, usage=usage, seconds=seconds,
                          partial_answer=turn.partial_answer, error_streak=turn.error_streak,
-                         limits=engine.loaded.settings.run, metadata=metadata)  # fmt: skip
+                         limits=engine.loaded.settings.run, metadata=metadata)
     except Exception as exc:
         front.verbose.print_limit_exceeded(result.termination_reason, str(exc))
         raise

@@ -34,7 +34,7 @@ class ClientConnector:
         self.provider = name.partition(":")[0] or "rlms"
 
     def complete(self, messages: list, *, timeout: Optional[float] = None, on_retry: Any = None,
-                 purpose: str = "turn", reply_format: Any = None) -> Any:  # fmt: skip
+                 purpose: str = "turn", reply_format: Any = None) -> Any:
         from rlm_host import ModelError
         from rlm_host.sdk.models import Completion, estimate_tokens
 
@@ -48,7 +48,7 @@ class ClientConnector:
         used_in, used_out = _last_usage(self.client)
         return Completion(text=text, model=self.name, seconds=time.monotonic() - started,
                           input_tokens=used_in if used_in is not None else estimate_tokens(sent),
-                          output_tokens=used_out if used_out is not None else estimate_tokens(text or ""))  # fmt: skip
+                          output_tokens=used_out if used_out is not None else estimate_tokens(text or ""))
 
 
 def _last_usage(client: Any) -> tuple[Optional[int], Optional[int]]:

@@ -26,7 +26,7 @@ UNCOUNTED_CALLS = 1_000_000_000
 ENVIRONMENT_KWARGS = ("setup_code", "image")
 NOT_A_BOUNDARY = ("environment={env!r} runs the model's code as full Python in rlm's process sandbox: a separate "
                   "process with your user's rights, NOT a security boundary (use environment='monty' or 'docker' "
-                  "for code you do not trust)")  # fmt: skip
+                  "for code you do not trust)")
 
 
 @dataclass
@@ -48,10 +48,10 @@ def sandbox_for(environment: Any, persistent: bool) -> str:
     if environment in UNAVAILABLE:
         if persistent:
             raise ValueError(f"persistent=True is not supported for environment type {environment!r}: "
-                             "rlm_compat_rlms has no such sandbox (use 'local', 'docker' or 'monty')")  # fmt: skip
+                             "rlm_compat_rlms has no such sandbox (use 'local', 'docker' or 'monty')")
         raise ValueError(f"environment {environment!r} is not available in rlm_compat_rlms: use 'local' (full Python, "
                          "rlm's process sandbox), 'docker' or 'monty' (rlm's sandboxes that are security "
-                         "boundaries)")  # fmt: skip
+                         "boundaries)")
     return FULL_PYTHON.get(environment, environment)
 
 
@@ -97,14 +97,14 @@ def plan_front(*, environment: str, environment_kwargs: Optional[dict[str, Any]]
                max_tokens: Optional[int], max_errors: Optional[int], custom_system_prompt: Optional[str],
                compaction: bool, compaction_threshold_pct: float, max_concurrent_subcalls: int, orchestrator: bool,
                user_prologue: Optional[str], configured: Any, custom_tools: Optional[dict[str, Any]] = None,
-               custom_sub_tools: Optional[dict[str, Any]] = None) -> FrontPlan:  # fmt: skip
+               custom_sub_tools: Optional[dict[str, Any]] = None) -> FrontPlan:
     """The plan of an ``RLM``; ``configured(name)`` says whether the user set run option ``name`` for rlm."""
     sandbox = sandbox_for(environment, persistent)
     kwargs = dict(environment_kwargs or {})
     unknown = sorted(set(kwargs) - set(ENVIRONMENT_KWARGS))
     if unknown or ("image" in kwargs and sandbox != "docker"):
         raise TypeError(f"environment_kwargs: {', '.join(unknown or ['image'])} not supported by rlm_compat_rlms for "
-                        f"environment {environment!r} (supported: setup_code; image with 'docker')")  # fmt: skip
+                        f"environment {environment!r} (supported: setup_code; image with 'docker')")
     setup_code = kwargs.get("setup_code")
     if setup_code is not None and not isinstance(setup_code, str):
         raise TypeError("environment_kwargs['setup_code'] must be Python source text")
@@ -112,10 +112,10 @@ def plan_front(*, environment: str, environment_kwargs: Optional[dict[str, Any]]
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"{name} must be an int, not {value!r}")
     run = {"environment": "rlms", "framework": "native", "sandbox": sandbox, "max_steps": max_iterations,
-           "max_depth": max(0, max_depth - depth - 1), "max_cost": max_budget, "max_tokens": max_tokens}  # fmt: skip
+           "max_depth": max(0, max_depth - depth - 1), "max_cost": max_budget, "max_tokens": max_tokens}
     labels = {"environment": "RLM(environment=…)", "framework": "RLM(…)", "sandbox": "RLM(environment=…)",
               "max_steps": "RLM(max_iterations=…)", "max_depth": "RLM(max_depth=…)",
-              "max_cost": "RLM(max_budget=…)", "max_tokens": "RLM(max_tokens=…)"}  # fmt: skip
+              "max_cost": "RLM(max_budget=…)", "max_tokens": "RLM(max_tokens=…)"}
     if max_timeout is not None or not configured("timeout"):
         run["timeout"] = max_timeout if max_timeout is not None else NO_LIMIT_SECONDS
         labels["timeout"] = "RLM(max_timeout=…)"
@@ -127,15 +127,15 @@ def plan_front(*, environment: str, environment_kwargs: Optional[dict[str, Any]]
         labels["max_llm_calls"] = "RLM(…)"
     loop = {"system_prompt": custom_system_prompt, "orchestrator": orchestrator, "user_prologue": user_prologue,
             "max_errors": max_errors, "compaction": compaction, "compaction_threshold": compaction_threshold_pct,
-            "max_concurrent_subcalls": max_concurrent_subcalls}  # fmt: skip
+            "max_concurrent_subcalls": max_concurrent_subcalls}
     names = {"system_prompt": "custom_system_prompt", "compaction_threshold": "compaction_threshold_pct"}
     overrides = {f"environment.rlms.{key}": (value, f"RLM({names.get(key, key)}=…)") for key, value in loop.items()
-                 if value is not None}  # fmt: skip
+                 if value is not None}
     if "image" in kwargs:
         overrides["sandbox.docker.image"] = (kwargs["image"], "RLM(environment_kwargs={'image': …})")
     tools, data_code = custom_tools_plan(custom_tools, where="custom_tools")
     sub_tools, _ = custom_tools_plan(custom_sub_tools if custom_sub_tools is not None else custom_tools,
-                                     where="custom_sub_tools")  # fmt: skip
+                                     where="custom_sub_tools")
     if tools:
         run["tools"], labels["tools"] = tools, "RLM(custom_tools=…)"
     if custom_tools is not None or custom_sub_tools is not None:

@@ -33,17 +33,17 @@ def usage_summary(result: Any, root_model: str, sub_model: str) -> UsageSummary:
 
 def outcome(result: Any, *, prompt: Any, root_model: str, usage: UsageSummary, seconds: float,
             partial_answer: Optional[str], error_streak: Any, limits: Any,
-            metadata: Optional[dict[str, Any]]) -> RLMChatCompletion:  # fmt: skip
+            metadata: Optional[dict[str, Any]]) -> RLMChatCompletion:
     """The completion of a finished run, or the exception its ending calls for (``limits``: the run's settings)."""
     reason = result.termination_reason
     if result.final_response is not None and reason in ("final", "max_steps", "max_llm_calls"):
         return RLMChatCompletion(root_model=root_model, prompt=prompt, response=result.final_response,
                                  usage_summary=usage, execution_time=seconds, metadata=metadata,
-                                 run=result)  # fmt: skip
+                                 run=result)
     detail = result.error or reason
     if reason == "timeout":
         raise TimeoutExceededError(result.duration_s, limits.timeout, partial_answer,
-                                   f"Timeout exceeded: {detail}")  # fmt: skip
+                                   f"Timeout exceeded: {detail}")
     if reason == "budget":
         tokens = usage.total_input_tokens + usage.total_output_tokens
         if limits.max_tokens is not None and tokens >= limits.max_tokens:
@@ -53,9 +53,9 @@ def outcome(result: Any, *, prompt: Any, root_model: str, usage: UsageSummary, s
         raise CancellationError(partial_answer, f"Execution cancelled: {detail}")
     if reason == "error" and error_streak is not None:
         raise ErrorThresholdExceededError(error_streak.count, error_streak.threshold, error_streak.last_error,
-                                          partial_answer, f"Error threshold exceeded: {detail}")  # fmt: skip
+                                          partial_answer, f"Error threshold exceeded: {detail}")
     raise RunFailedError(f"the run ended without an answer ({reason}): {detail} (trajectory: "
-                         f"{result.trajectory_path})", result, partial_answer)  # fmt: skip
+                         f"{result.trajectory_path})", result, partial_answer)
 
 
 __all__ = ["outcome", "usage_summary"]

@@ -44,7 +44,7 @@ class PersistentREPL:
         """The next completion's ``Turn``: every context and conversation so far, the variables to bind again."""
         return Turn(question=question, contexts=tuple(self.contexts), histories=tuple(self.histories),
                     variables=self.variables, keep_variables=True, not_carried=tuple(self.dropped),
-                    setup_code=setup_code)  # fmt: skip
+                    setup_code=setup_code)
 
     def keep(self, turn: Turn) -> None:
         """What a completion's run left: its variables (when its sandbox session got them back) and conversation."""

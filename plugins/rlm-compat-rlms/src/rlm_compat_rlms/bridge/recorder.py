@@ -95,11 +95,11 @@ class Recorder:
             marked = index < len(blocks_seen) and blocks_seen[index].get("final") is not None
             calls = [RLMChatCompletion.from_dict(call) for call in result.get("rlm_calls") or []]
             outcome = REPLResult(result["stdout"], result["stderr"], {}, result.get("execution_time"), calls,
-                                 final if marked else result.get("final_answer"))  # fmt: skip
+                                 final if marked else result.get("final_answer"))
             blocks.append(CodeBlock(block["code"], outcome))
         prompt = self.turn.prompts.get(entry["iteration"]) if self.turn is not None else None
         return RLMIteration(prompt if prompt is not None else entry["prompt"], entry["response"], blocks, final,
-                            entry.get("iteration_time"))  # fmt: skip
+                            entry.get("iteration_time"))
 
     def _call(self, name: str, *args: Any) -> None:
         callback = getattr(self.callbacks, name)

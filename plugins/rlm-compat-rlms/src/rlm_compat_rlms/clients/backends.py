@@ -73,14 +73,14 @@ def check_kwargs(backend: Backend, kwargs: dict[str, Any], where: str = "backend
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise TypeError(f"{where} for backend {backend.name!r}: {', '.join(unknown)} not supported by rlm_compat_rlms "
-                        f"(supported: {', '.join(allowed)})")  # fmt: skip
+                        f"(supported: {', '.join(allowed)})")
     sampling = kwargs.get("sampling_args") or {}
     if not isinstance(sampling, dict):
         raise TypeError(f"{where}['sampling_args'] must be a dict")
     unsent = sorted(set(sampling) - set(SAMPLING_ARGS))
     if unsent:
         raise TypeError(f"{where}['sampling_args']: {', '.join(unsent)} not supported by rlm_compat_rlms (rlm's "
-                        f"connectors send {', '.join(SAMPLING_ARGS)})")  # fmt: skip
+                        f"connectors send {', '.join(SAMPLING_ARGS)})")
     check_named(kwargs, where)
 
 
@@ -99,7 +99,7 @@ def options_of(kwargs: dict[str, Any]) -> "ModelOptions":
 
     sampling = dict(kwargs.get("sampling_args") or {})
     given = {"api_key": kwargs.get("api_key"), "base_url": kwargs.get("base_url"), "timeout": kwargs.get("timeout"),
-             "max_retries": kwargs.get("max_retries"), **sampling}  # fmt: skip
+             "max_retries": kwargs.get("max_retries"), **sampling}
     return ModelOptions(**{name: value for name, value in given.items() if value is not None})
 
 
@@ -128,7 +128,7 @@ def service_connector(backend: Backend, kwargs: dict[str, Any], environ: Optiona
         endpoint = kwargs.get("azure_endpoint") or env.get("AZURE_OPENAI_ENDPOINT") or kwargs.get("base_url")
         if not endpoint:
             raise ModelError("azure_openai needs its endpoint: backend_kwargs['azure_endpoint'] or "
-                             "AZURE_OPENAI_ENDPOINT (https://RESOURCE.openai.azure.com)")  # fmt: skip
+                             "AZURE_OPENAI_ENDPOINT (https://RESOURCE.openai.azure.com)")
         endpoint = endpoint.rstrip("/")
         base_url = endpoint if endpoint.endswith("/openai/v1") else f"{endpoint}/openai/v1"
     if not model:
@@ -184,13 +184,13 @@ def _service_class() -> Any:
 
 
 def provider_connector(backend: Backend, kwargs: dict[str, Any], host: Any, settings: Any,
-                       home: Any) -> "ModelConnector":  # fmt: skip
+                       home: Any) -> "ModelConnector":
     """The connector of a provider backend, built by rlm's provider plugin as a run builds one."""
     from rlm_host.sdk.models import resolve_connector
 
     return resolve_connector(model_string(backend, kwargs), host=host, settings=settings, options=options_of(kwargs),
-                             home=home)  # fmt: skip
+                             home=home)
 
 
 __all__ = ["BACKENDS", "Backend", "backend_named", "check_kwargs", "check_named", "options_of", "model_string",
-           "service_connector", "provider_connector"]  # fmt: skip
+           "service_connector", "provider_connector"]

@@ -19,7 +19,7 @@ class BaseLM(ABC):
     """A model client: ``completion`` / ``acompletion``, and its usage (all calls, and the last one)."""
 
     def __init__(self, model_name: Optional[str], timeout: float = DEFAULT_TIMEOUT,
-                 sampling_args: Optional[dict[str, Any]] = None, **kwargs: Any):  # fmt: skip
+                 sampling_args: Optional[dict[str, Any]] = None, **kwargs: Any):
         self.model_name = model_name
         self.timeout = timeout
         self.sampling_args: dict[str, Any] = dict(sampling_args or {})

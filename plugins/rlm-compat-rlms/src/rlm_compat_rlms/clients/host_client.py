@@ -24,7 +24,7 @@ class HostClient(BaseLM):
         kwargs = dict(backend_kwargs or {})
         check_kwargs(self.backend, kwargs, f"backend_kwargs for {backend!r}")
         super().__init__(kwargs.get("model_name"), timeout=kwargs.get("timeout") or DEFAULT_TIMEOUT,
-                         sampling_args=kwargs.get("sampling_args"))  # fmt: skip
+                         sampling_args=kwargs.get("sampling_args"))
         self.backend_kwargs = kwargs
         self._connector: Any = None
         self._lock = threading.Lock()

@@ -107,7 +107,7 @@ class RLM:
                                    max_iterations=max_iterations, backend=backend,
                                    backend_kwargs=_without_secrets(self.backend_kwargs), environment_type=environment,
                                    environment_kwargs=_without_secrets(self.environment_kwargs),
-                                   other_backends=other_backends)  # fmt: skip
+                                   other_backends=other_backends)
             if logger is not None:
                 logger.log_metadata(metadata)
             self.verbose.print_metadata(metadata)
@@ -180,11 +180,11 @@ class RLM:
                           max_concurrent_subcalls=self.max_concurrent_subcalls, orchestrator=self.orchestrator,
                           user_prologue=self.user_prologue, custom_tools=self.custom_tools,
                           custom_sub_tools=self.custom_sub_tools,
-                          configured=lambda name: base.loaded.source_of(f"run.{name}") != "default")  # fmt: skip
+                          configured=lambda name: base.loaded.source_of(f"run.{name}") != "default")
         host = base.host
         if "rlms" not in [spec.name for spec in host.environments()]:
             raise ConfigError("the rlms environment is not registered: rlm-compat-rlms is installed but not loaded",
-                              hint="RLM_PLUGINS must name rlm-compat-rlms when it is set")  # fmt: skip
+                              hint="RLM_PLUGINS must name rlm-compat-rlms when it is set")
         host.sandboxes().get(plan.sandbox)  # a sandbox no plugin provides: named now, with the installed ones
         loaded = load_settings(overrides=plan.overrides, host=host).with_run(plan.run_options, plan.labels)
         return plan, loaded, host
@@ -204,7 +204,7 @@ class RLM:
         last = client.get_last_usage()
         usage = UsageSummary({self._root_model: last} if isinstance(last, ModelUsageSummary) else {})
         return RLMChatCompletion(root_model=self._root_model, prompt=prompt, response=response, usage_summary=usage,
-                                 execution_time=time.perf_counter() - started)  # fmt: skip
+                                 execution_time=time.perf_counter() - started)
 
 
 def _check_prompt(prompt: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal, Optional
 
 #: The backends ``RLM(backend=...)`` takes (rlms' names, and ``litellm`` that earlier versions of this layer took).
 ClientBackend = Literal["openai", "portkey", "openrouter", "vercel", "vllm", "anthropic", "azure_openai", "gemini",
-                        "litellm"]  # fmt: skip
+                        "litellm"]
 #: rlms' environment names; rlm's own sandbox names (``monty``, ``process``, ``docker``…) are accepted too.
 EnvironmentType = Literal["local", "ipython", "docker", "modal", "prime", "daytona", "e2b", "monty", "process"]
 
@@ -49,7 +49,7 @@ class ModelUsageSummary:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"total_calls": self.total_calls, "total_input_tokens": self.total_input_tokens,
-                               "total_output_tokens": self.total_output_tokens}  # fmt: skip
+                               "total_output_tokens": self.total_output_tokens}
         if self.total_cost is not None:
             out["total_cost"] = self.total_cost
         return out
@@ -58,7 +58,7 @@ class ModelUsageSummary:
     def from_dict(cls, data: dict[str, Any]) -> "ModelUsageSummary":
         return cls(total_calls=data.get("total_calls", 0), total_input_tokens=data.get("total_input_tokens", 0),
                    total_output_tokens=data.get("total_output_tokens", 0),
-                   total_cost=data.get("total_cost"))  # fmt: skip
+                   total_cost=data.get("total_cost"))
 
 
 def added(first: ModelUsageSummary, second: ModelUsageSummary) -> ModelUsageSummary:
@@ -90,7 +90,7 @@ class UsageSummary:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"model_usage_summaries": {name: usage.to_dict() for name, usage in
-                                                         self.model_usage_summaries.items()}}  # fmt: skip
+                                                         self.model_usage_summaries.items()}}
         if self.total_cost is not None:
             out["total_cost"] = self.total_cost
         return out
@@ -117,7 +117,7 @@ class RLMChatCompletion:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"root_model": self.root_model, "prompt": self.prompt, "response": self.response,
-               "usage_summary": self.usage_summary.to_dict(), "execution_time": self.execution_time}  # fmt: skip
+               "usage_summary": self.usage_summary.to_dict(), "execution_time": self.execution_time}
         if self.metadata is not None:
             out["metadata"] = self.metadata
         if self.error is not None:
@@ -129,7 +129,7 @@ class RLMChatCompletion:
         return cls(root_model=data.get("root_model", ""), prompt=data.get("prompt"), response=data.get("response", ""),
                    usage_summary=UsageSummary.from_dict(data.get("usage_summary") or {}),
                    execution_time=data.get("execution_time", 0.0), metadata=data.get("metadata"),
-                   error=data.get("error"))  # fmt: skip
+                   error=data.get("error"))
 
 
 class REPLResult:
@@ -137,7 +137,7 @@ class REPLResult:
     out of the sandbox), its time, the sub-calls it made and the final answer it gave, if any."""
 
     def __init__(self, stdout: str, stderr: str, locals: dict[str, Any], execution_time: Optional[float] = None,
-                 rlm_calls: Optional[list[RLMChatCompletion]] = None, final_answer: Optional[str] = None):  # fmt: skip
+                 rlm_calls: Optional[list[RLMChatCompletion]] = None, final_answer: Optional[str] = None):
         self.stdout = stdout
         self.stderr = stderr
         self.locals = locals
@@ -147,7 +147,7 @@ class REPLResult:
 
     def __repr__(self) -> str:
         return (f"REPLResult(stdout={self.stdout}, stderr={self.stderr}, locals={self.locals}, "
-                f"execution_time={self.execution_time}, rlm_calls={len(self.rlm_calls)})")  # fmt: skip
+                f"execution_time={self.execution_time}, rlm_calls={len(self.rlm_calls)})")
 
     __str__ = __repr__
 
@@ -155,7 +155,7 @@ class REPLResult:
         return {"stdout": self.stdout, "stderr": self.stderr,
                 "locals": {name: _serialize_value(value) for name, value in self.locals.items()},
                 "execution_time": self.execution_time, "rlm_calls": [call.to_dict() for call in self.rlm_calls],
-                "final_answer": self.final_answer}  # fmt: skip
+                "final_answer": self.final_answer}
 
 
 @dataclass
@@ -182,7 +182,7 @@ class RLMIteration:
     def to_dict(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "response": self.response,
                 "code_blocks": [block.to_dict() for block in self.code_blocks], "final_answer": self.final_answer,
-                "iteration_time": self.iteration_time}  # fmt: skip
+                "iteration_time": self.iteration_time}
 
 
 @dataclass
@@ -204,7 +204,7 @@ class RLMMetadata:
                 "backend_kwargs": {k: _serialize_value(v) for k, v in self.backend_kwargs.items()},
                 "environment_type": self.environment_type,
                 "environment_kwargs": {k: _serialize_value(v) for k, v in self.environment_kwargs.items()},
-                "other_backends": self.other_backends}  # fmt: skip
+                "other_backends": self.other_backends}
 
 
 class QueryMetadata:
@@ -231,7 +231,7 @@ class QueryMetadata:
 
     def __repr__(self) -> str:
         return (f"QueryMetadata(context_type={self.context_type!r}, context_total_length={self.context_total_length},"
-                f" context_lengths={self.context_lengths})")  # fmt: skip
+                f" context_lengths={self.context_lengths})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, QueryMetadata) and vars(self) == vars(other)
@@ -248,4 +248,4 @@ def _length(part: Any) -> int:
 
 
 __all__ = ["ClientBackend", "EnvironmentType", "ModelUsageSummary", "UsageSummary", "RLMChatCompletion", "REPLResult",
-           "CodeBlock", "RLMIteration", "RLMMetadata", "QueryMetadata"]  # fmt: skip
+           "CodeBlock", "RLMIteration", "RLMMetadata", "QueryMetadata"]

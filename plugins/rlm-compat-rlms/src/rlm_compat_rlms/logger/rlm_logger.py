@@ -43,7 +43,7 @@ class RLMLogger:
         """Keep one root iteration, numbered from 1 within the current completion."""
         with self._lock:
             entry = {"type": "iteration", "iteration": len(self._iterations) + 1,
-                     "timestamp": datetime.now().isoformat(), **iteration.to_dict()}  # fmt: skip
+                     "timestamp": datetime.now().isoformat(), **iteration.to_dict()}
             self._iterations.append(entry)
             self._append(entry)
 

@@ -25,7 +25,7 @@ class VerbosePrinter:
     def print_metadata(self, metadata: RLMMetadata) -> None:
         self._say(f"RLM  model={metadata.root_model} backend={metadata.backend} environment="
                   f"{metadata.environment_type} max_iterations={metadata.max_iterations} "
-                  f"max_depth={metadata.max_depth}")  # fmt: skip
+                  f"max_depth={metadata.max_depth}")
 
     def print_iteration(self, iteration: RLMIteration, number: int) -> None:
         seconds = f" · {iteration.iteration_time:.2f}s" if iteration.iteration_time is not None else ""
@@ -45,7 +45,7 @@ class VerbosePrinter:
     def print_summary(self, iterations: int, seconds: float, usage: dict[str, Any]) -> None:
         models = usage.get("model_usage_summaries", {})
         tokens = ", ".join(f"{name} {u.get('total_input_tokens', 0):,} in / {u.get('total_output_tokens', 0):,} out"
-                           for name, u in models.items())  # fmt: skip
+                           for name, u in models.items())
         self._say(f"   {iterations} iteration(s) · {seconds:.1f}s" + (f" · {tokens}" if tokens else ""))
 
     def print_limit_exceeded(self, kind: str, detail: str) -> None:

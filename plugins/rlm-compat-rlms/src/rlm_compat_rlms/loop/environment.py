@@ -61,7 +61,7 @@ class RlmsEnvironment:
         calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
         recursion = Recursion(self.ctx, calls, self.settings.max_concurrent_subcalls)
         session.register_functions({"llm_query": calls.llm_query, "llm_query_batched": calls.llm_query_batched,
-                                    **recursion.functions(), **calls.tools.functions()})  # fmt: skip
+                                    **recursion.functions(), **calls.tools.functions()})
         contexts = self._bind_names(session)
         if calls.tools.tools:  # custom_tools: each a function of its name (the host's bridge), listed in the prompt
             defined = session.execute(calls.tools.source())
@@ -72,14 +72,14 @@ class RlmsEnvironment:
             if not result.ok:
                 raise RlmError(f"environment_kwargs['setup_code'] failed: {result.error or 'it timed out'}")
         system = prompts.system_prompt(self.settings.system_prompt, self.settings.orchestrator, self.ctx.instructions,
-                                       tools_prompt(self.ctx.tools))  # fmt: skip
+                                       tools_prompt(self.ctx.tools))
         first = prompts.opening(self._question(), contexts[-1], self.settings.user_prologue)
         self.conversation = [{"role": "system", "content": system}, {"role": "user", "content": first}]
         if self.turn is not None:
             self.turn.conversation = self.conversation
         if self.settings.compaction:
             self.compactor = ChatCompactor(_Windowed(self.ctx.root, self.settings.context_window),
-                                           threshold=self.settings.compaction_threshold)  # fmt: skip
+                                           threshold=self.settings.compaction_threshold)
 
     def _bind_names(self, session: Any) -> list[Any]:
         """``context`` / ``context_N``, ``history`` / ``history_N`` and ``answer`` in the REPL; the contexts."""
@@ -109,7 +109,7 @@ class RlmsEnvironment:
         prompt = prompts.turn_prompt(step, self.ctx.max_steps, self.contexts, self.histories)
         if step == 1 and self.turn is not None and self.turn.not_carried:
             prompt += (" Not carried over from earlier completions (only data is; rebuild them if you need them): "
-                       f"{', '.join(self.turn.not_carried)}.")  # fmt: skip
+                       f"{', '.join(self.turn.not_carried)}.")
         self._say("\n\n".join(part for part in (self.pending, prompt) if part))
         self.pending = ""
         shown = self._shown()
@@ -125,7 +125,7 @@ class RlmsEnvironment:
             detail = reply.raw.get("malformed", "the reply was empty")
             self.pending = f"Your reply was empty ({detail})."
             return ActionResult(action="malformed_reply", observation={"error": detail},
-                                reward=-rewards.no_action_penalty)  # fmt: skip
+                                reward=-rewards.no_action_penalty)
         if self.turn is not None:
             self.turn.partial_answer = text
         parsed = read_reply(text)
@@ -155,7 +155,7 @@ class RlmsEnvironment:
             if self.turn is not None:
                 self.turn.final_answer = answer
             return ActionResult(action="final", observation=observation, reward=rewards.final_reward, done=True,
-                                final_response=answer, code=ran_code)  # fmt: skip
+                                final_response=answer, code=ran_code)
         outputs = [self._output(result) for result in results]
         self.pending = "\n\n".join([prompts.repl_output(outputs)] * bool(outputs) + notes)
         self._count_failures(results)
@@ -223,7 +223,7 @@ class RlmsEnvironment:
             value = self.session.get_variable(argument)
         except KeyError:
             return None, (f"FINAL_VAR({argument}) failed: there is no variable named {argument!r} in the REPL "
-                          "(SHOW_VARS() lists them).")  # fmt: skip
+                          "(SHOW_VARS() lists them).")
         return (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)), None
 
     def _output(self, result: Any) -> str:
@@ -244,7 +244,7 @@ class RlmsEnvironment:
         if self.turn is not None:
             self.turn.error_streak = ErrorStreak(self.failures_in_a_row, limit, error)
         raise ErrorThresholdReached(f"{self.failures_in_a_row} iterations in a row had failing code (max_errors "
-                                    f"{limit}); the last error: {truncate(error, 500)}")  # fmt: skip
+                                    f"{limit}); the last error: {truncate(error, 500)}")
 
     def _model_for(self, model: Optional[str]) -> Any:
         return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
@@ -272,7 +272,7 @@ def _final_text(final: Any) -> str:
 def _block_record(code: str, result: Any, answer: Optional[str]) -> dict[str, Any]:
     """A block as the step's observation keeps it (what ``rlm runs show`` and the rlms exporter read)."""
     record: dict[str, Any] = {"code": code, "stdout": truncate(result.stdout, 4000),
-                              "duration_s": round(result.duration_s, 4)}  # fmt: skip
+                              "duration_s": round(result.duration_s, 4)}
     for key in ("stderr", "error"):
         if getattr(result, key):
             record[key] = truncate(getattr(result, key), 4000)

@@ -49,11 +49,11 @@ your best answer rather than none."""
 FIRST_TURN = "You have not looked at `context` yet: look at it first, and do not submit an answer on this turn."
 
 SYNTHESIS_PROMPT = ("You have used all your turns. From everything above, give your final answer to the query now, "
-                    "as plain text, without code.")  # fmt: skip
+                    "as plain text, without code.")
 
 
 def system_prompt(custom: Optional[str], orchestrator: bool, instructions: Optional[str] = None,
-                  tools: str = "") -> str:  # fmt: skip
+                  tools: str = "") -> str:
     """The system prompt: the user's own (``custom_system_prompt``) or this layer's, the orchestration advice,
     and ``[run] instructions`` after them. ``tools`` (the host's lines for the user's functions) fills a
     ``{custom_tools_section}`` as rlms fills it, or follows the prompt; a prompt that is not a format string is used
@@ -107,13 +107,13 @@ def turn_prompt(step: int, max_steps: int, contexts: int, histories: int) -> str
     if contexts > 1:
         newest = f"context_{contexts - 1}"
         parts.append(f"The REPL holds {contexts} contexts: context_0 … {newest} (`context` is context_0, the newest "
-                     f"is {newest}).")  # fmt: skip
+                     f"is {newest}).")
     if histories == 1:
         parts.append("The REPL holds the conversation of 1 earlier completion in `history` (also history_0): a list of "
-                     "messages.")  # fmt: skip
+                     "messages.")
     elif histories > 1:
         parts.append(f"The REPL holds the conversations of {histories} earlier completions: history_0 … "
-                     f"history_{histories - 1} (`history` is history_0), each a list of messages.")  # fmt: skip
+                     f"history_{histories - 1} (`history` is history_0), each a list of messages.")
     return " ".join(parts)
 
 
@@ -125,4 +125,4 @@ def repl_output(outputs: list[str]) -> str:
 
 
 __all__ = ["SYSTEM_PROMPT", "ORCHESTRATOR_ADVICE", "SYNTHESIS_PROMPT", "system_prompt", "opening", "describe",
-           "turn_prompt", "repl_output"]  # fmt: skip
+           "turn_prompt", "repl_output"]

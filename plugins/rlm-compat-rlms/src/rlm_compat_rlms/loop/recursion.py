@@ -42,7 +42,7 @@ class Recursion:
             return self.calls.llm_query(prompt, model)
         if model is not None:
             raise ValueError("rlm_query(prompt, model=...): a child RLM runs with this run's model here; call "
-                             "llm_query(prompt, model=...) for one call to another model")  # fmt: skip
+                             "llm_query(prompt, model=...) for one call to another model")
         started = time.monotonic()
         scope = self.ctx.scope
         scope.emit("sub_call_start", {"kind": "rlm_query", "prompt": _clip(prompt)})
@@ -54,10 +54,10 @@ class Recursion:
             raise RuntimeError(f"rlm_query refused: {refused}") from None
         scope.emit("sub_call", {"kind": "rlm_query", "prompt": _clip(prompt), "child_run_id": child.run_id,
                                 "response": _clip(child.final_response), "termination_reason": child.termination_reason,
-                                "seconds": round(time.monotonic() - started, 3)})  # fmt: skip
+                                "seconds": round(time.monotonic() - started, 3)})
         if child.final_response is None:
             raise RuntimeError(f"rlm_query: the child RLM ended without an answer ({child.termination_reason}: "
-                               f"{child.error or 'no detail'})")  # fmt: skip
+                               f"{child.error or 'no detail'})")
         return child.final_response
 
     def rlm_query_batched(self, prompts: Any, model: Optional[str] = None) -> list[str]:

@@ -30,7 +30,7 @@ class Turn(VariableCarrier):
 
     def __init__(self, *, question: Optional[str], contexts: tuple[Any, ...] = (), histories: tuple[Any, ...] = (),
                  variables: Optional[dict[str, Any]] = None, keep_variables: bool = False,
-                 not_carried: tuple[str, ...] = (), setup_code: Optional[str] = None) -> None:  # fmt: skip
+                 not_carried: tuple[str, ...] = (), setup_code: Optional[str] = None) -> None:
         super().__init__(variables if keep_variables else None)
         self.not_carried = list(not_carried)  # what earlier completions left that is not data (the model is told)
         self.question = question

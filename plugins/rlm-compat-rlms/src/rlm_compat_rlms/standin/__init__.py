@@ -31,11 +31,11 @@ def install_as_rlm() -> ModuleType:
     current = sys.modules.get(NAME)
     if current is not None and current is not layer and not _is_standin(current):
         raise ImportError(f"the authors' rlm package is already imported ({getattr(current, '__file__', current)}): "
-                          "rlm_compat_rlms does not replace it")  # fmt: skip
+                          "rlm_compat_rlms does not replace it")
     authors = _authors_package()
     if authors is not None:
         raise ImportError(f"the authors' rlm package is installed ({authors}): import it as it is, or uninstall it "
-                          "(pip uninstall rlms) to run this code on rlm_compat_rlms")  # fmt: skip
+                          "(pip uninstall rlms) to run this code on rlm_compat_rlms")
     if not any(isinstance(finder, _LayerAsRlm) for finder in sys.meta_path):
         sys.meta_path.insert(0, _LayerAsRlm())
     for name, module in list(sys.modules.items()):  # what is already imported answers to both names at once

@@ -23,7 +23,7 @@ class TimeoutExceededError(Exception):
     """The run took longer than ``max_timeout`` seconds."""
 
     def __init__(self, elapsed: float, timeout: float, partial_answer: Optional[str] = None,
-                 message: Optional[str] = None):  # fmt: skip
+                 message: Optional[str] = None):
         self.elapsed = elapsed
         self.timeout = timeout
         self.partial_answer = partial_answer
@@ -34,7 +34,7 @@ class TokenLimitExceededError(Exception):
     """The run used more than ``max_tokens`` tokens, input and output of every model together."""
 
     def __init__(self, tokens_used: int, token_limit: int, partial_answer: Optional[str] = None,
-                 message: Optional[str] = None):  # fmt: skip
+                 message: Optional[str] = None):
         self.tokens_used = tokens_used
         self.token_limit = token_limit
         self.partial_answer = partial_answer
@@ -45,7 +45,7 @@ class ErrorThresholdExceededError(Exception):
     """``max_errors`` iterations in a row had code that failed."""
 
     def __init__(self, error_count: int, threshold: int, last_error: Optional[str] = None,
-                 partial_answer: Optional[str] = None, message: Optional[str] = None):  # fmt: skip
+                 partial_answer: Optional[str] = None, message: Optional[str] = None):
         self.error_count = error_count
         self.threshold = threshold
         self.last_error = last_error
@@ -72,4 +72,4 @@ class RunFailedError(RuntimeError):
 
 
 __all__ = ["BudgetExceededError", "TimeoutExceededError", "TokenLimitExceededError", "ErrorThresholdExceededError",
-           "CancellationError", "RunFailedError"]  # fmt: skip
+           "CancellationError", "RunFailedError"]
