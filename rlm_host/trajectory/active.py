@@ -15,7 +15,7 @@ cannot be written leaves the run unregistered, with one warning.
 
 The folder is private (created 0700, a looser mode tightened; a link there, or another user's folder, is refused),
 and what it holds is still read as untrusted input: every file is written as a new private temporary file renamed
-over its name (``write_entry``: a link planted there is replaced, never written through), entries are read only
+over its name (``write_atomic``: a link planted there is replaced, never written through), entries are read only
 from regular files of bounded size (``read_regular``: a FIFO never hangs a listing), an entry whose id is not its
 file's name is ignored (an id is a name, never a path; the home and trajectory it names are shown, never written),
 and only a regular ``.cancel`` file is a request. The task is redacted before it is clipped (a key cut in two
@@ -30,7 +30,6 @@ import errno
 import json
 import os
 import re
-import secrets
 import socket
 import stat
 import sys
@@ -43,10 +42,11 @@ from typing import Literal, Mapping, Optional
 from pydantic import BaseModel, Field
 
 from rlm_host.config.paths import user_state_dir
-from rlm_host.context import read_regular
+from rlm_host.context import read_regular, write_atomic
 from rlm_host.errors import InputError
 from rlm_host.redact import redact
 from rlm_host.text import clip
+from rlm_host.threads import run_in_thread
 
 ACTIVE_DIR = "active"
 _COMMAND_WORD = re.compile(r"[a-z][a-z0-9_-]{0,20}")
@@ -144,27 +144,6 @@ def _alive(pid: int, started: Optional[int]) -> bool:
     return started is not None and len(fields) > 19 and int(fields[19]) == started
 
 
-def write_entry(folder: Path, name: str, data: bytes) -> None:
-    """Write ``folder/name`` whole or not at all, never through a link: a new private file (``O_EXCL |
-    O_NOFOLLOW``, mode 0600) renamed over the name, so a link planted there is replaced instead of followed, and
-    ``folder`` itself must not be a link. OSError when it cannot be written."""
-    nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    directory = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow)
-    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=directory)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=directory)
-            raise
-    finally:
-        os.close(directory)
-
-
 def _requested(cancel_file: Path) -> bool:
     """Whether a cancel request stands: a regular file at that name (a link or a FIFO planted there is none)."""
     try:
@@ -185,49 +164,22 @@ def command_words() -> str:
     return " ".join(words)
 
 
-class _Watcher:
-    """One thread per process: polls the cancel files of this process's registered runs."""
-
-    def __init__(self) -> None:
-        self._runs: dict[Path, threading.Event] = {}
-        self._lock = threading.Lock()
-        self._thread: Optional[threading.Thread] = None
-
-    def watch(self, cancel_file: Path, event: threading.Event) -> None:
-        with self._lock:
-            self._runs[cancel_file] = event
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="rlm-cancel-watcher", daemon=True)
-                self._thread.start()
-
-    def forget(self, cancel_file: Path) -> None:
-        with self._lock:
-            self._runs.pop(cancel_file, None)
-
-    def _loop(self) -> None:
-        while True:
-            time.sleep(POLL_SECONDS)
-            with self._lock:
-                if not self._runs:
-                    self._thread = None
-                    return
-                watched = list(self._runs.items())
-            for cancel_file, event in watched:
-                if not event.is_set() and _requested(cancel_file):
-                    event.set()
-
-
-_watcher = _Watcher()
-
-
 class Registration:
-    """A run's entry in the registry; ``close()`` removes it (and any cancel request) when the run ends."""
+    """A run's entry in the registry, and the thread (``run_in_thread``) that polls its cancel file every
+    ``POLL_SECONDS`` and sets the run's cancel event; ``close()`` stops it and removes the entry (and any cancel
+    request) when the run ends."""
 
-    def __init__(self, folder: Path, run_id: str) -> None:
-        self.folder, self.run_id = folder, run_id
+    def __init__(self, folder: Path, run_id: str, cancel: threading.Event) -> None:
+        self.folder, self.run_id, self._closed = folder, run_id, threading.Event()
+        run_in_thread(lambda: self._watch(folder / f"{run_id}.cancel", cancel), "rlm-cancel-watcher")
+
+    def _watch(self, cancel_file: Path, cancel: threading.Event) -> None:
+        while not self._closed.wait(POLL_SECONDS):
+            if not cancel.is_set() and _requested(cancel_file):
+                cancel.set()
 
     def close(self) -> None:
-        _watcher.forget(self.folder / f"{self.run_id}.cancel")
+        self._closed.set()
         _remove(self.folder, self.run_id)
 
 
@@ -262,17 +214,16 @@ class ActiveRuns:
                               process_start=int(fields[19]) if fields and len(fields) > 19 else None)
             _private_folder(self.dir, create=True)
             cancel_file.unlink(missing_ok=True)  # a request left from before is not one for this run
-            write_entry(self.dir, path.name, entry.model_dump_json(exclude={"status"}).encode())
+            write_atomic(path, entry.model_dump_json(exclude={"status"}))
         except (OSError, ValueError) as exc:
             from rlm_host import logs
 
             logs.get_logger("rlm.runs").warning(f"the run is not in the registry of active runs ({exc}): "
                                                 "`rlm runs cancel` cannot reach it")
             return None
-        _watcher.watch(cancel_file, cancel)
         with contextlib.suppress(OSError, InputError):  # sweeping is housekeeping: never a reason to fail a run
             self.prune()
-        return Registration(self.dir, run_id)
+        return Registration(self.dir, run_id, cancel)
 
     # ------------------------------------------------------------------ anyone's side
 
@@ -357,8 +308,8 @@ class ActiveRuns:
         """Write ``run``'s cancel file, now ``cancelling``: the one writer of cancel requests (``rlm runs cancel``,
         the TUI's abort and the MCP server's ``rlm_runs_cancel`` all come here through ``cancel`` / ``cancel_all``)."""
         try:
-            request = json.dumps({"by_pid": os.getpid(), "at": time.time()}).encode()
-            write_entry(self.dir, f"{run.run_id}.cancel", request)
+            _private_folder(self.dir, create=False)  # still this user's folder, not a link, right before the write
+            write_atomic(self.dir / f"{run.run_id}.cancel", json.dumps({"by_pid": os.getpid(), "at": time.time()}))
         except OSError as exc:
             raise NoActiveRunError(f"cannot ask run {run.run_id} to stop: {exc}") from exc
         run.status = "cancelling"
