@@ -1,4 +1,4 @@
-"""The host's own doctor checks (registered by ``rlm_host.default_plugins.doctor``); each receives the loaded
+"""The host's own doctor checks (registered by ``rlm_host.default_plugins.builtin``); each receives the loaded
 settings (None when the configuration did not load)."""
 
 from __future__ import annotations

@@ -29,15 +29,7 @@ from rlm_host.plugins.discovery import PluginDistribution
 from rlm_host.plugins.registry import Registry
 
 #: The host's own components: ordinary plugin modules, registered by name before any distribution's.
-DEFAULT_PLUGINS: tuple[str, ...] = (
-    "rlm_host.default_plugins.environments",
-    "rlm_host.default_plugins.sandboxes",
-    "rlm_host.default_plugins.providers",
-    "rlm_host.default_plugins.context_loaders",
-    "rlm_host.default_plugins.exporters",
-    "rlm_host.default_plugins.commands",
-    "rlm_host.default_plugins.doctor",
-)
+DEFAULT_PLUGINS: tuple[str, ...] = ("rlm_host.default_plugins.environments", "rlm_host.default_plugins.builtin")
 _HOOK_NAMES = frozenset(KIND_BY_HOOK)
 #: hookimpl options that mean nothing for a registration hook (it has nothing to wrap): refused, not ignored.
 _REFUSED_OPTIONS = ("wrapper", "hookwrapper")
