@@ -13,6 +13,7 @@ Nothing here imports an SDK: importing this module stays cheap.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -24,8 +25,8 @@ from pydantic import BaseModel, ValidationError
 from rlm_host.errors import ConfigError
 from rlm_host.models import catalog, loopback
 from rlm_host.models.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
-from rlm_host.models.retry import (Failure, RetryCallback, RetryPolicy, call_with_retries, retry_after_from_headers,
-                                status_text)
+from rlm_host.models.retry import (Failure, RetryCallback, RetryPolicy, call_with_retries, is_retryable_status,
+                                   retry_after_from_headers, status_text)
 from rlm_host.threads import run_in_thread
 
 _Settings = TypeVar("_Settings", bound=BaseModel)
@@ -41,6 +42,35 @@ _build_locks: dict[tuple[Any, ...], threading.Lock] = {}
 
 class MalformedBody(Exception):
     """The server answered 2xx with a body the SDK could not parse (retried like a transient error)."""
+
+
+class StatusError(Exception):
+    """A non-2xx answer: ``status_code``, the parsed ``body`` (JSON, else its text), the ``response`` (for
+    ``Retry-After``), and its error's ``code`` and ``detail`` (``{"error": {"code", "message"}}``, or text)."""
+
+    def __init__(self, response: Any) -> None:
+        self.response, self.status_code = response, response.status_code
+        try:
+            self.body: Any = json.loads(response.content)
+        except ValueError:
+            self.body = response.text
+        error = self.body.get("error", self.body) if isinstance(self.body, dict) else self.body
+        self.code = str(error.get("code") or "") if isinstance(error, dict) else ""
+        self.detail = str(error.get("message") or "") if isinstance(error, dict) else str(error or "")
+        super().__init__(f"HTTP {self.status_code}")
+
+
+def json_body(response: Any) -> Any:
+    """The JSON body of an HTTP answer (httpx's): StatusError for a non-2xx answer, the JSONDecodeError of a JSON
+    body cut short (retried as malformed JSON), MalformedBody for a body that is not JSON at all."""
+    if response.status_code >= 400:
+        raise StatusError(response)
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        if "json" in response.headers.get("content-type", ""):
+            raise
+        raise MalformedBody(f"response body is not JSON: {response.text[:80]!r}") from None
 
 
 def validate_settings(cls: type[_Settings], settings: _Settings | Mapping[str, Any] | None, section: str) -> _Settings:
@@ -120,6 +150,11 @@ class RetryingConnector:
     _custom_base_url: str | None
     #: The ReplyFormat kinds this connector enforces (through :meth:`constrain`); none unless a subclass says so.
     reply_formats: frozenset[str] = frozenset()
+    #: For the default :meth:`classify`: the variable named when the key is refused, what to check when the server
+    #: cannot be reached, and what a 404 may mean (``{model}``: the model name).
+    key_env: str = ""
+    connect_hint: str = "check that the server is running and --base-url is right"
+    missing_model_hint: str = "is '{model}' a model this server serves?"
 
     def _configure(self, provider: str, model: str, options: ModelOptions | None,
                    settings: BaseModel | Mapping[str, Any] | None, *, settings_type: type[BaseModel],
@@ -187,8 +222,38 @@ class RetryingConnector:
         raise NotImplementedError
 
     def classify(self, exc: BaseException, timeout: float) -> Failure | None:
-        """Map an SDK exception to a retry verdict with a readable message; None for unknown exceptions."""
-        raise NotImplementedError
+        """Map an exception to a retry verdict with a readable message; None for unknown exceptions. This one reads
+        those of an ``httpx`` client's call through :func:`json_body` (a connector over an SDK has its own): a
+        StatusError goes to :meth:`status_failure`, a connection error gets ``connect_hint``."""
+        import httpx
+
+        if isinstance(exc, StatusError):
+            return self.status_failure(exc)
+        if isinstance(exc, httpx.TimeoutException):
+            return self.timeout_failure(timeout)
+        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+            return Failure(False, f"invalid base URL {self.base_url}: {exc}",
+                           hint="e.g. --base-url http://127.0.0.1:8000/v1")
+        if isinstance(exc, httpx.TransportError):
+            return self.connection_failure(exc, self.connect_hint)
+        if isinstance(exc, json.JSONDecodeError):
+            return self.malformed_json_failure()
+        if isinstance(exc, MalformedBody):
+            return self.malformed_failure(exc)
+        if isinstance(exc, httpx.HTTPError):
+            return Failure(False, f"{type(exc).__name__}: {exc}")
+        return None
+
+    def status_failure(self, exc: StatusError) -> Failure:
+        """A non-2xx answer's verdict: 401 a refused key (``key_env``), 408, 409, 429 and 5xx retried, any other
+        final (``missing_model_hint``, formatted with the model, for a 404)."""
+        status, said = exc.status_code, f"the server said: {exc.detail[:200]}" if exc.detail else ""
+        if status == 401:
+            return self.invalid_key_failure(status, self.key_env, said)
+        if is_retryable_status(status):
+            return Failure(True, status_text(status), retry_after=retry_after_of(exc))
+        return self.final_status_failure(status_text(status), status, exc.detail,
+                                         self.missing_model_hint.format(model=self.model))
 
     # -- shared --------------------------------------------------------------------------------------------------
 
@@ -292,5 +357,5 @@ class RetryingConnector:
         return Failure(False, message, hint=hint_404 if status == 404 else "")
 
 
-__all__ = ["MalformedBody", "RetryingConnector", "connection_detail", "context_window_of", "reject_raw_text",
-           "retry_after_of", "token_count", "validate_settings"]
+__all__ = ["MalformedBody", "RetryingConnector", "StatusError", "connection_detail", "context_window_of", "json_body",
+           "reject_raw_text", "retry_after_of", "token_count", "validate_settings"]

@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, context_window_of, retry_after_of,
-                                            token_count)
+from rlm_host.models.connector_base import RetryingConnector, StatusError, context_window_of, json_body, token_count
 from rlm_host.models.protocol import Completion, Message, ModelError, ModelOptions, ReplyFormat
 from rlm_host.models.reply_fields import OPENAI_STYLE, ReplyFormatFields
-from rlm_host.models.retry import Failure, RetryCallback, RetryPolicy, is_retryable_status, status_text
+from rlm_host.models.retry import Failure, RetryCallback, RetryPolicy, status_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx
@@ -103,9 +102,8 @@ class OpenAIConnector(RetryingConnector):
             context_window=context_window_for(model), retry_policy=retry_policy, on_retry=on_retry,
             base_url_env="OPENAI_BASE_URL", default_base_url=DEFAULT_BASE_URL,
         )
-        options, settings = self.options, self.settings
-        self.key_env = settings.api_key_env
-        key = options.api_key or env.get(self.key_env) or None
+        self.key_env = self.settings.api_key_env
+        key = self.options.api_key or env.get(self.key_env) or None
         if key is None and self._custom_base_url is None:
             raise ModelError(
                 f"no API key for openai: set {self.key_env} or pass --base-url",
@@ -135,15 +133,7 @@ class OpenAIConnector(RetryingConnector):
         """One ``POST /chat/completions``; the JSON body as it came (a non-2xx answer raises StatusError)."""
         body = {key: value for key, value in request.items() if key not in ("timeout", "extra_body")}
         body.update(request.get("extra_body") or {})
-        response = post_json(client, "chat/completions", body, request["timeout"])
-        if response.status_code >= 400:
-            raise StatusError(response)
-        try:
-            return json.loads(response.content)
-        except ValueError:
-            if "json" in response.headers.get("content-type", ""):
-                raise  # a JSON body cut short: retried as malformed JSON
-            raise MalformedBody(f"response body is not JSON: {response.text[:80]!r}") from None
+        return json_body(post_json(client, "chat/completions", body, request["timeout"]))
 
     def request(self, messages: list[Message], timeout: float) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``messages``."""
@@ -174,41 +164,13 @@ class OpenAIConnector(RetryingConnector):
                           finish_reason=finish_reason if isinstance(finish_reason, str) else None, seconds=seconds,
                           raw=raw)
 
-    # -- failures ------------------------------------------------------------------------------------------------
+    # -- failures (the rest: RetryingConnector.classify) -----------------------------------------------------------
 
-    def classify(self, exc: BaseException, timeout: float) -> Failure | None:
-        """Map a transport exception or an error answer to a retry verdict with a readable message; None for
-        unknown exceptions."""
-        import httpx
-
-        if isinstance(exc, StatusError):
-            return self._status_failure(exc)
-        if isinstance(exc, httpx.TimeoutException):
-            return self.timeout_failure(timeout)
-        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
-            return Failure(False, f"invalid base URL {self.base_url}: {exc}",
-                           hint="e.g. --base-url http://127.0.0.1:8000/v1")
-        if isinstance(exc, httpx.TransportError):
-            return self.connection_failure(exc, "check that the server is running and --base-url is right")
-        if isinstance(exc, json.JSONDecodeError):
-            return self.malformed_json_failure()
-        if isinstance(exc, MalformedBody):
-            return self.malformed_failure(exc)
-        if isinstance(exc, httpx.HTTPError):
-            return Failure(False, f"{type(exc).__name__}: {exc}")
-        return None
-
-    def _status_failure(self, exc: StatusError) -> Failure:
-        status = exc.status_code
-        code, detail = _error_body(exc)
-        if status == 401:
-            return self.invalid_key_failure(status, self.key_env, f"the server said: {detail[:200]}" if detail else "")
-        if status == 429 and code == "insufficient_quota":
-            return Failure(False, f"{status_text(status)}: insufficient quota", hint="check your plan and billing")
-        if is_retryable_status(status):
-            return Failure(True, status_text(status), retry_after=retry_after_of(exc))
-        serves = f"is '{self.model}' a model this server serves?"
-        return self.final_status_failure(status_text(status), status, detail, serves)
+    def status_failure(self, exc: StatusError) -> Failure:
+        """OpenAI's 429 for an exhausted quota is final; other statuses as any server's."""
+        if exc.status_code == 429 and exc.code == "insufficient_quota":
+            return Failure(False, f"{status_text(429)}: insufficient quota", hint="check your plan and billing")
+        return super().status_failure(exc)
 
 
 def post_json(client: Any, path: str, body: Any, timeout: float) -> Any:
@@ -234,19 +196,6 @@ def post_json(client: Any, path: str, body: Any, timeout: float) -> Any:
         response.close()
     response.request = request
     return response
-
-
-class StatusError(Exception):
-    """A non-2xx answer: ``status_code``, the parsed ``body`` (JSON, else its text) and the ``response``."""
-
-    def __init__(self, response: Any) -> None:
-        self.response = response
-        self.status_code = response.status_code
-        try:
-            self.body: Any = json.loads(response.content)
-        except ValueError:
-            self.body = response.text
-        super().__init__(f"HTTP {self.status_code}")
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -275,16 +224,6 @@ def _reply_text(response: Any) -> tuple[str | None, Any, str]:
     if not isinstance(text, str):
         return None, finish_reason, f"message.content is a JSON {type(text).__name__}, not text"
     return text, finish_reason, "" if text else "message.content is empty"
-
-
-def _error_body(exc: StatusError) -> tuple[str, str]:
-    """(error code, error message) from an error answer's body (JSON, else text), empty strings when absent."""
-    if not isinstance(exc.body, dict):
-        return "", str(exc.body or "")
-    error = exc.body.get("error", exc.body)
-    if isinstance(error, dict):
-        return str(error.get("code") or ""), str(error.get("message") or "")
-    return "", str(error)
 
 
 def create(settings: ProviderSettings | Mapping[str, Any] | None, services: "ProviderServices") -> OpenAIConnector:

@@ -5,16 +5,18 @@ A connector implements the ``ModelConnector`` protocol: ``complete(messages, *, 
 reply_format) -> Completion`` (its connection options come from ``ProviderServices`` at creation). A
 connector over a vendor SDK subclasses ``RetryingConnector`` (retries with ``RetryPolicy``, ``Failure`` and
 ``retry_after_of``; ``MalformedBody`` for a reply it cannot read) and reads its settings with
-``validate_settings``; token counts fall back to ``estimate_tokens``. ``resolve_connector`` / ``auto_model`` turn a
-model string into a ready connector, as a run does. Errors are the root's (``ModelError``, ``ConfigError``).
+``validate_settings``; one over ``httpx`` reads each answer with ``json_body`` (``StatusError`` for a non-2xx one)
+and keeps the base's ``classify``; token counts fall back to ``estimate_tokens``. ``resolve_connector`` /
+``auto_model`` turn a model string into a ready connector, as a run does. Errors are the root's (``ModelError``,
+``ConfigError``).
 
 Reference plugins to copy: ``plugins/rlm-provider-anthropic`` (an SDK-based connector on ``RetryingConnector``),
 ``plugins/rlm-provider-llamacpp`` (an HTTP server it can start, reply formats as grammars). Contract suite:
 ``rlm_host.testing.ProviderContract``.
 """
 
-from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, context_window_of, reject_raw_text,
-                                         retry_after_of, token_count, validate_settings)
+from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, StatusError, context_window_of, json_body,
+                                            reject_raw_text, retry_after_of, token_count, validate_settings)
 from rlm_host.models.protocol import (Completion, Message, ModelConnector, ModelOptions, Purpose, ReplyFormat,
                                    ReplyFormatMode, RetryCallback)
 from rlm_host.models.catalog import context_window as listed_context_window
@@ -34,7 +36,7 @@ __all__ = [
     "RetryPolicy", "Failure", "is_retryable_status", "status_text",
     # the base of SDK-based connectors
     "RetryingConnector", "MalformedBody", "validate_settings", "context_window_of", "token_count",
-    "reject_raw_text", "retry_after_of",
+    "reject_raw_text", "retry_after_of", "json_body", "StatusError",
     # token counts: the model's own (a connector's optional ``count_tokens``), else the estimate
     "CHARS_PER_TOKEN", "count_tokens", "estimate_tokens",
     # what a model costs (USD per 1M tokens: [[prices]], genai-prices, the providers' own); a model string's parts

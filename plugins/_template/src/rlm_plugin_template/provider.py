@@ -10,21 +10,19 @@ validated ``[provider.plugin-template-ollama]`` section, ``services.model`` the 
 
 ``RetryingConnector`` (the host's connector kit) does the rest every HTTP provider needs: the timeout, retry
 policy and base URL from options and settings, one shared client per endpoint and key, retries of 429, 5xx,
-timeouts and broken bodies with ``Retry-After`` honoured, and one clear ``ModelError`` when they run out. What is
-left here is the API's wire format: the request, the answer, and what each failure means. ``httpx`` is imported
-only by the first request, so building a connector (``rlm --help``, ``rlm models list``) stays cheap.
+timeouts and broken bodies with ``Retry-After`` honoured, one clear ``ModelError`` when they run out, and what an
+httpx failure means (``json_body`` reads each answer). What is left here is the API's wire format. ``httpx`` is
+imported only by the first request, so building a connector (``rlm --help``, ``rlm models list``) stays cheap.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import ModelError, ProviderServices
 from rlm_host.sdk.models import (
-    Completion, Failure, MalformedBody, Message, ModelOptions, ReplyFormat, RetryingConnector, context_window_of,
-    is_retryable_status, retry_after_of, status_text, token_count,
+    Completion, Message, ModelOptions, ReplyFormat, RetryingConnector, context_window_of, json_body, token_count,
 )
 
 NAME = "plugin-template-ollama"
@@ -49,23 +47,13 @@ class OllamaSettings(BaseModel):
     keep_alive: str = Field("5m", description="how long Ollama keeps the model loaded after a request")
 
 
-class StatusError(Exception):
-    """A non-2xx answer: its status, its ``{"error": "…"}`` message, and the response (for ``Retry-After``)."""
-
-    def __init__(self, response: Any) -> None:
-        self.response, self.status_code = response, response.status_code
-        try:
-            body = json.loads(response.content)
-        except ValueError:
-            body = response.text
-        self.detail = str(body.get("error", "")) if isinstance(body, dict) else str(body)
-        super().__init__(f"HTTP {self.status_code}")
-
-
 class OllamaConnector(RetryingConnector):
     """``plugin-template-ollama:MODEL``. Enforces a JSON-schema reply format through Ollama's ``format`` field."""
 
     reply_formats = frozenset({"json_schema"})
+    # what RetryingConnector.classify says when the server cannot be reached, and of a 404 (an unknown model)
+    connect_hint = "check the network, or that --base-url is right"
+    missing_model_hint = "is '{model}' pulled? `ollama pull {model}`"
 
     def __init__(self, model: str, options: Optional[ModelOptions], settings: Any) -> None:
         if not model:
@@ -106,15 +94,8 @@ class OllamaConnector(RetryingConnector):
 
     def send(self, client: Any, request: dict[str, Any]) -> Any:
         body = {key: value for key, value in request.items() if key != "timeout"}
-        response = client.post("api/chat", json=body, timeout=request["timeout"])
-        if response.status_code >= 400:
-            raise StatusError(response)
-        try:
-            return json.loads(response.content)
-        except ValueError:
-            if "json" in response.headers.get("content-type", ""):
-                raise  # a JSON body cut short: retried as malformed JSON
-            raise MalformedBody(f"response body is not JSON: {response.text[:80]!r}") from None
+        # the JSON body; a non-2xx answer, a body cut short or not JSON raise what RetryingConnector.classify reads
+        return json_body(client.post("api/chat", json=body, timeout=request["timeout"]))
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         """The answer as a Completion; a 200 without text is flagged in ``raw["malformed"]``, never raised."""
@@ -131,28 +112,6 @@ class OllamaConnector(RetryingConnector):
                           output_tokens=token_count(body.get("eval_count")),
                           finish_reason=body.get("done_reason")
                           if isinstance(body.get("done_reason"), str) else None)
-
-    # -- what each failure means: retried or not, and the message the user reads --------------------------------
-    def classify(self, exc: BaseException, timeout: float) -> Optional[Failure]:
-        import httpx
-
-        if isinstance(exc, StatusError):
-            status = exc.status_code
-            if status == 401:
-                return self.invalid_key_failure(status, self.key_env, f"the server said: {exc.detail[:200]}")
-            if is_retryable_status(status):
-                return Failure(True, status_text(status), retry_after=retry_after_of(exc))
-            return self.final_status_failure(status_text(status), status, exc.detail,
-                                             f"is '{self.model}' pulled? `ollama pull {self.model}`")
-        if isinstance(exc, httpx.TimeoutException):
-            return self.timeout_failure(timeout)
-        if isinstance(exc, httpx.TransportError):
-            return self.connection_failure(exc, "check the network, or that --base-url is right")
-        if isinstance(exc, json.JSONDecodeError):
-            return self.malformed_json_failure()
-        if isinstance(exc, MalformedBody):
-            return self.malformed_failure(exc)
-        return None
 
 
 def create(settings: Optional[OllamaSettings], services: ProviderServices) -> OllamaConnector:
