@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, NamedTuple, Union
 
 from rlm_host.errors import PluginError
@@ -97,8 +97,10 @@ class Component:
                                   "or '_'")
         if not self.description or "\n" in self.description:
             raise PluginError(f"{self.kind} {self.name!r}: description must be one non-empty line")
-        object.__setattr__(self, "aliases", tuple(self.aliases))
-        object.__setattr__(self, "requires", tuple(self.requires))
+        for field in fields(self):  # a list given for a tuple field (nested ones too: prices) made hashable
+            if str(field.type).startswith("tuple"):
+                object.__setattr__(self, field.name, tuple(tuple(v) if isinstance(v, list) else v
+                                                           for v in getattr(self, field.name)))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -122,6 +124,10 @@ class Component:
         if self.check is not None:
             result = run_check(self.check, f"{self.kind} {self.name!r}", settings)
             return result._replace(hint=self.install_hint) if not result.ok and not result.hint else result
+        return self.installed()
+
+    def installed(self) -> Readiness:
+        """Whether the modules of ``requires`` can be imported (looked up, not imported): the default check."""
         missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
         if missing:
             return Readiness(False, "missing module(s): " + ", ".join(missing), self.install_hint)
@@ -296,12 +302,6 @@ class ProviderSpec(Component):
     local: bool = False
     start_command: str = ""
     sampling: tuple[str, ...] = ("temperature", "top_p", "seed")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "key_env", tuple(self.key_env))
-        object.__setattr__(self, "sampling", tuple(self.sampling))
-        object.__setattr__(self, "prices", tuple(tuple(p) for p in self.prices))
 
 
 @dataclass(frozen=True)

@@ -99,11 +99,9 @@ def _readiness(kind: str, record: Any, loaded: Any, extra_sinks: list[str]) -> A
         configured = loaded.settings.run.sinks
         enabled = {normalize_name(n) for n in [*(configured or []), *extra_sinks]}
         if not (configured is None and record.default) and not enabled & {normalize_name(n) for n in record.names}:
-            missing = [m for m in record.requires if importlib.util.find_spec(m) is None]
-            if missing:
-                return Readiness(False, "missing module(s): " + ", ".join(missing), record.install_hint)
-            return Readiness(True, "installed, not enabled (add it to [run] sinks or pass --sink "
-                             f"{record.name} to check its backend)")
+            installed = record.installed()
+            return installed if not installed.ok else Readiness(True, "installed, not enabled (add it to [run] sinks "
+                                                                f"or pass --sink {record.name} to check its backend)")
     return record.readiness(_settings_for(kind, record, loaded))
 
 

@@ -203,40 +203,19 @@ class PluginHost:
         """The registry of one kind by its name (``"sandbox"``…); the typed methods below are the same."""
         return self._registry(next(k.hook for k in KINDS if k.name == kind))
 
-    # ----------------------------------------------------------------- the typed facade
+    # ----------------------------------------------------------------- the typed facade (one method per kind)
 
-    def environments(self) -> Registry[EnvironmentSpec]:
-        return self._registry("rlm_register_environments")
-
-    def frameworks(self) -> Registry[FrameworkSpec]:
-        return self._registry("rlm_register_frameworks")
-
-    def sandboxes(self) -> Registry[SandboxSpec]:
-        return self._registry("rlm_register_sandboxes")
-
-    def sinks(self) -> Registry[SinkSpec]:
-        return self._registry("rlm_register_sinks")
-
-    def context_loaders(self) -> Registry[ContextLoaderSpec]:
-        return self._registry("rlm_register_context_loaders")
-
-    def benchmark_packs(self) -> Registry[BenchmarkPackSpec]:
-        return self._registry("rlm_register_benchmark_packs")
-
-    def providers(self) -> Registry[ProviderSpec]:
-        return self._registry("rlm_register_providers")
-
-    def exporters(self) -> Registry[ExporterSpec]:
-        return self._registry("rlm_register_exporters")
-
-    def toolboxes(self) -> Registry[ToolboxSpec]:
-        return self._registry("rlm_register_toolboxes")
-
-    def commands(self) -> Registry[CommandSpec]:
-        return self._registry("rlm_register_commands")
-
-    def doctor_checks(self) -> Registry[DoctorCheck]:
-        return self._registry("rlm_register_doctor_checks")
+    def environments(self) -> Registry[EnvironmentSpec]: return self._registry("rlm_register_environments")
+    def frameworks(self) -> Registry[FrameworkSpec]: return self._registry("rlm_register_frameworks")
+    def sandboxes(self) -> Registry[SandboxSpec]: return self._registry("rlm_register_sandboxes")
+    def sinks(self) -> Registry[SinkSpec]: return self._registry("rlm_register_sinks")
+    def context_loaders(self) -> Registry[ContextLoaderSpec]: return self._registry("rlm_register_context_loaders")
+    def benchmark_packs(self) -> Registry[BenchmarkPackSpec]: return self._registry("rlm_register_benchmark_packs")
+    def providers(self) -> Registry[ProviderSpec]: return self._registry("rlm_register_providers")
+    def exporters(self) -> Registry[ExporterSpec]: return self._registry("rlm_register_exporters")
+    def toolboxes(self) -> Registry[ToolboxSpec]: return self._registry("rlm_register_toolboxes")
+    def commands(self) -> Registry[CommandSpec]: return self._registry("rlm_register_commands")
+    def doctor_checks(self) -> Registry[DoctorCheck]: return self._registry("rlm_register_doctor_checks")
 
     def component_registries(self) -> dict[str, Registry[Any]]:
         """Registries of the configurable kinds, keyed by kind (what config sections may name)."""
