@@ -145,8 +145,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
         context = context.read()  # this environment (or framework) works with the text itself
     workdir = project_folder(run.workdir, run.allow_any_workdir) if env_spec.workspace else None
     limits = SandboxLimits(exec_timeout=run.exec_timeout, memory_mb=memory_for(context_meta))
-    sandbox = (plan_sandbox(host, loaded, home, env_spec, run.sandbox, exec_timeout=limits.exec_timeout,
-                            memory_mb=limits.memory_mb, workspace=workdir)
+    sandbox = (plan_sandbox(host, loaded, home, env_spec, run.sandbox, limits, workdir)
                if env_spec.runs_code or run.sandbox != "auto" else None)
     sampling = Sampling.of(run)
     given = connectors or {}

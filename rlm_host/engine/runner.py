@@ -37,7 +37,7 @@ from rlm_host.events import EventBus, RunEvent, check_event_types
 from rlm_host.event_types import error_line, live_text
 from rlm_host.models.prices import PriceTable
 from rlm_host.models.protocol import ModelConnector
-from rlm_host.sandbox.protocol import SandboxError, SandboxSession
+from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host import logs
 from rlm_host.redact import redact
 from rlm_host.signals import interruption
@@ -104,6 +104,7 @@ class RLMRunner:
         registration = ActiveRuns().register(  # `rlm runs cancel` from any process and folder sets budget.cancel
             plan.run_id, budget.cancel, home=str(self.home), task=question or task, environment=run.environment,
             model=plan.root_connector.name, trajectory=str(plan.trajectory_path))
+        closers[:0] = [registration.close] if registration is not None else []  # closed first
         approvals = Approvals(run.approve, run.approval_rules, approver)
         _log_run("run started", run_id=plan.run_id, environment=run.environment, framework=run.framework,
                  model=plan.root_connector.name, sandbox=plan.sandbox_name,
@@ -112,8 +113,6 @@ class RLMRunner:
             result = self._run(scope, task, plan.context, plan, budget, RecursionGuard(run.max_depth), carry,
                                approvals, question)
         finally:
-            if registration is not None:
-                registration.close()
             _close_all(closers)
         writer = plan.writer
         if writer.failed is not None:  # the answer survives a record that could not be written
@@ -131,9 +130,9 @@ class RLMRunner:
         with its hidden tests where the model's code never ran. The caller starts and shuts it down."""
         run = self.loaded.settings.run
         env_spec = self.host.environments().get(environment or run.environment)
-        return plan_sandbox(self.host, self.loaded, self.home, env_spec, sandbox or run.sandbox,
-                            exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}),
-                            workspace=workspace).open()
+        limits = SandboxLimits(exec_timeout=exec_timeout or run.exec_timeout, memory_mb=memory_for({}))
+        return plan_sandbox(self.host, self.loaded, self.home, env_spec, sandbox or run.sandbox, limits,
+                            workspace).open()
 
     def _build_environment(self, name: str, ctx: EnvironmentContext) -> Any:
         """``EnvironmentContext.build_environment``: a registered environment with its ``[environment.NAME]``
@@ -261,9 +260,7 @@ class RLMRunner:
         failures = 0  # failed steps in a row, for [run] max_errors
         for _ in range(plan.run.max_steps):
             step = steps.start()
-            messages = environment.messages(step)
-            ask = partial(ctx.root.complete, messages,
-                          reply_format=reply_format_of(environment))
+            ask = partial(ctx.root.complete, environment.messages(step), reply_format=reply_format_of(environment))
             completion = ask()
             if width > 1 and ctx.scope.depth == 0:  # candidates tried in copies of the REPL, the best kept
                 completion, result = best_of(environment, completion, width, ask, step, ctx.scope,

@@ -39,13 +39,12 @@ class SandboxPlan:
         return session
 
 
-def plan_sandbox(host: Any, loaded: Any, home: Path, env_spec: Any, name: str, *, exec_timeout: float,
-                 memory_mb: int, workspace: Optional[Path] = None) -> SandboxPlan:
+def plan_sandbox(host: Any, loaded: Any, home: Path, env_spec: Any, name: str, limits: SandboxLimits,
+                 workspace: Optional[Path] = None) -> SandboxPlan:
     """The sandbox a run of ``env_spec`` gets with ``--sandbox name`` (``auto``: the best ready boundary), made
     ready for the run's services (``prepare_sandbox``) before the run starts."""
     packages = sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)) if env_spec else ()
-    services = SandboxServices(home=home, limits=SandboxLimits(exec_timeout=exec_timeout, memory_mb=memory_mb),
-                               workspace=workspace, packages=packages)
+    services = SandboxServices(home=home, limits=limits, workspace=workspace, packages=packages)
     spec = choose_sandbox(host, loaded, name, env_spec, services)
     return SandboxPlan(spec, loaded.component("sandbox", spec.name), services)
 
@@ -62,12 +61,11 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
     ready only once it is prepared for them (``prepare_sandbox``: the docker image holding the packages)."""
     registry = host.sandboxes()
     needs_workspace = bool(env_spec is not None and env_spec.workspace)
-    able = [spec.name for spec in registry if spec.workspace]
     if name != "auto":
         spec = registry.get(name)  # an unknown name: UnknownComponentError (exit 2)
         if needs_workspace and not spec.workspace:
             raise ConfigError(f"the {env_spec.name} environment edits a project folder, and the {spec.name} sandbox "
-                              "cannot mount one", hint=_workspace_hint(registry, loaded, able))
+                              "cannot mount one", hint=_workspace_hint(registry, loaded))
         ready = prepare_sandbox(spec, loaded, services)
         if not ready.ok:  # a named runtime that cannot start is bad input, said before any model is called
             raise ConfigError(f"the {spec.name} sandbox is not ready: {ready.detail}",
@@ -85,7 +83,7 @@ def choose_sandbox(host: Any, loaded: Any, name: str, env_spec: Any = None,
     if needs_workspace:
         raise ConfigError(f"no sandbox that can mount the {env_spec.name} environment's project folder is ready "
                           f"as a security boundary{why}",
-                          hint=_workspace_hint(registry, loaded, able, unready))
+                          hint=_workspace_hint(registry, loaded, unready))
     not_boundaries = [spec.name for spec in registry if not spec.security_boundary]
     others = f", or opt in to {', '.join(not_boundaries)} (crash isolation, NOT a security boundary) with --sandbox " \
         f"{not_boundaries[0]}" if not_boundaries else ""
@@ -121,12 +119,11 @@ def prepare_sandbox(spec: Any, loaded: Any, services: Optional[SandboxServices])
     return Readiness(True, "prepared")
 
 
-def _workspace_hint(registry: Any, loaded: Any, able: list[str],
-                    known: Optional[dict[str, Readiness]] = None) -> str:
+def _workspace_hint(registry: Any, loaded: Any, known: Optional[dict[str, Readiness]] = None) -> str:
     """Which flag to pass: a ready runtime that can mount a folder but is not a security boundary (said so), and
     how to make a boundary that can ready (its own hint, or why it could not be prepared for this run: ``known``),
     or which plugin to install."""
-    specs = [registry.get(name) for name in able]
+    specs = [spec for spec in registry if spec.workspace]
     ready = {spec.name: (known or {}).get(spec.name) or spec.readiness(loaded.component("sandbox", spec.name))
              for spec in specs}
     options = [f"pass --sandbox {spec.name} (NOT a security boundary)" for spec in specs

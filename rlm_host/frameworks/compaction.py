@@ -15,7 +15,7 @@ import threading
 from typing import Any, Optional
 
 from rlm_host.environments.kit import truncate
-from rlm_host.tokens import CHARS_PER_TOKEN
+from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens
 
 Message = dict[str, str]
 
@@ -95,18 +95,13 @@ class ChatCompactor:
         return (completion.text or "").strip() or "(the model returned no summary)"
 
     def _tokens(self, chat: list[Message]) -> int:
-        count = getattr(self.role, "count_tokens", None)
-        text = "\n".join(m["content"] for m in chat)
-        return count(text) if count is not None else len(text) // CHARS_PER_TOKEN
+        return count_tokens("\n".join(m["content"] for m in chat), self.role)
 
 
 def _split(chat: list[Message]) -> tuple[list[Message], list[Message]]:
     """(the system messages and the first user message — the task —, the turns after them)."""
-    index = 0
-    while index < len(chat) and chat[index]["role"] == "system":
-        index += 1
-    if index < len(chat) and chat[index]["role"] == "user":
-        index += 1
+    index = next((i for i, message in enumerate(chat) if message["role"] != "system"), len(chat))
+    index += index < len(chat) and chat[index]["role"] == "user"
     return chat[:index], chat[index:]
 
 

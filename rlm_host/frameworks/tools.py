@@ -19,7 +19,7 @@ import inspect
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 from rlm_host.environments.kit import answer_text, execute_code, truncate
 from rlm_host.environments.output_type import OutputInvalid
@@ -140,19 +140,6 @@ class UserTools:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(tool.name for tool in self._calls.tools)
-
-    def __len__(self) -> int:
-        return len(self._calls.tools)
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(self._calls.tools)
-
-    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """Call the tool ``name`` through the run's ``ToolCalls`` (its exception propagates)."""
-        tool = next((tool for tool in self._calls.tools if tool.name == name), None)
-        if tool is None:
-            raise KeyError(f"no tool named {name!r}")
-        return self._calls.call(tool, args, kwargs)
 
     def functions(self, *, result: Optional[Callable[[Any], Any]] = None,
                   error: Optional[Callable[[Exception], Any]] = None,

@@ -63,20 +63,18 @@ class CellLog:
     def replay(self, run: Callable[[str], Any], succeeded: Callable[[Any], bool]) -> tuple[int, Optional[str]]:
         """Run every logged cell again with ``run(code)``; the number rebuilt and, if one failed, why. Cells after
         a failing one are dropped from the log (they may depend on it)."""
-        why: Optional[str]
         for index, (code, calls) in enumerate(list(self.cells)):
             self._replaying = deque(calls)
             try:
                 result = run(code)
-            except ReplayMismatch as exc:
-                result, why = None, str(exc)
-            else:
                 why = None if succeeded(result) else _first_line(getattr(result, "error", None) or "it failed")
+            except ReplayMismatch as exc:
+                why = str(exc)
             finally:
                 self._replaying = None
-            if why is not None or result is None:
+            if why is not None:
                 self.cells = self.cells[:index]
-                return index, why or "it failed"
+                return index, why
         return len(self.cells), None
 
 

@@ -211,19 +211,19 @@ class SessionBase:
 
     def _timeout_result(self, limit: float, started: float, stdout: str = "", stderr: str = "") -> ExecResult:
         """A step stopped at its time limit (the worker already replaced)."""
-        return ExecResult(
-            stdout=stdout, stderr=stderr, timed_out=True, restarted=True, duration_s=time.monotonic() - started,
-            error=f"TimeoutError: this step exceeded the time limit of {limit:g} s and was stopped. The sandbox "
-            f"was restarted: {self._lost_state_note()} Split the work into smaller steps.",
-        )
+        return self._restarted(f"TimeoutError: this step exceeded the time limit of {limit:g} s and was stopped. The "
+                               f"sandbox was restarted: {self._lost_state_note()} Split the work into smaller steps.",
+                               started, stdout, stderr, timed_out=True)
 
     def _crash_result(self, cause: Any, started: float, stdout: str = "", stderr: str = "") -> ExecResult:
         """A step that lost its worker (the worker already replaced)."""
-        return ExecResult(
-            stdout=stdout, stderr=stderr, restarted=True, duration_s=time.monotonic() - started,
-            error=f"SandboxCrash: {self.worker_noun} died during this step and was restarted: "
-            f"{self._lost_state_note()}\nCause: {cause}",
-        )
+        return self._restarted(f"SandboxCrash: {self.worker_noun} died during this step and was restarted: "
+                               f"{self._lost_state_note()}\nCause: {cause}", started, stdout, stderr)
+
+    def _restarted(self, error: str, started: float, stdout: str = "", stderr: str = "", **more: Any) -> ExecResult:
+        """The result of a step that ended with the worker replaced (``error`` says why and what was lost)."""
+        return ExecResult(stdout=stdout, stderr=stderr, error=error, restarted=True,
+                          duration_s=time.monotonic() - started, **more)
 
     def _lost_while_binding(self, name: str, cause: Any) -> SandboxError:
         """The worker died receiving the host variable ``name``: restart (told at the next step); the error to
@@ -242,11 +242,8 @@ class SessionBase:
             if self._unreported:
                 why, self._unreported = self._unreported, None
                 if self._cell_log is None:
-                    return ExecResult(
-                        error=f"SandboxCrash: the sandbox was restarted and your code was NOT run: "
-                        f"{self._lost_state_note()} Run your code again.\nCause: {why}",
-                        restarted=True, duration_s=time.monotonic() - started,
-                    )
+                    return self._restarted(f"SandboxCrash: the sandbox was restarted and your code was NOT run: "
+                                           f"{self._lost_state_note()} Run your code again.\nCause: {why}", started)
                 result = self._run_cell(code, limit, started)  # rebuilt: run the step, and say what happened
                 notice = f"[sandbox] {why}. A new one was started: {self._lost_state_note()}\n"
                 return result.model_copy(update={"stderr": notice + result.stderr, "restarted": True})

@@ -201,13 +201,8 @@ class Worker:
 
     def _SHOW_VARS(self):
         """Print the user variables and their types."""
-        variables = self.user_variables()
-        if not variables:
-            print("No variables defined yet.")
-            return
-        print("Variables:")
-        for name, type_name in variables.items():
-            print(f"  {name}: {type_name}")
+        lines = [f"  {name}: {type_name}" for name, type_name in self.user_variables().items()]
+        print("\n".join(["Variables:", *lines]) if lines else "No variables defined yet.")
 
     def user_variables(self):
         """{name: type name} of the namespace without builtins, host functions and _private names."""
@@ -268,14 +263,11 @@ class Worker:
             return self.execute(message["code"])
         if op in ("set", "set_file"):
             self.ns[message["name"]] = (message.get("value") if op == "set"
-                                        else read_value_file(message["path"],
-                                                             message.get("format", "text")))
+                                        else read_value_file(message["path"], message.get("format", "text")))
             return {}
         if op == "get":
-            name = message["name"]
-            if name not in self.ns:
-                return {"missing": True}
-            return {"value": to_jsonable(self.ns[name])}
+            found = message["name"] in self.ns
+            return {"value": to_jsonable(self.ns[message["name"]])} if found else {"missing": True}
         if op == "list":
             return {"variables": self.user_variables()}
         if op == "register":
