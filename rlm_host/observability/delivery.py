@@ -182,15 +182,15 @@ class SinkDelivery:
         for worker in self.workers:
             worker.close()
         deadline = time.monotonic() + self._flush_seconds
+        why = f"it did not deliver within {self._flush_seconds:g} s of the run's end"
         try:
             for worker in self.workers:
-                if not worker.wait(deadline - time.monotonic()) and worker.disabled is None:
-                    worker.disable(f"it did not deliver within {self._flush_seconds:g} s of the run's end "
-                                   f"({worker._queue.qsize()} events dropped)")
+                worker.wait(deadline - time.monotonic())
         except KeyboardInterrupt:  # Ctrl-C while the sinks flush: stop waiting, keep the run's result
-            for worker in self.workers:
-                if not worker._done.is_set() and worker.disabled is None:
-                    worker.disable(f"interrupted (Ctrl-C) before it delivered ({worker._queue.qsize()} events dropped)")
+            why = "interrupted (Ctrl-C) before it delivered"
+        for worker in self.workers:
+            if not worker._done.is_set() and worker.disabled is None:
+                worker.disable(f"{why} ({worker._queue.qsize()} events dropped)")
         self._closed = True
 
     def close_in_background(self) -> None:

@@ -40,6 +40,7 @@ __all__ = ["SpanBuilder", "SpanRecord", "SpanEventRecord", "SPAN_LIVE_EVENTS", "
            "error_type", "span_id_for", "trace_id_for", "tree_order"]
 from rlm_host.observability.content import ContentPolicy
 from rlm_host.redact import redacted_clip
+from rlm_host.trajectory.tree import observation_error, run_labels
 
 #: Characters of code, output, prompts and answers kept in a span event or attribute.
 EVENT_TEXT_CHARS = 4096
@@ -164,8 +165,7 @@ class SpanBuilder:
             attributes["rlm.parent_run_id"] = event.parent_run_id
         self._text_and_short(attributes, "task", "input", data.get("task") or "")
         settings = found if isinstance(found := data.get("settings"), dict) else {}
-        labels = found if isinstance(found := settings.get("labels"), dict) else {}
-        attributes.update({f"rlm.label.{key}": str(value) for key, value in labels.items()})
+        attributes.update({f"rlm.label.{key}": value for key, value in run_labels(data).items()})
         attributes.update({f"rlm.{key}": settings[key] for key in ("max_steps", "max_depth", "max_llm_calls")
                            if isinstance(settings.get(key), int)})
         attributes.update(_scalars("rlm.context.", data.get("context"), ("type", "total_chars", "documents")))
@@ -197,8 +197,6 @@ class SpanBuilder:
 
     def _tool_span(self, state: _RunState, step: int, data: dict[str, Any], start: float,
                    end: float) -> SpanRecord:
-        from rlm_host.trajectory.tree import observation_error
-
         observation = found if isinstance(found := data.get("observation"), dict) else {}
         code = data.get("code")
         tool = "repl" if code else str(data.get("action") or "step")
@@ -297,14 +295,12 @@ class SpanBuilder:
                                str(data.get("provider") or ""))
         span.attributes["rlm.sub_call.kind"] = str(data.get("kind") or "llm_query")
         if self._text_event(span, "rlm.prompt", event.ts - seconds, data.get("prompt")):
-            asked = [{"role": "user", "content": data["prompt"]}]
-            span.attributes["gen_ai.input.messages"] = self.content.messages(asked) or ""
+            span.attributes["gen_ai.input.messages"] = self.content.messages([{"role": "user",
+                                                                               "content": data["prompt"]}]) or ""
         self._status(span, data.get("error"), "sub_call_error")
-        if not data.get("error"):
-            if self._text_event(span, "rlm.response", event.ts, data.get("response")):
-                span.attributes["gen_ai.output.messages"] = self.content.reply(data["response"]) or ""
-        self._io(span, data.get("prompt") if self.content.capture else None,
-                 None if data.get("error") else data.get("response"))
+        if not data.get("error") and self._text_event(span, "rlm.response", event.ts, data.get("response")):
+            span.attributes["gen_ai.output.messages"] = self.content.reply(data["response"]) or ""
+        self._io(span, data.get("prompt"), None if data.get("error") else data.get("response"))
         state.last_ts = max(state.last_ts, event.ts - seconds)  # the next step starts no earlier than this call
         return [span]
 

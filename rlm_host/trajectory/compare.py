@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from rlm_host.trajectory.tree import Replay, ReplayStep
+from rlm_host.trajectory.tree import Replay, ReplayStep, run_labels
 
 
 class StepSide(BaseModel):
@@ -84,14 +84,9 @@ def compare_runs(a: Replay, b: Replay) -> RunComparison:
 
 def _fork_point(source: Replay, fork: Replay) -> Optional[int]:
     """The step ``fork`` was forked from ``source`` at (its labels ``fork_of`` / ``fork_at``), or None."""
-    settings = fork.root.start.get("settings")
-    labels = settings.get("labels") if isinstance(settings, dict) else None
-    if not isinstance(labels, dict) or labels.get("fork_of") != source.root.run_id:
-        return None
-    try:
-        return int(labels.get("fork_at", ""))
-    except (TypeError, ValueError):
-        return None
+    labels = run_labels(fork.root.start)
+    at = labels.get("fork_at", "")
+    return int(at) if labels.get("fork_of") == source.root.run_id and at.isdigit() else None
 
 
 def _words(code: Optional[str]) -> str:

@@ -357,16 +357,14 @@ class RunStore:
 
     @staticmethod
     def _start_fields(event: RunEvent, path: Path) -> RunSummary:
+        from rlm_host.trajectory.tree import run_labels
+
         data = event.data
-        settings = found if isinstance(found := data.get("settings"), dict) else {}
-        labels = settings.get("labels") or {}
         # a chat turn's task carries the conversation: its question is what the user asked
         task = clip(str(data.get("question") or data.get("task") or ""), TASK_CHARS, one_line=True)
         return RunSummary(run_id=event.root_run_id, task=task, started=_iso(event.ts), path=str(path),
                           environment=str(data.get("environment") or ""), framework=str(data.get("framework") or ""),
-                          model=str(data.get("model") or ""),
-                          labels={str(k): str(v) for k, v in labels.items()}
-                          if isinstance(labels, dict) else {})
+                          model=str(data.get("model") or ""), labels=run_labels(data))
 
     @staticmethod
     def _with_final(summary: RunSummary, data: dict[str, Any]) -> RunSummary:
@@ -418,13 +416,12 @@ class RunStore:
 
     def result(self, ref: str | Path) -> Optional[RunResult]:
         """The root run's RunResult from its final event; None when the run was interrupted."""
+        from rlm_host.trajectory.tree import Replay
+
         path = self.resolve(ref)
-        events = self._read(path)
-        final = next((e for e in reversed(events) if e.type == "final" and e.run_id == events[0].root_run_id), None)
-        result = None if final is None else RunResult.model_validate(final.data)
-        if result is None or result.trajectory_path:
-            return result
-        return result.model_copy(update={"trajectory_path": str(path)})
+        result = Replay(self._read(path)).result
+        return result if result is None or result.trajectory_path else result.model_copy(update={"trajectory_path":
+                                                                                                      str(path)})
 
     def _read(self, path: Path, *, strict: bool = True) -> list[RunEvent]:
         """Parse a trajectory file; a bad last line (cut short by a kill) is skipped with a warning.

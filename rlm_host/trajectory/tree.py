@@ -206,3 +206,10 @@ def observation_error(observation: dict[str, Any]) -> Optional[str]:
         if isinstance(block, dict) and (block.get("error") or block.get("timed_out")):
             return str(block.get("error") or "timed out")
     return None
+
+
+def run_labels(start: dict[str, Any]) -> dict[str, str]:
+    """A run's labels (``--label``, a fork's ``fork_of`` / ``fork_at``), from its ``run_start`` data."""
+    settings = start.get("settings")
+    labels = settings.get("labels") if isinstance(settings, dict) else None
+    return {str(key): str(value) for key, value in labels.items()} if isinstance(labels, dict) else {}
