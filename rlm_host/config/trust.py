@@ -124,8 +124,7 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if section == "prices":
         return "sets model prices (they decide when max_cost stops a run)"
     if key == "run.strict":  # validation reads "no", "off", 0 as false too: only a true value keeps it on
-        on = str(value).strip().lower() in ("1", "true", "yes", "on", "t", "y")
-        return "turns off the strict cost check your own settings turn on" if below.get(key) and not on else ""
+        return "turns off the strict cost check your own settings turn on" if below.get(key) and not _on(value) else ""
     if key == "run.output_type":
         return _outside(value, project) if isinstance(value, str) else ""
     if key.startswith("run.mcp_servers"):  # a server is a program the host starts, or an endpoint with headers
@@ -138,7 +137,7 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if key == "run.sandbox":
         return "" if _is_boundary(str(value), host) else "runs model code without a security boundary"
     if key == "run.allow_any_workdir":
-        return "lets the model edit a home or system folder" if value else ""
+        return "lets the model edit a home or system folder" if _on(value) else ""
     if key == "run.approve":
         if value == "auto":
             return "lets actions go ahead without asking you"
@@ -194,6 +193,11 @@ def holds_credential(key: str) -> bool:
     parts = key.split(".")
     words = _words(parts[2] if len(parts) > 2 and parts[0] not in ("run", "paths") else parts[-1])
     return bool(words & (SECRET_WORDS - {"url", "uri", "endpoint", "host", "address", "organization", "account"}))
+
+
+def _on(value: Any) -> bool:
+    """Whether validation may read an on/off value as on (True, 1, "true", "yes", "on", "t", "y"): "false" is off."""
+    return _number(value) == 1 or str(value).strip().lower() in ("true", "yes", "on", "t", "y")
 
 
 def _words(field: str) -> set[str]:

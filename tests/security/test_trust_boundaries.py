@@ -333,7 +333,7 @@ def test_no_framework_or_environment_lets_code_name_a_file_model(tmp_path, monke
     ]
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, plugins="rlm-sandbox-monty,rlm-adapter-dspy,rlm-adapter-pydantic-ai,"
-                                                "rlm-adapter-adk,rlm-adapter-deepagents")
+                                                "rlm-adapter-adk,rlm-adapter-deepagents,rlm-env-generic")
     model = ScriptedConnector.from_responses([], rules=rules, name="scripted:attacker", context_window=65_536)
     options = {"environment": framework[4:]} if framework.startswith("env:") else {"framework": framework}
     result = runner.run_task("Which model answers?", context="some text", connectors={"root": model, "sub": model},
@@ -411,6 +411,20 @@ def test_a_project_cannot_turn_content_capture_on_or_move_the_metrics_but_may_tu
         assert risk_of(key, value, project, host), key
     assert risk_of("sink.otel.capture_content", False, project, host) == ""
     assert risk_of("sink.otel.content_max_chars", 2_000, project, host) == ""
+
+
+def test_an_on_off_setting_is_judged_as_validation_reads_it():
+    """``allow_any_workdir = "false"`` is off to validation, so it loosens nothing (it was ignored as if on); any
+    spelling validation reads as on is ignored, and ``strict`` stays on only with one of those."""
+    from rlm_host.config.trust import risk_of
+
+    project = Path("/tmp/a-project")
+    for off in (False, "false", "no", "off", 0, "0"):
+        assert risk_of("run.allow_any_workdir", off, project) == "", off
+        assert "turns off the strict" in risk_of("run.strict", off, project, baseline={"run.strict": True}), off
+    for on in (True, "true", "Yes", "on", "t", "y", 1, 1.0, "1"):
+        assert "home or system folder" in risk_of("run.allow_any_workdir", on, project), on
+        assert risk_of("run.strict", on, project, baseline={"run.strict": True}) == "", on
 
 
 def test_a_project_cannot_make_rlm_build_an_image_or_name_its_packages_but_may_forbid_builds():
