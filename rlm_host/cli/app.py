@@ -7,7 +7,6 @@ when they run (or their own ``--help`` is asked for), so ``rlm --help`` stays fa
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -17,7 +16,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from rlm_host import logs
 from rlm_host.errors import PluginError
-from rlm_host.text import terminal_safe
+from rlm_host.text import json_for_terminal, terminal_safe
 
 if TYPE_CHECKING:
     from rlm_host.config import LoadedSettings
@@ -69,8 +68,9 @@ def say(text: str) -> None:
 
 
 def echo_json(value: Any) -> None:
-    """``value`` as indented JSON on stdout (``--json``: escaped, never raw control characters)."""
-    typer.echo(json.dumps(value, indent=2, default=str))
+    """``value`` as indented JSON on stdout, every command's ``--json`` (``json_for_terminal``: no control character
+    a terminal acts on)."""
+    typer.echo(json_for_terminal(value))
 
 
 def command_settings(ctx: click.Context) -> "LoadedSettings":

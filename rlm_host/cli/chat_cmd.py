@@ -19,6 +19,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperOption
 
+from rlm_host.cli.app import say
 from rlm_host.cli.run_cmd import ContextsCommand, cli_state, for_stdout, run_params, watched
 from rlm_host.errors import RlmError
 
@@ -33,12 +34,11 @@ def chat_session(context: tuple[str, ...], resume: Optional[str], list_: bool, q
     from rlm_host.cli import run_flags
     from rlm_host.cli.main import report
     from rlm_host.engine.context_loading import load_context_with_loaders
-    from rlm_host.text import terminal_safe
 
     state = cli_state()
     if list_:
         for entry in list_sessions(state.settings().home):
-            typer.echo(terminal_safe(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}"))
+            say(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}")
         return
     loaded = run_flags.apply(state.settings(), flags)  # a bad value is refused now, named by its flag
     chosen = {name: getattr(loaded.settings.run, name) for name, value in flags.items() if value not in (None, ())}
@@ -96,30 +96,29 @@ def _command(line: str, session: Any, rlm: Any) -> None:
     """Run one /command (``/exit`` and ``/quit`` end the session: the caller's loop sees them)."""
     name, _, argument = line.partition(" ")
     if name == "/context" and isinstance(session.context, Path):
-        typer.echo(f"context: {session.context} ({session.context.stat().st_size:,} bytes, read at every turn)")
+        say(f"context: {session.context} ({session.context.stat().st_size:,} bytes, read at every turn)")
     elif name == "/context":
         from rlm_host.context import describe_context
 
         meta = describe_context(session.context)
-        typer.echo(f"context: {meta.get('type')}, {meta.get('total_chars', 0):,} characters"
-                   + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))
+        say(f"context: {meta.get('type')}, {meta.get('total_chars', 0):,} characters"
+            + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))
     elif name == "/model" and argument.strip():
         rlm.check(model=argument.strip())  # raises: the model stays as it was
         session.options["model"] = argument.strip()
-        typer.echo(f"model from the next turn: {argument.strip()}")
+        say(f"model from the next turn: {argument.strip()}")
     elif name == "/model":
-        typer.echo(f"model: {session.using('model') or 'auto'}")
+        say(f"model: {session.using('model') or 'auto'}")
     elif name == "/vars":
         kept = ", ".join(f"{k} ({type(v).__name__})" for k, v in sorted(session.variables.items())) or "none"
-        typer.echo(f"kept: {kept}" + (f"\nnot kept: {', '.join(session.dropped)}" if session.dropped else ""))
+        say(f"kept: {kept}" + (f"\nnot kept: {', '.join(session.dropped)}" if session.dropped else ""))
     elif name == "/save":
-        typer.echo(f"saved: {session.save()}  (rlm chat --resume {session.id})")
+        say(f"saved: {session.save()}  (rlm chat --resume {session.id})")
     elif name == "/help":
-        typer.echo(HELP)
+        say(HELP)
     elif name not in ("/exit", "/quit"):
-
         close = difflib.get_close_matches(name, COMMANDS, n=1)
-        typer.echo(f"unknown command {name}" + (f" (did you mean {close[0]}?)" if close else "") + f"; {HELP}")
+        say(f"unknown command {name}" + (f" (did you mean {close[0]}?)" if close else "") + f"; {HELP}")
 
 
 def _sandbox(session: Any, rlm: Any) -> str:

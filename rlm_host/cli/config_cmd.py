@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from rlm_host.cli.app import echo_json, group, command_settings
+from rlm_host.cli.app import command_settings, echo_json, group, say
 from rlm_host.config.trust import record_trust
 from rlm_host.errors import InputError
 
@@ -31,7 +31,7 @@ def show(
                           "settings": {key: {"value": value, "source": source} for key, value, source in rows}})
     width = max(len(key) for key, _, _ in rows)
     for key, value, source in rows:
-        typer.echo(f"{key:<{width}}  = {json.dumps(value, default=str):<24}  # {source}")
+        say(f"{key:<{width}}  = {json.dumps(value, default=str):<24}  # {source}")
 
 
 @app.command("trust")
@@ -50,9 +50,9 @@ def trust(
     store = record_trust(path, table, os.environ)
 
     risky = [key for key, value in _flatten(table) if risk_of(key, value, path.parent.resolve(), get_host())]
-    typer.echo(f"trusted {path.resolve()} (recorded in {store})")
+    say(f"trusted {path.resolve()} (recorded in {store})")
     if risky:
-        typer.echo("it now sets: " + ", ".join(risky))
+        say("it now sets: " + ", ".join(risky))
 
 
 @app.command("untrust")
@@ -62,7 +62,7 @@ def untrust(
     """Forget the trust given to a project's config file."""
     path, _ = _project_file(file)
     record_trust(path, None, os.environ)
-    typer.echo(f"no longer trusted: {path.resolve()}")
+    say(f"no longer trusted: {path.resolve()}")
 
 
 def _project_file(file: Optional[Path]) -> tuple[Path, dict]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from rlm_host.cli.app import echo_json, group, command_settings
+from rlm_host.cli.app import command_settings, echo_json, group, say
 
 app = group("Frameworks: run a task through DSPy, Pydantic AI… as an rlm run.")
 
@@ -18,10 +18,9 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
     from rlm_host.plugins import get_host
 
     loaded = command_settings(ctx)
-    rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True,
-                                   "plugin": "rlm-host",
-             "detail": "the built-in loop (--env chooses the environment)", "hint": "",
-             "description": "rlm's own RLM loop"}]
+    rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin":
+                                   "rlm-host", "detail": "the built-in loop (--env chooses the environment)",
+                                   "hint": "", "description": "rlm's own RLM loop"}]
     for spec, owner in get_host().frameworks().items():
         ready = spec.readiness(loaded.component("framework", spec.name))
         rows.append({"name": spec.name, "aliases": list(spec.aliases), "mode": spec.mode, "ready": ready.ok,
@@ -30,7 +29,7 @@ def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--j
         return echo_json(rows)
     for row in rows:
         aliases = f" (alias {', '.join(row['aliases'])})" if row["aliases"] else ""
-        typer.echo(f"{row['name']:<14} {row['mode']:<11} {'ready' if row['ready'] else 'NOT READY':<10} "
-                   f"{row['description']}{aliases}  ({row['plugin']})")
+        say(f"{row['name']:<14} {row['mode']:<11} {'ready' if row['ready'] else 'NOT READY':<10} "
+            f"{row['description']}{aliases}  ({row['plugin']})")
         if not row["ready"]:
-            typer.echo(f"{'':<14} {row['detail']}" + (f"; hint: {row['hint']}" if row["hint"] else ""))
+            say(f"{'':<14} {row['detail']}" + (f"; hint: {row['hint']}" if row["hint"] else ""))

@@ -10,6 +10,7 @@ import time
 from typing import Any, Optional
 
 from rlm_host.events import RunEvent
+from rlm_host.results import RunUsage
 from rlm_host.text import clip, clip_lines, terminal_safe
 
 CODE_LINES = 12
@@ -103,10 +104,7 @@ class LiveView:
             for line in observation["final_rejected"].splitlines()[:5]:
                 self._print(f"{indent}  ✗ not the required type: {clip(line, OUTPUT_CHARS // 3)}", "red")
         for tried in (b.data for b in self.branches.pop(event.run_id, [])):  # --branch-width: the kept one marked
-            result = "kept" if tried.get("chosen") else error_summary(tried["error"]) if tried.get("error") else ""
-            self._print(f"{indent}  ⑂ candidate {tried.get('candidate')} · {tried.get('action')} · score "
-                        f"{tried.get('score', 0):+.2f}" + (f" · {result}" if result else ""),
-                        "green" if tried.get("chosen") else "dim")
+            self._print(f"{indent}  {candidate_line(tried)}", "green" if tried.get("chosen") else "dim")
         self._flush_sub_calls(event.run_id, indent)
         for note in (n for n in observation.get("notes", []) if n != observation.get("error")):  # a refusal: said once
             self._print(f"{indent}  ! {note}", "yellow")
@@ -172,26 +170,32 @@ class LiveView:
             self.spinner.stop()
         self._flush_sub_calls(event.run_id, indent)
         data: dict[str, Any] = event.data
+        usage = RunUsage.model_validate(data["usage"])
         if event.run_id in self.children:  # the whole child run, synthesis included
-            self.children[event.run_id]["tokens"] = sum(_tokens(u) for u in data.get("usage", {}).values()
-                                                        if isinstance(u, dict))
-        usage = data["usage"]
-        tokens = {role: usage[role]["input_tokens"] + usage[role]["output_tokens"] for role in ("root", "sub")}
+            self.children[event.run_id]["tokens"] = usage.total_tokens
         cost = final_cost(data)
-        unpriced = sum(int(usage[role].get("unpriced_calls", 0)) for role in ("root", "sub"))
         spent = " + ".join(([f"${cost:.4f}"] if cost is not None else [])
-                           + ([f"{unpriced} call(s) of unknown cost"] if unpriced else []))
+                           + ([f"{usage.unpriced_calls} call(s) of unknown cost"] if usage.unpriced_calls else []))
         spent += " · " if spent else ""
         self._print(f"{indent}{'✓' if data['completed'] else '■'} {data['termination_reason']} after {data['steps']} "
-                    f"step{'' if data['steps'] == 1 else 's'} · reward "
-                    f"{data['total_reward']:+.2f} · tokens root {tokens['root']:,} sub {tokens['sub']:,} · {spent}"
-                    f"{data['duration_s']:.1f}s", "bold green" if data["completed"] else "bold yellow")
+                    f"step{'' if data['steps'] == 1 else 's'} · reward {data['total_reward']:+.2f} · tokens root "
+                    f"{usage.root.total_tokens:,} sub {usage.sub.total_tokens:,} · {spent}{data['duration_s']:.1f}s",
+                    "bold green" if data["completed"] else "bold yellow")
 
 
 def error_summary(error: str) -> str:
     """The line that says why a step's code failed: every sandbox writes ``ExcType: message`` first, then the
     traceback of the model's own code (its last line is a source line or a ``~^~`` marker, not the reason)."""
     return next((line for line in error.strip().splitlines() if line.strip()), error)
+
+
+def candidate_line(tried: dict[str, Any]) -> str:
+    """One ``--branch-width`` candidate of a step (``rlm run``'s live view, ``rlm runs show``): its number, action
+    and score, then ``kept`` or why it failed."""
+    mark = "kept" if tried.get("chosen") else clip(error_summary(str(tried["error"])), 100, one_line=True) \
+        if tried.get("error") else ""
+    return f"⑂ candidate {tried.get('candidate')} · {tried.get('action')} · score {tried.get('score', 0):+.2f}" + (
+        f" · {mark}" if mark else "")
 
 
 def _tokens(usage: Any) -> int:
@@ -201,11 +205,8 @@ def _tokens(usage: Any) -> int:
 
 def final_cost(result: dict[str, Any]) -> float | None:
     """A RunResult's cost in USD (its own, else the sum over roles), None when no price was known."""
-    if result.get("cost") is not None:
-        return float(result["cost"])
-    known = [float(u["cost"]) for u in (result.get("usage") or {}).values() if isinstance(u, dict)
-             and u.get("cost") is not None]
-    return sum(known) if known else None
+    return float(result["cost"]) if result.get("cost") is not None else RunUsage.model_validate(
+        result.get("usage") or {}).cost
 
 
 class Spinner:

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from rlm_host.cli.app import echo_json, group, command_settings
+from rlm_host.cli.app import command_settings, echo_json, group, say
 from rlm_host.errors import RlmError
 from rlm_host.redact import redact
 
@@ -31,12 +31,12 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     rows, urls = [], {}
     for spec, owner in host.providers().items():
         settings = loaded.component("provider", spec.name)
-        rows.append(provider_row(spec, owner, settings))
         urls[spec.name] = base_url(spec, settings)
+        rows.append(provider_row(spec, owner, settings, urls[spec.name]))
     # a provider otherwise ready whose base URL is on this machine is ready only if something listens there (a TCP
     # connect, all at once, 0.3 s at most); else "not running", with how to start it
     local = {row["name"]: url for row in rows
-             if row["status"] == "ready" and (url := urls.get(row["name"])) and loopback.is_loopback(url)}
+             if row["status"] == "ready" and (url := urls[row["name"]]) and loopback.is_loopback(url)}
     answers = loopback.probe(list(local.values()), 0.3)
     for row in rows:
         row["listening"] = answers[local[row["name"]]] if row["name"] in local else None
@@ -44,37 +44,33 @@ def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
             row["status"], row["ready"] = "not running", False
             row["detail"] = f"nothing listens at {row['base_url']}"
             row["hint"] = loopback.start_hint(row["base_url"] or "", row["name"])
-    run = loaded.settings.run
-    report: dict[str, Any] = {"providers": rows, "run": {"model": run.model, "sub_model": run.sub_model, "auto": None,
-                                                         "auto_notice": "", "auto_error": ""}}
+    run: dict[str, Any] = {"model": loaded.settings.run.model, "sub_model": loaded.settings.run.sub_model,
+                           "auto": None, "auto_notice": "", "auto_error": ""}
     try:  # what --model auto resolves to in this environment
-        report["run"]["auto"], report["run"]["auto_notice"] = auto_model(host)
+        run["auto"], run["auto_notice"] = auto_model(host)
     except RlmError as exc:
-        report["run"]["auto_error"] = exc.message + (f" ({exc.hint})" if exc.hint else "")
+        run["auto_error"] = exc.message + (f" ({exc.hint})" if exc.hint else "")
     if as_json:
-        return echo_json(report)
+        return echo_json({"providers": rows, "run": run})
     width = max(len(row["name"]) for row in rows)
     for row in rows:
-        typer.echo(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")
+        say(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")
         example = f"e.g. {row['name']}:{row['example_model']}" if row["example_model"] else "no default model"
         keys = ", ".join(f"{k['variable']} ({'set' if k['set'] else 'not set'})" for k in row["keys"])
         details = [f"default model: {row['default_model']}" if row["default_model"] else example,
                    *([f"key: {keys}"] if keys else []), *([f"base URL: {row['base_url']}"] if row["base_url"] else [])]
-        typer.echo(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})")
-        if row["hint"]:
-            typer.echo(f"{'':<{width}} hint: {row['hint']}")
-    run = report["run"]
-    typer.echo(f"\nrun.model      {run['model']}\nrun.sub_model  {run['sub_model'] or '(the root model)'}")
-    if run["auto"]:
-        typer.echo(f"auto           {run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else ""))
-    else:
-        typer.echo(f"auto           none: {run['auto_error']}")
+        say(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})" + (f"\n{'':<{width}} hint: {row['hint']}"
+                                                                          if row["hint"] else ""))
+    auto = (f"{run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else "") if run["auto"]
+            else f"none: {run['auto_error']}")
+    say(f"\nrun.model      {run['model']}\nrun.sub_model  {run['sub_model'] or '(the root model)'}\n"
+        f"auto           {auto}")
 
 
-def provider_row(spec: Any, owner: str, settings: Any) -> dict[str, Any]:
+def provider_row(spec: Any, owner: str, settings: Any, url: Optional[str]) -> dict[str, Any]:
     """One provider as ``rlm models list`` shows it (no key value is ever included). Its key may be in its configured
     ``api_key_env`` first, then in its ``key_env``; a local server needs none, and neither does a provider pointed at
-    another server than its default."""
+    another server than its default; ``url``: its ``base_url``."""
     variables = list(spec.key_env)
     configured = getattr(settings, "api_key_env", None)
     if isinstance(configured, str) and configured and configured not in variables:
@@ -88,7 +84,7 @@ def provider_row(spec: Any, owner: str, settings: Any) -> dict[str, Any]:
     hint = f"export {variables[0]}=… to use it" if status == "no key" else readiness.hint if not readiness.ok else ""
     return {"name": spec.name, "aliases": list(spec.aliases), "description": spec.description, "plugin": owner,
             "default_model": spec.default_model, "example_model": spec.example_model, "keys": keys,
-            "base_url": redact(base_url(spec, settings)), "ready": readiness.ok, "status": status,
+            "base_url": redact(url), "ready": readiness.ok, "status": status,
             "detail": readiness.detail, "hint": hint}
 
 

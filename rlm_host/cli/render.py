@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from rlm_host.cli.live import error_summary
+from rlm_host.cli.live import candidate_line
 from rlm_host.text import clip, clip_lines
 from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, SubCall, observation_error
 
@@ -74,12 +74,8 @@ def render_step(step: ReplayStep, *, total: int | None = None, max_lines: int = 
     lines += ["observation: " + ", ".join(f"{k}={_short(v, 60)}" for k, v in rest.items())] if rest else []
     if step.branches:
         lines.append(f"candidates ({len(step.branches)}):")
-        for tried in step.branches:
-            code = str(tried.get("code") or tried.get("reply") or "")
-            mark = "kept" if tried.get("chosen") else _short(error_summary(str(tried["error"])), 60) \
-                if tried.get("error") else ""
-            lines.append(f"    {tried.get('candidate')}. {tried.get('action')} · score {tried.get('score', 0):+.2f}"
-                         + (f" · {mark}" if mark else "") + f"  {_short(code, 70)}")
+        lines += [f"    {candidate_line(tried)}  {_short(str(tried.get('code') or tried.get('reply') or ''), 70)}"
+                  for tried in step.branches]
     lines += [f"sub-calls ({len(step.sub_calls)}):"] if step.sub_calls else []
     lines += ["    " + _render_sub_call(call) for call in step.sub_calls]
     lines += [f"child runs ({len(step.children)}):"] if step.children else []

@@ -24,8 +24,9 @@ from typer import _click as click  # typer vendors its click; commands must come
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from rlm_host import logs
+from rlm_host.cli.app import echo_json
 from rlm_host.errors import InputError, ModelError
-from rlm_host.text import json_for_terminal, terminal_safe
+from rlm_host.text import terminal_safe
 
 NAMES = ("--context", "-c")
 HINT = ("several contexts: --context a.txt b.md (each an existing path) or --context a.txt --context b.md; "
@@ -152,7 +153,7 @@ def show_result(result: Any, as_json: bool, *, live: bool) -> None:
     """What a run command prints when its run is over (the answer on stdout, or the RunResult as JSON, the
     trajectory's path), then its exit code; ``live``: a live view showed the run."""
     if as_json:
-        click.echo(json_for_terminal(result.model_dump(mode="json")))
+        echo_json(result.model_dump(mode="json"))
     elif result.final_response is not None:  # stdout is the answer or nothing: the exit code says the rest
         click.echo(for_stdout(result.final_response))
     if not as_json:

@@ -4,7 +4,7 @@ active`` and ``cancel``: this user's runs in progress on this machine, whatever 
 
 What these commands show comes from runs: tasks, models' replies, code, errors, registry entries anyone could
 write. Every line meant for a person goes through ``say`` (control characters shown, never sent: C0, DEL and C1,
-so no ESC or CSI sequence redraws the terminal); JSON is printed with ``ensure_ascii`` (escaped, not raw).
+so no ESC or CSI sequence redraws the terminal); JSON is printed by ``echo_json`` (escaped, not raw).
 
 ``rlm runs fork RUN --at STEP [run options]`` is a new run that takes RUN's first STEP steps as recorded, then goes
 on with the settings given (another model, sampling, limits…). The recorded replies answer the replayed steps (no
