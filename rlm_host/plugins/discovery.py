@@ -9,26 +9,34 @@ A plugin distribution declares one entry point in the ``rlm`` group pointing at 
 ``RLM_PLUGINS=a,b`` only those. ``RLM_PLUGIN_MODULES=my_sink,tools.my_env`` also loads hook modules that are
 importable but not packaged (a plugin being written, a module next to a notebook), like pytest's conftest.py.
 
-The metadata is read by ``metadata_scan`` (the same answer as ``importlib.metadata``, at a tenth of the cost: every
-``rlm`` start, ``--help`` included, pays for it), and by ``importlib.metadata`` when the installation is one that
-module leaves to it.
+The metadata is read straight from the metadata folders, found as ``importlib.metadata`` finds them: every
+``sys.path`` entry in order (``""`` is the working directory), each folder's ``*.dist-info`` and ``*.egg-info``, the
+first distribution of a normalised name winning over later ones. That only skips what costs: importing
+``importlib.metadata`` (which pulls in the ``email`` package) and building an object per installed distribution.
+With the project's 280 distributions that is 2-3 ms instead of 26 ms at every ``rlm`` start, ``rlm --help``
+included. Nothing is cached, here or on disk: a plugin installed a moment ago is found by the next call, and no
+file that someone else could write is trusted to stand for the installation. Whenever the installation is not the
+plain case this module knows — a zip file or an ``.egg`` on ``sys.path``, a metadata folder whose suffix is not lower
+case, an import hook providing distributions of its own — ``importlib.metadata`` is asked, which knows every case.
 """
 
 from __future__ import annotations
 
-import functools
+import os
 import re
+import sys
 from dataclasses import dataclass, field
-from typing import Callable, Union
-
-from rlm_host.plugins import metadata_scan
+from functools import partial
+from typing import Callable, Optional, Union
 
 ENTRY_POINT_GROUP = "rlm"
 HOST_DISTRIBUTION = "rlm-host"
+_INFO_SUFFIXES = (".dist-info", ".egg-info")
 
 
 def canonical_dist_name(name: str) -> str:
-    """PEP 503 normalisation, so ``RLM_PLUGINS=RLM_Sandbox.Docker`` finds ``rlm-sandbox-docker``."""
+    """PEP 503 normalisation, so ``RLM_PLUGINS=RLM_Sandbox.Docker`` finds ``rlm-sandbox-docker``; two names are
+    the same distribution for importlib.metadata when they are the same here."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -70,18 +78,79 @@ class PluginDistribution:
 
 def discover() -> list[PluginDistribution]:
     """Every installed distribution with an ``rlm`` entry point, sorted by name; metadata only."""
-    scanned = metadata_scan.scan(ENTRY_POINT_GROUP)
-    if scanned is None:
+    folders = _metadata_folders()
+    if folders is None:
         return _discover_with_importlib()
     found = []
-    for dist in scanned:
-        found.append(PluginDistribution(canonical_dist_name(dist.key), functools.partial(_version_in, dist.path),
-                                        list(dict.fromkeys(dist.entry_points)), metadata_folder=dist.path))
+    for name, folder in folders:
+        text = _read(os.path.join(folder, "entry_points.txt"))
+        entry_points = parse_entry_points(text, ENTRY_POINT_GROUP) if text and f"[{ENTRY_POINT_GROUP}]" in text else []
+        if entry_points:
+            found.append(PluginDistribution(name, partial(_version_in, folder), list(dict.fromkeys(entry_points)),
+                                            metadata_folder=folder))
     return sorted(found, key=lambda d: d.name)
 
 
+def _metadata_folders() -> Optional[list[tuple[str, str]]]:
+    """(canonical name, folder) of each distribution importlib.metadata would find first under its name, in its
+    order; None when ``sys.path`` holds something only importlib.metadata reads (a zip file, an egg)."""
+    from importlib.machinery import PathFinder
+
+    if any(finder is not PathFinder and getattr(finder, "find_distributions", None) is not None
+           for finder in sys.meta_path):
+        return None  # an import hook that lists distributions of its own
+    seen: set[str] = set()
+    folders: list[tuple[str, str]] = []
+    for entry in sys.path:
+        root = entry or "."
+        try:
+            children = os.listdir(root)
+        except NotADirectoryError:
+            return None  # a zip file: importlib.metadata reads inside it
+        except OSError:
+            continue  # missing, or unreadable: importlib.metadata skips it too
+        if root.lower().endswith(".egg") and any(child.lower() == "egg-info" for child in children):
+            return None
+        for child in children:
+            low = child.lower()
+            if not low.endswith(_INFO_SUFFIXES):
+                continue
+            if not child.endswith(_INFO_SUFFIXES):
+                return None  # importlib.metadata names such a folder from its METADATA file
+            name = canonical_dist_name(low.rpartition(".")[0].partition("-")[0])
+            if name not in seen:
+                seen.add(name)
+                folders.append((name, os.path.join(entry, child)))
+    return folders
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except (OSError, ValueError):  # absent (most distributions have no entry points), unreadable or not UTF-8
+        return None
+
+
+def parse_entry_points(text: str, group: str) -> list[tuple[str, str]]:
+    """The (name, value) pairs of one section of an ``entry_points.txt``, read as importlib.metadata reads it:
+    lines stripped, blank lines and ``#`` comments skipped, ``[group]`` opening a section, ``name = value``."""
+    found = []
+    section = None
+    for line in map(str.strip, text.splitlines()):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+        elif section == group:
+            name, sep, value = line.partition("=")
+            if sep:
+                found.append((name.strip(), value.strip()))
+    return found
+
+
 def _discover_with_importlib() -> list[PluginDistribution]:
-    """``discover()`` through ``importlib.metadata``, for installations ``metadata_scan`` leaves to it."""
+    """``discover()`` through ``importlib.metadata``, for installations the folder scan leaves to it."""
     from importlib import metadata
 
     found: dict[str, PluginDistribution] = {}
@@ -99,9 +168,25 @@ def _discover_with_importlib() -> list[PluginDistribution]:
     return sorted(found.values(), key=lambda d: d.name)
 
 
+def _version_header(folder: str) -> Optional[str]:
+    """The ``Version`` header of a metadata folder's ``METADATA`` (``PKG-INFO`` for an egg-info), or None."""
+    for filename in ("METADATA", "PKG-INFO"):
+        text = _read(os.path.join(folder, filename))
+        if text is None:
+            continue
+        for line in text.splitlines():
+            if not line.strip():
+                break  # the headers end at the first blank line
+            header, sep, value = line.partition(":")
+            if sep and header.strip().lower() == "version":
+                return value.strip()
+        return None
+    return None
+
+
 def _version_in(folder: str) -> str:
     """The version in a metadata folder; importlib.metadata reads it when the quick header scan finds none."""
-    version = metadata_scan.version_in(folder)
+    version = _version_header(folder)
     if version is None:
         from importlib import metadata
         from pathlib import Path
@@ -112,8 +197,8 @@ def _version_in(folder: str) -> str:
 
 def host_version() -> str:
     """The installed rlm-host version, or the source tree's when running uninstalled."""
-    folder = metadata_scan.folder_of(HOST_DISTRIBUTION)
-    version = metadata_scan.version_in(folder) if folder else None
+    folder = next((found for name, found in _metadata_folders() or () if name == HOST_DISTRIBUTION), None)
+    version = _version_header(folder) if folder else None
     if version:
         return version
     from importlib import metadata
