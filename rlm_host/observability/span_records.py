@@ -61,9 +61,6 @@ def _digest(text: str, digits: int) -> str:
     return value if value.strip("0") else "1".rjust(digits, "0")  # an all-zero id is invalid in OpenTelemetry
 
 
-#: The live events the span tree is built from as well as the recorded ones (a sink's ``live_events``).
-
-
 def model_name(model: str) -> str:
     """A model as the GenAI conventions name it: ``provider:model`` without our ``provider:`` prefix."""
     head, sep, tail = model.partition(":")
