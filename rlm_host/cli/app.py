@@ -54,6 +54,10 @@ class CliState:
                                trust_config=self.trust_config)
 
 
+#: The ``--json`` option of a command that prints a table for a person, or JSON (``echo_json``) for a program.
+AS_JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
 def group(help_text: str) -> typer.Typer:
     """A command group of ``rlm`` (``rlm runs``, ``rlm models``…): its sub-commands, and its help without one."""
     commands = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True)
@@ -73,13 +77,18 @@ def echo_json(value: Any) -> None:
     typer.echo(json_for_terminal(value))
 
 
-def command_settings(ctx: click.Context) -> "LoadedSettings":
+def cli_state(ctx: Optional[click.Context] = None) -> CliState:
+    """The running ``rlm`` command's global options and settings (``ctx``: default, the current click context)."""
+    state = (ctx or click.globals.get_current_context()).find_root().obj
+    if not isinstance(state, CliState):
+        raise RuntimeError("cli_state() and command_settings() are for sub-commands of `rlm`")
+    return state
+
+
+def command_settings(ctx: Optional[click.Context] = None) -> "LoadedSettings":
     """The settings of the running ``rlm`` command (``--config`` and the global flags honoured), for the built-in
     commands. Deprecated for plugins: a sub-command reads ``CommandServices.of(ctx)`` (``rlm_host.services``)."""
-    state = ctx.find_root().obj
-    if not isinstance(state, CliState):
-        raise RuntimeError("command_settings() is for sub-commands of `rlm`")
-    return state.settings()
+    return cli_state(ctx).settings()
 
 
 def _to_click(target: Any, name: str) -> click.Command:

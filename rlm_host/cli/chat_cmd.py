@@ -19,8 +19,8 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperOption
 
-from rlm_host.cli.app import say
-from rlm_host.cli.run_cmd import ContextsCommand, cli_state, for_stdout, run_params, watched
+from rlm_host.cli.app import cli_state, say
+from rlm_host.cli.run_cmd import ContextsCommand, for_stdout, run_params, watched
 from rlm_host.errors import RlmError
 
 HELP = "/context  /model NAME  /vars  /save  /help  /exit"

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from rlm_host.cli.app import command_settings, echo_json, group, say
+from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
 from rlm_host.config.trust import record_trust
 from rlm_host.errors import InputError
 
@@ -19,12 +19,11 @@ app = group("Inspect the settings rlm reads from flags, environment variables an
 
 @app.command("show")
 def show(
-    ctx: typer.Context,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = AS_JSON,
     all_: bool = typer.Option(False, "--all", help="Also every installed component's default settings."),
 ) -> None:
     """Every setting with its value and source (flag, environment variable, file or default)."""
-    loaded = command_settings(ctx)
+    loaded = command_settings()
     rows = loaded.rows(all_components=all_)
     if as_json:
         return echo_json({"files": [str(p) for p in loaded.files],
@@ -36,7 +35,6 @@ def show(
 
 @app.command("trust")
 def trust(
-    ctx: typer.Context,
     file: Optional[Path] = typer.Argument(None, help="The project file (default: ./rlm.toml, else the "
                                           "[tool.rlm] table of ./pyproject.toml)."),
 ) -> None:

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
-
-from rlm_host.cli.app import command_settings, echo_json, group, say
+from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
 
 app = group("Frameworks: run a task through DSPy, Pydantic AI… as an rlm run.")
 
 
 @app.command("list")
-def list_frameworks(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def list_frameworks(as_json: bool = AS_JSON) -> None:
     """Every framework: name, aliases, mode (native_rlm or agent), readiness, the plugin that registers it."""
     from rlm_host.plugins import get_host
 
-    loaded = command_settings(ctx)
+    loaded = command_settings()
     rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin":
                                    "rlm-host", "detail": "the built-in loop (--env chooses the environment)",
                                    "hint": "", "description": "rlm's own RLM loop"}]

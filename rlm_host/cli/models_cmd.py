@@ -10,9 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-import typer
-
-from rlm_host.cli.app import command_settings, echo_json, group, say
+from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
 from rlm_host.errors import RlmError
 from rlm_host.redact import redact
 
@@ -20,14 +18,14 @@ app = group("Model providers: what is installed, which keys are set, what --mode
 
 
 @app.command("list")
-def list_models(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def list_models(as_json: bool = AS_JSON) -> None:
     """Every provider (built-in and plugins): description, default model, key, base URL, readiness."""
     from rlm_host.models import loopback
     from rlm_host.models.resolve import auto_model
     from rlm_host.plugins import get_host
 
     host = get_host()
-    loaded: Any = command_settings(ctx)  # (mypy reads Settings without its run section)
+    loaded: Any = command_settings()  # (mypy reads Settings without its run section)
     rows, urls = [], {}
     for spec, owner in host.providers().items():
         settings = loaded.component("provider", spec.name)

@@ -35,7 +35,6 @@ def list_plugins(
 
 @app.command("doctor")
 def doctor(
-    ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print every check as JSON."),
     all_: bool = typer.Option(False, "--all", "-a", help="Also list every check, grouped by kind."),
     sink: Optional[List[str]] = typer.Option(None, "--sink", help="Check this sink's backend as if it were in "
@@ -56,7 +55,7 @@ def doctor(
     asked = {host.sinks().get(name, where_more=SINK_PLUGINS).name for name in extra_sinks}  # unknown: exit 2
     rows: list[dict[str, Any]] = []
     try:
-        loaded = command_settings(ctx)
+        loaded = command_settings()
     except RlmError as exc:  # every check still runs, with default settings
         loaded = None
         rows.append(row("config", "settings", "rlm-host", False, exc.message, exc.hint or "fix the file or variable"))

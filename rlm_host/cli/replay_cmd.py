@@ -26,7 +26,6 @@ app = typer.Typer(rich_markup_mode=None, add_completion=False)
 
 @app.command()
 def replay(
-    ctx: typer.Context,
     run_id: str = RUN_ID,
     step: Optional[int] = typer.Option(None, "--step", help="Start at this step number."),
     errors: bool = typer.Option(False, "--errors", help="Only the steps that ended in an error."),
@@ -35,7 +34,7 @@ def replay(
     no_interactive: bool = typer.Option(False, "--no-interactive", help="Print the steps and exit."),
 ) -> None:
     """Step through a saved run: each step's code, output, reward, tokens, sub-calls and child runs."""
-    player = Replay(store_of(ctx).load(run_id))
+    player = Replay(store_of().load(run_id))
     if (start := 0 if step is None else player.index_of(step)) is None:
         numbers = [s.number for s in player.steps]
         span = f"steps {numbers[0]}–{numbers[-1]}" if numbers else "no steps"

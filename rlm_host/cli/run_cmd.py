@@ -24,7 +24,7 @@ from typer import _click as click  # typer vendors its click; commands must come
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from rlm_host import logs
-from rlm_host.cli.app import echo_json
+from rlm_host.cli.app import cli_state, echo_json
 from rlm_host.errors import InputError, ModelError
 from rlm_host.text import terminal_safe
 
@@ -84,11 +84,6 @@ EXIT_INCOMPLETE = 1
 EXIT_CANCELLED = 130
 #: The run answered, but its trajectory could not be written completely (RunResult.record_error).
 EXIT_RECORD_INCOMPLETE = 3
-
-
-def cli_state() -> Any:
-    """The running ``rlm`` command's global options and settings (``rlm_host.cli.app.CliState``)."""
-    return click.globals.get_current_context().find_root().obj
 
 
 def run_task(task: str, as_json: bool, quiet: bool, context: tuple[str, ...] = (), *, defaults: Any = None,

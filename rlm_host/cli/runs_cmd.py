@@ -28,8 +28,8 @@ from typer.core import TyperArgument, TyperOption
 
 from rlm_host import logs
 from rlm_host.cli import run_flags
-from rlm_host.cli.app import command_settings, echo_json, group, say
-from rlm_host.cli.run_cmd import ContextsCommand, cli_state, run_and_show, run_params
+from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
+from rlm_host.cli.run_cmd import ContextsCommand, run_and_show, run_params
 from rlm_host.config.schema import RunSettings
 from rlm_host.config.trust import screen
 from rlm_host.context import ContextFiles
@@ -42,18 +42,16 @@ from rlm_host.trajectory.fork import FORK_AT, FORK_OF, fork_wrapper
 
 app = group("Saved runs (list, show one with every step, compare two, export one) and runs in progress (active, "
             "cancel).")
-AS_JSON = typer.Option(False, "--json", help="Print JSON.")
 RUN_ID = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path.")
 
 
-def store_of(ctx: typer.Context) -> RunStore:
+def store_of() -> RunStore:
     """The saved runs of the effective run home (relative paths are relative to the cwd)."""
-    return RunStore(command_settings(ctx).home)
+    return RunStore(command_settings().home)
 
 
 @app.command("list")
 def list_runs(
-    ctx: typer.Context,
     as_json: bool = AS_JSON,
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most N runs (0: all)."),
     filters: Optional[list[str]] = typer.Option(None, "--filter", "-F", help="KEY=VALUE, repeatable: model, "
@@ -63,7 +61,7 @@ def list_runs(
     """Saved runs, newest first: id, start, outcome, steps, reward, tokens, cost and task."""
     from rlm_host.trajectory.store import select_runs
 
-    store = store_of(ctx)
+    store = store_of()
     summaries = select_runs(store.list_runs(), filters or [])
     shown = summaries[:limit] if limit else summaries
     if as_json:
@@ -139,7 +137,6 @@ def cancel(
 
 @app.command("compare")
 def compare(
-    ctx: typer.Context,
     run_a: str = typer.Argument(..., help="The reference run (id, unique prefix, 'latest', or a .jsonl path)."),
     run_b: str = typer.Argument(..., help="The run compared with it."),
     as_json: bool = AS_JSON,
@@ -148,7 +145,7 @@ def compare(
     and efficiency (reward per 1,000 tokens: total reward × 1000 / total tokens)."""
     from rlm_host.trajectory.compare import compare_runs, render_comparison
 
-    store = store_of(ctx)
+    store = store_of()
     comparison = compare_runs(Replay(store.load(run_a)), Replay(store.load(run_b)))
     if as_json:
         return echo_json(comparison.model_dump(mode="json"))
@@ -156,13 +153,13 @@ def compare(
 
 
 @app.command("show")
-def show(ctx: typer.Context, run_id: str = RUN_ID, as_json: bool = typer.Option(False, "--json", help="Print the "
+def show(run_id: str = RUN_ID, as_json: bool = typer.Option(False, "--json", help="Print the "
          "RunResult and every event as JSON.")) -> None:
     """One saved run: its summary, then every root step with its sub-calls and child runs."""
     from rlm_host.cli.render import render_step, render_summary
     from rlm_host.observability.spans import trace_id_for
 
-    store = store_of(ctx)
+    store = store_of()
     path = store.resolve(run_id)
     events = store.load(path)
     replay = Replay(events)
@@ -183,7 +180,6 @@ def json_exporter(settings: object, services: object) -> Any:
 
 @app.command("export")
 def export(
-    ctx: typer.Context,
     run_id: str = RUN_ID,
     fmt: str = typer.Option("json", "--format", "-f", help="An exporter (`rlm plugins list`): json, this run's "
                             "events as one JSON array, or one a plugin registers."),
@@ -193,7 +189,7 @@ def export(
     from rlm_host.services import HostServices
 
     spec = get_host().exporters().get(fmt)
-    store = store_of(ctx)
+    store = store_of()
     events = store.load(run_id)
     buffer = io.StringIO()
     spec.create(None, HostServices(home=store.home))(events, buffer)
@@ -211,7 +207,7 @@ def export(
 
 def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quiet: bool, **flags: Any) -> None:
     """Fork a saved run: replay its first --at steps as recorded, then go on with the settings given."""
-    loaded = cli_state().settings()
+    loaded = command_settings()
     replay = Replay(RunStore(loaded.home).load(run_id))
     source, steps = replay.root.run_id, len(replay.root.steps)
     if steps == 0:
