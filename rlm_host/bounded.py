@@ -88,15 +88,10 @@ class ChildFailed(BoundedError):
         self.signal = signal_name
 
 
-def start_method(method: str = "auto") -> str:
+def bounded_start_method(method: str = "auto") -> str:
     """``fork`` when this process has one thread, else ``forkserver`` (the host's fork server); an explicit
     method is kept."""
     return method if method != "auto" else "fork" if threading.active_count() == 1 else "forkserver"
-
-
-#: ``start_method`` as the context kit (``rlm_host.sdk.context``) exports it (a bare ``start_method`` would say too
-#: little there).
-bounded_start_method = start_method
 
 
 def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = BoundedLimits(),
@@ -107,7 +102,7 @@ def run_bounded(target: Callable[..., Any], *args: Any, limits: BoundedLimits = 
     module-level function and ``args`` JSON-able; ``preload`` names modules the server imports once, so that its
     children start with them."""
     deadline = None if limits.wall_seconds is None else time.monotonic() + limits.wall_seconds
-    forked = start_method(method) == "fork"
+    forked = bounded_start_method(method) == "fork"
     child = _Forked(target, args, limits) if forked else _served(target, args, limits, list(preload))
     code = None
     try:
@@ -345,7 +340,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-__all__ = ["BoundedLimits", "BoundedError", "LimitExceeded", "ChildFailed", "run_bounded", "start_method",
-           "MEMORY_EXIT"]

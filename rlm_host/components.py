@@ -381,9 +381,3 @@ KINDS: tuple[Kind, ...] = (
 KIND_BY_HOOK: dict[str, Kind] = {kind.hook: kind for kind in KINDS}
 #: Kinds whose components have config sections, in table order.
 COMPONENT_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS if kind.configurable)
-
-__all__ = [
-    "LazyRef", "Readiness", "Component", "EnvironmentSpec", "FrameworkSpec", "SandboxSpec", "SinkSpec",
-    "ContextLoaderSpec", "BenchmarkPackSpec", "ProviderSpec", "ExporterSpec", "ToolboxSpec", "CommandSpec",
-    "DoctorCheck", "Kind", "KINDS", "KIND_BY_HOOK", "COMPONENT_KINDS", "normalize_name", "resolve",
-]

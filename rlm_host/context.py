@@ -326,11 +326,9 @@ def load_file(path: Path, loader_for: Optional[LoaderLookup] = None) -> Any:
 def _loader(path: Path, loader_for: Optional[LoaderLookup]) -> ContextLoader:
     """The loader ``loader_for`` picks for ``path``, else the built-in one for its suffix."""
     loader = loader_for(path) if loader_for is not None else None
-    if loader is None:
-        suffix = path.suffix.lower()
-        loader = (JsonLoader() if suffix == ".json" else JsonLinesLoader() if suffix in (".jsonl", ".ndjson")
-                  else TextLoader())
-    return loader
+    suffix = path.suffix.lower()
+    return loader if loader is not None else JsonLoader() if suffix == ".json" else \
+        JsonLinesLoader() if suffix in (".jsonl", ".ndjson") else TextLoader()
 
 
 def describe_context(context: Any, preview_chars: int = 200) -> dict[str, Any]:

@@ -50,5 +50,3 @@ def _exit(name: str) -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_in_child)
-
-__all__ = ["register", "registered"]

@@ -23,6 +23,3 @@ def count_tokens(text: str, model: Any = None) -> int:
     it has one, else :func:`estimate_tokens`."""
     counter = getattr(model, "count_tokens", None)
     return int(counter(text)) if callable(counter) else estimate_tokens(text)
-
-
-__all__ = ["CHARS_PER_TOKEN", "count_tokens", "estimate_tokens"]
