@@ -127,45 +127,32 @@ def load_settings(
     """
     env = dict(os.environ if environ is None else environ)
     here = Path.cwd() if cwd is None else cwd
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"config file not found: {config_file}")
+    user_file, project = user_config_dir(env) / "config.toml", config_file or find_project_file(here)
+    files = [path for path in (user_file, project) if path is not None and path.is_file()]
     entries: list[Entry] = []
-    files: list[Path] = []
     untrusted: Path | None = None
     ignored: list[Ignored] = []
-
-    user_file = user_config_dir(env) / "config.toml"
-    if user_file.is_file():
-        entries += [(key, value, f"user file {user_file}") for key, value in _flatten(_read_toml(user_file))]
-        files.append(user_file)
-    if config_file is not None:
-        if not config_file.is_file():
-            raise ConfigError(f"config file not found: {config_file}")
-        entries += [(key, value, f"config file {config_file}") for key, value in _flatten(project_table(config_file))]
-        files.append(config_file)
-    else:
-        project_file = find_project_file(here)
-        if project_file is not None:
-            table = project_table(project_file)
-            found = [(key, value, f"project file {project_file}") for key, value in _flatten(table)]
-            if not (trust or is_truthy(env.get(TRUST_ENV)) or is_trusted(project_file, table, env)):
-                found, ignored = screen(found, here, host, baseline={key: value for key, value, _ in entries})
-                untrusted = project_file.resolve() if ignored else None
-            entries += found
-            files.append(project_file)
-    entries += _env_entries(env)
-    for key, (value, label) in (overrides or {}).items():
-        if value is not None:
-            entries.append((key, value, label))
-
+    for path in files:  # weakest first; only a project file found in ``cwd`` is screened
+        table = project_table(path)
+        label = "user file" if path is user_file else "config file" if config_file else "project file"
+        found = [(key, value, f"{label} {path}") for key, value in _flatten(table)]
+        if label == "project file" and not (trust or is_truthy(env.get(TRUST_ENV)) or is_trusted(path, table, env)):
+            found, ignored = screen(found, here, host, baseline={key: value for key, value, _ in entries})
+            untrusted = path.resolve() if ignored else None
+        entries += found
+    entries += _env_entries(env) + [(key, value, label) for key, (value, label) in (overrides or {}).items()
+                                    if value is not None]
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for key, value, _ in entries:  # a configured key or URL password is never printed or recorded
-        if isinstance(value, str):
+    for key, value, label in entries:
+        if isinstance(value, str):  # a configured key or URL password is never printed or recorded
             redact.register_url(value)
             if holds_credential(key) and key.endswith("_env"):  # api_key_env = "MY_VAR": MY_VAR's value
                 redact.register(env.get(value))
             elif holds_credential(key):
                 redact.register(value.removeprefix("Bearer ").removeprefix("Basic "), value)
-    for key, value, label in entries:
         _set_dotted(merged, key, value)
         sources = {k: v for k, v in sources.items() if not k.startswith(key + ".")}
         sources[key] = label

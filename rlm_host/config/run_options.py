@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 
 from pydantic import Field, ValidationError
 
-from rlm_host.config.schema import RunSettings
+from rlm_host.config.schema import RunSettings, problems
 from rlm_host.errors import ConfigError
 
 
@@ -46,10 +46,7 @@ def merge_run(base: RunSettings, values: dict[str, Any], labels: Optional[dict[s
     try:
         return RunSettings.model_validate({**base.model_dump(), **given}, context={"given": set(given)})
     except ValidationError as exc:
-        labelled = labels or {}
-        problems = "; ".join(f"{labelled.get(str(e['loc'][0]), str(e['loc'][0])) if e['loc'] else 'run'}: {e['msg']}"
-                             for e in exc.errors())
-        raise ConfigError(f"invalid run option: {problems}") from None
+        raise ConfigError(f"invalid run option: {problems(exc, 'run', labels)}") from None
 
 
 def run_option_type(name: str) -> Any:

@@ -3,10 +3,12 @@ the pydantic model their registration record names (see ``Component.settings``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_serializer, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_serializer,
+                      field_validator)
 
 from rlm_host.components import COMPONENT_KINDS
 
@@ -15,6 +17,14 @@ COMPONENT_SECTIONS = COMPONENT_KINDS
 from rlm_host.price_keys import parse_key  # noqa: E402
 #: The largest ``@FILE`` of instructions read (guidance for a system prompt, not a document).
 MAX_INSTRUCTIONS_BYTES = 1024 * 1024
+
+
+def problems(exc: ValidationError, root: str = "", labels: Optional[Mapping[str, str]] = None) -> str:
+    """A validation error as ``key: what is wrong`` per problem, joined by "; ": the key dotted, ``root`` when the
+    value itself is wrong, or the label of its first part (``--max-steps``) when ``labels`` names one."""
+    named = labels or {}
+    return "; ".join(f"{named.get(str(e['loc'][0]), '.'.join(map(str, e['loc']))) if e['loc'] else root}: {e['msg']}"
+                     for e in exc.errors())
 
 
 def tool_spec(item: Any) -> str:

@@ -125,8 +125,6 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return "sets model prices (they decide when max_cost stops a run)"
     if key == "run.strict":  # validation reads "no", "off", 0 as false too: only a true value keeps it on
         return "turns off the strict cost check your own settings turn on" if below.get(key) and not _on(value) else ""
-    if key == "run.output_type":
-        return _outside(value, project) if isinstance(value, str) else ""
     if key.startswith("run.mcp_servers"):  # a server is a program the host starts, or an endpoint with headers
         return "" if key.endswith(".disabled") and value is True else \
             "starts an MCP server (a program the host runs, or a server your data goes to)"
@@ -148,7 +146,7 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if key.startswith("run.approval_rules"):  # the table, or one of its entries flattened
         rules = value if isinstance(value, dict) else {key: value}
         return "lets actions go ahead without asking you" if "allow" in rules.values() else ""
-    if key in ("run.workdir", "paths.home") or (section == "run" and words & PATH_WORDS):
+    if key in ("run.workdir", "paths.home", "run.output_type") or (section == "run" and words & PATH_WORDS):
         return _outside(value, project)
     if key == "run.instructions":
         return _outside(value[1:], project) if isinstance(value, str) and value.startswith("@") else ""
@@ -163,10 +161,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     words = _words(parts[2]) if len(parts) > 2 else words
     # a nested table's keys count too: [environment.harness.mcp_servers.NAME] command, args, env, url, headers
     deeper = set().union(*(_words(part) for part in parts[3:])) if len(parts) > 3 else set()
-    if _is_number(value):  # moves no secret, names no file
-        return _raises_limit(key, value, host, below)
-    if isinstance(value, str) and (raised := _raises_limit(key, value, host, below)):  # "9999": a number to pydantic
-        return raised
+    if (raised := _raises_limit(key, value, host, below)) or _is_number(value):  # a number names no secret or file;
+        return raised  # "9999" is a number to validation too
     if key.endswith(".build_missing"):  # [sandbox.docker]: "never" only tightens
         return "" if value == "never" else "builds a sandbox image when a run needs it (minutes of downloads)"
     if section == "environment" and len(parts) > 2 and parts[2] == "sandbox_packages":

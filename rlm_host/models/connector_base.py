@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from rlm_host.config.schema import problems
 from rlm_host.errors import ConfigError
 from rlm_host.models import catalog, loopback
 from rlm_host.models.protocol import Completion, Message, ModelOptions, Purpose, ReplyFormat
@@ -82,8 +83,7 @@ def validate_settings(cls: type[_Settings], settings: _Settings | Mapping[str, A
     try:
         return cls.model_validate(dict(settings))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"[provider.{section}]: {problems}") from None
+        raise ConfigError(f"[provider.{section}]: {problems(exc)}") from None
 
 
 def context_window_of(name: str, windows: Mapping[str, int]) -> int | None:

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rlm_host.config.schema import problems
 from rlm_host.models.protocol import Completion, Message, ModelError
 from rlm_host.tokens import estimate_tokens
 
@@ -90,23 +91,20 @@ def _entry(kind: type[_Entry], value: Any, where: str) -> _Entry:
     try:
         return kind.model_validate(dict(value))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors())
-        raise ModelError(f"{where}: {problems}") from None
+        raise ModelError(f"{where}: {problems(exc, 'item')}") from None
 
 
 class ScriptedConnector:
     """A ModelConnector replaying scripted responses and rules (see the module docstring)."""
 
     def __init__(self, responses: Iterable[ItemLike] = (), rules: Iterable[ScriptRule | Mapping[str, Any]] = (), *,
-                 name: str = "scripted:inline",
-                 context_window: int | None = DEFAULT_CONTEXT_WINDOW) -> None:
+                 name: str = "scripted:inline", context_window: int | None = DEFAULT_CONTEXT_WINDOW) -> None:
         self.name = name
         self.context_window = context_window
         self.responses = [_entry(ScriptItem, r, f"{name}: response {i + 1}") for i, r in enumerate(responses)]
         self.rules = [_entry(ScriptRule, r, f"{name}: rule {i + 1}") for i, r in enumerate(rules)]
         self._patterns = [re.compile(rule.match, re.DOTALL) for rule in self.rules]
-        self._next = 0
-        self._count = 0
+        self._next = self._count = 0
         self._lock = threading.Lock()
         self.calls: list[list[Message]] = []  # the messages of every call, in arrival order
 
@@ -126,14 +124,10 @@ class ScriptedConnector:
         except OSError as exc:
             raise ScriptFileError(f"{where}: cannot read: {exc.strerror or exc}",
                                   hint="use scripted:PATH/TO/script.json") from None
-        data: Any
-        if path.suffix.lower() == ".jsonl":
-            data = _parse_jsonl(text, where)
-        else:
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError:
-                data = _parse_jsonl(text, where)  # several JSON values, one a line
+        try:
+            data = _parse_jsonl(text, where) if path.suffix.lower() == ".jsonl" else json.loads(text)
+        except json.JSONDecodeError:
+            data = _parse_jsonl(text, where)  # several JSON values, one a line
         if isinstance(data, list):
             data = {"responses": data}
         if not isinstance(data, dict):
@@ -167,9 +161,8 @@ class ScriptedConnector:
             if self._next < len(self.responses):
                 self._next += 1
                 return self._count, self.responses[self._next - 1], {"response": self._next}
-            call = self._count
-        script = self.name.removeprefix("scripted:")
-        raise ModelError(f"scripted model script {script}: no response left for call {call}")
+            script = self.name.removeprefix("scripted:")
+            raise ModelError(f"scripted model script {script}: no response left for call {self._count}")
 
     def complete(self, messages: list[Message], *, timeout: float | None = None, on_retry: Any = None,
                  purpose: Any = "turn", reply_format: Any = None) -> Completion:
@@ -185,10 +178,8 @@ class ScriptedConnector:
         if item.error is not None:
             raise ModelError(item.error)
         raw: dict[str, Any] = {"call": call, **origin}
-        if item.text is None:
-            raw["malformed"] = "scripted reply with text null"
-        elif item.text == "":
-            raw["malformed"] = "scripted reply with empty text"
+        if not item.text:
+            raw["malformed"] = "scripted reply with " + ("text null" if item.text is None else "empty text")
         prompt = "".join(str(m.get("content") or "") for m in messages)
         return Completion(text=item.text, model=self.name, cost=0.0, finish_reason=item.finish_reason, raw=raw,
                           input_tokens=item.input_tokens if item.input_tokens is not None else estimate_tokens(prompt),
