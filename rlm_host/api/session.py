@@ -244,20 +244,17 @@ def _refusal(key: str, value: Any, configured: Any, host: Any) -> str:
         return "not taken from a session file"
     if not isinstance(value, str) or not value or len(value) > 300:
         return "not a name"
-    if key == "sandbox" and value != "auto":
-        try:
-            boundary = host.sandboxes().get(value).security_boundary
-        except RlmError:
-            return "not installed"
-        return "" if boundary else "not a security boundary"
     if key in ("model", "sub_model"):
         return _model_refusal(value, host)
-    if key == "environment":
-        try:
-            return "edits the project folder" if host.environments().get(value).workspace else ""
-        except RlmError:
-            return "not installed"
-    return ""
+    if key not in ("sandbox", "environment") or (key, value) == ("sandbox", "auto"):
+        return ""
+    try:
+        spec = host.registry(key).get(value)
+    except RlmError:
+        return "not installed"
+    if key == "sandbox":
+        return "" if spec.security_boundary else "not a security boundary"
+    return "edits the project folder" if spec.workspace else ""
 
 
 def _model_refusal(model: str, host: Any) -> str:
