@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
-from typing import Any, Callable, Optional, TypeVar
+from concurrent.futures import Future, wait
+from typing import Callable, Optional, TypeVar
 
 from rlm_host.errors import BudgetExceeded
 from rlm_host.threads import run_in_thread
@@ -80,25 +81,20 @@ class Budget:
         process, a cancelled task): it runs on a daemon helper thread (``rlm_host.threads``), and this raises
         ``BudgetExceeded("cancelled")`` within ``POLL_SECONDS`` of the cancellation. The abandoned call finishes
         (or times out) on its own."""
-        outcome: dict[str, Any] = {}
-        done = threading.Event()
+        future: Future[T] = Future()
         context = contextvars.copy_context()
 
         def work() -> None:
             try:
-                outcome["value"] = context.run(call)
+                future.set_result(context.run(call))
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                outcome["error"] = exc
-            finally:
-                done.set()
+                future.set_exception(exc)
 
         run_in_thread(work, "rlm-model-call")
-        while not done.wait(POLL_SECONDS):
+        while not wait([future], POLL_SECONDS).done:
             if self._cancelled():
                 raise BudgetExceeded("cancelled", f"{self.stop_reason()} (the model call in progress was abandoned)")
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["value"]
+        return future.result()
 
     def _cancelled(self) -> bool:
         """This budget, or one it draws from, was cancelled."""

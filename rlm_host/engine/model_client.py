@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from rlm_host.engine.budget import Budget
 from rlm_host.event_types import error_line, next_call
@@ -38,6 +38,7 @@ class ModelClient:
                  reply_format_mode: ReplyFormatMode = "auto") -> None:
         self.connector, self.role, self.usage, self.budget = connector, role, usage, budget
         self.scope, self.prices, self.reply_format_mode = scope, prices, reply_format_mode
+        self._emit = scope.emit if scope is not None else lambda *args, **kwargs: None  # no scope: no events
         self._lock = lock or threading.Lock()  # shared with whoever else writes to ``usage``
         self.seconds = 0.0  # wall time spent waiting for this role's model, all calls
 
@@ -69,25 +70,21 @@ class ModelClient:
         """
         self.budget.check()
         purpose = purpose or ("turn" if self.role == "root" else "sub_call")
-        scope = self.scope
         enforced = reply_format_for(self.connector, reply_format, self.reply_format_mode) if purpose == "turn" else None
         extra = {"reply_format": enforced} if enforced is not None else {}
-        call: dict[str, Any] = {}
-        if scope is not None:  # emitted outside the model's time: what it costs is the engine's
-            # (reply_format: the trajectory says which calls were held to a reply shape)
-            call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,
-                    "purpose": purpose, **({} if enforced is None else {"reply_format": enforced.name})}
-            scope.emit("model_call_start", dict(call))
+        # emitted outside the model's time: what it costs is the engine's (reply_format: the trajectory says which
+        # calls were held to a reply shape)
+        call = {"call": next_call(), "role": self.role, "model": self.name, "provider": self.provider,
+                "purpose": purpose, **({} if enforced is None else {"reply_format": enforced.name})}
+        self._emit("model_call_start", dict(call))
         started = time.monotonic()
-        on_retry = self._on_retry if scope is not None else None
         try:
             completion = self.budget.unless_cancelled(lambda: self.connector.complete(
-                messages, timeout=max(1.0, self.budget.remaining()), on_retry=on_retry, purpose=purpose, **extra))
+                messages, timeout=max(1.0, self.budget.remaining()), on_retry=self._on_retry, purpose=purpose, **extra))
         except BaseException as exc:
-            if scope is not None:
-                scope.emit("model_call_end", {**call, "seconds": round(time.monotonic() - started, 3),
-                                              "error": error_line(f"{type(exc).__name__}: {exc}")},
-                           content={"messages": messages})
+            self._emit("model_call_end", {**call, "seconds": round(time.monotonic() - started, 3),
+                                          "error": error_line(f"{type(exc).__name__}: {exc}")},
+                       content={"messages": messages})
             raise
         finally:
             with self._lock:
@@ -102,11 +99,11 @@ class ModelClient:
                 completion = completion.model_copy(update={"cost": cost})
         with self._lock:
             self.usage.add(completion.input_tokens, completion.output_tokens, completion.cost)
-        if scope is not None:  # before the budget's charge, which may end the run: the call did end
-            scope.emit("model_call_end", {**call, "input_tokens": completion.input_tokens,
-                                          "output_tokens": completion.output_tokens, "cost": completion.cost,
-                                          "seconds": round(time.monotonic() - started, 3)},
-                       content={"messages": messages, "reply": completion.text})
+        # said before the budget's charge, which may end the run: the call did end
+        self._emit("model_call_end", {**call, "input_tokens": completion.input_tokens,
+                                      "output_tokens": completion.output_tokens, "cost": completion.cost,
+                                      "seconds": round(time.monotonic() - started, 3)},
+                   content={"messages": messages, "reply": completion.text})
         self.budget.charge(completion.input_tokens + completion.output_tokens, completion.cost)
         return completion
 
@@ -115,6 +112,5 @@ class ModelClient:
         return count_tokens(text, self.connector)
 
     def _on_retry(self, attempt: int, wait: float, reason: str) -> None:
-        assert self.scope is not None
-        self.scope.emit("model_retry", {"role": self.role, "model": self.name, "provider": self.provider,
-                                        "attempt": attempt, "wait": round(wait, 3), "reason": reason})
+        self._emit("model_retry", {"role": self.role, "model": self.name, "provider": self.provider,
+                                   "attempt": attempt, "wait": round(wait, 3), "reason": reason})

@@ -147,7 +147,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     limits = SandboxLimits(exec_timeout=run.exec_timeout, memory_mb=memory_for(context_meta))
     sandbox = (plan_sandbox(host, loaded, home, env_spec, run.sandbox, limits, workdir)
                if env_spec.runs_code or run.sandbox != "auto" else None)
-    sampling = Sampling.of(run)
+    sampling = Sampling(run)
     given = connectors or {}
     notices = [not_a_boundary(sandbox)] if sandbox is not None and not sandbox.spec.security_boundary else []
     model = run.model
@@ -221,18 +221,12 @@ class Sampling:
     over them), filtered for each model to what its provider honours: what is left out is one notice per provider
     and option, and what each role's connector was given is recorded with the run."""
 
-    def __init__(self, root: dict[str, Any], sub: dict[str, Any]) -> None:
-        self.roles = {"root": root, "sub": sub}
-        self.notices: list[str] = []
-        self.recorded: dict[str, dict[str, Any]] = {}
-
-    @classmethod
-    def of(cls, run: RunSettings) -> "Sampling":
+    def __init__(self, run: RunSettings) -> None:
         root = {name: getattr(run, name) for name in SAMPLING_OPTIONS if getattr(run, name) is not None}
         sub = {**root, **run.sub_sampling}
-        if "seed" in sub:
-            sub["seed"] = int(sub["seed"])
-        return cls(root, sub)
+        self.roles = {"root": root, "sub": sub | ({"seed": int(sub["seed"])} if "seed" in sub else {})}
+        self.notices: list[str] = []
+        self.recorded: dict[str, dict[str, Any]] = {}
 
     def sent(self, role: str, model: str, host: "PluginHost") -> dict[str, Any]:
         """The options a connector of ``model`` in ``role`` gets (what its provider honours)."""
@@ -295,9 +289,9 @@ def check_branching(run: RunSettings, env_spec: "EnvironmentSpec", framework_spe
 def run_sinks(host: "PluginHost", names: Optional[list[str]]) -> list[str]:
     """The sinks a run feeds, by their registered names (an unknown name is an error, a name given twice is one
     sink): ``names`` (``[run] sinks``), or when it is not set every installed sink whose spec says ``default``."""
-    if names is None:
-        return [spec.name for spec in host.sinks() if spec.default]
     registry = host.sinks()
+    if names is None:
+        return [spec.name for spec in registry if spec.default]
     return list(dict.fromkeys(registry.get(name, where_more=SINK_PLUGINS).name for name in names))
 
 

@@ -10,12 +10,13 @@ of a sandbox that mounts the folder, :func:`sweep_workspace` removes metadata th
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
 import stat
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Iterable, Optional
+from typing import Iterable
 
 #: Names (any folder level, compared case-insensitively) the model's actions never write, create or delete.
 PROTECTED_NAMES = frozenset({".git", ".hg", ".svn", ".jj", ".envrc", ".rlm"})
@@ -26,19 +27,11 @@ class WorkspaceRefused(ValueError):
     """A model-driven action the project folder does not allow; the message says why (shown to the model)."""
 
 
-def protected_part(relative: PurePath | str) -> Optional[str]:
-    """The first part of ``relative`` that names protected metadata, or None."""
+def check_workspace_write(relative: PurePath | str) -> None:
+    """WorkspaceRefused when ``relative`` lies in version-control or tool metadata (any part of it, at any depth)."""
     for part in PurePosixPath(str(relative).replace("\\", "/")).parts:
         if part.lower() in PROTECTED_NAMES:
-            return part
-    return None
-
-
-def check_workspace_write(relative: PurePath | str) -> None:
-    """WorkspaceRefused when ``relative`` lies in version-control or tool metadata."""
-    part = protected_part(relative)
-    if part is not None:
-        raise WorkspaceRefused(f"{relative}: {part} is version-control or tool metadata, read-only for the model")
+            raise WorkspaceRefused(f"{relative}: {part} is version-control or tool metadata, read-only for the model")
 
 
 def open_in_workspace(root: Path, relative: PurePosixPath | str, flags: int, *, make_parents: bool = False,
@@ -80,10 +73,8 @@ def _folder_fd(root: Path, parts: Iterable[str], make: bool) -> int:
     try:
         for part in parts:
             if make:
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
             child = os.open(part, _DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = child
@@ -125,13 +116,11 @@ def sweep_workspace(root: Path, before: set[str]) -> list[str]:
 
 
 def _remove_tree(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)  # rmtree never follows links out
         else:
             path.unlink(missing_ok=True)
-    except OSError:
-        pass
 
 
 def _clear_set_id(path: Path) -> bool:
