@@ -132,8 +132,7 @@ class FrameworkRewards(BaseModel):
 
 #: Event kinds a framework reports, and the field giving each its reward: a ``FrameworkRewards`` field of the
 #: framework's settings, but ``final``: ``[rewards] final_reward``.
-EVENT_REWARDS = {name.removeprefix("reward_"): name for name in FrameworkRewards.model_fields}
-EVENT_REWARDS["final"] = "final_reward"
+EVENT_REWARDS = {n.removeprefix("reward_"): n for n in FrameworkRewards.model_fields} | {"final": "final_reward"}
 _DEFAULT_WEIGHTS = FrameworkRewards()
 
 

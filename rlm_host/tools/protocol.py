@@ -250,5 +250,4 @@ def _single_string_parameter(tool: Optional[ToolSpec]) -> Optional[str]:
 
 
 def _prose(text: str, start: int, end: int) -> str:
-    before, after = text[:start], text[end:]
-    return "\n".join(p for p in (before.strip(), after.strip()) if p and p not in ("```", "```json"))
+    return "\n".join(p for p in (text[:start].strip(), text[end:].strip()) if p and p not in ("```", "```json"))
