@@ -61,7 +61,7 @@ def test_a_width_above_the_cap_or_where_nothing_can_be_copied_is_exit_2(rlm_cli,
     assert done.code == 2 and "--branch-width 20 is more than 8: up to 100 root model calls for 5 steps" in done.err
     assert "at openai:gpt-4o's price, about $" in done.err
     done = rlm_cli("run", "Compute", "--model", rlm_script(REPLIES), "--branch-width", "2", "--env", "generic",
-                   "--sandbox", "process")
+                   "--sandbox", "process", plugins="rlm-env-generic")
     assert done.code == 2 and "the generic environment cannot try replies in a copy of its REPL" in done.err
     done = rlm_cli("run", "Compute", "--model", rlm_script(REPLIES), "--branch-width", "0")
     assert done.code == 2 and "--branch-width" in done.err

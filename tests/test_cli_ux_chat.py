@@ -81,7 +81,7 @@ def test_chat_through_another_environment_and_a_framework(rlm, isolated_env):
         '{"action": "run_python", "code": "print(len(context))"}', '{"action": "final", "final_response": "24 chars"}',
     ]}))
     chat = rlm("chat", "--context", "a.txt", "--model", "scripted:g.json", "--env", "generic", "--sandbox", "process",
-               "--quiet", plugins=PLUGINS, input="How long?\n")
+               "--quiet", plugins=[*PLUGINS, "rlm-env-generic"], input="How long?\n")
     assert chat.returncode == 0, chat.stderr
     assert "rlm> 24 chars" in chat.stdout
     runs = sorted((work / ".rlm" / "runs").glob("*.jsonl"))

@@ -1,4 +1,5 @@
-"""The built-in environments keep the environment protocol (the contract every environment plugin runs)."""
+"""The built-in environment keeps the environment protocol (the contract every environment plugin runs; generic's is
+in plugins/rlm-env-generic)."""
 
 from rlm_host.testing import EnvironmentContract
 
@@ -8,10 +9,3 @@ class TestPureRLM(EnvironmentContract):
     final_reply = "FINAL(42)"
     final_answer = "42"
     working_reply = "```repl\nx = len(context)\nprint(x)\n```"
-
-
-class TestGeneric(EnvironmentContract):
-    environment = "generic"
-    final_reply = '{"action": "final", "final_response": "42"}'
-    final_answer = "42"
-    working_reply = '{"action": "run_python", "code": "x = len(context)\\nprint(x)"}'

@@ -20,7 +20,7 @@ GUIDE = "Amounts are in Swiss francs; the fiscal year starts in April."
 ])
 def test_the_guidance_follows_the_system_prompt_and_is_recorded(tmp_path, monkeypatch, environment, replies):
     monkeypatch.chdir(tmp_path)
-    runner = isolated_runner(tmp_path, sandbox="process")
+    runner = isolated_runner(tmp_path, sandbox="process", plugins="rlm-env-generic")  # generic is a plugin
     root = ScriptedConnector.from_responses(replies)
     result = runner.run_task("What is the total?", context="a ledger", environment=environment, instructions=GUIDE,
                              connectors={"root": root, "sub": root})

@@ -211,13 +211,3 @@ def test_the_trajectory_writes_a_live_event_with_the_next_one_or_alone_soon_afte
     writer.close()  # a run that died there: the held event is not lost
     assert [RunEvent.model_validate_json(line).type for line in writer.path.read_text().splitlines()] == [
         "step_start", "model_call_start", "model_call_end", "step", "code_start"]
-
-
-def test_the_generic_environment_brackets_its_code_too(runner):
-    """Every environment that runs model code (generic, and rlm-env-dspy's run_python through it) shows it live."""
-    action = '{"action": "run_python", "code": "print(6 * 7)"}'
-    result, events, _ = run(runner, "q", [action, '{"action": "final", "final_response": "42"}'], environment="generic")
-    assert result.final_response == "42"
-    starts, ends = ([e.payload() for e in events if e.type == kind] for kind in ("code_start", "code_end"))
-    assert [(s.step, s.code) for s in starts] == [(1, "print(6 * 7)")]
-    assert [(e.call, e.ok, e.final) for e in ends] == [(starts[0].call, True, False)]

@@ -34,7 +34,7 @@ def test_paradigm_comparison_runs_every_paradigm_and_reports_them_side_by_side(t
 
     monkeypatch.chdir(tmp_path)
     runner = isolated_runner(tmp_path, plugins="rlm-bench,rlm-adapter-dspy,rlm-adapter-pydantic-ai,rlm-adapter-adk,"
-                                                 "rlm-adapter-deepagents")
+                                                 "rlm-adapter-deepagents,rlm-env-generic")
     model = ScriptedConnector.from_responses([], rules=RULES, name="scripted:paradigms", context_window=65_536)
     preset = find_preset("paradigm_comparison", runner.host, loaded=runner.loaded)
     bench = BenchmarkRunner(runner, connectors={"root": model, "sub": model})

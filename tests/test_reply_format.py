@@ -1,17 +1,13 @@
 """Structured replies: an environment's ReplyFormat reaches the connectors that can enforce it, on the root
 model's turns only, as ``[run] reply_format`` (auto / on / off, ``--reply-format``) says; the OpenAI-compatible
-services put it in their own request fields."""
+services put it in their own request fields. (generic's JSON schema: plugins/rlm-env-generic/tests.)"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from rlm_host.environments.generic import ACTION_SCHEMA
-from rlm_host.environments.kit import parse_action
-from rlm_host.environments.generic import REPLY_FORMAT as GENERIC
 from rlm_host.environments.protocol import reply_format_of
 from rlm_host.environments.pure_rlm.environment import PureRLMEnvironment
 from rlm_host.environments.repl_format import REPLY_FORMAT as PURE_RLM
@@ -50,10 +46,11 @@ def declaring(kinds: set[str], by_default: bool) -> Any:
 
 
 def test_a_reply_format_is_a_hashable_record_of_its_kinds():
-    assert PURE_RLM.kinds == {"gbnf"} and GENERIC.kinds == {"json_schema"}
+    schema = ReplyFormat("schema", json_schema={"type": "object"})
+    assert PURE_RLM.kinds == {"gbnf"} and schema.kinds == {"json_schema"}
     assert ReplyFormat("both", gbnf="root ::= x", json_schema={}).kinds == {"gbnf", "json_schema"}
     assert ReplyFormat("none").kinds == frozenset()
-    assert len({GENERIC, GENERIC}) == 1  # the schema (a dict) does not stop hashing
+    assert len({schema, schema}) == 1  # the schema (a dict) does not stop hashing
     with pytest.raises(AttributeError):
         PURE_RLM.gbnf = "x"  # type: ignore[misc]
 
@@ -82,15 +79,6 @@ def test_connectors_declaring_nothing_never_get_one():
 def test_the_environments_offer_their_format():
     assert reply_format_of(PureRLMEnvironment.__new__(PureRLMEnvironment)) is PURE_RLM
     assert reply_format_of(Plain()) is None
-    assert GENERIC.json_schema is ACTION_SCHEMA
-
-
-def test_the_generic_schema_is_what_parse_action_reads():
-    reply = {"action": "run_python", "code": "print(1)", "rationale": None, "done": False, "final_response": None,
-             "task": None, "tasks": None, "context": None}
-    assert set(ACTION_SCHEMA["required"]) == set(reply) == set(ACTION_SCHEMA["properties"])
-    assert parse_action(json.dumps(reply)) == reply
-    assert set(ACTION_SCHEMA["properties"]["action"]["enum"]) == {"run_python", "final", "delegate", "delegate_batch"}
 
 
 # ------------------------------------------------------------------------------ through a run
@@ -129,12 +117,6 @@ def test_the_trajectory_records_which_calls_were_held_to_a_reply_format(tmp_path
 def test_the_setting_comes_from_the_configuration(tmp_path, monkeypatch):
     calls = run_with(tmp_path, monkeypatch, Recording(PURE_SCRIPT), environ={"RLM_RUN__REPLY_FORMAT": "off"})
     assert {given for _, given in calls} == {ABSENT}
-
-
-def test_the_generic_environment_asks_for_its_action_schema(tmp_path, monkeypatch):
-    final = json.dumps({"action": "final", "final_response": "done", "done": True})
-    calls = run_with(tmp_path, monkeypatch, Recording([final], kinds=frozenset({"json_schema"})), environment="generic")
-    assert calls == [("turn", GENERIC)]
 
 
 def test_synthesis_after_the_last_step_is_free_text(tmp_path, monkeypatch):

@@ -147,7 +147,7 @@ def test_a_synthesis_reply_in_the_loops_form_is_read_as_the_answer_it_names(rlm,
     (work / "c.txt").write_text("the answer is forty-two")
     write_script(work / "s.json", [step, synthesis])
     result = rlm("run", "q", "--context", "c.txt", "--env", env, "--model", "scripted:s.json", "--sandbox", "process",
-                 "--max-steps", "1", "--json", plugins=[])
+                 "--max-steps", "1", "--json", plugins=["rlm-env-generic"])  # generic is a plugin
     assert result.returncode == 1, result.stderr
     run = json.loads(result.stdout)
     assert run["termination_reason"] == "max_steps" and run["final_response"] == expected

@@ -1,4 +1,4 @@
-"""Built-in environments: pure_rlm (the paper's loop, the default) and generic (RLM Code's JSON actions)."""
+"""The built-in environment: pure_rlm, the paper's loop (the default; the others are plugins)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,4 @@ def rlm_register_environments() -> list[EnvironmentSpec]:
                         "finish", "rlm_host.environments.pure_rlm.environment:PureRLMEnvironment",
                         aliases=("pure-rlm",),
                         settings="rlm_host.environments.pure_rlm.environment:PureRLMSettings", context_on_disk=True),
-        EnvironmentSpec("generic", "JSON actions run_python / final / delegate with RLM Code's reward formula",
-                        "rlm_host.environments.generic:GenericEnvironment",
-                        settings="rlm_host.environments.generic:GenericSettings", context_on_disk=True),
     ]

@@ -1,7 +1,7 @@
 """Helpers every environment needs: the context description as prompt text, the final answer as text, the
 middle-cut of long output (``rlm_host.text.clip``), the JSON action in a reply (``reply_action``, the rule of
-every JSON-action environment: generic, rlm-env-dspy) and model code run in the sandbox with its live events
-(``execute_code``)."""
+every JSON-action environment: rlm-env-generic, rlm-env-dspy) and model code run in the sandbox with its live
+events (``execute_code``)."""
 
 from __future__ import annotations
 
@@ -55,13 +55,8 @@ def answer_text(final: FinalSignal) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def with_preview(meta: dict[str, Any], preview_chars: int) -> dict[str, Any]:
-    """The run's context description with its preview cut to ``preview_chars``."""
-    return {**meta, "preview": meta["preview"][:preview_chars]} if "preview" in meta else meta
-
-
-def render_description(meta: dict[str, Any]) -> str:
-    """The metadata as a few lines of text for the first user message."""
+def render_description(meta: dict[str, Any], preview_chars: Optional[int] = None) -> str:
+    """The metadata as a few lines of text for the first user message, its preview cut to ``preview_chars``."""
     kind = meta["type"]
     if kind == "none":
         return "nothing (context is None): answer from the query alone, using llm_query if useful."
@@ -80,7 +75,7 @@ def render_description(meta: dict[str, Any]) -> str:
         if "keys" in meta:
             more = ", …" if meta["key_count"] > len(meta["keys"]) else ""
             lines.append(f"{meta['key_count']:,} keys: {', '.join(meta['keys'])}{more}")
-    lines.append(f"preview of the start: {meta.get('preview', '')!r}")
+    lines.append(f"preview of the start: {meta.get('preview', '')[:preview_chars]!r}")
     return "\n".join(lines)
 
 

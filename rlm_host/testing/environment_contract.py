@@ -15,7 +15,7 @@ An environment plugin proves it keeps the protocol by subclassing it in its test
 pytest then runs every ``test_*`` below against the environment, in the ``process`` sandbox (``sandbox``) with
 scripted models: the environment is built by its registered factory as ``factory(settings, ctx)``, driven step by
 step as the runner drives it, and run end to end through the real runner. Real examples: the host's
-tests/test_environments_contract.py (pure_rlm, generic).
+tests/test_environments_contract.py (pure_rlm) and plugins/rlm-env-generic/tests (generic).
 
 What the contract checks, beyond the protocol's docstrings, is what the runner and the user rely on: the context
 never enters a prompt (only its description); an empty or malformed reply is a step, never an exception;

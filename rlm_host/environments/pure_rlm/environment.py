@@ -11,17 +11,15 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.environments.kit import (
-    answer_text, execute_code, render_description, truncate, variable_snapshot, with_instructions, with_preview,
-)
+from rlm_host.environments.kit import (answer_text, execute_code, render_description, truncate, variable_snapshot,
+                                      with_instructions)
 from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.repl import SubCalls, document_names
 from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.environments.repl_tools import tools_prompt
 from rlm_host.environments.pure_rlm import prompts
 from rlm_host.environments.pure_rlm.history import History
-from rlm_host.environments.pure_rlm.parsing import parse_reply, synthesized_answer
-from rlm_host.environments.repl_format import REPLY_FORMAT
+from rlm_host.environments.repl_format import REPLY_FORMAT, parse_reply, synthesized_answer
 from rlm_host.errors import SandboxError
 from rlm_host.models.protocol import Completion, Message
 from rlm_host.sandbox.protocol import SandboxSession
@@ -58,7 +56,6 @@ class PureRLMEnvironment:
         self.ctx = ctx
         self.settings = settings or PureRLMSettings()
         self.session: Optional[SandboxSession] = None
-        self.meta = with_preview(ctx.context_meta, self.settings.preview_chars)
         self.nudged = False
         self.history: Optional[History] = None
         self.baseline: set[str] = set()
@@ -79,7 +76,8 @@ class PureRLMEnvironment:
             python_notes=f"\n\nThe REPL's Python: {notes}" if notes else "")
         extra = [part for part in (tools_prompt(self.ctx.tools), self.ctx.output and self.ctx.output.prompt()) if part]
         system = with_instructions("\n\n".join([system, *extra]), self.ctx.instructions)
-        opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=render_description(self.meta))
+        description = render_description(self.ctx.context_meta, self.settings.preview_chars)
+        opening = prompts.FIRST_USER_MESSAGE.format(task=self.ctx.task, description=description)
         self.history = History({"role": "system", "content": system}, {"role": "user", "content": opening},
                                count=lambda text: count_tokens(text, self.ctx.root))
 

@@ -1,4 +1,4 @@
-"""The generic environment (RLM Code's GenericRLMEnvironment): JSON actions, with delegation.
+"""The ``generic`` environment (RLM Code's GenericRLMEnvironment): JSON actions, with delegation.
 
 Each reply is one JSON object: ``{"action": "run_python" | "final" | "delegate" | "delegate_batch", "code",
 "rationale", "done", "final_response", "task", "tasks", "context"}``. ``run_python`` is rewarded with RLM Code's
@@ -13,17 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from rlm_host.environments.protocol import EnvironmentContext
-from rlm_host.errors import RecursionRefused
-from rlm_host.environments.kit import (
-    StepHistory, answer_text, execute_code, render_description, reply_action, truncate, with_instructions,
-    with_preview,
+from rlm_host import ActionResult, RecursionRefused
+from rlm_host.sdk.environments import (
+    EnvironmentContext, StepHistory, answer_text, execute_code, render_description, reply_action, synthesized_answer,
+    truncate, with_instructions,
 )
-from rlm_host.environments.pure_rlm.parsing import synthesized_answer
-from rlm_host.models.protocol import Completion, Message, ReplyFormat
-from rlm_host.sandbox.protocol import SandboxSession
-from rlm_host.results import ActionResult
+from rlm_host.sdk.models import Completion, Message, ReplyFormat
+from rlm_host.sdk.sandbox import SandboxSession
 
 SYSTEM_PROMPT = """\
 You are an RLM planner.
@@ -85,7 +81,7 @@ class GenericEnvironment:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}"]
         if self.ctx.context is not None:
             lines.append("Context (variable `context` in the REPL):\n"
-                         + render_description(with_preview(self.ctx.context_meta, 200)))
+                         + render_description(self.ctx.context_meta, 200))
         lines += self.history.prompt_sections()
         system = with_instructions(SYSTEM_PROMPT, self.ctx.instructions)
         return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(lines)}]
