@@ -54,10 +54,8 @@ class LoadedSettings:
 
     def warn_untrusted(self) -> None:
         """Say once per process which settings of an untrusted project file were ignored, and how to trust it."""
-        if not self.ignored or self.untrusted_file is None:
-            return
-        text = warning_text(self.untrusted_file, self.ignored)
-        if text in _WARNED:
+        text = warning_text(self.untrusted_file, self.ignored) if self.ignored and self.untrusted_file else ""
+        if not text or text in _WARNED:
             return
         _WARNED.add(text)
         from rlm_host import logs
@@ -214,8 +212,7 @@ def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseMod
         if moved:
             problem = moved
         elif error["type"] == "extra_forbidden":
-            fields = getattr(_model_at(model, loc[:-1]), "model_fields", None)
-            known = sorted(fields) if fields else []
+            known = sorted(getattr(_model_at(model, loc[:-1]), "model_fields", None) or [])
             close = difflib.get_close_matches(loc[-1], known, n=1)
             problem = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
             if known and not close:
@@ -264,12 +261,8 @@ def _moved(model: type[BaseModel], loc: list[str], host: "PluginHost | None") ->
 def _source_for(key: str, sources: dict[str, str]) -> str:
     """The label of the longest configured prefix of ``key``; for a section, the source of a key inside it."""
     parts = key.split(".")
-    for end in range(len(parts), 0, -1):
-        label = sources.get(".".join(parts[:end]))
-        if label:
-            return label
-    inner = sorted(label for name, label in sources.items() if name.startswith(key + "."))
-    return inner[0] if inner else DEFAULT
+    found = next((label for end in range(len(parts), 0, -1) if (label := sources.get(".".join(parts[:end])))), None)
+    return found or min((label for name, label in sources.items() if name.startswith(key + ".")), default=DEFAULT)
 
 
 def find_project_file(folder: Path) -> Path | None:

@@ -100,14 +100,9 @@ def screen(entries: list[tuple[str, Any, str]], project: Path, host: Optional["P
                                                                   list[Ignored]]:
     """Split an untrusted file's ``(key, value, label)`` entries into those kept and those ignored; ``baseline``
     maps dotted keys to the values trusted layers below it set (the user's file), which it may only tighten."""
-    kept, ignored = [], []
-    for key, value, label in entries:
-        reason = risk_of(key, value, project.resolve(), host, baseline)
-        if reason:
-            ignored.append(Ignored(key, reason))
-        else:
-            kept.append((key, value, label))
-    return kept, ignored
+    reasons = [risk_of(key, value, project.resolve(), host, baseline) for key, value, _ in entries]
+    return ([entry for entry, why in zip(entries, reasons) if not why],
+            [Ignored(entry[0], why) for entry, why in zip(entries, reasons) if why])
 
 
 #: ``[run] approve`` modes from the strictest to the loosest.
@@ -269,9 +264,8 @@ def _model_file(model: str, project: Path, host: Optional["PluginHost"]) -> str:
         registry = host.providers() if host is not None else None
         reads_files = registry is None or provider not in registry or bool(registry.get(provider).model_files)
     looks_like_path = any(mark in name for mark in ("/", "\\")) or name.startswith(("~", "."))
-    if not (reads_files and looks_like_path and _outside(name, project)):
-        return ""
-    return f"reads a file outside the project ({model})"
+    outside = reads_files and looks_like_path and _outside(name, project)
+    return f"reads a file outside the project ({model})" if outside else ""
 
 
 def model_parts(model: str) -> tuple[str, str]:

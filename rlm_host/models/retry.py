@@ -13,6 +13,7 @@ attempt a single :class:`~rlm_host.models.protocol.ModelError` says what happene
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import math
 import random
@@ -84,16 +85,11 @@ def status_text(status: int) -> str:
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date; None when absent or bad."""
     value = (value or "").strip()
-    if not value:
-        return None
-    try:
+    with contextlib.suppress(ValueError):
         seconds = float(value)
-    except ValueError:
-        pass
-    else:
         return seconds if math.isfinite(seconds) and seconds >= 0 else None
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email.utils.parsedate_to_datetime(value)  # "" and what is no date: ValueError
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
@@ -114,16 +110,9 @@ def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:
     return millis / 1000.0 if millis >= 0 else parse_retry_after(lowered.get("retry-after"))
 
 
-def call_with_retries(
-    fn: Callable[[], T],
-    classify: Classifier,
-    *,
-    policy: RetryPolicy | None = None,
-    what: str = "model call",
-    on_retry: RetryCallback | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    rng: random.Random | None = None,
-) -> T:
+def call_with_retries(fn: Callable[[], T], classify: Classifier, *, policy: RetryPolicy | None = None,
+                      what: str = "model call", on_retry: RetryCallback | None = None,
+                      sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None) -> T:
     """Call ``fn`` until it succeeds, a failure is not retryable, or ``policy.max_retries`` retries are spent.
 
     ``what`` prefixes the final error ("openai:gpt-4o-mini"). Exceptions the classifier does not know
