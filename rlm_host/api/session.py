@@ -122,6 +122,8 @@ class ChatSession:
         return self.path
 
     def _load(self) -> None:
+        from rlm_host.config.user_key import verify  # constant time; never true without this user's key
+
         if not os.path.lexists(self.path):
             raise InputError(f"no chat session {self.id!r} in {self.path.parent}",
                              hint="rlm chat --list shows the saved sessions")
@@ -132,8 +134,7 @@ class ChatSession:
         options = found if isinstance(found := data.get("options"), dict) else {}
         self.ran = dict(options)
         chosen = {**self.rlm.options, **self.options}
-        given = data.get("options_signature")
-        if given and _signature({"session_options": options, "id": self.id}) == given:
+        if verify({"session_options": options, "id": self.id}, data.get("options_signature")):
             self.stored = {k: v for k, v in options.items() if k in FROM_FILE + LIMITS and k not in chosen}
         else:  # not written by this user's rlm: screened
             self.stored, self.ignored = stored_options(options, chosen, self.rlm)
@@ -145,7 +146,7 @@ class ChatSession:
         self.dropped = [d for d in data.get("dropped") or [] if isinstance(d, str)]
         record = found if isinstance(found := data.get("context"), dict) else {}
         if isinstance(record.get("path"), str):
-            signed = _signature({"session_context_path": record["path"]}) == record.get("signature")
+            signed = verify({"session_context_path": record["path"]}, record.get("signature"))
             self.context = Path(record["path"]) if signed else None
             if self.context is None:  # not written by this user's rlm (a cloned project's .rlm, an edited file)
                 self.ignored.append(f"context path {record['path'][:200]!r} (not signed by this user's rlm)")

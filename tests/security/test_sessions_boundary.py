@@ -294,6 +294,25 @@ def test_a_planted_session_cannot_point_its_context_at_a_host_file(rlm_isolated,
     assert chat.context is None and "not signed by this user's rlm" in " ".join(chat.ignored)
 
 
+def test_without_a_user_key_nothing_unsigned_counts_as_signed(rlm_isolated, rlm_script, monkeypatch):
+    """A key that cannot be read or made verifies nothing: a missing signature is not a match for a missing key."""
+    from rlm_host.config import user_key
+
+    def no_key(env=None):
+        raise OSError("no key here")
+
+    monkeypatch.setattr(user_key, "user_key", no_key)
+    secret = rlm_isolated.home / "credentials"
+    secret.write_text(SECRET)
+    path = save_session(rlm_isolated, {"sandbox": "process"})
+    record = json.loads(path.read_text())
+    record["context"] = {"path": str(secret)}  # no signature at all
+    path.write_text(json.dumps(record))
+    chat = RLM(final_script(rlm_script), sandbox="monty").session(resume=GOOD_ID)
+    assert chat.context is None and "sandbox" not in chat.stored
+    assert "not signed by this user's rlm" in " ".join(chat.ignored)
+
+
 def test_a_session_saved_over_a_file_resumes_over_the_same_file(rlm_isolated, rlm_script):
     document = rlm_isolated.work / "notes.txt"
     document.write_text("20 22")
