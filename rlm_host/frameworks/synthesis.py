@@ -45,7 +45,7 @@ def synthesis_messages(task: str, steps: Sequence[StepRecord]) -> list[dict[str,
 def synthesize(root: Any, task: str, steps: Sequence[StepRecord]) -> Optional[str]:
     """The root model's best answer (None when it gave none; a ``FINAL(x)`` line is read as ``x``, and a
     ``FINAL_VAR(name)`` names nothing here: ``synthesized_answer``); errors are the caller's to record."""
-    from rlm_host.environments.pure_rlm.parsing import synthesized_answer  # the REPL's reading of a FINAL line
+    from rlm_host.environments.repl_format import synthesized_answer  # the REPL's reading of a FINAL line
 
     completion = root.complete(synthesis_messages(task, steps), purpose="synthesis")
     return synthesized_answer(completion.text)

@@ -104,12 +104,9 @@ def render_tool_protocol(tools: Sequence[ToolSpec], *, text_answer: bool = True,
         "# Tools",
     ]
     for tool in tools:
-        lines += ["", f"## {tool.name}({_signature(tool.parameters)})"]
-        if tool.description.strip():
-            lines.append(tool.description.strip())
         schema = _schema_text(tool.parameters)
-        if schema:
-            lines.append(f"Arguments (JSON schema): {schema}")
+        lines += ["", f"## {tool.name}({_signature(tool.parameters)})"] + [
+            part for part in (tool.description.strip(), schema and f"Arguments (JSON schema): {schema}") if part]
     if not tools:
         lines.append("(none: give the final answer)")
     return "\n".join(lines)
