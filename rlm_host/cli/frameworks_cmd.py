@@ -16,8 +16,8 @@ def list_frameworks(as_json: bool = AS_JSON) -> None:
     from rlm_host.plugins import get_host
 
     loaded = command_settings()
-    rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True, "plugin":
-                                   "rlm-host", "detail": "the built-in loop (--env chooses the environment)",
+    rows: list[dict[str, Any]] = [{"name": "native", "aliases": [], "mode": "native_rlm", "ready": True,
+                                   "plugin": "rlm-host", "detail": "the built-in loop (--env chooses the environment)",
                                    "hint": "", "description": "rlm's own RLM loop"}]
     for spec, owner in get_host().frameworks().items():
         ready = spec.readiness(loaded.component("framework", spec.name))
