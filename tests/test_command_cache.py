@@ -109,7 +109,8 @@ def test_a_broken_plugin_is_never_cached_and_warns_at_every_listing(env):
     assert cache_files(env) == []
 
 
-@pytest.mark.parametrize("tamper", ["group readable", "planted by another file", "escape sequence", "not json"])
+@pytest.mark.parametrize("tamper", ["group readable", "planted by another file", "escape sequence", "not json",
+                                    "a fifo"])
 def test_a_cache_file_that_is_not_the_users_own_clean_listing_is_refused(env, tamper):
     add_distribution(Path(env["PYTHONPATH"]))
     cached_help(env)
@@ -130,6 +131,9 @@ def test_a_cache_file_that_is_not_the_users_own_clean_listing_is_refused(env, ta
         data["commands"]["greet"] = "\x1b]0;pwned\x07Say hello."
         data["commands"]["planted"] = "Planted."
         path.write_text(json.dumps(data))
+    elif tamper == "a fifo":  # opening it must not wait for a writer
+        path.unlink()
+        os.mkfifo(path)
     else:
         path.write_text("{not json")
     done = probe(env, "--help")

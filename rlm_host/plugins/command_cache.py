@@ -108,7 +108,7 @@ def read() -> Optional[dict[str, str]]:
 
 def _load(path: str) -> Any:
     """A JSON file that is the user's own and no one else's to write, else ValueError."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))  # a FIFO: no wait
     with os.fdopen(fd, "rb") as handle:
         found = os.fstat(handle.fileno())
         mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
