@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_serializer,
-                      field_validator)
+from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, create_model,
+                      field_serializer, field_validator)
 
 from rlm_host.components import COMPONENT_KINDS
 
@@ -128,13 +128,9 @@ class RunSettings(Section):
     @field_serializer("output_type", when_used="json")
     def _output_schema(self, value: Any) -> Any:
         """A type is recorded as its JSON Schema; a file as its path."""
-        if value is None or isinstance(value, (str, dict)):
-            return value
-        if isinstance(value, Path):
-            return str(value)
+        if value is None or isinstance(value, (str, dict, Path)):
+            return str(value) if isinstance(value, Path) else value
         try:
-            from pydantic import TypeAdapter
-
             return TypeAdapter(value).json_schema()
         except Exception:  # noqa: BLE001 - refused by the plan with its own message; recorded by name here
             return repr(value)

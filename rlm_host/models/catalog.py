@@ -114,9 +114,7 @@ def model_names(model: str) -> tuple[str, ...]:
 
 def _base(price: Any) -> float:
     """A genai-prices price (Decimal, tiered, or None) as a float at its first tier."""
-    if price is None:
-        return 0.0
-    return float(getattr(price, "base", price))
+    return 0.0 if price is None else float(getattr(price, "base", price))
 
 
 __all__ = ["LOCAL", "PROVIDER_IDS", "START_COMMANDS", "UNLISTED", "CatalogModel", "context_window", "find", "learn",

@@ -131,23 +131,15 @@ def retry_after_of(exc: Any) -> float | None:
 
 class RetryingConnector:
     """Base of the SDK connectors: subclasses implement ``client_arguments``, ``build_client``, ``request``,
-    ``send``, ``_completion`` and ``classify`` (and ``constrain`` when they declare ``reply_formats``), and call
-    :meth:`_configure` from their ``__init__``.
+    ``send`` and ``_completion`` (``classify`` too, unless they call httpx through :func:`json_body`; ``constrain``
+    when they declare ``reply_formats``), and call :meth:`_configure` from their ``__init__``, which sets ``model``,
+    ``name``, ``options``, ``settings``, ``context_window``, ``on_retry``, ``timeout``, ``retry_policy`` and
+    ``base_url`` (``_custom_base_url`` when one was given).
 
     ``retry_policy`` replaces the policy built from options and settings (tests use short waits);
     ``on_retry`` is called as ``on_retry(attempt, wait_seconds, reason)`` before each retry.
     """
 
-    model: str
-    name: str
-    options: ModelOptions
-    settings: Any
-    context_window: int | None
-    on_retry: RetryCallback | None
-    timeout: float
-    retry_policy: RetryPolicy
-    base_url: str
-    _custom_base_url: str | None
     #: The ReplyFormat kinds this connector enforces (through :meth:`constrain`); none unless a subclass says so.
     reply_formats: frozenset[str] = frozenset()
     #: For the default :meth:`classify`: the variable named when the key is refused, what to check when the server
