@@ -15,6 +15,12 @@ Where things come from, strongest first:
   and no key a placeholder is sent, since local servers need none;
 - timeout and max_retries: set explicitly in ``options``, else ``[provider.openai]``, else the options' defaults.
 
+Where a server takes a reply format (:class:`ReplyFormatFields`) differs: llama.cpp's server reads a GBNF grammar
+from ``grammar``, vLLM from ``structured_outputs.grammar`` and SGLang from ``ebnf``; a JSON schema goes in OpenAI's
+``response_format`` of type ``json_schema``, except on llama.cpp's server (llama-cpp-python's as well as the C++
+one), which takes ``{"type": "json_object", "schema": …}``. Each OpenAI-compatible service (the
+rlm-provider-compatible plugin) gives its connector one.
+
 Malformed answers (no ``choices``, an empty list, ``content`` null or empty) are not errors: they come back as a
 Completion whose ``raw["malformed"]`` says what was wrong, for the caller to record.
 """
@@ -23,13 +29,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_host.models.connector_base import RetryingConnector, StatusError, context_window_of, json_body, token_count
 from rlm_host.models.protocol import Completion, Message, ModelError, ModelOptions, ReplyFormat
-from rlm_host.models.reply_fields import OPENAI_STYLE, ReplyFormatFields
 from rlm_host.models.retry import Failure, RetryCallback, RetryPolicy, status_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,6 +55,43 @@ CONTEXT_WINDOWS: dict[str, int] = {
 
 #: Reasoning models take ``max_completion_tokens`` instead of ``max_tokens``.
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+@dataclass(frozen=True)
+class ReplyFormatFields:
+    """How one service takes a reply format: ``grammar`` is the dotted path of the request-body field holding a
+    GBNF grammar ("" when it takes none); ``json_schema`` the ``response_format`` type carrying a JSON schema ("" when
+    it takes none); ``by_default`` says the connector enforces a format unless the run says ``off``."""
+
+    grammar: str = ""
+    json_schema: Literal["", "json_schema", "json_object"] = ""
+    by_default: bool = False
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The ReplyFormat kinds this service can enforce (``gbnf``, ``json_schema``)."""
+        return frozenset(kind for kind, field in (("gbnf", self.grammar), ("json_schema", self.json_schema)) if field)
+
+    def apply(self, request: dict[str, Any], reply_format: ReplyFormat) -> None:
+        """Add ``reply_format`` to ``request`` (the keyword arguments of ``chat.completions.create``): its grammar
+        when the service takes one and the format has one, else its JSON schema."""
+        if self.grammar and reply_format.gbnf is not None:
+            body = request.setdefault("extra_body", {})
+            *parents, leaf = self.grammar.split(".")
+            for key in parents:
+                body = body.setdefault(key, {})
+            body[leaf] = reply_format.gbnf
+        elif self.json_schema and reply_format.json_schema is not None:
+            schema = dict(reply_format.json_schema)
+            request["response_format"] = (
+                {"type": "json_schema", "json_schema": {"name": reply_format.name, "schema": schema, "strict": True}}
+                if self.json_schema == "json_schema"
+                else {"type": "json_object", "schema": schema}
+            )
+
+
+#: OpenAI's own API, and services that follow it: JSON schemas through ``response_format``, no grammars.
+OPENAI_STYLE = ReplyFormatFields(json_schema="json_schema")
 
 
 class ProviderSettings(BaseModel):
@@ -231,4 +274,5 @@ def create(settings: ProviderSettings | Mapping[str, Any] | None, services: "Pro
     return OpenAIConnector(services.model, services.options, settings)
 
 
-__all__ = ["CONTEXT_WINDOWS", "OpenAIConnector", "ProviderSettings", "context_window_for", "create"]
+__all__ = ["CONTEXT_WINDOWS", "OPENAI_STYLE", "OpenAIConnector", "ProviderSettings", "ReplyFormatFields",
+           "context_window_for", "create"]

@@ -20,9 +20,8 @@ from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, St
 from rlm_host.models.protocol import (Completion, Message, ModelConnector, ModelOptions, Purpose, ReplyFormat,
                                    ReplyFormatMode, RetryCallback)
 from rlm_host.models.catalog import context_window as listed_context_window
-from rlm_host.models.openai_provider import OpenAIConnector
+from rlm_host.models.openai_provider import OPENAI_STYLE, OpenAIConnector, ReplyFormatFields
 from rlm_host.models.openai_provider import ProviderSettings as OpenAISettings
-from rlm_host.models.reply_fields import OPENAI_STYLE, ReplyFormatFields
 from rlm_host.models.prices import PriceTable
 from rlm_host.models.resolve import auto_model, resolve_connector, split_model_string
 from rlm_host.models.retry import Failure, RetryPolicy, is_retryable_status, status_text
