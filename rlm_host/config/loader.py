@@ -320,10 +320,9 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    for part in parts[:-1]:
-        child = target.get(part)
-        if not isinstance(child, dict):
-            child = target[part] = {}
-        target = child
-    target[parts[-1]] = value
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        if not isinstance(target.get(part), dict):
+            target[part] = {}
+        target = target[part]
+    target[leaf] = value

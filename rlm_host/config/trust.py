@@ -240,9 +240,7 @@ def _default_of(parts: list[str], field: str, host: Optional["PluginHost"]) -> t
         with contextlib.suppress(Exception):  # an unknown section: refused by validation with its own message
             model = host.component_registries()[parts[0]].get(parts[1]).settings_model()
     info = getattr(model, "model_fields", {}).get(field)
-    if info is None:
-        return False, None
-    return True, info.get_default(call_default_factory=True)
+    return (False, None) if info is None else (True, info.get_default(call_default_factory=True))
 
 
 def _outside(value: Any, project: Path) -> str:

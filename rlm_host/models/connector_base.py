@@ -76,12 +76,10 @@ def json_body(response: Any) -> Any:
 
 def validate_settings(cls: type[_Settings], settings: _Settings | Mapping[str, Any] | None, section: str) -> _Settings:
     """``settings`` as a ``cls`` (defaults when None); ConfigError naming ``[provider.SECTION]`` when invalid."""
-    if settings is None:
-        return cls()
     if isinstance(settings, cls):
         return settings
     try:
-        return cls.model_validate(dict(settings))
+        return cls.model_validate(dict(settings or {}))
     except ValidationError as exc:
         raise ConfigError(f"[provider.{section}]: {problems(exc)}") from None
 

@@ -103,11 +103,8 @@ def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:
     if not headers:
         return None
     lowered = {str(k).lower(): v for k, v in headers.items()}
-    try:
-        millis = float(lowered.get("retry-after-ms", "-1"))
-    except ValueError:
-        millis = -1.0
-    return millis / 1000.0 if millis >= 0 else parse_retry_after(lowered.get("retry-after"))
+    millis = parse_retry_after(lowered.get("retry-after-ms"))
+    return millis / 1000.0 if millis is not None else parse_retry_after(lowered.get("retry-after"))
 
 
 def call_with_retries(fn: Callable[[], T], classify: Classifier, *, policy: RetryPolicy | None = None,
