@@ -109,9 +109,7 @@ PRELOADED = ("faulthandler", "resource", "select", "re", "json", "math", "collec
 
 def serve(fd, script):
     main = runpy.run_path(script, run_name="rlm_forked_" + os.path.basename(script)[:-3])["main"]
-    for name in PRELOADED:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    _preload({"preload": PRELOADED})
     # the template's objects move to the permanent generation: a child's garbage collections never walk them,
     # so its pages stay shared with the template instead of being copied by the collector's reference counting
     gc.collect()
