@@ -29,7 +29,7 @@ import fnmatch
 import io
 import statistics
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -37,6 +37,7 @@ from rlm_bench.labels import EFFICIENCY, MEAN_SCORE
 from rlm_bench.summary import BenchmarkSummary
 from rlm_host import RlmError
 from rlm_host.sdk.commands import json_for_terminal
+from rlm_host.sdk.embedding import parse_moment
 
 # metric -> True when higher is better
 METRICS: dict[str, bool] = {
@@ -197,22 +198,9 @@ def _fraction(key: str, text: str) -> float:
     return value
 
 
-def _date(key: str, text: str) -> datetime:
-    raw = text.strip()
-    try:
-        if len(raw) == 10:
-            day = date.fromisoformat(raw)
-            moment = datetime.combine(day, time(), tzinfo=timezone.utc)
-            return moment + timedelta(days=1) if key == "until" else moment
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise LeaderboardError(f"filter {key}: {text!r} is not a date",
-                               hint=f"e.g. {key}=2026-01-31 or an ISO datetime") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 def parse_filters(items: Iterable[str]) -> LeaderboardFilter:
-    """A filter from ``KEY=VALUE`` strings (an unknown key or a bad value raises ``LeaderboardError``)."""
+    """A filter from ``KEY=VALUE`` strings (an unknown key or a bad value raises an ``RlmError`` exiting 2; dates
+    are read by the kit's ``parse_moment``, as ``rlm runs list --filter`` reads them)."""
     result = LeaderboardFilter()
     for item in items:
         key, sep, value = item.partition("=")
@@ -233,7 +221,7 @@ def parse_filters(items: Iterable[str]) -> LeaderboardFilter:
         elif key in NUMBER_FILTERS:
             setattr(result, key, _fraction(key, value))
         else:
-            setattr(result, key, _date(key, value))
+            setattr(result, key, parse_moment(key, value))
     return result
 
 
