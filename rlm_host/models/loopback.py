@@ -52,9 +52,7 @@ def listening(url: str, timeout: float = 0.3) -> bool:
 def probe(urls: list[str], timeout: float = 0.3) -> dict[str, bool]:
     """:func:`listening` for each distinct URL, all at once: the whole probe takes about ``timeout`` at most."""
     distinct = list(dict.fromkeys(urls))
-    if not distinct:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(16, len(distinct))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(distinct)))) as pool:
         return dict(zip(distinct, pool.map(lambda url: listening(url, timeout), distinct)))
 
 

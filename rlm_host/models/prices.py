@@ -121,12 +121,9 @@ class PriceTable:
             unlisted = {prefix: Price(*rates) for prefix, rates in catalog.UNLISTED.get(provider, {}).items()}
             listed = [_from_catalog(found)] if found is not None else []
             best = max([best, *listed, _longest(unlisted, names)], key=lambda entry: entry[0])  # a tie: the earlier
-        price = best[1]
         # a provider on this machine (ProviderSpec.local) is free; a plugin's free model may say so itself instead:
         # cost=0.0 on its completions, reports_cost on its connector
-        if price is None and provider in catalog.LOCAL:
-            return FREE
-        return price
+        return FREE if best[1] is None and provider in catalog.LOCAL else best[1]
 
     def cost(self, model: str, input_tokens: int, output_tokens: int, *,
              base_url: Optional[str] = None) -> Optional[float]:
