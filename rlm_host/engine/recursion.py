@@ -42,6 +42,4 @@ class RecursionGuard:
 
     def leave(self, key: str) -> None:
         with self._lock:
-            self._active[key] -= 1
-            if self._active[key] <= 0:
-                del self._active[key]
+            self._active -= Counter([key])  # a count that reaches 0 is dropped

@@ -144,9 +144,8 @@ class WorkerSession(SessionBase):
 
     def _set_request(self, name: str, value: Any) -> dict:
         """The request binding a host variable in the worker (also used to restore it after a restart)."""
-        if isinstance(value, TextFile):
-            return self._text_file_request(name, value)
-        return {"op": "set", "name": name, "value": value}
+        return (self._text_file_request(name, value) if isinstance(value, TextFile)
+                else {"op": "set", "name": name, "value": value})
 
     def _text_file_request(self, name: str, text_file: TextFile) -> dict:
         """The request binding a context kept on disk: here its text through the channel; a runtime whose
