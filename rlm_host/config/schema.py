@@ -142,8 +142,7 @@ class RunSettings(Section):
     @field_validator("sub_sampling")
     @classmethod
     def _sampling_names(cls, value: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(value) - {"temperature", "top_p", "seed"})
-        if unknown:
+        if unknown := sorted(set(value) - {"temperature", "top_p", "seed"}):
             raise ValueError(f"unknown sampling option(s) {', '.join(unknown)}: use temperature, top_p, seed")
         return value
 
