@@ -157,10 +157,12 @@ def _listing(ctx: click.Context) -> dict[str, str]:
     which a healthy load writes to that cache (see ``rlm_host.plugins.command_cache``)."""
     meta = ctx.find_root().meta
     if "rlm.listing" not in meta:
-        from rlm_host.plugins import command_cache, get_host
+        from rlm_host.plugins import command_cache  # the host (pluggy, every plugin) only when the cache misses
 
         meta["rlm.listing"] = command_cache.read()
         if not meta["rlm.listing"]:
+            from rlm_host.plugins import get_host
+
             registry = get_host().commands()
             usable = registry.usable_names()  # a name claimed twice is listed, and running it says so, naming both
             meta["rlm.listing"] = {name: registry.get(name).help if name in usable else _REFUSED
