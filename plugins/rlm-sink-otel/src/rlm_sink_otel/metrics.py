@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -43,7 +42,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExporter, MetricExportResult
 
 from rlm_host import RunEvent
-from rlm_host.sdk.observability import error_type
+from rlm_host.sdk.observability import error_type, model_name
 from rlm_sink_otel.convert import SCOPE_NAME, make_resource
 from rlm_sink_otel.folded_logs import explained_export
 from rlm_sink_otel.metrics_export import METRIC_EXPORTER_LOGGERS, TEMPORALITY_ENV
@@ -54,19 +53,12 @@ REWARD_BUCKETS = (-1.0, -0.5, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.
 DURATION_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 CALL_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)  # semconv
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
-_PROVIDER_PREFIX = re.compile(r"^[A-Za-z][\w.-]*:(?!//)")
-
-
-def model_name(model: Any) -> str:
-    """``scripted:s.json`` → ``s.json``, ``llamacpp:smollm2`` → ``smollm2``: the first ``name:`` segment off."""
-    text = str(model or "")
-    return text.split(":", 1)[1] if _PROVIDER_PREFIX.match(text) else text
 
 
 def provider_name(provider: Any, model: Any) -> str:
-    """The provider given, else the model's ``name:`` prefix."""
+    """The provider given, else the model's ``provider:`` prefix (the one the kit's ``model_name`` takes off)."""
     text = str(model or "")
-    return str(provider or "") or (text.split(":", 1)[0] if _PROVIDER_PREFIX.match(text) else "")
+    return str(provider or "") or (text.partition(":")[0] if model_name(text) != text else "")
 
 
 class MetricsPipeline:
@@ -259,7 +251,7 @@ class RunMetrics:
         attributes: dict[str, Any] = {
             "rlm.environment": environment,
             "rlm.framework": str(data.get("framework") or "native"),
-            "gen_ai.request.model": model_name(data.get("model")),
+            "gen_ai.request.model": model_name(str(data.get("model") or "")),
             "gen_ai.provider.name": provider_name(data.get("provider"), data.get("model")),
             "rlm.depth": int(event.depth or 0),
         }
@@ -309,7 +301,7 @@ class RunMetrics:
                     one_call: bool) -> dict[str, Any]:
         """Record one model call's (or, from step usage, several calls') tokens and cost; its attributes."""
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": model_name(model or run.model),
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": model_name(str(model or run.model or "")),
             "gen_ai.provider.name": provider_name(provider or run.provider, model or run.model),
             "rlm.environment": run.environment, "rlm.role": role,
             **{k: v for k, v in run.attributes.items() if k.startswith("rlm.label.")},

@@ -20,7 +20,6 @@ FILE_NAME = "otel-traces.jsonl"
 ENDPOINT_ENV = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 HEADERS_ENV = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
 INSECURE_ENV = ("OTEL_EXPORTER_OTLP_TRACES_INSECURE", "OTEL_EXPORTER_OTLP_INSECURE")
-_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
 
 
 class OtelSinkSettings(ContentSettings):
@@ -90,7 +89,10 @@ class OtelSinkSettings(ContentSettings):
         for name in INSECURE_ENV:
             if env.get(name):
                 return env[name].strip().lower() == "true"
-        return host_port(endpoint, 4317)[0] in _LOOPBACK
+        from rlm_host.sdk.commands import is_loopback_host
+
+        host = host_port(endpoint, 4317)[0]
+        return host == "0.0.0.0" or is_loopback_host(host)  # 0.0.0.0: this machine, as a client connects to it
 
     def file_path(self, home: Path) -> Path:
         return Path(self.path).expanduser() if self.path is not None else Path(home) / "observability" / FILE_NAME
