@@ -39,9 +39,10 @@ from rlm_host.sdk.tools import (
     parse_tool_reply,
 )
 from rlm_host.sdk.models import Completion, Message, ReplyFormat
+from rlm_host.sdk.commands import terminal_safe
 
 from rlm_harness import sandbox_ops, tools
-from rlm_harness.mcp_client import McpPool, clean
+from rlm_harness.mcp_client import McpPool
 from rlm_harness.settings import HarnessSettings
 
 #: Folders the search skips, and the most files it reads.
@@ -324,9 +325,10 @@ class HarnessEnvironment:
         status = status or ("ok" if observation.get("success", True) else "error")
         shown = truncate(json.dumps(observation, ensure_ascii=False, default=str), self.settings.max_output_chars)
         if result.action == "malformed_reply":  # not a call of anything: say what was wrong with the reply
-            text = f"Your reply could not be read ({clean(str(observation.get('error')))}). Reply with one tool call."
+            error = terminal_safe(str(observation.get("error")))
+            text = f"Your reply could not be read ({error}). Reply with one tool call."
         else:
-            text = format_tool_result(result.action, clean(shown), status=status)
+            text = format_tool_result(result.action, terminal_safe(shown), status=status)
         self.turns.append((call_text, text))
         return self.history.record(result)
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from rlm_host.sdk.commands import terminal_safe
+
 from rlm_harness.settings import McpServer
 
 #: Tools taken from one server (the rest are left out, said in its status).
@@ -255,7 +257,7 @@ class McpPool:
         try:
             state.errlog.flush()
             state.errlog.seek(0)
-            tail = clean(state.errlog.read()[-600:]).strip()
+            tail = terminal_safe(state.errlog.read()[-600:]).strip()
         except (OSError, ValueError):
             return ""
         return f"; its stderr: {tail}" if tail else ""
@@ -273,7 +275,7 @@ class McpPool:
                 continue
             seen.add(name)
             read_only, destructive = _approval_hints(getattr(raw, "annotations", None), state.config.trust_annotations)
-            description = clean(str(getattr(raw, "description", "") or getattr(raw, "title", "") or ""))
+            description = terminal_safe(str(getattr(raw, "description", "") or getattr(raw, "title", "") or ""))
             tools.append(McpTool(state.name, own, name, description[:DESCRIPTION_CHARS],
                                  _schema(getattr(raw, "input_schema", None)), read_only, destructive))
         return tools
@@ -312,7 +314,7 @@ def _schema(value: Any) -> dict[str, Any]:
         return {"type": "object"}
     if len(text) > SCHEMA_CHARS:
         return {"type": "object", "description": "(the server's schema is too large to show)"}
-    return json.loads(clean(text))
+    return json.loads(terminal_safe(text))
 
 
 def _render_result(result: Any) -> dict[str, Any]:
@@ -332,14 +334,9 @@ def _render_result(result: Any) -> dict[str, Any]:
     if not parts and structured is not None:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
     failed = bool(getattr(result, "is_error", False))
-    text = clean("\n".join(parts))
+    text = terminal_safe("\n".join(parts))
     return {"success": not failed, "content": text, **({"error": text[:400] or "the tool failed"} if failed else {}),
             **({"structured": structured} if isinstance(structured, dict) and not failed else {})}
-
-
-def clean(text: str) -> str:
-    """``text`` without control characters (newlines and tabs kept): a server's words never drive a terminal."""
-    return "".join(c if c in "\n\t" or c.isprintable() else "?" for c in text)
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -350,7 +347,7 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def _reason(exc: BaseException) -> str:
     leaf = _leaf(exc)
-    text = clean(str(leaf)).strip()[:400]
+    text = terminal_safe(str(leaf)).strip()[:400]
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
