@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from pathlib import Path
 from typing import Optional
 
-from rlm_host.sdk.context import user_signature, verify_user_signature
+from rlm_host.sdk.context import read_regular, user_signature, verify_user_signature
 
 MAGIC = b"rlm-trace-index 3\n"
 MAC_BYTES = 64  # the signature, hex
@@ -62,21 +61,11 @@ def unseal(candidate: Path) -> Optional[memoryview]:
     """The payload of a stored index this user signed, else None (missing, a link, not a regular file, too
     large, unsigned, or signed by someone else)."""
     try:
-        fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_regular(candidate, MAX_INDEX_BYTES)  # the kit's: no final link, no FIFO, at most the limit
     except OSError:
         return None
-    try:
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_INDEX_BYTES:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(MAX_INDEX_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     head = len(MAGIC) + MAC_BYTES
-    if len(data) > MAX_INDEX_BYTES or not data.startswith(MAGIC):
+    if not data.startswith(MAGIC):
         return None
     payload = memoryview(data)[head:]
     signature = data[len(MAGIC):head]
