@@ -124,7 +124,7 @@ def test_a_schema_1_trajectory_lists_and_shows_with_todays_names(rlm_cli, old_ru
     assert "prompt_tokens" not in shown.out
     text = rlm_cli("runs", "show", OLD_RUN_ID).out
     assert "586 tokens (538 in / 48 out)" in text
-    assert "llm_query · scripted:sub.json · 16 tokens (15 in / 1 out)" in text
+    assert "↳ llm_query scripted:sub.json · 16 tokens (15 in / 1 out)" in text
 
 
 def test_a_schema_1_trajectory_replays(rlm_cli, old_run):

@@ -53,7 +53,7 @@ def test_replay_shows_the_variables_and_filters_steps(rlm_cli, rlm_script, rlm_i
     run = json.loads(rlm_cli("run", "How many words?", "--context", "notes.txt", "--model", rlm_script(STEPS),
                              "--sandbox", "process", "--json").out)
     shown = rlm_cli("replay", run["run_id"], "--no-interactive")
-    assert "variables:" in shown.out and "words (list, 4) = ['the', 'quick', 'brown', 'fox']" in shown.out
+    assert "var words (list, 4) = ['the', 'quick', 'brown', 'fox']" in shown.out
     errors = rlm_cli("replay", run["run_id"], "--errors", "--no-interactive").out
     assert "ZeroDivisionError" in errors and "words = context.split()" not in errors
     successes = rlm_cli("replay", run["run_id"], "--successes").out

@@ -277,21 +277,21 @@ def test_errors_count_error_actions_and_observation_errors():
     replay = Replay(events)
     assert replay.errors() == [0, 1] and replay.step(1).error == "boom"
     assert replay.recorded_responses() == [None, "boom", None]
-    assert "error:\n    the reply was empty" in render_step(replay.step(0))
-    assert "error:\n    boom" in render_step(replay.step(1))
+    assert "✗ the reply was empty" in render_step(replay.step(0))
+    assert "✗ boom" in render_step(replay.step(1))
 
 
 def test_render_step_and_summary(home):
     record(home, "run_t")
     replay = Replay(RunStore(home).load("run_t"))
     first = render_step(replay.step(0), total=3)
-    assert "step 1/3" in first and "action: run_code" in first and "reward +0.10" in first
+    assert "step 1/3" in first and "· run_code ·" in first and "reward +0.10" in first
     assert "120 tokens (100 in / 20 out)" in first
     assert "print(len(context))" in first and "12345" in first
-    assert "sub-calls (2):" in first and "rlm_query" in first and "llm_query" in first
+    assert "↳ rlm_query" in first and "↳ llm_query" in first
     assert "child run run_t_c1 (depth 1): 1 step, final" in first and "FINAL('chunk ok')" in first
     second = render_step(replay.step(1))
-    assert "error:" in second and "NameError" in second
+    assert "✗ " in second and "NameError" in second
     summary = render_summary(replay)
     assert "run run_t" in summary and "status: final (completed)" in summary
     assert "final answer: 42" in summary and "errors at steps 2" in summary and "1 child run," in summary
