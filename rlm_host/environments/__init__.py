@@ -1,1 +1,1 @@
-"""Environments: the rulebook of a run (prompts, actions, rewards). Built-ins: pure_rlm and generic."""
+"""Environments: the rulebook of a run (prompts, actions, rewards). Built in: pure_rlm; the others are plugins."""

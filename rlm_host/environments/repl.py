@@ -15,7 +15,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Sequence
 
-from rlm_host.approvals import ALLOW_ALL
 from rlm_host.environments.protocol import EnvironmentContext, ModelRole
 from rlm_host.environments.repl_tools import ToolCalls
 from rlm_host.errors import BudgetExceeded, RecursionRefused
@@ -139,15 +138,16 @@ class SubCalls:
     """The host functions behind ``llm_query``, ``llm_query_batched`` and ``rlm_query``.
 
     Every failure raises an exception inside the sandbox code (never a string that looks like an answer).
+    ``model_for(model)``: the role answering ``llm_query(..., model=model)``; by default the run's sub model, or
+    ``ctx.sub_model_for(model)`` when one is named.
     """
 
-    def __init__(self, ctx: EnvironmentContext, *, concurrency: int, model_for: Callable[[Optional[str]], ModelRole]):
+    def __init__(self, ctx: EnvironmentContext, *, concurrency: int,
+                 model_for: Optional[Callable[[Optional[str]], ModelRole]] = None):
         self.ctx = ctx
         self.concurrency = concurrency
-        self.model_for = model_for
-        self.tools = ToolCalls(getattr(ctx, "tools", ()), emit=lambda kind, data: self.ctx.scope.emit(kind, data),
-                               approvals=getattr(ctx, "approvals", ALLOW_ALL),
-                               timeout=getattr(ctx, "tool_timeout", 30.0))
+        self.model_for = model_for or (lambda model: ctx.sub if model is None else ctx.sub_model_for(model))
+        self.tools = ToolCalls(ctx.tools, emit=ctx.scope.emit, approvals=ctx.approvals, timeout=ctx.tool_timeout)
 
     def functions(self) -> dict[str, Callable[..., Any]]:
         """Every host function of the REPL: the sub-calls and the bridges of the user's tools."""

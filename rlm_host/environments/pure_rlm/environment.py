@@ -89,7 +89,7 @@ class PureRLMEnvironment:
         keep_cells = getattr(session, "keep_cells_for_rebuild", None)
         if keep_cells is not None:  # the REPL has no outside effects: a lost worker is rebuilt by replaying cells
             keep_cells()
-        calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
+        calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency)
         session.register_functions(calls.functions())
         if self.ctx.context is not None:
             session.set_variable("context", self.ctx.context)
@@ -254,9 +254,6 @@ class PureRLMEnvironment:
         completion = self.ctx.root.complete(messages + [{"role": "user", "content": prompts.COMPACTION_PROMPT}],
                                             purpose="compaction")
         return (completion.text or "").strip() or "(the model returned no summary)"
-
-    def _model_for(self, model: Optional[str]):
-        return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
 
 
 class Trial:
