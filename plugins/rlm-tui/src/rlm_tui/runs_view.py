@@ -10,7 +10,7 @@ goes back to the table. Enter opens a run; ``ctrl+r`` reloads.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Optional
 
 from rich.text import Text
@@ -19,6 +19,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
+
+from rlm_host import RlmError
+from rlm_host.sdk.embedding import parse_moment
 
 from rlm_tui.render import one_line
 
@@ -35,8 +38,10 @@ class RunFilter:
     status: Optional[str] = None
     environment: Optional[str] = None
     model: Optional[str] = None
-    since: Optional[date] = None
-    until: Optional[date] = None
+    # since / until as ``rlm runs list --filter`` reads them (the kit's parse_moment: a bare until date ends with
+    # that day)
+    since: Optional[datetime] = None
+    until: Optional[datetime] = None
     words: tuple[str, ...] = ()
 
     @classmethod
@@ -52,9 +57,9 @@ class RunFilter:
                 raise FilterError(f"unknown filter {key}= (use status=, env=, model=, since=, until=)")
             if key in ("since", "until"):
                 try:
-                    found[key] = date.fromisoformat(value)
-                except ValueError:
-                    raise FilterError(f"{key}= takes a date YYYY-MM-DD, not {value!r}") from None
+                    found[key] = parse_moment(key, value)
+                except RlmError:
+                    raise FilterError(f"{key}= takes a date YYYY-MM-DD (or an ISO datetime), not {value!r}") from None
             else:
                 found["environment" if key == "env" else key] = value.lower()
         return cls(words=tuple(words), **found)
@@ -66,10 +71,10 @@ class RunFilter:
             return False
         if self.model and self.model not in (run.model or "").lower():
             return False
-        day = run.started.date() if isinstance(run.started, datetime) else None
-        if self.since and (day is None or day < self.since):
+        started = run.started if isinstance(run.started, datetime) else None
+        if self.since and (started is None or started < self.since):
             return False
-        if self.until and (day is None or day > self.until):
+        if self.until and (started is None or started >= self.until):
             return False
         haystack = f"{run.run_id} {run.task}".lower()
         return all(word in haystack for word in self.words)
