@@ -7,9 +7,9 @@ import os
 import socket
 
 import pytest
+from rlm_host.sdk.commands import is_loopback_host as is_loopback
 
 from rlm_mcp.ceilings import CeilingError, Ceilings, allow_list
-from rlm_mcp.http_guard import is_loopback
 from rlm_mcp.roots import OutsideRoots, Roots
 from rlm_mcp.runner import step_message
 

@@ -23,7 +23,8 @@ from tui_support import sample_home
 from web_support import (Listener, Served, children, free_port, screen_until, served_tui, type_line, wait_port,
                          ws_status)
 
-from rlm_tui.web import app_command, is_loopback
+from rlm_host.sdk.commands import is_loopback_host as is_loopback
+from rlm_tui.web import app_command
 
 SCREEN = "?width=250&height=40"  # wide enough for one message line to hold a whole refusal
 

@@ -50,13 +50,13 @@ def serve(
     --allow-model (nothing else), a sandbox at least as isolating as --sandbox, and lower --max-steps,
     --max-depth, --timeout and --max-cost, never raise them."""
     from rlm_host import RLM, CommandServices, ConfigError
+    from rlm_host.sdk.commands import is_loopback_host
 
-    from rlm_mcp.http_guard import is_loopback
     from rlm_mcp.roots import Roots
 
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown transport {transport!r}", hint="choose stdio or http")
-    if transport == "http" and not is_loopback(host):
+    if transport == "http" and not is_loopback_host(host):
         raise ConfigError(f"refusing to listen on {host}: only loopback addresses are served",
                           hint="use 127.0.0.1, ::1 or localhost; put a TLS proxy in front for remote "
                                "clients")

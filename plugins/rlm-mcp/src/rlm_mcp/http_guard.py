@@ -1,10 +1,10 @@
-"""The HTTP transport's guard: loopback hosts only, a bearer token on every request, and a flag per request that
-is set when its client's connection closes (the SDK does not stop a tool when an HTTP client goes away)."""
+"""The HTTP transport's guard (served on loopback hosts only: ``rlm mcp serve`` checks that): a bearer token on
+every request, and a flag per request that is set when its client's connection closes (the SDK does not stop a tool
+when an HTTP client goes away)."""
 
 from __future__ import annotations
 
 import hmac
-from rlm_host.sdk.commands import is_loopback_host
 import json
 import threading
 from typing import Any, Awaitable, Callable
@@ -15,9 +15,6 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: The ASGI scope key holding a ``threading.Event`` set once the request's client disconnected.
 DISCONNECTED_KEY = "rlm_mcp.disconnected"
-
-
-is_loopback = is_loopback_host  # ``localhost`` or a loopback address (127.0.0.0/8, ::1): the host's one check
 
 
 class BearerGuard:

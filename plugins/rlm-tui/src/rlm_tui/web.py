@@ -25,9 +25,6 @@ from rlm_tui.web_guard import WebGuard, middleware
 DEFAULT_HOST = "127.0.0.1"
 
 
-is_loopback = is_loopback_host  # the host's one check of a loopback name or address
-
-
 def app_command(config_file: Optional[Path], trust: bool, run: Optional[str]) -> str:
     """The shell command textual-serve runs for each browser: this interpreter's ``rlm tui`` with the same config,
     as a browser session. ``-P`` keeps the working folder off ``sys.path``, as the ``rlm`` script does: a cloned
@@ -80,7 +77,7 @@ def serve(host: Optional[str], port: int, *, config_file: Optional[Path] = None,
                           "needs one address", hint="give this machine's address on the network, e.g. "
                           "--host 192.168.1.5 (or leave --host out for 127.0.0.1)")
     guard = WebGuard(address, port or free_port(address), secrets.token_urlsafe(32))
-    if not is_loopback(address):
+    if not is_loopback_host(address):
         print(f"rlm tui: WARNING: serving on {address}, not loopback: anyone who reaches port {guard.port} and has "
               "the URL's token can read your runs and start runs with your keys, over plain HTTP",
               file=sys.stderr, flush=True)
