@@ -178,6 +178,11 @@ RUN: dict[str, Expect] = {
     "rlm run q --context locked.pdf": ok(2, says="locked.pdf: the PDF is encrypted"),
     "rlm run q --context scan.pdf": ok(2, says="scan.pdf: no text in this PDF file (none on any of its 4 pages)"),
     "rlm run q --context half.pdf": ok(2, says="half.pdf: not a readable PDF file"),
+    # plugins/rlm-env-generic/README.md
+    'rlm run "Which sensor failed, and when?" --context log.txt --env generic --model scripted:actions.json '
+    "--sandbox process": ok(says="the thermistor T4, on day 117"),
+    'rlm run "How cold was day 116, and when was T4 replaced?" --context log.txt --env generic --model '
+    "scripted:delegate.json --sandbox process": ok(says="T4 was replaced on day 118; day 116 was calm at -9 C"),
     # plugins/rlm-env-traces/README.md
     'rlm run "Find the systemic failure modes of this harness." --env traces --context traces.jsonl':
         ok(says="Systemic:", env={"RLM_RUN__MODEL": "scripted:script.json"}),

@@ -340,6 +340,8 @@ SESSIONS: dict[str, Session] = {
     "plugins/rlm-context-documents/README.md": Session({
         **REPORT, "locked.pdf": document("locked"), "scan.pdf": document("scan"), "half.pdf": document("half"),
     }),
+    "plugins/rlm-env-generic/README.md": Session({name: FromCat(name) for name in ("log.txt", "actions.json",
+                                                                                   "delegate.json")}),
     "plugins/rlm-env-traces/README.md": Session({
         "script.json": TRACES_SCRIPT, "repl.json": TRACES_REPL, "traces.jsonl": generated_traces,
     }),
