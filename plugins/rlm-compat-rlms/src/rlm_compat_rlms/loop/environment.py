@@ -19,7 +19,7 @@ import json
 from typing import Any, Optional
 
 from rlm_host import ActionResult, RlmError
-from rlm_host.sdk.environments import SubCalls, execute_code, tools_prompt, truncate
+from rlm_host.sdk.environments import SubCalls, answer_text, execute_code, tools_prompt, truncate
 from rlm_host.sdk.frameworks import REPL_REPLY_FORMAT, ChatCompactor
 
 from rlm_compat_rlms.loop import prompts
@@ -134,7 +134,7 @@ class RlmsEnvironment:
             timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
             result = execute_code(self.ctx.scope, self.session, code, timeout, step=step, block=number)
             results.append(result)
-            answer = _final_text(result.final) if result.final is not None else self._submitted()
+            answer = answer_text(result.final) if result.final is not None else self._submitted()
             records.append(_block_record(code, result, answer))
             if answer is not None:
                 source = "code"
@@ -259,14 +259,6 @@ class _Windowed:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._role, name)
-
-
-def _final_text(final: Any) -> str:
-    """A FINAL / FINAL_VAR / SUBMIT value as text: a string as it is, anything else as JSON."""
-    value = final.value
-    if final.kind == "submit" and isinstance(value, dict) and list(value) == ["answer"]:
-        value = value["answer"]
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _block_record(code: str, result: Any, answer: Optional[str]) -> dict[str, Any]:
