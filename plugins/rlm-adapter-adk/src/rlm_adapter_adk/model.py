@@ -17,7 +17,6 @@ to the model instead. The model's exact text is in ``custom_metadata[REPLY_KEY]`
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any, AsyncGenerator, Optional, Sequence
 
 from google.adk.models import BaseLlm
@@ -27,7 +26,7 @@ from google.genai import types
 from pydantic import ConfigDict, PrivateAttr
 
 import rlm_host.sdk.tools as protocol
-from rlm_host.sdk.frameworks import ChatCompactor
+from rlm_host.sdk.frameworks import ChatCompactor, tool_result_text
 
 #: Keys this model writes into ``LlmResponse.custom_metadata``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -165,9 +164,8 @@ def result_status(value: dict[str, Any]) -> tuple[str, str]:
     if set(value) == {"error"}:
         return "retry", str(value["error"])
     if set(value) == {"result"}:
-        result = value["result"]
-        return "ok", result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-    return "ok", json.dumps(value, ensure_ascii=False, default=str)
+        return "ok", tool_result_text(value["result"])
+    return "ok", tool_result_text(value)
 
 
 def _add(chat: list[dict[str, str]], role: str, text: str) -> None:

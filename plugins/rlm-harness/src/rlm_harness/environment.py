@@ -40,6 +40,7 @@ from rlm_host.sdk.tools import (
 )
 from rlm_host.sdk.models import Completion, Message, ReplyFormat
 from rlm_host.sdk.commands import terminal_safe
+from rlm_host.sdk.frameworks import tool_error_text, tool_result_text
 
 from rlm_harness import sandbox_ops, tools
 from rlm_harness.mcp_client import McpPool
@@ -283,9 +284,9 @@ class HarnessEnvironment:
                                                                             "error": str(refused)})
         except Exception as exc:  # noqa: BLE001 - the function's own failure: what the model reads
             return ActionResult(action=tool.name, reward=self._failure(),
-                                observation={"success": False, "error": f"{type(exc).__name__}: {exc}"})
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        return self._ok(tool.name, {"content": truncate(text, self.settings.max_output_chars)}, f"{tool.name}: ok")
+                                observation={"success": False, "error": tool_error_text(exc)})
+        text = truncate(tool_result_text(value), self.settings.max_output_chars)
+        return self._ok(tool.name, {"content": text}, f"{tool.name}: ok")
 
     def _mcp(self, name: str, args: dict[str, Any]) -> ActionResult:
         tool = self.mcp.find(name)
