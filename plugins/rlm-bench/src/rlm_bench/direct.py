@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from rlm_host import ModelError
+from rlm_host.sdk.environments import document_names
 from rlm_host.sdk.models import ModelConnector, count_tokens
 
 DEFAULT_WINDOW = 32_768  # tokens, when the connector does not say
@@ -39,9 +40,8 @@ def render_context(context: Any) -> str:
     if isinstance(context, str):
         return context
     if isinstance(context, list):
-        names = getattr(context, "names", None) or [f"document_{i}" for i in range(len(context))]
         docs = (doc if isinstance(doc, str) else json.dumps(doc, ensure_ascii=False) for doc in context)
-        return "\n\n".join(f"[{name}]\n{doc}" for name, doc in zip(names, docs))
+        return "\n\n".join(f"[{name}]\n{doc}" for name, doc in zip(document_names(context), docs))
     return json.dumps(context, ensure_ascii=False, indent=1, default=str)
 
 
