@@ -231,12 +231,17 @@ def rank(
 ) -> list[LeaderboardRow]:
     """Rows of the benchmarks passing ``where``, best first by ``metric`` (missing values last), ranks from 1."""
     name = check_metric(metric)
-    higher = METRICS[name]
     rows = [row_from_summary(s) for s in summaries]
     rows = [r for r in rows if where is None or where.matches(r)]
     rows.sort(key=lambda r: r.benchmark_id, reverse=True)  # ties: newest first (sort is stable)
-    rows.sort(key=lambda r: (r.metric(name) is None, 0.0 if r.metric(name) is None
-                             else (-r.metric(name) if higher else r.metric(name))))  # type: ignore[operator]
+    return ranked(rows, name, METRICS[name], limit)
+
+
+def ranked(rows: list[Any], metric: str, higher: bool, limit: Optional[int]) -> list[Any]:
+    """``rows`` (each with ``metric(name)`` and ``rank``) best first by ``metric``, missing values last, the order
+    they came in kept between ties, cut to ``limit``, ranked from 1."""
+    rows.sort(key=lambda r: (r.metric(metric) is None, 0.0 if r.metric(metric) is None
+                             else (-r.metric(metric) if higher else r.metric(metric))))
     rows = rows[:limit] if limit else rows
     for i, row in enumerate(rows, 1):
         row.rank = i

@@ -16,7 +16,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from rlm_bench.leaderboard import LeaderboardError, statistics_block
+from rlm_bench.leaderboard import LeaderboardError, ranked, statistics_block
 from rlm_host.sdk.commands import terminal_safe
 
 #: metric → True when higher is better
@@ -96,14 +96,8 @@ def rank_runs(summaries: Sequence[Any], metric: str, score: Callable[[Any], Opti
     rows = [RunRow(s.run_id, s.started.isoformat(timespec="seconds") if s.started else "", s.termination_reason,
                    s.model, s.environment, s.framework, s.steps, s.total_reward, score(s), s.tokens, s.cost,
                    s.duration, s.task, dict(s.labels)) for s in summaries]
-    rows.sort(key=lambda r: r.started, reverse=True)
-    higher = RUN_METRICS[name]
-    rows.sort(key=lambda r: (r.metric(name) is None, 0.0 if r.metric(name) is None
-                             else (-r.metric(name) if higher else r.metric(name))))  # type: ignore[operator]
-    rows = rows[:limit] if limit else rows
-    for i, row in enumerate(rows, 1):
-        row.rank = i
-    return rows
+    rows.sort(key=lambda r: r.started, reverse=True)  # ties: newest first (sort is stable)
+    return ranked(rows, name, RUN_METRICS[name], limit)
 
 
 def _cell(name: str, value: Any) -> str:
