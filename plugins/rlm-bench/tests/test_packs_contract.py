@@ -11,7 +11,7 @@ from rlm_host.testing import BenchmarkPackContract
 
 
 class TestBuiltinPresets(BenchmarkPackContract):
-    distribution = BENCH
+    distribution = "rlm-bench"
     packs = tuple(packs.PRESETS)
 
     def check_case(self, pack: str, case: dict[str, Any]) -> None:

@@ -64,7 +64,8 @@ def image(docker_engine):
 @pytest.fixture
 def runner(image, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    return isolated_runner(tmp_path, plugins="rlm-env-dspy,rlm-sandbox-docker,rlm-bench", sandbox="docker")
+    return isolated_runner(tmp_path, plugins="rlm-env-dspy,rlm-env-generic,rlm-sandbox-docker,rlm-bench",
+                           sandbox="docker")
 
 
 def steps_of(result):

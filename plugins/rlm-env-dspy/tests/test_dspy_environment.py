@@ -11,7 +11,7 @@ import pytest
 
 from rlm_host.testing import EnvironmentContract
 
-PLUGIN = "rlm-env-dspy"
+PLUGIN = "rlm-env-dspy,rlm-env-generic"  # RLM_PLUGINS: the dspy environment drives the generic one
 
 BUGGY = "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a - b\n"
 TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -10,8 +10,9 @@ from typing import Any
 from rlm_host.testing import isolated_runner
 
 DATA = Path(__file__).resolve().parent
-#: This plugin's distribution name (what RLM_PLUGINS selects).
-BENCH = "rlm-bench"
+#: This plugin's distribution name (what RLM_PLUGINS selects), with rlm-env-generic: generic_smoke and
+#: paradigm_comparison run the generic environment.
+BENCH = "rlm-bench,rlm-env-generic"
 #: The installed console script: subprocess tests go through the same entry point a user types.
 RLM_SCRIPT = str(Path(sys.executable).with_name("rlm"))
 
