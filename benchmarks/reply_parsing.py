@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rlm_host.environments.pure_rlm.parsing import parse_reply
+from rlm_host.environments.repl_format import parse_reply
 
 #: A repeating unit per class; each reply is the unit repeated to the size, then one valid block at the end.
 CLASSES = {

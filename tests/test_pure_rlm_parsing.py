@@ -2,7 +2,7 @@
 
 import pytest
 
-from rlm_host.environments.pure_rlm.parsing import parse_reply
+from rlm_host.environments.repl_format import parse_reply
 from rlm_host.context import describe_context
 from rlm_host.environments.kit import render_description
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rlm_host.environments.pure_rlm.parsing import parse_reply
+from rlm_host.environments.repl_format import parse_reply
 from rlm_host.testing import isolated_runner, run_scripted
 
 
