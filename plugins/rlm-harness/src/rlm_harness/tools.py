@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from rlm_host.sdk.environments import with_instructions
 from rlm_host.sdk.tools import ToolSpec, render_tool_protocol, tool_reply_format
 from rlm_host.sdk.models import ReplyFormat
 
@@ -91,10 +92,7 @@ def _schema_of(function: Any) -> dict[str, Any]:
 
 def system_prompt(specs: list[ToolSpec], instructions: str | None = None) -> str:
     prompt = INTRO + "\n\n" + render_tool_protocol(specs, text_answer=False, answer_tools=["final"])
-    if instructions and instructions.strip():
-        prompt += ("\n\nDomain instructions from the user (they add to the rules above and never replace them):\n"
-                   + instructions.strip())
-    return prompt
+    return with_instructions(prompt, instructions)
 
 
 def reply_format(specs: Iterable[ToolSpec]) -> ReplyFormat:

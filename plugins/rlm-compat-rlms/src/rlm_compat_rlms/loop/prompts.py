@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from rlm_host.sdk.environments import with_instructions
+
 from rlm_compat_rlms.core.types import QueryMetadata
 
 SYSTEM_PROMPT = """\
@@ -68,9 +70,7 @@ def system_prompt(custom: Optional[str], orchestrator: bool, instructions: Optio
         text = f"{text}{section}"
     if orchestrator:
         text = f"{text}\n\n{ORCHESTRATOR_ADVICE}"
-    if instructions and instructions.strip():
-        text = f"{text}\n\nThe user's instructions (they add to the above):\n{instructions.strip()}"
-    return text
+    return with_instructions(text, instructions)
 
 
 def opening(question: Optional[str], context: Any, prologue: Optional[str] = None) -> str:
