@@ -162,7 +162,10 @@ class RetryingConnector:
         # Any: each provider's own settings model; every one declares the fields read here
         validated: Any = validate_settings(settings_type, settings, provider)
         env = os.environ if environ is None else environ
-        self.model, self.name, self.options, self.settings = model, f"{provider}:{model}", options, validated
+        self.model = model
+        self.name = f"{provider}:{model}"
+        self.options = options
+        self.settings = validated
         self.context_window = validated.context_window or catalog.context_window(provider, model) or context_window
         self.on_retry = on_retry
 

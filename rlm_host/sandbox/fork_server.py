@@ -78,7 +78,8 @@ class ForkServer:
             raise
         finally:
             theirs.close()
-        self._socket, self._timeout = ours, start_timeout
+        self._socket = ours
+        self._timeout = start_timeout
         self._request = threading.Lock()  # one request in flight: its reply is the next "pid" or "error" line
         self._changed = threading.Condition()
         self._replies: list[dict[str, Any]] = []

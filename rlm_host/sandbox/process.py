@@ -133,7 +133,8 @@ class ProcessSandbox(WorkerSession):
                  workspace: Path | None = None) -> None:
         super().__init__(limits)
         self.settings = settings or ProcessSettings()
-        self.start_timeout, self.control_timeout = self.settings.start_timeout, self.settings.control_timeout
+        self.start_timeout = self.settings.start_timeout
+        self.control_timeout = self.settings.control_timeout
         self.workspace = workspace  # the current directory when given (nothing confines writes to it here)
         self.workdir: str | None = None  # the worker's working directory (also its HOME and TMPDIR)
 

@@ -63,7 +63,9 @@ class SessionBase:
         self._lock = threading.RLock()
         self._calling_thread: int | None = None  # set while a host function runs
         self._unreported: str | None = None  # a restart the model has not been told about yet
-        self._closed = self._rebuilding = self._unlogged = False
+        self._closed = False
+        self._rebuilding = False
+        self._unlogged = False
         self._cell_log: CellLog | None = None  # kept when the environment's cells can be replayed
         self._rebuilt: str | None = None  # what the last restart restored, in words for the model
 

@@ -122,9 +122,15 @@ class Worker:
     """The persistent namespace and the request loop."""
 
     def __init__(self, proto_in, proto_out, max_output_chars):
-        self._in, self._out, self._pid, self._max_output = proto_in, proto_out, os.getpid(), max_output_chars
-        self._send_lock, self._call_lock = threading.Lock(), threading.Lock()
-        self._call_seq, self._cells, self._final = 0, 0, None
+        self._in = proto_in
+        self._out = proto_out
+        self._pid = os.getpid()
+        self._max_output = max_output_chars
+        self._send_lock = threading.Lock()
+        self._call_lock = threading.Lock()
+        self._call_seq = 0
+        self._cells = 0
+        self._final = None
         module = types.ModuleType("__main__")  # user code runs as __main__ (dataclasses, typing, … resolve it)
         sys.modules["__main__"] = module
         self.ns = module.__dict__

@@ -170,7 +170,9 @@ class Registration:
     request) when the run ends."""
 
     def __init__(self, folder: Path, run_id: str, cancel: threading.Event) -> None:
-        self.folder, self.run_id, self._closed = folder, run_id, threading.Event()
+        self.folder = folder
+        self.run_id = run_id
+        self._closed = threading.Event()
         run_in_thread(lambda: self._watch(folder / f"{run_id}.cancel", cancel), "rlm-cancel-watcher")
 
     def _watch(self, cancel_file: Path, cancel: threading.Event) -> None:
