@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from rlm_host.cli.render import step_lines, sub_call_line
 from rlm_host.events import RunEvent
-from rlm_host.results import RunUsage, StepRecord
+from rlm_host.results import RunUsage, StepRecord, Usage
 from rlm_host.text import terminal_safe
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -77,7 +77,7 @@ class LiveView:
     def _on_sub_call(self, event: RunEvent, indent: str) -> None:
         """Kept until its step is shown: a sub-call is made by the step's code, and the step is reported after."""
         if event.data.get("kind") != "rlm_query":  # a child run's tokens come with its steps
-            self.spinner.tokens += _tokens(event.data.get("usage"))
+            self.spinner.tokens += Usage.model_validate(event.data.get("usage") or {}).total_tokens
         self.sub_calls.setdefault(event.run_id, []).append(event)
 
     def _on_branch(self, event: RunEvent, indent: str) -> None:
@@ -129,11 +129,6 @@ class LiveView:
                     f"step{'' if data['steps'] == 1 else 's'} · reward {data['total_reward']:+.2f} · tokens root "
                     f"{usage.root.total_tokens:,} sub {usage.sub.total_tokens:,} · {spent}{data['duration_s']:.1f}s",
                     "bold green" if data["completed"] else "bold yellow")
-
-
-def _tokens(usage: Any) -> int:
-    """Input plus output tokens of a usage record (0 when there is none)."""
-    return int(usage.get("input_tokens", 0) + usage.get("output_tokens", 0)) if isinstance(usage, dict) else 0
 
 
 def final_cost(result: dict[str, Any]) -> float | None:
