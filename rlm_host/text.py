@@ -11,8 +11,9 @@ objects in a model's prose (the generic environment's actions, the framework too
 
 from __future__ import annotations
 
+import difflib
 import re
-from typing import Iterator, Literal, Optional, overload
+from typing import Callable, Iterable, Iterator, Literal, Optional, overload
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -40,6 +41,19 @@ def clip(text: Optional[str], limit: int, style: Style = "ellipsis", *, one_line
         tail = limit - head
         return f"{text[:head]}\n… [{len(text) - limit:,} characters cut] …\n{text[-tail:]}"
     return text[: max(limit - 1, 0)] + "…"
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, n: int = 1, cutoff: float = 0.6,
+                 show: Callable[[str], str] = repr) -> str:
+    """`` (did you mean 'x'?)`` naming the ``n`` choices closest to ``word`` (joined by "or"), or "" when none is
+    close: the ending of every "unknown …" message."""
+    close = difflib.get_close_matches(word, list(choices), n=n, cutoff=cutoff)
+    return f" (did you mean {' or '.join(map(show, close))}?)" if close else ""
+
+
+def is_truthy(value: Optional[str]) -> bool:
+    """Whether an environment variable's text turns a switch on: 1, true, yes or on (any case)."""
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def valid_unicode(text: str) -> str:

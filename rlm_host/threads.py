@@ -11,13 +11,16 @@ that never returns (an abandoned model call) never holds up the process's exit.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import queue
 import threading
-from typing import Callable
+from concurrent.futures import Future
+from typing import Callable, TypeVar
 
 from rlm_host.process_state import register
 
 IDLE_SECONDS = 30.0
+T = TypeVar("T")
 
 _lock = threading.Lock()
 _tasks: "queue.SimpleQueue[tuple[Callable[[], object], str]]" = queue.SimpleQueue()
@@ -34,6 +37,22 @@ def run_in_thread(work: Callable[[], object], name: str) -> None:
             _tasks.put((work, name))
             return
     threading.Thread(target=_serve, args=(work, name), name=name, daemon=True).start()
+
+
+def submit(call: Callable[[], T], name: str) -> "Future[T]":
+    """``call()`` on a helper thread (``run_in_thread``), in a copy of the caller's context; its result or its
+    exception lands in the returned future, which the caller waits on as long as it chooses (or abandons)."""
+    future: Future[T] = Future()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            future.set_result(context.run(call))
+        except BaseException as exc:  # noqa: BLE001 - handed back through the future
+            future.set_exception(exc)
+
+    run_in_thread(work, name)
+    return future
 
 
 def _serve(work: Callable[[], object], name: str) -> None:

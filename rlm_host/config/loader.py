@@ -10,7 +10,6 @@ Every error names the file or variable and the key it came from.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 import os
 import tomllib
@@ -23,9 +22,9 @@ from pydantic import BaseModel, ValidationError
 from rlm_host.config.paths import user_config_dir
 from rlm_host.config.schema import COMPONENT_SECTIONS, Settings
 from rlm_host import redact
-from rlm_host.config.trust import (TRUST_ENV, Ignored, holds_credential, is_trusted, is_truthy, screen,
-                                   warning_text)
+from rlm_host.config.trust import TRUST_ENV, Ignored, holds_credential, is_trusted, screen, warning_text
 from rlm_host.errors import ConfigError, RlmError
+from rlm_host.text import did_you_mean, is_truthy
 
 if TYPE_CHECKING:
     from rlm_host.plugins.host import PluginHost
@@ -213,9 +212,9 @@ def _describe(exc: ValidationError, sources: dict[str, str], model: type[BaseMod
             problem = moved
         elif error["type"] == "extra_forbidden":
             known = sorted(getattr(_model_at(model, loc[:-1]), "model_fields", None) or [])
-            close = difflib.get_close_matches(loc[-1], known, n=1)
-            problem = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
-            if known and not close:
+            suggestion = did_you_mean(loc[-1], known)
+            problem = "unknown key" + suggestion
+            if known and not suggestion:
                 problem += "; known keys: " + ", ".join(known)
         else:
             problem = error["msg"]

@@ -19,12 +19,14 @@ from rlm_host.price_keys import parse_key  # noqa: E402
 MAX_INSTRUCTIONS_BYTES = 1024 * 1024
 
 
-def problems(exc: ValidationError, root: str = "", labels: Optional[Mapping[str, str]] = None) -> str:
-    """A validation error as ``key: what is wrong`` per problem, joined by "; ": the key dotted, ``root`` when the
-    value itself is wrong, or the label of its first part (``--max-steps``) when ``labels`` names one."""
+def problems(exc: ValidationError, root: str = "", labels: Optional[Mapping[str, str]] = None, sep: str = "; ",
+             most: Optional[int] = None) -> str:
+    """A validation error as ``key: what is wrong`` per problem (the first ``most``), joined by ``sep``: the key
+    dotted, ``root`` when the value itself is wrong, or the label of its first part (``--max-steps``) when
+    ``labels`` names one."""
     named = labels or {}
-    return "; ".join(f"{named.get(str(e['loc'][0]), '.'.join(map(str, e['loc']))) if e['loc'] else root}: {e['msg']}"
-                     for e in exc.errors())
+    return sep.join(f"{named.get(str(e['loc'][0]), '.'.join(map(str, e['loc']))) if e['loc'] else root}: {e['msg']}"
+                    for e in exc.errors()[:most])
 
 
 def tool_spec(item: Any) -> str:

@@ -51,10 +51,6 @@ class Ignored:
     reason: str
 
 
-def is_truthy(value: Optional[str]) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def trust_store(env: Mapping[str, str]) -> Path:
     """``<user config folder>/rlm/trusted.json``: project files the user trusted, with their content hashes."""
     return user_config_dir(env) / TRUST_FILE

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
-from concurrent.futures import Future, wait
+from concurrent.futures import wait
 from typing import Callable, Optional, TypeVar
 
 from rlm_host.errors import BudgetExceeded
-from rlm_host.threads import run_in_thread
+from rlm_host.threads import submit
 
 T = TypeVar("T")
 POLL_SECONDS = 0.1  # how soon a cancellation abandons a model call in progress
@@ -81,16 +80,7 @@ class Budget:
         process, a cancelled task): it runs on a daemon helper thread (``rlm_host.threads``), and this raises
         ``BudgetExceeded("cancelled")`` within ``POLL_SECONDS`` of the cancellation. The abandoned call finishes
         (or times out) on its own."""
-        future: Future[T] = Future()
-        context = contextvars.copy_context()
-
-        def work() -> None:
-            try:
-                future.set_result(context.run(call))
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                future.set_exception(exc)
-
-        run_in_thread(work, "rlm-model-call")
+        future = submit(call, "rlm-model-call")
         while not wait([future], POLL_SECONDS).done:
             if self._cancelled():
                 raise BudgetExceeded("cancelled", f"{self.stop_reason()} (the model call in progress was abandoned)")

@@ -6,7 +6,6 @@ events (``execute_code``)."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from typing import Any, Optional
 
@@ -14,7 +13,7 @@ from rlm_host.event_types import error_line, live_text, next_call
 from rlm_host.results import FinalSignal
 from rlm_host.models.protocol import Completion
 from rlm_host.redact import redacted_clip
-from rlm_host.text import json_object_spans
+from rlm_host.tools.protocol import json_objects
 
 
 def execute_code(scope: Any, session: Any, code: str, timeout: float, *, step: Optional[int] = None,
@@ -36,9 +35,6 @@ def execute_code(scope: Any, session: Any, code: str, timeout: float, *, step: O
     scope.emit("code_end", {**where, "ok": result.ok, "seconds": round(time.monotonic() - started, 3),
                             "error": error_line(result.error), "final": result.final is not None})
     return result
-
-
-_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -158,13 +154,4 @@ def reply_action(reply: Completion) -> tuple[Optional[dict[str, Any]], str]:
 
 def parse_action(text: str) -> Optional[dict[str, Any]]:
     """The JSON object in a reply: a fenced block first, else the first balanced {...} that parses."""
-    candidates = [m.group(1) for m in _FENCED_JSON.finditer(text)]
-    candidates += [text[start:end] for start, end in json_object_spans(text)]
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+    return next((value for value, _ in json_objects(text)), None)

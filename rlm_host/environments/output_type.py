@@ -108,6 +108,8 @@ def _from_schema(schema: Any, where: str, *, name: str) -> OutputType:
 def _from_type(given: Any, where: str) -> OutputType:
     from pydantic import TypeAdapter, ValidationError
 
+    from rlm_host.config.schema import problems
+
     try:
         adapter = TypeAdapter(given)
         schema = adapter.json_schema()
@@ -118,7 +120,6 @@ def _from_type(given: Any, where: str) -> OutputType:
         try:
             return adapter.validate_python(data)
         except ValidationError as exc:
-            raise OutputInvalid("\n".join(f"{'.'.join(map(str, e['loc'])) or '(the answer)'}: {e['msg']}"
-                                          for e in exc.errors()[:20])) from None
+            raise OutputInvalid(problems(exc, "(the answer)", sep="\n", most=20)) from None
 
     return OutputType(schema, validate, getattr(given, "__name__", None) or str(given), python_type=given)

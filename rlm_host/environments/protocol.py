@@ -121,6 +121,11 @@ class EnvironmentContext:
     #: ``OutputInvalid``; None: any answer), for the root run only
     output: Optional[Any] = None
 
+    def step_timeout(self) -> float:
+        """How long one code execution may take: the sandbox's ``exec_timeout``, cut to what the run's wall clock
+        has left (at least half a second, so the step still runs and reports the timeout)."""
+        return max(0.5, min(self.limits.exec_timeout, self.budget.remaining()))
+
     def guarded_folder(self, folder: Optional[Path] = None, doing: str = "work with the files of") -> Path:
         """``folder`` (default: the working directory) resolved, for an environment that reads or writes files of
         the host there outside the sandbox: refused (``ConfigError``) when it is a home, documents or system

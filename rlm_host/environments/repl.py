@@ -154,6 +154,13 @@ class SubCalls:
         return {"llm_query": self.llm_query, "llm_query_batched": self.llm_query_batched, "rlm_query": self.rlm_query,
                 "rlm_query_batched": self.rlm_query_batched, **self.tools.functions()}
 
+    def install(self, session: Any) -> None:
+        """Register ``functions`` in a started ``session`` and bind ``context`` and ``context_names`` there: what
+        ``helpers_source`` expects before it runs."""
+        session.register_functions(self.functions())
+        session.set_variable("context", self.ctx.context)
+        session.set_variable("context_names", document_names(self.ctx.context))
+
     def helpers_source(self) -> str:
         """``HELPERS_SOURCE`` and the sandbox-side definitions of the user's tools: run once after ``functions`` are
         registered and ``context`` is set."""

@@ -16,17 +16,17 @@ import importlib
 import inspect
 import json
 import keyword
-import threading
 import time
+from concurrent.futures import wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Optional
 
 from rlm_host.approvals import ActionKind, ApprovalRequest
 from rlm_host.config.schema import tool_spec
 from rlm_host.errors import ConfigError
 from rlm_host.events import sub_call_text
-from rlm_host.threads import run_in_thread
+from rlm_host.threads import submit
 
 __all__ = ["RESERVED_NAMES", "Tool", "ToolCalls", "plan_toolboxes", "resolve_tools", "tool_spec", "tools_prompt"]
 
@@ -86,7 +86,8 @@ def resolve_tools(items: Iterable[Any], *, where: str = "tools") -> tuple[Tool, 
                               hint="rename it: tools={'my_name': fn} or --tool my_name=module:function")
         if name in tools:
             raise ConfigError(f"{where}: two tools are named {name!r}")
-        tools[name] = Tool(name, function, _signature(function), _summary(function), reference)
+        tools[name] = Tool(name, function, str(signature_of(function) or "(*args, **kwargs)"), _summary(function),
+                           reference)
     return tuple(tools.values())
 
 
@@ -160,25 +161,15 @@ class ToolCalls:
 def _within(timeout: float, tool: Tool, args: tuple, kwargs: dict[str, Any]) -> Any:
     """``tool(*args, **kwargs)`` on a helper thread, waited for at most ``timeout`` seconds (a tool that hangs is
     left behind, and the model's code gets a TimeoutError)."""
-    done, outcome = threading.Event(), {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = tool.function(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread below
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    run_in_thread(work, f"rlm-tool-{tool.name}")
-    if not done.wait(timeout):
+    future = submit(functools.partial(tool.function, *args, **kwargs), f"rlm-tool-{tool.name}")
+    if not wait([future], timeout).done:
         raise TimeoutError(f"{tool.name} did not return within {timeout:g} s")
-    if "error" in outcome:
-        error = outcome["error"]
-        if not isinstance(error, Exception):
-            raise RuntimeError(f"{tool.name} stopped: {type(error).__name__}")
-        raise error.with_traceback(None)
-    return outcome.get("value")
+    error = future.exception()
+    if error is None:
+        return future.result()
+    if not isinstance(error, Exception):
+        raise RuntimeError(f"{tool.name} stopped: {type(error).__name__}")
+    raise error.with_traceback(None)
 
 
 def _json_text(value: Any, what: str) -> str:
@@ -210,15 +201,15 @@ def _summary(function: Callable[..., Any]) -> str:
     return ((inspect.getdoc(function) or "").strip().splitlines() or [""])[0].strip()
 
 
-def _signature(function: Callable[..., Any]) -> str:
-    """The signature as the prompt shows it; annotations written as strings (``from __future__ import
-    annotations``) are shown as the types they name when they can be evaluated."""
+def signature_of(function: Callable[..., Any]) -> Optional[inspect.Signature]:
+    """``function``'s signature with annotations written as strings (``from __future__ import annotations``)
+    evaluated to the types they name where they can be, else as written; None when it has none."""
     for evaluate in (True, False):
         try:
-            return str(inspect.signature(function, eval_str=evaluate))
-        except Exception:  # noqa: BLE001 - an annotation that cannot be evaluated: shown as written
+            return inspect.signature(function, eval_str=evaluate)
+        except Exception:  # noqa: BLE001 - an annotation that cannot be evaluated: tried as written, then none
             continue
-    return "(*args, **kwargs)"
+    return None
 
 
 def _parameters(function: Callable[..., Any]) -> tuple[str, str]:

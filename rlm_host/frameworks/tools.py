@@ -23,8 +23,8 @@ from typing import Any, Callable, Optional
 
 from rlm_host.environments.kit import answer_text, execute_code, truncate
 from rlm_host.environments.output_type import OutputInvalid
-from rlm_host.environments.repl import SubCalls, document_names
-from rlm_host.environments.repl_tools import Tool, ToolCalls
+from rlm_host.environments.repl import SubCalls
+from rlm_host.environments.repl_tools import Tool, ToolCalls, signature_of
 from rlm_host.errors import ConfigError
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession
@@ -70,8 +70,7 @@ class SandboxTools:
     def __init__(self, ctx: Any, concurrency: int = 32) -> None:
         self._ctx = ctx
         self.output = ctx.output  # the run's OutputType (None: any answer): a FINAL in run_code is held to it
-        self.sub_calls = SubCalls(ctx, concurrency=concurrency,
-                                  model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model))
+        self.sub_calls = SubCalls(ctx, concurrency=concurrency)
         self._session: Optional[SandboxSession] = None
         self._lock = threading.Lock()
         self.user_tools = UserTools(self.sub_calls.tools)
@@ -82,17 +81,15 @@ class SandboxTools:
             if self._session is None:
                 session = self._ctx.open_sandbox()
                 session.start()
-                session.register_functions(self.sub_calls.functions())
-                session.set_variable("context", self._ctx.context)
-                session.set_variable("context_names", document_names(self._ctx.context))
+                self.sub_calls.install(session)
                 session.execute(self.sub_calls.helpers_source())
                 self._session = session
             return self._session
 
     def run_code(self, code: str) -> CodeOutcome:
         """Run ``code`` in the session; the text shows stdout, stderr and the error, cut to a readable size."""
-        timeout = max(0.5, min(self._ctx.limits.exec_timeout, self._ctx.budget.remaining()))
-        result = execute_code(self._ctx.scope, self.session, code, timeout)  # the sandbox's own failure raises
+        # the sandbox's own failure raises
+        result = execute_code(self._ctx.scope, self.session, code, self._ctx.step_timeout())
         final = answer_text(result.final) if result.final is not None else None
         rejected = None
         if final is not None and self.output is not None:
@@ -195,22 +192,13 @@ def _dressed(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:
     function.__name__ = function.__qualname__ = tool.name
     function.__doc__ = inspect.getdoc(tool.function) or tool.summary or None
     function.__module__ = getattr(tool.function, "__module__", None) or __name__
-    signature = _signature_of(tool.function)
+    signature = signature_of(tool.function)
     if signature is not None:
         function.__signature__ = signature  # type: ignore[attr-defined]
         returns = {} if signature.return_annotation is signature.empty else {"return": signature.return_annotation}
         function.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()
                                     if p.annotation is not p.empty} | returns
     return function
-
-
-def _signature_of(function: Callable[..., Any]) -> Optional[inspect.Signature]:
-    for evaluate in (True, False):
-        try:
-            return inspect.signature(function, eval_str=evaluate)
-        except Exception:  # noqa: BLE001 - an annotation that cannot be evaluated: tried as written, then none
-            continue
-    return None
 
 
 def typed_answer(output: Any, value: Any) -> str:

@@ -8,7 +8,6 @@ is marked broken with its error and a warning is logged; everything else keeps w
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import logging
 import os
@@ -27,6 +26,7 @@ from rlm_host.errors import PluginError
 from rlm_host.plugins import discovery
 from rlm_host.plugins.discovery import PluginDistribution
 from rlm_host.plugins.registry import Registry
+from rlm_host.text import did_you_mean, is_truthy
 
 #: The host's own components: ordinary plugin modules, registered by name before any distribution's.
 DEFAULT_PLUGINS: tuple[str, ...] = ("rlm_host.default_plugins.environments", "rlm_host.default_plugins.builtin")
@@ -48,7 +48,7 @@ class PluginHost:
         self._selected = None if selected is None else \
             {discovery.canonical_dist_name(part) for part in selected.split(",") if part.strip()}
         self._local_modules = [part.strip() for part in env.get("RLM_PLUGIN_MODULES", "").split(",") if part.strip()]
-        self.strict = env.get("RLM_STRICT_PLUGINS", "").strip().lower() in {"1", "true", "yes", "on"}
+        self.strict = is_truthy(env.get("RLM_STRICT_PLUGINS"))
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.distributions: list[PluginDistribution] = []
@@ -123,9 +123,7 @@ class PluginHost:
                 continue
             hook = opts.get("specname") or name
             if hook not in _HOOK_NAMES:
-                close = difflib.get_close_matches(hook, sorted(_HOOK_NAMES), n=1)
-                suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append(f"implements unknown hook {hook!r}{suggestion}")
+                problems.append(f"implements unknown hook {hook!r}{did_you_mean(hook, sorted(_HOOK_NAMES))}")
                 continue
             refused = [f"{hook}: @hookimpl({option}=True) is not supported by registration hooks"
                        for option in _REFUSED_OPTIONS if opts.get(option)]

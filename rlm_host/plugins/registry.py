@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Generic, Iterator, Protocol, TypeVar
 
 from rlm_host.components import normalize_name
 from rlm_host.errors import ComponentClashError, UnknownComponentError
+from rlm_host.text import did_you_mean
 
 
 class Named(Protocol):
@@ -67,10 +67,9 @@ class Registry(Generic[T]):
         found = self._by_key.get(key)
         if found is None:
             choices = [*other_choices, *self.names()]
-            close = difflib.get_close_matches(name, choices, n=1)
-            suggestion = f" (did you mean {close[0]!r}?)" if close else ""
             listed = ("choose one of: " + ", ".join(choices)) if choices else f"no {self.kind} is installed"
-            raise UnknownComponentError(f"unknown {self.kind} {name!r}{suggestion}", hint=listed + where_more)
+            raise UnknownComponentError(f"unknown {self.kind} {name!r}{did_you_mean(name, choices)}",
+                                        hint=listed + where_more)
         return found[0]
 
     def owner(self, name: str) -> str:

@@ -90,10 +90,7 @@ class PureRLMEnvironment:
         if keep_cells is not None:  # the REPL has no outside effects: a lost worker is rebuilt by replaying cells
             keep_cells()
         calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency)
-        session.register_functions(calls.functions())
-        if self.ctx.context is not None:
-            session.set_variable("context", self.ctx.context)
-        session.set_variable("context_names", document_names(self.ctx.context))
+        calls.install(session)
         return session, calls
 
     def close(self) -> None:
@@ -160,9 +157,8 @@ class PureRLMEnvironment:
         results: list[ExecResult] = []
         final: Optional[FinalSignal] = None
         for block, cell in enumerate(parsed.code_blocks, 1):
-            timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
             # a sandbox failure raises
-            result = execute_code(self.ctx.scope, self.session, cell, timeout, step=step, block=block)
+            result = execute_code(self.ctx.scope, self.session, cell, self.ctx.step_timeout(), step=step, block=block)
             results.append(result)
             if result.final is not None:
                 final = result.final
