@@ -12,7 +12,6 @@ file outside the sessions folder, exits 2).
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,6 +21,7 @@ from typer.core import TyperOption
 from rlm_host.cli.app import cli_state, say
 from rlm_host.cli.run_cmd import ContextsCommand, for_stdout, run_params, watched
 from rlm_host.errors import RlmError
+from rlm_host.text import did_you_mean
 
 HELP = "/context  /model NAME  /vars  /save  /help  /exit"
 COMMANDS = ("/context", "/model", "/vars", "/save", "/help", "/exit", "/quit")
@@ -117,8 +117,7 @@ def _command(line: str, session: Any, rlm: Any) -> None:
     elif name == "/help":
         say(HELP)
     elif name not in ("/exit", "/quit"):
-        close = difflib.get_close_matches(name, COMMANDS, n=1)
-        say(f"unknown command {name}" + (f" (did you mean {close[0]}?)" if close else "") + f"; {HELP}")
+        say(f"unknown command {name}{did_you_mean(name, COMMANDS, show=str)}; {HELP}")
 
 
 def _sandbox(session: Any, rlm: Any) -> str:

@@ -10,7 +10,6 @@ its setting.
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from pathlib import Path
@@ -21,6 +20,7 @@ from typer.core import TyperOption
 
 from rlm_host.config import run_options
 from rlm_host.errors import ConfigError, InputError
+from rlm_host.text import did_you_mean
 
 
 #: List options whose flag adds to the configured values rather than replacing them.
@@ -85,8 +85,8 @@ def apply(loaded: Any, given: dict[str, Any]) -> Any:
     if (unknown := next((name for name in given if name not in run_options.names()), None)) is not None:
         # one clear error, with the nearest options (``--max-cost`` for ``cost``)
         flag = "--" + unknown.replace("_", "-")
-        near = difflib.get_close_matches(flag, [run_options.flag_of(n) for n in run_options.names()], n=3, cutoff=0.5)
-        raise ConfigError(f"unknown run option {flag}" + (f" (did you mean {' or '.join(near)}?)" if near else ""),
+        near = did_you_mean(flag, [run_options.flag_of(n) for n in run_options.names()], n=3, cutoff=0.5, show=str)
+        raise ConfigError(f"unknown run option {flag}{near}",
                           hint="the run options are those of `rlm run --help` (--max-cost and --max-tokens for a "
                           "budget)")
     for name, value in given.items():

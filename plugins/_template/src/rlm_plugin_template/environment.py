@@ -80,8 +80,7 @@ class LinesEnvironment:
                             reward=-self.ctx.rewards.no_action_penalty)
 
     def _run(self, code: str) -> ActionResult:
-        timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
-        result = self.session.execute(code, timeout=timeout)
+        result = self.session.execute(code, timeout=self.ctx.step_timeout())
         output = result.stdout + (f"\nerror: {result.error}" if result.error else "")
         self.last = truncate(output.strip() or "(no output)", self.settings.max_output_chars)
         block = {"code": code, "stdout": truncate(result.stdout, self.settings.max_output_chars), "error": result.error}

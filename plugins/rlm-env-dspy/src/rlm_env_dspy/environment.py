@@ -106,9 +106,7 @@ class DSPyCodingEnvironment:
         self.history = StepHistory()
         inner_ctx = replace(ctx, open_sandbox=self._open_session)
         self._generic = ctx.build_environment("generic", inner_ctx)  # with its [environment.generic] settings
-        self._sub_calls = SubCalls(ctx, concurrency=self.settings.batch_concurrency,
-                                   model_for=lambda model: ctx.sub if model is None
-                                   else ctx.sub_model_for(model))
+        self._sub_calls = SubCalls(ctx, concurrency=self.settings.batch_concurrency)
 
     def _open_session(self) -> Any:
         self.session = self.ctx.open_sandbox()

@@ -121,8 +121,7 @@ class GenericEnvironment:
         if not code.strip():
             return ActionResult(action="run_python", observation={"error": "no code given"},
                                 reward=self.ctx.rewards.code_step(ok=False, stderr=False))
-        timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
-        result = execute_code(self.ctx.scope, self.session, code, timeout, step=self._step)
+        result = execute_code(self.ctx.scope, self.session, code, self.ctx.step_timeout(), step=self._step)
         if result.final is not None:
             return ActionResult(action="final", observation={"stdout": truncate(result.stdout, 2000)}, code=code,
                                 reward=self.ctx.rewards.final_reward, done=True,

@@ -69,8 +69,7 @@ class HarnessEnvironment:
         self.turns: list[tuple[str, str]] = []  # (the call as the model should write it, the result)
         self.specs = list(tools.BUILTIN_TOOLS)
         self._step: Optional[int] = None
-        self._sub_calls = SubCalls(ctx, concurrency=4,
-                                   model_for=lambda model: ctx.sub if model is None else ctx.sub_model_for(model))
+        self._sub_calls = SubCalls(ctx, concurrency=4)
 
     # ------------------------------------------------------------------ the Environment protocol
 

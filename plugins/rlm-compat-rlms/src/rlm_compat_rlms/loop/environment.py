@@ -58,7 +58,7 @@ class RlmsEnvironment:
     def start(self) -> None:
         session = self.session = self.ctx.open_sandbox()
         session.start()
-        calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency, model_for=self._model_for)
+        calls = SubCalls(self.ctx, concurrency=self.settings.batch_concurrency)
         recursion = Recursion(self.ctx, calls, self.settings.max_concurrent_subcalls)
         session.register_functions({"llm_query": calls.llm_query, "llm_query_batched": calls.llm_query_batched,
                                     **recursion.functions(), **calls.tools.functions()})
@@ -131,8 +131,7 @@ class RlmsEnvironment:
         parsed = read_reply(text)
         results, records, answer, source = [], [], None, None
         for number, code in enumerate(parsed.blocks, 1):
-            timeout = max(0.5, min(self.ctx.limits.exec_timeout, self.ctx.budget.remaining()))
-            result = execute_code(self.ctx.scope, self.session, code, timeout, step=step, block=number)
+            result = execute_code(self.ctx.scope, self.session, code, self.ctx.step_timeout(), step=step, block=number)
             results.append(result)
             answer = answer_text(result.final) if result.final is not None else self._submitted()
             records.append(_block_record(code, result, answer))
@@ -245,9 +244,6 @@ class RlmsEnvironment:
             self.turn.error_streak = ErrorStreak(self.failures_in_a_row, limit, error)
         raise ErrorThresholdReached(f"{self.failures_in_a_row} iterations in a row had failing code (max_errors "
                                     f"{limit}); the last error: {truncate(error, 500)}")
-
-    def _model_for(self, model: Optional[str]) -> Any:
-        return self.ctx.sub if model is None else self.ctx.sub_model_for(model)
 
 
 class _Windowed:
