@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -39,8 +40,9 @@ def test_metadata_is_complete(project):
 def wheelhouse(tmp_path_factory) -> Path:
     """Wheels and sdists of every distribution, built as a release would build them."""
     house = tmp_path_factory.mktemp("wheelhouse")
-    for project in PROJECTS:
-        run(sys.executable, "-m", "build", "--no-isolation", "--outdir", house, project)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # one build per core: ≈ half the time on two
+        list(pool.map(lambda project: run(sys.executable, "-m", "build", "--no-isolation", "--outdir", house, project),
+                      PROJECTS))
     return house
 
 
