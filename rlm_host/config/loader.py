@@ -126,7 +126,8 @@ def load_settings(
     here = Path.cwd() if cwd is None else cwd
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"config file not found: {config_file}")
-    user_file, project = user_config_dir(env) / "config.toml", config_file or find_project_file(here)
+    user_file = user_config_dir(env) / "config.toml"
+    project = config_file or find_project_file(here)
     files = [path for path in (user_file, project) if path is not None and path.is_file()]
     entries: list[Entry] = []
     untrusted: Path | None = None
