@@ -228,12 +228,13 @@ def test_the_root_stays_small_and_the_kits_resolve():
 
 
 def test_no_kit_imports_a_concrete_environment():
-    """The kits (and the framework and environment kits under them) never load pure_rlm, generic or the default
-    plugins: a plugin builds on the kits, and reaches a concrete environment only through its context."""
+    """The kits (and the framework and environment kits under them) never load pure_rlm, an installed
+    environment plugin or the default plugins: a plugin builds on the kits, and reaches a concrete environment only
+    through its context."""
     probe = ("import importlib, sys\n"
              f"for kit in {KITS!r}: importlib.import_module('rlm_host.sdk.' + kit)\n"
              "print(sorted(m for m in sys.modules if m.startswith(('rlm_host.environments.pure_rlm', "
-             "'rlm_host.environments.generic', 'rlm_host.default_plugins'))))")
+             "'rlm_env_', 'rlm_host.default_plugins'))))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
 

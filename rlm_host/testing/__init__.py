@@ -10,8 +10,9 @@ The public names, importable from here:
 - engine drivers: ``isolated_runner``, ``run_scripted``, ``haystack``, ``trajectory``, ``FIND_NEEDLE``,
   ``HAYSTACK_NEEDLE``, ``assert_context_stays_out_of_the_prompt``; ``ScriptedConnector`` (a model answering
   from a script); ``HELPERS_SOURCE`` (the REPL helpers pure_rlm runs in every sandbox: a runtime must run them);
-  ``ENVIRONMENT_REPLY_FORMATS`` (each built-in environment's reply format, with whether the environment can act
-  on a reply: for providers that enforce them);
+  ``ENVIRONMENT_REPLY_FORMATS`` (the reply format of pure_rlm, of the tool protocol and of every installed
+  environment that declares a JSON-schema one, with whether its reader can act on a reply: for providers that
+  enforce them);
 - ``FakeHTTPServer``, ``Behaviour``, ``RecordedRequest``: a loopback HTTP server answering from a queue of
   scripted behaviours and recording every request; subclass it with an API's route and error body;
 - fixtures (no import needed: this package is a pytest plugin): ``rlm_isolated``, ``rlm_cli``,
