@@ -159,3 +159,26 @@ def test_the_doctor_names_a_missing_token_and_never_shows_it(monkeypatch):
     state = check(LogfireSinkSettings(base_url=f"http://127.0.0.1:{port}"))
     assert not state.ok and f"127.0.0.1:{port} unreachable" in state.detail
     assert all("secretvalue" not in f"{s.detail} {s.hint}" for s in [state])
+
+
+def test_rlm_ids_arrive_unscrubbed_while_a_secret_in_content_is_scrubbed():
+    """Logfire's scrubber matches ``session.id`` by its name: the sink keeps rlm's ids and token counts as they are,
+    and a task that looks like it holds a password is still redacted by the SDK (in the root's message too)."""
+    events = one_step_run("run_scrub")
+    events[0].data["task"] = "Log in with the password hunter2, then count the words"
+    with logfire_receiver() as receiver:
+        sink = create(LogfireSinkSettings(token=TOKEN, base_url=receiver.url), None)
+        for event in events:
+            sink.handle(event)
+        sink.close()
+        spans = receiver.trace_spans(events)
+    top = next(s for s in spans if s["name"].startswith("invoke_agent"))
+    chat = next(s for s in spans if s["name"].startswith("chat"))
+    assert top["attributes"]["session.id"] == top["attributes"]["gen_ai.conversation.id"] == "run_scrub"
+    assert (chat["attributes"]["gen_ai.usage.input_tokens"], chat["attributes"]["gen_ai.usage.output_tokens"]) == (5, 2)
+    assert top["attributes"]["input.value"] == top["attributes"]["rlm.task"] == "[Scrubbed due to 'password']"
+    assert top["attributes"]["logfire.msg"] == "invoke_agent pure_rlm: [Scrubbed due to 'password'] (reward 0.5)"
+    assert "hunter2" not in json.dumps(top)
+    scrubbed = json.loads(top["attributes"]["logfire.scrubbed"])
+    assert {note["matched_substring"] for note in scrubbed} == {"password"}
+    assert {note["path"][-1] for note in scrubbed} == {"input.value", "rlm.task"}

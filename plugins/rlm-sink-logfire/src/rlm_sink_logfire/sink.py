@@ -6,12 +6,14 @@ as ``Authorization``). Our finished spans are replayed through it (``rlm_sink_ot
 times, so the Logfire trace id is ``rlm_host.trace_id_for(root run id)``. One instance per sink (per run tree),
 flushed and shut down by ``close`` in a thread with a deadline. The SDK's own warnings about a failed export
 (``logfire``, ``opentelemetry.exporter…``), from any thread while the sink lives, are folded into its one
-warning (``rlm_sink_otel.folded_logs``).
+warning (``rlm_sink_otel.folded_logs``). Logfire's scrubber stays on, except for rlm's ids and token counts
+(:data:`UNSCRUBBED_ATTRIBUTES`): its default patterns would redact ``session.id`` by its name.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any, Optional
 
 import requests
@@ -26,16 +28,32 @@ from rlm_sink_otel.replay import ReplayIdGenerator, ReplaySink
 CONNECT_TIMEOUT = 1.5
 #: The SDK loggers that report a failed export.
 SDK_LOGGERS = ("logfire", *OTLP_EXPORTER_LOGGERS)
+#: The span attributes that hold only rlm's ids and token counts, never content: Logfire's scrubber leaves them as
+#: they are (its default patterns match ``session.id`` by its name). Every other match (a task, a prompt, a reply,
+#: code, output, an error's text, a label) is still scrubbed.
+UNSCRUBBED_ATTRIBUTES = frozenset({
+    "session.id", "gen_ai.conversation.id", "gen_ai.agent.id", "gen_ai.tool.call.id", "rlm.run_id",
+    "rlm.root_run_id", "rlm.parent_run_id", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+    "rlm.usage.input_tokens", "rlm.usage.output_tokens",
+})
 
 
-def logfire_attributes(record: SpanRecord) -> dict[str, Any]:
-    """Logfire's message and tags; the root run's message shows the task and the reward."""
+def keep_rlm_ids(match: Any) -> Any:
+    """Logfire's scrubbing callback (``logfire.ScrubMatch``): the value of a span attribute in
+    :data:`UNSCRUBBED_ATTRIBUTES` as it is; ``None`` (scrubbed) for any other match."""
+    path = match.path
+    return match.value if len(path) == 2 and path[0] == "attributes" and path[1] in UNSCRUBBED_ATTRIBUTES else None
+
+
+def logfire_attributes(record: SpanRecord, scrub: Callable[[str], str]) -> dict[str, Any]:
+    """Logfire's message and tags; the root run's message shows the task (through ``scrub``: the SDK leaves a
+    message it did not format as it is) and the reward."""
     attrs = record.attributes
     out: dict[str, Any] = {"logfire.tags": ("rlm",)}
     if record.operation == "invoke_agent" and record.parent_span_id is None:
         task = str(attrs.get("rlm.task") or "").splitlines()
         reward = attrs.get("rlm.total_reward")
-        out["logfire.msg"] = f"{record.name}: {task[0][:120] if task else ''}" + (
+        out["logfire.msg"] = f"{record.name}: {scrub(task[0][:120]) if task else ''}" + (
             f" (reward {reward})" if reward is not None else "")
     return out
 
@@ -55,6 +73,7 @@ class LogfireSink(ReplaySink):
         self.logfire = logfire.configure(
             local=True, send_to_logfire=True, token=settings.resolved_token(), service_name=settings.service_name,
             environment=settings.environment, console=False, metrics=False, inspect_arguments=False,
+            scrubbing=logfire.ScrubbingOptions(callback=keep_rlm_ids),
             advanced=logfire.AdvancedOptions(base_url=base_url, id_generator=ids))
         scope = make_scope()
         tracer = self.logfire.config.get_tracer_provider().get_tracer(scope.name, scope.version)
@@ -63,7 +82,11 @@ class LogfireSink(ReplaySink):
         self.flush_seconds = settings.flush_seconds
 
     def attributes(self, record: SpanRecord) -> dict[str, Any]:
-        return logfire_attributes(record)
+        return logfire_attributes(record, self.scrub_message)
+
+    def scrub_message(self, text: str) -> str:
+        """``text`` scrubbed as the SDK scrubs a value it formats into a message."""
+        return self.logfire.config.scrubber.scrub_value(("message", "rlm.task"), text)[0]
 
     def flush_backend(self, timeout: float) -> str:
         try:
