@@ -350,8 +350,8 @@ SESSIONS: dict[str, Session] = {
     "plugins/rlm-sink-otel/README.md": Session({
         "notes.txt": "What is 6 times 7? Reply.\n",
         "script.json": script([repl("answer = llm_query('What is 6 times 7? Reply with the number.')\nprint(answer)"),
-                               "FINAL(42)"], [{"match": "What is 6 times 7", "text": "42"}]),
-    }, servers=(with_url("RLM_SINK__OTEL__ENDPOINT", otlp_receiver()),)),
+                               "FINAL(42)"], [{"match": "^What is 6 times 7\\? Reply with the number", "text": "42"}]),
+    }, servers=(with_url("OTEL_EXPORTER_OTLP_ENDPOINT", otlp_receiver()),)),  # the sink adds /v1/traces to it
     "plugins/rlm-sink-langfuse/README.md": Session(
         {"notes.txt": WORDS, "script.json": COUNT_WORDS},
         env={"LANGFUSE_PUBLIC_KEY": "pk-lf-docs", "LANGFUSE_SECRET_KEY": "sk-lf-docs"},
