@@ -79,12 +79,15 @@ class EnvironmentContract:
 
     @pytest.fixture
     def make_environment(self, host: PluginHost, events: list[RunEvent], sessions: list[Any], tmp_path: Path):
-        """``make_environment(context, root_replies=(), task=...)`` → an environment built by its factory."""
+        """``make_environment(context, root_replies=(), task=..., instructions=None)`` → an environment built by its
+        factory (``instructions``: the user's ``[run] instructions``)."""
         made: list[Any] = []
 
-        def make(context: Any = None, root_replies: tuple[Any, ...] = (), task: str = "What is the answer?") -> Any:
+        def make(context: Any = None, root_replies: tuple[Any, ...] = (), task: str = "What is the answer?",
+                 instructions: Optional[str] = None) -> Any:
             spec = host.environments().get(self.environment)
             ctx = self.context_for(host, events, tmp_path, task, context, list(root_replies), spec)
+            ctx = replace(ctx, instructions=instructions) if instructions is not None else ctx
             environment = spec.create(self.settings(spec), replace(ctx, open_sandbox=_tracked(ctx.open_sandbox,
                                                                                               sessions)))
             made.append(environment)
@@ -151,6 +154,13 @@ class EnvironmentContract:
         text = "".join(m["content"] for m in messages)
         assert "Find the magic number." in text
         assert HAYSTACK_NEEDLE not in text and len(text) < 50_000, "the context itself must stay out of the prompt"
+
+    def test_the_users_instructions_reach_the_model(self, make_environment) -> None:
+        """``--instructions`` / ``[run] instructions``: the user's domain guidance is part of what the model is sent
+        (added to the environment's own prompt, never replacing it)."""
+        environment = make_environment(context="some context", instructions="Report temperatures in kelvin.")
+        environment.start()
+        assert "Report temperatures in kelvin." in "".join(m["content"] for m in environment.messages(1))
 
     def test_final_reply_after_a_working_step_finishes_with_its_answer(self, make_environment) -> None:
         environment = make_environment(context="some context")

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import ActionResult
-from rlm_host.sdk.environments import EnvironmentContext, truncate
+from rlm_host.sdk.environments import EnvironmentContext, truncate, with_instructions
 from rlm_host.sdk.models import Completion, Message, ReplyFormat
 
 SYSTEM = """\
@@ -65,7 +65,9 @@ class LinesEnvironment:
         user = f"Task: {self.ctx.task}\nContext: {described}\nStep {step} of {self.ctx.max_steps}."
         if self.last:
             user += f"\nLast output:\n{self.last}"
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        # the user's [run] instructions (--instructions) go after the environment's own prompt, never instead of it
+        system = with_instructions(SYSTEM, self.ctx.instructions)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
         text = (reply.text or "").strip()

@@ -18,7 +18,8 @@ from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import ActionResult, InputError, SandboxError
-from rlm_host.sdk.environments import EnvironmentContext, StepHistory, SubCalls, reply_action, truncate
+from rlm_host.sdk.environments import (EnvironmentContext, StepHistory, SubCalls, reply_action, truncate,
+                                       with_instructions)
 from rlm_host.sdk.models import Completion, Message, ReplyFormat
 
 from rlm_env_dspy import verifier
@@ -125,7 +126,8 @@ class DSPyCodingEnvironment:
         lines = [f"Task: {self.ctx.task}", f"Step: {step} of {self.ctx.max_steps}",
                  "Project files: " + (", ".join(self.workspace.python_files()[:60]) or "(none yet)")]
         lines += self.history.prompt_sections()
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
+        system = with_instructions(SYSTEM_PROMPT, self.ctx.instructions)  # the user's guidance, after ours
+        return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
         action, _ = reply_action(reply)

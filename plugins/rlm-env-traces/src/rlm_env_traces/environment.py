@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 from rlm_host import ActionResult, InputError, RlmError
-from rlm_host.sdk.environments import EnvironmentContext, reply_action, truncate
+from rlm_host.sdk.environments import EnvironmentContext, reply_action, truncate, with_instructions
 from rlm_host.sdk.models import Completion, Message
 
 from rlm_env_traces.paths import confined, new_folder_name, trace_path_of
@@ -94,7 +94,8 @@ class TraceAnalysisEnvironment:
             shown.append({**recent[-1], "observation": truncate(recent[-1]["observation"],
                                                                 self.settings.max_observation_chars)})
             lines.append("Recent steps:\n" + "\n".join(json.dumps(s, ensure_ascii=False) for s in shown))
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(lines)}]
+        system = with_instructions(SYSTEM_PROMPT, self.ctx.instructions)  # the user's guidance, after ours
+        return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(lines)}]
 
     def execute(self, reply: Completion, step: int) -> ActionResult:
         action, problem = reply_action(reply)  # the generic environment's reading, the seeds' rule included
