@@ -250,11 +250,13 @@ def test_sinks_get_the_recorded_events_and_the_live_ones_only_when_they_ask():
 
 
 API_SCRIPT = """
-import json, sys, time
+import json, os, sys
+from pathlib import Path
 from rlm_host import RLM
-started = time.monotonic()
 result = RLM(model=sys.argv[1], sandbox="process", sinks=["slow"]).completion("a context of a few words", "What?")
-print(json.dumps({"answer": result.final_response, "returned": time.monotonic() - started}), flush=True)
+record = Path(os.environ["RLM_SINK__SLOW__RECORD"])
+delivered = record.read_text().split() if record.exists() else []  # what the sink had delivered when we got it
+print(json.dumps({"answer": result.final_response, "delivered_then": len(delivered)}), flush=True)
 """
 
 
@@ -270,14 +272,12 @@ def test_the_python_api_returns_before_the_sinks_deliver_and_the_process_waits_f
     env = {**os.environ, "RLM_PLUGIN_MODULES": "support.misbehaving_sinks", "RLM_SINK__SLOW__DELAY": "0.3",
            "RLM_SINK__SLOW__RECORD": str(record), "RLM_RUN__SINK_FLUSH_SECONDS": "30",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", API_SCRIPT, model], env=env, capture_output=True, text=True,
                           timeout=120, cwd=rlm_isolated.work)
-    exited = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     delivered = record.read_text().split()
     assert out["answer"] == "42" and delivered[0] == "run_start" and delivered[-1] == "final"
-    # ≥ 0.3 s per event on the sink's side: the result came well before that, the exit after it
-    assert out["returned"] < 0.3 * len(delivered) / 2 < exited, (out, len(delivered), exited)
+    # 0.3 s per event on the sink's side: the result came while most were still queued, the exit after all of them
+    assert out["delivered_then"] < len(delivered) / 2, (out, delivered)
     assert "disabled" not in done.stderr and "Traceback" not in done.stderr
