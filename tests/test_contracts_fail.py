@@ -25,6 +25,15 @@ class LeakyEnvironment(PureRLMEnvironment):
         pass
 
 
+class DeafEnvironment(PureRLMEnvironment):
+    """pure_rlm, but the user's [run] instructions never reach the model."""
+
+    def messages(self, step):
+        said = self.ctx.instructions
+        messages = super().messages(step)
+        return [{**m, "content": m["content"].replace(said, "")} for m in messages] if said else messages
+
+
 class PretendFramework:
     """Never runs the model's code: says it did, and answers from the reply."""
 
@@ -58,9 +67,11 @@ def shifting_pack(settings, services):
 
 @hookimpl
 def rlm_register_environments():
-    return [EnvironmentSpec("leaky", "pure_rlm that leaks its sandbox", "broken_plugins:LeakyEnvironment",
+    return [EnvironmentSpec(name, description, f"broken_plugins:{factory}",
                             settings="rlm_host.environments.pure_rlm.environment:PureRLMSettings",
-                            context_on_disk=True)]
+                            context_on_disk=True)
+            for name, description, factory in (("leaky", "pure_rlm that leaks its sandbox", "LeakyEnvironment"),
+                                               ("deaf", "pure_rlm deaf to --instructions", "DeafEnvironment"))]
 
 
 @hookimpl
@@ -198,6 +209,26 @@ class TestBroken(EnvironmentContract):
         return PluginHost(environ={"RLM_PLUGINS": "", "RLM_PLUGIN_MODULES": "broken_plugins"}).load()
 ''')
     assert_fails(outcome, "test_close_is_idempotent_and_safe_before_start", "release")
+
+
+def test_environment_contract_fails_an_environment_deaf_to_the_users_instructions(pytester):
+    outcome = failures(pytester, '''
+import pytest
+from rlm_host.plugins.host import PluginHost
+from rlm_host.testing import EnvironmentContract
+
+
+class TestBroken(EnvironmentContract):
+    environment = "deaf"
+    final_reply = "FINAL(42)"
+    final_answer = "42"
+    working_reply = "```repl\\nx = len(context)\\nprint(x)\\n```"
+
+    @pytest.fixture
+    def host(self):
+        return PluginHost(environ={"RLM_PLUGINS": "", "RLM_PLUGIN_MODULES": "broken_plugins"}).load()
+''')
+    assert_fails(outcome, "test_the_users_instructions_reach_the_model", "Report temperatures in kelvin.")
 
 
 def test_framework_contract_fails_a_framework_that_runs_no_code(pytester):
