@@ -191,44 +191,28 @@ class TestBroken(ProviderContract):
     assert_fails(outcome, "test_context_windows", "128000")
 
 
-def test_environment_contract_fails_an_environment_that_never_releases_its_sandbox(pytester):
-    outcome = failures(pytester, '''
+@pytest.mark.parametrize(("environment", "failing", "why"), [
+    ("leaky", "test_close_is_idempotent_and_safe_before_start", "release"),  # never releases its sandbox
+    ("deaf", "test_the_users_instructions_reach_the_model", "Report temperatures in kelvin."),  # drops --instructions
+])
+def test_environment_contract_fails_a_broken_environment(pytester, environment, failing, why):
+    outcome = failures(pytester, f'''
 import pytest
 from rlm_host.plugins.host import PluginHost
 from rlm_host.testing import EnvironmentContract
 
 
 class TestBroken(EnvironmentContract):
-    environment = "leaky"
+    environment = "{environment}"
     final_reply = "FINAL(42)"
     final_answer = "42"
     working_reply = "```repl\\nx = len(context)\\nprint(x)\\n```"
 
     @pytest.fixture
     def host(self):
-        return PluginHost(environ={"RLM_PLUGINS": "", "RLM_PLUGIN_MODULES": "broken_plugins"}).load()
+        return PluginHost(environ={{"RLM_PLUGINS": "", "RLM_PLUGIN_MODULES": "broken_plugins"}}).load()
 ''')
-    assert_fails(outcome, "test_close_is_idempotent_and_safe_before_start", "release")
-
-
-def test_environment_contract_fails_an_environment_deaf_to_the_users_instructions(pytester):
-    outcome = failures(pytester, '''
-import pytest
-from rlm_host.plugins.host import PluginHost
-from rlm_host.testing import EnvironmentContract
-
-
-class TestBroken(EnvironmentContract):
-    environment = "deaf"
-    final_reply = "FINAL(42)"
-    final_answer = "42"
-    working_reply = "```repl\\nx = len(context)\\nprint(x)\\n```"
-
-    @pytest.fixture
-    def host(self):
-        return PluginHost(environ={"RLM_PLUGINS": "", "RLM_PLUGIN_MODULES": "broken_plugins"}).load()
-''')
-    assert_fails(outcome, "test_the_users_instructions_reach_the_model", "Report temperatures in kelvin.")
+    assert_fails(outcome, failing, why)
 
 
 def test_framework_contract_fails_a_framework_that_runs_no_code(pytester):
