@@ -297,20 +297,27 @@ def read_regular(path: Path, max_bytes: int, *, follow_links: bool = False) -> b
     return data
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
+def write_atomic(path: Path, data: str | bytes, *, folder_no_link: bool = False) -> None:
     """Write ``data`` (text as UTF-8) as ``path``, readable by the user only: through a new temporary file in the
     same folder (``O_EXCL``, never a link), renamed over the name, so a crash leaves the old file or the new one,
-    never half of one, and a link planted at the name is replaced, not followed."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    never half of one, and a link planted at the name is replaced, not followed. Every step goes through one
+    descriptor of the folder; ``folder_no_link`` refuses a folder that is itself a link (a private registry),
+    so a folder swapped for a link after a check is never written through."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (nofollow if folder_no_link else 0))
+    temporary = f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data.encode("utf-8") if isinstance(data, str) else data)
+            os.replace(temporary, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)
 
 
 def _is_binary(path: Path) -> bool:

@@ -216,7 +216,7 @@ class ActiveRuns:
                               process_start=int(fields[19]) if fields and len(fields) > 19 else None)
             _private_folder(self.dir, create=True)
             cancel_file.unlink(missing_ok=True)  # a request left from before is not one for this run
-            write_atomic(path, entry.model_dump_json(exclude={"status"}))
+            write_atomic(path, entry.model_dump_json(exclude={"status"}), folder_no_link=True)
         except (OSError, ValueError) as exc:
             from rlm_host import logs
 
@@ -311,7 +311,8 @@ class ActiveRuns:
         the TUI's abort and the MCP server's ``rlm_runs_cancel`` all come here through ``cancel`` / ``cancel_all``)."""
         try:
             _private_folder(self.dir, create=False)  # still this user's folder, not a link, right before the write
-            write_atomic(self.dir / f"{run.run_id}.cancel", json.dumps({"by_pid": os.getpid(), "at": time.time()}))
+            write_atomic(self.dir / f"{run.run_id}.cancel", json.dumps({"by_pid": os.getpid(), "at": time.time()}),
+                         folder_no_link=True)
         except OSError as exc:
             raise NoActiveRunError(f"cannot ask run {run.run_id} to stop: {exc}") from exc
         run.status = "cancelling"

@@ -516,3 +516,19 @@ def test_an_atomic_write_replaces_a_planted_link_and_never_writes_through_it(tmp
     assert not name.is_symlink() and name.read_text() == '{"ok": true}'
     assert oct(name.stat().st_mode & 0o777) == "0o600"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_an_atomic_write_into_a_private_folder_never_goes_through_a_folder_swapped_for_a_link(tmp_path):
+    """The live-run registry's writes: a folder replaced by a link after its check is refused, not written through
+    (a plain write follows a linked folder, as a user's own linked ``.rlm`` needs)."""
+    from rlm_host.context import write_atomic
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    registry = tmp_path / "active"
+    registry.symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        write_atomic(registry / "run_x.json", "{}", folder_no_link=True)
+    assert list(elsewhere.iterdir()) == []
+    write_atomic(registry / "run_x.json", "{}")
+    assert (elsewhere / "run_x.json").read_text() == "{}"
