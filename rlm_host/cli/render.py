@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from rlm_host.results import StepRecord
 from rlm_host.text import clip, clip_lines
-from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, observation_error
+from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, observation_error, run_labels
 
 WHOLE = (40, 20_000)  # a saved step's code and output: up to this many lines and characters…
 COMPACT = (12, 600)  # … the live view's
@@ -150,7 +150,7 @@ def render_summary(replay: Replay) -> str:
     started = datetime.fromtimestamp(replay.events[0].ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [f"run {root.run_id}  started {started}"]
     settings = found if isinstance(found := start.get("settings"), dict) else {}
-    labels = found if isinstance(found := settings.get("labels"), dict) else {}
+    labels = run_labels(start)
     task = start.get("task") or (result.task if result else "")
     if start.get("question"):  # a chat turn: its task carries the conversation, its question is what was asked
         session = (f" (turn {labels.get('turn', '?')} of chat {labels['session_id']})"

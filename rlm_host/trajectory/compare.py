@@ -117,12 +117,8 @@ def render_comparison(comparison: RunComparison) -> str:
     for name, delta in comparison.deltas.items():
         lines.append(f"{name:<12}{_fmt(delta.a):>12}{_fmt(delta.b):>12}{_fmt(delta.delta, sign=True):>12}")
     if "efficiency" in comparison.deltas:
-        lines.append(EFFICIENCY_LEGEND)
+        lines.append("efficiency: reward per 1,000 tokens (total reward × 1000 / total tokens)")
     return "\n".join(lines)
-
-
-#: printed under the deltas: what the efficiency row is
-EFFICIENCY_LEGEND = "efficiency: reward per 1,000 tokens (total reward × 1000 / total tokens)"
 
 
 def _fmt(value: Any, sign: bool = False) -> str:

@@ -19,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Optional
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from rlm_host.config.schema import problems
 from rlm_host.context import open_regular
 from rlm_host.errors import InputError, RlmError
 from rlm_host.event_types import LIVE_EVENT_TYPES
@@ -475,9 +476,6 @@ def _unreadable(path: Path) -> str:
 
 def _reason(exc: ValueError) -> str:
     """The first complaint of a validation error, in a few words."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        where = ".".join(map(str, first.get("loc", ()))) or "line"
-        return f"{where}: {first.get('msg', 'invalid')}"
+    if isinstance(exc, ValidationError):
+        return problems(exc, root="line", most=1)
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
