@@ -20,13 +20,14 @@ import functools
 import queue
 import threading
 import time
-from typing import Callable, Optional, Sequence, Union
+from concurrent import futures
+from typing import Callable, Optional, Sequence, Union, cast
 
 from rlm_host import logs
 from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import EVENT_TYPES, EventBus, RunEvent, Sink
 from rlm_host.process_state import register
-from rlm_host.threads import run_in_thread
+from rlm_host.threads import submit
 
 #: Events a sink may fall behind before it is disabled (a run emits a few per step).
 QUEUE_SIZE = 10_000
@@ -60,19 +61,18 @@ class SinkWorker:
                  on_disabled: Callable[[str, str, Optional[RunEvent]], None], *,
                  queue_size: int = QUEUE_SIZE, call_seconds: float = 30.0) -> None:
         self.name = name
-        self._start: Optional[SinkStarter] = None if hasattr(sink, "handle") else sink
-        # not narrowed through self._start: a value with a ``handle`` is the sink
-        self.sink: Optional[Sink] = None if self._start is not None else sink  # type: ignore[assignment]
+        # a sink given made (tests; a run gives starters) is "made" by the worker like the others, at once
+        self._start = cast(SinkStarter, (lambda: sink) if hasattr(sink, "handle") else sink)
+        self.sink: Optional[Sink] = None
         # what the sink takes: known once it exists (until then every event waits in the queue)
-        self.wanted: Optional[frozenset[str]] = wanted_by(self.sink) if self.sink is not None else None
+        self.wanted: Optional[frozenset[str]] = None
         self.disabled: Optional[str] = None
         self._busy_since: Optional[float] = None
         self._last_event: Optional[RunEvent] = None
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._on_disabled, self._call_seconds, self._unreported, self._closing = on_disabled, call_seconds, "", False
-        self._lock, self._done = threading.Lock(), threading.Event()
-        self._idle: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
-        run_in_thread(self._work, f"rlm-sink-{name}")
+        self._lock = threading.Lock()
+        self._done = submit(self._work, f"rlm-sink-{name}")  # done once the sink is delivered and closed
 
     def submit(self, event: RunEvent) -> None:
         wanted = self.wanted
@@ -113,34 +113,30 @@ class SinkWorker:
 
     def wait(self, seconds: float) -> bool:
         """Whether the sink finished (delivered and closed) within ``seconds``."""
-        return self._done.wait(max(0.0, seconds))
+        return not futures.wait([self._done], max(0.0, seconds)).not_done
 
     def _work(self) -> None:
-        try:
-            if self._start is not None:
-                self._make_sink()
-            while True:
-                try:
-                    item = self._queue.get(timeout=0.1)
-                except queue.Empty:
-                    if self._closing:
-                        break
-                    continue
-                if item is _CLOSE:
-                    if self._queue.empty():
-                        break
-                elif (self.disabled is None and self.sink is not None
-                      and (self.wanted is None or item.type in self.wanted)):
-                    self._call(functools.partial(self.sink.handle, item), item)  # called at once
-                    if self._idle is not None and self._queue.empty() and self.disabled is None:
-                        self._call(self._idle, item)  # caught up: a batching sink sends what it holds
-            if self.sink is not None:
-                self._call(self.sink.close, None)
-        finally:
-            self._done.set()
+        self._make_sink()
+        flush: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
+        while True:
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                if self._closing:
+                    break
+                continue
+            if item is _CLOSE:
+                if self._queue.empty():
+                    break
+            elif (self.disabled is None and self.sink is not None
+                  and (self.wanted is None or item.type in self.wanted)):
+                self._call(functools.partial(self.sink.handle, item), item)  # called at once
+                if flush is not None and self._queue.empty() and self.disabled is None:
+                    self._call(flush, item)  # caught up: a batching sink sends what it holds
+        if self.sink is not None:
+            self._call(self.sink.close, None)
 
     def _make_sink(self) -> None:
-        assert self._start is not None
         self._busy_since = time.monotonic()
         try:
             with _starting:  # one sink made at a time: fewer threads importing at once leave the run its share
@@ -150,7 +146,7 @@ class SinkWorker:
             return
         finally:
             self._busy_since = None
-        self.sink, self._idle = sink, getattr(sink, "flush", None)
+        self.sink = sink
         self.wanted = wanted_by(sink)
 
     def _call(self, call: Callable[[], None], event: Optional[RunEvent]) -> None:
@@ -174,8 +170,8 @@ class SinkDelivery:
         self._bus, self._flush_seconds, self._closed = bus, flush_seconds, False
         self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)
                         for name, sink in sinks]
-        for worker in self.workers:  # a sink still starting takes every event; its worker filters them later
-            bus.subscribe(f"sink {worker.name}", worker.submit, worker.wanted if worker.sink is not None else None)
+        for worker in self.workers:  # a sink still starting takes every event; its worker filters them
+            bus.subscribe(f"sink {worker.name}", worker.submit)
 
     def close(self) -> None:
         """Close every sink, waiting at most ``flush_seconds`` for all of them together."""
@@ -189,7 +185,7 @@ class SinkDelivery:
         except KeyboardInterrupt:  # Ctrl-C while the sinks flush: stop waiting, keep the run's result
             why = "interrupted (Ctrl-C) before it delivered"
         for worker in self.workers:
-            if not worker._done.is_set() and worker.disabled is None:
+            if not worker._done.done() and worker.disabled is None:
                 worker.disable(f"{why} ({worker._queue.qsize()} events dropped)")
         self._closed = True
 
@@ -200,21 +196,13 @@ class SinkDelivery:
         self._closed = True
         if not self.workers:
             return
-        delivered = threading.Event()
-
-        def deliver() -> None:
-            try:
-                self.close()
-            finally:
-                delivered.set()
-
-        with _pending_lock:  # a long-lived process (a server, chat) keeps only the deliveries still going
-            _pending[:] = [d for d in _pending if not d.is_set()]
-            _pending.append(delivered)
         # at exit, wait for them: registered now, after the sinks' libraries registered their own exit handlers,
         # so that this runs before those do
         register("sink delivery", at_exit=wait_for_sinks)
-        run_in_thread(deliver, "rlm-sink-delivery")
+        delivered = submit(self.close, "rlm-sink-delivery")
+        with _pending_lock:  # a long-lived process (a server, chat) keeps only the deliveries still going
+            _pending[:] = [d for d in _pending if not d.done()]
+            _pending.append(delivered)
 
     def _disabled(self, name: str, reason: str, event: Optional[RunEvent]) -> None:
         logs.get_logger("rlm.sinks").warning(f"sink {name} disabled for this run: {reason}", sink=name, error=reason)
@@ -225,7 +213,7 @@ class SinkDelivery:
                                 data={"sink": name, "error": reason}))
 
 
-_pending: list[threading.Event] = []  # one per delivery in flight, set once it is done
+_pending: list[futures.Future] = []  # one per delivery in flight, done once it is
 _pending_lock = threading.Lock()
 
 
@@ -236,18 +224,16 @@ def wait_for_sinks(timeout: Optional[float] = None) -> bool:
     The CLI calls it after printing the answer, and the process calls it at exit, so a script using ``RLM`` gets
     its result at once and still delivers; call it yourself before reading what a sink wrote. Ctrl-C stops the
     wait: what the sinks had not delivered is dropped, one warning each."""
-    deadline = None if timeout is None else time.monotonic() + timeout
     with _pending_lock:
         deliveries = list(_pending)
     try:
-        for delivered in deliveries:
-            delivered.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        futures.wait(deliveries, timeout)
     except KeyboardInterrupt:  # the delivery threads stop waiting on their own (see SinkDelivery.close)
         logs.get_logger("rlm.sinks").warning("stopped waiting for the sinks (Ctrl-C): what they had not "
                                              "delivered is dropped")
         return False
     with _pending_lock:
-        _pending[:] = [d for d in _pending if not d.is_set()]
+        _pending[:] = [d for d in _pending if not d.done()]
         return not _pending
 
 
