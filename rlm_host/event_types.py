@@ -129,17 +129,6 @@ PAYLOADS: dict[str, type[BaseModel]] = {
 LIVE_EVENT_TYPES: frozenset[str] = frozenset(PAYLOADS)
 
 
-def payload_model(type_: str) -> Optional[type[BaseModel]]:
-    """The model of an event type's data: the live events', ``StepRecord`` for ``step``, ``RunResult`` for
-    ``final``; None for the others."""
-    model = PAYLOADS.get(type_)
-    if model is None and type_ in ("step", "final"):
-        from rlm_host.results import RunResult, StepRecord
-
-        model = StepRecord if type_ == "step" else RunResult
-    return model
-
-
 def error_line(error: Any) -> Optional[str]:
     """An error's first line, cut to 200 characters (None stays None)."""
     if not error:

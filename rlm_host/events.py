@@ -101,9 +101,11 @@ class RunEvent(BaseModel):
     def payload(self) -> Optional[BaseModel]:
         """The data as its typed model (``rlm_host.event_types.PAYLOADS``: the live events, ``step`` as a
         ``StepRecord``, ``final`` as a ``RunResult``), or None for a type without one."""
-        from rlm_host.event_types import payload_model
+        from rlm_host.event_types import PAYLOADS
+        from rlm_host.results import RunResult, StepRecord
 
-        model = payload_model(self.type)
+        models: dict[str, type[BaseModel]] = {**PAYLOADS, "step": StepRecord, "final": RunResult}
+        model = models.get(self.type)
         return None if model is None else model.model_validate(self.data)
 
 
