@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from rlm_host import logs
+from rlm_host.config.trust import reads_model_file, sandbox_refusal
 from rlm_host.context import open_regular, write_atomic
 from rlm_host.errors import InputError, RlmError
 from rlm_host.text import clip
@@ -247,33 +248,31 @@ def _refusal(key: str, value: Any, configured: Any, host: Any) -> str:
         return "not a name"
     if key in ("model", "sub_model"):
         return _model_refusal(value, host)
-    if key not in ("sandbox", "environment") or (key, value) == ("sandbox", "auto"):
+    if key == "sandbox":
+        return sandbox_refusal(value, host)
+    if key != "environment":
         return ""
     try:
-        spec = host.registry(key).get(value)
+        spec = host.environments().get(value)
     except RlmError:
         return "not installed"
-    if key == "sandbox":
-        return "" if spec.security_boundary else "not a security boundary"
     return "edits the project folder" if spec.workspace else ""
 
 
 def _model_refusal(model: str, host: Any) -> str:
-    """Why a stored model string is not used: it names no known provider, or names a file its provider reads."""
+    """Why a stored model string is not used: it names no installed provider, a provider that reads a file (a
+    script, a saved run) or a file its provider reads (a weights path)."""
     from rlm_host.models.resolve import split_model_string
 
     if model == "auto":
         return ""
     try:
-        provider, name = split_model_string(model, host)
-        spec = host.providers().get(provider)
+        spec = host.providers().get(split_model_string(model, host)[0])
     except RlmError:
         return "names no installed provider"
     if spec.name in ("scripted", "replay"):
         return "its provider reads a file"
-    path_like = any(mark in name for mark in ("/", "\\", "~")) or name.startswith(".") or ".gguf" in name.lower()
-    reads_files = getattr(spec, "model_files", False)  # a weights path (ProviderSpec.model_files)
-    return "names a file its provider reads" if reads_files and path_like else ""
+    return "names a file its provider reads" if reads_model_file(model, host) else ""
 
 
 def list_sessions(home: Path) -> list[dict[str, Any]]:

@@ -124,7 +124,7 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
     if key == "run.base_url":
         return "sends your API key to another server"
     if key == "run.sandbox":
-        return "" if _is_boundary(str(value), host) else "runs model code without a security boundary"
+        return "runs model code without a security boundary" if sandbox_refusal(str(value), host) else ""
     if key == "run.allow_any_workdir":
         return "lets the model edit a home or system folder" if _on(value) else ""
     if key == "run.approve":
@@ -143,7 +143,8 @@ def risk_of(key: str, value: Any, project: Path, host: Optional["PluginHost"] = 
         return _outside(value[1:], project) if isinstance(value, str) and value.startswith("@") else ""
     if key in ("run.model", "run.sub_model", "run.allowed_sub_models"):
         names = value if isinstance(value, list) else [value]
-        return next((r for r in (_model_file(str(n), project, host) for n in names) if r), "")
+        found = next((str(n) for n in names if reads_model_file(str(n), host, project)), None)
+        return "" if found is None else f"reads a file outside the project ({found})"
     if section == "run" and (raised := _raises_limit(key, value, host, below)):
         return raised
     if section in ("run", "logging", "rewards"):
@@ -247,19 +248,19 @@ def _outside(value: Any, project: Path) -> str:
     return "" if resolved == project or resolved.is_relative_to(project) else f"points outside the project ({value})"
 
 
-def _model_file(model: str, project: Path, host: Optional["PluginHost"]) -> str:
-    """A model string whose provider reads a file named by it (scripted, replay, a weights path) outside the
-    project; unknown providers are judged by the spelling alone."""
+def reads_model_file(model: str, host: Optional["PluginHost"], project: Optional[Path] = None) -> bool:
+    """Whether ``model`` names a file its provider reads (a script, a saved run, a weights path) outside ``project``
+    (None: anywhere): how untrusted project files and stored chat sessions judge a model string. An unknown
+    provider's string is judged by its spelling alone."""
     provider, name = model_parts(model)
-    if not name:
-        return ""
+    looks_like_path = any(mark in name for mark in ("/", "\\", "~")) or name.startswith(".") or ".gguf" in name.lower()
+    if not looks_like_path:
+        return False
     reads_files = True
     with contextlib.suppress(Exception):  # a broken registry: judge by spelling
         registry = host.providers() if host is not None else None
         reads_files = registry is None or provider not in registry or bool(registry.get(provider).model_files)
-    looks_like_path = any(mark in name for mark in ("/", "\\")) or name.startswith(("~", "."))
-    outside = reads_files and looks_like_path and _outside(name, project)
-    return f"reads a file outside the project ({model})" if outside else ""
+    return reads_files and (project is None or bool(_outside(name, project)))
 
 
 def model_parts(model: str) -> tuple[str, str]:
@@ -273,15 +274,18 @@ def model_parts(model: str) -> tuple[str, str]:
     return (head, rest) if slash and head and rest else ("", "")
 
 
-def _is_boundary(name: str, host: Optional["PluginHost"]) -> bool:
+def sandbox_refusal(name: str, host: Optional["PluginHost"]) -> str:
+    """Why a file may not choose sandbox ``name``: "not installed" or "not a security boundary" ("" for a boundary,
+    and for ``auto``, the best installed one); without a host, only ``process`` is known not to be one."""
     if name == "auto":
-        return True
+        return ""
     if host is None:
-        return name != "process"
+        return "not a security boundary" if name == "process" else ""
     try:
-        return bool(host.sandboxes().get(name).security_boundary)
+        spec = host.sandboxes().get(name)
     except Exception:  # noqa: BLE001 - an unknown name: refused later with its own error; here, not trusted
-        return False
+        return "not installed"
+    return "" if spec.security_boundary else "not a security boundary"
 
 
 def warning_text(path: Path, ignored: list[Ignored]) -> str:
