@@ -34,13 +34,11 @@ class TerminalApprover:
             return False
         if (spinner := getattr(self.live_view, "spinner", None)) is not None:
             spinner.stop()
-        try:
-            fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
-            try:
-                os.write(fd, (terminal_safe(shown) + "\n  allow? [y/N] ").encode("utf-8", "replace"))
-                answer = _read_line(fd)
-            finally:
-                os.close(fd)
+        try:  # unbuffered: the line typed is read byte by byte, up to its end (at most 1 KB)
+            with open(self.tty, "r+b", buffering=0,
+                      opener=lambda path, _: os.open(path, os.O_RDWR | os.O_NOCTTY)) as tty:
+                tty.write((terminal_safe(shown) + "\n  allow? [y/N] ").encode("utf-8", "replace"))
+                answer = tty.readline(1024).decode("utf-8", "replace")
         finally:
             if spinner is not None:
                 spinner.start()
@@ -64,13 +62,3 @@ def _whole_request(request: ApprovalRequest) -> str:
         lines.append(f"    {key} ({len(rows)} lines, all shown):")
         lines += [f"    {number:>4} | {row}" for number, row in enumerate(rows, 1)]
     return "\n".join(lines)
-
-
-def _read_line(fd: int, limit: int = 1024) -> str:
-    """One line typed on the terminal ('' when it closed first)."""
-    data = b""
-    while not data.endswith(b"\n") and len(data) < limit:
-        if not (chunk := os.read(fd, 1)):
-            break
-        data += chunk
-    return data.decode("utf-8", "replace")

@@ -19,10 +19,8 @@ from rlm_host.tools.protocol import json_objects
 def execute_code(scope: Any, session: Any, code: str, timeout: float, *, step: Optional[int] = None,
                  block: Optional[int] = None) -> Any:
     """``session.execute(code, timeout=timeout)`` bracketed by the ``code_start`` / ``code_end`` live events of
-    ``scope`` (None: no events), so a live view shows the code in progress whatever environment or framework runs
-    it. A sandbox failure (not the code's) ends with ``ok: false`` and is raised."""
-    if scope is None:
-        return session.execute(code, timeout=timeout)
+    ``scope``, so a live view shows the code in progress whatever environment or framework runs it. A sandbox
+    failure (not the code's) ends with ``ok: false`` and is raised."""
     where = {"call": next_call(), "step": step, "block": block}
     scope.emit("code_start", {**where, "code": live_text(code)})
     started = time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -27,23 +28,22 @@ class OutputInvalid(ValueError):
     """A final value that does not match the run's output type; the message lists the problems, one a line."""
 
 
+@dataclass(eq=False)  # compared and hashed by identity (its schema, a dict, is not hashable)
 class OutputType:
     """The type a run's answer must have: its JSON Schema (for the prompt) and a validator (value → object);
     ``python_type`` is the type given (None for a JSON Schema), for a framework whose structured output takes one."""
 
-    def __init__(self, schema: dict[str, Any], validate: Callable[[Any], Any], name: str,
-                 python_type: Any = None) -> None:
-        self.schema = schema
-        self._validate = validate
-        self.name = name
-        self.python_type = python_type
+    schema: dict[str, Any]
+    validate: Callable[[Any], Any]
+    name: str
+    python_type: Any = None
 
     def parse(self, value: Any) -> Any:
         """The validated object for a final value (a JSON text is read first); OutputInvalid when it does not match."""
         if isinstance(value, str):
             with suppress(ValueError):  # plain text stays text: valid only for a string schema
                 value = json.loads(value)
-        return self._validate(value)
+        return self.validate(value)
 
     def prompt(self, how: str = "") -> str:
         """What the model is told about the answer's shape: the schema, how to give the answer (``how``, an agent

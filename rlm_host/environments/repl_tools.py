@@ -215,11 +215,9 @@ def signature_of(function: Callable[..., Any]) -> Optional[inspect.Signature]:
 def _parameters(function: Callable[..., Any]) -> tuple[str, str]:
     """(parameter list, call arguments) for the sandbox wrapper: the real parameters when every default is a plain
     literal and no parameter is positional-only, else ``*args, **kwargs``."""
-    try:
-        parameters = list(inspect.signature(function).parameters.values())
-    except (TypeError, ValueError):
-        parameters = None
-    if parameters is None or not all(_plain(p) for p in parameters):
+    signature = signature_of(function)
+    parameters = list(signature.parameters.values()) if signature is not None else []
+    if signature is None or not all(_plain(p) for p in parameters):
         return "*args, **kwargs", "*args, **kwargs"
     bare = inspect.Signature([p.replace(annotation=p.empty) for p in parameters])  # defaults shown as their repr
     passed = [f"*{p.name}" if p.kind is p.VAR_POSITIONAL else f"**{p.name}" if p.kind is p.VAR_KEYWORD

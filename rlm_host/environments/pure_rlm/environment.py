@@ -112,22 +112,21 @@ class PureRLMEnvironment:
             raise SandboxError(f"the {fresh.info.name} sandbox cannot copy a REPL: --branch-width needs one that "
                                "keeps its cells (the built-in process runtime, Monty, Docker)")
         lost = take_cells(self.session)
-        saved = (self.session, self.history, self.nudged)
-        self.session, self.history = fresh, copying.deepcopy(self.history)
+        twin = copying.copy(self)  # this environment on the copied REPL and history: it takes the step
+        twin.session = fresh
+        twin.history = copying.deepcopy(self.history)
         try:
-            result = self.execute(reply, step)
-            after = (self.session, self.history, self.nudged)
+            result = twin.execute(reply, step)
         except BaseException:
             fresh.shutdown()
             raise
-        finally:
-            self.session, self.history, self.nudged = saved
         if lost:
             result.observation.setdefault("notes", []).append(f"the copy of the REPL was incomplete: {lost}")
-        return Trial(result, lambda: self._adopt(*after), fresh.shutdown)
+        return Trial(result, lambda: self._adopt(twin), fresh.shutdown)
 
-    def _adopt(self, session: SandboxSession, history: History, nudged: bool) -> None:
-        old, self.session, self.history, self.nudged = self.session, session, history, nudged
+    def _adopt(self, twin: "PureRLMEnvironment") -> None:
+        old = self.session
+        self.__dict__.update(twin.__dict__)
         if old is not None:
             old.shutdown()
 
