@@ -9,6 +9,7 @@ anything else not ready (Docker on a machine without it) is optional.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from typing import Any
 
@@ -54,12 +55,8 @@ def _used(host: Any, loaded: Any, extra_sinks: list[str],
     extra: list[dict[str, Any]] = []
 
     def use(kind: str, name: str) -> None:
-        registry = host.registry(kind)
-        if name in registry:
-            try:
-                used.setdefault(kind, set()).add(registry.get(name).name)
-            except RlmError:
-                pass  # a clash: both plugins are already reported broken
+        with contextlib.suppress(RlmError):  # not installed, or a clash (both plugins are already reported broken)
+            used.setdefault(kind, set()).add(host.registry(kind).get(name).name)
 
     use("environment", run.environment)
     if run.framework != "native":
