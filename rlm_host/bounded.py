@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 MB = 1024 * 1024
-#: The child's exit status when it ran out of memory (a ``MemoryError`` it could not even report).
+#: The child's exit status when it ran out of memory (a ``MemoryError``, from the target or while reporting).
 MEMORY_EXIT = 3
 _READ = 1 << 20
 #: The fork server's template: its environment (each child gets the caller's), and how long it may take to answer
@@ -252,8 +252,6 @@ def _outcome(code: Optional[int], killed: str, data: bytes, limits: BoundedLimit
         if isinstance(message, dict):
             if "ok" in message:
                 return message["ok"]
-            if message.get("limit") == "memory":
-                raise LimitExceeded("memory", memory)
             raised = message.get("raised")
             if isinstance(raised, dict):
                 kind, text = str(raised.get("type", "")), str(raised.get("message", ""))
@@ -285,7 +283,7 @@ def _child(fd: int, target: "Callable[..., Any] | str", args: tuple, limits: Bou
             _apply(limits)
             message: dict[str, Any] = {"ok": function(*args)}
         except MemoryError:
-            message = {"limit": "memory"}
+            raise  # the parent reads it from the exit status (MEMORY_EXIT)
         except Exception as exc:  # noqa: BLE001 - reported to the parent as data
             message = {"raised": {"type": type(exc).__name__, "message": str(exc)[:2000]}}
         payload = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)

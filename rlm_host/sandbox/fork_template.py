@@ -44,7 +44,7 @@ def _reap(channel, live):
         while (ended := os.wait4(-1, os.WNOHANG))[0]:
             pid, status, usage = ended
             at_fork, _ = live.pop(pid, (0, False))
-            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            code = os.waitstatus_to_exitcode(status)
             _send(channel, {"exited": pid, "code": code, "grown": max(0, usage.ru_maxrss * 1024 - at_fork) // MB})
 
 

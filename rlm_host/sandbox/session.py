@@ -261,12 +261,9 @@ class WorkerSession(SessionBase):
         try:
             reply = self._request(channel, {"op": "execute", "code": code}, limit)
         except WorkerTimeout:
-            self._restart()
             return self._timeout_result(limit, started)
         except WorkerGone:
-            how = channel.describe_exit()
-            self._restart()
-            return self._crash_result(how, started)
+            return self._crash_result(channel.describe_exit(), started)
         final = reply.get("final")
         return ExecResult(stdout=reply.get("stdout") or "", stderr=reply.get("stderr") or "", error=reply.get("error"),
                           final=FinalSignal(**final) if final else None, duration_s=time.monotonic() - started)

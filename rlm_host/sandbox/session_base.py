@@ -210,13 +210,15 @@ class SessionBase:
         return "all variables you created are lost."
 
     def _timeout_result(self, limit: float, started: float, stdout: str = "", stderr: str = "") -> ExecResult:
-        """A step stopped at its time limit (the worker already replaced)."""
+        """A step stopped at its time limit: the worker is replaced, and the result says what was lost."""
+        self._restart()
         return self._restarted(f"TimeoutError: this step exceeded the time limit of {limit:g} s and was stopped. The "
                                f"sandbox was restarted: {self._lost_state_note()} Split the work into smaller steps.",
                                started, stdout, stderr, timed_out=True)
 
     def _crash_result(self, cause: Any, started: float, stdout: str = "", stderr: str = "") -> ExecResult:
-        """A step that lost its worker (the worker already replaced)."""
+        """A step that lost its worker: the worker is replaced, and the result says what was lost."""
+        self._restart()
         return self._restarted(f"SandboxCrash: {self.worker_noun} died during this step and was restarted: "
                                f"{self._lost_state_note()}\nCause: {cause}", started, stdout, stderr)
 

@@ -171,7 +171,6 @@ class MontySandbox(SessionBase):
         """A timeout or a dead worker: a fresh session, and an error saying what was lost."""
         if not timed_out and crash is not None and getattr(crash, "timed_out", False):
             timed_out, limit = True, min(limit, self._worker.backstop)  # the pool's request_timeout backstop
-        self._restart()
         stdout = out.getvalue().replace(SHOW_MARK, "(SHOW_VARS: the variables are gone with the restart)\n")
         if timed_out:
             return self._timeout_result(limit, started, stdout, err.getvalue())
