@@ -117,15 +117,3 @@ class Budget:
                 self.cost += cost
         if self.shared is not None:
             self.shared.charge(tokens, cost)
-
-    @staticmethod
-    def over_budget(limit: float, spent: float, step: Optional[int] = None) -> Optional[dict]:
-        """The note a run gets when its cost ended above ``limit`` (a call's cost is known only once it returns, so
-        the call that crosses the limit is paid in full): the figures and one sentence. None when within it."""
-        if spent <= limit:
-            return None
-        which = f"the model call(s) of step {step}" if step else "the last model call"
-        message = (f"{which} crossed --max-cost ${limit:g}: ${spent:.4f} spent, ${spent - limit:.4f} over (a call's "
-                   "cost is known only once it returns)")
-        return {"limit": limit, "spent": round(spent, 6), "over": round(spent - limit, 6), "step": step,
-                "message": message}

@@ -49,8 +49,8 @@ class RunPlan:
 
     run: RunSettings  # the effective run settings: environment, framework and model resolved to their names
     run_id: str
-    home: Path
     rewards: RewardProfile
+    prices: PriceTable  # the run's ``[[prices]]`` over the built-in table: what its calls cost
     context: Any  # what the environment gets: a value, a Path (context_as_path) or a TextFile (context_on_disk)
     context_meta: dict[str, Any]
     environment_factory: Callable[..., Any]
@@ -74,10 +74,6 @@ class RunPlan:
     sub_tools: tuple[Tool, ...] = ()  # … and in its child runs'
     toolboxes: tuple[Callable[[], Any], ...] = ()  # each opens a toolbox (MCP servers…) for the run tree
     context_files: tuple[str, ...] = ()  # the files the context was read from: recorded (rlm runs fork), not shown
-
-    @property
-    def trajectory_path(self) -> Path:
-        return self.home / "runs" / f"{self.run_id}.jsonl"
 
     @property
     def sandbox_name(self) -> str:
@@ -117,16 +113,14 @@ class RunPlan:
 
 def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: Any,
              connectors: Optional[dict[str, Any]] = None,
-             prices: Optional[PriceTable] = None,
              pool: Optional[dict[tuple[str, str], ModelConnector]] = None) -> RunPlan:
     """Resolve every name and value of a run before its first step (one clear error if any is wrong).
 
     ``loaded``: the settings with the front door's run options merged in (``LoadedSettings.with_run``), so each value's
     source is known; ``context``: the context itself, or ``ContextFiles`` to load here as the environment needs;
     ``connectors``: ``root`` / ``sub`` connectors to use instead of the settings' models, or ``wrap``, a callable given
-    each connector planned (a fork's ``rlm_host.trajectory.fork.ForkConnector``). ``prices`` (the table the run's costs
-    are counted with; by default the settings' own) says whether a cost budget can be enforced: see
-    :func:`cost_notices`. ``pool`` (model and options → connector) keeps the
+    each connector planned (a fork's ``rlm_host.trajectory.fork.ForkConnector``). ``pool`` (model and options →
+    connector) keeps the
     connectors built here for the next run that passes it: a chat session's turns play one script on."""
     run: RunSettings = loaded.settings.run
     framework_spec = None if run.framework == NATIVE_FRAMEWORK else host.frameworks().get(
@@ -183,7 +177,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     sub_tools = tools if run.sub_tools is None else resolve_tools(run.sub_tools,
                                                                   where=loaded.source_of("run.sub_tools"))
     toolboxes = plan_toolboxes(host, run, workdir or Path.cwd(), home)
-    prices = prices or PriceTable.from_settings(loaded.settings)
+    prices = PriceTable.from_settings(loaded.settings)  # the run's costs are counted with it
     if run.branch_width > 1:
         check_branching(run, env_spec, framework_spec, root, prices)
     warnings = cost_notices(run, [root, sub], prices)
@@ -196,7 +190,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     from rlm_host.trajectory.store import TrajectoryWriter  # the writer is made last: a plan that fails leaves no file
 
     return RunPlan(
-        run=run, run_id=run_id, home=home, rewards=loaded.settings.rewards, context=context,
+        run=run, run_id=run_id, rewards=loaded.settings.rewards, context=context,
         context_meta=context_meta, limits=limits, sandbox=sandbox, writer=TrajectoryWriter(home, run_id),
         environment_factory=env_spec.load(), environment_settings=loaded.component("environment", env_spec.name),
         root_connector=root, sub_connector=sub, sub_models=sub_models, sinks=sinks,
@@ -204,7 +198,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
         framework_factory=framework_spec.load() if framework_spec is not None else None,
         framework_settings=loaded.component("framework", framework_spec.name) if framework_spec is not None else None,
         sampling=sampling.recorded, tools=tools, sub_tools=sub_tools, output=output, toolboxes=toolboxes,
-        context_files=tuple(files or ()),
+        context_files=tuple(files or ()), prices=prices,
     )
 
 

@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import fields, replace
 from functools import partial
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
@@ -35,7 +36,6 @@ from rlm_host.engine.branching import best_of
 from rlm_host.frameworks.tools import SandboxTools
 from rlm_host.events import EventBus, RunEvent, check_event_types
 from rlm_host.event_types import error_line, live_text
-from rlm_host.models.prices import PriceTable
 from rlm_host.models.protocol import ModelConnector
 from rlm_host.sandbox.protocol import SandboxError, SandboxLimits, SandboxSession
 from rlm_host import logs
@@ -61,7 +61,6 @@ class RLMRunner:
         self.host = host or get_host()
         self.loaded = loaded or load_settings(host=self.host)
         self.home = Path(home).expanduser() if home is not None else self.loaded.home
-        self.prices = PriceTable.from_settings(self.loaded.settings)
 
     def run_task(self, task: str, *, context: Any = None, settings: Any = None,
                  cancel: Optional[threading.Event] = None, on_event: Optional[Callable[[RunEvent], None]] = None,
@@ -86,7 +85,7 @@ class RLMRunner:
 
         wanted = check_event_types(event_types)  # a misspelt type fails before anything starts
         loaded = (settings or self.loaded).with_run(options, {name: keyword_label(name) for name in options})
-        plan = plan_run(self.host, loaded, self.home, context, connectors, self.prices, connector_pool)
+        plan = plan_run(self.host, loaded, self.home, context, connectors, connector_pool)
         if on_event is None:  # no live view (--quiet, a plain API call): a cost budget's warnings still reach stderr
             for warning in plan.warnings:
                 logs.get_logger("rlm.budget").warning(warning)
@@ -103,7 +102,7 @@ class RLMRunner:
         scope = RunScope(plan.run_id, plan.run_id, 0, bus)
         registration = ActiveRuns().register(  # `rlm runs cancel` from any process and folder sets budget.cancel
             plan.run_id, budget.cancel, home=str(self.home), task=question or task, environment=run.environment,
-            model=plan.root_connector.name, trajectory=str(plan.trajectory_path))
+            model=plan.root_connector.name, trajectory=str(plan.writer.path))
         closers[:0] = [registration.close] if registration is not None else []  # closed first
         approvals = Approvals(run.approve, run.approval_rules, approver)
         _log_run("run started", run_id=plan.run_id, environment=run.environment, framework=run.framework,
@@ -152,7 +151,7 @@ class RLMRunner:
         def client(connector: ModelConnector, role: str) -> ModelClient:
             """A connector bound to a role of this run: usage counted, retries emitted on it, costs priced."""
             return ModelClient(connector, role, getattr(usage, role), budget, usage_lock, scope=scope,
-                               prices=self.prices, reply_format_mode=plan.run.reply_format)
+                               prices=plan.prices, reply_format_mode=plan.run.reply_format)
 
         root, sub = client(plan.root_connector, "root"), client(plan.sub_connector, "sub")
         meta = plan.context_meta if scope.depth == 0 else describe_context(context)
@@ -208,8 +207,8 @@ class RLMRunner:
             completed=completed, final_response=answer, steps=len(steps.records),
             total_reward=round(steps.total_reward, 6), usage=usage, cost=usage.cost,
             cost_complete=not usage.unpriced_calls, duration_s=round(time.monotonic() - started, 4),
-            termination_reason=reason, error=redact(error), trajectory_path=str(plan.trajectory_path),
-            over_budget=_over_budget(plan.run.max_cost, usage.cost, steps.crossed_at) if scope.depth == 0 else None,
+            termination_reason=reason, error=redact(error), trajectory_path=str(plan.writer.path),
+            over_budget=steps.over_budget() if scope.depth == 0 else None,
             framework_metadata=steps.metadata, output=_typed_output(ctx.output, answer),
         )
         scope.emit("final", result.model_dump(mode="json"))
@@ -227,17 +226,16 @@ class RLMRunner:
             scope.emit("child_run_start", {"child_run_id": child_scope.run_id, "task": live_text(child_task),
                                            "depth": child_scope.depth})
             child_started = time.monotonic()
+            end: dict[str, Any] = {"child_run_id": child_scope.run_id}
             try:
                 child = self._run(child_scope, child_task, child_context, plan, budget, guard, approvals=approvals)
+                end |= {"completed": child.completed, "termination_reason": child.termination_reason,
+                        "cost": child.cost}
             except BaseException as exc:
-                scope.emit("child_run_end", {"child_run_id": child_scope.run_id,
-                                             "seconds": round(time.monotonic() - child_started, 3),
-                                             "error": error_line(f"{type(exc).__name__}: {exc}")})
+                end["error"] = error_line(f"{type(exc).__name__}: {exc}")
                 raise
-            scope.emit("child_run_end", {"child_run_id": child.run_id, "completed": child.completed,
-                                         "termination_reason": child.termination_reason,
-                                         "seconds": round(time.monotonic() - child_started, 3),
-                                         "cost": child.cost})
+            finally:
+                scope.emit("child_run_end", {**end, "seconds": round(time.monotonic() - child_started, 3)})
             with usage_lock:
                 usage.sub.merge(child.usage.root)
                 usage.sub.merge(child.usage.sub)
@@ -325,8 +323,7 @@ class _Steps:
     def __init__(self, ctx: EnvironmentContext, plan: RunPlan, budget: Budget, usage: RunUsage) -> None:
         self.ctx, self.plan, self.budget, self.usage = ctx, plan, budget, usage
         self.records: list[StepRecord] = []
-        self.total_reward = self.cost = 0.0
-        self.crossed_at: Optional[int] = None  # the step whose calls took the cost over --max-cost
+        self.total_reward = 0.0
         self.metadata: Optional[dict[str, Any]] = None  # FrameworkOutcome.metadata of a framework run
         self.synthesizer: Optional[Callable[[], Optional[str]]] = None  # the best answer when the steps ran out
         self.started, self.lock = 0, threading.Lock()  # started: the step whose step_start was said
@@ -363,11 +360,24 @@ class _Steps:
             )
             self.records.append(record)
             self.total_reward = record.cumulative_reward
-            self.cost += sum(part.cost or 0.0 for part in (record.usage.root, record.usage.sub))
-            if self.plan.run.max_cost is not None and self.crossed_at is None and self.cost > self.plan.run.max_cost:
-                self.crossed_at = record.step
             self.ctx.scope.emit("step", record.model_dump(mode="json"))
             return record
+
+    def over_budget(self) -> Optional[dict[str, Any]]:
+        """The run's over-budget note (see ``RunResult.over_budget``) when its cost ended above ``--max-cost`` (a
+        call's cost is known only once it returns, so the call that crosses the limit is paid in full): the figures,
+        the step whose calls crossed it, and one sentence, said once as a warning on stderr too. None when within."""
+        limit, spent = self.plan.run.max_cost, self.usage.cost
+        if limit is None or spent is None or spent <= limit:
+            return None
+        costs = accumulate(record.usage.cost or 0.0 for record in self.records)
+        step = next((record.step for record, cost in zip(self.records, costs) if cost > limit), None)
+        which = f"the model call(s) of step {step}" if step else "the last model call"
+        message = (f"{which} crossed --max-cost ${limit:g}: ${spent:.4f} spent, ${spent - limit:.4f} over (a call's "
+                   "cost is known only once it returns)")
+        logs.get_logger("rlm.budget").warning(message)
+        return {"limit": limit, "spent": round(spent, 6), "over": round(spent - limit, 6), "step": step,
+                "message": message}
 
     def synthesize(self) -> Optional[str]:
         """One extra root call for the best answer when the run ended without one; failures are recorded."""
@@ -377,14 +387,6 @@ class _Steps:
         except (RlmError, BudgetExceeded) as exc:
             self.ctx.scope.emit("error", {"message": f"synthesising an answer failed: {exc}", "where": "synthesize"})
             return None
-
-
-def _over_budget(limit: Optional[float], spent: Optional[float], step: Optional[int]) -> Optional[dict[str, Any]]:
-    """The run's over-budget note (see ``RunResult.over_budget``), said once as a warning on stderr too."""
-    note = Budget.over_budget(limit, spent, step) if limit is not None and spent is not None else None
-    if note is not None:
-        logs.get_logger("rlm.budget").warning(note["message"])
-    return note
 
 
 def _usage_delta(before: RunUsage, after: RunUsage) -> RunUsage:

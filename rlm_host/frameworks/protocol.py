@@ -153,13 +153,13 @@ T = TypeVar("T")
 
 def run_coroutine(make: Callable[[], Awaitable[T]]) -> T:
     """Run an async framework from the runner's (sync) thread: ``asyncio.run`` on the usual thread without a loop;
-    called from async code (a notebook, an async program), on a thread and a loop of its own."""
+    called from async code (a notebook, an async program), on a helper thread and a loop of its own."""
     import asyncio
-    import concurrent.futures
+
+    from rlm_host.threads import submit
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(make())  # type: ignore[arg-type]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
+    return submit(lambda: asyncio.run(make()), "rlm-framework-loop").result()  # type: ignore[arg-type]
