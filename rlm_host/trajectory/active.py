@@ -37,7 +37,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, Mapping, Optional
+from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
@@ -82,11 +82,6 @@ class NoActiveRunError(InputError):
 
 class RegistryError(InputError):
     """The registry folder cannot be used: a link, a file, another user's folder."""
-
-
-def registry_folder(env: Optional[Mapping[str, str]] = None) -> Path:
-    """This user's registry of live runs: ``<user_state_dir>/active`` (``~/.local/state/rlm/active``)."""
-    return user_state_dir(env) / ACTIVE_DIR
 
 
 def _uid() -> Optional[int]:
@@ -193,11 +188,11 @@ def _remove(folder: Path, run_id: str) -> None:
 
 
 class ActiveRuns:
-    """This user's registry of the runs in progress on this machine (``registry_folder()``, whatever the working
-    folder; ``folder=`` names another registry folder)."""
+    """This user's registry of the runs in progress on this machine: ``<user_state_dir>/active``
+    (``~/.local/state/rlm/active``), whatever the working folder."""
 
-    def __init__(self, *, folder: Optional[Path] = None) -> None:
-        self.dir = Path(folder).expanduser() if folder is not None else registry_folder()
+    def __init__(self) -> None:
+        self.dir = user_state_dir() / ACTIVE_DIR
 
     # ------------------------------------------------------------------ the running process's side
 
@@ -279,7 +274,7 @@ class ActiveRuns:
         """Ask run ``ref`` (an id or a unique prefix) to stop; a dead run's entry is removed instead."""
         run = self.find(ref)
         if run.status == "dead":
-            self.forget(run)
+            _remove(self.dir, run.run_id)
             return run
         return self._request(run)
 
@@ -291,12 +286,8 @@ class ActiveRuns:
         """Remove the entries of dead runs; returns them."""
         dead = [run for run in self.list() if run.status == "dead"]
         for run in dead:
-            self.forget(run)
+            _remove(self.dir, run.run_id)
         return dead
-
-    def forget(self, run: ActiveRun) -> None:
-        """Remove ``run``'s entry and any cancel request."""
-        _remove(self.dir, run.run_id)
 
     def wait(self, run_ids: builtins.list[str], timeout: float) -> builtins.list[str]:
         """Wait up to ``timeout`` seconds for those runs to leave the registry; the ids still there."""

@@ -142,8 +142,9 @@ def ordinal(number: int) -> str:
 class ReplayConnector:
     """A ModelConnector answering from a :class:`Recording`; thread-safe."""
 
-    def __init__(self, recording: Recording, *, name: Optional[str] = None) -> None:
-        self.recording, self.name = recording, name or f"replay:{recording.run_id}"
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self.name = f"replay:{recording.run_id}"
         self.context_window: Optional[int] = REPLAY_CONTEXT_WINDOW
         self._next, self._sub_used = {"root": 0, "compaction": 0}, [False] * len(recording.sub)
         self._lock = threading.Lock()
