@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from pydantic import BaseModel, ValidationError
 
 from rlm_host.config.paths import user_config_dir
-from rlm_host.config.schema import COMPONENT_SECTIONS, Settings
+from rlm_host.components import COMPONENT_KINDS
+from rlm_host.config.schema import Settings
 from rlm_host import redact
 from rlm_host.config.trust import TRUST_ENV, Ignored, holds_credential, is_trusted, screen, warning_text
 from rlm_host.errors import ConfigError, RlmError
@@ -83,7 +84,7 @@ class LoadedSettings:
             if all_components or self.source_of(f"{kind}.{name}") != DEFAULT:
                 data.setdefault(kind, {})[name] = model.model_dump(mode="json")
         return [(key, value, self.source_of(key)) for key, value in _flatten(data)
-                if not (value == {} and key in COMPONENT_SECTIONS)]
+                if not (value == {} and key in COMPONENT_KINDS)]
 
     def with_run(self, values: dict[str, Any], labels: dict[str, str] | None = None) -> "LoadedSettings":
         """These settings with ``[run]`` values a front door was given (None: not given), validated once; each
@@ -156,7 +157,7 @@ def load_settings(
         sources[key] = label
     for item in ignored:  # an ignored key's section still names a component: a misspelt one is still an error
         kind, _, rest = item.key.partition(".")
-        if kind in COMPONENT_SECTIONS and rest:
+        if kind in COMPONENT_KINDS and rest:
             name = rest.split(".")[0]
             if isinstance(merged.setdefault(kind, {}), dict) and name not in merged[kind]:
                 merged[kind][name] = {}
@@ -174,7 +175,7 @@ def load_settings(
 
 def _validate_components(loaded: LoadedSettings, host: "PluginHost") -> None:
     """Validate each ``[<kind>.<name>]`` with its component's model; fill in defaults for the rest."""
-    for kind, registry in host.component_registries().items():  # COMPONENT_SECTIONS
+    for kind, registry in host.component_registries().items():  # COMPONENT_KINDS
         sections: dict[str, dict[str, Any]] = getattr(loaded.settings, kind)
         # "test_box" (from RLM_SANDBOX__TEST_BOX__…) and "test-box" (from a file) are one section; sources
         # were merged weakest first, so later spellings win.

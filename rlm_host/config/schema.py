@@ -11,10 +11,8 @@ from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
                       field_serializer, field_validator)
 
 from rlm_host.components import COMPONENT_KINDS
+from rlm_host.price_keys import parse_key
 
-#: Config sections that hold per-component settings, keyed by component name: ``[sandbox.docker]``.
-COMPONENT_SECTIONS = COMPONENT_KINDS
-from rlm_host.price_keys import parse_key  # noqa: E402
 #: The largest ``@FILE`` of instructions read (guidance for a system prompt, not a document).
 MAX_INSTRUCTIONS_BYTES = 1024 * 1024
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from rlm_host.config.paths import user_config_dir
+from rlm_host.context import open_regular
 
 KEY_FILE = "host.key"
 KEY_BYTES = 32
@@ -39,8 +40,7 @@ def user_key(env: Optional[Mapping[str, str]] = None) -> bytes:
 
 
 def _read(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as handle:
+    with open_regular(path, follow_links=False) as handle:  # never through a link, never a FIFO
         key = handle.read(KEY_BYTES + 1)
     if len(key) != KEY_BYTES:
         raise OSError(f"{path}: not an rlm key (delete it to make a new one)")
