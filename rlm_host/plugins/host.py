@@ -88,7 +88,6 @@ class PluginHost:
             for name in sorted((self._selected or set()) - known):
                 logs.get_logger("rlm.plugins").warning("RLM_PLUGINS names a distribution that is not installed",
                                                        plugin=name, installed=sorted(known))
-            self.pm.check_pending()
             return self
 
     def _load_distribution(self, dist: PluginDistribution) -> None:
