@@ -36,8 +36,7 @@ def replay(
     """Step through a saved run: each step's code, output, reward, tokens, sub-calls and child runs."""
     player = Replay(store_of().load(run_id))
     if (start := 0 if step is None else player.index_of(step)) is None:
-        numbers = [s.number for s in player.steps]
-        span = f"steps {numbers[0]}–{numbers[-1]}" if numbers else "no steps"
+        span = f"steps {player.steps[0].number}–{player.steps[-1].number}" if player.steps else "no steps"
         raise RlmError(f"run {player.root.run_id} has no step {step}", hint=f"it has {span}")
     say(render_summary(player))
     if not player.steps:
@@ -88,8 +87,7 @@ def _move(player: Replay, command: str) -> bool:
     if command.startswith("g"):
         argument = (command[2:] if command.startswith("go") else command[1:]).strip()
         if (index := player.index_of(int(argument)) if argument.isdigit() else None) is None:
-            numbers = [s.number for s in player.steps]
-            say(f"usage: g N, with N a step number from {numbers[0]} to {numbers[-1]}")
+            say(f"usage: g N, with N a step number from {player.steps[0].number} to {player.steps[-1].number}")
             return False
         player.goto(index)
         return True
