@@ -12,6 +12,7 @@ without a price id (the local servers, a script) is never found here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from dataclasses import dataclass
@@ -71,14 +72,11 @@ def find(provider: str, names: tuple[str, ...]) -> Optional[CatalogModel]:
     provider_id = PROVIDER_IDS.get(provider)
     if provider_id is None:
         return None
-    from genai_prices import Usage, calc_price
+    from genai_prices.data_snapshot import get_snapshot
 
     for name in names:
-        try:
-            found = calc_price(Usage(), name, provider_id=provider_id)
-        except LookupError:
-            continue
-        return CatalogModel(name, found.provider, found.model)
+        with contextlib.suppress(LookupError):
+            return CatalogModel(name, *get_snapshot().find_provider_model(name, None, provider_id, None))
     return None
 
 
