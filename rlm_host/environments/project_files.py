@@ -2,13 +2,12 @@
 dspy environment's and the harness's read, write, patch, list and search).
 
 The paths come from the model and are hostile. A path is refused when it is empty or holds a NUL, names a
-parent (``..``), is absolute outside the folder, or resolves (symlinks followed) outside it. Files are opened
-without following a final symlink and without blocking (a FIFO would hang a plain open), then checked again
-through the open descriptor: it must be a regular file whose real path lies in the folder. That second check
-closes the race with code in the sandbox swapping a checked folder for a symlink between check and open.
-Writes walk the path one folder at a time from the project folder's descriptor, never through a link
-(``rlm_host.open_in_workspace``), and never touch version-control or tool metadata (``.git``, ``.envrc``…).
-Writes are size-limited; reads are line ranges of a size-limited file.
+parent (``..``), is absolute outside the folder, or resolves (symlinks followed) outside it. Reads and writes then
+walk the resolved path one folder at a time from the project folder's descriptor, never through a link, and
+without blocking (a FIFO would hang a plain open) (``rlm_host.sandbox.workspace.open_in_workspace``): code in the
+sandbox swapping a checked folder for a symlink between check and open reaches nothing outside. What is read
+must be a regular file. Writes never touch version-control or tool metadata (``.git``, ``.envrc``…). Writes are
+size-limited; reads are line ranges of a size-limited file.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from rlm_host.context import open_regular
 from rlm_host.sandbox.workspace import WorkspaceRefused, check_workspace_write, open_in_workspace
 
 #: A write larger than this is refused.
@@ -164,24 +162,20 @@ class ProjectFiles:
     # ------------------------------------------------------------------ the checked open
 
     def _open(self, path: Path) -> BinaryIO:
-        """A regular file inside the folder, opened for reading: no final symlink, no device, FIFO or socket
-        (``open_regular``), and its real path checked through the open descriptor."""
+        """A regular file inside the folder, opened for reading as writes are: one folder at a time from the
+        folder's descriptor, never through a link (``open_in_workspace``); no device, FIFO or socket."""
         try:
-            handle = open_regular(path, follow_links=False)
+            fd = open_in_workspace(self.root, path.relative_to(self.root), os.O_RDONLY)
         except FileNotFoundError:
             raise PathRefused(f"{self.relative(path)} does not exist") from None
-        except OSError as exc:  # EINVAL: open_regular found no regular file
+        except OSError as exc:  # a link met on the way (ELOOP, ENOTDIR), or the project folder itself (EINVAL)
             why = " is not a regular file" if exc.errno == errno.EINVAL else f": {exc.strerror or exc}"
             raise PathRefused(f"{self.relative(path)}{why}") from None
-        try:
-            fd = handle.fileno()
-            real = Path(os.readlink(f"/proc/self/fd/{fd}")) if Path("/proc/self/fd").is_dir() else path.resolve()
-            if real != self.root and not real.is_relative_to(self.root):
-                raise PathRefused(f"{self.relative(path)} leads outside the project folder")
-        except BaseException:
-            handle.close()
-            raise
-        return handle
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise PathRefused(f"{self.relative(path)} is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
 
 
 def _int(value: Any, default: int) -> int:

@@ -164,13 +164,9 @@ class PureRLMEnvironment:
                 break
         unclosed = "Your last code block was not closed with ```; it ran up to the end of your reply."
         notes: list[str] = [unclosed] if parsed.unclosed_fence else []
-        source = "code" if final is not None else None
-        refused_first = False  # [run] nudge_first_answer: a FINAL at step 1 before any code looked at the context
         if final is None and parsed.final_kind is not None:
             final, note = self._final_from_text(parsed.final_kind, parsed.final_text or "", step,
                                                 ran_code=bool(results))
-            source = "text" if final is not None else None
-            refused_first = note == prompts.NUDGE_FIRST_ANSWER
             if note:
                 notes.append(note)
 
@@ -188,7 +184,7 @@ class PureRLMEnvironment:
             return ActionResult(action="final_rejected", observation=observation, code=code,
                                 reward=-self.ctx.rewards.no_action_penalty)
         if final is not None:
-            observation["final_source"] = source
+            observation["final_source"] = "code" if results and results[-1].final is not None else "text"
             self.history.add_turn(text, "Final answer received.")
             return ActionResult(action="final", observation=observation, reward=self.ctx.rewards.final_reward,
                                 done=True, final_response=answer_text(final), code=code)
@@ -198,7 +194,8 @@ class PureRLMEnvironment:
         feedback = "\n\n".join([*(self._render(i, r) for i, r in enumerate(results, 1)), *notes]) or prompts.NO_CODE
         self.history.add_turn(text, feedback)
         reward = self.ctx.rewards.code_step(ok=ok, stderr=any(r.stderr for r in results)) if results else 0.0
-        action = "run_code" if results else "first_answer_refused" if refused_first else "nudge"
+        # [run] nudge_first_answer: a FINAL at step 1 before any code looked at the context, refused once
+        action = "run_code" if results else "first_answer_refused" if prompts.NUDGE_FIRST_ANSWER in notes else "nudge"
         return ActionResult(action=action, observation=observation, reward=reward, code=code)
 
     def _rejected(self, final: Optional[FinalSignal]) -> Optional[str]:
