@@ -165,7 +165,7 @@ class ProjectFiles:
         """A regular file inside the folder, opened for reading as writes are: one folder at a time from the
         folder's descriptor, never through a link (``open_in_workspace``); no device, FIFO or socket."""
         try:
-            fd = open_in_workspace(self.root, path.relative_to(self.root), os.O_RDONLY)
+            fd = open_in_workspace(self.root, path.relative_to(self.root).as_posix(), os.O_RDONLY)
         except FileNotFoundError:
             raise PathRefused(f"{self.relative(path)} does not exist") from None
         except OSError as exc:  # a link met on the way (ELOOP, ENOTDIR), or the project folder itself (EINVAL)
