@@ -159,13 +159,13 @@ class SessionBase:
         with self._guard():
             self._live()
             self._cell_log.cells = list(other._cell_log.cells)
-            self._rebuild()
-            return None if self._rebuilt is None or self._rebuilt.startswith("your variables were") else self._rebuilt
+            return self._rebuild()
 
-    def _rebuild(self) -> None:
+    def _rebuild(self) -> str | None:
+        """Run the logged cells again in the new worker; what could not be rebuilt (None: nothing was lost)."""
         self._rebuilt = None
         if self._cell_log is None or not self._cell_log.cells or self._rebuilding:
-            return
+            return None
         self._rebuilding = True
         try:
             total = len(self._cell_log.cells)
@@ -179,6 +179,7 @@ class SessionBase:
             self._rebuilt = (f"{done} of the {total} earlier cells were run again to rebuild your variables; cell "
                              f"{done + 1} failed this time ({failed}), so variables made from it on "
                              "are lost")
+        return None if failed is None else self._rebuilt
 
     def _abandon(self) -> None:
         """The host was interrupted while the worker was busy: drop it; the next step says so and is not run."""
