@@ -117,6 +117,8 @@ class SinkWorker:
 
     def _work(self) -> None:
         self._make_sink()
+        if self.sink is None:
+            return  # it could not start: disabled
         flush: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
         while True:
             try:
@@ -128,13 +130,11 @@ class SinkWorker:
             if item is _CLOSE:
                 if self._queue.empty():
                     break
-            elif (self.disabled is None and self.sink is not None
-                  and (self.wanted is None or item.type in self.wanted)):
+            elif self.disabled is None and (self.wanted is None or item.type in self.wanted):
                 self._call(functools.partial(self.sink.handle, item), item)  # called at once
                 if flush is not None and self._queue.empty() and self.disabled is None:
                     self._call(flush, item)  # caught up: a batching sink sends what it holds
-        if self.sink is not None:
-            self._call(self.sink.close, None)
+        self._call(self.sink.close, None)
 
     def _make_sink(self) -> None:
         self._busy_since = time.monotonic()
@@ -165,11 +165,9 @@ class SinkDelivery:
     :meth:`close_in_background` does so from a thread of its own so the run's answer is not kept waiting."""
 
     def __init__(self, bus: EventBus, sinks: Sequence[tuple[str, Union[Sink, SinkStarter]]], *,
-                 flush_seconds: float = 10.0,
-                 call_seconds: float = 30.0, queue_size: int = QUEUE_SIZE) -> None:
+                 flush_seconds: float = 10.0, call_seconds: float = 30.0) -> None:
         self._bus, self._flush_seconds, self._closed = bus, flush_seconds, False
-        self.workers = [SinkWorker(name, sink, self._disabled, queue_size=queue_size, call_seconds=call_seconds)
-                        for name, sink in sinks]
+        self.workers = [SinkWorker(name, sink, self._disabled, call_seconds=call_seconds) for name, sink in sinks]
         for worker in self.workers:  # a sink still starting takes every event; its worker filters them
             bus.subscribe(f"sink {worker.name}", worker.submit)
 
