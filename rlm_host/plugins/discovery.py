@@ -198,9 +198,8 @@ def _version_in(folder: str) -> str:
 def host_version() -> str:
     """The installed rlm-host version, or the source tree's when running uninstalled."""
     folder = next((found for name, found in _metadata_folders() or () if name == HOST_DISTRIBUTION), None)
-    version = _version_header(folder) if folder else None
-    if version:
-        return version
+    if folder:
+        return _version_in(folder)
     from importlib import metadata
 
     try:
