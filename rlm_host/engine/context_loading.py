@@ -3,6 +3,7 @@ type the file's content shows (``media_type``), built once each."""
 
 from __future__ import annotations
 
+import functools
 import mimetypes
 import re
 import zipfile
@@ -19,16 +20,13 @@ def loader_lookup(host: Any, loaded: Any, home: Path) -> LoaderLookup:
     """``loader_for(path)``: the highest-priority loader claiming the file's suffix (the longest suffix first, so
     ``.tar.gz`` beats ``.gz``), else the catch-all loaders (no suffixes); each built once with its settings."""
     specs = list(host.context_loaders())
-    built: dict[str, ContextLoader] = {}
 
+    @functools.cache
     def build(spec: Any) -> ContextLoader:
-        if spec.name not in built:
-            ready = spec.readiness()
-            if not ready.ok:  # e.g. its PDF library is missing: say so instead of failing mid-load
-                raise InputError(f"the {spec.name!r} context loader cannot run here: {ready.detail}",
-                                 hint=ready.hint or "")
-            built[spec.name] = spec.create(loaded.component("context_loader", spec.name), HostServices(home=home))
-        return built[spec.name]
+        ready = spec.readiness()
+        if not ready.ok:  # e.g. its PDF library is missing: say so instead of failing mid-load
+            raise InputError(f"the {spec.name!r} context loader cannot run here: {ready.detail}", hint=ready.hint or "")
+        return spec.create(loaded.component("context_loader", spec.name), HostServices(home=home))
 
     def loader_for(path: Path) -> Optional[ContextLoader]:
         name = path.name.lower()

@@ -43,7 +43,7 @@ def plan_sandbox(host: Any, loaded: Any, home: Path, env_spec: Any, name: str, l
                  workspace: Optional[Path] = None) -> SandboxPlan:
     """The sandbox a run of ``env_spec`` gets with ``--sandbox name`` (``auto``: the best ready boundary), made
     ready for the run's services (``prepare_sandbox``) before the run starts."""
-    packages = sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name)) if env_spec else ()
+    packages = sandbox_packages_for(env_spec, loaded.component("environment", env_spec.name))
     services = SandboxServices(home=home, limits=limits, workspace=workspace, packages=packages)
     spec = choose_sandbox(host, loaded, name, env_spec, services)
     return SandboxPlan(spec, loaded.component("sandbox", spec.name), services)
