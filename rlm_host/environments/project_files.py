@@ -16,7 +16,7 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any
 
 from rlm_host.sandbox.workspace import WorkspaceRefused, check_workspace_write, open_in_workspace
 
@@ -70,7 +70,7 @@ class ProjectFiles:
 
     def read_text(self, raw: Any) -> tuple[Path, str]:
         path = self.resolve(raw)
-        with self._open(path) as handle:
+        with os.fdopen(self._open(path), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > MAX_READ_BYTES:
                 raise PathRefused(f"{self.relative(path)} is {size:,} bytes; the limit is {MAX_READ_BYTES:,}")
@@ -97,23 +97,13 @@ class ProjectFiles:
         path = self.resolve(raw)
         if path == self.root:
             raise PathRefused("a file path is needed, not the project folder")
-        relative = path.relative_to(self.root)
         try:
-            check_workspace_write(relative)
+            check_workspace_write(path.relative_to(self.root))
         except WorkspaceRefused as exc:
             raise PathRefused(str(exc)) from None
         existed = path.exists() or path.is_symlink()
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT)
         try:
-            fd = open_in_workspace(self.root, relative.as_posix(), os.O_WRONLY | os.O_CREAT, make_parents=True)
-        except IsADirectoryError:
-            raise PathRefused(f"{self.relative(path)} is a folder") from None
-        except OSError as exc:  # a link or a file met on the way (ELOOP, ENOTDIR): a race or a trap
-            raise PathRefused(f"{self.relative(path)}: {exc.strerror or exc} (paths are written without "
-                              "following links)") from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise PathRefused(f"{self.relative(path)} is not a regular file")
-            os.set_blocking(fd, True)
             os.ftruncate(fd, 0)
             os.write(fd, data)
         finally:
@@ -161,21 +151,27 @@ class ProjectFiles:
 
     # ------------------------------------------------------------------ the checked open
 
-    def _open(self, path: Path) -> BinaryIO:
-        """A regular file inside the folder, opened for reading as writes are: one folder at a time from the
-        folder's descriptor, never through a link (``open_in_workspace``); no device, FIFO or socket."""
+    def _open(self, path: Path, flags: int = os.O_RDONLY) -> int:
+        """A descriptor of the regular file ``path`` inside the folder (a write makes it and its folders), reached
+        one folder at a time from the folder's descriptor, never through a link (``open_in_workspace``); never a
+        device, FIFO or socket."""
+        writing = flags != os.O_RDONLY
         try:
-            fd = open_in_workspace(self.root, path.relative_to(self.root).as_posix(), os.O_RDONLY)
+            fd = open_in_workspace(self.root, path.relative_to(self.root).as_posix(), flags, make_parents=writing)
         except FileNotFoundError:
             raise PathRefused(f"{self.relative(path)} does not exist") from None
-        except OSError as exc:  # a link met on the way (ELOOP, ENOTDIR), or the project folder itself (EINVAL)
+        except IsADirectoryError:
+            raise PathRefused(f"{self.relative(path)} is a folder") from None
+        except OSError as exc:  # a link or a file met on the way (ELOOP, ENOTDIR): a race or a trap; EINVAL: the
+            # project folder itself
             why = " is not a regular file" if exc.errno == errno.EINVAL else f": {exc.strerror or exc}"
-            raise PathRefused(f"{self.relative(path)}{why}") from None
+            raise PathRefused(f"{self.relative(path)}{why}" + (" (paths are written without following links)"
+                                                                if writing else "")) from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise PathRefused(f"{self.relative(path)} is not a regular file")
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd
 
 
 def _int(value: Any, default: int) -> int:
