@@ -60,7 +60,6 @@ class ChatSession:
         self.options = {k: v for k, v in (options or {}).items() if v is not None}  # the caller's own
         self.stored: dict[str, Any] = {}  # what the file said, screened: fills in what no caller level sets
         self.ignored: list[str] = []  # what the file said and was not taken, with why
-        self.ran: dict[str, Any] = {k: v for k, v in {**rlm.options, **self.options}.items() if k in FROM_FILE + LIMITS}
         self.turns: list[dict[str, Any]] = []
         self.variables: dict[str, Any] = {}
         self.dropped: list[str] = []
@@ -72,6 +71,8 @@ class ChatSession:
         if resume is not None:
             self._load()
             self.context = self.context if context is None else context
+        # what a save before the first turn records (and signs): the file's options as screened, never as written
+        self.ran = {k: v for k, v in {**self.stored, **rlm.options, **self.options}.items() if k in FROM_FILE + LIMITS}
 
     def using(self, key: str) -> Any:
         """The value of run option ``key`` the next turn uses (caller, then session file, then settings)."""
@@ -133,7 +134,6 @@ class ChatSession:
             raise InputError(f"{self.path} is not a chat session file")
         turns = [t for t in data.get("turns", []) if isinstance(t, dict) and isinstance(t.get("query"), str)]
         options = found if isinstance(found := data.get("options"), dict) else {}
-        self.ran = dict(options)
         chosen = {**self.rlm.options, **self.options}
         if verify({"session_options": options, "id": self.id}, data.get("options_signature")):
             self.stored = {k: v for k, v in options.items() if k in FROM_FILE + LIMITS and k not in chosen}

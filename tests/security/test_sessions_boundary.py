@@ -248,6 +248,14 @@ def test_chat_resume_says_what_it_uses_and_what_it_ignored(rlm_cli, rlm_isolated
     assert saved["options"]["sandbox"] == "monty" and saved["options"]["model"] == model
 
 
+def test_a_save_before_the_first_turn_signs_only_what_was_taken(rlm_isolated):
+    """``rlm chat --resume ID`` then ``/save``: the planted options are not signed with the user's key."""
+    save_session(rlm_isolated, {"sandbox": "process", "max_steps": 999, "timeout": 1.5})
+    RLM().session(resume=GOOD_ID).save()
+    again = RLM().session(resume=GOOD_ID)
+    assert again.stored == {"timeout": 1.5} and again.ignored == []
+
+
 # ------------------------------------------------------------------------------------- legitimate use
 
 
