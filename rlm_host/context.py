@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 from dataclasses import dataclass
 import json
 import os
@@ -55,8 +56,6 @@ class TextFile:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path).resolve()
-        self._chars: Optional[int] = None
-        self._head = ""
 
     def chunks(self, size: int = CHUNK_CHARS) -> Iterator[str]:
         """The text in pieces of ``size`` characters."""
@@ -71,17 +70,19 @@ class TextFile:
             text += piece
         return text
 
+    @functools.cached_property
+    def _scan(self) -> tuple[int, str]:
+        """(characters, the first ``PREVIEW_CHARS`` of them), from one streaming pass."""
+        pieces = self.chunks()
+        first = next(pieces, "")
+        return len(first) + sum(len(piece) for piece in pieces), first[:PREVIEW_CHARS]
+
     @property
     def chars(self) -> int:
-        if self._chars is None:
-            pieces = self.chunks()
-            first = next(pieces, "")
-            self._head, self._chars = first[:PREVIEW_CHARS], len(first) + sum(len(piece) for piece in pieces)
-        return self._chars
+        return self._scan[0]
 
     def head(self, chars: int) -> str:
-        _ = self.chars
-        return self._head[:chars]
+        return self._scan[1][:chars]
 
     def __repr__(self) -> str:
         return f"TextFile({str(self.path)!r})"
