@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from urllib.parse import urlsplit
+
+from rlm_host.threads import submit
 
 
 def host_port(url: str) -> tuple[str, int] | None:
@@ -51,9 +53,8 @@ def listening(url: str, timeout: float = 0.3) -> bool:
 
 def probe(urls: list[str], timeout: float = 0.3) -> dict[str, bool]:
     """:func:`listening` for each distinct URL, all at once: the whole probe takes about ``timeout`` at most."""
-    distinct = list(dict.fromkeys(urls))
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(distinct)))) as pool:
-        return dict(zip(distinct, pool.map(lambda url: listening(url, timeout), distinct)))
+    asked = {url: submit(partial(listening, url, timeout), "rlm-probe") for url in dict.fromkeys(urls)}
+    return {url: answer.result() for url, answer in asked.items()}
 
 
 def start_hint(url: str, provider: str = "") -> str:
