@@ -42,7 +42,7 @@ RECENT_TURNS = 6
 ANSWER_CHARS = 1000
 MAX_TURNS_SHOWN = 40
 
-#: The ids :func:`new_session_id` makes; a resume id must match in full (it names a file: never a path).
+#: The ids new sessions take; a resume id must match in full (it names a file: never a path).
 SESSION_ID = re.compile(r"chat_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}")
 #: Stored options a resume may take from the session file, when the caller set none of them.
 FROM_FILE = ("model", "sub_model", "sandbox", "environment", "framework", "reply_format", "strict")
