@@ -160,7 +160,7 @@ class RLMRunner:
         ctx = EnvironmentContext(
             task=task, context=context, scope=scope, root=root, sub=sub, budget=budget, rewards=plan.rewards,
             limits=plan.limits, open_sandbox=(lambda: carry.wrap(plan.open_sandbox())) if carry else plan.open_sandbox,
-            spawn_child=self._child_spawner(scope, plan, budget, guard, approvals, usage, usage_lock),
+            spawn_child=partial(self._spawn_child, scope, plan, budget, guard, approvals, usage, usage_lock),
             sub_model_for=lambda model: client(plan.sub_models.connector(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
@@ -214,34 +214,30 @@ class RLMRunner:
         scope.emit("final", result.model_dump(mode="json"))
         return result
 
-    def _child_spawner(self, scope: RunScope, plan: RunPlan, budget: Budget, guard: RecursionGuard,
-                       approvals: Approvals, usage: RunUsage,
-                       usage_lock: threading.Lock) -> Callable[[str, Any], RunResult]:
-        """``spawn_child(task, context)`` of a run: a child run one level deeper, on the same plan, budget and guard,
-        announced by ``child_run_start`` / ``child_run_end``; its whole usage counts as the parent's sub usage."""
-
-        def spawn_child(child_task: str, child_context: Any) -> RunResult:
-            guard.check(scope.depth + 1, plan.run.environment, child_task)
-            child_scope = scope.child(new_run_id())
-            scope.emit("child_run_start", {"child_run_id": child_scope.run_id, "task": live_text(child_task),
-                                           "depth": child_scope.depth})
-            child_started = time.monotonic()
-            end: dict[str, Any] = {"child_run_id": child_scope.run_id}
-            try:
-                child = self._run(child_scope, child_task, child_context, plan, budget, guard, approvals=approvals)
-                end |= {"completed": child.completed, "termination_reason": child.termination_reason,
-                        "cost": child.cost}
-            except BaseException as exc:
-                end["error"] = error_line(f"{type(exc).__name__}: {exc}")
-                raise
-            finally:
-                scope.emit("child_run_end", {**end, "seconds": round(time.monotonic() - child_started, 3)})
-            with usage_lock:
-                usage.sub.merge(child.usage.root)
-                usage.sub.merge(child.usage.sub)
-            return child
-
-        return spawn_child
+    def _spawn_child(self, scope: RunScope, plan: RunPlan, budget: Budget, guard: RecursionGuard,
+                     approvals: Approvals, usage: RunUsage, usage_lock: threading.Lock, child_task: str,
+                     child_context: Any) -> RunResult:
+        """``spawn_child(task, context)`` of a run (the rest bound): a child run one level deeper, on the same plan,
+        budget and guard, announced by ``child_run_start`` / ``child_run_end``; its whole usage counts as the
+        parent's sub usage."""
+        guard.check(scope.depth + 1, plan.run.environment, child_task)
+        child_scope = scope.child(new_run_id())
+        scope.emit("child_run_start", {"child_run_id": child_scope.run_id, "task": live_text(child_task),
+                                       "depth": child_scope.depth})
+        child_started = time.monotonic()
+        end: dict[str, Any] = {"child_run_id": child_scope.run_id}
+        try:
+            child = self._run(child_scope, child_task, child_context, plan, budget, guard, approvals=approvals)
+            end |= {"completed": child.completed, "termination_reason": child.termination_reason, "cost": child.cost}
+        except BaseException as exc:
+            end["error"] = error_line(f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            scope.emit("child_run_end", {**end, "seconds": round(time.monotonic() - child_started, 3)})
+        with usage_lock:
+            usage.sub.merge(child.usage.root)
+            usage.sub.merge(child.usage.sub)
+        return child
 
     def _drive_environment(self, environment: Any, ctx: EnvironmentContext, plan: RunPlan,
                            steps: "_Steps") -> tuple[bool, Optional[str], TerminationReason]:
