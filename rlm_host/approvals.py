@@ -37,15 +37,15 @@ class ApprovalRequest:
 Approver = Callable[[ApprovalRequest], bool]
 
 
+@dataclass(eq=False)  # one policy object per run, compared and hashed by identity
 class Approvals:
     """The run's approval policy; ``check`` is called by the environment before each action that changes things."""
 
-    def __init__(self, mode: ApprovalMode = "auto", rules: Optional[dict[str, Rule]] = None,
-                 approver: Optional[Approver] = None) -> None:
-        self.mode = mode
-        self.rules = dict(rules or {})
-        self.approver = approver
-        self._lock = threading.Lock()  # one question at a time (batched tool calls ask in turn)
+    mode: ApprovalMode = "auto"
+    rules: dict[str, Rule] = field(default_factory=dict)
+    approver: Optional[Approver] = None
+    #: one question at a time (batched tool calls ask in turn)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def rule_for(self, tool: str, kind: ActionKind) -> Rule:
         """What applies to ``tool``: its first matching rule, else the mode (a read is always allowed)."""
