@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Sequence
 
-from rlm_host.environments.protocol import EnvironmentContext, ModelRole
+from rlm_host.environments.protocol import EnvironmentContext
 from rlm_host.environments.repl_tools import ToolCalls
 from rlm_host.errors import BudgetExceeded, RecursionRefused
 from rlm_host.events import prompt_hash, sub_call_text
@@ -138,15 +138,14 @@ class SubCalls:
     """The host functions behind ``llm_query``, ``llm_query_batched`` and ``rlm_query``.
 
     Every failure raises an exception inside the sandbox code (never a string that looks like an answer).
-    ``model_for(model)``: the role answering ``llm_query(..., model=model)``; by default the run's sub model, or
-    ``ctx.sub_model_for(model)`` when one is named.
+    ``model_for(model)``: the role answering ``llm_query(..., model=model)``, the run's sub model or
+    ``ctx.sub_model_for(model)`` when one is named (an environment may replace it: rlm-adapter-adk's agent does).
     """
 
-    def __init__(self, ctx: EnvironmentContext, *, concurrency: int,
-                 model_for: Optional[Callable[[Optional[str]], ModelRole]] = None):
+    def __init__(self, ctx: EnvironmentContext, *, concurrency: int):
         self.ctx = ctx
         self.concurrency = concurrency
-        self.model_for = model_for or (lambda model: ctx.sub if model is None else ctx.sub_model_for(model))
+        self.model_for = lambda model: ctx.sub if model is None else ctx.sub_model_for(model)
         self.tools = ToolCalls(ctx.tools, emit=ctx.scope.emit, approvals=ctx.approvals, timeout=ctx.tool_timeout)
 
     def functions(self) -> dict[str, Callable[..., Any]]:

@@ -114,16 +114,15 @@ def tools_prompt(tools: Iterable[Tool]) -> str:
             "data; a failure raises an exception you can catch):\n" + "\n".join(lines)) if lines else ""
 
 
+@dataclass(eq=False)
 class ToolCalls:
     """The host side of the user's tools for one run: approvals, a timeout per call, JSON bounds, and the
     ``sub_call_start`` / ``sub_call`` events (kind ``tool_call``) the trajectory, the live view and sinks see."""
 
-    def __init__(self, tools: Iterable[Tool], *, emit: Callable[[str, dict[str, Any]], None], approvals: Any,
-                 timeout: float) -> None:
-        self.tools = tuple(tools)
-        self.emit = emit
-        self.approvals = approvals
-        self.timeout = timeout
+    tools: tuple[Tool, ...]
+    emit: Callable[[str, dict[str, Any]], None]
+    approvals: Any
+    timeout: float
 
     def functions(self) -> dict[str, Callable[..., Any]]:
         """Bridge name → host function, for ``SandboxSession.register_functions``."""
