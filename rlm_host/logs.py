@@ -78,17 +78,13 @@ def get_logger(name: str) -> Any:
 
 class _Bridge(logging.Handler):
     """The root handler: renders every record, rlm's or a library's, with structlog onto the current stderr
-    (the one in place at the time: tests capture it)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._formatter: logging.Formatter | None = None
+    (the one in place at the time: tests capture it); its formatter is made at the first record."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            if self._formatter is None:
-                self._formatter = _structlog_formatter()
-            sys.stderr.write(self._formatter.format(record) + "\n")
+            if self.formatter is None:
+                self.formatter = _structlog_formatter()
+            sys.stderr.write(self.format(record) + "\n")
             sys.stderr.flush()
         except Exception:
             self.handleError(record)
