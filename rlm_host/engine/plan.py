@@ -120,8 +120,8 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     source is known; ``context``: the context itself, or ``ContextFiles`` to load here as the environment needs;
     ``connectors``: ``root`` / ``sub`` connectors to use instead of the settings' models, or ``wrap``, a callable given
     each connector planned (a fork's ``rlm_host.trajectory.fork.ForkConnector``). ``pool`` (model and options →
-    connector) keeps the
-    connectors built here for the next run that passes it: a chat session's turns play one script on."""
+    connector) keeps the connectors built here for the next run that passes it: a chat session's turns play one
+    script on."""
     run: RunSettings = loaded.settings.run
     framework_spec = None if run.framework == NATIVE_FRAMEWORK else host.frameworks().get(
         run.framework, other_choices=(NATIVE_FRAMEWORK,),

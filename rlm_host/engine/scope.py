@@ -28,7 +28,6 @@ class RunScope:
         return RunScope(run_id, self.root_run_id, self.depth + 1, self.bus, parent_run_id=self.run_id)
 
 
-def new_run_id(now: datetime | None = None) -> str:
+def new_run_id() -> str:
     """A sortable, unique, readable run id in UTC: ``run_20261122_181500_123456_ab12``."""
-    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return f"run_{now:%Y%m%d_%H%M%S_%f}_{secrets.token_hex(2)}"
+    return f"run_{datetime.now(timezone.utc):%Y%m%d_%H%M%S_%f}_{secrets.token_hex(2)}"
