@@ -1,18 +1,30 @@
-"""The host's built-in components but its environments (``environments.py``), registered like any plugin's, and so
-refused like them on a clash: the sub-commands of ``rlm``; the sandbox ``process``, the zero-dependency reference
-runtime (crash isolation, not a boundary); the providers ``openai`` (OpenAI, or any OpenAI-compatible server through
-its base URL), ``scripted`` (replies from a script, for dry runs and tests) and ``replay`` (a saved run's replies) —
-the OpenAI-compatible services by name (ollama, groq…) are the rlm-provider-compatible plugin; the context loaders
-``json``, ``jsonl`` and ``text`` (other formats, PDF, DOCX, HTML…, are plugins registering their own); the run
-exporter ``json``; the doctor checks of the Python version, the configuration files and the run home.
+"""The host's built-in components, registered like any plugin's, and so refused like them on a clash: the environment
+``pure_rlm``, the paper's loop (the default; the others are plugins); the sub-commands of ``rlm``; the sandbox
+``process``, the zero-dependency reference runtime (crash isolation, not a boundary); the providers ``openai``
+(OpenAI, or any OpenAI-compatible server through its base URL), ``scripted`` (replies from a script, for dry runs and
+tests) and ``replay`` (a saved run's replies) — the OpenAI-compatible services by name (ollama, groq…) are the
+rlm-provider-compatible plugin; the context loaders ``json``, ``jsonl`` and ``text`` (other formats, PDF, DOCX, HTML…,
+are plugins registering their own); the run exporter ``json``; the doctor checks of the Python version, the
+configuration files and the run home.
 """
 
 from __future__ import annotations
 
-from rlm_host.components import CommandSpec, ContextLoaderSpec, DoctorCheck, ExporterSpec, ProviderSpec, SandboxSpec
+from rlm_host.components import (CommandSpec, ContextLoaderSpec, DoctorCheck, EnvironmentSpec, ExporterSpec,
+                                  ProviderSpec, SandboxSpec)
 from rlm_host.hookspecs import hookimpl
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+@hookimpl
+def rlm_register_environments() -> list[EnvironmentSpec]:
+    return [
+        EnvironmentSpec("pure_rlm", "Paper-faithful RLM: context as a REPL variable, llm_query from code, FINAL to "
+                        "finish", "rlm_host.environments.pure_rlm.environment:PureRLMEnvironment",
+                        aliases=("pure-rlm",),
+                        settings="rlm_host.environments.pure_rlm.environment:PureRLMSettings", context_on_disk=True),
+    ]
 
 
 @hookimpl

@@ -29,7 +29,7 @@ from rlm_host.plugins.registry import Registry
 from rlm_host.text import did_you_mean, is_truthy
 
 #: The host's own components: ordinary plugin modules, registered by name before any distribution's.
-DEFAULT_PLUGINS: tuple[str, ...] = ("rlm_host.default_plugins.environments", "rlm_host.default_plugins.builtin")
+DEFAULT_PLUGINS: tuple[str, ...] = ("rlm_host.default_plugins.builtin",)
 _HOOK_NAMES = frozenset(KIND_BY_HOOK)
 #: hookimpl options that mean nothing for a registration hook (it has nothing to wrap): refused, not ignored.
 _REFUSED_OPTIONS = ("wrapper", "hookwrapper")
