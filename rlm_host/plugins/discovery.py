@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Callable, Optional, Union
 
 ENTRY_POINT_GROUP = "rlm"
@@ -58,11 +58,9 @@ class PluginDistribution:
     load_ms: float = 0.0  # time spent importing its hook module: what it adds to every `rlm` start
     metadata_folder: str = ""  # its .dist-info / .egg-info folder, when known
 
-    @property
+    @cached_property
     def version(self) -> str:
-        if callable(self.version_of):
-            self.version_of = self.version_of()
-        return self.version_of
+        return self.version_of() if callable(self.version_of) else self.version_of
 
     def mark_broken(self, error: str) -> None:
         self.status = "broken"
