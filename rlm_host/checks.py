@@ -3,7 +3,6 @@ settings (None when the configuration did not load)."""
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from typing import Any
@@ -32,11 +31,10 @@ def home_writable(loaded: Any) -> Readiness:
         return Readiness(False, "cannot resolve the run directory: the configuration did not load")
     home = loaded.home
     probe_dir = next(folder for folder in [home, *home.absolute().parents] if folder.exists())  # "/" is one
-    if not os.access(probe_dir, os.W_OK):
-        return Readiness(False, f"{probe_dir} is not writable", "set RLM_HOME or [paths] home to a writable folder")
-    try:
+    try:  # a file made and removed: what os.access cannot tell (a read-only mount, an ACL, root)
         with tempfile.NamedTemporaryFile(dir=probe_dir, prefix=".rlm-doctor-"):
             pass
-    except OSError as exc:
-        return Readiness(False, f"{probe_dir}: {exc.strerror}", "set RLM_HOME to a writable folder")
+    except OSError as exc:  # EACCES: "Permission denied"
+        return Readiness(False, f"{probe_dir} is not writable: {exc.strerror}",
+                         "set RLM_HOME or [paths] home to a writable folder")
     return Readiness(True, f"{home.resolve()}" + ("" if home.exists() else " (created on first run)"))
