@@ -8,7 +8,7 @@ A credential written into a base URL (``https://user:secret@host``) is masked.
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
 from rlm_host.errors import RlmError
@@ -26,17 +26,15 @@ def list_models(as_json: bool = AS_JSON) -> None:
 
     host = get_host()
     loaded: Any = command_settings()  # (mypy reads Settings without its run section)
-    rows, urls = [], {}
-    for spec, owner in host.providers().items():
-        settings = loaded.component("provider", spec.name)
-        urls[spec.name] = base_url(spec, settings)
-        rows.append(provider_row(spec, owner, settings, urls[spec.name]))
+    rows = [provider_row(spec, owner, loaded.component("provider", spec.name))
+            for spec, owner in host.providers().items()]
     # a provider otherwise ready whose base URL is on this machine is ready only if something listens there (a TCP
     # connect, all at once, 0.3 s at most); else "not running", with how to start it
     local = {row["name"]: url for row in rows
-             if row["status"] == "ready" and (url := urls[row["name"]]) and loopback.is_loopback(url)}
+             if row["status"] == "ready" and (url := row["base_url"]) and loopback.is_loopback(url)}
     answers = loopback.probe(list(local.values()), 0.3)
     for row in rows:
+        row["base_url"] = redact(row["base_url"])  # probed as configured, shown with any credential in it masked
         row["listening"] = answers[local[row["name"]]] if row["name"] in local else None
         if row["listening"] is False:
             row["status"], row["ready"] = "not running", False
@@ -65,30 +63,24 @@ def list_models(as_json: bool = AS_JSON) -> None:
         f"auto           {auto}")
 
 
-def provider_row(spec: Any, owner: str, settings: Any, url: Optional[str]) -> dict[str, Any]:
+def provider_row(spec: Any, owner: str, settings: Any) -> dict[str, Any]:
     """One provider as ``rlm models list`` shows it (no key value is ever included). Its key may be in its configured
     ``api_key_env`` first, then in its ``key_env``; a local server needs none, and neither does a provider pointed at
-    another server than its default; ``url``: its ``base_url``."""
+    another server than its default. Its ``base_url``: where it sends requests, when that is a URL (configured, its
+    variable, else its default), not yet redacted."""
     variables = list(spec.key_env)
     configured = getattr(settings, "api_key_env", None)
     if isinstance(configured, str) and configured and configured not in variables:
         variables.insert(0, configured)
     keys = [{"variable": name, "set": bool(os.environ.get(name))} for name in variables]
-    pointed = getattr(settings, "base_url", None) or (os.environ.get(spec.base_url_env) if spec.base_url_env else None)
-    key_optional = spec.key_optional or bool(spec.base_url_env and pointed)
+    url = getattr(settings, "base_url", None)
+    from_env = os.environ.get(spec.base_url_env) if spec.base_url_env else None
+    key_optional = spec.key_optional or bool(spec.base_url_env and (url or from_env))
     readiness = spec.readiness(settings)
     status = ("not ready" if not readiness.ok else "no key" if keys and not any(k["set"] for k in keys)
               and not key_optional else "ready")
     hint = f"export {variables[0]}=… to use it" if status == "no key" else readiness.hint if not readiness.ok else ""
     return {"name": spec.name, "aliases": list(spec.aliases), "description": spec.description, "plugin": owner,
             "default_model": spec.default_model, "example_model": spec.example_model, "keys": keys,
-            "base_url": redact(url), "ready": readiness.ok, "status": status,
-            "detail": readiness.detail, "hint": hint}
-
-
-def base_url(spec: Any, settings: Any) -> Optional[str]:
-    """Where the provider sends requests, when that is a URL: configured, its variable, else its default."""
-    configured = getattr(settings, "base_url", None)
-    if isinstance(configured, str) and configured:
-        return configured
-    return (os.environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url or None
+            "base_url": (url if isinstance(url, str) else None) or from_env or spec.base_url or None,
+            "ready": readiness.ok, "status": status, "detail": readiness.detail, "hint": hint}
