@@ -124,7 +124,7 @@ def fix_hint(dist: Any) -> str:
         rename = f"rename {wrong} to {right.rstrip('?)')}"
     if dist.name.startswith("local:"):
         module = dist.name.partition(":")[2]
-        where = f"in {_module_file(module)}" if _module_file(module) else f"in the module {module}"
+        where = f"in {_module_file(module) or f'the module {module}'}"
         first = f"{rename} {where}" if rename else f"fix {where.partition(' ')[2]}"
         return f"{first}, or drop {module} from RLM_PLUGIN_MODULES"
     upgrade = f"reinstall or upgrade it (pip install -U {dist.name})"
