@@ -223,8 +223,11 @@ def load_context(paths: list[str], stdin: Optional[IO[str]] = None, *, as_path: 
 def _plain_text(path: Path, loader_for: Optional[LoaderLookup]) -> bool:
     """Whether ``path`` is a large file the built-in ``text`` loader would read."""
     try:
-        if path.stat().st_size < LAZY_BYTES or _is_binary(path):
+        if path.stat().st_size < LAZY_BYTES:
             return False
+        with open_regular(path) as handle:
+            if b"\x00" in handle.read(BINARY_PROBE):  # a binary file: the text loader refuses it
+                return False
     except OSError:
         return False  # the loader says what is wrong
     return type(_loader(path, loader_for)) is TextLoader
@@ -251,7 +254,7 @@ def _files_under(directory: Path) -> list[Path]:
         for name in sorted(n for n in names if not n.startswith(".")):
             file = Path(folder) / name
             target = file.resolve()
-            if not (target == root or target.is_relative_to(root)):
+            if not target.is_relative_to(root):
                 refused.append(f"{file.relative_to(directory)} (a link out of the folder)")
             elif not target.is_file():
                 refused.append(f"{file.relative_to(directory)} (not a regular file)")
@@ -319,11 +322,6 @@ def write_atomic(path: Path, data: str | bytes, *, folder_no_link: bool = False)
             raise
     finally:
         os.close(folder)
-
-
-def _is_binary(path: Path) -> bool:
-    with open_regular(path) as handle:
-        return b"\x00" in handle.read(BINARY_PROBE)
 
 
 def load_file(path: Path, loader_for: Optional[LoaderLookup] = None) -> Any:
