@@ -19,12 +19,8 @@ from rlm_host.redact import redacted_clip
 #: Characters of code, a task or an error a live event keeps (the step and sub_call events keep the rest).
 LIVE_TEXT_CHARS = 500
 
-_calls = itertools.count(1)
-
-
-def next_call() -> int:
-    """The number pairing a ``*_start`` event with its ``*_end``."""
-    return next(_calls)
+#: The number pairing a ``*_start`` event with its ``*_end``.
+next_call = itertools.count(1).__next__
 
 
 def live_text(text: Optional[str], limit: int = LIVE_TEXT_CHARS) -> Optional[str]:
