@@ -27,7 +27,7 @@ from rlm_host import logs
 from rlm_host.event_types import LIVE_EVENT_TYPES
 from rlm_host.events import EVENT_TYPES, EventBus, RunEvent, Sink
 from rlm_host.process_state import register
-from rlm_host.threads import submit
+from rlm_host.threads import run_in_thread, submit
 
 #: Events a sink may fall behind before it is disabled (a run emits a few per step).
 QUEUE_SIZE = 10_000
@@ -71,8 +71,8 @@ class SinkWorker:
         self._last_event: Optional[RunEvent] = None
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._on_disabled, self._call_seconds, self._unreported, self._closing = on_disabled, call_seconds, "", False
-        self._lock = threading.Lock()
-        self._done = submit(self._work, f"rlm-sink-{name}")  # done once the sink is delivered and closed
+        self._lock, self._done = threading.Lock(), threading.Event()
+        run_in_thread(self._work, f"rlm-sink-{name}")  # not submit: the sink's code never runs in the run's context
 
     def submit(self, event: RunEvent) -> None:
         wanted = self.wanted
@@ -113,28 +113,31 @@ class SinkWorker:
 
     def wait(self, seconds: float) -> bool:
         """Whether the sink finished (delivered and closed) within ``seconds``."""
-        return not futures.wait([self._done], max(0.0, seconds)).not_done
+        return self._done.wait(max(0.0, seconds))
 
     def _work(self) -> None:
-        self._make_sink()
-        if self.sink is None:
-            return  # it could not start: disabled
-        flush: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
-        while True:
-            try:
-                item = self._queue.get(timeout=0.1)
-            except queue.Empty:
-                if self._closing:
-                    break
-                continue
-            if item is _CLOSE:
-                if self._queue.empty():
-                    break
-            elif self.disabled is None and (self.wanted is None or item.type in self.wanted):
-                self._call(functools.partial(self.sink.handle, item), item)  # called at once
-                if flush is not None and self._queue.empty() and self.disabled is None:
-                    self._call(flush, item)  # caught up: a batching sink sends what it holds
-        self._call(self.sink.close, None)
+        try:
+            self._make_sink()
+            if self.sink is None:
+                return  # it could not start: disabled
+            flush: Optional[Callable[[], None]] = getattr(self.sink, "flush", None)
+            while True:
+                try:
+                    item = self._queue.get(timeout=0.1)
+                except queue.Empty:
+                    if self._closing:
+                        break
+                    continue
+                if item is _CLOSE:
+                    if self._queue.empty():
+                        break
+                elif self.disabled is None and (self.wanted is None or item.type in self.wanted):
+                    self._call(functools.partial(self.sink.handle, item), item)  # called at once
+                    if flush is not None and self._queue.empty() and self.disabled is None:
+                        self._call(flush, item)  # caught up: a batching sink sends what it holds
+            self._call(self.sink.close, None)
+        finally:
+            self._done.set()
 
     def _make_sink(self) -> None:
         self._busy_since = time.monotonic()
@@ -183,7 +186,7 @@ class SinkDelivery:
         except KeyboardInterrupt:  # Ctrl-C while the sinks flush: stop waiting, keep the run's result
             why = "interrupted (Ctrl-C) before it delivered"
         for worker in self.workers:
-            if not worker._done.done() and worker.disabled is None:
+            if not worker._done.is_set() and worker.disabled is None:
                 worker.disable(f"{why} ({worker._queue.qsize()} events dropped)")
         self._closed = True
 
@@ -197,7 +200,7 @@ class SinkDelivery:
         # at exit, wait for them: registered now, after the sinks' libraries registered their own exit handlers,
         # so that this runs before those do
         register("sink delivery", at_exit=wait_for_sinks)
-        delivered = submit(self.close, "rlm-sink-delivery")
+        delivered = submit(self.close, "rlm-sink-delivery")  # no sink code runs here: only waits and warnings
         with _pending_lock:  # a long-lived process (a server, chat) keeps only the deliveries still going
             _pending[:] = [d for d in _pending if not d.done()]
             _pending.append(delivered)
