@@ -25,7 +25,7 @@ _state: dict[str, Any] = {"level": logging.WARNING, "json": False}
 def configure(*, verbose: int = 0, json: bool = False, level: str | None = None) -> None:
     """Set the level (``level`` from settings, raised by ``-v`` / ``-vv``) and the format (``json``)."""
     if level is not None:
-        _state["level"] = logging.getLevelName(level.upper()) if isinstance(level, str) else level
+        _state["level"] = logging.getLevelName(level.upper())
     if verbose:
         _state["level"] = logging.DEBUG if verbose > 1 else min(_state["level"], logging.INFO)
     _state["json"] = json
@@ -68,7 +68,7 @@ def get_logger(name: str) -> Any:
 
     if not structlog.is_configured():
         if not any(isinstance(handler, _Bridge) for handler in logging.getLogger().handlers):
-            configure(level=logging.getLevelName(_state["level"]), json=_state["json"])
+            configure(json=_state["json"])  # the level and format already chosen
         structlog.configure(processors=[structlog.stdlib.filter_by_level, structlog.stdlib.add_logger_name,
                                         structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
                             logger_factory=structlog.stdlib.LoggerFactory(), wrapper_class=structlog.stdlib.BoundLogger,
