@@ -209,5 +209,5 @@ def main_options(
     trust_config: bool = typer.Option(False, "--trust-config", envvar="RLM_TRUST_CONFIG", help="Trust the project's "
                                       "rlm.toml / [tool.rlm] for this command (see `rlm config trust`)."),
 ) -> None:
+    # (the logging flags are applied already: RlmGroup.resolve_command runs before this callback)
     ctx.obj = CliState(config_file=config, debug=debug, verbose=verbose, log_json=log_json, trust_config=trust_config)
-    logs.configure(verbose=verbose, json=log_json)
