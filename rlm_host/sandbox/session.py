@@ -220,7 +220,7 @@ class WorkerSession(SessionBase):
         try:
             reply = self._request(channel, message, self.control_timeout)
         except WorkerTimeout:
-            self._restart(f"the sandbox process did not answer a {message['op']!r} request in time")
+            self._restart(f"{self.worker_noun} did not answer a {message['op']!r} request in time")
             raise SandboxError(f"the sandbox worker did not answer {message['op']!r} in time; restarted") from None
         if reply.get("error"):
             raise SandboxError(f"sandbox {message['op']!r} failed: {reply['error']}")
@@ -232,7 +232,7 @@ class WorkerSession(SessionBase):
             return self._checked(self._channel(), message)
         except WorkerGone:
             channel = self._res.channel
-            self._restart(f"the sandbox process died: {channel.describe_exit() if channel else 'unknown cause'}")
+            self._restart(f"{self.worker_noun} died: {channel.describe_exit() if channel else 'unknown cause'}")
         try:
             return self._checked(self._channel(), message)
         except WorkerGone:
