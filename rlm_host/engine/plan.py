@@ -48,6 +48,7 @@ class RunPlan:
     """A run tree ready to start: every component resolved, the context loaded and described once."""
 
     run: RunSettings  # the effective run settings: environment, framework and model resolved to their names
+    settings: "LoadedSettings"  # all of the run's settings: the sections of an environment it builds (nested)
     run_id: str
     rewards: RewardProfile
     prices: PriceTable  # the run's ``[[prices]]`` over the built-in table: what its calls cost
@@ -190,7 +191,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     from rlm_host.trajectory.store import TrajectoryWriter  # the writer is made last: a plan that fails leaves no file
 
     return RunPlan(
-        run=run, run_id=run_id, rewards=loaded.settings.rewards, context=context,
+        run=run, settings=loaded, run_id=run_id, rewards=loaded.settings.rewards, context=context,
         context_meta=context_meta, limits=limits, sandbox=sandbox, writer=TrajectoryWriter(home, run_id),
         environment_factory=env_spec.load(), environment_settings=loaded.component("environment", env_spec.name),
         root_connector=root, sub_connector=sub, sub_models=sub_models, sinks=sinks,

@@ -133,11 +133,11 @@ class RLMRunner:
         return plan_sandbox(self.host, self.loaded, self.home, env_spec, sandbox or run.sandbox, limits,
                             workspace).open()
 
-    def _build_environment(self, name: str, ctx: EnvironmentContext) -> Any:
-        """``EnvironmentContext.build_environment``: a registered environment with its ``[environment.NAME]``
-        settings."""
+    def _build_environment(self, plan: RunPlan, name: str, ctx: EnvironmentContext) -> Any:
+        """``EnvironmentContext.build_environment`` (``plan`` bound): a registered environment with the run's
+        ``[environment.NAME]`` settings."""
         spec = self.host.environments().get(name)
-        return spec.create(self.loaded.component("environment", spec.name), ctx)
+        return spec.create(plan.settings.component("environment", spec.name), ctx)
 
     # ------------------------------------------------------------------ one run (root or child)
 
@@ -164,7 +164,7 @@ class RLMRunner:
             sub_model_for=lambda model: client(plan.sub_models.connector(model), "sub"),
             max_steps=plan.run.max_steps, max_depth=plan.run.max_depth,
             context_meta=meta, workdir=plan.workdir, carry=carry, instructions=plan.run.instructions,
-            environment_builder=self._build_environment, approvals=approvals,
+            environment_builder=partial(self._build_environment, plan), approvals=approvals,
             tools=plan.tools if scope.depth == 0 else plan.sub_tools, tool_timeout=plan.run.tool_timeout,
             nudge_first_answer=plan.run.nudge_first_answer, output=plan.output if scope.depth == 0 else None,
             allow_any_workdir=plan.run.allow_any_workdir,
