@@ -192,6 +192,14 @@ def test_batched_sub_calls_keep_order(runner):
     assert len([e for e in events if e.type == "sub_call"]) == 6
 
 
+def test_a_steps_model_seconds_count_a_sub_model_named_by_the_code(runner, tmp_path):
+    (tmp_path / "other.json").write_text(json.dumps([{"text": "slow", "delay": 0.4}]))
+    code = "```repl\nr = llm_query('hi', model='scripted:other.json')\nFINAL_VAR('r')\n```"
+    result, events, _ = run(runner, "q", [code], context="c", allowed_sub_models=["scripted:other.json"])
+    assert result.final_response == "slow"
+    assert [e.data["model_seconds"] for e in events if e.type == "step"][0] >= 0.4
+
+
 def test_rlm_query_runs_a_child_one_level_deeper(runner):
     parent_code = "```repl\nr = rlm_query('Count the words', context='a b c')\nprint(r)\nFINAL_VAR('r')\n```"
     child_reply = "```repl\nFINAL(str(len(context.split())))\n```"

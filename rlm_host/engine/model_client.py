@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from rlm_host.models.prices import PriceTable
 
 
+class ModelTime:
+    """Wall time spent waiting for models, added up by every client given it: a run's clients share one, so a step's
+    ``model_seconds`` counts each model call, one to a model code named (``llm_query(..., model=...)``) included."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
 class ModelClient:
     """Calls a connector for one role of a run tree.
 
@@ -30,17 +38,18 @@ class ModelClient:
     connector reports through ``on_retry`` is emitted as a ``model_retry`` event, and every call is bracketed by
     ``model_call_start`` / ``model_call_end`` events. A turn's reply format reaches
     the connector as ``reply_format_mode`` (``[run] reply_format``) and the connector's declarations allow.
+    The time spent waiting for the model is added to ``waited`` (its own when None; shared: under one ``lock``).
     """
 
     def __init__(self, connector: ModelConnector, role: str, usage: Usage, budget: Budget,
                  lock: Optional[threading.Lock] = None, *, scope: Optional["RunScope"] = None,
                  prices: Optional["PriceTable"] = None,
-                 reply_format_mode: ReplyFormatMode = "auto") -> None:
+                 reply_format_mode: ReplyFormatMode = "auto", waited: Optional[ModelTime] = None) -> None:
         self.connector, self.role, self.usage, self.budget = connector, role, usage, budget
         self.scope, self.prices, self.reply_format_mode = scope, prices, reply_format_mode
         self._emit = scope.emit if scope is not None else lambda *args, **kwargs: None  # no scope: no events
         self._lock = lock or threading.Lock()  # shared with whoever else writes to ``usage``
-        self.seconds = 0.0  # wall time spent waiting for this role's model, all calls
+        self.waited = waited or ModelTime()
 
     @property
     def name(self) -> str:
@@ -88,7 +97,7 @@ class ModelClient:
             raise
         finally:
             with self._lock:
-                self.seconds += time.monotonic() - started
+                self.waited.seconds += time.monotonic() - started
         text = valid_unicode(completion.text) if completion.text else completion.text
         if text is not completion.text:  # lone surrogates from a JSON body: U+FFFD, so the text encodes
             completion = completion.model_copy(update={"text": text})

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Optional
 from rlm_host.approvals import ALLOW_ALL, Approvals, Approver
 from rlm_host.engine.budget import Budget
 from rlm_host.engine.carry import VariableCarrier
-from rlm_host.engine.model_client import ModelClient
+from rlm_host.engine.model_client import ModelClient, ModelTime
 from rlm_host.engine.recursion import RecursionGuard
 from rlm_host.context import describe_context
 from rlm_host.engine.scope import RunScope, new_run_id
@@ -147,11 +147,12 @@ class RLMRunner:
         """One run of the tree. Its usage is its own: a child's whole usage counts as its parent's sub usage."""
         started = time.monotonic()
         usage, usage_lock = RunUsage(), threading.Lock()
+        waited = ModelTime()  # every model call of the run, its clients under usage_lock: a step's model_seconds
 
         def client(connector: ModelConnector, role: str) -> ModelClient:
             """A connector bound to a role of this run: usage counted, retries emitted on it, costs priced."""
             return ModelClient(connector, role, getattr(usage, role), budget, usage_lock, scope=scope,
-                               prices=plan.prices, reply_format_mode=plan.run.reply_format)
+                               prices=plan.prices, reply_format_mode=plan.run.reply_format, waited=waited)
 
         root, sub = client(plan.root_connector, "root"), client(plan.sub_connector, "sub")
         meta = plan.context_meta if scope.depth == 0 else describe_context(context)
@@ -169,7 +170,7 @@ class RLMRunner:
             nudge_first_answer=plan.run.nudge_first_answer, output=plan.output if scope.depth == 0 else None,
             allow_any_workdir=plan.run.allow_any_workdir,
         )
-        steps = _Steps(ctx, plan, budget, usage)
+        steps = _Steps(ctx, plan, budget, usage, waited)
         completed, answer, error = False, None, None
         reason: TerminationReason = "max_steps"
         closers: list[Callable[[], None]] = []
@@ -316,8 +317,9 @@ class _Steps:
     budget checked and ``step_start`` said once before each step; each step numbered, its reward scaled, its usage
     and time since the step before it counted, recorded as a ``step`` event, and the cost budget's crossing noted."""
 
-    def __init__(self, ctx: EnvironmentContext, plan: RunPlan, budget: Budget, usage: RunUsage) -> None:
-        self.ctx, self.plan, self.budget, self.usage = ctx, plan, budget, usage
+    def __init__(self, ctx: EnvironmentContext, plan: RunPlan, budget: Budget, usage: RunUsage,
+                 waited: ModelTime) -> None:
+        self.ctx, self.plan, self.budget, self.usage, self.waited = ctx, plan, budget, usage, waited
         self.records: list[StepRecord] = []
         self.total_reward = 0.0
         self.metadata: Optional[dict[str, Any]] = None  # FrameworkOutcome.metadata of a framework run
@@ -327,8 +329,7 @@ class _Steps:
 
     def mark(self) -> None:
         """Count the next step's usage, time and model time from now."""
-        model_seconds = self.ctx.root.seconds + self.ctx.sub.seconds  # type: ignore[attr-defined]
-        self.since = (self.usage.model_copy(deep=True), time.monotonic(), model_seconds)
+        self.since = (self.usage.model_copy(deep=True), time.monotonic(), self.waited.seconds)
 
     def start(self) -> int:
         """The next step's number, its ``step_start`` said once (after the budget's check: a stopped run starts
