@@ -26,6 +26,24 @@ def normalize_name(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
+class MissingAttribute(AttributeError):
+    """The module of an import path was imported, but it has no attribute of that name."""
+
+
+def import_object(ref: str) -> Any:
+    """What ``"package.module:attr.path"`` names (the module itself when no attribute follows): the one importer of
+    plugin entry points, component records, ``--tool`` functions and bounded targets, each wrapping its failures
+    in its own message. Raises what the import raises, or :class:`MissingAttribute`."""
+    module_name, _, attr_path = ref.partition(":")
+    obj: Any = importlib.import_module(module_name.strip())
+    for part in filter(None, attr_path.strip().split(".")):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise MissingAttribute(f"{module_name!r} has no attribute {attr_path!r}") from exc
+    return obj
+
+
 def resolve(ref: LazyRef, *, what: str = "object") -> Any:
     """Import and return what a LazyRef names; a clear PluginError if it cannot be found."""
     if not isinstance(ref, str):
@@ -34,15 +52,11 @@ def resolve(ref: LazyRef, *, what: str = "object") -> Any:
     if not sep or not module_name or not attr_path:
         raise PluginError(f"{what}: bad import path {ref!r} (expected 'package.module:attribute')")
     try:
-        obj: Any = importlib.import_module(module_name)
+        return import_object(ref)
     except ImportError as exc:
         raise PluginError(f"{what}: cannot import {module_name!r}: {exc}") from exc
-    for part in attr_path.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError as exc:
-            raise PluginError(f"{what}: {module_name!r} has no attribute {attr_path!r}") from exc
-    return obj
+    except MissingAttribute as exc:
+        raise PluginError(f"{what}: {exc}") from exc
 
 
 def run_check(check: LazyRef, what: str, settings: Any = None) -> "Readiness":

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib
 import inspect
 import json
 import keyword
@@ -23,19 +22,20 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from rlm_host.approvals import ActionKind, ApprovalRequest
+from rlm_host.components import MissingAttribute, import_object
 from rlm_host.config.schema import tool_spec
 from rlm_host.errors import ConfigError
 from rlm_host.events import sub_call_text
+from rlm_host.sandbox.session_base import RESERVED
 from rlm_host.threads import submit
 
 __all__ = ["RESERVED_NAMES", "Tool", "ToolCalls", "plan_toolboxes", "resolve_tools", "tool_spec", "tools_prompt"]
 
-#: Names the REPL itself defines: a tool may not take them.
-RESERVED_NAMES = frozenset({
-    "llm_query", "llm_query_batched", "rlm_query", "rlm_query_batched", "FINAL", "FINAL_VAR", "SUBMIT", "SHOW_VARS",
-    "context", "context_names", "list_files", "load_file", "load_files", "switch_to", "remove_file", "chunk_text",
-    "chunk_indices", "print", "answer",
-})
+#: Names the REPL itself defines (the sandbox's builtins, and what environments install): a tool may not take them.
+RESERVED_NAMES = RESERVED | {
+    "llm_query", "llm_query_batched", "rlm_query", "rlm_query_batched", "context", "context_names", "list_files",
+    "load_file", "load_files", "switch_to", "remove_file", "chunk_text", "chunk_indices", "print", "answer",
+}
 #: The largest JSON of a call's arguments, or of its result, that crosses the bridge.
 MAX_JSON_CHARS = 1_000_000
 _PRIVATE = "rlm_tool_"  # the bridge's own name for a tool; the model calls the wrapper of the tool's name
@@ -186,14 +186,12 @@ def _import(reference: str, where: str) -> Any:
     if not colon or not module_name or not attribute:
         raise ConfigError(f"{where}: {reference!r} is not module:function", hint="e.g. --tool mypkg.search:find")
     try:
-        target: Any = importlib.import_module(module_name)
+        return import_object(reference)
+    except MissingAttribute:
+        raise ConfigError(f"{where}: {module_name!r} has no {attribute!r}") from None
     except Exception as exc:  # noqa: BLE001 - whatever the import raised, said in one line
         raise ConfigError(f"{where}: cannot import {module_name!r} for {reference}: {type(exc).__name__}: {exc}") \
             from None
-    try:
-        return functools.reduce(getattr, attribute.split("."), target)
-    except AttributeError:
-        raise ConfigError(f"{where}: {module_name!r} has no {attribute!r}") from None
 
 
 def _summary(function: Callable[..., Any]) -> str:

@@ -8,7 +8,6 @@ is marked broken with its error and a warning is logged; everything else keeps w
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
@@ -21,7 +20,7 @@ import pluggy
 from rlm_host import hookspecs, logs
 from rlm_host.components import (KIND_BY_HOOK, KINDS, BenchmarkPackSpec, CommandSpec, ContextLoaderSpec, DoctorCheck,
                                   EnvironmentSpec, ExporterSpec, FrameworkSpec, ProviderSpec, SandboxSpec, SinkSpec,
-                                  ToolboxSpec)
+                                  ToolboxSpec, import_object)
 from rlm_host.errors import PluginError
 from rlm_host.plugins import discovery
 from rlm_host.plugins.discovery import PluginDistribution
@@ -94,11 +93,8 @@ class PluginHost:
         """Import and register each hook module of ``dist``: one that fails marks it broken, the others still load."""
         self.distributions.append(dist)
         for entry_name, value in dist.entry_points:
-            module_name, _, attr = value.partition(":")
             try:
-                obj: Any = importlib.import_module(module_name.strip())
-                for part in filter(None, attr.strip().split(".")):
-                    obj = getattr(obj, part)
+                obj = import_object(value)
             except BaseException as exc:  # a plugin may raise anything at import, even SystemExit
                 if isinstance(exc, KeyboardInterrupt):
                     raise
