@@ -14,10 +14,19 @@ import contextlib
 import os
 import signal
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 #: Rounds of "find the descendants, stop them" before killing: each round stops what the last one missed.
 MAX_ROUNDS = 50
+
+
+def proc_stat(pid: int | str) -> Optional[list[bytes]]:
+    """The fields of ``/proc/PID/stat`` after the command name (Linux), or None where there is none."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2:].split()  # the command name, in parentheses, may hold anything
 
 
 def descendants(pid: int) -> set[int]:
@@ -28,12 +37,8 @@ def descendants(pid: int) -> set[int]:
     with contextlib.suppress(OSError):
         entries = os.listdir("/proc")
     for name in entries:
-        try:
-            raw = Path(f"/proc/{name}/stat").read_bytes() if name.isdigit() else b""
-        except OSError:
-            continue  # ended meanwhile
-        fields = raw[raw.rfind(b")") + 2:].split()  # the command name, in parentheses, may hold anything
-        if len(fields) > 1:
+        fields = proc_stat(name) if name.isdigit() else None  # None: it ended meanwhile
+        if fields and len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(int(name))
     found: set[int] = set()
     waiting = list(children.get(pid, ()))

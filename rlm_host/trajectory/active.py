@@ -44,8 +44,8 @@ from pydantic import BaseModel, Field
 from rlm_host.config.paths import user_state_dir
 from rlm_host.context import read_regular, write_atomic
 from rlm_host.errors import InputError
-from rlm_host.redact import redact
-from rlm_host.text import clip
+from rlm_host.redact import redacted_clip
+from rlm_host.sandbox.process_tree import proc_stat
 from rlm_host.threads import run_in_thread
 
 ACTIVE_DIR = "active"
@@ -110,15 +110,6 @@ def _private_folder(folder: Path, create: bool) -> bool:
     return True
 
 
-def _proc_stat(pid: int) -> Optional[list[bytes]]:
-    """The fields of ``/proc/PID/stat`` after the command name (Linux), or None where there is none."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    return raw[raw.rfind(b")") + 2:].split()  # the command name (in parentheses) may hold spaces
-
-
 def _alive(pid: int, started: Optional[int]) -> bool:
     """Whether process ``pid`` runs and is the one that registered: this user's, with the same start time (where
     ``/proc`` tells it, an entry without one is not believed; a zombie is dead)."""
@@ -126,7 +117,7 @@ def _alive(pid: int, started: Optional[int]) -> bool:
         os.kill(pid, 0)
     except (OSError, OverflowError):
         return False  # gone, or another user's process: never one of this user's runs
-    fields = _proc_stat(pid)
+    fields = proc_stat(pid)
     if fields is None:
         return not Path("/proc/self/stat").exists()  # no /proc here: os.kill is all we know
     try:
@@ -201,11 +192,11 @@ class ActiveRuns:
         """Record run ``run_id`` of this process (``home``: the run home it writes to) and watch for its
         cancellation (``cancel`` is set then); the entries of dead runs are swept away. None, with a warning, when
         the registry cannot be written: the run goes on, uncancellable from outside."""
-        pid, fields = os.getpid(), _proc_stat(os.getpid())
+        pid, fields = os.getpid(), proc_stat(os.getpid())
         path, cancel_file = self.dir / f"{run_id}.json", self.dir / f"{run_id}.cancel"
         try:
             entry = ActiveRun(run_id=run_id, pid=pid, host=socket.gethostname(), started=datetime.now(timezone.utc),
-                              task=clip(redact(task), 200, "ellipsis") or "", environment=environment, model=model,
+                              task=redacted_clip(task, 200, "ellipsis"), environment=environment, model=model,
                               command=command_words(), home=home and os.path.abspath(os.path.expanduser(home)),
                               trajectory=trajectory and os.path.abspath(os.path.expanduser(trajectory)),
                               process_start=int(fields[19]) if fields and len(fields) > 19 else None)
