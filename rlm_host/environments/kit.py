@@ -46,6 +46,12 @@ def answer_text(final: FinalSignal) -> str:
     value: Any = final.value
     if final.kind == "submit" and isinstance(value, dict) and list(value) == ["answer"]:
         value = value["answer"]
+    return tool_result_text(value)
+
+
+def tool_result_text(value: Any) -> str:
+    """A value as the model is shown it (a tool's result, a final answer): a string as it is, anything else as
+    JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 

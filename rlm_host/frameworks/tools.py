@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from rlm_host.environments.kit import answer_text, execute_code, truncate
+from rlm_host.environments.kit import answer_text, execute_code, tool_result_text as tool_result_text, truncate
 from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.environments.repl import SubCalls
 from rlm_host.environments.repl_tools import Tool, ToolCalls, signature_of
@@ -168,11 +168,6 @@ class UserTools:
 def tool_error_text(exc: BaseException) -> str:
     """A tool's exception as the model is shown it (and the ``tool_call`` event records it): type and message."""
     return f"{type(exc).__name__}: {exc}"
-
-
-def tool_result_text(value: Any) -> str:
-    """A tool's result as text: a string as it is, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def check_tool_names(tools: UserTools, taken: Any, framework: str) -> None:
