@@ -362,3 +362,28 @@ def test_the_metadata_schemas():
     call_meta = SubLMCallMetadata(call_index=1, kind="llm_query", prompt_length=3)
     tool = ToolMetadata(tool="rlm_execute_code", agent="rlm_agent", sub_lm_calls=[call_meta], context=text)
     assert ToolMetadata.model_validate(tool.to_dict()) == tool
+
+
+def test_a_folder_swapped_for_a_link_after_the_check_reaches_nothing_outside(tmp_path):
+    """Code in the sandbox may swap a checked folder for a link out before the file is opened: the open walks the
+    folders from the project folder's descriptor, never through a link, so the file outside is never opened."""
+    from rlm_adapter_adk.agent import read_confined
+    from rlm_host.sdk.environments import PathRefused, ProjectFiles
+
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    (project / "sub").mkdir(parents=True)
+    (project / "sub" / "data.txt").write_text("inside")
+    outside.mkdir()
+    (outside / "data.txt").write_text("SECRET OUTSIDE")
+
+    class Racing(ProjectFiles):
+        def resolve(self, raw):
+            checked = super().resolve(raw)
+            (project / "sub").rename(project / "old")
+            os.symlink(outside, project / "sub")
+            return checked
+
+    assert read_confined(ProjectFiles(project), "sub/data.txt", 100) == ("sub/data.txt", b"inside")
+    with pytest.raises(PathRefused) as refused:
+        read_confined(Racing(project), "sub/data.txt", 100)
+    assert "SECRET" not in str(refused.value)

@@ -58,6 +58,7 @@ from rlm_host.sdk.environments import HELPERS_SOURCE, PathRefused, ProjectFiles,
 from rlm_host.sdk.frameworks import (
     FrameworkContext, answer_type_instructions, describe_context_briefly, truncate,
 )
+from rlm_host.sdk.sandbox import open_in_workspace
 
 ROOT, LOADER, WORKFLOW = "rlm_agent", "context_loader", "rlm_workflow"
 #: Names the user's tools may not take.
@@ -372,25 +373,21 @@ class AdkAgentFramework(AdkFramework):
 
 def read_confined(files: ProjectFiles, raw: Any, max_bytes: int) -> tuple[str, bytes]:
     """The bytes of the file ``raw`` names inside ``files``' folder, and its relative path: the host's guard
-    (``ProjectFiles.resolve``: no ``..``, nothing outside, no link out), then opened without following a final
-    link and without blocking, checked again through the descriptor (a regular file, inside the folder: a swap
-    after the check is caught), and at most ``max_bytes``."""
+    (``ProjectFiles.resolve``: no ``..``, nothing outside, no link out), then opened as the host's file actions open
+    (``open_in_workspace``: one folder at a time from the folder's descriptor, never through a link, without
+    blocking: a swap after the check reaches nothing outside), a regular file, and at most ``max_bytes``."""
     path = files.resolve(raw)
     relative = files.relative(path)
     if path.is_dir():
         raise PathRefused(f"{relative} is a folder: name a file in it (rlm_list_files shows them)")
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = open_in_workspace(files.root, relative, os.O_RDONLY)
     except FileNotFoundError:
         raise PathRefused(f"{relative} does not exist") from None
     except OSError as exc:
         raise PathRefused(f"{relative}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
-        real = Path(os.readlink(f"/proc/self/fd/{fd}")) if Path("/proc/self/fd").is_dir() else path.resolve()
-        if real != files.root and not real.is_relative_to(files.root):
-            raise PathRefused(f"{relative} leads outside the folder")
         if not stat.S_ISREG(info.st_mode):
             raise PathRefused(f"{relative} is not a regular file")
         if info.st_size > max_bytes:
