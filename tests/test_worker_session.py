@@ -79,9 +79,3 @@ def test_a_worker_that_does_not_answer_a_control_request_is_named_by_the_runtime
         assert "Cause: the test container did not answer a 'get' request in time" in result.error
     finally:
         session.shutdown()
-
-
-def test_the_process_runtime_keeps_calling_its_worker_the_sandbox_process():
-    from rlm_host.sandbox.process import ProcessSandbox
-
-    assert ProcessSandbox.worker_noun == "the sandbox process"
