@@ -150,11 +150,16 @@ class ToolCalls:
             event["result"] = sub_call_text(_json_text(result, f"the result of {tool.name}"))
             return result
         except Exception as exc:
-            event["error"] = f"{type(exc).__name__}: {exc}"
+            event["error"] = tool_error_text(exc)
             raise
         finally:
             event["seconds"] = round(time.monotonic() - started, 3)
             self.emit("sub_call", event)
+
+
+def tool_error_text(exc: BaseException) -> str:
+    """A tool's exception as the model is shown it (and the ``tool_call`` event records it): type and message."""
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _within(timeout: float, tool: Tool, args: tuple, kwargs: dict[str, Any]) -> Any:

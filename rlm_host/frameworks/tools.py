@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 from rlm_host.environments.kit import answer_text, execute_code, tool_result_text as tool_result_text, truncate
 from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.environments.repl import SubCalls
-from rlm_host.environments.repl_tools import Tool, ToolCalls, signature_of
+from rlm_host.environments.repl_tools import Tool, ToolCalls, signature_of, tool_error_text as tool_error_text
 from rlm_host.errors import ConfigError
 from rlm_host.results import ExecResult
 from rlm_host.sandbox.protocol import SandboxSession
@@ -163,11 +163,6 @@ class UserTools:
             return await asyncio.to_thread(call, *args, **kwargs)
 
         return _dressed(acall if asynchronous else call, tool)
-
-
-def tool_error_text(exc: BaseException) -> str:
-    """A tool's exception as the model is shown it (and the ``tool_call`` event records it): type and message."""
-    return f"{type(exc).__name__}: {exc}"
 
 
 def check_tool_names(tools: UserTools, taken: Any, framework: str) -> None:
