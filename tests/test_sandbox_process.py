@@ -171,15 +171,11 @@ def test_a_relative_workspace_is_the_hosts_folder_for_a_forked_worker(tmp_path, 
         session.shutdown()
 
 
-def test_a_worker_lost_in_a_control_request_is_the_sandbox_process():
-    """A worker that dies or hangs while answering ``get`` (a ``repr`` that exits or sleeps) is restarted, and the
-    next step says why, naming the worker as this runtime does."""
+def test_a_worker_hung_in_a_control_request_is_the_sandbox_process():
+    """A worker that hangs while answering ``get`` (a ``repr`` that sleeps) is restarted after ``control_timeout``,
+    and the next step says why, naming the worker as this runtime does (the contract checks a worker that dies)."""
     session = ProcessSandbox(ProcessSettings(control_timeout=1))
     try:
-        session.execute("import os, time\nclass Dies:\n    def __repr__(self):\n        os._exit(9)\nd = Dies()")
-        with pytest.raises(KeyError):  # retried on a fresh worker, where the variable is gone
-            session.get_variable("d")
-        assert "Cause: the sandbox process died: exit code 9" in session.execute("pass").error
         session.execute("import time\nclass Hangs:\n    def __repr__(self):\n        time.sleep(30)\nh = Hangs()")
         with pytest.raises(SandboxError, match="did not answer 'get' in time; restarted"):
             session.get_variable("h")

@@ -417,6 +417,16 @@ class SandboxContract:
         assert "exit code 3" in result.error and "context" in result.error
         assert sandbox.execute("print(context)").stdout == "kept\n"
 
+    def test_a_worker_lost_while_answering_the_host_is_replaced(self, sandbox):
+        """A worker that dies while answering the host (a variable whose ``repr`` exits) is replaced, and the next
+        step says why, naming the worker as the runtime does (its ``worker_noun``)."""
+        self._needs_full_cpython("no os._exit()")
+        sandbox.execute("import os\nclass Dies:\n    def __repr__(self):\n        os._exit(9)\nd = Dies()")
+        with pytest.raises(KeyError):  # asked again of a fresh worker, where the variable is gone
+            sandbox.get_variable("d")
+        noun = getattr(sandbox, "worker_noun", "")
+        assert f"Cause: {noun} died" in sandbox.execute("pass").error
+
     def test_memory_bomb_is_an_ordinary_error(self, sandbox):
         """The session's memory limit refuses the allocations: that, not a clock, ends each step, so the steps get
         a generous time limit (:data:`MEMORY_BOMB_BOUND_S`) that only bounds a runtime that never refuses them —

@@ -54,18 +54,14 @@ class TestDockerSandbox(SandboxContract):
         assert session.settings.memory == "600m" and session.limits == self.limits
         session.shutdown()
 
-    def test_a_container_lost_in_a_control_request_is_called_a_container(self):
-        """A container that dies or hangs while answering ``get`` (a ``repr`` that exits or sleeps) is replaced,
-        and the next step names it as a container, not as the process runtime's worker."""
+    def test_a_container_hung_in_a_control_request_is_called_a_container(self):
+        """A container that hangs while answering ``get`` (a ``repr`` that sleeps) is replaced after
+        ``control_timeout``, and the next step names it as a container (the contract checks one that dies)."""
         from rlm_sandbox_docker.runtime import DockerSandbox
         from rlm_sandbox_docker.settings import DockerSettings
 
         session = DockerSandbox(DockerSettings(control_timeout=2), limits=self.limits)
         try:
-            session.execute("import os\nclass Dies:\n    def __repr__(self):\n        os._exit(9)\nd = Dies()")
-            with pytest.raises(KeyError):  # retried in a fresh container, where the variable is gone
-                session.get_variable("d")
-            assert "Cause: the sandbox container died: " in session.execute("pass").error
             session.execute("import time\nclass Hangs:\n    def __repr__(self):\n        time.sleep(60)\nh = Hangs()")
             with pytest.raises(SandboxError, match="did not answer 'get' in time; restarted"):
                 session.get_variable("h")
