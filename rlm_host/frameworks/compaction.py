@@ -15,9 +15,8 @@ import threading
 from typing import Any, Optional
 
 from rlm_host.environments.kit import truncate
+from rlm_host.models.protocol import Message, merge_same_role
 from rlm_host.tokens import CHARS_PER_TOKEN, count_tokens
-
-Message = dict[str, str]
 
 COMPACTION_PROMPT = (
     "Summarise the work so far for your own later use: what you learned about the task and `context`, what the "
@@ -91,7 +90,7 @@ class ChatCompactor:
                    if self._summary else [])
         task = [m for m in head if m["role"] != "system"][:1]
         messages = task + earlier + shown + [{"role": "user", "content": COMPACTION_PROMPT}]
-        completion = self.role.complete(_alternating(messages), purpose="compaction")
+        completion = self.role.complete(merge_same_role(messages), purpose="compaction")
         return (completion.text or "").strip() or "(the model returned no summary)"
 
     def _tokens(self, chat: list[Message]) -> int:
@@ -103,14 +102,3 @@ def _split(chat: list[Message]) -> tuple[list[Message], list[Message]]:
     index = next((i for i, message in enumerate(chat) if message["role"] != "system"), len(chat))
     index += index < len(chat) and chat[index]["role"] == "user"
     return chat[:index], chat[index:]
-
-
-def _alternating(messages: list[Message]) -> list[Message]:
-    """Consecutive messages of one role merged (some chat templates refuse two user turns in a row)."""
-    out: list[Message] = []
-    for message in messages:
-        if out and out[-1]["role"] == message["role"]:
-            out[-1] = {"role": message["role"], "content": out[-1]["content"] + "\n\n" + message["content"]}
-        else:
-            out.append(dict(message))
-    return out

@@ -18,7 +18,7 @@ from rlm_host.errors import ModelError
 
 __all__ = [
     "Completion", "Message", "ModelConnector", "ModelError", "ModelOptions", "Purpose", "ReplyFormat",
-    "ReplyFormatMode", "RetryCallback", "provider_of", "reply_format_for",
+    "ReplyFormatMode", "RetryCallback", "merge_same_role", "provider_of", "reply_format_for",
 ]
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
@@ -124,6 +124,18 @@ class ModelConnector(Protocol):
         ``reply_format``, given only to a connector declaring ``reply_formats``, is the shape the answer must have:
         enforce it (and say so in ``Completion.raw["reply_format"]``); connectors that cannot accept and ignore it.
         """
+
+
+def merge_same_role(messages: list[Message]) -> list[Message]:
+    """``messages`` with each run of one role joined into one message (texts apart by a blank line): many chat
+    APIs and templates refuse two user (or assistant) turns in a row. New dicts; the input is left as it is."""
+    out: list[Message] = []
+    for message in messages:
+        if out and out[-1]["role"] == message["role"]:
+            out[-1]["content"] += "\n\n" + message["content"]
+        else:
+            out.append(dict(message))
+    return out
 
 
 def provider_of(connector: ModelConnector) -> str:

@@ -18,7 +18,7 @@ Reference plugins to copy: ``plugins/rlm-provider-anthropic`` (an SDK-based conn
 from rlm_host.models.connector_base import (MalformedBody, RetryingConnector, StatusError, context_window_of, json_body,
                                             reject_raw_text, retry_after_of, token_count, validate_settings)
 from rlm_host.models.protocol import (Completion, Message, ModelConnector, ModelOptions, Purpose, ReplyFormat,
-                                   ReplyFormatMode, RetryCallback)
+                                   ReplyFormatMode, RetryCallback, merge_same_role)
 from rlm_host.models.catalog import context_window as listed_context_window
 from rlm_host.models.openai_provider import OPENAI_STYLE, OpenAIConnector, ReplyFormatFields
 from rlm_host.models.openai_provider import ProviderSettings as OpenAISettings
@@ -31,6 +31,8 @@ __all__ = [
     # the connector protocol
     "ModelConnector", "Completion", "Message", "ModelOptions", "Purpose", "ReplyFormat", "ReplyFormatMode",
     "RetryCallback",
+    # consecutive messages of one role joined, for APIs and templates that want the roles to alternate
+    "merge_same_role",
     # retries
     "RetryPolicy", "Failure", "is_retryable_status", "status_text",
     # the base of SDK-based connectors
