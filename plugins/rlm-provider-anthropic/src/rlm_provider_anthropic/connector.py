@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from rlm_host import ModelError
 from rlm_host.sdk.models import (
     Completion, Failure, MalformedBody, Message, ModelOptions, RetryCallback, RetryPolicy, RetryingConnector,
-    context_window_of, is_retryable_status, reject_raw_text, retry_after_of, status_text, token_count,
+    context_window_of, is_retryable_status, merge_same_role, reject_raw_text, retry_after_of, status_text,
+    token_count,
 )
 
 from rlm_provider_anthropic.hooks import DEFAULT_BASE_URL, INSTALL_HINT
@@ -69,7 +70,7 @@ def context_window_for(model: str) -> int | None:
 def to_messages_api(messages: list[Message], *, what: str = "anthropic") -> tuple[str | None, list[dict[str, str]]]:
     """``(system, messages)`` for the Messages API: system text apart, same-role turns merged, empty ones left out."""
     system: list[str] = []
-    turns: list[dict[str, str]] = []
+    turns: list[Message] = []
     for message in messages:
         role = message.get("role")
         content = message.get("content")
@@ -80,12 +81,9 @@ def to_messages_api(messages: list[Message], *, what: str = "anthropic") -> tupl
             continue
         if role not in ("user", "assistant"):
             raise ModelError(f"{what}: unsupported message role {role!r} (expected system, user or assistant)")
-        if not content.strip():
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + content
-        else:
+        if content.strip():
             turns.append({"role": role, "content": content})
+    turns = merge_same_role(turns)
     if not turns:
         raise ModelError(f"{what}: no user or assistant message to send (the Messages API needs at least one)")
     if turns[-1]["role"] == "assistant":

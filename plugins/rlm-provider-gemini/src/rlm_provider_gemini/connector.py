@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from rlm_host import ModelError
 from rlm_host.sdk.models import (
     Completion, Failure, Message, ModelOptions, RetryCallback, RetryPolicy, RetryingConnector, context_window_of,
-    is_retryable_status, retry_after_of, status_text, token_count,
+    is_retryable_status, merge_same_role, retry_after_of, status_text, token_count,
 )
 
 from rlm_provider_gemini.hooks import DEFAULT_BASE_URL, INSTALL_HINT, KEY_ENVS
@@ -76,7 +76,7 @@ def context_window_for(model: str) -> int | None:
 def to_gemini_contents(messages: list[Message], *, what: str = "gemini") -> tuple[str | None, list[dict[str, Any]]]:
     """``(system_instruction, contents)``: system text apart, ``assistant`` → ``model``, same-role turns merged."""
     system: list[str] = []
-    turns: list[dict[str, Any]] = []
+    turns: list[Message] = []
     for message in messages:
         role = message.get("role")
         content = message.get("content")
@@ -87,16 +87,13 @@ def to_gemini_contents(messages: list[Message], *, what: str = "gemini") -> tupl
             continue
         if role not in ("user", "assistant"):
             raise ModelError(f"{what}: unsupported message role {role!r} (expected system, user or assistant)")
-        if not content.strip():
-            continue
-        api_role = "model" if role == "assistant" else "user"
-        if turns and turns[-1]["role"] == api_role:
-            turns[-1]["parts"][0]["text"] += "\n\n" + content
-        else:
-            turns.append({"role": api_role, "parts": [{"text": content}]})
+        if content.strip():
+            turns.append({"role": role, "content": content})
     if not turns:
         raise ModelError(f"{what}: no user or assistant message to send (the API needs at least one)")
-    return ("\n\n".join(system) or None), turns
+    contents = [{"role": "model" if turn["role"] == "assistant" else "user", "parts": [{"text": turn["content"]}]}
+                for turn in merge_same_role(turns)]
+    return ("\n\n".join(system) or None), contents
 
 
 class GeminiConnector(RetryingConnector):
