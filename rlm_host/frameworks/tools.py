@@ -230,6 +230,15 @@ When you know the answer, give it as the final answer (or call FINAL(answer) ins
 {max_steps} turns (replies) in all."""
 
 
+def agent_instructions(ctx: Any, *, preview_chars: int, extra: str = "", user_instructions: str = "") -> str:
+    """What a tool-calling framework tells its agent: :data:`AGENT_INSTRUCTIONS` for the run's context and step
+    limit (``extra``: the framework's own sentence), then the answer's type and the user's instructions, if any."""
+    description = describe_context_briefly(ctx.context_meta, preview_chars)
+    text = AGENT_INSTRUCTIONS.format(extra=extra, description=description, max_steps=ctx.max_steps)
+    after = [part for part in (answer_type_instructions(ctx.output), user_instructions.strip()) if part]
+    return "\n\n".join([text, *after])
+
+
 def describe_context_briefly(meta: dict[str, Any], preview_chars: int) -> str:
     """The context's metadata in a few words for an agent's instructions (never the context: at most its
     preview's first ``preview_chars`` characters)."""

@@ -3,9 +3,9 @@ factory is called with a ``FrameworkContext`` and returns a ``Framework``: ``run
 
 A framework lets an agent framework drive the loop over the run's own sandbox and models: ``SandboxTools``
 (``ctx.tools``) is the sandbox as tools (``run_code``…, described by ``TOOL_DESCRIPTIONS`` and
-``AGENT_INSTRUCTIONS``), ``run_coroutine`` runs an async framework from the plugin's thread, and
-``StepLimitReached`` ends a run at its step limit. A framework that expects native tool calls gets them from a
-text-only model through the tool protocol of ``rlm_host.sdk.tools``.
+``AGENT_INSTRUCTIONS``, which ``agent_instructions`` fills in for the run), ``run_coroutine`` runs an async
+framework from the plugin's thread, and ``StepLimitReached`` ends a run at its step limit. A framework that
+expects native tool calls gets them from a text-only model through the tool protocol of ``rlm_host.sdk.tools``.
 ``truncate`` is the environments' middle-cut of long output.
 
 The user's own functions (``RLM(tools=[fn])``, ``--tool``) reach an agent's tools as ``ctx.tools.user_tools``
@@ -29,16 +29,17 @@ from rlm_host.environments.repl_format import REPLY_FORMAT as REPL_REPLY_FORMAT
 from rlm_host.frameworks.compaction import ChatCompactor
 from rlm_host.environments.output_type import OutputInvalid
 from rlm_host.frameworks.tools import (AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, CodeOutcome,
-                                       SandboxTools, UserTools, answer_type_instructions, check_tool_names,
-                                       describe_context_briefly, tool_error_text, tool_result_text, typed_answer)
+                                       SandboxTools, UserTools, agent_instructions, answer_type_instructions,
+                                       check_tool_names, describe_context_briefly, tool_error_text, tool_result_text,
+                                       typed_answer)
 
 __all__ = [
     # the contract
     "Framework", "FrameworkContext", "FrameworkOutcome", "StepLimitReached", "run_coroutine",
     "EVENT_REWARDS", "FrameworkRewards",
     # the run's sandbox as tools
-    "SandboxTools", "CodeOutcome", "TOOL_DESCRIPTIONS", "AGENT_INSTRUCTIONS", "describe_context_briefly",
-    "truncate",
+    "SandboxTools", "CodeOutcome", "TOOL_DESCRIPTIONS", "AGENT_INSTRUCTIONS", "agent_instructions",
+    "describe_context_briefly", "truncate",
     # the user's own functions as an agent's tools, and the run's answer type
     "UserTools", "tool_error_text", "tool_result_text", "check_tool_names", "typed_answer", "OutputInvalid",
     "ANSWER_REJECTED", "answer_type_instructions",

@@ -53,9 +53,8 @@ from rlm_adapter_adk.model import INVALID_KEY, RlmLlm, reply_of, result_status
 from rlm_adapter_adk.settings import AdkSettings
 from rlm_host import BudgetExceeded, RlmError
 from rlm_host.sdk.frameworks import (
-    AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
-    answer_type_instructions, check_tool_names, describe_context_briefly, run_coroutine, tool_error_text,
-    tool_result_text, truncate, typed_answer,
+    ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid, agent_instructions,
+    check_tool_names, run_coroutine, tool_error_text, tool_result_text, truncate, typed_answer,
 )
 
 APP = "rlm"
@@ -64,10 +63,6 @@ APP = "rlm"
 #: records it as a retry step). While a run lasts, those records are dropped; any other stays.
 _QUIET_LOGS = ("google_adk.google.adk.runners", "google_adk.google.adk.workflow._node_runner",
                "google_adk.google.adk.flows.llm_flows.tools._caller")
-
-
-#: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
-EXTRA_INSTRUCTIONS = ""
 
 
 def create(settings: Optional[AdkSettings], ctx: FrameworkContext) -> "AdkFramework":
@@ -98,7 +93,8 @@ class AdkFramework:
 
     def agent(self) -> LlmAgent:
         """The agent: our root model, the sandbox's tools, the RLM instructions."""
-        instruction = self.instructions()
+        instruction = agent_instructions(self.ctx, preview_chars=self.settings.preview_chars,
+                                         user_instructions=self.settings.instructions)
         return LlmAgent(
             name="rlm",
             model=RlmLlm(self.ctx.root),
@@ -108,14 +104,6 @@ class AdkFramework:
             description="Answers a task about a large context through a Python REPL",
             tools=[FunctionTool(tool) for tool in self.tools()],
         )
-
-    def instructions(self) -> str:
-        description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
-        steps = self.ctx.max_steps
-        text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip())
-                 if part]
-        return "\n\n".join([text, *extra])
 
     async def _run(self) -> FrameworkOutcome:
         quiet = _QuietAdkLogs()

@@ -52,9 +52,8 @@ from rlm_adapter_deepagents.model import INVALID_KEY, REPLY_KEY, RlmChatModel
 from rlm_adapter_deepagents.settings import DeepAgentsSettings
 from rlm_host import ConfigError
 from rlm_host.sdk.frameworks import (
-    AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
-    answer_type_instructions, check_tool_names, describe_context_briefly, tool_error_text, tool_result_text, truncate,
-    typed_answer,
+    ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid, agent_instructions,
+    check_tool_names, tool_error_text, tool_result_text, truncate, typed_answer,
 )
 
 
@@ -66,7 +65,7 @@ SUB_AGENT_DESCRIPTION = ("An agent like you, with the same tools and the same co
                          "the task: give it a complete description of what to find or do; it answers in one message.")
 
 
-#: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
+#: The framework's own sentence in the agent's instructions (rlm_host.sdk.frameworks.agent_instructions).
 EXTRA_INSTRUCTIONS = (" The file tools (ls, read_file, write_file…) are a scratch space for notes, not where the "
                       "context is.")
 
@@ -131,8 +130,10 @@ class DeepAgentsFramework:
         if backend is not None:
             options["backend"] = backend
         model = RlmChatModel(role=self.ctx.root, brief_tools=self.settings.brief_tool_descriptions)
-        return create_deep_agent(model=model, tools=tools, system_prompt=self.instructions(), middleware=middleware,
-                                 name="rlm", subagents=[self._sub_agent()], **options)
+        prompt = agent_instructions(self.ctx, preview_chars=self.settings.preview_chars, extra=EXTRA_INSTRUCTIONS,
+                                    user_instructions=self.settings.instructions)
+        return create_deep_agent(model=model, tools=tools, system_prompt=prompt, middleware=middleware, name="rlm",
+                                 subagents=[self._sub_agent()], **options)
 
     def user_tools(self) -> list[Any]:
         """The user's functions as LangChain tools; a tool's exception is an error ToolMessage (``ToolException``)."""
@@ -190,14 +191,6 @@ class DeepAgentsFramework:
             raise ConfigError(f"[framework.deepagents] root {root} is not a folder",
                               hint="create it, or use backend = 'state'")
         return root
-
-    def instructions(self) -> str:
-        description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
-        steps = self.ctx.max_steps
-        text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip())
-                 if part]
-        return "\n\n".join([text, *extra])
 
     def _resend_invalid(self) -> Any:
         """A middleware sending a malformed reply back to the model (a few times per run) instead of ending."""

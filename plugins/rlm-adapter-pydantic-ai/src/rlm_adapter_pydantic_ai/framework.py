@@ -60,17 +60,12 @@ from rlm_adapter_pydantic_ai.model import REPLY_KEY, RlmModel, reject_invalid_re
 from rlm_adapter_pydantic_ai.settings import PydanticAISettings
 from rlm_host import RlmError
 from rlm_host.sdk.frameworks import (
-    AGENT_INSTRUCTIONS, ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid,
-    answer_type_instructions, check_tool_names, describe_context_briefly, run_coroutine, tool_error_text,
-    tool_result_text, truncate, typed_answer,
+    ANSWER_REJECTED, TOOL_DESCRIPTIONS, FrameworkContext, FrameworkOutcome, OutputInvalid, agent_instructions,
+    check_tool_names, run_coroutine, tool_error_text, tool_result_text, truncate, typed_answer,
 )
 
 #: The framework's own tools, and pydantic-ai's output tool: no tool of the user's may take their names.
 OWN_TOOLS = ("run_code", "llm_query", "final_result")
-
-
-#: The framework's own sentence in the agent's instructions (rlm_host.AGENT_INSTRUCTIONS).
-EXTRA_INSTRUCTIONS = ""
 
 
 def create(settings: Optional[PydanticAISettings], ctx: FrameworkContext) -> "PydanticAIFramework":
@@ -113,7 +108,8 @@ class PydanticAIFramework:
         output_retries = self.settings.output_retries if self.settings.output_retries is not None else retries
         agent: Agent[None, Any] = Agent(
             RlmModel(self.ctx.root),
-            instructions=self.instructions(),
+            instructions=agent_instructions(self.ctx, preview_chars=self.settings.preview_chars,
+                                            user_instructions=self.settings.instructions),
             tools=[Tool(self._run_code, name="run_code", description=TOOL_DESCRIPTIONS["run_code"]),
                    Tool(self._llm_query, name="llm_query", description=TOOL_DESCRIPTIONS["llm_query"]),
                    *self.user_tools()],
@@ -162,14 +158,6 @@ class PydanticAIFramework:
             self._rejected = str(invalid)
             raise ModelRetry(ANSWER_REJECTED.format(problems=invalid)) from None
         return output
-
-    def instructions(self) -> str:
-        steps = self.ctx.max_steps
-        description = describe_context_briefly(self.ctx.context_meta, self.settings.preview_chars)
-        text = AGENT_INSTRUCTIONS.format(extra=EXTRA_INSTRUCTIONS, description=description, max_steps=steps)
-        extra = [part for part in (answer_type_instructions(self.ctx.output), self.settings.instructions.strip())
-                 if part]
-        return "\n\n".join([text, *extra])
 
     async def _run(self) -> FrameworkOutcome:
         agent = self.agent()
