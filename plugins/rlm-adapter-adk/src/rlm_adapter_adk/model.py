@@ -27,6 +27,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 import rlm_host.sdk.tools as protocol
 from rlm_host.sdk.frameworks import ChatCompactor, tool_result_text
+from rlm_host.sdk.models import merge_same_role
 
 #: Keys this model writes into ``LlmResponse.custom_metadata``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -97,18 +98,18 @@ def _lower_types(value: Any) -> Any:
 
 def to_chat(llm_request: LlmRequest, *, protocol_text: str = "") -> list[dict[str, str]]:
     """ADK's request as role/content messages: one system message (the system instruction, then the protocol),
-    then user and assistant turns (function responses are user turns)."""
+    then user and assistant turns (function responses are user turns; consecutive turns of one role are merged)."""
     system = [instruction_text(llm_request.config.system_instruction)]
     chat: list[dict[str, str]] = []
     for content in llm_request.contents:
         role = "assistant" if content.role == "model" else "user"
         text = model_turn_text(content) if role == "assistant" else user_turn_text(content)
         if text or role == "assistant":
-            _add(chat, role, text or "(empty reply)")
+            chat.append({"role": role, "content": text or "(empty reply)"})
     if protocol_text:
         system.append(protocol_text)
     joined = "\n\n".join(s.strip() for s in system if s and s.strip())
-    return ([{"role": "system", "content": joined}] if joined else []) + chat
+    return ([{"role": "system", "content": joined}] if joined else []) + merge_same_role(chat)
 
 
 def instruction_text(instruction: Any) -> str:
@@ -166,14 +167,6 @@ def result_status(value: dict[str, Any]) -> tuple[str, str]:
     if set(value) == {"result"}:
         return "ok", tool_result_text(value["result"])
     return "ok", tool_result_text(value)
-
-
-def _add(chat: list[dict[str, str]], role: str, text: str) -> None:
-    """Consecutive turns of one role are merged (several tool results, a result and a note…)."""
-    if chat and chat[-1]["role"] == role:
-        chat[-1]["content"] += "\n\n" + text
-    else:
-        chat.append({"role": role, "content": text})
 
 
 # ---------------------------------------------------------------------------------------------- replies

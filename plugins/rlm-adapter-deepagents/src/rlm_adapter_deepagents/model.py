@@ -26,6 +26,7 @@ from pydantic import ConfigDict
 
 import rlm_host.sdk.tools as protocol
 from rlm_host.sdk.frameworks import ChatCompactor
+from rlm_host.sdk.models import merge_same_role
 
 #: Keys this model writes into ``AIMessage.additional_kwargs``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -93,19 +94,20 @@ def to_chat(messages: Sequence[BaseMessage], protocol_text: str = "") -> list[di
         if isinstance(message, SystemMessage):
             system.append(message.text)
         elif isinstance(message, AIMessage):
-            _add(chat, "assistant", assistant_text(message) or "(empty reply)")
+            chat.append({"role": "assistant", "content": assistant_text(message) or "(empty reply)"})
         elif isinstance(message, ToolMessage):
             status = "error" if message.status == "error" else "ok"
-            _add(chat, "user", protocol.format_tool_result(message.name or "tool", message.text, status=status))
+            result = protocol.format_tool_result(message.name or "tool", message.text, status=status)
+            chat.append({"role": "user", "content": result})
         elif isinstance(message, HumanMessage):
-            _add(chat, "user", message.text)
+            chat.append({"role": "user", "content": message.text})
         else:  # other message kinds (a chat message of another role): their text, as the user's
             if message.text:
-                _add(chat, "user", message.text)
+                chat.append({"role": "user", "content": message.text})
     if protocol_text:
         system.append(protocol_text)
     head = [{"role": "system", "content": "\n\n".join(s.strip() for s in system if s.strip())}] if system else []
-    return head + chat
+    return head + merge_same_role(chat)
 
 
 def assistant_text(message: AIMessage) -> str:
@@ -115,13 +117,6 @@ def assistant_text(message: AIMessage) -> str:
         return reply
     calls = [protocol.format_tool_call(call["name"], call.get("args") or {}) for call in message.tool_calls]
     return "\n".join(([message.text] if message.text.strip() else []) + calls)
-
-
-def _add(chat: list[dict[str, str]], role: str, text: str) -> None:
-    if chat and chat[-1]["role"] == role:
-        chat[-1]["content"] += "\n\n" + text
-    else:
-        chat.append({"role": role, "content": text})
 
 
 # ---------------------------------------------------------------------------------------------- replies

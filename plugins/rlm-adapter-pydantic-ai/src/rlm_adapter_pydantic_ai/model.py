@@ -39,6 +39,7 @@ from pydantic_ai.usage import RequestUsage
 
 import rlm_host.sdk.tools as protocol
 from rlm_host.sdk.frameworks import ChatCompactor
+from rlm_host.sdk.models import merge_same_role
 
 #: Keys this model writes into ``ModelResponse.provider_details``.
 REPLY_KEY, INVALID_KEY = "rlm_reply", "rlm_invalid"
@@ -114,7 +115,8 @@ def instructions_of(messages: Sequence[ModelMessage], params: ModelRequestParame
 
 def to_chat(messages: Sequence[ModelMessage], *, instructions: str = "", protocol_text: str = "") -> list[dict]:
     """pydantic-ai's history as role/content messages: one system message (the instructions, the system prompts
-    leading the history, the protocol), then user and assistant turns (tool results are user turns)."""
+    leading the history, the protocol), then user and assistant turns (tool results are user turns; consecutive
+    turns of one role are merged)."""
     system = [instructions] if instructions.strip() else []
     chat: list[dict[str, str]] = []
     leading = True
@@ -127,15 +129,15 @@ def to_chat(messages: Sequence[ModelMessage], *, instructions: str = "", protoco
                 leading = False
                 text = request_part_text(part)
                 if text:
-                    _add(chat, "user", text)
+                    chat.append({"role": "user", "content": text})
         elif isinstance(message, ModelResponse):
             leading = False
             text = response_text(message)
-            _add(chat, "assistant", text or "(empty reply)")
+            chat.append({"role": "assistant", "content": text or "(empty reply)"})
     if protocol_text:
         system.append(protocol_text)
     head = [{"role": "system", "content": "\n\n".join(s.strip() for s in system if s.strip())}] if system else []
-    return head + chat
+    return head + merge_same_role(chat)
 
 
 def request_part_text(part: Any) -> str:
@@ -178,14 +180,6 @@ def _user_text(content: Any) -> str:
         else:  # images, audio, documents: a text-only model gets a note instead
             pieces.append(f"[{type(item).__name__} not shown: this model reads text only]")
     return "\n".join(pieces)
-
-
-def _add(chat: list[dict[str, str]], role: str, text: str) -> None:
-    """Consecutive turns of one role are merged (several tool results, a result and a retry note…)."""
-    if chat and chat[-1]["role"] == role:
-        chat[-1]["content"] += "\n\n" + text
-    else:
-        chat.append({"role": role, "content": text})
 
 
 # ---------------------------------------------------------------------------------------------- replies
