@@ -139,3 +139,23 @@ def test_writes_never_follow_a_folder_swapped_for_a_link_after_the_check(tree, m
     with pytest.raises(PathRefused, match="without following links"):
         workspace.write_text("pkg/evil.py", "pwned")
     assert not (secret.parent / "evil.py").exists()
+
+
+def test_reads_never_follow_a_folder_swapped_for_a_link_after_the_check(tree, monkeypatch):
+    """The same race for a read: a checked folder swapped for a symlink to the outside (where a file of the same name
+    holds a secret) between the check and the open. The walk refuses the link; the secret is never returned."""
+    workspace, project, secret = tree
+    (project / "pkg").mkdir()
+    (project / "pkg" / "secret.txt").write_text("inside")
+    real_resolve = ProjectFiles.resolve
+
+    def resolve_then_swap(self, raw):
+        path = real_resolve(self, raw)
+        (project / "pkg" / "secret.txt").unlink()
+        (project / "pkg").rmdir()
+        (project / "pkg").symlink_to(secret.parent)  # pkg/secret.txt now names the host's secret
+        return path
+
+    monkeypatch.setattr(ProjectFiles, "resolve", resolve_then_swap)
+    with pytest.raises(PathRefused):
+        workspace.read_text("pkg/secret.txt")
