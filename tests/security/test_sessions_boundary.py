@@ -329,3 +329,35 @@ def test_a_session_saved_over_a_file_resumes_over_the_same_file(rlm_isolated, rl
     first.ask("Sum the numbers")
     again = rlm.session(resume=first.id)
     assert again.context == document.resolve() and not again.ignored
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link"])
+def test_a_key_file_planted_as_a_fifo_or_a_link_is_no_key(tmp_path, plant):
+    """Another local user (or a tool) puts a FIFO or a symbolic link where the user's key lives: reading the key
+    neither hangs on the FIFO nor follows the link to a file it would then sign with; it is an OSError (no key:
+    nothing verifies)."""
+    import threading
+
+    from rlm_host.config.user_key import KEY_FILE, user_key
+
+    folder = tmp_path / "config" / "rlm"
+    folder.mkdir(parents=True)
+    if plant == "fifo":
+        os.mkfifo(folder / KEY_FILE)
+    else:
+        (tmp_path / "chosen").write_bytes(b"k" * 32)  # a key the planter knows
+        (folder / KEY_FILE).symlink_to(tmp_path / "chosen")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    outcome: list[BaseException | bytes] = []
+    reader = threading.Thread(target=lambda: outcome.append(_attempt(user_key, env)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "reading the key hung"
+    assert isinstance(outcome[0], OSError), outcome
+
+
+def _attempt(function, *args):
+    try:
+        return function(*args)
+    except BaseException as exc:  # noqa: BLE001 - the test looks at what was raised
+        return exc
