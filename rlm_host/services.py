@@ -87,9 +87,13 @@ class CommandServices(HostServices):
     trust_config: bool = False
 
     @classmethod
-    def of(cls, ctx: Any) -> "CommandServices":
+    def of(cls, ctx: Any = None) -> "CommandServices":
         """The services of the ``rlm`` command that ``ctx`` (a click or typer ``Context``, or one of a click
-        command run inside ``rlm``) belongs to; ``RuntimeError`` outside ``rlm``."""
+        command run inside ``rlm``; default: the command being run) belongs to; ``RuntimeError`` outside ``rlm``."""
+        if ctx is None:
+            from typer import _click as click  # typer vendors its click: the contexts are that module's
+
+            ctx = click.globals.get_current_context()
         provide = getattr(ctx.find_root().obj, "command_services", None)
         if provide is None:
             raise RuntimeError("CommandServices.of(ctx) is for sub-commands of `rlm`")

@@ -23,6 +23,7 @@ from rlm_host import hookspecs, testing
 from rlm_host.components import KINDS
 from rlm_host.config.schema import Settings
 from rlm_host.plugins.host import PluginHost
+from rlm_host.trajectory.store import RUNS_DIR
 
 HOST = REPO / "rlm_host"
 PLUGIN_SOURCES = sorted((REPO / "plugins").glob("*/src/**/*.py"))
@@ -115,8 +116,11 @@ def plugin_names() -> set[str]:
     plugins = [p for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file()]
     names |= {p.name for p in plugins} | {s.name for p in plugins for s in p.glob("src/*") if s.is_dir()}
     # the host's own vocabulary, which a plugin may also take as a name (rlm-sandbox-docker's `rlm sandbox`
-    # command): the kinds, the config sections ([sandbox.docker]) and their hooks
-    return names - {word for kind in KINDS for word in (kind.name, kind.plural)}
+    # command, rlm-runs' `json` exporter and `rlm runs`): the kinds, the config sections ([sandbox.docker]) and
+    # their hooks, the names the host registers itself (its `json` context loader), and the run home's folders
+    own = {name for kind in KINDS for record, owner in host.registry(kind.name).items() if owner == "rlm-host"
+           for name in record.names}
+    return names - {word for kind in KINDS for word in (kind.name, kind.plural)} - own - {RUNS_DIR}
 
 
 def test_the_host_names_no_plugin():

@@ -270,7 +270,7 @@ def _model_refusal(model: str, host: Any) -> str:
         spec = host.providers().get(split_model_string(model, host)[0])
     except RlmError:
         return "names no installed provider"
-    if spec.name in ("scripted", "replay"):
+    if spec.model_files and not spec.default_model:  # every model of it is a file: a script, a saved run
         return "its provider reads a file"
     return "names a file its provider reads" if reads_model_file(model, host) else ""
 

@@ -65,7 +65,7 @@ def group(help_text: str) -> typer.Typer:
     return commands
 
 
-def say(text: str) -> None:
+def echo(text: str) -> None:
     """Print ``text`` for a person, its control characters shown, never sent (``terminal_safe``): the printer of
     what came from runs, so no run's text reaches the terminal raw."""
     typer.echo(terminal_safe(text))

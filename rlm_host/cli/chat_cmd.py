@@ -18,7 +18,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperOption
 
-from rlm_host.cli.app import cli_state, say
+from rlm_host.cli.app import cli_state, echo
 from rlm_host.cli.run_cmd import ContextsCommand, for_stdout, run_params, watched
 from rlm_host.errors import RlmError
 from rlm_host.text import did_you_mean
@@ -38,7 +38,7 @@ def chat_session(context: tuple[str, ...], resume: Optional[str], list_: bool, q
     state = cli_state()
     if list_:
         for entry in list_sessions(state.settings().home):
-            say(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}")
+            echo(f"{entry['id']}  {entry['turns']} turns  {entry['last'][:70]}")
         return
     loaded = run_flags.apply(state.settings(), flags)  # a bad value is refused now, named by its flag
     chosen = {name: getattr(loaded.settings.run, name) for name, value in flags.items() if value not in (None, ())}
@@ -96,28 +96,28 @@ def _command(line: str, session: Any, rlm: Any) -> None:
     """Run one /command (``/exit`` and ``/quit`` end the session: the caller's loop sees them)."""
     name, _, argument = line.partition(" ")
     if name == "/context" and isinstance(session.context, Path):
-        say(f"context: {session.context} ({session.context.stat().st_size:,} bytes, read at every turn)")
+        echo(f"context: {session.context} ({session.context.stat().st_size:,} bytes, read at every turn)")
     elif name == "/context":
         from rlm_host.context import describe_context
 
         meta = describe_context(session.context)
-        say(f"context: {meta.get('type')}, {meta.get('total_chars', 0):,} characters"
+        echo(f"context: {meta.get('type')}, {meta.get('total_chars', 0):,} characters"
             + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))
     elif name == "/model" and argument.strip():
         rlm.check(model=argument.strip())  # raises: the model stays as it was
         session.options["model"] = argument.strip()
-        say(f"model from the next turn: {argument.strip()}")
+        echo(f"model from the next turn: {argument.strip()}")
     elif name == "/model":
-        say(f"model: {session.using('model') or 'auto'}")
+        echo(f"model: {session.using('model') or 'auto'}")
     elif name == "/vars":
         kept = ", ".join(f"{k} ({type(v).__name__})" for k, v in sorted(session.variables.items())) or "none"
-        say(f"kept: {kept}" + (f"\nnot kept: {', '.join(session.dropped)}" if session.dropped else ""))
+        echo(f"kept: {kept}" + (f"\nnot kept: {', '.join(session.dropped)}" if session.dropped else ""))
     elif name == "/save":
-        say(f"saved: {session.save()}  (rlm chat --resume {session.id})")
+        echo(f"saved: {session.save()}  (rlm chat --resume {session.id})")
     elif name == "/help":
-        say(HELP)
+        echo(HELP)
     elif name not in ("/exit", "/quit"):
-        say(f"unknown command {name}{did_you_mean(name, COMMANDS, show=str)}; {HELP}")
+        echo(f"unknown command {name}{did_you_mean(name, COMMANDS, show=str)}; {HELP}")
 
 
 def _sandbox(session: Any, rlm: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
+from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, echo
 from rlm_host.config.trust import record_trust
 from rlm_host.errors import InputError
 
@@ -30,7 +30,7 @@ def show(
                           "settings": {key: {"value": value, "source": source} for key, value, source in rows}})
     width = max(len(key) for key, _, _ in rows)
     for key, value, source in rows:
-        say(f"{key:<{width}}  = {json.dumps(value, default=str):<24}  # {source}")
+        echo(f"{key:<{width}}  = {json.dumps(value, default=str):<24}  # {source}")
 
 
 @app.command("trust")
@@ -48,9 +48,9 @@ def trust(
     store = record_trust(path, table, os.environ)
 
     risky = [key for key, value in _flatten(table) if risk_of(key, value, path.parent.resolve(), get_host())]
-    say(f"trusted {path.resolve()} (recorded in {store})")
+    echo(f"trusted {path.resolve()} (recorded in {store})")
     if risky:
-        say("it now sets: " + ", ".join(risky))
+        echo("it now sets: " + ", ".join(risky))
 
 
 @app.command("untrust")
@@ -60,7 +60,7 @@ def untrust(
     """Forget the trust given to a project's config file."""
     path, _ = _project_file(file)
     record_trust(path, None, os.environ)
-    say(f"no longer trusted: {path.resolve()}")
+    echo(f"no longer trusted: {path.resolve()}")
 
 
 def _project_file(file: Optional[Path]) -> tuple[Path, dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
+from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, echo
 
 app = group("Frameworks: run a task through DSPy, Pydantic AI… as an rlm run.")
 
@@ -27,7 +27,7 @@ def list_frameworks(as_json: bool = AS_JSON) -> None:
         return echo_json(rows)
     for row in rows:
         aliases = f" (alias {', '.join(row['aliases'])})" if row["aliases"] else ""
-        say(f"{row['name']:<14} {row['mode']:<11} {'ready' if row['ready'] else 'NOT READY':<10} "
+        echo(f"{row['name']:<14} {row['mode']:<11} {'ready' if row['ready'] else 'NOT READY':<10} "
             f"{row['description']}{aliases}  ({row['plugin']})")
         if not row["ready"]:
-            say(f"{'':<14} {row['detail']}" + (f"; hint: {row['hint']}" if row["hint"] else ""))
+            echo(f"{'':<14} {row['detail']}" + (f"; hint: {row['hint']}" if row["hint"] else ""))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
+from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, echo
 from rlm_host.errors import RlmError
 from rlm_host.redact import redact
 
@@ -50,16 +50,16 @@ def list_models(as_json: bool = AS_JSON) -> None:
         return echo_json({"providers": rows, "run": run})
     width = max(len(row["name"]) for row in rows)
     for row in rows:
-        say(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")
+        echo(f"{row['name']:<{width}} {row['status']:<11} {row['description']}")
         example = f"e.g. {row['name']}:{row['example_model']}" if row["example_model"] else "no default model"
         keys = ", ".join(f"{k['variable']} ({'set' if k['set'] else 'not set'})" for k in row["keys"])
         details = [f"default model: {row['default_model']}" if row["default_model"] else example,
                    *([f"key: {keys}"] if keys else []), *([f"base URL: {row['base_url']}"] if row["base_url"] else [])]
-        say(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})" + (f"\n{'':<{width}} hint: {row['hint']}"
+        echo(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})" + (f"\n{'':<{width}} hint: {row['hint']}"
                                                                           if row["hint"] else ""))
     auto = (f"{run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else "") if run["auto"]
             else f"none: {run['auto_error']}")
-    say(f"\nrun.model      {run['model']}\nrun.sub_model  {run['sub_model'] or '(the root model)'}\n"
+    echo(f"\nrun.model      {run['model']}\nrun.sub_model  {run['sub_model'] or '(the root model)'}\n"
         f"auto           {auto}")
 
 

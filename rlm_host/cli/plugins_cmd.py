@@ -6,7 +6,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from rlm_host.cli.app import command_settings, echo_json, group, say
+from rlm_host.cli.app import command_settings, echo_json, group, echo
 from rlm_host.errors import RlmError
 from rlm_host.plugins import get_host
 
@@ -23,14 +23,14 @@ def list_plugins(
     if as_json:
         return echo_json([d.as_dict() for d in dists])
     if not dists:
-        return say("no plugin distributions installed (rlm plugins list --all shows the built-ins)")
+        return echo("no plugin distributions installed (rlm plugins list --all shows the built-ins)")
     for dist in dists:
         label = f"{dist.name} {dist.version}" + (" (built-in)" if dist.builtin else "")
-        say(f"{label}  [{dist.status}]" + (f"  loaded in {dist.load_ms:.0f} ms" if dist.load_ms >= 20 else ""))
+        echo(f"{label}  [{dist.status}]" + (f"  loaded in {dist.load_ms:.0f} ms" if dist.load_ms >= 20 else ""))
         for kind, names in sorted(dist.provides.items()):
-            say(f"    {kind + ':':<13}{', '.join(sorted(names))}")
+            echo(f"    {kind + ':':<13}{', '.join(sorted(names))}")
         for error in dist.errors:
-            say(f"    error:       {error}")
+            echo(f"    error:       {error}")
 
 
 @app.command("doctor")
@@ -81,10 +81,10 @@ def _print_report(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as
     parts = [f"{len(problems)} problem{'s' if len(problems) != 1 else ''}", f"{sum(r['ok'] for r in rows)} of "
              f"{len(rows)} ready"] + ([f"{len(optional)} optional not ready (nothing configured uses them)"] if optional
                                       else [])
-    say(("\n" if shown else "") + ", ".join(parts) + ("" if all_ else "; --all lists every check"))
+    echo(("\n" if shown else "") + ", ".join(parts) + ("" if all_ else "; --all lists every check"))
     if all_:
         for kind in dict.fromkeys(r["kind"] for r in rows):
-            say(f"\n{kind}:")
+            echo(f"\n{kind}:")
             for r in (r for r in rows if r["kind"] == kind):
                 _print_row(r, (0, widths[1]), "")
 
@@ -92,6 +92,6 @@ def _print_report(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as
 def _print_row(r: dict[str, Any], widths: tuple[int, int], kind: str) -> None:
     mark = "ok" if r["ok"] else "FAIL" if r["required"] else "warn"
     kind_column = f" {kind:<{widths[0]}}" if kind else ""
-    say(f"{mark:<4}{kind_column} {r['name']:<{widths[1]}} {r['detail']}  ({r['plugin']})")
+    echo(f"{mark:<4}{kind_column} {r['name']:<{widths[1]}} {r['detail']}  ({r['plugin']})")
     if not r["ok"] and r["hint"]:
-        say(f"     hint: {r['hint']}")
+        echo(f"     hint: {r['hint']}")

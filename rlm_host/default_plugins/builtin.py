@@ -1,17 +1,17 @@
 """The host's built-in components, registered like any plugin's, and so refused like them on a clash: the environment
 ``pure_rlm``, the paper's loop (the default; the others are plugins); the sub-commands of ``rlm``; the sandbox
 ``process``, the zero-dependency reference runtime (crash isolation, not a boundary); the providers ``openai``
-(OpenAI, or any OpenAI-compatible server through its base URL), ``scripted`` (replies from a script, for dry runs and
-tests) and ``replay`` (a saved run's replies) — the OpenAI-compatible services by name (ollama, groq…) are the
-rlm-provider-compatible plugin; the context loaders ``json``, ``jsonl`` and ``text`` (other formats, PDF, DOCX, HTML…,
-are plugins registering their own); the run exporter ``json``; the doctor checks of the Python version, the
-configuration files and the run home.
+(OpenAI, or any OpenAI-compatible server through its base URL) and ``scripted`` (replies from a script, for dry runs
+and tests) — the OpenAI-compatible services by name (ollama, groq…) are the rlm-provider-compatible plugin; the
+context loaders ``json``, ``jsonl`` and ``text`` (other formats, PDF, DOCX, HTML…, are plugins registering their own);
+the doctor checks of the Python version, the configuration files and the run home. Saved runs (``rlm runs``,
+``rlm replay``, the ``replay`` provider, the ``json`` exporter) are the rlm-runs plugin.
 """
 
 from __future__ import annotations
 
-from rlm_host.components import (CommandSpec, ContextLoaderSpec, DoctorCheck, EnvironmentSpec, ExporterSpec,
-                                  ProviderSpec, SandboxSpec)
+from rlm_host.components import (CommandSpec, ContextLoaderSpec, DoctorCheck, EnvironmentSpec, ProviderSpec,
+                                  SandboxSpec)
 from rlm_host.hookspecs import hookimpl
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -34,9 +34,6 @@ def rlm_register_commands() -> list[CommandSpec]:
                     "rlm_host.cli.run_cmd:run"),
         CommandSpec("chat", "Talk with an RLM about a context: turns keep variables and history; resumable.",
                     "rlm_host.cli.chat_cmd:chat"),
-        CommandSpec("runs", "List saved runs or show one with every step.", "rlm_host.cli.runs_cmd:runs_group"),
-        CommandSpec("replay", "Step through a saved run: code, output, reward, sub-calls.",
-                    "rlm_host.cli.replay_cmd:app"),
         CommandSpec("models", "List model providers, their keys and readiness, and what auto picks.",
                     "rlm_host.cli.models_cmd:app"),
         CommandSpec("frameworks", "List frameworks (--framework), their mode and readiness.",
@@ -67,11 +64,7 @@ def rlm_register_providers() -> list[ProviderSpec]:
                      auto_priority=100),  # a configured OpenAI(-compatible) endpoint wins over other keys
         ProviderSpec("scripted", "Deterministic replies from a script file (scripted:PATH), for dry runs and tests",
                      "rlm_host.models.scripted:create", key_optional=True, example_model="replies.json",
-                     model_files=True, local=True),  # local: free
-        ProviderSpec("replay", "Answers with the model replies recorded in a saved run (replay:RUN_ID, a prefix, "
-                     "latest or a .jsonl path)", "rlm_host.trajectory.replay_provider:create",
-                     settings="rlm_host.trajectory.replay_provider:ReplaySettings", key_optional=True,
-                     example_model="latest", model_files=True, local=True)]  # local: free
+                     model_files=True, local=True)]  # local: free
 
 
 @hookimpl
@@ -83,11 +76,6 @@ def rlm_register_context_loaders() -> list[ContextLoaderSpec]:
                           "rlm_host.context:JsonLinesLoader", suffixes=(".jsonl", ".ndjson")),
         ContextLoaderSpec("text", "Any other text file as its text (UTF-8, undecodable bytes replaced)",
                           "rlm_host.context:TextLoader", priority=-100)]
-
-
-@hookimpl
-def rlm_register_exporters() -> list[ExporterSpec]:
-    return [ExporterSpec("json", "The run tree's events as one JSON array", "rlm_host.cli.runs_cmd:json_exporter")]
 
 
 @hookimpl

@@ -42,8 +42,10 @@ from rlm_host import logs
 from rlm_host.redact import redact
 from rlm_host.signals import interruption
 from rlm_host.trajectory.active import ActiveRuns
-from rlm_host.trajectory.replay_provider import SYNTHESIS_REASONS
 from rlm_host.results import RunResult, RunUsage, StepRecord, TerminationReason
+
+#: The ends after which the runner asks the model for a synthesised answer (a replay expects one more reply).
+SYNTHESIS_REASONS = ("max_steps", "max_llm_calls", "max_errors")
 
 
 class RLMRunner:

@@ -17,14 +17,17 @@ Reference plugins to copy: ``plugins/rlm-harness`` (``run_command``), ``plugins/
 ``apply_run_flags`` in ``rlm bench run``), ``plugins/rlm-mcp`` (``run_option_type``, ``is_loopback_host``).
 """
 
+from rlm_host.cli.app import echo, echo_json
 from rlm_host.cli.approve_prompt import TerminalApprover
-from rlm_host.cli.run_cmd import run_command
+from rlm_host.cli.render import step_lines
+from rlm_host.cli.run_cmd import ContextsCommand, run_and_show, run_command, run_params
 from rlm_host.cli.run_flags import apply as apply_run_flags
 from rlm_host.cli.run_flags import run_option
 from rlm_host.config.run_options import run_option_type
 from rlm_host.models.loopback import is_loopback_host
 from rlm_host.logs import say
-from rlm_host.text import json_for_terminal, terminal_safe
+from rlm_host.text import clip, json_for_terminal, terminal_safe
 
 __all__ = ["run_command", "run_option", "apply_run_flags", "run_option_type", "TerminalApprover", "terminal_safe",
-           "json_for_terminal", "say", "is_loopback_host"]
+           "json_for_terminal", "say", "is_loopback_host", "run_params", "run_and_show", "ContextsCommand", "echo",
+           "echo_json", "step_lines", "clip"]

@@ -17,13 +17,13 @@ Reference plugin to copy: ``plugins/rlm-context-documents``. Contract suite:
 
 from rlm_host.bounded import BoundedError, BoundedLimits, ChildFailed, LimitExceeded, bounded_start_method, run_bounded
 from rlm_host.config.user_key import user_signature, verify_user_signature
-from rlm_host.context import (Documents, TextFile, context_value, describe_context, load_context, load_file,
-                              read_regular, write_atomic)
+from rlm_host.context import (ContextFiles, Documents, TextFile, context_value, describe_context, load_context,
+                              load_file, read_regular, write_atomic)
 from rlm_host.engine.context_loading import load_context_with_loaders, loader_lookup, media_type
 
 __all__ = [
     # a run's context
-    "Documents", "load_context", "load_file", "describe_context", "TextFile", "context_value",
+    "Documents", "load_context", "load_file", "describe_context", "TextFile", "context_value", "ContextFiles",
     # with the installed loaders
     "loader_lookup", "load_context_with_loaders", "media_type",
     # host-side work on untrusted bytes: a bounded child process

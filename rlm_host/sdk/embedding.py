@@ -21,20 +21,20 @@ Reference plugins to copy: ``plugins/rlm-mcp`` (an MCP server over ``RLM`` and `
 """
 
 from rlm_host.api.client import RLM, RunStream
-from rlm_host.config.trust import is_trusted, risk_of
+from rlm_host.config.schema import RunSettings
+from rlm_host.config.trust import is_trusted, risk_of, screen
 from rlm_host.api.session import ChatSession
 from rlm_host.config import LoadedSettings, load_settings
 from rlm_host.engine.budget import Budget
 from rlm_host.engine.carry import VariableCarrier
-from rlm_host.engine.runner import RLMRunner
-from rlm_host.plugins.host import PluginHost
-from rlm_host.trajectory.compare import compare_runs, render_comparison
+from rlm_host.engine.runner import SYNTHESIS_REASONS, RLMRunner
+from rlm_host.plugins.host import PluginHost, get_host
 from rlm_host.redact import MASK, redact_data
 from rlm_host.trajectory.active import ActiveRun, ActiveRuns
 from rlm_host.trajectory.store import RUN_FILTERS, RunStore, parse_moment, select_runs
-from rlm_host.trajectory.tree import Replay
+from rlm_host.trajectory.tree import Replay, ReplayStep, RunTrace, run_labels
 
-__all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "Budget", "VariableCarrier", "load_settings",
-           "LoadedSettings", "PluginHost", "RunStore", "select_runs", "RUN_FILTERS", "parse_moment", "Replay",
-           "is_trusted", "risk_of", "compare_runs", "render_comparison", "ActiveRuns", "ActiveRun", "redact_data",
-           "MASK"]
+__all__ = ["RLM", "RunStream", "ChatSession", "RLMRunner", "SYNTHESIS_REASONS", "Budget", "VariableCarrier",
+           "load_settings", "LoadedSettings", "RunSettings", "PluginHost", "get_host", "RunStore", "select_runs",
+           "RUN_FILTERS", "parse_moment", "Replay", "ReplayStep", "RunTrace", "run_labels", "is_trusted", "risk_of",
+           "screen", "ActiveRuns", "ActiveRun", "redact_data", "MASK"]

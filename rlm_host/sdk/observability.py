@@ -16,7 +16,7 @@ Reference plugins to copy: ``plugins/rlm-sink-otel`` (spans to OpenTelemetry), `
 sink, the smallest). Contract suite: ``rlm_host.testing.SinkContract``.
 """
 
-from rlm_host.events import Sink
+from rlm_host.events import Sink, prompt_hash, sub_call_text
 from rlm_host.observability.content import ContentPolicy, ContentSettings, chat_messages, content_policy
 from rlm_host.redact import redacted_clip
 from rlm_host.observability.spans import (SPAN_LIVE_EVENTS, SpanBuilder, SpanEventRecord, SpanRecord, error_type,
@@ -24,4 +24,4 @@ from rlm_host.observability.spans import (SPAN_LIVE_EVENTS, SpanBuilder, SpanEve
 
 __all__ = ["Sink", "ContentPolicy", "ContentSettings", "content_policy", "chat_messages", "SpanBuilder", "SpanRecord",
            "SpanEventRecord", "tree_order", "SPAN_LIVE_EVENTS", "model_name", "error_type", "trace_id_for",
-           "span_id_for", "redacted_clip"]
+           "span_id_for", "redacted_clip", "prompt_hash", "sub_call_text"]

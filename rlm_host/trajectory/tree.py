@@ -78,7 +78,8 @@ class RunTrace:
 
 
 class Replay:
-    """Navigation over the root run's steps of a loaded trajectory; ``cursor`` is a 0-based step index."""
+    """A loaded trajectory as a run tree: ``root`` (its root run), ``runs`` (every run by id) and the root's
+    ``steps``."""
 
     def __init__(self, events: Iterable[RunEvent]) -> None:
         self.events = sorted(events, key=lambda e: e.seq)
@@ -87,7 +88,7 @@ class Replay:
         self.runs = _build(self.events)
         root_id = self.events[0].root_run_id
         self.root = self.runs.get(root_id) or self.runs[self.events[0].run_id]
-        self.steps, self.cursor = self.root.steps, 0
+        self.steps = self.root.steps
 
     @property
     def result(self) -> Optional[RunResult]:
@@ -102,39 +103,9 @@ class Replay:
             raise IndexError(f"step index {index} out of range (run has {len(self.steps)} steps)")
         return self.steps[index]
 
-    @property
-    def current(self) -> Optional[ReplayStep]:
-        return self.steps[self.cursor] if self.steps else None
-
-    def goto(self, index: int) -> ReplayStep:
-        """Move the cursor to ``index`` and return that step."""
-        step, self.cursor = self.step(index), index
-        return step
-
-    def next(self) -> Optional[ReplayStep]:
-        """Advance one step; None (cursor unchanged) at the last step."""
-        return self.goto(self.cursor + 1) if self.cursor + 1 < len(self.steps) else None
-
-    def prev(self) -> Optional[ReplayStep]:
-        """Go back one step; None (cursor unchanged) at the first step."""
-        return self.goto(self.cursor - 1) if self.cursor > 0 else None
-
-    def index_of(self, number: int) -> Optional[int]:
-        """The index of the step recorded with step number ``number``."""
-        return next((i for i, s in enumerate(self.steps) if s.number == number), None)
-
     def errors(self) -> list[int]:
         """Indices of the steps whose observation has an error or whose action is ``error``."""
         return [i for i, s in enumerate(self.steps) if s.is_error]
-
-    def next_error(self) -> Optional[ReplayStep]:
-        """Move to the next error step after the cursor; None (cursor unchanged) when there is none."""
-        following = next((i for i in self.errors() if i > self.cursor), None)
-        return None if following is None else self.goto(following)
-
-    def recorded_responses(self) -> list[Optional[str]]:
-        """The root model's reply texts, one per root step in order (None: the provider returned no content)."""
-        return [s.record.reply for s in self.steps]
 
 
 def _build(events: list[RunEvent]) -> dict[str, RunTrace]:

@@ -303,7 +303,8 @@ class RlmTui(App):
         self.say(f"{result.run_id}: {result.termination_reason} · {answer[:200]}")
 
     def compare(self, a: str, b: str) -> None:
-        from rlm_host.sdk.embedding import Replay, compare_runs, render_comparison
+        from rlm_host.sdk.embedding import Replay
+        from rlm_runs import compare_runs, render_comparison
 
         path_a, path_b = self.workspace.resolve(a), self.workspace.resolve(b)
         store = self.workspace.store

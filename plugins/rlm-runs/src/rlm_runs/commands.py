@@ -17,7 +17,6 @@ non-boundary sandbox, your functions… are left out unless given again as flags
 from __future__ import annotations
 
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -26,28 +25,23 @@ import typer
 
 from typer.core import TyperArgument, TyperOption
 
-from rlm_host import logs
-from rlm_host.cli import run_flags
-from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, say
-from rlm_host.cli.run_cmd import ContextsCommand, run_and_show, run_params
-from rlm_host.config.schema import RunSettings
-from rlm_host.config.trust import screen
-from rlm_host.context import ContextFiles
-from rlm_host.errors import InputError
-from rlm_host.plugins import get_host
-from rlm_host.text import clip
-from rlm_host.trajectory import Replay, RunStore
-from rlm_host.trajectory.active import ActiveRuns
-from rlm_host.trajectory.fork import FORK_AT, FORK_OF, fork_wrapper
+from rlm_host import CommandServices, HostServices, InputError
+from rlm_host.sdk.commands import (ContextsCommand, apply_run_flags, clip, echo, echo_json, run_and_show, run_params,
+                                   say)
+from rlm_host.sdk.context import ContextFiles
+from rlm_host.sdk.embedding import ActiveRuns, Replay, RunSettings, RunStore, get_host, screen, select_runs
+from rlm_runs.fork import FORK_AT, FORK_OF, fork_wrapper
 
-app = group("Saved runs (list, show one with every step, compare two, export one) and runs in progress (active, "
-            "cancel).")
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True,
+                  help="Saved runs (list, show one with every step, compare two, export one, fork one) and runs in "
+                  "progress (active, cancel).")
+AS_JSON = typer.Option(False, "--json", help="Print JSON.")
 RUN_ID = typer.Argument(..., help="A run id, a unique prefix of one, 'latest', or a .jsonl path.")
 
 
 def store_of() -> RunStore:
     """The saved runs of the effective run home (relative paths are relative to the cwd)."""
-    return RunStore(command_settings().home)
+    return RunStore(CommandServices.of().home)
 
 
 @app.command("list")
@@ -59,28 +53,26 @@ def list_runs(
                                                 "since, until (ISO dates)."),
 ) -> None:
     """Saved runs, newest first: id, start, outcome, steps, reward, tokens, cost and task."""
-    from rlm_host.trajectory.store import select_runs
-
     store = store_of()
     summaries = select_runs(store.list_runs(), filters or [])
     shown = summaries[:limit] if limit else summaries
     if as_json:
         return echo_json([s.model_dump(mode="json") for s in shown])
     if not summaries:
-        return say(f"no saved runs in {store.runs_dir}" + (" match the filters" if filters else ""))
-    say(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
+        return echo(f"no saved runs in {store.runs_dir}" + (" match the filters" if filters else ""))
+    echo(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
         f"{'COST':>8}  TASK")
     for s in shown:
         started = s.started.strftime("%Y-%m-%d %H:%M") if s.started else "?"
         tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
         cost = f"${s.cost:.4f}" if s.cost is not None else "-"
-        say(f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
+        echo(f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
             f"{tokens:>8} {cost:>8}  {clip(s.task, 50)}")
     if len(shown) < len(summaries):
-        say(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
+        echo(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
     for s in shown:
         if s.problem:
-            say(f"unreadable: {s.path}: {s.problem}")
+            echo(f"unreadable: {s.path}: {s.problem}")
 
 
 @app.command("active")
@@ -97,15 +89,16 @@ def active(
     if as_json:
         return echo_json([run.model_dump(mode="json") for run in runs])
     for run in pruned:
-        say(f"pruned {run.run_id} (process {run.pid} is gone)")
+        echo(f"pruned {run.run_id} (process {run.pid} is gone)")
     if not runs:
-        return say("no active runs")
-    say(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} {'TASK':<40} HOME")
+        return echo("no active runs")
+    echo(f"{'RUN ID':<35} {'STATUS':<10} {'PID':>7} {'STARTED (UTC)':<19} {'ENV':<10} {'COMMAND':<16} "
+         f"{'TASK':<40} HOME")
     for run in runs:
-        say(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
+        echo(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
             f"{run.environment:<10} {run.command[:16]:<16} {clip(run.task, 40):<40} {run.home or '?'}")
     if dead := sum(run.status == "dead" for run in runs):
-        say(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
+        echo(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
 
 
 @app.command("cancel")
@@ -121,15 +114,15 @@ def cancel(
         raise InputError("give a run id or --all (not both)")
     registry = ActiveRuns()
     if not (asked := registry.cancel_all() if every else [registry.cancel(run_id)]):
-        return say("no active runs")
+        return echo("no active runs")
     if not every and asked[0].status == "dead":
-        return say(f"{asked[0].run_id} was not running (process {asked[0].pid} is gone): its entry is removed")
+        return echo(f"{asked[0].run_id} was not running (process {asked[0].pid} is gone): its entry is removed")
     left = set(registry.wait([run.run_id for run in asked], wait)) if wait else {run.run_id for run in asked}
     for run in asked:
         if run.run_id not in left:
-            say(f"cancelled {run.run_id}")
+            echo(f"cancelled {run.run_id}")
         else:
-            say(f"asked {run.run_id} to stop" + (f"; still running after {wait:g} s (process {run.pid})"
+            echo(f"asked {run.run_id} to stop" + (f"; still running after {wait:g} s (process {run.pid})"
                                                  if wait else ""))
     if left and wait:
         raise typer.Exit(1)
@@ -143,21 +136,21 @@ def compare(
 ) -> None:
     """Where two runs' steps first diverge (action, code, success), and the deltas of reward, tokens, cost, time
     and efficiency (reward per 1,000 tokens: total reward × 1000 / total tokens)."""
-    from rlm_host.trajectory.compare import compare_runs, render_comparison
+    from rlm_runs.compare import compare_runs, render_comparison
 
     store = store_of()
     comparison = compare_runs(Replay(store.load(run_a)), Replay(store.load(run_b)))
     if as_json:
         return echo_json(comparison.model_dump(mode="json"))
-    say(render_comparison(comparison))
+    echo(render_comparison(comparison))
 
 
 @app.command("show")
 def show(run_id: str = RUN_ID, as_json: bool = typer.Option(False, "--json", help="Print the "
          "RunResult and every event as JSON.")) -> None:
     """One saved run: its summary, then every root step with its sub-calls and child runs."""
-    from rlm_host.cli.render import render_step, render_summary
-    from rlm_host.observability.spans import trace_id_for
+    from rlm_host.sdk.observability import trace_id_for
+    from rlm_runs.render import render_step, render_summary
 
     store = store_of()
     path = store.resolve(run_id)
@@ -167,15 +160,9 @@ def show(run_id: str = RUN_ID, as_json: bool = typer.Option(False, "--json", hel
         result = replay.result.model_dump(mode="json") if replay.result else None
         return echo_json({"run_id": replay.root.run_id, "trace_id": trace_id_for(replay.root.run_id), "path": str(path),
                           "result": result, "events": [e.model_dump(mode="json") for e in events]})
-    say(render_summary(replay))
+    echo(render_summary(replay))
     for step in replay.steps:
-        say("\n" + render_step(step, total=len(replay.steps)))
-
-
-def json_exporter(settings: object, services: object) -> Any:
-    """The built-in ``json`` exporter: a run tree's events as one JSON array."""
-    return lambda events, out: out.write(json.dumps([e.model_dump(mode="json") for e in events], indent=2,
-                                                    default=str) + "\n")
+        echo("\n" + render_step(step, total=len(replay.steps)))
 
 
 @app.command("export")
@@ -186,8 +173,6 @@ def export(
     output: str = typer.Option("-", "--output", "-o", help="The file to write ('-': standard output)."),
 ) -> None:
     """One saved run in another format: a registered exporter's (--format), or a JSON array of its events (json)."""
-    from rlm_host.services import HostServices
-
     spec = get_host().exporters().get(fmt)
     store = store_of()
     events = store.load(run_id)
@@ -202,12 +187,13 @@ def export(
         target.write_text(buffer.getvalue(), encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
-    logs.say(f"wrote {target} ({spec.name}, {len(events)} events)", event="export", path=str(target), format=spec.name)
+    say(f"wrote {target} ({spec.name}, {len(events)} events)", event="export", path=str(target), format=spec.name)
 
 
 def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quiet: bool, **flags: Any) -> None:
     """Fork a saved run: replay its first --at steps as recorded, then go on with the settings given."""
-    loaded = command_settings()
+    loaded = CommandServices.of().settings
+    assert loaded is not None  # a command of rlm always has its settings
     replay = Replay(RunStore(loaded.home).load(run_id))
     source, steps = replay.root.run_id, len(replay.root.steps)
     if steps == 0:
@@ -217,13 +203,13 @@ def fork_run(run_id: str, at: int, context: tuple[str, ...], as_json: bool, quie
     start = replay.root.start
     kept = recorded_settings(start.get("settings"), source)
     loaded = loaded.with_run(kept, {name: f"run {source}" for name in kept})
-    loaded = run_flags.apply(loaded, flags)
+    loaded = apply_run_flags(loaded, flags)
     labels = {**loaded.settings.run.labels, FORK_OF: source, FORK_AT: str(at)}
     loaded = loaded.with_run({"labels": labels}, {"labels": "rlm runs fork"})
     value = ContextFiles(tuple(context)) if context else recorded_context(start.get("context"), source)
     wrap, watch = fork_wrapper(replay, at)
     taken = f"steps 1-{at} are" if at > 1 else "step 1 is"
-    logs.say(f"fork of {source}: {taken} taken as recorded (their code runs again), then "
+    say(f"fork of {source}: {taken} taken as recorded (their code runs again), then "
              f"{loaded.settings.run.model} goes on", event="fork", run=source, at=at)
     run_and_show(loaded, str(start.get("task") or ""), value, as_json, quiet, connectors={"wrap": wrap}, watch=watch)
 
@@ -239,7 +225,7 @@ def recorded_settings(settings: Any, source: str) -> dict[str, Any]:
     kept, ignored = screen(entries, Path.cwd(), get_host())
     if ignored:
         left = "; ".join(f"{item.key.removeprefix('run.')} ({item.reason})" for item in ignored)
-        logs.say(f"warning: settings of {source} not taken again (give them as flags if you mean them): {left}",
+        say(f"warning: settings of {source} not taken again (give them as flags if you mean them): {left}",
                  event="fork settings", level="warning")
     return {key.removeprefix("run."): value for key, value, _ in kept}
 

@@ -35,13 +35,13 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_host.events import RunEvent
-from rlm_host.events import prompt_hash, sub_call_text
-from rlm_host.models.protocol import Completion, Message, ModelError, Purpose
+from rlm_host import ModelError, RunEvent
+from rlm_host.sdk.embedding import SYNTHESIS_REASONS, Replay, RunStore
+from rlm_host.sdk.models import Completion, Message, Purpose
+from rlm_host.sdk.observability import prompt_hash, sub_call_text
 
 #: Large enough that history compaction never triggers on the connector's account.
 REPLAY_CONTEXT_WINDOW = 1 << 30
-SYNTHESIS_REASONS = ("max_steps", "max_llm_calls", "max_errors")  # the runner asks for a synthesised answer after these
 
 
 class ReplaySettings(BaseModel):
@@ -82,8 +82,6 @@ class Recording:
     @classmethod
     def from_events(cls, events: Iterable[RunEvent]) -> "Recording":
         """Read the answers out of a trajectory's events (see the module docstring)."""
-        from rlm_host.trajectory.tree import Replay
-
         replay = Replay(events)
         result = replay.result
         outcome: str = "interrupted (no final event)" if result is None else result.termination_reason
@@ -217,8 +215,6 @@ def create(settings: ReplaySettings | Mapping[str, Any] | None, services: Any) -
         settings = ReplaySettings.model_validate(dict(settings))
     if settings is not None and settings.home is not None:
         home = Path(settings.home).expanduser()
-    from rlm_host.trajectory.store import RunStore
-
     return ReplayConnector(Recording.from_events(RunStore(home).load(ref)))
 
 

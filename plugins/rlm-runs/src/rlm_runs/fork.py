@@ -13,11 +13,11 @@ from __future__ import annotations
 from itertools import zip_longest
 from typing import Any, Optional
 
-from rlm_host.events import RunEvent
-from rlm_host.models.protocol import Completion, Message, ModelError
-from rlm_host.text import clip
-from rlm_host.trajectory.replay_provider import Recording, ReplayConnector
-from rlm_host.trajectory.tree import Replay
+from rlm_host import ModelError, RunEvent
+from rlm_host.sdk.commands import clip
+from rlm_host.sdk.embedding import Replay
+from rlm_host.sdk.models import Completion, Message
+from rlm_runs.provider import Recording, ReplayConnector
 
 #: The labels a fork carries: the run it was forked from and the last replayed step.
 FORK_OF, FORK_AT = "fork_of", "fork_at"

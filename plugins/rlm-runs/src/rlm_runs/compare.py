@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from rlm_host.trajectory.tree import Replay, ReplayStep, run_labels
+from rlm_host.sdk.embedding import Replay, ReplayStep, run_labels
 
 
 class StepSide(BaseModel):
