@@ -9,8 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The main job: a run of the embedded SmolLM2 model (llama.cpp) in the Monty sandbox, recorded by the local sink;
-# documents gives `--context` PDFs, DOCX, PPTX, XLSX, HTML and EPUB (a few small wheels).
-CORE=(rlm-sandbox-monty rlm-provider-llamacpp rlm-context-documents rlm-sink-local)
+# documents gives `--context` PDFs, DOCX, PPTX, XLSX, HTML and EPUB (a few small wheels); runs, `rlm runs show`
+# and `rlm replay` to read the run back.
+CORE=(rlm-sandbox-monty rlm-provider-llamacpp rlm-context-documents rlm-sink-local rlm-runs)
 mode=all
 case "${1:-}" in
   --main) mode=main ;;

@@ -163,6 +163,12 @@ RUN: dict[str, Expect] = {
     # plugins/rlm-export-html/README.md
     'rlm run "Halve eighty-four." --model scripted:half.json -q': ok(says="42"),
     "rlm runs export latest --format html -o half.html": ok(says="wrote half.html (html, 22 events)"),
+    # plugins/rlm-runs/README.md: a run, shown, forked at step 1 with another model, listed, one step replayed
+    'rlm run "What is the code word?" --context notes.txt --model scripted:find.json -q': ok(says="heron"),
+    "plugins/rlm-runs/README.md :: rlm runs show latest": ok(says="var word (str, 5) = 'heron'"),
+    "rlm runs fork latest --at 1 --model scripted:guess.json -q": ok(says="step 1 is taken as recorded"),
+    "plugins/rlm-runs/README.md :: rlm runs list": ok(says="final            2    1.80"),
+    "rlm replay latest --no-interactive --step 2": ok(says="labels: fork_of=run_"),
     # plugins/rlm-bench/README.md
     "rlm bench run -p pure_rlm_smoke --model scripted:smoke.json --sandbox process -q": ok(says="mean score 1.000"),
     "rlm bench run -p pure_rlm_smoke --model scripted:worse.json --sandbox process -q": ok(says="mean score 0.917"),

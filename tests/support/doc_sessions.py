@@ -347,6 +347,8 @@ SESSIONS: dict[str, Session] = {
     }),
     "plugins/rlm-sink-local/README.md": Session({"six.json": FromCat("six.json")}),
     "plugins/rlm-export-html/README.md": Session({"half.json": FromCat("half.json")}),
+    "plugins/rlm-runs/README.md": Session({"notes.txt": FromCat("notes.txt"), "find.json": FromCat("find.json"),
+                                           "guess.json": FromCat("guess.json")}),
     "plugins/rlm-sink-otel/README.md": Session({
         "notes.txt": "What is 6 times 7? Reply.\n",
         "script.json": script([repl("answer = llm_query('What is 6 times 7? Reply with the number.')\nprint(answer)"),
