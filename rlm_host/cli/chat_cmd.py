@@ -102,7 +102,7 @@ def _command(line: str, session: Any, rlm: Any) -> None:
 
         meta = describe_context(session.context)
         echo(f"context: {meta.get('type')}, {meta.get('total_chars', 0):,} characters"
-            + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))
+             + (f", {meta.get('documents')} documents" if meta.get("documents") else ""))
     elif name == "/model" and argument.strip():
         rlm.check(model=argument.strip())  # raises: the model stays as it was
         session.options["model"] = argument.strip()

@@ -28,6 +28,6 @@ def list_frameworks(as_json: bool = AS_JSON) -> None:
     for row in rows:
         aliases = f" (alias {', '.join(row['aliases'])})" if row["aliases"] else ""
         echo(f"{row['name']:<14} {row['mode']:<11} {'ready' if row['ready'] else 'NOT READY':<10} "
-            f"{row['description']}{aliases}  ({row['plugin']})")
+             f"{row['description']}{aliases}  ({row['plugin']})")
         if not row["ready"]:
             echo(f"{'':<14} {row['detail']}" + (f"; hint: {row['hint']}" if row["hint"] else ""))

@@ -56,11 +56,11 @@ def list_models(as_json: bool = AS_JSON) -> None:
         details = [f"default model: {row['default_model']}" if row["default_model"] else example,
                    *([f"key: {keys}"] if keys else []), *([f"base URL: {row['base_url']}"] if row["base_url"] else [])]
         echo(f"{'':<{width}} {' · '.join(details)}  ({row['plugin']})" + (f"\n{'':<{width}} hint: {row['hint']}"
-                                                                          if row["hint"] else ""))
+                                                                           if row["hint"] else ""))
     auto = (f"{run['auto']}" + (f"  ({run['auto_notice']})" if run["auto_notice"] else "") if run["auto"]
             else f"none: {run['auto_error']}")
     echo(f"\nrun.model      {run['model']}\nrun.sub_model  {run['sub_model'] or '(the root model)'}\n"
-        f"auto           {auto}")
+         f"auto           {auto}")
 
 
 def provider_row(spec: Any, owner: str, settings: Any) -> dict[str, Any]:

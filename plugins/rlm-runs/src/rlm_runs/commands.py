@@ -61,13 +61,13 @@ def list_runs(
     if not summaries:
         return echo(f"no saved runs in {store.runs_dir}" + (" match the filters" if filters else ""))
     echo(f"{'RUN ID':<35} {'STARTED (UTC)':<16} {'STATUS':<12} {'STEPS':>5} {'REWARD':>7} {'TOKENS':>8} "
-        f"{'COST':>8}  TASK")
+         f"{'COST':>8}  TASK")
     for s in shown:
         started = s.started.strftime("%Y-%m-%d %H:%M") if s.started else "?"
         tokens = f"{s.tokens:,}" if s.tokens is not None else "-"
         cost = f"${s.cost:.4f}" if s.cost is not None else "-"
         echo(f"{s.run_id:<35} {started:<16} {s.termination_reason:<12} {s.steps:>5} {s.total_reward:>7.2f} "
-            f"{tokens:>8} {cost:>8}  {clip(s.task, 50)}")
+             f"{tokens:>8} {cost:>8}  {clip(s.task, 50)}")
     if len(shown) < len(summaries):
         echo(f"… {len(summaries) - len(shown)} older runs (--limit 0 shows all)")
     for s in shown:
@@ -96,7 +96,7 @@ def active(
          f"{'TASK':<40} HOME")
     for run in runs:
         echo(f"{run.run_id:<35} {run.status:<10} {run.pid:>7} {run.started:%Y-%m-%d %H:%M:%S} "
-            f"{run.environment:<10} {run.command[:16]:<16} {clip(run.task, 40):<40} {run.home or '?'}")
+             f"{run.environment:<10} {run.command[:16]:<16} {clip(run.task, 40):<40} {run.home or '?'}")
     if dead := sum(run.status == "dead" for run in runs):
         echo(f"{dead} dead: their process ended without closing the run (`rlm runs active --prune` forgets them)")
 
