@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, echo
+from rlm_host.cli.app import AS_JSON, command_settings, echo, echo_json, group
 from rlm_host.config.trust import record_trust
 from rlm_host.errors import InputError
 

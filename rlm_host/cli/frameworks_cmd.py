@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, echo
+from rlm_host.cli.app import AS_JSON, command_settings, echo, echo_json, group
 
 app = group("Frameworks: run a task through DSPy, Pydantic AI… as an rlm run.")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rlm_host.cli.app import AS_JSON, command_settings, echo_json, group, echo
+from rlm_host.cli.app import AS_JSON, command_settings, echo, echo_json, group
 from rlm_host.errors import RlmError
 from rlm_host.redact import redact
 

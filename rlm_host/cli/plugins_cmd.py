@@ -6,7 +6,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from rlm_host.cli.app import command_settings, echo_json, group, echo
+from rlm_host.cli.app import command_settings, echo, echo_json, group
 from rlm_host.errors import RlmError
 from rlm_host.plugins import get_host
 
