@@ -123,13 +123,13 @@ def test_every_broken_kind_at_once_leaves_the_good_plugin_usable():
 
 def test_a_command_named_like_a_builtin_is_refused_naming_both(rlm):
     """Built-in sub-commands come through the same hook as plugins', so a clash is the same clear error."""
-    result = rlm("runs", "list", plugins=["rlm-test-clash"])
+    result = rlm("config", "show", plugins=["rlm-test-clash"])
     assert result.returncode != 0 and "Traceback" not in result.stderr
-    assert "command 'runs' is registered by both rlm-host and rlm-test-clash" in result.stderr
+    assert "command 'config' is registered by both rlm-host and rlm-test-clash" in result.stderr
     listing = json.loads(rlm("plugins", "list", "--all", "--json", plugins=["rlm-test-clash"]).stdout)
     entries = {entry["name"]: entry for entry in listing}
     assert entries["rlm-host"]["status"] == "ok"  # a plugin's clash does not break the host
-    assert any("command 'runs'" in error for error in entries["rlm-test-clash"]["errors"])
+    assert any("command 'config'" in error for error in entries["rlm-test-clash"]["errors"])
     assert rlm("--help", plugins=["rlm-test-clash"]).returncode == 0
 
 

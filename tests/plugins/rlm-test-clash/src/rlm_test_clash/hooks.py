@@ -16,4 +16,4 @@ def rlm_register_sinks():
 
 @hookimpl
 def rlm_register_commands():
-    return [CommandSpec("runs", "A command named like the built-in `rlm runs`", "builtins:print")]
+    return [CommandSpec("config", "A command named like the built-in `rlm config`", "builtins:print")]
