@@ -114,7 +114,7 @@ def test_a_trajectory_without_model_call_events_still_gives_every_model_span(rec
     """A trajectory recorded before the live events existed has no model_call_end: the tree falls back
     to one chat span per root turn and per sub-call, from the step and sub_call events; replay and ``rlm runs
     show`` render the same run with or without the live events."""
-    from rlm_host.cli.render import render_child, render_step, render_summary
+    from rlm_runs.render import render_child, render_step, render_summary
     from rlm_host.event_types import LIVE_EVENT_TYPES
     from rlm_host.trajectory.tree import Replay
 

@@ -1,4 +1,5 @@
-"""Trajectories on disk, replay, and the ``rlm runs`` / ``rlm replay`` commands.
+"""Trajectories on disk and a saved run as a tree (``Replay``); the step cursor, the text of a run and the
+``rlm runs`` / ``rlm replay`` commands are rlm-runs' (plugins/rlm-runs/tests/test_replay_player.py).
 
 Event streams are emitted through a real ``EventBus`` into the real subscribers: a root run with three steps
 (the second one an error), a child run started by ``rlm_query`` during the first step, and final events
@@ -8,7 +9,6 @@ carrying RunResult dicts.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -16,7 +16,6 @@ import pytest
 
 from rlm_host.events import EventBus, RunEvent
 from rlm_host.engine.scope import new_run_id
-from rlm_host.cli.render import render_step, render_summary
 from rlm_host.trajectory import (
     AmbiguousRunError,
     CorruptTrajectoryError,
@@ -228,16 +227,12 @@ def test_truncated_last_line_is_skipped_but_a_corrupt_middle_line_is_an_error(ho
 # --- replay ---------------------------------------------------------------------------------------------
 
 
-def test_replay_navigation_nesting_errors_and_responses(home):
+def test_replay_nesting_errors_and_responses(home):
     record(home, "run_r")
     replay = Replay(RunStore(home).load("run_r"))
     assert len(replay) == 3 and replay.result.final_response == "42"
     assert [s.number for s in replay.steps] == [1, 2, 3]
-    assert replay.current.number == 1 and replay.prev() is None
-    assert replay.next().number == 2 and replay.next().number == 3 and replay.next() is None
-    assert replay.prev().number == 2 and replay.goto(0).number == 1
     assert replay.errors() == [1]
-    assert replay.next_error().number == 2 and replay.next_error() is None
     assert replay.step(1).error == "NameError: name 'x' is not defined"
     with pytest.raises(IndexError):
         replay.step(3)
@@ -249,7 +244,7 @@ def test_replay_navigation_nesting_errors_and_responses(home):
     assert (child.depth, child.parent_run_id, child.result.final_response) == (1, "run_r", "chunk ok")
     assert [s.record.action for s in child.steps] == ["final"]
     assert replay.step(1).sub_calls == [] and replay.step(1).children == []
-    assert replay.recorded_responses() == REPLIES
+    assert [s.record.reply for s in replay.steps] == REPLIES
     assert set(replay.runs) == {"run_r", "run_r_c1"}
 
 
@@ -257,13 +252,6 @@ def test_child_without_sub_call_is_nested_by_event_order(home):
     record(home, "run_o", link_child=False)
     replay = Replay(RunStore(home).load("run_o"))
     assert [c.run_id for c in replay.step(0).children] == ["run_o_c1"]
-
-
-def test_interrupted_run_replays_its_finished_steps(home):
-    record(home, "run_i", final=False)
-    replay = Replay(RunStore(home).load("run_i"))
-    assert replay.result is None and replay.root.interrupted and len(replay) == 2
-    assert "interrupted after 2 steps" in render_summary(replay)
 
 
 def test_errors_count_error_actions_and_observation_errors():
@@ -276,105 +264,4 @@ def test_errors_count_error_actions_and_observation_errors():
     em.emit("step", "run_e", step(3, "run_code", code="1", observation={"blocks": [block("1", "1\n")]}))
     replay = Replay(events)
     assert replay.errors() == [0, 1] and replay.step(1).error == "boom"
-    assert replay.recorded_responses() == [None, "boom", None]
-    assert "✗ the reply was empty" in render_step(replay.step(0))
-    assert "✗ boom" in render_step(replay.step(1))
-
-
-def test_render_step_and_summary(home):
-    record(home, "run_t")
-    replay = Replay(RunStore(home).load("run_t"))
-    first = render_step(replay.step(0), total=3)
-    assert "step 1/3" in first and "· run_code ·" in first and "reward +0.10" in first
-    assert "120 tokens (100 in / 20 out)" in first
-    assert "print(len(context))" in first and "12345" in first
-    assert "↳ rlm_query" in first and "↳ llm_query" in first
-    assert "child run run_t_c1 (depth 1): 1 step, final" in first and "FINAL('chunk ok')" in first
-    second = render_step(replay.step(1))
-    assert "✗ " in second and "NameError" in second
-    summary = render_summary(replay)
-    assert "run run_t" in summary and "status: final (completed)" in summary
-    assert "final answer: 42" in summary and "errors at steps 2" in summary and "1 child run," in summary
-
-
-# --- CLI ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def cli(isolated_env, monkeypatch, tmp_path):
-    """``rlm`` in-process, no external plugins, RLM_HOME in tmp_path."""
-    from rlm_host.cli.main import main
-
-    monkeypatch.setenv("RLM_PLUGINS", "")
-    home = tmp_path / "cli-home"
-    monkeypatch.setenv("RLM_HOME", str(home))
-    record(home, "run_20260101_000000_000000_aaaa", t0=T0)
-    record(home, "run_20260102_000000_000000_bbbb", t0=T0 + 86400)
-    return main
-
-
-def test_cli_runs_list(cli, capsys):
-    assert cli(["runs", "list", "--json"]) == 0
-    runs = json.loads(capsys.readouterr().out)
-    assert [r["run_id"][-4:] for r in runs] == ["bbbb", "aaaa"] and runs[0]["termination_reason"] == "final"
-    assert cli(["runs", "list", "--limit", "1"]) == 0
-    out = capsys.readouterr().out
-    assert "run_20260102_000000_000000_bbbb" in out and "aaaa" not in out.split("…")[0] and "1 older runs" in out
-
-
-def test_cli_runs_list_relative_home(cli, capsys, monkeypatch):
-    monkeypatch.setenv("RLM_HOME", "rel-home")
-    record(Path("rel-home"), "run_rel")
-    assert cli(["runs", "list", "--json"]) == 0
-    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == ["run_rel"]
-
-
-def test_cli_runs_show(cli, capsys):
-    assert cli(["runs", "show", "run_20260101"]) == 0
-    out = capsys.readouterr().out
-    assert "run run_20260101_000000_000000_aaaa" in out
-    assert all(f"step {n}/3" in out for n in (1, 2, 3)) and "NameError" in out
-    assert cli(["runs", "show", "latest", "--json"]) == 0
-    payload = json.loads(capsys.readouterr().out)
-    assert payload["result"]["final_response"] == "42" and payload["events"][0]["type"] == "run_start"
-
-
-def test_cli_replay_non_interactive(cli, capsys):
-    assert cli(["replay", "run_20260101", "--no-interactive"]) == 0
-    out = capsys.readouterr().out
-    assert all(f"step {n}/3" in out for n in (1, 2, 3))
-    assert cli(["replay", "latest", "--errors"]) == 0  # stdin is not a terminal under pytest
-    out = capsys.readouterr().out
-    assert "step 2/3" in out and "step 1/3" not in out and "step 3/3" not in out
-    assert cli(["replay", "latest", "--step", "3", "--no-interactive"]) == 0
-    out = capsys.readouterr().out
-    assert "step 3/3" in out and "step 2/3" not in out
-
-
-def test_cli_unknown_run_is_one_error_line(cli, capsys):
-    assert cli(["replay", "run_1999", "--no-interactive"]) != 0
-    err = capsys.readouterr().err
-    assert err.startswith("error: no saved run matches 'run_1999'") and "Traceback" not in err
-    assert [line for line in err.splitlines() if line.startswith("error:")] == [err.splitlines()[0]]
-    assert cli(["runs", "show", "run_2026"]) == 2
-    assert "matches 2 runs" in capsys.readouterr().err
-    assert cli(["replay", "latest", "--step", "9"]) != 0
-    assert "has no step 9" in capsys.readouterr().err
-
-
-@pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
-def test_cli_replay_interactive_through_a_pty(cli, capsys, monkeypatch):
-    """Drive the interactive loop with stdin on a pseudo-terminal: n, p, e, g N, an unknown key, q."""
-    import pty
-
-    leader, follower = pty.openpty()
-    os.write(leader, b"n\np\ne\ng 3\nzz\nn\nq\n")
-    with os.fdopen(follower, "r") as tty_in:
-        monkeypatch.setattr("sys.stdin", tty_in)
-        code = cli(["replay", "run_20260101"])
-    os.close(leader)
-    out = capsys.readouterr().out
-    assert code == 0
-    shown = re.findall(r"── step (\d)/3", out)
-    assert shown == ["1", "2", "1", "2", "3"]
-    assert "unknown command 'zz'" in out and "at the last step" in out
+    assert [s.record.reply for s in replay.steps] == [None, "boom", None]

@@ -8,15 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.cli.main import main
-from rlm_host.config import load_settings
-from rlm_host.engine.runner import RLMRunner
-from rlm_host.models.protocol import ModelError
-from rlm_host.trajectory.replay_provider import Recording, ReplayConnector, create, ordinal
-from rlm_host.models.scripted import ScriptedConnector
-from rlm_host.plugins.host import PluginHost
-from rlm_host.services import ProviderServices
-from rlm_host.trajectory.store import RunStore
+from rlm_host import ModelError, ProviderServices
+from rlm_host.sdk.embedding import PluginHost, RLMRunner, RunStore, load_settings
+from rlm_host.testing import ScriptedConnector
+from rlm_runs.provider import Recording, ReplayConnector, create, ordinal
 
 NEEDLE = "The magic number is 4217."
 CONTEXT = "lorem ipsum " * 2000 + NEEDLE + " dolor sit amet" * 2000
@@ -157,37 +152,29 @@ def test_compaction_summaries_are_replayed_when_the_settings_force_compaction(tm
 # ---------------------------------------------------------------- the CLI
 
 
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_rlm_run_with_replay_reproduces_the_final_answer_in_another_sandbox(isolated_env, monkeypatch, capsys):
-    work = Path(isolated_env["WORK"])
-    monkeypatch.setenv("RLM_PLUGINS", "rlm-sandbox-monty")
+def test_rlm_run_with_replay_reproduces_the_final_answer_in_another_sandbox(rlm_cli, rlm_isolated):
+    work = rlm_isolated.work
     (work / "hay.txt").write_text(CONTEXT)
     (work / "root.json").write_text(json.dumps({"responses": ROOT}))
     (work / "sub.json").write_text(json.dumps({"responses": [], "rules": SUB_RULES}))
     task = ["run", "What is the magic number?", "--context", "hay.txt"]
 
-    code, out, err = cli(capsys, *task, "--model", "scripted:root.json", "--sub-model", "scripted:sub.json",
-                         "--sandbox", "process", "--json")
-    assert code == 0, err
-    original = json.loads(out)
+    done = rlm_cli(*task, "--model", "scripted:root.json", "--sub-model", "scripted:sub.json", "--sandbox",
+                   "process", "--json", plugins="rlm-sandbox-monty")
+    assert done.code == 0, done.err
+    original = json.loads(done.out)
     assert original["final_response"] == ANSWER
 
     for ref in (original["run_id"], original["trajectory_path"]):  # an id, then a path to the .jsonl
-        code, out, err = cli(capsys, *task, "--model", f"replay:{ref}", "--sub-model", f"replay:{ref}",
-                             "--sandbox", "monty", "--json")
-        assert code == 0, err
-        replayed = json.loads(out)
+        done = rlm_cli(*task, "--model", f"replay:{ref}", "--sub-model", f"replay:{ref}", "--sandbox", "monty",
+                       "--json", plugins="rlm-sandbox-monty")
+        assert done.code == 0, done.err
+        replayed = json.loads(done.out)
         assert replayed["final_response"] == original["final_response"]
         assert replayed["sandbox"] == "monty" and replayed["model"] == f"replay:{original['run_id']}"
-        assert replayed["cost"] == 0.0 and "$0.0000" in err  # the live view's last line shows the cost
+        assert replayed["cost"] == 0.0 and "$0.0000" in done.err  # the live view's last line shows the cost
 
 
-def test_rlm_run_with_an_unknown_replay_id_is_one_clear_error(isolated_env, monkeypatch, capsys):
-    monkeypatch.setenv("RLM_PLUGINS", "")
-    code, _, err = cli(capsys, "run", "q", "--model", "replay:nope", "--sandbox", "process")
-    assert code == 2 and "error: no saved run matches 'nope'" in err and "Traceback" not in err
+def test_rlm_run_with_an_unknown_replay_id_is_one_clear_error(rlm_cli):
+    done = rlm_cli("run", "q", "--model", "replay:nope", "--sandbox", "process")
+    assert done.code == 2 and "error: no saved run matches 'nope'" in done.err and "Traceback" not in done.err

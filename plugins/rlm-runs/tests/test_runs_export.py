@@ -1,4 +1,4 @@
-"""``rlm runs export``: a saved run tree through a registered exporter; the host's own is ``json`` (its events as
+"""``rlm runs export``: a saved run tree through a registered exporter; rlm-runs' own is ``json`` (its events as
 one JSON array). The ``rlms`` exporter and its tests are in ``plugins/rlm-compat-rlms``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.testing.engine import isolated_runner, run_scripted
+from rlm_host.testing import isolated_runner, run_scripted
 
 
 @pytest.fixture
