@@ -43,7 +43,7 @@ def test_three_candidates_per_step_are_tried_and_the_best_is_kept(rlm_cli, rlm_s
     steps = [e["data"] for e in events if e["type"] == "step"]
     assert steps[0]["code"].startswith("x = 6 * 7")
     assert [v["name"] for v in steps[0]["observation"]["variables"]] == ["x"]
-    shown = rlm_cli("runs", "show", result["run_id"])
+    shown = rlm_cli("runs", "show", result["run_id"], plugins="rlm-runs")
     assert "⑂ candidate 3 · " in shown.out and "score +0.80 · kept  x = 6 * 7" in shown.out
 
 

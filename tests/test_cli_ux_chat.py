@@ -119,9 +119,9 @@ def test_an_ordered_script_plays_on_across_turns_and_runs_list_the_question(rlm,
                plugins=PLUGINS, input="Sum the numbers\nAdd one\n/exit\n")
     assert chat.returncode == 0, chat.stderr
     assert [line for line in chat.stdout.splitlines() if "rlm> " in line][-2:] == ["you> rlm> 42", "you> rlm> 43"]
-    listed = rlm("runs", "list", plugins=PLUGINS)
+    listed = rlm("runs", "list", plugins=[*PLUGINS, "rlm-runs"])
     assert [line.split("$0.0000")[-1].strip() for line in listed.stdout.splitlines()[1:]] == ["Add one",
                                                                                            "Sum the numbers"]
-    shown = rlm("runs", "show", "latest", plugins=PLUGINS)
+    shown = rlm("runs", "show", "latest", plugins=[*PLUGINS, "rlm-runs"])
     session = _session_id(chat.stderr)
     assert f"question: Add one (turn 2 of chat {session})" in shown.stdout and "This is turn" not in shown.stdout

@@ -25,8 +25,8 @@ def test_runs_compare_defines_efficiency(rlm_isolated, rlm_script):
         done = subprocess.run([RLM, "run", "q", "--model", rlm_script(replies), "--sandbox", "process", "--json"],
                               env=_env(RLM_PLUGINS=""), capture_output=True, text=True, timeout=60)
         ids.append(json.loads(done.stdout)["run_id"])
-    done = subprocess.run([RLM, "runs", "compare", *ids], env=_env(RLM_PLUGINS=""), capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([RLM, "runs", "compare", *ids], env=_env(RLM_PLUGINS="rlm-runs"), capture_output=True,
+                          text=True, timeout=60)
     assert done.returncode == 0 and "\nefficiency " in done.stdout
     assert "efficiency: reward per 1,000 tokens (total reward × 1000 / total tokens)" in done.stdout
     readme = (ROOT / "README.md").read_text()

@@ -53,6 +53,7 @@ def test_no_key_value_is_ever_printed(models, monkeypatch, isolated_env):
 
 
 def test_each_provider_with_status_base_url_and_the_run_models(models, isolated_env, monkeypatch):
+    monkeypatch.setenv("RLM_PLUGINS", "rlm-provider-compatible,rlm-runs")  # rlm-runs: the replay provider
     monkeypatch.setenv("RLM_TRUST_CONFIG", "1")
     Path(isolated_env["WORK"], "rlm.toml").write_text('[run]\nsub_model = "ollama:llama3.2"\n'
                                                       '[provider.ollama]\nbase_url = "http://gpu-box:11434/v1"\n')

@@ -193,7 +193,7 @@ def haystack_over_http(rlm, work: Path, chars: int, sandbox: str = "process", pl
     assert max(len(p) for p in root_prompts) < 20_000
     run = json.loads(result.stdout)
     assert run["final_response"] == "4217" and run["usage"]["root"]["input_tokens"] > 0
-    replay = rlm("replay", run["run_id"], "--no-interactive", plugins=[])
+    replay = rlm("replay", run["run_id"], "--no-interactive", plugins=["rlm-runs"])
     assert replay.returncode == 0 and "FINAL_VAR(answer)" in replay.stdout and "4217" in replay.stdout
     return run
 
@@ -262,5 +262,5 @@ def test_runs_show_shows_the_labels_and_instructions_a_run_recorded(rlm, work):
     ran = rlm("run", "q", "--context", "c.txt", "--model", "scripted:s.json", "--sandbox", "process", "-q",
               "--label", "experiment=chunking", "--label", "try=2", "--instructions", "Answer in one word.", plugins=[])
     assert ran.returncode == 0, ran.stderr
-    shown = rlm("runs", "show", "latest", plugins=[])
+    shown = rlm("runs", "show", "latest", plugins=["rlm-runs"])
     assert "labels: experiment=chunking  try=2" in shown.stdout and "instructions: Answer in one word." in shown.stdout

@@ -21,6 +21,7 @@ from rlm_host.results import SCHEMA_VERSION
 
 OLD_TRAJECTORY = REPO / "tests" / "data" / "trajectory_schema1.jsonl"
 OLD_RUN_ID = "run_20261124_205844_745410_158d"
+RUNS = "rlm-runs"  # the distribution of rlm runs, rlm replay and the replay provider
 #: The context and scripts the old trajectory was recorded with.
 CONTEXT = "lorem ipsum " * 20 + "The magic number is 4217." + " dolor sit amet" * 20
 ROOT = [
@@ -48,8 +49,9 @@ def work(rlm_isolated) -> Path:
 
 
 def run_json(rlm_cli, model: str, sub_model: str) -> dict:
+    """``rlm run`` with rlm-runs loaded (its ``replay`` provider)."""
     result = rlm_cli("run", "What is the magic number?", "--context", "ctx.txt", "--model", model,
-                     "--sub-model", sub_model, "--sandbox", "process", "--json")
+                     "--sub-model", sub_model, "--sandbox", "process", "--json", plugins=RUNS)
     assert result.code == 0, result.err
     return json.loads(result.out)
 
@@ -112,9 +114,9 @@ def old_run(rlm_isolated) -> Path:
 
 
 def test_a_schema_1_trajectory_lists_and_shows_with_todays_names(rlm_cli, old_run):
-    listed = json.loads(rlm_cli("runs", "list", "--json").out)
+    listed = json.loads(rlm_cli("runs", "list", "--json", plugins=RUNS).out)
     assert [(r["run_id"], r["tokens"], r["steps"]) for r in listed] == [(OLD_RUN_ID, 1711, 2)]
-    shown = rlm_cli("runs", "show", OLD_RUN_ID[:-3], "--json")
+    shown = rlm_cli("runs", "show", OLD_RUN_ID[:-3], "--json", plugins=RUNS)
     assert shown.code == 0, shown.err
     payload = json.loads(shown.out)
     root = payload["result"]["usage"]["root"]
@@ -122,13 +124,13 @@ def test_a_schema_1_trajectory_lists_and_shows_with_todays_names(rlm_cli, old_ru
     llm_query = next(e for e in payload["events"] if e["type"] == "sub_call" and e["data"]["kind"] == "llm_query")
     assert (llm_query["operation"], llm_query["data"]["usage"]) == ("chat", {"input_tokens": 15, "output_tokens": 1})
     assert "prompt_tokens" not in shown.out
-    text = rlm_cli("runs", "show", OLD_RUN_ID).out
+    text = rlm_cli("runs", "show", OLD_RUN_ID, plugins=RUNS).out
     assert "586 tokens (538 in / 48 out)" in text
     assert "↳ llm_query scripted:sub.json · 16 tokens (15 in / 1 out)" in text
 
 
 def test_a_schema_1_trajectory_replays(rlm_cli, old_run):
-    result = rlm_cli("replay", str(old_run), "--no-interactive")
+    result = rlm_cli("replay", str(old_run), "--no-interactive", plugins=RUNS)
     assert result.code == 0, result.err
     assert "tokens: 1,711" in result.out and "child run run_20261124_205844_803962_bce9 (depth 1)" in result.out
     assert "FINAL_VAR(answer)" in result.out and "601 tokens (597 in / 4 out)" in result.out

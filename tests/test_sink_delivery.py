@@ -148,11 +148,11 @@ def test_runs_show_names_the_sinks_the_trace_id_and_a_disabled_sink(rlm_cli, rlm
     monkeypatch.setenv("RLM_PLUGIN_MODULES", "support.misbehaving_sinks,support.default_sinks")
     result, _ = _run(rlm_cli, rlm_script, "--sink", "raising")
     run = json.loads(result.out)
-    shown = rlm_cli("runs", "show", run["run_id"])
+    shown = rlm_cli("runs", "show", run["run_id"], plugins="rlm-runs")
     assert shown.code == 0, shown.err
     assert f"sinks: on-by-default, raising  trace id: {trace_id_for(run['run_id'])}" in shown.out
     assert "sink raising disabled: ConnectionError" in shown.out
-    as_json = json.loads(rlm_cli("runs", "show", run["run_id"], "--json").out)
+    as_json = json.loads(rlm_cli("runs", "show", run["run_id"], "--json", plugins="rlm-runs").out)
     assert as_json["trace_id"] == trace_id_for(run["run_id"])
 
 

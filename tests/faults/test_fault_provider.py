@@ -62,5 +62,5 @@ def test_the_root_model_failing_mid_run_is_one_error_and_the_record_is_kept(rlm_
     assert "Traceback" not in result.err
     events = [json.loads(line) for line in Path(data["trajectory_path"]).read_text().splitlines()]
     assert [e["type"] for e in events if e["type"] in ("step", "final")] == ["step", "final"]
-    listed = json.loads(rlm_cli("runs", "list", "--json").out)
+    listed = json.loads(rlm_cli("runs", "list", "--json", plugins="rlm-runs").out)
     assert listed[0]["termination_reason"] == "error"

@@ -18,7 +18,7 @@ NOISY = "```repl\nprint('x' * 4000)\n```"
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
-    env.update(RLM_HOME=str(home), RLM_PLUGINS="")
+    env.update(RLM_HOME=str(home), RLM_PLUGINS="rlm-runs")  # rlm runs, rlm replay
     return env
 
 
@@ -94,14 +94,14 @@ def test_a_file_that_is_not_a_trajectory_is_listed_as_unreadable(rlm_cli, rlm_sc
     runs = rlm_isolated.runs / "runs"
     (runs / "run_garbage.jsonl").write_bytes(os.urandom(2048))
     (runs / "run_empty.jsonl").write_bytes(b"")
-    listed = rlm_cli("runs", "list")
+    listed = rlm_cli("runs", "list", plugins="rlm-runs")
     assert json.loads(ok.out)["run_id"] in listed.out
     assert "unreadable: " in listed.out
     assert "run_garbage.jsonl: not a trajectory: binary data (2,048 bytes)" in listed.out
     assert "run_empty.jsonl: empty: the run stopped before its first event was written" in listed.out
-    data = json.loads(rlm_cli("runs", "list", "--json").out)
+    data = json.loads(rlm_cli("runs", "list", "--json", plugins="rlm-runs").out)
     assert {r["run_id"]: r["termination_reason"] for r in data}["run_garbage"] == "unreadable"
-    replayed = rlm_cli("replay", "run_garbage")
+    replayed = rlm_cli("replay", "run_garbage", plugins="rlm-runs")
     assert replayed.code == 2 and "is not a trajectory" in replayed.err and "probably killed" not in replayed.err
 
 
@@ -111,7 +111,7 @@ def test_a_torn_last_line_is_skipped_by_every_reader(rlm_cli, rlm_script, rlm_is
     path = Path(result["trajectory_path"])
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # killed while writing its final event
-    listed = json.loads(rlm_cli("runs", "list", "--json").out)
+    listed = json.loads(rlm_cli("runs", "list", "--json", plugins="rlm-runs").out)
     assert listed[0]["termination_reason"] == "interrupted" and listed[0]["steps"] == 2
-    replayed = rlm_cli("replay", result["run_id"])
+    replayed = rlm_cli("replay", result["run_id"], plugins="rlm-runs")
     assert replayed.code == 0 and "truncated last line skipped" in replayed.err

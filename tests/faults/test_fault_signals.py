@@ -70,7 +70,7 @@ def test_after_sigkill_the_run_is_listed_as_interrupted_and_replays(tmp_path):
     process.kill()
     process.communicate(timeout=30)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
-    env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="")
+    env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="rlm-runs")
     listed = subprocess.run(RLM + ["runs", "list", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True)
     (run,) = json.loads(listed.stdout)
     assert run["termination_reason"] == "interrupted" and run["steps"] == 1

@@ -25,9 +25,10 @@ PATIENCE = 60
 
 
 def rlm(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``rlm ARGS`` with ``home`` as its run home and no plugin; TimeoutExpired (a failure) if it hangs."""
+    """``rlm ARGS`` with ``home`` as its run home and rlm-runs the only plugin (``rlm runs``); TimeoutExpired (a
+    failure) if it hangs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
-    env.update({"RLM_HOME": str(home), "RLM_PLUGINS": "", "HOME": str(home.parent)})
+    env.update({"RLM_HOME": str(home), "RLM_PLUGINS": "rlm-runs", "HOME": str(home.parent)})
     return subprocess.run([RLM, *args], capture_output=True, text=True, env=env, cwd=cwd or home.parent,
                           timeout=PATIENCE)
 

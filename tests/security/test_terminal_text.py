@@ -23,7 +23,7 @@ def raw_controls(text: str) -> list[str]:
 
 def env_for(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
-    return {**env, "RLM_HOME": str(home), "RLM_PLUGINS": "", "HOME": str(home.parent)}
+    return {**env, "RLM_HOME": str(home), "RLM_PLUGINS": "rlm-runs", "HOME": str(home.parent)}  # rlm replay
 
 
 def hostile_script(folder: Path) -> str:
