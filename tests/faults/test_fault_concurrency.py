@@ -16,7 +16,7 @@ RLM = [sys.executable, "-m", "rlm_host"]
 @pytest.mark.slow
 def test_sixteen_concurrent_runs_in_one_home(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLM_")}
-    env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="")
+    env.update(RLM_HOME=str(tmp_path / "home"), RLM_PLUGINS="rlm-runs")  # rlm-runs: `rlm runs list`
     processes = []
     for index in range(16):
         script = tmp_path / f"script{index}.json"

@@ -106,7 +106,7 @@ def test_a_code_error_is_a_step_and_the_run_goes_on(rlm_cli, rlm_script, context
 
 def test_a_replay_plays_the_run_back(rlm_cli, rlm_script, context_file):
     _, first = run(rlm_cli, rlm_script([LOOK, SUBMIT_WORD], rules=SUB_RULES), context_file)
-    result, again = run(rlm_cli, f"replay:{first['run_id']}", context_file)
+    result, again = run(rlm_cli, f"replay:{first['run_id']}", context_file, plugins=f"{PLUGIN},rlm-runs")
     assert again["completed"] and again["final_response"] == "PAPAYA", again["error"]
     assert [s["reply"] for s in steps_of(again["trajectory_path"])] == [LOOK, SUBMIT_WORD]
     assert again["usage"]["sub"]["calls"] == 1

@@ -36,7 +36,7 @@ def test_runs_are_ranked_by_accuracy_reward_and_tokens_with_filters(cli, work):
     assert [r["run_id"] for r in json.loads(out)["rows"]] == [plain]
     code, out, _ = cli("leaderboard", "--runs", "-F", "since=2999-01-01")
     assert code == 0 and "no saved run matches the filters" in out
-    code, out, _ = cli("runs", "list", "-F", "label=expected", "--json")
+    code, out, _ = cli("runs", "list", "-F", "label=expected", "--json", plugins="rlm-runs")
     assert sorted(r["run_id"] for r in json.loads(out)) == sorted([right, wrong])
     code, out, _ = cli("leaderboard", "--runs")
     assert "runs ranked by reward (higher is better)" in out and right in out
@@ -59,7 +59,7 @@ def test_a_bad_metric_or_filter_is_exit_2(cli, work):
     assert code == 2 and "unknown metric 'efficiency' for runs" in err
     code, _, err = cli("leaderboard", "--runs", "-F", "colour=red")
     assert code == 2 and "unknown filter key 'colour'" in err
-    code, _, err = cli("runs", "list", "-F", "since=yesterday")
+    code, _, err = cli("runs", "list", "-F", "since=yesterday", plugins="rlm-runs")
     assert code == 2 and "is not a date" in err
 
 

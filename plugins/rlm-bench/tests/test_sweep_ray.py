@@ -27,7 +27,7 @@ from bench_data.fixtures import cli, isolated_env, work  # noqa: F401 (fixtures)
 from bench_data.ray_cluster import LocalCluster, ray_installed
 
 #: What the driver and the head load; the second node lacks the monty sandbox.
-PLUGINS = f"{BENCH},rlm-sink-local,rlm-sandbox-monty"
+PLUGINS = f"{BENCH},rlm-sink-local,rlm-sandbox-monty,rlm-runs"  # rlm-runs: `rlm replay` in the driver
 PLUGINS_NODE2 = f"{BENCH},rlm-sink-local"
 
 PACK = """\

@@ -22,6 +22,7 @@ from rlm_host.sdk.embedding import RunStore
 from rlm_host.testing import isolated_runner, run_scripted
 
 PLUGIN = "rlm-compat-rlms"
+EXPORT = f"{PLUGIN},rlm-runs"  # `rlm runs export` is rlm-runs'
 
 REFERENCE = Path(__file__).parent / "data" / "rlms_reference.jsonl"
 
@@ -203,19 +204,19 @@ def test_a_run_that_used_up_its_steps_ends_with_rlms_closing_iteration(rlm_isola
 
 def test_export_to_stdout_and_to_a_file(recorded, rlm_cli, rlm_isolated):
     run_id = recorded.run_id
-    shown = rlm_cli("runs", "export", run_id[:-2], "--format", "rlms", plugins=PLUGIN)
+    shown = rlm_cli("runs", "export", run_id[:-2], "--format", "rlms", plugins=EXPORT)
     assert shown.code == 0, shown.err
     lines = [json.loads(line) for line in shown.out.splitlines()]
     assert lines == json.loads(json.dumps(_exported(recorded)))
     target = rlm_isolated.work / "out" / "run.jsonl"
-    written = rlm_cli("runs", "export", "latest", "-f", "rlms", "--output", str(target), plugins=PLUGIN)
+    written = rlm_cli("runs", "export", "latest", "-f", "rlms", "--output", str(target), plugins=EXPORT)
     assert written.code == 0 and written.out == "" and str(target) in written.err and "(rlms," in written.err
     assert target.read_text() == shown.out
-    dash = rlm_cli("runs", "export", recorded.trajectory_path, "-f", "rlms", "-o", "-", plugins=PLUGIN)
+    dash = rlm_cli("runs", "export", recorded.trajectory_path, "-f", "rlms", "-o", "-", plugins=EXPORT)
     assert dash.code == 0 and dash.out == shown.out
 
 
 def test_without_the_plugin_the_format_is_unknown(recorded, rlm_cli):
-    bad = rlm_cli("runs", "export", recorded.run_id, "--format", "rlms", plugins="")
+    bad = rlm_cli("runs", "export", recorded.run_id, "--format", "rlms", plugins="rlm-runs")
     assert bad.code == 2 and bad.out == ""
     assert "unknown exporter 'rlms'" in bad.err and "json" in bad.err

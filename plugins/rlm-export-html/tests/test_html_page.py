@@ -16,7 +16,7 @@ import pytest
 
 from support.browser import browser, chromium  # noqa: F401 - chromium is a fixture (tests/support)
 
-PLUGINS = "rlm-export-html,rlm-sandbox-monty"
+PLUGINS = "rlm-export-html,rlm-runs,rlm-sandbox-monty"  # rlm-runs: `rlm runs export`
 HOSTILE = "</script><script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED2'\">\x1b[2J"
 
 

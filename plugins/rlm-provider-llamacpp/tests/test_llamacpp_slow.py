@@ -213,7 +213,7 @@ def test_cli_run_against_the_real_server_then_replay_without_it(llama_server, tm
 
     rlm = str(Path(sys.executable).with_name("rlm"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OPENAI_"))}
-    env.update(HOME=str(tmp_path), RLM_PLUGINS="rlm-sandbox-monty", RLM_PROVIDER__OPENAI__MAX_RETRIES="1",
+    env.update(HOME=str(tmp_path), RLM_PLUGINS="rlm-sandbox-monty,rlm-runs", RLM_PROVIDER__OPENAI__MAX_RETRIES="1",
                RLM_PROVIDER__OPENAI__CONTEXT_WINDOW="4096",  # the server's n_ctx: the history is compacted to fit
                RLM_RUN__MAX_REPLY_TOKENS="256")  # a tiny model rambles: bounded replies keep the window usable
     (tmp_path / "notes.txt").write_text("Weather log. Day 3: the sky was blue. Day 4: rain.\n" * 20)

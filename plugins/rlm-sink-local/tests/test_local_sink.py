@@ -99,7 +99,7 @@ def test_on_by_default_and_left_out_by_a_run_that_names_its_sinks(rlm_cli, rlm_s
     result = rlm_cli("run", "What?", "--model", model, "--sandbox", "process", "--json", plugins=PLUGIN)
     assert result.code == 0, result.err
     assert json.loads(observed.read_text())["run_id"] == json.loads(result.out)["run_id"]
-    shown = rlm_cli("runs", "show", json.loads(result.out)["run_id"], plugins=PLUGIN)
+    shown = rlm_cli("runs", "show", json.loads(result.out)["run_id"], plugins=f"{PLUGIN},rlm-runs")
     assert "sinks: local" in shown.out
     monkeypatch.setenv("RLM_RUN__SINKS", "[]")
     result = rlm_cli("run", "What?", "--model", rlm_script(["FINAL(42)"]), "--sandbox", "process", "-q", plugins=PLUGIN)
