@@ -253,8 +253,8 @@ def test_a_url_password_and_an_echoed_key_are_never_written_in_clear(rlm, work):
     run = json.loads(result.stdout)
     assert run["termination_reason"] == "error" and "***" in run["error"]
     trajectory = (work / run["trajectory_path"]).read_text()
-    shown = rlm("runs", "show", run["run_id"], plugins=[])
-    exported = rlm("runs", "export", run["run_id"], "--format", "json", plugins=[])
+    shown = rlm("runs", "show", run["run_id"], plugins=["rlm-runs"])
+    exported = rlm("runs", "export", run["run_id"], "--format", "json", plugins=["rlm-runs"])
     everything = result.stdout + result.stderr + trajectory + shown.stdout + shown.stderr + exported.stdout
     assert "pa55word-in-url" not in everything and FAKE_KEY not in everything
     assert "alice:***@127.0.0.1" in trajectory

@@ -42,7 +42,7 @@ EXPECTED = {
 
 
 def test_the_table_and_the_registration_records(rlm_plugin_host):
-    specs = {spec.name: spec for spec in rlm_plugin_host(PLUGIN).providers()}
+    specs = {spec.name: spec for spec in rlm_plugin_host(PLUGIN, "rlm-runs").providers()}  # rlm-runs: replay
     for name, (url, keys) in EXPECTED.items():
         assert compatible.PROVIDERS[name].base_url == url
         spec = specs[name]
