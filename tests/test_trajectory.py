@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host.events import EventBus, RunEvent
+from rlm_host.events import EventBus
 from rlm_host.engine.scope import new_run_id
 from rlm_host.trajectory import (
     AmbiguousRunError,
@@ -25,84 +25,15 @@ from rlm_host.trajectory import (
     TrajectoryWriter,
 
 )
-from rlm_host.results import RunResult, RunUsage, StepRecord, Usage
+from rlm_host.testing.run_trees import (SAMPLE_REPLIES, SAMPLE_START, RunTreeEvents, code_block, sample_run_tree,
+                                        step_data)
 
-T0 = 1_795_000_000.0  # a fixed clock, so "newest first" does not depend on how fast the test runs
-REPLIES = ["```repl\nprint(len(context))\n```", "```repl\nprint(x)\n```", "```repl\nFINAL('42')\n```"]
-
-
-class Emitter:
-    """Emits the events of one run tree on a bus, with timestamps from a fixed clock."""
-
-    def __init__(self, bus: EventBus, root: str, t0: float = T0) -> None:
-        self.bus, self.root, self.ts = bus, root, t0
-
-    def emit(self, type_: str, run_id: str, data: dict, parent: str | None = None, depth: int = 0) -> RunEvent:
-        self.ts += 1.0
-        event = RunEvent(
-            type=type_, run_id=run_id, root_run_id=self.root, parent_run_id=parent, depth=depth, ts=self.ts, data=data
-        )
-        return self.bus.emit(event)
-
-
-def step(n: int, action: str, *, code=None, reply=None, observation=None, reward=0.0, total=0.0, sub=0) -> dict:
-    """A step event's data, as the runner records it (root tokens 100 in / 20 out, ``sub`` sub-call tokens)."""
-    usage = RunUsage(root=Usage(calls=1, input_tokens=100, output_tokens=20))
-    if sub:
-        usage.sub.add(sub, 0)
-    record = StepRecord(
-        step=n, action=action, code=code, reply=reply, observation=observation or {}, reward=reward,
-        cumulative_reward=total, usage=usage, duration_s=1.25,
-    )
-    return record.model_dump(mode="json")
-
-
-def block(code: str, stdout: str = "", error: str | None = None) -> dict:
-    """One executed code block in an observation (the pure_rlm environment's shape)."""
-    return {"code": code, "stdout": stdout, "duration_s": 0.01, **({"error": error} if error else {})}
-
-
-def result(run_id: str, *, steps: int, reward: float, parent=None, depth=0, answer="42", task="count") -> dict:
-    usage = RunUsage(root=Usage(calls=steps, input_tokens=300, output_tokens=60, cost=0.003))
-    usage.sub.add(50, 10, 0.0005)
-    return RunResult(
-        run_id=run_id, parent_run_id=parent, depth=depth, task=task, environment="pure_rlm", model="openai:test",
-        sandbox="process", completed=True, final_response=answer, steps=steps, total_reward=reward, usage=usage,
-        cost=0.0035, duration_s=4.5, termination_reason="final",
-    ).model_dump(mode="json")
+T0 = SAMPLE_START
 
 
 def emit_run(bus: EventBus, root: str, *, t0: float = T0, final: bool = True, link_child: bool = True) -> str:
-    """A full run tree on ``bus``; returns the child run's id."""
-    child = f"{root}_c1"
-    em = Emitter(bus, root, t0)
-    start = {"task": "How many characters are in the context? " * 5, "environment": "pure_rlm",
-             "model": "openai:test", "sandbox": "process", "context": {"chars": 12345}}
-    em.emit("run_start", root, start)
-    # step 1: code that calls rlm_query (a child run) and llm_query
-    em.emit("run_start", child, {"task": "summarise chunk 0", "environment": "pure_rlm"}, root, 1)
-    em.emit("step", child, step(1, "final", code="FINAL('chunk ok')", reply="FINAL('chunk ok')", reward=1.0,
-                                total=1.0, observation={"blocks": [block("FINAL('chunk ok')")], "success": True,
-                                                        "final_source": "code"}), root, 1)
-    em.emit("final", child, result(child, steps=1, reward=1.0, parent=root, depth=1, answer="chunk ok"), root, 1)
-    if link_child:
-        em.emit("sub_call", root, {"kind": "rlm_query", "model": "openai:test", "prompt": "summarise chunk 0",
-                                   "response": "chunk ok", "seconds": 1.5, "child_run_id": child})
-    em.emit("sub_call", root, {"kind": "llm_query", "model": "openai:mini", "prompt": "classify",
-                               "response": "yes", "usage": {"input_tokens": 50, "output_tokens": 10}})
-    code1 = "print(len(context))\nprint(rlm_query('summarise chunk 0'))"
-    first = {"blocks": [block(code1, "12345\nchunk ok\n")], "success": True}
-    em.emit("step", root, step(1, "run_code", code=code1, reply=REPLIES[0], reward=0.1, total=0.1, sub=60,
-                               observation=first))
-    em.emit("step", root, step(2, "run_code", code="print(x)", reply=REPLIES[1], reward=-0.1, total=0.0,
-                               observation={"blocks": [block("print(x)", error="NameError: name 'x' is not defined")],
-                                            "success": False}))
-    if final:
-        em.emit("step", root, step(3, "final", code="FINAL('42')", reply=REPLIES[2], reward=1.0, total=1.0,
-                                   observation={"blocks": [block("FINAL('42')")], "success": True,
-                                                "final_source": "code"}))
-        em.emit("final", root, result(root, steps=3, reward=1.0))
-    return child
+    """``sample_run_tree`` on ``bus``; returns the child run's id."""
+    return sample_run_tree(RunTreeEvents(root, t0, publish=bus.emit), final=final, link_child=link_child)
 
 
 def record(home: Path, root: str, **kw) -> Path:
@@ -133,15 +64,15 @@ def test_writer_flushes_every_event_while_open(home):
     bus, root = EventBus(), "run_a"
     writer = TrajectoryWriter(home, root)
     bus.subscribe("trajectory", writer)
-    em = Emitter(bus, root)
+    em = RunTreeEvents(root, publish=bus.emit)
     em.emit("run_start", root, {"task": "t"})
     assert writer.path == home / "runs" / "run_a.jsonl"
     assert len(writer.path.read_text().splitlines()) == 1  # read while the writer is still open
-    em.emit("step", root, step(1, "run_code", code="1"))
+    em.emit("step", root, step_data(1, "run_code", code="1"))
     lines = writer.path.read_text().splitlines()
     assert [json.loads(line)["type"] for line in lines] == ["run_start", "step"]
     assert json.loads(lines[1])["seq"] == 2
-    Emitter(bus, "run_other").emit("run_start", "run_other", {})  # another run tree on the same bus
+    RunTreeEvents("run_other", publish=bus.emit).emit("run_start", "run_other", {})  # another run tree on the same bus
     assert len(writer.path.read_text().splitlines()) == 2
     writer.close()
     writer.close()
@@ -151,7 +82,8 @@ def test_writer_keeps_values_json_cannot_hold(home):
     bus = EventBus()
     with TrajectoryWriter(home, "run_b") as writer:
         bus.subscribe("trajectory", writer)
-        Emitter(bus, "run_b").emit("run_start", "run_b", {"task": "t", "odd": object(), "raw": b"\xff"})
+        events = RunTreeEvents("run_b", publish=bus.emit)
+        events.emit("run_start", "run_b", {"task": "t", "odd": object(), "raw": b"\xff"})
     line = json.loads(writer.path.read_text())
     assert line["data"]["task"] == "t" and "object" in line["data"]["odd"]
 
@@ -244,7 +176,7 @@ def test_replay_nesting_errors_and_responses(home):
     assert (child.depth, child.parent_run_id, child.result.final_response) == (1, "run_r", "chunk ok")
     assert [s.record.action for s in child.steps] == ["final"]
     assert replay.step(1).sub_calls == [] and replay.step(1).children == []
-    assert [s.record.reply for s in replay.steps] == REPLIES
+    assert [s.record.reply for s in replay.steps] == SAMPLE_REPLIES
     assert set(replay.runs) == {"run_r", "run_r_c1"}
 
 
@@ -257,11 +189,11 @@ def test_child_without_sub_call_is_nested_by_event_order(home):
 def test_errors_count_error_actions_and_observation_errors():
     bus, events = EventBus(), []
     bus.subscribe("list", events.append)
-    em = Emitter(bus, "run_e")
+    em = RunTreeEvents("run_e", publish=bus.emit)
     em.emit("run_start", "run_e", {"task": "t"})
-    em.emit("step", "run_e", step(1, "malformed_reply", reply=None, observation={"error": "the reply was empty"}))
-    em.emit("step", "run_e", step(2, "error", reply="boom"))
-    em.emit("step", "run_e", step(3, "run_code", code="1", observation={"blocks": [block("1", "1\n")]}))
+    em.emit("step", "run_e", step_data(1, "malformed_reply", reply=None, observation={"error": "the reply was empty"}))
+    em.emit("step", "run_e", step_data(2, "error", reply="boom"))
+    em.emit("step", "run_e", step_data(3, "run_code", code="1", observation={"blocks": [code_block("1", "1\n")]}))
     replay = Replay(events)
     assert replay.errors() == [0, 1] and replay.step(1).error == "boom"
     assert [s.record.reply for s in replay.steps] == [None, "boom", None]

@@ -13,6 +13,9 @@ The public names, importable from here:
   ``ENVIRONMENT_REPLY_FORMATS`` (the reply format of pure_rlm, of the tool protocol and of every installed
   environment that declares a JSON-schema one, with whether its reader can act on a reply: for providers that
   enforce them);
+- recorded run trees made by hand, for what reads trajectories back (a store, a replay, an exporter):
+  ``RunTreeEvents``, ``sample_run_tree``, ``write_trajectory``, ``step_data``, ``code_block``, ``result_data``,
+  ``SAMPLE_REPLIES``, ``SAMPLE_START``;
 - ``FakeHTTPServer``, ``Behaviour``, ``RecordedRequest``: a loopback HTTP server answering from a queue of
   scripted behaviours and recording every request; subclass it with an API's route and error body;
 - fixtures (no import needed: this package is a pytest plugin): ``rlm_isolated``, ``rlm_cli``,
@@ -81,6 +84,9 @@ _LAZY: dict[str, str] = {
     "FIND_NEEDLE": "rlm_host.testing.engine",
     "HAYSTACK_NEEDLE": "rlm_host.testing.engine",
     "assert_context_stays_out_of_the_prompt": "rlm_host.testing.engine",
+    **{name: "rlm_host.testing.run_trees" for name in ("RunTreeEvents", "sample_run_tree", "write_trajectory",
+                                                       "step_data", "code_block", "result_data", "SAMPLE_REPLIES",
+                                                       "SAMPLE_START")},
     "ScriptedConnector": "rlm_host.models.scripted",
     "HELPERS_SOURCE": "rlm_host.environments.repl",
     "ENVIRONMENT_REPLY_FORMATS": "rlm_host.testing.reply_formats",

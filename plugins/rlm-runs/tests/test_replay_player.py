@@ -13,97 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from rlm_host import RunEvent, RunResult, RunUsage, StepRecord, Usage
 from rlm_host.sdk.embedding import Replay, RunStore
+from rlm_host.testing import SAMPLE_START, RunTreeEvents, code_block, sample_run_tree, step_data, write_trajectory
 from rlm_runs.player import Player
 from rlm_runs.render import render_step, render_summary
 
-T0 = 1_795_000_000.0  # a fixed clock, so "newest first" does not depend on how fast the test runs
+T0 = SAMPLE_START
 STEPS = ["```repl\nwords = context.split()\nn = len(words)\nblob = 'x' * 5000\nprint(n)\n```",
          "```repl\nprint(1/0)\n```", "FINAL_VAR('n')"]  # a run that keeps variables, with an error step
-REPLIES = ["```repl\nprint(len(context))\n```", "```repl\nprint(x)\n```", "```repl\nFINAL('42')\n```"]
-
-
-class Emitter:
-    """Collects the events of one run tree, numbered and timed as a run's event bus does (a fixed clock)."""
-
-    def __init__(self, root: str, t0: float = T0) -> None:
-        self.root, self.ts, self.events = root, t0, []
-
-    def emit(self, type_: str, run_id: str, data: dict, parent: str | None = None, depth: int = 0) -> RunEvent:
-        self.ts += 1.0
-        event = RunEvent(type=type_, run_id=run_id, root_run_id=self.root, parent_run_id=parent, depth=depth,
-                         ts=self.ts, seq=len(self.events) + 1, data=data)
-        self.events.append(event)
-        return event
-
-
-def step(n: int, action: str, *, code=None, reply=None, observation=None, reward=0.0, total=0.0, sub=0) -> dict:
-    """A step event's data, as the runner records it (root tokens 100 in / 20 out, ``sub`` sub-call tokens)."""
-    usage = RunUsage(root=Usage(calls=1, input_tokens=100, output_tokens=20))
-    if sub:
-        usage.sub.add(sub, 0)
-    record = StepRecord(
-        step=n, action=action, code=code, reply=reply, observation=observation or {}, reward=reward,
-        cumulative_reward=total, usage=usage, duration_s=1.25,
-    )
-    return record.model_dump(mode="json")
-
-
-def block(code: str, stdout: str = "", error: str | None = None) -> dict:
-    """One executed code block in an observation (the pure_rlm environment's shape)."""
-    return {"code": code, "stdout": stdout, "duration_s": 0.01, **({"error": error} if error else {})}
-
-
-def result(run_id: str, *, steps: int, reward: float, parent=None, depth=0, answer="42", task="count") -> dict:
-    usage = RunUsage(root=Usage(calls=steps, input_tokens=300, output_tokens=60, cost=0.003))
-    usage.sub.add(50, 10, 0.0005)
-    return RunResult(
-        run_id=run_id, parent_run_id=parent, depth=depth, task=task, environment="pure_rlm", model="openai:test",
-        sandbox="process", completed=True, final_response=answer, steps=steps, total_reward=reward, usage=usage,
-        cost=0.0035, duration_s=4.5, termination_reason="final",
-    ).model_dump(mode="json")
-
-
-def emit_run(em: Emitter, *, final: bool = True) -> None:
-    """A full run tree: a child run during step 1, an error at step 2, the answer at step 3 (unless not ``final``)."""
-    root = em.root
-    child = f"{root}_c1"
-    start = {"task": "How many characters are in the context? " * 5, "environment": "pure_rlm",
-             "model": "openai:test", "sandbox": "process", "context": {"chars": 12345}}
-    em.emit("run_start", root, start)
-    # step 1: code that calls rlm_query (a child run) and llm_query
-    em.emit("run_start", child, {"task": "summarise chunk 0", "environment": "pure_rlm"}, root, 1)
-    em.emit("step", child, step(1, "final", code="FINAL('chunk ok')", reply="FINAL('chunk ok')", reward=1.0,
-                                total=1.0, observation={"blocks": [block("FINAL('chunk ok')")], "success": True,
-                                                        "final_source": "code"}), root, 1)
-    em.emit("final", child, result(child, steps=1, reward=1.0, parent=root, depth=1, answer="chunk ok"), root, 1)
-    em.emit("sub_call", root, {"kind": "rlm_query", "model": "openai:test", "prompt": "summarise chunk 0",
-                               "response": "chunk ok", "seconds": 1.5, "child_run_id": child})
-    em.emit("sub_call", root, {"kind": "llm_query", "model": "openai:mini", "prompt": "classify",
-                               "response": "yes", "usage": {"input_tokens": 50, "output_tokens": 10}})
-    code1 = "print(len(context))\nprint(rlm_query('summarise chunk 0'))"
-    first = {"blocks": [block(code1, "12345\nchunk ok\n")], "success": True}
-    em.emit("step", root, step(1, "run_code", code=code1, reply=REPLIES[0], reward=0.1, total=0.1, sub=60,
-                               observation=first))
-    em.emit("step", root, step(2, "run_code", code="print(x)", reply=REPLIES[1], reward=-0.1, total=0.0,
-                               observation={"blocks": [block("print(x)", error="NameError: name 'x' is not defined")],
-                                            "success": False}))
-    if final:
-        em.emit("step", root, step(3, "final", code="FINAL('42')", reply=REPLIES[2], reward=1.0, total=1.0,
-                                   observation={"blocks": [block("FINAL('42')")], "success": True,
-                                                "final_source": "code"}))
-        em.emit("final", root, result(root, steps=3, reward=1.0))
 
 
 def record(home: Path, root: str, *, t0: float = T0, final: bool = True) -> Path:
-    """Write ``emit_run``'s events where a run's trajectory goes (``<home>/runs/<root>.jsonl``); returns its path."""
-    em = Emitter(root, t0)
-    emit_run(em, final=final)
-    path = home / "runs" / f"{root}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(event.model_dump_json() + "\n" for event in em.events))
-    return path
+    """``sample_run_tree``'s events written where a run's trajectory goes (``<home>/runs/<root>.jsonl``)."""
+    events = RunTreeEvents(root, t0)
+    sample_run_tree(events, final=final)
+    return write_trajectory(home, events)
 
 
 @pytest.fixture
@@ -132,11 +56,11 @@ def test_interrupted_run_replays_its_finished_steps(home):
 
 
 def test_an_error_step_shows_its_error():
-    em = Emitter("run_e")
+    em = RunTreeEvents("run_e")
     em.emit("run_start", "run_e", {"task": "t"})
-    em.emit("step", "run_e", step(1, "malformed_reply", reply=None, observation={"error": "the reply was empty"}))
-    em.emit("step", "run_e", step(2, "error", reply="boom"))
-    em.emit("step", "run_e", step(3, "run_code", code="1", observation={"blocks": [block("1", "1\n")]}))
+    em.emit("step", "run_e", step_data(1, "malformed_reply", reply=None, observation={"error": "the reply was empty"}))
+    em.emit("step", "run_e", step_data(2, "error", reply="boom"))
+    em.emit("step", "run_e", step_data(3, "run_code", code="1", observation={"blocks": [code_block("1", "1\n")]}))
     replay = Replay(em.events)
     assert "✗ the reply was empty" in render_step(replay.step(0))
     assert "✗ boom" in render_step(replay.step(1))
