@@ -255,6 +255,9 @@ def test_a_url_password_and_an_echoed_key_are_never_written_in_clear(rlm, work):
     trajectory = (work / run["trajectory_path"]).read_text()
     shown = rlm("runs", "show", run["run_id"], plugins=["rlm-runs"])
     exported = rlm("runs", "export", run["run_id"], "--format", "json", plugins=["rlm-runs"])
+    # both read the run (a command that failed would show no secret and prove nothing)
+    assert shown.returncode == 0 and f"run {run['run_id']}" in shown.stdout, shown.stderr
+    assert exported.returncode == 0 and run["run_id"] in exported.stdout, exported.stderr
     everything = result.stdout + result.stderr + trajectory + shown.stdout + shown.stderr + exported.stdout
     assert "pa55word-in-url" not in everything and FAKE_KEY not in everything
     assert "alice:***@127.0.0.1" in trajectory
