@@ -334,7 +334,7 @@ SESSIONS: dict[str, Session] = {
     "plugins/rlm-adapter-dspy/README.md": Session({"notes.txt": FromCat("notes.txt"), "script.json": DSPY_SCRIPT,
                                                    "station_log.txt": copy_of("samples/station_log.txt"),
                                                    **TOOL_FILES, "dspy.json": DSPY_TOOLS_SCRIPT},
-                                                  env={"RLM_PLUGINS": "rlm-adapter-dspy,rlm-sandbox-monty"}),
+                                                  env={"RLM_PLUGINS": "rlm-adapter-dspy,rlm-sandbox-monty,rlm-runs"}),
     "plugins/rlm-bench/README.md": Session({"smoke.json": script([], SMOKE), "worse.json": script([], WORSE)}),
     "plugins/rlm-compat-rlms/README.md": Session({"notes.txt": "hello world\n", "script.json": FromCat("script.json")}),
     "plugins/rlm-context-documents/README.md": Session({
