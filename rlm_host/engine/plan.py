@@ -120,7 +120,7 @@ def plan_run(host: "PluginHost", loaded: "LoadedSettings", home: Path, context: 
     ``loaded``: the settings with the front door's run options merged in (``LoadedSettings.with_run``), so each value's
     source is known; ``context``: the context itself, or ``ContextFiles`` to load here as the environment needs;
     ``connectors``: ``root`` / ``sub`` connectors to use instead of the settings' models, or ``wrap``, a callable given
-    each connector planned (a fork's ``rlm_host.trajectory.fork.ForkConnector``). ``pool`` (model and options →
+    each connector planned (rlm-runs' fork: ``ForkConnector``). ``pool`` (model and options →
     connector) keeps the connectors built here for the next run that passes it: a chat session's turns play one
     script on."""
     run: RunSettings = loaded.settings.run

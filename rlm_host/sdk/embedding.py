@@ -8,10 +8,9 @@ the next (``RLM.completion(..., carry=)``), ``RunStore`` reads the recorded runs
 their summaries by the ``RUN_FILTERS`` keys as ``rlm runs list --filter`` does; ``parse_moment`` reads a ``since``
 / ``until`` date), ``Replay`` walks one run tree (what an exporter, ``rlm_register_exporters``, writes out),
 ``ActiveRuns()`` lists this user's runs in progress on this machine, whatever folder they run in, and cancels one or
-all of them from any process (``rlm runs active`` / ``cancel``); ``compare_runs(replay_a, replay_b)`` finds where
-two runs' steps first diverge and the deltas of their outcomes (``rlm runs compare``; ``render_comparison`` prints
-it). A command reading a settings-like file the user names (a sweep file) screens it as a project file is screened:
-``is_trusted(path, table, environ)`` (``rlm config trust PATH``), ``risk_of("run.base_url", value, folder)``. What
+all of them from any process (``rlm runs active`` / ``cancel``). A command reading a settings-like file the user
+names (a sweep file) screens it as a project file is screened: ``is_trusted(path, table, environ)`` (``rlm config
+trust PATH``), ``risk_of("run.base_url", value, folder)``. What
 such a command writes is masked like everything rlm writes (``redact_data``: registered keys, a URL's password as
 ``user:***@host``). The command side — run options as flags, ``rlm run``'s own command, the terminal — is the
 commands kit, ``rlm_host.sdk.commands``.

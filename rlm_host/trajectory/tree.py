@@ -2,8 +2,8 @@
 
 Events are grouped per run (``run_id``). A run's ``sub_call`` events and its child runs happen while a step's
 code executes, before that step's ``step`` event, so each is attached to the next step event of its parent run;
-a ``sub_call`` with ``data.child_run_id`` names the child run it started. ``Replay`` navigates the root run's
-steps; ``render_step`` and ``render_summary`` are the text views the CLI prints.
+a ``sub_call`` with ``data.child_run_id`` names the child run it started. ``Replay`` holds the tree and the root
+run's steps; rlm-runs prints them (``rlm runs show``, ``rlm replay``).
 """
 
 from __future__ import annotations
